@@ -1,6 +1,41 @@
-import { Worker } from 'node:worker_threads';
-const x: number = 3;
-console.log('cli ok', x, process.argv.slice(2));
-const w = new Worker(new URL('./w.mjs', import.meta.url));
-w.on('message', (m) => { console.log('from worker', m); w.terminate(); });
-w.on('error', (e) => console.error('werr', e));
+/**
+ * The weir CLI. Every problem a user can cause (a missing file, a bad flag, a job that
+ * throws) ends in a one-line message and a non-zero exit; stacks only with --verbose.
+ */
+import { runCommand } from './run.ts';
+import { CliError, USAGE } from './args.ts';
+
+async function main(argv: string[]): Promise<number> {
+  const verbose = argv.includes('--verbose');
+  const [command, ...rest] = argv;
+  try {
+    switch (command) {
+      case 'run':
+        return await runCommand(rest);
+      case undefined:
+      case '-h':
+      case '--help':
+      case 'help':
+        process.stdout.write(USAGE);
+        return command === undefined ? 2 : 0;
+      case '--version':
+      case '-v':
+        process.stdout.write('weir 0.1.0\n');
+        return 0;
+      default:
+        throw new CliError(`unknown command "${command}"; run "weir --help" for the list`);
+    }
+  } catch (e) {
+    reportError(e, verbose);
+    return e instanceof CliError ? 2 : 1;
+  }
+}
+
+export function reportError(e: unknown, verbose: boolean): void {
+  const msg = e instanceof Error ? e.message : String(e);
+  process.stderr.write(`weir: error: ${msg}\n`);
+  if (verbose && e instanceof Error && e.stack) process.stderr.write(e.stack + '\n');
+}
+
+const code = await main(process.argv.slice(2));
+process.exitCode = code;

@@ -1,0 +1,120 @@
+/**
+ * StreamExecutionEnvironment: where a job declares its sources and settings. It records
+ * transformations; translation into a job graph happens when the job is run.
+ */
+import { CollectionSource } from '../connectors/collection/collection-source.ts';
+import { FileSource, type FileSourceOptions } from '../connectors/file/file-source.ts';
+import { GeneratorSource, type GeneratorFn, type GeneratorOptions } from '../connectors/generator/generator-source.ts';
+import {
+  callerLocation, type ChainingStrategy, type SourceTransformation, type Transformation,
+} from '../graph/transformation.ts';
+import type { MalformedPolicy } from '../runtime/operators/source.ts';
+import { validateMaxParallelism } from '../state/key-groups.ts';
+import { DataStream } from './datastream.ts';
+import { toMillis, type Duration } from './duration.ts';
+import type { Source, SourceSplit } from './source.ts';
+
+export interface EnvironmentSettings {
+  /** Default parallelism from the CLI (--parallelism); the job's own setParallelism wins. */
+  readonly defaultParallelism: number;
+}
+
+export class StreamExecutionEnvironment {
+  /** Every transformation, in declaration order (the order is part of operator identity). */
+  readonly transformations: Transformation[] = [];
+  private nextId = 0;
+  parallelism: number | undefined;
+  maxParallelism: number | undefined;
+  /** How often periodic watermark generators run, in ms of processing time (Flink default 200). */
+  autoWatermarkInterval = 200;
+  /** Longest a partly filled output buffer waits before it is sent, in ms (Flink default 100). */
+  bufferTimeout = 100;
+  jobName = 'weir job';
+  chainingEnabled = true;
+
+  constructor(readonly settings: EnvironmentSettings) {}
+
+  setParallelism(p: number): this {
+    if (!Number.isInteger(p) || p < 1) throw new RangeError(`setParallelism: expected a positive integer, got ${String(p)}`);
+    this.parallelism = p;
+    return this;
+  }
+
+  getParallelism(): number {
+    return this.parallelism ?? this.settings.defaultParallelism;
+  }
+
+  /** Number of key groups: the upper bound for rescaling keyed state. Fixed once state exists. */
+  setMaxParallelism(p: number): this {
+    validateMaxParallelism(p, 'setMaxParallelism');
+    this.maxParallelism = p;
+    return this;
+  }
+
+  setAutoWatermarkInterval(d: Duration): this {
+    this.autoWatermarkInterval = toMillis(d, 'setAutoWatermarkInterval');
+    return this;
+  }
+
+  setBufferTimeout(d: Duration): this {
+    this.bufferTimeout = toMillis(d, 'setBufferTimeout');
+    return this;
+  }
+
+  setJobName(name: string): this {
+    if (typeof name !== 'string' || name.trim() === '') throw new TypeError('setJobName: expected a non-empty string');
+    this.jobName = name;
+    return this;
+  }
+
+  disableOperatorChaining(): this {
+    this.chainingEnabled = false;
+    return this;
+  }
+
+  /** @internal */
+  add<T extends Transformation>(t: Omit<T, 'id' | 'declaredAt'>): T {
+    const full = { ...t, id: this.nextId++, declaredAt: callerLocation() } as unknown as T;
+    this.transformations.push(full);
+    return full;
+  }
+
+  fromSource<T, S extends SourceSplit>(source: Source<T, S>, options: { name?: string; malformed?: MalformedPolicy } = {}): DataStream<T> {
+    const malformed = options.malformed ?? 'fail';
+    if (malformed !== 'fail' && malformed !== 'dead-letter') {
+      throw new RangeError(`source option "malformed" must be "fail" or "dead-letter", got ${JSON.stringify(malformed)}`);
+    }
+    const t = this.add<SourceTransformation>({
+      kind: 'source',
+      name: options.name ?? source.name,
+      uid: undefined,
+      parallelism: source.maxReaders,
+      maxParallelism: undefined,
+      chaining: 'head' satisfies ChainingStrategy,
+      source: source as unknown as Source<unknown, SourceSplit>,
+      malformedPolicy: malformed,
+    });
+    return new DataStream<T>(this, t);
+  }
+
+  /** Records fn(0), fn(1), ...: deterministic from the seed, bounded by count, optionally rate-limited. */
+  fromGenerator<T>(fn: GeneratorFn<T>, options: GeneratorOptions & { name?: string } = {}): DataStream<T> {
+    return this.fromSource(new GeneratorSource<T>(fn, options), { name: options.name ?? 'generator' });
+  }
+
+  /** JSON lines or CSV from a file or every file of a directory (bounded). */
+  fromFile<T = Record<string, unknown>>(path: string, options: FileSourceOptions & { name?: string; malformed?: MalformedPolicy } = {}): DataStream<T> {
+    const opts: { name: string; malformed?: MalformedPolicy } = { name: options.name ?? `file ${path}` };
+    if (options.malformed !== undefined) opts.malformed = options.malformed;
+    return this.fromSource(new FileSource<T>(path, options), opts);
+  }
+
+  /** A bounded stream of the given values, read by one subtask. */
+  fromCollection<T>(values: readonly T[], options: { name?: string; timestamp?: (v: T) => number } = {}): DataStream<T> {
+    return this.fromSource(new CollectionSource<T>(values, options.timestamp), { name: options.name ?? 'collection' });
+  }
+
+  fromElements<T>(...values: T[]): DataStream<T> {
+    return this.fromCollection(values);
+  }
+}

@@ -1,0 +1,160 @@
+/**
+ * The user-function contracts of the DataStream API. Functions are plain objects or class
+ * instances; every method but the processing one is optional. They are never serialized:
+ * every worker builds the same job graph from the job module and gets its own instances.
+ */
+import type { OutputTag } from './output-tag.ts';
+import type {
+  AggregatingState, AggregatingStateDescriptor, ListState, ListStateDescriptor, MapState,
+  MapStateDescriptor, ReducingState, ReducingStateDescriptor, ValueState, ValueStateDescriptor,
+  BroadcastStateDescriptor, BroadcastState, ReadOnlyBroadcastState,
+} from './state.ts';
+import type { TimeWindow } from './windows.ts';
+
+export interface Collector<T> {
+  collect(value: T): void;
+}
+
+/** Facts about the running subtask, available to every rich function. */
+export interface TaskInfo {
+  readonly operatorName: string;
+  readonly operatorId: string;
+  readonly subtaskIndex: number;
+  readonly parallelism: number;
+  readonly maxParallelism: number;
+  readonly attemptNumber: number;
+}
+
+/** What `open` receives in any function: task facts and operator (non-keyed) state. */
+export interface RuntimeContext {
+  readonly taskInfo: TaskInfo;
+  /** Operator list state, split evenly over subtasks on rescaling. */
+  getListState<T>(descriptor: ListStateDescriptor<T>): ListState<T>;
+  /** Operator list state, given whole to every subtask on restore. */
+  getUnionListState<T>(descriptor: ListStateDescriptor<T>): ListState<T>;
+}
+
+/** Runtime context of a function on a keyed stream: keyed state handles scoped to the current key. */
+export interface KeyedRuntimeContext extends RuntimeContext {
+  getState<T>(descriptor: ValueStateDescriptor<T>): ValueState<T>;
+  getListState<T>(descriptor: ListStateDescriptor<T>): ListState<T>;
+  getMapState<K, V>(descriptor: MapStateDescriptor<K, V>): MapState<K, V>;
+  getReducingState<T>(descriptor: ReducingStateDescriptor<T>): ReducingState<T>;
+  getAggregatingState<IN, ACC, OUT>(descriptor: AggregatingStateDescriptor<IN, ACC, OUT>): AggregatingState<IN, OUT>;
+}
+
+export interface TimerService {
+  currentProcessingTime(): number;
+  currentWatermark(): number;
+  registerEventTimeTimer(timestamp: number): void;
+  registerProcessingTimeTimer(timestamp: number): void;
+  deleteEventTimeTimer(timestamp: number): void;
+  deleteProcessingTimeTimer(timestamp: number): void;
+}
+
+interface BaseContext {
+  /** Event timestamp of the current record, or undefined if it has none. */
+  readonly timestamp: number | undefined;
+  /** Emit to a side output. */
+  output<X>(tag: OutputTag<X>, value: X): void;
+}
+
+export interface ProcessContext extends BaseContext {
+  /** Current processing time and watermark; timers need a keyed stream. */
+  currentProcessingTime(): number;
+  currentWatermark(): number;
+}
+
+export interface KeyedContext<K> extends BaseContext, KeyedRuntimeContext {
+  readonly currentKey: K;
+  readonly timerService: TimerService;
+}
+
+export interface OnTimerContext<K> extends KeyedContext<K> {
+  readonly timeDomain: 'event-time' | 'processing-time';
+}
+
+export interface Lifecycle<C> {
+  /** Called once per subtask before the first record. */
+  open?(ctx: C): void;
+  /** Called once when the subtask ends (finished, cancelled or failed). */
+  close?(): void;
+}
+
+export interface ProcessFunction<I, O> extends Lifecycle<RuntimeContext> {
+  processElement(value: I, ctx: ProcessContext, out: Collector<O>): void;
+}
+
+export interface KeyedProcessFunction<K, I, O> extends Lifecycle<KeyedRuntimeContext> {
+  processElement(value: I, ctx: KeyedContext<K>, out: Collector<O>): void;
+  onTimer?(timestamp: number, ctx: OnTimerContext<K>, out: Collector<O>): void;
+}
+
+export interface CoProcessFunction<I1, I2, O> extends Lifecycle<RuntimeContext> {
+  processElement1(value: I1, ctx: ProcessContext, out: Collector<O>): void;
+  processElement2(value: I2, ctx: ProcessContext, out: Collector<O>): void;
+}
+
+export interface KeyedCoProcessFunction<K, I1, I2, O> extends Lifecycle<KeyedRuntimeContext> {
+  processElement1(value: I1, ctx: KeyedContext<K>, out: Collector<O>): void;
+  processElement2(value: I2, ctx: KeyedContext<K>, out: Collector<O>): void;
+  onTimer?(timestamp: number, ctx: OnTimerContext<K>, out: Collector<O>): void;
+}
+
+export interface BroadcastReadContext extends ProcessContext {
+  getBroadcastState<K, V>(descriptor: BroadcastStateDescriptor<K, V>): ReadOnlyBroadcastState<K, V>;
+}
+
+export interface BroadcastWriteContext extends ProcessContext {
+  getBroadcastState<K, V>(descriptor: BroadcastStateDescriptor<K, V>): BroadcastState<K, V>;
+}
+
+export interface KeyedBroadcastReadContext<K> extends KeyedContext<K> {
+  getBroadcastState<BK, BV>(descriptor: BroadcastStateDescriptor<BK, BV>): ReadOnlyBroadcastState<BK, BV>;
+}
+
+export interface KeyedBroadcastWriteContext extends BroadcastWriteContext {
+  /** Runs fn for every key that has state under the descriptor, in this subtask. */
+  applyToKeyedState<S>(descriptor: ValueStateDescriptor<S>, fn: (key: unknown, state: ValueState<S>) => void): void;
+}
+
+export interface BroadcastProcessFunction<I, B, O> extends Lifecycle<RuntimeContext> {
+  processElement(value: I, ctx: BroadcastReadContext, out: Collector<O>): void;
+  processBroadcastElement(value: B, ctx: BroadcastWriteContext, out: Collector<O>): void;
+}
+
+export interface KeyedBroadcastProcessFunction<K, I, B, O> extends Lifecycle<KeyedRuntimeContext> {
+  processElement(value: I, ctx: KeyedBroadcastReadContext<K>, out: Collector<O>): void;
+  processBroadcastElement(value: B, ctx: KeyedBroadcastWriteContext, out: Collector<O>): void;
+  onTimer?(timestamp: number, ctx: OnTimerContext<K>, out: Collector<O>): void;
+}
+
+/** Incremental aggregation with an accumulator, as Flink's AggregateFunction. */
+export interface AggregateFunction<IN, ACC, OUT> {
+  createAccumulator(): ACC;
+  add(value: IN, accumulator: ACC): ACC;
+  getResult(accumulator: ACC): OUT;
+  /** Needed by merging (session) windows. */
+  merge?(a: ACC, b: ACC): ACC;
+}
+
+export type ReduceFunction<T> = (a: T, b: T) => T;
+
+export interface WindowContext<W = TimeWindow> {
+  readonly window: W;
+  currentWatermark(): number;
+  currentProcessingTime(): number;
+  output<X>(tag: OutputTag<X>, value: X): void;
+}
+
+/** Full-window function: sees every element of the window (or the pre-aggregated result). */
+export interface ProcessWindowFunction<IN, OUT, K, W = TimeWindow> extends Lifecycle<RuntimeContext> {
+  process(key: K, ctx: WindowContext<W>, elements: readonly IN[], out: Collector<OUT>): void;
+}
+
+/** A sink function: called for every record; flush is called at end of input. */
+export interface SinkFunction<T> extends Lifecycle<RuntimeContext> {
+  invoke(value: T, ctx: { readonly timestamp: number | undefined }): void;
+  /** Called when no more records will arrive. */
+  finish?(): void;
+}

@@ -1,0 +1,68 @@
+/**
+ * The source contract (Flink's FLIP-27 shape): a source is a set of splits, planned on the job
+ * manager and assigned to subtasks, plus a reader per subtask that reads its splits. A reader
+ * reports its splits with their current positions, which is what a checkpoint records and
+ * what a restore resumes from.
+ */
+
+export interface SourceSplit {
+  /** Stable identity of the split, e.g. a file path or a generator lane. */
+  readonly id: string;
+}
+
+export interface SourceOutput<T> {
+  /** Emits a record, optionally with its event timestamp. */
+  collect(value: T, timestamp?: number): void;
+  /** A record that could not be read: goes to the dead-letter output or fails the job, per config. */
+  malformed(record: MalformedRecord): void;
+}
+
+export interface MalformedRecord {
+  readonly source: string;
+  /** Where, e.g. "data/events.jsonl:17". */
+  readonly location: string;
+  readonly raw: string;
+  readonly error: string;
+}
+
+export type PollStatus = 'more' | 'wait' | 'end';
+
+export interface SourceReaderContext {
+  readonly subtaskIndex: number;
+  readonly parallelism: number;
+  now(): number;
+  /** Wakes the reader's task after poll returned 'wait' (data arrived, a timer passed). Safe from any callback. */
+  wake(): void;
+  /** Runs fn in the task's mailbox at or after atMs. */
+  schedule(atMs: number, fn: () => void): { cancel(): void };
+}
+
+export interface SourceReader<T, S extends SourceSplit> {
+  addSplits(splits: S[]): void;
+  /**
+   * Emits at most `maxRecords` records. Returns 'more' if more are ready now, 'wait' if the
+   * reader will call ctx.wake() when there are (never wait without arranging a wake-up),
+   * and 'end' when every split is exhausted and no more will be added (bounded sources).
+   */
+  poll(out: SourceOutput<T>, maxRecords: number): PollStatus;
+  /** The assigned splits with their current positions (the reader's checkpoint). */
+  snapshotSplits(): S[];
+  close?(): void;
+}
+
+export interface Source<T, S extends SourceSplit = SourceSplit> {
+  readonly name: string;
+  readonly bounded: boolean;
+  /** Fixed parallelism (e.g. 1 for a collection), or undefined to follow the job. */
+  readonly maxReaders?: number;
+  /** On the job manager: the splits to read, for `parallelism` readers. */
+  planSplits(parallelism: number): Promise<S[]> | S[];
+  createReader(ctx: SourceReaderContext): SourceReader<T, S>;
+}
+
+/** Initial assignment: split k to subtask k mod p, so assignment is deterministic. */
+export function assignSplits<S>(splits: readonly S[], parallelism: number): S[][] {
+  const out: S[][] = Array.from({ length: parallelism }, () => []);
+  splits.forEach((s, k) => out[k % parallelism]!.push(s));
+  return out;
+}

@@ -1,0 +1,156 @@
+/**
+ * State descriptors and handles. A descriptor names a state and says how its values are
+ * stored; a handle reads and writes the value for the current key (keyed state) or for the
+ * subtask (operator state).
+ */
+import type { AggregateFunction, ReduceFunction } from './functions.ts';
+
+/**
+ * How state values are turned into snapshot data and back. Values are stored as live
+ * objects in the heap backend; serializers run only when a snapshot is written or read.
+ * `version` lets a newer job read state written by an older one: `decode` receives the
+ * version the data was written with.
+ */
+export interface StateSerializer<T> {
+  readonly name: string;
+  readonly version: number;
+  /** To plain msgpack-encodable data. Default: the value itself. */
+  encode?(value: T): unknown;
+  /** From plain data written by `writtenVersion` of this serializer. */
+  decode?(data: unknown, writtenVersion: number): T;
+}
+
+/** Default: values are plain data (objects, arrays, strings, numbers, booleans, null, bigint, Date, Map, typed arrays). */
+export const PLAIN_DATA_SERIALIZER: StateSerializer<unknown> = Object.freeze({ name: 'weir.plain', version: 1 });
+
+export interface StateTtlConfig {
+  /** Time to live in milliseconds of processing time. */
+  readonly ttlMs: number;
+  /** When the expiry clock restarts. Default 'onCreateAndWrite'. */
+  readonly updateType?: 'onCreateAndWrite' | 'onReadAndWrite';
+  /** Default 'neverReturnExpired'. */
+  readonly visibility?: 'neverReturnExpired' | 'returnExpiredIfNotCleanedUp';
+}
+
+export interface StateOptions<T> {
+  readonly serializer?: StateSerializer<T>;
+  readonly ttl?: StateTtlConfig;
+}
+
+export type StateKind = 'value' | 'list' | 'map' | 'reducing' | 'aggregating' | 'broadcast';
+
+abstract class Descriptor<T> {
+  abstract readonly kind: StateKind;
+  readonly serializer: StateSerializer<T>;
+  readonly ttl: StateTtlConfig | undefined;
+  constructor(readonly name: string, options: StateOptions<T> = {}) {
+    if (typeof name !== 'string' || name.length === 0) throw new TypeError('a state descriptor needs a non-empty name');
+    this.serializer = options.serializer ?? (PLAIN_DATA_SERIALIZER as StateSerializer<T>);
+    this.ttl = options.ttl;
+    if (this.ttl !== undefined && !(Number.isFinite(this.ttl.ttlMs) && this.ttl.ttlMs > 0)) {
+      throw new RangeError(`state "${name}": ttl.ttlMs must be a positive number, got ${String(this.ttl.ttlMs)}`);
+    }
+  }
+}
+
+export class ValueStateDescriptor<T> extends Descriptor<T> {
+  readonly kind = 'value' as const;
+  readonly defaultValue: T | undefined;
+  constructor(name: string, options: StateOptions<T> & { defaultValue?: T } = {}) {
+    super(name, options);
+    this.defaultValue = options.defaultValue;
+  }
+}
+
+export class ListStateDescriptor<T> extends Descriptor<T> {
+  readonly kind = 'list' as const;
+}
+
+export class MapStateDescriptor<K, V> extends Descriptor<V> {
+  readonly kind = 'map' as const;
+  declare readonly __key?: K;
+}
+
+export class ReducingStateDescriptor<T> extends Descriptor<T> {
+  readonly kind = 'reducing' as const;
+  constructor(name: string, readonly reduce: ReduceFunction<T>, options: StateOptions<T> = {}) {
+    super(name, options);
+    if (typeof reduce !== 'function') throw new TypeError(`reducing state "${name}" needs a reduce function`);
+  }
+}
+
+export class AggregatingStateDescriptor<IN, ACC, OUT> extends Descriptor<ACC> {
+  readonly kind = 'aggregating' as const;
+  declare readonly __in?: IN;
+  declare readonly __out?: OUT;
+  constructor(name: string, readonly aggregate: AggregateFunction<IN, ACC, OUT>, options: StateOptions<ACC> = {}) {
+    super(name, options);
+  }
+}
+
+/** Broadcast state: a map replicated on every subtask of the operator it is broadcast to. */
+export class BroadcastStateDescriptor<K, V> extends Descriptor<V> {
+  readonly kind = 'broadcast' as const;
+  declare readonly __key?: K;
+}
+
+export type AnyStateDescriptor =
+  | ValueStateDescriptor<any>
+  | ListStateDescriptor<any>
+  | MapStateDescriptor<any, any>
+  | ReducingStateDescriptor<any>
+  | AggregatingStateDescriptor<any, any, any>
+  | BroadcastStateDescriptor<any, any>;
+
+export interface ValueState<T> {
+  /** The value for the current key, or the descriptor's default when there is none. */
+  value(): T | undefined;
+  update(value: T): void;
+  clear(): void;
+}
+
+export interface ListState<T> {
+  /** The list for the current key (empty when there is none). Do not mutate it; use add/update. */
+  get(): readonly T[];
+  add(value: T): void;
+  addAll(values: readonly T[]): void;
+  update(values: readonly T[]): void;
+  clear(): void;
+}
+
+export interface MapState<K, V> {
+  get(key: K): V | undefined;
+  put(key: K, value: V): void;
+  putAll(entries: Iterable<readonly [K, V]>): void;
+  remove(key: K): void;
+  contains(key: K): boolean;
+  entries(): IterableIterator<[K, V]>;
+  keys(): IterableIterator<K>;
+  values(): IterableIterator<V>;
+  isEmpty(): boolean;
+  clear(): void;
+}
+
+export interface ReducingState<T> {
+  get(): T | undefined;
+  add(value: T): void;
+  clear(): void;
+}
+
+export interface AggregatingState<IN, OUT> {
+  get(): OUT | undefined;
+  add(value: IN): void;
+  clear(): void;
+}
+
+export interface ReadOnlyBroadcastState<K, V> {
+  get(key: K): V | undefined;
+  contains(key: K): boolean;
+  entries(): IterableIterator<[K, V]>;
+}
+
+export interface BroadcastState<K, V> extends ReadOnlyBroadcastState<K, V> {
+  put(key: K, value: V): void;
+  remove(key: K): void;
+  clear(): void;
+}

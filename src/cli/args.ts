@@ -1,0 +1,46 @@
+/** Command-line flags: parsed strictly, validated, with messages that name the flag. */
+import { parseArgs, type ParseArgsConfig } from 'node:util';
+
+export class CliError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'CliError';
+  }
+}
+
+export const USAGE = `weir: a stateful stream processor for TypeScript
+
+Usage:
+  weir run <job.ts|job.js> [options] [-- job args]
+
+Options for run:
+  -p, --parallelism N   default parallelism of operators (default: number of workers)
+  -w, --workers N       worker threads (default: number of cores); 1 runs in one thread
+      --verbose         print stack traces with errors
+  -h, --help            show this help
+`;
+
+type Options = NonNullable<ParseArgsConfig['options']>;
+
+/** Splits argv at "--": what follows belongs to the job. */
+export function splitJobArgs(argv: string[]): { own: string[]; job: string[] } {
+  const i = argv.indexOf('--');
+  return i < 0 ? { own: argv, job: [] } : { own: argv.slice(0, i), job: argv.slice(i + 1) };
+}
+
+export function parseFlags(argv: string[], options: Options, command: string) {
+  try {
+    return parseArgs({ args: argv, options, allowPositionals: true, strict: true });
+  } catch (e) {
+    const msg = e instanceof Error ? e.message.split('\n')[0]! : String(e);
+    throw new CliError(`${command}: ${msg.replace(/^TypeError \[[A-Z_]+\]: /, '')}`);
+  }
+}
+
+export function positiveInt(value: string | undefined, flag: string): number | undefined {
+  if (value === undefined) return undefined;
+  if (!/^\d+$/.test(value) || Number(value) < 1 || !Number.isSafeInteger(Number(value))) {
+    throw new CliError(`${flag} expects a positive integer, got "${value}"`);
+  }
+  return Number(value);
+}

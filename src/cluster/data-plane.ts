@@ -1,0 +1,95 @@
+/**
+ * Data exchange between worker threads: one MessagePort per pair of workers carries batches
+ * (msgpack bytes, transferred, not copied), in-band events, and credits flowing back.
+ * Credits are gathered during a scheduler slice and sent in one message per peer.
+ */
+import type { MessagePort } from 'node:worker_threads';
+import type { OutputChannel, InputChannel } from '../runtime/channels/channel.ts';
+import { encodeBatch } from '../runtime/codec.ts';
+import { isEvent, type ChannelElement } from '../runtime/events.ts';
+
+const DATA = 0;
+const EVENT = 1;
+const CREDITS = 2;
+
+type Wire = [typeof DATA, number, Uint8Array] | [typeof EVENT, number, unknown] | [typeof CREDITS, number[]];
+
+export class DataPlane {
+  private readonly ports = new Map<number, MessagePort>();
+  private readonly inputs = new Map<number, InputChannel>();
+  private readonly outputs = new Map<number, OutputChannel>();
+  private readonly pendingCredits = new Map<number, Map<number, number>>();
+  bytesSent = 0;
+
+  addPeer(worker: number, port: MessagePort): void {
+    this.ports.set(worker, port);
+    port.on('message', (m: Wire) => this.receive(m));
+  }
+
+  registerInput(ch: InputChannel): void {
+    this.inputs.set(ch.id, ch);
+  }
+
+  registerOutput(ch: OutputChannel): void {
+    this.outputs.set(ch.id, ch);
+  }
+
+  /** Transmit function for an output channel whose consumer lives on `worker`. */
+  transmitTo(worker: number, channelId: number): (el: ChannelElement) => void {
+    const port = this.ports.get(worker);
+    if (port === undefined) throw new Error(`no data port to worker ${worker}`);
+    return (el) => {
+      if (isEvent(el)) {
+        port.postMessage([EVENT, channelId, el] satisfies Wire);
+        return;
+      }
+      const bytes = encodeBatch(el);
+      this.bytesSent += bytes.byteLength;
+      port.postMessage([DATA, channelId, bytes] satisfies Wire, [bytes.buffer as ArrayBuffer]);
+    };
+  }
+
+  /** Credit-return function for an input channel whose producer lives on `worker`. */
+  creditTo(worker: number, channelId: number): () => void {
+    return () => {
+      let m = this.pendingCredits.get(worker);
+      if (m === undefined) {
+        m = new Map();
+        this.pendingCredits.set(worker, m);
+      }
+      m.set(channelId, (m.get(channelId) ?? 0) + 1);
+    };
+  }
+
+  /** Sends the credits gathered since the last call (end of each scheduler slice). */
+  flushCredits(): void {
+    if (this.pendingCredits.size === 0) return;
+    for (const [worker, m] of this.pendingCredits) {
+      const flat: number[] = [];
+      for (const [id, n] of m) flat.push(id, n);
+      this.ports.get(worker)!.postMessage([CREDITS, flat] satisfies Wire);
+    }
+    this.pendingCredits.clear();
+  }
+
+  private receive(m: Wire): void {
+    switch (m[0]) {
+      case DATA:
+        this.inputs.get(m[1])?.push(m[2]);
+        return;
+      case EVENT:
+        this.inputs.get(m[1])?.push(m[2] as ChannelElement);
+        return;
+      case CREDITS: {
+        const flat = m[1];
+        for (let i = 0; i < flat.length; i += 2) this.outputs.get(flat[i]!)?.addCredit(flat[i + 1]!);
+        return;
+      }
+    }
+  }
+
+  close(): void {
+    for (const p of this.ports.values()) p.close();
+    this.ports.clear();
+  }
+}

@@ -1,0 +1,164 @@
+/**
+ * A task executor hosts the subtasks placed on one worker (a worker thread, or the main
+ * thread with --workers 1): it wires their channels, runs them on one scheduler, and
+ * reports to the job manager through a message function.
+ */
+import type { SourceSplit } from '../api/source.ts';
+import { producersOf, consumersOf, type JobGraph } from '../graph/job-graph.ts';
+import type { ExecutionPlan } from '../graph/execution-plan.ts';
+import { InputChannel, OutputChannel } from '../runtime/channels/channel.ts';
+import { decodeBatch } from '../runtime/codec.ts';
+import type { ChannelElement } from '../runtime/events.ts';
+import { InputGate } from '../runtime/input-gate.ts';
+import type { RuntimeServices } from '../runtime/operators/operator.ts';
+import { RecordWriter } from '../runtime/record-writer.ts';
+import { Scheduler } from '../runtime/scheduler.ts';
+import { StreamTask, type TaskListener } from '../runtime/task.ts';
+import type { Clock } from '../state/clock.ts';
+import type { DataPlane } from './data-plane.ts';
+import { serializeError, type FromExecutor, type TaskMetrics } from './messages.ts';
+
+export interface ExecutorConfig {
+  readonly workerIndex: number;
+  readonly graph: JobGraph;
+  readonly plan: ExecutionPlan;
+  readonly splits: Readonly<Record<string, readonly SourceSplit[]>>;
+  readonly attempt: number;
+  readonly credits: number;
+  readonly clock: Clock;
+  readonly send: (m: FromExecutor) => void;
+  /** Present when some channels cross to other workers. */
+  readonly dataPlane: DataPlane | undefined;
+  /** Where print() output goes; the main thread's stdout by default. */
+  readonly writeStdout?: (text: string) => void;
+}
+
+export class TaskExecutor implements TaskListener {
+  readonly scheduler = new Scheduler();
+  readonly tasks: StreamTask[] = [];
+  private readonly taskKey = new Map<StreamTask, { vertex: number; subtask: number }>();
+
+  constructor(private readonly cfg: ExecutorConfig) {
+    const { graph, plan, workerIndex } = cfg;
+    const dp = cfg.dataPlane;
+    const inputs = new Map<number, InputChannel>();
+    const outputs = new Map<number, OutputChannel>();
+    // Gate position of each channel: per consumer subtask and input, edges in order, producers in order.
+    const gateIndexOf = new Map<number, number>();
+    const byConsumer = new Map<string, number[]>();
+    for (const ch of plan.channels) {
+      const e = graph.edges[ch.edge]!;
+      const k = `${e.target.index}:${ch.consumer}:${e.inputIndex}`;
+      const list = byConsumer.get(k) ?? [];
+      list.push(ch.id);
+      byConsumer.set(k, list);
+    }
+    for (const list of byConsumer.values()) {
+      list.sort((a, b) => a - b); // channel ids are assigned edge by edge, producer by producer
+      list.forEach((id, i) => gateIndexOf.set(id, i));
+    }
+
+    const decode = (bytes: Uint8Array): ChannelElement => decodeBatch(bytes);
+    for (const ch of plan.channels) {
+      const producerLocal = ch.producerWorker === workerIndex;
+      const consumerLocal = ch.consumerWorker === workerIndex;
+      if (producerLocal && consumerLocal) {
+        let input: InputChannel | undefined = undefined;
+        const out = new OutputChannel(ch.id, cfg.credits, (el) => input!.push(el));
+        input = new InputChannel(ch.id, gateIndexOf.get(ch.id)!, () => out.addCredit(1));
+        inputs.set(ch.id, input);
+        outputs.set(ch.id, out);
+      } else if (producerLocal) {
+        if (!dp) throw new Error('a channel crosses workers but there is no data plane');
+        const out = new OutputChannel(ch.id, cfg.credits, dp.transmitTo(ch.consumerWorker, ch.id));
+        dp.registerOutput(out);
+        outputs.set(ch.id, out);
+      } else if (consumerLocal) {
+        if (!dp) throw new Error('a channel crosses workers but there is no data plane');
+        const input = new InputChannel(ch.id, gateIndexOf.get(ch.id)!, dp.creditTo(ch.producerWorker, ch.id), decode);
+        dp.registerInput(input);
+        inputs.set(ch.id, input);
+      }
+    }
+    if (dp) this.scheduler.onEndOfSlice(() => dp.flushCredits());
+
+    const services: RuntimeServices = {
+      collect: (sink, subtask, values) => cfg.send({ type: 'collect', sink, subtask, values }),
+      writeStdout: cfg.writeStdout ?? ((t) => void process.stdout.write(t)),
+    };
+
+    for (const st of plan.subtasks) {
+      if (st.worker !== workerIndex) continue;
+      const v = graph.vertices[st.vertex]!;
+      const channelsOf = (edge: number, producer: number | undefined, consumer: number | undefined) =>
+        plan.channels.filter((c) => c.edge === edge && (producer === undefined || c.producer === producer) && (consumer === undefined || c.consumer === consumer));
+      // Input gates: one per logical input.
+      const numGates = v.operators[0]!.node.transformation.kind === 'two-input' ? 2 : v.isSource ? 0 : 1;
+      const gates: InputGate[] = [];
+      for (let g = 0; g < numGates; g++) {
+        const ids = (byConsumer.get(`${v.index}:${st.index}:${g}`) ?? []);
+        gates.push(new InputGate(g, ids.map((id) => inputs.get(id)!)));
+      }
+      // Record writers: one per network edge leaving any operator of the chain.
+      const writers = new Map<number, RecordWriter>();
+      for (const op of v.operators) {
+        for (const e of op.networkOutputs) {
+          const consumers = consumersOf(e.partition.kind, st.index, v.parallelism, e.target.parallelism);
+          const chans = consumers.map((c) => outputs.get(channelsOf(e.index, st.index, c)[0]!.id)!);
+          writers.set(
+            e.index,
+            new RecordWriter(e.partition.kind, chans, consumers, e.target.parallelism, e.partition.keySelector, e.targetMaxParallelism, {
+              operatorName: op.node.name,
+              operatorId: op.node.id,
+              subtaskIndex: st.index,
+              parallelism: v.parallelism,
+            }),
+          );
+        }
+      }
+      void producersOf;
+      const task = new StreamTask({
+        vertex: v,
+        subtaskIndex: st.index,
+        attempt: cfg.attempt,
+        keyGroupRange: st.keyGroupRange,
+        inputGates: gates,
+        writers,
+        splits: cfg.splits[`${v.index}:${st.index}`] ?? [],
+        clock: cfg.clock,
+        services,
+        scheduler: this.scheduler,
+        listener: this,
+        bufferTimeoutMs: graph.bufferTimeout,
+      });
+      this.tasks.push(task);
+      this.taskKey.set(task, { vertex: v.index, subtask: st.index });
+    }
+  }
+
+  start(): void {
+    for (const t of this.tasks) t.start();
+  }
+
+  cancel(): void {
+    for (const t of this.tasks) t.cancel();
+  }
+
+  onTaskFinished(task: StreamTask): void {
+    const k = this.taskKey.get(task)!;
+    const metrics = { vertex: k.vertex, subtask: k.subtask, recordsIn: [...task.recordsIn], state: task.state };
+    this.cfg.send({ type: 'task-finished', vertex: k.vertex, subtask: k.subtask, metrics });
+  }
+
+  onTaskFailed(task: StreamTask, error: unknown): void {
+    const k = this.taskKey.get(task)!;
+    this.cfg.send({ type: 'task-failed', vertex: k.vertex, subtask: k.subtask, error: serializeError(error) });
+  }
+
+  metrics(): TaskMetrics[] {
+    return this.tasks.map((t) => {
+      const k = this.taskKey.get(t)!;
+      return { vertex: k.vertex, subtask: k.subtask, recordsIn: [...t.recordsIn], state: t.state };
+    });
+  }
+}

@@ -1,0 +1,65 @@
+/**
+ * The body of a worker thread: receives its deployment, loads the job module and builds the
+ * same graph as the job manager, checks that it is the same, and runs its subtasks.
+ */
+import { parentPort, type MessagePort } from 'node:worker_threads';
+import { planExecution } from '../graph/execution-plan.ts';
+import { systemClock } from '../state/clock.ts';
+import { DataPlane } from './data-plane.ts';
+import { buildJob, loadJobModule } from './job-loader.ts';
+import { serializeError, type DeployMessage, type FromExecutor, type ToExecutor } from './messages.ts';
+import { TaskExecutor } from './task-executor.ts';
+
+const port = parentPort!;
+const send = (m: FromExecutor) => port.postMessage(m);
+let executor: TaskExecutor | undefined;
+let dataPlane: DataPlane | undefined;
+let metricsTimer: NodeJS.Timeout | undefined;
+
+async function deploy(m: DeployMessage & { peers: Record<number, MessagePort> }): Promise<void> {
+  if (m.job.modulePath === undefined) throw new Error('a worker thread needs the job module path');
+  const def = await loadJobModule(m.job.modulePath);
+  const { graph } = await buildJob(def, m.job.args, m.job.defaultParallelism);
+  if (graph.fingerprint !== m.fingerprint) {
+    throw new Error('the job graph built in this worker differs from the job manager\'s: building the job must be deterministic (same operators, order and settings every time)');
+  }
+  const plan = planExecution(graph, m.plan.numWorkers);
+  dataPlane = new DataPlane();
+  for (const [w, p] of Object.entries(m.peers)) dataPlane.addPeer(Number(w), p);
+  executor = new TaskExecutor({
+    workerIndex: m.workerIndex,
+    graph,
+    plan,
+    splits: m.splits,
+    attempt: m.attempt,
+    credits: m.credits,
+    clock: systemClock,
+    send,
+    dataPlane,
+    writeStdout: (text) => send({ type: 'stdout', text }),
+  });
+  metricsTimer = setInterval(() => {
+    if (executor) send({ type: 'metrics', workerIndex: m.workerIndex, tasks: executor.metrics(), heapUsed: process.memoryUsage().heapUsed });
+  }, 1000);
+  metricsTimer.unref();
+  send({ type: 'deployed', workerIndex: m.workerIndex });
+}
+
+port.on('message', (m: ToExecutor & { peers?: Record<number, MessagePort> }) => {
+  switch (m.type) {
+    case 'deploy':
+      deploy(m as DeployMessage & { peers: Record<number, MessagePort> }).catch((e) =>
+        send({ type: 'executor-failed', workerIndex: m.workerIndex, error: serializeError(e) }),
+      );
+      return;
+    case 'start':
+      executor?.start();
+      return;
+    case 'cancel':
+      executor?.cancel();
+      if (metricsTimer) clearInterval(metricsTimer);
+      dataPlane?.close();
+      port.close();
+      return;
+  }
+});

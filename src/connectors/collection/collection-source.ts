@@ -1,0 +1,38 @@
+/** A bounded source over values given in the job module; one reader, position = next index. */
+import type { PollStatus, Source, SourceOutput, SourceReader, SourceSplit } from '../../api/source.ts';
+
+export interface CollectionSplit extends SourceSplit {
+  next: number;
+}
+
+export class CollectionSource<T> implements Source<T, CollectionSplit> {
+  readonly name = 'collection';
+  readonly bounded = true;
+  readonly maxReaders = 1;
+  constructor(private readonly values: readonly T[], private readonly timestamps?: (v: T) => number) {
+    if (!Array.isArray(values)) throw new TypeError('fromCollection needs an array');
+  }
+  planSplits(): CollectionSplit[] {
+    return [{ id: 'collection', next: 0 }];
+  }
+  createReader(): SourceReader<T, CollectionSplit> {
+    const values = this.values;
+    const tsOf = this.timestamps;
+    let splits: CollectionSplit[] = [];
+    return {
+      addSplits: (s) => void (splits = splits.concat(s.map((x) => ({ ...x })))),
+      poll(out: SourceOutput<T>, max: number): PollStatus {
+        const s = splits[0];
+        if (s === undefined || s.next >= values.length) return 'end';
+        const end = Math.min(values.length, s.next + max);
+        for (let i = s.next; i < end; i++) {
+          const v = values[i]!;
+          out.collect(v, tsOf ? tsOf(v) : undefined);
+        }
+        s.next = end;
+        return end < values.length ? 'more' : 'end';
+      },
+      snapshotSplits: () => splits.map((x) => ({ ...x })),
+    };
+  }
+}

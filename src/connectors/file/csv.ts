@@ -1,0 +1,54 @@
+/**
+ * CSV per RFC 4180 within one line: fields separated by a delimiter, optionally quoted with
+ * double quotes, a doubled quote inside quotes is a literal quote. A record spans one line.
+ */
+export function parseCsvLine(line: string, delimiter: string): string[] {
+  const out: string[] = [];
+  const n = line.length;
+  let i = 0;
+  for (;;) {
+    if (i < n && line[i] === '"') {
+      let field = '';
+      i++;
+      for (;;) {
+        if (i >= n) throw new Error('unterminated quoted field');
+        const ch = line[i]!;
+        if (ch === '"') {
+          if (line[i + 1] === '"') {
+            field += '"';
+            i += 2;
+            continue;
+          }
+          i++;
+          break;
+        }
+        field += ch;
+        i++;
+      }
+      out.push(field);
+      if (i >= n) return out;
+      if (!line.startsWith(delimiter, i)) throw new Error(`unexpected character ${JSON.stringify(line[i])} after a quoted field at column ${i + 1}`);
+      i += delimiter.length;
+      continue;
+    }
+    const next = line.indexOf(delimiter, i);
+    if (next < 0) {
+      out.push(line.slice(i));
+      return out;
+    }
+    out.push(line.slice(i, next));
+    i = next + delimiter.length;
+  }
+}
+
+/** Numbers and booleans from their text, the rest unchanged (option `cast`). */
+export function castField(s: string): unknown {
+  if (s === '') return s;
+  if (s === 'true') return true;
+  if (s === 'false') return false;
+  if (/^-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$/.test(s)) {
+    const n = Number(s);
+    if (Number.isFinite(n)) return n;
+  }
+  return s;
+}

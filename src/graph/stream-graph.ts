@@ -1,0 +1,143 @@
+/**
+ * StreamGraph: one node per physical operator, edges with their partitioning resolved.
+ * Virtual transformations (union, partition, side output) dissolve into edge properties.
+ * Operator ids come from uid() or from a hash of the operator's position in the job, so
+ * every worker that builds the job computes the same ids.
+ */
+import { createHash } from 'node:crypto';
+import type { StreamExecutionEnvironment } from '../api/environment.ts';
+import { JobDefinitionError } from '../runtime/errors.ts';
+import { defaultMaxParallelism } from '../state/key-groups.ts';
+import {
+  isPhysical, type PartitionSpec, type PhysicalTransformation, type Transformation,
+} from './transformation.ts';
+
+export interface StreamEdge {
+  readonly source: StreamNode;
+  readonly target: StreamNode;
+  /** 0 or 1: which logical input of the target. */
+  readonly inputIndex: number;
+  readonly partition: PartitionSpec;
+  /** Set when the edge carries a side output of the source. */
+  readonly sideTag: string | undefined;
+}
+
+export interface StreamNode {
+  /** Stable operator id (hex). */
+  readonly id: string;
+  readonly transformation: PhysicalTransformation;
+  readonly name: string;
+  readonly parallelism: number;
+  readonly maxParallelism: number;
+  readonly inEdges: StreamEdge[];
+  readonly outEdges: StreamEdge[];
+}
+
+export interface StreamGraph {
+  readonly jobName: string;
+  readonly nodes: StreamNode[];
+  readonly chainingEnabled: boolean;
+  readonly bufferTimeout: number;
+}
+
+function hashId(text: string): string {
+  return createHash('sha256').update(text).digest('hex').slice(0, 32);
+}
+
+interface ResolvedInput {
+  node: PhysicalTransformation;
+  partition: PartitionSpec | undefined;
+  sideTag: string | undefined;
+}
+
+/** Follows virtual transformations back to the physical operators that feed `t`. */
+function resolve(t: Transformation, partition: PartitionSpec | undefined, sideTag: string | undefined, out: ResolvedInput[]): void {
+  switch (t.kind) {
+    case 'union':
+      for (const i of t.inputs) resolve(i, partition, sideTag, out);
+      return;
+    case 'partition':
+      // The partitioning closest to the consumer wins, as in Flink.
+      resolve(t.input, partition ?? t.partition, sideTag, out);
+      return;
+    case 'side-output':
+      if (sideTag !== undefined) throw new JobDefinitionError('a side output of a side output is not a stream');
+      resolve(t.input, partition, t.tagId, out);
+      return;
+    default:
+      out.push({ node: t, partition, sideTag });
+  }
+}
+
+export function buildStreamGraph(env: StreamExecutionEnvironment): StreamGraph {
+  const physical = env.transformations.filter(isPhysical);
+  if (physical.length === 0) throw new JobDefinitionError('the job defines no operators; add a source and a sink');
+  const defaultP = env.getParallelism();
+  const nodes = new Map<number, StreamNode>();
+  const uids = new Map<string, string>();
+  const seenIds = new Set<string>();
+
+  for (const t of physical) {
+    const inputs = inputsOf(t);
+    const inputIds = inputs.map(({ node, sideTag }) => `${nodes.get(node.id)?.id ?? '?'}${sideTag ? '#' + sideTag : ''}`);
+    let id: string;
+    if (t.uid !== undefined) {
+      const prev = uids.get(t.uid);
+      if (prev !== undefined) throw new JobDefinitionError(`uid "${t.uid}" is used by two operators ("${prev}" and "${t.name}"); uids must be unique`);
+      uids.set(t.uid, t.name);
+      id = hashId(`uid:${t.uid}`);
+    } else {
+      const kind = t.kind === 'source' ? `source:${t.source.name}` : t.operatorKind;
+      id = hashId(`auto:${t.id}:${kind}:${inputIds.join(',')}`);
+    }
+    if (seenIds.has(id)) throw new JobDefinitionError(`operator id collision for "${t.name}"`);
+    seenIds.add(id);
+    let p = t.parallelism ?? (t.kind === 'source' && t.source.maxReaders !== undefined ? Math.min(t.source.maxReaders, defaultP) : defaultP);
+    if (t.kind === 'source' && t.source.maxReaders !== undefined && p > t.source.maxReaders) p = t.source.maxReaders;
+    const maxP = t.maxParallelism ?? env.maxParallelism ?? defaultMaxParallelism(p);
+    if (p > maxP) throw new JobDefinitionError(`operator "${t.name}": parallelism ${p} exceeds its max parallelism ${maxP}`);
+    nodes.set(t.id, { id, transformation: t, name: t.name, parallelism: p, maxParallelism: maxP, inEdges: [], outEdges: [] });
+  }
+
+  for (const t of physical) {
+    const target = nodes.get(t.id)!;
+    inputsOf(t).forEach(({ node, partition, sideTag }, k) => {
+      const source = nodes.get(node.id)!;
+      const inputIndex = inputIndexOf(t, k);
+      let p = partition;
+      if (p === undefined) p = source.parallelism === target.parallelism ? { kind: 'forward' } : { kind: 'rebalance' };
+      if (p.kind === 'forward' && source.parallelism !== target.parallelism) {
+        throw new JobDefinitionError(
+          `forward() from "${source.name}" (parallelism ${source.parallelism}) to "${target.name}" (parallelism ${target.parallelism}) needs equal parallelism; use rebalance() or rescale()`,
+        );
+      }
+      const keyed = t.kind === 'one-input' ? t.keySelector !== undefined : t.kind === 'two-input' ? t.keySelectors[inputIndex] !== undefined : false;
+      if (keyed && p.kind !== 'hash') {
+        throw new JobDefinitionError(`operator "${t.name}" uses keyed state but its input is not partitioned by key; call keyBy(...) right before it`);
+      }
+      const edge: StreamEdge = { source, target, inputIndex, partition: p, sideTag };
+      source.outEdges.push(edge);
+      target.inEdges.push(edge);
+    });
+  }
+  return { jobName: env.jobName, nodes: [...nodes.values()], chainingEnabled: env.chainingEnabled, bufferTimeout: env.bufferTimeout };
+}
+
+/** Physical inputs of a transformation, in input order; inputs of input 2 come after input 1's. */
+const inputCounts = new WeakMap<PhysicalTransformation, number>();
+
+function inputsOf(t: PhysicalTransformation): ResolvedInput[] {
+  const out: ResolvedInput[] = [];
+  if (t.kind === 'one-input') resolve(t.input, undefined, undefined, out);
+  else if (t.kind === 'two-input') {
+    resolve(t.input1, undefined, undefined, out);
+    inputCounts.set(t, out.length);
+    resolve(t.input2, undefined, undefined, out);
+  }
+  return out;
+}
+
+function inputIndexOf(t: PhysicalTransformation, k: number): number {
+  if (t.kind !== 'two-input') return 0;
+  return k < (inputCounts.get(t) ?? 0) ? 0 : 1;
+}

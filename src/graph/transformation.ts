@@ -1,0 +1,99 @@
+/**
+ * Transformations: what the DataStream API records as the user builds a pipeline. Physical
+ * ones become operators; virtual ones (union, partitioning, side output selection) only
+ * shape the edges between them.
+ */
+import type { Source, SourceSplit } from '../api/source.ts';
+import type { KeySelectorFn } from '../runtime/operators/keying.ts';
+import type { StreamOperator } from '../runtime/operators/operator.ts';
+import type { MalformedPolicy } from '../runtime/operators/source.ts';
+
+export type PartitionKind = 'forward' | 'hash' | 'rebalance' | 'rescale' | 'broadcast' | 'global';
+
+export interface PartitionSpec {
+  readonly kind: PartitionKind;
+  /** For 'hash': the key selector whose key group picks the channel. */
+  readonly keySelector?: KeySelectorFn;
+}
+
+export type ChainingStrategy = 'always' | 'head' | 'never';
+
+export type OperatorFactory = () => StreamOperator;
+
+interface Common {
+  readonly id: number;
+  name: string;
+  uid: string | undefined;
+  parallelism: number | undefined;
+  maxParallelism: number | undefined;
+  chaining: ChainingStrategy;
+  /** Where in the job module the operator was declared, for error messages. */
+  readonly declaredAt: string | undefined;
+}
+
+export interface SourceTransformation extends Common {
+  readonly kind: 'source';
+  readonly source: Source<unknown, SourceSplit>;
+  readonly malformedPolicy: MalformedPolicy;
+}
+
+export interface OneInputTransformation extends Common {
+  readonly kind: 'one-input';
+  readonly input: Transformation;
+  readonly factory: OperatorFactory;
+  /** Set when the operator runs on a keyed stream. */
+  readonly keySelector: KeySelectorFn | undefined;
+  readonly isSink: boolean;
+  readonly operatorKind: string;
+}
+
+export interface TwoInputTransformation extends Common {
+  readonly kind: 'two-input';
+  readonly input1: Transformation;
+  readonly input2: Transformation;
+  readonly factory: OperatorFactory;
+  readonly keySelectors: readonly [KeySelectorFn | undefined, KeySelectorFn | undefined];
+  readonly operatorKind: string;
+}
+
+export interface UnionTransformation extends Common {
+  readonly kind: 'union';
+  readonly inputs: readonly Transformation[];
+}
+
+export interface PartitionTransformation extends Common {
+  readonly kind: 'partition';
+  readonly input: Transformation;
+  readonly partition: PartitionSpec;
+}
+
+export interface SideOutputTransformation extends Common {
+  readonly kind: 'side-output';
+  readonly input: Transformation;
+  readonly tagId: string;
+}
+
+export type Transformation =
+  | SourceTransformation
+  | OneInputTransformation
+  | TwoInputTransformation
+  | UnionTransformation
+  | PartitionTransformation
+  | SideOutputTransformation;
+
+export type PhysicalTransformation = SourceTransformation | OneInputTransformation | TwoInputTransformation;
+
+export function isPhysical(t: Transformation): t is PhysicalTransformation {
+  return t.kind === 'source' || t.kind === 'one-input' || t.kind === 'two-input';
+}
+
+/** The first frame of the stack outside weir itself: where the user declared an operator. */
+export function callerLocation(): string | undefined {
+  const stack = new Error().stack?.split('\n').slice(1) ?? [];
+  for (const line of stack) {
+    if (line.includes('/src/api/') || line.includes('/src/graph/') || line.includes('node:internal')) continue;
+    const m = /\(?((?:file:\/\/)?[^()\s]+:\d+:\d+)\)?\s*$/.exec(line.trim());
+    if (m) return m[1]!.replace(/^file:\/\//, '');
+  }
+  return undefined;
+}

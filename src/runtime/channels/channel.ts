@@ -1,0 +1,127 @@
+/**
+ * Channels between subtasks with credit-based flow control. The consumer side grants the
+ * producer a fixed number of buffer credits; a batch uses one; consuming it returns one.
+ * Events (watermarks, barriers, end of data) need no credit but keep their order behind
+ * batches. A producer without credit queues its output as backlog and reports itself
+ * unavailable, so its task stops taking input: that is how backpressure reaches sources.
+ * The transport (same thread, or bytes between threads) is a pluggable function.
+ */
+import { isEvent, type ChannelElement } from '../events.ts';
+import { Deque } from './deque.ts';
+
+/** Buffers a consumer accepts per channel before the producer must wait. */
+export const DEFAULT_CHANNEL_CREDITS = 4;
+
+export interface AvailabilityListener {
+  onChannelAvailable(): void;
+}
+
+export class OutputChannel {
+  private readonly backlog = new Deque<ChannelElement>();
+  private listener: AvailabilityListener | undefined;
+  /** Batches sent, for metrics and tests. */
+  sentBatches = 0;
+
+  constructor(
+    readonly id: number,
+    private credits: number,
+    /** Delivers an element to the consumer (direct call, or encode and post). */
+    private readonly transmit: (el: ChannelElement) => void,
+  ) {}
+
+  setListener(l: AvailabilityListener): void {
+    this.listener = l;
+  }
+
+  send(el: ChannelElement): void {
+    if (this.backlog.length === 0) {
+      if (isEvent(el)) {
+        this.transmit(el);
+        return;
+      }
+      if (this.credits > 0) {
+        this.credits--;
+        this.sentBatches++;
+        this.transmit(el);
+        return;
+      }
+    }
+    this.backlog.push(el);
+  }
+
+  /** The consumer freed n buffers. */
+  addCredit(n: number): void {
+    this.credits += n;
+    const wasBlocked = this.backlog.length > 0;
+    while (this.backlog.length > 0) {
+      const el = this.backlog.peek()!;
+      if (!isEvent(el)) {
+        if (this.credits === 0) break;
+        this.credits--;
+        this.sentBatches++;
+      }
+      this.backlog.shift();
+      this.transmit(el);
+    }
+    if (wasBlocked && this.backlog.length === 0) this.listener?.onChannelAvailable();
+  }
+
+  /** True when nothing waits for credit: the producer may take more input. */
+  isAvailable(): boolean {
+    return this.backlog.length === 0;
+  }
+
+  backlogLength(): number {
+    return this.backlog.length;
+  }
+}
+
+export interface ChannelOwner {
+  /** Called when an empty channel receives an element. */
+  notifyNonEmpty(channelIndex: number): void;
+}
+
+/**
+ * Consumer side. Elements arrive in order; `decode` turns transported bytes into a batch
+ * lazily, on the consumer's own step, not in the message handler.
+ */
+export class InputChannel {
+  private readonly queue = new Deque<ChannelElement | Uint8Array>();
+  owner: ChannelOwner | undefined;
+  ended = false;
+
+  constructor(
+    readonly id: number,
+    readonly indexInGate: number,
+    /** Returns one credit to the producer. */
+    private readonly returnCredit: () => void,
+    private readonly decode: (bytes: Uint8Array) => ChannelElement = () => {
+      throw new Error('this channel carries no encoded data');
+    },
+  ) {}
+
+  push(el: ChannelElement | Uint8Array): void {
+    const wasEmpty = this.queue.length === 0;
+    this.queue.push(el);
+    if (wasEmpty) this.owner?.notifyNonEmpty(this.indexInGate);
+  }
+
+  poll(): ChannelElement | undefined {
+    const raw = this.queue.shift();
+    if (raw === undefined) return undefined;
+    if (raw instanceof Uint8Array) {
+      this.returnCredit();
+      return this.decode(raw);
+    }
+    if (!isEvent(raw)) this.returnCredit();
+    return raw;
+  }
+
+  isEmpty(): boolean {
+    return this.queue.length === 0;
+  }
+
+  size(): number {
+    return this.queue.length;
+  }
+}

@@ -1,0 +1,55 @@
+/**
+ * In-band events that travel in channels between batches, in order with the records.
+ * Watermarks and end-of-data are used now; barriers and cancel markers carry checkpoints.
+ */
+import type { Batch } from './batch.ts';
+
+export const MAX_WATERMARK = Number.MAX_SAFE_INTEGER;
+export const MIN_WATERMARK = Number.MIN_SAFE_INTEGER;
+
+export interface WatermarkEvent {
+  readonly kind: 'watermark';
+  readonly timestamp: number;
+}
+
+/** An input that will not produce records for a while (idleness) or produces again. */
+export interface WatermarkStatusEvent {
+  readonly kind: 'status';
+  readonly idle: boolean;
+}
+
+export interface BarrierEvent {
+  readonly kind: 'barrier';
+  readonly checkpointId: number;
+  readonly timestamp: number;
+  /** 'checkpoint' | 'savepoint' | 'sync-savepoint' (stop-with-savepoint). */
+  readonly type: string;
+  readonly unaligned: boolean;
+}
+
+export interface CancelMarkerEvent {
+  readonly kind: 'cancel-checkpoint';
+  readonly checkpointId: number;
+}
+
+/** No more records on this channel: the producing subtask has finished. */
+export interface EndOfDataEvent {
+  readonly kind: 'end';
+}
+
+export type StreamEvent = WatermarkEvent | WatermarkStatusEvent | BarrierEvent | CancelMarkerEvent | EndOfDataEvent;
+
+/** What a channel carries: a batch of records or an event. */
+export type ChannelElement = Batch | StreamEvent;
+
+export function isEvent(e: ChannelElement): e is StreamEvent {
+  return (e as StreamEvent).kind !== undefined;
+}
+
+export const END_OF_DATA: EndOfDataEvent = Object.freeze({ kind: 'end' });
+export const STATUS_IDLE: WatermarkStatusEvent = Object.freeze({ kind: 'status', idle: true });
+export const STATUS_ACTIVE: WatermarkStatusEvent = Object.freeze({ kind: 'status', idle: false });
+
+export function watermark(timestamp: number): WatermarkEvent {
+  return { kind: 'watermark', timestamp };
+}

@@ -1,0 +1,142 @@
+/**
+ * An input gate: the channels of one logical input of a subtask (all producers of all edges
+ * unioned into that input). It hands out elements round-robin over channels that have data,
+ * and combines per-channel watermarks into the input's watermark: the minimum over channels
+ * that are neither idle nor ended (Flink's StatusWatermarkValve).
+ */
+import type { ChannelOwner, InputChannel } from './channels/channel.ts';
+import { Deque } from './channels/deque.ts';
+import { MAX_WATERMARK, MIN_WATERMARK, type ChannelElement } from './events.ts';
+
+export interface GateListener {
+  onGateNonEmpty(): void;
+}
+
+export interface ValveOutput {
+  watermark(timestamp: number): void;
+  status(idle: boolean): void;
+}
+
+export class InputGate implements ChannelOwner {
+  private readonly ready = new Deque<number>();
+  private readonly queued: boolean[];
+  /** Channels whose data is held back (checkpoint alignment). */
+  private readonly blocked: boolean[];
+  private readonly channelWatermark: number[];
+  private readonly channelIdle: boolean[];
+  private endedCount = 0;
+  private lastWatermark = MIN_WATERMARK;
+  private idle = false;
+  listener: GateListener | undefined;
+  /** Channel of the element most recently returned by poll(). */
+  lastChannel = -1;
+
+  constructor(readonly index: number, readonly channels: InputChannel[]) {
+    const n = channels.length;
+    this.queued = new Array(n).fill(false);
+    this.blocked = new Array(n).fill(false);
+    this.channelWatermark = new Array(n).fill(MIN_WATERMARK);
+    this.channelIdle = new Array(n).fill(false);
+    channels.forEach((c) => (c.owner = this));
+  }
+
+  notifyNonEmpty(channelIndex: number): void {
+    if (this.queued[channelIndex] || this.blocked[channelIndex]) return;
+    this.queued[channelIndex] = true;
+    const wasEmpty = this.ready.length === 0;
+    this.ready.push(channelIndex);
+    if (wasEmpty) this.listener?.onGateNonEmpty();
+  }
+
+  /** The next element from some channel with data, or undefined. */
+  poll(): ChannelElement | undefined {
+    for (;;) {
+      const c = this.ready.shift();
+      if (c === undefined) return undefined;
+      this.queued[c] = false;
+      if (this.blocked[c]) continue;
+      const ch = this.channels[c]!;
+      const el = ch.poll();
+      if (!ch.isEmpty()) {
+        this.queued[c] = true;
+        this.ready.push(c);
+      }
+      if (el === undefined) continue;
+      this.lastChannel = c;
+      return el;
+    }
+  }
+
+  hasData(): boolean {
+    return this.ready.length > 0;
+  }
+
+  block(channel: number): void {
+    this.blocked[channel] = true;
+  }
+
+  unblockAll(): void {
+    for (let c = 0; c < this.blocked.length; c++) {
+      if (!this.blocked[c]) continue;
+      this.blocked[c] = false;
+      if (!this.channels[c]!.isEmpty()) this.notifyNonEmpty(c);
+    }
+  }
+
+  isBlocked(channel: number): boolean {
+    return this.blocked[channel]!;
+  }
+
+  /** Marks a channel ended; true when every channel of the gate has ended. */
+  endChannel(channel: number, out: ValveOutput): boolean {
+    const ch = this.channels[channel]!;
+    if (!ch.ended) {
+      ch.ended = true;
+      this.endedCount++;
+      // An ended channel no longer holds event time back.
+      this.channelWatermark[channel] = MAX_WATERMARK;
+      this.channelIdle[channel] = false;
+      this.recompute(out);
+    }
+    return this.isEnded();
+  }
+
+  isEnded(): boolean {
+    return this.endedCount === this.channels.length;
+  }
+
+  onWatermark(channel: number, timestamp: number, out: ValveOutput): void {
+    if (timestamp <= this.channelWatermark[channel]!) return;
+    this.channelWatermark[channel] = timestamp;
+    if (this.channelIdle[channel]) this.onStatus(channel, false, out);
+    else this.recompute(out);
+  }
+
+  onStatus(channel: number, idle: boolean, out: ValveOutput): void {
+    if (this.channelIdle[channel] === idle) return;
+    this.channelIdle[channel] = idle;
+    const allIdle = this.channelIdle.every((x, i) => x || this.channels[i]!.ended) && this.channelIdle.some((x) => x);
+    if (allIdle !== this.idle) {
+      this.idle = allIdle;
+      out.status(allIdle);
+    }
+    if (!allIdle) this.recompute(out);
+  }
+
+  private recompute(out: ValveOutput): void {
+    let min = Number.POSITIVE_INFINITY;
+    for (let i = 0; i < this.channelWatermark.length; i++) {
+      if (this.channelIdle[i]) continue;
+      const w = this.channelWatermark[i]!;
+      if (w < min) min = w;
+    }
+    if (min !== Number.POSITIVE_INFINITY && min > this.lastWatermark) {
+      this.lastWatermark = min;
+      out.watermark(min);
+    }
+  }
+
+  numChannels(): number {
+    return this.channels.length;
+  }
+}

@@ -1,0 +1,160 @@
+/** Stateless one-input operators: map, filter, flatMap and the non-keyed process function. */
+import type { Collector, ProcessContext, ProcessFunction } from '../../api/functions.ts';
+import type { OutputTag } from '../../api/output-tag.ts';
+import { hasTimestamp, type Batch } from '../batch.ts';
+import { JobDefinitionError } from '../errors.ts';
+import { callOptional, StreamOperator } from './operator.ts';
+
+export class MapOperator extends StreamOperator {
+  constructor(private readonly fn: (value: any) => unknown) {
+    super();
+  }
+  processBatch(batch: Batch): void {
+    const values = batch.values;
+    const n = values.length;
+    const fn = this.fn;
+    const out = new Array(n);
+    let i = 0;
+    try {
+      for (; i < n; i++) out[i] = fn(values[i]);
+    } catch (e) {
+      throw this.failOn(e, 'map', values[i]);
+    }
+    this.output.emitBatch({ values: out, timestamps: batch.timestamps });
+  }
+}
+
+export class FilterOperator extends StreamOperator {
+  constructor(private readonly fn: (value: any) => boolean) {
+    super();
+  }
+  processBatch(batch: Batch): void {
+    const { values, timestamps } = batch;
+    const n = values.length;
+    const fn = this.fn;
+    const outV: unknown[] = [];
+    const outT: number[] = [];
+    let i = 0;
+    try {
+      for (; i < n; i++) {
+        const v = values[i];
+        if (fn(v)) {
+          outV.push(v);
+          outT.push(timestamps[i]!);
+        }
+      }
+    } catch (e) {
+      throw this.failOn(e, 'filter', values[i]);
+    }
+    this.output.emitBatch({ values: outV, timestamps: outT });
+  }
+}
+
+/** Collector that stamps every emitted record with the timestamp of the record being processed. */
+export class TimestampedCollector implements Collector<unknown> {
+  timestamp = Number.NEGATIVE_INFINITY;
+  constructor(private readonly op: StreamOperator) {}
+  collect(value: unknown): void {
+    this.op.output.emit(value, this.timestamp);
+  }
+}
+
+export type FlatMapFn = (value: any, out: Collector<any>) => void | Iterable<unknown>;
+
+export class FlatMapOperator extends StreamOperator {
+  private readonly collector = new TimestampedCollector(this);
+  constructor(private readonly fn: FlatMapFn) {
+    super();
+  }
+  processBatch(batch: Batch): void {
+    const { values, timestamps } = batch;
+    const c = this.collector;
+    const fn = this.fn;
+    const out = this.output;
+    let i = 0;
+    try {
+      for (; i < values.length; i++) {
+        const ts = timestamps[i]!;
+        c.timestamp = ts;
+        const r = fn(values[i], c);
+        if (r !== undefined && r !== null) for (const v of r as Iterable<unknown>) out.emit(v, ts);
+      }
+    } catch (e) {
+      throw this.failOn(e, 'flatMap', values[i]);
+    }
+  }
+}
+
+/** Context shared by process-style operators; fields are updated per record, never reallocated. */
+export class BasicProcessContext implements ProcessContext {
+  ts = Number.NEGATIVE_INFINITY;
+  constructor(protected readonly op: StreamOperator) {}
+  get timestamp(): number | undefined {
+    return hasTimestamp(this.ts) ? this.ts : undefined;
+  }
+  output<X>(tag: OutputTag<X>, value: X): void {
+    this.op.output.emitSide(tag.id, value, this.ts);
+  }
+  currentProcessingTime(): number {
+    return this.op.env.clock.now();
+  }
+  currentWatermark(): number {
+    return this.op.currentWatermark;
+  }
+  // Not part of ProcessContext's type: a clear message for JavaScript callers and casts.
+  getState(d?: { name?: string }): never {
+    return keyedStateMisuse(this.op, 'getState', d);
+  }
+  getMapState(d?: { name?: string }): never {
+    return keyedStateMisuse(this.op, 'getMapState', d);
+  }
+  getListState(d?: { name?: string }): never {
+    return keyedStateMisuse(this.op, 'getListState', d);
+  }
+  getReducingState(d?: { name?: string }): never {
+    return keyedStateMisuse(this.op, 'getReducingState', d);
+  }
+  getAggregatingState(d?: { name?: string }): never {
+    return keyedStateMisuse(this.op, 'getAggregatingState', d);
+  }
+  get timerService(): never {
+    throw new JobDefinitionError(
+      `operator "${this.op.env.taskInfo.operatorName}": timers exist only on a keyed stream; call keyBy(...) before process()`,
+    );
+  }
+}
+
+function keyedStateMisuse(op: StreamOperator, method: string, d: { name?: string } | undefined): never {
+  throw new JobDefinitionError(
+    `operator "${op.env.taskInfo.operatorName}": ${method}("${d?.name ?? '?'}") is keyed state, which exists only on a keyed stream; call keyBy(...) before process()`,
+  );
+}
+
+export class ProcessOperator extends StreamOperator {
+  private readonly collector = new TimestampedCollector(this);
+  private readonly ctx = new BasicProcessContext(this);
+  constructor(private readonly fn: ProcessFunction<any, any>) {
+    super();
+  }
+  override open(): void {
+    callOptional(this, this.fn, 'open', this.runtimeContext());
+  }
+  processBatch(batch: Batch): void {
+    const { values, timestamps } = batch;
+    const c = this.collector;
+    const ctx = this.ctx;
+    const fn = this.fn;
+    let i = 0;
+    try {
+      for (; i < values.length; i++) {
+        c.timestamp = ctx.ts = timestamps[i]!;
+        fn.processElement(values[i], ctx, c);
+      }
+    } catch (e) {
+      throw this.failOn(e, 'processElement', values[i]);
+    }
+  }
+  override close(): void {
+    callOptional(this, this.fn, 'close');
+  }
+}

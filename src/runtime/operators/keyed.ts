@@ -1,0 +1,257 @@
+/**
+ * Keyed one-input operators: the keyed process function and rolling reduce/aggregate.
+ * Before user code sees a record, the operator sets the backend's current key from the
+ * record, so state handles and timers act on that key.
+ */
+import type {
+  AggregateFunction, KeyedProcessFunction, KeyedRuntimeContext, OnTimerContext, TimerService,
+} from '../../api/functions.ts';
+import type { OutputTag } from '../../api/output-tag.ts';
+import {
+  ValueStateDescriptor, type AggregatingStateDescriptor, type ListStateDescriptor, type MapStateDescriptor,
+  type ReducingStateDescriptor, type ValueState,
+} from '../../api/state.ts';
+import type { HeapKeyedStateBackend } from '../../state/heap-keyed-backend.ts';
+import { hasTimestamp, NO_TIMESTAMP, type Batch } from '../batch.ts';
+import { InternalTimerService, type Timer, type TimerTarget } from '../timers.ts';
+import { TimestampedCollector } from './basic.ts';
+import type { KeySelectorFn } from './keying.ts';
+import { callOptional, StreamOperator } from './operator.ts';
+
+/** Base of operators on keyed streams: backend access, key setting and a timer service. */
+export abstract class KeyedOperator extends StreamOperator implements TimerTarget {
+  protected backend!: HeapKeyedStateBackend;
+  private timerService: InternalTimerService | undefined;
+
+  override open(): void {
+    const b = this.env.keyedBackend;
+    if (b === undefined) throw this.fail(new Error('keyed operator has no keyed state backend'), 'open');
+    this.backend = b;
+  }
+
+  get timers(): InternalTimerService {
+    if (this.timerService === undefined) {
+      this.timerService = new InternalTimerService(
+        this.backend,
+        this,
+        () => this.env.clock.now(),
+        (at, fn) => this.env.scheduleMail(at, fn),
+      );
+      this.timerService.currentWatermark = this.currentWatermark;
+    }
+    return this.timerService;
+  }
+
+  /** Sets the current key from a record through the key selector of `input`. */
+  protected setKeyFrom(value: unknown, input: number): void {
+    const sel = this.env.keySelectors[input] as KeySelectorFn;
+    this.backend.setCurrentKey(sel(value));
+  }
+
+  protected override onWatermark(timestamp: number): void {
+    if (this.timerService !== undefined) {
+      try {
+        this.timerService.advanceWatermark(timestamp);
+      } catch (e) {
+        throw this.fail(e, 'onTimer (event time)');
+      }
+    }
+    this.output.emitWatermark(timestamp);
+  }
+
+  onEventTime(_timer: Timer): void {}
+  onProcessingTime(_timer: Timer): void {}
+
+  override close(): void {
+    this.timerService?.dispose();
+  }
+
+  keyedRuntimeContext(): KeyedRuntimeContext {
+    const base = this.runtimeContext();
+    const b = () => this.backend;
+    return {
+      taskInfo: base.taskInfo,
+      getUnionListState: base.getUnionListState,
+      getState: <T>(d: ValueStateDescriptor<T>) => b().getValueState(d),
+      // On a keyed stream, getListState with a ListStateDescriptor means keyed list state, as in Flink.
+      getListState: <T>(d: ListStateDescriptor<T>) => b().getListState(d),
+      getMapState: <K, V>(d: MapStateDescriptor<K, V>) => b().getMapState(d),
+      getReducingState: <T>(d: ReducingStateDescriptor<T>) => b().getReducingState(d),
+      getAggregatingState: <I, A, O>(d: AggregatingStateDescriptor<I, A, O>) => b().getAggregatingState(d),
+    };
+  }
+}
+
+/** The context handed to keyed user functions, reused for every record and timer. */
+export class KeyedContextImpl implements OnTimerContext<unknown> {
+  ts = NO_TIMESTAMP;
+  timeDomain: 'event-time' | 'processing-time' = 'event-time';
+  readonly timerService: TimerService;
+  readonly taskInfo;
+  private readonly rc: KeyedRuntimeContext;
+
+  constructor(private readonly op: KeyedOperator) {
+    this.rc = op.keyedRuntimeContext();
+    this.taskInfo = this.rc.taskInfo;
+    this.timerService = {
+      currentProcessingTime: () => op.env.clock.now(),
+      currentWatermark: () => op.currentWatermark,
+      registerEventTimeTimer: (t: number) => op.timers.registerEventTimeTimer('', t),
+      registerProcessingTimeTimer: (t: number) => op.timers.registerProcessingTimeTimer('', t),
+      deleteEventTimeTimer: (t: number) => op.timers.deleteEventTimeTimer('', t),
+      deleteProcessingTimeTimer: (t: number) => op.timers.deleteProcessingTimeTimer('', t),
+    };
+  }
+  get timestamp(): number | undefined {
+    return hasTimestamp(this.ts) ? this.ts : undefined;
+  }
+  get currentKey(): unknown {
+    return this.op['backend'].ctx.originalKey;
+  }
+  output<X>(tag: OutputTag<X>, value: X): void {
+    this.op.output.emitSide(tag.id, value, this.ts);
+  }
+  currentProcessingTime(): number {
+    return this.op.env.clock.now();
+  }
+  currentWatermark(): number {
+    return this.op.currentWatermark;
+  }
+  getState<T>(d: ValueStateDescriptor<T>) {
+    return this.rc.getState(d);
+  }
+  getListState<T>(d: ListStateDescriptor<T>) {
+    return this.rc.getListState(d);
+  }
+  getUnionListState<T>(d: ListStateDescriptor<T>) {
+    return this.rc.getUnionListState(d);
+  }
+  getMapState<K, V>(d: MapStateDescriptor<K, V>) {
+    return this.rc.getMapState(d);
+  }
+  getReducingState<T>(d: ReducingStateDescriptor<T>) {
+    return this.rc.getReducingState(d);
+  }
+  getAggregatingState<I, A, O>(d: AggregatingStateDescriptor<I, A, O>) {
+    return this.rc.getAggregatingState(d);
+  }
+}
+
+export class KeyedProcessOperator extends KeyedOperator {
+  private readonly collector = new TimestampedCollector(this);
+  private ctx!: KeyedContextImpl;
+  constructor(private readonly fn: KeyedProcessFunction<any, any, any>) {
+    super();
+  }
+  override open(): void {
+    super.open();
+    this.ctx = new KeyedContextImpl(this);
+    callOptional(this, this.fn, 'open', this.keyedRuntimeContext());
+  }
+  processBatch(batch: Batch): void {
+    const { values, timestamps } = batch;
+    const c = this.collector;
+    const ctx = this.ctx;
+    const fn = this.fn;
+    const sel = this.env.keySelectors[0] as KeySelectorFn;
+    const backend = this.backend;
+    let i = 0;
+    try {
+      for (; i < values.length; i++) {
+        const v = values[i];
+        backend.setCurrentKey(sel(v));
+        c.timestamp = ctx.ts = timestamps[i]!;
+        fn.processElement(v, ctx, c);
+      }
+    } catch (e) {
+      throw this.failOn(e, 'processElement', values[i]);
+    }
+  }
+  override onEventTime(timer: Timer): void {
+    this.fire(timer, 'event-time', timer.timestamp);
+  }
+  override onProcessingTime(timer: Timer): void {
+    try {
+      this.fire(timer, 'processing-time', NO_TIMESTAMP);
+    } catch (e) {
+      throw this.fail(e, 'onTimer (processing time)');
+    }
+  }
+  private fire(timer: Timer, domain: 'event-time' | 'processing-time', outTs: number): void {
+    if (this.fn.onTimer === undefined) return;
+    this.ctx.ts = outTs;
+    this.ctx.timeDomain = domain;
+    this.collector.timestamp = outTs;
+    this.fn.onTimer(timer.timestamp, this.ctx, this.collector);
+  }
+  override close(): void {
+    super.close();
+    callOptional(this, this.fn, 'close');
+  }
+}
+
+const ROLLING_STATE = '__rolling';
+
+/** KeyedStream.reduce: the running reduction per key, emitted after every record. */
+export class RollingReduceOperator extends KeyedOperator {
+  private state!: ValueState<unknown>;
+  constructor(private readonly reduce: (a: any, b: any) => unknown) {
+    super();
+  }
+  override open(): void {
+    super.open();
+    this.state = this.backend.getValueState(new ValueStateDescriptor<unknown>(ROLLING_STATE));
+  }
+  processBatch(batch: Batch): void {
+    const { values, timestamps } = batch;
+    const sel = this.env.keySelectors[0] as KeySelectorFn;
+    const out = this.output;
+    const state = this.state;
+    let i = 0;
+    try {
+      for (; i < values.length; i++) {
+        const v = values[i];
+        this.backend.setCurrentKey(sel(v));
+        const cur = state.value();
+        const next = cur === undefined ? v : this.reduce(cur, v);
+        state.update(next);
+        out.emit(next, timestamps[i]!);
+      }
+    } catch (e) {
+      throw this.failOn(e, 'reduce', values[i]);
+    }
+  }
+}
+
+/** KeyedStream.aggregate: a running aggregate per key, its result emitted after every record. */
+export class RollingAggregateOperator extends KeyedOperator {
+  private state!: ValueState<unknown>;
+  constructor(private readonly agg: AggregateFunction<any, any, any>) {
+    super();
+  }
+  override open(): void {
+    super.open();
+    this.state = this.backend.getValueState(new ValueStateDescriptor<unknown>(ROLLING_STATE));
+  }
+  processBatch(batch: Batch): void {
+    const { values, timestamps } = batch;
+    const sel = this.env.keySelectors[0] as KeySelectorFn;
+    const out = this.output;
+    const state = this.state;
+    const agg = this.agg;
+    let i = 0;
+    try {
+      for (; i < values.length; i++) {
+        const v = values[i];
+        this.backend.setCurrentKey(sel(v));
+        let acc = state.value();
+        if (acc === undefined) acc = agg.createAccumulator();
+        acc = agg.add(v, acc);
+        state.update(acc);
+        out.emit(agg.getResult(acc), timestamps[i]!);
+      }
+    } catch (e) {
+      throw this.failOn(e, 'aggregate', values[i]);
+    }
+  }
+}

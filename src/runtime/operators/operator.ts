@@ -1,0 +1,167 @@
+/**
+ * The runtime operator contract. One operator instance per subtask; all calls come from the
+ * subtask's mailbox loop, one at a time, so operators never need locks. Input arrives as
+ * batches; watermarks, status changes and end-of-input arrive between batches.
+ */
+import type { RuntimeContext, TaskInfo } from '../../api/functions.ts';
+import type { ListStateDescriptor } from '../../api/state.ts';
+import type { Clock } from '../../state/clock.ts';
+import type { HeapKeyedStateBackend } from '../../state/heap-keyed-backend.ts';
+import type { OperatorStateStore } from '../../state/operator-state.ts';
+import type { Batch } from '../batch.ts';
+import { attribute, JobDefinitionError, type ErrorLocation } from '../errors.ts';
+import { MIN_WATERMARK } from '../events.ts';
+import type { Output } from '../output.ts';
+import type { KeySelectorFn } from './keying.ts';
+
+/** What the task gives an operator when it is set up. */
+export interface OperatorEnvironment {
+  readonly taskInfo: TaskInfo;
+  readonly clock: Clock;
+  /** Runs fn in the task's mailbox (between batches) at or after atMs of processing time. */
+  scheduleMail(atMs: number, fn: () => void): { cancel(): void };
+  /** Present on keyed operators. */
+  readonly keyedBackend: HeapKeyedStateBackend | undefined;
+  /** Key selector per input, for keyed operators. */
+  readonly keySelectors: readonly (KeySelectorFn | undefined)[];
+  readonly operatorState: OperatorStateStore;
+  /** Process-wide facilities of the worker (collect sinks, stdout). */
+  readonly services: RuntimeServices;
+}
+
+/** Hands records from collect sinks to the job's client (tests, the CLI). */
+export interface RuntimeServices {
+  collect(sinkName: string, subtaskIndex: number, values: unknown[]): void;
+  /** Where print() writes. */
+  writeStdout(text: string): void;
+}
+
+export abstract class StreamOperator {
+  output!: Output;
+  env!: OperatorEnvironment;
+  location!: ErrorLocation;
+  /** Combined (minimum) watermark over inputs. */
+  currentWatermark = MIN_WATERMARK;
+  private inputWatermarks: number[] = [];
+  private inputIdle: boolean[] = [];
+  private statusIdle = false;
+  /** Number of logical inputs (0 for sources, 1 or 2). */
+  numInputs = 1;
+
+  setup(env: OperatorEnvironment, output: Output, numInputs: number): void {
+    this.env = env;
+    this.output = output;
+    this.numInputs = numInputs;
+    this.location = {
+      operatorName: env.taskInfo.operatorName,
+      operatorId: env.taskInfo.operatorId,
+      subtaskIndex: env.taskInfo.subtaskIndex,
+      parallelism: env.taskInfo.parallelism,
+    };
+    this.inputWatermarks = new Array(Math.max(1, numInputs)).fill(MIN_WATERMARK);
+    this.inputIdle = new Array(Math.max(1, numInputs)).fill(false);
+  }
+
+  /** Opens user functions; state handles can be created from here on. */
+  open(): void {}
+
+  abstract processBatch(batch: Batch, input: number): void;
+
+  /** A watermark on one input; the operator acts on the minimum over active inputs. */
+  processWatermark(timestamp: number, input: number): void {
+    if (this.numInputs <= 1) {
+      if (timestamp > this.currentWatermark) {
+        this.currentWatermark = timestamp;
+        this.onWatermark(timestamp);
+      }
+      return;
+    }
+    if (timestamp <= this.inputWatermarks[input]!) return;
+    this.inputWatermarks[input] = timestamp;
+    this.advanceCombined();
+  }
+
+  private advanceCombined(): void {
+    let min = Number.POSITIVE_INFINITY;
+    for (let i = 0; i < this.inputWatermarks.length; i++) {
+      if (!this.inputIdle[i] && this.inputWatermarks[i]! < min) min = this.inputWatermarks[i]!;
+    }
+    if (min !== Number.POSITIVE_INFINITY && min > this.currentWatermark) {
+      this.currentWatermark = min;
+      this.onWatermark(min);
+    }
+  }
+
+  processWatermarkStatus(idle: boolean, input: number): void {
+    if (this.numInputs <= 1) {
+      if (idle !== this.statusIdle) {
+        this.statusIdle = idle;
+        this.output.emitWatermarkStatus(idle);
+      }
+      return;
+    }
+    this.inputIdle[input] = idle;
+    const allIdle = this.inputIdle.every((x) => x);
+    if (allIdle !== this.statusIdle) {
+      this.statusIdle = allIdle;
+      this.output.emitWatermarkStatus(allIdle);
+    }
+    if (!allIdle) this.advanceCombined();
+  }
+
+  /** Event time has advanced to `timestamp`: fire what is due, then forward. */
+  protected onWatermark(timestamp: number): void {
+    this.output.emitWatermark(timestamp);
+  }
+
+  /** One logical input has ended. */
+  endInput(_input: number): void {}
+
+  /** All input has ended: emit what is buffered. The output is ended by the chain afterwards. */
+  finish(): void {}
+
+  close(): void {}
+
+  /** Wraps an exception from user code with this operator, subtask and the record it was processing. */
+  protected failOn(e: unknown, phase: string, record: unknown): Error {
+    return attribute(e, this.location, phase, record, true);
+  }
+
+  /** Wraps an exception from user code that ran outside any record (timers, open, finish). */
+  protected fail(e: unknown, phase: string): Error {
+    return attribute(e, this.location, phase);
+  }
+
+  /** The RuntimeContext user functions receive in open(). */
+  protected runtimeContext(): RuntimeContext {
+    const store = this.env.operatorState;
+    const name = this.env.taskInfo.operatorName;
+    const keyedOnly = (method: string) => (d: { name?: string } | undefined) => {
+      throw new JobDefinitionError(
+        `operator "${name}": ${method}("${d?.name ?? '?'}") is keyed state, which exists only on a keyed stream; call keyBy(...) before this operator`,
+      );
+    };
+    // The keyed-state getters are not in the type of a non-keyed context; JavaScript callers
+    // (or casts) still reach them, and get a clear message instead of "not a function".
+    return {
+      taskInfo: this.env.taskInfo,
+      getListState: <T>(d: ListStateDescriptor<T>) => store.getListState(d, 'split'),
+      getUnionListState: <T>(d: ListStateDescriptor<T>) => store.getListState(d, 'union'),
+      getState: keyedOnly('getState'),
+      getMapState: keyedOnly('getMapState'),
+      getReducingState: keyedOnly('getReducingState'),
+      getAggregatingState: keyedOnly('getAggregatingState'),
+    } as RuntimeContext;
+  }
+}
+
+/** Calls a lifecycle method of a user function, attributing failures. */
+export function callOptional(op: StreamOperator, fn: { open?(c: unknown): void; close?(): void } | undefined, method: 'open' | 'close', arg?: unknown): void {
+  const m = fn?.[method];
+  if (typeof m !== 'function') return;
+  try {
+    (m as (a: unknown) => void).call(fn, arg);
+  } catch (e) {
+    throw attribute(e, op.location, method);
+  }
+}

@@ -1,0 +1,100 @@
+/** Sink operators: print, collect (tests), plain JSON-lines files and user sink functions. */
+import { closeSync, mkdirSync, openSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+import type { SinkFunction } from '../../api/functions.ts';
+import { describeRecord } from '../errors.ts';
+import type { Batch } from '../batch.ts';
+import { callOptional, StreamOperator } from './operator.ts';
+
+/** Formats a record the way print and the file sink write it: strings raw, the rest as JSON. */
+export function formatRecord(v: unknown): string {
+  if (typeof v === 'string') return v;
+  if (typeof v === 'bigint') return `${v}`;
+  try {
+    const s = JSON.stringify(v, (_k, x) => (typeof x === 'bigint' ? x.toString() : x instanceof Map ? Object.fromEntries(x) : x));
+    return s === undefined ? String(v) : s;
+  } catch {
+    return describeRecord(v, 10_000);
+  }
+}
+
+export class PrintSinkOperator extends StreamOperator {
+  private prefix = '';
+  constructor(private readonly label: string | undefined) {
+    super();
+  }
+  override open(): void {
+    const { parallelism, subtaskIndex } = this.env.taskInfo;
+    const parts = [this.label, parallelism > 1 ? String(subtaskIndex + 1) : undefined].filter((x) => x !== undefined && x !== '');
+    this.prefix = parts.length > 0 ? parts.join(':') + '> ' : '';
+  }
+  processBatch(batch: Batch): void {
+    let text = '';
+    for (const v of batch.values) text += this.prefix + formatRecord(v) + '\n';
+    this.env.services.writeStdout(text);
+  }
+}
+
+/** Sends records to the job's client, which gathers them by sink name (tests, embedding). */
+export class CollectSinkOperator extends StreamOperator {
+  constructor(private readonly sinkName: string) {
+    super();
+  }
+  processBatch(batch: Batch): void {
+    this.env.services.collect(this.sinkName, this.env.taskInfo.subtaskIndex, batch.values.slice());
+  }
+}
+
+/** Writes every record as one JSON line into <dir>/part-<subtask>.jsonl; not transactional. */
+export class JsonLinesFileSinkOperator extends StreamOperator {
+  private fd = -1;
+  constructor(private readonly dir: string) {
+    super();
+  }
+  override open(): void {
+    mkdirSync(this.dir, { recursive: true });
+    this.fd = openSync(join(this.dir, `part-${this.env.taskInfo.subtaskIndex}.jsonl`), 'w');
+  }
+  processBatch(batch: Batch): void {
+    let text = '';
+    for (const v of batch.values) text += JSON.stringify(v) + '\n';
+    writeSync(this.fd, text);
+  }
+  override close(): void {
+    if (this.fd >= 0) closeSync(this.fd);
+    this.fd = -1;
+  }
+}
+
+export class FunctionSinkOperator extends StreamOperator {
+  private readonly ctx = { timestamp: undefined as number | undefined };
+  constructor(private readonly fn: SinkFunction<any>) {
+    super();
+  }
+  override open(): void {
+    callOptional(this, this.fn, 'open', this.runtimeContext());
+  }
+  processBatch(batch: Batch): void {
+    const { values, timestamps } = batch;
+    let i = 0;
+    try {
+      for (; i < values.length; i++) {
+        const ts = timestamps[i]!;
+        this.ctx.timestamp = ts === Number.NEGATIVE_INFINITY ? undefined : ts;
+        this.fn.invoke(values[i], this.ctx);
+      }
+    } catch (e) {
+      throw this.failOn(e, 'sink', values[i]);
+    }
+  }
+  override finish(): void {
+    try {
+      this.fn.finish?.();
+    } catch (e) {
+      throw this.fail(e, 'sink finish');
+    }
+  }
+  override close(): void {
+    callOptional(this, this.fn, 'close');
+  }
+}

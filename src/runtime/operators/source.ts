@@ -1,0 +1,92 @@
+/**
+ * The source operator at the head of a source task: pulls a batch from the reader on every
+ * mailbox step. End of input is the end of event time: the final watermark goes out before
+ * the chain finishes, which fires every event-time window and timer.
+ */
+import type { MalformedRecord, PollStatus, Source, SourceOutput, SourceReader, SourceSplit } from '../../api/source.ts';
+import { DEFAULT_BATCH_SIZE, NO_TIMESTAMP, type Batch } from '../batch.ts';
+import { MAX_WATERMARK } from '../events.ts';
+import { StreamOperator } from './operator.ts';
+
+export const DEAD_LETTER_TAG_ID = 'weir.dead-letters';
+
+export type MalformedPolicy = 'fail' | 'dead-letter';
+
+export class SourceOperator extends StreamOperator implements SourceOutput<unknown> {
+  reader!: SourceReader<unknown, SourceSplit>;
+  private ended = false;
+  /** Called by the task when the reader asks to be woken. */
+  wake: () => void = () => {};
+
+  constructor(
+    readonly source: Source<unknown, SourceSplit>,
+    private readonly malformedPolicy: MalformedPolicy,
+    private readonly batchSize = DEFAULT_BATCH_SIZE,
+  ) {
+    super();
+    this.numInputs = 0;
+  }
+
+  /** Splits come from the job manager's plan (or, later, a restored checkpoint). */
+  assignedSplits: SourceSplit[] = [];
+
+  override open(): void {
+    const env = this.env;
+    try {
+      this.reader = this.source.createReader({
+        subtaskIndex: env.taskInfo.subtaskIndex,
+        parallelism: env.taskInfo.parallelism,
+        now: () => env.clock.now(),
+        wake: () => this.wake(),
+        schedule: (at, fn) => env.scheduleMail(at, fn),
+      });
+      this.reader.addSplits(this.assignedSplits);
+    } catch (e) {
+      throw this.fail(e, 'source open');
+    }
+  }
+
+  processBatch(_batch: Batch): void {
+    throw new Error('a source has no input');
+  }
+
+  /** Emits one batch; the task calls this as its default action. */
+  emitNext(): PollStatus {
+    if (this.ended) return 'end';
+    let status: PollStatus;
+    try {
+      status = this.reader.poll(this, this.batchSize);
+    } catch (e) {
+      throw this.fail(e, `source "${this.source.name}"`);
+    }
+    this.output.flush();
+    if (status === 'end') {
+      this.ended = true;
+      this.output.emitWatermark(MAX_WATERMARK);
+    }
+    return status;
+  }
+
+  collect(value: unknown, timestamp?: number): void {
+    this.output.emit(value, timestamp ?? NO_TIMESTAMP);
+  }
+
+  malformed(record: MalformedRecord): void {
+    if (this.malformedPolicy === 'dead-letter') {
+      this.output.emitSide(DEAD_LETTER_TAG_ID, record, NO_TIMESTAMP);
+      return;
+    }
+    throw new MalformedRecordError(record);
+  }
+
+  override close(): void {
+    this.reader?.close?.();
+  }
+}
+
+export class MalformedRecordError extends Error {
+  constructor(readonly record: MalformedRecord) {
+    super(`malformed record at ${record.location}: ${record.error} (raw: ${record.raw.length > 120 ? record.raw.slice(0, 119) + '…' : record.raw}); set malformed: 'dead-letter' to route such records to a dead-letter output instead`);
+    this.name = 'MalformedRecordError';
+  }
+}

@@ -1,0 +1,200 @@
+/**
+ * Two-input operators: connect + co-process (keyed or not) and broadcast state patterns.
+ * Input 0 is the first stream, input 1 the second (the broadcast stream for broadcast
+ * operators). The watermark is the minimum over both inputs (StreamOperator does that).
+ */
+import type {
+  BroadcastProcessFunction, CoProcessFunction, KeyedBroadcastProcessFunction, KeyedCoProcessFunction,
+} from '../../api/functions.ts';
+import type { BroadcastStateDescriptor, ValueState, ValueStateDescriptor } from '../../api/state.ts';
+import { readOnlyView } from '../../state/operator-state.ts';
+import { denormalizeKey } from '../../state/key-groups.ts';
+import { NO_TIMESTAMP, type Batch } from '../batch.ts';
+import type { Timer } from '../timers.ts';
+import { BasicProcessContext, TimestampedCollector } from './basic.ts';
+import { KeyedContextImpl, KeyedOperator } from './keyed.ts';
+import type { KeySelectorFn } from './keying.ts';
+import { callOptional, StreamOperator } from './operator.ts';
+
+export class CoProcessOperator extends StreamOperator {
+  private readonly collector = new TimestampedCollector(this);
+  private readonly ctx = new BasicProcessContext(this);
+  constructor(private readonly fn: CoProcessFunction<any, any, any>) {
+    super();
+  }
+  override open(): void {
+    callOptional(this, this.fn, 'open', this.runtimeContext());
+  }
+  processBatch(batch: Batch, input: number): void {
+    const { values, timestamps } = batch;
+    const fn = this.fn;
+    let i = 0;
+    try {
+      for (; i < values.length; i++) {
+        this.collector.timestamp = this.ctx.ts = timestamps[i]!;
+        if (input === 0) fn.processElement1(values[i], this.ctx, this.collector);
+        else fn.processElement2(values[i], this.ctx, this.collector);
+      }
+    } catch (e) {
+      throw this.failOn(e, input === 0 ? 'processElement1' : 'processElement2', values[i]);
+    }
+  }
+  override close(): void {
+    callOptional(this, this.fn, 'close');
+  }
+}
+
+/** Timer firing shared by keyed two-input operators. */
+abstract class KeyedTwoInput extends KeyedOperator {
+  protected readonly collector = new TimestampedCollector(this);
+  protected ctx!: KeyedContextImpl;
+  protected abstract readonly userOnTimer: ((ts: number, ctx: any, out: any) => void) | undefined;
+  override open(): void {
+    super.open();
+    this.ctx = new KeyedContextImpl(this);
+  }
+  override onEventTime(timer: Timer): void {
+    this.fire(timer, 'event-time', timer.timestamp);
+  }
+  override onProcessingTime(timer: Timer): void {
+    try {
+      this.fire(timer, 'processing-time', NO_TIMESTAMP);
+    } catch (e) {
+      throw this.fail(e, 'onTimer (processing time)');
+    }
+  }
+  private fire(timer: Timer, domain: 'event-time' | 'processing-time', ts: number): void {
+    if (this.userOnTimer === undefined) return;
+    this.ctx.ts = ts;
+    this.ctx.timeDomain = domain;
+    this.collector.timestamp = ts;
+    this.userOnTimer(timer.timestamp, this.ctx, this.collector);
+  }
+}
+
+export class KeyedCoProcessOperator extends KeyedTwoInput {
+  protected readonly userOnTimer;
+  constructor(private readonly fn: KeyedCoProcessFunction<any, any, any, any>) {
+    super();
+    this.userOnTimer = fn.onTimer?.bind(fn);
+  }
+  override open(): void {
+    super.open();
+    callOptional(this, this.fn, 'open', this.keyedRuntimeContext());
+  }
+  processBatch(batch: Batch, input: number): void {
+    const { values, timestamps } = batch;
+    const sel = this.env.keySelectors[input] as KeySelectorFn;
+    let i = 0;
+    try {
+      for (; i < values.length; i++) {
+        const v = values[i];
+        this.backend.setCurrentKey(sel(v));
+        this.collector.timestamp = this.ctx.ts = timestamps[i]!;
+        if (input === 0) this.fn.processElement1(v, this.ctx, this.collector);
+        else this.fn.processElement2(v, this.ctx, this.collector);
+      }
+    } catch (e) {
+      throw this.failOn(e, input === 0 ? 'processElement1' : 'processElement2', values[i]);
+    }
+  }
+  override close(): void {
+    super.close();
+    callOptional(this, this.fn, 'close');
+  }
+}
+
+class BroadcastContexts extends BasicProcessContext {
+  constructor(op: StreamOperator, private readonly writable: boolean) {
+    super(op);
+  }
+  getBroadcastState<K, V>(d: BroadcastStateDescriptor<K, V>): any {
+    const s = this.op.env.operatorState.getBroadcastState(d);
+    return this.writable ? s : readOnlyView(s);
+  }
+}
+
+export class BroadcastProcessOperator extends StreamOperator {
+  private readonly collector = new TimestampedCollector(this);
+  private readonly readCtx = new BroadcastContexts(this, false);
+  private readonly writeCtx = new BroadcastContexts(this, true);
+  constructor(private readonly fn: BroadcastProcessFunction<any, any, any>) {
+    super();
+  }
+  override open(): void {
+    callOptional(this, this.fn, 'open', this.runtimeContext());
+  }
+  processBatch(batch: Batch, input: number): void {
+    const { values, timestamps } = batch;
+    let i = 0;
+    try {
+      for (; i < values.length; i++) {
+        const ts = timestamps[i]!;
+        this.collector.timestamp = ts;
+        if (input === 0) {
+          this.readCtx.ts = ts;
+          this.fn.processElement(values[i], this.readCtx, this.collector);
+        } else {
+          this.writeCtx.ts = ts;
+          this.fn.processBroadcastElement(values[i], this.writeCtx, this.collector);
+        }
+      }
+    } catch (e) {
+      throw this.failOn(e, input === 0 ? 'processElement' : 'processBroadcastElement', values[i]);
+    }
+  }
+  override close(): void {
+    callOptional(this, this.fn, 'close');
+  }
+}
+
+export class KeyedBroadcastProcessOperator extends KeyedTwoInput {
+  protected readonly userOnTimer;
+  private writeCtx!: BroadcastContexts & { applyToKeyedState: unknown };
+  constructor(private readonly fn: KeyedBroadcastProcessFunction<any, any, any, any>) {
+    super();
+    this.userOnTimer = fn.onTimer?.bind(fn);
+  }
+  override open(): void {
+    super.open();
+    const op = this;
+    const ctx = this.ctx as KeyedContextImpl & { getBroadcastState?: unknown };
+    ctx.getBroadcastState = (d: BroadcastStateDescriptor<unknown, unknown>) => readOnlyView(op.env.operatorState.getBroadcastState(d));
+    const w = new BroadcastContexts(this, true) as BroadcastContexts & { applyToKeyedState: unknown };
+    w.applyToKeyedState = <S>(d: ValueStateDescriptor<S>, fn: (key: unknown, state: ValueState<S>) => void) => {
+      const state = op.backend.getValueState(d);
+      for (const { key, keyGroup } of op.backend.keys(d.name)) {
+        op.backend.setCurrentNormalizedKey(key, keyGroup, denormalizeKey(key));
+        fn(denormalizeKey(key), state);
+      }
+    };
+    this.writeCtx = w;
+    callOptional(this, this.fn, 'open', this.keyedRuntimeContext());
+  }
+  processBatch(batch: Batch, input: number): void {
+    const { values, timestamps } = batch;
+    let i = 0;
+    try {
+      if (input === 0) {
+        const sel = this.env.keySelectors[0] as KeySelectorFn;
+        for (; i < values.length; i++) {
+          const v = values[i];
+          this.backend.setCurrentKey(sel(v));
+          this.collector.timestamp = this.ctx.ts = timestamps[i]!;
+          this.fn.processElement(v, this.ctx as any, this.collector);
+        }
+      } else {
+        for (; i < values.length; i++) {
+          this.collector.timestamp = this.writeCtx.ts = timestamps[i]!;
+          this.fn.processBroadcastElement(values[i], this.writeCtx as any, this.collector);
+        }
+      }
+    } catch (e) {
+      throw this.failOn(e, input === 0 ? 'processElement' : 'processBroadcastElement', values[i]);
+    }
+  }
+  override close(): void {
+    super.close();
+    callOptional(this, this.fn, 'close');
+  }
+}

@@ -1,0 +1,122 @@
+/**
+ * assignTimestampsAndWatermarks: stamps each record with its event time and runs the
+ * strategy's watermark generator: per record (punctuated) and every auto-watermark interval
+ * of processing time (periodic), with idleness detection. Watermarks from upstream are
+ * ignored except the final one that ends event time, as in Flink.
+ */
+import type { WatermarkGenerator, WatermarkOutput, WatermarkStrategy } from '../../api/watermark-strategy.ts';
+import type { Batch } from '../batch.ts';
+import { MAX_WATERMARK } from '../events.ts';
+import { StreamOperator } from './operator.ts';
+
+export class TimestampsAndWatermarksOperator extends StreamOperator implements WatermarkOutput {
+  private generator!: WatermarkGenerator<unknown>;
+  private lastEmitted = Number.MIN_SAFE_INTEGER;
+  private sourceIdle = false;
+  private lastRecordAt = 0;
+  private lastPeriodicAt = 0;
+  private periodic: { cancel(): void } | undefined;
+
+  constructor(private readonly strategy: WatermarkStrategy<any>, private readonly intervalMs: number) {
+    super();
+  }
+
+  override open(): void {
+    try {
+      this.generator = this.strategy.createGenerator();
+    } catch (e) {
+      throw this.fail(e, 'createWatermarkGenerator');
+    }
+    const now = this.env.clock.now();
+    this.lastRecordAt = now;
+    this.lastPeriodicAt = now;
+    if (this.intervalMs > 0) this.schedulePeriodic(now + this.intervalMs);
+  }
+
+  private schedulePeriodic(at: number): void {
+    this.periodic = this.env.scheduleMail(at, () => {
+      this.onPeriodic();
+      this.schedulePeriodic(this.env.clock.now() + this.intervalMs);
+    });
+  }
+
+  private onPeriodic(): void {
+    const now = this.env.clock.now();
+    this.lastPeriodicAt = now;
+    const timeout = this.strategy.idleTimeoutMs;
+    if (timeout !== undefined && !this.sourceIdle && now - this.lastRecordAt >= timeout) {
+      this.markIdle();
+      return;
+    }
+    if (this.sourceIdle) return;
+    try {
+      this.generator.onPeriodicEmit(this);
+    } catch (e) {
+      throw this.fail(e, 'onPeriodicEmit');
+    }
+  }
+
+  processBatch(batch: Batch): void {
+    const { values, timestamps } = batch;
+    const assigner = this.strategy.timestampAssigner;
+    const gen = this.generator;
+    const out = this.output;
+    if (values.length > 0) {
+      this.lastRecordAt = this.env.clock.now();
+      if (this.sourceIdle) this.markActive();
+    }
+    let i = 0;
+    try {
+      for (; i < values.length; i++) {
+        const v = values[i];
+        const prev = timestamps[i]!;
+        const ts = assigner !== undefined ? assigner(v, prev === Number.NEGATIVE_INFINITY ? undefined : prev) : prev;
+        if (typeof ts !== 'number' || !Number.isFinite(ts)) {
+          throw new TypeError(`timestamp assigner returned ${String(ts)}; expected epoch milliseconds as a finite number`);
+        }
+        out.emit(v, ts);
+        gen.onEvent(v, ts, this);
+      }
+    } catch (e) {
+      throw this.failOn(e, 'timestamp assigner', values[i]);
+    }
+    // Periodic emission also happens between batches of a busy stream, not only on the timer.
+    if (this.intervalMs > 0 && this.lastRecordAt - this.lastPeriodicAt >= this.intervalMs) this.onPeriodic();
+  }
+
+  emitWatermark(timestamp: number): void {
+    if (timestamp > this.lastEmitted) {
+      this.lastEmitted = timestamp;
+      if (this.sourceIdle) this.markActive();
+      this.output.emitWatermark(timestamp);
+    }
+  }
+  markIdle(): void {
+    if (!this.sourceIdle) {
+      this.sourceIdle = true;
+      this.output.emitWatermarkStatus(true);
+    }
+  }
+  markActive(): void {
+    if (this.sourceIdle) {
+      this.sourceIdle = false;
+      this.output.emitWatermarkStatus(false);
+    }
+  }
+
+  override processWatermark(timestamp: number): void {
+    if (timestamp >= MAX_WATERMARK) {
+      this.currentWatermark = MAX_WATERMARK;
+      this.lastEmitted = MAX_WATERMARK;
+      this.output.emitWatermark(MAX_WATERMARK);
+    }
+  }
+
+  override processWatermarkStatus(): void {
+    // Idleness is decided here from this operator's own input, not inherited from upstream.
+  }
+
+  override close(): void {
+    this.periodic?.cancel();
+  }
+}

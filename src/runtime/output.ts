@@ -1,0 +1,83 @@
+/**
+ * Where an operator's records go. An Output collects emitted records into a batch and hands
+ * it to its targets (the next chained operator, or a record writer at the end of a chain)
+ * when the batch is full or when the operator finishes its input batch. Side outputs are
+ * Outputs of their own, found by tag id.
+ */
+import { DEFAULT_BATCH_SIZE, type Batch } from './batch.ts';
+
+/** Anything that takes batches and in-band events from an operator: chained operators, record writers. */
+export interface BatchConsumer {
+  processBatch(batch: Batch): void;
+  processWatermark(timestamp: number): void;
+  processWatermarkStatus(idle: boolean): void;
+  /** The producer has finished: no more records or watermarks. */
+  endInput(): void;
+}
+
+export class Output {
+  private values: unknown[] = [];
+  private timestamps: number[] = [];
+  /** Records handed on, for metrics. */
+  count = 0;
+
+  constructor(
+    readonly targets: BatchConsumer[],
+    readonly sideOutputs: ReadonlyMap<string, Output> = new Map(),
+    private readonly batchSize = DEFAULT_BATCH_SIZE,
+  ) {}
+
+  emit(value: unknown, timestamp: number): void {
+    this.values.push(value);
+    this.timestamps.push(timestamp);
+    if (this.values.length >= this.batchSize) this.flush();
+  }
+
+  /** Emits a whole batch at once; the batch is borrowed. */
+  emitBatch(batch: Batch): void {
+    if (batch.values.length === 0) return;
+    this.flush();
+    this.count += batch.values.length;
+    const targets = this.targets;
+    for (let i = 0; i < targets.length; i++) targets[i]!.processBatch(batch);
+  }
+
+  emitSide(tagId: string, value: unknown, timestamp: number): void {
+    // Like Flink, a side output nobody consumes is dropped.
+    this.sideOutputs.get(tagId)?.emit(value, timestamp);
+  }
+
+  hasSideOutput(tagId: string): boolean {
+    return this.sideOutputs.has(tagId);
+  }
+
+  flush(): void {
+    if (this.values.length > 0) {
+      const batch: Batch = { values: this.values, timestamps: this.timestamps };
+      this.values = [];
+      this.timestamps = [];
+      this.count += batch.values.length;
+      const targets = this.targets;
+      for (let i = 0; i < targets.length; i++) targets[i]!.processBatch(batch);
+    }
+    for (const side of this.sideOutputs.values()) side.flush();
+  }
+
+  emitWatermark(timestamp: number): void {
+    this.flush();
+    for (const t of this.targets) t.processWatermark(timestamp);
+    for (const side of this.sideOutputs.values()) side.emitWatermark(timestamp);
+  }
+
+  emitWatermarkStatus(idle: boolean): void {
+    this.flush();
+    for (const t of this.targets) t.processWatermarkStatus(idle);
+    for (const side of this.sideOutputs.values()) side.emitWatermarkStatus(idle);
+  }
+
+  endInput(): void {
+    this.flush();
+    for (const t of this.targets) t.endInput();
+    for (const side of this.sideOutputs.values()) side.endInput();
+  }
+}

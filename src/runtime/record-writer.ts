@@ -1,0 +1,160 @@
+/**
+ * The end of a chain: partitions an operator's output over the channels of one network edge.
+ * Batches are immutable once emitted, so forward-style partitioners pass them on whole; hash
+ * partitioning splits them by key group into per-channel buffers that are sent when full or
+ * when the task flushes (idle, an event, or the buffer timeout).
+ */
+import { DEFAULT_BATCH_SIZE, type Batch } from './batch.ts';
+import type { AvailabilityListener, OutputChannel } from './channels/channel.ts';
+import { attribute, type ErrorLocation } from './errors.ts';
+import { END_OF_DATA, STATUS_ACTIVE, STATUS_IDLE, watermark, type StreamEvent } from './events.ts';
+import type { BatchConsumer } from './output.ts';
+import type { KeySelectorFn } from './operators/keying.ts';
+import type { PartitionKind } from '../graph/transformation.ts';
+import { keyGroupOf, normalizeKey, operatorIndexForKeyGroup } from '../state/key-groups.ts';
+
+export class RecordWriter implements BatchConsumer, AvailabilityListener {
+  private readonly bufV: unknown[][];
+  private readonly bufT: number[][];
+  private buffered = 0;
+  private next = 0;
+  /** Called when the writer becomes available again after backpressure. */
+  onAvailable: () => void = () => {};
+  recordsOut = 0;
+
+  constructor(
+    readonly kind: PartitionKind,
+    readonly channels: OutputChannel[],
+    /** Index of each channel's consumer subtask (hash partitioning maps key groups to these). */
+    private readonly consumerIndex: readonly number[],
+    private readonly numConsumers: number,
+    private readonly keySelector: KeySelectorFn | undefined,
+    private readonly maxParallelism: number,
+    private readonly location: ErrorLocation,
+    private readonly batchSize = DEFAULT_BATCH_SIZE,
+  ) {
+    this.bufV = channels.map(() => []);
+    this.bufT = channels.map(() => []);
+    for (const c of channels) c.setListener(this);
+    if (kind === 'hash') {
+      if (keySelector === undefined) throw new Error('hash partitioning needs a key selector');
+      // Hash targets are consumer subtask indices; with all-to-all wiring channel i is consumer i.
+      consumerIndex.forEach((c, i) => {
+        if (c !== i) throw new Error('hash partitioning expects all-to-all channels');
+      });
+    }
+  }
+
+  onChannelAvailable(): void {
+    if (this.isAvailable()) this.onAvailable();
+  }
+
+  isAvailable(): boolean {
+    const cs = this.channels;
+    for (let i = 0; i < cs.length; i++) if (!cs[i]!.isAvailable()) return false;
+    return true;
+  }
+
+  processBatch(batch: Batch): void {
+    const n = batch.values.length;
+    if (n === 0 || this.channels.length === 0) return;
+    this.recordsOut += n;
+    switch (this.kind) {
+      case 'hash':
+        this.partitionByKey(batch);
+        return;
+      case 'broadcast':
+        for (const c of this.channels) c.send(batch);
+        return;
+      case 'rebalance':
+      case 'rescale':
+        this.roundRobin().send(batch);
+        return;
+      default:
+        this.channels[0]!.send(batch);
+    }
+  }
+
+  /** The next channel in round-robin order, preferring one without backlog. */
+  private roundRobin(): OutputChannel {
+    const cs = this.channels;
+    for (let k = 0; k < cs.length; k++) {
+      const c = cs[(this.next + k) % cs.length]!;
+      if (c.isAvailable()) {
+        this.next = (this.next + k + 1) % cs.length;
+        return c;
+      }
+    }
+    const c = cs[this.next]!;
+    this.next = (this.next + 1) % cs.length;
+    return c;
+  }
+
+  private partitionByKey(batch: Batch): void {
+    const { values, timestamps } = batch;
+    const sel = this.keySelector!;
+    const maxP = this.maxParallelism;
+    const p = this.numConsumers;
+    const bufV = this.bufV;
+    const bufT = this.bufT;
+    const size = this.batchSize;
+    let i = 0;
+    try {
+      for (; i < values.length; i++) {
+        const v = values[i];
+        const target = operatorIndexForKeyGroup(maxP, p, keyGroupOf(normalizeKey(sel(v)), maxP));
+        const bv = bufV[target]!;
+        bv.push(v);
+        bufT[target]!.push(timestamps[i]!);
+        if (bv.length >= size) this.flushChannel(target);
+      }
+    } catch (e) {
+      throw attribute(e, this.location, 'keyBy key selector', values[i], true);
+    }
+    this.buffered = 0;
+    for (const b of bufV) this.buffered += b.length;
+  }
+
+  private flushChannel(c: number): void {
+    const v = this.bufV[c]!;
+    if (v.length === 0) return;
+    const batch: Batch = { values: v, timestamps: this.bufT[c]! };
+    this.bufV[c] = [];
+    this.bufT[c] = [];
+    this.channels[c]!.send(batch);
+  }
+
+  /** Records held in partly filled buffers. */
+  bufferedRecords(): number {
+    return this.buffered;
+  }
+
+  flushAll(): void {
+    if (this.kind !== 'hash' || this.buffered === 0) return;
+    for (let c = 0; c < this.channels.length; c++) this.flushChannel(c);
+    this.buffered = 0;
+  }
+
+  broadcastEvent(e: StreamEvent): void {
+    this.flushAll();
+    for (const c of this.channels) c.send(e);
+  }
+
+  processWatermark(timestamp: number): void {
+    this.broadcastEvent(watermark(timestamp));
+  }
+
+  processWatermarkStatus(idle: boolean): void {
+    this.broadcastEvent(idle ? STATUS_IDLE : STATUS_ACTIVE);
+  }
+
+  endInput(): void {
+    this.broadcastEvent(END_OF_DATA);
+  }
+
+  backlog(): number {
+    let n = 0;
+    for (const c of this.channels) n += c.backlogLength();
+    return n;
+  }
+}

@@ -1,0 +1,63 @@
+/**
+ * Runs the subtasks of one thread cooperatively. A runnable subtask gets one step (its mail,
+ * then one batch); steps of different subtasks interleave round-robin. After a time slice
+ * the scheduler yields to the event loop (setImmediate) so that messages from other threads,
+ * file reads and timers get their turn; this is Flink's mailbox model on Node's loop.
+ */
+
+export interface Schedulable {
+  /** Runs one step; returns true to be scheduled again right away. */
+  step(): boolean;
+  queued: boolean;
+}
+
+export class Scheduler {
+  private queue: Schedulable[] = [];
+  private head = 0;
+  private pending = false;
+  private readonly endOfSliceHooks: (() => void)[] = [];
+
+  constructor(private readonly sliceMs = 8) {}
+
+  /** Makes a task runnable; safe to call from any callback, any number of times. */
+  wake(t: Schedulable): void {
+    if (t.queued) return;
+    t.queued = true;
+    this.queue.push(t);
+    this.arm();
+  }
+
+  /** Runs after every slice, e.g. to send accumulated credits. */
+  onEndOfSlice(fn: () => void): void {
+    this.endOfSliceHooks.push(fn);
+  }
+
+  private arm(): void {
+    if (this.pending) return;
+    this.pending = true;
+    setImmediate(this.runSlice);
+  }
+
+  private readonly runSlice = (): void => {
+    this.pending = false;
+    const deadline = performance.now() + this.sliceMs;
+    let steps = 0;
+    while (this.head < this.queue.length) {
+      const t = this.queue[this.head]!;
+      this.queue[this.head++] = undefined as unknown as Schedulable;
+      t.queued = false;
+      if (t.step()) {
+        t.queued = true;
+        this.queue.push(t);
+      }
+      // Check the clock every few steps only: steps are short, and the call is not free.
+      if ((++steps & 7) === 0 && performance.now() >= deadline) break;
+    }
+    if (this.head > 256 && this.head * 2 > this.queue.length) {
+      this.queue = this.queue.slice(this.head);
+      this.head = 0;
+    }
+    for (const h of this.endOfSliceHooks) h();
+    if (this.head < this.queue.length) this.arm();
+  };
+}

@@ -1,0 +1,332 @@
+/**
+ * A subtask: one parallel instance of a job vertex (a chain of operators) and its mailbox
+ * loop. The default action processes one batch of input (or pulls one batch from the source);
+ * mail (timers, control messages, later checkpoint triggers) runs between batches and never
+ * concurrently with record processing. No per-record promise, no await on the data path.
+ */
+import type { TaskInfo } from '../api/functions.ts';
+import type { SourceSplit } from '../api/source.ts';
+import type { ChainedOperator, JobVertex } from '../graph/job-graph.ts';
+import type { Clock } from '../state/clock.ts';
+import { HeapKeyedStateBackend } from '../state/heap-keyed-backend.ts';
+import type { KeyGroupRange } from '../state/key-groups.ts';
+import { OperatorStateStore } from '../state/operator-state.ts';
+import type { Batch } from './batch.ts';
+import { Deque } from './channels/deque.ts';
+import { isEvent, type ChannelElement, type StreamEvent } from './events.ts';
+import type { InputGate, ValveOutput } from './input-gate.ts';
+import type { StreamOperator, RuntimeServices } from './operators/operator.ts';
+import { SourceOperator } from './operators/source.ts';
+import { Output, type BatchConsumer } from './output.ts';
+import type { RecordWriter } from './record-writer.ts';
+import type { Schedulable, Scheduler } from './scheduler.ts';
+
+export type TaskState = 'created' | 'running' | 'finishing' | 'finished' | 'failed' | 'canceled';
+
+export interface TaskListener {
+  onTaskFinished(task: StreamTask): void;
+  onTaskFailed(task: StreamTask, error: unknown): void;
+}
+
+/** Hook for in-band checkpoint events; the checkpoint layer plugs in here. */
+export interface BarrierHandler {
+  onEvent(task: StreamTask, gate: InputGate, channel: number, event: StreamEvent): void;
+}
+
+export interface TaskDeployment {
+  readonly vertex: JobVertex;
+  readonly subtaskIndex: number;
+  readonly attempt: number;
+  readonly keyGroupRange: KeyGroupRange;
+  readonly inputGates: InputGate[];
+  /** Record writer per network edge index leaving this vertex. */
+  readonly writers: ReadonlyMap<number, RecordWriter>;
+  readonly splits: readonly SourceSplit[];
+  readonly clock: Clock;
+  readonly services: RuntimeServices;
+  readonly scheduler: Scheduler;
+  readonly listener: TaskListener;
+  readonly bufferTimeoutMs: number;
+}
+
+/** Feeds a chained operator from its predecessor's Output. */
+class ChainedInput implements BatchConsumer {
+  constructor(private readonly op: StreamOperator, private readonly task: StreamTask) {}
+  processBatch(batch: Batch): void {
+    this.task.countIn(this.op, batch.values.length);
+    this.op.processBatch(batch, 0);
+    this.op.output.flush();
+  }
+  processWatermark(ts: number): void {
+    this.op.processWatermark(ts, 0);
+  }
+  processWatermarkStatus(idle: boolean): void {
+    this.op.processWatermarkStatus(idle, 0);
+  }
+  endInput(): void {
+    this.op.endInput(0);
+    this.op.finish();
+    this.op.output.endInput();
+  }
+}
+
+export class StreamTask implements Schedulable {
+  queued = false;
+  state: TaskState = 'created';
+  readonly name: string;
+  readonly operators: StreamOperator[] = [];
+  readonly head: StreamOperator;
+  readonly source: SourceOperator | undefined;
+  readonly writers: RecordWriter[];
+  readonly gates: InputGate[];
+  private readonly mailbox = new Deque<() => void>();
+  private readonly valves: ValveOutput[];
+  private nextGate = 0;
+  private lastFlush = 0;
+  barrierHandler: BarrierHandler | undefined;
+  /** Records taken in per operator index (metrics). */
+  readonly recordsIn: number[];
+  private readonly timers = new Set<{ cancel(): void }>();
+
+  constructor(readonly d: TaskDeployment) {
+    const v = d.vertex;
+    this.name = `${v.name} (${d.subtaskIndex + 1}/${v.parallelism})`;
+    this.gates = d.inputGates;
+    this.writers = [...d.writers.values()];
+    this.recordsIn = new Array(v.operators.length).fill(0);
+    // Build operators children-first so every Output can point at its targets.
+    const built: StreamOperator[] = new Array(v.operators.length);
+    const inputs: ChainedInput[] = new Array(v.operators.length);
+    for (let i = v.operators.length - 1; i >= 0; i--) {
+      const spec = v.operators[i]!;
+      const op = this.createOperator(spec);
+      built[i] = op;
+      const targetsFor = (tag: string | undefined): BatchConsumer[] => [
+        ...spec.chainedOutputs.filter((c) => c.sideTag === tag).map((c) => inputs[c.target]!),
+        ...spec.networkOutputs.filter((e) => e.sideTag === tag).map((e) => d.writers.get(e.index)!),
+      ];
+      const tags = new Set<string>();
+      for (const c of spec.chainedOutputs) if (c.sideTag !== undefined) tags.add(c.sideTag);
+      for (const e of spec.networkOutputs) if (e.sideTag !== undefined) tags.add(e.sideTag);
+      const sides = new Map<string, Output>([...tags].map((t) => [t, new Output(targetsFor(t))]));
+      const numInputs = spec.node.transformation.kind === 'two-input' ? 2 : spec.node.transformation.kind === 'source' ? 0 : 1;
+      op.setup(this.operatorEnvironment(spec, op), new Output(targetsFor(undefined), sides), numInputs);
+      inputs[i] = new ChainedInput(op, this);
+    }
+    this.operators.push(...built);
+    this.head = built[0]!;
+    this.source = this.head instanceof SourceOperator ? this.head : undefined;
+    if (this.source) {
+      this.source.assignedSplits = [...d.splits];
+      this.source.wake = () => this.wake();
+    }
+    this.valves = this.gates.map((_, gi) => ({
+      watermark: (ts: number) => this.head.processWatermark(ts, gi),
+      status: (idle: boolean) => this.head.processWatermarkStatus(idle, gi),
+    }));
+    for (const g of this.gates) g.listener = { onGateNonEmpty: () => this.wake() };
+    for (const w of this.writers) w.onAvailable = () => this.wake();
+  }
+
+  private createOperator(spec: ChainedOperator): StreamOperator {
+    const t = spec.node.transformation;
+    if (t.kind === 'source') return new SourceOperator(t.source, t.malformedPolicy);
+    return t.factory();
+  }
+
+  private operatorEnvironment(spec: ChainedOperator, _op: StreamOperator) {
+    const d = this.d;
+    const node = spec.node;
+    const t = node.transformation;
+    const taskInfo: TaskInfo = {
+      operatorName: node.name,
+      operatorId: node.id,
+      subtaskIndex: d.subtaskIndex,
+      parallelism: node.parallelism,
+      maxParallelism: node.maxParallelism,
+      attemptNumber: d.attempt,
+    };
+    const keySelectors = t.kind === 'one-input' ? [t.keySelector] : t.kind === 'two-input' ? [...t.keySelectors] : [];
+    const keyed = keySelectors.some((k) => k !== undefined);
+    const where = `operator "${node.name}" (subtask ${d.subtaskIndex + 1}/${node.parallelism})`;
+    return {
+      taskInfo,
+      clock: d.clock,
+      scheduleMail: (at: number, fn: () => void) => this.scheduleMail(at, fn),
+      keyedBackend: keyed ? new HeapKeyedStateBackend(d.keyGroupRange, node.maxParallelism, d.clock, where) : undefined,
+      keySelectors,
+      operatorState: new OperatorStateStore(where),
+      services: d.services,
+    };
+  }
+
+  countIn(op: StreamOperator, n: number): void {
+    const i = this.operators.indexOf(op);
+    if (i >= 0) this.recordsIn[i]! += n;
+  }
+
+  wake(): void {
+    if (this.state === 'running' || this.state === 'finishing') this.d.scheduler.wake(this);
+  }
+
+  /** Runs fn in the mailbox, between batches. */
+  mail(fn: () => void): void {
+    this.mailbox.push(fn);
+    this.wake();
+  }
+
+  scheduleMail(atMs: number, fn: () => void): { cancel(): void } {
+    let handle: { cancel(): void } | undefined = undefined;
+    const timer = this.d.clock.schedule(atMs, () => {
+      if (handle) this.timers.delete(handle);
+      this.mail(fn);
+    });
+    handle = { cancel: () => { timer.cancel(); this.timers.delete(handle!); } };
+    this.timers.add(handle);
+    return handle;
+  }
+
+  start(): void {
+    if (this.state !== 'created') return;
+    this.state = 'running';
+    try {
+      for (const op of this.operators) op.open();
+    } catch (e) {
+      this.fail(e);
+      return;
+    }
+    this.lastFlush = performance.now();
+    // A subtask with no input channels at all (e.g. no producer maps to it) ends at once.
+    if (this.source === undefined && this.gates.every((g) => g.numChannels() === 0)) {
+      this.mail(() => this.finishChain());
+    }
+    this.wake();
+  }
+
+  step(): boolean {
+    if (this.state !== 'running' && this.state !== 'finishing') return false;
+    try {
+      while (this.mailbox.length > 0) {
+        this.mailbox.shift()!();
+        if (this.state !== 'running' && this.state !== 'finishing') return false;
+      }
+      if (this.state === 'finishing') {
+        this.checkDrained();
+        return false;
+      }
+      for (const w of this.writers) if (!w.isAvailable()) return false; // woken by onAvailable
+      return this.source !== undefined ? this.sourceStep() : this.inputStep();
+    } catch (e) {
+      this.fail(e);
+      return false;
+    }
+  }
+
+  private sourceStep(): boolean {
+    const status = this.source!.emitNext();
+    this.recordsIn[0] = this.source!.output.count;
+    if (status === 'more') {
+      this.maybeFlushOnTimeout();
+      return true;
+    }
+    this.flushWriters();
+    if (status === 'end') this.finishChain();
+    return false;
+  }
+
+  private inputStep(): boolean {
+    const gates = this.gates;
+    let el: ChannelElement | undefined;
+    let gate: InputGate | undefined;
+    for (let k = 0; k < gates.length && el === undefined; k++) {
+      gate = gates[(this.nextGate + k) % gates.length]!;
+      el = gate.poll();
+    }
+    this.nextGate = (this.nextGate + 1) % Math.max(1, gates.length);
+    if (el === undefined || gate === undefined) {
+      this.flushWriters();
+      return false; // woken when a gate gets data
+    }
+    if (!isEvent(el)) {
+      this.recordsIn[0]! += el.values.length;
+      this.head.processBatch(el, gate.index);
+      this.head.output.flush();
+      this.maybeFlushOnTimeout();
+      return true;
+    }
+    this.onEvent(gate, gate.lastChannel, el);
+    return this.state === 'running';
+  }
+
+  private onEvent(gate: InputGate, channel: number, e: StreamEvent): void {
+    switch (e.kind) {
+      case 'watermark':
+        gate.onWatermark(channel, e.timestamp, this.valves[gate.index]!);
+        return;
+      case 'status':
+        gate.onStatus(channel, e.idle, this.valves[gate.index]!);
+        return;
+      case 'end':
+        if (gate.endChannel(channel, this.valves[gate.index]!)) {
+          this.head.endInput(gate.index);
+          if (this.gates.every((g) => g.isEnded())) this.finishChain();
+        }
+        return;
+      default:
+        if (this.barrierHandler === undefined) throw new Error(`unexpected ${e.kind} event: checkpointing is not enabled for this job`);
+        this.barrierHandler.onEvent(this, gate, channel, e);
+    }
+  }
+
+  private maybeFlushOnTimeout(): void {
+    const now = performance.now();
+    if (now - this.lastFlush >= this.d.bufferTimeoutMs) this.flushWriters(now);
+  }
+
+  flushWriters(now = performance.now()): void {
+    this.lastFlush = now;
+    for (const w of this.writers) w.flushAll();
+  }
+
+  /** End of all input: operators finish head to tail, end-of-data goes downstream. */
+  private finishChain(): void {
+    if (this.state !== 'running') return;
+    this.head.finish();
+    this.head.output.endInput();
+    this.state = 'finishing';
+    this.checkDrained();
+  }
+
+  /** A finishing task ends once every queued output has been accepted downstream. */
+  private checkDrained(): void {
+    for (const w of this.writers) if (w.backlog() > 0) return; // woken by onAvailable
+    this.state = 'finished';
+    this.closeOperators();
+    this.d.listener.onTaskFinished(this);
+  }
+
+  fail(e: unknown): void {
+    if (this.state === 'failed' || this.state === 'canceled' || this.state === 'finished') return;
+    this.state = 'failed';
+    this.closeOperators();
+    this.d.listener.onTaskFailed(this, e);
+  }
+
+  cancel(): void {
+    if (this.state === 'failed' || this.state === 'canceled' || this.state === 'finished') return;
+    this.state = 'canceled';
+    this.closeOperators();
+  }
+
+  private closeOperators(): void {
+    for (const t of [...this.timers]) t.cancel();
+    this.mailbox.clear();
+    for (const op of this.operators) {
+      try {
+        op.close();
+      } catch {
+        // Closing is best effort; the first failure has already been reported.
+      }
+    }
+  }
+}

@@ -1,0 +1,56 @@
+/**
+ * Processing time, injected so that timers and protocols can be tested with a manual clock.
+ */
+export interface Cancellable {
+  cancel(): void;
+}
+
+export interface Clock {
+  /** Milliseconds since the epoch. */
+  now(): number;
+  /** Calls fn once at or after `atMs`. */
+  schedule(atMs: number, fn: () => void): Cancellable;
+}
+
+export const systemClock: Clock = {
+  now: () => Date.now(),
+  schedule(atMs, fn) {
+    const t = setTimeout(fn, Math.max(0, atMs - Date.now()));
+    t.unref?.();
+    return { cancel: () => clearTimeout(t) };
+  },
+};
+
+/** A clock that moves only when told to; timers fire in time order during advance(). */
+export class ManualClock implements Clock {
+  private timers: { at: number; seq: number; fn: () => void; cancelled: boolean }[] = [];
+  private seq = 0;
+  constructor(private current = 0) {}
+  now(): number {
+    return this.current;
+  }
+  schedule(atMs: number, fn: () => void): Cancellable {
+    const t = { at: atMs, seq: this.seq++, fn, cancelled: false };
+    this.timers.push(t);
+    return { cancel: () => { t.cancelled = true; } };
+  }
+  /** Moves time forward to `to`, firing every timer due on the way, earliest first. */
+  advanceTo(to: number): void {
+    for (;;) {
+      this.timers = this.timers.filter((t) => !t.cancelled);
+      this.timers.sort((a, b) => a.at - b.at || a.seq - b.seq);
+      const next = this.timers[0];
+      if (next === undefined || next.at > to) break;
+      this.timers.shift();
+      if (next.at > this.current) this.current = next.at;
+      next.fn();
+    }
+    if (to > this.current) this.current = to;
+  }
+  advance(ms: number): void {
+    this.advanceTo(this.current + ms);
+  }
+  pendingTimers(): number {
+    return this.timers.filter((t) => !t.cancelled).length;
+  }
+}

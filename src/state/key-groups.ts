@@ -1,0 +1,106 @@
+/**
+ * Key groups: the unit in which keyed state is partitioned, snapshotted and moved on
+ * rescaling. keyGroup = hash(key) mod maxParallelism; subtask i of p owns the contiguous
+ * range [ceil(i*maxP/p), ceil((i+1)*maxP/p)). Same arithmetic as Flink's
+ * KeyGroupRangeAssignment, so the behaviour on rescaling matches its documentation.
+ */
+import { murmurInt, murmurString } from './murmur.ts';
+
+export const UPPER_BOUND_MAX_PARALLELISM = 32768;
+export const DEFAULT_LOWER_BOUND_MAX_PARALLELISM = 128;
+
+export type KeyPrimitive = string | number | boolean | bigint;
+
+export interface KeyGroupRange {
+  /** First key group, inclusive. */
+  readonly start: number;
+  /** Last key group, inclusive; end < start means the range is empty. */
+  readonly end: number;
+}
+
+function roundUpToPowerOfTwo(x: number): number {
+  if (x <= 1) return 1;
+  return 2 ** Math.ceil(Math.log2(x));
+}
+
+export function defaultMaxParallelism(parallelism: number): number {
+  return Math.min(
+    Math.max(roundUpToPowerOfTwo(parallelism + Math.floor(parallelism / 2)), DEFAULT_LOWER_BOUND_MAX_PARALLELISM),
+    UPPER_BOUND_MAX_PARALLELISM,
+  );
+}
+
+/**
+ * A key as a string or number usable as a Map key, injectively: strings and finite numbers
+ * are used as they are (a string that happens to start with NUL is escaped); anything else
+ * gets a NUL-prefixed canonical string, so two equal composite keys (arrays, plain objects)
+ * land in the same state slot and never collide with a user's string key.
+ */
+export function normalizeKey(key: unknown): string | number {
+  const t = typeof key;
+  if (t === 'string') return (key as string).charCodeAt(0) === 0 ? '\u0000s' + (key as string) : (key as string);
+  if (t === 'number') return Number.isFinite(key as number) ? (key as number) : '\u0000f' + String(key);
+  if (t === 'boolean') return (key as boolean) ? '\u0000b1' : '\u0000b0';
+  if (t === 'bigint') return '\u0000n' + String(key);
+  if (key === null || key === undefined || t === 'function' || t === 'symbol') {
+    throw new TypeError(`key selector returned ${String(key)}; keys must be strings, numbers, booleans, bigints, or arrays/objects of those`);
+  }
+  return '\u0000j' + canonicalJson(key);
+}
+
+/** Inverse of normalizeKey, used when state restored from a snapshot needs the user's key. */
+export function denormalizeKey(k: string | number): unknown {
+  if (typeof k === 'number' || k.charCodeAt(0) !== 0) return k;
+  const tag = k[1];
+  const rest = k.slice(2);
+  switch (tag) {
+    case 's': return rest;
+    case 'f': return Number(rest);
+    case 'b': return rest === '1';
+    case 'n': return BigInt(rest);
+    case 'j': return JSON.parse(rest, (_k, v) => (typeof v === 'string' && /^-?\d+n$/.test(v) ? BigInt(v.slice(0, -1)) : v));
+    default: throw new Error(`corrupt normalised key ${JSON.stringify(k)}`);
+  }
+}
+
+function canonicalJson(v: unknown): string {
+  if (Array.isArray(v)) return '[' + v.map(canonicalJson).join(',') + ']';
+  if (v !== null && typeof v === 'object') {
+    const keys = Object.keys(v as object).sort();
+    return '{' + keys.map((k) => JSON.stringify(k) + ':' + canonicalJson((v as Record<string, unknown>)[k])).join(',') + '}';
+  }
+  if (typeof v === 'bigint') return `"${v}n"`;
+  return JSON.stringify(v);
+}
+
+/** Hash of a normalised key. Integers take the integer path; everything else hashes its string. */
+export function hashNormalizedKey(k: string | number): number {
+  if (typeof k === 'number') {
+    if ((k | 0) === k) return murmurInt(k);
+    return murmurString(String(k));
+  }
+  return murmurString(k);
+}
+
+export function keyGroupOf(normalizedKey: string | number, maxParallelism: number): number {
+  return hashNormalizedKey(normalizedKey) % maxParallelism;
+}
+
+export function operatorIndexForKeyGroup(maxParallelism: number, parallelism: number, keyGroup: number): number {
+  return Math.floor((keyGroup * parallelism) / maxParallelism);
+}
+
+export function keyGroupRangeForSubtask(maxParallelism: number, parallelism: number, index: number): KeyGroupRange {
+  if (parallelism > maxParallelism) {
+    throw new RangeError(`parallelism ${parallelism} exceeds max parallelism ${maxParallelism}`);
+  }
+  const start = Math.ceil((index * maxParallelism) / parallelism);
+  const end = Math.ceil(((index + 1) * maxParallelism) / parallelism) - 1;
+  return { start, end };
+}
+
+export function validateMaxParallelism(maxP: number, where: string): void {
+  if (!Number.isInteger(maxP) || maxP < 1 || maxP > UPPER_BOUND_MAX_PARALLELISM) {
+    throw new RangeError(`${where}: max parallelism must be an integer in [1, ${UPPER_BOUND_MAX_PARALLELISM}], got ${maxP}`);
+  }
+}

@@ -1,0 +1,87 @@
+/**
+ * Operator (non-keyed) state of one subtask: named lists, split or unioned on restore, and
+ * broadcast maps, replicated on every subtask.
+ */
+import type { BroadcastState, BroadcastStateDescriptor, ListState, ListStateDescriptor } from '../api/state.ts';
+
+export type ListDistribution = 'split' | 'union';
+
+export class OperatorListState<T> implements ListState<T> {
+  items: T[] = [];
+  constructor(readonly descriptor: ListStateDescriptor<T>, readonly distribution: ListDistribution) {}
+  get(): readonly T[] {
+    return this.items;
+  }
+  add(value: T): void {
+    this.items.push(value);
+  }
+  addAll(values: readonly T[]): void {
+    for (const v of values) this.items.push(v);
+  }
+  update(values: readonly T[]): void {
+    this.items = values.slice();
+  }
+  clear(): void {
+    this.items = [];
+  }
+}
+
+export class HeapBroadcastState<K, V> implements BroadcastState<K, V> {
+  readonly map = new Map<K, V>();
+  constructor(readonly descriptor: BroadcastStateDescriptor<K, V>) {}
+  get(key: K): V | undefined {
+    return this.map.get(key);
+  }
+  contains(key: K): boolean {
+    return this.map.has(key);
+  }
+  entries(): IterableIterator<[K, V]> {
+    return this.map.entries();
+  }
+  put(key: K, value: V): void {
+    this.map.set(key, value);
+  }
+  remove(key: K): void {
+    this.map.delete(key);
+  }
+  clear(): void {
+    this.map.clear();
+  }
+}
+
+/** Read-only view handed to processElement, which must not change broadcast state (it would diverge per subtask). */
+export function readOnlyView<K, V>(s: HeapBroadcastState<K, V>) {
+  return {
+    get: (k: K) => s.map.get(k),
+    contains: (k: K) => s.map.has(k),
+    entries: () => s.map.entries(),
+  };
+}
+
+export class OperatorStateStore {
+  readonly lists = new Map<string, OperatorListState<unknown>>();
+  readonly broadcasts = new Map<string, HeapBroadcastState<unknown, unknown>>();
+  constructor(private readonly where: string) {}
+
+  getListState<T>(desc: ListStateDescriptor<T>, distribution: ListDistribution): ListState<T> {
+    const existing = this.lists.get(desc.name);
+    if (existing !== undefined) {
+      if (existing.distribution !== distribution) {
+        throw new Error(`${this.where}: operator state "${desc.name}" is registered as ${existing.distribution} list state, not ${distribution}`);
+      }
+      return existing as unknown as ListState<T>;
+    }
+    const s = new OperatorListState<T>(desc, distribution);
+    this.lists.set(desc.name, s as OperatorListState<unknown>);
+    return s;
+  }
+
+  getBroadcastState<K, V>(desc: BroadcastStateDescriptor<K, V>): HeapBroadcastState<K, V> {
+    let s = this.broadcasts.get(desc.name);
+    if (s === undefined) {
+      s = new HeapBroadcastState(desc as BroadcastStateDescriptor<unknown, unknown>);
+      this.broadcasts.set(desc.name, s);
+    }
+    return s as unknown as HeapBroadcastState<K, V>;
+  }
+}
