@@ -25,7 +25,11 @@ export async function loadJobModule(path: string): Promise<JobDefinition> {
   try {
     mod = (await import(pathToFileURL(abs).href)) as Record<string, unknown>;
   } catch (e) {
-    const err = new JobLoadError(`cannot load job module ${path}: ${e instanceof Error ? e.message : String(e)}`);
+    let why = e instanceof Error ? e.message : String(e);
+    if (/require\(\) ES Module|ERR_REQUIRE_(CYCLE_)?ESM/.test(why)) {
+      why = 'it was loaded as CommonJS; name it .mts, or put it in a package whose package.json has "type": "module"';
+    }
+    const err = new JobLoadError(`cannot load job module ${path}: ${why}`);
     err.stack = e instanceof Error ? e.stack : undefined;
     throw err;
   }
