@@ -43,8 +43,29 @@ function requireFn(fn: unknown, what: string): void {
 
 function requireMethod(obj: unknown, method: string, what: string): void {
   if (obj === null || typeof obj !== 'object' || typeof (obj as Record<string, unknown>)[method] !== 'function') {
-    throw new TypeError(`${what} needs an object with a ${method}(...) method`);
+    throw new TypeError(`${what} needs an object with ${/^[aeiou]/i.test(method) ? 'an' : 'a'} ${method}(...) method`);
   }
+}
+
+/**
+ * One user-function object per parallel subtask, as in Flink, where every subtask
+ * deserializes its own copy. The operator factory runs once per subtask; subtasks of one
+ * operator that share a thread (parallelism > workers) would otherwise share one object, and
+ * the canonical `open(ctx) { this.state = ctx.getState(...) }` would leave every subtask
+ * using the handles of the subtask opened last: silently wrong state. The first subtask
+ * built in a thread gets the object itself, so one subtask per thread behaves exactly as
+ * before (#private fields included); every further one gets a shallow copy with the same
+ * prototype and own properties (objects those reference, such as arrays, stay shared).
+ */
+function perSubtask<F extends object>(fn: F): () => F {
+  let handedOut = false;
+  return () => {
+    if (!handedOut) {
+      handedOut = true;
+      return fn;
+    }
+    return Object.create(Object.getPrototypeOf(fn), Object.getOwnPropertyDescriptors(fn)) as F;
+  };
 }
 
 /** Settings shared by every stream that is the output of a physical operator. */
@@ -171,7 +192,8 @@ abstract class StreamBase<T> {
   addSink(fn: SinkFunction<T> | ((value: T) => void)): DataSink {
     const f: SinkFunction<T> = typeof fn === 'function' ? { invoke: (v) => fn(v) } : fn;
     requireMethod(f, 'invoke', 'addSink');
-    return this.sink('Sink', 'sink', () => new FunctionSinkOperator(f));
+    const instance = perSubtask(f);
+    return this.sink('Sink', 'sink', () => new FunctionSinkOperator(instance()));
   }
 
   protected sink(name: string, kind: string, factory: OperatorFactory): DataSink {
@@ -186,7 +208,8 @@ export class DataSink extends StreamBase<never> {}
 export class DataStream<T> extends StreamBase<T> {
   process<O>(fn: ProcessFunction<T, O>): DataStream<O> {
     requireMethod(fn, 'processElement', 'process');
-    return this.stream(this.oneInput('Process', 'process', () => new ProcessOperator(fn), undefined));
+    const instance = perSubtask(fn);
+    return this.stream(this.oneInput('Process', 'process', () => new ProcessOperator(instance()), undefined));
   }
 
   /** Partitions by key: records with the same key go to the same subtask and share keyed state. */
@@ -265,7 +288,8 @@ export class KeyedStream<T, K> extends StreamBase<T> {
 
   process<O>(fn: KeyedProcessFunction<K, T, O>): DataStream<O> {
     requireMethod(fn, 'processElement', 'process');
-    return this.stream(this.oneInput('KeyedProcess', 'keyed-process', () => new KeyedProcessOperator(fn), this.keySelector));
+    const instance = perSubtask(fn);
+    return this.stream(this.oneInput('KeyedProcess', 'keyed-process', () => new KeyedProcessOperator(instance()), this.keySelector));
   }
 
   /** Running reduction per key; emits the new value after every record. */
@@ -279,7 +303,8 @@ export class KeyedStream<T, K> extends StreamBase<T> {
     requireMethod(fn, 'add', 'aggregate');
     requireMethod(fn, 'createAccumulator', 'aggregate');
     requireMethod(fn, 'getResult', 'aggregate');
-    return this.stream(this.oneInput('Aggregate', 'aggregate', () => new RollingAggregateOperator(fn), this.keySelector));
+    const instance = perSubtask(fn);
+    return this.stream(this.oneInput('Aggregate', 'aggregate', () => new RollingAggregateOperator(instance()), this.keySelector));
   }
 
   window(assigner: WindowAssigner): WindowedStream<T, K> {
@@ -347,7 +372,8 @@ export class WindowedStream<T, K> {
   private build<O>(name: string, contents: WindowContents, windowFn: ProcessWindowFunction<any, any, any> | undefined): DataStream<O> {
     if (windowFn !== undefined) requireMethod(windowFn, 'process', 'window function');
     const spec = { assigner: this.assigner, contents, windowFunction: windowFn, allowedLateness: this.lateness, lateDataTag: this.lateTag };
-    return this.keyed.addOperator<O>(`${name} ${this.assigner.description}`, 'window', () => new WindowOperator(spec));
+    const windowFunction = windowFn === undefined ? undefined : perSubtask(windowFn);
+    return this.keyed.addOperator<O>(`${name} ${this.assigner.description}`, 'window', () => new WindowOperator({ ...spec, windowFunction: windowFunction?.() }));
   }
 }
 
@@ -364,7 +390,8 @@ export class ConnectedStreams<A, B> {
   process<O>(fn: CoProcessFunction<A, B, O>): DataStream<O> {
     requireMethod(fn, 'processElement1', 'connect().process');
     requireMethod(fn, 'processElement2', 'connect().process');
-    const t = twoInput(this.first.env, 'CoProcess', 'co-process', this.first.transformation, this.second.transformation, [undefined, undefined], () => new CoProcessOperator(fn));
+    const instance = perSubtask(fn);
+    const t = twoInput(this.first.env, 'CoProcess', 'co-process', this.first.transformation, this.second.transformation, [undefined, undefined], () => new CoProcessOperator(instance()));
     return new DataStream<O>(this.first.env, t);
   }
 
@@ -379,8 +406,9 @@ export class KeyedConnectedStreams<A, B, K> {
   process<O>(fn: KeyedCoProcessFunction<K, A, B, O>): DataStream<O> {
     requireMethod(fn, 'processElement1', 'connect().process');
     requireMethod(fn, 'processElement2', 'connect().process');
+    const instance = perSubtask(fn);
     const t = twoInput(this.first.env, 'KeyedCoProcess', 'keyed-co-process', this.first.transformation, this.second.transformation,
-      [this.first.keySelector as KeySelectorFn, this.second.keySelector as KeySelectorFn], () => new KeyedCoProcessOperator(fn));
+      [this.first.keySelector as KeySelectorFn, this.second.keySelector as KeySelectorFn], () => new KeyedCoProcessOperator(instance()));
     return new DataStream<O>(this.first.env, t);
   }
 }
@@ -394,7 +422,8 @@ export class BroadcastConnectedStream<A, B> {
   process<O>(fn: BroadcastProcessFunction<A, B, O>): DataStream<O> {
     requireMethod(fn, 'processElement', 'broadcast process');
     requireMethod(fn, 'processBroadcastElement', 'broadcast process');
-    const t = twoInput(this.first.env, 'BroadcastProcess', 'broadcast-process', this.first.transformation, this.second.transformation, [undefined, undefined], () => new BroadcastProcessOperator(fn));
+    const instance = perSubtask(fn);
+    const t = twoInput(this.first.env, 'BroadcastProcess', 'broadcast-process', this.first.transformation, this.second.transformation, [undefined, undefined], () => new BroadcastProcessOperator(instance()));
     return new DataStream<O>(this.first.env, t);
   }
 }
@@ -404,8 +433,9 @@ export class KeyedBroadcastConnectedStream<A, B, K> {
   process<O>(fn: KeyedBroadcastProcessFunction<K, A, B, O>): DataStream<O> {
     requireMethod(fn, 'processElement', 'broadcast process');
     requireMethod(fn, 'processBroadcastElement', 'broadcast process');
+    const instance = perSubtask(fn);
     const t = twoInput(this.first.env, 'KeyedBroadcastProcess', 'keyed-broadcast-process', this.first.transformation, this.second.transformation,
-      [this.first.keySelector as KeySelectorFn, undefined], () => new KeyedBroadcastProcessOperator(fn));
+      [this.first.keySelector as KeySelectorFn, undefined], () => new KeyedBroadcastProcessOperator(instance()));
     return new DataStream<O>(this.first.env, t);
   }
 }

@@ -44,3 +44,12 @@ export function positiveInt(value: string | undefined, flag: string): number | u
   }
   return Number(value);
 }
+
+/**
+ * A message as one line: some errors carry several (esbuild's "Transform failed with 1
+ * error:\n<file>:<line>: ERROR: ..."), and the CLI promises one line per error without
+ * --verbose. The lines are joined with spaces, nothing is dropped.
+ */
+export function oneLine(message: string): string {
+  return message.split(/\r?\n/).map((l) => l.trim()).filter((l) => l !== '').join(' ');
+}

@@ -3,7 +3,7 @@
  * throws) ends in a one-line message and a non-zero exit; stacks only with --verbose.
  */
 import { runCommand } from './run.ts';
-import { CliError, USAGE } from './args.ts';
+import { CliError, oneLine, USAGE } from './args.ts';
 
 async function main(argv: string[]): Promise<number> {
   const verbose = argv.includes('--verbose');
@@ -33,7 +33,7 @@ async function main(argv: string[]): Promise<number> {
 
 export function reportError(e: unknown, verbose: boolean): void {
   const msg = e instanceof Error ? e.message : String(e);
-  process.stderr.write(`weir: error: ${msg}\n`);
+  process.stderr.write(`weir: error: ${oneLine(msg)}\n`);
   if (verbose && e instanceof Error && e.stack) process.stderr.write(e.stack + '\n');
 }
 

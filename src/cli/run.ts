@@ -1,6 +1,6 @@
 /** weir run: runs a job module in this process (main thread plus worker threads). */
 import { runJob, type Progress } from '../cluster/job-manager.ts';
-import { CliError, parseFlags, positiveInt, splitJobArgs } from './args.ts';
+import { CliError, oneLine, parseFlags, positiveInt, splitJobArgs } from './args.ts';
 
 export async function runCommand(argv: string[]): Promise<number> {
   const { own, job } = splitJobArgs(argv);
@@ -25,7 +25,7 @@ export async function runCommand(argv: string[]): Promise<number> {
     return 0;
   }
   const e = result.error;
-  process.stderr.write(`weir: error: job "${result.graph.jobName}" ${result.status.toLowerCase()}: ${e?.message ?? 'unknown reason'}\n`);
+  process.stderr.write(`weir: error: job "${result.graph.jobName}" ${result.status.toLowerCase()}: ${oneLine(e?.message ?? 'unknown reason')}\n`);
   if (values.verbose && e?.stack) process.stderr.write(e.stack + '\n');
   return 1;
 }

@@ -51,10 +51,20 @@ export class HeapBroadcastState<K, V> implements BroadcastState<K, V> {
 
 /** Read-only view handed to processElement, which must not change broadcast state (it would diverge per subtask). */
 export function readOnlyView<K, V>(s: HeapBroadcastState<K, V>) {
+  // The writers exist only to fail clearly: JavaScript callers (or casts) would otherwise get
+  // "put is not a function", which says neither which state nor where it may be changed.
+  const readOnly = (method: string) => (): never => {
+    throw new TypeError(
+      `broadcast state "${s.descriptor.name}" is read-only in processElement (${method} is not allowed there); change it in processBroadcastElement, which every subtask runs alike`,
+    );
+  };
   return {
     get: (k: K) => s.map.get(k),
     contains: (k: K) => s.map.has(k),
     entries: () => s.map.entries(),
+    put: readOnly('put'),
+    remove: readOnly('remove'),
+    clear: readOnly('clear'),
   };
 }
 

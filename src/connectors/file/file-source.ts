@@ -249,14 +249,20 @@ class FileReader<T> implements SourceReader<T, FileSplit> {
     let lineNo = this.lines.length > 0 ? this.lines[this.lines.length - 1]!.lineNo + 1 : split.line;
     let start = 0;
     const fresh: PendingLine[] = [];
+    // A UTF-8 byte order mark opens the file, not the first record (the CSV header reader
+    // strips it too; without this, the first JSON line or headerless CSV row is corrupted).
+    const text = (from: number, to: number): string => {
+      const t = data.toString('utf8', from, to);
+      return base + from === 0 && t.charCodeAt(0) === 0xfeff ? t.slice(1) : t;
+    };
     for (;;) {
       const nl = data.indexOf(10, start);
       if (nl < 0) break;
-      fresh.push({ text: data.toString('utf8', start, nl), endOffset: base + nl + 1, lineNo: lineNo++ });
+      fresh.push({ text: text(start, nl), endOffset: base + nl + 1, lineNo: lineNo++ });
       start = nl + 1;
     }
     if (atEof) {
-      if (start < data.length) fresh.push({ text: data.toString('utf8', start), endOffset: base + data.length, lineNo: lineNo++ });
+      if (start < data.length) fresh.push({ text: text(start, data.length), endOffset: base + data.length, lineNo: lineNo++ });
       this.carry = Buffer.alloc(0);
       this.eof = true;
     } else {

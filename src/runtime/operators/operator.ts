@@ -124,12 +124,12 @@ export abstract class StreamOperator {
 
   /** Wraps an exception from user code with this operator, subtask and the record it was processing. */
   protected failOn(e: unknown, phase: string, record: unknown): Error {
-    return attribute(e, this.location, phase, record, true);
+    return withUserStack(attribute(e, this.location, phase, record, true), e);
   }
 
   /** Wraps an exception from user code that ran outside any record (timers, open, finish). */
   protected fail(e: unknown, phase: string): Error {
-    return attribute(e, this.location, phase);
+    return withUserStack(attribute(e, this.location, phase), e);
   }
 
   /** The RuntimeContext user functions receive in open(). */
@@ -162,6 +162,18 @@ export function callOptional(op: StreamOperator, fn: { open?(c: unknown): void; 
   try {
     (m as (a: unknown) => void).call(fn, arg);
   } catch (e) {
-    throw attribute(e, op.location, method);
+    throw withUserStack(attribute(e, op.location, method), e);
   }
+}
+
+/**
+ * The wrapper's own stack points into weir (where it was created), which is useless with
+ * --verbose; show the user's exception stack under it instead, so the frame in the job
+ * module that threw is there.
+ */
+function withUserStack(wrapper: Error, cause: unknown): Error {
+  if (wrapper !== cause && cause instanceof Error && typeof cause.stack === 'string') {
+    wrapper.stack = `${wrapper.name}: ${wrapper.message}\nCaused by: ${cause.stack}`;
+  }
+  return wrapper;
 }

@@ -1,0 +1,179 @@
+/**
+ * The real CLI, spawned: exit codes, one-line messages on stderr, stack traces only with
+ * --verbose. Spawns are slow (~0.7 s), so the tests run concurrently.
+ */
+import { describe, expect, it } from 'vitest';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const repo = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+const fixture = (name: string): string => `test/fixtures/jobs/${name}`;
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function weir(...args: string[]): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['bin/weir.js', ...args], { cwd: repo, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
+    child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/** stderr must be exactly one "weir: error: ..." line; returns the message after the prefix. */
+function oneLineError(r: Run): string {
+  const lines = r.stderr.split('\n');
+  expect(lines.at(-1), 'stderr ends with a newline').toBe('');
+  expect(lines.slice(0, -1), `one line on stderr, got:\n${r.stderr}`).toHaveLength(1);
+  expect(r.stderr).not.toMatch(/^\s+at /m);
+  expect(lines[0]).toMatch(/^weir: error: /);
+  return lines[0]!.slice('weir: error: '.length);
+}
+
+describe.concurrent('weir run: job loading errors', () => {
+  it('a missing job file', async () => {
+    const r = await weir('run', 'test/fixtures/jobs/does-not-exist.ts');
+    expect(r.code).toBe(1);
+    expect(oneLineError(r)).toBe('job file not found: test/fixtures/jobs/does-not-exist.ts');
+  });
+
+  it('a job module without a default export', async () => {
+    const r = await weir('run', fixture('no-default-export.ts'));
+    expect(r.code).toBe(1);
+    expect(oneLineError(r)).toBe(
+      'test/fixtures/jobs/no-default-export.ts has no default export; export default defineJob((env, args) => { ... })',
+    );
+  });
+
+  it('a default export that is not defineJob(...)', async () => {
+    const r = await weir('run', fixture('not-a-job.ts'));
+    expect(r.code).toBe(1);
+    expect(oneLineError(r)).toBe(
+      'the default export of test/fixtures/jobs/not-a-job.ts is not a job; wrap the builder: export default defineJob((env, args) => { ... })',
+    );
+  });
+
+  it('a job module that does not compile: the compiler\'s multi-line message becomes one line naming the file', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'weir-cli-'));
+    try {
+      writeFileSync(join(dir, 'package.json'), '{"type":"module"}\n');
+      const job = join(dir, 'broken.ts');
+      writeFileSync(job, 'export default defineJob((env) => {\n  env.fromElements(1,\n');
+      const r = await weir('run', job);
+      expect(r.code).toBe(1);
+      const msg = oneLineError(r);
+      expect(msg.startsWith(`cannot load job module ${job}: `)).toBe(true);
+      expect(msg).toContain(`${job}:3:0: ERROR: Unexpected end of file`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('API misuse while building the job is an invalid job definition', async () => {
+    const r = await weir('run', fixture('bad-definition.ts'));
+    expect(r.code).toBe(1);
+    expect(oneLineError(r)).toBe('invalid job definition: map needs a function, got number');
+  });
+});
+
+describe.concurrent('weir run: failures while the job runs', () => {
+  it('keyed state used on a non-keyed stream', async () => {
+    const r = await weir('run', fixture('keyed-state-misuse.ts'), '-w', '1');
+    expect(r.code).toBe(1);
+    expect(oneLineError(r)).toBe(
+      'job "weir job" failed: operator "Counter": getState("count") is keyed state, which exists only on a keyed stream; call keyBy(...) before process()',
+    );
+  });
+
+  const mapFailure = (msg: string) => {
+    const prefix = 'job "weir job" failed: operator "Validate" (subtask 1/2) failed in map on record {"i":6,"payload":"xxx';
+    expect(msg.startsWith(prefix), msg).toBe(true);
+    // The 500-character record is shortened (to 200 characters, the last one an ellipsis).
+    const record = msg.slice(msg.indexOf('on record ') + 'on record '.length, msg.lastIndexOf(': cannot handle'));
+    expect(record).toHaveLength(200);
+    expect(record.endsWith('…')).toBe(true);
+    expect(msg.endsWith(': cannot handle record 6')).toBe(true);
+  };
+
+  it('a user exception in a map names the operator, the subtask and the shortened record (one thread)', async () => {
+    // Job args pick record 9 (subtask 2/2) and give the error a second line, which the CLI joins.
+    const r = await weir('run', fixture('map-throws.ts'), '-p', '2', '-w', '1', '--', '9', 'see the input spec');
+    expect(r.code).toBe(1);
+    const msg = oneLineError(r);
+    expect(msg).toMatch(/^job "weir job" failed: operator "Validate" \(subtask 2\/2\) failed in map on record \{"i":9,"payload":"x{100,}…: cannot handle record 9 see the input spec$/);
+  });
+
+  it('the same on two worker threads', async () => {
+    const r = await weir('run', fixture('map-throws.ts'), '-p', '2', '-w', '2');
+    expect(r.code).toBe(1);
+    mapFailure(oneLineError(r));
+  });
+
+  it('--verbose adds a stack trace that shows where the user code threw (worker threads)', async () => {
+    const r = await weir('run', fixture('map-throws.ts'), '--parallelism', '2', '--workers', '2', '--verbose');
+    expect(r.code).toBe(1);
+    const [first, ...rest] = r.stderr.trimEnd().split('\n');
+    mapFailure(first!.slice('weir: error: '.length));
+    const stack = rest.join('\n');
+    expect(stack).toMatch(/^UserCodeError: operator "Validate"/);
+    expect(stack).toContain('Caused by: Error: cannot handle record 6');
+    expect(stack).toMatch(/at .*test\/fixtures\/jobs\/map-throws\.ts:\d+:\d+/);
+  });
+
+});
+
+describe.concurrent('weir run: bad flags', () => {
+  it('--parallelism abc', async () => {
+    const r = await weir('run', 'examples/word-count.ts', '--parallelism', 'abc');
+    expect(r.code).toBe(2);
+    expect(oneLineError(r)).toBe('--parallelism expects a positive integer, got "abc"');
+  });
+
+  it('--parallelism 0', async () => {
+    const r = await weir('run', 'examples/word-count.ts', '--parallelism', '0');
+    expect(r.code).toBe(2);
+    expect(oneLineError(r)).toBe('--parallelism expects a positive integer, got "0"');
+  });
+
+  it('an unknown flag', async () => {
+    const r = await weir('run', 'examples/word-count.ts', '--fast');
+    expect(r.code).toBe(2);
+    expect(oneLineError(r)).toMatch(/^run: Unknown option '--fast'/);
+  });
+
+  it('a second positional argument', async () => {
+    const r = await weir('run', 'examples/word-count.ts', 'extra');
+    expect(r.code).toBe(2);
+    expect(oneLineError(r)).toBe('run: unexpected argument "extra"; job arguments go after "--"');
+  });
+});
+
+describe.concurrent('weir run: success', () => {
+  it('runs examples/word-count.ts on --workers 1', async () => {
+    const r = await weir('run', 'examples/word-count.ts', '--workers', '1', '-p', '2', '--', '20000');
+    expect(r.stderr).toMatch(/^weir: job "weir job" finished in \d+\.\d\d s \(20000 records in, 0 out\)\n$/);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toBe('');
+  });
+
+  it('runs examples/word-count.ts on --workers 2; print lines reach stdout with subtask prefixes', async () => {
+    // 30000 sentences of 1-8 of 10 words: every word passes a count of 10000 once (seeded).
+    const r = await weir('run', 'examples/word-count.ts', '--workers', '2', '-p', '2', '--', '30000');
+    expect(r.code).toBe(0);
+    const lines = r.stdout.trimEnd().split('\n');
+    for (const l of lines) expect(l).toMatch(/^[12]> \{"word":"[a-z]+","count":10000\}$/);
+    expect(new Set(lines.map((l) => l.slice(3))).size).toBe(lines.length);
+    expect(lines.length).toBe(10);
+    expect(r.stderr).toMatch(new RegExp(`^weir: job "weir job" finished in \\d+\\.\\d\\d s \\(30000 records in, ${lines.length} out\\)\n$`));
+  });
+});
