@@ -13,6 +13,8 @@ import { validateMaxParallelism } from '../state/key-groups.ts';
 import { DataStream } from './datastream.ts';
 import { toMillis, type Duration } from './duration.ts';
 import type { Source, SourceSplit } from './source.ts';
+import type { CheckpointSettings } from '../checkpoint/config.ts';
+import type { RestartStrategySettings } from '../cluster/restart-strategy.ts';
 
 export interface EnvironmentSettings {
   /** Default parallelism from the CLI (--parallelism); the job's own setParallelism wins. */
@@ -31,6 +33,9 @@ export class StreamExecutionEnvironment {
   bufferTimeout = 100;
   jobName = 'weir job';
   chainingEnabled = true;
+  /** Checkpoint settings from the job code (CLI flags and config files override them). */
+  checkpointSettings: CheckpointSettings = {};
+  restartSettings: RestartStrategySettings | undefined;
 
   constructor(readonly settings: EnvironmentSettings) {}
 
@@ -64,6 +69,22 @@ export class StreamExecutionEnvironment {
   setJobName(name: string): this {
     if (typeof name !== 'string' || name.trim() === '') throw new TypeError('setJobName: expected a non-empty string');
     this.jobName = name;
+    return this;
+  }
+
+  /**
+   * Turns on checkpointing every `interval` (Flink's execution.checkpointing.interval), with
+   * optional settings: mode, timeout, minPause, maxConcurrent, tolerableFailures, retention,
+   * numRetained, dir. Validated when the job starts.
+   */
+  enableCheckpointing(interval: Duration, settings: Omit<CheckpointSettings, 'interval'> = {}): this {
+    this.checkpointSettings = { ...this.checkpointSettings, ...settings, interval };
+    return this;
+  }
+
+  /** Restart strategy for failures (restart-strategy.type and its options). */
+  setRestartStrategy(settings: RestartStrategySettings): this {
+    this.restartSettings = settings;
     return this;
   }
 

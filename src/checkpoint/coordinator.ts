@@ -125,6 +125,8 @@ export class CheckpointCoordinatorLogic {
         break;
       case 'task-status':
         this.onTaskStatus(e.task, e.status, out);
+        // The first periodic checkpoint comes one interval after every task is running.
+        if (this.lastTriggerAt === Number.NEGATIVE_INFINITY && this.allTasksReady()) this.lastTriggerAt = e.now;
         break;
       case 'request':
         this.onRequest(e.now, e.checkpointType, e.requestId, e.final ?? false, out);

@@ -27,7 +27,7 @@ async function main(argv: string[]): Promise<number> {
     }
   } catch (e) {
     reportError(e, verbose);
-    return e instanceof CliError ? 2 : 1;
+    return e instanceof CliError || (e instanceof Error && e.name === 'ConfigError') ? 2 : 1;
   }
 }
 

@@ -1,6 +1,11 @@
 /** weir run: runs a job module in this process (main thread plus worker threads). */
-import { runJob, type Progress } from '../cluster/job-manager.ts';
+import type { CheckpointSettings } from '../checkpoint/config.ts';
+import { runJob, type Progress, type RunOptions } from '../cluster/job-manager.ts';
+import type { RestartStrategySettings } from '../cluster/restart-strategy.ts';
 import { CliError, oneLine, parseFlags, positiveInt, splitJobArgs } from './args.ts';
+import { readConfigFile } from './config-file.ts';
+
+type Mut<T> = { -readonly [K in keyof T]: T[K] };
 
 export async function runCommand(argv: string[]): Promise<number> {
   const { own, job } = splitJobArgs(argv);
@@ -8,42 +13,91 @@ export async function runCommand(argv: string[]): Promise<number> {
     parallelism: { type: 'string', short: 'p' },
     workers: { type: 'string', short: 'w' },
     verbose: { type: 'boolean' },
+    config: { type: 'string' },
+    'checkpoint-dir': { type: 'string' },
+    'checkpoint-interval': { type: 'string' },
+    'checkpoint-mode': { type: 'string' },
+    'checkpoint-timeout': { type: 'string' },
+    'checkpoint-min-pause': { type: 'string' },
+    'checkpoint-max-concurrent': { type: 'string' },
+    'checkpoint-tolerable-failures': { type: 'string' },
+    'checkpoint-retention': { type: 'string' },
+    'checkpoints-retained': { type: 'string' },
+    'restart-strategy': { type: 'string' },
+    'restart-attempts': { type: 'string' },
+    'restart-delay': { type: 'string' },
+    from: { type: 'string' },
+    'allow-non-restored-state': { type: 'boolean' },
   }, 'run');
   if (positionals.length === 0) throw new CliError('run: missing the job file, e.g. weir run examples/word-count.ts');
   if (positionals.length > 1) throw new CliError(`run: unexpected argument "${positionals[1]}"; job arguments go after "--"`);
-  const parallelism = positiveInt(values.parallelism as string | undefined, '--parallelism');
-  const workers = positiveInt(values.workers as string | undefined, '--workers');
-  const opts: Parameters<typeof runJob>[1] = {
-    args: job,
-    onProgress: statusLine(),
-    ...(parallelism !== undefined ? { parallelism } : {}),
-    ...(workers !== undefined ? { workers } : {}),
-  };
+  const v = values as Record<string, string | boolean | undefined>;
+  const s = (k: string) => v[k] as string | undefined;
+  const file = s('config') !== undefined ? readConfigFile(s('config')!) : undefined;
+  const parallelism = positiveInt(s('parallelism'), '--parallelism') ?? file?.parallelism;
+  const workers = positiveInt(s('workers'), '--workers');
+
+  // Flags override the config file, which overrides the job's own settings.
+  const cp: Mut<CheckpointSettings> = { ...(file?.checkpoint ?? {}) };
+  if (s('checkpoint-dir') !== undefined) cp.dir = s('checkpoint-dir');
+  if (s('checkpoint-interval') !== undefined) cp.interval = s('checkpoint-interval');
+  if (s('checkpoint-mode') !== undefined) cp.mode = s('checkpoint-mode') as CheckpointSettings['mode'];
+  if (s('checkpoint-timeout') !== undefined) cp.timeout = s('checkpoint-timeout');
+  if (s('checkpoint-min-pause') !== undefined) cp.minPause = s('checkpoint-min-pause');
+  if (s('checkpoint-max-concurrent') !== undefined) cp.maxConcurrent = intFlag(s('checkpoint-max-concurrent')!, '--checkpoint-max-concurrent');
+  if (s('checkpoint-tolerable-failures') !== undefined) cp.tolerableFailures = intFlag(s('checkpoint-tolerable-failures')!, '--checkpoint-tolerable-failures');
+  if (s('checkpoint-retention') !== undefined) cp.retention = s('checkpoint-retention') as CheckpointSettings['retention'];
+  if (s('checkpoints-retained') !== undefined) cp.numRetained = intFlag(s('checkpoints-retained')!, '--checkpoints-retained');
+  let restart: Mut<RestartStrategySettings> | undefined = file?.restart ? { ...file.restart } : undefined;
+  if (s('restart-strategy') !== undefined) (restart ??= {}).type = s('restart-strategy') as RestartStrategySettings['type'];
+  if (s('restart-attempts') !== undefined) (restart ??= {}).attempts = intFlag(s('restart-attempts')!, '--restart-attempts');
+  if (s('restart-delay') !== undefined) (restart ??= {}).delay = s('restart-delay');
+  const from = s('from');
+  if (from === '') throw new CliError('--from needs "latest", "latest-or-empty" or a checkpoint/savepoint path');
+
+  const opts: Mut<RunOptions> = { args: job, onProgress: statusLine(), checkpoint: cp };
+  if (parallelism !== undefined) opts.parallelism = parallelism;
+  if (workers !== undefined) opts.workers = workers;
+  if (restart !== undefined) opts.restartStrategy = restart;
+  if (from !== undefined) opts.from = from;
+  if (v['allow-non-restored-state']) opts.allowNonRestoredState = true;
   const result = await runJob(positionals[0]!, opts);
   if (result.status === 'FINISHED') {
-    process.stderr.write(`weir: job "${result.graph.jobName}" finished in ${(result.durationMs / 1000).toFixed(2)} s (${result.progress.recordsIn} records in, ${result.progress.recordsOut} out)\n`);
+    process.stderr.write(`weir: job "${result.graph.jobName}" finished in ${(result.durationMs / 1000).toFixed(2)} s (${result.progress.recordsIn} records in, ${result.progress.recordsOut} out); job id ${result.jobId}\n`);
     return 0;
   }
   const e = result.error;
   process.stderr.write(`weir: error: job "${result.graph.jobName}" ${result.status.toLowerCase()}: ${oneLine(e?.message ?? 'unknown reason')}\n`);
-  if (values.verbose && e?.stack) process.stderr.write(e.stack + '\n');
+  if (v.verbose && e?.stack) process.stderr.write(e.stack + '\n');
   return 1;
+}
+
+function intFlag(x: string, flag: string): number {
+  if (!/^\d+$/.test(x)) throw new CliError(`${flag} expects a non-negative integer, got "${x}"`);
+  return Number(x);
 }
 
 /** At most one status line every 5 s, with throughput since the previous line. */
 function statusLine(): (p: Progress) => void {
   let last: Progress | undefined;
   return (p) => {
+    if (last !== undefined && last.attempt !== p.attempt) last = undefined;
     if (last !== undefined && p.elapsedMs - last.elapsedMs < 5000) return;
     if (last === undefined && p.elapsedMs < 5000) return;
     const dt = (p.elapsedMs - (last?.elapsedMs ?? 0)) / 1000;
     const rin = (p.recordsIn - (last?.recordsIn ?? 0)) / dt;
     const rout = (p.recordsOut - (last?.recordsOut ?? 0)) / dt;
-    process.stderr.write(`weir: ${(p.elapsedMs / 1000).toFixed(0)} s: ${fmt(rin)} records/s in, ${fmt(rout)} records/s out, heap ${(p.heapUsed / 2 ** 20).toFixed(0)} MiB\n`);
+    const c = p.lastCheckpoint;
+    const cp = c ? `, last checkpoint ${c.id} (${c.endToEndDurationMs} ms, ${fmtBytes(c.stateSize)})` : '';
+    process.stderr.write(`weir: ${(p.elapsedMs / 1000).toFixed(0)} s: ${fmt(rin)} records/s in, ${fmt(rout)} records/s out, heap ${(p.heapUsed / 2 ** 20).toFixed(0)} MiB${cp}\n`);
     last = p;
   };
 }
 
 function fmt(n: number): string {
   return n >= 1e6 ? `${(n / 1e6).toFixed(2)}M` : n >= 1e3 ? `${(n / 1e3).toFixed(1)}k` : n.toFixed(0);
+}
+
+export function fmtBytes(n: number): string {
+  return n >= 2 ** 30 ? `${(n / 2 ** 30).toFixed(2)} GiB` : n >= 2 ** 20 ? `${(n / 2 ** 20).toFixed(1)} MiB` : n >= 1024 ? `${(n / 1024).toFixed(1)} KiB` : `${n} B`;
 }

@@ -57,9 +57,16 @@ export class DataPlane {
         m = new Map();
         this.pendingCredits.set(worker, m);
       }
-      m.set(channelId, (m.get(channelId) ?? 0) + 1);
+      const n = (m.get(channelId) ?? 0) + 1;
+      m.set(channelId, n);
+      // Return credits promptly (half the window): a producer waiting a whole scheduler slice
+      // for credits would leave both threads idle.
+      if (n >= this.creditBatch) this.flushCredits();
     };
   }
+
+  /** Credits returned in one message; half the channel's window. */
+  creditBatch = 2;
 
   /** Sends the credits gathered since the last call (end of each scheduler slice). */
   flushCredits(): void {

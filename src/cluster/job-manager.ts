@@ -1,19 +1,34 @@
 /**
- * The job manager of a local run: builds the job graph, plans subtasks over workers, plans
- * source splits, deploys task executors (worker threads, or the main thread with one
- * worker), and follows the job to its end. Checkpointing and restarts plug in here next.
+ * The job manager of a local run: builds the job graph once, then runs attempts. Each attempt
+ * plans subtasks over workers, deploys task executors (worker threads, or the main thread with
+ * one worker), restores state if there is any, and drives checkpoints through the pure
+ * coordinator logic (this file is its shell: timers, messages, storage). A failure cancels
+ * the attempt; the restart strategy decides whether a new attempt starts from the latest
+ * completed checkpoint.
  */
+import { randomBytes } from 'node:crypto';
 import { availableParallelism } from 'node:os';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
+import { rm } from 'node:fs/promises';
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import type { JobDefinition } from '../api/job.ts';
 import { assignSplits, type SourceSplit } from '../api/source.ts';
-import { planExecution } from '../graph/execution-plan.ts';
+import { applyCheckpointSettings, DEFAULT_CHECKPOINT_CONFIG, discardOnJobEnd, type CheckpointConfig, type CheckpointSettings } from '../checkpoint/config.ts';
+import { CheckpointCoordinatorLogic, type CompletedCheckpointInfo, type Decision } from '../checkpoint/coordinator.ts';
+import { CheckpointFailureReason as R, describeReason } from '../checkpoint/failure-reason.ts';
+import { METADATA_VERSION, type CheckpointMetadata, type OperatorStateMeta } from '../checkpoint/metadata.ts';
+import { planRestore } from '../checkpoint/restore-plan.ts';
+import { CheckpointStatsTracker, type CheckpointStatsEntry } from '../checkpoint/stats.ts';
+import { LocalCheckpointStorage, verifyCheckpoint, type CompletedCheckpointRef } from '../checkpoint/storage.ts';
+import type { TaskAck } from '../checkpoint/types.ts';
+import { planExecution, type ExecutionPlan } from '../graph/execution-plan.ts';
 import type { JobGraph } from '../graph/job-graph.ts';
 import { DEFAULT_CHANNEL_CREDITS } from '../runtime/channels/channel.ts';
+import type { TaskRestore } from '../runtime/task.ts';
 import { systemClock, type Clock } from '../state/clock.ts';
 import { buildJob, loadJobModule } from './job-loader.ts';
 import { serializeError, type FromExecutor, type SerializedError, type TaskMetrics, type ToExecutor } from './messages.ts';
+import { defaultRestartStrategy, resolveRestartStrategy, RestartBackoff, type RestartStrategySettings } from './restart-strategy.ts';
 import { TaskExecutor } from './task-executor.ts';
 
 export interface RunOptions {
@@ -26,33 +41,50 @@ export interface RunOptions {
   readonly clock?: Clock;
   /** Receives print() output; default process.stdout. */
   readonly stdout?: (text: string) => void;
+  /** Receives log lines (restarts, skipped checkpoints); default process.stderr. */
+  readonly log?: (line: string) => void;
   /** Called about once a second with progress. */
   readonly onProgress?: (p: Progress) => void;
   /** Buffer credits per channel (backpressure bound). */
   readonly credits?: number;
+  /** Checkpoint settings; they override the job's own (enableCheckpointing). */
+  readonly checkpoint?: CheckpointSettings;
+  readonly restartStrategy?: RestartStrategySettings;
+  /**
+   * Start from a snapshot: 'latest' (newest completed checkpoint in the checkpoint dir; an
+   * error if there is none), 'latest-or-empty' (start fresh if there is none), or a path to a
+   * checkpoint or savepoint directory.
+   */
+  readonly from?: string;
+  readonly allowNonRestoredState?: boolean;
 }
 
 export interface Progress {
   readonly elapsedMs: number;
-  /** Records emitted by sources so far. */
+  /** Records emitted by sources so far (this attempt). */
   readonly recordsIn: number;
-  /** Records taken by sinks so far. */
+  /** Records taken by sinks so far (this attempt). */
   readonly recordsOut: number;
   readonly heapUsed: number;
+  readonly attempt: number;
+  readonly lastCheckpoint: CheckpointStatsEntry | undefined;
 }
 
 export type JobStatus = 'FINISHED' | 'FAILED' | 'CANCELED';
 
 export class JobResult {
   constructor(
+    readonly jobId: string,
     readonly status: JobStatus,
     readonly error: SerializedError | undefined,
     private readonly collectedBySink: ReadonlyMap<string, unknown[]>,
     readonly durationMs: number,
     readonly progress: Progress,
     readonly graph: JobGraph,
+    readonly attempts: number,
+    readonly checkpoints: CheckpointStatsTracker,
   ) {}
-  /** Records a collect(name) sink received, in arrival order. */
+  /** Records a collect(name) sink received, in arrival order (all attempts). */
   collected<T = unknown>(sink = 'collect'): T[] {
     return (this.collectedBySink.get(sink) ?? []) as T[];
   }
@@ -61,10 +93,19 @@ export class JobResult {
   }
 }
 
+export class StartError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'StartError';
+  }
+}
+
 interface ExecutorHandle {
   send(m: ToExecutor, transfer?: MessagePort[]): void;
   terminate(): Promise<void>;
 }
+
+type AttemptOutcome = { status: 'FINISHED' } | { status: 'FAILED'; error: SerializedError; corruptCheckpoint?: string };
 
 export async function runJob(job: string | JobDefinition, options: RunOptions = {}): Promise<JobResult> {
   const workers = options.workers ?? availableParallelism();
@@ -76,145 +117,537 @@ export async function runJob(job: string | JobDefinition, options: RunOptions = 
   const modulePath = typeof job === 'string' ? resolve(job) : undefined;
   const def = typeof job === 'string' ? await loadJobModule(job) : job;
   if (modulePath === undefined && workers > 1) throw new RangeError('a job given as a definition runs with workers: 1; pass the module path to use worker threads');
-  const { graph } = await buildJob(def, args, parallelism);
-  const plan = planExecution(graph, workers);
+  const { env, graph } = await buildJob(def, args, parallelism);
+  let config: CheckpointConfig = applyCheckpointSettings(DEFAULT_CHECKPOINT_CONFIG, env.checkpointSettings, 'job code (enableCheckpointing)');
+  if (options.checkpoint) config = applyCheckpointSettings(config, options.checkpoint, 'run options');
+  const restartConfig = options.restartStrategy ?? env.restartSettings;
+  const master = new JobMaster(graph, modulePath, args, parallelism, workers, config, restartConfig, options);
+  return master.run();
+}
 
-  const splits: Record<string, SourceSplit[]> = {};
-  for (const v of graph.vertices) {
-    const t = v.operators[0]!.node.transformation;
-    if (t.kind !== 'source') continue;
-    const all = await t.source.planSplits(v.parallelism);
-    assignSplits(all, v.parallelism).forEach((s, i) => (splits[`${v.index}:${i}`] = s));
+class JobMaster {
+  private readonly log: (line: string) => void;
+  private readonly stdout: (text: string) => void;
+  private readonly clock: Clock;
+  private readonly plan: ExecutionPlan;
+  private readonly storage: LocalCheckpointStorage | undefined;
+  private jobId = randomBytes(16).toString('hex');
+  private readonly collected = new Map<string, unknown[]>();
+  private readonly stats: CheckpointStatsTracker;
+  private readonly badCheckpoints = new Set<string>();
+  private readonly started = Date.now();
+  private attempt = 0;
+  private current: Attempt | undefined;
+  private restoredFrom: CompletedCheckpointRef | undefined;
+  /** The restored snapshot may be deleted by us only if it is one of this job's own checkpoints (claim). */
+  private restoredIsOwn = false;
+
+  constructor(
+    readonly graph: JobGraph,
+    readonly modulePath: string | undefined,
+    readonly args: readonly string[],
+    readonly parallelism: number,
+    readonly workers: number,
+    readonly config: CheckpointConfig,
+    readonly restartSettings: RestartStrategySettings | undefined,
+    readonly options: RunOptions,
+  ) {
+    this.log = options.log ?? ((l) => void process.stderr.write(l + '\n'));
+    this.stdout = options.stdout ?? ((t) => void process.stdout.write(t));
+    this.clock = options.clock ?? systemClock;
+    this.plan = planExecution(graph, workers);
+    const checkpointing = config.intervalMs !== undefined;
+    if (checkpointing && config.dir === undefined) throw new StartError('checkpointing is enabled but no checkpoint directory is set (--checkpoint-dir DIR)');
+    this.storage = config.dir !== undefined ? new LocalCheckpointStorage(config.dir) : undefined;
+    this.stats = new CheckpointStatsTracker(10, (e) => {
+      if (this.storage) void this.storage.appendHistory(this.jobId, historyLine(e)).catch(() => {});
+    });
   }
 
-  const clock = options.clock ?? systemClock;
-  const stdout = options.stdout ?? ((t: string) => void process.stdout.write(t));
-  const started = Date.now();
-  const collected = new Map<string, unknown[]>();
-  const totalTasks = plan.subtasks.length;
-  const sourceVertices = new Set(graph.vertices.filter((v) => v.isSource).map((v) => v.index));
-  const sinkOps = graph.vertices.flatMap((v) => v.operators.filter((o) => o.node.transformation.kind === 'one-input' && (o.node.transformation as { isSink: boolean }).isSink).map((o) => [v.index, o.index] as const));
-  const metrics = new Map<string, TaskMetrics>();
-  const heap = new Map<number, number>();
-  let finishedTasks = 0;
-  let deployed = 0;
-  let settle: (r: JobResult) => void = () => {};
-  const done = new Promise<JobResult>((r) => (settle = r));
-  let ended = false;
-  const executors: ExecutorHandle[] = [];
-  let local: TaskExecutor | undefined;
+  get checkpointing(): boolean {
+    return this.config.intervalMs !== undefined;
+  }
 
-  const progress = (): Progress => {
-    if (local) for (const m of local.metrics()) metrics.set(`${m.vertex}:${m.subtask}`, m);
-    let recordsIn = 0;
-    let recordsOut = 0;
-    for (const m of metrics.values()) {
-      if (sourceVertices.has(m.vertex)) recordsIn += m.recordsIn[0] ?? 0;
-      for (const [v, o] of sinkOps) if (m.vertex === v) recordsOut += m.recordsIn[o] ?? 0;
+  async run(): Promise<JobResult> {
+    await this.resolveStart();
+    if (this.storage) this.storage.initJob(this.jobId);
+    const restart = new RestartBackoff(
+      this.restartSettings ? resolveRestartStrategy(this.restartSettings, 'restart strategy') : defaultRestartStrategy(this.checkpointing),
+    );
+    let outcome: AttemptOutcome;
+    for (;;) {
+      outcome = await this.runAttempt();
+      if (outcome.status === 'FINISHED') break;
+      if (outcome.corruptCheckpoint !== undefined) {
+        // Not the job's fault: the snapshot is bad. Try the previous one without spending a restart.
+        this.badCheckpoints.add(outcome.corruptCheckpoint);
+        this.log(`weir: checkpoint ${outcome.corruptCheckpoint} cannot be restored (${outcome.error.message}); falling back to the previous checkpoint`);
+        const prev = await this.latestGood();
+        if (prev === undefined && !this.restoredFrom) break;
+        this.restoredFrom = prev;
+        continue;
+      }
+      const d = restart.onFailure(Date.now());
+      if (!d.restart) {
+        // With restarts configured, say why they stopped; without, the caller reports the error.
+        if (restart.config.type !== 'none') this.log(`weir: job failed and will not restart again (${d.reason})`);
+        break;
+      }
+      const latest = this.storage && this.checkpointing ? await this.latestGood() : undefined;
+      this.restoredFrom = latest ?? this.restoredFrom;
+      this.log(
+        `weir: job failed (${outcome.error.message}); restarting in ${d.delayMs} ms (${d.reason}) from ` +
+          (this.restoredFrom ? `checkpoint ${this.restoredFrom.metadata.checkpointId}` : 'the beginning'),
+      );
+      await new Promise((r) => setTimeout(r, d.delayMs));
     }
-    const heapUsed = local ? process.memoryUsage().heapUsed : [...heap.values()].reduce((a, b) => a + b, 0);
-    return { elapsedMs: Date.now() - started, recordsIn, recordsOut, heapUsed };
-  };
+    const status: 'FINISHED' | 'FAILED' = outcome.status;
+    await this.cleanupOnEnd(status);
+    const error = outcome.status === 'FAILED' ? outcome.error : undefined;
+    return new JobResult(this.jobId, status, error, this.collected, Date.now() - this.started, this.current!.progress(), this.graph, this.attempt, this.stats);
+  }
 
-  const end = (status: JobStatus, error?: SerializedError) => {
-    if (ended) return;
-    ended = true;
-    for (const e of executors) e.send({ type: 'cancel' });
-    clearInterval(ticker);
-    const p = progress();
-    void Promise.all(executors.map((e) => e.terminate())).then(() => settle(new JobResult(status, error, collected, Date.now() - started, p, graph)));
-  };
-
-  const onMessage = (m: FromExecutor) => {
-    if (ended) return;
-    switch (m.type) {
-      case 'deployed':
-        if (++deployed === executors.length) for (const e of executors) e.send({ type: 'start' });
-        return;
-      case 'executor-failed':
-        end('FAILED', m.error);
-        return;
-      case 'task-finished':
-        metrics.set(`${m.vertex}:${m.subtask}`, m.metrics);
-        if (++finishedTasks === totalTasks) end('FINISHED');
-        return;
-      case 'task-failed':
-        end('FAILED', m.error);
-        return;
-      case 'collect': {
-        let list = collected.get(m.sink);
-        if (list === undefined) collected.set(m.sink, (list = []));
-        for (const v of m.values) list.push(v);
+  /** Decides where the first attempt starts: fresh, or from --from. */
+  private async resolveStart(): Promise<void> {
+    const from = this.options.from;
+    if (from === undefined) return;
+    if (from === 'latest' || from === 'latest-or-empty') {
+      if (!this.storage) throw new StartError(`--from ${from} needs a checkpoint directory (--checkpoint-dir DIR)`);
+      const latest = await this.storage.latest(this.log);
+      if (latest === undefined) {
+        if (from === 'latest') throw new StartError(`no completed checkpoint in ${this.storage.root}; use --from latest-or-empty to start fresh when there is none`);
+        this.log(`weir: no completed checkpoint in ${this.storage.root}; starting fresh`);
         return;
       }
-      case 'metrics':
-        for (const t of m.tasks) metrics.set(`${t.vertex}:${t.subtask}`, t);
-        heap.set(m.workerIndex, m.heapUsed);
-        return;
-      case 'stdout':
-        stdout(m.text);
-        return;
+      this.useSnapshot(latest, true);
+      return;
     }
+    const dir = resolve(from);
+    const v = await verifyCheckpoint(dir);
+    if (!v.ok) throw new StartError(v.reason === 'no metadata' ? `${from} is not a checkpoint or savepoint (no _metadata file)` : `cannot restore from ${from}: ${v.reason}`);
+    const own = this.storage !== undefined && v.metadata.type === 'checkpoint' && resolve(dir, '..', '..') === this.storage.root;
+    this.useSnapshot({ path: dir, metadata: v.metadata }, own);
+  }
+
+  private useSnapshot(ref: CompletedCheckpointRef, own: boolean): void {
+    this.restoredFrom = ref;
+    this.restoredIsOwn = own;
+    // Resuming our own checkpoints continues the same job: same id, numbering goes on.
+    if (own) this.jobId = ref.metadata.jobId;
+  }
+
+  private async latestGood(): Promise<CompletedCheckpointRef | undefined> {
+    if (!this.storage) return undefined;
+    const all = await this.storage.completed(this.jobId, this.log);
+    for (let i = all.length - 1; i >= 0; i--) if (!this.badCheckpoints.has(all[i]!.path)) return all[i];
+    // A restored snapshot from elsewhere (a savepoint, another job's checkpoint) is the fallback.
+    if (this.restoredFrom && !this.badCheckpoints.has(this.restoredFrom.path)) return this.restoredFrom;
+    return undefined;
+  }
+
+  private async cleanupOnEnd(status: 'FINISHED' | 'FAILED'): Promise<void> {
+    if (!this.storage || !this.checkpointing) return;
+    if (!discardOnJobEnd(this.config.retention, status)) return;
+    for (const c of await this.storage.completed(this.jobId)) {
+      if (c.metadata.type === 'checkpoint') await this.storage.discard(c.path);
+    }
+  }
+
+  private async runAttempt(): Promise<AttemptOutcome> {
+    const restore = this.restoredFrom;
+    let restorePlan: ReturnType<typeof planRestore> | undefined;
+    if (restore) {
+      restorePlan = planRestore(restore.metadata, restore.path, this.graph, this.plan, this.options.allowNonRestoredState ?? false);
+      this.stats.restored(restore.metadata.checkpointId, restore.path, Date.now());
+    }
+    const firstId = this.storage ? Math.max(await this.storage.highestId(this.jobId), restore?.metadata.jobId === this.jobId ? restore.metadata.checkpointId : 0) + 1 : 1;
+    if (this.storage && this.checkpointing) await this.storage.collectGarbage(this.jobId);
+    const restoredCompleted: CompletedCheckpointInfo[] = [];
+    if (this.storage && this.checkpointing) {
+      for (const c of await this.storage.completed(this.jobId)) {
+        if (c.metadata.type === 'checkpoint') restoredCompleted.push({ id: c.metadata.checkpointId, timestamp: c.metadata.timestamp, completedAt: c.metadata.completedAt });
+      }
+    }
+    const attempt = new Attempt(this, this.attempt++, restorePlan, firstId, restoredCompleted, restore);
+    this.current = attempt;
+    return attempt.run();
+  }
+
+  // ---- used by attempts
+
+  get storageOrThrow(): LocalCheckpointStorage {
+    return this.storage!;
+  }
+  get id(): string {
+    return this.jobId;
+  }
+  get statsTracker(): CheckpointStatsTracker {
+    return this.stats;
+  }
+  get executionPlan(): ExecutionPlan {
+    return this.plan;
+  }
+  collect(sink: string, values: unknown[]): void {
+    let list = this.collected.get(sink);
+    if (list === undefined) this.collected.set(sink, (list = []));
+    for (const v of values) list.push(v);
+  }
+  writeStdout(text: string): void {
+    this.stdout(text);
+  }
+  logLine(line: string): void {
+    this.log(line);
+  }
+  clockNow(): number {
+    return this.clock.now();
+  }
+  get runClock(): Clock {
+    return this.clock;
+  }
+  get ownsRestored(): boolean {
+    return this.restoredIsOwn;
+  }
+}
+
+function historyLine(e: CheckpointStatsEntry): unknown {
+  return {
+    id: e.id, status: e.status, type: e.type, triggerTimestamp: e.triggerTimestamp, endToEndDurationMs: e.endToEndDurationMs,
+    stateSize: e.stateSize, checkpointedSize: e.checkpointedSize, numAcknowledged: e.numAcknowledged, numSubtasks: e.numSubtasks,
+    subtasks: e.subtasks, failureReason: e.failureReason, failureMessage: e.failureMessage, externalPath: e.externalPath, attempt: e.attempt,
   };
+}
 
-  const ticker = setInterval(() => options.onProgress?.(progress()), 1000);
-  ticker.unref();
+/** One deployment of the job, from deploy to its end (finished, or failed and cancelled). */
+class Attempt {
+  private readonly executors: ExecutorHandle[] = [];
+  private local: TaskExecutor | undefined;
+  private readonly metrics = new Map<string, TaskMetrics>();
+  private readonly heap = new Map<number, number>();
+  private readonly sourceVertices: Set<number>;
+  private readonly sinkOps: (readonly [number, number])[];
+  private readonly coordinator: CheckpointCoordinatorLogic | undefined;
+  private readonly taskIds: string[];
+  private readonly started = Date.now();
+  private finishedTasks = 0;
+  private waitingTasks = new Set<string>();
+  private deployed = 0;
+  private ended = false;
+  private settle: (o: AttemptOutcome) => void = () => {};
+  private tickTimer: { cancel(): void } | undefined;
+  private ticker: NodeJS.Timeout | undefined;
+  private finalRequested = false;
+  private readonly locations = new Map<number, string>();
 
-  if (workers === 1) {
-    // Everything in this thread: batches pass by reference, nothing is serialized.
-    local = new TaskExecutor({
-      workerIndex: 0, graph, plan, splits, attempt: 0, credits: options.credits ?? DEFAULT_CHANNEL_CREDITS,
-      clock, send: (m) => queueMicrotask(() => onMessage(m)), dataPlane: undefined, writeStdout: stdout,
-    });
-    const ex = local;
-    executors.push({
-      send: (m) => {
-        if (m.type === 'start') ex.start();
-        else if (m.type === 'cancel') ex.cancel();
-      },
-      terminate: async () => {},
-    });
-    queueMicrotask(() => onMessage({ type: 'deployed', workerIndex: 0 }));
+  constructor(
+    private readonly jm: JobMaster,
+    readonly number: number,
+    private readonly restore: ReturnType<typeof planRestore> | undefined,
+    firstCheckpointId: number,
+    restoredCompleted: readonly CompletedCheckpointInfo[],
+    private readonly restoredRef: CompletedCheckpointRef | undefined,
+  ) {
+    const graph = jm.graph;
+    this.sourceVertices = new Set(graph.vertices.filter((v) => v.isSource).map((v) => v.index));
+    this.sinkOps = graph.vertices.flatMap((v) =>
+      v.operators.filter((o) => o.node.transformation.kind === 'one-input' && o.node.transformation.isSink).map((o) => [v.index, o.index] as const),
+    );
+    this.taskIds = jm.executionPlan.subtasks.map((s) => `${s.vertex}:${s.index}`);
+    if (jm.checkpointing) {
+      const tasks = jm.executionPlan.subtasks.map((s) => ({ id: `${s.vertex}:${s.index}`, isSource: graph.vertices[s.vertex]!.isSource }));
+      this.coordinator = new CheckpointCoordinatorLogic(jm.config, tasks, firstCheckpointId, jm.ownsRestored || restoredCompleted.length > 0 ? restoredCompleted : []);
+    }
+  }
+
+  progress(): Progress {
+    if (this.local) for (const m of this.local.metrics()) this.metrics.set(`${m.vertex}:${m.subtask}`, m);
+    let recordsIn = 0;
+    let recordsOut = 0;
+    for (const m of this.metrics.values()) {
+      if (this.sourceVertices.has(m.vertex)) recordsIn += m.recordsIn[0] ?? 0;
+      for (const [v, o] of this.sinkOps) if (m.vertex === v) recordsOut += m.recordsIn[o] ?? 0;
+    }
+    const heapUsed = this.local ? process.memoryUsage().heapUsed : [...this.heap.values()].reduce((a, b) => a + b, 0);
+    return { elapsedMs: Date.now() - this.started, recordsIn, recordsOut, heapUsed, attempt: this.number, lastCheckpoint: this.jm.statsTracker.lastCompleted };
+  }
+
+  async run(): Promise<AttemptOutcome> {
+    const done = new Promise<AttemptOutcome>((r) => (this.settle = r));
+    const splits = await this.planSplits();
+    this.ticker = setInterval(() => this.jm.options.onProgress?.(this.progress()), 1000);
+    this.ticker.unref();
+    this.deploy(splits);
     return done;
   }
 
-  // Worker threads, each pair joined by its own data port.
-  const peerPorts: Record<number, MessagePort>[] = Array.from({ length: workers }, () => ({}));
-  for (let i = 0; i < workers; i++) {
-    for (let j = i + 1; j < workers; j++) {
-      const { port1, port2 } = new MessageChannel();
-      peerPorts[i]![j] = port1;
-      peerPorts[j]![i] = port2;
+  private async planSplits(): Promise<Record<string, SourceSplit[]>> {
+    const splits: Record<string, SourceSplit[]> = {};
+    const graph = this.jm.graph;
+    for (const v of graph.vertices) {
+      const t = v.operators[0]!.node.transformation;
+      if (t.kind !== 'source') continue;
+      const restored = this.restore?.splits;
+      if (restored && restored[`${v.index}:0`] !== undefined) {
+        for (let i = 0; i < v.parallelism; i++) splits[`${v.index}:${i}`] = (restored[`${v.index}:${i}`] ?? []) as SourceSplit[];
+        continue;
+      }
+      const all = await t.source.planSplits(v.parallelism);
+      assignSplits(all, v.parallelism).forEach((s, i) => (splits[`${v.index}:${i}`] = s));
+    }
+    return splits;
+  }
+
+  private deploy(splits: Record<string, SourceSplit[]>): void {
+    const jm = this.jm;
+    const plan = jm.executionPlan;
+    const workers = jm.workers;
+    const restoreTasks: Record<string, TaskRestore> = this.restore?.tasks ?? {};
+    const checkpointing = jm.checkpointing ? { mode: jm.config.mode } : undefined;
+    const credits = jm.options.credits ?? DEFAULT_CHANNEL_CREDITS;
+    if (workers === 1) {
+      // Everything in this thread: batches pass by reference, nothing is serialized.
+      const ex = new TaskExecutor({
+        workerIndex: 0, graph: jm.graph, plan, splits, attempt: this.number, credits, clock: jm.runClock,
+        send: (m) => queueMicrotask(() => this.onMessage(m)), dataPlane: undefined, writeStdout: (t) => jm.writeStdout(t),
+        checkpointing, restore: restoreTasks,
+      });
+      this.local = ex;
+      this.executors.push({ send: (m) => ex.handle(m), terminate: async () => ex.cancel() });
+      queueMicrotask(() => this.onMessage({ type: 'deployed', workerIndex: 0 }));
+      return;
+    }
+    const peerPorts: Record<number, MessagePort>[] = Array.from({ length: workers }, () => ({}));
+    for (let i = 0; i < workers; i++) {
+      for (let j = i + 1; j < workers; j++) {
+        const { port1, port2 } = new MessageChannel();
+        peerPorts[i]![j] = port1;
+        peerPorts[j]![i] = port2;
+      }
+    }
+    for (let w = 0; w < workers; w++) {
+      const worker = new Worker(new URL('./worker-entry.js', import.meta.url), { stdout: false, stderr: false });
+      let exited = false;
+      worker.on('message', (m: FromExecutor) => this.onMessage(m));
+      worker.on('error', (e) => this.fail(serializeError(e)));
+      worker.on('exit', (code) => {
+        exited = true;
+        if (!this.ended) this.fail({ name: 'WorkerExit', message: `worker thread ${w} exited unexpectedly (code ${code})`, stack: undefined, user: false });
+      });
+      this.executors.push({
+        send: (m, transfer) => worker.postMessage(m, transfer ?? []),
+        terminate: async () => {
+          if (!exited) await worker.terminate();
+        },
+      });
+      const peers = peerPorts[w]!;
+      const msg: ToExecutor & { peers: Record<number, MessagePort> } = {
+        type: 'deploy',
+        job: { modulePath: jm.modulePath, args: jm.args, defaultParallelism: jm.parallelism },
+        workerIndex: w, plan, fingerprint: jm.graph.fingerprint, splits, attempt: this.number, credits, checkpointing, restore: restoreTasks, peers,
+      };
+      worker.postMessage(msg, Object.values(peers));
     }
   }
-  for (let w = 0; w < workers; w++) {
-    const worker = new Worker(new URL('./worker-entry.js', import.meta.url), { stdout: false, stderr: false });
-    let exited = false;
-    worker.on('message', onMessage);
-    worker.on('error', (e) => end('FAILED', serializeError(e)));
-    worker.on('exit', (code) => {
-      exited = true;
-      if (!ended) end('FAILED', { name: 'WorkerExit', message: `worker thread ${w} exited unexpectedly (code ${code})`, stack: undefined, user: false });
-    });
-    executors.push({
-      send: (m, transfer) => worker.postMessage(m, transfer ?? []),
-      terminate: async () => {
-        if (!exited) await worker.terminate();
-      },
-    });
-    const peers = peerPorts[w]!;
-    const msg: ToExecutor & { peers: Record<number, MessagePort> } = {
-      type: 'deploy',
-      job: { modulePath, args, defaultParallelism: parallelism },
-      workerIndex: w,
-      plan,
-      fingerprint: graph.fingerprint,
-      splits,
-      attempt: 0,
-      credits: options.credits ?? DEFAULT_CHANNEL_CREDITS,
-      peers,
-    };
-    worker.postMessage(msg, Object.values(peers));
+
+  private broadcast(m: ToExecutor): void {
+    for (const e of this.executors) e.send(m);
   }
-  return done;
+
+  private onMessage(m: FromExecutor): void {
+    if (this.ended) return;
+    const now = this.jm.clockNow();
+    switch (m.type) {
+      case 'deployed':
+        if (++this.deployed === this.jm.workers) this.broadcast({ type: 'start' });
+        return;
+      case 'executor-failed':
+        this.fail(m.error);
+        return;
+      case 'task-running':
+        this.apply(this.coordinator?.handle({ type: 'task-status', now, task: m.task, status: 'running' }));
+        this.scheduleTick();
+        return;
+      case 'task-waiting':
+        this.waitingTasks.add(m.task);
+        this.apply(this.coordinator?.handle({ type: 'task-status', now, task: m.task, status: 'waiting-final' }));
+        if (this.waitingTasks.size === this.taskIds.length && !this.finalRequested) {
+          // Every task has processed all its input: one last checkpoint commits all output.
+          this.finalRequested = true;
+          this.apply(this.coordinator?.handle({ type: 'request', now, checkpointType: 'checkpoint', requestId: 'final', final: true }));
+        }
+        return;
+      case 'task-finished':
+        this.metrics.set(`${m.vertex}:${m.subtask}`, m.metrics);
+        if (++this.finishedTasks === this.taskIds.length) this.end({ status: 'FINISHED' });
+        return;
+      case 'task-failed': {
+        const task = `${m.vertex}:${m.subtask}`;
+        this.apply(this.coordinator?.handle({ type: 'task-failed', now, task }));
+        const corrupt = m.error.name === 'CorruptStateError' && this.restoredRef ? this.restoredRef.path : undefined;
+        this.fail(m.error, corrupt);
+        return;
+      }
+      case 'collect':
+        this.jm.collect(m.sink, m.values);
+        return;
+      case 'metrics':
+        for (const t of m.tasks) this.metrics.set(`${t.vertex}:${t.subtask}`, t);
+        this.heap.set(m.workerIndex, m.heapUsed);
+        return;
+      case 'stdout':
+        this.jm.writeStdout(m.text);
+        return;
+      case 'ack':
+        this.jm.statsTracker.acknowledged(m.id, m.ack, now);
+        this.apply(this.coordinator?.handle({ type: 'ack', now, id: m.id, ack: m.ack }));
+        return;
+      case 'decline':
+        this.apply(this.coordinator?.handle({ type: 'decline', now, id: m.id, task: m.task, reason: m.reason, message: m.message }));
+        return;
+    }
+  }
+
+  // ---- the coordinator's shell
+
+  private scheduleTick(): void {
+    if (this.coordinator === undefined || this.ended) return;
+    this.tickTimer?.cancel();
+    const at = this.coordinator.nextWakeup();
+    if (at === undefined) return;
+    this.tickTimer = this.jm.runClock.schedule(at, () => {
+      this.tickTimer = undefined;
+      if (this.ended) return;
+      this.apply(this.coordinator!.handle({ type: 'tick', now: this.jm.clockNow() }));
+    });
+  }
+
+  private apply(decisions: Decision[] | undefined): void {
+    if (decisions === undefined) return;
+    for (const d of decisions) this.execute(d);
+    this.scheduleTick();
+  }
+
+  private execute(d: Decision): void {
+    if (this.ended) return;
+    const jm = this.jm;
+    const storage = jm.storageOrThrow;
+    const now = jm.clockNow();
+    switch (d.type) {
+      case 'trigger': {
+        // Storage location first; coordinator-side state (split enumerators) is taken with the
+        // trigger (splits are all assigned at deployment, so nothing is unassigned), then the
+        // trigger goes to the sources and to tasks whose input has ended.
+        const location = storage.checkpointDir(jm.id, d.id);
+        this.locations.set(d.id, location);
+        jm.statsTracker.triggered(d.id, d.checkpointType, now, this.taskIds.length, this.number);
+        storage.initCheckpoint(jm.id, d.id).then(
+          () => this.broadcast({ type: 'trigger', tasks: d.tasks, req: { checkpointId: d.id, timestamp: d.timestamp, type: d.checkpointType, location } }),
+          (e) => this.apply(this.coordinator!.handle({ type: 'trigger-failed', now: jm.clockNow(), id: d.id, message: (e as Error).message })),
+        );
+        return;
+      }
+      case 'trigger-task': {
+        const location = this.locations.get(d.id)!;
+        this.broadcast({ type: 'trigger', tasks: [d.task], req: { checkpointId: d.id, timestamp: d.timestamp, type: d.checkpointType, location } });
+        return;
+      }
+      case 'finalize': {
+        const location = this.locations.get(d.id)!;
+        const metadata = this.buildMetadata(d.id, d.timestamp, d.checkpointType, d.acks, now);
+        storage.finalize(location, metadata).then(
+          () => this.apply(this.coordinator!.handle({ type: 'finalized', now: jm.clockNow(), id: d.id })),
+          (e) => this.apply(this.coordinator!.handle({ type: 'finalize-failed', now: jm.clockNow(), id: d.id, message: `cannot write metadata: ${(e as Error).message}` })),
+        );
+        return;
+      }
+      case 'notify-complete':
+        jm.statsTracker.completed(d.id, now, this.locations.get(d.id)!);
+        this.broadcast({ type: 'notify-complete', id: d.id });
+        if (d.final) this.broadcast({ type: 'finish-tasks' });
+        return;
+      case 'abort': {
+        jm.statsTracker.failed(d.id, now, d.reason, d.message);
+        this.broadcast({ type: 'notify-abort', id: d.id });
+        const location = this.locations.get(d.id);
+        if (location) void storage.discard(location).catch(() => {});
+        if (d.requestId === 'final') {
+          // The final checkpoint must happen for the output to be committed: ask again.
+          this.apply(this.coordinator!.handle({ type: 'request', now, checkpointType: 'checkpoint', requestId: 'final', final: true }));
+        }
+        return;
+      }
+      case 'discard-completed':
+        for (const id of d.ids) void storage.discard(storage.checkpointDir(jm.id, id)).catch(() => {});
+        return;
+      case 'discard-ack': {
+        const location = this.locations.get(d.id);
+        if (location) for (const op of d.ack.operators) if (op.file) void rm(join(location, op.file), { force: true }).catch(() => {});
+        return;
+      }
+      case 'fail-job':
+        this.fail({ name: 'CheckpointFailure', message: d.message, stack: undefined, user: false });
+        return;
+      case 'request-rejected':
+        if (d.requestId === 'final' && d.reason === R.NOT_ALL_REQUIRED_TASKS_RUNNING) this.finalRequested = false;
+        return;
+    }
+  }
+
+  private buildMetadata(id: number, timestamp: number, type: 'checkpoint' | 'savepoint', acks: readonly TaskAck[], now: number): CheckpointMetadata {
+    const graph = this.jm.graph;
+    const byOp = new Map<string, OperatorStateMeta & { subtasks: OperatorStateMeta['subtasks'][number][] }>();
+    for (const v of graph.vertices) {
+      for (const o of v.operators) {
+        const t = o.node.transformation;
+        const keyed = t.kind === 'one-input' ? t.keySelector !== undefined : t.kind === 'two-input' ? t.keySelectors.some((k) => k !== undefined) : false;
+        byOp.set(o.node.id, { id: o.node.id, name: o.node.name, uid: t.uid, parallelism: o.node.parallelism, maxParallelism: o.node.maxParallelism, keyed, subtasks: [] });
+      }
+    }
+    let stateSize = 0;
+    const subtaskStats: Record<string, TaskAck['stats']> = {};
+    for (const a of acks) {
+      subtaskStats[a.task] = a.stats;
+      const subtask = Number(a.task.split(':')[1]);
+      for (const h of a.operators) {
+        const op = byOp.get(h.operatorId);
+        if (!op) continue;
+        stateSize += h.stateSize;
+        op.subtasks.push({
+          subtask,
+          ...(h.file !== undefined ? { file: h.file, fileSize: h.fileSize!, keyGroupRange: h.keyGroupRange! } : {}),
+          ...(h.inline !== undefined ? { inline: h.inline } : {}),
+          stateSize: h.stateSize,
+        });
+      }
+    }
+    for (const op of byOp.values()) op.subtasks.sort((a, b) => a.subtask - b.subtask);
+    const enumerators: Record<string, unknown[]> = {};
+    for (const v of graph.vertices) if (v.isSource) enumerators[v.operators[0]!.node.id] = [];
+    return {
+      format: 'weir-checkpoint', version: METADATA_VERSION, jobId: this.jm.id, jobName: graph.jobName, checkpointId: id, type,
+      timestamp, completedAt: now, operators: [...byOp.values()], enumerators, stats: { stateSize, subtasks: subtaskStats },
+    };
+  }
+
+  private fail(error: SerializedError, corruptCheckpoint?: string): void {
+    if (this.ended) return;
+    this.end({ status: 'FAILED', error, ...(corruptCheckpoint ? { corruptCheckpoint } : {}) });
+  }
+
+  private end(o: AttemptOutcome): void {
+    if (this.ended) return;
+    // Pending checkpoints of this attempt can never complete now.
+    const decisions = this.coordinator?.handle({ type: 'shutdown', now: this.jm.clockNow() }) ?? [];
+    for (const d of decisions) {
+      if (d.type === 'abort') {
+        this.jm.statsTracker.failed(d.id, this.jm.clockNow(), d.reason, describeReason(d.reason));
+        const location = this.locations.get(d.id);
+        if (location) void this.jm.storageOrThrow.discard(location).catch(() => {});
+      }
+    }
+    this.ended = true;
+    this.tickTimer?.cancel();
+    if (this.ticker) clearInterval(this.ticker);
+    for (const e of this.executors) e.send({ type: 'cancel' });
+    void Promise.all(this.executors.map((e) => e.terminate())).then(() => this.settle(o));
+  }
 }

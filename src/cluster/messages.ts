@@ -3,7 +3,12 @@
  * the same protocol runs over a worker thread's port or, in one thread, by direct call.
  */
 import type { SourceSplit } from '../api/source.ts';
+import type { CheckpointingMode } from '../checkpoint/config.ts';
+import type { CheckpointFailureReason } from '../checkpoint/failure-reason.ts';
+import type { TaskAck } from '../checkpoint/types.ts';
 import type { ExecutionPlan } from '../graph/execution-plan.ts';
+import type { TriggerRequest } from '../runtime/checkpointing/subtask-checkpointer.ts';
+import type { TaskRestore } from '../runtime/task.ts';
 
 export interface JobSpec {
   /** Absolute path of the job module; undefined when the job is given in-process. */
@@ -22,12 +27,20 @@ export interface DeployMessage {
   readonly splits: Readonly<Record<string, readonly SourceSplit[]>>;
   readonly attempt: number;
   readonly credits: number;
+  /** Set when the job checkpoints. */
+  readonly checkpointing: { readonly mode: CheckpointingMode } | undefined;
+  /** State to start from, per "vertex:subtask". */
+  readonly restore: Readonly<Record<string, TaskRestore>>;
 }
 
 export type ToExecutor =
   | DeployMessage
   | { readonly type: 'start' }
-  | { readonly type: 'cancel' };
+  | { readonly type: 'cancel' }
+  | { readonly type: 'trigger'; readonly tasks: readonly string[]; readonly req: TriggerRequest }
+  | { readonly type: 'notify-complete'; readonly id: number }
+  | { readonly type: 'notify-abort'; readonly id: number }
+  | { readonly type: 'finish-tasks' };
 
 export interface SerializedError {
   readonly name: string;
@@ -51,11 +64,15 @@ export type FromExecutor =
   | { readonly type: 'task-failed'; readonly vertex: number; readonly subtask: number; readonly error: SerializedError }
   | { readonly type: 'collect'; readonly sink: string; readonly subtask: number; readonly values: unknown[] }
   | { readonly type: 'metrics'; readonly workerIndex: number; readonly tasks: readonly TaskMetrics[]; readonly heapUsed: number }
-  | { readonly type: 'stdout'; readonly text: string };
+  | { readonly type: 'stdout'; readonly text: string }
+  | { readonly type: 'task-running'; readonly task: string }
+  | { readonly type: 'task-waiting'; readonly task: string }
+  | { readonly type: 'ack'; readonly id: number; readonly ack: TaskAck }
+  | { readonly type: 'decline'; readonly id: number; readonly task: string; readonly reason: CheckpointFailureReason; readonly message: string };
 
 export function serializeError(e: unknown): SerializedError {
   if (e instanceof Error) {
-    const user = ['UserCodeError', 'JobDefinitionError', 'MalformedRecordError'].includes(e.name);
+    const user = ['UserCodeError', 'JobDefinitionError', 'MalformedRecordError', 'StateRestoreError', 'RestoreError'].includes(e.name);
     return { name: e.name, message: e.message, stack: e.stack, user };
   }
   return { name: 'Error', message: String(e), stack: undefined, user: true };

@@ -16,7 +16,10 @@ import { Scheduler } from '../runtime/scheduler.ts';
 import { StreamTask, type TaskListener } from '../runtime/task.ts';
 import type { Clock } from '../state/clock.ts';
 import type { DataPlane } from './data-plane.ts';
-import { serializeError, type FromExecutor, type TaskMetrics } from './messages.ts';
+import { serializeError, type FromExecutor, type TaskMetrics, type ToExecutor } from './messages.ts';
+import type { CheckpointingMode } from '../checkpoint/config.ts';
+import { SubtaskCheckpointer, type TriggerRequest } from '../runtime/checkpointing/subtask-checkpointer.ts';
+import type { TaskRestore } from '../runtime/task.ts';
 
 export interface ExecutorConfig {
   readonly workerIndex: number;
@@ -31,12 +34,15 @@ export interface ExecutorConfig {
   readonly dataPlane: DataPlane | undefined;
   /** Where print() output goes; the main thread's stdout by default. */
   readonly writeStdout?: (text: string) => void;
+  readonly checkpointing: { readonly mode: CheckpointingMode } | undefined;
+  readonly restore: Readonly<Record<string, TaskRestore>>;
 }
 
 export class TaskExecutor implements TaskListener {
   readonly scheduler = new Scheduler();
   readonly tasks: StreamTask[] = [];
   private readonly taskKey = new Map<StreamTask, { vertex: number; subtask: number }>();
+  private readonly byId = new Map<string, { task: StreamTask; checkpointer: SubtaskCheckpointer | undefined }>();
 
   constructor(private readonly cfg: ExecutorConfig) {
     const { graph, plan, workerIndex } = cfg;
@@ -130,9 +136,21 @@ export class TaskExecutor implements TaskListener {
         scheduler: this.scheduler,
         listener: this,
         bufferTimeoutMs: graph.bufferTimeout,
+        waitForFinalCheckpoint: cfg.checkpointing !== undefined,
+        restore: cfg.restore[`${v.index}:${st.index}`],
       });
+      const id = `${v.index}:${st.index}`;
+      let checkpointer: SubtaskCheckpointer | undefined;
+      if (cfg.checkpointing) {
+        checkpointer = new SubtaskCheckpointer(task, id, cfg.checkpointing.mode, {
+          ack: (cid, ack) => cfg.send({ type: 'ack', id: cid, ack }),
+          decline: (cid, reason, message) => cfg.send({ type: 'decline', id: cid, task: id, reason, message }),
+        }, this.scheduler);
+        task.barrierHandler = checkpointer;
+      }
       this.tasks.push(task);
       this.taskKey.set(task, { vertex: v.index, subtask: st.index });
+      this.byId.set(id, { task, checkpointer });
     }
   }
 
@@ -142,6 +160,62 @@ export class TaskExecutor implements TaskListener {
 
   cancel(): void {
     for (const t of this.tasks) t.cancel();
+  }
+
+  /** Starts a checkpoint at the given tasks (sources, and tasks whose input has ended). */
+  trigger(taskIds: readonly string[], req: TriggerRequest): void {
+    for (const id of taskIds) {
+      const e = this.byId.get(id);
+      if (e?.checkpointer === undefined) continue;
+      const { task, checkpointer } = e;
+      task.mail(() => checkpointer.triggerDirect(req));
+    }
+  }
+
+  notifyComplete(id: number): void {
+    for (const { task, checkpointer } of this.byId.values()) {
+      if (checkpointer) task.mail(() => checkpointer.notifyComplete(id));
+    }
+  }
+
+  notifyAborted(id: number): void {
+    for (const { task, checkpointer } of this.byId.values()) {
+      if (checkpointer) task.mail(() => checkpointer.notifyAborted(id));
+    }
+  }
+
+  /** After the final checkpoint: every waiting task closes. */
+  finishTasks(): void {
+    for (const t of this.tasks) t.mail(() => t.finishNow());
+  }
+
+  handle(m: ToExecutor): void {
+    switch (m.type) {
+      case 'start':
+        return this.start();
+      case 'cancel':
+        return this.cancel();
+      case 'trigger':
+        return this.trigger(m.tasks, m.req);
+      case 'notify-complete':
+        return this.notifyComplete(m.id);
+      case 'notify-abort':
+        return this.notifyAborted(m.id);
+      case 'finish-tasks':
+        return this.finishTasks();
+      default:
+        return;
+    }
+  }
+
+  onTaskRunning(task: StreamTask): void {
+    const k = this.taskKey.get(task)!;
+    this.cfg.send({ type: 'task-running', task: `${k.vertex}:${k.subtask}` });
+  }
+
+  onTaskWaiting(task: StreamTask): void {
+    const k = this.taskKey.get(task)!;
+    this.cfg.send({ type: 'task-waiting', task: `${k.vertex}:${k.subtask}` });
   }
 
   onTaskFinished(task: StreamTask): void {

@@ -37,6 +37,8 @@ async function deploy(m: DeployMessage & { peers: Record<number, MessagePort> })
     send,
     dataPlane,
     writeStdout: (text) => send({ type: 'stdout', text }),
+    checkpointing: m.checkpointing,
+    restore: m.restore,
   });
   metricsTimer = setInterval(() => {
     if (executor) send({ type: 'metrics', workerIndex: m.workerIndex, tasks: executor.metrics(), heapUsed: process.memoryUsage().heapUsed });
@@ -53,7 +55,11 @@ port.on('message', (m: ToExecutor & { peers?: Record<number, MessagePort> }) => 
       );
       return;
     case 'start':
-      executor?.start();
+    case 'trigger':
+    case 'notify-complete':
+    case 'notify-abort':
+    case 'finish-tasks':
+      executor?.handle(m);
       return;
     case 'cancel':
       executor?.cancel();

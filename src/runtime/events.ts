@@ -22,9 +22,10 @@ export interface BarrierEvent {
   readonly kind: 'barrier';
   readonly checkpointId: number;
   readonly timestamp: number;
-  /** 'checkpoint' | 'savepoint' | 'sync-savepoint' (stop-with-savepoint). */
-  readonly type: string;
-  readonly unaligned: boolean;
+  /** 'checkpoint' | 'savepoint'. */
+  readonly type: 'checkpoint' | 'savepoint';
+  /** Directory the snapshot's files go to (the checkpoint's or the savepoint's own). */
+  readonly location: string;
 }
 
 export interface CancelMarkerEvent {

@@ -15,15 +15,26 @@ import type { Batch } from './batch.ts';
 import { Deque } from './channels/deque.ts';
 import { isEvent, type ChannelElement, type StreamEvent } from './events.ts';
 import type { InputGate, ValveOutput } from './input-gate.ts';
-import type { StreamOperator, RuntimeServices } from './operators/operator.ts';
+import type { InlineOperatorState, StreamOperator, RuntimeServices } from './operators/operator.ts';
+import { KeyedOperator } from './operators/keyed.ts';
+import { loadKeyedState, type RestoredTimers } from './checkpointing/restore.ts';
 import { SourceOperator } from './operators/source.ts';
 import { Output, type BatchConsumer } from './output.ts';
 import type { RecordWriter } from './record-writer.ts';
 import type { Schedulable, Scheduler } from './scheduler.ts';
 
-export type TaskState = 'created' | 'running' | 'finishing' | 'finished' | 'failed' | 'canceled';
+/**
+ * created -> restoring -> running -> finishing (end of input, output draining) ->
+ * [waiting-final: with checkpointing, operators stay open until the final checkpoint
+ * completes, so sinks can commit everything] -> finished. Or failed / canceled.
+ */
+export type TaskState = 'created' | 'restoring' | 'running' | 'finishing' | 'waiting-final' | 'finished' | 'failed' | 'canceled';
 
 export interface TaskListener {
+  /** State restored, operators open: the task processes records and takes part in checkpoints. */
+  onTaskRunning(task: StreamTask): void;
+  /** End of input processed and output drained; waits for the final checkpoint. */
+  onTaskWaiting(task: StreamTask): void;
   onTaskFinished(task: StreamTask): void;
   onTaskFailed(task: StreamTask, error: unknown): void;
 }
@@ -31,6 +42,18 @@ export interface TaskListener {
 /** Hook for in-band checkpoint events; the checkpoint layer plugs in here. */
 export interface BarrierHandler {
   onEvent(task: StreamTask, gate: InputGate, channel: number, event: StreamEvent): void;
+  onChannelEnded(): void;
+  dispose(): void;
+}
+
+/** State a subtask starts from, already redistributed for this subtask by the job manager. */
+export interface TaskRestore {
+  readonly checkpointId: number;
+  /** Per operator id. */
+  readonly operators: Readonly<Record<string, {
+    readonly inline?: InlineOperatorState;
+    readonly keyedFiles?: readonly { readonly path: string; readonly size: number }[];
+  }>>;
 }
 
 export interface TaskDeployment {
@@ -47,6 +70,9 @@ export interface TaskDeployment {
   readonly scheduler: Scheduler;
   readonly listener: TaskListener;
   readonly bufferTimeoutMs: number;
+  /** With checkpointing, a task waits for the final checkpoint before it closes. */
+  readonly waitForFinalCheckpoint: boolean;
+  readonly restore: TaskRestore | undefined;
 }
 
 /** Feeds a chained operator from its predecessor's Output. */
@@ -166,7 +192,7 @@ export class StreamTask implements Schedulable {
   }
 
   wake(): void {
-    if (this.state === 'running' || this.state === 'finishing') this.d.scheduler.wake(this);
+    if (this.state === 'running' || this.state === 'finishing' || this.state === 'waiting-final') this.d.scheduler.wake(this);
   }
 
   /** Runs fn in the mailbox, between batches. */
@@ -188,13 +214,46 @@ export class StreamTask implements Schedulable {
 
   start(): void {
     if (this.state !== 'created') return;
+    const r = this.d.restore;
+    if (r === undefined) {
+      this.open(new Map());
+      return;
+    }
+    this.state = 'restoring';
+    // Reading state files is asynchronous; the task opens when everything is in memory.
+    Promise.all(
+      this.operators.map(async (op) => {
+        const spec = r.operators[op.env.taskInfo.operatorId];
+        if (spec?.inline) op.restoreInline(spec.inline);
+        const files = spec?.keyedFiles ?? [];
+        if (files.length === 0) return [op, undefined] as const;
+        if (op.env.keyedBackend === undefined) throw new Error(`operator "${op.env.taskInfo.operatorName}" has keyed state in the checkpoint but is not keyed now`);
+        return [op, await loadKeyedState(op.env.keyedBackend, files)] as const;
+      }),
+    ).then(
+      (loaded) => {
+        if (this.state !== 'restoring') return;
+        this.open(new Map(loaded.filter(([, t]) => t !== undefined) as [StreamOperator, RestoredTimers][]));
+      },
+      (e) => this.fail(e),
+    );
+  }
+
+  private open(timers: Map<StreamOperator, RestoredTimers>): void {
     this.state = 'running';
     try {
-      for (const op of this.operators) op.open();
+      for (const op of this.operators) {
+        op.open();
+        const t = timers.get(op);
+        if (t !== undefined && op instanceof KeyedOperator) {
+          for (const x of t) op.timers.restoreTimer(x.domain, x.timestamp, x.key, x.keyGroup, x.originalKey, x.namespace);
+        }
+      }
     } catch (e) {
       this.fail(e);
       return;
     }
+    this.d.listener.onTaskRunning(this);
     this.lastFlush = performance.now();
     // A subtask with no input channels at all (e.g. no producer maps to it) ends at once.
     if (this.source === undefined && this.gates.every((g) => g.numChannels() === 0)) {
@@ -204,12 +263,13 @@ export class StreamTask implements Schedulable {
   }
 
   step(): boolean {
-    if (this.state !== 'running' && this.state !== 'finishing') return false;
+    if (this.state !== 'running' && this.state !== 'finishing' && this.state !== 'waiting-final') return false;
     try {
       while (this.mailbox.length > 0) {
         this.mailbox.shift()!();
-        if (this.state !== 'running' && this.state !== 'finishing') return false;
+        if (this.state !== 'running' && this.state !== 'finishing' && this.state !== 'waiting-final') return false;
       }
+      if (this.state === 'waiting-final') return false;
       if (this.state === 'finishing') {
         this.checkDrained();
         return false;
@@ -266,12 +326,16 @@ export class StreamTask implements Schedulable {
       case 'status':
         gate.onStatus(channel, e.idle, this.valves[gate.index]!);
         return;
-      case 'end':
-        if (gate.endChannel(channel, this.valves[gate.index]!)) {
+      case 'end': {
+        const allEnded = gate.endChannel(channel, this.valves[gate.index]!);
+        // An ended channel delivers no barrier: alignment may complete now, before end of input.
+        this.barrierHandler?.onChannelEnded();
+        if (allEnded) {
           this.head.endInput(gate.index);
           if (this.gates.every((g) => g.isEnded())) this.finishChain();
         }
         return;
+      }
       default:
         if (this.barrierHandler === undefined) throw new Error(`unexpected ${e.kind} event: checkpointing is not enabled for this job`);
         this.barrierHandler.onEvent(this, gate, channel, e);
@@ -300,6 +364,17 @@ export class StreamTask implements Schedulable {
   /** A finishing task ends once every queued output has been accepted downstream. */
   private checkDrained(): void {
     for (const w of this.writers) if (w.backlog() > 0) return; // woken by onAvailable
+    if (this.d.waitForFinalCheckpoint) {
+      this.state = 'waiting-final';
+      this.d.listener.onTaskWaiting(this);
+      return;
+    }
+    this.finishNow();
+  }
+
+  /** After the final checkpoint (or without checkpointing): close and report finished. */
+  finishNow(): void {
+    if (this.state !== 'finishing' && this.state !== 'waiting-final') return;
     this.state = 'finished';
     this.closeOperators();
     this.d.listener.onTaskFinished(this);
@@ -319,6 +394,7 @@ export class StreamTask implements Schedulable {
   }
 
   private closeOperators(): void {
+    this.barrierHandler?.dispose();
     for (const t of [...this.timers]) t.cancel();
     this.mailbox.clear();
     for (const op of this.operators) {

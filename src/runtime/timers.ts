@@ -169,6 +169,18 @@ export class InternalTimerService {
     this.scheduled = { at, cancel: () => handle.cancel() };
   }
 
+  /** Re-registers a timer from a snapshot (the key may be outside the current key context). */
+  restoreTimer(domain: 'event' | 'processing', timestamp: number, key: NormKey, keyGroup: number, originalKey: unknown, namespace: string | number): void {
+    const heap = domain === 'event' ? this.eventTimers : this.procTimers;
+    const ids = domain === 'event' ? this.eventIds : this.procIds;
+    const id = timerId(timestamp, namespace, key);
+    if (ids.has(id)) return;
+    const t: Timer = { timestamp, key, keyGroup, originalKey, namespace, seq: this.seq++ };
+    ids.set(id, t);
+    heap.push(t);
+    if (domain === 'processing') this.reschedule();
+  }
+
   numEventTimers(): number {
     return this.eventIds.size;
   }

@@ -11,6 +11,7 @@ import type {
 } from '../api/state.ts';
 import type { Clock } from './clock.ts';
 import { keyGroupOf, normalizeKey, type KeyGroupRange } from './key-groups.ts';
+import { decodeGroup, restoreDecoder, type StateMeta } from './state-codec.ts';
 
 export type NormKey = string | number;
 
@@ -23,18 +24,58 @@ export class KeyContext {
   kgIndex = -1;
 }
 
-/** One state's data: a Map from key to value per key group of this subtask's range. */
+/** Receives a frozen key group when it is about to be touched (copy-on-write by serializing first). */
+export interface FrozenGroupSink {
+  serializeGroup(table: StateTable, kgIndex: number): void;
+}
+
+/**
+ * One state's data: a Map from key to value per key group of this subtask's range.
+ *
+ * Snapshots freeze key groups instead of copying them: the synchronous phase only marks the
+ * non-empty groups frozen; the asynchronous phase serializes them in the background while
+ * records flow. Any access to a still-frozen group first serializes that group (one group,
+ * bounded work), so the snapshot sees the group exactly as it was at the barrier, however the
+ * user mutates values in place afterwards.
+ */
 export class StateTable {
   readonly groups: (Map<NormKey, unknown> | undefined)[];
+  frozen: Uint8Array | undefined;
+  frozenCount = 0;
+  sink: FrozenGroupSink | undefined;
   constructor(readonly descriptor: AnyStateDescriptor, readonly range: KeyGroupRange) {
     this.groups = new Array(Math.max(0, range.end - range.start + 1)).fill(undefined);
   }
   /** The key group's map for reading; undefined when the group holds nothing yet. */
   read(kgIndex: number): Map<NormKey, unknown> | undefined {
+    if (this.frozenCount > 0 && this.frozen![kgIndex] === 1) this.thaw(kgIndex);
     return this.groups[kgIndex];
+  }
+  /** Serializes a frozen group into the snapshot in progress and releases it. */
+  thaw(kgIndex: number): void {
+    this.frozen![kgIndex] = 0;
+    this.frozenCount--;
+    this.sink!.serializeGroup(this, kgIndex);
+  }
+  /** Marks every non-empty group frozen for `sink`; returns the frozen group indices. */
+  freeze(sink: FrozenGroupSink): number[] {
+    if (this.frozenCount > 0) throw new Error(`state "${this.descriptor.name}" is already frozen by a snapshot in progress`);
+    const out: number[] = [];
+    this.frozen ??= new Uint8Array(this.groups.length);
+    for (let i = 0; i < this.groups.length; i++) {
+      const g = this.groups[i];
+      if (g !== undefined && g.size > 0) {
+        this.frozen[i] = 1;
+        out.push(i);
+      }
+    }
+    this.frozenCount = out.length;
+    this.sink = sink;
+    return out;
   }
   /** The key group's map for writing, created on first use. */
   write(kgIndex: number): Map<NormKey, unknown> {
+    if (this.frozenCount > 0 && this.frozen![kgIndex] === 1) this.thaw(kgIndex);
     let m = this.groups[kgIndex];
     if (m === undefined) {
       m = new Map();
@@ -49,10 +90,19 @@ export class StateTable {
   }
 }
 
+/** State read from a snapshot that no descriptor has claimed yet: decoded when the job registers it. */
+export interface RestoredState {
+  readonly meta: StateMeta;
+  /** Encoded key-group blocks, by key group. */
+  readonly groups: Map<number, Uint8Array>;
+}
+
 export class HeapKeyedStateBackend {
   readonly ctx = new KeyContext();
   readonly tables = new Map<string, StateTable>();
   private readonly handles = new Map<string, unknown>();
+  /** Restored but not yet registered states; carried into later snapshots untouched until claimed. */
+  readonly restored = new Map<string, RestoredState>();
 
   constructor(
     readonly range: KeyGroupRange,
@@ -87,6 +137,16 @@ export class HeapKeyedStateBackend {
     let t = this.tables.get(desc.name);
     if (t === undefined) {
       t = new StateTable(desc, this.range);
+      const r = this.restored.get(desc.name);
+      if (r !== undefined) {
+        const decode = restoreDecoder(this.where, r.meta, desc);
+        for (const [kg, bytes] of r.groups) {
+          const m = new Map<NormKey, unknown>();
+          for (const [k, v] of decodeGroup(bytes)) m.set(k, decode(v));
+          if (m.size > 0) t.groups[kg - this.range.start] = m;
+        }
+        this.restored.delete(desc.name);
+      }
       this.tables.set(desc.name, t);
     } else if (t.descriptor.kind !== desc.kind) {
       throw new Error(`${this.where}: state "${desc.name}" is registered as ${t.descriptor.kind} state and cannot be used as ${desc.kind} state`);
@@ -135,7 +195,7 @@ export class HeapKeyedStateBackend {
     const t = this.tables.get(stateName);
     if (t === undefined) return;
     for (let i = 0; i < t.groups.length; i++) {
-      const g = t.groups[i];
+      const g = t.read(i);
       if (g === undefined) continue;
       for (const k of [...g.keys()]) yield { key: k, keyGroup: this.range.start + i };
     }

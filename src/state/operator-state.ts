@@ -2,7 +2,7 @@
  * Operator (non-keyed) state of one subtask: named lists, split or unioned on restore, and
  * broadcast maps, replicated on every subtask.
  */
-import type { BroadcastState, BroadcastStateDescriptor, ListState, ListStateDescriptor } from '../api/state.ts';
+import { BroadcastStateDescriptor, ListStateDescriptor, type BroadcastState, type ListState } from '../api/state.ts';
 
 export type ListDistribution = 'split' | 'union';
 
@@ -75,6 +75,13 @@ export class OperatorStateStore {
 
   getListState<T>(desc: ListStateDescriptor<T>, distribution: ListDistribution): ListState<T> {
     const existing = this.lists.get(desc.name);
+    if (existing !== undefined && this.restoredLists.delete(desc.name) && existing.distribution !== distribution) {
+      // Restored under the other distribution mode: the items are kept, the new mode applies from now on.
+      const l = new OperatorListState<T>(desc, distribution);
+      l.items = existing.items.slice() as T[];
+      this.lists.set(desc.name, l as OperatorListState<unknown>);
+      return l;
+    }
     if (existing !== undefined) {
       if (existing.distribution !== distribution) {
         throw new Error(`${this.where}: operator state "${desc.name}" is registered as ${existing.distribution} list state, not ${distribution}`);
@@ -84,6 +91,25 @@ export class OperatorStateStore {
     const s = new OperatorListState<T>(desc, distribution);
     this.lists.set(desc.name, s as OperatorListState<unknown>);
     return s;
+  }
+
+  /** Restored lists wait here until getListState claims them (then the descriptor's distribution is checked). */
+  private readonly restoredLists = new Map<string, { distribution: ListDistribution; items: unknown[] }>();
+  private readonly restoredBroadcast = new Map<string, [unknown, unknown][]>();
+
+  restoreList(name: string, distribution: ListDistribution, items: unknown[]): void {
+    this.restoredLists.set(name, { distribution, items });
+    // Also visible in the store right away, so a snapshot taken before the job claims it keeps it.
+    const l = new OperatorListState<unknown>(new ListStateDescriptor<unknown>(name), distribution);
+    l.items = items.slice();
+    this.lists.set(name, l);
+  }
+
+  restoreBroadcast(name: string, entries: [unknown, unknown][]): void {
+    this.restoredBroadcast.set(name, entries);
+    const b = new HeapBroadcastState<unknown, unknown>(new BroadcastStateDescriptor<unknown, unknown>(name));
+    for (const [k, v] of entries) b.map.set(k, v);
+    this.broadcasts.set(name, b);
   }
 
   getBroadcastState<K, V>(desc: BroadcastStateDescriptor<K, V>): HeapBroadcastState<K, V> {

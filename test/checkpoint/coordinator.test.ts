@@ -24,7 +24,7 @@ function ack(task: string, size = 10): TaskAck {
   return { task, operators: [{ operatorId: 'op', stateSize: size }], stats: { syncMs: 1, asyncMs: 2, alignmentMs: 0, startDelayMs: 0, stateSize: size } };
 }
 
-function running(c: CheckpointCoordinatorLogic, now = 0): void {
+function running(c: CheckpointCoordinatorLogic, now = -1_000_000): void {
   for (const t of TASKS) c.handle({ type: 'task-status', now, task: t.id, status: 'running' });
 }
 
@@ -42,7 +42,8 @@ describe('checkpoint coordinator decisions', () => {
   it('triggers periodically at the interval, only when all tasks run, at the sources', () => {
     const c = new CheckpointCoordinatorLogic(cfg({ interval: 1000 }), TASKS);
     expect(c.handle({ type: 'tick', now: 0 })).toEqual([]); // tasks still deploying
-    running(c);
+    running(c, -1000); // every task running at -1000: the first checkpoint is due one interval later
+    expect(c.nextWakeup()).toBe(0);
     const d = c.handle({ type: 'tick', now: 0 });
     expect(d).toHaveLength(1);
     expect(d[0]).toMatchObject({ type: 'trigger', id: 1, timestamp: 0, checkpointType: 'checkpoint', tasks: ['0:0', '0:1'] });
@@ -147,7 +148,7 @@ describe('checkpoint coordinator decisions', () => {
     // Expire 1, then a late ack arrives: DISCARDED and its state deleted.
     const exp = c.handle({ type: 'tick', now: 100 });
     expect(exp[0]).toMatchObject({ type: 'abort', id: 1, reason: R.CHECKPOINT_EXPIRED });
-    expect((exp[0] as { discard: TaskAck[] }).discard.map((a) => a.task)).toEqual(['0:0']);
+    expect((exp[0] as unknown as { discard: TaskAck[] }).discard.map((a) => a.task)).toEqual(['0:0']);
     const late = c.handle({ type: 'ack', now: 101, id: 1, ack: ack('1:0') });
     expect(c.lastAckResult).toBe('DISCARDED');
     expect(late).toMatchObject([{ type: 'discard-ack', id: 1 }]);

@@ -161,7 +161,7 @@ describe.concurrent('weir run: bad flags', () => {
 describe.concurrent('weir run: success', () => {
   it('runs examples/word-count.ts on --workers 1', async () => {
     const r = await weir('run', 'examples/word-count.ts', '--workers', '1', '-p', '2', '--', '20000');
-    expect(r.stderr).toMatch(/^weir: job "weir job" finished in \d+\.\d\d s \(20000 records in, 0 out\)\n$/);
+    expect(r.stderr).toMatch(/^weir: job "weir job" finished in \d+\.\d\d s \(20000 records in, 0 out\); job id [0-9a-f]{32}\n$/);
     expect(r.code).toBe(0);
     expect(r.stdout).toBe('');
   });
@@ -174,6 +174,6 @@ describe.concurrent('weir run: success', () => {
     for (const l of lines) expect(l).toMatch(/^[12]> \{"word":"[a-z]+","count":10000\}$/);
     expect(new Set(lines.map((l) => l.slice(3))).size).toBe(lines.length);
     expect(lines.length).toBe(10);
-    expect(r.stderr).toMatch(new RegExp(`^weir: job "weir job" finished in \\d+\\.\\d\\d s \\(30000 records in, ${lines.length} out\\)\n$`));
+    expect(r.stderr).toMatch(new RegExp(`^weir: job "weir job" finished in \\d+\\.\\d\\d s \\(30000 records in, ${lines.length} out\\); job id [0-9a-f]{32}\n$`));
   });
 });

@@ -136,6 +136,9 @@ export class ProcessOperator extends StreamOperator {
   constructor(private readonly fn: ProcessFunction<any, any>) {
     super();
   }
+  protected override userFunctions(): readonly object[] {
+    return [this.fn];
+  }
   override open(): void {
     callOptional(this, this.fn, 'open', this.runtimeContext());
   }

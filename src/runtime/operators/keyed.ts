@@ -20,7 +20,7 @@ import { callOptional, StreamOperator } from './operator.ts';
 
 /** Base of operators on keyed streams: backend access, key setting and a timer service. */
 export abstract class KeyedOperator extends StreamOperator implements TimerTarget {
-  protected backend!: HeapKeyedStateBackend;
+  backend!: HeapKeyedStateBackend;
   private timerService: InternalTimerService | undefined;
 
   override open(): void {
@@ -39,6 +39,11 @@ export abstract class KeyedOperator extends StreamOperator implements TimerTarge
       );
       this.timerService.currentWatermark = this.currentWatermark;
     }
+    return this.timerService;
+  }
+
+  /** The timer service if any timer was ever registered or restored (snapshots skip it otherwise). */
+  timerServiceIfCreated(): InternalTimerService | undefined {
     return this.timerService;
   }
 
@@ -106,7 +111,7 @@ export class KeyedContextImpl implements OnTimerContext<unknown> {
     return hasTimestamp(this.ts) ? this.ts : undefined;
   }
   get currentKey(): unknown {
-    return this.op['backend'].ctx.originalKey;
+    return this.op.backend.ctx.originalKey;
   }
   output<X>(tag: OutputTag<X>, value: X): void {
     this.op.output.emitSide(tag.id, value, this.ts);
@@ -142,6 +147,9 @@ export class KeyedProcessOperator extends KeyedOperator {
   private ctx!: KeyedContextImpl;
   constructor(private readonly fn: KeyedProcessFunction<any, any, any>) {
     super();
+  }
+  protected override userFunctions(): readonly object[] {
+    return [this.fn];
   }
   override open(): void {
     super.open();

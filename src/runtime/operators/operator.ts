@@ -14,6 +14,16 @@ import { MIN_WATERMARK } from '../events.ts';
 import type { Output } from '../output.ts';
 import type { KeySelectorFn } from './keying.ts';
 
+/** Non-keyed state of one operator subtask in a snapshot; small, stored inline in the metadata. */
+export interface InlineOperatorState {
+  lists?: Record<string, { distribution: 'split' | 'union'; items: unknown[] }>;
+  broadcast?: Record<string, [unknown, unknown][]>;
+  /** Source readers: assigned splits with positions. */
+  splits?: unknown[];
+  /** Sinks: prepared work waiting for checkpoint completion (pending files, prepared transactions). */
+  committables?: unknown[];
+}
+
 /** What the task gives an operator when it is set up. */
 export interface OperatorEnvironment {
   readonly taskInfo: TaskInfo;
@@ -121,6 +131,64 @@ export abstract class StreamOperator {
   finish(): void {}
 
   close(): void {}
+
+  // ---- checkpoint hooks (defaults cover operator list state and broadcast state)
+
+  /** Before the barrier goes downstream: a last chance to emit records that belong before it. */
+  prepareSnapshotPreBarrier(_checkpointId: number): void {}
+
+  /** Synchronous phase: small non-keyed state, captured now (keyed state is frozen by the task). */
+  snapshotInline(checkpointId: number): InlineOperatorState | undefined {
+    for (const fn of this.userFunctions()) {
+      const f = fn as { snapshotState?(ctx: { checkpointId: number }): void };
+      if (typeof f.snapshotState === 'function') {
+        try {
+          f.snapshotState({ checkpointId });
+        } catch (e) {
+          throw this.fail(e, 'snapshotState');
+        }
+      }
+    }
+    const store = this.env.operatorState;
+    if (store.lists.size === 0 && store.broadcasts.size === 0) return undefined;
+    const out: InlineOperatorState = {};
+    if (store.lists.size > 0) {
+      out.lists = {};
+      for (const [name, l] of store.lists) out.lists[name] = { distribution: l.distribution, items: l.items.slice() };
+    }
+    if (store.broadcasts.size > 0) {
+      out.broadcast = {};
+      for (const [name, b] of store.broadcasts) out.broadcast[name] = [...b.map];
+    }
+    return out;
+  }
+
+  /** Before open(): state this subtask was given by the restore (already redistributed). */
+  restoreInline(state: InlineOperatorState): void {
+    const store = this.env.operatorState;
+    for (const [name, l] of Object.entries(state.lists ?? {})) store.restoreList(name, l.distribution, l.items);
+    for (const [name, entries] of Object.entries(state.broadcast ?? {})) store.restoreBroadcast(name, entries);
+  }
+
+  notifyCheckpointComplete(checkpointId: number): void {
+    for (const fn of this.userFunctions()) {
+      const f = fn as { notifyCheckpointComplete?(id: number): void };
+      if (typeof f.notifyCheckpointComplete === 'function') {
+        try {
+          f.notifyCheckpointComplete(checkpointId);
+        } catch (e) {
+          throw this.fail(e, 'notifyCheckpointComplete');
+        }
+      }
+    }
+  }
+
+  notifyCheckpointAborted(_checkpointId: number): void {}
+
+  /** The user function objects of this operator, for checkpoint hooks. */
+  protected userFunctions(): readonly object[] {
+    return [];
+  }
 
   /** Wraps an exception from user code with this operator, subtask and the record it was processing. */
   protected failOn(e: unknown, phase: string, record: unknown): Error {

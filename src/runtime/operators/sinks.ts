@@ -71,6 +71,9 @@ export class FunctionSinkOperator extends StreamOperator {
   constructor(private readonly fn: SinkFunction<any>) {
     super();
   }
+  protected override userFunctions(): readonly object[] {
+    return [this.fn];
+  }
   override open(): void {
     callOptional(this, this.fn, 'open', this.runtimeContext());
   }

@@ -6,7 +6,7 @@
 import type { MalformedRecord, PollStatus, Source, SourceOutput, SourceReader, SourceSplit } from '../../api/source.ts';
 import { DEFAULT_BATCH_SIZE, NO_TIMESTAMP, type Batch } from '../batch.ts';
 import { MAX_WATERMARK } from '../events.ts';
-import { StreamOperator } from './operator.ts';
+import { StreamOperator, type InlineOperatorState } from './operator.ts';
 
 export const DEAD_LETTER_TAG_ID = 'weir.dead-letters';
 
@@ -77,6 +77,12 @@ export class SourceOperator extends StreamOperator implements SourceOutput<unkno
       return;
     }
     throw new MalformedRecordError(record);
+  }
+
+  /** A source's checkpoint: its splits with their positions at the barrier. */
+  override snapshotInline(checkpointId: number): InlineOperatorState | undefined {
+    const base = super.snapshotInline(checkpointId) ?? {};
+    return { ...base, splits: this.reader.snapshotSplits() };
   }
 
   override close(): void {

@@ -22,6 +22,9 @@ export class CoProcessOperator extends StreamOperator {
   constructor(private readonly fn: CoProcessFunction<any, any, any>) {
     super();
   }
+  protected override userFunctions(): readonly object[] {
+    return [this.fn];
+  }
   override open(): void {
     callOptional(this, this.fn, 'open', this.runtimeContext());
   }
@@ -78,6 +81,9 @@ export class KeyedCoProcessOperator extends KeyedTwoInput {
     super();
     this.userOnTimer = fn.onTimer?.bind(fn);
   }
+  protected override userFunctions(): readonly object[] {
+    return [this.fn];
+  }
   override open(): void {
     super.open();
     callOptional(this, this.fn, 'open', this.keyedRuntimeContext());
@@ -121,6 +127,9 @@ export class BroadcastProcessOperator extends StreamOperator {
   constructor(private readonly fn: BroadcastProcessFunction<any, any, any>) {
     super();
   }
+  protected override userFunctions(): readonly object[] {
+    return [this.fn];
+  }
   override open(): void {
     callOptional(this, this.fn, 'open', this.runtimeContext());
   }
@@ -154,6 +163,9 @@ export class KeyedBroadcastProcessOperator extends KeyedTwoInput {
   constructor(private readonly fn: KeyedBroadcastProcessFunction<any, any, any, any>) {
     super();
     this.userOnTimer = fn.onTimer?.bind(fn);
+  }
+  protected override userFunctions(): readonly object[] {
+    return [this.fn];
   }
   override open(): void {
     super.open();

@@ -59,6 +59,10 @@ export class WindowOperator extends KeyedOperator {
     }
   }
 
+  protected override userFunctions(): readonly object[] {
+    return this.spec.windowFunction ? [this.spec.windowFunction] : [];
+  }
+
   override open(): void {
     super.open();
     this.contents = this.backend.getMapState(CONTENTS);
@@ -243,7 +247,10 @@ export class WindowOperator extends KeyedOperator {
       this.output.emit(result, this.outTs);
       return;
     }
-    const elements = c.kind === 'list' ? (acc as unknown[]) : [c.kind === 'aggregate' ? c.aggregate.getResult(acc) : acc];
+    // The function gets a copy of the element list, not the live state array: a window that
+    // re-fires (allowed lateness) appends to that array, which would otherwise change results
+    // already emitted from an earlier firing (records pass by reference within a thread).
+    const elements = c.kind === 'list' ? (acc as unknown[]).slice() : [c.kind === 'aggregate' ? c.aggregate.getResult(acc) : acc];
     this.windowCtx.window = window;
     f.process(key, this.windowCtx, elements, this.collector);
   }

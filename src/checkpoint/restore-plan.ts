@@ -1,0 +1,122 @@
+/**
+ * Turns a completed checkpoint (or savepoint) into what each subtask of the job as it is now
+ * starts from. This is where rescaling happens:
+ * - keyed state: every old state file whose key-group range overlaps a new subtask's range
+ *   is given to it; the subtask reads only its own key groups;
+ * - operator list state: split state is concatenated and cut into contiguous parts, union
+ *   state goes whole to everyone; broadcast state is copied to every subtask;
+ * - source splits (with positions) are reassigned split k to subtask k mod p;
+ * - sink committables are spread so each is committed again by exactly one subtask.
+ * Operators are matched by id (uid or position); state of an operator that no longer exists
+ * fails the restore unless explicitly allowed.
+ */
+import { join } from 'node:path';
+import type { JobGraph } from '../graph/job-graph.ts';
+import type { ExecutionPlan } from '../graph/execution-plan.ts';
+import type { InlineOperatorState } from '../runtime/operators/operator.ts';
+import type { TaskRestore } from '../runtime/task.ts';
+import { decodeValue } from '../runtime/codec.ts';
+import type { CheckpointMetadata } from './metadata.ts';
+
+export class RestoreError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'RestoreError';
+  }
+}
+
+export interface RestorePlan {
+  readonly tasks: Record<string, TaskRestore>;
+  /** Source splits per "vertex:subtask" (replaces the fresh split plan). */
+  readonly splits: Record<string, unknown[]>;
+  /** Operator ids in the snapshot that the job does not have (ignored when allowed). */
+  readonly unmatched: string[];
+}
+
+function decodeInline(b64: string): InlineOperatorState {
+  return decodeValue<InlineOperatorState>(Buffer.from(b64, 'base64'));
+}
+
+function overlaps(a: { start: number; end: number }, b: { start: number; end: number }): boolean {
+  return a.start <= b.end && b.start <= a.end;
+}
+
+export function planRestore(m: CheckpointMetadata, dir: string, graph: JobGraph, plan: ExecutionPlan, allowNonRestoredState: boolean): RestorePlan {
+  const tasks: Record<string, { checkpointId: number; operators: Record<string, { inline?: InlineOperatorState; keyedFiles?: { path: string; size: number }[] }> }> = {};
+  const splits: Record<string, unknown[]> = {};
+  const byId = new Map(m.operators.map((o) => [o.id, o]));
+  const seen = new Set<string>();
+
+  for (const v of graph.vertices) {
+    const subtasks = plan.subtasks.filter((s) => s.vertex === v.index);
+    for (const chained of v.operators) {
+      const node = chained.node;
+      const old = byId.get(node.id);
+      if (old === undefined) continue; // a new operator starts empty
+      seen.add(node.id);
+      if (old.maxParallelism !== node.maxParallelism && old.keyed) {
+        throw new RestoreError(
+          `operator "${node.name}" was checkpointed with max parallelism ${old.maxParallelism} and now has ${node.maxParallelism}; the number of key groups is fixed once state exists (set setMaxParallelism(${old.maxParallelism}))`,
+        );
+      }
+      const inlines = old.subtasks.map((s) => (s.inline ? decodeInline(s.inline) : undefined));
+      const isSource = node.transformation.kind === 'source';
+      // Source splits: all positions of all old readers plus unassigned ones, dealt out again.
+      if (isSource) {
+        const all: unknown[] = [];
+        for (const i of inlines) for (const sp of i?.splits ?? []) all.push(sp);
+        for (const sp of m.enumerators[node.id] ?? []) all.push(sp);
+        const p = v.parallelism;
+        for (let i = 0; i < p; i++) splits[`${v.index}:${i}`] = [];
+        all.forEach((sp, k) => splits[`${v.index}:${k % p}`]!.push(sp));
+      }
+      const listsSplit = new Map<string, unknown[]>();
+      const listsUnion = new Map<string, unknown[]>();
+      let broadcast: Record<string, [unknown, unknown][]> | undefined;
+      const committables: unknown[] = [];
+      inlines.forEach((i) => {
+        if (i === undefined) return;
+        for (const [name, l] of Object.entries(i.lists ?? {})) {
+          const target = l.distribution === 'union' ? listsUnion : listsSplit;
+          const acc = target.get(name) ?? [];
+          for (const x of l.items) acc.push(x);
+          target.set(name, acc);
+        }
+        if (i.broadcast && broadcast === undefined) broadcast = i.broadcast;
+        for (const c of i.committables ?? []) committables.push(c);
+      });
+      const p = subtasks.length;
+      for (const st of subtasks) {
+        const key = `${v.index}:${st.index}`;
+        const t = (tasks[key] ??= { checkpointId: m.checkpointId, operators: {} });
+        const inline: InlineOperatorState = {};
+        if (listsSplit.size > 0 || listsUnion.size > 0) {
+          inline.lists = {};
+          for (const [name, items] of listsSplit) {
+            const from = Math.floor((st.index * items.length) / p);
+            const to = Math.floor(((st.index + 1) * items.length) / p);
+            inline.lists[name] = { distribution: 'split', items: items.slice(from, to) };
+          }
+          for (const [name, items] of listsUnion) inline.lists[name] = { distribution: 'union', items: items.slice() };
+        }
+        if (broadcast) inline.broadcast = broadcast;
+        if (committables.length > 0) inline.committables = committables.filter((_, k) => k % p === st.index);
+        const keyedFiles = old.subtasks
+          .filter((s) => s.file !== undefined && s.keyGroupRange !== undefined && overlaps(s.keyGroupRange, st.keyGroupRange))
+          .map((s) => ({ path: join(dir, s.file!), size: s.fileSize! }));
+        const entry: { inline?: InlineOperatorState; keyedFiles?: { path: string; size: number }[] } = {};
+        if (Object.keys(inline).length > 0) entry.inline = inline;
+        if (keyedFiles.length > 0) entry.keyedFiles = keyedFiles;
+        if (entry.inline || entry.keyedFiles) t.operators[node.id] = entry;
+      }
+    }
+  }
+  const unmatched = m.operators.filter((o) => !seen.has(o.id) && o.subtasks.some((s) => s.stateSize > 0)).map((o) => o.id);
+  if (unmatched.length > 0 && !allowNonRestoredState) {
+    const names = m.operators.filter((o) => unmatched.includes(o.id)).map((o) => `"${o.name}"${o.uid ? ` (uid ${o.uid})` : ''}`);
+    throw new RestoreError(
+      `the snapshot has state for operators this job does not have: ${names.join(', ')}; give operators stable uid()s, or pass --allow-non-restored-state to drop that state`,
+    );
+  }
+  return { tasks, splits, unmatched };
+}

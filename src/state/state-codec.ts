@@ -1,0 +1,92 @@
+/**
+ * How keyed state turns into snapshot data and back, key group by key group. Values go
+ * through the state's serializer (name + version recorded with the data), so a newer job
+ * can read older state through the serializer's migration, or be refused with a message that
+ * names the operator and the state.
+ */
+import type { AnyStateDescriptor, StateKind } from '../api/state.ts';
+import { decodeValue, encodeValue } from '../runtime/codec.ts';
+import type { NormKey, StateTable } from './heap-keyed-backend.ts';
+
+export interface StateMeta {
+  readonly name: string;
+  readonly kind: StateKind;
+  readonly serializer: { readonly name: string; readonly version: number };
+  readonly ttl: boolean;
+}
+
+export function stateMeta(d: AnyStateDescriptor): StateMeta {
+  return { name: d.name, kind: d.kind, serializer: { name: d.serializer.name, version: d.serializer.version }, ttl: d.ttl !== undefined };
+}
+
+type Enc = (v: unknown) => unknown;
+
+function valueEncoder(d: AnyStateDescriptor): Enc {
+  const s = d.serializer;
+  const base: Enc = s.encode ? (v) => s.encode!(v) : (v) => v;
+  const one: Enc = d.ttl ? (st) => ({ v: base((st as { v: unknown }).v), t: (st as { t: number }).t }) : base;
+  switch (d.kind) {
+    case 'list':
+      return (l) => (l as unknown[]).map(one);
+    case 'map':
+      return (m) => [...(m as Map<unknown, unknown>)].map(([k, v]) => [k, one(v)]);
+    default:
+      return one;
+  }
+}
+
+/** Encodes one key group of a table as a block: [[key, encodedValue], ...]. */
+export function encodeGroup(table: StateTable, kgIndex: number): Uint8Array {
+  const g = table.groups[kgIndex];
+  const enc = valueEncoder(table.descriptor);
+  const entries: [NormKey, unknown][] = [];
+  if (g !== undefined) for (const [k, v] of g) entries.push([k, enc(v)]);
+  return encodeValue(entries);
+}
+
+export class StateRestoreError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'StateRestoreError';
+  }
+}
+
+/** Checks a restored state against the descriptor now in use and returns a decoder for its values. */
+export function restoreDecoder(where: string, meta: StateMeta, d: AnyStateDescriptor): (raw: unknown) => unknown {
+  if (meta.kind !== d.kind) {
+    throw new StateRestoreError(`${where}: state "${d.name}" was written as ${meta.kind} state and is now declared as ${d.kind} state; a state's kind cannot change`);
+  }
+  const s = d.serializer;
+  if (meta.serializer.name !== s.name) {
+    throw new StateRestoreError(`${where}: state "${d.name}" was written by serializer "${meta.serializer.name}" v${meta.serializer.version} and the job now uses "${s.name}" v${s.version}; they are incompatible`);
+  }
+  if (meta.serializer.version > s.version) {
+    throw new StateRestoreError(`${where}: state "${d.name}" was written by serializer "${s.name}" v${meta.serializer.version}, newer than this job's v${s.version}; restore with the newer job version`);
+  }
+  if (meta.serializer.version < s.version && s.decode === undefined) {
+    throw new StateRestoreError(`${where}: state "${d.name}" was written by serializer "${s.name}" v${meta.serializer.version}; v${s.version} declares no decode(data, writtenVersion) to migrate it`);
+  }
+  const written = meta.serializer.version;
+  const base = s.decode ? (v: unknown) => s.decode!(v, written) : (v: unknown) => v;
+  const ttlNow = d.ttl !== undefined;
+  // TTL added or removed: wrap with a fresh timestamp, or unwrap.
+  const one = meta.ttl
+    ? ttlNow
+      ? (st: unknown) => ({ v: base((st as { v: unknown }).v), t: (st as { t: number }).t })
+      : (st: unknown) => base((st as { v: unknown }).v)
+    : ttlNow
+      ? (v: unknown) => ({ v: base(v), t: Date.now() })
+      : base;
+  switch (d.kind) {
+    case 'list':
+      return (l) => (l as unknown[]).map(one);
+    case 'map':
+      return (m) => new Map((m as [unknown, unknown][]).map(([k, v]) => [k, one(v)]));
+    default:
+      return one;
+  }
+}
+
+export function decodeGroup(bytes: Uint8Array): [NormKey, unknown][] {
+  return decodeValue<[NormKey, unknown][]>(bytes);
+}
