@@ -1,0 +1,161 @@
+/**
+ * Helpers for the event-time / window / timer semantics tests: a punctuated watermark
+ * strategy driven by the records themselves, a scripted source that emits one record per
+ * poll (so a downstream task sees each record before the next one is produced, and the
+ * manual clock can be moved between records), and a signal for cross-source sequencing.
+ * Everything runs in one thread (workers: 1), so closures are shared with the job.
+ *
+ * Why not a map() that calls clock.advanceTo(record.pt) before the window: keyBy is a network
+ * edge, so the map runs in the source's task and handles a whole batch (up to 1024 records)
+ * before the window's task sees any of it; every record would then be assigned at the last
+ * record's processing time. One record per poll, with env.setBufferTimeout(0) so every poll
+ * is flushed downstream, makes the downstream task take each record at its own clock time
+ * (the single-thread scheduler alternates the runnable tasks).
+ */
+import {
+  WatermarkStrategy, type DataStream, type ManualClock, type Source, type SourceReader, type SourceSplit,
+} from '../../src/index.ts';
+
+/** A record that carries its event timestamp and, optionally, a watermark to emit right after it. */
+export interface Stamped {
+  readonly ts: number;
+  /** Punctuation: the watermark emitted after this record. */
+  readonly wm?: number;
+}
+
+/**
+ * Punctuated watermarks: the watermark is emitted in onEvent, right after the record that
+ * carries it, so lateness does not depend on when periodic emission happens to run.
+ */
+export function punctuated<T extends Stamped>(): WatermarkStrategy<T> {
+  return WatermarkStrategy.forGenerator<T>(() => ({
+    onEvent(e, _ts, out) {
+      if (e.wm !== undefined) out.emitWatermark(e.wm);
+    },
+    onPeriodicEmit() {},
+  })).withTimestampAssigner((e) => e.ts);
+}
+
+/** Set once; wakes every source waiting on it. */
+export class Signal {
+  private set_ = false;
+  private waiters: (() => void)[] = [];
+  get isSet(): boolean {
+    return this.set_;
+  }
+  set(): void {
+    if (this.set_) return;
+    this.set_ = true;
+    for (const w of this.waiters.splice(0)) w();
+  }
+  onSet(fn: () => void): void {
+    if (this.set_) fn();
+    else this.waiters.push(fn);
+  }
+}
+
+export type Step<T> =
+  /** Emit one record (with an event timestamp if ts is given); the poll ends after it. */
+  | { readonly emit: T; readonly ts?: number }
+  /** Move the manual clock; the poll ends, so due timers and periodic watermarks run before the next step. */
+  | { readonly advanceTo: number }
+  /**
+   * Wait until the signal is set. timeoutMs is a liveness guard only (real time): if the
+   * signal never comes (the behaviour under test is broken), the script goes on instead of
+   * hanging, and the test's assertions report the failure.
+   */
+  | { readonly waitFor: Signal; readonly timeoutMs: number }
+  /** Run a side effect (e.g. set a flag) at this point of the script. */
+  | { readonly run: () => void };
+
+export interface ScriptOptions {
+  readonly clock?: ManualClock;
+  /** Called when the script returns 'end' (the source then emits the final watermark). */
+  readonly onEnd?: () => void;
+}
+
+/** A bounded one-reader source that follows a script, one record per poll. */
+export function scripted<T>(steps: readonly Step<T>[], options: ScriptOptions = {}): Source<T, SourceSplit> {
+  return {
+    name: 'scripted',
+    bounded: true,
+    maxReaders: 1,
+    planSplits: () => [{ id: 'script' }],
+    createReader(ctx): SourceReader<T, SourceSplit> {
+      let i = 0;
+      let waitingOn = -1;
+      let timedOut = -1;
+      let guard: ReturnType<typeof setTimeout> | undefined;
+      return {
+        addSplits() {},
+        snapshotSplits: () => [{ id: 'script' }],
+        poll(out) {
+          for (;;) {
+            const s = steps[i];
+            if (s === undefined) {
+              options.onEnd?.();
+              return 'end';
+            }
+            if ('emit' in s) {
+              i++;
+              out.collect(s.emit, s.ts);
+              if (i >= steps.length) {
+                options.onEnd?.();
+                return 'end';
+              }
+              return 'more';
+            }
+            if ('advanceTo' in s) {
+              if (options.clock === undefined) throw new Error('scripted source: advanceTo needs a clock');
+              i++;
+              options.clock.advanceTo(s.advanceTo);
+              return 'more';
+            }
+            if ('run' in s) {
+              i++;
+              s.run();
+              continue;
+            }
+            if (s.waitFor.isSet || timedOut === i) {
+              if (guard !== undefined) clearTimeout(guard);
+              guard = undefined;
+              i++;
+              continue;
+            }
+            if (waitingOn !== i) {
+              waitingOn = i;
+              const step = i;
+              s.waitFor.onSet(() => ctx.wake());
+              guard = setTimeout(() => {
+                timedOut = step;
+                ctx.wake();
+              }, s.timeoutMs);
+            }
+            return 'wait';
+          }
+        },
+        close() {
+          if (guard !== undefined) clearTimeout(guard);
+        },
+      };
+    },
+  };
+}
+
+/** Pairs every record with the event timestamp it carries downstream (undefined if none). */
+export function stamped<T>(s: DataStream<T>): DataStream<{ value: T; ts: number | undefined }> {
+  return s.process<{ value: T; ts: number | undefined }>({
+    processElement(value, ctx, out) {
+      out.collect({ value, ts: ctx.timestamp });
+    },
+  });
+}
+
+/** Order-insensitive form: sorted by JSON. */
+export function byJson<T>(xs: readonly T[]): T[] {
+  return [...xs].sort((a, b) => {
+    const x = JSON.stringify(a);
+    const y = JSON.stringify(b);
+    return x < y ? -1 : x > y ? 1 : 0;
+  });
+}
