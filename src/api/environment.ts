@@ -33,6 +33,12 @@ export class StreamExecutionEnvironment {
   bufferTimeout = 100;
   jobName = 'weir job';
   chainingEnabled = true;
+  /**
+   * Flink's object reuse: off by default, so results weir's own operators keep (rolling and
+   * window accumulators) are copied when emitted and later updates cannot change records
+   * already sent. Turn on when no function mutates its inputs or accumulators in place.
+   */
+  objectReuse = false;
   /** Checkpoint settings from the job code (CLI flags and config files override them). */
   checkpointSettings: CheckpointSettings = {};
   restartSettings: RestartStrategySettings | undefined;
@@ -85,6 +91,11 @@ export class StreamExecutionEnvironment {
   /** Restart strategy for failures (restart-strategy.type and its options). */
   setRestartStrategy(settings: RestartStrategySettings): this {
     this.restartSettings = settings;
+    return this;
+  }
+
+  enableObjectReuse(): this {
+    this.objectReuse = true;
     return this;
   }
 

@@ -138,6 +138,7 @@ export class TaskExecutor implements TaskListener {
         bufferTimeoutMs: graph.bufferTimeout,
         waitForFinalCheckpoint: cfg.checkpointing !== undefined,
         restore: cfg.restore[`${v.index}:${st.index}`],
+        objectReuse: graph.objectReuse,
       });
       const id = `${v.index}:${st.index}`;
       let checkpointer: SubtaskCheckpointer | undefined;

@@ -48,6 +48,7 @@ export interface JobGraph {
   readonly vertices: JobVertex[];
   readonly edges: JobEdge[];
   readonly bufferTimeout: number;
+  readonly objectReuse: boolean;
   /** Digest of the graph's shape; workers check they built the same graph. */
   readonly fingerprint: string;
 }
@@ -125,7 +126,7 @@ export function translate(graph: StreamGraph): JobGraph {
     in: v.inputs.map((e) => [e.source.index, e.sourceOperator, e.inputIndex, e.partition.kind, e.sideTag ?? '']),
   }));
   const fingerprint = JSON.stringify(shape);
-  return { jobName: graph.jobName, vertices, edges, bufferTimeout: graph.bufferTimeout, fingerprint };
+  return { jobName: graph.jobName, vertices, edges, bufferTimeout: graph.bufferTimeout, objectReuse: graph.objectReuse, fingerprint };
 }
 
 /**

@@ -38,6 +38,7 @@ export interface StreamGraph {
   readonly nodes: StreamNode[];
   readonly chainingEnabled: boolean;
   readonly bufferTimeout: number;
+  readonly objectReuse: boolean;
 }
 
 function hashId(text: string): string {
@@ -120,7 +121,7 @@ export function buildStreamGraph(env: StreamExecutionEnvironment): StreamGraph {
       target.inEdges.push(edge);
     });
   }
-  return { jobName: env.jobName, nodes: [...nodes.values()], chainingEnabled: env.chainingEnabled, bufferTimeout: env.bufferTimeout };
+  return { jobName: env.jobName, nodes: [...nodes.values()], chainingEnabled: env.chainingEnabled, bufferTimeout: env.bufferTimeout, objectReuse: env.objectReuse };
 }
 
 /** Physical inputs of a transformation, in input order; inputs of input 2 come after input 1's. */

@@ -24,6 +24,12 @@ export class InputGate implements ChannelOwner {
   private readonly blocked: boolean[];
   private readonly channelWatermark: number[];
   private readonly channelIdle: boolean[];
+  /**
+   * A channel that comes back from idleness behind the gate's watermark is left out of the
+   * minimum until it catches up (Flink's StatusWatermarkValve), so it does not stall event
+   * time that already moved on.
+   */
+  private readonly channelAligned: boolean[];
   private endedCount = 0;
   private lastWatermark = MIN_WATERMARK;
   private idle = false;
@@ -37,6 +43,7 @@ export class InputGate implements ChannelOwner {
     this.blocked = new Array(n).fill(false);
     this.channelWatermark = new Array(n).fill(MIN_WATERMARK);
     this.channelIdle = new Array(n).fill(false);
+    this.channelAligned = new Array(n).fill(true);
     channels.forEach((c) => (c.owner = this));
   }
 
@@ -96,6 +103,7 @@ export class InputGate implements ChannelOwner {
       // An ended channel no longer holds event time back.
       this.channelWatermark[channel] = MAX_WATERMARK;
       this.channelIdle[channel] = false;
+      this.channelAligned[channel] = true;
       this.recompute(out);
     }
     return this.isEnded();
@@ -108,13 +116,18 @@ export class InputGate implements ChannelOwner {
   onWatermark(channel: number, timestamp: number, out: ValveOutput): void {
     if (timestamp <= this.channelWatermark[channel]!) return;
     this.channelWatermark[channel] = timestamp;
-    if (this.channelIdle[channel]) this.onStatus(channel, false, out);
-    else this.recompute(out);
+    if (this.channelIdle[channel]) {
+      this.onStatus(channel, false, out);
+      return;
+    }
+    if (!this.channelAligned[channel] && timestamp >= this.lastWatermark) this.channelAligned[channel] = true;
+    this.recompute(out);
   }
 
   onStatus(channel: number, idle: boolean, out: ValveOutput): void {
     if (this.channelIdle[channel] === idle) return;
     this.channelIdle[channel] = idle;
+    if (!idle) this.channelAligned[channel] = this.channelWatermark[channel]! >= this.lastWatermark;
     const allIdle = this.channelIdle.every((x, i) => x || this.channels[i]!.ended) && this.channelIdle.some((x) => x);
     if (allIdle !== this.idle) {
       this.idle = allIdle;
@@ -126,7 +139,7 @@ export class InputGate implements ChannelOwner {
   private recompute(out: ValveOutput): void {
     let min = Number.POSITIVE_INFINITY;
     for (let i = 0; i < this.channelWatermark.length; i++) {
-      if (this.channelIdle[i]) continue;
+      if (this.channelIdle[i] || !this.channelAligned[i]) continue;
       const w = this.channelWatermark[i]!;
       if (w < min) min = w;
     }

@@ -73,6 +73,7 @@ export interface TaskDeployment {
   /** With checkpointing, a task waits for the final checkpoint before it closes. */
   readonly waitForFinalCheckpoint: boolean;
   readonly restore: TaskRestore | undefined;
+  readonly objectReuse: boolean;
 }
 
 /** Feeds a chained operator from its predecessor's Output. */
@@ -182,6 +183,8 @@ export class StreamTask implements Schedulable {
       keyedBackend: keyed ? new HeapKeyedStateBackend(d.keyGroupRange, node.maxParallelism, d.clock, where) : undefined,
       keySelectors,
       operatorState: new OperatorStateStore(where),
+      restoredCheckpointId: d.restore?.checkpointId,
+      objectReuse: d.objectReuse,
       services: d.services,
     };
   }
@@ -375,10 +378,23 @@ export class StreamTask implements Schedulable {
   /** After the final checkpoint (or without checkpointing): close and report finished. */
   finishNow(): void {
     if (this.state !== 'finishing' && this.state !== 'waiting-final') return;
+    // Asynchronous work (a sink's last commit) must complete first.
+    const pending = this.operators.map((o) => o.quiesce()).filter((p): p is Promise<void> => p !== undefined);
+    if (pending.length > 0 && !this.quiesced) {
+      Promise.all(pending).then(
+        () => this.mail(() => {
+          this.quiesced = true;
+          this.finishNow();
+        }),
+        (e) => this.mail(() => this.fail(e)),
+      );
+      return;
+    }
     this.state = 'finished';
     this.closeOperators();
     this.d.listener.onTaskFinished(this);
   }
+  private quiesced = false;
 
   fail(e: unknown): void {
     if (this.state === 'failed' || this.state === 'canceled' || this.state === 'finished') return;

@@ -223,7 +223,7 @@ export class RollingReduceOperator extends KeyedOperator {
         const cur = state.value();
         const next = cur === undefined ? v : this.reduce(cur, v);
         state.update(next);
-        out.emit(next, timestamps[i]!);
+        out.emit(this.detached(next), timestamps[i]!);
       }
     } catch (e) {
       throw this.failOn(e, 'reduce', values[i]);
@@ -256,7 +256,7 @@ export class RollingAggregateOperator extends KeyedOperator {
         if (acc === undefined) acc = agg.createAccumulator();
         acc = agg.add(v, acc);
         state.update(acc);
-        out.emit(agg.getResult(acc), timestamps[i]!);
+        out.emit(this.detached(agg.getResult(acc)), timestamps[i]!);
       }
     } catch (e) {
       throw this.failOn(e, 'aggregate', values[i]);

@@ -35,6 +35,10 @@ export interface OperatorEnvironment {
   /** Key selector per input, for keyed operators. */
   readonly keySelectors: readonly (KeySelectorFn | undefined)[];
   readonly operatorState: OperatorStateStore;
+  /** Object reuse (env.enableObjectReuse): skip defensive copies of emitted accumulators. */
+  readonly objectReuse: boolean;
+  /** Id of the checkpoint or savepoint this subtask restored from, if any. */
+  readonly restoredCheckpointId: number | undefined;
   /** Process-wide facilities of the worker (collect sinks, stdout). */
   readonly services: RuntimeServices;
 }
@@ -184,6 +188,17 @@ export abstract class StreamOperator {
   }
 
   notifyCheckpointAborted(_checkpointId: number): void {}
+
+  /** A result this operator keeps using (an accumulator), made safe to emit: copied unless object reuse is on. */
+  protected detached<T>(v: T): T {
+    if (this.env.objectReuse || v === null || typeof v !== 'object') return v;
+    return structuredClone(v);
+  }
+
+  /** Work still running asynchronously (e.g. commits) that must end before the task finishes. */
+  quiesce(): Promise<void> | undefined {
+    return undefined;
+  }
 
   /** The user function objects of this operator, for checkpoint hooks. */
   protected userFunctions(): readonly object[] {

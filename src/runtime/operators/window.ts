@@ -242,15 +242,21 @@ export class WindowOperator extends KeyedOperator {
     const c = this.spec.contents;
     const f = this.spec.windowFunction;
     const key = this.backend.ctx.originalKey;
+    // With allowed lateness the window's accumulator lives on after firing and later records
+    // may update it in place: emit a copy (unless object reuse is on), as Flink emits copies.
+    const lives = this.spec.assigner.eventTime && this.spec.allowedLateness > 0;
+    const result = () => {
+      const r = c.kind === 'aggregate' ? c.aggregate.getResult(acc) : acc;
+      return lives ? this.detached(r) : r;
+    };
     if (f === undefined) {
-      const result = c.kind === 'aggregate' ? c.aggregate.getResult(acc) : acc;
-      this.output.emit(result, this.outTs);
+      this.output.emit(result(), this.outTs);
       return;
     }
     // The function gets a copy of the element list, not the live state array: a window that
     // re-fires (allowed lateness) appends to that array, which would otherwise change results
     // already emitted from an earlier firing (records pass by reference within a thread).
-    const elements = c.kind === 'list' ? (acc as unknown[]).slice() : [c.kind === 'aggregate' ? c.aggregate.getResult(acc) : acc];
+    const elements = c.kind === 'list' ? (acc as unknown[]).slice() : [result()];
     this.windowCtx.window = window;
     f.process(key, this.windowCtx, elements, this.collector);
   }

@@ -1,0 +1,44 @@
+/**
+ * The sink contract for exactly-once output (Flink's Sink V2 with a committer): a writer per
+ * subtask writes records into something invisible to readers, and at each checkpoint barrier
+ * hands over "committables" (a pending file, a prepared transaction). The committer makes
+ * them visible once the checkpoint that holds them has completed. After a failure, the
+ * committables of the restored checkpoint are committed again, so commit must be idempotent.
+ */
+
+export interface SinkContext {
+  readonly subtaskIndex: number;
+  readonly parallelism: number;
+  readonly attemptNumber: number;
+  /** Processing time in ms. */
+  now(): number;
+  /** Id of the checkpoint the job restored from, if any. */
+  readonly restoredCheckpointId: number | undefined;
+}
+
+export interface SinkWriter<T, C> {
+  /** Writes a batch of records (the arrays are borrowed for the call). */
+  write(values: readonly T[], timestamps: readonly number[]): void;
+  /** At a checkpoint barrier: make what was written so far durable and return it as committables. */
+  prepareCommit(checkpointId: number): C[];
+  /** End of input: nothing more will be written (a final checkpoint follows). */
+  finish?(): void;
+  close?(): void;
+}
+
+export interface SinkCommitter<C> {
+  /** Makes committables visible; idempotent (may be called again for the same ones after a restore). */
+  commit(committables: readonly C[]): void | Promise<void>;
+  close?(): void | Promise<void>;
+}
+
+export interface TwoPhaseCommitSink<T, C> {
+  readonly name: string;
+  createWriter(ctx: SinkContext): SinkWriter<T, C>;
+  createCommitter(ctx: SinkContext): SinkCommitter<C>;
+  /**
+   * Before writing, after a restore: clean up what an interrupted attempt left behind that no
+   * committable refers to. Receives this subtask's share of the restored committables.
+   */
+  recover?(ctx: SinkContext, restoredCheckpointId: number, committables: readonly C[]): void | Promise<void>;
+}

@@ -1,0 +1,268 @@
+/**
+ * Exactly-once JSON-lines file sink. Readers only ever see committed files: everything else
+ * has a name starting with "." (hidden), as tools reading a directory conventionally skip.
+ *
+ *   .part-<sub>-<run>-<n>.inprogress        being written
+ *   .part-<sub>-<run>-<n>.chk-<id>.pending  closed at the barrier of checkpoint <id>
+ *   part-<sub>-<run>-<n>.jsonl              committed when checkpoint <id> completed
+ *   part-<sub>-<run>-c<k>.jsonl             compaction of small committed files
+ *
+ * Rolling: at every checkpoint (so each checkpoint's output is one unit of commit), and
+ * earlier when a part reaches maxPartSize bytes or is older than rolloverInterval.
+ * Commit is an atomic rename and idempotent: after a restore, a committable whose pending
+ * file is gone was already committed (and possibly compacted since).
+ * Compaction runs in the background after commits: when enough small committed files of a
+ * subtask accumulate, they are concatenated into one, through an intent file that makes the
+ * swap crash-safe (after a crash it is completed or undone, never half done). Between the
+ * rename of the merged file and the deletion of its sources a reader listing the directory
+ * could see those records twice for a moment; the final state never has duplicates.
+ */
+import { randomBytes } from 'node:crypto';
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import { toMillis, type Duration } from '../../api/duration.ts';
+import type { SinkCommitter, SinkContext, SinkWriter, TwoPhaseCommitSink } from '../../api/sink.ts';
+
+export interface ExactlyOnceFileSinkOptions {
+  /** Roll a part when it reaches this many bytes (default 128 MiB). */
+  readonly maxPartSize?: number;
+  /** Roll a part when it has been open this long (default 60 s). */
+  readonly rolloverInterval?: Duration;
+  /** Compaction: merge committed files smaller than this (default 4 MiB); 0 turns compaction off. */
+  readonly compactBelow?: number;
+  /** Compaction: start once this many small committed files of a subtask exist (default 8). */
+  readonly compactMinFiles?: number;
+  /** Format of a record as a line (default JSON.stringify). */
+  readonly format?: (value: unknown) => string;
+}
+
+export interface FileCommittable {
+  /** Pending (hidden) file name. */
+  readonly pending: string;
+  /** Final (visible) file name. */
+  readonly final: string;
+}
+
+const PENDING_RE = /^\.part-(\d+)-([0-9a-f]+)-(\d+)\.chk-(\d+)\.pending$/;
+const INPROGRESS_RE = /^\.part-(\d+)-([0-9a-f]+)-(\d+)\.inprogress$/;
+const COMMITTED_RE = /^part-(\d+)-([0-9a-f]+)-(c?\d+)\.jsonl$/;
+const INTENT_RE = /^\.compact-(\d+)-([0-9a-f]+)-(\d+)\.intent$/;
+const COMPACT_TMP_RE = /^\.compact-(\d+)-([0-9a-f]+)-(\d+)\.tmp$/;
+
+export class ExactlyOnceFileSink<T> implements TwoPhaseCommitSink<T, FileCommittable> {
+  readonly name: string;
+  readonly maxPartSize: number;
+  readonly rolloverMs: number;
+  readonly compactBelow: number;
+  readonly compactMinFiles: number;
+  readonly format: (value: unknown) => string;
+
+  constructor(readonly dir: string, options: ExactlyOnceFileSinkOptions = {}) {
+    if (typeof dir !== 'string' || dir === '') throw new TypeError('the exactly-once file sink needs a directory path');
+    this.name = `exactly-once files ${dir}`;
+    this.maxPartSize = options.maxPartSize ?? 128 * 2 ** 20;
+    if (!(Number.isInteger(this.maxPartSize) && this.maxPartSize > 0)) throw new RangeError(`maxPartSize must be a positive integer, got ${String(options.maxPartSize)}`);
+    this.rolloverMs = toMillis(options.rolloverInterval ?? 60_000, 'rolloverInterval');
+    this.compactBelow = options.compactBelow ?? 4 * 2 ** 20;
+    if (!(Number.isInteger(this.compactBelow) && this.compactBelow >= 0)) throw new RangeError(`compactBelow must be a non-negative integer, got ${String(options.compactBelow)}`);
+    this.compactMinFiles = options.compactMinFiles ?? 8;
+    if (!(Number.isInteger(this.compactMinFiles) && this.compactMinFiles >= 2)) throw new RangeError(`compactMinFiles must be an integer >= 2, got ${String(options.compactMinFiles)}`);
+    this.format = options.format ?? ((v) => JSON.stringify(v));
+  }
+
+  createWriter(ctx: SinkContext): SinkWriter<T, FileCommittable> {
+    mkdirSync(this.dir, { recursive: true });
+    return new FileWriter<T>(this, ctx);
+  }
+
+  createCommitter(ctx: SinkContext): SinkCommitter<FileCommittable> {
+    return new FileCommitter(this, ctx);
+  }
+
+  /**
+   * After a restore from checkpoint `restoredId`: finish or undo interrupted compactions, then
+   * delete what no completed checkpoint refers to: this subtask's in-progress files, and pending
+   * files of checkpoints after the restored one (they never completed). Subtask 0 also cleans up
+   * after subtask indices that no longer exist (the job was rescaled down).
+   */
+  recover(ctx: SinkContext, restoredId: number): void {
+    if (!existsSync(this.dir)) return;
+    const mine = (sub: number) => sub === ctx.subtaskIndex || (ctx.subtaskIndex === 0 && sub >= ctx.parallelism);
+    // Intents first: they decide the fate of their temporary files.
+    for (const name of readdirSync(this.dir)) {
+      const m = INTENT_RE.exec(name);
+      if (m && mine(Number(m[1]))) resolveIntentSync(this.dir, name);
+    }
+    for (const name of readdirSync(this.dir)) {
+      let m = COMPACT_TMP_RE.exec(name);
+      if (m && mine(Number(m[1]))) {
+        rmSync(join(this.dir, name), { force: true }); // merged data that never got an intent
+        continue;
+      }
+      m = INPROGRESS_RE.exec(name);
+      if (m && mine(Number(m[1]))) {
+        rmSync(join(this.dir, name), { force: true });
+        continue;
+      }
+      m = PENDING_RE.exec(name);
+      if (m && mine(Number(m[1])) && Number(m[4]) > restoredId) rmSync(join(this.dir, name), { force: true });
+    }
+  }
+}
+
+/** Completes a compaction whose merged file is visible, or undoes one whose file is not. */
+function resolveIntentSync(dir: string, intentName: string): void {
+  const path = join(dir, intentName);
+  let intent: { target: string; tmp: string; sources: string[] };
+  try {
+    intent = JSON.parse(readFileSync(path, 'utf8'));
+  } catch {
+    // A torn intent file: its compaction never reached the rename (the intent is fsynced first).
+    rmSync(path, { force: true });
+    return;
+  }
+  if (existsSync(join(dir, intent.target))) {
+    for (const s of intent.sources) rmSync(join(dir, s), { force: true });
+  } else {
+    rmSync(join(dir, intent.tmp), { force: true });
+  }
+  rmSync(path, { force: true });
+}
+
+class FileWriter<T> implements SinkWriter<T, FileCommittable> {
+  private readonly run = randomBytes(4).toString('hex');
+  private counter = 0;
+  private fd = -1;
+  private current = '';
+  private currentSize = 0;
+  private openedAt = 0;
+  /** Closed parts waiting for the next barrier (rolled by size or time). */
+  private closed: string[] = [];
+
+  constructor(private readonly sink: ExactlyOnceFileSink<T>, private readonly ctx: SinkContext) {}
+
+  private openPart(): void {
+    this.current = `.part-${this.ctx.subtaskIndex}-${this.run}-${this.counter++}`;
+    this.fd = openSync(join(this.sink.dir, this.current + '.inprogress'), 'wx');
+    this.currentSize = 0;
+    this.openedAt = this.ctx.now();
+  }
+
+  write(values: readonly T[]): void {
+    if (values.length === 0) return;
+    if (this.fd >= 0 && this.ctx.now() - this.openedAt >= this.sink.rolloverMs) this.roll();
+    if (this.fd < 0) this.openPart();
+    const fmt = this.sink.format;
+    let text = '';
+    for (let i = 0; i < values.length; i++) text += fmt(values[i]) + '\n';
+    const buf = Buffer.from(text);
+    let off = 0;
+    while (off < buf.length) off += writeSync(this.fd, buf, off, buf.length - off);
+    this.currentSize += buf.length;
+    if (this.currentSize >= this.sink.maxPartSize) this.roll();
+  }
+
+  /** Closes the current part (made durable) and queues it for the next barrier. */
+  private roll(): void {
+    if (this.fd < 0) return;
+    fsyncSync(this.fd);
+    closeSync(this.fd);
+    this.fd = -1;
+    if (this.currentSize === 0) {
+      rmSync(join(this.sink.dir, this.current + '.inprogress'), { force: true });
+      return;
+    }
+    this.closed.push(this.current);
+  }
+
+  prepareCommit(checkpointId: number): FileCommittable[] {
+    this.roll();
+    const out: FileCommittable[] = [];
+    for (const base of this.closed) {
+      const pending = `${base}.chk-${checkpointId}.pending`;
+      renameSync(join(this.sink.dir, base + '.inprogress'), join(this.sink.dir, pending));
+      out.push({ pending, final: base.slice(1) + '.jsonl' });
+    }
+    this.closed = [];
+    return out;
+  }
+
+  close(): void {
+    if (this.fd >= 0) {
+      closeSync(this.fd);
+      this.fd = -1;
+    }
+  }
+}
+
+class FileCommitter implements SinkCommitter<FileCommittable> {
+  private compacting: Promise<void> | undefined;
+  private compactions = 0;
+  private readonly run = randomBytes(4).toString('hex');
+
+  constructor(private readonly sink: ExactlyOnceFileSink<unknown>, private readonly ctx: SinkContext) {}
+
+  commit(list: readonly FileCommittable[]): void | Promise<void> {
+    const dir = this.sink.dir;
+    for (const c of list) {
+      const from = join(dir, c.pending);
+      if (existsSync(from)) renameSync(from, join(dir, c.final));
+      // Else: committed before (by the attempt that took the checkpoint), maybe compacted since.
+    }
+    if (list.length > 0) {
+      const d = openSync(dir, 'r');
+      try {
+        fsyncSync(d);
+      } finally {
+        closeSync(d);
+      }
+    }
+    // Compaction runs on async I/O, off the record path; the next commit waits for it, and so
+    // does the end of the job, so a finished job never leaves a half-done compaction behind.
+    if (this.sink.compactBelow > 0 && this.compacting === undefined) {
+      this.compacting = this.compact().finally(() => (this.compacting = undefined));
+      return this.compacting;
+    }
+  }
+
+  /** Merges this subtask's small committed files, off the record path (async I/O). */
+  private async compact(): Promise<void> {
+    const dir = this.sink.dir;
+    const sub = this.ctx.subtaskIndex;
+    const small: string[] = [];
+    for (const name of (await readdir(dir)).sort()) {
+      const m = COMMITTED_RE.exec(name);
+      if (!m || Number(m[1]) !== sub) continue;
+      const size = (await stat(join(dir, name)).catch(() => undefined))?.size;
+      if (size !== undefined && size < this.sink.compactBelow) small.push(name);
+    }
+    if (small.length < this.sink.compactMinFiles) return;
+    const k = this.compactions++;
+    const tmp = `.compact-${sub}-${this.run}-${k}.tmp`;
+    const target = `part-${sub}-${this.run}-c${k}.jsonl`;
+    const intent = `.compact-${sub}-${this.run}-${k}.intent`;
+    const fh = await open(join(dir, tmp), 'wx');
+    try {
+      for (const s of small) await fh.write(await readFile(join(dir, s)));
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+    const ih = await open(join(dir, intent), 'wx');
+    try {
+      await ih.writeFile(JSON.stringify({ target, tmp, sources: small }));
+      await ih.sync();
+    } finally {
+      await ih.close();
+    }
+    await rename(join(dir, tmp), join(dir, target));
+    for (const s of small) await rm(join(dir, s), { force: true });
+    await rm(join(dir, intent), { force: true });
+  }
+
+  async close(): Promise<void> {
+    await this.compacting?.catch(() => {});
+  }
+}
+

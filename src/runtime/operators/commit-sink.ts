@@ -1,0 +1,127 @@
+/**
+ * Runs a two-phase-commit sink: records go to the writer; at the barrier the writer's
+ * committables are stored in the checkpoint (snapshotInline); when that checkpoint completes
+ * they are committed. Committables restored from a checkpoint are committed again before any
+ * new record is written (the checkpoint completed, even if the notification was lost).
+ * Commits run strictly in checkpoint order, one batch at a time; an async commit that fails
+ * fails the task.
+ */
+import type { SinkCommitter, SinkContext, SinkWriter, TwoPhaseCommitSink } from '../../api/sink.ts';
+import type { Batch } from '../batch.ts';
+import { StreamOperator, type InlineOperatorState } from './operator.ts';
+
+export class CommitSinkOperator extends StreamOperator {
+  private writer!: SinkWriter<unknown, unknown>;
+  private committer!: SinkCommitter<unknown>;
+  /** Committables per checkpoint id, not yet committed. */
+  private readonly pending = new Map<number, unknown[]>();
+  private restored: unknown[] = [];
+  private restoredId: number | undefined;
+  private commitChain: Promise<void> = Promise.resolve();
+  private failed: unknown;
+
+  constructor(private readonly sink: TwoPhaseCommitSink<unknown, unknown>) {
+    super();
+  }
+
+  override restoreInline(state: InlineOperatorState): void {
+    super.restoreInline(state);
+    this.restored = state.committables ?? [];
+  }
+
+  private ctx(): SinkContext {
+    const t = this.env.taskInfo;
+    const clock = this.env.clock;
+    return { subtaskIndex: t.subtaskIndex, parallelism: t.parallelism, attemptNumber: t.attemptNumber, now: () => clock.now(), restoredCheckpointId: this.restoredId };
+  }
+
+  /** Commits still running must end before the task does (the final checkpoint's output). */
+  override quiesce(): Promise<void> | undefined {
+    return this.commitChain.then(() => this.rethrow());
+  }
+
+  override open(): void {
+    this.restoredId = this.env.restoredCheckpointId;
+    const ctx = this.ctx();
+    try {
+      this.committer = this.sink.createCommitter(ctx);
+      if (this.restoredId !== undefined) {
+        // Re-commit first: those committables belong to a completed checkpoint.
+        if (this.restored.length > 0) this.enqueueCommit(this.restored);
+        const rec = this.sink.recover?.(ctx, this.restoredId, this.restored);
+        if (rec instanceof Promise) this.chain(() => rec);
+      }
+      this.writer = this.sink.createWriter(ctx);
+    } catch (e) {
+      throw this.fail(e, `sink "${this.sink.name}" open`);
+    }
+  }
+
+  processBatch(batch: Batch): void {
+    this.rethrow();
+    try {
+      this.writer.write(batch.values, batch.timestamps);
+    } catch (e) {
+      throw this.failOn(e, `sink "${this.sink.name}"`, batch.values[0]);
+    }
+  }
+
+  override snapshotInline(checkpointId: number): InlineOperatorState | undefined {
+    this.rethrow();
+    let fresh: unknown[];
+    try {
+      fresh = this.writer.prepareCommit(checkpointId);
+    } catch (e) {
+      throw this.fail(e, `sink "${this.sink.name}" prepareCommit`);
+    }
+    if (fresh.length > 0) this.pending.set(checkpointId, fresh);
+    const all: unknown[] = [];
+    for (const list of this.pending.values()) for (const c of list) all.push(c);
+    const base = super.snapshotInline(checkpointId) ?? {};
+    return { ...base, committables: all };
+  }
+
+  override notifyCheckpointComplete(checkpointId: number): void {
+    super.notifyCheckpointComplete(checkpointId);
+    const ready: unknown[] = [];
+    for (const [id, list] of [...this.pending]) {
+      if (id <= checkpointId) {
+        for (const c of list) ready.push(c);
+        this.pending.delete(id);
+      }
+    }
+    if (ready.length > 0) this.enqueueCommit(ready);
+    this.rethrow();
+  }
+
+  private enqueueCommit(list: unknown[]): void {
+    this.chain(() => this.committer.commit(list));
+  }
+
+  private chain(fn: () => void | Promise<void>): void {
+    this.commitChain = this.commitChain.then(fn).catch((e) => {
+      this.failed ??= e;
+    });
+  }
+
+  private rethrow(): void {
+    if (this.failed !== undefined) throw this.fail(this.failed, `sink "${this.sink.name}" commit`);
+  }
+
+  override finish(): void {
+    try {
+      this.writer.finish?.();
+    } catch (e) {
+      throw this.fail(e, `sink "${this.sink.name}" finish`);
+    }
+  }
+
+  override close(): void {
+    try {
+      this.writer?.close?.();
+    } catch {
+      // best effort
+    }
+    void this.commitChain.then(() => this.committer?.close?.()).catch(() => {});
+  }
+}
