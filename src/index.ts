@@ -23,6 +23,8 @@ export {
 export { Time, toMillis, type Duration } from './api/duration.ts';
 export { Rng } from './api/random.ts';
 export type { Source, SourceSplit, SourceReader, SourceReaderContext, SourceOutput, MalformedRecord, PollStatus } from './api/source.ts';
+export type { TwoPhaseCommitSink, SinkWriter, SinkCommitter, SinkContext } from './api/sink.ts';
+export { ExactlyOnceFileSink, type ExactlyOnceFileSinkOptions, type FileCommittable } from './connectors/file/exactly-once-file-sink.ts';
 export { runJob, JobResult, type RunOptions, type Progress, type JobStatus } from './cluster/job-manager.ts';
 export { ManualClock, systemClock, type Clock } from './state/clock.ts';
 export { MAX_WATERMARK, MIN_WATERMARK } from './runtime/events.ts';

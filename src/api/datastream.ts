@@ -16,6 +16,8 @@ import {
   CollectSinkOperator, FunctionSinkOperator, JsonLinesFileSinkOperator, PrintSinkOperator,
 } from '../runtime/operators/sinks.ts';
 import { DEAD_LETTER_TAG_ID } from '../runtime/operators/source.ts';
+import { CommitSinkOperator } from '../runtime/operators/commit-sink.ts';
+import type { TwoPhaseCommitSink } from './sink.ts';
 import {
   BroadcastProcessOperator, CoProcessOperator, KeyedBroadcastProcessOperator, KeyedCoProcessOperator,
 } from '../runtime/operators/two-input.ts';
@@ -194,6 +196,16 @@ abstract class StreamBase<T> {
     requireMethod(f, 'invoke', 'addSink');
     const instance = perSubtask(f);
     return this.sink('Sink', 'sink', () => new FunctionSinkOperator(instance()));
+  }
+
+  /**
+   * Writes to a two-phase-commit sink: output becomes visible when the checkpoint that covers
+   * it completes (exactly-once with checkpointing on; without checkpoints, at the end of input).
+   */
+  sinkTo<C>(sink: TwoPhaseCommitSink<T, C>): DataSink {
+    requireMethod(sink, 'createWriter', 'sinkTo');
+    requireMethod(sink, 'createCommitter', 'sinkTo');
+    return this.sink(sink.name, 'commit-sink', () => new CommitSinkOperator(sink as TwoPhaseCommitSink<unknown, unknown>));
   }
 
   protected sink(name: string, kind: string, factory: OperatorFactory): DataSink {

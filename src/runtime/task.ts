@@ -185,6 +185,7 @@ export class StreamTask implements Schedulable {
       operatorState: new OperatorStateStore(where),
       restoredCheckpointId: d.restore?.checkpointId,
       objectReuse: d.objectReuse,
+      checkpointing: d.waitForFinalCheckpoint,
       services: d.services,
     };
   }

@@ -111,6 +111,11 @@ export class CommitSinkOperator extends StreamOperator {
   override finish(): void {
     try {
       this.writer.finish?.();
+      // Without checkpoints there is no commit point but the end: commit everything now.
+      if (!this.env.checkpointing) {
+        const last = this.writer.prepareCommit(0);
+        if (last.length > 0) this.enqueueCommit(last);
+      }
     } catch (e) {
       throw this.fail(e, `sink "${this.sink.name}" finish`);
     }

@@ -35,6 +35,8 @@ export interface OperatorEnvironment {
   /** Key selector per input, for keyed operators. */
   readonly keySelectors: readonly (KeySelectorFn | undefined)[];
   readonly operatorState: OperatorStateStore;
+  /** Whether the job checkpoints (sinks commit at checkpoints, else at end of input). */
+  readonly checkpointing: boolean;
   /** Object reuse (env.enableObjectReuse): skip defensive copies of emitted accumulators. */
   readonly objectReuse: boolean;
   /** Id of the checkpoint or savepoint this subtask restored from, if any. */
