@@ -79,6 +79,13 @@ export interface Lifecycle<C> {
   open?(ctx: C): void;
   /** Called once when the subtask ends (finished, cancelled or failed). */
   close?(): void;
+  /**
+   * Checkpoint hook (Flink's CheckpointedFunction.snapshotState): called in the synchronous
+   * phase, before operator state is captured; update operator list state here.
+   */
+  snapshotState?(ctx: { readonly checkpointId: number }): void;
+  /** Called when a checkpoint this subtask took part in has completed (CheckpointListener). */
+  notifyCheckpointComplete?(checkpointId: number): void;
 }
 
 export interface ProcessFunction<I, O> extends Lifecycle<RuntimeContext> {

@@ -34,9 +34,20 @@ export class CorruptStateError extends Error {
   }
 }
 
+/** The part of a file handle the writer needs; injectable so tests can slow or fail writes. */
+export interface WritableFile {
+  write(buffer: Buffer, offset: number, length: number, position: number): Promise<{ bytesWritten: number }>;
+  sync(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export type OpenWritableFile = (path: string) => Promise<WritableFile>;
+
+const openForWrite: OpenWritableFile = (path) => open(path, 'wx');
+
 /** Appends blocks with async writes, one in flight at a time; close() writes the index and syncs. */
 export class StateFileWriter {
-  private fh: FileHandle | undefined;
+  private fh: WritableFile | undefined;
   private offset = HEAD.length;
   private readonly blocks: BlockEntry[] = [];
   private queue: Buffer[] = [];
@@ -46,9 +57,9 @@ export class StateFileWriter {
 
   private constructor(readonly path: string) {}
 
-  static async create(path: string): Promise<StateFileWriter> {
+  static async create(path: string, openFile: OpenWritableFile = openForWrite): Promise<StateFileWriter> {
     const w = new StateFileWriter(path);
-    w.fh = await open(path, 'wx');
+    w.fh = await openFile(path);
     await w.fh.write(HEAD, 0, HEAD.length, 0);
     return w;
   }

@@ -13,7 +13,7 @@ import { encodeGroup, stateMeta, type StateMeta } from '../../state/state-codec.
 import { encodeValue } from '../codec.ts';
 import type { Schedulable, Scheduler } from '../scheduler.ts';
 import type { InternalTimerService, Timer } from '../timers.ts';
-import { StateFileWriter } from '../../checkpoint/state-file.ts';
+import { StateFileWriter, type OpenWritableFile } from '../../checkpoint/state-file.ts';
 
 export interface KeyedSnapshotMeta {
   readonly states: readonly StateMeta[];
@@ -55,6 +55,7 @@ export class KeyedSnapshotJob implements Schedulable, FrozenGroupSink {
     timers: InternalTimerService | undefined,
     private readonly path: string,
     private readonly scheduler: Scheduler,
+    private readonly openFile?: OpenWritableFile,
   ) {
     this.result = new Promise((res, rej) => {
       this.resolve = res;
@@ -85,7 +86,7 @@ export class KeyedSnapshotJob implements Schedulable, FrozenGroupSink {
   }
 
   start(): void {
-    this.opening = StateFileWriter.create(this.path).then(
+    this.opening = StateFileWriter.create(this.path, this.openFile).then(
       (w) => {
         this.writer = w;
         if (this.aborted) void w.abort();

@@ -22,6 +22,7 @@ import { KeyedOperator } from '../operators/keyed.ts';
 import type { Scheduler } from '../scheduler.ts';
 import type { BarrierHandler, StreamTask } from '../task.ts';
 import { KeyedSnapshotJob } from './keyed-snapshot.ts';
+import type { OpenWritableFile } from '../../checkpoint/state-file.ts';
 
 export interface CheckpointReporter {
   ack(checkpointId: number, ack: TaskAck): void;
@@ -57,6 +58,8 @@ export class SubtaskCheckpointer implements BarrierHandler {
     private readonly reporter: CheckpointReporter,
     private readonly scheduler: Scheduler,
     private readonly now: () => number = Date.now,
+    /** How state files are opened; tests inject slow or failing I/O. */
+    private readonly openFile?: OpenWritableFile,
   ) {
     let off = 0;
     for (const g of task.gates) {
@@ -214,7 +217,7 @@ export class SubtaskCheckpointer implements BarrierHandler {
           dirMade = true;
         }
         const file = `${op.env.taskInfo.operatorId.slice(0, 16)}-${task.d.subtaskIndex}.state`;
-        const job = new KeyedSnapshotJob(op.backend, op.timerServiceIfCreated(), join(req.location, file), this.scheduler);
+        const job = new KeyedSnapshotJob(op.backend, op.timerServiceIfCreated(), join(req.location, file), this.scheduler, this.openFile);
         h.job = job;
         h.file = file;
         h.range = { start: op.backend.range.start, end: op.backend.range.end };
