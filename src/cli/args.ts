@@ -12,12 +12,28 @@ export const USAGE = `weir: a stateful stream processor for TypeScript
 
 Usage:
   weir run <job.ts|job.js> [options] [-- job args]
+  weir checkpoints <checkpoint-dir> [--json]
 
 Options for run:
-  -p, --parallelism N   default parallelism of operators (default: number of workers)
-  -w, --workers N       worker threads (default: number of cores); 1 runs in one thread
-      --verbose         print stack traces with errors
-  -h, --help            show this help
+  -p, --parallelism N                 default parallelism of operators (default: number of workers)
+  -w, --workers N                     worker threads (default: number of cores); 1 runs in one thread
+      --config FILE                   JSON file with Flink configuration keys (execution.checkpointing.*, restart-strategy.*)
+      --checkpoint-dir DIR            where checkpoints go (a folder per job and checkpoint)
+      --checkpoint-interval D         checkpoint every D (e.g. 1s, 500ms); turns checkpointing on
+      --checkpoint-mode M             exactly-once (default) or at-least-once
+      --checkpoint-timeout D          a checkpoint not done in D fails as expired (default 10min)
+      --checkpoint-min-pause D        least time from one checkpoint's end to the next's start (default 0)
+      --checkpoint-max-concurrent N   checkpoints in flight at once (default 1)
+      --checkpoint-tolerable-failures N  consecutive failed checkpoints tolerated before the job fails over (default 0)
+      --checkpoint-retention R        none (default), delete-on-cancel or retain-on-cancel
+      --checkpoints-retained N        completed checkpoints kept (default 1)
+      --restart-strategy S            none, fixed-delay, failure-rate or exponential-delay (default with checkpointing)
+      --restart-attempts N            fixed-delay: attempts (default 1)
+      --restart-delay D               fixed-delay / failure-rate: delay between restarts (default 1s)
+      --from X                        start from: latest, latest-or-empty, or a checkpoint/savepoint path
+      --allow-non-restored-state      drop snapshot state of operators the job no longer has
+      --verbose                       print stack traces with errors
+  -h, --help                          show this help
 `;
 
 type Options = NonNullable<ParseArgsConfig['options']>;

@@ -3,6 +3,7 @@
  * throws) ends in a one-line message and a non-zero exit; stacks only with --verbose.
  */
 import { runCommand } from './run.ts';
+import { checkpointsCommand } from './checkpoints.ts';
 import { CliError, oneLine, USAGE } from './args.ts';
 
 async function main(argv: string[]): Promise<number> {
@@ -12,6 +13,8 @@ async function main(argv: string[]): Promise<number> {
     switch (command) {
       case 'run':
         return await runCommand(rest);
+      case 'checkpoints':
+        return await checkpointsCommand(rest);
       case undefined:
       case '-h':
       case '--help':
@@ -36,6 +39,12 @@ export function reportError(e: unknown, verbose: boolean): void {
   process.stderr.write(`weir: error: ${oneLine(msg)}\n`);
   if (verbose && e instanceof Error && e.stack) process.stderr.write(e.stack + '\n');
 }
+
+// Output piped into a command that stops reading (| head) is not an error.
+process.stdout.on('error', (e: NodeJS.ErrnoException) => {
+  if (e.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+  throw e;
+});
 
 const code = await main(process.argv.slice(2));
 process.exitCode = code;

@@ -1,0 +1,98 @@
+/**
+ * weir checkpoints DIR [--json]: the checkpoint history of the job(s) in a checkpoint
+ * directory, read offline from each job's checkpoint-history.jsonl and its retained chk-<n>
+ * folders: status, trigger time, duration, size, per-subtask sync/async/alignment/start-delay
+ * maxima, failure reasons; a summary (min/avg/max) like Flink's checkpoint tab.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { LocalCheckpointStorage, isDirectory } from '../checkpoint/storage.ts';
+import { summarize } from '../checkpoint/stats.ts';
+import { CliError, parseFlags } from './args.ts';
+import { fmtBytes } from './run.ts';
+
+interface HistoryEntry {
+  id: number;
+  status: string;
+  type: string;
+  triggerTimestamp: number;
+  endToEndDurationMs?: number;
+  stateSize: number;
+  checkpointedSize: number;
+  numAcknowledged: number;
+  numSubtasks: number;
+  subtasks: Record<string, { syncMs: number; asyncMs: number; alignmentMs: number; startDelayMs: number; stateSize: number }>;
+  failureReason?: string;
+  failureMessage?: string;
+  externalPath?: string;
+  attempt: number;
+}
+
+export async function checkpointsCommand(argv: string[]): Promise<number> {
+  const { values, positionals } = parseFlags(argv, { json: { type: 'boolean' }, verbose: { type: 'boolean' } }, 'checkpoints');
+  if (positionals.length !== 1) throw new CliError('checkpoints: give one checkpoint directory, e.g. weir checkpoints /tmp/chk');
+  const dir = positionals[0]!;
+  if (!isDirectory(dir)) throw new CliError(`checkpoints: ${dir} is not a directory`);
+  const storage = new LocalCheckpointStorage(dir);
+  const skipped: string[] = [];
+  const jobs = [];
+  for (const jobId of await storage.jobs()) {
+    const historyFile = join(storage.jobDir(jobId), 'checkpoint-history.jsonl');
+    const history: HistoryEntry[] = [];
+    if (existsSync(historyFile)) {
+      readFileSync(historyFile, 'utf8').split('\n').forEach((line, i) => {
+        if (line.trim() === '') return;
+        try {
+          history.push(JSON.parse(line) as HistoryEntry);
+        } catch {
+          skipped.push(`${historyFile}:${i + 1}: unreadable history line (torn write)`);
+        }
+      });
+    }
+    const retained = await storage.completed(jobId, (l) => skipped.push(l.replace(/^weir: /, '')));
+    if (history.length === 0 && retained.length === 0) continue;
+    jobs.push({ jobId, jobName: retained[retained.length - 1]?.metadata.jobName, history, retained });
+  }
+  if (values.json) {
+    process.stdout.write(JSON.stringify({
+      jobs: jobs.map((j) => ({
+        jobId: j.jobId, jobName: j.jobName, history: j.history,
+        retained: j.retained.map((r) => ({ id: r.metadata.checkpointId, path: r.path, type: r.metadata.type, completedAt: r.metadata.completedAt, stateSize: r.metadata.stats.stateSize })),
+      })),
+      warnings: skipped,
+    }, null, 2) + '\n');
+    return 0;
+  }
+  if (jobs.length === 0) {
+    process.stdout.write(`no checkpoints in ${dir}\n`);
+  }
+  for (const j of jobs) {
+    const completed = j.history.filter((h) => h.status === 'COMPLETED');
+    const failed = j.history.filter((h) => h.status === 'FAILED');
+    process.stdout.write(`job ${j.jobId}${j.jobName ? ` "${j.jobName}"` : ''}: ${completed.length} completed, ${failed.length} failed\n`);
+    for (const r of j.retained) {
+      process.stdout.write(`  retained: chk-${r.metadata.checkpointId} (${new Date(r.metadata.completedAt).toISOString()}, ${fmtBytes(r.metadata.stats.stateSize)}) ${r.path}\n`);
+    }
+    const d = summarize(completed.map((h) => h.endToEndDurationMs ?? 0));
+    const s = summarize(completed.map((h) => h.stateSize));
+    if (d && s) {
+      process.stdout.write(`  summary: duration min ${d.min} / avg ${d.avg.toFixed(0)} / max ${d.max} ms; size min ${fmtBytes(s.min)} / avg ${fmtBytes(Math.round(s.avg))} / max ${fmtBytes(s.max)}\n`);
+    }
+    const rows = [['ID', 'STATUS', 'TYPE', 'TRIGGERED', 'DURATION', 'SIZE', 'ACKS', 'SYNC', 'ASYNC', 'ALIGN', 'DELAY', 'REASON']];
+    for (const h of [...j.history].sort((a, b) => b.id - a.id)) {
+      const st = Object.values(h.subtasks ?? {});
+      const max = (f: (x: (typeof st)[number]) => number) => (st.length ? `${Math.max(...st.map(f)).toFixed(1)}` : '-');
+      rows.push([
+        String(h.id), h.status, h.type, new Date(h.triggerTimestamp).toISOString().replace('T', ' ').replace('Z', ''),
+        h.endToEndDurationMs !== undefined ? `${h.endToEndDurationMs} ms` : '-', fmtBytes(h.stateSize), `${h.numAcknowledged}/${h.numSubtasks}`,
+        max((x) => x.syncMs), max((x) => x.asyncMs), max((x) => x.alignmentMs), max((x) => x.startDelayMs),
+        h.failureReason ? `${h.failureReason}: ${h.failureMessage ?? ''}` : '',
+      ]);
+    }
+    const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
+    for (const r of rows) process.stdout.write('  ' + r.map((x, c) => (c === r.length - 1 ? x : x.padEnd(widths[c]!))).join('  ').trimEnd() + '\n');
+    process.stdout.write('  (SYNC, ASYNC, ALIGN, DELAY: maximum over subtasks, ms)\n');
+  }
+  for (const w of skipped) process.stderr.write(`weir: warning: ${w}\n`);
+  return 0;
+}

@@ -1,0 +1,60 @@
+/** weir checkpoints: history and retained checkpoints of a real run, as a table and as JSON. */
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync, appendFileSync, readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+const weir = (...args: string[]) => spawnSync(process.execPath, [join(ROOT, 'bin/weir.js'), ...args], { cwd: ROOT, encoding: 'utf8' });
+
+let dir: string;
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'weir-cpcli-'));
+  const r = weir('run', 'examples/word-count.ts', '-w', '1', '--checkpoint-dir', join(dir, 'chk'), '--checkpoint-interval', '50ms',
+    '--checkpoint-retention', 'retain-on-cancel', '--', '400000');
+  expect(r.status, r.stderr).toBe(0);
+}, 60_000);
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('weir checkpoints', () => {
+  it('prints the history with statuses, durations, sizes and per-subtask maxima', () => {
+    const r = weir('checkpoints', join(dir, 'chk'));
+    expect(r.status).toBe(0);
+    const lines = r.stdout.split('\n');
+    expect(lines[0]).toMatch(/^job [0-9a-f]{32}: (\d+) completed, 0 failed$/);
+    expect(lines.some((l) => /^ {2}ID +STATUS +TYPE +TRIGGERED +DURATION +SIZE +ACKS +SYNC +ASYNC +ALIGN +DELAY +REASON$/.test(l))).toBe(true);
+    const rows = lines.filter((l) => /^ {2}\d+ +COMPLETED +checkpoint /.test(l));
+    expect(rows.length).toBeGreaterThanOrEqual(2); // periodic ones and the final one
+    expect(rows[0]).toMatch(/ \d+ ms +\d+(\.\d)? (B|KiB) +2\/2 /);
+  });
+
+  it('gives the same data as JSON, and flags an unreadable history line without failing', () => {
+    const chk = join(dir, 'chk');
+    const job = readdirSync(chk)[0]!;
+    appendFileSync(join(chk, job, 'checkpoint-history.jsonl'), '{"id": 99, "status": "COMPL');
+    const r = weir('checkpoints', chk, '--json');
+    expect(r.status).toBe(0);
+    const out = JSON.parse(r.stdout) as { jobs: { jobId: string; history: { id: number; status: string; subtasks: object }[] }[]; warnings: string[] };
+    expect(out.jobs).toHaveLength(1);
+    expect(out.jobs[0]!.jobId).toBe(job);
+    const ids = out.jobs[0]!.history.map((h) => h.id);
+    expect(ids.length).toBeGreaterThanOrEqual(2);
+    expect(ids).toEqual([...ids].sort((a, b) => a - b));
+    expect(out.jobs[0]!.history.every((h) => h.status === 'COMPLETED' && Object.keys(h.subtasks).length === 2)).toBe(true);
+    expect(out.warnings.some((w) => /unreadable history line/.test(w))).toBe(true);
+  });
+
+  it('rejects a path that is not a directory, and an empty directory has no checkpoints', () => {
+    const f = join(dir, 'file');
+    writeFileSync(f, 'x');
+    const bad = weir('checkpoints', f);
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toBe(`weir: error: checkpoints: ${f} is not a directory\n`);
+    const empty = mkdtempSync(join(tmpdir(), 'weir-cpcli-empty-'));
+    const r = weir('checkpoints', empty);
+    expect(r.stdout).toBe(`no checkpoints in ${empty}\n`);
+    rmSync(empty, { recursive: true });
+  });
+});
