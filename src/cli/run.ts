@@ -61,7 +61,25 @@ export async function runCommand(argv: string[]): Promise<number> {
   if (restart !== undefined) opts.restartStrategy = restart;
   if (from !== undefined) opts.from = from;
   if (v['allow-non-restored-state']) opts.allowNonRestoredState = true;
+  // Ctrl-C / SIGTERM cancel the job: checkpoints are kept or deleted per the retention setting.
+  const cancel = new AbortController();
+  let signalled: NodeJS.Signals | undefined;
+  const onSignal = (s: NodeJS.Signals) => {
+    if (signalled !== undefined) process.exit(s === 'SIGINT' ? 130 : 143); // a second signal: stop now
+    signalled = s;
+    process.stderr.write(`weir: ${s}: cancelling the job\n`);
+    cancel.abort();
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
+  opts.signal = cancel.signal;
   const result = await runJob(positionals[0]!, opts);
+  process.off('SIGINT', onSignal);
+  process.off('SIGTERM', onSignal);
+  if (result.status === 'CANCELED') {
+    process.stderr.write(`weir: job "${result.graph.jobName}" cancelled; job id ${result.jobId}\n`);
+    return signalled === 'SIGTERM' ? 143 : 130;
+  }
   if (result.status === 'FINISHED') {
     process.stderr.write(`weir: job "${result.graph.jobName}" finished in ${(result.durationMs / 1000).toFixed(2)} s (${result.progress.recordsIn} records in, ${result.progress.recordsOut} out); job id ${result.jobId}\n`);
     return 0;

@@ -57,6 +57,8 @@ export interface RunOptions {
    */
   readonly from?: string;
   readonly allowNonRestoredState?: boolean;
+  /** Aborting cancels the job (CANCELED; checkpoints kept or deleted per retention). */
+  readonly signal?: AbortSignal;
 }
 
 export interface Progress {
@@ -105,7 +107,7 @@ interface ExecutorHandle {
   terminate(): Promise<void>;
 }
 
-type AttemptOutcome = { status: 'FINISHED' } | { status: 'FAILED'; error: SerializedError; corruptCheckpoint?: string };
+type AttemptOutcome = { status: 'FINISHED' } | { status: 'CANCELED' } | { status: 'FAILED'; error: SerializedError; corruptCheckpoint?: string };
 
 export async function runJob(job: string | JobDefinition, options: RunOptions = {}): Promise<JobResult> {
   const workers = options.workers ?? availableParallelism();
@@ -175,9 +177,16 @@ class JobMaster {
       this.restartSettings ? resolveRestartStrategy(this.restartSettings, 'restart strategy') : defaultRestartStrategy(this.checkpointing),
     );
     let outcome: AttemptOutcome;
+    const signal = this.options.signal;
+    const onAbort = () => this.current?.cancel();
+    signal?.addEventListener('abort', onAbort);
     for (;;) {
-      outcome = await this.runAttempt();
-      if (outcome.status === 'FINISHED') break;
+      outcome = signal?.aborted ? { status: 'CANCELED' } : await this.runAttempt();
+      if (outcome.status === 'FINISHED' || outcome.status === 'CANCELED') break;
+      if (signal?.aborted) {
+        outcome = { status: 'CANCELED' };
+        break;
+      }
       if (outcome.corruptCheckpoint !== undefined) {
         // Not the job's fault: the snapshot is bad. Try the previous one without spending a restart.
         this.badCheckpoints.add(outcome.corruptCheckpoint);
@@ -201,10 +210,12 @@ class JobMaster {
       );
       await new Promise((r) => setTimeout(r, d.delayMs));
     }
-    const status: 'FINISHED' | 'FAILED' = outcome.status;
+    signal?.removeEventListener('abort', onAbort);
+    const status = outcome.status;
     await this.cleanupOnEnd(status);
     const error = outcome.status === 'FAILED' ? outcome.error : undefined;
-    return new JobResult(this.jobId, status, error, this.collected, Date.now() - this.started, this.current!.progress(), this.graph, this.attempt, this.stats);
+    const progress = this.current?.progress() ?? { elapsedMs: 0, recordsIn: 0, recordsOut: 0, heapUsed: 0, attempt: 0, lastCheckpoint: undefined };
+    return new JobResult(this.jobId, status, error, this.collected, Date.now() - this.started, progress, this.graph, this.attempt, this.stats);
   }
 
   /** Decides where the first attempt starts: fresh, or from --from. */
@@ -245,7 +256,7 @@ class JobMaster {
     return undefined;
   }
 
-  private async cleanupOnEnd(status: 'FINISHED' | 'FAILED'): Promise<void> {
+  private async cleanupOnEnd(status: 'FINISHED' | 'FAILED' | 'CANCELED'): Promise<void> {
     if (!this.storage || !this.checkpointing) return;
     if (!discardOnJobEnd(this.config.retention, status)) return;
     for (const c of await this.storage.completed(this.jobId)) {
@@ -626,6 +637,11 @@ class Attempt {
       format: 'weir-checkpoint', version: METADATA_VERSION, jobId: this.jm.id, jobName: graph.jobName, checkpointId: id, type,
       timestamp, completedAt: now, operators: [...byOp.values()], enumerators, stats: { stateSize, subtasks: subtaskStats },
     };
+  }
+
+  /** Cancels the attempt (the user asked to cancel the job). */
+  cancel(): void {
+    this.end({ status: 'CANCELED' });
   }
 
   private fail(error: SerializedError, corruptCheckpoint?: string): void {
