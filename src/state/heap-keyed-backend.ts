@@ -139,7 +139,8 @@ export class HeapKeyedStateBackend {
       t = new StateTable(desc, this.range);
       const r = this.restored.get(desc.name);
       if (r !== undefined) {
-        const decode = restoreDecoder(this.where, r.meta, desc);
+        // The backend's clock, not Date.now(): TTL checks compare against this.clock.now().
+        const decode = restoreDecoder(this.where, r.meta, desc, () => this.clock.now());
         for (const [kg, bytes] of r.groups) {
           const m = new Map<NormKey, unknown>();
           for (const [k, v] of decodeGroup(bytes)) m.set(k, decode(v));

@@ -51,8 +51,12 @@ export class StateRestoreError extends Error {
   }
 }
 
-/** Checks a restored state against the descriptor now in use and returns a decoder for its values. */
-export function restoreDecoder(where: string, meta: StateMeta, d: AnyStateDescriptor): (raw: unknown) => unknown {
+/**
+ * Checks a restored state against the descriptor now in use and returns a decoder for its values.
+ * `now` is the backend's processing-time clock: values of a state that gains a TTL at restore are
+ * stamped with it (not Date.now()), so their expiry is measured on the same clock TTL checks use.
+ */
+export function restoreDecoder(where: string, meta: StateMeta, d: AnyStateDescriptor, now: () => number = Date.now): (raw: unknown) => unknown {
   if (meta.kind !== d.kind) {
     throw new StateRestoreError(`${where}: state "${d.name}" was written as ${meta.kind} state and is now declared as ${d.kind} state; a state's kind cannot change`);
   }
@@ -75,7 +79,7 @@ export function restoreDecoder(where: string, meta: StateMeta, d: AnyStateDescri
       ? (st: unknown) => ({ v: base((st as { v: unknown }).v), t: (st as { t: number }).t })
       : (st: unknown) => base((st as { v: unknown }).v)
     : ttlNow
-      ? (v: unknown) => ({ v: base(v), t: Date.now() })
+      ? (v: unknown) => ({ v: base(v), t: now() })
       : base;
   switch (d.kind) {
     case 'list':

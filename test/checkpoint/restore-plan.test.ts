@@ -1,0 +1,287 @@
+/**
+ * planRestore: how a completed checkpoint's state is redistributed over the job as it is now
+ * (the same or another parallelism): keyed state files by overlapping key-group ranges,
+ * split list state cut contiguously, union list state and broadcast state to everyone, source
+ * splits dealt out k mod p, sink committables spread so each is committed by exactly one
+ * subtask; unmatched operator state and a changed max parallelism refused clearly.
+ * Job graphs are built with the real API.
+ */
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { StreamExecutionEnvironment } from '../../src/api/environment.ts';
+import { METADATA_VERSION, type CheckpointMetadata, type OperatorStateMeta, type SubtaskStateMeta } from '../../src/checkpoint/metadata.ts';
+import { planRestore, RestoreError, type RestorePlan } from '../../src/checkpoint/restore-plan.ts';
+import { planExecution } from '../../src/graph/execution-plan.ts';
+import { buildJobGraph, type JobGraph } from '../../src/graph/job-graph.ts';
+import type { StreamNode } from '../../src/graph/stream-graph.ts';
+import { encodeValue } from '../../src/runtime/codec.ts';
+import type { InlineOperatorState } from '../../src/runtime/operators/operator.ts';
+import { keyGroupRangeForSubtask } from '../../src/state/key-groups.ts';
+
+const DIR = '/checkpoints/job/chk-7';
+
+interface Shape {
+  sourceP: number;
+  mapP: number;
+  keyedP: number;
+  sinkP: number;
+  maxP?: number;
+}
+
+/** source(uid src) -> map(uid map) -> keyBy -> process(uid keyed) -> sink(uid sink), each with its own parallelism. */
+function job(s: Shape): { graph: JobGraph; node: (uid: string) => StreamNode; vertexOf: (uid: string) => number } {
+  const env = new StreamExecutionEnvironment({ defaultParallelism: 1 });
+  const keyed = env
+    .fromGenerator((i) => ({ k: `k${i % 10}`, v: i }), { count: 100 })
+    .uid('src')
+    .setParallelism(s.sourceP)
+    .map((r) => r)
+    .uid('map')
+    .setParallelism(s.mapP)
+    .keyBy((r) => r.k)
+    .process<number>({ processElement(r, _ctx, out) { out.collect(r.v); } })
+    .uid('keyed')
+    .setParallelism(s.keyedP);
+  if (s.maxP !== undefined) keyed.setMaxParallelism(s.maxP);
+  keyed.rebalance().addSink(() => {}).uid('sink').setParallelism(s.sinkP);
+  const graph = buildJobGraph(env);
+  const all = graph.vertices.flatMap((v) => v.operators.map((o) => ({ v: v.index, node: o.node })));
+  const find = (uid: string) => {
+    const f = all.find((x) => x.node.transformation.uid === uid);
+    if (!f) throw new Error(`no operator with uid ${uid}`);
+    return f;
+  };
+  return { graph, node: (uid) => find(uid).node, vertexOf: (uid) => find(uid).v };
+}
+
+function inline(s: InlineOperatorState): string {
+  return Buffer.from(encodeValue(s)).toString('base64');
+}
+
+function op(node: StreamNode | { id: string; name: string; uid?: string }, parallelism: number, maxParallelism: number, keyed: boolean, subtasks: SubtaskStateMeta[]): OperatorStateMeta {
+  const uid = 'transformation' in node ? node.transformation.uid : node.uid;
+  return { id: node.id, name: node.name, uid, parallelism, maxParallelism, keyed, subtasks };
+}
+
+function metadata(operators: OperatorStateMeta[], enumerators: Record<string, unknown[]> = {}): CheckpointMetadata {
+  return {
+    format: 'weir-checkpoint', version: METADATA_VERSION, jobId: 'j', jobName: 'restore plan test', checkpointId: 7, type: 'checkpoint',
+    timestamp: 1, completedAt: 2, operators, enumerators, stats: { stateSize: 0, subtasks: {} },
+  };
+}
+
+function plan(m: CheckpointMetadata, j: ReturnType<typeof job>, allow = false, workers = 2): RestorePlan {
+  return planRestore(m, DIR, j.graph, planExecution(j.graph, workers), allow);
+}
+
+function inlineOf(p: RestorePlan, vertex: number, subtask: number, opId: string): InlineOperatorState | undefined {
+  return p.tasks[`${vertex}:${subtask}`]?.operators[opId]?.inline;
+}
+
+describe('keyed state: files by overlapping key-group ranges', () => {
+  const old = [0, 1].map((i) => keyGroupRangeForSubtask(128, 2, i));
+  const files = old.map((r, i): SubtaskStateMeta => ({ subtask: i, file: `keyed-${i}.state`, fileSize: 100 + i, keyGroupRange: r, stateSize: 50 }));
+
+  for (const p of [1, 2, 3, 4, 7]) {
+    it(`2 -> ${p}: each subtask gets exactly the files whose range overlaps its own`, () => {
+      const j = job({ sourceP: 1, mapP: 1, keyedP: p, sinkP: 1, maxP: 128 });
+      const keyed = j.node('keyed');
+      const r = plan(metadata([op(keyed, 2, 128, true, files)]), j);
+      const v = j.vertexOf('keyed');
+      const covered = new Map<number, number>(); // key group -> how many subtasks read it from a file
+      for (let i = 0; i < p; i++) {
+        const mine = keyGroupRangeForSubtask(128, p, i);
+        const got = r.tasks[`${v}:${i}`]?.operators[keyed.id]?.keyedFiles ?? [];
+        const want = files.filter((f) => f.keyGroupRange!.start <= mine.end && mine.start <= f.keyGroupRange!.end);
+        expect(got).toEqual(want.map((f) => ({ path: join(DIR, f.file!), size: f.fileSize })));
+        for (let kg = mine.start; kg <= mine.end; kg++) {
+          const holders = got.filter((g) => {
+            const f = files.find((x) => join(DIR, x.file!) === g.path)!;
+            return kg >= f.keyGroupRange!.start && kg <= f.keyGroupRange!.end;
+          });
+          expect(holders, `key group ${kg}`).toHaveLength(1);
+          covered.set(kg, (covered.get(kg) ?? 0) + 1);
+        }
+        expect(r.tasks[`${v}:${i}`]!.checkpointId).toBe(7);
+      }
+      // Every key group is read by exactly one new subtask.
+      expect([...covered.keys()].sort((a, b) => a - b)).toEqual(Array.from({ length: 128 }, (_, i) => i));
+      expect([...covered.values()].every((c) => c === 1)).toBe(true);
+    });
+  }
+
+  it('a changed max parallelism of keyed state is refused with a message saying how to fix it', () => {
+    const j = job({ sourceP: 1, mapP: 1, keyedP: 2, sinkP: 1, maxP: 256 });
+    const keyed = j.node('keyed');
+    const m = metadata([op(keyed, 2, 128, true, files)]);
+    expect(() => plan(m, j)).toThrow(RestoreError);
+    expect(() => plan(m, j)).toThrow(`operator "${keyed.name}" was checkpointed with max parallelism 128 and now has 256`);
+    expect(() => plan(m, j)).toThrow(/setMaxParallelism\(128\)/);
+  });
+
+  it('a changed max parallelism of a non-keyed operator is fine', () => {
+    const j = job({ sourceP: 1, mapP: 2, keyedP: 2, sinkP: 1, maxP: 128 });
+    const map = j.node('map');
+    const m = metadata([op(map, 2, map.maxParallelism * 2, false, [{ subtask: 0, inline: inline({ lists: { l: { distribution: 'split', items: [1] } } }), stateSize: 3 }])]);
+    expect(() => plan(m, j)).not.toThrow();
+  });
+});
+
+describe('operator list state', () => {
+  const states = [
+    { lists: { buf: { distribution: 'split' as const, items: [1, 2, 3] }, all: { distribution: 'union' as const, items: ['a'] } } },
+    { lists: { buf: { distribution: 'split' as const, items: [4, 5] }, all: { distribution: 'union' as const, items: ['b', 'c'] } } },
+    { lists: { buf: { distribution: 'split' as const, items: [] }, all: { distribution: 'union' as const, items: [] } } },
+  ];
+
+  for (const p of [1, 2, 3, 5, 6]) {
+    it(`3 -> ${p}: split state is cut into contiguous parts, union state goes whole to everyone`, () => {
+      const j = job({ sourceP: 1, mapP: p, keyedP: 1, sinkP: 1 });
+      const map = j.node('map');
+      const m = metadata([op(map, 3, 128, false, states.map((s, i) => ({ subtask: i, inline: inline(s), stateSize: 10 })))]);
+      const r = plan(m, j);
+      const v = j.vertexOf('map');
+      const parts: unknown[][] = [];
+      for (let i = 0; i < p; i++) {
+        const s = inlineOf(r, v, i, map.id)!;
+        expect(s.lists!.buf!.distribution).toBe('split');
+        expect(s.lists!.all).toEqual({ distribution: 'union', items: ['a', 'b', 'c'] });
+        parts.push(s.lists!.buf!.items);
+      }
+      // Concatenated in subtask order, the parts are the old lists concatenated: contiguous, each item once.
+      expect(parts.flat()).toEqual([1, 2, 3, 4, 5]);
+      // Balanced: sizes differ by at most one.
+      const sizes = parts.map((x) => x.length);
+      expect(Math.max(...sizes) - Math.min(...sizes)).toBeLessThanOrEqual(1);
+    });
+  }
+
+  it('union state is a copy per subtask (mutating one does not change another)', () => {
+    const j = job({ sourceP: 1, mapP: 2, keyedP: 1, sinkP: 1 });
+    const map = j.node('map');
+    const r = plan(metadata([op(map, 3, 128, false, states.map((s, i) => ({ subtask: i, inline: inline(s), stateSize: 10 })))]), j);
+    const v = j.vertexOf('map');
+    inlineOf(r, v, 0, map.id)!.lists!.all!.items.push('x');
+    expect(inlineOf(r, v, 1, map.id)!.lists!.all!.items).toEqual(['a', 'b', 'c']);
+  });
+});
+
+describe('broadcast state', () => {
+  it('is given to every subtask, whatever the new parallelism', () => {
+    const j = job({ sourceP: 1, mapP: 4, keyedP: 1, sinkP: 1 });
+    const map = j.node('map');
+    const rules: [unknown, unknown][] = [['r1', { limit: 3 }], ['r2', { limit: 9 }]];
+    const subtasks = [0, 1].map((i) => ({ subtask: i, inline: inline({ broadcast: { rules } }), stateSize: 20 }));
+    const r = plan(metadata([op(map, 2, 128, false, subtasks)]), j);
+    for (let i = 0; i < 4; i++) expect(inlineOf(r, j.vertexOf('map'), i, map.id)).toEqual({ broadcast: { rules } });
+  });
+});
+
+describe('source splits', () => {
+  for (const p of [1, 2, 3, 4]) {
+    it(`splits of 2 readers plus unassigned ones are dealt out k mod ${p}, positions kept`, () => {
+      const j = job({ sourceP: p, mapP: 1, keyedP: 1, sinkP: 1 });
+      const src = j.node('src');
+      const a = { id: 'lane-0', lane: 0, lanes: 4, next: 40 };
+      const b = { id: 'lane-2', lane: 2, lanes: 4, next: 42 };
+      const c = { id: 'lane-1', lane: 1, lanes: 4, next: 17 };
+      const d = { id: 'lane-3', lane: 3, lanes: 4, next: 3 };
+      const m = metadata(
+        [op(src, 2, 128, false, [{ subtask: 0, inline: inline({ splits: [a, b] }), stateSize: 10 }, { subtask: 1, inline: inline({ splits: [c] }), stateSize: 5 }])],
+        { [src.id]: [d] },
+      );
+      const r = plan(m, j);
+      const v = j.vertexOf('src');
+      const all = [a, b, c, d];
+      for (let i = 0; i < p; i++) expect(r.splits[`${v}:${i}`]).toEqual(all.filter((_, k) => k % p === i));
+      expect(Object.keys(r.splits).filter((k) => k.startsWith(`${v}:`))).toHaveLength(p);
+    });
+  }
+
+  it('a source whose readers had no splits left restores with none (it does not start over)', () => {
+    const j = job({ sourceP: 2, mapP: 1, keyedP: 1, sinkP: 1 });
+    const src = j.node('src');
+    const m = metadata([op(src, 2, 128, false, [{ subtask: 0, inline: inline({ splits: [] }), stateSize: 1 }, { subtask: 1, inline: inline({ splits: [] }), stateSize: 1 }])]);
+    const r = plan(m, j);
+    const v = j.vertexOf('src');
+    expect(r.splits[`${v}:0`]).toEqual([]);
+    expect(r.splits[`${v}:1`]).toEqual([]);
+  });
+});
+
+describe('sink committables', () => {
+  for (const [oldP, p] of [[3, 1], [3, 2], [2, 3], [1, 4]] as const) {
+    it(`${oldP} -> ${p}: each committable goes to exactly one subtask`, () => {
+      const j = job({ sourceP: 1, mapP: 1, keyedP: 1, sinkP: p });
+      const sink = j.node('sink');
+      const subtasks = Array.from({ length: oldP }, (_, i) => ({
+        subtask: i,
+        inline: inline({ committables: Array.from({ length: i + 2 }, (_, k) => ({ pending: `.part-${i}-${k}.pending`, final: `part-${i}-${k}` })) }),
+        stateSize: 10,
+      }));
+      const r = plan(metadata([op(sink, oldP, 128, false, subtasks)]), j);
+      const v = j.vertexOf('sink');
+      const seen: string[] = [];
+      for (let i = 0; i < p; i++) for (const c of inlineOf(r, v, i, sink.id)?.committables ?? []) seen.push((c as { final: string }).final);
+      const want = subtasks.flatMap((s, i) => Array.from({ length: i + 2 }, (_, k) => `part-${i}-${k}`));
+      expect(seen.sort()).toEqual(want.sort());
+      expect(new Set(seen).size).toBe(seen.length);
+    });
+  }
+});
+
+describe('operator matching', () => {
+  it('state of an operator the job no longer has fails the restore, listing the operators by name and uid', () => {
+    const j = job({ sourceP: 1, mapP: 1, keyedP: 1, sinkP: 1 });
+    const gone1 = { id: 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa', name: 'Old Dedup', uid: 'dedup' };
+    const gone2 = { id: 'bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb', name: 'Old Enrich' };
+    const m = metadata([
+      op(gone1, 1, 128, true, [{ subtask: 0, file: 'x.state', fileSize: 10, keyGroupRange: { start: 0, end: 127 }, stateSize: 10 }]),
+      op(gone2, 1, 128, false, [{ subtask: 0, inline: inline({ lists: { l: { distribution: 'split', items: [1] } } }), stateSize: 4 }]),
+      op(j.node('map'), 1, 128, false, [{ subtask: 0, inline: inline({ lists: { l: { distribution: 'split', items: [1] } } }), stateSize: 4 }]),
+    ]);
+    expect(() => plan(m, j)).toThrow(RestoreError);
+    let msg = '';
+    try {
+      plan(m, j);
+    } catch (e) {
+      msg = (e as Error).message;
+    }
+    expect(msg).toContain('"Old Dedup" (uid dedup)');
+    expect(msg).toContain('"Old Enrich"');
+    expect(msg).not.toContain(j.node('map').name);
+    expect(msg).toMatch(/allow-non-restored-state/);
+  });
+
+  it('when allowed, unmatched state is dropped and reported; matched state is still restored', () => {
+    const j = job({ sourceP: 1, mapP: 1, keyedP: 1, sinkP: 1 });
+    const gone = { id: 'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa', name: 'Old Dedup', uid: 'dedup' };
+    const map = j.node('map');
+    const m = metadata([
+      op(gone, 1, 128, false, [{ subtask: 0, inline: inline({ lists: { l: { distribution: 'split', items: [1] } } }), stateSize: 4 }]),
+      op(map, 1, 128, false, [{ subtask: 0, inline: inline({ lists: { l: { distribution: 'split', items: [9] } } }), stateSize: 4 }]),
+    ]);
+    const r = plan(m, j, true);
+    expect(r.unmatched).toEqual([gone.id]);
+    expect(inlineOf(r, j.vertexOf('map'), 0, map.id)).toEqual({ lists: { l: { distribution: 'split', items: [9] } } });
+    expect(JSON.stringify(r.tasks)).not.toContain(gone.id);
+  });
+
+  it('an unmatched operator without state is no reason to fail', () => {
+    const j = job({ sourceP: 1, mapP: 1, keyedP: 1, sinkP: 1 });
+    const m = metadata([op({ id: 'cccccccccccccccccccccccccccccccc', name: 'Stateless' }, 1, 128, false, [{ subtask: 0, stateSize: 0 }])]);
+    expect(plan(m, j).unmatched).toEqual([]);
+  });
+
+  it('operators new in the job start empty: no entry for them', () => {
+    const j = job({ sourceP: 1, mapP: 1, keyedP: 1, sinkP: 1 });
+    const map = j.node('map');
+    const r = plan(metadata([op(map, 1, 128, false, [{ subtask: 0, inline: inline({ lists: { l: { distribution: 'split', items: [1] } } }), stateSize: 4 }])]), j);
+    for (const uid of ['keyed', 'sink']) {
+      const n = j.node(uid);
+      for (const t of Object.values(r.tasks)) expect(t.operators[n.id]).toBeUndefined();
+    }
+    // The source was not in the snapshot: its splits are planned fresh (no restored entry).
+    expect(r.splits).toEqual({});
+  });
+});

@@ -1,0 +1,214 @@
+/**
+ * State files: a round trip with many blocks reads every block back byte for byte, and the
+ * reader refuses a truncated file (cut at several points), a flipped byte in a block (CRC), a
+ * bad header and a size other than the expected one.
+ */
+import { mkdtempSync, readFileSync, rmSync, truncateSync, writeFileSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CorruptStateError, StateFileReader, StateFileWriter } from '../../src/checkpoint/state-file.ts';
+import { Rng } from '../../src/api/random.ts';
+import { testSeed } from '../api/util.ts';
+
+let dir: string;
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), 'weir-statefile-'));
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+let fileNo = 0;
+function fresh(): string {
+  return join(dir, `f${fileNo++}.state`);
+}
+
+/** Writes `blocks` (name, bytes) and returns the file path and its size as close() reported it. */
+async function write(blocks: readonly (readonly [string, Uint8Array])[], meta: unknown = { kind: 'test' }): Promise<{ path: string; size: number }> {
+  const path = fresh();
+  const w = await StateFileWriter.create(path);
+  for (const [name, data] of blocks) w.addBlock(name, data);
+  const size = await w.close(meta);
+  return { path, size };
+}
+
+function bytes(rng: Rng, n: number): Uint8Array {
+  const b = new Uint8Array(n);
+  for (let i = 0; i < n; i++) b[i] = rng.int(256);
+  return b;
+}
+
+async function readAll(path: string, expectedSize?: number): Promise<Map<string, Buffer>> {
+  const r = await StateFileReader.open(path, expectedSize);
+  try {
+    const out = new Map<string, Buffer>();
+    for (const b of r.index.blocks) out.set(b.name, Buffer.from(await r.readBlock(b)));
+    return out;
+  } finally {
+    await r.close();
+  }
+}
+
+async function openError(path: string, expectedSize?: number): Promise<CorruptStateError> {
+  try {
+    const r = await StateFileReader.open(path, expectedSize);
+    await r.close();
+  } catch (e) {
+    expect(e).toBeInstanceOf(CorruptStateError);
+    return e as CorruptStateError;
+  }
+  throw new Error(`expected ${path} to be refused`);
+}
+
+describe('state file round trip', () => {
+  it('reads back many blocks exactly, with the index meta and the size close() reported', async () => {
+    const seed = testSeed('state-file round trip');
+    const rng = new Rng(seed);
+    const blocks: [string, Uint8Array][] = [];
+    // Many blocks, sizes from empty to > 1 MiB so the writer drains mid-way (its 1 MiB bound).
+    for (let i = 0; i < 300; i++) blocks.push([`k/state-${i % 7}/${i}`, bytes(rng, rng.int(3000))]);
+    blocks.push(['k/empty/1', new Uint8Array(0)]);
+    blocks.push(['k/big/2', bytes(rng, (1 << 20) + 12345)]);
+    blocks.push(['t/3', bytes(rng, 17)]);
+    // A block given as a view into a larger buffer: only the view's bytes are stored.
+    const backing = bytes(rng, 100);
+    blocks.push(['k/view/4', backing.subarray(10, 30)]);
+    const meta = { states: [{ name: 'a', version: 3 }], range: { start: 0, end: 127 } };
+    const { path, size } = await write(blocks, meta);
+    expect(statSync(path).size).toBe(size);
+
+    const r = await StateFileReader.open(path, size);
+    try {
+      expect(r.size).toBe(size);
+      expect(r.index.meta).toEqual(meta);
+      expect(r.index.blocks.map((b) => b.name)).toEqual(blocks.map(([n]) => n));
+      // Read in a shuffled order: blocks are independent.
+      const order = blocks.map((_, i) => i);
+      for (let i = order.length - 1; i > 0; i--) {
+        const j = rng.int(i + 1);
+        [order[i], order[j]] = [order[j]!, order[i]!];
+      }
+      for (const i of order) {
+        const got = await r.readBlock(r.index.blocks[i]!);
+        expect(Buffer.from(got).equals(Buffer.from(blocks[i]![1])), `block ${blocks[i]![0]}`).toBe(true);
+      }
+    } finally {
+      await r.close();
+    }
+  });
+
+  it('an empty file (no blocks) is valid', async () => {
+    const { path, size } = await write([], null);
+    const got = await readAll(path, size);
+    expect(got.size).toBe(0);
+  });
+
+  it('refuses to overwrite an existing file', async () => {
+    const path = fresh();
+    writeFileSync(path, 'x');
+    await expect(StateFileWriter.create(path)).rejects.toThrow();
+    expect(readFileSync(path, 'utf8')).toBe('x');
+  });
+});
+
+describe('state file corruption is detected', () => {
+  async function sample(): Promise<{ path: string; size: number; original: Buffer }> {
+    const rng = new Rng(42);
+    const blocks: [string, Uint8Array][] = [];
+    for (let i = 0; i < 20; i++) blocks.push([`k/s/${i}`, bytes(rng, 200 + i)]);
+    const { path, size } = await write(blocks);
+    return { path, size, original: readFileSync(path) };
+  }
+
+  it('truncation at several points: refused when opened, with or without the expected size', async () => {
+    const { path, size, original } = await sample();
+    const cuts = [0, 1, 7, 8, 9, 100, Math.floor(size / 2), size - 30, size - 17, size - 9, size - 1];
+    for (const cut of cuts) {
+      const p = `${path}.cut${cut}`;
+      writeFileSync(p, original.subarray(0, cut));
+      const e1 = await openError(p, size);
+      expect(e1.message).toContain(p);
+      expect(e1.message).toMatch(/truncated|too short|expected/);
+      // Without a size to compare with, the missing trailer gives it away.
+      const e2 = await openError(p);
+      expect(e2.message, `cut at ${cut}`).toMatch(/truncated|too short|trailer|index/);
+    }
+  });
+
+  it('a wrong expected size is refused even when the file itself is intact', async () => {
+    const { path, size } = await sample();
+    const e = await openError(path, size + 1);
+    expect(e.message).toContain(`expected ${size + 1}`);
+    await expect(readAll(path, size)).resolves.toBeDefined();
+  });
+
+  it('a flipped byte in any block fails that block\'s checksum and no other', async () => {
+    const { path, size, original } = await sample();
+    const r0 = await StateFileReader.open(path, size);
+    const blocks = r0.index.blocks;
+    await r0.close();
+    for (const target of [blocks[0]!, blocks[7]!, blocks[blocks.length - 1]!]) {
+      for (const at of [0, Math.floor(target.length / 2), target.length - 1]) {
+        const corrupt = Buffer.from(original);
+        corrupt[target.offset + at] ^= 0x01;
+        const p = `${path}.flip-${target.name.replace(/\//g, '_')}-${at}`;
+        writeFileSync(p, corrupt);
+        // The index is intact: the file opens; reading the damaged block fails with its name.
+        const r = await StateFileReader.open(p, size);
+        try {
+          for (const b of r.index.blocks) {
+            if (b.name === target.name) {
+              await expect(r.readBlock(b)).rejects.toThrow(new RegExp(`block ${target.name} checksum mismatch`));
+            } else {
+              const good = await r.readBlock(b);
+              expect(Buffer.from(good).equals(original.subarray(b.offset, b.offset + b.length))).toBe(true);
+            }
+          }
+        } finally {
+          await r.close();
+        }
+      }
+    }
+  });
+
+  it('a flipped byte in the index fails the index checksum', async () => {
+    const { path, size, original } = await sample();
+    const indexLength = original.readUInt32LE(size - 16);
+    const corrupt = Buffer.from(original);
+    corrupt[size - 16 - Math.floor(indexLength / 2)] ^= 0x40;
+    const p = `${path}.index-flip`;
+    writeFileSync(p, corrupt);
+    const e = await openError(p, size);
+    expect(e.message).toMatch(/index checksum mismatch/);
+  });
+
+  it('a bad header is refused as not a state file', async () => {
+    const { path, size, original } = await sample();
+    const corrupt = Buffer.from(original);
+    corrupt.write('XXXX', 0);
+    const p = `${path}.header`;
+    writeFileSync(p, corrupt);
+    const e = await openError(p, size);
+    expect(e.message).toMatch(/bad header/);
+  });
+
+  it('a missing file is refused with its path', async () => {
+    const p = join(dir, 'does-not-exist.state');
+    const e = await openError(p);
+    expect(e.message).toContain(p);
+    expect(e.message).toMatch(/cannot open/);
+  });
+
+  it('a file shortened after opening reports the block as truncated', async () => {
+    const { path, size, original } = await sample();
+    const p = `${path}.shrinks`;
+    writeFileSync(p, original);
+    const r = await StateFileReader.open(p, size);
+    try {
+      const last = r.index.blocks[r.index.blocks.length - 1]!;
+      truncateSync(p, last.offset + 3);
+      await expect(r.readBlock(last)).rejects.toThrow(/truncated/);
+    } finally {
+      await r.close();
+    }
+  });
+});
