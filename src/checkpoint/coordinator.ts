@@ -248,6 +248,12 @@ export class CheckpointCoordinatorLogic {
   private onFinalized(id: number, now: number, out: Decision[]): void {
     const p = this.pending.get(id);
     if (p === undefined || !p.finalizing) return;
+    if (p.type === 'checkpoint' && id < this.lastCompletedId) {
+      // A newer checkpoint completed while this one's metadata was being written: it is
+      // subsumed rather than completed out of order (its directory is deleted).
+      this.abort(id, R.CHECKPOINT_SUBSUMED, `subsumed by checkpoint ${this.lastCompletedId}`, out);
+      return;
+    }
     this.pending.delete(id);
     if (p.type === 'savepoint') {
       // Savepoints belong to the user: they neither subsume nor get subsumed.

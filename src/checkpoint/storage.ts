@@ -52,21 +52,7 @@ export class LocalCheckpointStorage {
 
   /** Writes metadata atomically: nothing, or the whole verified file. */
   async finalize(dir: string, m: CheckpointMetadata): Promise<void> {
-    const tmp = join(dir, `${METADATA_FILE}.tmp`);
-    const fh = await open(tmp, 'w');
-    try {
-      await fh.writeFile(serializeMetadata(m));
-      await fh.sync();
-    } finally {
-      await fh.close();
-    }
-    await rename(tmp, join(dir, METADATA_FILE));
-    const d = await open(dir, 'r');
-    try {
-      await d.sync();
-    } finally {
-      await d.close();
-    }
+    await finalizeMetadata(dir, m);
   }
 
   async discard(dir: string): Promise<void> {
@@ -181,5 +167,24 @@ export function isDirectory(p: string): boolean {
     return statSync(p).isDirectory();
   } catch {
     return false;
+  }
+}
+
+/** Writes a checkpoint's or savepoint's metadata atomically: temp file, fsync, rename, fsync dir. */
+export async function finalizeMetadata(dir: string, m: CheckpointMetadata): Promise<void> {
+  const tmp = join(dir, `${METADATA_FILE}.tmp`);
+  const fh = await open(tmp, 'w');
+  try {
+    await fh.writeFile(serializeMetadata(m));
+    await fh.sync();
+  } finally {
+    await fh.close();
+  }
+  await rename(tmp, join(dir, METADATA_FILE));
+  const d = await open(dir, 'r');
+  try {
+    await d.sync();
+  } finally {
+    await d.close();
   }
 }

@@ -6,8 +6,8 @@
  * Flink's older key names are accepted too. Unknown keys are errors, naming the key and file.
  */
 import { readFileSync } from 'node:fs';
-import type { CheckpointSettings } from '../checkpoint/config.ts';
-import type { RestartStrategySettings } from '../cluster/restart-strategy.ts';
+import { applyCheckpointSettings, DEFAULT_CHECKPOINT_CONFIG, type CheckpointSettings } from '../checkpoint/config.ts';
+import { resolveRestartStrategy, type RestartStrategySettings } from '../cluster/restart-strategy.ts';
 import { CliError } from './args.ts';
 
 type Mut<T> = { -readonly [K in keyof T]: T[K] };
@@ -55,12 +55,32 @@ function duration(v: unknown, key: string, path: string): string | number {
   return str(v, key, path);
 }
 
+function numberOf(v: unknown, key: string, path: string): number {
+  const n = typeof v === 'string' && v.trim() !== '' ? Number(v) : v;
+  if (typeof n !== 'number' || Number.isNaN(n)) throw new CliError(`${path}: "${key}" must be a number, got ${JSON.stringify(v)}`);
+  return n;
+}
+
+/**
+ * Values are validated here, one key at a time, so that a bad value is reported with its key and
+ * file (the same checks run again when the job starts, but by then the key and file are unknown).
+ */
+function validate(key: string, path: string, check: (where: string) => unknown): void {
+  try {
+    check(`${path}: "${key}"`);
+  } catch (e) {
+    throw new CliError(e instanceof Error ? e.message : String(e));
+  }
+}
+
 export function parseConfig(raw: Record<string, unknown>, path: string): FileConfig {
   const cp: Mut<CheckpointSettings> = {};
   let rs: Mut<RestartStrategySettings> | undefined;
   const out: FileConfig = { checkpoint: cp, restart: undefined };
   const restart = () => (rs ??= {});
   for (const [key, v] of Object.entries(raw)) {
+    const before: CheckpointSettings = { ...cp };
+    const restartBefore: RestartStrategySettings = { ...rs };
     switch (key) {
       case CP + 'interval':
         cp.interval = duration(v, key, path);
@@ -98,10 +118,12 @@ export function parseConfig(raw: Record<string, unknown>, path: string): FileCon
         break;
       case CP + 'dir':
       case 'state.checkpoints.dir':
-        cp.dir = str(v, key, path).replace(/^file:\/\//, '');
+        // Flink writes local paths as URIs: file:///var/chk (or file:/var/chk).
+        cp.dir = str(v, key, path).replace(/^file:(\/\/)?/, '');
         break;
       case 'parallelism.default':
         out.parallelism = intOf(v, key, path);
+        if (out.parallelism < 1) throw new CliError(`${path}: "${key}" must be a positive integer, got ${JSON.stringify(v)}`);
         break;
       case RS + 'type':
       case 'restart-strategy': {
@@ -130,13 +152,13 @@ export function parseConfig(raw: Record<string, unknown>, path: string): FileCon
         restart().maxBackoff = duration(v, key, path);
         break;
       case RS + 'exponential-delay.backoff-multiplier':
-        restart().backoffMultiplier = Number(v);
+        restart().backoffMultiplier = numberOf(v, key, path);
         break;
       case RS + 'exponential-delay.reset-backoff-threshold':
         restart().resetBackoffThreshold = duration(v, key, path);
         break;
       case RS + 'exponential-delay.jitter-factor':
-        restart().jitterFactor = Number(v);
+        restart().jitterFactor = numberOf(v, key, path);
         break;
       case RS + 'exponential-delay.attempts-before-reset-backoff':
         restart().attemptsBeforeResetBackoff = intOf(v, key, path);
@@ -144,7 +166,23 @@ export function parseConfig(raw: Record<string, unknown>, path: string): FileCon
       default:
         throw new CliError(`${path}: unknown configuration key "${key}"`);
     }
+    // Check the value this key set (a field that is new or changed), naming the key and the file.
+    for (const field of Object.keys(cp) as (keyof CheckpointSettings)[]) {
+      if (before[field] === cp[field]) continue;
+      validate(key, path, (where) => applyCheckpointSettings(DEFAULT_CHECKPOINT_CONFIG, { [field]: cp[field] }, where));
+    }
+    for (const field of Object.keys(rs ?? {}) as (keyof RestartStrategySettings)[]) {
+      if (restartBefore[field] === rs![field]) continue;
+      // Checked as a setting of the strategy its key belongs to; the backoff bounds are checked
+      // against each other below, once both are known.
+      const type = field === 'type' ? rs!.type : key.includes('.fixed-delay.') ? 'fixed-delay' : key.includes('.failure-rate.') ? 'failure-rate' : 'exponential-delay';
+      const one: Mut<RestartStrategySettings> = { type, [field]: rs![field] };
+      if (field === 'initialBackoff') one.maxBackoff = rs!.initialBackoff;
+      if (field === 'maxBackoff') one.initialBackoff = 0;
+      validate(key, path, (where) => resolveRestartStrategy(one, where));
+    }
   }
+  if (rs !== undefined) validate('restart-strategy', path, () => resolveRestartStrategy(rs!, path));
   out.restart = rs;
   return out;
 }

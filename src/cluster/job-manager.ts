@@ -9,7 +9,7 @@
 import { randomBytes } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { join, resolve } from 'node:path';
-import { rm } from 'node:fs/promises';
+import { mkdir, rm } from 'node:fs/promises';
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import type { JobDefinition } from '../api/job.ts';
 import { assignSplits, type SourceSplit } from '../api/source.ts';
@@ -19,7 +19,7 @@ import { CheckpointFailureReason as R, describeReason } from '../checkpoint/fail
 import { METADATA_VERSION, type CheckpointMetadata, type OperatorStateMeta } from '../checkpoint/metadata.ts';
 import { planRestore } from '../checkpoint/restore-plan.ts';
 import { CheckpointStatsTracker, type CheckpointStatsEntry } from '../checkpoint/stats.ts';
-import { LocalCheckpointStorage, verifyCheckpoint, type CompletedCheckpointRef } from '../checkpoint/storage.ts';
+import { finalizeMetadata, LocalCheckpointStorage, verifyCheckpoint, type CompletedCheckpointRef } from '../checkpoint/storage.ts';
 import type { TaskAck } from '../checkpoint/types.ts';
 import { planExecution, type ExecutionPlan } from '../graph/execution-plan.ts';
 import type { JobGraph } from '../graph/job-graph.ts';
@@ -105,6 +105,23 @@ export class StartError extends Error {
 interface ExecutorHandle {
   send(m: ToExecutor, transfer?: MessagePort[]): void;
   terminate(): Promise<void>;
+}
+
+interface SavepointRequest {
+  readonly id: string;
+  readonly location: string;
+  /** Stop-with-savepoint: 'drain' ends the sources first; 'stop' suspends them at the barrier. */
+  readonly stop: 'drain' | 'stop' | undefined;
+  readonly resolve: (path: string) => void;
+  readonly reject: (e: Error) => void;
+  completed: boolean;
+}
+
+export class ControlError extends Error {
+  constructor(message: string, readonly status = 409) {
+    super(message);
+    this.name = 'ControlError';
+  }
 }
 
 type AttemptOutcome = { status: 'FINISHED' } | { status: 'CANCELED' } | { status: 'FAILED'; error: SerializedError; corruptCheckpoint?: string };
@@ -286,8 +303,8 @@ class JobMaster {
 
   // ---- used by attempts
 
-  get storageOrThrow(): LocalCheckpointStorage {
-    return this.storage!;
+  get storageOrUndefined(): LocalCheckpointStorage | undefined {
+    return this.storage;
   }
   get id(): string {
     return this.jobId;
@@ -340,6 +357,7 @@ class Attempt {
   private readonly taskIds: string[];
   private readonly started = Date.now();
   private finishedTasks = 0;
+  private runningTasks = 0;
   private waitingTasks = new Set<string>();
   private deployed = 0;
   private ended = false;
@@ -348,6 +366,11 @@ class Attempt {
   private ticker: NodeJS.Timeout | undefined;
   private finalRequested = false;
   private readonly locations = new Map<number, string>();
+  /** Savepoints asked for (by request id): where they go and who waits for them. */
+  private readonly savepoints = new Map<string, SavepointRequest>();
+  private stopRequest: SavepointRequest | undefined;
+  private finalSavepointRetries = 0;
+  private running = false;
 
   constructor(
     private readonly jm: JobMaster,
@@ -363,10 +386,9 @@ class Attempt {
       v.operators.filter((o) => o.node.transformation.kind === 'one-input' && o.node.transformation.isSink).map((o) => [v.index, o.index] as const),
     );
     this.taskIds = jm.executionPlan.subtasks.map((s) => `${s.vertex}:${s.index}`);
-    if (jm.checkpointing) {
-      const tasks = jm.executionPlan.subtasks.map((s) => ({ id: `${s.vertex}:${s.index}`, isSource: graph.vertices[s.vertex]!.isSource }));
-      this.coordinator = new CheckpointCoordinatorLogic(jm.config, tasks, firstCheckpointId, jm.ownsRestored || restoredCompleted.length > 0 ? restoredCompleted : []);
-    }
+    // Always there: savepoints can be taken without periodic checkpoints.
+    const tasks = jm.executionPlan.subtasks.map((s) => ({ id: `${s.vertex}:${s.index}`, isSource: graph.vertices[s.vertex]!.isSource }));
+    this.coordinator = new CheckpointCoordinatorLogic(jm.config, tasks, firstCheckpointId, restoredCompleted);
   }
 
   progress(): Progress {
@@ -412,7 +434,7 @@ class Attempt {
     const plan = jm.executionPlan;
     const workers = jm.workers;
     const restoreTasks: Record<string, TaskRestore> = this.restore?.tasks ?? {};
-    const checkpointing = jm.checkpointing ? { mode: jm.config.mode } : undefined;
+    const checkpointing = { mode: jm.config.mode, periodic: jm.checkpointing };
     const credits = jm.options.credits ?? DEFAULT_CHANNEL_CREDITS;
     if (workers === 1) {
       // Everything in this thread: batches pass by reference, nothing is serialized.
@@ -475,15 +497,15 @@ class Attempt {
         return;
       case 'task-running':
         this.apply(this.coordinator?.handle({ type: 'task-status', now, task: m.task, status: 'running' }));
+        this.running = ++this.runningTasks === this.taskIds.length;
         this.scheduleTick();
         return;
       case 'task-waiting':
         this.waitingTasks.add(m.task);
         this.apply(this.coordinator?.handle({ type: 'task-status', now, task: m.task, status: 'waiting-final' }));
         if (this.waitingTasks.size === this.taskIds.length && !this.finalRequested) {
-          // Every task has processed all its input: one last checkpoint commits all output.
           this.finalRequested = true;
-          this.apply(this.coordinator?.handle({ type: 'request', now, checkpointType: 'checkpoint', requestId: 'final', final: true }));
+          this.onAllTasksWaiting(now);
         }
         return;
       case 'task-finished':
@@ -540,19 +562,24 @@ class Attempt {
   private execute(d: Decision): void {
     if (this.ended) return;
     const jm = this.jm;
-    const storage = jm.storageOrThrow;
+    const storage = jm.storageOrUndefined;
     const now = jm.clockNow();
     switch (d.type) {
       case 'trigger': {
         // Storage location first; coordinator-side state (split enumerators) is taken with the
         // trigger (splits are all assigned at deployment, so nothing is unassigned), then the
         // trigger goes to the sources and to tasks whose input has ended.
-        const location = storage.checkpointDir(jm.id, d.id);
+        const sp = d.requestId !== undefined ? this.savepoints.get(d.requestId) : undefined;
+        if (sp === undefined && storage === undefined) throw new Error('a checkpoint was triggered without checkpoint storage');
+        const location = sp !== undefined ? sp.location : storage!.checkpointDir(jm.id, d.id);
         this.locations.set(d.id, location);
         jm.statsTracker.triggered(d.id, d.checkpointType, now, this.taskIds.length, this.number);
-        storage.initCheckpoint(jm.id, d.id).then(
-          () => this.broadcast({ type: 'trigger', tasks: d.tasks, req: { checkpointId: d.id, timestamp: d.timestamp, type: d.checkpointType, location } }),
-          (e) => this.apply(this.coordinator!.handle({ type: 'trigger-failed', now: jm.clockNow(), id: d.id, message: (e as Error).message })),
+        mkdir(location, { recursive: true }).then(
+          () => this.broadcast({
+            type: 'trigger', tasks: d.tasks,
+            req: { checkpointId: d.id, timestamp: d.timestamp, type: d.checkpointType, location, ...(sp?.stop === 'stop' ? { suspendSourceAfter: true } : {}) },
+          }),
+          (e) => this.apply(this.coordinator!.handle({ type: 'trigger-failed', now: jm.clockNow(), id: d.id, message: `cannot create ${location}: ${(e as Error).message}` })),
         );
         return;
       }
@@ -564,30 +591,54 @@ class Attempt {
       case 'finalize': {
         const location = this.locations.get(d.id)!;
         const metadata = this.buildMetadata(d.id, d.timestamp, d.checkpointType, d.acks, now);
-        storage.finalize(location, metadata).then(
+        finalizeMetadata(location, metadata).then(
           () => this.apply(this.coordinator!.handle({ type: 'finalized', now: jm.clockNow(), id: d.id })),
           (e) => this.apply(this.coordinator!.handle({ type: 'finalize-failed', now: jm.clockNow(), id: d.id, message: `cannot write metadata: ${(e as Error).message}` })),
         );
         return;
       }
-      case 'notify-complete':
-        jm.statsTracker.completed(d.id, now, this.locations.get(d.id)!);
+      case 'notify-complete': {
+        const location = this.locations.get(d.id)!;
+        jm.statsTracker.completed(d.id, now, location);
         this.broadcast({ type: 'notify-complete', id: d.id });
+        const sp = d.requestId !== undefined ? this.savepoints.get(d.requestId) : undefined;
+        if (sp !== undefined) {
+          sp.completed = true;
+          this.savepoints.delete(sp.id);
+          jm.logLine(`weir: savepoint ${d.id} completed at ${location}`);
+          sp.resolve(location);
+          // Stop without drain: the savepoint holds everything; sources end without finishing.
+          if (sp.stop === 'stop') this.broadcast({ type: 'end-sources', drain: false });
+        }
         if (d.final) this.broadcast({ type: 'finish-tasks' });
         return;
+      }
       case 'abort': {
         jm.statsTracker.failed(d.id, now, d.reason, d.message);
         this.broadcast({ type: 'notify-abort', id: d.id });
         const location = this.locations.get(d.id);
-        if (location) void storage.discard(location).catch(() => {});
+        if (location) void rm(location, { recursive: true, force: true }).catch(() => {});
+        const sp = d.requestId !== undefined ? this.savepoints.get(d.requestId) : undefined;
         if (d.requestId === 'final') {
           // The final checkpoint must happen for the output to be committed: ask again.
           this.apply(this.coordinator!.handle({ type: 'request', now, checkpointType: 'checkpoint', requestId: 'final', final: true }));
+        } else if (sp?.stop === 'drain' && this.finalSavepointRetries++ < 3) {
+          // Drained already (sources ended): the final savepoint is tried again.
+          this.apply(this.coordinator!.handle({ type: 'request', now, checkpointType: 'savepoint', requestId: sp.id, final: true }));
+        } else if (sp !== undefined) {
+          this.savepoints.delete(sp.id);
+          if (sp === this.stopRequest) {
+            this.stopRequest = undefined;
+            // A failed stop leaves the job running: suspended sources read on.
+            if (sp.stop === 'stop') this.broadcast({ type: 'resume-sources' });
+            else this.finishWithoutSavepoint(now);
+          }
+          sp.reject(new ControlError(`savepoint failed: ${d.reason}: ${d.message}`));
         }
         return;
       }
       case 'discard-completed':
-        for (const id of d.ids) void storage.discard(storage.checkpointDir(jm.id, id)).catch(() => {});
+        for (const id of d.ids) if (storage) void storage.discard(storage.checkpointDir(jm.id, id)).catch(() => {});
         return;
       case 'discard-ack': {
         const location = this.locations.get(d.id);
@@ -597,9 +648,16 @@ class Attempt {
       case 'fail-job':
         this.fail({ name: 'CheckpointFailure', message: d.message, stack: undefined, user: false });
         return;
-      case 'request-rejected':
+      case 'request-rejected': {
         if (d.requestId === 'final' && d.reason === R.NOT_ALL_REQUIRED_TASKS_RUNNING) this.finalRequested = false;
+        const sp = this.savepoints.get(d.requestId);
+        if (sp !== undefined) {
+          this.savepoints.delete(sp.id);
+          if (sp === this.stopRequest) this.stopRequest = undefined;
+          sp.reject(new ControlError(`savepoint rejected: ${d.reason}: ${d.message}`));
+        }
         return;
+      }
     }
   }
 
@@ -639,6 +697,49 @@ class Attempt {
     };
   }
 
+  /** Every task has processed all its input (or a drain ended the sources). */
+  private onAllTasksWaiting(now: number): void {
+    const stop = this.stopRequest;
+    if (stop?.stop === 'stop') {
+      // The savepoint was the last snapshot; the tasks ended without finishing.
+      this.broadcast({ type: 'finish-tasks' });
+    } else if (stop?.stop === 'drain') {
+      // Drained: the final snapshot is the savepoint, so sinks commit everything into it.
+      this.apply(this.coordinator!.handle({ type: 'request', now, checkpointType: 'savepoint', requestId: stop.id, final: true }));
+    } else if (this.jm.checkpointing) {
+      // One last checkpoint commits all output.
+      this.apply(this.coordinator!.handle({ type: 'request', now, checkpointType: 'checkpoint', requestId: 'final', final: true }));
+    } else {
+      this.broadcast({ type: 'finish-tasks' });
+    }
+  }
+
+  private finishWithoutSavepoint(now: number): void {
+    if (this.jm.checkpointing) this.apply(this.coordinator!.handle({ type: 'request', now, checkpointType: 'checkpoint', requestId: 'final', final: true }));
+    else this.broadcast({ type: 'finish-tasks' });
+  }
+
+  /** Takes a savepoint of the running job into `location`. */
+  savepoint(location: string, stop: 'drain' | 'stop' | undefined): Promise<string> {
+    if (this.ended) return Promise.reject(new ControlError('the job is not running'));
+    if (!this.running) return Promise.reject(new ControlError('the job is still starting (not all tasks are running)'));
+    if (this.stopRequest !== undefined) return Promise.reject(new ControlError('the job is already stopping'));
+    if (stop !== undefined && this.finalRequested) return Promise.reject(new ControlError('the job is already finishing'));
+    return new Promise<string>((resolve, reject) => {
+      const id = `savepoint-${randomBytes(6).toString('hex')}`;
+      const req: SavepointRequest = { id, location, stop, resolve, reject, completed: false };
+      this.savepoints.set(id, req);
+      const now = this.jm.clockNow();
+      if (stop !== undefined) this.stopRequest = req;
+      if (stop === 'drain') {
+        // End the sources as if their input were exhausted; the savepoint follows once all is drained.
+        this.broadcast({ type: 'end-sources', drain: true });
+        return;
+      }
+      this.apply(this.coordinator!.handle({ type: 'request', now, checkpointType: 'savepoint', requestId: id }));
+    });
+  }
+
   /** Cancels the attempt (the user asked to cancel the job). */
   cancel(): void {
     this.end({ status: 'CANCELED' });
@@ -651,13 +752,15 @@ class Attempt {
 
   private end(o: AttemptOutcome): void {
     if (this.ended) return;
+    for (const sp of this.savepoints.values()) sp.reject(new ControlError(`the job ended (${o.status}) before the savepoint completed`));
+    this.savepoints.clear();
     // Pending checkpoints of this attempt can never complete now.
     const decisions = this.coordinator?.handle({ type: 'shutdown', now: this.jm.clockNow() }) ?? [];
     for (const d of decisions) {
       if (d.type === 'abort') {
         this.jm.statsTracker.failed(d.id, this.jm.clockNow(), d.reason, describeReason(d.reason));
         const location = this.locations.get(d.id);
-        if (location) void this.jm.storageOrThrow.discard(location).catch(() => {});
+        if (location) void rm(location, { recursive: true, force: true }).catch(() => {});
       }
     }
     this.ended = true;

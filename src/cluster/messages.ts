@@ -27,8 +27,8 @@ export interface DeployMessage {
   readonly splits: Readonly<Record<string, readonly SourceSplit[]>>;
   readonly attempt: number;
   readonly credits: number;
-  /** Set when the job checkpoints. */
-  readonly checkpointing: { readonly mode: CheckpointingMode } | undefined;
+  /** Snapshot settings: mode (alignment), and whether periodic checkpoints are on. */
+  readonly checkpointing: { readonly mode: CheckpointingMode; readonly periodic: boolean };
   /** State to start from, per "vertex:subtask". */
   readonly restore: Readonly<Record<string, TaskRestore>>;
 }
@@ -40,7 +40,11 @@ export type ToExecutor =
   | { readonly type: 'trigger'; readonly tasks: readonly string[]; readonly req: TriggerRequest }
   | { readonly type: 'notify-complete'; readonly id: number }
   | { readonly type: 'notify-abort'; readonly id: number }
-  | { readonly type: 'finish-tasks' };
+  | { readonly type: 'finish-tasks' }
+  /** Stop-with-savepoint: sources end (drain: as if their input ended; else at once, without finishing). */
+  | { readonly type: 'end-sources'; readonly drain: boolean }
+  /** A stop-with-savepoint failed: suspended sources read on. */
+  | { readonly type: 'resume-sources' };
 
 export interface SerializedError {
   readonly name: string;

@@ -34,7 +34,7 @@ export interface ExecutorConfig {
   readonly dataPlane: DataPlane | undefined;
   /** Where print() output goes; the main thread's stdout by default. */
   readonly writeStdout?: (text: string) => void;
-  readonly checkpointing: { readonly mode: CheckpointingMode } | undefined;
+  readonly checkpointing: { readonly mode: CheckpointingMode; readonly periodic: boolean };
   readonly restore: Readonly<Record<string, TaskRestore>>;
 }
 
@@ -42,7 +42,7 @@ export class TaskExecutor implements TaskListener {
   readonly scheduler = new Scheduler();
   readonly tasks: StreamTask[] = [];
   private readonly taskKey = new Map<StreamTask, { vertex: number; subtask: number }>();
-  private readonly byId = new Map<string, { task: StreamTask; checkpointer: SubtaskCheckpointer | undefined }>();
+  private readonly byId = new Map<string, { task: StreamTask; checkpointer: SubtaskCheckpointer }>();
 
   constructor(private readonly cfg: ExecutorConfig) {
     const { graph, plan, workerIndex } = cfg;
@@ -136,19 +136,20 @@ export class TaskExecutor implements TaskListener {
         scheduler: this.scheduler,
         listener: this,
         bufferTimeoutMs: graph.bufferTimeout,
-        waitForFinalCheckpoint: cfg.checkpointing !== undefined,
+        // Every task waits at the end for the job manager's word: after a final checkpoint or
+        // savepoint when there is one, at once otherwise.
+        waitForFinalCheckpoint: true,
+        checkpointing: cfg.checkpointing.periodic,
         restore: cfg.restore[`${v.index}:${st.index}`],
         objectReuse: graph.objectReuse,
       });
       const id = `${v.index}:${st.index}`;
-      let checkpointer: SubtaskCheckpointer | undefined;
-      if (cfg.checkpointing) {
-        checkpointer = new SubtaskCheckpointer(task, id, cfg.checkpointing.mode, {
-          ack: (cid, ack) => cfg.send({ type: 'ack', id: cid, ack }),
-          decline: (cid, reason, message) => cfg.send({ type: 'decline', id: cid, task: id, reason, message }),
-        }, this.scheduler);
-        task.barrierHandler = checkpointer;
-      }
+      // Savepoints can be taken whether or not periodic checkpoints are on.
+      const checkpointer = new SubtaskCheckpointer(task, id, cfg.checkpointing.mode, {
+        ack: (cid, ack) => cfg.send({ type: 'ack', id: cid, ack }),
+        decline: (cid, reason, message) => cfg.send({ type: 'decline', id: cid, task: id, reason, message }),
+      }, this.scheduler);
+      task.barrierHandler = checkpointer;
       this.tasks.push(task);
       this.taskKey.set(task, { vertex: v.index, subtask: st.index });
       this.byId.set(id, { task, checkpointer });
@@ -204,6 +205,12 @@ export class TaskExecutor implements TaskListener {
         return this.notifyAborted(m.id);
       case 'finish-tasks':
         return this.finishTasks();
+      case 'end-sources':
+        for (const t of this.tasks) if (t.source) t.mail(() => t.endSource(m.drain));
+        return;
+      case 'resume-sources':
+        for (const t of this.tasks) if (t.source) t.mail(() => t.resumeSource());
+        return;
       default:
         return;
     }

@@ -59,6 +59,8 @@ port.on('message', (m: ToExecutor & { peers?: Record<number, MessagePort> }) => 
     case 'notify-complete':
     case 'notify-abort':
     case 'finish-tasks':
+    case 'end-sources':
+    case 'resume-sources':
       executor?.handle(m);
       return;
     case 'cancel':

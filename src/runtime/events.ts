@@ -33,9 +33,14 @@ export interface CancelMarkerEvent {
   readonly checkpointId: number;
 }
 
-/** No more records on this channel: the producing subtask has finished. */
+/**
+ * No more records on this channel: the producing subtask has finished. `stop` marks the end
+ * of a stop-with-savepoint without drain: downstream operators then end without finishing
+ * (no windows fired, nothing flushed), as their state is already in the savepoint.
+ */
 export interface EndOfDataEvent {
   readonly kind: 'end';
+  readonly stop?: boolean;
 }
 
 export type StreamEvent = WatermarkEvent | WatermarkStatusEvent | BarrierEvent | CancelMarkerEvent | EndOfDataEvent;
@@ -48,6 +53,7 @@ export function isEvent(e: ChannelElement): e is StreamEvent {
 }
 
 export const END_OF_DATA: EndOfDataEvent = Object.freeze({ kind: 'end' });
+export const END_OF_DATA_STOP: EndOfDataEvent = Object.freeze({ kind: 'end', stop: true });
 export const STATUS_IDLE: WatermarkStatusEvent = Object.freeze({ kind: 'status', idle: true });
 export const STATUS_ACTIVE: WatermarkStatusEvent = Object.freeze({ kind: 'status', idle: false });
 

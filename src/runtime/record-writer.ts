@@ -7,7 +7,7 @@
 import { DEFAULT_BATCH_SIZE, type Batch } from './batch.ts';
 import type { AvailabilityListener, OutputChannel } from './channels/channel.ts';
 import { attribute, type ErrorLocation } from './errors.ts';
-import { END_OF_DATA, STATUS_ACTIVE, STATUS_IDLE, watermark, type StreamEvent } from './events.ts';
+import { END_OF_DATA, END_OF_DATA_STOP, STATUS_ACTIVE, STATUS_IDLE, watermark, type StreamEvent } from './events.ts';
 import type { BatchConsumer } from './output.ts';
 import type { KeySelectorFn } from './operators/keying.ts';
 import type { PartitionKind } from '../graph/transformation.ts';
@@ -148,8 +148,11 @@ export class RecordWriter implements BatchConsumer, AvailabilityListener {
     this.broadcastEvent(idle ? STATUS_IDLE : STATUS_ACTIVE);
   }
 
+  /** Set by the task when it ends for a stop-with-savepoint without drain. */
+  stopping = false;
+
   endInput(): void {
-    this.broadcastEvent(END_OF_DATA);
+    this.broadcastEvent(this.stopping ? END_OF_DATA_STOP : END_OF_DATA);
   }
 
   backlog(): number {

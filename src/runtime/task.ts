@@ -70,8 +70,10 @@ export interface TaskDeployment {
   readonly scheduler: Scheduler;
   readonly listener: TaskListener;
   readonly bufferTimeoutMs: number;
-  /** With checkpointing, a task waits for the final checkpoint before it closes. */
+  /** A task waits for the job manager before it closes (final checkpoint or savepoint). */
   readonly waitForFinalCheckpoint: boolean;
+  /** Periodic checkpoints are on (sinks commit at checkpoints, else at end of input). */
+  readonly checkpointing: boolean;
   readonly restore: TaskRestore | undefined;
   readonly objectReuse: boolean;
 }
@@ -91,8 +93,11 @@ class ChainedInput implements BatchConsumer {
     this.op.processWatermarkStatus(idle, 0);
   }
   endInput(): void {
-    this.op.endInput(0);
-    this.op.finish();
+    // A stop without drain ends operators without finishing them: nothing more is emitted.
+    if (!this.task.stopping) {
+      this.op.endInput(0);
+      this.op.finish();
+    }
     this.op.output.endInput();
   }
 }
@@ -185,7 +190,7 @@ export class StreamTask implements Schedulable {
       operatorState: new OperatorStateStore(where),
       restoredCheckpointId: d.restore?.checkpointId,
       objectReuse: d.objectReuse,
-      checkpointing: d.waitForFinalCheckpoint,
+      checkpointing: d.checkpointing,
       services: d.services,
     };
   }
@@ -287,6 +292,10 @@ export class StreamTask implements Schedulable {
   }
 
   private sourceStep(): boolean {
+    if (this.sourceSuspended) {
+      this.flushWriters();
+      return false; // woken by resumeSource or endSource
+    }
     const status = this.source!.emitNext();
     this.recordsIn[0] = this.source!.output.count;
     if (status === 'more') {
@@ -331,11 +340,12 @@ export class StreamTask implements Schedulable {
         gate.onStatus(channel, e.idle, this.valves[gate.index]!);
         return;
       case 'end': {
+        if (e.stop) this.stopping = true;
         const allEnded = gate.endChannel(channel, this.valves[gate.index]!);
         // An ended channel delivers no barrier: alignment may complete now, before end of input.
         this.barrierHandler?.onChannelEnded();
         if (allEnded) {
-          this.head.endInput(gate.index);
+          if (!this.stopping) this.head.endInput(gate.index);
           if (this.gates.every((g) => g.isEnded())) this.finishChain();
         }
         return;
@@ -359,10 +369,46 @@ export class StreamTask implements Schedulable {
   /** End of all input: operators finish head to tail, end-of-data goes downstream. */
   private finishChain(): void {
     if (this.state !== 'running') return;
-    this.head.finish();
+    if (this.stopping) {
+      for (const w of this.writers) w.stopping = true;
+    } else {
+      this.head.finish();
+    }
     this.head.output.endInput();
     this.state = 'finishing';
     this.checkDrained();
+  }
+
+  /** Ending because of a stop-with-savepoint without drain (see EndOfDataEvent.stop). */
+  stopping = false;
+  private sourceSuspended = false;
+
+  /** A source stops reading after a stop-with-savepoint barrier, until the savepoint is decided. */
+  suspendSource(): void {
+    if (this.source !== undefined) this.sourceSuspended = true;
+  }
+
+  resumeSource(): void {
+    if (!this.sourceSuspended) return;
+    this.sourceSuspended = false;
+    this.wake();
+  }
+
+  /**
+   * Ends a source early for stop-with-savepoint: with drain, as if its input had ended
+   * (event time goes to the end, windows and timers fire, operators finish); without drain,
+   * right away and without finishing anything.
+   */
+  endSource(drain: boolean): void {
+    if (this.source === undefined || this.state !== 'running') return;
+    this.sourceSuspended = false;
+    if (drain) {
+      this.source.endNow();
+    } else {
+      this.stopping = true;
+    }
+    this.flushWriters();
+    this.finishChain();
   }
 
   /** A finishing task ends once every queued output has been accepted downstream. */

@@ -15,8 +15,11 @@ export interface Clock {
 export const systemClock: Clock = {
   now: () => Date.now(),
   schedule(atMs, fn) {
+    // Not unref'd: in a one-thread run (weir run -w 1) these timers (a rate-limited source's
+    // wake-up, processing-time timers, checkpoint ticks) can be all that keeps the process
+    // alive, and an unref'd one let it exit mid-job with code 13 (unsettled top-level await).
+    // Tasks and the coordinator cancel their timers when they end, so none outlives a job.
     const t = setTimeout(fn, Math.max(0, atMs - Date.now()));
-    t.unref?.();
     return { cancel: () => clearTimeout(t) };
   },
 };

@@ -131,6 +131,19 @@ describe('checkpoint coordinator decisions', () => {
     expect(c.failureCount()).toBe(0);
   });
 
+  it('an older checkpoint whose metadata write ends after a newer one completed is subsumed, not completed', () => {
+    const c = new CheckpointCoordinatorLogic(cfg({ interval: 10, maxConcurrent: 2 }), TASKS);
+    running(c);
+    c.handle({ type: 'tick', now: 0 }); // 1
+    c.handle({ type: 'tick', now: 10 }); // 2
+    expect(types(ackAll(c, 1, 11))).toEqual(['finalize']);
+    expect(types(ackAll(c, 2, 12))).toEqual(['finalize']);
+    expect(c.handle({ type: 'finalized', now: 13, id: 2 })).toMatchObject([{ type: 'notify-complete', id: 2 }]);
+    expect(c.handle({ type: 'finalized', now: 14, id: 1 })).toMatchObject([{ type: 'abort', id: 1, reason: R.CHECKPOINT_SUBSUMED }]);
+    expect(c.completedCheckpoints().map((x) => x.id)).toEqual([2]);
+    expect(c.failureCount()).toBe(0);
+  });
+
   it('classifies late, duplicate and unknown acknowledgements and discards their state', () => {
     const c = new CheckpointCoordinatorLogic(cfg({ interval: 10, timeout: 100 }), TASKS);
     running(c);

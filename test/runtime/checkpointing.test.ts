@@ -120,7 +120,7 @@ function harness(mode: 'exactly-once' | 'at-least-once', openFile?: OpenWritable
       onTaskFinished: () => events.push('finished'),
       onTaskFailed: (_t, e) => events.push(`failed: ${String(e)}`),
     },
-    bufferTimeoutMs: 0, waitForFinalCheckpoint: true, restore: undefined, objectReuse: false,
+    bufferTimeoutMs: 0, waitForFinalCheckpoint: true, checkpointing: true, restore: undefined, objectReuse: false,
   });
   const checkpointer = new SubtaskCheckpointer(task, '1:0', mode, {
     ack: (id, ack) => {

@@ -35,6 +35,8 @@ export interface TriggerRequest {
   readonly type: 'checkpoint' | 'savepoint';
   /** Directory for this snapshot's files. */
   readonly location: string;
+  /** Stop-with-savepoint: a source stops reading right after emitting this barrier. */
+  readonly suspendSourceAfter?: boolean;
 }
 
 interface Alignment {
@@ -86,7 +88,8 @@ export class SubtaskCheckpointer implements BarrierHandler {
     if (this.alignment === undefined) this.alignment = { barrier: b, arrived: new Set(), firstArrivalAt: this.now() };
     const a = this.alignment!;
     a.arrived.add(this.gateOffsets[gate.index]! + channel);
-    if (this.mode === 'exactly-once') gate.block(channel);
+    // Savepoints are always aligned, whatever the checkpointing mode (as in Flink).
+    if (this.mode === 'exactly-once' || b.type === 'savepoint') gate.block(channel);
     this.maybeAligned();
   }
 
@@ -158,6 +161,7 @@ export class SubtaskCheckpointer implements BarrierHandler {
     if (this.aborted.has(req.checkpointId) || req.checkpointId <= this.lastSeen) return;
     const forward = this.task.state === 'running';
     this.perform(req, 0, Math.max(0, this.now() - req.timestamp), forward);
+    if (req.suspendSourceAfter) this.task.suspendSource();
   }
 
   notifyComplete(id: number): void {

@@ -67,6 +67,14 @@ export class SourceOperator extends StreamOperator implements SourceOutput<unkno
     return status;
   }
 
+  /** Ends the source now, as if its input were exhausted: event time goes to its end. */
+  endNow(): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.output.flush();
+    this.output.emitWatermark(MAX_WATERMARK);
+  }
+
   collect(value: unknown, timestamp?: number): void {
     this.output.emit(value, timestamp ?? NO_TIMESTAMP);
   }
