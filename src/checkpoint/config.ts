@@ -35,6 +35,8 @@ export interface CheckpointConfig {
   readonly numRetained: number;
   /** execution.checkpointing.dir. */
   readonly dir: string | undefined;
+  /** execution.checkpointing.savepoint-dir: default target of savepoints. */
+  readonly savepointDir: string | undefined;
 }
 
 export const DEFAULT_CHECKPOINT_CONFIG: CheckpointConfig = Object.freeze({
@@ -47,6 +49,7 @@ export const DEFAULT_CHECKPOINT_CONFIG: CheckpointConfig = Object.freeze({
   retention: 'none',
   numRetained: 1,
   dir: undefined,
+  savepointDir: undefined,
 });
 
 /** Settings as a user writes them: durations as "1s" or ms, everything optional. */
@@ -60,6 +63,7 @@ export interface CheckpointSettings {
   readonly retention?: CheckpointRetention;
   readonly numRetained?: number;
   readonly dir?: string;
+  readonly savepointDir?: string;
 }
 
 export class ConfigError extends Error {
@@ -85,7 +89,7 @@ function duration(v: Duration, what: string): number {
 /** Applies `s` over `base`; `where` names the source in error messages (e.g. "--checkpoint-interval", "weir.json"). */
 export function applyCheckpointSettings(base: CheckpointConfig, s: CheckpointSettings, where: string): CheckpointConfig {
   const out: { -readonly [K in keyof CheckpointConfig]: CheckpointConfig[K] } = { ...base };
-  const known = new Set(['interval', 'mode', 'timeout', 'minPause', 'maxConcurrent', 'tolerableFailures', 'retention', 'numRetained', 'dir']);
+  const known = new Set(['interval', 'mode', 'timeout', 'minPause', 'maxConcurrent', 'tolerableFailures', 'retention', 'numRetained', 'dir', 'savepointDir']);
   for (const k of Object.keys(s)) if (!known.has(k)) throw new ConfigError(`${where}: unknown checkpoint setting "${k}"`);
   if (s.interval !== undefined) {
     const ms = duration(s.interval, `${where}: checkpoint interval`);
@@ -114,6 +118,10 @@ export function applyCheckpointSettings(base: CheckpointConfig, s: CheckpointSet
   if (s.dir !== undefined) {
     if (typeof s.dir !== 'string' || s.dir.trim() === '') throw new ConfigError(`${where}: checkpoint directory must be a non-empty path`);
     out.dir = s.dir;
+  }
+  if (s.savepointDir !== undefined) {
+    if (typeof s.savepointDir !== 'string' || s.savepointDir.trim() === '') throw new ConfigError(`${where}: savepoint directory must be a non-empty path`);
+    out.savepointDir = s.savepointDir;
   }
   return out;
 }

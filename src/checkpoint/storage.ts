@@ -56,6 +56,10 @@ export class LocalCheckpointStorage {
   }
 
   async discard(dir: string): Promise<void> {
+    // The metadata goes first: a checkpoint exists iff its metadata does, so a concurrent
+    // listing (a restart looking for the latest checkpoint) sees it either whole or gone,
+    // never with state files missing (which it would report as a corrupt checkpoint).
+    await rm(join(dir, METADATA_FILE), { force: true });
     await rm(dir, { recursive: true, force: true });
   }
 
@@ -150,13 +154,19 @@ export async function verifyCheckpoint(dir: string): Promise<VerifyResult> {
     for (const s of op.subtasks) {
       if (s.file === undefined) continue;
       const p = join(dir, s.file);
-      let size: number;
+      let size: number | undefined;
       try {
         size = (await stat(p)).size;
       } catch {
-        return { ok: false, reason: `state file ${s.file} of operator "${op.name}" is missing` };
+        size = undefined;
       }
-      if (size !== s.fileSize) return { ok: false, reason: `state file ${s.file} of operator "${op.name}" has ${size} bytes, expected ${s.fileSize} (truncated)` };
+      if (size !== s.fileSize) {
+        // The checkpoint may have been discarded while we looked (discard() removes the metadata
+        // first): then it simply no longer exists, which is not corruption.
+        if (!existsSync(metaPath)) return { ok: false, reason: 'no metadata' };
+        if (size === undefined) return { ok: false, reason: `state file ${s.file} of operator "${op.name}" is missing` };
+        return { ok: false, reason: `state file ${s.file} of operator "${op.name}" has ${size} bytes, expected ${s.fileSize} (truncated)` };
+      }
     }
   }
   return { ok: true, metadata };

@@ -121,6 +121,10 @@ export function parseConfig(raw: Record<string, unknown>, path: string): FileCon
         // Flink writes local paths as URIs: file:///var/chk (or file:/var/chk).
         cp.dir = str(v, key, path).replace(/^file:(\/\/)?/, '');
         break;
+      case CP + 'savepoint-dir':
+      case 'state.savepoints.dir':
+        cp.savepointDir = str(v, key, path).replace(/^file:\/\//, '');
+        break;
       case 'parallelism.default':
         out.parallelism = intOf(v, key, path);
         if (out.parallelism < 1) throw new CliError(`${path}: "${key}" must be a positive integer, got ${JSON.stringify(v)}`);

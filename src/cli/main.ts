@@ -4,6 +4,7 @@
  */
 import { runCommand } from './run.ts';
 import { checkpointsCommand } from './checkpoints.ts';
+import { cancelCommand, listCommand, savepointCommand, stopCommand } from './control.ts';
 import { CliError, oneLine, USAGE } from './args.ts';
 
 async function main(argv: string[]): Promise<number> {
@@ -15,6 +16,14 @@ async function main(argv: string[]): Promise<number> {
         return await runCommand(rest);
       case 'checkpoints':
         return await checkpointsCommand(rest);
+      case 'list':
+        return await listCommand(rest);
+      case 'savepoint':
+        return await savepointCommand(rest);
+      case 'stop':
+        return await stopCommand(rest);
+      case 'cancel':
+        return await cancelCommand(rest);
       case undefined:
       case '-h':
       case '--help':

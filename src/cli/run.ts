@@ -27,6 +27,10 @@ export async function runCommand(argv: string[]): Promise<number> {
     'restart-attempts': { type: 'string' },
     'restart-delay': { type: 'string' },
     from: { type: 'string' },
+    'savepoint-dir': { type: 'string' },
+    'rest-port': { type: 'string' },
+    'rest-address': { type: 'string' },
+    'claim-mode': { type: 'string' },
     'allow-non-restored-state': { type: 'boolean' },
   }, 'run');
   if (positionals.length === 0) throw new CliError('run: missing the job file, e.g. weir run examples/word-count.ts');
@@ -48,6 +52,7 @@ export async function runCommand(argv: string[]): Promise<number> {
   if (s('checkpoint-tolerable-failures') !== undefined) cp.tolerableFailures = intFlag(s('checkpoint-tolerable-failures')!, '--checkpoint-tolerable-failures');
   if (s('checkpoint-retention') !== undefined) cp.retention = s('checkpoint-retention') as CheckpointSettings['retention'];
   if (s('checkpoints-retained') !== undefined) cp.numRetained = intFlag(s('checkpoints-retained')!, '--checkpoints-retained');
+  if (s('savepoint-dir') !== undefined) cp.savepointDir = s('savepoint-dir');
   let restart: Mut<RestartStrategySettings> | undefined = file?.restart ? { ...file.restart } : undefined;
   if (s('restart-strategy') !== undefined) (restart ??= {}).type = s('restart-strategy') as RestartStrategySettings['type'];
   if (s('restart-attempts') !== undefined) (restart ??= {}).attempts = intFlag(s('restart-attempts')!, '--restart-attempts');
@@ -61,6 +66,16 @@ export async function runCommand(argv: string[]): Promise<number> {
   if (restart !== undefined) opts.restartStrategy = restart;
   if (from !== undefined) opts.from = from;
   if (v['allow-non-restored-state']) opts.allowNonRestoredState = true;
+  const claim = s('claim-mode');
+  if (claim !== undefined) {
+    if (claim !== 'claim' && claim !== 'no-claim') throw new CliError(`--claim-mode must be claim or no-claim, got "${claim}"`);
+    opts.claimMode = claim;
+  }
+  // The control API: 127.0.0.1:8081 unless told otherwise; a busy default port falls back to a free one.
+  const restPort = s('rest-port');
+  const port = restPort === undefined ? 8081 : restPort === '0' ? 0 : positiveInt(restPort, '--rest-port')!;
+  opts.rest = { port, address: s('rest-address') ?? '127.0.0.1', fallback: restPort === undefined };
+  opts.onRestListening = (p, id) => process.stderr.write(`weir: job ${id} running; control API on http://${s('rest-address') ?? '127.0.0.1'}:${p}\n`);
   // Ctrl-C / SIGTERM cancel the job: checkpoints are kept or deleted per the retention setting.
   const cancel = new AbortController();
   let signalled: NodeJS.Signals | undefined;

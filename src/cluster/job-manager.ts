@@ -30,6 +30,8 @@ import { buildJob, loadJobModule } from './job-loader.ts';
 import { serializeError, type FromExecutor, type SerializedError, type TaskMetrics, type ToExecutor } from './messages.ts';
 import { defaultRestartStrategy, resolveRestartStrategy, RestartBackoff, type RestartStrategySettings } from './restart-strategy.ts';
 import { TaskExecutor } from './task-executor.ts';
+import { RestServer, type JobControl } from '../observe/rest-server.ts';
+import { register } from '../observe/registry.ts';
 
 export interface RunOptions {
   /** Default parallelism of operators (the job's own settings win). Default: number of workers. */
@@ -57,8 +59,23 @@ export interface RunOptions {
    */
   readonly from?: string;
   readonly allowNonRestoredState?: boolean;
+  /**
+   * Ownership of a snapshot given as a path (Flink's claim modes): 'no-claim' (default) never
+   * deletes it, and every checkpoint after it stands alone (weir's snapshots are full);
+   * 'claim' lets weir own it: a checkpoint of a job in the checkpoint directory is continued
+   * under that job's id and subsumed as usual; any other snapshot is deleted once the first
+   * checkpoint after the restore completes. `--from latest` always resumes (claims) the job.
+   */
+  readonly claimMode?: 'claim' | 'no-claim';
   /** Aborting cancels the job (CANCELED; checkpoints kept or deleted per retention). */
   readonly signal?: AbortSignal;
+  /**
+   * Serve the control API (REST) on this address and port; port 0 picks a free one, and
+   * `fallback` picks a free one when the port is taken. The job is registered for `weir list`.
+   */
+  readonly rest?: { readonly port: number; readonly address?: string; readonly fallback?: boolean };
+  /** Called once the REST API listens, with its port. */
+  readonly onRestListening?: (port: number, jobId: string) => void;
 }
 
 export interface Progress {
@@ -109,7 +126,10 @@ interface ExecutorHandle {
 
 interface SavepointRequest {
   readonly id: string;
-  readonly location: string;
+  /** Where it goes; for a manual checkpoint, decided at trigger time. */
+  location: string;
+  readonly type: 'checkpoint' | 'savepoint';
+  checkpointId?: number;
   /** Stop-with-savepoint: 'drain' ends the sources first; 'stop' suspends them at the barrier. */
   readonly stop: 'drain' | 'stop' | undefined;
   readonly resolve: (path: string) => void;
@@ -144,13 +164,13 @@ export async function runJob(job: string | JobDefinition, options: RunOptions = 
   return master.run();
 }
 
-class JobMaster {
+class JobMaster implements JobControl {
   private readonly log: (line: string) => void;
   private readonly stdout: (text: string) => void;
   private readonly clock: Clock;
   private readonly plan: ExecutionPlan;
   private readonly storage: LocalCheckpointStorage | undefined;
-  private jobId = randomBytes(16).toString('hex');
+  private jobIdValue = randomBytes(16).toString('hex');
   private readonly collected = new Map<string, unknown[]>();
   private readonly stats: CheckpointStatsTracker;
   private readonly badCheckpoints = new Set<string>();
@@ -187,20 +207,129 @@ class JobMaster {
     return this.config.intervalMs !== undefined;
   }
 
+  get jobId(): string {
+    return this.jobIdValue;
+  }
+  get jobName(): string {
+    return this.graph.jobName;
+  }
+
   async run(): Promise<JobResult> {
     await this.resolveStart();
     if (this.storage) this.storage.initJob(this.jobId);
+    const stopRest = await this.startRest();
+    try {
+      return await this.runAttempts();
+    } finally {
+      await stopRest();
+    }
+  }
+
+  private async startRest(): Promise<() => Promise<void>> {
+    const rest = this.options.rest;
+    if (rest === undefined) return async () => {};
+    const address = rest.address ?? '127.0.0.1';
+    const server = new RestServer(this);
+    let port: number;
+    try {
+      port = await server.listen(rest.port, address);
+    } catch (e) {
+      if (!rest.fallback) throw e;
+      port = await server.listen(0, address);
+      this.log(`weir: REST port ${rest.port} is in use; serving on ${address}:${port} instead`);
+    }
+    const unregister = register({ jobId: this.jobId, name: this.graph.jobName, address, port, pid: process.pid, startedAt: this.started });
+    this.options.onRestListening?.(port, this.jobId);
+    return async () => {
+      unregister();
+      await server.drain(10_000);
+      await server.close();
+    };
+  }
+
+  // ---- control (REST, weir savepoint/stop/cancel)
+
+  private state: 'INITIALIZING' | 'RUNNING' | 'RESTARTING' | 'FINISHED' | 'FAILED' | 'CANCELED' = 'INITIALIZING';
+
+  overview(): Record<string, unknown> {
+    return {
+      jid: this.jobId, name: this.graph.jobName, state: this.state, 'start-time': this.started, duration: Date.now() - this.started,
+      attempt: this.attempt - 1,
+      vertices: this.graph.vertices.map((v) => ({ id: v.id, name: v.name, parallelism: v.parallelism, maxParallelism: v.maxParallelism })),
+      checkpointing: { interval: this.config.intervalMs ?? null, mode: this.config.mode, dir: this.config.dir ?? null, savepointDir: this.config.savepointDir ?? null },
+    };
+  }
+
+  checkpoints(): Record<string, unknown> {
+    const s = this.stats;
+    return {
+      counts: s.counts,
+      latest: { completed: s.lastCompleted ?? null, failed: s.lastFailed ?? null, restored: s.lastRestore ?? null },
+      history: s.entries(),
+    };
+  }
+
+  private runningAttempt(): Attempt {
+    if (this.current === undefined || this.state !== 'RUNNING') throw new ControlError(`job ${this.jobId} is ${this.state.toLowerCase()}, not running`);
+    return this.current;
+  }
+
+  triggerCheckpoint(): Promise<number> {
+    if (!this.storage) return Promise.reject(new ControlError('this job has no checkpoint directory (--checkpoint-dir)', 400));
+    try {
+      return this.runningAttempt().checkpointNow();
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  private savepointLocation(dir: string | undefined): string {
+    const base = dir ?? this.config.savepointDir;
+    if (base === undefined) throw new ControlError('no savepoint directory: give one (--dir) or configure --savepoint-dir', 400);
+    return join(resolve(base), `savepoint-${this.jobId.slice(0, 6)}-${randomBytes(6).toString('hex')}`);
+  }
+
+  savepoint(dir: string | undefined): Promise<string> {
+    try {
+      return this.runningAttempt().savepoint(this.savepointLocation(dir), undefined);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  stop(dir: string | undefined, drain: boolean): Promise<string> {
+    try {
+      const location = this.savepointLocation(dir);
+      const p = this.runningAttempt().savepoint(location, drain ? 'drain' : 'stop');
+      this.stopping = p;
+      p.catch(() => (this.stopping = undefined));
+      return p;
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+  private stopping: Promise<string> | undefined;
+
+  cancel(): void {
+    this.cancelled = true;
+    this.current?.cancel();
+  }
+  private cancelled = false;
+
+  private async runAttempts(): Promise<JobResult> {
     const restart = new RestartBackoff(
       this.restartSettings ? resolveRestartStrategy(this.restartSettings, 'restart strategy') : defaultRestartStrategy(this.checkpointing),
     );
     let outcome: AttemptOutcome;
     const signal = this.options.signal;
-    const onAbort = () => this.current?.cancel();
+    const onAbort = () => this.cancel();
     signal?.addEventListener('abort', onAbort);
+    if (signal?.aborted) this.cancelled = true;
     for (;;) {
-      outcome = signal?.aborted ? { status: 'CANCELED' } : await this.runAttempt();
+      this.state = this.attempt === 0 ? 'INITIALIZING' : 'RESTARTING';
+      outcome = this.cancelled ? { status: 'CANCELED' } : await this.runAttempt();
       if (outcome.status === 'FINISHED' || outcome.status === 'CANCELED') break;
-      if (signal?.aborted) {
+      if (this.cancelled) {
         outcome = { status: 'CANCELED' };
         break;
       }
@@ -229,6 +358,7 @@ class JobMaster {
     }
     signal?.removeEventListener('abort', onAbort);
     const status = outcome.status;
+    this.state = status;
     await this.cleanupOnEnd(status);
     const error = outcome.status === 'FAILED' ? outcome.error : undefined;
     const progress = this.current?.progress() ?? { elapsedMs: 0, recordsIn: 0, recordsOut: 0, heapUsed: 0, attempt: 0, lastCheckpoint: undefined };
@@ -253,15 +383,20 @@ class JobMaster {
     const dir = resolve(from);
     const v = await verifyCheckpoint(dir);
     if (!v.ok) throw new StartError(v.reason === 'no metadata' ? `${from} is not a checkpoint or savepoint (no _metadata file)` : `cannot restore from ${from}: ${v.reason}`);
-    const own = this.storage !== undefined && v.metadata.type === 'checkpoint' && resolve(dir, '..', '..') === this.storage.root;
-    this.useSnapshot({ path: dir, metadata: v.metadata }, own);
+    const claim = this.options.claimMode === 'claim';
+    const inOwnStorage = this.storage !== undefined && v.metadata.type === 'checkpoint' && resolve(dir, '..', '..') === this.storage.root;
+    this.useSnapshot({ path: dir, metadata: v.metadata }, claim && inOwnStorage);
+    if (claim && !inOwnStorage) this.claimedExternal = dir;
   }
+
+  /** A claimed snapshot outside the job's own checkpoints: deleted after the first new checkpoint. */
+  claimedExternal: string | undefined;
 
   private useSnapshot(ref: CompletedCheckpointRef, own: boolean): void {
     this.restoredFrom = ref;
     this.restoredIsOwn = own;
     // Resuming our own checkpoints continues the same job: same id, numbering goes on.
-    if (own) this.jobId = ref.metadata.jobId;
+    if (own) this.jobIdValue = ref.metadata.jobId;
   }
 
   private async latestGood(): Promise<CompletedCheckpointRef | undefined> {
@@ -308,6 +443,10 @@ class JobMaster {
   }
   get id(): string {
     return this.jobId;
+  }
+  /** An attempt reports that all its tasks are running. */
+  markRunning(): void {
+    this.state = 'RUNNING';
   }
   get statsTracker(): CheckpointStatsTracker {
     return this.stats;
@@ -498,6 +637,7 @@ class Attempt {
       case 'task-running':
         this.apply(this.coordinator?.handle({ type: 'task-status', now, task: m.task, status: 'running' }));
         this.running = ++this.runningTasks === this.taskIds.length;
+        if (this.running) this.jm.markRunning();
         this.scheduleTick();
         return;
       case 'task-waiting':
@@ -570,8 +710,12 @@ class Attempt {
         // trigger (splits are all assigned at deployment, so nothing is unassigned), then the
         // trigger goes to the sources and to tasks whose input has ended.
         const sp = d.requestId !== undefined ? this.savepoints.get(d.requestId) : undefined;
-        if (sp === undefined && storage === undefined) throw new Error('a checkpoint was triggered without checkpoint storage');
-        const location = sp !== undefined ? sp.location : storage!.checkpointDir(jm.id, d.id);
+        if (sp?.type !== 'savepoint' && storage === undefined) throw new Error('a checkpoint was triggered without checkpoint storage');
+        const location = sp?.type === 'savepoint' ? sp.location : storage!.checkpointDir(jm.id, d.id);
+        if (sp !== undefined) {
+          sp.location = location;
+          sp.checkpointId = d.id;
+        }
         this.locations.set(d.id, location);
         jm.statsTracker.triggered(d.id, d.checkpointType, now, this.taskIds.length, this.number);
         mkdir(location, { recursive: true }).then(
@@ -600,12 +744,17 @@ class Attempt {
       case 'notify-complete': {
         const location = this.locations.get(d.id)!;
         jm.statsTracker.completed(d.id, now, location);
+        if (d.checkpointType === 'checkpoint' && jm.claimedExternal !== undefined) {
+          // Claim mode: the restored snapshot is owned by this job and now subsumed.
+          void rm(jm.claimedExternal, { recursive: true, force: true }).catch(() => {});
+          jm.claimedExternal = undefined;
+        }
         this.broadcast({ type: 'notify-complete', id: d.id });
         const sp = d.requestId !== undefined ? this.savepoints.get(d.requestId) : undefined;
         if (sp !== undefined) {
           sp.completed = true;
           this.savepoints.delete(sp.id);
-          jm.logLine(`weir: savepoint ${d.id} completed at ${location}`);
+          if (sp.type === 'savepoint') jm.logLine(`weir: savepoint ${d.id} completed at ${location}`);
           sp.resolve(location);
           // Stop without drain: the savepoint holds everything; sources end without finishing.
           if (sp.stop === 'stop') this.broadcast({ type: 'end-sources', drain: false });
@@ -719,6 +868,18 @@ class Attempt {
     else this.broadcast({ type: 'finish-tasks' });
   }
 
+  /** Triggers a checkpoint now (Flink's POST /jobs/:id/checkpoints); resolves with its id. */
+  checkpointNow(): Promise<number> {
+    if (this.ended || !this.running) return Promise.reject(new ControlError('the job is not running'));
+    let req: SavepointRequest | undefined;
+    return new Promise<string>((resolve, reject) => {
+      const id = `checkpoint-${randomBytes(6).toString('hex')}`;
+      req = { id, location: '', type: 'checkpoint', stop: undefined, resolve, reject, completed: false };
+      this.savepoints.set(id, req);
+      this.apply(this.coordinator!.handle({ type: 'request', now: this.jm.clockNow(), checkpointType: 'checkpoint', requestId: id }));
+    }).then(() => req!.checkpointId!);
+  }
+
   /** Takes a savepoint of the running job into `location`. */
   savepoint(location: string, stop: 'drain' | 'stop' | undefined): Promise<string> {
     if (this.ended) return Promise.reject(new ControlError('the job is not running'));
@@ -727,7 +888,7 @@ class Attempt {
     if (stop !== undefined && this.finalRequested) return Promise.reject(new ControlError('the job is already finishing'));
     return new Promise<string>((resolve, reject) => {
       const id = `savepoint-${randomBytes(6).toString('hex')}`;
-      const req: SavepointRequest = { id, location, stop, resolve, reject, completed: false };
+      const req: SavepointRequest = { id, location, type: 'savepoint', stop, resolve, reject, completed: false };
       this.savepoints.set(id, req);
       const now = this.jm.clockNow();
       if (stop !== undefined) this.stopRequest = req;

@@ -1,0 +1,73 @@
+/**
+ * Running `weir run` processes register here (one small JSON file per job with its REST
+ * address and pid), so `weir list`, `weir savepoint` and friends find jobs by id without
+ * being told a port. The directory is $WEIR_HOME/jobs (default: <tmpdir>/weir-<uid>/jobs).
+ * Entries of processes that are gone are ignored and removed.
+ */
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync, renameSync } from 'node:fs';
+import { tmpdir, userInfo } from 'node:os';
+import { join } from 'node:path';
+
+export interface JobEntry {
+  readonly jobId: string;
+  readonly name: string;
+  readonly address: string;
+  readonly port: number;
+  readonly pid: number;
+  readonly startedAt: number;
+}
+
+export function registryDir(): string {
+  const home = process.env.WEIR_HOME ?? join(tmpdir(), `weir-${safeUid()}`);
+  return join(home, 'jobs');
+}
+
+function safeUid(): string {
+  try {
+    return String(userInfo().uid);
+  } catch {
+    return 'user';
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+export function register(e: JobEntry): () => void {
+  const dir = registryDir();
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, `${e.jobId}.json`);
+  const tmp = `${file}.${process.pid}.tmp`;
+  writeFileSync(tmp, JSON.stringify(e));
+  renameSync(tmp, file);
+  return () => rmSync(file, { force: true });
+}
+
+/** Live registered jobs, newest first. */
+export function listRegistered(): JobEntry[] {
+  const dir = registryDir();
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return [];
+  }
+  const out: JobEntry[] = [];
+  for (const n of names) {
+    if (!n.endsWith('.json')) continue;
+    try {
+      const e = JSON.parse(readFileSync(join(dir, n), 'utf8')) as JobEntry;
+      if (alive(e.pid)) out.push(e);
+      else rmSync(join(dir, n), { force: true });
+    } catch {
+      // A half-written or foreign file: skip it.
+    }
+  }
+  return out.sort((a, b) => b.startedAt - a.startedAt);
+}

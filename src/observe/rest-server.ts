@@ -1,0 +1,159 @@
+/**
+ * The control API of a running `weir run`, served on 127.0.0.1 (never another interface
+ * unless asked). Routes follow Flink's REST API where it has one:
+ *   GET   /jobs                              jobs of this process
+ *   GET   /jobs/:id                          status and vertices
+ *   GET   /jobs/:id/checkpoints              counts, latest, history
+ *   POST  /jobs/:id/checkpoints              trigger a checkpoint
+ *   POST  /jobs/:id/savepoints               {"target-directory"?} -> {"request-id"}
+ *   GET   /jobs/:id/savepoints/:request-id   {"status": {"id": IN_PROGRESS|COMPLETED}, "operation": {"location"|"failure-cause"}}
+ *   POST  /jobs/:id/stop                     {"targetDirectory"?, "drain"?} -> {"request-id"}
+ *   PATCH /jobs/:id?mode=cancel              cancel
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+
+export interface JobControl {
+  readonly jobId: string;
+  readonly jobName: string;
+  overview(): Record<string, unknown>;
+  checkpoints(): Record<string, unknown>;
+  triggerCheckpoint(): Promise<number>;
+  savepoint(targetDirectory: string | undefined): Promise<string>;
+  stop(targetDirectory: string | undefined, drain: boolean): Promise<string>;
+  cancel(): void;
+}
+
+type Operation = { status: 'IN_PROGRESS' } | { status: 'COMPLETED'; location: string } | { status: 'FAILED'; cause: string };
+
+export class RestServer {
+  private server: Server | undefined;
+  private readonly operations = new Map<string, Operation>();
+  private nextOp = 1;
+
+  constructor(private readonly job: JobControl) {}
+
+  /** Listens; resolves with the port (0 picks a free one). */
+  listen(port: number, address: string): Promise<number> {
+    return new Promise((resolve, reject) => {
+      const server = createServer((req, res) => {
+        this.route(req, res).catch((e) => send(res, 500, { errors: [e instanceof Error ? e.message : String(e)] }));
+      });
+      server.once('error', (e: NodeJS.ErrnoException) => {
+        reject(new Error(e.code === 'EADDRINUSE' ? `REST port ${address}:${port} is in use; choose another with --rest-port (0 picks a free one)` : `cannot serve the REST API on ${address}:${port}: ${e.message}`));
+      });
+      server.listen(port, address, () => {
+        this.server = server;
+        const a = server.address();
+        resolve(typeof a === 'object' && a !== null ? a.port : port);
+      });
+    });
+  }
+
+  /**
+   * Waits (at most `timeoutMs`) until every finished operation has been read once: a client
+   * that asked to stop the job must learn the savepoint's path before the server goes away.
+   */
+  async drain(timeoutMs: number): Promise<void> {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline && [...this.operations.keys()].some((id) => !this.fetched.has(id))) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+  }
+  private readonly fetched = new Set<string>();
+
+  close(): Promise<void> {
+    return new Promise((resolve) => {
+      if (!this.server) return resolve();
+      this.server.closeAllConnections?.();
+      this.server.close(() => resolve());
+    });
+  }
+
+  private track(p: Promise<string>): string {
+    const id = `op-${this.nextOp++}`;
+    this.operations.set(id, { status: 'IN_PROGRESS' });
+    p.then(
+      (location) => this.operations.set(id, { status: 'COMPLETED', location }),
+      (e) => this.operations.set(id, { status: 'FAILED', cause: e instanceof Error ? e.message : String(e) }),
+    );
+    return id;
+  }
+
+  private async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    const parts = url.pathname.split('/').filter((p) => p !== '');
+    const method = req.method ?? 'GET';
+    const job = this.job;
+    if (parts[0] !== 'jobs') return send(res, 404, { errors: [`no such resource ${url.pathname}`] });
+    if (parts.length === 1 && method === 'GET') {
+      return send(res, 200, { jobs: [{ id: job.jobId, name: job.jobName, status: job.overview().state }] });
+    }
+    if (parts[1] !== job.jobId) return send(res, 404, { errors: [`job ${parts[1]} is not running here (this process runs ${job.jobId})`] });
+    const rest = parts.slice(2).join('/');
+    const body = method === 'POST' || method === 'PATCH' ? await readJson(req) : {};
+    if (body === undefined) return send(res, 400, { errors: ['the request body is not valid JSON'] });
+    try {
+      if (rest === '' && method === 'GET') return send(res, 200, job.overview());
+      if (rest === '' && method === 'PATCH') {
+        if (url.searchParams.get('mode') !== 'cancel' && url.searchParams.get('mode') !== null) return send(res, 400, { errors: ['mode must be cancel'] });
+        job.cancel();
+        return send(res, 202, {});
+      }
+      if (rest === 'checkpoints' && method === 'GET') return send(res, 200, job.checkpoints());
+      if (rest === 'checkpoints' && method === 'POST') {
+        const id = await job.triggerCheckpoint();
+        return send(res, 200, { 'checkpoint-id': id });
+      }
+      if (rest === 'savepoints' && method === 'POST') {
+        const dir = stringField(body, 'target-directory');
+        return send(res, 202, { 'request-id': this.track(job.savepoint(dir)) });
+      }
+      if (rest === 'stop' && method === 'POST') {
+        const dir = stringField(body, 'targetDirectory');
+        const drain = body['drain'] === true;
+        return send(res, 202, { 'request-id': this.track(job.stop(dir, drain)) });
+      }
+      const m = /^savepoints\/([^/]+)$/.exec(rest);
+      if (m && method === 'GET') {
+        const op = this.operations.get(m[1]!);
+        if (!op) return send(res, 404, { errors: [`no savepoint request ${m[1]}`] });
+        if (op.status === 'IN_PROGRESS') return send(res, 200, { status: { id: 'IN_PROGRESS' } });
+        this.fetched.add(m[1]!);
+        if (op.status === 'COMPLETED') return send(res, 200, { status: { id: 'COMPLETED' }, operation: { location: op.location } });
+        return send(res, 200, { status: { id: 'COMPLETED' }, operation: { 'failure-cause': { message: op.cause } } });
+      }
+    } catch (e) {
+      const status = (e as { status?: number }).status ?? 500;
+      return send(res, status, { errors: [e instanceof Error ? e.message : String(e)] });
+    }
+    return send(res, 404, { errors: [`no route ${method} ${url.pathname}`] });
+  }
+}
+
+function stringField(body: Record<string, unknown>, key: string): string | undefined {
+  const v = body[key];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'string' || v === '') throw Object.assign(new Error(`"${key}" must be a non-empty string`), { status: 400 });
+  return v;
+}
+
+function send(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+async function readJson(req: IncomingMessage): Promise<Record<string, unknown> | undefined> {
+  let text = '';
+  for await (const chunk of req) {
+    text += chunk;
+    if (text.length > 1 << 20) return undefined;
+  }
+  if (text.trim() === '') return {};
+  try {
+    const v = JSON.parse(text);
+    return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
