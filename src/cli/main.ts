@@ -4,6 +4,7 @@
  */
 import { runCommand } from './run.ts';
 import { checkpointsCommand } from './checkpoints.ts';
+import { stateCommand } from './state.ts';
 import { cancelCommand, listCommand, savepointCommand, stopCommand } from './control.ts';
 import { CliError, oneLine, USAGE } from './args.ts';
 
@@ -24,6 +25,8 @@ async function main(argv: string[]): Promise<number> {
         return await stopCommand(rest);
       case 'cancel':
         return await cancelCommand(rest);
+      case 'state':
+        return await stateCommand(rest);
       case undefined:
       case '-h':
       case '--help':

@@ -1,0 +1,197 @@
+/**
+ * Offline inspection of a checkpoint or savepoint: operators, their states, key counts and
+ * sizes per key-group range, non-keyed state, and single values by key. Reads only the
+ * snapshot's files; never modifies anything.
+ */
+import { join } from 'node:path';
+import { decodeValue } from '../runtime/codec.ts';
+import type { InlineOperatorState } from '../runtime/operators/operator.ts';
+import { keyGroupOf, normalizeKey } from '../state/key-groups.ts';
+import type { StateMeta } from '../state/state-codec.ts';
+import type { CheckpointMetadata, OperatorStateMeta } from './metadata.ts';
+import { StateFileReader } from './state-file.ts';
+import { verifyCheckpoint } from './storage.ts';
+
+export class InspectError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'InspectError';
+  }
+}
+
+export interface StateSummary {
+  readonly name: string;
+  readonly kind: string;
+  readonly serializer: { readonly name: string; readonly version: number };
+  readonly ttl: boolean;
+  keys: number;
+  bytes: number;
+}
+
+export interface RangeSummary {
+  readonly subtask: number;
+  readonly keyGroupRange: { readonly start: number; readonly end: number };
+  readonly file: string;
+  readonly fileSize: number;
+  keys: number;
+  timers: number;
+  bytes: number;
+}
+
+export interface OperatorSummary {
+  readonly id: string;
+  readonly name: string;
+  readonly uid: string | undefined;
+  readonly parallelism: number;
+  readonly maxParallelism: number;
+  readonly keyed: boolean;
+  readonly states: StateSummary[];
+  readonly ranges: RangeSummary[];
+  readonly operatorState: { readonly name: string; readonly distribution: string; readonly items: number }[];
+  readonly broadcastState: { readonly name: string; readonly entries: number }[];
+  readonly sourceSplits: number;
+  readonly committables: number;
+}
+
+export interface SnapshotSummary {
+  readonly path: string;
+  readonly type: string;
+  readonly jobId: string;
+  readonly jobName: string;
+  readonly checkpointId: number;
+  readonly timestamp: number;
+  readonly formatVersion: number;
+  readonly stateSize: number;
+  readonly operators: OperatorSummary[];
+}
+
+export async function openSnapshot(path: string): Promise<CheckpointMetadata> {
+  const v = await verifyCheckpoint(path);
+  if (!v.ok) {
+    throw new InspectError(v.reason === 'no metadata' ? `${path} is not a checkpoint or savepoint (no _metadata file)` : `${path}: ${v.reason}`);
+  }
+  return v.metadata;
+}
+
+function inlineOf(b64: string | undefined): InlineOperatorState | undefined {
+  return b64 === undefined ? undefined : decodeValue<InlineOperatorState>(Buffer.from(b64, 'base64'));
+}
+
+export async function summarize(path: string): Promise<SnapshotSummary> {
+  const m = await openSnapshot(path);
+  const operators: OperatorSummary[] = [];
+  for (const op of m.operators) operators.push(await summarizeOperator(path, op));
+  return { path, type: m.type, jobId: m.jobId, jobName: m.jobName, checkpointId: m.checkpointId, timestamp: m.timestamp, formatVersion: m.version, stateSize: m.stats.stateSize, operators };
+}
+
+async function summarizeOperator(dir: string, op: OperatorStateMeta): Promise<OperatorSummary> {
+  const states = new Map<string, StateSummary>();
+  const ranges: RangeSummary[] = [];
+  const lists = new Map<string, { distribution: string; items: number }>();
+  const broadcast = new Map<string, number>();
+  let splits = 0;
+  let committables = 0;
+  for (const s of op.subtasks) {
+    const inline = inlineOf(s.inline);
+    for (const [name, l] of Object.entries(inline?.lists ?? {})) {
+      const cur = lists.get(name);
+      lists.set(name, { distribution: l.distribution, items: l.distribution === 'union' ? l.items.length : (cur?.items ?? 0) + l.items.length });
+    }
+    for (const [name, e] of Object.entries(inline?.broadcast ?? {})) broadcast.set(name, e.length);
+    splits += inline?.splits?.length ?? 0;
+    committables += inline?.committables?.length ?? 0;
+    if (s.file === undefined) continue;
+    const reader = await StateFileReader.open(join(dir, s.file), s.fileSize);
+    try {
+      const meta = reader.index.meta as { states: StateMeta[] };
+      for (const st of meta.states) if (!states.has(st.name)) states.set(st.name, { ...st, keys: 0, bytes: 0 });
+      const r: RangeSummary = { subtask: s.subtask, keyGroupRange: s.keyGroupRange!, file: s.file, fileSize: s.fileSize!, keys: 0, timers: 0, bytes: 0 };
+      for (const b of reader.index.blocks) {
+        const bytes = await reader.readBlock(b);
+        const entries = decodeValue<unknown[]>(bytes).length;
+        r.bytes += b.length;
+        if (b.name.startsWith('t/')) {
+          r.timers += entries;
+          continue;
+        }
+        const stateName = b.name.slice(2, b.name.lastIndexOf('/'));
+        const st = states.get(stateName);
+        if (st) {
+          st.keys += entries;
+          st.bytes += b.length;
+        }
+        r.keys += entries;
+      }
+      ranges.push(r);
+    } finally {
+      await reader.close();
+    }
+  }
+  return {
+    id: op.id, name: op.name, uid: op.uid, parallelism: op.parallelism, maxParallelism: op.maxParallelism, keyed: op.keyed,
+    states: [...states.values()], ranges,
+    operatorState: [...lists].map(([name, l]) => ({ name, ...l })),
+    broadcastState: [...broadcast].map(([name, entries]) => ({ name, entries })),
+    sourceSplits: splits, committables,
+  };
+}
+
+/** Finds an operator by uid, exact name, or id prefix; a clear error when none or several match. */
+export function findOperator(m: CheckpointMetadata, q: string): OperatorStateMeta {
+  const byUid = m.operators.filter((o) => o.uid === q);
+  if (byUid.length === 1) return byUid[0]!;
+  const byName = m.operators.filter((o) => o.name === q);
+  if (byName.length === 1) return byName[0]!;
+  const byId = m.operators.filter((o) => o.id.startsWith(q));
+  if (byId.length === 1) return byId[0]!;
+  const all = m.operators.map((o) => `"${o.name}"${o.uid ? ` (uid ${o.uid})` : ''} ${o.id.slice(0, 8)}`).join(', ');
+  if (byName.length > 1 || byId.length > 1) throw new InspectError(`operator "${q}" is ambiguous; use its uid or id. Operators: ${all}`);
+  throw new InspectError(`no operator "${q}" in the snapshot. Operators: ${all}`);
+}
+
+export interface ValueLookup {
+  readonly operator: string;
+  readonly state: string;
+  readonly key: unknown;
+  readonly keyGroup: number;
+  readonly found: boolean;
+  /** As stored (after the state's serializer encode; TTL values as {v, t}). */
+  readonly value: unknown;
+}
+
+/**
+ * The value of one state for one key. A key from the command line is a string; when no entry
+ * matches it as a string, it is tried as a number (keys of numeric key selectors).
+ */
+export async function lookupValue(path: string, operatorQuery: string, stateName: string, rawKey: string): Promise<ValueLookup> {
+  const m = await openSnapshot(path);
+  const op = findOperator(m, operatorQuery);
+  if (!op.keyed) throw new InspectError(`operator "${op.name}" has no keyed state`);
+  const candidates: unknown[] = [rawKey];
+  if (rawKey.trim() !== '' && Number.isFinite(Number(rawKey))) candidates.push(Number(rawKey));
+  let knownStates = new Set<string>();
+  for (const key of candidates) {
+    const nk = normalizeKey(key);
+    const kg = keyGroupOf(nk, op.maxParallelism);
+    const s = op.subtasks.find((x) => x.keyGroupRange !== undefined && x.keyGroupRange.start <= kg && kg <= x.keyGroupRange.end && x.file !== undefined);
+    if (s === undefined) continue;
+    const reader = await StateFileReader.open(join(path, s.file!), s.fileSize);
+    try {
+      const meta = reader.index.meta as { states: StateMeta[] };
+      knownStates = new Set(meta.states.map((x) => x.name));
+      if (!knownStates.has(stateName)) continue;
+      const block = reader.index.blocks.find((b) => b.name === `k/${stateName}/${kg}`);
+      if (block === undefined) continue;
+      for (const [k, v] of decodeValue<[string | number, unknown][]>(await reader.readBlock(block))) {
+        if (k === nk) return { operator: op.name, state: stateName, key, keyGroup: kg, found: true, value: v };
+      }
+    } finally {
+      await reader.close();
+    }
+  }
+  if (knownStates.size > 0 && !knownStates.has(stateName)) {
+    throw new InspectError(`operator "${op.name}" has no state "${stateName}"; its states: ${[...knownStates].join(', ')}`);
+  }
+  const kg = keyGroupOf(normalizeKey(rawKey), op.maxParallelism);
+  return { operator: op.name, state: stateName, key: rawKey, keyGroup: kg, found: false, value: undefined };
+}
