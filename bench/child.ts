@@ -1,0 +1,85 @@
+/**
+ * One measurement, in a fresh process: node --import tsx bench/child.ts <job> <variant> <n> <keys>
+ * Times the processing only (after imports and module loading), from just before the job
+ * starts until it has finished, and prints one RESULT_MARK line on stdout. weir sinks report
+ * their checks on stderr (PARTIAL_MARK lines), which the runner sums.
+ */
+import { resolve } from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { runJob } from 'weir';
+import type { Baseline } from './baselines/baseline.ts';
+import { JOB_IDS, RESULT_MARK, VARIANTS, type JobId, type Result, type Variant } from './workloads.ts';
+
+export interface ChildReport {
+  readonly job: JobId;
+  readonly variant: Variant;
+  readonly n: number;
+  readonly keys: number;
+  /** Wall time of the processing, ms. */
+  readonly ms: number;
+  /** CPU time (user + system, all threads of the process) over the same span, ms. */
+  readonly cpuMs: number;
+  /** Baselines: the checks. weir: undefined (its sinks report on stderr). */
+  readonly result: Result | undefined;
+  /** CPU time of the whole child process up to the report (start-up included), ms. */
+  readonly processCpuMs: number;
+  /** weir only: records the sources emitted, and the job's own duration. */
+  readonly recordsIn?: number;
+  readonly jobMs?: number;
+}
+
+async function baseline(variant: Variant): Promise<Baseline> {
+  switch (variant) {
+    case 'loop':
+      return (await import('./baselines/loop.ts')).loop;
+    case 'rxjs':
+      return (await import('./baselines/rxjs.ts')).rxjs;
+    case 'streams':
+      return (await import('./baselines/streams.ts')).streams;
+    default:
+      throw new Error(`not a baseline: ${variant}`);
+  }
+}
+
+function cpuSince(start?: NodeJS.CpuUsage): number {
+  const d = process.cpuUsage(start);
+  return (d.user + d.system) / 1000;
+}
+
+async function main(argv: string[]): Promise<void> {
+  const [job, variant, nArg, keysArg] = argv as [JobId, Variant, string, string];
+  if (!JOB_IDS.includes(job)) throw new Error(`unknown job ${job}; one of ${JOB_IDS.join(', ')}`);
+  if (!VARIANTS.includes(variant)) throw new Error(`unknown variant ${variant}; one of ${VARIANTS.join(', ')}`);
+  const n = Number(nArg);
+  const keys = Number(keysArg);
+  let report: Omit<ChildReport, 'processCpuMs'>;
+  if (variant === 'weir-1' || variant === 'weir-2') {
+    const workers = variant === 'weir-1' ? 1 : 2;
+    const modulePath = resolve(fileURLToPath(new URL('.', import.meta.url)), 'jobs', `${job}.ts`);
+    // Load the job module up front (runJob finds it in the module cache) so that transpiling
+    // it is not timed; worker threads of weir-2 still load it themselves, inside the timing.
+    await import(pathToFileURL(modulePath).href);
+    const c0 = process.cpuUsage();
+    const t0 = performance.now();
+    const r = await runJob(modulePath, { workers, parallelism: workers, args: [nArg, keysArg] });
+    const ms = performance.now() - t0;
+    const cpuMs = cpuSince(c0);
+    if (r.status !== 'FINISHED') throw new Error(`weir job ${job} ${r.status}: ${r.error?.message ?? 'unknown reason'}\n${r.error?.stack ?? ''}`);
+    report = { job, variant, n, keys, ms, cpuMs, result: undefined, recordsIn: r.progress.recordsIn, jobMs: r.durationMs };
+  } else {
+    const run = (await baseline(variant))[job];
+    const c0 = process.cpuUsage();
+    const t0 = performance.now();
+    const result = await run({ n, keys });
+    const ms = performance.now() - t0;
+    report = { job, variant, n, keys, ms, cpuMs: cpuSince(c0), result };
+  }
+  const full: ChildReport = { ...report, processCpuMs: cpuSince() };
+  process.stdout.write(RESULT_MARK + JSON.stringify(full) + '\n', () => process.exit(0));
+}
+
+main(process.argv.slice(2)).catch((e: unknown) => {
+  process.stderr.write(`bench child failed: ${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+  process.exit(1);
+});
