@@ -27,7 +27,10 @@ export type CoordinatorEvent =
   | { readonly type: 'finalized'; readonly now: number; readonly id: number }
   | { readonly type: 'finalize-failed'; readonly now: number; readonly id: number; readonly message: string }
   | { readonly type: 'trigger-failed'; readonly now: number; readonly id: number; readonly message: string }
-  | { readonly type: 'shutdown'; readonly now: number };
+  | { readonly type: 'shutdown'; readonly now: number }
+  /** Stop-with-savepoint in progress: no periodic checkpoints (Flink stops the scheduler). */
+  | { readonly type: 'suspend-periodic' }
+  | { readonly type: 'resume-periodic'; readonly now: number };
 
 export type Decision =
   /** Snapshot coordinator-side state (split enumerators), then trigger `tasks` directly. */
@@ -76,6 +79,7 @@ export class CheckpointCoordinatorLogic {
   private lastCompletedId = 0;
   private consecutiveFailures = 0;
   private shutDown = false;
+  private periodicSuspended = false;
   lastAckResult: AckResult | undefined;
 
   constructor(
@@ -109,7 +113,7 @@ export class CheckpointCoordinatorLogic {
     const times: number[] = [];
     for (const p of this.pending.values()) times.push(p.timestamp + this.config.timeoutMs);
     const interval = this.config.intervalMs;
-    if (interval !== undefined && this.pendingPeriodic() < this.config.maxConcurrent) {
+    if (interval !== undefined && !this.periodicSuspended && this.pendingPeriodic() < this.config.maxConcurrent) {
       times.push(Math.max(this.lastTriggerAt + interval, this.lastCompletedAt + this.config.minPauseMs));
     }
     const finite = times.filter((t) => Number.isFinite(t));
@@ -152,6 +156,12 @@ export class CheckpointCoordinatorLogic {
       case 'trigger-failed':
         if (this.pending.has(e.id)) this.abort(e.id, R.TRIGGER_CHECKPOINT_FAILURE, e.message, out);
         break;
+      case 'suspend-periodic':
+        this.periodicSuspended = true;
+        break;
+      case 'resume-periodic':
+        this.periodicSuspended = false;
+        break;
       case 'shutdown':
         this.shutDown = true;
         for (const p of [...this.pending.values()]) this.abort(p.id, R.CHECKPOINT_COORDINATOR_SHUTDOWN, 'the job is shutting down', out);
@@ -180,7 +190,7 @@ export class CheckpointCoordinatorLogic {
 
   private maybeTriggerPeriodic(now: number, out: Decision[]): void {
     const interval = this.config.intervalMs;
-    if (interval === undefined || this.shutDown) return;
+    if (interval === undefined || this.shutDown || this.periodicSuspended) return;
     if (now < this.lastTriggerAt + interval) return;
     if (this.pendingPeriodic() >= this.config.maxConcurrent) return;
     // min-pause: from the end of the last completed checkpoint to the start of the next.

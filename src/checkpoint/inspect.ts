@@ -94,8 +94,11 @@ async function summarizeOperator(dir: string, op: OperatorStateMeta): Promise<Op
   for (const s of op.subtasks) {
     const inline = inlineOf(s.inline);
     for (const [name, l] of Object.entries(inline?.lists ?? {})) {
+      // Split and union lists alike: each subtask snapshots its own items, and the state holds
+      // all of them (a restore hands the union of every subtask's items to each new subtask), so
+      // the count is the sum over subtasks. (Counting one subtask's items under-reported union state.)
       const cur = lists.get(name);
-      lists.set(name, { distribution: l.distribution, items: l.distribution === 'union' ? l.items.length : (cur?.items ?? 0) + l.items.length });
+      lists.set(name, { distribution: l.distribution, items: (cur?.items ?? 0) + l.items.length });
     }
     for (const [name, e] of Object.entries(inline?.broadcast ?? {})) broadcast.set(name, e.length);
     splits += inline?.splits?.length ?? 0;

@@ -123,7 +123,7 @@ export function parseConfig(raw: Record<string, unknown>, path: string): FileCon
         break;
       case CP + 'savepoint-dir':
       case 'state.savepoints.dir':
-        cp.savepointDir = str(v, key, path).replace(/^file:\/\//, '');
+        cp.savepointDir = str(v, key, path).replace(/^file:(\/\/)?/, ''); // as for the checkpoint dir
         break;
       case 'parallelism.default':
         out.parallelism = intOf(v, key, path);

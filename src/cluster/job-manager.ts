@@ -423,7 +423,8 @@ class JobMaster implements JobControl {
       restorePlan = planRestore(restore.metadata, restore.path, this.graph, this.plan, this.options.allowNonRestoredState ?? false);
       this.stats.restored(restore.metadata.checkpointId, restore.path, Date.now());
     }
-    const firstId = this.storage ? Math.max(await this.storage.highestId(this.jobId), restore?.metadata.jobId === this.jobId ? restore.metadata.checkpointId : 0) + 1 : 1;
+    // Ids continue after the restored snapshot's, whichever job took it (as Flink's id counter).
+    const firstId = Math.max(this.storage ? await this.storage.highestId(this.jobId) : 0, restore?.metadata.checkpointId ?? 0) + 1;
     if (this.storage && this.checkpointing) await this.storage.collectGarbage(this.jobId);
     const restoredCompleted: CompletedCheckpointInfo[] = [];
     if (this.storage && this.checkpointing) {
@@ -779,8 +780,12 @@ class Attempt {
           if (sp === this.stopRequest) {
             this.stopRequest = undefined;
             // A failed stop leaves the job running: suspended sources read on.
-            if (sp.stop === 'stop') this.broadcast({ type: 'resume-sources' });
-            else this.finishWithoutSavepoint(now);
+            if (sp.stop === 'stop') {
+              this.broadcast({ type: 'resume-sources' });
+              this.apply(this.coordinator!.handle({ type: 'resume-periodic', now }));
+            } else {
+              this.finishWithoutSavepoint(now);
+            }
           }
           sp.reject(new ControlError(`savepoint failed: ${d.reason}: ${d.message}`));
         }
@@ -802,7 +807,10 @@ class Attempt {
         const sp = this.savepoints.get(d.requestId);
         if (sp !== undefined) {
           this.savepoints.delete(sp.id);
-          if (sp === this.stopRequest) this.stopRequest = undefined;
+          if (sp === this.stopRequest) {
+            this.stopRequest = undefined;
+            this.apply(this.coordinator!.handle({ type: 'resume-periodic', now }));
+          }
           sp.reject(new ControlError(`savepoint rejected: ${d.reason}: ${d.message}`));
         }
         return;
@@ -891,7 +899,11 @@ class Attempt {
       const req: SavepointRequest = { id, location, type: 'savepoint', stop, resolve, reject, completed: false };
       this.savepoints.set(id, req);
       const now = this.jm.clockNow();
-      if (stop !== undefined) this.stopRequest = req;
+      if (stop !== undefined) {
+        this.stopRequest = req;
+        // The stop's savepoint is the job's last snapshot: no periodic checkpoint after it.
+        this.apply(this.coordinator!.handle({ type: 'suspend-periodic' }));
+      }
       if (stop === 'drain') {
         // End the sources as if their input were exhausted; the savepoint follows once all is drained.
         this.broadcast({ type: 'end-sources', drain: true });

@@ -94,10 +94,17 @@ export class InputGate implements ChannelOwner {
     return this.blocked[channel]!;
   }
 
-  /** Marks a channel ended; true when every channel of the gate has ended. */
-  endChannel(channel: number, out: ValveOutput): boolean {
+  /**
+   * Marks a channel ended; true when every channel of the gate has ended. A channel ended by a
+   * stop-with-savepoint (`stop`) does not move event time: nothing may fire after the savepoint.
+   */
+  endChannel(channel: number, out: ValveOutput, stop = false): boolean {
     const ch = this.channels[channel]!;
-    if (!ch.ended) {
+    if (!ch.ended && stop) {
+      ch.ended = true;
+      this.endedCount++;
+      this.channelIdle[channel] = true;
+    } else if (!ch.ended) {
       ch.ended = true;
       this.endedCount++;
       // An ended channel no longer holds event time back.

@@ -341,7 +341,7 @@ export class StreamTask implements Schedulable {
         return;
       case 'end': {
         if (e.stop) this.stopping = true;
-        const allEnded = gate.endChannel(channel, this.valves[gate.index]!);
+        const allEnded = gate.endChannel(channel, this.valves[gate.index]!, e.stop === true);
         // An ended channel delivers no barrier: alignment may complete now, before end of input.
         this.barrierHandler?.onChannelEnded();
         if (allEnded) {

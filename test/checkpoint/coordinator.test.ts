@@ -217,6 +217,17 @@ describe('checkpoint coordinator decisions', () => {
     expect(d).toMatchObject([{ type: 'trigger', final: true, tasks: ['0:0', '0:1', '1:0'] }]);
   });
 
+  it('a stop-with-savepoint suspends periodic checkpoints until it fails', () => {
+    const c = new CheckpointCoordinatorLogic(cfg({ interval: 100 }), TASKS);
+    running(c);
+    c.handle({ type: 'suspend-periodic' });
+    expect(c.handle({ type: 'tick', now: 0 })).toEqual([]);
+    expect(c.handle({ type: 'request', now: 1, checkpointType: 'savepoint', requestId: 'stop' })).toMatchObject([{ type: 'trigger', checkpointType: 'savepoint' }]);
+    expect(c.handle({ type: 'tick', now: 500 })).toEqual([]);
+    c.handle({ type: 'resume-periodic', now: 600 });
+    expect(c.handle({ type: 'tick', now: 600 })).toMatchObject([{ type: 'trigger', checkpointType: 'checkpoint' }]);
+  });
+
   it('shutdown aborts pending checkpoints and rejects requests', () => {
     const c = new CheckpointCoordinatorLogic(cfg({ interval: 10 }), TASKS);
     running(c);
