@@ -306,6 +306,20 @@ describe('collectGarbage', () => {
     expect(await storage.collectGarbage('nope')).toBe(0);
   });
 
+  it('a checkpoint being discarded is never seen half-deleted (reported as corrupt) by a concurrent listing', async () => {
+    const logs: string[] = [];
+    for (let round = 0; round < 10; round++) {
+      const dir = await complete(100 + round, 40);
+      const discarding = storage.discard(dir);
+      // List while the discard runs, on every turn until it is done.
+      let done = false;
+      void discarding.then(() => (done = true));
+      while (!done) await storage.completed(JOB, (l) => logs.push(l));
+      expect(existsSync(dir)).toBe(false);
+    }
+    expect(logs).toEqual([]);
+  });
+
   it('discard removes a whole checkpoint directory', async () => {
     const dir = await complete(1);
     await storage.discard(dir);
