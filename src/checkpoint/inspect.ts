@@ -3,6 +3,7 @@
  * sizes per key-group range, non-keyed state, and single values by key. Reads only the
  * snapshot's files; never modifies anything.
  */
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { decodeValue } from '../runtime/codec.ts';
 import type { InlineOperatorState } from '../runtime/operators/operator.ts';
@@ -10,7 +11,7 @@ import { keyGroupOf, normalizeKey } from '../state/key-groups.ts';
 import type { StateMeta } from '../state/state-codec.ts';
 import type { CheckpointMetadata, OperatorStateMeta } from './metadata.ts';
 import { StateFileReader } from './state-file.ts';
-import { verifyCheckpoint } from './storage.ts';
+import { isDirectory, verifyCheckpoint } from './storage.ts';
 
 export class InspectError extends Error {
   constructor(message: string) {
@@ -68,7 +69,14 @@ export interface SnapshotSummary {
 export async function openSnapshot(path: string): Promise<CheckpointMetadata> {
   const v = await verifyCheckpoint(path);
   if (!v.ok) {
-    throw new InspectError(v.reason === 'no metadata' ? `${path} is not a checkpoint or savepoint (no _metadata file)` : `${path}: ${v.reason}`);
+    if (v.reason === 'no metadata') {
+      // Say which case it is: a mistyped path or a file given for the directory is far more
+      // common than a directory without metadata, and "no _metadata file" hides the typo.
+      if (!existsSync(path)) throw new InspectError(`${path} does not exist`);
+      if (!isDirectory(path)) throw new InspectError(`${path} is a file, not a checkpoint or savepoint directory`);
+      throw new InspectError(`${path} is not a checkpoint or savepoint (no _metadata file)`);
+    }
+    throw new InspectError(`${path}: ${v.reason}`);
   }
   return v.metadata;
 }
