@@ -20,7 +20,7 @@
 import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { toMillis, type Duration } from '../../api/duration.ts';
 import type { SinkCommitter, SinkContext, SinkWriter, TwoPhaseCommitSink } from '../../api/sink.ts';
 
@@ -73,6 +73,17 @@ export class ExactlyOnceFileSink<T> implements TwoPhaseCommitSink<T, FileCommitt
 
   createWriter(ctx: SinkContext): SinkWriter<T, FileCommittable> {
     mkdirSync(this.dir, { recursive: true });
+    // A restart with no checkpoint to restore (the failure came before the first one completed)
+    // gets no recover() call, but the failed attempt's in-progress parts of this subtask are
+    // garbage all the same (no checkpoint ever refers to an in-progress file): without this they
+    // stayed behind as hidden files for good.
+    if (ctx.attemptNumber > 0 && ctx.restoredCheckpointId === undefined) {
+      const mine = (sub: number) => sub === ctx.subtaskIndex || (ctx.subtaskIndex === 0 && sub >= ctx.parallelism);
+      for (const name of readdirSync(this.dir)) {
+        const m = INPROGRESS_RE.exec(name);
+        if (m && mine(Number(m[1]))) rmSync(join(this.dir, name), { force: true });
+      }
+    }
     return new FileWriter<T>(this, ctx);
   }
 
@@ -81,26 +92,18 @@ export class ExactlyOnceFileSink<T> implements TwoPhaseCommitSink<T, FileCommitt
   }
 
   /**
-   * After a restore from checkpoint `restoredId`: finish or undo interrupted compactions, then
-   * delete what no completed checkpoint refers to: this subtask's in-progress files, and pending
-   * files of checkpoints after the restored one (they never completed). Subtask 0 also cleans up
-   * after subtask indices that no longer exist (the job was rescaled down).
+   * After a restore from checkpoint `restoredId`: delete what no completed checkpoint refers to
+   * (this subtask's in-progress files, and pending files of checkpoints after the restored one:
+   * they never completed), and finish or undo interrupted compactions. Subtask 0 also cleans up
+   * after subtask indices that no longer exist (the job was rescaled down). Returns a promise
+   * only when it has to wait for a compaction still running in this process.
    */
-  recover(ctx: SinkContext, restoredId: number): void {
+  recover(ctx: SinkContext, restoredId: number): void | Promise<void> {
     if (!existsSync(this.dir)) return;
     const mine = (sub: number) => sub === ctx.subtaskIndex || (ctx.subtaskIndex === 0 && sub >= ctx.parallelism);
-    // Intents first: they decide the fate of their temporary files.
+    // Files of the interrupted attempt's writer: deleted now, before this attempt's writer starts.
     for (const name of readdirSync(this.dir)) {
-      const m = INTENT_RE.exec(name);
-      if (m && mine(Number(m[1]))) resolveIntentSync(this.dir, name);
-    }
-    for (const name of readdirSync(this.dir)) {
-      let m = COMPACT_TMP_RE.exec(name);
-      if (m && mine(Number(m[1]))) {
-        rmSync(join(this.dir, name), { force: true }); // merged data that never got an intent
-        continue;
-      }
-      m = INPROGRESS_RE.exec(name);
+      let m = INPROGRESS_RE.exec(name);
       if (m && mine(Number(m[1]))) {
         rmSync(join(this.dir, name), { force: true });
         continue;
@@ -108,6 +111,62 @@ export class ExactlyOnceFileSink<T> implements TwoPhaseCommitSink<T, FileCommitt
       m = PENDING_RE.exec(name);
       if (m && mine(Number(m[1])) && Number(m[4]) > restoredId) rmSync(join(this.dir, name), { force: true });
     }
+    // Compactions: a compaction of the failed attempt may still be running in this process (a
+    // restart in the same thread, workers: 1: its async I/O goes on after the task is cancelled).
+    // Its temp file is not garbage yet, so resolve compaction leftovers only once it has ended,
+    // and before this attempt's committer compacts (it queues behind this on the same lock).
+    const running = runningCompactions(this.dir, mine);
+    if (running.length === 0) {
+      resolveCompactionsSync(this.dir, mine);
+      return;
+    }
+    return exclusive(compactionKey(this.dir, ctx.subtaskIndex), async () => {
+      await Promise.all(running);
+      resolveCompactionsSync(this.dir, mine);
+    });
+  }
+}
+
+/**
+ * Compactions in flight in this process, by directory and subtask. Two committers of one
+ * subtask can be alive at once: after a restart in the same thread the failed attempt's
+ * committer may still be compacting while the new one commits. Without taking turns both
+ * would merge the same small files (every record of them twice), and recover() could delete a
+ * temp file still being written. Compactions and recovery of a subtask take turns here.
+ */
+const compactionLocks = new Map<string, Promise<void>>();
+
+function compactionKey(dir: string, sub: number): string {
+  return `${resolve(dir)}\u0000${sub}`;
+}
+
+/** Runs fn after everything queued on `key` before it (failures included) has ended. */
+function exclusive(key: string, fn: () => Promise<void>): Promise<void> {
+  const run = (compactionLocks.get(key) ?? Promise.resolve()).then(fn);
+  const tail = run.catch(() => {});
+  compactionLocks.set(key, tail);
+  void tail.then(() => {
+    if (compactionLocks.get(key) === tail) compactionLocks.delete(key);
+  });
+  return run;
+}
+
+function runningCompactions(dir: string, mine: (sub: number) => boolean): Promise<void>[] {
+  const prefix = `${resolve(dir)}\u0000`;
+  const out: Promise<void>[] = [];
+  for (const [key, p] of compactionLocks) if (key.startsWith(prefix) && mine(Number(key.slice(prefix.length)))) out.push(p);
+  return out;
+}
+
+/** Intents first (they decide the fate of their temp files), then temp files without an intent. */
+function resolveCompactionsSync(dir: string, mine: (sub: number) => boolean): void {
+  for (const name of readdirSync(dir)) {
+    const m = INTENT_RE.exec(name);
+    if (m && mine(Number(m[1]))) resolveIntentSync(dir, name);
+  }
+  for (const name of readdirSync(dir)) {
+    const m = COMPACT_TMP_RE.exec(name);
+    if (m && mine(Number(m[1]))) rmSync(join(dir, name), { force: true }); // merged data that never got an intent
   }
 }
 
@@ -221,7 +280,8 @@ class FileCommitter implements SinkCommitter<FileCommittable> {
     // Compaction runs on async I/O, off the record path; the next commit waits for it, and so
     // does the end of the job, so a finished job never leaves a half-done compaction behind.
     if (this.sink.compactBelow > 0 && this.compacting === undefined) {
-      this.compacting = this.compact().finally(() => (this.compacting = undefined));
+      // Taking turns with other committers of this subtask in this process (see compactionLocks).
+      this.compacting = exclusive(compactionKey(dir, this.ctx.subtaskIndex), () => this.compact()).finally(() => (this.compacting = undefined));
       return this.compacting;
     }
   }
