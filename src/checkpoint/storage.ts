@@ -9,7 +9,7 @@
  * A chk-<n> without verifying metadata is garbage from an aborted or interrupted attempt.
  */
 import { mkdirSync, existsSync, statSync } from 'node:fs';
-import { mkdir, open, readdir, readFile, rename, rm, stat, appendFile } from 'node:fs/promises';
+import { mkdir, open, readdir, readFile, rename, rm, stat, appendFile, writeFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { METADATA_FILE, parseMetadata, serializeMetadata, type CheckpointMetadata } from './metadata.ts';
 
@@ -67,11 +67,29 @@ export class LocalCheckpointStorage {
     await appendFile(join(this.jobDir(jobId), 'checkpoint-history.jsonl'), JSON.stringify(entry) + '\n');
   }
 
+  /**
+   * Records that checkpoint `id` was triggered, so the id is never used again even after its
+   * directory (an interrupted attempt's) is collected as garbage. Sinks name their pending
+   * files by checkpoint id; a reused id would confuse what a restore cleans up.
+   */
+  async recordTriggered(jobId: string, id: number): Promise<void> {
+    const f = join(this.jobDir(jobId), 'last-checkpoint-id');
+    const tmp = `${f}.tmp`;
+    await writeFile(tmp, String(id));
+    await rename(tmp, f);
+  }
+
   /** Highest checkpoint number ever used under the job (ids are never reused). */
   async highestId(jobId: string): Promise<number> {
     const dir = this.jobDir(jobId);
     if (!existsSync(dir)) return 0;
     let max = 0;
+    try {
+      const recorded = Number(await readFile(join(dir, 'last-checkpoint-id'), 'utf8'));
+      if (Number.isSafeInteger(recorded)) max = recorded;
+    } catch {
+      // none recorded yet
+    }
     for (const name of await readdir(dir)) {
       const m = /^chk-(\d+)$/.exec(name);
       if (m) max = Math.max(max, Number(m[1]));

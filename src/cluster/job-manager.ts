@@ -626,7 +626,7 @@ class Attempt {
   }
 
   private onMessage(m: FromExecutor): void {
-    if (this.ended) return;
+    if (this.ending) return;
     const now = this.jm.clockNow();
     switch (m.type) {
       case 'deployed':
@@ -689,7 +689,7 @@ class Attempt {
     if (at === undefined) return;
     this.tickTimer = this.jm.runClock.schedule(at, () => {
       this.tickTimer = undefined;
-      if (this.ended) return;
+      if (this.ending) return;
       this.apply(this.coordinator!.handle({ type: 'tick', now: this.jm.clockNow() }));
     });
   }
@@ -719,7 +719,7 @@ class Attempt {
         }
         this.locations.set(d.id, location);
         jm.statsTracker.triggered(d.id, d.checkpointType, now, this.taskIds.length, this.number);
-        mkdir(location, { recursive: true }).then(
+        mkdir(location, { recursive: true }).then(() => (storage ? storage.recordTriggered(jm.id, d.id) : undefined)).then(
           () => this.broadcast({
             type: 'trigger', tasks: d.tasks,
             req: { checkpointId: d.id, timestamp: d.timestamp, type: d.checkpointType, location, ...(sp?.stop === 'stop' ? { suspendSourceAfter: true } : {}) },
@@ -736,10 +736,13 @@ class Attempt {
       case 'finalize': {
         const location = this.locations.get(d.id)!;
         const metadata = this.buildMetadata(d.id, d.timestamp, d.checkpointType, d.acks, now);
-        finalizeMetadata(location, metadata).then(
+        const p = finalizeMetadata(location, metadata).then(
           () => this.apply(this.coordinator!.handle({ type: 'finalized', now: jm.clockNow(), id: d.id })),
           (e) => this.apply(this.coordinator!.handle({ type: 'finalize-failed', now: jm.clockNow(), id: d.id, message: `cannot write metadata: ${(e as Error).message}` })),
         );
+        // An attempt that ends lets metadata being written finish: that checkpoint is complete.
+        this.finalizing.add(p);
+        void p.finally(() => this.finalizing.delete(p));
         return;
       }
       case 'notify-complete': {
@@ -924,22 +927,28 @@ class Attempt {
   }
 
   private end(o: AttemptOutcome): void {
-    if (this.ended) return;
-    for (const sp of this.savepoints.values()) sp.reject(new ControlError(`the job ended (${o.status}) before the savepoint completed`));
-    this.savepoints.clear();
-    // Pending checkpoints of this attempt can never complete now.
-    const decisions = this.coordinator?.handle({ type: 'shutdown', now: this.jm.clockNow() }) ?? [];
-    for (const d of decisions) {
-      if (d.type === 'abort') {
-        this.jm.statsTracker.failed(d.id, this.jm.clockNow(), d.reason, describeReason(d.reason));
-        const location = this.locations.get(d.id);
-        if (location) void rm(location, { recursive: true, force: true }).catch(() => {});
-      }
-    }
-    this.ended = true;
+    if (this.ending) return;
+    this.ending = true;
     this.tickTimer?.cancel();
     if (this.ticker) clearInterval(this.ticker);
     for (const e of this.executors) e.send({ type: 'cancel' });
-    void Promise.all(this.executors.map((e) => e.terminate())).then(() => this.settle(o));
+    // Checkpoints whose metadata is being written complete first (a checkpoint exists once its
+    // metadata does); the rest of the pending ones can never complete now.
+    void Promise.allSettled([...this.finalizing]).then(() => {
+      for (const sp of this.savepoints.values()) sp.reject(new ControlError(`the job ended (${o.status}) before the savepoint completed`));
+      this.savepoints.clear();
+      const decisions = this.coordinator?.handle({ type: 'shutdown', now: this.jm.clockNow() }) ?? [];
+      for (const d of decisions) {
+        if (d.type === 'abort') {
+          this.jm.statsTracker.failed(d.id, this.jm.clockNow(), d.reason, describeReason(d.reason));
+          const location = this.locations.get(d.id);
+          if (location) void rm(location, { recursive: true, force: true }).catch(() => {});
+        }
+      }
+      this.ended = true;
+      void Promise.all(this.executors.map((e) => e.terminate())).then(() => this.settle(o));
+    });
   }
+  private ending = false;
+  private readonly finalizing = new Set<Promise<void>>();
 }

@@ -73,6 +73,12 @@ export function committedLines(dir: string): string[] {
   return lines.sort();
 }
 
+/**
+ * Hidden files that would matter: pending parts (data a checkpoint covers) and compaction
+ * leftovers. In-progress parts of an attempt killed before its first checkpoint are left
+ * alone when the next attempt starts from scratch (nothing says whose they are); they are
+ * hidden and never committed, so they are not listed here.
+ */
 export function hiddenFiles(dir: string): string[] {
-  return existsSync(dir) ? readdirSync(dir).filter((f) => f.startsWith('.')) : [];
+  return existsSync(dir) ? readdirSync(dir).filter((f) => f.startsWith('.') && !f.endsWith('.inprogress')) : [];
 }

@@ -89,6 +89,12 @@ describe('chaos: stop with savepoint, kills, and restores at new parallelism', (
       let err = '';
       child.stderr!.on('data', (d) => (err += d));
       const rest = await waitForRest(() => err, 15_000);
+      // Act only once every task runs (a stop while the job is still starting is refused).
+      for (let i = 0; rest && i < 300; i++) {
+        const st = await fetch(`http://127.0.0.1:${rest.port}/jobs/${rest.id}`).then((r) => r.json() as Promise<{ state?: string }>).catch(() => ({ state: 'GONE' }));
+        if (st.state !== 'INITIALIZING' && st.state !== 'RESTARTING') break;
+        await new Promise((r) => setTimeout(r, 25));
+      }
       const action = round % 3; // 0: kill; 1: stop and kill while stopping; 2: stop and let it complete
       await new Promise((r) => setTimeout(r, 500 + rng.int(1500)));
       let what = '';

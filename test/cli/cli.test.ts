@@ -26,8 +26,19 @@ function weir(...args: string[]): Promise<Run> {
     child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));
     child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
     child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
+    child.on('close', (code) => resolve({ code, stdout, stderr: withoutStartupLines(stderr) }));
   });
+}
+
+/**
+ * A running job announces its id and control API (and a REST port fallback) before it
+ * starts; those informational lines are not part of what these tests check.
+ */
+function withoutStartupLines(stderr: string): string {
+  return stderr
+    .split('\n')
+    .filter((l) => !/^weir: job [0-9a-f]{32} running; control API on http:\/\/[\d.]+:\d+$/.test(l) && !/^weir: REST port \d+ is in use; serving on [\d.]+:\d+ instead$/.test(l))
+    .join('\n');
 }
 
 /** stderr must be exactly one "weir: error: ..." line; returns the message after the prefix. */
