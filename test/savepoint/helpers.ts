@@ -21,9 +21,14 @@ export const fixture = (name: string): string => join(ROOT, 'test', 'fixtures', 
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
-/** A temporary directory under os.tmpdir(); remove with cleanup(). */
+/**
+ * A temporary directory under os.tmpdir(); remove with cleanup(). The first one of a test
+ * process also holds WEIR_HOME: jobs started with a REST API register for `weir list`, and
+ * they belong in a registry of their own, not the user's.
+ */
 export function tempDir(prefix: string): { dir: string; fresh(name: string): string; cleanup(): void } {
   const dir = mkdtempSync(join(tmpdir(), `weir-${prefix}-`));
+  if (process.env['WEIR_HOME'] === undefined) process.env['WEIR_HOME'] = join(dir, 'weir-home');
   let n = 0;
   return { dir, fresh: (name) => join(dir, `${name}-${n++}`), cleanup: () => rmSync(dir, { recursive: true, force: true }) };
 }
@@ -39,6 +44,7 @@ export interface Handle {
 
 /** Starts a job with the REST API on a free port; resolves once the API listens. */
 export async function start(job: string, options: RunOptions): Promise<Handle> {
+  if (process.env['WEIR_HOME'] === undefined) throw new Error('call tempDir() first: it isolates the job registry (WEIR_HOME)');
   const logs: string[] = [];
   let listening!: (v: [number, string]) => void;
   const ready = new Promise<[number, string]>((r) => (listening = r));
