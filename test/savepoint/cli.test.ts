@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { summarize } from '../../src/checkpoint/inspect.ts';
 import { verifyCheckpoint } from '../../src/checkpoint/storage.ts';
-import { fixture, oneLineError, producedIn, sleep, tempDir, weir, weirRun, type RunningCli } from './helpers.ts';
+import { fixture, oneLineError, producedIn, sleep, tempDir, waitRunningAt, weir, weirRun, type RunningCli } from './helpers.ts';
 
 const tmp = tempDir('sp-cli');
 const started: RunningCli[] = [];
@@ -38,6 +38,7 @@ describe.concurrent('weir list / savepoint / stop / cancel', () => {
     const job = await run(home, fixture('savepoint-app.ts'), '-w', '1', '-p', '2', '--rest-port', '0', '--', 'v1', '1000000', '500');
 
     const [list, listJson] = await Promise.all([weir(home, 'list'), weir(home, 'list', '--json')]);
+    await waitRunningAt(job.port, job.jobId);
     expect(list.code).toBe(0);
     expect(list.stdout).toMatch(new RegExp(`^${job.jobId}  (INITIALIZING|RUNNING) +\\d+s  127\\.0\\.0\\.1:${job.port}  "savepoint app v1"\\n$`));
     const json = JSON.parse(listJson.stdout) as { jobs: Record<string, unknown>[] };
@@ -84,6 +85,7 @@ describe.concurrent('weir list / savepoint / stop / cancel', () => {
     const home = tmp.fresh('home');
     const out = tmp.fresh('out');
     const job = await run(home, fixture('savepoint-windows.ts'), '-w', '1', '-p', '1', '--rest-port', '0', '--savepoint-dir', tmp.fresh('sp'), '--', out, '1000000', '1000');
+    await waitRunningAt(job.port, job.jobId);
     await sleep(300);
     const stop = await weir(home, 'stop', job.jobId, '--savepoint', '--drain');
     expect([stop.code, stop.stderr]).toEqual([0, '']);

@@ -32,7 +32,7 @@ describe('a savepoint of a running job', () => {
     const spDir = tmp.fresh('savepoints');
     // Checkpoints only on request (the interval is far away), one retained, kept on cancel.
     const h = await start(JOB, {
-      workers: 1, parallelism: 2, args: ['v1', String(N), '500'],
+      workers: 1, parallelism: 2, args: ['v1', '1000000', '500'],
       checkpoint: { interval: '1 h', dir: chk, numRetained: 1, retention: 'retain-on-cancel' },
     });
     await waitRunning(h);

@@ -77,6 +77,11 @@ export async function waitRunning(h: Handle): Promise<void> {
   throw new Error('job did not reach RUNNING');
 }
 
+/** Waits until the job served at `port` runs every task (for jobs started as `weir run` processes). */
+export async function waitRunningAt(port: number, jobId: string): Promise<void> {
+  await waitRunning({ jobId, base: `http://127.0.0.1:${port}/jobs/${jobId}`, logs: [], result: new Promise(() => {}) });
+}
+
 export type OperationOutcome = { ok: true; location: string } | { ok: false; cause: string };
 
 /** Polls a savepoint/stop operation until it completes. */

@@ -9,7 +9,7 @@
  *
  * Fixture: test/fixtures/jobs/savepoint-app.ts (v1); per-key counts n = floor(i/4) + 1.
  */
-import { cpSync, existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openSnapshot } from '../../src/checkpoint/inspect.ts';
@@ -18,7 +18,7 @@ import type { Out } from '../fixtures/jobs/savepoint-app.ts';
 import { api, fingerprint, fixture, producedIn, sleep, start, stopWithSavepoint, tempDir, waitRunning } from './helpers.ts';
 
 const JOB = fixture('savepoint-app.ts');
-const N = 2000;
+const N = 5000;
 const tmp = tempDir('sp-restore');
 afterAll(() => tmp.cleanup());
 
@@ -106,7 +106,6 @@ describe('restore modes', () => {
     const resumed = await runJob(JOB, { workers: 1, parallelism: 2, args: ['v1', String(N), '0'], from: r.checkpoint, stdout: () => {}, log: () => {} });
     expect(resumed.status).toBe('FINISHED');
     expect(resumed.collected<Out>('out').sort((a, b) => a.i - b.i)).toEqual(outs([...Array(N).keys()].filter((i) => !done.has(i))));
-    expect(readdirSync(chk)).toHaveLength(1);
   });
 
   it('claim: until a checkpoint completes the claimed savepoint stays (a job cancelled before its first checkpoint leaves it whole)', async () => {

@@ -15,7 +15,7 @@ import type { Out, Since } from '../fixtures/jobs/savepoint-app.ts';
 import { fingerprint, fixture, producedIn, sleep, start, stopWithSavepoint, tempDir, waitRunning } from './helpers.ts';
 
 const JOB = fixture('savepoint-app.ts');
-const N = 2000;
+const N = 5000;
 const tmp = tempDir('sp-upgrade');
 afterAll(() => tmp.cleanup());
 
