@@ -16,21 +16,37 @@ export class Rng {
   private b = 0;
   private c = 0;
   private d = 1;
+  /** Position set by reseed() and not applied yet: seeding is deferred to the first draw. */
+  private pendingSeed = 0;
+  private pendingIndex = 0;
+  private pending = false;
   constructor(seed = 0, index = 0) {
     this.reseed(seed, index);
   }
-  /** Positions the generator at stream (seed, index); cheap enough to call per record. */
+  /**
+   * Positions the generator at stream (seed, index). Costs three stores: the seeding itself
+   * happens on the first draw, so records that never draw a random number pay nothing.
+   */
   reseed(seed: number, index: number): this {
+    this.pendingSeed = seed;
+    this.pendingIndex = index;
+    this.pending = true;
+    return this;
+  }
+  private applySeed(): void {
+    this.pending = false;
+    const seed = this.pendingSeed;
+    const index = this.pendingIndex;
     const lo = index >>> 0;
     const hi = Math.floor(index / 4294967296) >>> 0;
     this.a = splitmix32(seed ^ 0x5bd1e995);
     this.b = splitmix32(lo ^ this.a);
     this.c = splitmix32(hi ^ this.b ^ 0x27d4eb2f);
     this.d = splitmix32(this.c ^ lo) | 1;
-    return this;
   }
   /** A uint32. */
   nextUint32(): number {
+    if (this.pending) this.applySeed();
     let a = this.a, b = this.b, c = this.c, d = this.d;
     const t = (((a + b) | 0) + d) | 0;
     d = (d + 1) | 0;

@@ -10,6 +10,11 @@ export interface Batch {
   values: unknown[];
   /** Event timestamps in epoch ms, NO_TIMESTAMP where a record has none. Same length as values. */
   timestamps: number[];
+  /**
+   * Key group of each record, when the batch comes from hash partitioning: the partitioner
+   * already hashed every key, so the keyed operator downstream does not hash it again.
+   */
+  keyGroups?: number[];
 }
 
 /** Marks a record without an event timestamp (like Flink's hasTimestamp == false). */

@@ -11,14 +11,14 @@ const packr = new Packr({ useRecords: true, moreTypes: true, structuredClone: fa
 
 /** Encodes a batch into a standalone buffer that can be transferred to another thread. */
 export function encodeBatch(batch: Batch): Uint8Array {
-  const packed = packr.pack([batch.values, batch.timestamps]);
+  const packed = packr.pack(batch.keyGroups === undefined ? [batch.values, batch.timestamps] : [batch.values, batch.timestamps, batch.keyGroups]);
   // pack() returns a view into a shared scratch buffer; copy so the transfer owns its memory.
   return new Uint8Array(packed);
 }
 
 export function decodeBatch(bytes: Uint8Array): Batch {
-  const [values, timestamps] = packr.unpack(bytes) as [unknown[], number[]];
-  return { values, timestamps };
+  const [values, timestamps, keyGroups] = packr.unpack(bytes) as [unknown[], number[], number[] | undefined];
+  return keyGroups === undefined ? { values, timestamps } : { values, timestamps, keyGroups };
 }
 
 /** Plain-data encoding for snapshots and control messages. */

@@ -16,6 +16,7 @@ import { keyGroupOf, normalizeKey, operatorIndexForKeyGroup } from '../state/key
 export class RecordWriter implements BatchConsumer, AvailabilityListener {
   private readonly bufV: unknown[][];
   private readonly bufT: number[][];
+  private readonly bufK: number[][];
   private buffered = 0;
   private next = 0;
   /** Called when the writer becomes available again after backpressure. */
@@ -35,6 +36,7 @@ export class RecordWriter implements BatchConsumer, AvailabilityListener {
   ) {
     this.bufV = channels.map(() => []);
     this.bufT = channels.map(() => []);
+    this.bufK = channels.map(() => []);
     for (const c of channels) c.setListener(this);
     if (kind === 'hash') {
       if (keySelector === undefined) throw new Error('hash partitioning needs a key selector');
@@ -92,20 +94,28 @@ export class RecordWriter implements BatchConsumer, AvailabilityListener {
 
   private partitionByKey(batch: Batch): void {
     const { values, timestamps } = batch;
+    if (this.numConsumers === 1) {
+      // One consumer: every key goes there; the keyed operator hashes each key once itself.
+      this.channels[0]!.send(batch.keyGroups === undefined ? batch : { values, timestamps });
+      return;
+    }
     const sel = this.keySelector!;
     const maxP = this.maxParallelism;
     const p = this.numConsumers;
     const bufV = this.bufV;
     const bufT = this.bufT;
+    const bufK = this.bufK;
     const size = this.batchSize;
     let i = 0;
     try {
       for (; i < values.length; i++) {
         const v = values[i];
-        const target = operatorIndexForKeyGroup(maxP, p, keyGroupOf(normalizeKey(sel(v)), maxP));
+        const kg = keyGroupOf(normalizeKey(sel(v)), maxP);
+        const target = operatorIndexForKeyGroup(maxP, p, kg);
         const bv = bufV[target]!;
         bv.push(v);
         bufT[target]!.push(timestamps[i]!);
+        bufK[target]!.push(kg);
         if (bv.length >= size) this.flushChannel(target);
       }
     } catch (e) {
@@ -118,9 +128,11 @@ export class RecordWriter implements BatchConsumer, AvailabilityListener {
   private flushChannel(c: number): void {
     const v = this.bufV[c]!;
     if (v.length === 0) return;
-    const batch: Batch = { values: v, timestamps: this.bufT[c]! };
+    // The key groups go along: the keyed operator downstream does not hash the keys again.
+    const batch: Batch = { values: v, timestamps: this.bufT[c]!, keyGroups: this.bufK[c]! };
     this.bufV[c] = [];
     this.bufT[c] = [];
+    this.bufK[c] = [];
     this.channels[c]!.send(batch);
   }
 

@@ -1,8 +1,13 @@
 /**
  * Keyed timers: event-time timers fire when the watermark passes them, processing-time
  * timers when the clock does. A timer is (key, namespace, timestamp) and registering the
- * same one twice keeps one, as in Flink. Timers fire in timestamp order, ties in
- * registration order, so results do not depend on Map iteration order.
+ * same one twice keeps one, as in Flink.
+ *
+ * Timers are bucketed by timestamp (many keys usually share one: the end of a window), so
+ * the priority queue holds distinct timestamps only, and a timer is found through nested
+ * maps timestamp -> namespace -> key with no string building on the record path. Timers of
+ * one timestamp fire in registration order (by namespace first), so results do not depend
+ * on hashing.
  */
 import type { HeapKeyedStateBackend, NormKey } from '../state/heap-keyed-backend.ts';
 
@@ -13,60 +18,126 @@ export interface Timer {
   readonly originalKey: unknown;
   /** '' for user timers; a window id for window timers. */
   readonly namespace: string | number;
+  /** Registration order, kept in snapshots so a restore fires in the same order. */
   readonly seq: number;
 }
 
-/** A binary min-heap of timers ordered by (timestamp, seq). */
-export class TimerHeap {
-  private readonly items: Timer[] = [];
+type Bucket = Map<string | number, Map<NormKey, Timer>>;
+
+/** A binary min-heap of distinct numbers. */
+class NumberHeap {
+  private readonly a: number[] = [];
   get size(): number {
-    return this.items.length;
+    return this.a.length;
   }
-  peek(): Timer | undefined {
-    return this.items[0];
+  peek(): number | undefined {
+    return this.a[0];
   }
-  push(t: Timer): void {
-    const a = this.items;
-    a.push(t);
+  push(x: number): void {
+    const a = this.a;
+    a.push(x);
     let i = a.length - 1;
     while (i > 0) {
       const p = (i - 1) >> 1;
-      if (!before(a[i]!, a[p]!)) break;
-      [a[i], a[p]] = [a[p]!, a[i]!];
+      if (a[p]! <= x) break;
+      a[i] = a[p]!;
       i = p;
     }
+    a[i] = x;
   }
-  pop(): Timer | undefined {
-    const a = this.items;
+  pop(): number | undefined {
+    const a = this.a;
     const top = a[0];
     const last = a.pop();
     if (a.length > 0 && last !== undefined) {
-      a[0] = last;
       let i = 0;
+      const n = a.length;
       for (;;) {
         const l = 2 * i + 1;
+        if (l >= n) break;
         const r = l + 1;
-        let m = i;
-        if (l < a.length && before(a[l]!, a[m]!)) m = l;
-        if (r < a.length && before(a[r]!, a[m]!)) m = r;
-        if (m === i) break;
-        [a[i], a[m]] = [a[m]!, a[i]!];
-        i = m;
+        const c = r < n && a[r]! < a[l]! ? r : l;
+        if (a[c]! >= last) break;
+        a[i] = a[c]!;
+        i = c;
       }
+      a[i] = last;
     }
     return top;
   }
-  toArray(): readonly Timer[] {
-    return this.items;
+}
+
+/** Timers of one time domain. */
+class TimerQueue {
+  private readonly buckets = new Map<number, Bucket>();
+  private readonly heap = new NumberHeap();
+  size = 0;
+
+  add(t: Timer): boolean {
+    let b = this.buckets.get(t.timestamp);
+    if (b === undefined) {
+      b = new Map();
+      this.buckets.set(t.timestamp, b);
+      this.heap.push(t.timestamp);
+    }
+    let byKey = b.get(t.namespace);
+    if (byKey === undefined) {
+      byKey = new Map();
+      b.set(t.namespace, byKey);
+    } else if (byKey.has(t.key)) {
+      return false;
+    }
+    byKey.set(t.key, t);
+    this.size++;
+    return true;
   }
-}
 
-function before(a: Timer, b: Timer): boolean {
-  return a.timestamp < b.timestamp || (a.timestamp === b.timestamp && a.seq < b.seq);
-}
+  has(ts: number, ns: string | number, key: NormKey): boolean {
+    return this.buckets.get(ts)?.get(ns)?.has(key) ?? false;
+  }
 
-function timerId(ts: number, ns: string | number, key: NormKey): string {
-  return `${ts}\u0001${ns}\u0001${typeof key === 'number' ? 'n' + key : key}`;
+  delete(ts: number, ns: string | number, key: NormKey): void {
+    const b = this.buckets.get(ts);
+    const byKey = b?.get(ns);
+    if (byKey === undefined || !byKey.delete(key)) return;
+    this.size--;
+    if (byKey.size === 0) b!.delete(ns);
+    // An emptied bucket stays in the heap; it is skipped when its time comes.
+  }
+
+  /** Earliest timestamp that still has timers. */
+  peekTime(): number | undefined {
+    for (;;) {
+      const ts = this.heap.peek();
+      if (ts === undefined) return undefined;
+      const b = this.buckets.get(ts);
+      if (b !== undefined && b.size > 0) return ts;
+      this.heap.pop();
+      this.buckets.delete(ts);
+    }
+  }
+
+  /**
+   * Removes and returns the next timer at or before `upTo`, or undefined. One at a time, so a
+   * timer registered by a firing timer (at a due time) fires in the same pass.
+   */
+  pollDue(upTo: number): Timer | undefined {
+    for (;;) {
+      const ts = this.peekTime();
+      if (ts === undefined || ts > upTo) return undefined;
+      const b = this.buckets.get(ts)!;
+      const [ns, byKey] = b.entries().next().value as [string | number, Map<NormKey, Timer>];
+      const [key, t] = byKey.entries().next().value as [NormKey, Timer];
+      byKey.delete(key);
+      if (byKey.size === 0) b.delete(ns);
+      this.size--;
+      return t;
+    }
+  }
+
+  *all(): IterableIterator<Timer> {
+    for (const b of this.buckets.values()) for (const byKey of b.values()) yield* byKey.values();
+  }
 }
 
 export interface TimerTarget {
@@ -75,10 +146,8 @@ export interface TimerTarget {
 }
 
 export class InternalTimerService {
-  private readonly eventTimers = new TimerHeap();
-  private readonly procTimers = new TimerHeap();
-  private readonly eventIds = new Map<string, Timer>();
-  private readonly procIds = new Map<string, Timer>();
+  private readonly eventTimers = new TimerQueue();
+  private readonly procTimers = new TimerQueue();
   private seq = 0;
   private scheduled: { at: number; cancel(): void } | undefined;
   currentWatermark = Number.MIN_SAFE_INTEGER;
@@ -91,43 +160,34 @@ export class InternalTimerService {
   ) {}
 
   registerEventTimeTimer(namespace: string | number, timestamp: number): void {
-    this.register(this.eventTimers, this.eventIds, namespace, timestamp);
+    this.register(this.eventTimers, namespace, timestamp);
   }
 
   registerProcessingTimeTimer(namespace: string | number, timestamp: number): void {
-    this.register(this.procTimers, this.procIds, namespace, timestamp);
-    this.reschedule();
+    if (this.register(this.procTimers, namespace, timestamp)) this.reschedule();
   }
 
   deleteEventTimeTimer(namespace: string | number, timestamp: number): void {
-    this.eventIds.delete(timerId(timestamp, namespace, this.backend.ctx.key));
+    this.eventTimers.delete(timestamp, namespace, this.backend.ctx.key);
   }
 
   deleteProcessingTimeTimer(namespace: string | number, timestamp: number): void {
-    this.procIds.delete(timerId(timestamp, namespace, this.backend.ctx.key));
+    this.procTimers.delete(timestamp, namespace, this.backend.ctx.key);
   }
 
-  private register(heap: TimerHeap, ids: Map<string, Timer>, namespace: string | number, timestamp: number): void {
+  private register(q: TimerQueue, namespace: string | number, timestamp: number): boolean {
     if (!Number.isFinite(timestamp)) throw new RangeError(`timer timestamp must be a finite number, got ${timestamp}`);
     const ctx = this.backend.ctx;
-    const id = timerId(timestamp, namespace, ctx.key);
-    if (ids.has(id)) return;
-    const t: Timer = { timestamp, key: ctx.key, keyGroup: ctx.keyGroup, originalKey: ctx.originalKey, namespace, seq: this.seq++ };
-    ids.set(id, t);
-    heap.push(t);
+    if (q.has(timestamp, namespace, ctx.key)) return false;
+    return q.add({ timestamp, key: ctx.key, keyGroup: ctx.keyGroup, originalKey: ctx.originalKey, namespace, seq: this.seq++ });
   }
 
   /** Fires every event-time timer at or before the watermark. */
   advanceWatermark(watermark: number): void {
     this.currentWatermark = watermark;
-    const heap = this.eventTimers;
     for (;;) {
-      const t = heap.peek();
-      if (t === undefined || t.timestamp > watermark) break;
-      heap.pop();
-      const id = timerId(t.timestamp, t.namespace, t.key);
-      if (this.eventIds.get(id) !== t) continue; // deleted, or replaced after deletion
-      this.eventIds.delete(id);
+      const t = this.eventTimers.pollDue(watermark);
+      if (t === undefined) break;
       this.backend.setCurrentNormalizedKey(t.key, t.keyGroup, t.originalKey);
       this.target.onEventTime(t);
     }
@@ -136,63 +196,49 @@ export class InternalTimerService {
   /** Fires processing-time timers that are due; called from the mailbox. */
   fireProcessingTimers(now = this.now()): void {
     this.scheduled = undefined;
-    const heap = this.procTimers;
     for (;;) {
-      const t = heap.peek();
-      if (t === undefined || t.timestamp > now) break;
-      heap.pop();
-      const id = timerId(t.timestamp, t.namespace, t.key);
-      if (this.procIds.get(id) !== t) continue;
-      this.procIds.delete(id);
+      const t = this.procTimers.pollDue(now);
+      if (t === undefined) break;
       this.backend.setCurrentNormalizedKey(t.key, t.keyGroup, t.originalKey);
       this.target.onProcessingTime(t);
     }
     this.reschedule();
   }
 
-  /** Keeps exactly one clock wake-up pending, for the earliest live processing-time timer. */
+  /** Keeps exactly one clock wake-up pending, for the earliest processing-time timer. */
   private reschedule(): void {
-    let t = this.procTimers.peek();
-    while (t !== undefined && this.procIds.get(timerId(t.timestamp, t.namespace, t.key)) !== t) {
-      this.procTimers.pop();
-      t = this.procTimers.peek();
-    }
-    if (t === undefined) {
+    const next = this.procTimers.peekTime();
+    if (next === undefined) {
       this.scheduled?.cancel();
       this.scheduled = undefined;
       return;
     }
-    if (this.scheduled !== undefined && this.scheduled.at <= t.timestamp) return;
+    if (this.scheduled !== undefined && this.scheduled.at <= next) return;
     this.scheduled?.cancel();
-    const at = t.timestamp;
-    const handle = this.scheduleMail(at, () => this.fireProcessingTimers());
-    this.scheduled = { at, cancel: () => handle.cancel() };
+    const handle = this.scheduleMail(next, () => this.fireProcessingTimers());
+    this.scheduled = { at: next, cancel: () => handle.cancel() };
   }
 
   /** Re-registers a timer from a snapshot (the key may be outside the current key context). */
   restoreTimer(domain: 'event' | 'processing', timestamp: number, key: NormKey, keyGroup: number, originalKey: unknown, namespace: string | number): void {
-    const heap = domain === 'event' ? this.eventTimers : this.procTimers;
-    const ids = domain === 'event' ? this.eventIds : this.procIds;
-    const id = timerId(timestamp, namespace, key);
-    if (ids.has(id)) return;
-    const t: Timer = { timestamp, key, keyGroup, originalKey, namespace, seq: this.seq++ };
-    ids.set(id, t);
-    heap.push(t);
+    const q = domain === 'event' ? this.eventTimers : this.procTimers;
+    if (q.has(timestamp, namespace, key)) return;
+    q.add({ timestamp, key, keyGroup, originalKey, namespace, seq: this.seq++ });
     if (domain === 'processing') this.reschedule();
   }
 
   numEventTimers(): number {
-    return this.eventIds.size;
+    return this.eventTimers.size;
   }
   numProcessingTimers(): number {
-    return this.procIds.size;
+    return this.procTimers.size;
   }
   /** Live timers, for snapshots. */
   eventTimersList(): Timer[] {
-    return [...this.eventIds.values()];
+    return [...this.eventTimers.all()];
   }
   processingTimersList(): Timer[] {
-    return [...this.procIds.values()];
+    return [...this.procTimers.all()];
   }
   dispose(): void {
     this.scheduled?.cancel();

@@ -119,6 +119,11 @@ export class HeapKeyedStateBackend {
     return kg;
   }
 
+  /** Sets the current key whose key group is already known (computed by the partitioner). */
+  setCurrentKeyInGroup(originalKey: unknown, kg: number): void {
+    this.setCurrentNormalizedKey(normalizeKey(originalKey), kg, originalKey);
+  }
+
   setCurrentNormalizedKey(k: NormKey, kg: number, originalKey: unknown): void {
     const ctx = this.ctx;
     if (kg < this.range.start || kg > this.range.end) {
@@ -189,6 +194,20 @@ export class HeapKeyedStateBackend {
       const inner = desc.ttl ? new TtlValueHandle<ACC>(t, this.ctx, undefined, this.clock, desc.ttl) : new ValueHandle<ACC>(t, this.ctx, undefined);
       return new AggregatingHandle<IN, ACC, OUT>(inner, desc.aggregate);
     });
+  }
+
+  /**
+   * Removes a state entirely (e.g. a window's state once the window is gone). A group still
+   * frozen by a snapshot in progress is serialized first, so that snapshot keeps it.
+   */
+  dropState(name: string): void {
+    const t = this.tables.get(name);
+    if (t !== undefined && t.frozenCount > 0) {
+      for (let i = 0; i < t.groups.length; i++) if (t.frozen![i] === 1) t.thaw(i);
+    }
+    this.tables.delete(name);
+    this.handles.delete(name);
+    this.restored.delete(name);
   }
 
   /** Every key that has a value under `stateName`, as the user's keys. */

@@ -189,7 +189,8 @@ describe('keyBy', () => {
     const msg = await failureOf((env) => {
       env.fromElements({ id: 1 }, { name: 'no id' }).map((x) => x).name('Tagger').keyBy((r: { id?: number }) => r.id).reduce((a) => a).collect();
     });
-    expect(msg).toContain('operator "Tagger" (subtask 1/1)');
+    // The keyed operator behind the keyBy reports it (its input is where the key is taken).
+    expect(msg).toContain('operator "Reduce" (subtask 1/1) failed in keyBy key selector');
     expect(msg).toContain('keyBy key selector');
     expect(msg).toContain('{"name":"no id"}');
     expect(msg).toContain('key selector returned undefined');

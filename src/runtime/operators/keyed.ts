@@ -47,6 +47,22 @@ export abstract class KeyedOperator extends StreamOperator implements TimerTarge
     return this.timerService;
   }
 
+  /**
+   * Sets the current key from a record: the key selector's result, in the key group the
+   * partitioner computed when there is one. A selector that throws or returns no usable key
+   * fails with the keyBy named as the place.
+   */
+  protected keyFrom(sel: KeySelectorFn, v: unknown, kgs: number[] | undefined, i: number): void {
+    let key: unknown;
+    try {
+      key = sel(v);
+      if (kgs !== undefined) this.backend.setCurrentKeyInGroup(key, kgs[i]!);
+      else this.backend.setCurrentKey(key);
+    } catch (e) {
+      throw this.failOn(e, 'keyBy key selector', v);
+    }
+  }
+
   /** Sets the current key from a record through the key selector of `input`. */
   protected setKeyFrom(value: unknown, input: number): void {
     const sel = this.env.keySelectors[input] as KeySelectorFn;
@@ -158,6 +174,7 @@ export class KeyedProcessOperator extends KeyedOperator {
   }
   processBatch(batch: Batch): void {
     const { values, timestamps } = batch;
+    const kgs = batch.keyGroups;
     const c = this.collector;
     const ctx = this.ctx;
     const fn = this.fn;
@@ -167,7 +184,7 @@ export class KeyedProcessOperator extends KeyedOperator {
     try {
       for (; i < values.length; i++) {
         const v = values[i];
-        backend.setCurrentKey(sel(v));
+        this.keyFrom(sel, v, kgs, i);
         c.timestamp = ctx.ts = timestamps[i]!;
         fn.processElement(v, ctx, c);
       }
@@ -212,6 +229,7 @@ export class RollingReduceOperator extends KeyedOperator {
   }
   processBatch(batch: Batch): void {
     const { values, timestamps } = batch;
+    const kgs = batch.keyGroups;
     const sel = this.env.keySelectors[0] as KeySelectorFn;
     const out = this.output;
     const state = this.state;
@@ -219,7 +237,7 @@ export class RollingReduceOperator extends KeyedOperator {
     try {
       for (; i < values.length; i++) {
         const v = values[i];
-        this.backend.setCurrentKey(sel(v));
+        this.keyFrom(sel, v, kgs, i);
         const cur = state.value();
         const next = cur === undefined ? v : this.reduce(cur, v);
         state.update(next);
@@ -243,6 +261,7 @@ export class RollingAggregateOperator extends KeyedOperator {
   }
   processBatch(batch: Batch): void {
     const { values, timestamps } = batch;
+    const kgs = batch.keyGroups;
     const sel = this.env.keySelectors[0] as KeySelectorFn;
     const out = this.output;
     const state = this.state;
@@ -251,7 +270,7 @@ export class RollingAggregateOperator extends KeyedOperator {
     try {
       for (; i < values.length; i++) {
         const v = values[i];
-        this.backend.setCurrentKey(sel(v));
+        this.keyFrom(sel, v, kgs, i);
         let acc = state.value();
         if (acc === undefined) acc = agg.createAccumulator();
         acc = agg.add(v, acc);

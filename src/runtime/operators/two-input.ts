@@ -90,12 +90,13 @@ export class KeyedCoProcessOperator extends KeyedTwoInput {
   }
   processBatch(batch: Batch, input: number): void {
     const { values, timestamps } = batch;
+    const kgs = batch.keyGroups;
     const sel = this.env.keySelectors[input] as KeySelectorFn;
     let i = 0;
     try {
       for (; i < values.length; i++) {
         const v = values[i];
-        this.backend.setCurrentKey(sel(v));
+        this.keyFrom(sel, v, kgs, i);
         this.collector.timestamp = this.ctx.ts = timestamps[i]!;
         if (input === 0) this.fn.processElement1(v, this.ctx, this.collector);
         else this.fn.processElement2(v, this.ctx, this.collector);
@@ -185,13 +186,14 @@ export class KeyedBroadcastProcessOperator extends KeyedTwoInput {
   }
   processBatch(batch: Batch, input: number): void {
     const { values, timestamps } = batch;
+    const kgs = batch.keyGroups;
     let i = 0;
     try {
       if (input === 0) {
         const sel = this.env.keySelectors[0] as KeySelectorFn;
         for (; i < values.length; i++) {
           const v = values[i];
-          this.backend.setCurrentKey(sel(v));
+          this.keyFrom(sel, v, kgs, i);
           this.collector.timestamp = this.ctx.ts = timestamps[i]!;
           this.fn.processElement(v, this.ctx as any, this.collector);
         }

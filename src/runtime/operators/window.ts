@@ -8,14 +8,17 @@
  * - a record all of whose windows are already dropped is late: it goes to the late-data side
  *   output if there is one, else it is counted and dropped;
  * - session windows merge when they overlap or touch.
- * Contents are stored per key as a map from window start to [end, accumulator]; windows of
- * one key never share a start (sessions of a key never overlap after merging).
+ * Contents are stored per key as a small array of [start, end, accumulator] (a key has only
+ * a few open windows at a time, so a scan beats a map), in one value state, so snapshots and
+ * rescaling handle them like any keyed state. Windows of one key never share a start
+ * (sessions of a key never overlap after merging).
  */
 import type { AggregateFunction, Collector, ProcessWindowFunction, WindowContext } from '../../api/functions.ts';
 import type { OutputTag } from '../../api/output-tag.ts';
-import { MapStateDescriptor, type MapState } from '../../api/state.ts';
+import { ValueStateDescriptor, type ValueState } from '../../api/state.ts';
 import { maxTimestamp, windowStart, type TimeWindow, type WindowAssigner } from '../../api/windows.ts';
 import { denormalizeKey as denormalize } from '../../state/key-groups.ts';
+import type { StateTable } from '../../state/heap-keyed-backend.ts';
 import type { Batch } from '../batch.ts';
 import type { Timer } from '../timers.ts';
 import type { KeySelectorFn } from './keying.ts';
@@ -37,12 +40,36 @@ export interface WindowOperatorSpec {
   readonly lateDataTag: OutputTag<any> | undefined;
 }
 
-type Entry = [end: number, acc: unknown];
+type Entry = [start: number, end: number, acc: unknown];
 
-const CONTENTS = new MapStateDescriptor<number, Entry>('__window_contents');
+const WINDOWS = new ValueStateDescriptor<Entry[]>('__windows');
+
+function find(list: Entry[] | undefined, start: number): Entry | undefined {
+  if (list === undefined) return undefined;
+  for (let i = list.length - 1; i >= 0; i--) if (list[i]![0] === start) return list[i];
+  return undefined;
+}
+
+/**
+ * Event-time tumbling and sliding windows keep their state window-major: one value state per
+ * open window (key -> accumulator, per key group like any keyed state), and a sorted list of
+ * open windows instead of a timer per key and window. A watermark fires a whole window at
+ * once, key group by key group. Snapshots and rescaling see ordinary keyed states named
+ * "__w<start>"; a restore rebuilds the list from them.
+ */
+interface OpenWindow {
+  readonly start: number;
+  readonly end: number;
+  readonly state: ValueState<unknown>;
+  readonly table: StateTable;
+  readonly name: string;
+  fired: boolean;
+}
+
+const WINDOW_STATE_PREFIX = '__w';
 
 export class WindowOperator extends KeyedOperator {
-  private contents!: MapState<number, Entry>;
+  private windows!: ValueState<Entry[]>;
   private readonly starts: number[] = [];
   private readonly windowCtx: WindowCtx;
   private readonly collector: Collector<unknown>;
@@ -50,8 +77,19 @@ export class WindowOperator extends KeyedOperator {
   /** Records dropped because they were late and no late-data output was set. */
   numLateRecordsDropped = 0;
 
+  private readonly eventTime: boolean;
+  private readonly allowedLateness: number;
+  /** Window-major mode (event-time tumbling or sliding windows). */
+  private readonly major: boolean;
+  private readonly openWindows = new Map<number, OpenWindow>();
+  /** Starts of open windows, ascending. */
+  private readonly openStarts: number[] = [];
+
   constructor(private readonly spec: WindowOperatorSpec) {
     super();
+    this.eventTime = spec.assigner.eventTime;
+    this.allowedLateness = spec.allowedLateness;
+    this.major = spec.assigner.eventTime && spec.assigner.kind !== 'session';
     this.windowCtx = new WindowCtx(this);
     this.collector = { collect: (v: unknown) => this.output.emit(v, this.outTs) };
     if (spec.assigner.kind === 'session' && spec.contents.kind === 'aggregate' && typeof spec.contents.aggregate.merge !== 'function') {
@@ -65,12 +103,22 @@ export class WindowOperator extends KeyedOperator {
 
   override open(): void {
     super.open();
-    this.contents = this.backend.getMapState(CONTENTS);
+    this.windows = this.backend.getValueState(WINDOWS);
+    if (this.major) {
+      // Windows restored from a snapshot come back as states named __w<start>.
+      const size = (this.spec.assigner as { size: number }).size;
+      for (const name of [...this.backend.restored.keys()]) {
+        if (!name.startsWith(WINDOW_STATE_PREFIX)) continue;
+        const start = Number(name.slice(WINDOW_STATE_PREFIX.length));
+        if (Number.isFinite(start)) this.window(start, start + size);
+      }
+    }
     callOptional(this, this.spec.windowFunction, 'open', this.runtimeContext());
   }
 
   processBatch(batch: Batch): void {
     const { values, timestamps } = batch;
+    const kgs = batch.keyGroups;
     const sel = this.env.keySelectors[0] as KeySelectorFn;
     const eventTime = this.spec.assigner.eventTime;
     let i = 0;
@@ -86,7 +134,7 @@ export class WindowOperator extends KeyedOperator {
         } else {
           ts = this.env.clock.now();
         }
-        this.backend.setCurrentKey(sel(v));
+        this.keyFrom(sel, v, kgs, i);
         if (this.spec.assigner.kind === 'session') this.addToSession(v, ts);
         else this.addToFixed(v, ts);
       }
@@ -96,39 +144,159 @@ export class WindowOperator extends KeyedOperator {
   }
 
   private isLate(maxTs: number): boolean {
-    return this.spec.assigner.eventTime && maxTs + this.spec.allowedLateness <= this.currentWatermark;
+    return this.eventTime && maxTs + this.allowedLateness <= this.currentWatermark;
+  }
+
+  /** The open window starting at `start`, created (and its state registered) on first use. */
+  private window(start: number, end: number): OpenWindow {
+    let w = this.openWindows.get(start);
+    if (w === undefined) {
+      const name = WINDOW_STATE_PREFIX + start;
+      const state = this.backend.getValueState(new ValueStateDescriptor<unknown>(name));
+      // A window opened after the watermark passed its end (allowed lateness) counts as fired:
+      // each of its records fires it for its key at once, as the default trigger does.
+      w = { start, end, state, table: this.backend.tables.get(name)!, name, fired: end - 1 <= this.currentWatermark };
+      this.openWindows.set(start, w);
+      const starts = this.openStarts;
+      let at = starts.length;
+      while (at > 0 && starts[at - 1]! > start) at--;
+      starts.splice(at, 0, start);
+    }
+    return w;
+  }
+
+  /** Window-major: add a record to one window of the current key. */
+  private addMajor(v: unknown, start: number, end: number): void {
+    const w = this.window(start, end);
+    const acc = w.state.value();
+    const next = acc === undefined ? this.initial(v) : this.accumulate(acc, v);
+    if (next !== acc) w.state.update(next);
+    // A window that already fired (allowed lateness) fires again for this key.
+    if (w.fired) this.fire(start, end, next);
+  }
+
+  /** Window-major: fire and drop whole windows as the watermark passes them. */
+  private advanceWindows(watermark: number): void {
+    const starts = this.openStarts;
+    let i = 0;
+    while (i < starts.length) {
+      const w = this.openWindows.get(starts[i]!)!;
+      if (w.end - 1 > watermark) break;
+      if (!w.fired) {
+        w.fired = true;
+        this.fireAll(w);
+      }
+      if (w.end - 1 + this.allowedLateness <= watermark) {
+        this.backend.dropState(w.name);
+        this.openWindows.delete(w.start);
+        starts.splice(i, 1);
+      } else {
+        i++;
+      }
+    }
+  }
+
+  private fireAll(w: OpenWindow): void {
+    const t = w.table;
+    const backend = this.backend;
+    const base = t.range.start;
+    for (let g = 0; g < t.groups.length; g++) {
+      const m = t.read(g);
+      if (m === undefined || m.size === 0) continue;
+      for (const [key, acc] of m) {
+        backend.setCurrentNormalizedKey(key, base + g, typeof key === 'string' && key.charCodeAt(0) !== 0 ? key : denormalize(key));
+        this.fire(w.start, w.end, acc);
+      }
+    }
+  }
+
+  protected override onWatermark(timestamp: number): void {
+    if (this.major) {
+      try {
+        this.advanceWindows(timestamp);
+      } catch (e) {
+        throw this.fail(e, 'window');
+      }
+    }
+    super.onWatermark(timestamp);
+  }
+
+  /** Tumbling windows: one window per record, no list of starts. */
+  private addToTumbling(v: unknown, ts: number, size: number, offset: number): void {
+    if (this.major) {
+      const start = windowStart(ts, offset, size);
+      if (this.isLate(start + size - 1)) this.late(v, ts);
+      else this.addMajor(v, start, start + size);
+      return;
+    }
+    const start = windowStart(ts, offset, size);
+    const end = start + size;
+    if (this.isLate(end - 1)) {
+      this.late(v, ts);
+      return;
+    }
+    const list = this.windows.value();
+    let entry = find(list, start);
+    if (entry === undefined) {
+      entry = [start, end, this.initial(v)];
+      if (list === undefined) this.windows.update([entry]);
+      else list.push(entry);
+      this.registerTimers(start, end);
+    } else {
+      entry[2] = this.accumulate(entry[2], v);
+    }
+    if (this.eventTime && end - 1 <= this.currentWatermark) this.fire(start, end, entry[2]);
   }
 
   private addToFixed(v: unknown, ts: number): void {
     const a = this.spec.assigner;
+    if (a.kind === 'tumbling') {
+      this.addToTumbling(v, ts, a.size, a.offset);
+      return;
+    }
     const starts = this.starts;
     starts.length = 0;
     let size: number;
-    if (a.kind === 'tumbling') {
-      size = a.size;
-      starts.push(windowStart(ts, a.offset, a.size));
-    } else if (a.kind === 'sliding') {
+    if (a.kind === 'sliding') {
       size = a.size;
       const last = windowStart(ts, a.offset, a.slide);
       for (let s = last; s > ts - a.size; s -= a.slide) starts.push(s);
     } else {
       throw new Error('unreachable');
     }
+    if (this.major) {
+      let skippedMajor = true;
+      for (const start of starts) {
+        if (this.isLate(start + size - 1)) continue;
+        skippedMajor = false;
+        this.addMajor(v, start, start + size);
+      }
+      if (skippedMajor) this.late(v, ts);
+      return;
+    }
     let skipped = true;
+    // One state read per record; entries are updated in place (the read released the key
+    // group from any snapshot in progress, so the snapshot is not affected).
+    let list = this.windows.value();
     for (const start of starts) {
       const end = start + size;
       if (this.isLate(end - 1)) continue;
       skipped = false;
-      const entry = this.contents.get(start);
+      let entry = find(list, start);
       if (entry === undefined) {
-        this.contents.put(start, [end, this.initial(v)]);
+        entry = [start, end, this.initial(v)];
+        if (list === undefined) {
+          list = [entry];
+          this.windows.update(list);
+        } else {
+          list.push(entry);
+        }
         this.registerTimers(start, end);
       } else {
-        entry[1] = this.accumulate(entry[1], v);
-        this.contents.put(start, entry);
+        entry[2] = this.accumulate(entry[2], v);
       }
       // Default triggers: a window whose time has passed fires again for each late record.
-      if (a.eventTime && end - 1 <= this.currentWatermark) this.fire(start, end, this.contents.get(start)![1]);
+      if (a.eventTime && end - 1 <= this.currentWatermark) this.fire(start, end, entry[2]);
     }
     if (skipped) this.late(v, ts);
   }
@@ -138,13 +306,11 @@ export class WindowOperator extends KeyedOperator {
     let start = ts;
     let end = ts + gap;
     // Merge every session of this key that overlaps or touches [start, end).
-    const merged: [number, Entry][] = [];
-    for (const [s, e] of this.contents.entries()) {
-      if (s <= end && e[0] >= start) merged.push([s, e]);
-    }
-    for (const [s, e] of merged) {
-      if (s < start) start = s;
-      if (e[0] > end) end = e[0];
+    const list = this.windows.value() ?? [];
+    const merged = list.filter((e) => e[0] <= end && e[1] >= start);
+    for (const e of merged) {
+      if (e[0] < start) start = e[0];
+      if (e[1] > end) end = e[1];
     }
     if (this.isLate(end - 1)) {
       this.late(v, ts);
@@ -153,14 +319,15 @@ export class WindowOperator extends KeyedOperator {
     merged.sort((x, y) => x[0] - y[0]);
     let acc: unknown = undefined;
     let has = false;
-    for (const [s, e] of merged) {
-      this.deleteTimers(s, e[0]);
-      this.contents.remove(s);
-      acc = has ? this.mergeAcc(acc, e[1]) : e[1];
+    for (const e of merged) {
+      this.deleteTimers(e[0], e[1]);
+      acc = has ? this.mergeAcc(acc, e[2]) : e[2];
       has = true;
     }
     acc = has ? this.accumulate(acc, v) : this.initial(v);
-    this.contents.put(start, [end, acc]);
+    const kept = merged.length > 0 ? list.filter((e) => !merged.includes(e)) : list;
+    kept.push([start, end, acc]);
+    this.windows.update(kept);
     this.registerTimers(start, end);
     if (this.spec.assigner.eventTime && end - 1 <= this.currentWatermark) this.fire(start, end, acc);
   }
@@ -200,7 +367,8 @@ export class WindowOperator extends KeyedOperator {
     if (this.spec.assigner.eventTime) {
       // A window already past the watermark fires on each record instead (see addToFixed).
       if (end - 1 > this.currentWatermark) this.timers.registerEventTimeTimer(start, end - 1);
-      this.timers.registerEventTimeTimer(start, this.cleanupTime(end));
+      const cleanup = this.cleanupTime(end);
+      if (cleanup !== end - 1 || end - 1 <= this.currentWatermark) this.timers.registerEventTimeTimer(start, cleanup);
     } else {
       this.timers.registerProcessingTimeTimer(start, end - 1);
     }
@@ -229,11 +397,18 @@ export class WindowOperator extends KeyedOperator {
 
   private onTimer(timer: Timer): void {
     const start = timer.namespace as number;
-    const entry = this.contents.get(start);
+    const list = this.windows.value();
+    const entry = find(list, start);
     if (entry === undefined) return;
-    const end = entry[0];
-    if (timer.timestamp === end - 1) this.fire(start, end, entry[1]);
-    if (timer.timestamp === this.cleanupTime(end)) this.contents.remove(start);
+    const end = entry[1];
+    if (timer.timestamp === end - 1) this.fire(start, end, entry[2]);
+    if (timer.timestamp === this.cleanupTime(end)) this.drop(list!, entry);
+  }
+
+  private drop(list: Entry[], entry: Entry): void {
+    const i = list.indexOf(entry);
+    if (i >= 0) list.splice(i, 1);
+    if (list.length === 0) this.windows.clear();
   }
 
   private fire(start: number, end: number, acc: unknown): void {
@@ -242,41 +417,46 @@ export class WindowOperator extends KeyedOperator {
     const c = this.spec.contents;
     const f = this.spec.windowFunction;
     const key = this.backend.ctx.originalKey;
-    // With allowed lateness the window's accumulator lives on after firing and later records
-    // may update it in place: emit a copy (unless object reuse is on), as Flink emits copies.
-    const lives = this.spec.assigner.eventTime && this.spec.allowedLateness > 0;
-    const result = () => {
-      const r = c.kind === 'aggregate' ? c.aggregate.getResult(acc) : acc;
-      return lives ? this.detached(r) : r;
-    };
     if (f === undefined) {
-      this.output.emit(result(), this.outTs);
+      this.output.emit(this.result(acc), this.outTs);
       return;
     }
     // The function gets a copy of the element list, not the live state array: a window that
     // re-fires (allowed lateness) appends to that array, which would otherwise change results
     // already emitted from an earlier firing (records pass by reference within a thread).
-    const elements = c.kind === 'list' ? (acc as unknown[]).slice() : [result()];
+    const elements = c.kind === 'list' ? (acc as unknown[]).slice() : [this.result(acc)];
     this.windowCtx.window = window;
     f.process(key, this.windowCtx, elements, this.collector);
+  }
+
+  /**
+   * The reduce or aggregate result of a firing. With allowed lateness the accumulator lives
+   * on after firing and later records may update it in place: a copy is emitted (unless
+   * object reuse is on), as Flink emits copies.
+   */
+  private result(acc: unknown): unknown {
+    const c = this.spec.contents;
+    const r = c.kind === 'aggregate' ? c.aggregate.getResult(acc) : acc;
+    return this.eventTime && this.allowedLateness > 0 ? this.detached(r) : r;
   }
 
   /** Processing-time windows still open at the end of input fire now, so a bounded job loses nothing. */
   override finish(): void {
     if (this.spec.assigner.eventTime) return;
     const pending: { key: string | number; kg: number; start: number }[] = [];
-    for (const { key, keyGroup } of this.backend.keys(CONTENTS.name)) {
+    for (const { key, keyGroup } of this.backend.keys(WINDOWS.name)) {
       this.backend.setCurrentNormalizedKey(key, keyGroup, undefined);
-      for (const start of this.contents.keys()) pending.push({ key, kg: keyGroup, start });
+      for (const e of this.windows.value() ?? []) pending.push({ key, kg: keyGroup, start: e[0] });
     }
     pending.sort((a, b) => a.start - b.start);
     try {
       for (const p of pending) {
         this.backend.setCurrentNormalizedKey(p.key, p.kg, denormalize(p.key));
-        const entry = this.contents.get(p.start);
+        const list = this.windows.value();
+        const entry = find(list, p.start);
         if (entry === undefined) continue;
-        this.fire(p.start, entry[0], entry[1]);
-        this.contents.remove(p.start);
+        this.fire(p.start, entry[1], entry[2]);
+        this.drop(list!, entry);
       }
     } catch (e) {
       throw this.fail(e, 'window (end of input)');
