@@ -97,7 +97,7 @@ describe.concurrent('weir list / savepoint / stop / cancel', () => {
       .map((l) => JSON.parse(l) as { count: number });
     expect(committed.reduce((a, w) => a + w.count, 0), 'every record read is in a committed window').toBe(produced.size);
     const windows = (await summarize(sp)).operators.find((o) => o.uid === 'windows')!;
-    expect(windows.ranges.map((r) => r.timers)).toEqual([0]);
+    expect(windows.ranges.map((r) => [r.keys, r.timers]), 'no window state left').toEqual([[0, 0]]);
   });
 
   it('one-line errors (no such job, stop without --savepoint, a savepoint with no directory) leave the job running; cancel ends it CANCELED (exit 130)', async () => {
