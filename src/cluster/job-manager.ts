@@ -160,7 +160,7 @@ export async function runJob(job: string | JobDefinition, options: RunOptions = 
   let config: CheckpointConfig = applyCheckpointSettings(DEFAULT_CHECKPOINT_CONFIG, env.checkpointSettings, 'job code (enableCheckpointing)');
   if (options.checkpoint) config = applyCheckpointSettings(config, options.checkpoint, 'run options');
   const restartConfig = options.restartStrategy ?? env.restartSettings;
-  const master = new JobMaster(graph, modulePath, args, parallelism, workers, config, restartConfig, options);
+  const master = new JobMaster(graph, modulePath, args, parallelism, workers, config, restartConfig, options, def);
   return master.run();
 }
 
@@ -190,6 +190,7 @@ class JobMaster implements JobControl {
     readonly config: CheckpointConfig,
     readonly restartSettings: RestartStrategySettings | undefined,
     readonly options: RunOptions,
+    private readonly definition: JobDefinition,
   ) {
     this.log = options.log ?? ((l) => void process.stderr.write(l + '\n'));
     this.stdout = options.stdout ?? ((t) => void process.stdout.write(t));
@@ -334,11 +335,17 @@ class JobMaster implements JobControl {
         break;
       }
       if (outcome.corruptCheckpoint !== undefined) {
-        // Not the job's fault: the snapshot is bad. Try the previous one without spending a restart.
+        // Not the job's fault: the snapshot is bad. Try the previous one without spending a
+        // restart; but never fall back to empty state, and never away from a snapshot the
+        // user named explicitly (--from <path>).
         this.badCheckpoints.add(outcome.corruptCheckpoint);
-        this.log(`weir: checkpoint ${outcome.corruptCheckpoint} cannot be restored (${outcome.error.message}); falling back to the previous checkpoint`);
-        const prev = await this.latestGood();
-        if (prev === undefined && !this.restoredFrom) break;
+        const explicit = this.options.from !== undefined && this.options.from !== 'latest' && this.options.from !== 'latest-or-empty' && resolve(this.options.from) === outcome.corruptCheckpoint;
+        const prev = explicit ? undefined : await this.latestGood();
+        if (prev === undefined) {
+          outcome = { status: 'FAILED', error: { ...outcome.error, message: `cannot restore from ${outcome.corruptCheckpoint}: ${outcome.error.message}` } };
+          break;
+        }
+        this.log(`weir: checkpoint ${outcome.corruptCheckpoint} cannot be restored (${outcome.error.message}); falling back to the previous checkpoint ${prev.path}`);
         this.restoredFrom = prev;
         continue;
       }
@@ -432,7 +439,14 @@ class JobMaster implements JobControl {
         if (c.metadata.type === 'checkpoint') restoredCompleted.push({ id: c.metadata.checkpointId, timestamp: c.metadata.timestamp, completedAt: c.metadata.completedAt });
       }
     }
-    const attempt = new Attempt(this, this.attempt++, restorePlan, firstId, restoredCompleted, restore);
+    // In one thread, a new attempt gets new operator and function objects, as worker threads
+    // get by loading the module again: nothing the failed attempt left in them carries over.
+    let execGraph = this.graph;
+    if (this.workers === 1 && this.attempt > 0) {
+      execGraph = (await buildJob(this.definition, this.args, this.parallelism)).graph;
+      if (execGraph.fingerprint !== this.graph.fingerprint) throw new StartError('the job graph changed between attempts: building the job must be deterministic');
+    }
+    const attempt = new Attempt(this, this.attempt++, restorePlan, firstId, restoredCompleted, restore, execGraph);
     this.current = attempt;
     return attempt.run();
   }
@@ -519,6 +533,7 @@ class Attempt {
     firstCheckpointId: number,
     restoredCompleted: readonly CompletedCheckpointInfo[],
     private readonly restoredRef: CompletedCheckpointRef | undefined,
+    private readonly execGraph: JobGraph,
   ) {
     const graph = jm.graph;
     this.sourceVertices = new Set(graph.vertices.filter((v) => v.isSource).map((v) => v.index));
@@ -579,7 +594,7 @@ class Attempt {
     if (workers === 1) {
       // Everything in this thread: batches pass by reference, nothing is serialized.
       const ex = new TaskExecutor({
-        workerIndex: 0, graph: jm.graph, plan, splits, attempt: this.number, credits, clock: jm.runClock,
+        workerIndex: 0, graph: this.execGraph, plan, splits, attempt: this.number, credits, clock: jm.runClock,
         send: (m) => queueMicrotask(() => this.onMessage(m)), dataPlane: undefined, writeStdout: (t) => jm.writeStdout(t),
         checkpointing, restore: restoreTasks,
       });
@@ -770,7 +785,7 @@ class Attempt {
         jm.statsTracker.failed(d.id, now, d.reason, d.message);
         this.broadcast({ type: 'notify-abort', id: d.id });
         const location = this.locations.get(d.id);
-        if (location) void rm(location, { recursive: true, force: true }).catch(() => {});
+        if (location) this.track(rm(location, { recursive: true, force: true }));
         const sp = d.requestId !== undefined ? this.savepoints.get(d.requestId) : undefined;
         if (d.requestId === 'final') {
           // The final checkpoint must happen for the output to be committed: ask again.
@@ -795,7 +810,7 @@ class Attempt {
         return;
       }
       case 'discard-completed':
-        for (const id of d.ids) if (storage) void storage.discard(storage.checkpointDir(jm.id, id)).catch(() => {});
+        for (const id of d.ids) if (storage) this.track(storage.discard(storage.checkpointDir(jm.id, id)));
         return;
       case 'discard-ack': {
         const location = this.locations.get(d.id);
@@ -942,13 +957,21 @@ class Attempt {
         if (d.type === 'abort') {
           this.jm.statsTracker.failed(d.id, this.jm.clockNow(), d.reason, describeReason(d.reason));
           const location = this.locations.get(d.id);
-          if (location) void rm(location, { recursive: true, force: true }).catch(() => {});
+          if (location) this.track(rm(location, { recursive: true, force: true }));
         }
       }
       this.ended = true;
-      void Promise.all(this.executors.map((e) => e.terminate())).then(() => this.settle(o));
+      void Promise.all([...this.executors.map((e) => e.terminate()), ...this.io]).then(() => this.settle(o));
     });
   }
   private ending = false;
   private readonly finalizing = new Set<Promise<void>>();
+  /** Deletions in flight: the attempt ends after them, so runJob's caller sees the final layout. */
+  private readonly io = new Set<Promise<unknown>>();
+
+  private track(p: Promise<unknown>): void {
+    const q = p.catch(() => {});
+    this.io.add(q);
+    void q.finally(() => this.io.delete(q));
+  }
 }

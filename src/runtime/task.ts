@@ -191,6 +191,7 @@ export class StreamTask implements Schedulable {
       restoredCheckpointId: d.restore?.checkpointId,
       objectReuse: d.objectReuse,
       checkpointing: d.checkpointing,
+      isSuspended: () => this.sourceSuspended || this.stopping,
       services: d.services,
     };
   }

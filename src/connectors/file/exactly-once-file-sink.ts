@@ -73,14 +73,16 @@ export class ExactlyOnceFileSink<T> implements TwoPhaseCommitSink<T, FileCommitt
 
   createWriter(ctx: SinkContext): SinkWriter<T, FileCommittable> {
     mkdirSync(this.dir, { recursive: true });
-    // A restart with no checkpoint to restore (the failure came before the first one completed)
-    // gets no recover() call, but the failed attempt's in-progress parts of this subtask are
-    // garbage all the same (no checkpoint ever refers to an in-progress file): without this they
-    // stayed behind as hidden files for good.
+    // A restart with no checkpoint to restore (no checkpoint of the job has completed yet) gets
+    // no recover() call, yet what earlier attempts left is garbage all the same: in-progress parts
+    // and pending files of checkpoints that never completed (nothing refers to them; recover()
+    // after a restore deletes the pending files of every checkpoint after the restored one on the
+    // same grounds). Left alone they stayed behind as hidden files for good: a later restore from
+    // a checkpoint with a higher id keeps pending files with lower ids.
     if (ctx.attemptNumber > 0 && ctx.restoredCheckpointId === undefined) {
       const mine = (sub: number) => sub === ctx.subtaskIndex || (ctx.subtaskIndex === 0 && sub >= ctx.parallelism);
       for (const name of readdirSync(this.dir)) {
-        const m = INPROGRESS_RE.exec(name);
+        const m = INPROGRESS_RE.exec(name) ?? PENDING_RE.exec(name);
         if (m && mine(Number(m[1]))) rmSync(join(this.dir, name), { force: true });
       }
     }

@@ -35,6 +35,11 @@ export interface OperatorEnvironment {
   /** Key selector per input, for keyed operators. */
   readonly keySelectors: readonly (KeySelectorFn | undefined)[];
   readonly operatorState: OperatorStateStore;
+  /**
+   * True while the task's source is held at a stop-with-savepoint barrier (or the task is
+   * ending for one): nothing may happen after the savepoint, not even periodic watermarks.
+   */
+  isSuspended(): boolean;
   /** Whether the job checkpoints (sinks commit at checkpoints, else at end of input). */
   readonly checkpointing: boolean;
   /** Object reuse (env.enableObjectReuse): skip defensive copies of emitted accumulators. */

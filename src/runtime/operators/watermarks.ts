@@ -41,6 +41,7 @@ export class TimestampsAndWatermarksOperator extends StreamOperator implements W
   }
 
   private onPeriodic(): void {
+    if (this.env.isSuspended()) return;
     const now = this.env.clock.now();
     this.lastPeriodicAt = now;
     const timeout = this.strategy.idleTimeoutMs;
