@@ -100,13 +100,15 @@ describe.concurrent('weir list / savepoint / stop / cancel', () => {
     expect(windows.ranges.map((r) => [r.keys, r.timers]), 'no window state left').toEqual([[0, 0]]);
   });
 
-  it('one-line errors (no such job, stop without --savepoint, a savepoint with no directory) leave the job running; cancel ends it CANCELED (exit 130)', async () => {
+  it('one-line errors (no such job, stop without --savepoint, a savepoint or a stop with no directory) leave the job running; cancel ends it CANCELED (exit 130)', async () => {
     const home = tmp.fresh('home');
     const job = await run(home, fixture('savepoint-app.ts'), '-w', '1', '--rest-port', '0', '--', 'v1', '1000000', '500');
-    const [missing, noFlag, noDir, direct] = await Promise.all([
+    await waitRunningAt(job.port, job.jobId);
+    const [missing, noFlag, noDir, stopNoDir, direct] = await Promise.all([
       weir(home, 'savepoint', 'ffff0000', '--dir', tmp.fresh('sp')),
       weir(home, 'stop', job.jobId),
       weir(home, 'savepoint', job.jobId),
+      weir(home, 'stop', job.jobId, '--savepoint'),
       weir(home, 'stop', 'deadbeef', '--savepoint', '--rest-port', String(job.port)),
     ]);
     expect(missing.code).toBe(2);
@@ -115,6 +117,9 @@ describe.concurrent('weir list / savepoint / stop / cancel', () => {
     expect(oneLineError(noFlag)).toBe('stop: stopping takes a savepoint: pass --savepoint (use weir cancel to end a job without one)');
     expect(noDir.code).toBe(2);
     expect(oneLineError(noDir)).toBe('savepoint failed: no savepoint directory: give one (--dir) or configure --savepoint-dir');
+    // A failed stop says why, and the job runs on.
+    expect(stopNoDir.code).toBe(2);
+    expect(oneLineError(stopNoDir)).toBe('stop with savepoint failed: no savepoint directory: give one (--dir) or configure --savepoint-dir');
     expect(direct.code).toBe(2);
     expect(oneLineError(direct)).toBe(`stop: no job deadbeef at http://127.0.0.1:${job.port}`);
     expect(job.child.exitCode, 'still running').toBe(null);
