@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { decodeValue } from '../runtime/codec.ts';
 import type { InlineOperatorState } from '../runtime/operators/operator.ts';
 import { keyGroupOf, normalizeKey } from '../state/key-groups.ts';
-import type { StateMeta } from '../state/state-codec.ts';
+import { decodeGroup, groupSize, type StateMeta } from '../state/state-codec.ts';
 import type { CheckpointMetadata, OperatorStateMeta } from './metadata.ts';
 import { StateFileReader } from './state-file.ts';
 import { isDirectory, verifyCheckpoint } from './storage.ts';
@@ -119,7 +119,7 @@ async function summarizeOperator(dir: string, op: OperatorStateMeta): Promise<Op
       const r: RangeSummary = { subtask: s.subtask, keyGroupRange: s.keyGroupRange!, file: s.file, fileSize: s.fileSize!, keys: 0, timers: 0, bytes: 0 };
       for (const b of reader.index.blocks) {
         const bytes = await reader.readBlock(b);
-        const entries = decodeValue<unknown[]>(bytes).length;
+        const entries = b.name.startsWith('t/') ? decodeValue<unknown[]>(bytes).length : groupSize(bytes);
         r.bytes += b.length;
         if (b.name.startsWith('t/')) {
           r.timers += entries;
@@ -193,7 +193,7 @@ export async function lookupValue(path: string, operatorQuery: string, stateName
       if (!knownStates.has(stateName)) continue;
       const block = reader.index.blocks.find((b) => b.name === `k/${stateName}/${kg}`);
       if (block === undefined) continue;
-      for (const [k, v] of decodeValue<[string | number, unknown][]>(await reader.readBlock(block))) {
+      for (const [k, v] of decodeGroup(await reader.readBlock(block))) {
         if (k === nk) return { operator: op.name, state: stateName, key, keyGroup: kg, found: true, value: v };
       }
     } finally {

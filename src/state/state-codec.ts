@@ -35,13 +35,32 @@ function valueEncoder(d: AnyStateDescriptor): Enc {
   }
 }
 
-/** Encodes one key group of a table as a block: [[key, encodedValue], ...]. */
+/**
+ * Encodes one key group of a table as a block: [keys, encodedValues], two parallel arrays
+ * (no array per entry: snapshots of millions of keys allocate and encode far less).
+ */
 export function encodeGroup(table: StateTable, kgIndex: number): Uint8Array {
   const g = table.groups[kgIndex];
-  const enc = valueEncoder(table.descriptor);
-  const entries: [NormKey, unknown][] = [];
-  if (g !== undefined) for (const [k, v] of g) entries.push([k, enc(v)]);
-  return encodeValue(entries);
+  const n = g?.size ?? 0;
+  const keys: NormKey[] = new Array(n);
+  const values: unknown[] = new Array(n);
+  if (g !== undefined) {
+    let i = 0;
+    const s = table.descriptor.serializer;
+    if (table.descriptor.kind === 'value' && s.encode === undefined && table.descriptor.ttl === undefined) {
+      for (const [k, v] of g) {
+        keys[i] = k;
+        values[i++] = v;
+      }
+    } else {
+      const enc = valueEncoder(table.descriptor);
+      for (const [k, v] of g) {
+        keys[i] = k;
+        values[i++] = enc(v);
+      }
+    }
+  }
+  return encodeValue([keys, values]);
 }
 
 export class StateRestoreError extends Error {
@@ -91,6 +110,13 @@ export function restoreDecoder(where: string, meta: StateMeta, d: AnyStateDescri
   }
 }
 
-export function decodeGroup(bytes: Uint8Array): [NormKey, unknown][] {
-  return decodeValue<[NormKey, unknown][]>(bytes);
+/** Entries of a block written by encodeGroup. */
+export function* decodeGroup(bytes: Uint8Array): IterableIterator<[NormKey, unknown]> {
+  const [keys, values] = decodeValue<[NormKey[], unknown[]]>(bytes);
+  for (let i = 0; i < keys.length; i++) yield [keys[i]!, values[i]];
+}
+
+/** Number of entries in a block, without materialising them. */
+export function groupSize(bytes: Uint8Array): number {
+  return decodeValue<[NormKey[], unknown[]]>(bytes)[0].length;
 }
