@@ -492,15 +492,18 @@ describe('a restart before the first checkpoint completed (no recover() call)', 
     return { subtaskIndex: sub, parallelism, attemptNumber: n, now: () => 0, restoredCheckpointId: undefined };
   }
 
-  it('the failed attempt\'s in-progress parts of the subtask are deleted when its writer starts again', async () => {
+  it('earlier attempts\' in-progress parts and pending files of the subtask are deleted when its writer starts again', async () => {
     const dir = join(work, 'out');
     const sink = new ExactlyOnceFileSink<string>(dir, { compactBelow: 0 });
     const w0 = sink.createWriter(attempt(0, 0, 2));
-    w0.write(['lost'], ts(1)); // never reaches a checkpoint: the attempt fails
+    w0.write(['pending'], ts(1));
+    w0.prepareCommit(1); // checkpoint 1 never completes: the attempt fails
+    w0.write(['lost'], ts(1));
     w0.close?.();
+    expect(hidden(dir).filter((f) => f.startsWith('.part-0-'))).toHaveLength(2);
     const other = sink.createWriter(attempt(0, 1, 2)); // another subtask's live part is not ours
     other.write(['other'], ts(1));
-    expect(hidden(dir)).toHaveLength(2);
+    expect(hidden(dir)).toHaveLength(3);
     const w1 = sink.createWriter(attempt(1, 0, 2));
     expect(hidden(dir).filter((f) => f.startsWith('.part-0-'))).toEqual([]);
     expect(hidden(dir).filter((f) => f.startsWith('.part-1-'))).toHaveLength(1);

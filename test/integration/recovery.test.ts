@@ -182,12 +182,10 @@ describe('checkpoint retention when the job ends', () => {
     expect(chkDirs(r.chk, r.result.jobId)).toEqual([]);
   });
 
-  // Fails while the job manager discards subsumed checkpoints fire-and-forget ('discard-completed':
-  // `void storage.discard(...)`): runJob returns before the discard of the last subsumed
-  // checkpoint has finished, so num-retained + 1 checkpoints are left (the task here fails at the
-  // first record after checkpoint 6 completed, ~ms after the discard of checkpoint 3 started). The
-  // discard is made slow (it waits 100 ms before deleting) so that the race is decided the same
-  // way every run. Fix: keep the pending discards and await them before the job's result is returned.
+  // Subsumed checkpoints must be gone by the time runJob returns: here the task fails at the
+  // first record after checkpoint 6 completed, ms after the discard of checkpoint 3 started. The
+  // discard is made slow (it waits 100 ms before deleting) so that a job manager that does not
+  // await its discards fails this test every run, not only under load.
   it('num-retained 3 keeps the 3 newest completed checkpoints, and no more once runJob has returned', async () => {
     const discard = LocalCheckpointStorage.prototype.discard;
     LocalCheckpointStorage.prototype.discard = async function (dir: string) {
@@ -245,7 +243,6 @@ describe('a corrupt newest checkpoint', () => {
   async function failedRun(): Promise<{ first: Run; ids: number[]; dirs: string[] }> {
     const first = await run({ count: C, rate: 2500, fail: 'always@4', restartStrategy: { type: 'none' }, checkpoint: { retention: 'retain-on-cancel', numRetained: 3 } });
     expect(first.result.status).toBe('FAILED');
-    // The 3 newest (a 4th, subsumed one may still be on its way out: see the num-retained test).
     const kept = (await new LocalCheckpointStorage(first.chk).completed(first.result.jobId)).slice(-3);
     expect(kept.length).toBe(3);
     return { first, ids: kept.map((c) => c.metadata.checkpointId), dirs: kept.map((c) => c.path) };
@@ -300,11 +297,9 @@ describe('a corrupt newest checkpoint', () => {
 });
 
 describe('user functions after a restart', () => {
-  // Fails: with workers: 1 the job graph (and the function objects in it) is built once and
-  // reused by every attempt; the restarted subtask gets a copy of the object the failed attempt
-  // mutated (src/api/datastream.ts perSubtask: the first call hands out the object itself, later
-  // calls shallow-copy its current fields). Flink deploys a fresh copy of the function as the job
-  // declared it; weir does too with worker threads (each attempt's workers load the module anew).
+  // With workers: 1 the job graph is built once; a restarted attempt must still get the function
+  // as the job declared it, not the object the failed attempt mutated (Flink deploys a fresh copy;
+  // with worker threads each attempt's workers load the module anew).
   it('a restarted attempt starts from the function as declared, not as the failed attempt left it (1 worker)', async () => {
     class Counting implements ProcessFunction<number, { v: number; seen: number; attempt: number }> {
       seen = 0;
