@@ -115,11 +115,12 @@ async function summarizeOperator(dir: string, op: OperatorStateMeta): Promise<Op
     const reader = await StateFileReader.open(join(dir, s.file), s.fileSize);
     try {
       const meta = reader.index.meta as { states: StateMeta[] };
+      const formats = new Map(meta.states.map((st) => [st.name, st.blockFormat ?? 1]));
       for (const st of meta.states) if (!states.has(st.name)) states.set(st.name, { ...st, keys: 0, bytes: 0 });
       const r: RangeSummary = { subtask: s.subtask, keyGroupRange: s.keyGroupRange!, file: s.file, fileSize: s.fileSize!, keys: 0, timers: 0, bytes: 0 };
       for (const b of reader.index.blocks) {
         const bytes = await reader.readBlock(b);
-        const entries = b.name.startsWith('t/') ? decodeValue<unknown[]>(bytes).length : groupSize(bytes);
+        const entries = b.name.startsWith('t/') ? decodeValue<unknown[]>(bytes).length : groupSize(bytes, formats.get(b.name.slice(2, b.name.lastIndexOf('/'))));
         r.bytes += b.length;
         if (b.name.startsWith('t/')) {
           r.timers += entries;
@@ -193,7 +194,8 @@ export async function lookupValue(path: string, operatorQuery: string, stateName
       if (!knownStates.has(stateName)) continue;
       const block = reader.index.blocks.find((b) => b.name === `k/${stateName}/${kg}`);
       if (block === undefined) continue;
-      for (const [k, v] of decodeGroup(await reader.readBlock(block))) {
+      const fmt = meta.states.find((x) => x.name === stateName)?.blockFormat;
+      for (const [k, v] of decodeGroup(await reader.readBlock(block), fmt)) {
         if (k === nk) return { operator: op.name, state: stateName, key, keyGroup: kg, found: true, value: v };
       }
     } finally {

@@ -12,7 +12,13 @@ export const USAGE = `weir: a stateful stream processor for TypeScript
 
 Usage:
   weir run <job.ts|job.js> [options] [-- job args]
-  weir checkpoints <checkpoint-dir> [--json]
+  weir checkpoints <checkpoint-dir> [--json]             checkpoint history, offline
+  weir state inspect <checkpoint-or-savepoint> [--json] [--operator X [--state S [--key K]]]
+  weir list [--json]                                      running jobs on this machine
+  weir savepoint <job-id> [--dir DIR]                     take a savepoint, print its path
+  weir stop <job-id> --savepoint [--dir DIR] [--drain]    stop with a savepoint
+  weir cancel <job-id>                                    cancel a running job
+  (savepoint, stop and cancel find the job by id prefix, or take --rest-port P [--rest-address A])
 
 Options for run:
   -p, --parallelism N                 default parallelism of operators (default: number of workers)
@@ -32,6 +38,10 @@ Options for run:
       --restart-delay D               fixed-delay / failure-rate: delay between restarts (default 1s)
       --from X                        start from: latest, latest-or-empty, or a checkpoint/savepoint path
       --allow-non-restored-state      drop snapshot state of operators the job no longer has
+      --claim-mode M                  no-claim (default: never delete the snapshot given with --from) or claim
+      --savepoint-dir DIR             default target directory of savepoints
+      --rest-port P                   control API port on 127.0.0.1 (default 8081; 0 picks a free one)
+      --rest-address A                control API address (default 127.0.0.1)
       --verbose                       print stack traces with errors
   -h, --help                          show this help
 `;

@@ -217,6 +217,14 @@ class JobMaster implements JobControl {
 
   async run(): Promise<JobResult> {
     await this.resolveStart();
+    if (this.restoredFrom) {
+      // A restore that cannot work is refused before anything is created or announced.
+      const plan = planRestore(this.restoredFrom.metadata, this.restoredFrom.path, this.graph, this.plan, this.options.allowNonRestoredState ?? false);
+      if (plan.unmatched.length > 0) {
+        const names = this.restoredFrom.metadata.operators.filter((o) => plan.unmatched.includes(o.id)).map((o) => `"${o.name}"${o.uid ? ` (uid ${o.uid})` : ''}`);
+        this.log(`weir: dropping the state of operators the job no longer has (--allow-non-restored-state): ${names.join(', ')}`);
+      }
+    }
     if (this.storage) this.storage.initJob(this.jobId);
     const stopRest = await this.startRest();
     try {

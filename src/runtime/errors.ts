@@ -51,5 +51,7 @@ export class JobDefinitionError extends Error {
 /** Wraps an exception from user code unless it is already attributed to an operator downstream. */
 export function attribute(e: unknown, location: ErrorLocation, phase: string, record?: unknown, hasRecord = record !== undefined): Error {
   if (e instanceof UserCodeError || e instanceof JobDefinitionError) return e;
+  // A state that cannot be restored is named by its own message (operator and state), whichever record first touched it.
+  if (e instanceof Error && e.name === 'StateRestoreError') return e;
   return new UserCodeError(location, phase, hasRecord ? describeRecord(record) : undefined, e);
 }

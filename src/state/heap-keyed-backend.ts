@@ -148,7 +148,7 @@ export class HeapKeyedStateBackend {
         const decode = restoreDecoder(this.where, r.meta, desc, () => this.clock.now());
         for (const [kg, bytes] of r.groups) {
           const m = new Map<NormKey, unknown>();
-          for (const [k, v] of decodeGroup(bytes)) m.set(k, decode(v));
+          for (const [k, v] of decodeGroup(bytes, r.meta.blockFormat)) m.set(k, decode(v));
           if (m.size > 0) t.groups[kg - this.range.start] = m;
         }
         this.restored.delete(desc.name);

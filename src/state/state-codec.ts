@@ -13,10 +13,18 @@ export interface StateMeta {
   readonly kind: StateKind;
   readonly serializer: { readonly name: string; readonly version: number };
   readonly ttl: boolean;
+  /**
+   * Layout of this state's key-group blocks: 1 (absent) = [[key, value], ...];
+   * 2 = [keys, values]. Old snapshots stay readable; new ones are written as 2.
+   */
+  readonly blockFormat?: number;
 }
 
+/** The block layout written by this version. */
+export const BLOCK_FORMAT = 2;
+
 export function stateMeta(d: AnyStateDescriptor): StateMeta {
-  return { name: d.name, kind: d.kind, serializer: { name: d.serializer.name, version: d.serializer.version }, ttl: d.ttl !== undefined };
+  return { name: d.name, kind: d.kind, serializer: { name: d.serializer.name, version: d.serializer.version }, ttl: d.ttl !== undefined, blockFormat: BLOCK_FORMAT };
 }
 
 type Enc = (v: unknown) => unknown;
@@ -110,13 +118,19 @@ export function restoreDecoder(where: string, meta: StateMeta, d: AnyStateDescri
   }
 }
 
-/** Entries of a block written by encodeGroup. */
-export function* decodeGroup(bytes: Uint8Array): IterableIterator<[NormKey, unknown]> {
+/** Entries of a block, in the layout its state's meta says (blockFormat). */
+export function* decodeGroup(bytes: Uint8Array, blockFormat = 1): IterableIterator<[NormKey, unknown]> {
+  if (blockFormat === 1) {
+    yield* decodeValue<[NormKey, unknown][]>(bytes);
+    return;
+  }
+  if (blockFormat !== 2) throw new StateRestoreError(`unknown state block format ${blockFormat}; the snapshot was written by a newer weir`);
   const [keys, values] = decodeValue<[NormKey[], unknown[]]>(bytes);
   for (let i = 0; i < keys.length; i++) yield [keys[i]!, values[i]];
 }
 
-/** Number of entries in a block, without materialising them. */
-export function groupSize(bytes: Uint8Array): number {
-  return decodeValue<[NormKey[], unknown[]]>(bytes)[0].length;
+/** Number of entries in a block. */
+export function groupSize(bytes: Uint8Array, blockFormat = 1): number {
+  const v = decodeValue<unknown[]>(bytes);
+  return blockFormat === 1 ? v.length : (v[0] as unknown[]).length;
 }
