@@ -57,6 +57,9 @@ export async function runCommand(argv: string[]): Promise<number> {
   if (s('restart-strategy') !== undefined) (restart ??= {}).type = s('restart-strategy') as RestartStrategySettings['type'];
   if (s('restart-attempts') !== undefined) (restart ??= {}).attempts = intFlag(s('restart-attempts')!, '--restart-attempts');
   if (s('restart-delay') !== undefined) (restart ??= {}).delay = s('restart-delay');
+  // Attempts or a delay without a strategy mean fixed-delay (the only strategy with attempts),
+  // rather than being ignored by the exponential-delay default.
+  if (restart !== undefined && restart.type === undefined && (restart.attempts !== undefined || restart.delay !== undefined)) restart.type = 'fixed-delay';
   const from = s('from');
   if (from === '') throw new CliError('--from needs "latest", "latest-or-empty" or a checkpoint/savepoint path');
 
