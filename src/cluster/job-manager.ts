@@ -124,6 +124,9 @@ interface ExecutorHandle {
   terminate(): Promise<void>;
 }
 
+/** Longest a worker thread may take to load the job module and build its graph. */
+const DEPLOY_TIMEOUT_MS = 120_000;
+
 interface SavepointRequest {
   readonly id: string;
   /** Where it goes; for a manual checkpoint, decided at trigger time. */
@@ -592,10 +595,17 @@ class Attempt {
     return splits;
   }
 
+  private deployTimer: NodeJS.Timeout | undefined;
+
   private deploy(splits: Record<string, SourceSplit[]>): void {
     const jm = this.jm;
     const plan = jm.executionPlan;
     const workers = jm.workers;
+    // Every wait has a bound: workers that cannot load the job in time fail the attempt.
+    this.deployTimer = setTimeout(() => {
+      this.fail({ name: 'DeployTimeout', message: `only ${this.deployed} of ${workers} worker(s) loaded the job within ${DEPLOY_TIMEOUT_MS / 1000} s`, stack: undefined, user: false });
+    }, DEPLOY_TIMEOUT_MS);
+    this.deployTimer.unref();
     const restoreTasks: Record<string, TaskRestore> = this.restore?.tasks ?? {};
     const checkpointing = { mode: jm.config.mode, periodic: jm.checkpointing };
     const credits = jm.options.credits ?? DEFAULT_CHANNEL_CREDITS;
@@ -653,7 +663,10 @@ class Attempt {
     const now = this.jm.clockNow();
     switch (m.type) {
       case 'deployed':
-        if (++this.deployed === this.jm.workers) this.broadcast({ type: 'start' });
+        if (++this.deployed === this.jm.workers) {
+          clearTimeout(this.deployTimer);
+          this.broadcast({ type: 'start' });
+        }
         return;
       case 'executor-failed':
         this.fail(m.error);
@@ -952,6 +965,7 @@ class Attempt {
   private end(o: AttemptOutcome): void {
     if (this.ending) return;
     this.ending = true;
+    clearTimeout(this.deployTimer);
     this.tickTimer?.cancel();
     if (this.ticker) clearInterval(this.ticker);
     for (const e of this.executors) e.send({ type: 'cancel' });
