@@ -10,6 +10,18 @@ import type { SinkCommitter, SinkContext, SinkWriter, TwoPhaseCommitSink } from 
 import type { Batch } from '../batch.ts';
 import { StreamOperator, type InlineOperatorState } from './operator.ts';
 
+/** Longest one commit may take before the task fails (a commit that hangs must not hang the job). */
+const COMMIT_TIMEOUT_MS = 120_000;
+
+function withTimeout<T>(p: Promise<T>, ms: number, message: string): Promise<T> {
+  let t: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    t = setTimeout(() => reject(new Error(message)), ms);
+    t.unref();
+  });
+  return Promise.race([p, timeout]).finally(() => clearTimeout(t));
+}
+
 export class CommitSinkOperator extends StreamOperator {
   private writer!: SinkWriter<unknown, unknown>;
   private committer!: SinkCommitter<unknown>;
@@ -99,9 +111,11 @@ export class CommitSinkOperator extends StreamOperator {
   }
 
   private chain(fn: () => void | Promise<void>): void {
-    this.commitChain = this.commitChain.then(fn).catch((e) => {
-      this.failed ??= e;
-    });
+    this.commitChain = this.commitChain
+      .then(() => withTimeout(Promise.resolve().then(fn), COMMIT_TIMEOUT_MS, `commit did not finish within ${COMMIT_TIMEOUT_MS / 1000} s`))
+      .catch((e) => {
+        this.failed ??= e;
+      });
   }
 
   private rethrow(): void {
