@@ -225,13 +225,66 @@ export const PARTIAL_MARK = '@@weir-bench-partial ';
 /** Marks the child's measurement line on stdout. */
 export const RESULT_MARK = '@@weir-bench-result ';
 
+/** A sink instance's report on stderr. */
+export interface PartialReport {
+  readonly instance: string;
+  readonly result: Result;
+  /** When the instance saw the end of its input (epoch ms). */
+  readonly at?: number;
+}
+
+/**
+ * The partial results a weir job's sinks wrote on stderr, summed (the last line of each
+ * instance is its total), and when the last of them saw the end of its input; undefined
+ * when no sink reported.
+ */
+export function readPartials(stderr: string): { result: Result; endOfInputAt: number | undefined; instances: number } | undefined {
+  const last = new Map<string, PartialReport>();
+  for (const l of stderr.split('\n')) {
+    if (!l.startsWith(PARTIAL_MARK)) continue;
+    const p = JSON.parse(l.slice(PARTIAL_MARK.length)) as PartialReport;
+    last.set(p.instance, p);
+  }
+  if (last.size === 0) return undefined;
+  const all = [...last.values()];
+  const ats = all.map((p) => p.at).filter((x) => x !== undefined);
+  return { result: all.map((p) => p.result).reduce(addResults), endOfInputAt: ats.length === all.length ? Math.max(...ats) : undefined, instances: all.length };
+}
+
+/** Facts every correct run of a job must show, independent of the variants agreeing with each other. */
+export function invariants(job: JobId, size: Size, r: Result): string[] {
+  const bad: string[] = [];
+  if (job === 'map-filter') {
+    let survivors = 0;
+    for (let m = 0; m < 1000; m++) {
+      if ((m * 2) % 3 === 0) survivors += Math.floor(size.n / 1000) + (m < size.n % 1000 ? 1 : 0);
+    }
+    if (r.survivors !== survivors) bad.push(`survivors ${r.survivors}, expected ${survivors}`);
+  } else if (job === 'word-count') {
+    if (r.outputs !== size.n) bad.push(`${r.outputs} running counts for ${size.n} records`);
+    if (!(r.sumCounts! >= size.n)) bad.push(`sum of running counts ${r.sumCounts} < ${size.n}`);
+  } else {
+    if (r.sumCounts !== size.n) bad.push(`window counts add up to ${r.sumCounts}, expected ${size.n} (records lost or late)`);
+    if (!(r.windows! >= size.n / 100_000)) bad.push(`only ${r.windows} window results`);
+  }
+  if (r.late !== undefined) bad.push(`${r.late} late records dropped`);
+  return bad;
+}
+
+export function sameResult(a: Result, b: Result): boolean {
+  const ka = Object.keys(a).sort();
+  const kb = Object.keys(b).sort();
+  return ka.length === kb.length && ka.every((k, i) => k === kb[i] && a[k] === b[k]);
+}
+
 let instances = 0;
 
 /**
  * A weir sink function around an accumulator. A sink function runs in whichever worker hosts
  * its subtask, so it cannot hand its total back to the client: in finish() it writes its
  * cumulative result synchronously to fd 2 (shared by all threads of the process), tagged
- * with an instance id. Should several subtasks of one worker share the instance, every
+ * with an instance id and the time it saw the end of its input (finish() runs at the end of
+ * input, before the final checkpoint of a job with checkpointing). Should several subtasks of one worker share the instance, every
  * finish() reports the cumulative total and the runner keeps the last line per instance.
  */
 export function partialSink<T>(acc: Accumulator<T>): { invoke(v: T): void; finish(): void } {
@@ -241,7 +294,8 @@ export function partialSink<T>(acc: Accumulator<T>): { invoke(v: T): void; finis
       acc.add(v);
     },
     finish() {
-      writeSync(2, PARTIAL_MARK + JSON.stringify({ instance, result: acc.result() }) + '\n');
+      // `at`: when this instance saw the end of its input (epoch ms, comparable across threads).
+      writeSync(2, PARTIAL_MARK + JSON.stringify({ instance, result: acc.result(), at: performance.timeOrigin + performance.now() }) + '\n');
     },
   };
 }
