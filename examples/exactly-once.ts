@@ -5,6 +5,9 @@
  * one line per window through the exactly-once file sink:
  *   {"key", "windowStart", "sum", "count", "total"}
  *
+ * An optional third argument limits the source to that many records per second, to watch
+ * checkpoints and restarts at a human pace.
+ *
  *   npx tsx examples/generate-events.ts 1000000 /tmp/events.jsonl
  *   npx weir run examples/exactly-once.ts --checkpoint-dir /tmp/chk --checkpoint-interval 1s -- /tmp/events.jsonl /tmp/out
  *   # kill it at any moment, then resume; the committed output is the same as without the kill:
@@ -21,13 +24,14 @@ interface Output extends WindowSum { total: number }
 const total = new ValueStateDescriptor<number>('total', { defaultValue: 0 });
 
 export default defineJob((env, args) => {
-  const [input, outDir] = args;
+  const [input, outDir, rate] = args;
   if (input === undefined || outDir === undefined) {
-    throw new TypeError('usage: weir run examples/exactly-once.ts [options] -- <input.jsonl> <out-dir>');
+    throw new TypeError('usage: weir run examples/exactly-once.ts [options] -- <input.jsonl> <out-dir> [records-per-second]');
   }
+  const ratePerSecond = rate === undefined ? undefined : Number(rate);
   env.setJobName('exactly-once windowed totals');
   env
-    .fromFile<Event>(input, { format: 'jsonl' })
+    .fromFile<Event>(input, { format: 'jsonl', ...(ratePerSecond !== undefined ? { ratePerSecond } : {}) })
     .uid('events')
     .map((e) => {
       // Validate every record: a bad one fails the job with a message naming the record.

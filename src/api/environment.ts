@@ -111,10 +111,18 @@ export class StreamExecutionEnvironment {
     return full;
   }
 
-  fromSource<T, S extends SourceSplit>(source: Source<T, S>, options: { name?: string; malformed?: MalformedPolicy } = {}): DataStream<T> {
+  /**
+   * Reads a source. Options: `name`; `malformed` ('fail' or 'dead-letter'); `ratePerSecond`, a
+   * limit on records per second over the whole source (Flink's RateLimiterStrategy).
+   */
+  fromSource<T, S extends SourceSplit>(source: Source<T, S>, options: { name?: string; malformed?: MalformedPolicy; ratePerSecond?: number } = {}): DataStream<T> {
     const malformed = options.malformed ?? 'fail';
     if (malformed !== 'fail' && malformed !== 'dead-letter') {
       throw new RangeError(`source option "malformed" must be "fail" or "dead-letter", got ${JSON.stringify(malformed)}`);
+    }
+    const rate = options.ratePerSecond;
+    if (rate !== undefined && !(Number.isFinite(rate) && rate > 0)) {
+      throw new RangeError(`source option "ratePerSecond" must be a positive number, got ${String(rate)}`);
     }
     const t = this.add<SourceTransformation>({
       kind: 'source',
@@ -125,6 +133,7 @@ export class StreamExecutionEnvironment {
       chaining: 'head' satisfies ChainingStrategy,
       source: source as unknown as Source<unknown, SourceSplit>,
       malformedPolicy: malformed,
+      ratePerSecond: rate,
     });
     return new DataStream<T>(this, t);
   }
@@ -135,9 +144,10 @@ export class StreamExecutionEnvironment {
   }
 
   /** JSON lines or CSV from a file or every file of a directory (bounded). */
-  fromFile<T = Record<string, unknown>>(path: string, options: FileSourceOptions & { name?: string; malformed?: MalformedPolicy } = {}): DataStream<T> {
-    const opts: { name: string; malformed?: MalformedPolicy } = { name: options.name ?? `file ${path}` };
+  fromFile<T = Record<string, unknown>>(path: string, options: FileSourceOptions & { name?: string; malformed?: MalformedPolicy; ratePerSecond?: number } = {}): DataStream<T> {
+    const opts: { name: string; malformed?: MalformedPolicy; ratePerSecond?: number } = { name: options.name ?? `file ${path}` };
     if (options.malformed !== undefined) opts.malformed = options.malformed;
+    if (options.ratePerSecond !== undefined) opts.ratePerSecond = options.ratePerSecond;
     return this.fromSource(new FileSource<T>(path, options), opts);
   }
 

@@ -35,6 +35,8 @@ export interface SourceTransformation extends Common {
   readonly kind: 'source';
   readonly source: Source<unknown, SourceSplit>;
   readonly malformedPolicy: MalformedPolicy;
+  /** Records per second over all subtasks of the source (Flink's RateLimiterStrategy), or undefined. */
+  readonly ratePerSecond: number | undefined;
 }
 
 export interface OneInputTransformation extends Common {

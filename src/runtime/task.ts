@@ -162,7 +162,7 @@ export class StreamTask implements Schedulable {
 
   private createOperator(spec: ChainedOperator): StreamOperator {
     const t = spec.node.transformation;
-    if (t.kind === 'source') return new SourceOperator(t.source, t.malformedPolicy);
+    if (t.kind === 'source') return new SourceOperator(t.source, t.malformedPolicy, undefined, t.ratePerSecond === undefined ? undefined : t.ratePerSecond / spec.node.parallelism);
     return t.factory();
   }
 

@@ -12,6 +12,12 @@ import { Rng } from '../../src/api/random.ts';
 import { chaosSeed, committedLines, hiddenFiles, killAndResume, runWeir } from './harness.ts';
 
 const EVENTS = 1_200_000;
+/**
+ * The killed runs read at most this many records per second, so that ten kills at random
+ * moments all land before the job could finish, however fast the machine (the failure-free
+ * run reads at full speed: the output is the same).
+ */
+const RATE = '200000';
 let work: string;
 let input: string;
 let expected: string[];
@@ -42,7 +48,7 @@ describe('chaos: SIGKILL and resume from the latest checkpoint', () => {
       const out = join(work, `out-${name}`);
       const chk = join(work, `chk-${name}`);
       const args = () => ['run', 'examples/exactly-once.ts', '-p', parallelism, '-w', '2', '--checkpoint-dir', chk, '--checkpoint-interval', '150ms',
-        '--checkpoint-mode', mode, '--from', 'latest-or-empty', '--', input, out];
+        '--checkpoint-mode', mode, '--from', 'latest-or-empty', '--', input, out, RATE];
       const killed = await killAndResume(args, 10, rng, 500, 1600, (s) => console.log(`[chaos ${name}] ${s}`));
       console.log(`[chaos ${name}] ${killed} runs killed mid-way`);
       expect(killed).toBeGreaterThanOrEqual(8);

@@ -14,6 +14,8 @@ import { verifyCheckpoint } from '../../src/checkpoint/storage.ts';
 import { chaosSeed, committedLines, hiddenFiles, ROOT, runWeir, startWeir } from './harness.ts';
 
 const EVENTS = 1_200_000;
+/** Rounds read at most this many records per second, so the job outlasts its ten rounds on any machine. */
+const RATE = '80000';
 let work: string;
 let input: string;
 let expected: string[];
@@ -84,7 +86,7 @@ describe('chaos: stop with savepoint, kills, and restores at new parallelism', (
       if (from !== undefined && p !== lastP) rescales++;
       lastP = p;
       const args = ['run', 'examples/exactly-once.ts', '-p', String(p), '-w', '2', '--rest-port', '0', '--checkpoint-dir', chk,
-        '--checkpoint-interval', '150ms', ...(from ? ['--from', from] : []), '--', input, out];
+        '--checkpoint-interval', '150ms', ...(from ? ['--from', from] : []), '--', input, out, RATE];
       const { child, done } = startWeir(args);
       let err = '';
       child.stderr!.on('data', (d) => (err += d));

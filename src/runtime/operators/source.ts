@@ -22,9 +22,24 @@ export class SourceOperator extends StreamOperator implements SourceOutput<unkno
     readonly source: Source<unknown, SourceSplit>,
     private readonly malformedPolicy: MalformedPolicy,
     private readonly batchSize = DEFAULT_BATCH_SIZE,
+    /** This subtask's share of a source rate limit, records per second. */
+    private readonly ratePerSecond?: number,
   ) {
     super();
     this.numInputs = 0;
+  }
+
+  private rateStart = -1;
+  private rateWake: { cancel(): void } | undefined;
+
+  /** Records this subtask may emit now under its rate limit (a token bucket from the start). */
+  private allowance(): number {
+    const rate = this.ratePerSecond;
+    if (rate === undefined) return this.batchSize;
+    const now = this.env.clock.now();
+    if (this.rateStart < 0) this.rateStart = now;
+    const due = Math.floor(((now - this.rateStart) * rate) / 1000) + 1 - this.output.count;
+    return Math.max(0, Math.min(this.batchSize, due));
   }
 
   /** Splits come from the job manager's plan (or, later, a restored checkpoint). */
@@ -53,9 +68,21 @@ export class SourceOperator extends StreamOperator implements SourceOutput<unkno
   /** Emits one batch; the task calls this as its default action. */
   emitNext(): PollStatus {
     if (this.ended) return 'end';
+    const max = this.allowance();
+    if (max === 0) {
+      // Over the rate: sleep until the next record is due (a mail wakes the task).
+      if (this.rateWake === undefined) {
+        const at = this.rateStart + Math.ceil(((this.output.count + 1) * 1000) / this.ratePerSecond!);
+        this.rateWake = this.env.scheduleMail(at, () => {
+          this.rateWake = undefined;
+          this.wake();
+        });
+      }
+      return 'wait';
+    }
     let status: PollStatus;
     try {
-      status = this.reader.poll(this, this.batchSize);
+      status = this.reader.poll(this, max);
     } catch (e) {
       throw this.fail(e, `source "${this.source.name}"`);
     }
@@ -94,6 +121,7 @@ export class SourceOperator extends StreamOperator implements SourceOutput<unkno
   }
 
   override close(): void {
+    this.rateWake?.cancel();
     this.reader?.close?.();
   }
 }
