@@ -4,7 +4,7 @@
  * reports to the job manager through a message function.
  */
 import type { SourceSplit } from '../api/source.ts';
-import { producersOf, consumersOf, type JobGraph } from '../graph/job-graph.ts';
+import { consumersOf, type JobGraph } from '../graph/job-graph.ts';
 import type { ExecutionPlan } from '../graph/execution-plan.ts';
 import { InputChannel, OutputChannel } from '../runtime/channels/channel.ts';
 import { decodeBatch } from '../runtime/codec.ts';
@@ -122,7 +122,6 @@ export class TaskExecutor implements TaskListener {
           );
         }
       }
-      void producersOf;
       const task = new StreamTask({
         vertex: v,
         subtaskIndex: st.index,

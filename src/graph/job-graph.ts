@@ -149,9 +149,3 @@ export function consumersOf(kind: PartitionSpec['kind'], producer: number, produ
       return Array.from({ length: consumers }, (_, i) => i);
   }
 }
-
-export function producersOf(kind: PartitionSpec['kind'], consumer: number, producers: number, consumers: number): number[] {
-  const out: number[] = [];
-  for (let p = 0; p < producers; p++) if (consumersOf(kind, p, producers, consumers).includes(consumer)) out.push(p);
-  return out;
-}

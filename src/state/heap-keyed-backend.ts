@@ -492,4 +492,3 @@ class TtlMapHandle<K, V> implements MapState<K, V> {
   }
 }
 
-export { keyGroupOf, normalizeKey };
