@@ -170,6 +170,7 @@ export async function runJob(job: string | JobDefinition, options: RunOptions = 
 class JobMaster implements JobControl {
   private readonly log: (line: string) => void;
   private readonly stdout: (text: string) => void;
+  private readonly customStdout: boolean;
   private readonly clock: Clock;
   private readonly plan: ExecutionPlan;
   private readonly storage: LocalCheckpointStorage | undefined;
@@ -197,6 +198,7 @@ class JobMaster implements JobControl {
   ) {
     this.log = options.log ?? ((l) => void process.stderr.write(l + '\n'));
     this.stdout = options.stdout ?? ((t) => void process.stdout.write(t));
+    this.customStdout = options.stdout !== undefined;
     this.clock = options.clock ?? systemClock;
     this.plan = planExecution(graph, workers);
     const checkpointing = config.intervalMs !== undefined;
@@ -485,8 +487,14 @@ class JobMaster implements JobControl {
     if (list === undefined) this.collected.set(sink, (list = []));
     for (const v of values) list.push(v);
   }
-  writeStdout(text: string): void {
-    this.stdout(text);
+  /** Writes print() output; `done` runs once it has been handed to the OS (stdout's backpressure). */
+  writeStdout(text: string, done?: () => void): void {
+    if (this.customStdout || done === undefined) {
+      this.stdout(text);
+      done?.();
+      return;
+    }
+    process.stdout.write(text, () => done());
   }
   logLine(line: string): void {
     this.log(line);
@@ -596,6 +604,8 @@ class Attempt {
   }
 
   private deployTimer: NodeJS.Timeout | undefined;
+  /** Per worker: KiB of print() output sent to this thread and not yet written (a bounded window). */
+  private readonly stdoutCredits: Int32Array[] = [];
 
   private deploy(splits: Record<string, SourceSplit[]>): void {
     const jm = this.jm;
@@ -645,10 +655,13 @@ class Attempt {
         },
       });
       const peers = peerPorts[w]!;
-      const msg: ToExecutor & { peers: Record<number, MessagePort> } = {
+      const credit = new Int32Array(new SharedArrayBuffer(4));
+      this.stdoutCredits[w] = credit;
+      const msg: ToExecutor & { peers: Record<number, MessagePort>; stdoutCredit: Int32Array } = {
         type: 'deploy',
         job: { modulePath: jm.modulePath, args: jm.args, defaultParallelism: jm.parallelism },
         workerIndex: w, plan, fingerprint: jm.graph.fingerprint, splits, attempt: this.number, credits, checkpointing, restore: restoreTasks, peers,
+        stdoutCredit: credit,
       };
       worker.postMessage(msg, Object.values(peers));
     }
@@ -703,9 +716,15 @@ class Attempt {
         for (const t of m.tasks) this.metrics.set(`${t.vertex}:${t.subtask}`, t);
         this.heap.set(m.workerIndex, m.heapUsed);
         return;
-      case 'stdout':
-        this.jm.writeStdout(m.text);
+      case 'stdout': {
+        // The worker counted these bytes against its stdout window; release them once written.
+        const credit = this.stdoutCredits[m.worker ?? -1];
+        this.jm.writeStdout(m.text, credit === undefined ? undefined : () => {
+          Atomics.sub(credit, 0, m.kib ?? 0);
+          Atomics.notify(credit, 0);
+        });
         return;
+      }
       case 'ack':
         this.jm.statsTracker.acknowledged(m.id, m.ack, now);
         this.apply(this.coordinator?.handle({ type: 'ack', now, id: m.id, ack: m.ack }));

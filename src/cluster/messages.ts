@@ -68,7 +68,7 @@ export type FromExecutor =
   | { readonly type: 'task-failed'; readonly vertex: number; readonly subtask: number; readonly error: SerializedError }
   | { readonly type: 'collect'; readonly sink: string; readonly subtask: number; readonly values: unknown[] }
   | { readonly type: 'metrics'; readonly workerIndex: number; readonly tasks: readonly TaskMetrics[]; readonly heapUsed: number }
-  | { readonly type: 'stdout'; readonly text: string }
+  | { readonly type: 'stdout'; readonly text: string; readonly worker?: number; readonly kib?: number }
   | { readonly type: 'task-running'; readonly task: string }
   | { readonly type: 'task-waiting'; readonly task: string }
   | { readonly type: 'ack'; readonly id: number; readonly ack: TaskAck }

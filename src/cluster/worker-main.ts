@@ -16,7 +16,31 @@ let executor: TaskExecutor | undefined;
 let dataPlane: DataPlane | undefined;
 let metricsTimer: NodeJS.Timeout | undefined;
 
-async function deploy(m: DeployMessage & { peers: Record<number, MessagePort> }): Promise<void> {
+/** KiB of print() output a worker may have in flight to the main thread before print blocks. */
+const STDOUT_WINDOW_KIB = 4096;
+const STDOUT_WAIT_MS = 60_000;
+
+/**
+ * print() from a worker thread: the text goes to the main thread, which writes it to stdout.
+ * The bytes in flight are bounded: when the main thread (or a slow reader of stdout) falls
+ * behind, the printing task waits here, so output cannot pile up in memory. The wait is
+ * bounded too: after a minute the window is ignored rather than stalling the job forever.
+ */
+function writeStdout(text: string, worker: number, credit: Int32Array | undefined): void {
+  const kib = Math.ceil((text.length * 2) / 1024);
+  if (credit !== undefined) {
+    const deadline = Date.now() + STDOUT_WAIT_MS;
+    for (;;) {
+      const cur = Atomics.load(credit, 0);
+      if (cur + kib <= STDOUT_WINDOW_KIB || cur === 0 || Date.now() > deadline) break;
+      Atomics.wait(credit, 0, cur, 1000);
+    }
+    Atomics.add(credit, 0, kib);
+  }
+  send({ type: 'stdout', text, worker, kib: credit === undefined ? 0 : kib });
+}
+
+async function deploy(m: DeployMessage & { peers: Record<number, MessagePort>; stdoutCredit?: Int32Array }): Promise<void> {
   if (m.job.modulePath === undefined) throw new Error('a worker thread needs the job module path');
   const def = await loadJobModule(m.job.modulePath);
   const { graph } = await buildJob(def, m.job.args, m.job.defaultParallelism);
@@ -36,7 +60,7 @@ async function deploy(m: DeployMessage & { peers: Record<number, MessagePort> })
     clock: systemClock,
     send,
     dataPlane,
-    writeStdout: (text) => send({ type: 'stdout', text }),
+    writeStdout: (text) => writeStdout(text, m.workerIndex, m.stdoutCredit),
     checkpointing: m.checkpointing,
     restore: m.restore,
   });
@@ -50,7 +74,7 @@ async function deploy(m: DeployMessage & { peers: Record<number, MessagePort> })
 port.on('message', (m: ToExecutor & { peers?: Record<number, MessagePort> }) => {
   switch (m.type) {
     case 'deploy':
-      deploy(m as DeployMessage & { peers: Record<number, MessagePort> }).catch((e) =>
+      deploy(m as DeployMessage & { peers: Record<number, MessagePort>; stdoutCredit?: Int32Array }).catch((e) =>
         send({ type: 'executor-failed', workerIndex: m.workerIndex, error: serializeError(e) }),
       );
       return;
