@@ -4,10 +4,11 @@
  * output of the exactly-once file sink (visible files only).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Rng } from '../../src/api/random.ts';
+export { committedLines } from '../helpers/output.ts';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const BIN = join(ROOT, 'bin/weir.js');
@@ -60,17 +61,6 @@ export async function killAndResume(argsFor: (attempt: number) => string[], kill
   const last = await runWeir(argsFor(kills));
   if (last.code !== 0) throw new Error(`final run failed (code ${last.code}, signal ${last.signal}):\n${last.stderr}`);
   return killed;
-}
-
-/** All committed lines (visible part files), sorted. */
-export function committedLines(dir: string): string[] {
-  if (!existsSync(dir)) return [];
-  const lines: string[] = [];
-  for (const f of readdirSync(dir).sort()) {
-    if (f.startsWith('.') || !f.endsWith('.jsonl')) continue;
-    for (const l of readFileSync(join(dir, f), 'utf8').split('\n')) if (l !== '') lines.push(l);
-  }
-  return lines.sort();
 }
 
 /**

@@ -13,6 +13,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { committedLines } from '../helpers/output.ts';
 import { LocalCheckpointStorage } from '../../src/checkpoint/storage.ts';
 import { defineJob, runJob, type Collector, type JobResult, type ProcessContext, type ProcessFunction, type RunOptions, type RuntimeContext } from '../../src/index.ts';
 
@@ -34,13 +35,6 @@ function expectedLines(n = N): string[] {
   return Array.from({ length: n }, (_, i) => JSON.stringify({ i, key: `k${i % 4}`, n: Math.floor(i / 4) + 1 })).sort();
 }
 
-function committed(dir: string): string[] {
-  if (!existsSync(dir)) return [];
-  return readdirSync(dir)
-    .filter((f) => !f.startsWith('.') && f.endsWith('.jsonl'))
-    .flatMap((f) => readFileSync(join(dir, f), 'utf8').split('\n').filter((l) => l !== ''))
-    .sort();
-}
 function hidden(dir: string): string[] {
   return existsSync(dir) ? readdirSync(dir).filter((f) => f.startsWith('.')) : [];
 }
@@ -77,7 +71,7 @@ describe('restart from the latest completed checkpoint', () => {
     for (const workers of [1, 2]) {
       const r = await run({ workers, parallelism: workers });
       expect(r.result.status, r.result.error?.message).toBe('FINISHED');
-      failureFree[workers] = committed(r.out);
+      failureFree[workers] = committedLines(r.out);
     }
   });
 
@@ -95,7 +89,7 @@ describe('restart from the latest completed checkpoint', () => {
       expect(restart, r.logs.join('\n')).toMatch(/injected failure at record \d+ \(attempt 0\)/);
       expect(restart).toMatch(/restarting in 0 ms \(attempt 1 of 1\) from checkpoint \d+/);
       expect(r.result.checkpoints.counts.restored).toBe(1);
-      expect(committed(r.out)).toEqual(failureFree[workers]);
+      expect(committedLines(r.out)).toEqual(failureFree[workers]);
       expect(hidden(r.out)).toEqual([]);
     });
   }
@@ -107,7 +101,7 @@ describe('restart from the latest completed checkpoint', () => {
     expect(r.result.attempts).toBe(1);
     expect(r.logs.some((l) => /restarting/.test(l))).toBe(false);
     // What was committed before the failure is part of the real output: nothing wrong, nothing twice.
-    const got = committed(r.out);
+    const got = committedLines(r.out);
     expect(new Set(got).size).toBe(got.length);
     for (const l of got) {
       const x = JSON.parse(l) as { i: number; key: string; n: number };
@@ -130,7 +124,7 @@ describe('sources resume exactly at their recorded positions', () => {
     // Covered in detail above; here the source state is checked through the restored checkpoint itself.
     const r = await run({ workers: 2, parallelism: 2, fail: 'once@1', restartStrategy: { type: 'fixed-delay', attempts: 1, delay: 0 } });
     expect(r.result.status, r.result.error?.message).toBe('FINISHED');
-    expect(committed(r.out)).toEqual(expectedLines());
+    expect(committedLines(r.out)).toEqual(expectedLines());
   });
 
   for (const workers of [1, 2]) {
@@ -146,7 +140,7 @@ describe('sources resume exactly at their recorded positions', () => {
       expect(r.result.status, r.result.error?.message).toBe('FINISHED');
       expect(r.result.attempts).toBe(2);
       expect(r.logs.some((l) => /from checkpoint \d+/.test(l))).toBe(true);
-      expect(committed(r.out)).toEqual(expectedLines(n));
+      expect(committedLines(r.out)).toEqual(expectedLines(n));
     });
   }
 });
@@ -219,20 +213,20 @@ describe('--from', () => {
     expect(r.result.status).toBe('FINISHED');
     expect(r.logs).toContain(`weir: no completed checkpoint in ${chk}; starting fresh`);
     expect(r.result.checkpoints.counts.restored).toBe(0);
-    expect(committed(r.out)).toEqual(expectedLines());
+    expect(committedLines(r.out)).toEqual(expectedLines());
   });
 
   it("'latest' resumes a failed run where it stopped: across both runs every record is committed exactly once", async () => {
     const first = await run({ fail: 'always@1', restartStrategy: { type: 'none' }, checkpoint: { retention: 'retain-on-cancel' } });
     expect(first.result.status).toBe('FAILED');
-    const before = committed(first.out);
+    const before = committedLines(first.out);
     expect(before.length).toBeGreaterThan(0);
     expect(before.length).toBeLessThan(N);
     const second = await run({ out: first.out, chk: first.chk, from: 'latest' });
     expect(second.result.status, second.result.error?.message).toBe('FINISHED');
     expect(second.result.jobId).toBe(first.result.jobId); // our own checkpoint: the same job continues
     expect(second.result.checkpoints.counts.restored).toBe(1);
-    expect(committed(first.out)).toEqual(expectedLines());
+    expect(committedLines(first.out)).toEqual(expectedLines());
     expect(hidden(first.out)).toEqual([]);
   });
 });
@@ -275,7 +269,7 @@ describe('a corrupt newest checkpoint', () => {
     const skip = second.logs.find((l) => l.includes(newest));
     expect(skip, second.logs.join('\n')).toMatch(/skipping checkpoint .*chk-\d+: state file .* has \d+ bytes, expected \d+ \(truncated\)/);
     expect(second.result.checkpoints.lastRestore?.id).toBe(ids[1]);
-    expectConsistent(committed(out));
+    expectConsistent(committedLines(out));
   });
 
   it('a flipped byte (same size): the restore fails on the checksum and falls back to the previous checkpoint, logged', async () => {
@@ -292,7 +286,7 @@ describe('a corrupt newest checkpoint', () => {
     expect(fallback, second.logs.join('\n')).toContain(newest);
     expect(fallback).toMatch(/checksum mismatch.*falling back to the previous checkpoint/);
     expect(second.result.checkpoints.lastRestore?.id).toBe(ids[1]);
-    expectConsistent(committed(out));
+    expectConsistent(committedLines(out));
   });
 });
 

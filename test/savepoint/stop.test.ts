@@ -9,9 +9,10 @@
  * Fixture: test/fixtures/jobs/savepoint-windows.ts (1 s event-time windows counted per key,
  * written to an exactly-once file sink and to collect("windows")).
  */
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { committedLines } from '../helpers/output.ts';
 import { summarize } from '../../src/checkpoint/inspect.ts';
 import { runJob } from '../../src/index.ts';
 import type { WindowCount } from '../fixtures/jobs/savepoint-windows.ts';
@@ -40,13 +41,6 @@ function windowsOf(indices: Iterable<number>): string[] {
 }
 const ALL = windowsOf(Array.from({ length: N }, (_, i) => i));
 
-function committed(dir: string): string[] {
-  if (!existsSync(dir)) return [];
-  return readdirSync(dir)
-    .filter((f) => !f.startsWith('.') && f.endsWith('.jsonl'))
-    .flatMap((f) => readFileSync(join(dir, f), 'utf8').split('\n').filter((l) => l !== ''))
-    .sort();
-}
 
 describe('stop with savepoint', () => {
   it('without --drain: FINISHED, the sink committed all it received, and open windows fire exactly once after the resume (workers: 2)', async () => {
@@ -59,7 +53,7 @@ describe('stop with savepoint', () => {
     expect(first.status, first.error?.message).toBe('FINISHED');
     const produced = await producedIn(sp);
     expect(produced.size).toBeLessThan(N);
-    const committedBefore = committed(out);
+    const committedBefore = committedLines(out);
     const fired = first.collected<WindowCount>('windows').map(line).sort();
     // Only complete windows fired (event time did not jump to the end).
     for (const w of fired) expect(ALL, `window ${w} is complete`).toContain(w);
@@ -67,7 +61,7 @@ describe('stop with savepoint', () => {
     const second = await runJob(JOB, { workers: 2, parallelism: 2, args: [out, String(N), '0'], from: sp, stdout: () => {}, log: () => {} });
     expect(second.status, second.error?.message).toBe('FINISHED');
     // The two-phase-commit sink: every window committed exactly once across stop and resume.
-    expect(committed(out)).toEqual(ALL);
+    expect(committedLines(out)).toEqual(ALL);
     // Nothing was emitted after the savepoint: what the first run emitted is what it committed,
     // and the windows still open at the stop fired once, after the resume.
     expect(committedBefore, 'what the stopped run committed is what it emitted').toEqual(fired);
@@ -110,7 +104,7 @@ describe('stop with savepoint', () => {
       expect(r.status).toBe('FINISHED');
       const received = r.collected<WindowCount>('windows').map(line).sort();
       expect(received.length).toBeGreaterThan(0);
-      expect(committed(out), `round ${round}: output after the savepoint`).toEqual(received);
+      expect(committedLines(out), `round ${round}: output after the savepoint`).toEqual(received);
     }
   });
 
@@ -128,7 +122,7 @@ describe('stop with savepoint', () => {
     // Every record read is in exactly one fired window, including the last, partial ones.
     const want = windowsOf(produced);
     expect(first.collected<WindowCount>('windows').map(line).sort()).toEqual(want);
-    expect(committed(out)).toEqual(want);
+    expect(committedLines(out)).toEqual(want);
     expect(readdirSync(out).filter((f) => f.startsWith('.')), 'nothing left pending or in progress').toEqual([]);
     // Every window fired and was purged: no window state and no timer is left in the savepoint.
     const windows = (await summarize(sp)).operators.find((o) => o.uid === 'windows')!;
@@ -167,6 +161,6 @@ describe('stop with savepoint', () => {
     const second = await runJob(JOB, { workers: 1, parallelism: 1, args: [out, String(N), '0'], from: sp, stdout: () => {}, log: () => {} });
     expect(second.status).toBe('FINISHED');
     expect([...fired, ...second.collected<WindowCount>('windows').map(line)].sort()).toEqual(ALL);
-    expect(committed(out)).toEqual(ALL);
+    expect(committedLines(out)).toEqual(ALL);
   });
 });
