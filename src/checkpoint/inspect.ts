@@ -39,13 +39,7 @@ export interface RangeSummary {
   bytes: number;
 }
 
-export interface OperatorSummary {
-  readonly id: string;
-  readonly name: string;
-  readonly uid: string | undefined;
-  readonly parallelism: number;
-  readonly maxParallelism: number;
-  readonly keyed: boolean;
+export interface OperatorSummary extends Omit<OperatorStateMeta, 'subtasks'> {
   readonly states: StateSummary[];
   readonly ranges: RangeSummary[];
   readonly operatorState: { readonly name: string; readonly distribution: string; readonly items: number }[];

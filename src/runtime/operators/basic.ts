@@ -1,7 +1,7 @@
 /** Stateless one-input operators: map, filter, flatMap and the non-keyed process function. */
 import type { Collector, ProcessContext, ProcessFunction } from '../../api/functions.ts';
 import type { OutputTag } from '../../api/output-tag.ts';
-import { hasTimestamp, type Batch } from '../batch.ts';
+import { hasTimestamp, NO_TIMESTAMP, type Batch } from '../batch.ts';
 import { JobDefinitionError } from '../errors.ts';
 import { callOptional, StreamOperator } from './operator.ts';
 
@@ -85,9 +85,12 @@ export class FlatMapOperator extends StreamOperator {
   }
 }
 
-/** Context shared by process-style operators; fields are updated per record, never reallocated. */
-export class BasicProcessContext implements ProcessContext {
-  ts = Number.NEGATIVE_INFINITY;
+/**
+ * What every process-style context has, keyed or not: the current record's timestamp, side
+ * outputs and the two clocks. Fields are updated per record, never reallocated.
+ */
+export class ContextBase {
+  ts = NO_TIMESTAMP;
   constructor(protected readonly op: StreamOperator) {}
   get timestamp(): number | undefined {
     return hasTimestamp(this.ts) ? this.ts : undefined;
@@ -101,6 +104,10 @@ export class BasicProcessContext implements ProcessContext {
   currentWatermark(): number {
     return this.op.currentWatermark;
   }
+}
+
+/** The context of non-keyed process functions: keyed state and timers are refused with a clear message. */
+export class BasicProcessContext extends ContextBase implements ProcessContext {
   // Not part of ProcessContext's type: a clear message for JavaScript callers and casts.
   getState(d?: { name?: string }): never {
     return keyedStateMisuse(this.op, 'getState', d);

@@ -6,15 +6,14 @@
 import type {
   AggregateFunction, KeyedProcessFunction, KeyedRuntimeContext, OnTimerContext, TimerService,
 } from '../../api/functions.ts';
-import type { OutputTag } from '../../api/output-tag.ts';
 import {
   ValueStateDescriptor, type AggregatingStateDescriptor, type ListStateDescriptor, type MapStateDescriptor,
   type ReducingStateDescriptor, type ValueState,
 } from '../../api/state.ts';
 import type { HeapKeyedStateBackend } from '../../state/heap-keyed-backend.ts';
-import { hasTimestamp, NO_TIMESTAMP, type Batch } from '../batch.ts';
+import { NO_TIMESTAMP, type Batch } from '../batch.ts';
 import { InternalTimerService, type Timer, type TimerTarget } from '../timers.ts';
-import { TimestampedCollector } from './basic.ts';
+import { ContextBase, TimestampedCollector } from './basic.ts';
 import type { KeySelectorFn } from './keying.ts';
 import { callOptional, StreamOperator } from './operator.ts';
 
@@ -104,14 +103,15 @@ export abstract class KeyedOperator extends StreamOperator implements TimerTarge
 }
 
 /** The context handed to keyed user functions, reused for every record and timer. */
-export class KeyedContextImpl implements OnTimerContext<unknown> {
-  ts = NO_TIMESTAMP;
+export class KeyedContextImpl extends ContextBase implements OnTimerContext<unknown> {
+  declare protected readonly op: KeyedOperator;
   timeDomain: 'event-time' | 'processing-time' = 'event-time';
   readonly timerService: TimerService;
   readonly taskInfo;
   private readonly rc: KeyedRuntimeContext;
 
-  constructor(private readonly op: KeyedOperator) {
+  constructor(op: KeyedOperator) {
+    super(op);
     this.rc = op.keyedRuntimeContext();
     this.taskInfo = this.rc.taskInfo;
     this.timerService = {
@@ -123,20 +123,8 @@ export class KeyedContextImpl implements OnTimerContext<unknown> {
       deleteProcessingTimeTimer: (t: number) => op.timers.deleteProcessingTimeTimer('', t),
     };
   }
-  get timestamp(): number | undefined {
-    return hasTimestamp(this.ts) ? this.ts : undefined;
-  }
   get currentKey(): unknown {
     return this.op.backend.ctx.originalKey;
-  }
-  output<X>(tag: OutputTag<X>, value: X): void {
-    this.op.output.emitSide(tag.id, value, this.ts);
-  }
-  currentProcessingTime(): number {
-    return this.op.env.clock.now();
-  }
-  currentWatermark(): number {
-    return this.op.currentWatermark;
   }
   getState<T>(d: ValueStateDescriptor<T>) {
     return this.rc.getState(d);
@@ -158,18 +146,48 @@ export class KeyedContextImpl implements OnTimerContext<unknown> {
   }
 }
 
-export class KeyedProcessOperator extends KeyedOperator {
-  private readonly collector = new TimestampedCollector(this);
-  private ctx!: KeyedContextImpl;
+/**
+ * Base of keyed operators that run a user function with a keyed context: the context, the
+ * collector and the firing of the function's onTimer, if it has one.
+ */
+export abstract class KeyedFunctionOperator extends KeyedOperator {
+  protected readonly collector = new TimestampedCollector(this);
+  protected ctx!: KeyedContextImpl;
+  protected abstract readonly userOnTimer: ((ts: number, ctx: any, out: any) => void) | undefined;
+  override open(): void {
+    super.open();
+    this.ctx = new KeyedContextImpl(this);
+  }
+  override onEventTime(timer: Timer): void {
+    this.fire(timer, 'event-time', timer.timestamp);
+  }
+  override onProcessingTime(timer: Timer): void {
+    try {
+      this.fire(timer, 'processing-time', NO_TIMESTAMP);
+    } catch (e) {
+      throw this.fail(e, 'onTimer (processing time)');
+    }
+  }
+  private fire(timer: Timer, domain: 'event-time' | 'processing-time', outTs: number): void {
+    if (this.userOnTimer === undefined) return;
+    this.ctx.ts = outTs;
+    this.ctx.timeDomain = domain;
+    this.collector.timestamp = outTs;
+    this.userOnTimer(timer.timestamp, this.ctx, this.collector);
+  }
+}
+
+export class KeyedProcessOperator extends KeyedFunctionOperator {
+  protected readonly userOnTimer;
   constructor(private readonly fn: KeyedProcessFunction<any, any, any>) {
     super();
+    this.userOnTimer = fn.onTimer?.bind(fn);
   }
   protected override userFunctions(): readonly object[] {
     return [this.fn];
   }
   override open(): void {
     super.open();
-    this.ctx = new KeyedContextImpl(this);
     callOptional(this, this.fn, 'open', this.keyedRuntimeContext());
   }
   processBatch(batch: Batch): void {
@@ -191,23 +209,6 @@ export class KeyedProcessOperator extends KeyedOperator {
     } catch (e) {
       throw this.failOn(e, 'processElement', values[i]);
     }
-  }
-  override onEventTime(timer: Timer): void {
-    this.fire(timer, 'event-time', timer.timestamp);
-  }
-  override onProcessingTime(timer: Timer): void {
-    try {
-      this.fire(timer, 'processing-time', NO_TIMESTAMP);
-    } catch (e) {
-      throw this.fail(e, 'onTimer (processing time)');
-    }
-  }
-  private fire(timer: Timer, domain: 'event-time' | 'processing-time', outTs: number): void {
-    if (this.fn.onTimer === undefined) return;
-    this.ctx.ts = outTs;
-    this.ctx.timeDomain = domain;
-    this.collector.timestamp = outTs;
-    this.fn.onTimer(timer.timestamp, this.ctx, this.collector);
   }
   override close(): void {
     super.close();

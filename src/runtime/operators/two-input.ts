@@ -9,10 +9,9 @@ import type {
 import type { BroadcastStateDescriptor, ValueState, ValueStateDescriptor } from '../../api/state.ts';
 import { readOnlyView } from '../../state/operator-state.ts';
 import { denormalizeKey } from '../../state/key-groups.ts';
-import { NO_TIMESTAMP, type Batch } from '../batch.ts';
-import type { Timer } from '../timers.ts';
+import type { Batch } from '../batch.ts';
 import { BasicProcessContext, TimestampedCollector } from './basic.ts';
-import { KeyedContextImpl, KeyedOperator } from './keyed.ts';
+import { KeyedContextImpl, KeyedFunctionOperator } from './keyed.ts';
 import type { KeySelectorFn } from './keying.ts';
 import { callOptional, StreamOperator } from './operator.ts';
 
@@ -47,35 +46,7 @@ export class CoProcessOperator extends StreamOperator {
   }
 }
 
-/** Timer firing shared by keyed two-input operators. */
-abstract class KeyedTwoInput extends KeyedOperator {
-  protected readonly collector = new TimestampedCollector(this);
-  protected ctx!: KeyedContextImpl;
-  protected abstract readonly userOnTimer: ((ts: number, ctx: any, out: any) => void) | undefined;
-  override open(): void {
-    super.open();
-    this.ctx = new KeyedContextImpl(this);
-  }
-  override onEventTime(timer: Timer): void {
-    this.fire(timer, 'event-time', timer.timestamp);
-  }
-  override onProcessingTime(timer: Timer): void {
-    try {
-      this.fire(timer, 'processing-time', NO_TIMESTAMP);
-    } catch (e) {
-      throw this.fail(e, 'onTimer (processing time)');
-    }
-  }
-  private fire(timer: Timer, domain: 'event-time' | 'processing-time', ts: number): void {
-    if (this.userOnTimer === undefined) return;
-    this.ctx.ts = ts;
-    this.ctx.timeDomain = domain;
-    this.collector.timestamp = ts;
-    this.userOnTimer(timer.timestamp, this.ctx, this.collector);
-  }
-}
-
-export class KeyedCoProcessOperator extends KeyedTwoInput {
+export class KeyedCoProcessOperator extends KeyedFunctionOperator {
   protected readonly userOnTimer;
   constructor(private readonly fn: KeyedCoProcessFunction<any, any, any, any>) {
     super();
@@ -158,7 +129,7 @@ export class BroadcastProcessOperator extends StreamOperator {
   }
 }
 
-export class KeyedBroadcastProcessOperator extends KeyedTwoInput {
+export class KeyedBroadcastProcessOperator extends KeyedFunctionOperator {
   protected readonly userOnTimer;
   private writeCtx!: BroadcastContexts & { applyToKeyedState: unknown };
   constructor(private readonly fn: KeyedBroadcastProcessFunction<any, any, any, any>) {
