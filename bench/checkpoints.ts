@@ -22,7 +22,7 @@ import { join, relative } from 'node:path';
 import type { CheckpointFigures, ChildOutput, ChildSpec, ThroughputMode } from './checkpoint-child.ts';
 import {
   BENCH_DIR, BenchFailure, fmtInt, fmtMB, fmtMs, fmtRate, fmtX, machineLine, MD_PATH, median, noiseLine, RESULTS_DIR, ROOT,
-  spawnChild, withRetries, writeMarkdownSection, type Machine,
+  spawnChild, targetTable, withRetries, writeMarkdownSection, type Machine, type Target,
 } from './harness.ts';
 import { FULL_SIZES, invariants, QUICK_SIZES, readPartials, RESULT_MARK, sameResult, type Result, type Size } from './workloads.ts';
 
@@ -498,12 +498,6 @@ function build(tp: readonly ThroughputRun[], snaps: readonly SnapshotRun[], rest
 
 // ---- report --------------------------------------------------------------------------
 
-interface Target {
-  readonly text: string;
-  readonly measured: string;
-  readonly met: boolean;
-}
-
 function targets(s: Summary): Target[] {
   const out: Target[] = [];
   for (const r of s.throughput) {
@@ -595,13 +589,7 @@ function markdown(
     }
     lines.push('');
   }
-  const ts = targets(s);
-  if (ts.length > 0) {
-    lines.push('| Target | Measured | Met |');
-    lines.push('|---|---|---|');
-    for (const t of ts) lines.push(`| ${t.text} | ${t.measured} | ${t.met ? 'yes' : '**no**'} |`);
-    lines.push('');
-  }
+  lines.push(...targetTable(targets(s)));
   const n = noiseLine(noise, o.tries);
   if (n !== undefined) {
     lines.push(sized.some((k) => k >= LARGE) ? n + ` Measurements of ${fmtInt(LARGE)} keys or more: at most ${Math.min(2, o.tries)} attempts.` : n);

@@ -194,3 +194,16 @@ export function writeMarkdownSection(begin: string, end: string, section: string
   if (b < 0 || e < b) throw new BenchFailure(`${MD_PATH} has no generated-section markers; add\n${begin}\n${end}`);
   writeFileSync(MD_PATH, text.slice(0, b + begin.length) + '\n' + section + '\n' + text.slice(e));
 }
+
+/** A performance target from the issues, and whether this run met it. */
+export interface Target {
+  readonly text: string;
+  readonly measured: string;
+  readonly met: boolean;
+}
+
+/** The markdown table of targets (no lines when there are none), followed by a blank line. */
+export function targetTable(ts: readonly Target[]): string[] {
+  if (ts.length === 0) return [];
+  return ['| Target | Measured | Met |', '|---|---|---|', ...ts.map((t) => `| ${t.text} | ${t.measured} | ${t.met ? 'yes' : '**no**'} |`), ''];
+}

@@ -18,7 +18,7 @@ import type { ChildReport } from './child.ts';
 import { CHECKPOINT_PARTS, checkpointDefaults, runCheckpointSuite, type CheckpointPart } from './checkpoints.ts';
 import {
   BENCH_DIR, BenchFailure, fmtInt, fmtMs, fmtRate, fmtX, machine, machineLine, MAX_FOREIGN_CPU, MD_PATH, median, noiseLine,
-  RESULTS_DIR, ROOT, sourceRevision, spawnChild, withRetries, writeMarkdownSection, type Machine,
+  RESULTS_DIR, ROOT, sourceRevision, spawnChild, targetTable, withRetries, writeMarkdownSection, type Machine, type Target,
 } from './harness.ts';
 import {
   FULL_SIZES, invariants, JOB_IDS, QUICK_SIZES, readPartials, RESULT_MARK, sameResult, VARIANTS, type JobId, type Result,
@@ -194,12 +194,6 @@ interface Row {
   readonly vsLoop: number;
 }
 
-interface Target {
-  readonly text: string;
-  readonly measured: string;
-  readonly met: boolean | undefined;
-}
-
 function targets(rows: readonly Row[]): Target[] {
   const get = (job: JobId, v: Variant) => rows.find((r) => r.job === job && r.variant === v);
   const out: Target[] = [];
@@ -259,13 +253,7 @@ function markdown(revision: string, rows: readonly Row[], measurements: readonly
     lines.push(`Fixed cost of a weir job, included in the times above (the map + filter job over ${fmtInt(STARTUP_RECORDS)} records, median): ${startup.map((s) => `${VARIANT_TITLES[s.variant]} ${fmtMs(s.medianMs)}`).join(', ')}.`);
     lines.push('');
   }
-  const ts = targets(rows);
-  if (ts.length > 0) {
-    lines.push('| Target | Measured | Met |');
-    lines.push('|---|---|---|');
-    for (const t of ts) lines.push(`| ${t.text} | ${t.measured} | ${t.met ? 'yes' : '**no**'} |`);
-    lines.push('');
-  }
+  lines.push(...targetTable(targets(rows)));
   const noise = noiseLine(measurements, opts.tries);
   if (noise !== undefined) {
     lines.push(noise);
