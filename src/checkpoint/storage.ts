@@ -73,11 +73,23 @@ export class LocalCheckpointStorage {
    * files by checkpoint id; a reused id would confuse what a restore cleans up.
    */
   async recordTriggered(jobId: string, id: number): Promise<void> {
-    const f = join(this.jobDir(jobId), 'last-checkpoint-id');
-    const tmp = `${f}.tmp`;
-    await writeFile(tmp, String(id));
-    await rename(tmp, f);
+    // Triggers overlap (a periodic one and a savepoint or the final checkpoint), so writes are
+    // chained per job, each through its own temp file, and an older id never overwrites a newer.
+    const prev = this.recording.get(jobId) ?? Promise.resolve();
+    const next = prev.catch(() => {}).then(async () => {
+      if (id <= (this.recorded.get(jobId) ?? 0)) return;
+      const f = join(this.jobDir(jobId), 'last-checkpoint-id');
+      const tmp = `${f}.${id}.tmp`;
+      await writeFile(tmp, String(id));
+      await rename(tmp, f);
+      this.recorded.set(jobId, id);
+    });
+    this.recording.set(jobId, next);
+    await next;
   }
+
+  private readonly recording = new Map<string, Promise<void>>();
+  private readonly recorded = new Map<string, number>();
 
   /** Highest checkpoint number ever used under the job (ids are never reused). */
   async highestId(jobId: string): Promise<number> {

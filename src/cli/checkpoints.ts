@@ -49,6 +49,9 @@ export async function checkpointsCommand(argv: string[]): Promise<number> {
         }
       });
     }
+    // Entries are appended as checkpoints end, which is not always in id order (a failed
+    // trigger can end after a later checkpoint completes); readers want id order.
+    history.sort((a, b) => a.id - b.id);
     const retained = await storage.completed(jobId, (l) => skipped.push(l.replace(/^weir: /, '')));
     if (history.length === 0 && retained.length === 0) continue;
     jobs.push({ jobId, jobName: retained[retained.length - 1]?.metadata.jobName, history, retained });

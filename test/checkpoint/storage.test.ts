@@ -277,6 +277,16 @@ describe('highestId', () => {
     mkdirSync(join(root, JOB, 'chk-99x'));
     expect(await storage.highestId(JOB)).toBe(11);
   });
+
+  it('keeps the highest triggered id when triggers overlap (a periodic checkpoint and the final one)', async () => {
+    storage.initJob(JOB);
+    // Started in the same tick, as when a bounded job's final checkpoint is triggered while a
+    // periodic one is still being recorded; once these shared one temp file and one failed.
+    await Promise.all([storage.recordTriggered(JOB, 14), storage.recordTriggered(JOB, 15), storage.recordTriggered(JOB, 13)]);
+    expect(readFileSync(join(root, JOB, 'last-checkpoint-id'), 'utf8')).toBe('15');
+    expect(await storage.highestId(JOB)).toBe(15);
+    expect(readdirSync(join(root, JOB)).filter((f) => f.endsWith('.tmp'))).toEqual([]);
+  });
 });
 
 describe('collectGarbage', () => {
