@@ -13,6 +13,13 @@ export interface BatchConsumer {
   processWatermarkStatus(idle: boolean): void;
   /** The producer has finished: no more records or watermarks. */
   endInput(): void;
+  /**
+   * Present on a chained operator that takes records one at a time: an Output whose targets
+   * all have it hands each record straight on instead of collecting a batch (see Output).
+   */
+  processRecord?(value: unknown, timestamp: number): void;
+  /** With processRecord: the producer's current batch of records is done; hand on what is buffered. */
+  flush?(): void;
 }
 
 export class Output {
@@ -20,14 +27,30 @@ export class Output {
   private timestamps: number[] = [];
   /** Records handed on, for metrics. */
   count = 0;
+  /**
+   * Record-at-a-time mode: every target is a chained operator that takes single records, so a
+   * record goes straight through the chain (like Flink's chained outputs) instead of being
+   * copied into a batch array per operator. Batches remain the unit across channels and
+   * threads, and at operators that work on whole batches.
+   */
+  private readonly direct: boolean;
 
   constructor(
     readonly targets: BatchConsumer[],
     readonly sideOutputs: ReadonlyMap<string, Output> = new Map(),
     private readonly batchSize = DEFAULT_BATCH_SIZE,
-  ) {}
+  ) {
+    this.direct = targets.length > 0 && targets.every((t) => t.processRecord !== undefined);
+  }
 
   emit(value: unknown, timestamp: number): void {
+    if (this.direct) {
+      this.count++;
+      const targets = this.targets;
+      if (targets.length === 1) targets[0]!.processRecord!(value, timestamp);
+      else for (let i = 0; i < targets.length; i++) targets[i]!.processRecord!(value, timestamp);
+      return;
+    }
     this.values.push(value);
     this.timestamps.push(timestamp);
     if (this.values.length >= this.batchSize) this.flush();
@@ -52,7 +75,9 @@ export class Output {
   }
 
   flush(): void {
-    if (this.values.length > 0) {
+    if (this.direct) {
+      for (let i = 0; i < this.targets.length; i++) this.targets[i]!.flush!();
+    } else if (this.values.length > 0) {
       const batch: Batch = { values: this.values, timestamps: this.timestamps };
       this.values = [];
       this.timestamps = [];

@@ -80,10 +80,17 @@ export interface TaskDeployment {
 
 /** Feeds a chained operator from its predecessor's Output. */
 class ChainedInput implements BatchConsumer {
-  constructor(private readonly op: StreamOperator, private readonly task: StreamTask) {}
+  declare processRecord?: (value: unknown, timestamp: number) => void;
+  constructor(protected readonly op: StreamOperator, protected readonly task: StreamTask, protected readonly index: number) {}
   processBatch(batch: Batch): void {
-    this.task.countIn(this.op, batch.values.length);
+    this.task.recordsIn[this.index]! += batch.values.length;
     this.op.processBatch(batch, 0);
+    this.op.afterRecords();
+    this.op.output.flush();
+  }
+  /** The producer's batch is done (record-at-a-time mode): pass the flush down the chain. */
+  flush(): void {
+    this.op.afterRecords();
     this.op.output.flush();
   }
   processWatermark(ts: number): void {
@@ -100,6 +107,19 @@ class ChainedInput implements BatchConsumer {
     }
     this.op.output.endInput();
   }
+}
+
+/** A chained operator that takes single records: its predecessor's Output calls it per record. */
+class RecordChainedInput extends ChainedInput {
+  private readonly counts: number[];
+  constructor(op: StreamOperator, task: StreamTask, index: number) {
+    super(op, task, index);
+    this.counts = task.recordsIn;
+  }
+  override processRecord = (value: unknown, timestamp: number): void => {
+    this.counts[this.index]!++;
+    this.op.processRecord!(value, timestamp);
+  };
 }
 
 export class StreamTask implements Schedulable {
@@ -143,7 +163,7 @@ export class StreamTask implements Schedulable {
       const sides = new Map<string, Output>([...tags].map((t) => [t, new Output(targetsFor(t))]));
       const numInputs = spec.node.transformation.kind === 'two-input' ? 2 : spec.node.transformation.kind === 'source' ? 0 : 1;
       op.setup(this.operatorEnvironment(spec, op), new Output(targetsFor(undefined), sides), numInputs);
-      inputs[i] = new ChainedInput(op, this);
+      inputs[i] = op.processRecord !== undefined ? new RecordChainedInput(op, this, i) : new ChainedInput(op, this, i);
     }
     this.operators.push(...built);
     this.head = built[0]!;
@@ -196,10 +216,6 @@ export class StreamTask implements Schedulable {
     };
   }
 
-  countIn(op: StreamOperator, n: number): void {
-    const i = this.operators.indexOf(op);
-    if (i >= 0) this.recordsIn[i]! += n;
-  }
 
   wake(): void {
     if (this.state === 'running' || this.state === 'finishing' || this.state === 'waiting-final') this.d.scheduler.wake(this);
@@ -324,6 +340,7 @@ export class StreamTask implements Schedulable {
     if (!isEvent(el)) {
       this.recordsIn[0]! += el.values.length;
       this.head.processBatch(el, gate.index);
+      this.head.afterRecords();
       this.head.output.flush();
       this.maybeFlushOnTimeout();
       return true;

@@ -3,7 +3,7 @@
  * rolling reduce and aggregate, union, collection sources and chaining settings.
  */
 import { describe, expect, it } from 'vitest';
-import { OutputTag, ReducingStateDescriptor, type AggregateFunction, type Collector, type KeyedContext, type StreamExecutionEnvironment } from '../../src/index.ts';
+import { OutputTag, ReducingStateDescriptor, WatermarkStrategy, type AggregateFunction, type Collector, type KeyedContext, type StreamExecutionEnvironment } from '../../src/index.ts';
 import { runInline, sorted } from '../helpers/run.ts';
 import { byNumber, failureOf, groupBy } from './util.ts';
 
@@ -369,5 +369,70 @@ describe('chaining settings', () => {
     expect(counts[1]).toBe(4); // map stands alone: source | map | filter->flatMap | reduce->...
     expect(counts[2]).toBe(3); // filter starts a new chain: source->map | filter->flatMap
     expect(counts[3]).toBe(7); // every operator its own vertex
+  });
+});
+
+describe('record-at-a-time chains', () => {
+  // Chained map, filter, flatMap, process and sink functions pass records one by one, without
+  // batch arrays in between; these pin down what must not change with that.
+
+  it('an exception in a chained operator names that operator and its record, not the one upstream', async () => {
+    const inFilter = await failureOf((env) => {
+      env
+        .fromGenerator((i) => i, { count: 100 })
+        .map((x) => x * 2).name('Double')
+        .filter((x) => {
+          if (x === 14) throw new Error('fourteen');
+          return true;
+        }).name('Check')
+        .collect();
+    });
+    expect(inFilter).toBe('operator "Check" (subtask 1/1) failed in filter on record 14: fourteen');
+
+    const belowProcess = await failureOf((env) => {
+      env
+        .fromGenerator((i) => i, { count: 100 })
+        .process({ processElement: (x: number, _ctx, out: Collector<number>) => out.collect(x + 1000) }).name('Emit')
+        .map((x) => {
+          if (x === 1042) throw new Error('boom');
+          return x;
+        }).name('Boom')
+        .collect();
+    });
+    expect(belowProcess).toBe('operator "Boom" (subtask 1/1) failed in map on record 1042: boom');
+  });
+
+  it('keeps record order, timestamps and per-operator record counts through a chain of every kind', async () => {
+    const late = new OutputTag<number>('odd');
+    const r = await runInline((env) => {
+      const main = env
+        .fromGenerator((i) => i, { count: 5000 })
+        .assignTimestampsAndWatermarks(WatermarkStrategy.forMonotonousTimestamps<number>().withTimestampAssigner((x) => 10 * x))
+        .map((x) => x + 1)
+        .filter((x) => x % 3 !== 0)
+        .flatMap((x: number, out: Collector<number>) => {
+          out.collect(x);
+          if (x % 5 === 0) out.collect(-x);
+        })
+        .process({
+          processElement(x: number, ctx, out: Collector<[number, number | undefined]>) {
+            if (x % 2 !== 0) ctx.output(late, x);
+            out.collect([x, ctx.timestamp]);
+          },
+        });
+      main.collect('main');
+      main.getSideOutput(late).collect('odd');
+    });
+    const want: [number, number][] = [];
+    for (let i = 0; i < 5000; i++) {
+      const x = i + 1;
+      if (x % 3 === 0) continue;
+      want.push([x, 10 * i]);
+      if (x % 5 === 0) want.push([-x, 10 * i]);
+    }
+    expect(r.collected('main')).toEqual(want);
+    expect(r.collected('odd')).toEqual(want.map(([x]) => x).filter((x) => x % 2 !== 0));
+    expect(r.progress.recordsIn).toBe(5000);
+    expect(r.progress.recordsOut).toBe(want.length + want.filter(([x]) => x % 2 !== 0).length);
   });
 });

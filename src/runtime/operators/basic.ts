@@ -22,6 +22,15 @@ export class MapOperator extends StreamOperator {
     }
     this.output.emitBatch({ values: out, timestamps: batch.timestamps });
   }
+  override processRecord(value: unknown, timestamp: number): void {
+    let r: unknown;
+    try {
+      r = this.fn(value);
+    } catch (e) {
+      throw this.failOn(e, 'map', value);
+    }
+    this.output.emit(r, timestamp);
+  }
 }
 
 export class FilterOperator extends StreamOperator {
@@ -47,6 +56,15 @@ export class FilterOperator extends StreamOperator {
       throw this.failOn(e, 'filter', values[i]);
     }
     this.output.emitBatch({ values: outV, timestamps: outT });
+  }
+  override processRecord(value: unknown, timestamp: number): void {
+    let keep: boolean;
+    try {
+      keep = this.fn(value);
+    } catch (e) {
+      throw this.failOn(e, 'filter', value);
+    }
+    if (keep) this.output.emit(value, timestamp);
   }
 }
 
@@ -81,6 +99,16 @@ export class FlatMapOperator extends StreamOperator {
       }
     } catch (e) {
       throw this.failOn(e, 'flatMap', values[i]);
+    }
+  }
+  override processRecord(value: unknown, timestamp: number): void {
+    this.collector.timestamp = timestamp;
+    let r: void | Iterable<unknown>;
+    try {
+      r = this.fn(value, this.collector);
+      if (r !== undefined && r !== null) for (const v of r as Iterable<unknown>) this.output.emit(v, timestamp);
+    } catch (e) {
+      throw this.failOn(e, 'flatMap', value);
     }
   }
 }
@@ -162,6 +190,14 @@ export class ProcessOperator extends StreamOperator {
       }
     } catch (e) {
       throw this.failOn(e, 'processElement', values[i]);
+    }
+  }
+  override processRecord(value: unknown, timestamp: number): void {
+    this.collector.timestamp = this.ctx.ts = timestamp;
+    try {
+      this.fn.processElement(value, this.ctx, this.collector);
+    } catch (e) {
+      throw this.failOn(e, 'processElement', value);
     }
   }
   override close(): void {

@@ -88,6 +88,16 @@ export abstract class StreamOperator {
 
   abstract processBatch(batch: Batch, input: number): void;
 
+  /**
+   * Optional single-record entry for chained one-input operators: when every operator an
+   * Output feeds has it, records go through the chain one by one without batch arrays.
+   * Must behave exactly as processBatch would on a batch of one record.
+   */
+  processRecord?(value: unknown, timestamp: number): void;
+
+  /** After a batch of input (or a run of processRecord calls): work deferred per batch. */
+  afterRecords(): void {}
+
   /** A watermark on one input; the operator acts on the minimum over active inputs. */
   processWatermark(timestamp: number, input: number): void {
     if (this.numInputs <= 1) {

@@ -90,6 +90,14 @@ export class FunctionSinkOperator extends StreamOperator {
       throw this.failOn(e, 'sink', values[i]);
     }
   }
+  override processRecord(value: unknown, timestamp: number): void {
+    this.ctx.timestamp = timestamp === Number.NEGATIVE_INFINITY ? undefined : timestamp;
+    try {
+      this.fn.invoke(value, this.ctx);
+    } catch (e) {
+      throw this.failOn(e, 'sink', value);
+    }
+  }
   override finish(): void {
     try {
       this.fn.finish?.();

@@ -85,6 +85,33 @@ export class TimestampsAndWatermarksOperator extends StreamOperator implements W
     if (this.intervalMs > 0 && this.lastRecordAt - this.lastPeriodicAt >= this.intervalMs) this.onPeriodic();
   }
 
+  /** Records went through processRecord since the last afterRecords(). */
+  private sawRecords = false;
+
+  override processRecord(value: unknown, timestamp: number): void {
+    if (this.sourceIdle) this.markActive();
+    this.sawRecords = true;
+    const assigner = this.strategy.timestampAssigner;
+    try {
+      const ts = assigner !== undefined ? assigner(value, timestamp === Number.NEGATIVE_INFINITY ? undefined : timestamp) : timestamp;
+      if (typeof ts !== 'number' || !Number.isFinite(ts)) {
+        throw new TypeError(`timestamp assigner returned ${String(ts)}; expected epoch milliseconds as a finite number`);
+      }
+      this.output.emit(value, ts);
+      this.generator.onEvent(value, ts, this);
+    } catch (e) {
+      throw this.failOn(e, 'timestamp assigner', value);
+    }
+  }
+
+  /** Per batch, not per record: the clock read for idleness and the periodic emission check. */
+  override afterRecords(): void {
+    if (!this.sawRecords) return;
+    this.sawRecords = false;
+    this.lastRecordAt = this.env.clock.now();
+    if (this.intervalMs > 0 && this.lastRecordAt - this.lastPeriodicAt >= this.intervalMs) this.onPeriodic();
+  }
+
   emitWatermark(timestamp: number): void {
     if (timestamp > this.lastEmitted) {
       this.lastEmitted = timestamp;
