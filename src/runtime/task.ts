@@ -19,7 +19,7 @@ import type { InlineOperatorState, StreamOperator, RuntimeServices } from './ope
 import { KeyedOperator } from './operators/keyed.ts';
 import { loadKeyedState, type RestoredTimers } from './checkpointing/restore.ts';
 import { SourceOperator } from './operators/source.ts';
-import { Output, type BatchConsumer } from './output.ts';
+import { Output, specialize, type BatchConsumer } from './output.ts';
 import type { RecordWriter } from './record-writer.ts';
 import type { Schedulable, Scheduler } from './scheduler.ts';
 
@@ -111,15 +111,11 @@ class ChainedInput implements BatchConsumer {
 
 /** A chained operator that takes single records: its predecessor's Output calls it per record. */
 class RecordChainedInput extends ChainedInput {
-  private readonly counts: number[];
+  override readonly processRecord: (value: unknown, timestamp: number) => void;
   constructor(op: StreamOperator, task: StreamTask, index: number) {
     super(op, task, index);
-    this.counts = task.recordsIn;
+    this.processRecord = specialize('toOperator', 'op', 'counts', `counts[${index | 0}]++; op.processRecord(value, timestamp);`)(op, task.recordsIn);
   }
-  override processRecord = (value: unknown, timestamp: number): void => {
-    this.counts[this.index]!++;
-    this.op.processRecord!(value, timestamp);
-  };
 }
 
 export class StreamTask implements Schedulable {

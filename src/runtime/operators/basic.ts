@@ -3,11 +3,16 @@ import type { Collector, ProcessContext, ProcessFunction } from '../../api/funct
 import type { OutputTag } from '../../api/output-tag.ts';
 import { hasTimestamp, NO_TIMESTAMP, type Batch } from '../batch.ts';
 import { JobDefinitionError } from '../errors.ts';
+import { specialize } from '../output.ts';
 import { callOptional, StreamOperator } from './operator.ts';
 
 export class MapOperator extends StreamOperator {
   constructor(private readonly fn: (value: any) => unknown) {
     super();
+    // Records from a chained predecessor, one at a time; own code per instance (see
+    // specialize), so the user function's call site stays monomorphic in a job of many maps.
+    this.processRecord = specialize('map', 'op', 'fn',
+      'let r; try { r = fn(value); } catch (e) { throw op.failOn(e, "map", value); } op.output.emit(r, timestamp);')(this, fn);
   }
   processBatch(batch: Batch): void {
     const values = batch.values;
@@ -22,20 +27,13 @@ export class MapOperator extends StreamOperator {
     }
     this.output.emitBatch({ values: out, timestamps: batch.timestamps });
   }
-  override processRecord(value: unknown, timestamp: number): void {
-    let r: unknown;
-    try {
-      r = this.fn(value);
-    } catch (e) {
-      throw this.failOn(e, 'map', value);
-    }
-    this.output.emit(r, timestamp);
-  }
 }
 
 export class FilterOperator extends StreamOperator {
   constructor(private readonly fn: (value: any) => boolean) {
     super();
+    this.processRecord = specialize('filter', 'op', 'fn',
+      'let keep; try { keep = fn(value); } catch (e) { throw op.failOn(e, "filter", value); } if (keep) op.output.emit(value, timestamp);')(this, fn);
   }
   processBatch(batch: Batch): void {
     const { values, timestamps } = batch;
@@ -56,15 +54,6 @@ export class FilterOperator extends StreamOperator {
       throw this.failOn(e, 'filter', values[i]);
     }
     this.output.emitBatch({ values: outV, timestamps: outT });
-  }
-  override processRecord(value: unknown, timestamp: number): void {
-    let keep: boolean;
-    try {
-      keep = this.fn(value);
-    } catch (e) {
-      throw this.failOn(e, 'filter', value);
-    }
-    if (keep) this.output.emit(value, timestamp);
   }
 }
 
