@@ -37,6 +37,7 @@ export class CorruptStateError extends Error {
 /** The part of a file handle the writer needs; injectable so tests can slow or fail writes. */
 export interface WritableFile {
   write(buffer: Buffer, offset: number, length: number, position: number): Promise<{ bytesWritten: number }>;
+  writev(buffers: Buffer[], position: number): Promise<{ bytesWritten: number }>;
   sync(): Promise<void>;
   close(): Promise<void>;
 }
@@ -44,6 +45,16 @@ export interface WritableFile {
 export type OpenWritableFile = (path: string) => Promise<WritableFile>;
 
 const openForWrite: OpenWritableFile = (path) => open(path, 'wx');
+
+/** Writes all of `buf` at `position`, however short the single writes come out. */
+async function writeFully(fh: WritableFile, buf: Buffer, position: number): Promise<void> {
+  let done = 0;
+  while (done < buf.length) {
+    const { bytesWritten } = await fh.write(buf, done, buf.length - done, position + done);
+    if (bytesWritten <= 0) throw new Error(`write made no progress at byte ${position + done}`);
+    done += bytesWritten;
+  }
+}
 
 /** Appends blocks with async writes, one in flight at a time; close() writes the index and syncs. */
 export class StateFileWriter {
@@ -60,7 +71,7 @@ export class StateFileWriter {
   static async create(path: string, openFile: OpenWritableFile = openForWrite): Promise<StateFileWriter> {
     const w = new StateFileWriter(path);
     w.fh = await openFile(path);
-    await w.fh.write(HEAD, 0, HEAD.length, 0);
+    await writeFully(w.fh, HEAD, 0);
     return w;
   }
 
@@ -82,17 +93,17 @@ export class StateFileWriter {
   /** Writes what is queued as one write; resolves when it is on its way to the file. */
   drain(): Promise<void> {
     if (this.queue.length === 0) return this.writing;
-    const chunk = this.queue.length === 1 ? this.queue[0]! : Buffer.concat(this.queue);
-    const at = this.offset - this.queuedBytes;
+    const chunks = this.queue;
+    const total = this.queuedBytes;
+    const at = this.offset - total;
     this.queue = [];
     this.queuedBytes = 0;
     const fh = this.fh!;
     this.writing = this.writing.then(async () => {
-      let done = 0;
-      while (done < chunk.length) {
-        const { bytesWritten } = await fh.write(chunk, done, chunk.length - done, at + done);
-        done += bytesWritten;
-      }
+      // One gathering write for the blocks (no copy into one buffer); a short write, which
+      // the OS may do, finishes with plain writes of what is left.
+      const { bytesWritten } = await fh.writev(chunks, at);
+      if (bytesWritten < total) await writeFully(fh, Buffer.concat(chunks).subarray(bytesWritten), at + bytesWritten);
     });
     this.writing.catch((e) => (this.failed = e instanceof Error ? e : new Error(String(e))));
     return this.writing;
@@ -108,7 +119,7 @@ export class StateFileWriter {
     trailer.writeUInt32LE(crc32(index), 4);
     TAIL.copy(trailer, 8);
     const fh = this.fh!;
-    await fh.write(Buffer.concat([index, trailer]), 0, index.length + TRAILER, this.offset);
+    await writeFully(fh, Buffer.concat([index, trailer]), this.offset);
     await fh.sync();
     await fh.close();
     this.fh = undefined;

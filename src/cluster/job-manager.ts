@@ -604,6 +604,8 @@ class Attempt {
   }
 
   private deployTimer: NodeJS.Timeout | undefined;
+  /** Tasks of a restoring attempt that have their state in memory (they open when all have). */
+  private restoredTasks = 0;
   /** Per worker: KiB of print() output sent to this thread and not yet written (a bounded window). */
   private readonly stdoutCredits: Int32Array[] = [];
 
@@ -683,6 +685,9 @@ class Attempt {
         return;
       case 'executor-failed':
         this.fail(m.error);
+        return;
+      case 'task-restored':
+        if (++this.restoredTasks === this.taskIds.length) this.broadcast({ type: 'proceed' });
         return;
       case 'task-running':
         this.apply(this.coordinator?.handle({ type: 'task-status', now, task: m.task, status: 'running' }));

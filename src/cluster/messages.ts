@@ -36,6 +36,8 @@ export interface DeployMessage {
 export type ToExecutor =
   | DeployMessage
   | { readonly type: 'start' }
+  /** Every task of a restoring attempt has its state: open and run. */
+  | { readonly type: 'proceed' }
   | { readonly type: 'cancel' }
   | { readonly type: 'trigger'; readonly tasks: readonly string[]; readonly req: TriggerRequest }
   | { readonly type: 'notify-complete'; readonly id: number }
@@ -69,6 +71,7 @@ export type FromExecutor =
   | { readonly type: 'collect'; readonly sink: string; readonly subtask: number; readonly values: unknown[] }
   | { readonly type: 'metrics'; readonly workerIndex: number; readonly tasks: readonly TaskMetrics[]; readonly heapUsed: number }
   | { readonly type: 'stdout'; readonly text: string; readonly worker?: number; readonly kib?: number }
+  | { readonly type: 'task-restored'; readonly task: string }
   | { readonly type: 'task-running'; readonly task: string }
   | { readonly type: 'task-waiting'; readonly task: string }
   | { readonly type: 'ack'; readonly id: number; readonly ack: TaskAck }

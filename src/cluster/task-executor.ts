@@ -140,6 +140,7 @@ export class TaskExecutor implements TaskListener {
         waitForFinalCheckpoint: true,
         checkpointing: cfg.checkpointing.periodic,
         restore: cfg.restore[`${v.index}:${st.index}`],
+        gated: Object.keys(cfg.restore).length > 0,
         objectReuse: graph.objectReuse,
       });
       const id = `${v.index}:${st.index}`;
@@ -194,6 +195,9 @@ export class TaskExecutor implements TaskListener {
     switch (m.type) {
       case 'start':
         return this.start();
+      case 'proceed':
+        for (const t of this.tasks) t.proceed();
+        return;
       case 'cancel':
         return this.cancel();
       case 'trigger':
@@ -213,6 +217,11 @@ export class TaskExecutor implements TaskListener {
       default:
         return;
     }
+  }
+
+  onTaskRestored(task: StreamTask): void {
+    const k = this.taskKey.get(task)!;
+    this.cfg.send({ type: 'task-restored', task: `${k.vertex}:${k.subtask}` });
   }
 
   onTaskRunning(task: StreamTask): void {

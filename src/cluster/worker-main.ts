@@ -79,6 +79,7 @@ port.on('message', (m: ToExecutor & { peers?: Record<number, MessagePort> }) => 
       );
       return;
     case 'start':
+    case 'proceed':
     case 'trigger':
     case 'notify-complete':
     case 'notify-abort':
@@ -93,5 +94,10 @@ port.on('message', (m: ToExecutor & { peers?: Record<number, MessagePort> }) => 
       dataPlane?.close();
       port.close();
       return;
+    default: {
+      // Every message type is handled above: a new one must be added here (compile error).
+      const unhandled: never = m;
+      throw new Error(`worker: unknown message ${JSON.stringify((unhandled as { type?: unknown }).type)}`);
+    }
   }
 });

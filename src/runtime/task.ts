@@ -28,9 +28,11 @@ import type { Schedulable, Scheduler } from './scheduler.ts';
  * [waiting-final: with checkpointing, operators stay open until the final checkpoint
  * completes, so sinks can commit everything] -> finished. Or failed / canceled.
  */
-export type TaskState = 'created' | 'restoring' | 'running' | 'finishing' | 'waiting-final' | 'finished' | 'failed' | 'canceled';
+export type TaskState = 'created' | 'restoring' | 'restored' | 'running' | 'finishing' | 'waiting-final' | 'finished' | 'failed' | 'canceled';
 
 export interface TaskListener {
+  /** A gated task has its state in memory and waits for proceed() (see TaskDeployment.gated). */
+  onTaskRestored(task: StreamTask): void;
   /** State restored, operators open: the task processes records and takes part in checkpoints. */
   onTaskRunning(task: StreamTask): void;
   /** End of input processed and output drained; waits for the final checkpoint. */
@@ -75,6 +77,12 @@ export interface TaskDeployment {
   /** Periodic checkpoints are on (sinks commit at checkpoints, else at end of input). */
   readonly checkpointing: boolean;
   readonly restore: TaskRestore | undefined;
+  /**
+   * The attempt restores from a snapshot: the task loads its state, reports it, and opens only
+   * when the job manager says every task has (proceed). A snapshot that fails to load anywhere
+   * (a corrupt file) thus fails the job before any subtask processed a record.
+   */
+  readonly gated: boolean;
   readonly objectReuse: boolean;
 }
 
@@ -238,7 +246,8 @@ export class StreamTask implements Schedulable {
     if (this.state !== 'created') return;
     const r = this.d.restore;
     if (r === undefined) {
-      this.open(new Map());
+      if (this.d.gated) this.restored(new Map());
+      else this.open(new Map());
       return;
     }
     this.state = 'restoring';
@@ -255,10 +264,28 @@ export class StreamTask implements Schedulable {
     ).then(
       (loaded) => {
         if (this.state !== 'restoring') return;
-        this.open(new Map(loaded.filter(([, t]) => t !== undefined) as [StreamOperator, RestoredTimers][]));
+        const timers = new Map(loaded.filter(([, t]) => t !== undefined) as [StreamOperator, RestoredTimers][]);
+        if (this.d.gated) this.restored(timers);
+        else this.open(timers);
       },
       (e) => this.fail(e),
     );
+  }
+
+  private restoredTimers: Map<StreamOperator, RestoredTimers> | undefined;
+
+  private restored(timers: Map<StreamOperator, RestoredTimers>): void {
+    this.state = 'restored';
+    this.restoredTimers = timers;
+    this.d.listener.onTaskRestored(this);
+  }
+
+  /** Every task of the attempt has restored: open and run. */
+  proceed(): void {
+    if (this.state !== 'restored') return;
+    const timers = this.restoredTimers!;
+    this.restoredTimers = undefined;
+    this.open(timers);
   }
 
   private open(timers: Map<StreamOperator, RestoredTimers>): void {

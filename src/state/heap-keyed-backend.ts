@@ -11,7 +11,7 @@ import type {
 } from '../api/state.ts';
 import type { Clock } from './clock.ts';
 import { keyGroupOf, normalizeKey, type KeyGroupRange } from './key-groups.ts';
-import { decodeGroup, restoreDecoder, type StateMeta } from './state-codec.ts';
+import { decodeGroupColumns, restoreDecoder, type StateMeta } from './state-codec.ts';
 
 export type NormKey = string | number;
 
@@ -148,7 +148,8 @@ export class HeapKeyedStateBackend {
         const decode = restoreDecoder(this.where, r.meta, desc, () => this.clock.now());
         for (const [kg, bytes] of r.groups) {
           const m = new Map<NormKey, unknown>();
-          for (const [k, v] of decodeGroup(bytes, r.meta.blockFormat)) m.set(k, decode(v));
+          const { keys, values } = decodeGroupColumns(bytes, r.meta.blockFormat);
+          for (let i = 0; i < keys.length; i++) m.set(keys[i]!, decode(values[i]));
           if (m.size > 0) t.groups[kg - this.range.start] = m;
         }
         this.restored.delete(desc.name);

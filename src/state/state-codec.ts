@@ -5,7 +5,8 @@
  * names the operator and the state.
  */
 import type { AnyStateDescriptor, StateKind } from '../api/state.ts';
-import { decodeValue, encodeValue } from '../runtime/codec.ts';
+import { decodeValue } from '../runtime/codec.ts';
+import { COLUMNAR_FORMAT, columnarSize, decodeColumns, encodeColumns } from './columnar-block.ts';
 import type { NormKey, StateTable } from './heap-keyed-backend.ts';
 
 export interface StateMeta {
@@ -14,14 +15,15 @@ export interface StateMeta {
   readonly serializer: { readonly name: string; readonly version: number };
   readonly ttl: boolean;
   /**
-   * Layout of this state's key-group blocks: 1 (absent) = [[key, value], ...];
-   * 2 = [keys, values]. Old snapshots stay readable; new ones are written as 2.
+   * Layout of this state's key-group blocks: 1 (absent) = msgpack [[key, value], ...];
+   * 2 = msgpack [keys, values]; 3 = columns (columnar-block.ts). Old snapshots stay
+   * readable; new ones are written as 3.
    */
   readonly blockFormat?: number;
 }
 
 /** The block layout written by this version. */
-export const BLOCK_FORMAT = 2;
+export const BLOCK_FORMAT = COLUMNAR_FORMAT;
 
 export function stateMeta(d: AnyStateDescriptor): StateMeta {
   return { name: d.name, kind: d.kind, serializer: { name: d.serializer.name, version: d.serializer.version }, ttl: d.ttl !== undefined, blockFormat: BLOCK_FORMAT };
@@ -44,7 +46,7 @@ function valueEncoder(d: AnyStateDescriptor): Enc {
 }
 
 /**
- * Encodes one key group of a table as a block: [keys, encodedValues], two parallel arrays
+ * Encodes one key group of a table as a block: keys and encoded values as two columns
  * (no array per entry: snapshots of millions of keys allocate and encode far less).
  */
 export function encodeGroup(table: StateTable, kgIndex: number): Uint8Array {
@@ -55,20 +57,21 @@ export function encodeGroup(table: StateTable, kgIndex: number): Uint8Array {
   if (g !== undefined) {
     let i = 0;
     const s = table.descriptor.serializer;
+    // forEach, not for-of: no [key, value] array per entry.
     if (table.descriptor.kind === 'value' && s.encode === undefined && table.descriptor.ttl === undefined) {
-      for (const [k, v] of g) {
+      g.forEach((v, k) => {
         keys[i] = k;
         values[i++] = v;
-      }
+      });
     } else {
       const enc = valueEncoder(table.descriptor);
-      for (const [k, v] of g) {
+      g.forEach((v, k) => {
         keys[i] = k;
         values[i++] = enc(v);
-      }
+      });
     }
   }
-  return encodeValue([keys, values]);
+  return encodeColumns(keys, values);
 }
 
 export class StateRestoreError extends Error {
@@ -118,19 +121,34 @@ export function restoreDecoder(where: string, meta: StateMeta, d: AnyStateDescri
   }
 }
 
+/** A block's keys and values as two columns, in the layout its state's meta says (blockFormat). */
+export function decodeGroupColumns(bytes: Uint8Array, blockFormat = 1): { keys: NormKey[]; values: unknown[] } {
+  switch (blockFormat) {
+    case 1: {
+      const entries = decodeValue<[NormKey, unknown][]>(bytes);
+      return { keys: entries.map((e) => e[0]), values: entries.map((e) => e[1]) };
+    }
+    case 2: {
+      const [keys, values] = decodeValue<[NormKey[], unknown[]]>(bytes);
+      return { keys, values };
+    }
+    case 3:
+      return decodeColumns(bytes);
+    default:
+      throw new StateRestoreError(`unknown state block format ${blockFormat}; the snapshot was written by a newer weir`);
+  }
+}
+
 /** Entries of a block, in the layout its state's meta says (blockFormat). */
 export function* decodeGroup(bytes: Uint8Array, blockFormat = 1): IterableIterator<[NormKey, unknown]> {
-  if (blockFormat === 1) {
-    yield* decodeValue<[NormKey, unknown][]>(bytes);
-    return;
-  }
-  if (blockFormat !== 2) throw new StateRestoreError(`unknown state block format ${blockFormat}; the snapshot was written by a newer weir`);
-  const [keys, values] = decodeValue<[NormKey[], unknown[]]>(bytes);
+  const { keys, values } = decodeGroupColumns(bytes, blockFormat);
   for (let i = 0; i < keys.length; i++) yield [keys[i]!, values[i]];
 }
 
 /** Number of entries in a block. */
 export function groupSize(bytes: Uint8Array, blockFormat = 1): number {
+  if (blockFormat === 3) return columnarSize(bytes);
+  if (blockFormat !== 1 && blockFormat !== 2) throw new StateRestoreError(`unknown state block format ${blockFormat}; the snapshot was written by a newer weir`);
   const v = decodeValue<unknown[]>(bytes);
   return blockFormat === 1 ? v.length : (v[0] as unknown[]).length;
 }

@@ -4,6 +4,7 @@
  * bad header and a size other than the expected one.
  */
 import { mkdtempSync, readFileSync, rmSync, truncateSync, writeFileSync, statSync } from 'node:fs';
+import { open } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -210,5 +211,35 @@ describe('state file corruption is detected', () => {
     } finally {
       await r.close();
     }
+  });
+});
+
+describe('short writes', () => {
+  it('writes the OS cuts short, gathering or plain, are finished: the file reads back whole', async () => {
+    const seed = testSeed('state-file-short-writes');
+    const rng = new Rng(seed);
+    const blocks = Array.from({ length: 40 }, (_, i) => [`b${i}`, bytes(rng, 1 + rng.int(100_000))] as const);
+    const path = fresh();
+    let cut = 0;
+    const w = await StateFileWriter.create(path, async (p) => {
+      const fh = await open(p, 'wx');
+      return {
+        write: (b, o, l, pos) => fh.write(b, o, Math.max(1, Math.min(l, 1 + rng.int(l))), pos),
+        // Writes only part of what it is given, as writev(2) may.
+        writev: async (bs, pos) => {
+          const all = Buffer.concat(bs);
+          const n = 1 + rng.int(all.length);
+          cut++;
+          return fh.write(all, 0, n, pos);
+        },
+        sync: () => fh.sync(),
+        close: () => fh.close(),
+      };
+    });
+    for (const [name, data] of blocks) w.addBlock(name, data);
+    const size = await w.close({ kind: 'test' });
+    expect(cut).toBeGreaterThan(1);
+    const back = await readAll(path, size);
+    for (const [name, data] of blocks) expect(back.get(name)!.equals(Buffer.from(data)), name).toBe(true);
   });
 });

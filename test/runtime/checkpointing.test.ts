@@ -115,12 +115,13 @@ function harness(mode: 'exactly-once' | 'at-least-once', openFile?: OpenWritable
     writers: new Map([[edge.index, writer]]), splits: [], clock: systemClock,
     services: { collect: () => {}, writeStdout: () => {} }, scheduler,
     listener: {
+      onTaskRestored: () => events.push('restored'),
       onTaskRunning: () => events.push('running'),
       onTaskWaiting: () => events.push('waiting'),
       onTaskFinished: () => events.push('finished'),
       onTaskFailed: (_t, e) => events.push(`failed: ${String(e)}`),
     },
-    bufferTimeoutMs: 0, waitForFinalCheckpoint: true, checkpointing: true, restore: undefined, objectReuse: false,
+    bufferTimeoutMs: 0, waitForFinalCheckpoint: true, checkpointing: true, restore: undefined, gated: false, objectReuse: false,
   });
   const checkpointer = new SubtaskCheckpointer(task, '1:0', mode, {
     ack: (id, ack) => {
@@ -272,6 +273,10 @@ describe('asynchronous phase', () => {
         write: async (b, o, l, p) => {
           await gate;
           return fh.write(b, o, l, p);
+        },
+        writev: async (bs, p) => {
+          await gate;
+          return fh.writev(bs, p);
         },
         sync: () => fh.sync(),
         close: () => fh.close(),

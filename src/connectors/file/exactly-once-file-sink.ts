@@ -306,7 +306,7 @@ class FileCommitter implements SinkCommitter<FileCommittable> {
     const intent = `.compact-${sub}-${this.run}-${k}.intent`;
     const fh = await open(join(dir, tmp), 'wx');
     try {
-      for (const s of small) await fh.write(await readFile(join(dir, s)));
+      for (const s of small) await fh.writeFile(await readFile(join(dir, s))); // writeFile: the whole buffer, however short single writes are
       await fh.sync();
     } finally {
       await fh.close();

@@ -58,7 +58,9 @@ export class JsonLinesFileSinkOperator extends StreamOperator {
   processBatch(batch: Batch): void {
     let text = '';
     for (const v of batch.values) text += JSON.stringify(v) + '\n';
-    writeSync(this.fd, text);
+    const buf = Buffer.from(text);
+    let off = 0;
+    while (off < buf.length) off += writeSync(this.fd, buf, off, buf.length - off);
   }
   override close(): void {
     if (this.fd >= 0) closeSync(this.fd);
