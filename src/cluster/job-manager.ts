@@ -126,6 +126,12 @@ interface ExecutorHandle {
 
 /** Longest a worker thread may take to load the job module and build its graph. */
 const DEPLOY_TIMEOUT_MS = 120_000;
+/**
+ * How long a restoring attempt waits for every task to have loaded its state before it fails
+ * (and the restart strategy decides). Generous: 10 M keys load in a few seconds here; the
+ * bound exists so that a stalled file system cannot hold a job in INITIALIZING forever.
+ */
+const RESTORE_TIMEOUT_MS = 600_000;
 
 interface SavepointRequest {
   readonly id: string;
@@ -606,6 +612,7 @@ class Attempt {
   private deployTimer: NodeJS.Timeout | undefined;
   /** Tasks of a restoring attempt that have their state in memory (they open when all have). */
   private restoredTasks = 0;
+  private restoreTimer: NodeJS.Timeout | undefined;
   /** Per worker: KiB of print() output sent to this thread and not yet written (a bounded window). */
   private readonly stdoutCredits: Int32Array[] = [];
 
@@ -681,13 +688,22 @@ class Attempt {
         if (++this.deployed === this.jm.workers) {
           clearTimeout(this.deployTimer);
           this.broadcast({ type: 'start' });
+          if (Object.keys(this.restore?.tasks ?? {}).length > 0) {
+            this.restoreTimer = setTimeout(() => {
+              this.fail({ name: 'RestoreTimeout', message: `only ${this.restoredTasks} of ${this.taskIds.length} task(s) loaded their state within ${RESTORE_TIMEOUT_MS / 1000} s`, stack: undefined, user: false });
+            }, RESTORE_TIMEOUT_MS);
+            this.restoreTimer.unref();
+          }
         }
         return;
       case 'executor-failed':
         this.fail(m.error);
         return;
       case 'task-restored':
-        if (++this.restoredTasks === this.taskIds.length) this.broadcast({ type: 'proceed' });
+        if (++this.restoredTasks === this.taskIds.length) {
+          clearTimeout(this.restoreTimer);
+          this.broadcast({ type: 'proceed' });
+        }
         return;
       case 'task-running':
         this.apply(this.coordinator?.handle({ type: 'task-status', now, task: m.task, status: 'running' }));
@@ -990,6 +1006,7 @@ class Attempt {
     if (this.ending) return;
     this.ending = true;
     clearTimeout(this.deployTimer);
+    clearTimeout(this.restoreTimer);
     this.tickTimer?.cancel();
     if (this.ticker) clearInterval(this.ticker);
     for (const e of this.executors) e.send({ type: 'cancel' });
