@@ -115,6 +115,5 @@ export class Output {
  * type at its call sites and inline none of them. The bodies are fixed strings, never data.
  */
 export function specialize(name: string, a: string, b: string, body: string): (x: unknown, y: unknown) => (value: unknown, timestamp: number) => void {
-  // eslint-disable-next-line @typescript-eslint/no-implied-eval
   return new Function(a, b, `return function ${name}(value, timestamp) { ${body} };`) as never;
 }
