@@ -74,12 +74,12 @@ export class LocalCheckpointStorage {
    */
   async recordTriggered(jobId: string, id: number): Promise<void> {
     // Triggers overlap (a periodic one and a savepoint or the final checkpoint), so writes are
-    // chained per job, each through its own temp file, and an older id never overwrites a newer.
+    // chained per job (never two on the temp file at once), and an older id never overwrites a newer.
     const prev = this.recording.get(jobId) ?? Promise.resolve();
     const next = prev.catch(() => {}).then(async () => {
       if (id <= (this.recorded.get(jobId) ?? 0)) return;
       const f = join(this.jobDir(jobId), 'last-checkpoint-id');
-      const tmp = `${f}.${id}.tmp`;
+      const tmp = `${f}.tmp`;
       await writeFile(tmp, String(id));
       await rename(tmp, f);
       this.recorded.set(jobId, id);

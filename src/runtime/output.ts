@@ -46,10 +46,10 @@ export class Output {
 
   emit(value: unknown, timestamp: number): void {
     if (this.direct) {
+      // Several targets (one target gets its own function, see the constructor).
       this.count++;
       const targets = this.targets;
-      if (targets.length === 1) targets[0]!.processRecord!(value, timestamp);
-      else for (let i = 0; i < targets.length; i++) targets[i]!.processRecord!(value, timestamp);
+      for (let i = 0; i < targets.length; i++) targets[i]!.processRecord!(value, timestamp);
       return;
     }
     this.values.push(value);

@@ -93,8 +93,7 @@ class ChainedInput implements BatchConsumer {
   processBatch(batch: Batch): void {
     this.task.recordsIn[this.index]! += batch.values.length;
     this.op.processBatch(batch, 0);
-    this.op.afterRecords();
-    this.op.output.flush();
+    this.flush();
   }
   /** The producer's batch is done (record-at-a-time mode): pass the flush down the chain. */
   flush(): void {

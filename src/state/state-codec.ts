@@ -135,8 +135,12 @@ export function decodeGroupColumns(bytes: Uint8Array, blockFormat = 1): { keys: 
     case 3:
       return decodeColumns(bytes);
     default:
-      throw new StateRestoreError(`unknown state block format ${blockFormat}; the snapshot was written by a newer weir`);
+      throw unknownFormat(blockFormat);
   }
+}
+
+function unknownFormat(blockFormat: number): StateRestoreError {
+  return new StateRestoreError(`unknown state block format ${blockFormat}; the snapshot was written by a newer weir`);
 }
 
 /** Entries of a block, in the layout its state's meta says (blockFormat). */
@@ -148,7 +152,7 @@ export function* decodeGroup(bytes: Uint8Array, blockFormat = 1): IterableIterat
 /** Number of entries in a block. */
 export function groupSize(bytes: Uint8Array, blockFormat = 1): number {
   if (blockFormat === 3) return columnarSize(bytes);
-  if (blockFormat !== 1 && blockFormat !== 2) throw new StateRestoreError(`unknown state block format ${blockFormat}; the snapshot was written by a newer weir`);
+  if (blockFormat !== 1 && blockFormat !== 2) throw unknownFormat(blockFormat);
   const v = decodeValue<unknown[]>(bytes);
   return blockFormat === 1 ? v.length : (v[0] as unknown[]).length;
 }

@@ -377,14 +377,15 @@ describe('record-at-a-time chains', () => {
   // batch arrays in between; these pin down what must not change with that.
 
   it('an exception in a chained operator names that operator and its record, not the one upstream', async () => {
+    const throwAt = (bad: number, message: string) => (x: number): number => {
+      if (x === bad) throw new Error(message);
+      return x;
+    };
     const inFilter = await failureOf((env) => {
       env
         .fromGenerator((i) => i, { count: 100 })
         .map((x) => x * 2).name('Double')
-        .filter((x) => {
-          if (x === 14) throw new Error('fourteen');
-          return true;
-        }).name('Check')
+        .filter((x) => throwAt(14, 'fourteen')(x) >= 0).name('Check')
         .collect();
     });
     expect(inFilter).toBe('operator "Check" (subtask 1/1) failed in filter on record 14: fourteen');
@@ -393,10 +394,7 @@ describe('record-at-a-time chains', () => {
       env
         .fromGenerator((i) => i, { count: 100 })
         .process({ processElement: (x: number, _ctx, out: Collector<number>) => out.collect(x + 1000) }).name('Emit')
-        .map((x) => {
-          if (x === 1042) throw new Error('boom');
-          return x;
-        }).name('Boom')
+        .map(throwAt(1042, 'boom')).name('Boom')
         .collect();
     });
     expect(belowProcess).toBe('operator "Boom" (subtask 1/1) failed in map on record 1042: boom');

@@ -60,7 +60,6 @@ function find(list: Entry[] | undefined, start: number): Entry | undefined {
 interface OpenWindow {
   readonly start: number;
   readonly end: number;
-  readonly state: ValueState<unknown>;
   readonly table: StateTable;
   readonly name: string;
   fired: boolean;
@@ -157,10 +156,10 @@ export class WindowOperator extends KeyedOperator {
     let w = this.openWindows.get(start);
     if (w === undefined) {
       const name = WINDOW_STATE_PREFIX + start;
-      const state = this.backend.getValueState(new ValueStateDescriptor<unknown>(name));
+      this.backend.getValueState(new ValueStateDescriptor<unknown>(name)); // registers the window's table
       // A window opened after the watermark passed its end (allowed lateness) counts as fired:
       // each of its records fires it for its key at once, as the default trigger does.
-      w = { start, end, state, table: this.backend.tables.get(name)!, name, fired: end - 1 <= this.currentWatermark };
+      w = { start, end, table: this.backend.tables.get(name)!, name, fired: end - 1 <= this.currentWatermark };
       this.openWindows.set(start, w);
       const starts = this.openStarts;
       let at = starts.length;
