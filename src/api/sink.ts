@@ -14,6 +14,8 @@ export interface SinkContext {
   now(): number;
   /** Id of the checkpoint the job restored from, if any. */
   readonly restoredCheckpointId: number | undefined;
+  /** Writes a line to the job's log (never credentials). */
+  log(line: string): void;
 }
 
 export interface SinkWriter<T, C> {
@@ -38,7 +40,9 @@ export interface TwoPhaseCommitSink<T, C> {
   createCommitter(ctx: SinkContext): SinkCommitter<C>;
   /**
    * Before writing, after a restore: clean up what an interrupted attempt left behind that no
-   * committable refers to. Receives this subtask's share of the restored committables.
+   * committable refers to. Receives this subtask's share of the restored committables (which it
+   * commits again) and every committable of the restored checkpoint over all subtasks (what
+   * any subtask commits again; prepared work of a completed checkpoint outside it was lost).
    */
-  recover?(ctx: SinkContext, restoredCheckpointId: number, committables: readonly C[]): void | Promise<void>;
+  recover?(ctx: SinkContext, restoredCheckpointId: number, committables: readonly C[], referenced: readonly C[]): void | Promise<void>;
 }

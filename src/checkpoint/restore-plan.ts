@@ -42,7 +42,8 @@ function overlaps(a: { start: number; end: number }, b: { start: number; end: nu
 }
 
 export function planRestore(m: CheckpointMetadata, dir: string, graph: JobGraph, plan: ExecutionPlan, allowNonRestoredState: boolean): RestorePlan {
-  const tasks: Record<string, { checkpointId: number; operators: Record<string, { inline?: InlineOperatorState; keyedFiles?: { path: string; size: number }[] }> }> = {};
+  type Entry = { inline?: InlineOperatorState; keyedFiles?: { path: string; size: number }[]; referencedCommittables?: unknown[] };
+  const tasks: Record<string, { checkpointId: number; operators: Record<string, Entry> }> = {};
   const splits: Record<string, unknown[]> = {};
   const byId = new Map(m.operators.map((o) => [o.id, o]));
   const seen = new Set<string>();
@@ -104,9 +105,10 @@ export function planRestore(m: CheckpointMetadata, dir: string, graph: JobGraph,
         const keyedFiles = old.subtasks
           .filter((s) => s.file !== undefined && s.keyGroupRange !== undefined && overlaps(s.keyGroupRange, st.keyGroupRange))
           .map((s) => ({ path: join(dir, s.file!), size: s.fileSize! }));
-        const entry: { inline?: InlineOperatorState; keyedFiles?: { path: string; size: number }[] } = {};
+        const entry: Entry = {};
         if (Object.keys(inline).length > 0) entry.inline = inline;
         if (keyedFiles.length > 0) entry.keyedFiles = keyedFiles;
+        if (committables.length > 0) entry.referencedCommittables = committables;
         if (entry.inline || entry.keyedFiles) t.operators[node.id] = entry;
       }
     }

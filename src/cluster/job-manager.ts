@@ -733,6 +733,9 @@ class Attempt {
       case 'collect':
         this.jm.collect(m.sink, m.values);
         return;
+      case 'log':
+        this.jm.logLine(m.line);
+        return;
       case 'metrics':
         for (const t of m.tasks) this.metrics.set(`${t.vertex}:${t.subtask}`, t);
         this.heap.set(m.workerIndex, m.heapUsed);

@@ -71,6 +71,8 @@ export type FromExecutor =
   | { readonly type: 'collect'; readonly sink: string; readonly subtask: number; readonly values: unknown[] }
   | { readonly type: 'metrics'; readonly workerIndex: number; readonly tasks: readonly TaskMetrics[]; readonly heapUsed: number }
   | { readonly type: 'stdout'; readonly text: string; readonly worker?: number; readonly kib?: number }
+  /** A line for the job's log (what an operator found worth reporting, e.g. a sink's lost output). */
+  | { readonly type: 'log'; readonly line: string }
   | { readonly type: 'task-restored'; readonly task: string }
   | { readonly type: 'task-running'; readonly task: string }
   | { readonly type: 'task-waiting'; readonly task: string }

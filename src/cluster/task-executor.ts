@@ -91,6 +91,7 @@ export class TaskExecutor implements TaskListener {
     const services: RuntimeServices = {
       collect: (sink, subtask, values) => cfg.send({ type: 'collect', sink, subtask, values }),
       writeStdout: cfg.writeStdout ?? ((t) => void process.stdout.write(t)),
+      log: (line) => cfg.send({ type: 'log', line }),
     };
 
     for (const st of plan.subtasks) {

@@ -55,6 +55,8 @@ export interface TaskRestore {
   readonly operators: Readonly<Record<string, {
     readonly inline?: InlineOperatorState;
     readonly keyedFiles?: readonly { readonly path: string; readonly size: number }[];
+    /** Sinks: every committable of the operator in the snapshot, over all old subtasks. */
+    readonly referencedCommittables?: readonly unknown[];
   }>>;
 }
 
@@ -212,6 +214,7 @@ export class StreamTask implements Schedulable {
       keySelectors,
       operatorState: new OperatorStateStore(where),
       restoredCheckpointId: d.restore?.checkpointId,
+      referencedCommittables: d.restore?.operators[node.id]?.referencedCommittables,
       objectReuse: d.objectReuse,
       checkpointing: d.checkpointing,
       isSuspended: () => this.sourceSuspended || this.stopping,

@@ -226,6 +226,11 @@ describe('sink committables', () => {
       const want = subtasks.flatMap((s, i) => Array.from({ length: i + 2 }, (_, k) => `part-${i}-${k}`));
       expect(seen.sort()).toEqual(want.sort());
       expect(new Set(seen).size).toBe(seen.length);
+      // Every subtask also learns the whole set, to tell a lost pending file from a referenced one.
+      for (let i = 0; i < p; i++) {
+        const all = r.tasks[`${v}:${i}`]!.operators[sink.id]!.referencedCommittables!.map((c) => (c as { final: string }).final);
+        expect(all.sort()).toEqual(want.sort());
+      }
     });
   }
 });

@@ -13,13 +13,16 @@ import { ExactlyOnceFileSink, type FileCommittable, ManualClock } from '../../sr
 import { runInline } from '../helpers/run.ts';
 
 let work: string;
+/** Lines the sink logged through its context. */
+let logged: string[];
 beforeEach(() => {
   work = mkdtempSync(join(tmpdir(), 'weir-eo-sink-'));
+  logged = [];
 });
 afterEach(() => rmSync(work, { recursive: true, force: true }));
 
 function ctx(subtaskIndex = 0, parallelism = 1, clock = new ManualClock(0), restoredCheckpointId?: number): SinkContext {
-  return { subtaskIndex, parallelism, attemptNumber: 0, now: () => clock.now(), restoredCheckpointId };
+  return { subtaskIndex, parallelism, attemptNumber: 0, now: () => clock.now(), restoredCheckpointId, log: (l) => logged.push(l) };
 }
 
 const ts = (n: number) => new Array<number>(n).fill(0);
@@ -177,11 +180,37 @@ describe('recover()', () => {
     touch(dir, 'part-0-aaaa-9.jsonl'); // committed
     touch(dir, 'unrelated.txt');
     const sink = new ExactlyOnceFileSink(dir);
-    sink.recover(ctx(0, 2, new ManualClock(0), 3), 3);
+    const referenced = [
+      { pending: '.part-0-aaaa-0.chk-2.pending', final: 'part-0-aaaa-0.jsonl' },
+      { pending: '.part-0-aaaa-1.chk-3.pending', final: 'part-0-aaaa-1.jsonl' },
+    ];
+    sink.recover(ctx(0, 2, new ManualClock(0), 3), 3, referenced.slice(0, 1), referenced);
     expect(readdirSync(dir).sort()).toEqual([
       '.part-0-aaaa-0.chk-2.pending', '.part-0-aaaa-1.chk-3.pending', '.part-1-bbbb-0.inprogress', '.part-1-bbbb-1.chk-9.pending',
       'part-0-aaaa-9.jsonl', 'unrelated.txt',
     ]);
+    expect(logged).toEqual([]); // every kept pending file is in the restored checkpoint
+  });
+
+  it('reports pending files of completed checkpoints that the restored one does not refer to, in one line, and keeps them', () => {
+    const dir = join(work, 'out');
+    mkdirSync(dir);
+    touch(dir, '.part-0-aaaa-0.chk-2.pending'); // referenced: re-committed
+    touch(dir, '.part-0-aaaa-1.chk-2.pending'); // lost: checkpoint 2 completed, nobody refers to it
+    touch(dir, '.part-2-cccc-0.chk-3.pending'); // lost, of a subtask index that no longer exists (subtask 0 reports it)
+    touch(dir, '.part-1-bbbb-0.chk-1.pending'); // lost, but subtask 1 reports it
+    touch(dir, '.part-0-aaaa-2.chk-4.pending'); // after the restored checkpoint: deleted, not reported
+    const referenced = [{ pending: '.part-0-aaaa-0.chk-2.pending', final: 'part-0-aaaa-0.jsonl' }];
+    const sink = new ExactlyOnceFileSink(dir);
+    sink.recover(ctx(0, 2, new ManualClock(0), 3), 3, [], referenced);
+    expect(logged).toHaveLength(1);
+    expect(logged[0]).toContain(`exactly-once file sink ${dir}: 2 pending file(s) of checkpoints up to 3 (restored)`);
+    expect(logged[0]).toContain('.part-0-aaaa-1.chk-2.pending, .part-2-cccc-0.chk-3.pending (left in place)');
+    expect(hidden(dir)).toEqual(['.part-0-aaaa-0.chk-2.pending', '.part-0-aaaa-1.chk-2.pending', '.part-1-bbbb-0.chk-1.pending', '.part-2-cccc-0.chk-3.pending']);
+    sink.recover(ctx(1, 2, new ManualClock(0), 3), 3, referenced, referenced);
+    expect(logged).toHaveLength(2);
+    expect(logged[1]).toContain('1 pending file(s)');
+    expect(logged[1]).toContain('.part-1-bbbb-0.chk-1.pending (left in place)');
   });
 
   it('subtask 0 cleans up after subtask indices that no longer exist (rescaled down); others do not', () => {
@@ -193,11 +222,13 @@ describe('recover()', () => {
       touch(dir, `.part-${sub}-cccc-2.chk-6.pending`);
     }
     const sink = new ExactlyOnceFileSink(dir);
-    sink.recover(ctx(1, 2, new ManualClock(0), 5), 5);
+    const referenced = [0, 1, 2, 3].map((sub) => ({ pending: `.part-${sub}-cccc-1.chk-5.pending`, final: `part-${sub}-cccc-1.jsonl` }));
+    sink.recover(ctx(1, 2, new ManualClock(0), 5), 5, [], referenced);
     expect(hidden(dir).filter((f) => f.startsWith('.part-1-'))).toEqual(['.part-1-cccc-1.chk-5.pending']);
     expect(hidden(dir).filter((f) => /^\.part-[23]-/.test(f))).toHaveLength(6); // not subtask 1's business
-    sink.recover(ctx(0, 2, new ManualClock(0), 5), 5);
+    sink.recover(ctx(0, 2, new ManualClock(0), 5), 5, [], referenced);
     expect(hidden(dir)).toEqual(['.part-0-cccc-1.chk-5.pending', '.part-1-cccc-1.chk-5.pending', '.part-2-cccc-1.chk-5.pending', '.part-3-cccc-1.chk-5.pending']);
+    expect(logged).toEqual([]);
   });
 
   it('is a no-op when the directory does not exist', () => {
@@ -489,7 +520,7 @@ describe('a restart in the same thread while the failed attempt is still compact
 
 describe('a restart before the first checkpoint completed (no recover() call)', () => {
   function attempt(n: number, sub = 0, parallelism = 1): SinkContext {
-    return { subtaskIndex: sub, parallelism, attemptNumber: n, now: () => 0, restoredCheckpointId: undefined };
+    return { subtaskIndex: sub, parallelism, attemptNumber: n, now: () => 0, restoredCheckpointId: undefined, log: (l) => logged.push(l) };
   }
 
   it('earlier attempts\' in-progress parts and pending files of the subtask are deleted when its writer starts again', async () => {

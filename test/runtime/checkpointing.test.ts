@@ -113,7 +113,7 @@ function harness(mode: 'exactly-once' | 'at-least-once', openFile?: OpenWritable
   const task = new StreamTask({
     vertex, subtaskIndex: 0, attempt: 0, keyGroupRange: { start: 0, end: vertex.maxParallelism - 1 }, inputGates: [gate],
     writers: new Map([[edge.index, writer]]), splits: [], clock: systemClock,
-    services: { collect: () => {}, writeStdout: () => {} }, scheduler,
+    services: { collect: () => {}, writeStdout: () => {}, log: () => {} }, scheduler,
     listener: {
       onTaskRestored: () => events.push('restored'),
       onTaskRunning: () => events.push('running'),

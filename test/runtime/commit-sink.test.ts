@@ -65,7 +65,7 @@ function gated(real: ExactlyOnceFileSink<string>, gate: Gate): TwoPhaseCommitSin
         close: () => c.close?.(),
       };
     },
-    recover: (ctx, id, list) => real.recover(ctx, id, list),
+    recover: (ctx, id, list, all) => real.recover(ctx, id, list, all),
   };
 }
 
@@ -120,7 +120,7 @@ interface Snapshot {
  * is held in turn while it takes and completes a checkpoint, a second kill; a last attempt that
  * runs to the end. Returns what must be committed and what is.
  */
-async function simulate(seed: number): Promise<{ expected: string[]; got: string[]; log: string[] }> {
+async function simulate(seed: number): Promise<{ expected: string[]; got: string[]; log: string[]; hidden: string[] }> {
   const rng = new Rng(seed);
   const dir = join(work, `out-${seed}`);
   // Real compaction, so re-commits after a restore meet files already merged away.
@@ -135,7 +135,7 @@ async function simulate(seed: number): Promise<{ expected: string[]; got: string
     const k = 1 + rng.int(20);
     const lines: string[] = [];
     for (let i = 0; i < k; i++) lines.push(`r${n++}`);
-    op.processBatch({ values: lines, timestamps: lines.map(() => 0) } as never, 0);
+    op.processBatch({ values: lines, timestamps: lines.map(() => 0) } as never);
     written.push(...lines.map((l) => JSON.stringify(l)));
   };
   const snapshot = (op: CommitSinkOperator): Snapshot => {
@@ -208,7 +208,8 @@ async function simulate(seed: number): Promise<{ expected: string[]; got: string
   await op.quiesce();
   op.close();
   expectedLines = last.linesBefore;
-  return { expected: expectedLines.slice().sort(), got: committedLines(dir), log };
+  const hidden = readdirSync(dir).filter((f) => f.startsWith('.'));
+  return { expected: expectedLines.slice().sort(), got: committedLines(dir), log, hidden };
 }
 
 describe('two-phase-commit sink operator: a commit held behind a slow compaction, a snapshot, a kill', () => {
@@ -220,6 +221,7 @@ describe('two-phase-commit sink operator: a commit held behind a slow compaction
       expect(r.got.length, `seed ${s}: committed line count`).toBe(r.expected.length);
       expect(r.got, `seed ${s}`).toEqual(r.expected);
       expect(r.log, `seed ${s}: no output reported lost`).toEqual([]);
+      expect(r.hidden, `seed ${s}: nothing uncommitted left behind`).toEqual([]);
     }
   });
 });
@@ -230,13 +232,13 @@ describe('the ledger keeps committables until their commit has finished', () => 
     const gate = new Gate();
     const log: string[] = [];
     const op = attempt(gated(new ExactlyOnceFileSink<string>(dir, { compactBelow: 0 }), gate), 0, new ManualClock(0), log);
-    op.processBatch({ values: ['a'], timestamps: [0] } as never, 0);
+    op.processBatch({ values: ['a'], timestamps: [0] } as never);
     const s1 = op.snapshotInline(1)!.committables as FileCommittable[];
     expect(s1).toHaveLength(1);
     op.notifyCheckpointComplete(1);
     await settle(op, gate);
     expect(gate.waiting).toBe(1);
-    op.processBatch({ values: ['b'], timestamps: [0] } as never, 0);
+    op.processBatch({ values: ['b'], timestamps: [0] } as never);
     const s2 = op.snapshotInline(2)!.committables as FileCommittable[];
     expect(s2.map((c) => c.pending)).toEqual([s1[0]!.pending, expect.stringMatching(/chk-2\.pending$/)]);
     gate.releaseOne();

@@ -99,10 +99,17 @@ export class ExactlyOnceFileSink<T> implements TwoPhaseCommitSink<T, FileCommitt
    * they never completed), and finish or undo interrupted compactions. Subtask 0 also cleans up
    * after subtask indices that no longer exist (the job was rescaled down). Returns a promise
    * only when it has to wait for a compaction still running in this process.
+   *
+   * A pending file of a checkpoint at or below the restored one that the restored checkpoint
+   * does not refer to (`referenced`: its committables over all subtasks) is output a completed
+   * checkpoint promised and nobody will commit: it is reported in one log line and left where it
+   * is, for the user to inspect (deleting it would hide the loss; committing it could duplicate).
    */
-  recover(ctx: SinkContext, restoredId: number): void | Promise<void> {
+  recover(ctx: SinkContext, restoredId: number, _committables: readonly FileCommittable[] = [], referenced: readonly FileCommittable[] = []): void | Promise<void> {
     if (!existsSync(this.dir)) return;
     const mine = (sub: number) => sub === ctx.subtaskIndex || (ctx.subtaskIndex === 0 && sub >= ctx.parallelism);
+    const known = new Set(referenced.map((c) => c.pending));
+    const unreferenced: string[] = [];
     // Files of the interrupted attempt's writer: deleted now, before this attempt's writer starts.
     for (const name of readdirSync(this.dir)) {
       let m = INPROGRESS_RE.exec(name);
@@ -111,8 +118,11 @@ export class ExactlyOnceFileSink<T> implements TwoPhaseCommitSink<T, FileCommitt
         continue;
       }
       m = PENDING_RE.exec(name);
-      if (m && mine(Number(m[1])) && Number(m[4]) > restoredId) rmSync(join(this.dir, name), { force: true });
+      if (!m || !mine(Number(m[1]))) continue;
+      if (Number(m[4]) > restoredId) rmSync(join(this.dir, name), { force: true });
+      else if (!known.has(name)) unreferenced.push(name);
     }
+    if (unreferenced.length > 0) ctx.log(unreferencedLine(this.dir, restoredId, unreferenced.sort()));
     // Compactions: a compaction of the failed attempt may still be running in this process (a
     // restart in the same thread, workers: 1: its async I/O goes on after the task is cancelled).
     // Its temp file is not garbage yet, so resolve compaction leftovers only once it has ended,
@@ -127,6 +137,12 @@ export class ExactlyOnceFileSink<T> implements TwoPhaseCommitSink<T, FileCommitt
       resolveCompactionsSync(this.dir, mine);
     });
   }
+}
+
+/** The one log line for pending files nobody will commit (at most a few names, then a count). */
+function unreferencedLine(dir: string, restoredId: number, names: readonly string[]): string {
+  const shown = names.slice(0, 3).join(', ') + (names.length > 3 ? `, and ${names.length - 3} more` : '');
+  return `weir: exactly-once file sink ${dir}: ${names.length} pending file(s) of checkpoints up to ${restoredId} (restored) are in no retained checkpoint and will never be committed; their output was lost or they belong to another run: ${shown} (left in place)`;
 }
 
 /**

@@ -1,13 +1,17 @@
 /**
  * Runs a two-phase-commit sink: records go to the writer; at the barrier the writer's
- * committables are stored in the checkpoint (snapshotInline); when that checkpoint completes
- * they are committed. Committables restored from a checkpoint are committed again before any
- * new record is written (the checkpoint completed, even if the notification was lost).
+ * committables go into the ledger, and the snapshot carries every committable whose commit
+ * has not finished (see commit-ledger.ts for why "not finished", not "not queued"). When a
+ * checkpoint completes the ledger's due committables are committed; they leave the state only
+ * once that commit has finished. Committables restored from a checkpoint are committed again
+ * before any new record is written (the checkpoint completed, even if the notification was
+ * lost), and stay in the state until that re-commit has finished too.
  * Commits run strictly in checkpoint order, one batch at a time; an async commit that fails
  * fails the task.
  */
 import type { SinkCommitter, SinkContext, SinkWriter, TwoPhaseCommitSink } from '../../api/sink.ts';
 import type { Batch } from '../batch.ts';
+import { CommitLedger, type CommitBatch } from './commit-ledger.ts';
 import { StreamOperator, type InlineOperatorState } from './operator.ts';
 
 /** Longest one commit may take before the task fails (a commit that hangs must not hang the job). */
@@ -25,8 +29,8 @@ function withTimeout<T>(p: Promise<T>, ms: number, message: string): Promise<T> 
 export class CommitSinkOperator extends StreamOperator {
   private writer!: SinkWriter<unknown, unknown>;
   private committer!: SinkCommitter<unknown>;
-  /** Committables per checkpoint id, not yet committed. */
-  private readonly pending = new Map<number, unknown[]>();
+  /** Committables not yet committed, by the checkpoint that prepared them. */
+  private readonly ledger = new CommitLedger<unknown>();
   private restored: unknown[] = [];
   private restoredId: number | undefined;
   private commitChain: Promise<void> = Promise.resolve();
@@ -44,7 +48,11 @@ export class CommitSinkOperator extends StreamOperator {
   private ctx(): SinkContext {
     const t = this.env.taskInfo;
     const clock = this.env.clock;
-    return { subtaskIndex: t.subtaskIndex, parallelism: t.parallelism, attemptNumber: t.attemptNumber, now: () => clock.now(), restoredCheckpointId: this.restoredId };
+    const services = this.env.services;
+    return {
+      subtaskIndex: t.subtaskIndex, parallelism: t.parallelism, attemptNumber: t.attemptNumber,
+      now: () => clock.now(), restoredCheckpointId: this.restoredId, log: (line) => services.log(line),
+    };
   }
 
   /** Commits still running must end before the task does (the final checkpoint's output). */
@@ -59,8 +67,9 @@ export class CommitSinkOperator extends StreamOperator {
       this.committer = this.sink.createCommitter(ctx);
       if (this.restoredId !== undefined) {
         // Re-commit first: those committables belong to a completed checkpoint.
-        if (this.restored.length > 0) this.enqueueCommit(this.restored);
-        const rec = this.sink.recover?.(ctx, this.restoredId, this.restored);
+        const due = this.ledger.restored(this.restoredId, this.restored);
+        if (due !== undefined) this.commit(due);
+        const rec = this.sink.recover?.(ctx, this.restoredId, this.restored, this.env.referencedCommittables ?? this.restored);
         if (rec instanceof Promise) this.chain(() => rec);
       }
       this.writer = this.sink.createWriter(ctx);
@@ -86,33 +95,27 @@ export class CommitSinkOperator extends StreamOperator {
     } catch (e) {
       throw this.fail(e, `sink "${this.sink.name}" prepareCommit`);
     }
-    if (fresh.length > 0) this.pending.set(checkpointId, fresh);
-    const all: unknown[] = [];
-    for (const list of this.pending.values()) for (const c of list) all.push(c);
+    this.ledger.prepared(checkpointId, fresh);
     const base = super.snapshotInline(checkpointId) ?? {};
-    return { ...base, committables: all };
+    return { ...base, committables: this.ledger.snapshot() };
   }
 
   override notifyCheckpointComplete(checkpointId: number): void {
     super.notifyCheckpointComplete(checkpointId);
-    const ready: unknown[] = [];
-    for (const [id, list] of [...this.pending]) {
-      if (id <= checkpointId) {
-        for (const c of list) ready.push(c);
-        this.pending.delete(id);
-      }
-    }
-    if (ready.length > 0) this.enqueueCommit(ready);
+    const due = this.ledger.completed(checkpointId);
+    if (due !== undefined) this.commit(due);
     this.rethrow();
   }
 
-  private enqueueCommit(list: unknown[]): void {
-    this.chain(() => this.committer.commit(list));
+  /** Queues the commit of `batch`; its committables leave the ledger only once it has finished. */
+  private commit(batch: CommitBatch<unknown>): void {
+    this.chain(() => this.committer.commit(batch.committables), () => this.ledger.committed(batch));
   }
 
-  private chain(fn: () => void | Promise<void>): void {
+  private chain(fn: () => void | Promise<void>, onDone?: () => void): void {
     this.commitChain = this.commitChain
       .then(() => withTimeout(Promise.resolve().then(fn), COMMIT_TIMEOUT_MS, `commit did not finish within ${COMMIT_TIMEOUT_MS / 1000} s`))
+      .then(onDone)
       .catch((e) => {
         this.failed ??= e;
       });
@@ -128,7 +131,7 @@ export class CommitSinkOperator extends StreamOperator {
       // Without checkpoints there is no commit point but the end: commit everything now.
       if (!this.env.checkpointing) {
         const last = this.writer.prepareCommit(0);
-        if (last.length > 0) this.enqueueCommit(last);
+        if (last.length > 0) this.chain(() => this.committer.commit(last));
       }
     } catch (e) {
       throw this.fail(e, `sink "${this.sink.name}" finish`);

@@ -46,6 +46,11 @@ export interface OperatorEnvironment {
   readonly objectReuse: boolean;
   /** Id of the checkpoint or savepoint this subtask restored from, if any. */
   readonly restoredCheckpointId: number | undefined;
+  /**
+   * Sinks: every committable of this operator in the restored checkpoint, over all subtasks
+   * (each subtask commits only its share, but tells leftovers apart from the whole).
+   */
+  readonly referencedCommittables: readonly unknown[] | undefined;
   /** Process-wide facilities of the worker (collect sinks, stdout). */
   readonly services: RuntimeServices;
 }
@@ -55,6 +60,8 @@ export interface RuntimeServices {
   collect(sinkName: string, subtaskIndex: number, values: unknown[]): void;
   /** Where print() writes. */
   writeStdout(text: string): void;
+  /** A line for the job's log (the job manager's log, stderr by default). */
+  log(line: string): void;
 }
 
 export abstract class StreamOperator {
