@@ -15,6 +15,7 @@
  */
 import {
   defineJob, ExactlyOnceFileSink, TumblingEventTimeWindows, ValueStateDescriptor, WatermarkStrategy, type Collector,
+  type ExactlyOnceFileSinkOptions, type StreamExecutionEnvironment,
 } from 'weir';
 
 interface Event { key: string; ts: number; value: number }
@@ -28,7 +29,15 @@ export default defineJob((env, args) => {
   if (input === undefined || outDir === undefined) {
     throw new TypeError('usage: weir run examples/exactly-once.ts [options] -- <input.jsonl> <out-dir> [records-per-second]');
   }
-  const ratePerSecond = rate === undefined ? undefined : Number(rate);
+  windowedTotals(env, input, outDir, { ratePerSecond: rate === undefined ? undefined : Number(rate) });
+});
+
+/** The pipeline, for jobs that want it with other sink settings (the chaos tests' compacting variant). */
+export function windowedTotals(
+  env: StreamExecutionEnvironment, input: string, outDir: string,
+  options: { ratePerSecond?: number | undefined; sink?: ExactlyOnceFileSinkOptions } = {},
+): void {
+  const { ratePerSecond } = options;
   env.setJobName('exactly-once windowed totals');
   env
     .fromFile<Event>(input, { format: 'jsonl', ...(ratePerSecond !== undefined ? { ratePerSecond } : {}) })
@@ -68,6 +77,6 @@ export default defineJob((env, args) => {
       },
     })
     .uid('running-totals')
-    .sinkTo(new ExactlyOnceFileSink<Output>(outDir))
+    .sinkTo(new ExactlyOnceFileSink<Output>(outDir, options.sink))
     .uid('sink');
-});
+}

@@ -72,3 +72,62 @@ export async function killAndResume(argsFor: (attempt: number) => string[], kill
 export function hiddenFiles(dir: string): string[] {
   return existsSync(dir) ? readdirSync(dir).filter((f) => f.startsWith('.') && !f.endsWith('.inprogress')) : [];
 }
+
+/** Completed checkpoints under a checkpoint root ("<job>/chk-<n>" whose metadata exists). */
+export function completedCheckpoints(root: string): Set<string> {
+  const out = new Set<string>();
+  if (!existsSync(root)) return out;
+  for (const job of readdirSync(root)) {
+    const jobDir = join(root, job);
+    let names: string[];
+    try {
+      names = readdirSync(jobDir);
+    } catch {
+      continue; // a file, or deleted while we looked
+    }
+    for (const name of names) if (/^chk-\d+$/.test(name) && existsSync(join(jobDir, name, '_metadata'))) out.add(`${job}/${name}`);
+  }
+  return out;
+}
+
+/**
+ * Like killAndResume, but each kill lands right after a checkpoint completed (the 1st to 3rd new
+ * one of the run, seeded), within 0 to 30 ms: between completion and the sinks' commits, while a
+ * commit may still wait behind a compaction. A run that sees no completion is killed at maxMs.
+ * Returns how many runs were killed after a completion, and every run's stderr.
+ */
+export async function killAfterCompletions(
+  argsFor: (attempt: number) => string[], kills: number, rng: Rng, chkRoot: string, maxMs: number, log: (s: string) => void,
+): Promise<{ killed: number; stderr: string[] }> {
+  let killed = 0;
+  const stderr: string[] = [];
+  for (let k = 0; k < kills; k++) {
+    const target = 1 + rng.int(3);
+    const extraMs = rng.int(2) === 0 ? 0 : rng.int(30);
+    const before = completedCheckpoints(chkRoot);
+    const { child, done } = startWeir(argsFor(k));
+    let seen = 0;
+    let fired = false;
+    const poll = setInterval(() => {
+      if (fired) return;
+      for (const c of completedCheckpoints(chkRoot)) if (!before.has(c)) { before.add(c); seen++; }
+      if (seen >= target) {
+        fired = true;
+        setTimeout(() => child.kill('SIGKILL'), extraMs);
+      }
+    }, 2);
+    const fallback = setTimeout(() => child.kill('SIGKILL'), maxMs);
+    const r = await done;
+    clearInterval(poll);
+    clearTimeout(fallback);
+    stderr.push(r.stderr);
+    if (r.signal === 'SIGKILL' && fired) killed++;
+    else if (r.signal !== 'SIGKILL' && r.code !== 0) throw new Error(`run ${k} failed (code ${r.code}):\n${r.stderr}`);
+    log(`run ${k}: ${r.signal === 'SIGKILL' ? (fired ? `killed ${extraMs} ms after completion ${target}` : `killed at ${maxMs} ms with no completion`) : 'finished before the kill'}`);
+    if (r.code === 0) return { killed, stderr };
+  }
+  const last = await runWeir(argsFor(kills));
+  stderr.push(last.stderr);
+  if (last.code !== 0) throw new Error(`final run failed (code ${last.code}, signal ${last.signal}):\n${last.stderr}`);
+  return { killed, stderr };
+}
