@@ -25,6 +25,7 @@ import { runJob, type JobResult, type RunOptions } from 'weir';
 import { openSnapshot, summarize } from '../src/checkpoint/inspect.ts';
 import { CHANNEL, epochMs, keyedStateArgs, OPERATOR_UID, STATE_NAME, type JobEvent } from './jobs/keyed-state.ts';
 import { RESULT_MARK } from './workloads.ts';
+import { controlApi } from '../src/observe/control-api.ts';
 
 const JOBS = resolve(fileURLToPath(new URL('.', import.meta.url)), 'jobs');
 const WORD_COUNT = join(JOBS, 'word-count.ts');
@@ -179,7 +180,7 @@ async function startWithRest(job: string, options: RunOptions): Promise<Started>
   let listening!: (v: [number, string]) => void;
   const ready = new Promise<[number, string]>((r) => (listening = r));
   const abort = new AbortController();
-  const result = runJob(job, { ...options, rest: { port: 0 }, onRestListening: (port, jobId) => listening([port, jobId]), signal: abort.signal, stdout: () => {} });
+  const result = runJob(job, { ...options, services: [controlApi({ port: 0, onListening: (port, jobId) => listening([port, jobId]) })], signal: abort.signal, stdout: () => {} });
   const [port, jobId] = await Promise.race([
     ready,
     result.then((r): never => {

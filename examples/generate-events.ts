@@ -4,7 +4,7 @@
  *   npx tsx examples/generate-events.ts <count> <out.jsonl> [keys=1000] [seed=1]
  */
 import { createWriteStream } from 'node:fs';
-import { Rng } from '../src/api/random.ts';
+import { Rng } from '../src/core/random.ts';
 
 const [countArg, path, keysArg, seedArg] = process.argv.slice(2);
 const count = Number(countArg);

@@ -4,37 +4,37 @@
  * keyed state and window functions.
  */
 import type {
-  ChainingStrategy, OneInputTransformation, OperatorFactory, PartitionSpec, PartitionTransformation,
+  ChainingStrategy, OneInputTransformation, OperatorFactory, PartitionTransformation,
   SideOutputTransformation, Transformation, TwoInputTransformation, UnionTransformation,
 } from '../graph/transformation.ts';
 import { FilterOperator, FlatMapOperator, MapOperator, ProcessOperator } from '../runtime/operators/basic.ts';
 import {
   KeyedProcessOperator, RollingAggregateOperator, RollingReduceOperator,
 } from '../runtime/operators/keyed.ts';
-import type { KeySelectorFn } from '../runtime/operators/keying.ts';
+import type { KeySelectorFn, PartitionSpec } from '../core/partitioning.ts';
 import {
   CollectSinkOperator, FunctionSinkOperator, JsonLinesFileSinkOperator, PrintSinkOperator,
 } from '../runtime/operators/sinks.ts';
 import { DEAD_LETTER_TAG_ID } from '../runtime/operators/source.ts';
 import { CommitSinkOperator } from '../runtime/operators/commit-sink.ts';
-import type { TwoPhaseCommitSink } from './sink.ts';
+import type { TwoPhaseCommitSink } from '../core/sink.ts';
 import {
   BroadcastProcessOperator, CoProcessOperator, KeyedBroadcastProcessOperator, KeyedCoProcessOperator,
 } from '../runtime/operators/two-input.ts';
 import { WindowOperator, type WindowContents } from '../runtime/operators/window.ts';
 import { TimestampsAndWatermarksOperator } from '../runtime/operators/watermarks.ts';
 import { validateMaxParallelism } from '../state/key-groups.ts';
-import { toMillis, type Duration } from './duration.ts';
+import { toMillis, type Duration } from '../core/duration.ts';
 import type { StreamExecutionEnvironment } from './environment.ts';
 import type {
   AggregateFunction, BroadcastProcessFunction, Collector, CoProcessFunction, KeyedBroadcastProcessFunction,
   KeyedCoProcessFunction, KeyedProcessFunction, ProcessFunction, ProcessWindowFunction, ReduceFunction, SinkFunction,
-} from './functions.ts';
-import { OutputTag } from './output-tag.ts';
-import type { MalformedRecord } from './source.ts';
-import type { BroadcastStateDescriptor } from './state.ts';
-import type { TimeWindow, WindowAssigner } from './windows.ts';
-import type { WatermarkStrategy } from './watermark-strategy.ts';
+} from '../core/functions.ts';
+import { OutputTag } from '../core/output-tag.ts';
+import type { MalformedRecord } from '../core/source.ts';
+import type { BroadcastStateDescriptor } from '../core/state.ts';
+import type { TimeWindow, WindowAssigner } from '../core/windows.ts';
+import type { WatermarkStrategy } from '../core/watermark-strategy.ts';
 
 /** The side output of a source with malformed: 'dead-letter'. */
 export const DEAD_LETTERS = new OutputTag<MalformedRecord>(DEAD_LETTER_TAG_ID);

@@ -11,10 +11,10 @@ import {
 import type { MalformedPolicy } from '../runtime/operators/source.ts';
 import { validateMaxParallelism } from '../state/key-groups.ts';
 import { DataStream } from './datastream.ts';
-import { toMillis, type Duration } from './duration.ts';
-import type { Source, SourceSplit } from './source.ts';
+import { toMillis, type Duration } from '../core/duration.ts';
+import type { Source, SourceSplit } from '../core/source.ts';
 import type { CheckpointSettings } from '../checkpoint/config.ts';
-import type { RestartStrategySettings } from '../cluster/restart-strategy.ts';
+import type { RestartStrategySettings } from '../core/restart-settings.ts';
 
 export interface EnvironmentSettings {
   /** Default parallelism from the CLI (--parallelism); the job's own setParallelism wins. */

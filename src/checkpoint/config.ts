@@ -3,7 +3,8 @@
  * given next to each). Validated in one place, whatever the source: job code, CLI flags or a
  * config file.
  */
-import { toMillis, type Duration } from '../api/duration.ts';
+import { toMillis, type Duration } from '../core/duration.ts';
+import { WeirError } from '../core/errors.ts';
 
 export type CheckpointingMode = 'exactly-once' | 'at-least-once';
 
@@ -66,10 +67,9 @@ export interface CheckpointSettings {
   readonly savepointDir?: string;
 }
 
-export class ConfigError extends Error {
+export class ConfigError extends WeirError {
   constructor(message: string) {
-    super(message);
-    this.name = 'ConfigError';
+    super('CONFIG', message);
   }
 }
 

@@ -8,7 +8,8 @@
  */
 import type { CheckpointConfig } from './config.ts';
 import { CheckpointFailureReason as R, countsTowardTolerableFailures, type CheckpointFailureReason } from './failure-reason.ts';
-import type { CheckpointType, TaskAck, TaskId } from './types.ts';
+import type { CheckpointType, TaskAck } from '../core/checkpoint-format.ts';
+import type { TaskId } from '../core/task-id.ts';
 
 export type TaskStatus = 'deploying' | 'running' | 'waiting-final' | 'finished';
 

@@ -5,18 +5,18 @@
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { decodeValue } from '../runtime/codec.ts';
-import type { InlineOperatorState } from '../runtime/operators/operator.ts';
+import { decodeValue } from '../core/codec.ts';
 import { keyGroupOf, normalizeKey } from '../state/key-groups.ts';
 import { decodeGroup, groupSize, type StateMeta } from '../state/state-codec.ts';
 import type { CheckpointMetadata, OperatorStateMeta } from './metadata.ts';
 import { StateFileReader } from './state-file.ts';
 import { isDirectory, verifyCheckpoint } from './storage.ts';
+import type { InlineOperatorState } from '../core/checkpoint-format.ts';
+import { WeirError } from '../core/errors.ts';
 
-export class InspectError extends Error {
+export class InspectError extends WeirError {
   constructor(message: string) {
-    super(message);
-    this.name = 'InspectError';
+    super('INSPECT', message);
   }
 }
 

@@ -5,8 +5,8 @@
  * are relative to the checkpoint's own directory, so savepoints can be moved.
  */
 import { createHash } from 'node:crypto';
-import type { KeyGroupRange } from '../state/key-groups.ts';
-import type { CheckpointType, SubtaskCheckpointStats } from './types.ts';
+import type { CheckpointType, SubtaskCheckpointStats, KeyGroupRange } from '../core/checkpoint-format.ts';
+import { WeirError } from '../core/errors.ts';
 
 export const METADATA_FILE = '_metadata';
 export const METADATA_FORMAT = 'weir-checkpoint';
@@ -59,10 +59,9 @@ export function serializeMetadata(m: CheckpointMetadata): string {
   return JSON.stringify({ sha256: digest(body), body: m }, null, 1) + '\n';
 }
 
-export class MetadataError extends Error {
+export class MetadataError extends WeirError {
   constructor(readonly path: string, message: string) {
-    super(`${path}: ${message}`);
-    this.name = 'MetadataError';
+    super('METADATA', `${path}: ${message}`);
   }
 }
 

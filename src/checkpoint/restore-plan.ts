@@ -11,24 +11,22 @@
  * fails the restore unless explicitly allowed.
  */
 import { join } from 'node:path';
-import type { JobGraph } from '../graph/job-graph.ts';
-import type { ExecutionPlan } from '../graph/execution-plan.ts';
-import type { InlineOperatorState } from '../runtime/operators/operator.ts';
-import type { TaskRestore } from '../runtime/task.ts';
-import { decodeValue } from '../runtime/codec.ts';
+import { decodeValue } from '../core/codec.ts';
 import type { CheckpointMetadata } from './metadata.ts';
+import type { InlineOperatorState, TaskRestore, KeyGroupRange } from '../core/checkpoint-format.ts';
+import { taskId, type TaskId } from '../core/task-id.ts';
+import { WeirError } from '../core/errors.ts';
 
-export class RestoreError extends Error {
+export class RestoreError extends WeirError {
   constructor(message: string) {
-    super(message);
-    this.name = 'RestoreError';
+    super('RESTORE', message);
   }
 }
 
 export interface RestorePlan {
-  readonly tasks: Record<string, TaskRestore>;
+  readonly tasks: Record<TaskId, TaskRestore>;
   /** Source splits per "vertex:subtask" (replaces the fresh split plan). */
-  readonly splits: Record<string, unknown[]>;
+  readonly splits: Record<TaskId, unknown[]>;
   /** Operator ids in the snapshot that the job does not have (ignored when allowed). */
   readonly unmatched: string[];
 }
@@ -41,10 +39,29 @@ function overlaps(a: { start: number; end: number }, b: { start: number; end: nu
   return a.start <= b.end && b.start <= a.end;
 }
 
-export function planRestore(m: CheckpointMetadata, dir: string, graph: JobGraph, plan: ExecutionPlan, allowNonRestoredState: boolean): RestorePlan {
+/**
+ * The job as it is now, as far as redistribution cares: vertices with their chained operators,
+ * and the subtasks with their key-group ranges. The graph layer's JobGraph and ExecutionPlan
+ * are these (this layer knows nothing else of them).
+ */
+export interface RestoreTargetGraph {
+  readonly vertices: readonly {
+    readonly index: number;
+    readonly parallelism: number;
+    readonly operators: readonly {
+      readonly node: { readonly id: string; readonly name: string; readonly maxParallelism: number; readonly transformation: { readonly kind: string } };
+    }[];
+  }[];
+}
+
+export interface RestoreTargetPlan {
+  readonly subtasks: readonly { readonly vertex: number; readonly index: number; readonly keyGroupRange: KeyGroupRange }[];
+}
+
+export function planRestore(m: CheckpointMetadata, dir: string, graph: RestoreTargetGraph, plan: RestoreTargetPlan, allowNonRestoredState: boolean): RestorePlan {
   type Entry = { inline?: InlineOperatorState; keyedFiles?: { path: string; size: number }[]; referencedCommittables?: unknown[] };
   const tasks: Record<string, { checkpointId: number; operators: Record<string, Entry> }> = {};
-  const splits: Record<string, unknown[]> = {};
+  const splits: Record<TaskId, unknown[]> = {};
   const byId = new Map(m.operators.map((o) => [o.id, o]));
   const seen = new Set<string>();
 
@@ -68,8 +85,8 @@ export function planRestore(m: CheckpointMetadata, dir: string, graph: JobGraph,
         for (const i of inlines) for (const sp of i?.splits ?? []) all.push(sp);
         for (const sp of m.enumerators[node.id] ?? []) all.push(sp);
         const p = v.parallelism;
-        for (let i = 0; i < p; i++) splits[`${v.index}:${i}`] = [];
-        all.forEach((sp, k) => splits[`${v.index}:${k % p}`]!.push(sp));
+        for (let i = 0; i < p; i++) splits[taskId(v.index, i)] = [];
+        all.forEach((sp, k) => splits[taskId(v.index, k % p)]!.push(sp));
       }
       const listsSplit = new Map<string, unknown[]>();
       const listsUnion = new Map<string, unknown[]>();
@@ -88,7 +105,7 @@ export function planRestore(m: CheckpointMetadata, dir: string, graph: JobGraph,
       });
       const p = subtasks.length;
       for (const st of subtasks) {
-        const key = `${v.index}:${st.index}`;
+        const key = taskId(v.index, st.index);
         const t = (tasks[key] ??= { checkpointId: m.checkpointId, operators: {} });
         const inline: InlineOperatorState = {};
         if (listsSplit.size > 0 || listsUnion.size > 0) {

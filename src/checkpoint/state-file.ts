@@ -8,7 +8,8 @@
  */
 import { open, type FileHandle } from 'node:fs/promises';
 import { crc32 } from 'node:zlib';
-import { decodeValue, encodeValue } from '../runtime/codec.ts';
+import { decodeValue, encodeValue } from '../core/codec.ts';
+import { WeirError } from '../core/errors.ts';
 
 const HEAD = Buffer.from('WEIRST01');
 const TAIL = Buffer.from('WEIREND1');
@@ -27,10 +28,9 @@ export interface StateFileIndex {
   readonly meta: unknown;
 }
 
-export class CorruptStateError extends Error {
+export class CorruptStateError extends WeirError {
   constructor(readonly path: string, message: string) {
-    super(`corrupt state file ${path}: ${message}`);
-    this.name = 'CorruptStateError';
+    super('CORRUPT_STATE', `corrupt state file ${path}: ${message}`);
   }
 }
 

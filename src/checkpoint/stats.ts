@@ -4,7 +4,7 @@
  * and async durations, alignment duration and start delay; failed checkpoints with reasons.
  */
 import type { CheckpointFailureReason } from './failure-reason.ts';
-import type { CheckpointType, SubtaskCheckpointStats, TaskAck } from './types.ts';
+import type { CheckpointType, SubtaskCheckpointStats, TaskAck } from '../core/checkpoint-format.ts';
 
 export type CheckpointStatus = 'IN_PROGRESS' | 'COMPLETED' | 'FAILED';
 

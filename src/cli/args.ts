@@ -1,10 +1,10 @@
 /** Command-line flags: parsed strictly, validated, with messages that name the flag. */
 import { parseArgs, type ParseArgsConfig } from 'node:util';
+import { WeirError } from '../core/errors.ts';
 
-export class CliError extends Error {
+export class CliError extends WeirError {
   constructor(message: string) {
-    super(message);
-    this.name = 'CliError';
+    super('USAGE', message);
   }
 }
 

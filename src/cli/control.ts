@@ -3,7 +3,7 @@
  * cancel. A job is found by id (or a unique prefix) in the local registry of running jobs,
  * or addressed directly with --rest-port / --rest-address. Every request has a timeout.
  */
-import { toMillis } from '../api/duration.ts';
+import { toMillis } from '../core/duration.ts';
 import { listRegistered, type JobEntry } from '../observe/registry.ts';
 import { CliError, parseFlags, positiveInt } from './args.ts';
 

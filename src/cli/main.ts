@@ -7,6 +7,7 @@ import { checkpointsCommand } from './checkpoints.ts';
 import { stateCommand } from './state.ts';
 import { cancelCommand, listCommand, savepointCommand, stopCommand } from './control.ts';
 import { CliError, oneLine, USAGE } from './args.ts';
+import { isUsageError } from '../core/errors.ts';
 
 async function main(argv: string[]): Promise<number> {
   const verbose = argv.includes('--verbose');
@@ -42,7 +43,7 @@ async function main(argv: string[]): Promise<number> {
     }
   } catch (e) {
     reportError(e, verbose);
-    return e instanceof CliError || (e instanceof Error && e.name === 'ConfigError') ? 2 : 1;
+    return isUsageError(e) ? 2 : 1;
   }
 }
 

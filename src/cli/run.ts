@@ -4,6 +4,7 @@ import { runJob, type Progress, type RunOptions } from '../cluster/job-manager.t
 import type { RestartStrategySettings } from '../cluster/restart-strategy.ts';
 import { CliError, oneLine, parseFlags, positiveInt, splitJobArgs } from './args.ts';
 import { readConfigFile } from './config-file.ts';
+import { controlApi } from '../observe/control-api.ts';
 
 type Mut<T> = { -readonly [K in keyof T]: T[K] };
 
@@ -77,8 +78,9 @@ export async function runCommand(argv: string[]): Promise<number> {
   // The control API: 127.0.0.1:8081 unless told otherwise; a busy default port falls back to a free one.
   const restPort = s('rest-port');
   const port = restPort === undefined ? 8081 : restPort === '0' ? 0 : positiveInt(restPort, '--rest-port')!;
-  opts.rest = { port, address: s('rest-address') ?? '127.0.0.1', fallback: restPort === undefined };
-  opts.onRestListening = (p, id) => process.stderr.write(`weir: job ${id} running; control API on http://${s('rest-address') ?? '127.0.0.1'}:${p}\n`);
+  const address = s('rest-address') ?? '127.0.0.1';
+  const onListening = (p: number, id: string) => void process.stderr.write(`weir: job ${id} running; control API on http://${address}:${p}\n`);
+  opts.services = [controlApi({ port, address, fallback: restPort === undefined, onListening })];
   // Ctrl-C / SIGTERM cancel the job: checkpoints are kept or deleted per the retention setting.
   const cancel = new AbortController();
   let signalled: NodeJS.Signals | undefined;

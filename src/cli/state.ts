@@ -5,6 +5,7 @@
 import { findOperator, lookupValue, openSnapshot, summarize, InspectError, type SnapshotSummary } from '../checkpoint/inspect.ts';
 import { CliError, parseFlags } from './args.ts';
 import { fmtBytes } from './run.ts';
+import { errorCode } from '../core/errors.ts';
 
 export async function stateCommand(argv: string[]): Promise<number> {
   const [sub, ...rest] = argv;
@@ -41,7 +42,7 @@ export async function stateCommand(argv: string[]): Promise<number> {
     print(summary, values.json === true);
     return 0;
   } catch (e) {
-    if (e instanceof InspectError || (e instanceof Error && e.name === 'CorruptStateError')) throw new CliError(`state inspect: ${e.message}`);
+    if (e instanceof InspectError || errorCode(e) === 'CORRUPT_STATE') throw new CliError(`state inspect: ${(e as Error).message}`);
     throw e;
   }
 }

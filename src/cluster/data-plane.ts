@@ -5,7 +5,7 @@
  */
 import type { MessagePort } from 'node:worker_threads';
 import type { OutputChannel, InputChannel } from '../runtime/channels/channel.ts';
-import { encodeBatch } from '../runtime/codec.ts';
+import { encodeBatch } from '../core/codec.ts';
 import { isEvent, type ChannelElement } from '../runtime/events.ts';
 
 const DATA = 0;

@@ -8,12 +8,12 @@ import { pathToFileURL } from 'node:url';
 import { StreamExecutionEnvironment } from '../api/environment.ts';
 import { isJobDefinition, type JobDefinition } from '../api/job.ts';
 import { buildJobGraph, type JobGraph } from '../graph/job-graph.ts';
-import { JobDefinitionError } from '../runtime/errors.ts';
+import { JobDefinitionError, WeirError } from '../core/errors.ts';
 
-export class JobLoadError extends Error {
+/** A job module that cannot be loaded: a job definition error, reported in one line. */
+export class JobLoadError extends WeirError {
   constructor(message: string) {
-    super(message);
-    this.name = 'JobDefinitionError';
+    super('JOB_DEFINITION', message);
   }
 }
 

@@ -12,7 +12,7 @@ import { join, resolve } from 'node:path';
 import { mkdir, rm } from 'node:fs/promises';
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import type { JobDefinition } from '../api/job.ts';
-import { assignSplits, type SourceSplit } from '../api/source.ts';
+import { assignSplits, type SourceSplit } from '../core/source.ts';
 import { applyCheckpointSettings, DEFAULT_CHECKPOINT_CONFIG, discardOnJobEnd, type CheckpointConfig, type CheckpointSettings } from '../checkpoint/config.ts';
 import { CheckpointCoordinatorLogic, type CompletedCheckpointInfo, type Decision } from '../checkpoint/coordinator.ts';
 import { CheckpointFailureReason as R, describeReason } from '../checkpoint/failure-reason.ts';
@@ -20,18 +20,18 @@ import { METADATA_VERSION, type CheckpointMetadata, type OperatorStateMeta } fro
 import { planRestore } from '../checkpoint/restore-plan.ts';
 import { CheckpointStatsTracker, type CheckpointStatsEntry } from '../checkpoint/stats.ts';
 import { finalizeMetadata, LocalCheckpointStorage, verifyCheckpoint, type CompletedCheckpointRef } from '../checkpoint/storage.ts';
-import type { TaskAck } from '../checkpoint/types.ts';
+import type { TaskAck, TaskRestore } from '../core/checkpoint-format.ts';
 import { planExecution, type ExecutionPlan } from '../graph/execution-plan.ts';
 import type { JobGraph } from '../graph/job-graph.ts';
 import { DEFAULT_CHANNEL_CREDITS } from '../runtime/channels/channel.ts';
-import type { TaskRestore } from '../runtime/task.ts';
-import { systemClock, type Clock } from '../state/clock.ts';
+import { systemClock, type Clock } from '../core/clock.ts';
 import { buildJob, loadJobModule } from './job-loader.ts';
 import { serializeError, type FromExecutor, type SerializedError, type TaskMetrics, type ToExecutor } from './messages.ts';
 import { defaultRestartStrategy, resolveRestartStrategy, RestartBackoff, type RestartStrategySettings } from './restart-strategy.ts';
 import { TaskExecutor } from './task-executor.ts';
-import { RestServer, type JobControl } from '../observe/rest-server.ts';
-import { register } from '../observe/registry.ts';
+import type { JobControl, JobService } from './job-control.ts';
+import { taskId, subtaskOf, type TaskId } from '../core/task-id.ts';
+import { WeirError } from '../core/errors.ts';
 
 export interface RunOptions {
   /** Default parallelism of operators (the job's own settings win). Default: number of workers. */
@@ -70,12 +70,10 @@ export interface RunOptions {
   /** Aborting cancels the job (CANCELED; checkpoints kept or deleted per retention). */
   readonly signal?: AbortSignal;
   /**
-   * Serve the control API (REST) on this address and port; port 0 picks a free one, and
-   * `fallback` picks a free one when the port is taken. The job is registered for `weir list`.
+   * Services to run beside the job (the REST control API: see observe/control-api.ts), started
+   * before the first attempt and stopped when the job ends.
    */
-  readonly rest?: { readonly port: number; readonly address?: string; readonly fallback?: boolean };
-  /** Called once the REST API listens, with its port. */
-  readonly onRestListening?: (port: number, jobId: string) => void;
+  readonly services?: readonly JobService[];
 }
 
 export interface Progress {
@@ -112,10 +110,9 @@ export class JobResult {
   }
 }
 
-export class StartError extends Error {
+export class StartError extends WeirError {
   constructor(message: string) {
-    super(message);
-    this.name = 'StartError';
+    super('START', message);
   }
 }
 
@@ -146,10 +143,9 @@ interface SavepointRequest {
   completed: boolean;
 }
 
-export class ControlError extends Error {
+export class ControlError extends WeirError {
   constructor(message: string, readonly status = 409) {
-    super(message);
-    this.name = 'ControlError';
+    super('CONTROL', message);
   }
 }
 
@@ -222,6 +218,10 @@ class JobMaster implements JobControl {
   get jobId(): string {
     return this.jobIdValue;
   }
+  get startedAt(): number {
+    return this.started;
+  }
+
   get jobName(): string {
     return this.graph.jobName;
   }
@@ -237,34 +237,30 @@ class JobMaster implements JobControl {
       }
     }
     if (this.storage) this.storage.initJob(this.jobId);
-    const stopRest = await this.startRest();
+    const stopServices = await this.startServices();
     try {
       return await this.runAttempts();
     } finally {
-      await stopRest();
+      await stopServices();
     }
   }
 
-  private async startRest(): Promise<() => Promise<void>> {
-    const rest = this.options.rest;
-    if (rest === undefined) return async () => {};
-    const address = rest.address ?? '127.0.0.1';
-    const server = new RestServer(this);
-    let port: number;
-    try {
-      port = await server.listen(rest.port, address);
-    } catch (e) {
-      if (!rest.fallback) throw e;
-      port = await server.listen(0, address);
-      this.log(`weir: REST port ${rest.port} is in use; serving on ${address}:${port} instead`);
-    }
-    const unregister = register({ jobId: this.jobId, name: this.graph.jobName, address, port, pid: process.pid, startedAt: this.started });
-    this.options.onRestListening?.(port, this.jobId);
-    return async () => {
-      unregister();
-      await server.drain(10_000);
-      await server.close();
+  /** Starts the job's services; returns what stops them (in reverse order). */
+  private async startServices(): Promise<() => Promise<void>> {
+    const started: JobService[] = [];
+    const stopAll = async () => {
+      for (const svc of started.reverse()) await svc.stop();
     };
+    try {
+      for (const svc of this.options.services ?? []) {
+        await svc.start(this);
+        started.push(svc);
+      }
+    } catch (e) {
+      await stopAll();
+      throw e;
+    }
+    return stopAll;
   }
 
   // ---- control (REST, weir savepoint/stop/cancel)
@@ -565,14 +561,14 @@ class Attempt {
     this.sinkOps = graph.vertices.flatMap((v) =>
       v.operators.filter((o) => o.node.transformation.kind === 'one-input' && o.node.transformation.isSink).map((o) => [v.index, o.index] as const),
     );
-    this.taskIds = jm.executionPlan.subtasks.map((s) => `${s.vertex}:${s.index}`);
+    this.taskIds = jm.executionPlan.subtasks.map((s) => taskId(s.vertex, s.index));
     // Always there: savepoints can be taken without periodic checkpoints.
-    const tasks = jm.executionPlan.subtasks.map((s) => ({ id: `${s.vertex}:${s.index}`, isSource: graph.vertices[s.vertex]!.isSource }));
+    const tasks = jm.executionPlan.subtasks.map((s) => ({ id: taskId(s.vertex, s.index), isSource: graph.vertices[s.vertex]!.isSource }));
     this.coordinator = new CheckpointCoordinatorLogic(jm.config, tasks, firstCheckpointId, restoredCompleted);
   }
 
   progress(): Progress {
-    if (this.local) for (const m of this.local.metrics()) this.metrics.set(`${m.vertex}:${m.subtask}`, m);
+    if (this.local) for (const m of this.local.metrics()) this.metrics.set(taskId(m.vertex, m.subtask), m);
     let recordsIn = 0;
     let recordsOut = 0;
     for (const m of this.metrics.values()) {
@@ -599,12 +595,12 @@ class Attempt {
       const t = v.operators[0]!.node.transformation;
       if (t.kind !== 'source') continue;
       const restored = this.restore?.splits;
-      if (restored && restored[`${v.index}:0`] !== undefined) {
-        for (let i = 0; i < v.parallelism; i++) splits[`${v.index}:${i}`] = (restored[`${v.index}:${i}`] ?? []) as SourceSplit[];
+      if (restored && restored[taskId(v.index, 0)] !== undefined) {
+        for (let i = 0; i < v.parallelism; i++) splits[taskId(v.index, i)] = (restored[taskId(v.index, i)] ?? []) as SourceSplit[];
         continue;
       }
       const all = await t.source.planSplits(v.parallelism);
-      assignSplits(all, v.parallelism).forEach((s, i) => (splits[`${v.index}:${i}`] = s));
+      assignSplits(all, v.parallelism).forEach((s, i) => (splits[taskId(v.index, i)] = s));
     }
     return splits;
   }
@@ -622,10 +618,10 @@ class Attempt {
     const workers = jm.workers;
     // Every wait has a bound: workers that cannot load the job in time fail the attempt.
     this.deployTimer = setTimeout(() => {
-      this.fail({ name: 'DeployTimeout', message: `only ${this.deployed} of ${workers} worker(s) loaded the job within ${DEPLOY_TIMEOUT_MS / 1000} s`, stack: undefined, user: false });
+      this.fail({ name: 'DeployTimeout', code: 'TIMEOUT', message: `only ${this.deployed} of ${workers} worker(s) loaded the job within ${DEPLOY_TIMEOUT_MS / 1000} s`, stack: undefined, user: false });
     }, DEPLOY_TIMEOUT_MS);
     this.deployTimer.unref();
-    const restoreTasks: Record<string, TaskRestore> = this.restore?.tasks ?? {};
+    const restoreTasks: Record<TaskId, TaskRestore> = this.restore?.tasks ?? {};
     const checkpointing = { mode: jm.config.mode, periodic: jm.checkpointing };
     const credits = jm.options.credits ?? DEFAULT_CHANNEL_CREDITS;
     if (workers === 1) {
@@ -655,7 +651,7 @@ class Attempt {
       worker.on('error', (e) => this.fail(serializeError(e)));
       worker.on('exit', (code) => {
         exited = true;
-        if (!this.ended) this.fail({ name: 'WorkerExit', message: `worker thread ${w} exited unexpectedly (code ${code})`, stack: undefined, user: false });
+        if (!this.ended) this.fail({ name: 'WorkerExit', code: undefined, message: `worker thread ${w} exited unexpectedly (code ${code})`, stack: undefined, user: false });
       });
       this.executors.push({
         send: (m, transfer) => worker.postMessage(m, transfer ?? []),
@@ -690,7 +686,7 @@ class Attempt {
           this.broadcast({ type: 'start' });
           if (Object.keys(this.restore?.tasks ?? {}).length > 0) {
             this.restoreTimer = setTimeout(() => {
-              this.fail({ name: 'RestoreTimeout', message: `only ${this.restoredTasks} of ${this.taskIds.length} task(s) loaded their state within ${RESTORE_TIMEOUT_MS / 1000} s`, stack: undefined, user: false });
+              this.fail({ name: 'RestoreTimeout', code: 'TIMEOUT', message: `only ${this.restoredTasks} of ${this.taskIds.length} task(s) loaded their state within ${RESTORE_TIMEOUT_MS / 1000} s`, stack: undefined, user: false });
             }, RESTORE_TIMEOUT_MS);
             this.restoreTimer.unref();
           }
@@ -720,13 +716,13 @@ class Attempt {
         }
         return;
       case 'task-finished':
-        this.metrics.set(`${m.vertex}:${m.subtask}`, m.metrics);
+        this.metrics.set(taskId(m.vertex, m.subtask), m.metrics);
         if (++this.finishedTasks === this.taskIds.length) this.end({ status: 'FINISHED' });
         return;
       case 'task-failed': {
-        const task = `${m.vertex}:${m.subtask}`;
+        const task = taskId(m.vertex, m.subtask);
         this.apply(this.coordinator?.handle({ type: 'task-failed', now, task }));
-        const corrupt = m.error.name === 'CorruptStateError' && this.restoredRef ? this.restoredRef.path : undefined;
+        const corrupt = m.error.code === 'CORRUPT_STATE' && this.restoredRef ? this.restoredRef.path : undefined;
         this.fail(m.error, corrupt);
         return;
       }
@@ -737,7 +733,7 @@ class Attempt {
         this.jm.logLine(m.line);
         return;
       case 'metrics':
-        for (const t of m.tasks) this.metrics.set(`${t.vertex}:${t.subtask}`, t);
+        for (const t of m.tasks) this.metrics.set(taskId(t.vertex, t.subtask), t);
         this.heap.set(m.workerIndex, m.heapUsed);
         return;
       case 'stdout': {
@@ -882,7 +878,7 @@ class Attempt {
         return;
       }
       case 'fail-job':
-        this.fail({ name: 'CheckpointFailure', message: d.message, stack: undefined, user: false });
+        this.fail({ name: 'CheckpointFailure', code: undefined, message: d.message, stack: undefined, user: false });
         return;
       case 'request-rejected': {
         if (d.requestId === 'final' && d.reason === R.NOT_ALL_REQUIRED_TASKS_RUNNING) this.finalRequested = false;
@@ -914,7 +910,7 @@ class Attempt {
     const subtaskStats: Record<string, TaskAck['stats']> = {};
     for (const a of acks) {
       subtaskStats[a.task] = a.stats;
-      const subtask = Number(a.task.split(':')[1]);
+      const subtask = subtaskOf(a.task);
       for (const h of a.operators) {
         const op = byOp.get(h.operatorId);
         if (!op) continue;

@@ -2,13 +2,14 @@
  * Messages between the job manager and task executors. They are structured-clone safe, so
  * the same protocol runs over a worker thread's port or, in one thread, by direct call.
  */
-import type { SourceSplit } from '../api/source.ts';
+import type { SourceSplit } from '../core/source.ts';
 import type { CheckpointingMode } from '../checkpoint/config.ts';
 import type { CheckpointFailureReason } from '../checkpoint/failure-reason.ts';
-import type { TaskAck } from '../checkpoint/types.ts';
+import type { TaskAck, TaskRestore } from '../core/checkpoint-format.ts';
 import type { ExecutionPlan } from '../graph/execution-plan.ts';
 import type { TriggerRequest } from '../runtime/checkpointing/subtask-checkpointer.ts';
-import type { TaskRestore } from '../runtime/task.ts';
+import type { TaskId } from '../core/task-id.ts';
+import { errorCode, isUserError, type ErrorCode } from '../core/errors.ts';
 
 export interface JobSpec {
   /** Absolute path of the job module; undefined when the job is given in-process. */
@@ -24,13 +25,13 @@ export interface DeployMessage {
   readonly plan: ExecutionPlan;
   readonly fingerprint: string;
   /** Source splits per "vertex:subtask". */
-  readonly splits: Readonly<Record<string, readonly SourceSplit[]>>;
+  readonly splits: Readonly<Record<TaskId, readonly SourceSplit[]>>;
   readonly attempt: number;
   readonly credits: number;
   /** Snapshot settings: mode (alignment), and whether periodic checkpoints are on. */
   readonly checkpointing: { readonly mode: CheckpointingMode; readonly periodic: boolean };
   /** State to start from, per "vertex:subtask". */
-  readonly restore: Readonly<Record<string, TaskRestore>>;
+  readonly restore: Readonly<Record<TaskId, TaskRestore>>;
 }
 
 export type ToExecutor =
@@ -39,7 +40,7 @@ export type ToExecutor =
   /** Every task of a restoring attempt has its state: open and run. */
   | { readonly type: 'proceed' }
   | { readonly type: 'cancel' }
-  | { readonly type: 'trigger'; readonly tasks: readonly string[]; readonly req: TriggerRequest }
+  | { readonly type: 'trigger'; readonly tasks: readonly TaskId[]; readonly req: TriggerRequest }
   | { readonly type: 'notify-complete'; readonly id: number }
   | { readonly type: 'notify-abort'; readonly id: number }
   | { readonly type: 'finish-tasks' }
@@ -50,6 +51,8 @@ export type ToExecutor =
 
 export interface SerializedError {
   readonly name: string;
+  /** The WeirError code, if it is one (what callers branch on). */
+  readonly code: ErrorCode | undefined;
   readonly message: string;
   readonly stack: string | undefined;
   /** True when the error is the user's (a function threw, bad job definition, bad record). */
@@ -73,16 +76,13 @@ export type FromExecutor =
   | { readonly type: 'stdout'; readonly text: string; readonly worker?: number; readonly kib?: number }
   /** A line for the job's log (what an operator found worth reporting, e.g. a sink's lost output). */
   | { readonly type: 'log'; readonly line: string }
-  | { readonly type: 'task-restored'; readonly task: string }
-  | { readonly type: 'task-running'; readonly task: string }
-  | { readonly type: 'task-waiting'; readonly task: string }
+  | { readonly type: 'task-restored'; readonly task: TaskId }
+  | { readonly type: 'task-running'; readonly task: TaskId }
+  | { readonly type: 'task-waiting'; readonly task: TaskId }
   | { readonly type: 'ack'; readonly id: number; readonly ack: TaskAck }
-  | { readonly type: 'decline'; readonly id: number; readonly task: string; readonly reason: CheckpointFailureReason; readonly message: string };
+  | { readonly type: 'decline'; readonly id: number; readonly task: TaskId; readonly reason: CheckpointFailureReason; readonly message: string };
 
 export function serializeError(e: unknown): SerializedError {
-  if (e instanceof Error) {
-    const user = ['UserCodeError', 'JobDefinitionError', 'MalformedRecordError', 'StateRestoreError', 'RestoreError'].includes(e.name);
-    return { name: e.name, message: e.message, stack: e.stack, user };
-  }
-  return { name: 'Error', message: String(e), stack: undefined, user: true };
+  if (e instanceof Error) return { name: e.name, code: errorCode(e), message: e.message, stack: e.stack, user: isUserError(e) };
+  return { name: 'Error', code: undefined, message: String(e), stack: undefined, user: true };
 }

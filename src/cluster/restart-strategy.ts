@@ -3,8 +3,11 @@
  * (default without checkpointing), exponential-delay (default with checkpointing, FLIP-364),
  * fixed-delay and failure-rate. Pure: time and randomness come in as arguments.
  */
-import { toMillis, type Duration } from '../api/duration.ts';
+import { toMillis, type Duration } from '../core/duration.ts';
 import { ConfigError } from '../checkpoint/config.ts';
+import type { RestartStrategySettings } from '../core/restart-settings.ts';
+
+export type { RestartStrategySettings } from '../core/restart-settings.ts';
 
 export type RestartStrategyConfig =
   | { readonly type: 'none' }
@@ -19,22 +22,6 @@ export type RestartStrategyConfig =
       readonly jitter: number;
       readonly attemptsBeforeReset: number;
     };
-
-export interface RestartStrategySettings {
-  readonly type?: 'none' | 'fixed-delay' | 'failure-rate' | 'exponential-delay';
-  /** fixed-delay: restart attempts (Flink default 1). */
-  readonly attempts?: number;
-  /** fixed-delay / failure-rate: delay between restarts (default 1 s). */
-  readonly delay?: Duration;
-  readonly maxFailuresPerInterval?: number;
-  readonly failureRateInterval?: Duration;
-  readonly initialBackoff?: Duration;
-  readonly maxBackoff?: Duration;
-  readonly backoffMultiplier?: number;
-  readonly resetBackoffThreshold?: Duration;
-  readonly jitterFactor?: number;
-  readonly attemptsBeforeResetBackoff?: number;
-}
 
 export function defaultRestartStrategy(checkpointing: boolean): RestartStrategyConfig {
   return checkpointing ? resolveRestartStrategy({ type: 'exponential-delay' }, 'default') : { type: 'none' };

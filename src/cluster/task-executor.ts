@@ -3,29 +3,30 @@
  * thread with --workers 1): it wires their channels, runs them on one scheduler, and
  * reports to the job manager through a message function.
  */
-import type { SourceSplit } from '../api/source.ts';
+import type { SourceSplit } from '../core/source.ts';
 import { consumersOf, type JobGraph } from '../graph/job-graph.ts';
 import type { ExecutionPlan } from '../graph/execution-plan.ts';
 import { InputChannel, OutputChannel } from '../runtime/channels/channel.ts';
-import { decodeBatch } from '../runtime/codec.ts';
+import { decodeBatch } from '../core/codec.ts';
 import type { ChannelElement } from '../runtime/events.ts';
 import { InputGate } from '../runtime/input-gate.ts';
 import type { RuntimeServices } from '../runtime/operators/operator.ts';
 import { RecordWriter } from '../runtime/record-writer.ts';
 import { Scheduler } from '../runtime/scheduler.ts';
 import { StreamTask, type TaskListener } from '../runtime/task.ts';
-import type { Clock } from '../state/clock.ts';
+import type { Clock } from '../core/clock.ts';
 import type { DataPlane } from './data-plane.ts';
 import { serializeError, type FromExecutor, type TaskMetrics, type ToExecutor } from './messages.ts';
 import type { CheckpointingMode } from '../checkpoint/config.ts';
 import { SubtaskCheckpointer, type TriggerRequest } from '../runtime/checkpointing/subtask-checkpointer.ts';
-import type { TaskRestore } from '../runtime/task.ts';
+import type { TaskRestore } from '../core/checkpoint-format.ts';
+import { taskId, type TaskId } from '../core/task-id.ts';
 
 export interface ExecutorConfig {
   readonly workerIndex: number;
   readonly graph: JobGraph;
   readonly plan: ExecutionPlan;
-  readonly splits: Readonly<Record<string, readonly SourceSplit[]>>;
+  readonly splits: Readonly<Record<TaskId, readonly SourceSplit[]>>;
   readonly attempt: number;
   readonly credits: number;
   readonly clock: Clock;
@@ -35,7 +36,7 @@ export interface ExecutorConfig {
   /** Where print() output goes; the main thread's stdout by default. */
   readonly writeStdout?: (text: string) => void;
   readonly checkpointing: { readonly mode: CheckpointingMode; readonly periodic: boolean };
-  readonly restore: Readonly<Record<string, TaskRestore>>;
+  readonly restore: Readonly<Record<TaskId, TaskRestore>>;
 }
 
 export class TaskExecutor implements TaskListener {
@@ -130,7 +131,7 @@ export class TaskExecutor implements TaskListener {
         keyGroupRange: st.keyGroupRange,
         inputGates: gates,
         writers,
-        splits: cfg.splits[`${v.index}:${st.index}`] ?? [],
+        splits: cfg.splits[taskId(v.index, st.index)] ?? [],
         clock: cfg.clock,
         services,
         scheduler: this.scheduler,
@@ -140,11 +141,11 @@ export class TaskExecutor implements TaskListener {
         // savepoint when there is one, at once otherwise.
         waitForFinalCheckpoint: true,
         checkpointing: cfg.checkpointing.periodic,
-        restore: cfg.restore[`${v.index}:${st.index}`],
+        restore: cfg.restore[taskId(v.index, st.index)],
         gated: Object.keys(cfg.restore).length > 0,
         objectReuse: graph.objectReuse,
       });
-      const id = `${v.index}:${st.index}`;
+      const id = taskId(v.index, st.index);
       // Savepoints can be taken whether or not periodic checkpoints are on.
       const checkpointer = new SubtaskCheckpointer(task, id, cfg.checkpointing.mode, {
         ack: (cid, ack) => cfg.send({ type: 'ack', id: cid, ack }),
@@ -222,17 +223,17 @@ export class TaskExecutor implements TaskListener {
 
   onTaskRestored(task: StreamTask): void {
     const k = this.taskKey.get(task)!;
-    this.cfg.send({ type: 'task-restored', task: `${k.vertex}:${k.subtask}` });
+    this.cfg.send({ type: 'task-restored', task: taskId(k.vertex, k.subtask) });
   }
 
   onTaskRunning(task: StreamTask): void {
     const k = this.taskKey.get(task)!;
-    this.cfg.send({ type: 'task-running', task: `${k.vertex}:${k.subtask}` });
+    this.cfg.send({ type: 'task-running', task: taskId(k.vertex, k.subtask) });
   }
 
   onTaskWaiting(task: StreamTask): void {
     const k = this.taskKey.get(task)!;
-    this.cfg.send({ type: 'task-waiting', task: `${k.vertex}:${k.subtask}` });
+    this.cfg.send({ type: 'task-waiting', task: taskId(k.vertex, k.subtask) });
   }
 
   onTaskFinished(task: StreamTask): void {

@@ -4,7 +4,7 @@
  */
 import { parentPort, type MessagePort } from 'node:worker_threads';
 import { planExecution } from '../graph/execution-plan.ts';
-import { systemClock } from '../state/clock.ts';
+import { systemClock } from '../core/clock.ts';
 import { DataPlane } from './data-plane.ts';
 import { buildJob, loadJobModule } from './job-loader.ts';
 import { serializeError, type DeployMessage, type FromExecutor, type ToExecutor } from './messages.ts';

@@ -4,8 +4,9 @@
  * every vertex goes to worker i mod W (Flink's slot sharing): a pipeline slice stays in one
  * thread, and only repartitioning edges cross threads.
  */
-import { keyGroupRangeForSubtask, type KeyGroupRange } from '../state/key-groups.ts';
+import { keyGroupRangeForSubtask } from '../state/key-groups.ts';
 import { consumersOf, type JobGraph } from './job-graph.ts';
+import type { KeyGroupRange } from '../core/checkpoint-format.ts';
 
 export interface SubtaskPlacement {
   readonly vertex: number;

@@ -4,9 +4,8 @@
  * neither side forbids chaining. A chain is a tree rooted at its head: an operator may feed
  * several chained successors and several network edges.
  */
-import type { PartitionSpec } from './transformation.ts';
-import { buildStreamGraph, type StreamEdge, type StreamGraph, type StreamNode } from './stream-graph.ts';
-import type { StreamExecutionEnvironment } from '../api/environment.ts';
+import type { PartitionSpec } from '../core/partitioning.ts';
+import { buildStreamGraph, type PipelineDeclaration, type StreamEdge, type StreamGraph, type StreamNode } from './stream-graph.ts';
 
 export interface ChainedOperator {
   readonly node: StreamNode;
@@ -67,7 +66,7 @@ function chainable(e: StreamEdge, graph: StreamGraph): boolean {
   );
 }
 
-export function buildJobGraph(env: StreamExecutionEnvironment): JobGraph {
+export function buildJobGraph(env: PipelineDeclaration): JobGraph {
   return translate(buildStreamGraph(env));
 }
 

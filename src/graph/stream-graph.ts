@@ -5,12 +5,10 @@
  * every worker that builds the job computes the same ids.
  */
 import { createHash } from 'node:crypto';
-import type { StreamExecutionEnvironment } from '../api/environment.ts';
-import { JobDefinitionError } from '../runtime/errors.ts';
+import { JobDefinitionError } from '../core/errors.ts';
 import { defaultMaxParallelism } from '../state/key-groups.ts';
-import {
-  isPhysical, type PartitionSpec, type PhysicalTransformation, type Transformation,
-} from './transformation.ts';
+import type { PartitionSpec } from '../core/partitioning.ts';
+import { isPhysical, type PhysicalTransformation, type Transformation } from './transformation.ts';
 
 export interface StreamEdge {
   readonly source: StreamNode;
@@ -70,7 +68,21 @@ function resolve(t: Transformation, partition: PartitionSpec | undefined, sideTa
   }
 }
 
-export function buildStreamGraph(env: StreamExecutionEnvironment): StreamGraph {
+/**
+ * What the graph is built from: the transformations a job declared and its job-wide settings.
+ * The API's StreamExecutionEnvironment is one; the graph layer knows nothing else of the API.
+ */
+export interface PipelineDeclaration {
+  readonly transformations: readonly Transformation[];
+  readonly jobName: string;
+  readonly maxParallelism: number | undefined;
+  readonly chainingEnabled: boolean;
+  readonly bufferTimeout: number;
+  readonly objectReuse: boolean;
+  getParallelism(): number;
+}
+
+export function buildStreamGraph(env: PipelineDeclaration): StreamGraph {
   const physical = env.transformations.filter(isPhysical);
   if (physical.length === 0) throw new JobDefinitionError('the job defines no operators; add a source and a sink');
   const defaultP = env.getParallelism();

@@ -3,18 +3,10 @@
  * ones become operators; virtual ones (union, partitioning, side output selection) only
  * shape the edges between them.
  */
-import type { Source, SourceSplit } from '../api/source.ts';
-import type { KeySelectorFn } from '../runtime/operators/keying.ts';
+import type { Source, SourceSplit } from '../core/source.ts';
+import type { KeySelectorFn, PartitionSpec } from '../core/partitioning.ts';
 import type { StreamOperator } from '../runtime/operators/operator.ts';
 import type { MalformedPolicy } from '../runtime/operators/source.ts';
-
-export type PartitionKind = 'forward' | 'hash' | 'rebalance' | 'rescale' | 'broadcast' | 'global';
-
-export interface PartitionSpec {
-  readonly kind: PartitionKind;
-  /** For 'hash': the key selector whose key group picks the channel. */
-  readonly keySelector?: KeySelectorFn;
-}
 
 export type ChainingStrategy = 'always' | 'head' | 'never';
 

@@ -11,17 +11,7 @@
  *   PATCH /jobs/:id?mode=cancel              cancel
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-
-export interface JobControl {
-  readonly jobId: string;
-  readonly jobName: string;
-  overview(): Record<string, unknown>;
-  checkpoints(): Record<string, unknown>;
-  triggerCheckpoint(): Promise<number>;
-  savepoint(targetDirectory: string | undefined): Promise<string>;
-  stop(targetDirectory: string | undefined, drain: boolean): Promise<string>;
-  cancel(): void;
-}
+import type { JobControl } from '../cluster/job-control.ts';
 
 type Operation = { status: 'IN_PROGRESS' } | { status: 'COMPLETED'; location: string } | { status: 'FAILED'; cause: string };
 

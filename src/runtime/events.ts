@@ -2,7 +2,7 @@
  * In-band events that travel in channels between batches, in order with the records.
  * Watermarks and end-of-data are used now; barriers and cancel markers carry checkpoints.
  */
-import type { Batch } from './batch.ts';
+import type { Batch } from '../core/batch.ts';
 
 export const MAX_WATERMARK = Number.MAX_SAFE_INTEGER;
 export const MIN_WATERMARK = Number.MIN_SAFE_INTEGER;

@@ -4,7 +4,7 @@
  * when the batch is full or when the operator finishes its input batch. Side outputs are
  * Outputs of their own, found by tag id.
  */
-import { DEFAULT_BATCH_SIZE, type Batch } from './batch.ts';
+import { DEFAULT_BATCH_SIZE, type Batch } from '../core/batch.ts';
 
 /** Anything that takes batches and in-band events from an operator: chained operators, record writers. */
 export interface BatchConsumer {

@@ -4,13 +4,13 @@
  * partitioning splits them by key group into per-channel buffers that are sent when full or
  * when the task flushes (idle, an event, or the buffer timeout).
  */
-import { DEFAULT_BATCH_SIZE, type Batch } from './batch.ts';
+import { DEFAULT_BATCH_SIZE, type Batch } from '../core/batch.ts';
 import type { AvailabilityListener, OutputChannel } from './channels/channel.ts';
-import { attribute, type ErrorLocation } from './errors.ts';
+import { attribute, type ErrorLocation } from '../core/errors.ts';
 import { END_OF_DATA, END_OF_DATA_STOP, STATUS_ACTIVE, STATUS_IDLE, watermark, type StreamEvent } from './events.ts';
 import type { BatchConsumer } from './output.ts';
-import type { KeySelectorFn } from './operators/keying.ts';
-import type { PartitionKind } from '../graph/transformation.ts';
+import type { KeySelectorFn } from '../core/partitioning.ts';
+import type { PartitionKind } from '../core/partitioning.ts';
 import { keyGroupOf, normalizeKey, operatorIndexForKeyGroup } from '../state/key-groups.ts';
 
 export class RecordWriter implements BatchConsumer, AvailabilityListener {

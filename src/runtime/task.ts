@@ -4,24 +4,24 @@
  * mail (timers, control messages, later checkpoint triggers) runs between batches and never
  * concurrently with record processing. No per-record promise, no await on the data path.
  */
-import type { TaskInfo } from '../api/functions.ts';
-import type { SourceSplit } from '../api/source.ts';
-import type { ChainedOperator, JobVertex } from '../graph/job-graph.ts';
-import type { Clock } from '../state/clock.ts';
+import type { TaskInfo } from '../core/functions.ts';
+import type { SourceSplit } from '../core/source.ts';
+import type { ChainedOperatorSpec, TaskChain } from './task-spec.ts';
+import type { Clock } from '../core/clock.ts';
 import { HeapKeyedStateBackend } from '../state/heap-keyed-backend.ts';
-import type { KeyGroupRange } from '../state/key-groups.ts';
 import { OperatorStateStore } from '../state/operator-state.ts';
-import type { Batch } from './batch.ts';
+import type { Batch } from '../core/batch.ts';
 import { Deque } from './channels/deque.ts';
 import { isEvent, type ChannelElement, type StreamEvent } from './events.ts';
 import type { InputGate, ValveOutput } from './input-gate.ts';
-import type { InlineOperatorState, StreamOperator, RuntimeServices } from './operators/operator.ts';
+import type { StreamOperator, RuntimeServices } from './operators/operator.ts';
 import { KeyedOperator } from './operators/keyed.ts';
 import { loadKeyedState, type RestoredTimers } from './checkpointing/restore.ts';
 import { SourceOperator } from './operators/source.ts';
 import { Output, specialize, type BatchConsumer } from './output.ts';
 import type { RecordWriter } from './record-writer.ts';
 import type { Schedulable, Scheduler } from './scheduler.ts';
+import type { KeyGroupRange, TaskRestore, InlineOperatorState } from '../core/checkpoint-format.ts';
 
 /**
  * created -> restoring -> running -> finishing (end of input, output draining) ->
@@ -48,20 +48,9 @@ export interface BarrierHandler {
   dispose(): void;
 }
 
-/** State a subtask starts from, already redistributed for this subtask by the job manager. */
-export interface TaskRestore {
-  readonly checkpointId: number;
-  /** Per operator id. */
-  readonly operators: Readonly<Record<string, {
-    readonly inline?: InlineOperatorState;
-    readonly keyedFiles?: readonly { readonly path: string; readonly size: number }[];
-    /** Sinks: every committable of the operator in the snapshot, over all old subtasks. */
-    readonly referencedCommittables?: readonly unknown[];
-  }>>;
-}
 
 export interface TaskDeployment {
-  readonly vertex: JobVertex;
+  readonly vertex: TaskChain;
   readonly subtaskIndex: number;
   readonly attempt: number;
   readonly keyGroupRange: KeyGroupRange;
@@ -185,13 +174,13 @@ export class StreamTask implements Schedulable {
     for (const w of this.writers) w.onAvailable = () => this.wake();
   }
 
-  private createOperator(spec: ChainedOperator): StreamOperator {
+  private createOperator(spec: ChainedOperatorSpec): StreamOperator {
     const t = spec.node.transformation;
     if (t.kind === 'source') return new SourceOperator(t.source, t.malformedPolicy, undefined, t.ratePerSecond === undefined ? undefined : t.ratePerSecond / spec.node.parallelism);
     return t.factory();
   }
 
-  private operatorEnvironment(spec: ChainedOperator, _op: StreamOperator) {
+  private operatorEnvironment(spec: ChainedOperatorSpec, _op: StreamOperator) {
     const d = this.d;
     const node = spec.node;
     const t = node.transformation;

@@ -19,7 +19,7 @@
  * as Latin-1 when every character fits, else as UTF-16, so every string (lone surrogates
  * included) comes back exactly.
  */
-import { decodeValue, encodeValue } from '../runtime/codec.ts';
+import { decodeValue, encodeValue } from '../core/codec.ts';
 
 export const COLUMNAR_FORMAT = 3;
 

@@ -8,10 +8,11 @@ import type {
   AggregatingState, AggregatingStateDescriptor, AnyStateDescriptor, ListState, ListStateDescriptor,
   MapState, MapStateDescriptor, ReducingState, ReducingStateDescriptor, StateTtlConfig, ValueState,
   ValueStateDescriptor,
-} from '../api/state.ts';
-import type { Clock } from './clock.ts';
-import { keyGroupOf, normalizeKey, type KeyGroupRange } from './key-groups.ts';
+} from '../core/state.ts';
+import type { Clock } from '../core/clock.ts';
+import { keyGroupOf, normalizeKey } from './key-groups.ts';
 import { decodeGroupColumns, restoreDecoder, type StateMeta } from './state-codec.ts';
+import type { KeyGroupRange } from '../core/checkpoint-format.ts';
 
 export type NormKey = string | number;
 

@@ -5,18 +5,13 @@
  * KeyGroupRangeAssignment, so the behaviour on rescaling matches its documentation.
  */
 import { murmurInt, murmurString } from './murmur.ts';
+import type { KeyGroupRange } from '../core/checkpoint-format.ts';
 
 export const UPPER_BOUND_MAX_PARALLELISM = 32768;
 export const DEFAULT_LOWER_BOUND_MAX_PARALLELISM = 128;
 
 export type KeyPrimitive = string | number | boolean | bigint;
 
-export interface KeyGroupRange {
-  /** First key group, inclusive. */
-  readonly start: number;
-  /** Last key group, inclusive; end < start means the range is empty. */
-  readonly end: number;
-}
 
 function roundUpToPowerOfTwo(x: number): number {
   if (x <= 1) return 1;

@@ -2,7 +2,7 @@
  * Operator (non-keyed) state of one subtask: named lists, split or unioned on restore, and
  * broadcast maps, replicated on every subtask.
  */
-import { BroadcastStateDescriptor, ListStateDescriptor, type BroadcastState, type ListState } from '../api/state.ts';
+import { BroadcastStateDescriptor, ListStateDescriptor, type BroadcastState, type ListState } from '../core/state.ts';
 
 export type ListDistribution = 'split' | 'union';
 

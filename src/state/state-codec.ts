@@ -4,10 +4,11 @@
  * can read older state through the serializer's migration, or be refused with a message that
  * names the operator and the state.
  */
-import type { AnyStateDescriptor, StateKind } from '../api/state.ts';
-import { decodeValue } from '../runtime/codec.ts';
+import type { AnyStateDescriptor, StateKind } from '../core/state.ts';
+import { decodeValue } from '../core/codec.ts';
 import { COLUMNAR_FORMAT, columnarSize, decodeColumns, encodeColumns } from './columnar-block.ts';
 import type { NormKey, StateTable } from './heap-keyed-backend.ts';
+import { WeirError } from '../core/errors.ts';
 
 export interface StateMeta {
   readonly name: string;
@@ -74,10 +75,9 @@ export function encodeGroup(table: StateTable, kgIndex: number): Uint8Array {
   return encodeColumns(keys, values);
 }
 
-export class StateRestoreError extends Error {
+export class StateRestoreError extends WeirError {
   constructor(message: string) {
-    super(message);
-    this.name = 'StateRestoreError';
+    super('STATE_RESTORE', message);
   }
 }
 

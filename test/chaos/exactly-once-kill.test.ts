@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Rng } from '../../src/api/random.ts';
+import { Rng } from '../../src/core/random.ts';
 import { chaosSeed, committedLines, hiddenFiles, killAfterCompletions, killAndResume, runWeir } from './harness.ts';
 
 const EVENTS = 1_200_000;
@@ -80,7 +80,7 @@ describe('chaos: SIGKILL between checkpoint completion and commit, commits behin
     const want = committedLines(join(work, 'expected-completion')).map((l) => l.trimEnd());
     expect(want).toEqual(expected); // the padding is the only difference from the example's output
     const args = () => job(['--checkpoint-dir', chk, '--checkpoint-interval', '50ms', '--from', 'latest-or-empty'], out);
-    const { killed, stderr } = await killAfterCompletions(args, 12, rng, chk, 4000, (s) => console.log(`[chaos completion] ${s}`));
+    const { killed, stderr } = await killAfterCompletions(args, 12, rng, chk, 20_000, (s) => console.log(`[chaos completion] ${s}`));
     console.log(`[chaos completion] ${killed} runs killed right after a completion`);
     expect(killed).toBeGreaterThanOrEqual(8);
     const got = committedLines(out).map((l) => l.trimEnd()).sort();

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Rng } from '../../src/api/random.ts';
+import { Rng } from '../../src/core/random.ts';
 import { verifyCheckpoint } from '../../src/checkpoint/storage.ts';
 import { chaosSeed, committedLines, hiddenFiles, ROOT, runWeir, startWeir } from './harness.ts';
 

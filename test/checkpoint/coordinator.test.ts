@@ -7,20 +7,21 @@ import { describe, expect, it } from 'vitest';
 import { applyCheckpointSettings, DEFAULT_CHECKPOINT_CONFIG, type CheckpointConfig } from '../../src/checkpoint/config.ts';
 import { CheckpointCoordinatorLogic, type Decision } from '../../src/checkpoint/coordinator.ts';
 import { CheckpointFailureReason as R } from '../../src/checkpoint/failure-reason.ts';
-import type { TaskAck } from '../../src/checkpoint/types.ts';
-import { Rng } from '../../src/api/random.ts';
+import type { TaskAck } from '../../src/core/checkpoint-format.ts';
+import { Rng } from '../../src/core/random.ts';
+import { taskId, type TaskId } from '../../src/core/task-id.ts';
 
 const TASKS = [
-  { id: '0:0', isSource: true },
-  { id: '0:1', isSource: true },
-  { id: '1:0', isSource: false },
+  { id: taskId(0, 0), isSource: true },
+  { id: taskId(0, 1), isSource: true },
+  { id: taskId(1, 0), isSource: false },
 ];
 
 function cfg(s: Parameters<typeof applyCheckpointSettings>[1]): CheckpointConfig {
   return applyCheckpointSettings(DEFAULT_CHECKPOINT_CONFIG, s, 'test');
 }
 
-function ack(task: string, size = 10): TaskAck {
+function ack(task: TaskId, size = 10): TaskAck {
   return { task, operators: [{ operatorId: 'op', stateSize: size }], stats: { syncMs: 1, asyncMs: 2, alignmentMs: 0, startDelayMs: 0, stateSize: size } };
 }
 
@@ -46,7 +47,7 @@ describe('checkpoint coordinator decisions', () => {
     expect(c.nextWakeup()).toBe(0);
     const d = c.handle({ type: 'tick', now: 0 });
     expect(d).toHaveLength(1);
-    expect(d[0]).toMatchObject({ type: 'trigger', id: 1, timestamp: 0, checkpointType: 'checkpoint', tasks: ['0:0', '0:1'] });
+    expect(d[0]).toMatchObject({ type: 'trigger', id: 1, timestamp: 0, checkpointType: 'checkpoint', tasks: [taskId(0, 0), taskId(0, 1)] });
     // max concurrent 1: no second trigger while 1 is pending, even past the interval
     expect(c.handle({ type: 'tick', now: 1500 })).toEqual([]);
     const fin = ackAll(c, 1, 1600);
@@ -94,14 +95,14 @@ describe('checkpoint coordinator decisions', () => {
     const trig = () => (c.handle({ type: 'tick', now: (now += 10) })[0] as { id: number }).id;
     // Declines count; subsumed and task failures do not.
     let id = trig();
-    expect(types(c.handle({ type: 'decline', now, id, task: '1:0', reason: R.CHECKPOINT_DECLINED, message: 'x' }))).toEqual(['abort']);
+    expect(types(c.handle({ type: 'decline', now, id, task: taskId(1, 0), reason: R.CHECKPOINT_DECLINED, message: 'x' }))).toEqual(['abort']);
     expect(c.failureCount()).toBe(1);
     id = trig();
-    c.handle({ type: 'task-failed', now, task: '1:0' });
+    c.handle({ type: 'task-failed', now, task: taskId(1, 0) });
     expect(c.failureCount()).toBe(1);
     id = trig();
     expect(types(c.handle({ type: 'finalize-failed', now, id, message: 'disk full' }))).toEqual([]); // not finalizing: ignored
-    c.handle({ type: 'decline', now, id, task: '0:0', reason: R.CHECKPOINT_DECLINED_TASK_NOT_READY, message: 'not ready' });
+    c.handle({ type: 'decline', now, id, task: taskId(0, 0), reason: R.CHECKPOINT_DECLINED_TASK_NOT_READY, message: 'not ready' });
     expect(c.failureCount()).toBe(1);
     // A success resets the count.
     id = trig();
@@ -113,7 +114,7 @@ describe('checkpoint coordinator decisions', () => {
     let failed = false;
     for (const reason of reasons) {
       id = trig();
-      const d = c.handle({ type: 'decline', now, id, task: '0:1', reason, message: 'boom' });
+      const d = c.handle({ type: 'decline', now, id, task: taskId(0, 1), reason, message: 'boom' });
       failed = failed || d.some((x) => x.type === 'fail-job');
     }
     expect(failed).toBe(true);
@@ -148,21 +149,21 @@ describe('checkpoint coordinator decisions', () => {
     const c = new CheckpointCoordinatorLogic(cfg({ interval: 10, timeout: 100 }), TASKS);
     running(c);
     c.handle({ type: 'tick', now: 0 });
-    expect(c.handle({ type: 'ack', now: 1, id: 1, ack: ack('0:0') })).toEqual([]);
+    expect(c.handle({ type: 'ack', now: 1, id: 1, ack: ack(taskId(0, 0)) })).toEqual([]);
     expect(c.lastAckResult).toBe('SUCCESS');
-    c.handle({ type: 'ack', now: 2, id: 1, ack: ack('0:0') });
+    c.handle({ type: 'ack', now: 2, id: 1, ack: ack(taskId(0, 0)) });
     expect(c.lastAckResult).toBe('DUPLICATE');
-    const unknownTask = c.handle({ type: 'ack', now: 2, id: 1, ack: ack('9:9') });
+    const unknownTask = c.handle({ type: 'ack', now: 2, id: 1, ack: ack(taskId(9, 9)) });
     expect(c.lastAckResult).toBe('UNKNOWN');
     expect(types(unknownTask)).toEqual(['discard-ack']);
-    const future = c.handle({ type: 'ack', now: 2, id: 77, ack: ack('0:1') });
+    const future = c.handle({ type: 'ack', now: 2, id: 77, ack: ack(taskId(0, 1)) });
     expect(c.lastAckResult).toBe('UNKNOWN');
     expect(types(future)).toEqual(['discard-ack']);
     // Expire 1, then a late ack arrives: DISCARDED and its state deleted.
     const exp = c.handle({ type: 'tick', now: 100 });
     expect(exp[0]).toMatchObject({ type: 'abort', id: 1, reason: R.CHECKPOINT_EXPIRED });
-    expect((exp[0] as unknown as { discard: TaskAck[] }).discard.map((a) => a.task)).toEqual(['0:0']);
-    const late = c.handle({ type: 'ack', now: 101, id: 1, ack: ack('1:0') });
+    expect((exp[0] as unknown as { discard: TaskAck[] }).discard.map((a) => a.task)).toEqual([taskId(0, 0)]);
+    const late = c.handle({ type: 'ack', now: 101, id: 1, ack: ack(taskId(1, 0)) });
     expect(c.lastAckResult).toBe('DISCARDED');
     expect(late).toMatchObject([{ type: 'discard-ack', id: 1 }]);
   });
@@ -197,15 +198,15 @@ describe('checkpoint coordinator decisions', () => {
     const c = new CheckpointCoordinatorLogic(cfg({ interval: 10 }), TASKS);
     running(c);
     c.handle({ type: 'tick', now: 0 });
-    c.handle({ type: 'ack', now: 1, id: 1, ack: ack('0:0') });
-    const d = c.handle({ type: 'task-status', now: 2, task: '0:0', status: 'waiting-final' });
+    c.handle({ type: 'ack', now: 1, id: 1, ack: ack(taskId(0, 0)) });
+    const d = c.handle({ type: 'task-status', now: 2, task: taskId(0, 0), status: 'waiting-final' });
     expect(d).toEqual([]); // already acked
-    const d2 = c.handle({ type: 'task-status', now: 2, task: '1:0', status: 'waiting-final' });
-    expect(d2).toMatchObject([{ type: 'trigger-task', id: 1, task: '1:0' }]);
+    const d2 = c.handle({ type: 'task-status', now: 2, task: taskId(1, 0), status: 'waiting-final' });
+    expect(d2).toMatchObject([{ type: 'trigger-task', id: 1, task: taskId(1, 0) }]);
     // New checkpoints trigger waiting tasks directly, along with running sources.
     ackAll(c, 1, 3);
     c.handle({ type: 'finalized', now: 3, id: 1 });
-    expect(c.handle({ type: 'tick', now: 10 })).toMatchObject([{ type: 'trigger', tasks: ['0:0', '0:1', '1:0'] }]);
+    expect(c.handle({ type: 'tick', now: 10 })).toMatchObject([{ type: 'trigger', tasks: [taskId(0, 0), taskId(0, 1), taskId(1, 0)] }]);
   });
 
   it('the final checkpoint is a forced request once every task waits', () => {
@@ -214,7 +215,7 @@ describe('checkpoint coordinator decisions', () => {
     for (const t of TASKS) c.handle({ type: 'task-status', now: 1, task: t.id, status: 'waiting-final' });
     expect(c.handle({ type: 'tick', now: 20_000 })).toEqual([]); // periodic trigger stands aside
     const d = c.handle({ type: 'request', now: 2, checkpointType: 'checkpoint', requestId: 'final', final: true });
-    expect(d).toMatchObject([{ type: 'trigger', final: true, tasks: ['0:0', '0:1', '1:0'] }]);
+    expect(d).toMatchObject([{ type: 'trigger', final: true, tasks: [taskId(0, 0), taskId(0, 1), taskId(1, 0)] }]);
   });
 
   it('a stop-with-savepoint suspends periodic checkpoints until it fails', () => {
@@ -270,7 +271,7 @@ describe('checkpoint coordinator decisions', () => {
       else {
         const id = rng.pick(pending.concat([pending[0]! - 1, 999]));
         if (r < 0.8) ds = c.handle({ type: 'ack', now, id, ack: ack(rng.pick(TASKS).id) });
-        else if (r < 0.85) ds = c.handle({ type: 'decline', now, id, task: '1:0', reason: rng.pick([R.CHECKPOINT_DECLINED, R.CHECKPOINT_DECLINED_SUBSUMED]), message: 'sim' });
+        else if (r < 0.85) ds = c.handle({ type: 'decline', now, id, task: taskId(1, 0), reason: rng.pick([R.CHECKPOINT_DECLINED, R.CHECKPOINT_DECLINED_SUBSUMED]), message: 'sim' });
         else if (r < 0.88) ds = c.handle({ type: 'task-failed', now, task: rng.pick(TASKS).id });
         else if (r < 0.95) ds = c.handle({ type: 'finalized', now, id });
         else ds = c.handle({ type: 'finalize-failed', now, id, message: 'sim io' });

@@ -17,15 +17,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   AggregatingStateDescriptor, ListStateDescriptor, MapStateDescriptor, ReducingStateDescriptor, ValueStateDescriptor,
   type StateSerializer, type StateTtlConfig,
-} from '../../src/api/state.ts';
+} from '../../src/core/state.ts';
 import { KeyedSnapshotJob } from '../../src/runtime/checkpointing/keyed-snapshot.ts';
 import { loadKeyedState } from '../../src/runtime/checkpointing/restore.ts';
 import { Scheduler } from '../../src/runtime/scheduler.ts';
 import { InternalTimerService, type Timer } from '../../src/runtime/timers.ts';
-import { ManualClock } from '../../src/state/clock.ts';
+import { ManualClock } from '../../src/core/clock.ts';
 import { HeapKeyedStateBackend } from '../../src/state/heap-keyed-backend.ts';
-import { keyGroupOf, keyGroupRangeForSubtask, normalizeKey, type KeyGroupRange } from '../../src/state/key-groups.ts';
+import { keyGroupOf, keyGroupRangeForSubtask, normalizeKey } from '../../src/state/key-groups.ts';
 import { StateRestoreError } from '../../src/state/state-codec.ts';
+import type { KeyGroupRange } from '../../src/core/checkpoint-format.ts';
 
 const MAXP = 128;
 const FULL: KeyGroupRange = { start: 0, end: MAXP - 1 };

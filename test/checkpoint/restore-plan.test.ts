@@ -14,9 +14,10 @@ import { planRestore, RestoreError, type RestorePlan } from '../../src/checkpoin
 import { planExecution } from '../../src/graph/execution-plan.ts';
 import { buildJobGraph, type JobGraph } from '../../src/graph/job-graph.ts';
 import type { StreamNode } from '../../src/graph/stream-graph.ts';
-import { encodeValue } from '../../src/runtime/codec.ts';
-import type { InlineOperatorState } from '../../src/runtime/operators/operator.ts';
+import { encodeValue } from '../../src/core/codec.ts';
 import { keyGroupRangeForSubtask } from '../../src/state/key-groups.ts';
+import { taskId } from '../../src/core/task-id.ts';
+import type { InlineOperatorState } from '../../src/core/checkpoint-format.ts';
 
 const DIR = '/checkpoints/job/chk-7';
 
@@ -75,7 +76,7 @@ function plan(m: CheckpointMetadata, j: ReturnType<typeof job>, allow = false, w
 }
 
 function inlineOf(p: RestorePlan, vertex: number, subtask: number, opId: string): InlineOperatorState | undefined {
-  return p.tasks[`${vertex}:${subtask}`]?.operators[opId]?.inline;
+  return p.tasks[taskId(vertex, subtask)]?.operators[opId]?.inline;
 }
 
 describe('keyed state: files by overlapping key-group ranges', () => {
@@ -91,7 +92,7 @@ describe('keyed state: files by overlapping key-group ranges', () => {
       const covered = new Map<number, number>(); // key group -> how many subtasks read it from a file
       for (let i = 0; i < p; i++) {
         const mine = keyGroupRangeForSubtask(128, p, i);
-        const got = r.tasks[`${v}:${i}`]?.operators[keyed.id]?.keyedFiles ?? [];
+        const got = r.tasks[taskId(v, i)]?.operators[keyed.id]?.keyedFiles ?? [];
         const want = files.filter((f) => f.keyGroupRange!.start <= mine.end && mine.start <= f.keyGroupRange!.end);
         expect(got).toEqual(want.map((f) => ({ path: join(DIR, f.file!), size: f.fileSize })));
         for (let kg = mine.start; kg <= mine.end; kg++) {
@@ -102,7 +103,7 @@ describe('keyed state: files by overlapping key-group ranges', () => {
           expect(holders, `key group ${kg}`).toHaveLength(1);
           covered.set(kg, (covered.get(kg) ?? 0) + 1);
         }
-        expect(r.tasks[`${v}:${i}`]!.checkpointId).toBe(7);
+        expect(r.tasks[taskId(v, i)]!.checkpointId).toBe(7);
       }
       // Every key group is read by exactly one new subtask.
       expect([...covered.keys()].sort((a, b) => a - b)).toEqual(Array.from({ length: 128 }, (_, i) => i));
@@ -193,7 +194,7 @@ describe('source splits', () => {
       const r = plan(m, j);
       const v = j.vertexOf('src');
       const all = [a, b, c, d];
-      for (let i = 0; i < p; i++) expect(r.splits[`${v}:${i}`]).toEqual(all.filter((_, k) => k % p === i));
+      for (let i = 0; i < p; i++) expect(r.splits[taskId(v, i)]).toEqual(all.filter((_, k) => k % p === i));
       expect(Object.keys(r.splits).filter((k) => k.startsWith(`${v}:`))).toHaveLength(p);
     });
   }
@@ -204,8 +205,8 @@ describe('source splits', () => {
     const m = metadata([op(src, 2, 128, false, [{ subtask: 0, inline: inline({ splits: [] }), stateSize: 1 }, { subtask: 1, inline: inline({ splits: [] }), stateSize: 1 }])]);
     const r = plan(m, j);
     const v = j.vertexOf('src');
-    expect(r.splits[`${v}:0`]).toEqual([]);
-    expect(r.splits[`${v}:1`]).toEqual([]);
+    expect(r.splits[taskId(v, 0)]).toEqual([]);
+    expect(r.splits[taskId(v, 1)]).toEqual([]);
   });
 });
 
@@ -228,7 +229,7 @@ describe('sink committables', () => {
       expect(new Set(seen).size).toBe(seen.length);
       // Every subtask also learns the whole set, to tell a lost pending file from a referenced one.
       for (let i = 0; i < p; i++) {
-        const all = r.tasks[`${v}:${i}`]!.operators[sink.id]!.referencedCommittables!.map((c) => (c as { final: string }).final);
+        const all = r.tasks[taskId(v, i)]!.operators[sink.id]!.referencedCommittables!.map((c) => (c as { final: string }).final);
         expect(all.sort()).toEqual(want.sort());
       }
     });

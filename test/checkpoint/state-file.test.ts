@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CorruptStateError, StateFileReader, StateFileWriter } from '../../src/checkpoint/state-file.ts';
-import { Rng } from '../../src/api/random.ts';
+import { Rng } from '../../src/core/random.ts';
 import { testSeed } from '../api/util.ts';
 
 let dir: string;

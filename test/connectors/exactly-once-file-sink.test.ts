@@ -8,7 +8,7 @@ import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { SinkContext } from '../../src/api/sink.ts';
+import type { SinkContext } from '../../src/core/sink.ts';
 import { ExactlyOnceFileSink, type FileCommittable, ManualClock } from '../../src/index.ts';
 import { runInline } from '../helpers/run.ts';
 

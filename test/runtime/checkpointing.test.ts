@@ -11,13 +11,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { StreamExecutionEnvironment } from '../../src/api/environment.ts';
-import { ListStateDescriptor, ValueStateDescriptor, type ListState } from '../../src/api/state.ts';
-import type { Collector, KeyedContext, KeyedProcessFunction, KeyedRuntimeContext } from '../../src/api/functions.ts';
+import { ListStateDescriptor, ValueStateDescriptor, type ListState } from '../../src/core/state.ts';
+import type { Collector, KeyedContext, KeyedProcessFunction, KeyedRuntimeContext } from '../../src/core/functions.ts';
 import { CheckpointFailureReason as R } from '../../src/checkpoint/failure-reason.ts';
 import type { OpenWritableFile, WritableFile } from '../../src/checkpoint/state-file.ts';
-import type { TaskAck } from '../../src/checkpoint/types.ts';
+import type { TaskAck, InlineOperatorState } from '../../src/core/checkpoint-format.ts';
 import { buildJobGraph } from '../../src/graph/job-graph.ts';
-import type { Batch } from '../../src/runtime/batch.ts';
+import type { Batch } from '../../src/core/batch.ts';
 import { InputChannel, OutputChannel } from '../../src/runtime/channels/channel.ts';
 import { loadKeyedState } from '../../src/runtime/checkpointing/restore.ts';
 import { SubtaskCheckpointer } from '../../src/runtime/checkpointing/subtask-checkpointer.ts';
@@ -26,7 +26,7 @@ import { InputGate } from '../../src/runtime/input-gate.ts';
 import { RecordWriter } from '../../src/runtime/record-writer.ts';
 import { Scheduler } from '../../src/runtime/scheduler.ts';
 import { StreamTask } from '../../src/runtime/task.ts';
-import { systemClock } from '../../src/state/clock.ts';
+import { systemClock } from '../../src/core/clock.ts';
 import { HeapKeyedStateBackend } from '../../src/state/heap-keyed-backend.ts';
 
 interface Rec { k: string; n: number }
@@ -123,7 +123,7 @@ function harness(mode: 'exactly-once' | 'at-least-once', openFile?: OpenWritable
     },
     bufferTimeoutMs: 0, waitForFinalCheckpoint: true, checkpointing: true, restore: undefined, gated: false, objectReuse: false,
   });
-  const checkpointer = new SubtaskCheckpointer(task, '1:0', mode, {
+  const checkpointer = new SubtaskCheckpointer(task, taskId(1, 0), mode, {
     ack: (id, ack) => {
       log.push(`ack ${id}`);
       acks.push({ id, ack });
@@ -147,8 +147,8 @@ function seenIn(ack: TaskAck): number[] {
   return (decodeInline(op.inline!).lists!['seen']!.items as number[]).slice().sort((a, b) => a - b);
 }
 
-import { decodeValue } from '../../src/runtime/codec.ts';
-import type { InlineOperatorState } from '../../src/runtime/operators/operator.ts';
+import { decodeValue } from '../../src/core/codec.ts';
+import { taskId } from '../../src/core/task-id.ts';
 function decodeInline(b64: string): InlineOperatorState {
   return decodeValue<InlineOperatorState>(Buffer.from(b64, 'base64'));
 }

@@ -4,7 +4,7 @@
  * at a time, and restores from any completed checkpoint. Invariants checked after every step.
  */
 import { describe, expect, it } from 'vitest';
-import { Rng } from '../../src/api/random.ts';
+import { Rng } from '../../src/core/random.ts';
 import { CommitLedger, type CommitBatch } from '../../src/runtime/operators/commit-ledger.ts';
 
 describe('commit ledger', () => {

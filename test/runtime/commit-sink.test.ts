@@ -14,13 +14,14 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { Rng } from '../../src/api/random.ts';
-import type { SinkCommitter, TwoPhaseCommitSink } from '../../src/api/sink.ts';
+import { Rng } from '../../src/core/random.ts';
+import type { SinkCommitter, TwoPhaseCommitSink } from '../../src/core/sink.ts';
 import { ExactlyOnceFileSink, ManualClock, type FileCommittable } from '../../src/index.ts';
 import { CommitSinkOperator } from '../../src/runtime/operators/commit-sink.ts';
-import type { InlineOperatorState, OperatorEnvironment } from '../../src/runtime/operators/operator.ts';
+import type { OperatorEnvironment } from '../../src/runtime/operators/operator.ts';
 import type { Output } from '../../src/runtime/output.ts';
 import { OperatorStateStore } from '../../src/state/operator-state.ts';
+import type { InlineOperatorState } from '../../src/core/checkpoint-format.ts';
 
 let work: string;
 beforeEach(() => {

@@ -13,8 +13,9 @@ import { fileURLToPath } from 'node:url';
 import { openSnapshot } from '../../src/checkpoint/inspect.ts';
 import type { CheckpointMetadata } from '../../src/checkpoint/metadata.ts';
 import { runJob, type JobResult, type RunOptions } from '../../src/index.ts';
-import { decodeValue } from '../../src/runtime/codec.ts';
-import type { InlineOperatorState } from '../../src/runtime/operators/operator.ts';
+import { decodeValue } from '../../src/core/codec.ts';
+import type { InlineOperatorState } from '../../src/core/checkpoint-format.ts';
+import { controlApi } from '../../src/observe/control-api.ts';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 export const fixture = (name: string): string => join(ROOT, 'test', 'fixtures', 'jobs', name);
@@ -52,8 +53,7 @@ export async function start(job: string, options: RunOptions): Promise<Handle> {
     stdout: () => {},
     log: (l) => logs.push(l),
     ...options,
-    rest: { port: 0 },
-    onRestListening: (port, jobId) => listening([port, jobId]),
+    services: [controlApi({ port: 0, onListening: (port, jobId) => listening([port, jobId]) })],
   });
   // A job that fails to start never listens: surface its error instead of hanging.
   const [port, jobId] = await Promise.race([ready, result.then((r) => { throw new Error(`job ended (${r.status}) before its REST API listened: ${r.error?.message}`); })]);

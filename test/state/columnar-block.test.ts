@@ -1,7 +1,7 @@
 /** Block format 3: every kind of key and value column round-trips exactly; damage is refused. */
 import { describe, expect, it } from 'vitest';
 import { COLUMNAR_FORMAT, columnarSize, decodeColumns, encodeColumns } from '../../src/state/columnar-block.ts';
-import { encodeValue } from '../../src/runtime/codec.ts';
+import { encodeValue } from '../../src/core/codec.ts';
 import { decodeGroupColumns, groupSize } from '../../src/state/state-codec.ts';
 import { Rng } from '../../src/index.ts';
 import { testSeed } from '../api/util.ts';

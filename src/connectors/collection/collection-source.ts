@@ -1,5 +1,5 @@
 /** A bounded source over values given in the job module; one reader, position = next index. */
-import type { PollStatus, Source, SourceOutput, SourceReader, SourceSplit } from '../../api/source.ts';
+import type { PollStatus, Source, SourceOutput, SourceReader, SourceSplit } from '../../core/source.ts';
 
 export interface CollectionSplit extends SourceSplit {
   next: number;

@@ -21,8 +21,8 @@ import { randomBytes } from 'node:crypto';
 import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { toMillis, type Duration } from '../../api/duration.ts';
-import type { SinkCommitter, SinkContext, SinkWriter, TwoPhaseCommitSink } from '../../api/sink.ts';
+import { toMillis, type Duration } from '../../core/duration.ts';
+import type { SinkCommitter, SinkContext, SinkWriter, TwoPhaseCommitSink } from '../../core/sink.ts';
 
 export interface ExactlyOnceFileSinkOptions {
   /** Roll a part when it reaches this many bytes (default 128 MiB). */

@@ -6,7 +6,7 @@
  */
 import { open, readdir, stat, type FileHandle } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import type { MalformedRecord, PollStatus, Source, SourceOutput, SourceReader, SourceReaderContext, SourceSplit } from '../../api/source.ts';
+import type { MalformedRecord, PollStatus, Source, SourceOutput, SourceReader, SourceReaderContext, SourceSplit } from '../../core/source.ts';
 import { castField, parseCsvLine } from './csv.ts';
 
 export type FileFormat = 'jsonl' | 'csv';

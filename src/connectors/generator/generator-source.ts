@@ -4,8 +4,8 @@
  * lane's position is its next index, so a restore resumes exactly there. With a rate limit,
  * the job-wide rate is divided over the lanes.
  */
-import { Rng } from '../../api/random.ts';
-import type { PollStatus, Source, SourceOutput, SourceReader, SourceReaderContext, SourceSplit } from '../../api/source.ts';
+import { Rng } from '../../core/random.ts';
+import type { PollStatus, Source, SourceOutput, SourceReader, SourceReaderContext, SourceSplit } from '../../core/source.ts';
 
 export interface GeneratorOptions {
   /** Number of records; omit (or Infinity) for an unbounded source. */

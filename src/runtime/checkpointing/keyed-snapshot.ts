@@ -10,7 +10,7 @@
  */
 import type { HeapKeyedStateBackend, StateTable, FrozenGroupSink } from '../../state/heap-keyed-backend.ts';
 import { encodeGroup, stateMeta, type StateMeta } from '../../state/state-codec.ts';
-import { encodeValue } from '../codec.ts';
+import { encodeValue } from '../../core/codec.ts';
 import type { Schedulable, Scheduler } from '../scheduler.ts';
 import type { InternalTimerService, Timer } from '../timers.ts';
 import { StateFileWriter, type OpenWritableFile } from '../../checkpoint/state-file.ts';

@@ -8,7 +8,7 @@ import type { HeapKeyedStateBackend, NormKey } from '../../state/heap-keyed-back
 import { denormalizeKey } from '../../state/key-groups.ts';
 import type { StateMeta } from '../../state/state-codec.ts';
 import { StateFileReader } from '../../checkpoint/state-file.ts';
-import { decodeValue } from '../codec.ts';
+import { decodeValue } from '../../core/codec.ts';
 import type { KeyedSnapshotMeta } from './keyed-snapshot.ts';
 
 export type RestoredTimers = {

@@ -1,8 +1,8 @@
 /** Stateless one-input operators: map, filter, flatMap and the non-keyed process function. */
-import type { Collector, ProcessContext, ProcessFunction } from '../../api/functions.ts';
-import type { OutputTag } from '../../api/output-tag.ts';
-import { hasTimestamp, NO_TIMESTAMP, type Batch } from '../batch.ts';
-import { JobDefinitionError } from '../errors.ts';
+import type { Collector, ProcessContext, ProcessFunction } from '../../core/functions.ts';
+import type { OutputTag } from '../../core/output-tag.ts';
+import { hasTimestamp, NO_TIMESTAMP, type Batch } from '../../core/batch.ts';
+import { JobDefinitionError } from '../../core/errors.ts';
 import { specialize } from '../output.ts';
 import { callOptional, StreamOperator } from './operator.ts';
 

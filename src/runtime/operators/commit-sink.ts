@@ -9,10 +9,11 @@
  * Commits run strictly in checkpoint order, one batch at a time; an async commit that fails
  * fails the task.
  */
-import type { SinkCommitter, SinkContext, SinkWriter, TwoPhaseCommitSink } from '../../api/sink.ts';
-import type { Batch } from '../batch.ts';
+import type { SinkCommitter, SinkContext, SinkWriter, TwoPhaseCommitSink } from '../../core/sink.ts';
+import type { Batch } from '../../core/batch.ts';
 import { CommitLedger, type CommitBatch } from './commit-ledger.ts';
-import { StreamOperator, type InlineOperatorState } from './operator.ts';
+import { StreamOperator } from './operator.ts';
+import type { InlineOperatorState } from '../../core/checkpoint-format.ts';
 
 /** Longest one commit may take before the task fails (a commit that hangs must not hang the job). */
 const COMMIT_TIMEOUT_MS = 120_000;

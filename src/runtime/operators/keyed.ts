@@ -5,16 +5,16 @@
  */
 import type {
   AggregateFunction, KeyedProcessFunction, KeyedRuntimeContext, OnTimerContext, TimerService,
-} from '../../api/functions.ts';
+} from '../../core/functions.ts';
 import {
   ValueStateDescriptor, type AggregatingStateDescriptor, type ListStateDescriptor, type MapStateDescriptor,
   type ReducingStateDescriptor, type ValueState,
-} from '../../api/state.ts';
+} from '../../core/state.ts';
 import type { HeapKeyedStateBackend } from '../../state/heap-keyed-backend.ts';
-import { NO_TIMESTAMP, type Batch } from '../batch.ts';
+import { NO_TIMESTAMP, type Batch } from '../../core/batch.ts';
 import { InternalTimerService, type Timer, type TimerTarget } from '../timers.ts';
 import { ContextBase, TimestampedCollector } from './basic.ts';
-import type { KeySelectorFn } from './keying.ts';
+import type { KeySelectorFn } from '../../core/partitioning.ts';
 import { callOptional, StreamOperator } from './operator.ts';
 
 /** Base of operators on keyed streams: backend access, key setting and a timer service. */

@@ -3,26 +3,18 @@
  * subtask's mailbox loop, one at a time, so operators never need locks. Input arrives as
  * batches; watermarks, status changes and end-of-input arrive between batches.
  */
-import type { RuntimeContext, TaskInfo } from '../../api/functions.ts';
-import type { ListStateDescriptor } from '../../api/state.ts';
-import type { Clock } from '../../state/clock.ts';
+import type { RuntimeContext, TaskInfo } from '../../core/functions.ts';
+import type { ListStateDescriptor } from '../../core/state.ts';
+import type { Clock } from '../../core/clock.ts';
 import type { HeapKeyedStateBackend } from '../../state/heap-keyed-backend.ts';
 import type { OperatorStateStore } from '../../state/operator-state.ts';
-import type { Batch } from '../batch.ts';
-import { attribute, JobDefinitionError, type ErrorLocation } from '../errors.ts';
+import type { Batch } from '../../core/batch.ts';
+import { attribute, JobDefinitionError, type ErrorLocation } from '../../core/errors.ts';
 import { MIN_WATERMARK } from '../events.ts';
 import type { Output } from '../output.ts';
-import type { KeySelectorFn } from './keying.ts';
+import type { KeySelectorFn } from '../../core/partitioning.ts';
+import type { InlineOperatorState } from '../../core/checkpoint-format.ts';
 
-/** Non-keyed state of one operator subtask in a snapshot; small, stored inline in the metadata. */
-export interface InlineOperatorState {
-  lists?: Record<string, { distribution: 'split' | 'union'; items: unknown[] }>;
-  broadcast?: Record<string, [unknown, unknown][]>;
-  /** Source readers: assigned splits with positions. */
-  splits?: unknown[];
-  /** Sinks: prepared work waiting for checkpoint completion (pending files, prepared transactions). */
-  committables?: unknown[];
-}
 
 /** What the task gives an operator when it is set up. */
 export interface OperatorEnvironment {

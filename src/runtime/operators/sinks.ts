@@ -1,9 +1,9 @@
 /** Sink operators: print, collect (tests), plain JSON-lines files and user sink functions. */
 import { closeSync, mkdirSync, openSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import type { SinkFunction } from '../../api/functions.ts';
-import { describeRecord } from '../errors.ts';
-import type { Batch } from '../batch.ts';
+import type { SinkFunction } from '../../core/functions.ts';
+import { describeRecord } from '../../core/errors.ts';
+import type { Batch } from '../../core/batch.ts';
 import { callOptional, StreamOperator } from './operator.ts';
 
 /** Formats a record the way print and the file sink write it: strings raw, the rest as JSON. */

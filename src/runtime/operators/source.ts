@@ -3,10 +3,12 @@
  * mailbox step. End of input is the end of event time: the final watermark goes out before
  * the chain finishes, which fires every event-time window and timer.
  */
-import type { MalformedRecord, PollStatus, Source, SourceOutput, SourceReader, SourceSplit } from '../../api/source.ts';
-import { DEFAULT_BATCH_SIZE, NO_TIMESTAMP, type Batch } from '../batch.ts';
+import type { MalformedRecord, PollStatus, Source, SourceOutput, SourceReader, SourceSplit } from '../../core/source.ts';
+import { DEFAULT_BATCH_SIZE, NO_TIMESTAMP, type Batch } from '../../core/batch.ts';
 import { MAX_WATERMARK } from '../events.ts';
-import { StreamOperator, type InlineOperatorState } from './operator.ts';
+import { StreamOperator } from './operator.ts';
+import type { InlineOperatorState } from '../../core/checkpoint-format.ts';
+import { WeirError } from '../../core/errors.ts';
 
 export const DEAD_LETTER_TAG_ID = 'weir.dead-letters';
 
@@ -126,9 +128,8 @@ export class SourceOperator extends StreamOperator implements SourceOutput<unkno
   }
 }
 
-export class MalformedRecordError extends Error {
+export class MalformedRecordError extends WeirError {
   constructor(readonly record: MalformedRecord) {
-    super(`malformed record at ${record.location}: ${record.error} (raw: ${record.raw.length > 120 ? record.raw.slice(0, 119) + '…' : record.raw}); set malformed: 'dead-letter' to route such records to a dead-letter output instead`);
-    this.name = 'MalformedRecordError';
+    super('MALFORMED_RECORD', `malformed record at ${record.location}: ${record.error} (raw: ${record.raw.length > 120 ? record.raw.slice(0, 119) + '…' : record.raw}); set malformed: 'dead-letter' to route such records to a dead-letter output instead`);
   }
 }

@@ -5,14 +5,14 @@
  */
 import type {
   BroadcastProcessFunction, CoProcessFunction, KeyedBroadcastProcessFunction, KeyedCoProcessFunction,
-} from '../../api/functions.ts';
-import type { BroadcastStateDescriptor, ValueState, ValueStateDescriptor } from '../../api/state.ts';
+} from '../../core/functions.ts';
+import type { BroadcastStateDescriptor, ValueState, ValueStateDescriptor } from '../../core/state.ts';
 import { readOnlyView } from '../../state/operator-state.ts';
 import { denormalizeKey } from '../../state/key-groups.ts';
-import type { Batch } from '../batch.ts';
+import type { Batch } from '../../core/batch.ts';
 import { BasicProcessContext, TimestampedCollector } from './basic.ts';
 import { KeyedContextImpl, KeyedFunctionOperator } from './keyed.ts';
-import type { KeySelectorFn } from './keying.ts';
+import type { KeySelectorFn } from '../../core/partitioning.ts';
 import { callOptional, StreamOperator } from './operator.ts';
 
 export class CoProcessOperator extends StreamOperator {

@@ -4,8 +4,8 @@
  * of processing time (periodic), with idleness detection. Watermarks from upstream are
  * ignored except the final one that ends event time, as in Flink.
  */
-import type { WatermarkGenerator, WatermarkOutput, WatermarkStrategy } from '../../api/watermark-strategy.ts';
-import type { Batch } from '../batch.ts';
+import type { WatermarkGenerator, WatermarkOutput, WatermarkStrategy } from '../../core/watermark-strategy.ts';
+import type { Batch } from '../../core/batch.ts';
 import { MAX_WATERMARK } from '../events.ts';
 import { StreamOperator } from './operator.ts';
 

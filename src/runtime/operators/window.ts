@@ -13,15 +13,15 @@
  * rescaling handle them like any keyed state. Windows of one key never share a start
  * (sessions of a key never overlap after merging).
  */
-import type { AggregateFunction, Collector, ProcessWindowFunction, WindowContext } from '../../api/functions.ts';
-import type { OutputTag } from '../../api/output-tag.ts';
-import { ValueStateDescriptor, type ValueState } from '../../api/state.ts';
-import { maxTimestamp, windowStart, type TimeWindow, type WindowAssigner } from '../../api/windows.ts';
+import type { AggregateFunction, Collector, ProcessWindowFunction, WindowContext } from '../../core/functions.ts';
+import type { OutputTag } from '../../core/output-tag.ts';
+import { ValueStateDescriptor, type ValueState } from '../../core/state.ts';
+import { maxTimestamp, windowStart, type TimeWindow, type WindowAssigner } from '../../core/windows.ts';
 import { denormalizeKey as denormalize } from '../../state/key-groups.ts';
 import type { StateTable } from '../../state/heap-keyed-backend.ts';
-import type { Batch } from '../batch.ts';
+import type { Batch } from '../../core/batch.ts';
 import type { Timer } from '../timers.ts';
-import type { KeySelectorFn } from './keying.ts';
+import type { KeySelectorFn } from '../../core/partitioning.ts';
 import { KeyedOperator } from './keyed.ts';
 import { callOptional } from './operator.ts';
 

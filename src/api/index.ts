@@ -1,0 +1,30 @@
+/** What users of weir's DataStream API need, re-exported from the layers that define it. */
+export { defineJob, type JobDefinition, type JobBuilder } from './job.ts';
+export { StreamExecutionEnvironment } from './environment.ts';
+export {
+  DataStream, KeyedStream, WindowedStream, ConnectedStreams, KeyedConnectedStreams, BroadcastStream,
+  BroadcastConnectedStream, KeyedBroadcastConnectedStream, DataSink, DEAD_LETTERS,
+} from './datastream.ts';
+export type * from '../core/functions.ts';
+export { OutputTag } from '../core/output-tag.ts';
+export {
+  ValueStateDescriptor, ListStateDescriptor, MapStateDescriptor, ReducingStateDescriptor, AggregatingStateDescriptor,
+  BroadcastStateDescriptor, PLAIN_DATA_SERIALIZER,
+} from '../core/state.ts';
+export type {
+  ValueState, ListState, MapState, ReducingState, AggregatingState, BroadcastState, ReadOnlyBroadcastState,
+  StateSerializer, StateTtlConfig, StateOptions,
+} from '../core/state.ts';
+export { WatermarkStrategy, type WatermarkGenerator, type WatermarkOutput, type TimestampAssigner } from '../core/watermark-strategy.ts';
+export {
+  TumblingEventTimeWindows, TumblingProcessingTimeWindows, SlidingEventTimeWindows, SlidingProcessingTimeWindows,
+  EventTimeSessionWindows, ProcessingTimeSessionWindows, type TimeWindow, type WindowAssigner,
+} from '../core/windows.ts';
+export { Time, toMillis, type Duration } from '../core/duration.ts';
+export { Rng } from '../core/random.ts';
+export type { Source, SourceSplit, SourceReader, SourceReaderContext, SourceOutput, MalformedRecord, PollStatus } from '../core/source.ts';
+export type { TwoPhaseCommitSink, SinkWriter, SinkCommitter, SinkContext } from '../core/sink.ts';
+export { ExactlyOnceFileSink, type ExactlyOnceFileSinkOptions, type FileCommittable } from '../connectors/file/exactly-once-file-sink.ts';
+export { ManualClock, systemClock, type Clock } from '../core/clock.ts';
+export { MAX_WATERMARK, MIN_WATERMARK } from '../runtime/events.ts';
+export { WeirError, errorCode, type ErrorCode } from '../core/errors.ts';

@@ -1,0 +1,69 @@
+/**
+ * The checkpoint format every layer shares: what tasks report when they acknowledge a
+ * checkpoint, what the metadata records per operator subtask, and what a subtask is given to
+ * start from on a restore.
+ */
+import type { TaskId } from './task-id.ts';
+
+/** A contiguous range of key groups. */
+export interface KeyGroupRange {
+  /** First key group, inclusive. */
+  readonly start: number;
+  /** Last key group, inclusive; end < start means the range is empty. */
+  readonly end: number;
+}
+
+export type CheckpointType = 'checkpoint' | 'savepoint';
+
+/** Where one operator subtask's state went. */
+export interface OperatorStateHandle {
+  readonly operatorId: string;
+  /** Keyed state and timers: a state file, relative to the job directory. */
+  readonly file?: string;
+  readonly fileSize?: number;
+  readonly keyGroupRange?: KeyGroupRange;
+  /** Small non-keyed state (operator lists, broadcast state, source splits, sink committables), msgpack, base64. */
+  readonly inline?: string;
+  /** Bytes of state described by this handle. */
+  readonly stateSize: number;
+}
+
+export interface SubtaskCheckpointStats {
+  /** Synchronous phase (records blocked), ms. */
+  readonly syncMs: number;
+  /** Asynchronous phase (records flowing), ms. */
+  readonly asyncMs: number;
+  /** First to last barrier of the checkpoint at this subtask, ms (0 for sources). */
+  readonly alignmentMs: number;
+  /** Barrier creation to its first arrival at this subtask, ms. */
+  readonly startDelayMs: number;
+  readonly stateSize: number;
+}
+
+export interface TaskAck {
+  readonly task: TaskId;
+  readonly operators: readonly OperatorStateHandle[];
+  readonly stats: SubtaskCheckpointStats;
+}
+
+/** Non-keyed state of one operator subtask in a snapshot; small, stored inline in the metadata. */
+export interface InlineOperatorState {
+  lists?: Record<string, { distribution: 'split' | 'union'; items: unknown[] }>;
+  broadcast?: Record<string, [unknown, unknown][]>;
+  /** Source readers: assigned splits with positions. */
+  splits?: unknown[];
+  /** Sinks: prepared work waiting for checkpoint completion (pending files, prepared transactions). */
+  committables?: unknown[];
+}
+
+/** State a subtask starts from, already redistributed for this subtask by the job manager. */
+export interface TaskRestore {
+  readonly checkpointId: number;
+  /** Per operator id. */
+  readonly operators: Readonly<Record<string, {
+    readonly inline?: InlineOperatorState;
+    readonly keyedFiles?: readonly { readonly path: string; readonly size: number }[];
+    /** Sinks: every committable of the operator in the snapshot, over all old subtasks. */
+    readonly referencedCommittables?: readonly unknown[];
+  }>>;
+}

@@ -1,0 +1,49 @@
+/**
+ * The REST control API as a job service: serves RestServer on the given address (127.0.0.1
+ * unless told otherwise) and registers the job so `weir list` and friends find it by id.
+ */
+import type { JobControl, JobService } from '../cluster/job-control.ts';
+import { register } from './registry.ts';
+import { RestServer } from './rest-server.ts';
+
+export interface ControlApiOptions {
+  /** 0 picks a free port. */
+  readonly port: number;
+  readonly address?: string;
+  /** When the port is taken, serve on a free one instead (and say so in the job's log). */
+  readonly fallback?: boolean;
+  /** Called once the API listens, with its port. */
+  readonly onListening?: (port: number, jobId: string) => void;
+}
+
+/** How long stopping waits for requests in flight (a savepoint being answered) before closing. */
+const DRAIN_TIMEOUT_MS = 10_000;
+
+export function controlApi(options: ControlApiOptions): JobService {
+  let stop: (() => Promise<void>) | undefined;
+  return {
+    async start(control: JobControl): Promise<void> {
+      const address = options.address ?? '127.0.0.1';
+      const server = new RestServer(control);
+      let port: number;
+      try {
+        port = await server.listen(options.port, address);
+      } catch (e) {
+        if (!options.fallback) throw e;
+        port = await server.listen(0, address);
+        control.logLine(`weir: REST port ${options.port} is in use; serving on ${address}:${port} instead`);
+      }
+      const unregister = register({ jobId: control.jobId, name: control.jobName, address, port, pid: process.pid, startedAt: control.startedAt });
+      options.onListening?.(port, control.jobId);
+      stop = async () => {
+        unregister();
+        await server.drain(DRAIN_TIMEOUT_MS);
+        await server.close();
+      };
+    },
+    async stop(): Promise<void> {
+      await stop?.();
+      stop = undefined;
+    },
+  };
+}
