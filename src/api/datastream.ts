@@ -8,9 +8,7 @@ import type {
   SideOutputTransformation, Transformation, TwoInputTransformation, UnionTransformation,
 } from '../graph/transformation.ts';
 import { FilterOperator, FlatMapOperator, MapOperator, ProcessOperator } from '../runtime/operators/basic.ts';
-import {
-  KeyedProcessOperator, RollingAggregateOperator, RollingReduceOperator,
-} from '../runtime/operators/keyed.ts';
+import { KeyedProcessOperator, RollingOperator } from '../runtime/operators/keyed.ts';
 import type { KeySelectorFn, PartitionSpec } from '../core/partitioning.ts';
 import {
   CollectSinkOperator, FunctionSinkOperator, JsonLinesFileSinkOperator, PrintSinkOperator,
@@ -307,7 +305,7 @@ export class KeyedStream<T, K> extends StreamBase<T> {
   /** Running reduction per key; emits the new value after every record. */
   reduce(fn: ReduceFunction<T>): DataStream<T> {
     requireFn(fn, 'reduce');
-    return this.stream(this.oneInput('Reduce', 'reduce', () => new RollingReduceOperator(fn), this.keySelector));
+    return this.stream(this.oneInput('Reduce', 'reduce', () => RollingOperator.reduce(fn), this.keySelector));
   }
 
   /** Running aggregate per key; emits getResult(accumulator) after every record. */
@@ -316,7 +314,7 @@ export class KeyedStream<T, K> extends StreamBase<T> {
     requireMethod(fn, 'createAccumulator', 'aggregate');
     requireMethod(fn, 'getResult', 'aggregate');
     const instance = perSubtask(fn);
-    return this.stream(this.oneInput('Aggregate', 'aggregate', () => new RollingAggregateOperator(instance()), this.keySelector));
+    return this.stream(this.oneInput('Aggregate', 'aggregate', () => RollingOperator.aggregate(instance()), this.keySelector));
   }
 
   window(assigner: WindowAssigner): WindowedStream<T, K> {

@@ -218,48 +218,34 @@ export class KeyedProcessOperator extends KeyedFunctionOperator {
 
 const ROLLING_STATE = '__rolling';
 
-/** KeyedStream.reduce: the running reduction per key, emitted after every record. */
-export class RollingReduceOperator extends KeyedOperator {
+/**
+ * KeyedStream.reduce and KeyedStream.aggregate: a running aggregate per key in one value
+ * state, its result emitted after every record. A reduce is the aggregate whose accumulator is
+ * the running value itself (no accumulator before the first record).
+ */
+export class RollingOperator extends KeyedOperator {
   private state!: ValueState<unknown>;
-  constructor(private readonly reduce: (a: any, b: any) => unknown) {
+  private constructor(private readonly agg: AggregateFunction<any, any, any>, private readonly phase: 'reduce' | 'aggregate') {
     super();
   }
-  override open(): void {
-    super.open();
-    this.state = this.backend.getValueState(new ValueStateDescriptor<unknown>(ROLLING_STATE));
-  }
-  processBatch(batch: Batch): void {
-    const { values, timestamps } = batch;
-    const kgs = batch.keyGroups;
-    const sel = this.env.keySelectors[0] as KeySelectorFn;
-    const out = this.output;
-    const state = this.state;
-    let i = 0;
-    try {
-      for (; i < values.length; i++) {
-        const v = values[i];
-        this.keyFrom(sel, v, kgs, i);
-        const cur = state.value();
-        const next = cur === undefined ? v : this.reduce(cur, v);
-        state.update(next);
-        out.emit(this.detached(next), timestamps[i]!);
-      }
-    } catch (e) {
-      throw this.failOn(e, 'reduce', values[i]);
-    }
-  }
-}
 
-/** KeyedStream.aggregate: a running aggregate per key, its result emitted after every record. */
-export class RollingAggregateOperator extends KeyedOperator {
-  private state!: ValueState<unknown>;
-  constructor(private readonly agg: AggregateFunction<any, any, any>) {
-    super();
+  static reduce(reduce: (a: any, b: any) => unknown): RollingOperator {
+    return new RollingOperator({
+      createAccumulator: () => undefined,
+      add: (v, acc) => (acc === undefined ? v : reduce(acc, v)),
+      getResult: (acc) => acc,
+    }, 'reduce');
   }
+
+  static aggregate(agg: AggregateFunction<any, any, any>): RollingOperator {
+    return new RollingOperator(agg, 'aggregate');
+  }
+
   override open(): void {
     super.open();
     this.state = this.backend.getValueState(new ValueStateDescriptor<unknown>(ROLLING_STATE));
   }
+
   processBatch(batch: Batch): void {
     const { values, timestamps } = batch;
     const kgs = batch.keyGroups;
@@ -279,7 +265,7 @@ export class RollingAggregateOperator extends KeyedOperator {
         out.emit(this.detached(agg.getResult(acc)), timestamps[i]!);
       }
     } catch (e) {
-      throw this.failOn(e, 'aggregate', values[i]);
+      throw this.failOn(e, this.phase, values[i]);
     }
   }
 }
