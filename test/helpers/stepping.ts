@@ -84,6 +84,20 @@ export class TrackedIo {
     return f;
   };
 
+  /** Waits (without stepping the scheduler) until `cond` holds, e.g. a snapshot job became runnable once its file was open. */
+  async waitFor(cond: () => boolean): Promise<void> {
+    for (let rounds = 0; rounds < 100_000; rounds++) {
+      if (cond()) return;
+      await nextTurn();
+      if (!cond() && this.pending === 0) {
+        await nextTurn();
+        if (!cond() && this.pending === 0) throw new Error('no I/O in flight and the awaited condition does not hold');
+      }
+      if (this.pending > 0) await Promise.allSettled([...this.inFlight]);
+    }
+    throw new Error('condition never held');
+  }
+
   /**
    * Steps the scheduler and waits for tracked I/O until nothing is runnable and no I/O is in
    * flight (or until `until` holds, checked whenever the scheduler is idle). Continuations of
