@@ -416,7 +416,8 @@ describe('checkpoint coordinator decisions', () => {
         else if (r < 0.95) ds = c.handle({ type: 'finalized', now, id });
         else ds = c.handle({ type: 'finalize-failed', now, id, message: 'sim io' });
       }
-      for (const d of ds) {
+      let failDue = false;
+      for (const [i, d] of ds.entries()) {
         if (d.type === 'trigger') {
           expect(triggeredAt.has(d.id)).toBe(false); // ids are never reused
           triggeredAt.set(d.id, now);
@@ -434,13 +435,23 @@ describe('checkpoint coordinator decisions', () => {
         if (d.type === 'abort') {
           expect(completed.includes(d.id)).toBe(false);
           aborted.add(d.id);
-          if ([R.CHECKPOINT_EXPIRED, R.CHECKPOINT_DECLINED, R.FINALIZE_CHECKPOINT_FAILURE].includes(d.reason as never)) counted++;
+          // Counted: the counted reasons, for ids newer than the last completed checkpoint.
+          if ([R.CHECKPOINT_EXPIRED, R.CHECKPOINT_DECLINED, R.FINALIZE_CHECKPOINT_FAILURE].includes(d.reason as never) && d.id > (completed.at(-1) ?? 0)) {
+            counted++;
+            if (counted > config.tolerableFailures) {
+              // Exactly the (n+1)-th consecutive counted failure fails the job, right after its abort.
+              expect(ds[i + 1]?.type, `step ${step}: failure ${counted} with tolerable ${config.tolerableFailures}`).toBe('fail-job');
+              failDue = true;
+              counted = 0;
+            }
+          }
         }
         if (d.type === 'fail-job') {
-          expect(counted).toBeGreaterThan(config.tolerableFailures);
-          counted = 0;
+          expect(failDue, `step ${step}: fail-job without the threshold crossed`).toBe(true);
+          failDue = false;
         }
       }
+      expect(c.failureCount(), `step ${step}`).toBe(counted);
       expect(c.completedCheckpoints().length).toBeLessThanOrEqual(config.numRetained);
     }
     expect(completed.length).toBeGreaterThan(0);
