@@ -45,7 +45,9 @@ describe('fromGenerator', () => {
     expect(byIndex(p5)).toEqual(base);
     // Record i is fn(i, rng at (seed, i)): reproducible without running a job at all.
     const rng = new Rng();
-    expect(base.slice(0, 50)).toEqual(range(50).map((i) => gen(i, rng.reseed(seed, i))));
+    expect(base).toEqual(range(3000).map((i) => gen(i, rng.reseed(seed, i))));
+    // Another seed: exactly the records of that seed (nearly all different from this seed's).
+    expect(byIndex(other)).toEqual(range(3000).map((i) => gen(i, rng.reseed(seed + 1, i))));
     const differing = byIndex(other).filter((r, k) => r.a !== base[k]!.a);
     expect(differing.length).toBeGreaterThan(2900);
   });

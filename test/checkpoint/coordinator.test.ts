@@ -88,36 +88,177 @@ describe('checkpoint coordinator decisions', () => {
     expect((d[1] as { message: string }).message).toContain('Exceeded checkpoint tolerable failure threshold');
   });
 
-  it('counts only consecutive failures of counted reasons, newer than the last success', () => {
-    const c = new CheckpointCoordinatorLogic(cfg({ interval: 10, tolerableFailures: 2, maxConcurrent: 5 }), TASKS);
-    running(c);
-    let now = 0;
-    const trig = () => (c.handle({ type: 'tick', now: (now += 10) })[0] as { id: number }).id;
-    // Declines count; subsumed and task failures do not.
-    let id = trig();
-    expect(types(c.handle({ type: 'decline', now, id, task: taskId(1, 0), reason: R.CHECKPOINT_DECLINED, message: 'x' }))).toEqual(['abort']);
-    expect(c.failureCount()).toBe(1);
-    id = trig();
-    c.handle({ type: 'task-failed', now, task: taskId(1, 0) });
-    expect(c.failureCount()).toBe(1);
-    id = trig();
-    expect(types(c.handle({ type: 'finalize-failed', now, id, message: 'disk full' }))).toEqual([]); // not finalizing: ignored
-    c.handle({ type: 'decline', now, id, task: taskId(0, 0), reason: R.CHECKPOINT_DECLINED_TASK_NOT_READY, message: 'not ready' });
-    expect(c.failureCount()).toBe(1);
-    // A success resets the count.
-    id = trig();
-    ackAll(c, id, now);
-    c.handle({ type: 'finalized', now, id });
-    expect(c.failureCount()).toBe(0);
-    // Three counted failures in a row exceed tolerable = 2.
-    const reasons = [R.CHECKPOINT_DECLINED, R.CHECKPOINT_ASYNC_EXCEPTION, R.IO_EXCEPTION];
-    let failed = false;
-    for (const reason of reasons) {
-      id = trig();
-      const d = c.handle({ type: 'decline', now, id, task: taskId(0, 1), reason, message: 'boom' });
-      failed = failed || d.some((x) => x.type === 'fail-job');
+  describe('tolerable failed checkpoints (CheckpointFailureManager)', () => {
+    type Counted = 'declined' | 'async' | 'io' | 'expired' | 'finalize';
+    const COUNTED_REASON: Record<Counted, R> = {
+      declined: R.CHECKPOINT_DECLINED,
+      async: R.CHECKPOINT_ASYNC_EXCEPTION,
+      io: R.IO_EXCEPTION,
+      expired: R.CHECKPOINT_EXPIRED,
+      finalize: R.FINALIZE_CHECKPOINT_FAILURE,
+    };
+    const TIMEOUT = 1000;
+
+    /** A coordinator with every task running, and helpers that make one checkpoint end a given way. */
+    function driver(tolerableFailures: number) {
+      const c = new CheckpointCoordinatorLogic(cfg({ interval: 10, timeout: TIMEOUT, tolerableFailures }), TASKS);
+      running(c);
+      let now = 0;
+      /** The pending checkpoint, or a new one triggered by the next tick. */
+      const next = (): number => {
+        const p = c.pendingIds();
+        if (p.length > 0) return p[0]!;
+        now += 10;
+        const d = c.handle({ type: 'tick', now });
+        expect(types(d)).toEqual(['trigger']);
+        return (d[0] as { id: number }).id;
+      };
+      /** Fails a checkpoint with a counted reason; returns its id and the decisions of the failing event. */
+      const fail = (how: Counted): { id: number; ds: Decision[] } => {
+        const id = next();
+        const triggeredAt = now;
+        let ds: Decision[];
+        switch (how) {
+          case 'expired':
+            now = triggeredAt + TIMEOUT;
+            ds = c.handle({ type: 'tick', now });
+            break;
+          case 'finalize':
+            expect(types(ackAll(c, id, now))).toEqual(['finalize']);
+            ds = c.handle({ type: 'finalize-failed', now, id, message: 'disk full' });
+            break;
+          default:
+            ds = c.handle({ type: 'decline', now, id, task: taskId(1, 0), reason: COUNTED_REASON[how], message: 'boom' });
+        }
+        const abort = ds.find((d) => d.type === 'abort');
+        expect(abort).toMatchObject({ type: 'abort', id, reason: COUNTED_REASON[how] });
+        return { id, ds };
+      };
+      const complete = (): number => {
+        const id = next();
+        expect(types(ackAll(c, id, now))).toEqual(['finalize']);
+        expect(types(c.handle({ type: 'finalized', now, id }))).toEqual(['notify-complete']);
+        return id;
+      };
+      return { c, fail, complete, next, now: () => now };
     }
-    expect(failed).toBe(true);
+
+    const failJobs = (ds: Decision[]) => ds.filter((d) => d.type === 'fail-job') as { type: 'fail-job'; message: string }[];
+
+    for (const tolerable of [0, 1, 3]) {
+      for (const how of ['declined', 'async', 'io', 'expired', 'finalize'] as const) {
+        it(`tolerable ${tolerable}: the ${tolerable + 1}th consecutive ${COUNTED_REASON[how]} fails the job, not one before`, () => {
+          const { c, fail } = driver(tolerable);
+          for (let k = 1; k <= tolerable; k++) {
+            const { ds } = fail(how);
+            expect(failJobs(ds), `failure ${k}`).toEqual([]);
+            expect(c.failureCount()).toBe(k);
+          }
+          const { id, ds } = fail(how);
+          const fj = failJobs(ds);
+          expect(fj).toHaveLength(1);
+          // After the abort it reports, naming the threshold and the checkpoint that crossed it.
+          expect(types(ds).indexOf('fail-job')).toBe(types(ds).indexOf('abort') + 1);
+          expect(fj[0]!.message).toBe(
+            `Exceeded checkpoint tolerable failure threshold (${tolerable}); last failure: checkpoint ${id}: ${COUNTED_REASON[how]}: ` +
+              (how === 'expired' ? `checkpoint ${id} expired before completing (timeout ${TIMEOUT} ms)` : how === 'finalize' ? 'disk full' : 'boom (task 1:0)'),
+          );
+          expect(c.failureCount()).toBe(0); // counting starts over after the job fails
+        });
+      }
+    }
+
+    it('counted reasons of different kinds add up; the job fails at exactly the (n+1)-th', () => {
+      const { c, fail } = driver(3);
+      expect(failJobs(fail('declined').ds)).toEqual([]);
+      expect(failJobs(fail('expired').ds)).toEqual([]);
+      expect(failJobs(fail('finalize').ds)).toEqual([]);
+      expect(c.failureCount()).toBe(3);
+      const { id, ds } = fail('async');
+      expect(failJobs(ds)).toHaveLength(1);
+      expect(failJobs(ds)[0]!.message).toContain(`checkpoint ${id}: ${R.CHECKPOINT_ASYNC_EXCEPTION}`);
+    });
+
+    it('reasons that are not counted never fail the job, even with tolerable 0, and do not reset the count', () => {
+      const { c, next, now } = driver(1);
+      // One counted failure first: the count is 1, one more counted failure would fail the job.
+      const first = next();
+      expect(failJobs(c.handle({ type: 'decline', now: now(), id: first, task: taskId(1, 0), reason: R.CHECKPOINT_DECLINED, message: 'x' }))).toEqual([]);
+      expect(c.failureCount()).toBe(1);
+      const notCounted = [
+        R.CHECKPOINT_DECLINED_SUBSUMED, R.CHECKPOINT_DECLINED_TASK_NOT_READY, R.CHECKPOINT_DECLINED_TASK_CLOSING,
+        R.CHECKPOINT_DECLINED_ON_CANCELLATION_BARRIER, R.CHECKPOINT_DECLINED_INPUT_END_OF_STREAM, R.TASK_CHECKPOINT_FAILURE,
+        R.CHECKPOINT_SUBSUMED, R.TASK_FAILURE, R.CHECKPOINT_COORDINATOR_SUSPEND, R.JOB_FAILOVER_REGION,
+      ];
+      for (const reason of notCounted) {
+        const id = next();
+        const ds = c.handle({ type: 'decline', now: now(), id, task: taskId(1, 0), reason, message: 'not counted' });
+        expect(ds, reason).toMatchObject([{ type: 'abort', id, reason }]);
+        expect(c.failureCount(), reason).toBe(1);
+      }
+      // The other paths to a non-counted failure: a task failure and a failed trigger.
+      let id = next();
+      expect(c.handle({ type: 'task-failed', now: now(), task: taskId(0, 1) })).toMatchObject([{ type: 'abort', id, reason: R.TASK_FAILURE }]);
+      id = next();
+      expect(c.handle({ type: 'trigger-failed', now: now(), id, message: 'mkdir failed' })).toMatchObject([{ type: 'abort', id, reason: R.TRIGGER_CHECKPOINT_FAILURE }]);
+      expect(c.failureCount()).toBe(1);
+      // The count was neither raised nor reset by any of them: the next counted failure is the second.
+      id = next();
+      const ds = c.handle({ type: 'decline', now: now(), id, task: taskId(1, 0), reason: R.CHECKPOINT_DECLINED, message: 'y' });
+      expect(types(ds)).toEqual(['abort', 'fail-job']);
+    });
+
+    it('with tolerable 0, a non-counted failure alone leaves the job running', () => {
+      const { c, next, now } = driver(0);
+      const id = next();
+      expect(types(c.handle({ type: 'decline', now: now(), id, task: taskId(1, 0), reason: R.CHECKPOINT_DECLINED_TASK_NOT_READY, message: 'not ready' }))).toEqual(['abort']);
+      expect(c.failureCount()).toBe(0);
+    });
+
+    it('a completed checkpoint resets the count: n failures, a success, n failures again leave the job running', () => {
+      const { c, fail, complete } = driver(2);
+      expect(failJobs(fail('declined').ds)).toEqual([]);
+      expect(failJobs(fail('io').ds)).toEqual([]);
+      expect(c.failureCount()).toBe(2);
+      complete();
+      expect(c.failureCount()).toBe(0);
+      expect(failJobs(fail('expired').ds)).toEqual([]);
+      expect(failJobs(fail('async').ds)).toEqual([]);
+      expect(c.failureCount()).toBe(2);
+      // Without a success in between, the third one fails the job.
+      const { ds } = fail('declined');
+      expect(types(ds)).toEqual(['abort', 'fail-job']);
+    });
+
+    it('a counted failure of a checkpoint older than the last completed one is not counted', () => {
+      const c = new CheckpointCoordinatorLogic(cfg({ interval: 10, maxConcurrent: 2, tolerableFailures: 0 }), TASKS);
+      running(c);
+      c.handle({ type: 'tick', now: 0 }); // 1
+      c.handle({ type: 'tick', now: 10 }); // 2
+      expect(types(ackAll(c, 1, 11))).toEqual(['finalize']); // 1 is writing its metadata
+      expect(types(ackAll(c, 2, 12))).toEqual(['finalize']);
+      expect(types(c.handle({ type: 'finalized', now: 13, id: 2 }))).toEqual(['notify-complete']);
+      // 1's metadata write fails after 2 completed: a counted reason, but for an id below the last success.
+      expect(c.handle({ type: 'finalize-failed', now: 14, id: 1, message: 'disk full' })).toMatchObject([{ type: 'abort', id: 1, reason: R.FINALIZE_CHECKPOINT_FAILURE }]);
+      expect(c.failureCount()).toBe(0);
+    });
+
+    it('failed savepoints are not counted', () => {
+      const c = new CheckpointCoordinatorLogic(cfg({ interval: 10_000, tolerableFailures: 0 }), TASKS);
+      running(c);
+      const sp = c.handle({ type: 'request', now: 1, checkpointType: 'savepoint', requestId: 'r' });
+      const id = (sp[0] as { id: number }).id;
+      expect(types(c.handle({ type: 'decline', now: 2, id, task: taskId(1, 0), reason: R.CHECKPOINT_DECLINED, message: 'x' }))).toEqual(['abort']);
+      expect(c.failureCount()).toBe(0);
+    });
+
+    it('a finalize failure is only possible while the metadata is written: earlier it is ignored', () => {
+      const { c, next, now } = driver(0);
+      const id = next();
+      expect(c.handle({ type: 'finalize-failed', now: now(), id, message: 'disk full' })).toEqual([]);
+      expect(c.pendingIds()).toEqual([id]);
+      expect(c.failureCount()).toBe(0);
+    });
   });
 
   it('does not count a failure of a checkpoint older than the last completed one', () => {
@@ -276,7 +417,8 @@ describe('checkpoint coordinator decisions', () => {
         else if (r < 0.95) ds = c.handle({ type: 'finalized', now, id });
         else ds = c.handle({ type: 'finalize-failed', now, id, message: 'sim io' });
       }
-      for (const d of ds) {
+      let failDue = false;
+      for (const [i, d] of ds.entries()) {
         if (d.type === 'trigger') {
           expect(triggeredAt.has(d.id)).toBe(false); // ids are never reused
           triggeredAt.set(d.id, now);
@@ -294,13 +436,23 @@ describe('checkpoint coordinator decisions', () => {
         if (d.type === 'abort') {
           expect(completed.includes(d.id)).toBe(false);
           aborted.add(d.id);
-          if ([R.CHECKPOINT_EXPIRED, R.CHECKPOINT_DECLINED, R.FINALIZE_CHECKPOINT_FAILURE].includes(d.reason as never)) counted++;
+          // Counted: the counted reasons, for ids newer than the last completed checkpoint.
+          if ([R.CHECKPOINT_EXPIRED, R.CHECKPOINT_DECLINED, R.FINALIZE_CHECKPOINT_FAILURE].includes(d.reason as never) && d.id > (completed.at(-1) ?? 0)) {
+            counted++;
+            if (counted > config.tolerableFailures) {
+              // Exactly the (n+1)-th consecutive counted failure fails the job, right after its abort.
+              expect(ds[i + 1]?.type, `step ${step}: failure ${counted} with tolerable ${config.tolerableFailures}`).toBe('fail-job');
+              failDue = true;
+              counted = 0;
+            }
+          }
         }
         if (d.type === 'fail-job') {
-          expect(counted).toBeGreaterThan(config.tolerableFailures);
-          counted = 0;
+          expect(failDue, `step ${step}: fail-job without the threshold crossed`).toBe(true);
+          failDue = false;
         }
       }
+      expect(c.failureCount(), `step ${step}`).toBe(counted);
       expect(c.completedCheckpoints().length).toBeLessThanOrEqual(config.numRetained);
     }
     expect(completed.length).toBeGreaterThan(0);

@@ -26,6 +26,7 @@ import { ManualClock } from '../../src/core/clock.ts';
 import { HeapKeyedStateBackend } from '../../src/state/heap-keyed-backend.ts';
 import { keyGroupOf, keyGroupRangeForSubtask, normalizeKey } from '../../src/state/key-groups.ts';
 import { StateRestoreError } from '../../src/state/state-codec.ts';
+import { ManualScheduler, TrackedIo } from '../helpers/stepping.ts';
 import type { KeyGroupRange } from '../../src/core/checkpoint-format.ts';
 
 const MAXP = 128;
@@ -142,7 +143,9 @@ describe('keyed snapshot round trip', () => {
     const timers = timerService(b, clock);
     fill(b, timers);
     const snap = await snapshot(b, timers);
-    expect(snap.keys).toBeGreaterThanOrEqual(KEYS.length);
+    // (key, state) entries written: every one of the 60 keys has all 8 states.
+    expect(snap.keys).toBe(KEYS.length * Object.keys(d).length);
+    expect(snap.keys).toBe(480);
 
     const clock2 = new ManualClock(600); // within the TTL of values written at 100
     const r = backend(FULL, clock2);
@@ -257,7 +260,8 @@ describe('copy-on-write: the snapshot is the state at the synchronous phase', ()
   });
 
   it('mutations between asynchronous steps do not leak into groups not yet written', async () => {
-    // Many keys in many key groups: the asynchronous phase takes several scheduler steps.
+    // Many keys in all key groups: the asynchronous phase takes 32 steps of 4 groups each. The
+    // test runs them one at a time and, between steps, changes a key of a group not written yet.
     const clock = new ManualClock(0);
     const b = backend(FULL, clock);
     const keys = Array.from({ length: 2000 }, (_, i) => `k${i}`);
@@ -265,33 +269,63 @@ describe('copy-on-write: the snapshot is the state at the synchronous phase', ()
       b.setCurrentKey(k);
       b.getValueState(d.value).update({ count: i, tags: [] });
     });
+    const groups = new Set(keys.map((k) => keyGroupOf(normalizeKey(k), MAXP)));
+    expect(groups.size).toBe(MAXP);
     const path = nextPath();
-    // A zero time slice: the scheduler yields to the event loop every 8 steps, so the
-    // asynchronous phase spreads over several turns and the mutations below interleave with it.
-    const job = new KeyedSnapshotJob(b, undefined, path, new Scheduler(0));
-    job.start();
-    let done = false;
-    let turns = 0;
-    let mutatedWhileFrozen = 0;
+    const scheduler = new ManualScheduler();
+    const io = new TrackedIo();
+    const job = new KeyedSnapshotJob(b, undefined, path, scheduler, io.openFile);
     const table = b.tables.get('value')!;
-    const settled = job.result.finally(() => (done = true));
-    while (!done) {
-      await new Promise((res) => setImmediate(res));
-      turns++;
-      if (table.frozenCount > 0) mutatedWhileFrozen++;
-      for (const k of keys.slice((turns * 37) % 1900, ((turns * 37) % 1900) + 100)) {
-        b.setCurrentKey(k);
-        b.getValueState(d.value).value()!.count += 1_000_000;
-      }
+    expect(table.frozenCount).toBe(MAXP); // the synchronous phase froze every non-empty group
+    job.start();
+    await io.waitFor(() => !scheduler.idle); // the file is open: the job is runnable
+    const groupOf = (k: string) => keyGroupOf(normalizeKey(k), MAXP);
+    // The expectation, step by step: groups are written in ascending order, the same number per
+    // step (what the first step wrote: 4 today); a group touched before its turn is written right
+    // then, and its turn later writes nothing.
+    const stillFrozen = new Set(Array.from({ length: MAXP }, (_, g) => g));
+    let perStep = 0;
+    let nextInTurn = 0;
+    let steps = 0;
+    let mutatedWhileFrozen = 0;
+    while (!scheduler.idle) {
+      expect(scheduler.runOne()).toBe(true);
+      steps++;
+      if (steps === 1) perStep = MAXP - table.frozenCount;
+      for (let n = 0; n < perStep && nextInTurn < MAXP; n++) stillFrozen.delete(nextInTurn++);
+      expect(table.frozenCount, `after step ${steps}`).toBe(stillFrozen.size);
+      // Change a key of the highest group not written yet, in place through the value read.
+      const k = keys.find((x) => groupOf(x) === Math.max(...stillFrozen));
+      if (k === undefined) continue;
+      b.setCurrentKey(k);
+      b.getValueState(d.value).value()!.count += 1_000_000;
+      mutatedWhileFrozen++;
+      stillFrozen.delete(groupOf(k));
+      expect(table.frozen![groupOf(k)]).toBe(0);
+      expect(table.frozenCount, `after the change following step ${steps}`).toBe(stillFrozen.size);
     }
-    const res = await settled;
-    expect(mutatedWhileFrozen).toBeGreaterThan(1);
+    // One step per perStep groups of the todo list, touched or not: with 4 per step, 32 steps;
+    // after each of the first 25 a still-frozen group was changed (groups 127 down to 103).
+    // (The test needs the asynchronous phase to take many steps, so that changes interleave with writing.)
+    expect(perStep).toBeLessThanOrEqual(MAXP / 8);
+    expect(steps).toBe(Math.ceil(MAXP / perStep));
+    // Each round (a step, then a change) releases perStep + 1 groups; the round whose step
+    // leaves no frozen group changes nothing.
+    expect(mutatedWhileFrozen).toBe(Math.ceil(MAXP / (perStep + 1)) - (MAXP % (perStep + 1) === 0 ? 0 : 1));
+    expect(table.frozenCount).toBe(0);
+    const res = await job.result;
     const r = backend(FULL, clock);
     await loadKeyedState(r, [{ path, size: res.fileSize }]);
     keys.forEach((k, i) => {
       r.setCurrentKey(k);
       expect(r.getValueState(d.value).value()!.count, k).toBe(i);
     });
+    // The live backend has the changes.
+    const live = keys.filter((k) => {
+      b.setCurrentKey(k);
+      return b.getValueState(d.value).value()!.count >= 1_000_000;
+    });
+    expect(live).toHaveLength(mutatedWhileFrozen);
   });
 
   it('an aborted snapshot releases its frozen groups: the next snapshot can freeze again', async () => {

@@ -111,6 +111,53 @@ describe('keyed state: files by overlapping key-group ranges', () => {
     });
   }
 
+  // Written out, not computed: old ranges [0, 63] and [64, 127]; new ranges ceil(i * 128 / p) ..
+  const EXACT: Record<number, { range: [number, number]; files: string[] }[]> = {
+    1: [{ range: [0, 127], files: ['keyed-0', 'keyed-1'] }],
+    3: [
+      { range: [0, 42], files: ['keyed-0'] },
+      { range: [43, 85], files: ['keyed-0', 'keyed-1'] },
+      { range: [86, 127], files: ['keyed-1'] },
+    ],
+    4: [
+      { range: [0, 31], files: ['keyed-0'] },
+      { range: [32, 63], files: ['keyed-0'] },
+      { range: [64, 95], files: ['keyed-1'] },
+      { range: [96, 127], files: ['keyed-1'] },
+    ],
+    7: [
+      { range: [0, 18], files: ['keyed-0'] },
+      { range: [19, 36], files: ['keyed-0'] },
+      { range: [37, 54], files: ['keyed-0'] },
+      { range: [55, 73], files: ['keyed-0', 'keyed-1'] },
+      { range: [74, 91], files: ['keyed-1'] },
+      { range: [92, 109], files: ['keyed-1'] },
+      { range: [110, 127], files: ['keyed-1'] },
+    ],
+  };
+  for (const [p, want] of Object.entries(EXACT).map(([p, w]) => [Number(p), w] as const)) {
+    it(`2 -> ${p}: the exact key-group range and state files of every new subtask`, () => {
+      const j = job({ sourceP: 1, mapP: 1, keyedP: p, sinkP: 1, maxP: 128 });
+      const keyed = j.node('keyed');
+      const exec = planExecution(j.graph, 2);
+      const r = planRestore(metadata([op(keyed, 2, 128, true, files)]), DIR, j.graph, exec, false);
+      const v = j.vertexOf('keyed');
+      const got = exec.subtasks
+        .filter((s) => s.vertex === v)
+        .map((s) => ({
+          range: [s.keyGroupRange.start, s.keyGroupRange.end],
+          files: r.tasks[taskId(v, s.index)]!.operators[keyed.id]!.keyedFiles!.map((f) => f.path),
+        }));
+      expect(got).toEqual(want.map((w) => ({ range: w.range, files: w.files.map((f) => join(DIR, `${f}.state`)) })));
+      // The sizes travel with the paths; nothing but keyed files for a keyed operator without operator state.
+      for (let i = 0; i < p; i++) {
+        const e = r.tasks[taskId(v, i)]!.operators[keyed.id]!;
+        expect(e.keyedFiles!.map((f) => f.size)).toEqual(want[i]!.files.map((f) => (f === 'keyed-0' ? 100 : 101)));
+        expect(Object.keys(e)).toEqual(['keyedFiles']);
+      }
+    });
+  }
+
   it('a changed max parallelism of keyed state is refused with a message saying how to fix it', () => {
     const j = job({ sourceP: 1, mapP: 1, keyedP: 2, sinkP: 1, maxP: 256 });
     const keyed = j.node('keyed');
@@ -123,8 +170,15 @@ describe('keyed state: files by overlapping key-group ranges', () => {
   it('a changed max parallelism of a non-keyed operator is fine', () => {
     const j = job({ sourceP: 1, mapP: 2, keyedP: 2, sinkP: 1, maxP: 128 });
     const map = j.node('map');
-    const m = metadata([op(map, 2, map.maxParallelism * 2, false, [{ subtask: 0, inline: inline({ lists: { l: { distribution: 'split', items: [1] } } }), stateSize: 3 }])]);
-    expect(() => plan(m, j)).not.toThrow();
+    const m = metadata([op(map, 2, map.maxParallelism * 2, false, [
+      { subtask: 0, inline: inline({ lists: { l: { distribution: 'split', items: [1] } } }), stateSize: 3 },
+      { subtask: 1, inline: inline({ lists: { l: { distribution: 'split', items: [2, 3] } } }), stateSize: 3 },
+    ])]);
+    const r = plan(m, j);
+    // Restored, redistributed as usual: no key groups involved.
+    expect(inlineOf(r, j.vertexOf('map'), 0, map.id)).toEqual({ lists: { l: { distribution: 'split', items: [1] } } });
+    expect(inlineOf(r, j.vertexOf('map'), 1, map.id)).toEqual({ lists: { l: { distribution: 'split', items: [2, 3] } } });
+    expect(r.unmatched).toEqual([]);
   });
 });
 
@@ -157,6 +211,30 @@ describe('operator list state', () => {
     });
   }
 
+  // Old split lists [1, 2, 3], [4, 5], [] concatenated and cut at floor(i * 5 / p); union ['a'], ['b', 'c'], [] whole.
+  const EXACT_SPLIT: Record<number, number[][]> = {
+    1: [[1, 2, 3, 4, 5]],
+    2: [[1, 2], [3, 4, 5]],
+    3: [[1], [2, 3], [4, 5]],
+    5: [[1], [2], [3], [4], [5]],
+    6: [[], [1], [2], [3], [4], [5]],
+  };
+  for (const [p, want] of Object.entries(EXACT_SPLIT).map(([p, w]) => [Number(p), w] as const)) {
+    it(`3 -> ${p}: exactly which items each subtask gets`, () => {
+      const j = job({ sourceP: 1, mapP: p, keyedP: 1, sinkP: 1 });
+      const map = j.node('map');
+      const m = metadata([op(map, 3, 128, false, states.map((s, i) => ({ subtask: i, inline: inline(s), stateSize: 10 })))]);
+      const r = plan(m, j);
+      const v = j.vertexOf('map');
+      for (let i = 0; i < p; i++) {
+        expect(r.tasks[taskId(v, i)]!.operators[map.id], `subtask ${i}`).toEqual({
+          inline: { lists: { buf: { distribution: 'split', items: want[i] }, all: { distribution: 'union', items: ['a', 'b', 'c'] } } },
+        });
+      }
+      expect(Object.keys(r.tasks).filter((k) => k.startsWith(`${v}:`)).sort()).toEqual(Array.from({ length: p }, (_, i) => `${v}:${i}`));
+    });
+  }
+
   it('union state is a copy per subtask (mutating one does not change another)', () => {
     const j = job({ sourceP: 1, mapP: 2, keyedP: 1, sinkP: 1 });
     const map = j.node('map');
@@ -174,7 +252,24 @@ describe('broadcast state', () => {
     const rules: [unknown, unknown][] = [['r1', { limit: 3 }], ['r2', { limit: 9 }]];
     const subtasks = [0, 1].map((i) => ({ subtask: i, inline: inline({ broadcast: { rules } }), stateSize: 20 }));
     const r = plan(metadata([op(map, 2, 128, false, subtasks)]), j);
-    for (let i = 0; i < 4; i++) expect(inlineOf(r, j.vertexOf('map'), i, map.id)).toEqual({ broadcast: { rules } });
+    const v = j.vertexOf('map');
+    for (let i = 0; i < 4; i++) expect(r.tasks[taskId(v, i)]!.operators[map.id]).toEqual({ inline: { broadcast: { rules } } });
+    expect(Object.keys(r.tasks).filter((k) => k.startsWith(`${v}:`)).sort()).toEqual([`${v}:0`, `${v}:1`, `${v}:2`, `${v}:3`]);
+  });
+
+  it('scaling down, every remaining subtask still gets the whole broadcast state, next to its split list share', () => {
+    const j = job({ sourceP: 1, mapP: 2, keyedP: 1, sinkP: 1 });
+    const map = j.node('map');
+    const rules: [unknown, unknown][] = [['r1', { limit: 3 }], ['r2', { limit: 9 }], ['r3', null]];
+    const subtasks = [0, 1, 2].map((i) => ({
+      subtask: i,
+      inline: inline({ broadcast: { rules }, lists: { seen: { distribution: 'split', items: [i * 10, i * 10 + 1] } } }),
+      stateSize: 20,
+    }));
+    const r = plan(metadata([op(map, 3, 128, false, subtasks)]), j);
+    const v = j.vertexOf('map');
+    expect(inlineOf(r, v, 0, map.id)).toEqual({ lists: { seen: { distribution: 'split', items: [0, 1, 10] } }, broadcast: { rules } });
+    expect(inlineOf(r, v, 1, map.id)).toEqual({ lists: { seen: { distribution: 'split', items: [11, 20, 21] } }, broadcast: { rules } });
   });
 });
 

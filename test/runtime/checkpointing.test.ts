@@ -1,12 +1,16 @@
 /**
  * The task side of checkpoints, driven event by event on a real StreamTask: barrier alignment
  * in exactly-once and at-least-once mode, the barrier going downstream before the snapshot,
- * an asynchronous phase that lets records flow while a (deliberately slow) write is pending,
+ * an asynchronous phase that lets records flow while a (deliberately held) write is pending,
  * cancel markers, aborts, a newer barrier ending an older alignment, and end of input
  * completing an alignment.
+ *
+ * Nothing here runs on its own: the task and its snapshot jobs step only when the test runs
+ * the manual scheduler, processing time is a manual clock, and state files are written to a
+ * temp dir through tracked I/O that the test waits for. So "no snapshot, no ack yet" is
+ * checked at the exact step, with nothing runnable and no I/O in flight, never after a sleep.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
-import { open } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -24,15 +28,18 @@ import { SubtaskCheckpointer } from '../../src/runtime/checkpointing/subtask-che
 import { END_OF_DATA, type BarrierEvent, type ChannelElement } from '../../src/runtime/events.ts';
 import { InputGate } from '../../src/runtime/input-gate.ts';
 import { RecordWriter } from '../../src/runtime/record-writer.ts';
-import { Scheduler } from '../../src/runtime/scheduler.ts';
 import { StreamTask } from '../../src/runtime/task.ts';
-import { systemClock } from '../../src/core/clock.ts';
+import { ManualClock } from '../../src/core/clock.ts';
 import { HeapKeyedStateBackend } from '../../src/state/heap-keyed-backend.ts';
+import { decodeValue } from '../../src/core/codec.ts';
+import { ManualScheduler, TrackedIo } from '../helpers/stepping.ts';
+import { taskId } from '../../src/core/task-id.ts';
 
 interface Rec { k: string; n: number }
 
 const count = new ValueStateDescriptor<number>('count', { defaultValue: 0 });
 const seenAtSnapshot = new ListStateDescriptor<number>('seen');
+const T0 = 1_000_000;
 
 let dirs: string[] = [];
 afterEach(() => {
@@ -46,20 +53,6 @@ function batch(...recs: Rec[]): Batch {
 
 function r(n: number, k = `k${n % 3}`): Rec {
   return { k, n };
-}
-
-function barrier(id: number, location: string): BarrierEvent {
-  return { kind: 'barrier', checkpointId: id, timestamp: Date.now(), type: 'checkpoint', location };
-}
-
-async function settle(rounds = 5): Promise<void> {
-  for (let i = 0; i < rounds; i++) await new Promise((res) => setImmediate(res));
-}
-
-/** Waits until cond holds (state files are written with real, asynchronous I/O). */
-async function until(cond: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 500 && !cond(); i++) await new Promise((res) => setTimeout(res, 5));
-  if (!cond()) throw new Error(`timed out waiting for ${what}`);
 }
 
 /** Counts per key, and records in operator state which records it had seen at each snapshot. */
@@ -82,8 +75,11 @@ class Tracker implements KeyedProcessFunction<string, Rec, number> {
   }
 }
 
-/** A keyed operator subtask with two input channels and one downstream channel, all observable. */
-function harness(mode: 'exactly-once' | 'at-least-once', openFile?: OpenWritableFile) {
+/**
+ * A keyed operator subtask with two input channels and one downstream channel, all observable.
+ * `wrapOpen` lets a test put something between the task and the (tracked, local-disk) file system.
+ */
+function harness(mode: 'exactly-once' | 'at-least-once', wrapOpen?: (open: OpenWritableFile) => OpenWritableFile) {
   const log: string[] = [];
   const processed: number[] = [];
   const env = new StreamExecutionEnvironment({ defaultParallelism: 1 });
@@ -97,7 +93,9 @@ function harness(mode: 'exactly-once' | 'at-least-once', openFile?: OpenWritable
   const graph = buildJobGraph(env);
   const vertex = graph.vertices.find((v) => v.operators[0]!.node.transformation.uid === 'proc')!;
   const edge = vertex.operators[0]!.networkOutputs[0]!;
-  const scheduler = new Scheduler();
+  const clock = new ManualClock(T0);
+  const scheduler = new ManualScheduler();
+  const io = new TrackedIo();
   const downstream: ChannelElement[] = [];
   const outs = [0, 1].map((i) => new OutputChannel(100 + i, 1000, (el) => {
     downstream.push(el);
@@ -112,7 +110,7 @@ function harness(mode: 'exactly-once' | 'at-least-once', openFile?: OpenWritable
   const events: string[] = [];
   const task = new StreamTask({
     vertex, subtaskIndex: 0, attempt: 0, keyGroupRange: { start: 0, end: vertex.maxParallelism - 1 }, inputGates: [gate],
-    writers: new Map([[edge.index, writer]]), splits: [], clock: systemClock,
+    writers: new Map([[edge.index, writer]]), splits: [], clock,
     services: { collect: () => {}, writeStdout: () => {}, log: () => {} }, scheduler,
     listener: {
       onTaskRestored: () => events.push('restored'),
@@ -132,13 +130,25 @@ function harness(mode: 'exactly-once' | 'at-least-once', openFile?: OpenWritable
       log.push(`decline ${id}`);
       declines.push({ id, reason });
     },
-  }, scheduler, Date.now, openFile);
+  }, scheduler, () => clock.now(), wrapOpen ? wrapOpen(io.openFile) : io.openFile);
   task.barrierHandler = checkpointer;
   task.start();
   const dir = mkdtempSync(join(tmpdir(), 'weir-task-cp-'));
   dirs.push(dir);
   const keyedOp = task.operators[0] as unknown as { backend: HeapKeyedStateBackend };
-  return { task, gate, inputs, log, processed, acks, declines, downstream, checkpointer, dir, events, keyedOp };
+  /** A barrier for this harness's snapshot dir, stamped `at` (the trigger time on the job manager). */
+  const barrier = (id: number, at = clock.now()): BarrierEvent => ({ kind: 'barrier', checkpointId: id, timestamp: at, type: 'checkpoint', location: dir });
+  /** Runs the task until nothing is runnable (no I/O is waited for). */
+  const run = (): number => scheduler.runUntilIdle();
+  /** Runs the task and its snapshot I/O until all is quiet, or until `cond` holds. */
+  const quiesce = (cond?: () => boolean): Promise<void> => io.quiesce(scheduler, cond);
+  /** Nothing can happen any more without new input: nothing runnable, no I/O in flight, no timer. */
+  const quiet = (): boolean => scheduler.idle && io.pending === 0 && clock.pendingTimers() === 0;
+  const barriersDownstream = (): number[] => downstream.flatMap((e) => ('kind' in e && e.kind === 'barrier' ? [e.checkpointId] : []));
+  return {
+    task, gate, inputs, log, processed, acks, declines, downstream, checkpointer, dir, events, keyedOp, clock, scheduler, io,
+    barrier, run, quiesce, quiet, barriersDownstream,
+  };
 }
 
 function seenIn(ack: TaskAck): number[] {
@@ -147,41 +157,73 @@ function seenIn(ack: TaskAck): number[] {
   return (decodeInline(op.inline!).lists!['seen']!.items as number[]).slice().sort((a, b) => a - b);
 }
 
-import { decodeValue } from '../../src/core/codec.ts';
-import { taskId } from '../../src/core/task-id.ts';
 function decodeInline(b64: string): InlineOperatorState {
   return decodeValue<InlineOperatorState>(Buffer.from(b64, 'base64'));
 }
 
+const sortedNums = (xs: readonly number[]): number[] => xs.slice().sort((a, b) => a - b);
+
 describe('barrier alignment', () => {
-  it('exactly-once holds a channel that delivered the barrier until every channel did', async () => {
+  it('exactly-once holds a channel that delivered the barrier until every channel did; alignment time is first to last barrier', async () => {
     const h = harness('exactly-once');
     h.inputs[0]!.push(batch(r(1), r(2)));
-    h.inputs[0]!.push(barrier(1, h.dir));
+    h.inputs[0]!.push(h.barrier(1, T0 - 50)); // triggered 50 ms before it reaches this task
     h.inputs[0]!.push(batch(r(3))); // after the barrier on channel 0: must wait
     h.inputs[1]!.push(batch(r(10)));
-    await settle();
-    expect(h.processed.sort((a, b) => a - b)).toEqual([1, 2, 10]);
+    h.run();
+    expect(sortedNums(h.processed)).toEqual([1, 2, 10]);
+    expect(h.gate.isBlocked(0)).toBe(true);
+    expect(h.gate.isBlocked(1)).toBe(false);
+    // The first barrier alone: no barrier downstream, no snapshot, no file, and nothing left to run.
+    expect(h.barriersDownstream()).toEqual([]);
+    expect(h.log).not.toContain('snapshot 1');
+    expect(h.io.opened).toEqual([]);
+    expect(h.quiet()).toBe(true);
     expect(h.acks).toEqual([]);
-    h.inputs[1]!.push(barrier(1, h.dir));
+
+    h.clock.advance(250);
+    h.inputs[1]!.push(batch(r(12)));
+    h.inputs[1]!.push(h.barrier(1, T0 - 50));
     h.inputs[1]!.push(batch(r(11)));
-    await until(() => h.acks.length > 0, 'the ack');
+    // Step by step: the record before the barrier on channel 1 ...
+    expect(h.scheduler.runOne()).toBe(true);
+    expect(h.processed.at(-1)).toBe(12);
+    expect(h.log).not.toContain('snapshot 1');
+    expect(h.barriersDownstream()).toEqual([]);
+    // ... then the last barrier: in that very step the barrier goes downstream and the snapshot is taken.
+    expect(h.scheduler.runOne()).toBe(true);
+    expect(h.log.slice(-3)).toEqual(['barrier 1 downstream', 'barrier 1 downstream', 'snapshot 1']);
+    expect(h.barriersDownstream()).toEqual([1, 1]);
+    expect(h.gate.isBlocked(0)).toBe(false);
+    expect(h.acks).toEqual([]); // the state file is still to be written
+    await h.quiesce(() => h.acks.length > 0);
     expect(h.acks.map((a) => a.id)).toEqual([1]);
     // The snapshot is exactly the records before the barrier on every channel.
-    expect(seenIn(h.acks[0]!.ack)).toEqual([1, 2, 10]);
-    expect(h.processed.sort((a, b) => a - b)).toEqual([1, 2, 3, 10, 11]);
-    expect(h.acks[0]!.ack.stats.alignmentMs).toBeGreaterThanOrEqual(0);
+    expect(seenIn(h.acks[0]!.ack)).toEqual([1, 2, 10, 12]);
+    expect(sortedNums(h.processed)).toEqual([1, 2, 3, 10, 11, 12]);
+    // Alignment: from the first barrier (at T0) to the last (at T0 + 250) on the task's clock;
+    // start delay: from the trigger (T0 - 50) to the first barrier.
+    expect(h.acks[0]!.ack.stats.alignmentMs).toBe(250);
+    expect(h.acks[0]!.ack.stats.startDelayMs).toBe(50);
+    await h.quiesce();
+    expect(h.acks).toHaveLength(1);
+    expect(h.declines).toEqual([]);
   });
 
   it('at-least-once does not hold channels: records after a barrier may enter the snapshot', async () => {
     const h = harness('at-least-once');
     h.inputs[0]!.push(batch(r(1)));
-    h.inputs[0]!.push(barrier(1, h.dir));
+    h.inputs[0]!.push(h.barrier(1));
     h.inputs[0]!.push(batch(r(3)));
-    await settle();
-    expect(h.processed.sort((a, b) => a - b)).toEqual([1, 3]);
-    h.inputs[1]!.push(barrier(1, h.dir));
-    await until(() => h.acks.length > 0, 'the ack');
+    h.run();
+    expect(sortedNums(h.processed)).toEqual([1, 3]);
+    expect(h.gate.isBlocked(0)).toBe(false);
+    expect(h.log).not.toContain('snapshot 1');
+    expect(h.quiet()).toBe(true);
+    h.inputs[1]!.push(h.barrier(1));
+    expect(h.scheduler.runOne()).toBe(true);
+    expect(h.log).toEqual(['record 1', 'record 3', 'barrier 1 downstream', 'barrier 1 downstream', 'snapshot 1']);
+    await h.quiesce(() => h.acks.length > 0);
     expect(h.acks.map((a) => a.id)).toEqual([1]);
     expect(seenIn(h.acks[0]!.ack)).toEqual([1, 3]);
   });
@@ -190,75 +232,107 @@ describe('barrier alignment', () => {
     const h = harness('exactly-once');
     h.inputs[0]!.push(batch(r(1)));
     h.inputs[1]!.push(batch(r(2)));
-    h.inputs[0]!.push(barrier(7, h.dir));
-    h.inputs[1]!.push(barrier(7, h.dir));
-    await until(() => h.acks.length > 0, 'the ack');
-    const i = h.log.indexOf('barrier 7 downstream');
-    expect(i).toBeGreaterThan(h.log.indexOf('record 1'));
-    expect(i).toBeGreaterThan(h.log.indexOf('record 2'));
-    expect(i).toBeLessThan(h.log.indexOf('snapshot 7'));
-    expect(h.log.indexOf('snapshot 7')).toBeLessThan(h.log.indexOf('ack 7'));
+    h.inputs[0]!.push(h.barrier(7));
+    h.inputs[1]!.push(h.barrier(7));
+    await h.quiesce();
+    // (one 'downstream' entry per downstream channel: there are two)
+    expect(h.log).toEqual(['record 1', 'record 2', 'barrier 7 downstream', 'barrier 7 downstream', 'snapshot 7', 'ack 7']);
     // Every downstream channel got the barrier, after both records.
-    const kinds = h.downstream.map((e) => ('kind' in e ? `${e.kind}` : `batch ${(e as Batch).values.join(',')}`));
-    expect(kinds.filter((k) => k === 'barrier')).toHaveLength(2);
-    expect(kinds.lastIndexOf('barrier')).toBeGreaterThan(Math.max(kinds.indexOf('batch 1'), kinds.indexOf('batch 2')));
+    const kinds = h.downstream.map((e) => ('kind' in e ? `${e.kind} ${(e as BarrierEvent).checkpointId}` : `batch ${(e as Batch).values.join(',')}`));
+    expect(kinds.filter((k) => k.startsWith('batch')).sort()).toEqual(['batch 1', 'batch 2']);
+    expect(kinds.slice(-2)).toEqual(['barrier 7', 'barrier 7']);
   });
 
   it('a newer barrier ends an older alignment: declined as subsumed, cancel marker downstream', async () => {
     const h = harness('exactly-once');
-    h.inputs[0]!.push(barrier(1, h.dir));
+    h.inputs[0]!.push(h.barrier(1));
     h.inputs[0]!.push(batch(r(5)));
-    h.inputs[0]!.push(barrier(2, h.dir));
+    h.inputs[0]!.push(h.barrier(2));
     h.inputs[1]!.push(batch(r(6)));
-    await settle();
+    h.run();
     expect(h.processed).toEqual([6]); // channel 0 held after barrier 1
-    h.inputs[1]!.push(barrier(2, h.dir)); // channel 1 skipped barrier 1
-    await until(() => h.acks.length > 0, 'the ack');
+    expect(h.declines).toEqual([]);
+    expect(h.quiet()).toBe(true);
+    h.clock.advance(40);
+    h.inputs[1]!.push(h.barrier(2)); // channel 1 skipped barrier 1
+    await h.quiesce();
     expect(h.declines).toEqual([{ id: 1, reason: R.CHECKPOINT_DECLINED_SUBSUMED }]);
-    expect(h.log).toContain('cancel 1 downstream');
     // Channel 0 was released: record 5 and barrier 2 flow, and checkpoint 2 completes with record 5 before it.
+    expect(h.log).toEqual(['record 6', 'decline 1', 'cancel 1 downstream', 'cancel 1 downstream', 'record 5', 'barrier 2 downstream', 'barrier 2 downstream', 'snapshot 2', 'ack 2']);
     expect(h.acks.map((a) => a.id)).toEqual([2]);
     expect(seenIn(h.acks[0]!.ack)).toEqual([5, 6]);
+    // Checkpoint 2's alignment starts with its barrier on channel 1 (T0 + 40) and ends with channel 0's in the
+    // same step: the 40 ms spent aligning checkpoint 1 are not counted.
+    expect(h.acks[0]!.ack.stats.alignmentMs).toBe(0);
   });
 
   it('a cancel marker releases the alignment and travels on; the late barrier is ignored', async () => {
     const h = harness('exactly-once');
-    h.inputs[0]!.push(barrier(3, h.dir));
+    h.inputs[0]!.push(h.barrier(3));
     h.inputs[0]!.push(batch(r(1)));
-    await settle();
+    h.run();
     expect(h.processed).toEqual([]);
+    expect(h.quiet()).toBe(true);
     h.inputs[1]!.push({ kind: 'cancel-checkpoint', checkpointId: 3 });
-    await settle();
+    // The step that takes the marker releases channel 0 and forwards the marker.
+    expect(h.scheduler.runOne()).toBe(true);
+    expect(h.gate.isBlocked(0)).toBe(false);
+    expect(h.log).toEqual(['cancel 3 downstream', 'cancel 3 downstream']);
+    h.run();
     expect(h.processed).toEqual([1]);
-    expect(h.log).toContain('cancel 3 downstream');
-    h.inputs[1]!.push(barrier(3, h.dir));
+    h.inputs[1]!.push(h.barrier(3));
     h.inputs[1]!.push(batch(r(2)));
-    await settle(20);
-    await new Promise((res) => setTimeout(res, 100)); // an ack would have had time to arrive
-    expect(h.acks).toEqual([]);
+    await h.quiesce();
+    // The late barrier started nothing: no alignment (channel 1 was not held), no barrier
+    // downstream, no snapshot, no state file; and nothing is left that could ack later.
     expect(h.processed).toEqual([1, 2]);
+    expect(h.gate.isBlocked(1)).toBe(false);
+    expect(h.barriersDownstream()).toEqual([]);
+    expect(h.log).toEqual(['cancel 3 downstream', 'cancel 3 downstream', 'record 1', 'record 2']);
+    expect(h.io.opened).toEqual([]);
+    expect(h.quiet()).toBe(true);
+    expect(h.acks).toEqual([]);
+    expect(h.declines).toEqual([]);
   });
 
   it('an abort from the job manager releases a pending alignment', async () => {
     const h = harness('exactly-once');
-    h.inputs[0]!.push(barrier(4, h.dir));
+    h.inputs[0]!.push(h.barrier(4));
     h.inputs[0]!.push(batch(r(1)));
-    await settle();
+    h.run();
     expect(h.processed).toEqual([]);
+    expect(h.quiet()).toBe(true);
     h.task.mail(() => h.checkpointer.notifyAborted(4));
-    await settle();
-    expect(h.processed).toEqual([1]);
-    expect(h.log).toContain('cancel 4 downstream');
+    // One step: the mail runs first (release, cancel marker), then the held record.
+    expect(h.scheduler.runOne()).toBe(true);
+    expect(h.log).toEqual(['cancel 4 downstream', 'cancel 4 downstream', 'record 1']);
+    // Channel 1's barrier comes after the abort: it is ignored (it starts no alignment, holds nothing).
+    h.inputs[1]!.push(h.barrier(4));
+    h.inputs[1]!.push(batch(r(2)));
+    await h.quiesce();
+    expect(h.processed).toEqual([1, 2]);
+    expect(h.gate.isBlocked(1)).toBe(false);
+    expect(h.barriersDownstream()).toEqual([]);
+    expect(h.io.opened).toEqual([]);
+    expect(h.acks).toEqual([]);
+    expect(h.quiet()).toBe(true);
   });
 
   it('a channel that ends instead of delivering the barrier completes the alignment', async () => {
     const h = harness('exactly-once');
-    h.inputs[0]!.push(barrier(5, h.dir));
+    h.inputs[0]!.push(h.barrier(5));
     h.inputs[1]!.push(batch(r(9)));
+    h.run();
+    expect(h.log).toEqual(['record 9']);
+    expect(h.quiet()).toBe(true);
+    h.clock.advance(30);
     h.inputs[1]!.push(END_OF_DATA);
-    await until(() => h.acks.length > 0, 'the ack');
+    expect(h.scheduler.runOne()).toBe(true);
+    expect(h.log).toEqual(['record 9', 'barrier 5 downstream', 'barrier 5 downstream', 'snapshot 5']);
+    await h.quiesce(() => h.acks.length > 0);
     expect(h.acks.map((a) => a.id)).toEqual([5]);
     expect(seenIn(h.acks[0]!.ack)).toEqual([9]);
+    expect(h.acks[0]!.ack.stats.alignmentMs).toBe(30);
   });
 });
 
@@ -266,45 +340,54 @@ describe('asynchronous phase', () => {
   it('records keep flowing while the state file write is pending; the snapshot holds only pre-barrier state', async () => {
     let release: () => void = () => {};
     const gate = new Promise<void>((res) => (release = res));
-    // A file system whose writes wait for the test to release them.
-    const slowOpen: OpenWritableFile = async (path) => {
-      const fh = await open(path, 'wx');
+    let held = 0;
+    // A file system whose writes wait for the test to release them (the file itself is real).
+    const h = harness('exactly-once', (openFile) => async (path) => {
+      const fh = await openFile(path);
+      const hold = async () => {
+        held++;
+        await gate;
+      };
       const slow: WritableFile = {
         write: async (b, o, l, p) => {
-          await gate;
+          await hold();
           return fh.write(b, o, l, p);
         },
         writev: async (bs, p) => {
-          await gate;
+          await hold();
           return fh.writev(bs, p);
         },
         sync: () => fh.sync(),
         close: () => fh.close(),
       };
       return slow;
-    };
-    const h = harness('exactly-once', slowOpen);
+    });
     const before: Rec[] = [];
     for (let i = 0; i < 300; i++) before.push(r(i, `key-${i % 50}`));
     h.inputs[0]!.push(batch(...before));
-    h.inputs[0]!.push(barrier(1, h.dir));
-    h.inputs[1]!.push(barrier(1, h.dir));
-    await settle(20);
-    expect(h.log).toContain('snapshot 1');
+    h.inputs[0]!.push(h.barrier(1));
+    h.inputs[1]!.push(h.barrier(1));
+    // Until the snapshot's first write is held (the file is open, the header write waits).
+    await h.quiesce(() => held > 0);
+    expect(h.log.slice(-3)).toEqual(['barrier 1 downstream', 'barrier 1 downstream', 'snapshot 1']);
+    expect(h.io.opened).toHaveLength(1);
     expect(h.acks).toEqual([]); // the write is held
     const after: Rec[] = [];
     for (let i = 300; i < 600; i++) after.push(r(i, `key-${i % 50}`));
     h.inputs[0]!.push(batch(...after));
     h.inputs[1]!.push(batch(r(1000, 'key-0')));
-    await settle(20);
-    expect(h.processed.length).toBe(601); // processed during the pending write
+    await h.quiesce();
+    // Quiet with the write still held: every record was processed during the pending write, no ack.
+    expect(h.processed.length).toBe(601);
+    expect(held).toBe(1);
     expect(h.acks).toEqual([]);
     release();
-    await until(() => h.acks.length > 0, 'the ack');
+    await h.quiesce(() => h.acks.length > 0);
     expect(h.acks.map((a) => a.id)).toEqual([1]);
     const handle = h.acks[0]!.ack.operators.find((o) => o.file !== undefined)!;
+    expect(join(h.dir, handle.file!)).toBe(h.io.opened[0]);
     // Read the state file back: every key counts its 6 pre-barrier records, not the 12 after.
-    const restored = new HeapKeyedStateBackend({ start: 0, end: 127 }, 128, systemClock, 'test');
+    const restored = new HeapKeyedStateBackend({ start: 0, end: 127 }, 128, new ManualClock(T0), 'test');
     await loadKeyedState(restored, [{ path: join(h.dir, handle.file!), size: handle.fileSize! }]);
     const s = restored.getValueState(count);
     for (let k = 0; k < 50; k++) {

@@ -227,7 +227,7 @@ describe.each<Join>(['union', 'connect'])('the watermark of a %s is the minimum 
     expect(got.slice(0, 3)).toEqual([[50, 50], [100, 150], [150, 150]]);
     // 200 and 300 fire after B has ended: at 300 or at the final watermark, depending on
     // which source's end is seen first; never before B's 150 (that would be a maximum).
-    for (const [, wm] of got.slice(3)) expect(wm).toBeGreaterThanOrEqual(300);
+    for (const [, wm] of got.slice(3)) expect([300, MAX_WATERMARK]).toContain(wm);
   });
 });
 

@@ -44,6 +44,20 @@ export class SourceOperator extends StreamOperator implements SourceOutput<unkno
     return Math.max(0, Math.min(this.batchSize, due));
   }
 
+  /**
+   * When the next record is due: the first millisecond at which allowance() grants one more.
+   * Records 1..n are due by n-1 intervals after the start (the first one at the start), so the
+   * record after `count` emitted ones is due `count` intervals in, not `count + 1`.
+   */
+  private nextDueAt(): number {
+    const rate = this.ratePerSecond!;
+    const count = this.output.count;
+    let at = this.rateStart + Math.ceil((count * 1000) / rate);
+    // Guard against rounding: allowance() must really grant a record at `at`.
+    while (Math.floor(((at - this.rateStart) * rate) / 1000) + 1 <= count) at++;
+    return at;
+  }
+
   /** Splits come from the job manager's plan (or, later, a restored checkpoint). */
   assignedSplits: SourceSplit[] = [];
 
@@ -74,7 +88,7 @@ export class SourceOperator extends StreamOperator implements SourceOutput<unkno
     if (max === 0) {
       // Over the rate: sleep until the next record is due (a mail wakes the task).
       if (this.rateWake === undefined) {
-        const at = this.rateStart + Math.ceil(((this.output.count + 1) * 1000) / this.ratePerSecond!);
+        const at = this.nextDueAt();
         this.rateWake = this.env.scheduleMail(at, () => {
           this.rateWake = undefined;
           this.wake();
