@@ -97,7 +97,13 @@ export class OperatorStateStore {
   private readonly restoredLists = new Map<string, { distribution: ListDistribution; items: unknown[] }>();
   private readonly restoredBroadcast = new Map<string, [unknown, unknown][]>();
 
-  restoreList(name: string, distribution: ListDistribution, items: unknown[]): void {
+  /**
+   * The restored items are copied: the restore plan gives every subtask the same union-list and
+   * broadcast values (by reference within one thread), and a subtask that changes a value in
+   * place must not change it in its neighbours (Flink deserializes a copy per subtask).
+   */
+  restoreList(name: string, distribution: ListDistribution, restoredItems: unknown[]): void {
+    const items = structuredClone(restoredItems);
     this.restoredLists.set(name, { distribution, items });
     // Also visible in the store right away, so a snapshot taken before the job claims it keeps it.
     const l = new OperatorListState<unknown>(new ListStateDescriptor<unknown>(name), distribution);
@@ -105,7 +111,8 @@ export class OperatorStateStore {
     this.lists.set(name, l);
   }
 
-  restoreBroadcast(name: string, entries: [unknown, unknown][]): void {
+  restoreBroadcast(name: string, restoredEntries: [unknown, unknown][]): void {
+    const entries = structuredClone(restoredEntries);
     this.restoredBroadcast.set(name, entries);
     const b = new HeapBroadcastState<unknown, unknown>(new BroadcastStateDescriptor<unknown, unknown>(name));
     for (const [k, v] of entries) b.map.set(k, v);
