@@ -1,10 +1,14 @@
 /**
  * Checkpoint settings with Flink's semantics and defaults (idiomatic names; the Flink key is
- * given next to each). Validated in one place, whatever the source: job code, CLI flags or a
- * config file.
+ * given next to each). Their bounds and defaults are the option registry's, so job code, CLI
+ * flags and a config file are held to the same rules.
  */
 import { toMillis, type Duration } from '../core/duration.ts';
 import { WeirError } from '../core/errors.ts';
+import { fieldsUnder } from '../core/options/lookup.ts';
+import { defaultOf } from '../core/options/option.ts';
+import { OPTIONS } from '../core/options/registry.ts';
+import { codeProblem } from '../core/options/values.ts';
 
 export type CheckpointingMode = 'exactly-once' | 'at-least-once';
 
@@ -42,16 +46,19 @@ export interface CheckpointConfig {
 
 export const DEFAULT_CHECKPOINT_CONFIG: CheckpointConfig = Object.freeze({
   intervalMs: undefined,
-  mode: 'exactly-once',
-  timeoutMs: 10 * 60_000,
-  minPauseMs: 0,
-  maxConcurrent: 1,
-  tolerableFailures: 0,
-  retention: 'none',
-  numRetained: 1,
+  mode: defaultOf(OPTIONS.checkpointMode),
+  timeoutMs: toMillis(defaultOf(OPTIONS.checkpointTimeout), 'default checkpoint timeout'),
+  minPauseMs: toMillis(defaultOf(OPTIONS.checkpointMinPause), 'default checkpoint min pause'),
+  maxConcurrent: defaultOf(OPTIONS.checkpointMaxConcurrent),
+  tolerableFailures: defaultOf(OPTIONS.checkpointTolerableFailures),
+  retention: defaultOf(OPTIONS.checkpointRetention),
+  numRetained: defaultOf(OPTIONS.checkpointsRetained),
   dir: undefined,
   savepointDir: undefined,
 });
+
+/** The registry's options under checkpoint.*, by field name. */
+const FIELDS = fieldsUnder('checkpoint');
 
 /** Settings as a user writes them: durations as "1s" or ms, everything optional. */
 export interface CheckpointSettings {
@@ -73,56 +80,25 @@ export class ConfigError extends WeirError {
   }
 }
 
-function int(v: unknown, what: string, min: number): number {
-  if (typeof v !== 'number' || !Number.isInteger(v) || v < min) throw new ConfigError(`${what} must be an integer >= ${min}, got ${JSON.stringify(v)}`);
-  return v;
-}
-
-function duration(v: Duration, what: string): number {
-  try {
-    return toMillis(v, what);
-  } catch (e) {
-    throw new ConfigError(e instanceof Error ? e.message : String(e));
-  }
-}
-
-/** Applies `s` over `base`; `where` names the source in error messages (e.g. "--checkpoint-interval", "weir.json"). */
+/** Applies `s` over `base`; `where` names the source in error messages (e.g. "job code (enableCheckpointing)"). */
 export function applyCheckpointSettings(base: CheckpointConfig, s: CheckpointSettings, where: string): CheckpointConfig {
+  for (const [field, value] of Object.entries(s)) {
+    const option = FIELDS.get(field);
+    if (option === undefined) throw new ConfigError(`${where}: unknown checkpoint setting "${field}"`);
+    const problem = value === undefined ? undefined : codeProblem(option, value, where);
+    if (problem !== undefined) throw new ConfigError(problem);
+  }
   const out: { -readonly [K in keyof CheckpointConfig]: CheckpointConfig[K] } = { ...base };
-  const known = new Set(['interval', 'mode', 'timeout', 'minPause', 'maxConcurrent', 'tolerableFailures', 'retention', 'numRetained', 'dir', 'savepointDir']);
-  for (const k of Object.keys(s)) if (!known.has(k)) throw new ConfigError(`${where}: unknown checkpoint setting "${k}"`);
-  if (s.interval !== undefined) {
-    const ms = duration(s.interval, `${where}: checkpoint interval`);
-    if (ms < 10) throw new ConfigError(`${where}: checkpoint interval must be at least 10 ms, got ${ms} ms`);
-    out.intervalMs = ms;
-  }
-  if (s.mode !== undefined) {
-    if (s.mode !== 'exactly-once' && s.mode !== 'at-least-once') throw new ConfigError(`${where}: checkpoint mode must be "exactly-once" or "at-least-once", got ${JSON.stringify(s.mode)}`);
-    out.mode = s.mode;
-  }
-  if (s.timeout !== undefined) {
-    const ms = duration(s.timeout, `${where}: checkpoint timeout`);
-    if (ms < 10) throw new ConfigError(`${where}: checkpoint timeout must be at least 10 ms, got ${ms} ms`);
-    out.timeoutMs = ms;
-  }
-  if (s.minPause !== undefined) out.minPauseMs = duration(s.minPause, `${where}: checkpoint min pause`);
-  if (s.maxConcurrent !== undefined) out.maxConcurrent = int(s.maxConcurrent, `${where}: max concurrent checkpoints`, 1);
-  if (s.tolerableFailures !== undefined) out.tolerableFailures = int(s.tolerableFailures, `${where}: tolerable failed checkpoints`, 0);
-  if (s.numRetained !== undefined) out.numRetained = int(s.numRetained, `${where}: number of retained checkpoints`, 1);
-  if (s.retention !== undefined) {
-    if (!['none', 'delete-on-cancel', 'retain-on-cancel'].includes(s.retention)) {
-      throw new ConfigError(`${where}: checkpoint retention must be "none", "delete-on-cancel" or "retain-on-cancel", got ${JSON.stringify(s.retention)}`);
-    }
-    out.retention = s.retention;
-  }
-  if (s.dir !== undefined) {
-    if (typeof s.dir !== 'string' || s.dir.trim() === '') throw new ConfigError(`${where}: checkpoint directory must be a non-empty path`);
-    out.dir = s.dir;
-  }
-  if (s.savepointDir !== undefined) {
-    if (typeof s.savepointDir !== 'string' || s.savepointDir.trim() === '') throw new ConfigError(`${where}: savepoint directory must be a non-empty path`);
-    out.savepointDir = s.savepointDir;
-  }
+  if (s.interval !== undefined) out.intervalMs = toMillis(s.interval, where);
+  if (s.mode !== undefined) out.mode = s.mode;
+  if (s.timeout !== undefined) out.timeoutMs = toMillis(s.timeout, where);
+  if (s.minPause !== undefined) out.minPauseMs = toMillis(s.minPause, where);
+  if (s.maxConcurrent !== undefined) out.maxConcurrent = s.maxConcurrent;
+  if (s.tolerableFailures !== undefined) out.tolerableFailures = s.tolerableFailures;
+  if (s.numRetained !== undefined) out.numRetained = s.numRetained;
+  if (s.retention !== undefined) out.retention = s.retention;
+  if (s.dir !== undefined) out.dir = s.dir;
+  if (s.savepointDir !== undefined) out.savepointDir = s.savepointDir;
   return out;
 }
 

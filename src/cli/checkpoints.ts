@@ -8,7 +8,10 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { LocalCheckpointStorage, isDirectory } from '../checkpoint/storage.ts';
 import { summarize } from '../checkpoint/stats.ts';
-import { CliError, parseFlags } from './args.ts';
+import { OPTIONS } from '../core/options/registry.ts';
+import { valueOf } from '../core/options/values.ts';
+import { CliError } from './args.ts';
+import { commandLine } from './command-line.ts';
 import { fmtBytes } from './run.ts';
 
 interface HistoryEntry {
@@ -29,7 +32,9 @@ interface HistoryEntry {
 }
 
 export async function checkpointsCommand(argv: string[]): Promise<number> {
-  const { values, positionals } = parseFlags(argv, { json: { type: 'boolean' }, verbose: { type: 'boolean' } }, 'checkpoints');
+  const line = commandLine(argv, 'checkpoints');
+  if (line === undefined) return 0;
+  const { values, positionals } = line;
   if (positionals.length !== 1) throw new CliError('checkpoints: give one checkpoint directory, e.g. weir checkpoints /tmp/chk');
   const dir = positionals[0]!;
   if (!isDirectory(dir)) throw new CliError(`checkpoints: ${dir} is not a directory`);
@@ -56,7 +61,7 @@ export async function checkpointsCommand(argv: string[]): Promise<number> {
     if (history.length === 0 && retained.length === 0) continue;
     jobs.push({ jobId, jobName: retained[retained.length - 1]?.metadata.jobName, history, retained });
   }
-  if (values.json) {
+  if (valueOf(values, OPTIONS.json) === true) {
     process.stdout.write(JSON.stringify({
       jobs: jobs.map((j) => ({
         jobId: j.jobId, jobName: j.jobName, history: j.history,

@@ -4,8 +4,13 @@
  * or addressed directly with --rest-port / --rest-address. Every request has a timeout.
  */
 import { toMillis } from '../core/duration.ts';
+import type { CommandName } from '../core/options/commands.ts';
+import { defaultOf } from '../core/options/option.ts';
+import { OPTIONS } from '../core/options/registry.ts';
+import { valueOf, type OptionValues } from '../core/options/values.ts';
 import { listRegistered, type JobEntry } from '../observe/registry.ts';
-import { CliError, parseFlags, positiveInt } from './args.ts';
+import { CliError } from './args.ts';
+import { commandLine } from './command-line.ts';
 
 const REQUEST_TIMEOUT_MS = 10_000;
 
@@ -36,21 +41,12 @@ function errorOf(body: Record<string, unknown>): string {
   return Array.isArray(errs) ? errs.join('; ') : JSON.stringify(body);
 }
 
-function targetFlags() {
-  return {
-    'rest-port': { type: 'string' as const },
-    'rest-address': { type: 'string' as const },
-    verbose: { type: 'boolean' as const },
-  };
-}
-
-async function resolveTarget(jobArg: string | undefined, values: Record<string, unknown>, command: string): Promise<Target> {
+async function resolveTarget(jobArg: string | undefined, values: OptionValues, command: CommandName): Promise<Target> {
   if (jobArg === undefined) throw new CliError(`${command}: give the job id (see weir list)`);
-  const port = values['rest-port'] as string | undefined;
+  const port = valueOf(values, OPTIONS.targetRestPort);
   if (port !== undefined) {
-    const p = positiveInt(port, '--rest-port')!;
-    const address = (values['rest-address'] as string | undefined) ?? '127.0.0.1';
-    const base = `http://${address.includes(':') ? `[${address}]` : address}:${p}`;
+    const address = valueOf(values, OPTIONS.targetRestAddress) ?? defaultOf(OPTIONS.targetRestAddress);
+    const base = `http://${address.includes(':') ? `[${address}]` : address}:${port}`;
     const { status, body } = await call(`${base}/jobs`);
     const jobs = (body['jobs'] as { id: string }[] | undefined) ?? [];
     const match = jobs.find((j) => j.id === jobArg || j.id.startsWith(jobArg));
@@ -70,7 +66,9 @@ function baseOf(e: JobEntry): string {
 }
 
 export async function listCommand(argv: string[]): Promise<number> {
-  const { values } = parseFlags(argv, { json: { type: 'boolean' }, verbose: { type: 'boolean' } }, 'list');
+  const line = commandLine(argv, 'list');
+  if (line === undefined) return 0;
+  const { values } = line;
   const rows: Record<string, unknown>[] = [];
   for (const e of listRegistered()) {
     try {
@@ -80,7 +78,7 @@ export async function listCommand(argv: string[]): Promise<number> {
       // Registered but not answering (exiting): leave it out.
     }
   }
-  if (values.json) {
+  if (valueOf(values, OPTIONS.json) === true) {
     process.stdout.write(JSON.stringify({ jobs: rows }, null, 2) + '\n');
     return 0;
   }
@@ -112,10 +110,12 @@ async function waitForOperation(t: Target, requestId: string, timeoutMs: number,
 }
 
 export async function savepointCommand(argv: string[]): Promise<number> {
-  const { values, positionals } = parseFlags(argv, { ...targetFlags(), dir: { type: 'string' }, timeout: { type: 'string' } }, 'savepoint');
+  const line = commandLine(argv, 'savepoint');
+  if (line === undefined) return 0;
+  const { values, positionals } = line;
   const t = await resolveTarget(positionals[0], values, 'savepoint');
-  const timeout = timeoutOf(values['timeout'] as string | undefined);
-  const dir = values['dir'] as string | undefined;
+  const timeout = timeoutOf(values);
+  const dir = valueOf(values, OPTIONS.savepointTarget);
   const { status, body } = await call(`${t.base}/jobs/${t.jobId}/savepoints`, { method: 'POST', body: JSON.stringify(dir ? { 'target-directory': absolute(dir) } : {}) });
   if (status !== 202) throw new CliError(`savepoint: ${errorOf(body)}`);
   const path = await waitForOperation(t, String(body['request-id']), timeout, 'savepoint');
@@ -124,12 +124,14 @@ export async function savepointCommand(argv: string[]): Promise<number> {
 }
 
 export async function stopCommand(argv: string[]): Promise<number> {
-  const { values, positionals } = parseFlags(argv, { ...targetFlags(), savepoint: { type: 'boolean' }, dir: { type: 'string' }, drain: { type: 'boolean' }, timeout: { type: 'string' } }, 'stop');
-  if (!values['savepoint']) throw new CliError('stop: stopping takes a savepoint: pass --savepoint (use weir cancel to end a job without one)');
+  const line = commandLine(argv, 'stop');
+  if (line === undefined) return 0;
+  const { values, positionals } = line;
+  if (valueOf(values, OPTIONS.withSavepoint) !== true) throw new CliError('stop: stopping takes a savepoint: pass --savepoint (use weir cancel to end a job without one)');
   const t = await resolveTarget(positionals[0], values, 'stop');
-  const timeout = timeoutOf(values['timeout'] as string | undefined);
-  const dir = values['dir'] as string | undefined;
-  const req = { ...(dir ? { targetDirectory: absolute(dir) } : {}), drain: values['drain'] === true };
+  const timeout = timeoutOf(values);
+  const dir = valueOf(values, OPTIONS.savepointTarget);
+  const req = { ...(dir ? { targetDirectory: absolute(dir) } : {}), drain: valueOf(values, OPTIONS.drain) === true };
   const { status, body } = await call(`${t.base}/jobs/${t.jobId}/stop`, { method: 'POST', body: JSON.stringify(req) });
   if (status !== 202) throw new CliError(`stop: ${errorOf(body)}`);
   const path = await waitForOperation(t, String(body['request-id']), timeout, 'stop with savepoint');
@@ -138,7 +140,9 @@ export async function stopCommand(argv: string[]): Promise<number> {
 }
 
 export async function cancelCommand(argv: string[]): Promise<number> {
-  const { values, positionals } = parseFlags(argv, targetFlags(), 'cancel');
+  const line = commandLine(argv, 'cancel');
+  if (line === undefined) return 0;
+  const { values, positionals } = line;
   const t = await resolveTarget(positionals[0], values, 'cancel');
   const { status, body } = await call(`${t.base}/jobs/${t.jobId}?mode=cancel`, { method: 'PATCH' });
   if (status !== 202) throw new CliError(`cancel: ${errorOf(body)}`);
@@ -146,13 +150,9 @@ export async function cancelCommand(argv: string[]): Promise<number> {
   return 0;
 }
 
-function timeoutOf(v: string | undefined): number {
-  if (v === undefined) return 10 * 60_000;
-  try {
-    return toMillis(v, '--timeout');
-  } catch (e) {
-    throw new CliError((e as Error).message);
-  }
+/** Already checked when the flag was read. */
+function timeoutOf(values: OptionValues): number {
+  return toMillis(valueOf(values, OPTIONS.savepointTimeout) ?? defaultOf(OPTIONS.savepointTimeout), '--timeout');
 }
 
 function absolute(p: string): string {

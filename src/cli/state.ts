@@ -3,27 +3,36 @@
  * what a snapshot holds, offline. Goes beyond Flink's CLI, which has no such command.
  */
 import { findOperator, lookupValue, openSnapshot, summarize, InspectError, type SnapshotSummary } from '../checkpoint/inspect.ts';
-import { CliError, parseFlags } from './args.ts';
+import { OPTIONS } from '../core/options/registry.ts';
+import { valueOf } from '../core/options/values.ts';
+import { CliError } from './args.ts';
+import { commandLine, wantsHelp } from './command-line.ts';
+import { commandHelp } from './help.ts';
 import { fmtBytes } from './run.ts';
 import { errorCode } from '../core/errors.ts';
 
 export async function stateCommand(argv: string[]): Promise<number> {
   const [sub, ...rest] = argv;
+  if (sub !== 'inspect' && wantsHelp(argv)) {
+    process.stdout.write(commandHelp('state inspect'));
+    return 0;
+  }
   if (sub !== 'inspect') throw new CliError(`state: unknown subcommand "${sub ?? ''}"; use: weir state inspect <path>`);
-  const { values, positionals } = parseFlags(rest, {
-    json: { type: 'boolean' }, operator: { type: 'string' }, state: { type: 'string' }, key: { type: 'string' }, verbose: { type: 'boolean' },
-  }, 'state inspect');
+  const line = commandLine(rest, 'state inspect');
+  if (line === undefined) return 0;
+  const { values, positionals } = line;
+  const json = valueOf(values, OPTIONS.json) === true;
   if (positionals.length !== 1) throw new CliError('state inspect: give one checkpoint or savepoint directory');
   const path = positionals[0]!;
-  const op = values.operator as string | undefined;
-  const state = values.state as string | undefined;
-  const key = values.key as string | undefined;
+  const op = valueOf(values, OPTIONS.operator);
+  const state = valueOf(values, OPTIONS.state);
+  const key = valueOf(values, OPTIONS.key);
   if ((state !== undefined || key !== undefined) && op === undefined) throw new CliError('state inspect: --state and --key need --operator');
   if (key !== undefined && state === undefined) throw new CliError('state inspect: --key needs --state');
   try {
     if (key !== undefined) {
       const r = await lookupValue(path, op!, state!, key);
-      if (values.json) process.stdout.write(JSON.stringify(r, jsonReplacer, 2) + '\n');
+      if (json) process.stdout.write(JSON.stringify(r, jsonReplacer, 2) + '\n');
       else process.stdout.write(r.found ? `${JSON.stringify(r.value, jsonReplacer)}\n` : `no value for key ${JSON.stringify(key)} in state "${state}" of operator "${r.operator}" (key group ${r.keyGroup})\n`);
       return r.found ? 0 : 1;
     }
@@ -36,10 +45,10 @@ export async function stateCommand(argv: string[]): Promise<number> {
         throw new InspectError(`operator "${target.name}" has no keyed state "${state}"; its states: ${operators[0]!.states.map((s) => s.name).join(', ') || '(none)'}`);
       }
       const narrowed = { ...summary, operators: operators.map((o) => (state ? { ...o, states: o.states.filter((s) => s.name === state) } : o)) };
-      print(narrowed, values.json === true);
+      print(narrowed, json);
       return 0;
     }
-    print(summary, values.json === true);
+    print(summary, json);
     return 0;
   } catch (e) {
     if (e instanceof InspectError || errorCode(e) === 'CORRUPT_STATE') throw new CliError(`state inspect: ${(e as Error).message}`);

@@ -6,6 +6,10 @@
 import { toMillis, type Duration } from '../core/duration.ts';
 import { ConfigError } from '../checkpoint/config.ts';
 import type { RestartStrategySettings } from '../core/restart-settings.ts';
+import { fieldsUnder } from '../core/options/lookup.ts';
+import { defaultOf, type Option } from '../core/options/option.ts';
+import { OPTIONS } from '../core/options/registry.ts';
+import { codeProblem } from '../core/options/values.ts';
 
 export type { RestartStrategySettings } from '../core/restart-settings.ts';
 
@@ -27,56 +31,50 @@ export function defaultRestartStrategy(checkpointing: boolean): RestartStrategyC
   return checkpointing ? resolveRestartStrategy({ type: 'exponential-delay' }, 'default') : { type: 'none' };
 }
 
-function ms(d: Duration | undefined, dflt: number, what: string): number {
-  if (d === undefined) return dflt;
-  try {
-    return toMillis(d, what);
-  } catch (e) {
-    throw new ConfigError((e as Error).message);
-  }
-}
+/** The registry's options under restart.*, by field name. */
+const FIELDS = fieldsUnder('restart');
 
-function num(v: number | undefined, dflt: number, what: string, min: number, integer: boolean): number {
-  if (v === undefined) return dflt;
-  if (typeof v !== 'number' || Number.isNaN(v) || v < min || (integer && !Number.isInteger(v) && v !== Infinity)) {
-    throw new ConfigError(`${what} must be ${integer ? 'an integer' : 'a number'} >= ${min}, got ${JSON.stringify(v)}`);
-  }
+/** A setting checked against its option's bounds, or the option's default. */
+function setting<T>(o: Option<T>, v: T | undefined, where: string): T {
+  if (v === undefined) return defaultOf(o);
+  const problem = codeProblem(o, v, where);
+  if (problem !== undefined) throw new ConfigError(problem);
   return v;
 }
 
+function ms(o: Option<Duration>, v: Duration | undefined, where: string): number {
+  return toMillis(setting(o, v, where), where);
+}
+
 export function resolveRestartStrategy(s: RestartStrategySettings, where: string): RestartStrategyConfig {
-  const known = new Set(['type', 'attempts', 'delay', 'maxFailuresPerInterval', 'failureRateInterval', 'initialBackoff', 'maxBackoff', 'backoffMultiplier', 'resetBackoffThreshold', 'jitterFactor', 'attemptsBeforeResetBackoff']);
-  for (const k of Object.keys(s)) if (!known.has(k)) throw new ConfigError(`${where}: unknown restart strategy setting "${k}"`);
-  switch (s.type ?? 'exponential-delay') {
+  for (const k of Object.keys(s)) if (!FIELDS.has(k)) throw new ConfigError(`${where}: unknown restart strategy setting "${k}"`);
+  // Without a type: exponential-delay (Flink's default when checkpointing; see defaultRestartStrategy).
+  switch (s.type === undefined ? 'exponential-delay' : setting(OPTIONS.restartStrategy, s.type, where)) {
     case 'none':
       return { type: 'none' };
     case 'fixed-delay':
-      return { type: 'fixed-delay', attempts: num(s.attempts, 1, `${where}: restart attempts`, 0, true), delayMs: ms(s.delay, 1000, `${where}: restart delay`) };
+      return { type: 'fixed-delay', attempts: setting(OPTIONS.restartAttempts, s.attempts, where), delayMs: ms(OPTIONS.restartDelay, s.delay, where) };
     case 'failure-rate':
       return {
         type: 'failure-rate',
-        maxFailuresPerInterval: num(s.maxFailuresPerInterval, 1, `${where}: max failures per interval`, 1, true),
-        intervalMs: ms(s.failureRateInterval, 60_000, `${where}: failure rate interval`),
-        delayMs: ms(s.delay, 1000, `${where}: restart delay`),
+        maxFailuresPerInterval: setting(OPTIONS.failureRateMaxFailures, s.maxFailuresPerInterval, where),
+        intervalMs: ms(OPTIONS.failureRateInterval, s.failureRateInterval, where),
+        delayMs: ms(OPTIONS.failureRateDelay, s.delay, where),
       };
     case 'exponential-delay': {
-      const initialBackoffMs = ms(s.initialBackoff, 1000, `${where}: initial backoff`);
-      const maxBackoffMs = ms(s.maxBackoff, 60_000, `${where}: max backoff`);
+      const initialBackoffMs = ms(OPTIONS.initialBackoff, s.initialBackoff, where);
+      const maxBackoffMs = ms(OPTIONS.maxBackoff, s.maxBackoff, where);
       if (maxBackoffMs < initialBackoffMs) throw new ConfigError(`${where}: max backoff (${maxBackoffMs} ms) is smaller than the initial backoff (${initialBackoffMs} ms)`);
-      const jitter = num(s.jitterFactor, 0.1, `${where}: jitter factor`, 0, false);
-      if (jitter > 1) throw new ConfigError(`${where}: jitter factor must be between 0 and 1, got ${jitter}`);
       return {
         type: 'exponential-delay',
         initialBackoffMs,
         maxBackoffMs,
-        multiplier: num(s.backoffMultiplier, 1.5, `${where}: backoff multiplier`, 1, false),
-        resetThresholdMs: ms(s.resetBackoffThreshold, 3_600_000, `${where}: reset backoff threshold`),
-        jitter,
-        attemptsBeforeReset: num(s.attemptsBeforeResetBackoff, Number.POSITIVE_INFINITY, `${where}: attempts before reset backoff`, 1, true),
+        jitter: setting(OPTIONS.jitterFactor, s.jitterFactor, where),
+        multiplier: setting(OPTIONS.backoffMultiplier, s.backoffMultiplier, where),
+        resetThresholdMs: ms(OPTIONS.resetBackoffThreshold, s.resetBackoffThreshold, where),
+        attemptsBeforeReset: setting(OPTIONS.attemptsBeforeResetBackoff, s.attemptsBeforeResetBackoff, where),
       };
     }
-    default:
-      throw new ConfigError(`${where}: restart strategy must be none, fixed-delay, failure-rate or exponential-delay, got ${JSON.stringify(s.type)}`);
   }
 }
 

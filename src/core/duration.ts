@@ -12,19 +12,29 @@ const UNITS: Record<string, number> = {
   d: 86_400_000, day: 86_400_000, days: 86_400_000,
 };
 
-/** Parses a duration to milliseconds; `what` names the setting in the error message. */
-export function toMillis(d: Duration, what: string): number {
+/** A duration in milliseconds, or why `d` is not one (`type`: not even a string or number). */
+export type ReadDuration = { readonly ms: number } | { readonly problem: string; readonly type: boolean };
+
+/** Parses a duration without throwing, for callers that word the error themselves. */
+export function readDuration(d: unknown): ReadDuration {
   if (typeof d === 'number') {
-    if (!Number.isFinite(d) || d < 0) throw new RangeError(`${what}: expected a non-negative duration, got ${d}`);
-    return d;
+    if (!Number.isFinite(d) || d < 0) return { problem: `expected a non-negative duration, got ${d}`, type: false };
+    return { ms: d };
   }
-  if (typeof d !== 'string') throw new TypeError(`${what}: expected a duration such as "5s" or a number of ms, got ${typeof d}`);
+  if (typeof d !== 'string') return { problem: `expected a duration such as "5s" or a number of ms, got ${typeof d}`, type: true };
   const m = /^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$/.exec(d);
-  if (!m) throw new RangeError(`${what}: cannot read "${d}" as a duration; use e.g. 500ms, 5s, 1min, 2h`);
+  if (!m) return { problem: `cannot read "${d}" as a duration; use e.g. 500ms, 5s, 1min, 2h`, type: false };
   const unit = (m[2] ?? '').toLowerCase() || 'ms';
   const factor = UNITS[unit];
-  if (factor === undefined) throw new RangeError(`${what}: unknown time unit "${m[2]}" in "${d}"; use ms, s, min, h or d`);
-  return Math.round(Number(m[1]) * factor);
+  if (factor === undefined) return { problem: `unknown time unit "${m[2]}" in "${d}"; use ms, s, min, h or d`, type: false };
+  return { ms: Math.round(Number(m[1]) * factor) };
+}
+
+/** Parses a duration to milliseconds; `what` names the setting in the error message. */
+export function toMillis(d: Duration, what: string): number {
+  const r = readDuration(d);
+  if ('ms' in r) return r.ms;
+  throw r.type ? new TypeError(`${what}: ${r.problem}`) : new RangeError(`${what}: ${r.problem}`);
 }
 
 export const Time = {

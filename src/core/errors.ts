@@ -41,7 +41,7 @@ export type ErrorCode = (typeof ERROR_CODES)[number];
 const USER_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['USER_CODE', 'JOB_DEFINITION', 'MALFORMED_RECORD', 'STATE_RESTORE', 'RESTORE', 'CONFIG', 'USAGE']);
 
 /** Failures the CLI reports as a usage error (exit code 2) rather than a failed job (1). */
-const USAGE_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['USAGE', 'CONFIG']);
+const USAGE_CODES: ReadonlySet<ErrorCode> = new Set<ErrorCode>(['USAGE']);
 
 export class WeirError extends Error {
   constructor(readonly code: ErrorCode, message: string, options?: { cause?: unknown }) {

@@ -83,6 +83,12 @@ describe('parseConfig: checkpoint keys', () => {
     expect(parseConfig({ 'state.savepoints.dir': 'file:/data/sp' }, FILE).checkpoint.savepointDir).toBe('/data/sp');
   });
 
+  it('values in the flags\' spelling are read too; the last of two names for one setting wins', () => {
+    expect(parseConfig({ 'execution.checkpointing.mode': 'at-least-once', 'execution.checkpointing.externalized-checkpoint-retention': 'retain-on-cancel' }, FILE).checkpoint)
+      .toEqual({ mode: 'at-least-once', retention: 'retain-on-cancel' });
+    expect(parseConfig({ 'state.checkpoints.dir': '/old', 'execution.checkpointing.dir': '/new' }, FILE).checkpoint.dir).toBe('/new');
+  });
+
   it('an empty file is no settings', () => {
     expect(parseConfig({}, FILE)).toEqual({ checkpoint: {}, restart: undefined });
   });
@@ -126,8 +132,10 @@ describe('parseConfig: restart-strategy keys', () => {
 
 describe('parseConfig: errors name the key and the file', () => {
   it('unknown keys', () => {
-    expect(error({ 'execution.checkpointing.intervall': '1 s' })).toBe(`${FILE}: unknown configuration key "execution.checkpointing.intervall"`);
-    expect(error({ 'state.backend': 'rocksdb' })).toBe(`${FILE}: unknown configuration key "state.backend"`);
+    expect(error({ 'execution.checkpointing.intervall': '1 s' })).toBe(`${FILE}: unknown configuration key "execution.checkpointing.intervall" (did you mean "execution.checkpointing.interval"?)`);
+    expect(error({ 'state.backend': 'rocksdb' })).toBe(`${FILE}: unknown configuration key "state.backend"`);    // A flag's name used as a key, and an older key misspelt.
+    expect(error({ 'checkpoint-interval': '1 s' })).toBe(`${FILE}: unknown configuration key "checkpoint-interval" (did you mean "execution.checkpointing.interval"?)`);
+    expect(error({ 'state.checkpoint.dir': '/x' })).toBe(`${FILE}: unknown configuration key "state.checkpoint.dir" (did you mean "state.checkpoints.dir"?)`);
   });
 
   const bad: [string, unknown, RegExp][] = [
@@ -278,6 +286,14 @@ describe.concurrent('weir run --config', () => {
     // RETAIN_ON_CANCELLATION from the file: the failed job's checkpoints are kept.
     const failedJob = readdirSync(chk).map((j) => join(chk, j)).filter((j) => readdirSync(j).some((e) => /^chk-\d+$/.test(e)));
     expect(failedJob).toHaveLength(1);
+  });
+
+  it('an unknown key in the file is a one-line error with the nearest key, exit code 2', async () => {
+    const cfg = join(dir, 'run4.json');
+    writeFileSync(cfg, JSON.stringify({ 'execution.checkpointing.intervall': '1 s' }));
+    const r = await weir('run', JOB, '--config', cfg, '--', join(dir, 'run4-out'));
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe(`weir: error: ${cfg}: unknown configuration key "execution.checkpointing.intervall" (did you mean "execution.checkpointing.interval"?)\n`);
   });
 
   it('a bad value in the file is a one-line error naming the key and the file, exit code 2', async () => {

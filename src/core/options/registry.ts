@@ -1,0 +1,208 @@
+/**
+ * Every option weir has, once: its flag, Flink key (and older keys), API field, type,
+ * default, bounds and meaning. Flag parsing, the --config file, the job's settings,
+ * every command's --help and docs/configuration.md are derived from this table
+ * (npm run docs:config rewrites the docs). Adding an option is one entry here, plus the code
+ * that uses its value.
+ */
+import { ALL_COMMANDS as ALL, type CommandName } from './commands.ts';
+import { choice } from './choice.ts';
+import { duration } from './duration-type.ts';
+import { decimal, integer, positiveInteger } from './numbers.ts';
+import { option, type Option } from './option.ts';
+import { onOff, path, text } from './text.ts';
+
+const CONTROL: readonly CommandName[] = ['savepoint', 'stop', 'cancel'];
+
+export const OPTIONS = {
+  // ---- General (run)
+  config: option({
+    flag: 'config', type: path('FILE'), label: 'config file', commands: ['run'], section: 'General',
+    description: 'a JSON file of Flink configuration keys (docs/configuration.md); flags override it',
+  }),
+
+  // ---- Execution
+  parallelism: option({
+    flag: 'parallelism', short: 'p', key: 'parallelism.default', field: 'parallelism', type: positiveInteger(), defaultText: 'number of workers',
+    label: 'parallelism', description: 'default parallelism of operators; an operator\'s own setParallelism wins', commands: ['run'], section: 'Execution',
+  }),
+  workers: option({
+    flag: 'workers', short: 'w', field: 'workers', type: positiveInteger(), defaultText: 'number of cores',
+    label: 'workers', description: 'worker threads; 1 runs the whole job in one thread', commands: ['run'], section: 'Execution',
+  }),
+
+  // ---- Checkpointing
+  checkpointDir: option({
+    flag: 'checkpoint-dir', key: 'execution.checkpointing.dir', deprecatedKeys: ['state.checkpoints.dir'], field: 'checkpoint.dir', type: path(),
+    label: 'checkpoint directory', description: 'where checkpoints go: DIR/<job-id>/chk-<n>/', commands: ['run'], section: 'Checkpointing',
+  }),
+  checkpointInterval: option({
+    flag: 'checkpoint-interval', key: 'execution.checkpointing.interval', field: 'checkpoint.interval', type: duration({ minMs: 10 }), defaultText: 'off',
+    label: 'checkpoint interval', description: 'checkpoint every D (e.g. 1s, 500ms); setting it turns checkpointing on', commands: ['run'], section: 'Checkpointing',
+  }),
+  checkpointMode: option({
+    flag: 'checkpoint-mode', key: 'execution.checkpointing.mode', field: 'checkpoint.mode',
+    type: choice('M', [{ value: 'exactly-once', flink: 'EXACTLY_ONCE' }, { value: 'at-least-once', flink: 'AT_LEAST_ONCE' }] as const),
+    default: 'exactly-once', label: 'checkpoint mode', description: 'exactly-once aligns barriers; at-least-once does not wait for them', commands: ['run'], section: 'Checkpointing',
+  }),
+  checkpointTimeout: option({
+    flag: 'checkpoint-timeout', key: 'execution.checkpointing.timeout', field: 'checkpoint.timeout', type: duration({ minMs: 10 }), default: '10 min',
+    label: 'checkpoint timeout', description: 'a checkpoint not complete after D fails as expired', commands: ['run'], section: 'Checkpointing',
+  }),
+  checkpointMinPause: option({
+    flag: 'checkpoint-min-pause', key: 'execution.checkpointing.min-pause', field: 'checkpoint.minPause', type: duration(), default: 0,
+    label: 'checkpoint min pause', description: 'least time from one checkpoint\'s end to the next one\'s start', commands: ['run'], section: 'Checkpointing',
+  }),
+  checkpointMaxConcurrent: option({
+    flag: 'checkpoint-max-concurrent', key: 'execution.checkpointing.max-concurrent-checkpoints', field: 'checkpoint.maxConcurrent', type: integer({ min: 1 }), default: 1,
+    label: 'max concurrent checkpoints', description: 'checkpoints in flight at once', commands: ['run'], section: 'Checkpointing',
+  }),
+  checkpointTolerableFailures: option({
+    flag: 'checkpoint-tolerable-failures', key: 'execution.checkpointing.tolerable-failed-checkpoints', field: 'checkpoint.tolerableFailures', type: integer({ min: 0 }), default: 0,
+    label: 'tolerable failed checkpoints', description: 'consecutive failed checkpoints tolerated before the job fails over', commands: ['run'], section: 'Checkpointing',
+  }),
+  checkpointRetention: option({
+    flag: 'checkpoint-retention', key: 'execution.checkpointing.externalized-checkpoint-retention', field: 'checkpoint.retention',
+    type: choice('R', [
+      { value: 'none', flink: 'NO_EXTERNALIZED_CHECKPOINTS' },
+      { value: 'delete-on-cancel', flink: 'DELETE_ON_CANCELLATION' },
+      { value: 'retain-on-cancel', flink: 'RETAIN_ON_CANCELLATION' },
+    ] as const),
+    default: 'none', label: 'checkpoint retention', commands: ['run'], section: 'Checkpointing',
+    description: 'completed checkpoints kept when the job ends: none (deleted), delete-on-cancel (kept if it fails), retain-on-cancel (kept if it fails or is cancelled)',
+  }),
+  checkpointsRetained: option({
+    flag: 'checkpoints-retained', key: 'execution.checkpointing.num-retained', deprecatedKeys: ['state.checkpoints.num-retained'], field: 'checkpoint.numRetained',
+    type: integer({ min: 1 }), default: 1, label: 'number of retained checkpoints', description: 'completed checkpoints kept', commands: ['run'], section: 'Checkpointing',
+  }),
+
+  // ---- Restart strategy
+  restartStrategy: option({
+    flag: 'restart-strategy', key: 'restart-strategy.type', deprecatedKeys: ['restart-strategy'], field: 'restart.type',
+    type: choice('S', [
+      { value: 'none', aliases: ['off', 'disable', 'no-restart'] },
+      { value: 'fixed-delay', aliases: ['fixeddelay'] },
+      { value: 'failure-rate', aliases: ['failurerate'] },
+      { value: 'exponential-delay', aliases: ['exponentialdelay'] },
+    ] as const),
+    defaultText: 'none without checkpointing, exponential-delay with', label: 'restart strategy',
+    description: 'what happens when a task fails; --restart-attempts or --restart-delay alone mean fixed-delay', commands: ['run'], section: 'Restart strategy',
+  }),
+  restartAttempts: option({
+    flag: 'restart-attempts', key: 'restart-strategy.fixed-delay.attempts', field: 'restart.attempts', type: integer({ min: 0 }), default: 1,
+    label: 'restart attempts', description: 'fixed-delay: restarts before the job fails', commands: ['run'], section: 'Restart strategy',
+  }),
+  restartDelay: option({
+    flag: 'restart-delay', key: 'restart-strategy.fixed-delay.delay', field: 'restart.delay', type: duration(), default: '1 s',
+    label: 'restart delay', description: 'fixed-delay and failure-rate: delay before a restart', commands: ['run'], section: 'Restart strategy',
+  }),
+  failureRateDelay: option({
+    key: 'restart-strategy.failure-rate.delay', field: 'restart.delay', type: duration(), default: '1 s',
+    label: 'restart delay', description: 'failure-rate: delay before a restart (the same setting as --restart-delay)', commands: ['run'], section: 'Restart strategy',
+  }),
+  failureRateMaxFailures: option({
+    key: 'restart-strategy.failure-rate.max-failures-per-interval', field: 'restart.maxFailuresPerInterval', type: integer({ min: 1 }), default: 1,
+    label: 'max failures per interval', description: 'failure-rate: failures within the interval before the job fails', commands: ['run'], section: 'Restart strategy',
+  }),
+  failureRateInterval: option({
+    key: 'restart-strategy.failure-rate.failure-rate-interval', field: 'restart.failureRateInterval', type: duration(), default: '1 min',
+    label: 'failure rate interval', description: 'failure-rate: the interval failures are counted in', commands: ['run'], section: 'Restart strategy',
+  }),
+  initialBackoff: option({
+    key: 'restart-strategy.exponential-delay.initial-backoff', field: 'restart.initialBackoff', type: duration(), default: '1 s',
+    label: 'initial backoff', description: 'exponential-delay: delay before the first restart', commands: ['run'], section: 'Restart strategy',
+  }),
+  maxBackoff: option({
+    key: 'restart-strategy.exponential-delay.max-backoff', field: 'restart.maxBackoff', type: duration(), default: '1 min',
+    label: 'max backoff', description: 'exponential-delay: the longest delay (at least the initial backoff)', commands: ['run'], section: 'Restart strategy',
+  }),
+  backoffMultiplier: option({
+    key: 'restart-strategy.exponential-delay.backoff-multiplier', field: 'restart.backoffMultiplier', type: decimal({ min: 1 }), default: 1.5,
+    label: 'backoff multiplier', description: 'exponential-delay: factor from one delay to the next', commands: ['run'], section: 'Restart strategy',
+  }),
+  resetBackoffThreshold: option({
+    key: 'restart-strategy.exponential-delay.reset-backoff-threshold', field: 'restart.resetBackoffThreshold', type: duration(), default: '1 h',
+    label: 'reset backoff threshold', description: 'exponential-delay: this long without failure starts over at the initial backoff', commands: ['run'], section: 'Restart strategy',
+  }),
+  jitterFactor: option({
+    key: 'restart-strategy.exponential-delay.jitter-factor', field: 'restart.jitterFactor', type: decimal({ min: 0, max: 1 }), default: 0.1,
+    label: 'jitter factor', description: 'exponential-delay: each delay varies randomly by up to this fraction', commands: ['run'], section: 'Restart strategy',
+  }),
+  attemptsBeforeResetBackoff: option({
+    key: 'restart-strategy.exponential-delay.attempts-before-reset-backoff', field: 'restart.attemptsBeforeResetBackoff', type: integer({ min: 1, unlimited: true }),
+    default: Infinity, label: 'attempts before reset backoff', description: 'exponential-delay: restarts after which the delay starts over', commands: ['run'], section: 'Restart strategy',
+  }),
+
+  // ---- Savepoints and restore
+  savepointDir: option({
+    flag: 'savepoint-dir', key: 'execution.checkpointing.savepoint-dir', deprecatedKeys: ['state.savepoints.dir'], field: 'checkpoint.savepointDir', type: path(),
+    label: 'savepoint directory', description: 'default target directory of savepoints, for weir savepoint and stop without --dir', commands: ['run'], section: 'Savepoints and restore',
+  }),
+  from: option({
+    flag: 'from', field: 'from', type: text('X', 'latest, latest-or-empty or a checkpoint/savepoint path'), label: 'start snapshot',
+    description: 'start from a snapshot: latest (the newest checkpoint in the checkpoint dir), latest-or-empty (start fresh if there is none) or a checkpoint/savepoint path',
+    commands: ['run'], section: 'Savepoints and restore',
+  }),
+  allowNonRestoredState: option({
+    flag: 'allow-non-restored-state', field: 'allowNonRestoredState', type: onOff(),
+    label: 'allow non-restored state', description: 'drop snapshot state of operators the job no longer has', commands: ['run'], section: 'Savepoints and restore',
+  }),
+  claimMode: option({
+    flag: 'claim-mode', field: 'claimMode', type: choice('M', [{ value: 'no-claim' }, { value: 'claim' }] as const), default: 'no-claim', label: 'claim mode',
+    description: 'no-claim never deletes the snapshot given with --from; claim lets weir delete it once a newer checkpoint exists', commands: ['run'], section: 'Savepoints and restore',
+  }),
+
+  // ---- Control API (weir run serves it)
+  restPort: option({
+    flag: 'rest-port', field: 'rest.port', type: integer({ min: 0, max: 65535 }), metavar: 'P', default: 8081, label: 'REST port',
+    description: 'control API port; 0 picks a free one, and a busy default port falls back to a free one', commands: ['run'], section: 'Control API',
+  }),
+  restAddress: option({
+    flag: 'rest-address', field: 'rest.address', type: text('A'), default: '127.0.0.1', label: 'REST address',
+    description: 'control API address; any other than loopback exposes the API to the network', commands: ['run'], section: 'Control API',
+  }),
+
+  // ---- Commands that read snapshots or talk to a running job
+  json: option({
+    flag: 'json', type: onOff(), label: 'json', description: 'print JSON instead of text', commands: ['checkpoints', 'state inspect', 'list'],
+  }),
+  operator: option({
+    flag: 'operator', type: text('X'), label: 'operator', description: 'only this operator: its uid, name or id prefix', commands: ['state inspect'],
+  }),
+  state: option({
+    flag: 'state', type: text('S'), label: 'state', description: 'only this keyed state of --operator', commands: ['state inspect'],
+  }),
+  key: option({
+    flag: 'key', type: text('K'), label: 'key', description: 'print the value of this key in --state (exit 1 if it has none)', commands: ['state inspect'],
+  }),
+  targetRestPort: option({
+    flag: 'rest-port', type: integer({ min: 1, max: 65535 }), metavar: 'P', label: 'REST port',
+    description: 'reach the job at this control API port instead of finding it on this machine', commands: CONTROL,
+  }),
+  targetRestAddress: option({
+    flag: 'rest-address', type: text('A'), default: '127.0.0.1', label: 'REST address', description: 'the address for --rest-port', commands: CONTROL,
+  }),
+  savepointTarget: option({
+    flag: 'dir', type: path(), defaultText: 'the job\'s --savepoint-dir', label: 'savepoint directory', description: 'where the savepoint goes', commands: ['savepoint', 'stop'],
+  }),
+  savepointTimeout: option({
+    flag: 'timeout', type: duration(), default: '10 min', label: 'timeout',
+    description: 'stop waiting for the savepoint after D (it may still complete; the job keeps running)', commands: ['savepoint', 'stop'],
+  }),
+  withSavepoint: option({
+    flag: 'savepoint', type: onOff(), label: 'savepoint', description: 'take a savepoint (required; weir cancel ends a job without one)', commands: ['stop'],
+  }),
+  drain: option({
+    flag: 'drain', type: onOff(), label: 'drain', description: 'first advance event time to the end, so windows and timers fire', commands: ['stop'],
+  }),
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- entries keep their own value types
+  // ---- Every command
+  help: option({
+    flag: 'help', short: 'h', type: onOff(), label: 'help', description: 'show this help', commands: ALL, section: 'General',
+  }),
+  verbose: option({
+    flag: 'verbose', type: onOff(), label: 'verbose', description: 'print stack traces with errors', commands: ALL, section: 'General',
+  }),
+} satisfies Record<string, Option<any>>;
+
+export const ALL_OPTIONS: readonly Option[] = Object.values(OPTIONS) as Option[];
