@@ -9,7 +9,6 @@
 import { randomBytes } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { join, resolve } from 'node:path';
-import { mkdir, rm } from 'node:fs/promises';
 import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
 import type { JobDefinition } from '../api/job.ts';
 import { assignSplits, type SourceSplit } from '../core/source.ts';
@@ -19,7 +18,8 @@ import { CheckpointFailureReason as R, describeReason } from '../checkpoint/fail
 import { METADATA_VERSION, type CheckpointMetadata, type OperatorStateMeta } from '../checkpoint/metadata.ts';
 import { planRestore } from '../checkpoint/restore-plan.ts';
 import { CheckpointStatsTracker, type CheckpointStatsEntry } from '../checkpoint/stats.ts';
-import { finalizeMetadata, LocalCheckpointStorage, verifyCheckpoint, type CompletedCheckpointRef } from '../checkpoint/storage.ts';
+import { LocalCheckpointStorage, type CheckpointStorage, type CheckpointStorageLocation, type CompletedCheckpointRef, type StorageResolver } from '../checkpoint/storage.ts';
+import { storageResolver } from '../checkpoint/storage-resolver.ts';
 import type { TaskAck, TaskRestore } from '../core/checkpoint-format.ts';
 import { planExecution, type ExecutionPlan } from '../graph/execution-plan.ts';
 import type { JobGraph } from '../graph/job-graph.ts';
@@ -132,8 +132,10 @@ const RESTORE_TIMEOUT_MS = 600_000;
 
 interface SavepointRequest {
   readonly id: string;
-  /** Where it goes; for a manual checkpoint, decided at trigger time. */
-  location: string;
+  /** The directory a savepoint goes below (its own directory is made at trigger time); '' for a checkpoint. */
+  readonly target: string;
+  /** Where it went, once triggered. */
+  location?: string;
   readonly type: 'checkpoint' | 'savepoint';
   checkpointId?: number;
   /** Stop-with-savepoint: 'drain' ends the sources first; 'stop' suspends them at the barrier. */
@@ -175,7 +177,8 @@ class JobMaster implements JobControl {
   private readonly customStdout: boolean;
   private readonly clock: Clock;
   private readonly plan: ExecutionPlan;
-  private readonly storage: LocalCheckpointStorage | undefined;
+  private readonly storage: CheckpointStorage | undefined;
+  readonly snapshots: StorageResolver;
   private jobIdValue = randomBytes(16).toString('hex');
   private readonly collected = new Map<string, unknown[]>();
   private readonly stats: CheckpointStatsTracker;
@@ -206,6 +209,7 @@ class JobMaster implements JobControl {
     const checkpointing = config.intervalMs !== undefined;
     if (checkpointing && config.dir === undefined) throw new StartError('checkpointing is enabled but no checkpoint directory is set (--checkpoint-dir DIR)');
     this.storage = config.dir !== undefined ? new LocalCheckpointStorage(config.dir) : undefined;
+    this.snapshots = storageResolver(this.storage);
     this.stats = new CheckpointStatsTracker(10, (e) => {
       if (this.storage) void this.storage.appendHistory(this.jobId, historyLine(e)).catch(() => {});
     });
@@ -236,7 +240,7 @@ class JobMaster implements JobControl {
         this.log(`weir: dropping the state of operators the job no longer has (--allow-non-restored-state): ${names.join(', ')}`);
       }
     }
-    if (this.storage) this.storage.initJob(this.jobId);
+    if (this.storage) await this.storage.initJob(this.jobId);
     const stopServices = await this.startServices();
     try {
       return await this.runAttempts();
@@ -299,15 +303,15 @@ class JobMaster implements JobControl {
     }
   }
 
-  private savepointLocation(dir: string | undefined): string {
+  private savepointTarget(dir: string | undefined): string {
     const base = dir ?? this.config.savepointDir;
     if (base === undefined) throw new ControlError('no savepoint directory: give one (--dir) or configure --savepoint-dir', 400);
-    return join(resolve(base), `savepoint-${this.jobId.slice(0, 6)}-${randomBytes(6).toString('hex')}`);
+    return base;
   }
 
   savepoint(dir: string | undefined): Promise<string> {
     try {
-      return this.runningAttempt().savepoint(this.savepointLocation(dir), undefined);
+      return this.runningAttempt().savepoint(this.savepointTarget(dir), undefined);
     } catch (e) {
       return Promise.reject(e);
     }
@@ -315,8 +319,8 @@ class JobMaster implements JobControl {
 
   stop(dir: string | undefined, drain: boolean): Promise<string> {
     try {
-      const location = this.savepointLocation(dir);
-      const p = this.runningAttempt().savepoint(location, drain ? 'drain' : 'stop');
+      const target = this.savepointTarget(dir);
+      const p = this.runningAttempt().savepoint(target, drain ? 'drain' : 'stop');
       this.stopping = p;
       p.catch(() => (this.stopping = undefined));
       return p;
@@ -402,11 +406,12 @@ class JobMaster implements JobControl {
       this.useSnapshot(latest, true);
       return;
     }
-    const dir = resolve(from);
-    const v = await verifyCheckpoint(dir);
+    const snapshots = this.snapshots.forReference(from);
+    const dir = snapshots.normalize(from);
+    const v = await snapshots.verify(dir);
     if (!v.ok) throw new StartError(v.reason === 'no metadata' ? `${from} is not a checkpoint or savepoint (no _metadata file)` : `cannot restore from ${from}: ${v.reason}`);
     const claim = this.options.claimMode === 'claim';
-    const inOwnStorage = this.storage !== undefined && v.metadata.type === 'checkpoint' && resolve(dir, '..', '..') === this.storage.root;
+    const inOwnStorage = this.storage !== undefined && v.metadata.type === 'checkpoint' && this.storage.checkpointOf(dir) !== undefined;
     this.useSnapshot({ path: dir, metadata: v.metadata }, claim && inOwnStorage);
     if (claim && !inOwnStorage) this.claimedExternal = dir;
   }
@@ -468,7 +473,7 @@ class JobMaster implements JobControl {
 
   // ---- used by attempts
 
-  get storageOrUndefined(): LocalCheckpointStorage | undefined {
+  get storageOrUndefined(): CheckpointStorage | undefined {
     return this.storage;
   }
   get id(): string {
@@ -540,7 +545,8 @@ class Attempt {
   private tickTimer: { cancel(): void } | undefined;
   private ticker: NodeJS.Timeout | undefined;
   private finalRequested = false;
-  private readonly locations = new Map<number, string>();
+  /** Storage locations by checkpoint id: being created, then created (value set). */
+  private readonly locations = new Map<number, { created: Promise<CheckpointStorageLocation>; value?: CheckpointStorageLocation }>();
   /** Savepoints asked for (by request id): where they go and who waits for them. */
   private readonly savepoints = new Map<string, SavepointRequest>();
   private stopRequest: SavepointRequest | undefined;
@@ -787,31 +793,36 @@ class Attempt {
         // trigger goes to the sources and to tasks whose input has ended.
         const sp = d.requestId !== undefined ? this.savepoints.get(d.requestId) : undefined;
         if (sp?.type !== 'savepoint' && storage === undefined) throw new Error('a checkpoint was triggered without checkpoint storage');
-        const location = sp?.type === 'savepoint' ? sp.location : storage!.checkpointDir(jm.id, d.id);
-        if (sp !== undefined) {
-          sp.location = location;
-          sp.checkpointId = d.id;
-        }
-        this.locations.set(d.id, location);
+        if (sp !== undefined) sp.checkpointId = d.id;
+        const created = (async () => (sp?.type === 'savepoint' ? jm.snapshots.forReference(sp.target).initSavepoint(sp.target, jm.id, d.id) : storage!.initCheckpoint(jm.id, d.id)))();
+        const entry: { created: Promise<CheckpointStorageLocation>; value?: CheckpointStorageLocation } = { created };
+        this.locations.set(d.id, entry);
+        created.catch(() => {});
         jm.statsTracker.triggered(d.id, d.checkpointType, now, this.taskIds.length, this.number);
-        mkdir(location, { recursive: true }).then(() => (storage ? storage.recordTriggered(jm.id, d.id) : undefined)).then(
+        created.then((l) => {
+          entry.value = l;
+          if (sp !== undefined) sp.location = l.reference;
+          return storage ? storage.recordTriggered(jm.id, d.id) : undefined;
+        }).then(
           () => this.broadcast({
             type: 'trigger', tasks: d.tasks,
-            req: { checkpointId: d.id, timestamp: d.timestamp, type: d.checkpointType, location, ...(sp?.stop === 'stop' ? { suspendSourceAfter: true } : {}) },
+            req: { checkpointId: d.id, timestamp: d.timestamp, type: d.checkpointType, location: entry.value!.reference, ...(sp?.stop === 'stop' ? { suspendSourceAfter: true } : {}) },
           }),
-          (e) => this.apply(this.coordinator!.handle({ type: 'trigger-failed', now: jm.clockNow(), id: d.id, message: `cannot create ${location}: ${(e as Error).message}` })),
+          (e) => this.apply(this.coordinator!.handle({ type: 'trigger-failed', now: jm.clockNow(), id: d.id, message: (e as Error).message })),
         );
         return;
       }
       case 'trigger-task': {
-        const location = this.locations.get(d.id)!;
-        this.broadcast({ type: 'trigger', tasks: [d.task], req: { checkpointId: d.id, timestamp: d.timestamp, type: d.checkpointType, location } });
+        void this.locations.get(d.id)!.created.then(
+          (l) => this.broadcast({ type: 'trigger', tasks: [d.task], req: { checkpointId: d.id, timestamp: d.timestamp, type: d.checkpointType, location: l.reference } }),
+          () => {}, // the trigger fails the checkpoint
+        );
         return;
       }
       case 'finalize': {
-        const location = this.locations.get(d.id)!;
+        const location = this.locations.get(d.id)!.value!;
         const metadata = this.buildMetadata(d.id, d.timestamp, d.checkpointType, d.acks, now);
-        const p = finalizeMetadata(location, metadata).then(
+        const p = location.finalize(metadata).then(
           () => this.apply(this.coordinator!.handle({ type: 'finalized', now: jm.clockNow(), id: d.id })),
           (e) => this.apply(this.coordinator!.handle({ type: 'finalize-failed', now: jm.clockNow(), id: d.id, message: `cannot write metadata: ${(e as Error).message}` })),
         );
@@ -821,11 +832,12 @@ class Attempt {
         return;
       }
       case 'notify-complete': {
-        const location = this.locations.get(d.id)!;
+        const location = this.locations.get(d.id)!.value!.reference;
         jm.statsTracker.completed(d.id, now, location);
         if (d.checkpointType === 'checkpoint' && jm.claimedExternal !== undefined) {
           // Claim mode: the restored snapshot is owned by this job and now subsumed.
-          void rm(jm.claimedExternal, { recursive: true, force: true }).catch(() => {});
+          const claimed = jm.claimedExternal;
+          void jm.snapshots.forReference(claimed).discard(claimed).catch(() => {});
           jm.claimedExternal = undefined;
         }
         this.broadcast({ type: 'notify-complete', id: d.id });
@@ -844,8 +856,7 @@ class Attempt {
       case 'abort': {
         jm.statsTracker.failed(d.id, now, d.reason, d.message);
         this.broadcast({ type: 'notify-abort', id: d.id });
-        const location = this.locations.get(d.id);
-        if (location) this.track(rm(location, { recursive: true, force: true }));
+        this.dispose(d.id);
         const sp = d.requestId !== undefined ? this.savepoints.get(d.requestId) : undefined;
         if (d.requestId === 'final') {
           // The final checkpoint must happen for the output to be committed: ask again.
@@ -874,7 +885,7 @@ class Attempt {
         return;
       case 'discard-ack': {
         const location = this.locations.get(d.id);
-        if (location) for (const op of d.ack.operators) if (op.file) void rm(join(location, op.file), { force: true }).catch(() => {});
+        if (location) for (const op of d.ack.operators) if (op.file) void location.created.then((l) => l.discardState(op.file!)).catch(() => {});
         return;
       }
       case 'fail-job':
@@ -960,21 +971,21 @@ class Attempt {
     let req: SavepointRequest | undefined;
     return new Promise<string>((resolve, reject) => {
       const id = `checkpoint-${randomBytes(6).toString('hex')}`;
-      req = { id, location: '', type: 'checkpoint', stop: undefined, resolve, reject, completed: false };
+      req = { id, target: '', type: 'checkpoint', stop: undefined, resolve, reject, completed: false };
       this.savepoints.set(id, req);
       this.apply(this.coordinator!.handle({ type: 'request', now: this.jm.clockNow(), checkpointType: 'checkpoint', requestId: id }));
     }).then(() => req!.checkpointId!);
   }
 
-  /** Takes a savepoint of the running job into `location`. */
-  savepoint(location: string, stop: 'drain' | 'stop' | undefined): Promise<string> {
+  /** Takes a savepoint of the running job into a new directory below `target`. */
+  savepoint(target: string, stop: 'drain' | 'stop' | undefined): Promise<string> {
     if (this.ended) return Promise.reject(new ControlError('the job is not running'));
     if (!this.running) return Promise.reject(new ControlError('the job is still starting (not all tasks are running)'));
     if (this.stopRequest !== undefined) return Promise.reject(new ControlError('the job is already stopping'));
     if (stop !== undefined && this.finalRequested) return Promise.reject(new ControlError('the job is already finishing'));
     return new Promise<string>((resolve, reject) => {
       const id = `savepoint-${randomBytes(6).toString('hex')}`;
-      const req: SavepointRequest = { id, location, type: 'savepoint', stop, resolve, reject, completed: false };
+      const req: SavepointRequest = { id, target, type: 'savepoint', stop, resolve, reject, completed: false };
       this.savepoints.set(id, req);
       const now = this.jm.clockNow();
       if (stop !== undefined) {
@@ -1018,8 +1029,7 @@ class Attempt {
       for (const d of decisions) {
         if (d.type === 'abort') {
           this.jm.statsTracker.failed(d.id, this.jm.clockNow(), d.reason, describeReason(d.reason));
-          const location = this.locations.get(d.id);
-          if (location) this.track(rm(location, { recursive: true, force: true }));
+          this.dispose(d.id);
         }
       }
       this.ended = true;
@@ -1030,6 +1040,12 @@ class Attempt {
   private readonly finalizing = new Set<Promise<void>>();
   /** Deletions in flight: the attempt ends after them, so runJob's caller sees the final layout. */
   private readonly io = new Set<Promise<unknown>>();
+
+  /** Removes what an aborted checkpoint wrote (once its location exists). */
+  private dispose(id: number): void {
+    const location = this.locations.get(id);
+    if (location) this.track(location.created.then((l) => l.dispose()));
+  }
 
   private track(p: Promise<unknown>): void {
     const q = p.catch(() => {});
