@@ -16,9 +16,10 @@ import { StorageError } from '../storage-error.ts';
 export type FaultKind = 'fail-write' | 'short-write' | 'hold-write' | 'lose-rename' | 'fail-delete';
 
 /** The operations faults apply to. */
-export type FaultedOperation = 'write' | 'publish' | 'delete';
+export type FaultedOperation = 'create' | 'write' | 'publish' | 'delete';
 
 const KINDS_BY_OPERATION: Readonly<Record<FaultedOperation, readonly FaultKind[]>> = {
+  create: ['fail-write'],
   write: ['fail-write', 'short-write', 'hold-write'],
   publish: ['lose-rename'],
   delete: ['fail-delete'],

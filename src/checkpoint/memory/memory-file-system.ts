@@ -62,8 +62,7 @@ export class MemoryFileSystem implements SnapshotFileSystem {
     this.check(file);
     if (this.files.has(file) || this.dirs.has(file)) throw new StorageError(`${file} exists`);
     await this.prepareDirectory(parentReference(file));
-    const fault = this.faults.decide('write', file);
-    if (fault === 'fail-write') throw injectedFailure(fault, file);
+    if (this.faults.decide('create', file) === 'fail-write') throw injectedFailure('fail-write', file);
     const f = new MemoryFile();
     this.files.set(file, f);
     return new MemoryOutputStream(this, file, f);
