@@ -266,7 +266,9 @@ export class JobMaster implements JobControl {
     if (!storage || !this.checkpointing) return;
     if (!discardOnJobEnd(this.spec.checkpointConfig.retention, status)) return;
     for (const c of await storage.completed(this.jobId)) {
-      if (c.metadata.type === 'checkpoint') await storage.discard(c.path);
+      if (c.metadata.type !== 'checkpoint') continue;
+      // A checkpoint that cannot be deleted is left behind, said so; the job's result stands.
+      await storage.discard(c.path).catch((e) => this.log(`weir: cannot discard checkpoint ${c.path}: ${(e as Error).message}`));
     }
   }
 
@@ -279,7 +281,8 @@ export class JobMaster implements JobControl {
     const firstCheckpointId = Math.max(storage ? await storage.highestId(this.jobId) : 0, restore?.metadata.checkpointId ?? 0) + 1;
     const restoredCompleted: CompletedCheckpointInfo[] = [];
     if (storage && this.checkpointing) {
-      await storage.collectGarbage(this.jobId);
+      // Garbage that cannot be removed now is tried again at the next attempt.
+      await storage.collectGarbage(this.jobId).catch((e) => this.log(`weir: cannot collect checkpoint garbage of job ${this.jobId}: ${(e as Error).message}`));
       for (const c of await storage.completed(this.jobId)) {
         if (c.metadata.type === 'checkpoint') restoredCompleted.push({ id: c.metadata.checkpointId, timestamp: c.metadata.timestamp, completedAt: c.metadata.completedAt });
       }

@@ -1,8 +1,9 @@
 /**
  * In-memory checkpoint storage: the same contract as the local directory (run against both),
- * and every injectable fault doing what it says, deterministically: failed, short and held
- * writes, lost renames of the metadata, failing deletes. The job-level consequences (the
- * checkpoint fails with a reason, the job goes on) are in memory-storage-job.test.ts.
+ * every injectable fault doing what it says, deterministically (failed, short and held
+ * writes, lost renames of the metadata, failing deletes), and what a job does about each: the
+ * checkpoint fails with a reason, and the job goes on to finish with all its output. Jobs run
+ * in one thread on a manual clock that the source moves, 10 ms per record; faults are seeded.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,6 +14,8 @@ import { METADATA_VERSION, type CheckpointMetadata } from '../../src/checkpoint/
 import { MemoryCheckpointStorage, StorageFaults } from '../../src/checkpoint/memory/index.ts';
 import { LocalCheckpointStorage, type CheckpointStorage } from '../../src/checkpoint/storage.ts';
 import { errorCode } from '../../src/core/errors.ts';
+import { CheckpointFailureReason as R } from '../../src/checkpoint/failure-reason.ts';
+import { defineJob, ManualClock, runJob, ValueStateDescriptor, type JobResult, type Source, type SourceReader, type SourceSplit } from '../../src/index.ts';
 
 const JOB = 'a1b2c3d4e5f60718293a4b5c6d7e8f90';
 const roots: string[] = [];
@@ -208,5 +211,191 @@ describe('injected faults', () => {
   it('rules are validated', () => {
     expect(() => new StorageFaults().inject({ kind: 'fail-write', probability: 0 })).toThrow(RangeError);
     expect(() => new StorageFaults().inject({ kind: 'fail-write', times: 0 })).toThrow(RangeError);
+  });
+});
+
+// ---- a job over faulty storage
+
+const RECORDS = 400;
+const KEYS = 8;
+const STEP_MS = 10;
+
+interface HistoryEntry {
+  readonly id: number;
+  readonly status: string;
+  readonly failureReason?: string;
+  readonly failureMessage?: string;
+}
+
+/**
+ * A source that moves the manual clock 10 ms per record, and waits while a checkpoint is in
+ * flight (unless a write of it is held by the test): so checkpoint timing depends on the
+ * manual clock and the storage's answers, not on how fast this machine runs a scheduler slice.
+ */
+function clockedSource(clock: ManualClock, quiet: () => boolean, onQuiet: (wake: () => void) => void, at: Record<number, () => void>): Source<number, SourceSplit> {
+  return {
+    name: 'clocked', bounded: true, maxReaders: 1,
+    planSplits: () => [{ id: 'all' }],
+    createReader(ctx): SourceReader<number, SourceSplit> {
+      let i = 0;
+      return {
+        addSplits() {},
+        snapshotSplits: () => [{ id: 'all' }],
+        poll(out) {
+          if (i >= RECORDS) return 'end';
+          if (!quiet()) {
+            onQuiet(() => ctx.wake());
+            return 'wait';
+          }
+          at[i]?.();
+          clock.advanceTo((i + 1) * STEP_MS);
+          out.collect(i++);
+          return 'more';
+        },
+        close() {},
+      };
+    },
+  };
+}
+
+/**
+ * Counts per key over RECORDS records, checkpointing every 100 ms of the manual clock (every
+ * 10 records) into `storage`; `at` runs a step of the test before a record.
+ */
+async function runOver(storage: MemoryCheckpointStorage, at: Record<number, () => void> = {}): Promise<{ result: JobResult; history: HistoryEntry[]; logs: string[] }> {
+  const clock = new ManualClock(0);
+  // Checkpoints in flight: from their location's creation to their history line (written when
+  // each ends); a checkpoint with a write held by the test is stalled, and the clock moves on.
+  const inFlight = new Set<number>();
+  const stalled = new Set<number>();
+  let wakers: (() => void)[] = [];
+  const wakeAll = () => {
+    for (const w of wakers.splice(0)) w();
+  };
+  const initCheckpoint = storage.initCheckpoint.bind(storage);
+  storage.initCheckpoint = (jobId, id) => {
+    inFlight.add(id);
+    return initCheckpoint(jobId, id);
+  };
+  const appendHistory = storage.appendHistory.bind(storage);
+  storage.appendHistory = (jobId, entry) => {
+    inFlight.delete((entry as HistoryEntry).id);
+    wakeAll();
+    return appendHistory(jobId, entry);
+  };
+  storage.faults.onHold((reference) => {
+    stalled.add(Number(/\/chk-(\d+)\//.exec(reference)?.[1]));
+    wakeAll();
+  });
+  const quiet = () => [...inFlight].every((id) => stalled.has(id));
+  const logs: string[] = [];
+  const count = new ValueStateDescriptor<number>('count', { defaultValue: 0 });
+  const result = await runJob(defineJob((env) => {
+    env.fromSource(clockedSource(clock, quiet, (w) => wakers.push(w), at)).keyBy((i) => i % KEYS).process<[number, number]>({
+      processElement(i, ctx, out) {
+        const n = ctx.getState(count);
+        n.update(n.value()! + 1);
+        out.collect([i, n.value()!]);
+      },
+    }).uid('counts').collect('out');
+  }), {
+    workers: 1, parallelism: 1, clock, stdout: () => {}, log: (l) => logs.push(l), checkpointStorage: storage,
+    checkpoint: { interval: 100, timeout: 250, tolerableFailures: 1000 },
+    restartStrategy: { type: 'none' },
+  });
+  wakers = [];
+  const history = (await storage.readHistory(result.jobId)).entries as HistoryEntry[];
+  return { result, history, logs };
+}
+
+/** The job went on: finished, every record counted exactly once, checkpoints completed after the faults. */
+function expectWentOn(r: { result: JobResult; history: HistoryEntry[] }): void {
+  expect(r.result.status, r.result.error?.message).toBe('FINISHED');
+  const out = r.result.collected<[number, number]>('out');
+  expect(out.length).toBe(RECORDS);
+  for (const [i, n] of out) expect(n, `record ${i}`).toBe(Math.floor(i / KEYS) + 1);
+  const lastFailed = Math.max(0, ...r.history.filter((h) => h.status === 'FAILED').map((h) => h.id));
+  expect(r.history.some((h) => h.status === 'COMPLETED' && h.id > lastFailed), 'a checkpoint completed after the last failure').toBe(true);
+}
+
+function failures(history: HistoryEntry[]): string[] {
+  return history.filter((h) => h.status === 'FAILED').map((h) => `${h.failureReason}: ${h.failureMessage}`);
+}
+
+describe('a job over faulty storage: the checkpoint fails with a reason, the job goes on', () => {
+  it('a failed state write: the task declines (CHECKPOINT_ASYNC_EXCEPTION)', async () => {
+    const storage = new MemoryCheckpointStorage({ faults: new StorageFaults().inject({ kind: 'fail-write', match: /\.state$/, times: 2 }) });
+    const r = await runOver(storage);
+    expect(failures(r.history)).toEqual([
+      expect.stringMatching(new RegExp(`^${R.CHECKPOINT_ASYNC_EXCEPTION}: asynchronous phase failed in .*injected fault \\(fail-write\\): memory://weir/.*/chk-1/`)),
+      expect.stringMatching(new RegExp(`^${R.CHECKPOINT_ASYNC_EXCEPTION}: .*chk-2/`)),
+    ]);
+    expectWentOn(r);
+  });
+
+  it('a short state write: the metadata is written, the checkpoint does not verify, it is not complete (FINALIZE_CHECKPOINT_FAILURE)', async () => {
+    const storage = new MemoryCheckpointStorage({ faults: new StorageFaults().inject({ kind: 'short-write', match: /\.state$/, times: 1 }) });
+    const r = await runOver(storage);
+    expect(failures(r.history)).toEqual([expect.stringMatching(new RegExp(`^${R.FINALIZE_CHECKPOINT_FAILURE}: cannot write metadata: .*chk-1 does not verify .*has \\d+ bytes, expected \\d+ \\(truncated\\)`))]);
+    expectWentOn(r);
+  });
+
+  it('a lost rename of the metadata: the checkpoint does not exist, and is not reported complete', async () => {
+    const storage = new MemoryCheckpointStorage({ faults: new StorageFaults().inject({ kind: 'lose-rename', match: /_metadata$/, times: 1 }) });
+    const r = await runOver(storage);
+    expect(failures(r.history)).toEqual([expect.stringMatching(new RegExp(`^${R.FINALIZE_CHECKPOINT_FAILURE}: .*chk-1 does not verify after its metadata was written: no metadata`))]);
+    expectWentOn(r);
+  });
+
+  it('a failed metadata write (FINALIZE_CHECKPOINT_FAILURE) and a failed id record (TRIGGER_CHECKPOINT_FAILURE)', async () => {
+    const storage = new MemoryCheckpointStorage({
+      faults: new StorageFaults().inject({ kind: 'fail-write', match: /_metadata\.tmp$/, times: 1 }).inject({ kind: 'fail-write', match: /last-checkpoint-id\.tmp$/, times: 1 }),
+    });
+    const r = await runOver(storage);
+    expect(failures(r.history).sort()).toEqual([
+      expect.stringMatching(new RegExp(`^${R.FINALIZE_CHECKPOINT_FAILURE}: cannot write metadata: injected fault \\(fail-write\\)`)),
+      expect.stringMatching(new RegExp(`^${R.TRIGGER_CHECKPOINT_FAILURE}: injected fault \\(fail-write\\): .*last-checkpoint-id\\.tmp`)),
+    ].sort());
+    expectWentOn(r);
+  });
+
+  it('a slow write, held by the test while the clock moves on: the checkpoint expires (CHECKPOINT_EXPIRED); released later, it changes nothing', async () => {
+    const faults = new StorageFaults().inject({ kind: 'hold-write', match: /\.state$/, times: 1 });
+    const storage = new MemoryCheckpointStorage({ faults });
+    let heldAtRelease = 0;
+    const r = await runOver(storage, { 200: () => (heldAtRelease = faults.releaseHeld()) });
+    expect(heldAtRelease).toBe(1);
+    expect(failures(r.history)).toEqual([expect.stringMatching(new RegExp(`^${R.CHECKPOINT_EXPIRED}: checkpoint 1 expired before completing \\(timeout 250 ms\\)`))]);
+    expectWentOn(r);
+    expect(faults.heldWrites()).toBe(0);
+  });
+
+  it('failing deletes of subsumed checkpoints: said in the log, the job goes on (and the leftovers stay whole)', async () => {
+    const storage = new MemoryCheckpointStorage({ faults: new StorageFaults().inject({ kind: 'fail-delete', match: /\/chk-[12]$|chk-[12]\/_metadata$/ }) });
+    const r = await runOver(storage);
+    expect(r.logs.filter((l) => l.includes('cannot discard')).length).toBeGreaterThanOrEqual(2);
+    expect(failures(r.history)).toEqual([]);
+    expectWentOn(r);
+    const left = await storage.completed(r.result.jobId);
+    expect(left.map((c) => c.metadata.checkpointId)).toEqual([1, 2]);
+  });
+
+  it('seeded random faults of every kind: every failure has a reason the fault explains, and the job goes on', async () => {
+    const seed = Number(process.env.SEED ?? Date.now() % 1_000_000);
+    console.log(`faulty storage job seed=${seed} (replay with SEED=${seed})`);
+    const faults = new StorageFaults(seed)
+      .inject({ kind: 'fail-write', probability: 0.05, times: 6 })
+      .inject({ kind: 'short-write', match: /\.state$/, probability: 0.05, times: 4 })
+      .inject({ kind: 'lose-rename', match: /_metadata$/, probability: 0.1, times: 4 })
+      .inject({ kind: 'fail-delete', probability: 0.2, times: 4 });
+    const storage = new MemoryCheckpointStorage({ faults });
+    const r = await runOver(storage);
+    const explained = [R.CHECKPOINT_ASYNC_EXCEPTION, R.FINALIZE_CHECKPOINT_FAILURE, R.TRIGGER_CHECKPOINT_FAILURE];
+    for (const f of r.history.filter((h) => h.status === 'FAILED')) {
+      expect(explained, JSON.stringify(f)).toContain(f.failureReason);
+      expect(f.failureMessage, JSON.stringify(f)).toMatch(/injected fault|does not verify/);
+    }
+    expect(r.history.filter((h) => h.status === 'FAILED').length).toBeLessThanOrEqual(faults.log().filter((x) => x.kind !== 'fail-delete').length);
+    expectWentOn(r);
   });
 });

@@ -42,6 +42,7 @@ export interface InjectedFault {
 
 /** Bound on writes held at once: a test that never releases them fails loudly, not by running out of memory. */
 const MAX_HELD_WRITES = 10_000;
+const MAX_LISTENERS = 100;
 /** Bound on the record of injected faults (oldest dropped). */
 const MAX_LOG = 10_000;
 
@@ -49,6 +50,7 @@ export class StorageFaults {
   private readonly rng: Rng;
   private readonly rules: { rule: FaultRule; left: number }[] = [];
   private readonly held: (() => void)[] = [];
+  private readonly holdListeners: ((reference: string) => void)[] = [];
   private readonly injected: InjectedFault[] = [];
 
   constructor(readonly seed = 0) {
@@ -106,10 +108,18 @@ export class StorageFaults {
     return n;
   }
 
+  /** Calls `fn` whenever a write starts being held (a test then moves its clock on). */
+  onHold(fn: (reference: string) => void): void {
+    if (this.holdListeners.length >= MAX_LISTENERS) throw new RangeError(`more than ${MAX_LISTENERS} hold listeners`);
+    this.holdListeners.push(fn);
+  }
+
   /** A promise that a held write waits on until releaseHeld(). */
   hold(reference: string): Promise<void> {
     if (this.held.length >= MAX_HELD_WRITES) return Promise.reject(new StorageError(`more than ${MAX_HELD_WRITES} writes held (at ${reference}): release them`));
-    return new Promise<void>((resolve) => this.held.push(resolve));
+    const p = new Promise<void>((resolve) => this.held.push(resolve));
+    for (const fn of this.holdListeners) fn(reference);
+    return p;
   }
 }
 

@@ -70,6 +70,8 @@ export class SnapshotRequestLogic {
   private stop: Stop | undefined;
   private final: { tries: number; done: boolean } | undefined;
   private allWaiting = false;
+  /** The sources were ended by a drain (they end once; a later drain just waits again). */
+  private sourcesDrained = false;
   private ended = false;
 
   constructor(
@@ -124,7 +126,11 @@ export class SnapshotRequestLogic {
     if (stop === undefined) return [this.trigger(id, kind, false)];
     this.stop = { id, mode: stop, phase: stop === 'drain' ? 'draining' : 'snapshot', since: now };
     // The stop's savepoint is the job's last snapshot: no periodic checkpoint after it.
-    if (stop === 'drain') return [{ type: 'suspend-periodic' }, { type: 'end-sources', drain: true }];
+    if (stop === 'drain') {
+      if (this.sourcesDrained) return [{ type: 'suspend-periodic' }];
+      this.sourcesDrained = true;
+      return [{ type: 'suspend-periodic' }, { type: 'end-sources', drain: true }];
+    }
     return [{ type: 'suspend-periodic' }, this.trigger(id, 'savepoint', false)];
   }
 
