@@ -43,10 +43,17 @@ interface LocationEntry {
 
 /** Bound on storage operations in flight (deletes, disposals); more wait for the attempt's end. */
 const MAX_TRACKED_IO = 10_000;
+/**
+ * Locations of ended checkpoints kept (a late ack of an aborted one still finds where its state
+ * went); older ones are forgotten, and what a very late ack left is garbage collection's.
+ */
+const ENDED_LOCATIONS_KEPT = 128;
 
 export class CheckpointShell {
   private readonly coordinator: CheckpointCoordinatorLogic;
   private readonly locations = new Map<number, LocationEntry>();
+  /** Ids of ended checkpoints whose locations are still kept, oldest first. */
+  private readonly endedIds: number[] = [];
   private readonly finalizing = new Set<Promise<void>>();
   /** Deletions in flight: the attempt ends after them, so runJob's caller sees the final layout. */
   private readonly io = new Set<Promise<unknown>>();
@@ -139,6 +146,7 @@ export class CheckpointShell {
         this.host.stats.failed(d.id, now, d.reason, d.message);
         this.host.broadcast({ type: 'notify-abort', id: d.id });
         this.dispose(d.id);
+        this.rememberEnded(d.id);
         if (d.requestId !== undefined) this.host.onRequestFailed(d.requestId, d.reason, d.message, 'aborted');
         return;
       case 'discard-completed':
@@ -218,7 +226,14 @@ export class CheckpointShell {
     h.stats.completed(d.id, now, reference);
     if (d.checkpointType === 'checkpoint') h.onCheckpointCompleted();
     h.broadcast({ type: 'notify-complete', id: d.id });
+    this.rememberEnded(d.id);
     if (d.requestId !== undefined) h.onRequestCompleted(d.requestId, d.id, reference, d.final);
+  }
+
+  /** Remembers that checkpoint `id` ended; forgets the oldest ended location beyond the bound. */
+  private rememberEnded(id: number): void {
+    this.endedIds.push(id);
+    while (this.endedIds.length > ENDED_LOCATIONS_KEPT) this.locations.delete(this.endedIds.shift()!);
   }
 
   private discardCompleted(id: number): void {

@@ -254,6 +254,7 @@ export class JobMaster implements JobControl {
       const next = recovery.restartFrom(step, candidates, this.restoredFrom);
       this.restoredFrom = next.from;
       this.log(next.log);
+      this.state = 'RESTARTING';
       const wait = sleep(this.spec.clock, step.delayMs);
       this.restartWait = wait;
       await wait.done; // cancel() ends the wait early
