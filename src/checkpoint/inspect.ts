@@ -4,13 +4,13 @@
  * snapshot's files; never modifies anything.
  */
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
 import { decodeValue } from '../core/codec.ts';
 import { keyGroupOf, normalizeKey } from '../state/key-groups.ts';
 import { decodeGroup, groupSize, type StateMeta } from '../state/state-codec.ts';
 import type { CheckpointMetadata, OperatorStateMeta } from './metadata.ts';
 import { StateFileReader } from './state-file.ts';
 import { isDirectory, verifyCheckpoint } from './storage.ts';
+import { keyedBlockName, METADATA_FILE, parseBlockName, stateFileReference } from './names.ts';
 import type { InlineOperatorState } from '../core/checkpoint-format.ts';
 import { WeirError } from '../core/errors.ts';
 
@@ -68,7 +68,7 @@ export async function openSnapshot(path: string): Promise<CheckpointMetadata> {
       // common than a directory without metadata, and "no _metadata file" hides the typo.
       if (!existsSync(path)) throw new InspectError(`${path} does not exist`);
       if (!isDirectory(path)) throw new InspectError(`${path} is a file, not a checkpoint or savepoint directory`);
-      throw new InspectError(`${path} is not a checkpoint or savepoint (no _metadata file)`);
+      throw new InspectError(`${path} is not a checkpoint or savepoint (no ${METADATA_FILE} file)`);
     }
     throw new InspectError(`${path}: ${v.reason}`);
   }
@@ -106,7 +106,7 @@ async function summarizeOperator(dir: string, op: OperatorStateMeta): Promise<Op
     splits += inline?.splits?.length ?? 0;
     committables += inline?.committables?.length ?? 0;
     if (s.file === undefined) continue;
-    const reader = await StateFileReader.open(join(dir, s.file), s.fileSize);
+    const reader = await StateFileReader.open(stateFileReference(dir, s.file), s.fileSize);
     try {
       const meta = reader.index.meta as { states: StateMeta[] };
       const formats = new Map(meta.states.map((st) => [st.name, st.blockFormat ?? 1]));
@@ -114,13 +114,14 @@ async function summarizeOperator(dir: string, op: OperatorStateMeta): Promise<Op
       const r: RangeSummary = { subtask: s.subtask, keyGroupRange: s.keyGroupRange!, file: s.file, fileSize: s.fileSize!, keys: 0, timers: 0, bytes: 0 };
       for (const b of reader.index.blocks) {
         const bytes = await reader.readBlock(b);
-        const entries = b.name.startsWith('t/') ? decodeValue<unknown[]>(bytes).length : groupSize(bytes, formats.get(b.name.slice(2, b.name.lastIndexOf('/'))));
+        const block = parseBlockName(b.name);
         r.bytes += b.length;
-        if (b.name.startsWith('t/')) {
-          r.timers += entries;
+        if (block.kind === 'timers') {
+          r.timers += decodeValue<unknown[]>(bytes).length;
           continue;
         }
-        const stateName = b.name.slice(2, b.name.lastIndexOf('/'));
+        const stateName = block.kind === 'keyed' ? block.state : '';
+        const entries = groupSize(bytes, formats.get(stateName));
         const st = states.get(stateName);
         if (st) {
           st.keys += entries;
@@ -181,12 +182,12 @@ export async function lookupValue(path: string, operatorQuery: string, stateName
     const kg = keyGroupOf(nk, op.maxParallelism);
     const s = op.subtasks.find((x) => x.keyGroupRange !== undefined && x.keyGroupRange.start <= kg && kg <= x.keyGroupRange.end && x.file !== undefined);
     if (s === undefined) continue;
-    const reader = await StateFileReader.open(join(path, s.file!), s.fileSize);
+    const reader = await StateFileReader.open(stateFileReference(path, s.file!), s.fileSize);
     try {
       const meta = reader.index.meta as { states: StateMeta[] };
       knownStates = new Set(meta.states.map((x) => x.name));
       if (!knownStates.has(stateName)) continue;
-      const block = reader.index.blocks.find((b) => b.name === `k/${stateName}/${kg}`);
+      const block = reader.index.blocks.find((b) => b.name === keyedBlockName(stateName, kg));
       if (block === undefined) continue;
       const fmt = meta.states.find((x) => x.name === stateName)?.blockFormat;
       for (const [k, v] of decodeGroup(await reader.readBlock(block), fmt)) {

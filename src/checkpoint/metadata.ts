@@ -8,7 +8,8 @@ import { createHash } from 'node:crypto';
 import type { CheckpointType, SubtaskCheckpointStats, KeyGroupRange } from '../core/checkpoint-format.ts';
 import { WeirError } from '../core/errors.ts';
 
-export const METADATA_FILE = '_metadata';
+/** The metadata file's name (names.ts owns every name; re-exported for existing readers). */
+export { METADATA_FILE } from './names.ts';
 export const METADATA_FORMAT = 'weir-checkpoint';
 /** Bumped on incompatible changes; readers refuse newer versions with a clear error. */
 export const METADATA_VERSION = 1;

@@ -10,9 +10,9 @@
  * Operators are matched by id (uid or position); state of an operator that no longer exists
  * fails the restore unless explicitly allowed.
  */
-import { join } from 'node:path';
 import { decodeValue } from '../core/codec.ts';
 import type { CheckpointMetadata } from './metadata.ts';
+import { stateFileReference } from './names.ts';
 import type { InlineOperatorState, TaskRestore, KeyGroupRange } from '../core/checkpoint-format.ts';
 import { taskId, type TaskId } from '../core/task-id.ts';
 import { WeirError } from '../core/errors.ts';
@@ -121,7 +121,7 @@ export function planRestore(m: CheckpointMetadata, dir: string, graph: RestoreTa
         if (committables.length > 0) inline.committables = committables.filter((_, k) => k % p === st.index);
         const keyedFiles = old.subtasks
           .filter((s) => s.file !== undefined && s.keyGroupRange !== undefined && overlaps(s.keyGroupRange, st.keyGroupRange))
-          .map((s) => ({ path: join(dir, s.file!), size: s.fileSize! }));
+          .map((s) => ({ path: stateFileReference(dir, s.file!), size: s.fileSize! }));
         const entry: Entry = {};
         if (Object.keys(inline).length > 0) entry.inline = inline;
         if (keyedFiles.length > 0) entry.keyedFiles = keyedFiles;

@@ -1,230 +1,133 @@
 /**
- * Checkpoint storage on a local directory (the embedded default):
+ * Checkpoint storage: where checkpoints and savepoints live. As in Flink, three pieces:
  *
- *   <dir>/<job-id>/chk-<n>/_metadata        written last: temp file, fsync, rename, fsync dir
- *   <dir>/<job-id>/chk-<n>/<op>-<i>.state   one state file per keyed operator subtask
- *   <dir>/<job-id>/shared/, taskowned/      reserved for incremental and task-owned state
- *   <dir>/<job-id>/checkpoint-history.jsonl statistics of completed and failed checkpoints
+ * - CheckpointStorage (Flink's CheckpointStorageAccess), on the job manager: creates the
+ *   location of each checkpoint and savepoint, lists, resolves and discards completed ones,
+ *   keeps the job's checkpoint history and the record of triggered ids, collects garbage;
+ * - CheckpointStorageLocation: one snapshot being written; its reference (a string) travels
+ *   to the tasks in the trigger request and the barrier, and finalize() publishes its metadata;
+ * - CheckpointStorageWorkerView, on the tasks: resolves a location reference to a
+ *   CheckpointStreamFactory (src/core/state-streams.ts) through which a task writes its state
+ *   files, and opens them again as StateInputHandles on restore.
  *
- * A chk-<n> without verifying metadata is garbage from an aborted or interrupted attempt.
+ * The invariant every implementation keeps: a checkpoint exists if and only if its metadata
+ * exists and verifies, and the metadata is written last. "Atomically" is the implementation's
+ * business, not a rename's: a local directory writes a temp file, fsyncs and renames it; an
+ * object store (no rename) publishes the metadata with one PUT. Nothing in these interfaces
+ * needs a rename or a directory.
+ *
+ * Implementations: local/ (the embedded default, a directory tree) and memory/ (a fake with
+ * injectable faults for deterministic tests); both sit on the SnapshotFileSystem primitives
+ * (storage-fs.ts), so layout, verification, listing and garbage collection are written once
+ * (storage-on-fs.ts) and an object store only adds its primitives.
  */
-import { mkdirSync, existsSync, statSync } from 'node:fs';
-import { mkdir, open, readdir, readFile, rename, rm, stat, appendFile, writeFile } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
-import { METADATA_FILE, parseMetadata, serializeMetadata, type CheckpointMetadata } from './metadata.ts';
+import type { CheckpointType } from '../core/checkpoint-format.ts';
+import type { CheckpointStreamFactory, StateInputHandle } from '../core/state-streams.ts';
+import type { CheckpointMetadata } from './metadata.ts';
 
+export type StorageLog = (line: string) => void;
+
+/** A checkpoint or savepoint whose metadata verifies. */
 export interface CompletedCheckpointRef {
+  /** Its reference: an absolute directory for local storage, a URL otherwise. */
   readonly path: string;
   readonly metadata: CheckpointMetadata;
 }
 
-export type StorageLog = (line: string) => void;
-
-export class LocalCheckpointStorage {
-  readonly root: string;
-  constructor(root: string) {
-    this.root = resolve(root);
-  }
-
-  jobDir(jobId: string): string {
-    return join(this.root, jobId);
-  }
-
-  checkpointDir(jobId: string, id: number): string {
-    return join(this.jobDir(jobId), `chk-${id}`);
-  }
-
-  /** Creates the job's layout; fails clearly when the directory cannot be used. */
-  initJob(jobId: string): void {
-    try {
-      mkdirSync(join(this.jobDir(jobId), 'shared'), { recursive: true });
-      mkdirSync(join(this.jobDir(jobId), 'taskowned'), { recursive: true });
-    } catch (e) {
-      throw new Error(`checkpoint directory ${this.root} is not usable: ${(e as Error).message}`);
-    }
-  }
-
-  async initCheckpoint(jobId: string, id: number): Promise<string> {
-    const dir = this.checkpointDir(jobId, id);
-    await mkdir(dir, { recursive: true });
-    return dir;
-  }
-
-  /** Writes metadata atomically: nothing, or the whole verified file. */
-  async finalize(dir: string, m: CheckpointMetadata): Promise<void> {
-    await finalizeMetadata(dir, m);
-  }
-
-  async discard(dir: string): Promise<void> {
-    // The metadata goes first: a checkpoint exists iff its metadata does, so a concurrent
-    // listing (a restart looking for the latest checkpoint) sees it either whole or gone,
-    // never with state files missing (which it would report as a corrupt checkpoint).
-    await rm(join(dir, METADATA_FILE), { force: true });
-    await rm(dir, { recursive: true, force: true });
-  }
-
-  async appendHistory(jobId: string, entry: unknown): Promise<void> {
-    await appendFile(join(this.jobDir(jobId), 'checkpoint-history.jsonl'), JSON.stringify(entry) + '\n');
-  }
-
-  /**
-   * Records that checkpoint `id` was triggered, so the id is never used again even after its
-   * directory (an interrupted attempt's) is collected as garbage. Sinks name their pending
-   * files by checkpoint id; a reused id would confuse what a restore cleans up.
-   */
-  async recordTriggered(jobId: string, id: number): Promise<void> {
-    // Triggers overlap (a periodic one and a savepoint or the final checkpoint), so writes are
-    // chained per job (never two on the temp file at once), and an older id never overwrites a newer.
-    const prev = this.recording.get(jobId) ?? Promise.resolve();
-    const next = prev.catch(() => {}).then(async () => {
-      if (id <= (this.recorded.get(jobId) ?? 0)) return;
-      const f = join(this.jobDir(jobId), 'last-checkpoint-id');
-      const tmp = `${f}.tmp`;
-      await writeFile(tmp, String(id));
-      await rename(tmp, f);
-      this.recorded.set(jobId, id);
-    });
-    this.recording.set(jobId, next);
-    await next;
-  }
-
-  private readonly recording = new Map<string, Promise<void>>();
-  private readonly recorded = new Map<string, number>();
-
-  /** Highest checkpoint number ever used under the job (ids are never reused). */
-  async highestId(jobId: string): Promise<number> {
-    const dir = this.jobDir(jobId);
-    if (!existsSync(dir)) return 0;
-    let max = 0;
-    try {
-      const recorded = Number(await readFile(join(dir, 'last-checkpoint-id'), 'utf8'));
-      if (Number.isSafeInteger(recorded)) max = recorded;
-    } catch {
-      // none recorded yet
-    }
-    for (const name of await readdir(dir)) {
-      const m = /^chk-(\d+)$/.exec(name);
-      if (m) max = Math.max(max, Number(m[1]));
-    }
-    return max;
-  }
-
-  /** Job ids with a directory under the root. */
-  async jobs(): Promise<string[]> {
-    if (!existsSync(this.root)) return [];
-    const out: string[] = [];
-    for (const e of await readdir(this.root, { withFileTypes: true })) if (e.isDirectory()) out.push(e.name);
-    return out.sort();
-  }
-
-  /** Every verifying checkpoint of a job, oldest first; the rest is reported through `log`. */
-  async completed(jobId: string, log: StorageLog = () => {}): Promise<CompletedCheckpointRef[]> {
-    const dir = this.jobDir(jobId);
-    if (!existsSync(dir)) return [];
-    const out: CompletedCheckpointRef[] = [];
-    for (const name of await readdir(dir)) {
-      if (!/^chk-\d+$/.test(name)) continue;
-      const path = join(dir, name);
-      const r = await verifyCheckpoint(path);
-      if (r.ok) out.push({ path, metadata: r.metadata });
-      else if (r.reason !== 'no metadata') log(`weir: skipping checkpoint ${path}: ${r.reason}`);
-    }
-    return out.sort((a, b) => a.metadata.checkpointId - b.metadata.checkpointId);
-  }
-
-  /** The newest verifying checkpoint over every job under the root. */
-  async latest(log: StorageLog = () => {}): Promise<CompletedCheckpointRef | undefined> {
-    let best: CompletedCheckpointRef | undefined;
-    for (const job of await this.jobs()) {
-      const all = await this.completed(job, log);
-      for (const c of all) if (best === undefined || c.metadata.completedAt > best.metadata.completedAt) best = c;
-    }
-    return best;
-  }
-
-  /** Removes chk-<n> directories without metadata (interrupted or aborted attempts). */
-  async collectGarbage(jobId: string, keep: ReadonlySet<number> = new Set()): Promise<number> {
-    const dir = this.jobDir(jobId);
-    if (!existsSync(dir)) return 0;
-    let n = 0;
-    for (const name of await readdir(dir)) {
-      const m = /^chk-(\d+)$/.exec(name);
-      if (!m || keep.has(Number(m[1]))) continue;
-      if (!existsSync(join(dir, name, METADATA_FILE))) {
-        await rm(join(dir, name), { recursive: true, force: true });
-        n++;
-      }
-    }
-    return n;
-  }
-}
-
 export type VerifyResult = { ok: true; metadata: CheckpointMetadata } | { ok: false; reason: string };
 
+/** One checkpoint or savepoint being written (Flink's CheckpointStorageLocation). */
+export interface CheckpointStorageLocation {
+  readonly checkpointId: number;
+  readonly type: CheckpointType;
+  /** Where it is; tasks resolve it with CheckpointStorageWorkerView.resolveLocation. */
+  readonly reference: string;
+  /**
+   * Publishes the metadata, after every state file is written: atomically (a reader sees the
+   * whole metadata or none), durably, and then checks that the snapshot verifies as a reader
+   * would see it. Resolves only if it does; a rejection means the checkpoint does not exist
+   * (whatever was written is garbage for dispose() or garbage collection).
+   */
+  finalize(metadata: CheckpointMetadata): Promise<CompletedCheckpointRef>;
+  /** Removes one state file (of an acknowledgement no checkpoint will use). Missing is fine. */
+  discardState(name: string): Promise<void>;
+  /** Removes everything written here (an aborted attempt). Missing is fine. */
+  dispose(): Promise<void>;
+}
+
+/** The task side of storage (Flink's CheckpointStorageWorkerView). */
+export interface CheckpointStorageWorkerView {
+  /** The stream factory of a location reference from a trigger request or barrier. */
+  resolveLocation(reference: string): CheckpointStreamFactory;
+  /** Opens a state file named by a restore (a reference built by the restore plan). */
+  openState(reference: string): Promise<StateInputHandle>;
+  /** Removes a state file a task wrote for a checkpoint that was aborted. Missing is fine. */
+  discardState(location: string, name: string): Promise<void>;
+}
+
 /**
- * Checks a checkpoint or savepoint directory: metadata present, parses, checksum matches, and
- * every state file it names exists with its recorded size. Block checksums are verified when
- * the state is read.
+ * Snapshots addressed by reference on one kind of place (a scheme): savepoints go to any
+ * target directory there, and a user's `--from` pointer is resolved there.
  */
-export async function verifyCheckpoint(dir: string): Promise<VerifyResult> {
-  const metaPath = join(dir, METADATA_FILE);
-  let text: string;
-  try {
-    text = await readFile(metaPath, 'utf8');
-  } catch {
-    return { ok: false, reason: 'no metadata' };
-  }
-  let metadata: CheckpointMetadata;
-  try {
-    metadata = parseMetadata(text, metaPath);
-  } catch (e) {
-    return { ok: false, reason: (e as Error).message };
-  }
-  for (const op of metadata.operators) {
-    for (const s of op.subtasks) {
-      if (s.file === undefined) continue;
-      const p = join(dir, s.file);
-      let size: number | undefined;
-      try {
-        size = (await stat(p)).size;
-      } catch {
-        size = undefined;
-      }
-      if (size !== s.fileSize) {
-        // The checkpoint may have been discarded while we looked (discard() removes the metadata
-        // first): then it simply no longer exists, which is not corruption.
-        if (!existsSync(metaPath)) return { ok: false, reason: 'no metadata' };
-        if (size === undefined) return { ok: false, reason: `state file ${s.file} of operator "${op.name}" is missing` };
-        return { ok: false, reason: `state file ${s.file} of operator "${op.name}" has ${size} bytes, expected ${s.fileSize} (truncated)` };
-      }
-    }
-  }
-  return { ok: true, metadata };
+export interface SnapshotStorage {
+  /** Whether this storage serves `reference` (by its scheme and place). */
+  handles(reference: string): boolean;
+  /** True when tasks on other threads cannot reach it (in-memory storage needs workers: 1). */
+  readonly threadLocal: boolean;
+  /** A user's pointer as the reference it names (local: made absolute). */
+  normalize(pointer: string): string;
+  /** Creates a new savepoint directory below `targetDirectory` (a name unique to this attempt). */
+  initSavepoint(targetDirectory: string, jobId: string, checkpointId: number): Promise<CheckpointStorageLocation>;
+  /** Checks a checkpoint or savepoint: metadata present and intact, every state file whole. */
+  verify(reference: string): Promise<VerifyResult>;
+  /** Deletes a snapshot: metadata first (so it stops existing at once), then the rest. */
+  discard(reference: string): Promise<void>;
+  readonly workerView: CheckpointStorageWorkerView;
 }
 
-export function isDirectory(p: string): boolean {
-  try {
-    return statSync(p).isDirectory();
-  } catch {
-    return false;
-  }
+/** The lines of a job's checkpoint history; unreadable ones (a torn append) by line number. */
+export interface HistoryLines {
+  /** Where the history is, for messages. */
+  readonly reference: string;
+  readonly entries: readonly unknown[];
+  /** 1-based numbers of lines that are not JSON. */
+  readonly unreadable: readonly number[];
 }
 
-/** Writes a checkpoint's or savepoint's metadata atomically: temp file, fsync, rename, fsync dir. */
-export async function finalizeMetadata(dir: string, m: CheckpointMetadata): Promise<void> {
-  const tmp = join(dir, `${METADATA_FILE}.tmp`);
-  const fh = await open(tmp, 'w');
-  try {
-    await fh.writeFile(serializeMetadata(m));
-    await fh.sync();
-  } finally {
-    await fh.close();
-  }
-  await rename(tmp, join(dir, METADATA_FILE));
-  const d = await open(dir, 'r');
-  try {
-    await d.sync();
-  } finally {
-    await d.close();
-  }
+/** The checkpoints of the jobs under one root (Flink's CheckpointStorageAccess). */
+export interface CheckpointStorage extends SnapshotStorage {
+  /** The root, as a reference (an absolute directory, or a URL). */
+  readonly root: string;
+  jobDir(jobId: string): string;
+  checkpointDir(jobId: string, checkpointId: number): string;
+  /** Prepares the job's layout; fails clearly (a StartError-worthy message) when the root cannot be used. */
+  initJob(jobId: string): Promise<void>;
+  initCheckpoint(jobId: string, checkpointId: number): Promise<CheckpointStorageLocation>;
+  /** Records that `checkpointId` was triggered, so it is never used again (sinks name files by id). */
+  recordTriggered(jobId: string, checkpointId: number): Promise<void>;
+  /** Highest checkpoint id ever used under the job, 0 for none. */
+  highestId(jobId: string): Promise<number>;
+  /** Job ids with checkpoints (or their layout) under the root, sorted. */
+  jobs(): Promise<string[]>;
+  /** Every verifying checkpoint of a job, oldest first; broken ones are reported through `log`. */
+  completed(jobId: string, log?: StorageLog): Promise<CompletedCheckpointRef[]>;
+  /** The newest verifying checkpoint over every job under the root. */
+  latest(log?: StorageLog): Promise<CompletedCheckpointRef | undefined>;
+  /** The job and checkpoint id if `reference` is one of this root's checkpoint directories. */
+  checkpointOf(reference: string): { readonly jobId: string; readonly checkpointId: number } | undefined;
+  appendHistory(jobId: string, entry: unknown): Promise<void>;
+  readHistory(jobId: string): Promise<HistoryLines>;
+  /** Removes checkpoint directories without metadata (interrupted or aborted attempts) not in `keep`. */
+  collectGarbage(jobId: string, keep?: ReadonlySet<number>): Promise<number>;
 }
+
+/** Picks the storage that serves a reference (by scheme): savepoints, `--from`, task-side locations. */
+export interface StorageResolver {
+  forReference(reference: string): SnapshotStorage;
+  /** The task side over every storage the resolver knows. */
+  readonly workerView: CheckpointStorageWorkerView;
+}
+
+export { StorageError } from './storage-error.ts';
+// The local implementation, under the names the rest of the code base has always used.
+export { LocalCheckpointStorage, verifyCheckpoint, isDirectory } from './local/local-storage.ts';

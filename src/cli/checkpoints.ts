@@ -4,9 +4,8 @@
  * folders: status, trigger time, duration, size, per-subtask sync/async/alignment/start-delay
  * maxima, failure reasons; a summary (min/avg/max) like Flink's checkpoint tab.
  */
-import { existsSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { LocalCheckpointStorage, isDirectory } from '../checkpoint/storage.ts';
+import { checkpointDirName } from '../checkpoint/names.ts';
 import { summarize } from '../checkpoint/stats.ts';
 import { OPTIONS } from '../core/options/registry.ts';
 import { valueOf } from '../core/options/values.ts';
@@ -42,18 +41,9 @@ export async function checkpointsCommand(argv: string[]): Promise<number> {
   const skipped: string[] = [];
   const jobs = [];
   for (const jobId of await storage.jobs()) {
-    const historyFile = join(storage.jobDir(jobId), 'checkpoint-history.jsonl');
-    const history: HistoryEntry[] = [];
-    if (existsSync(historyFile)) {
-      readFileSync(historyFile, 'utf8').split('\n').forEach((line, i) => {
-        if (line.trim() === '') return;
-        try {
-          history.push(JSON.parse(line) as HistoryEntry);
-        } catch {
-          skipped.push(`${historyFile}:${i + 1}: unreadable history line (torn write)`);
-        }
-      });
-    }
+    const read = await storage.readHistory(jobId);
+    const history = [...read.entries] as HistoryEntry[];
+    for (const line of read.unreadable) skipped.push(`${read.reference}:${line}: unreadable history line (torn write)`);
     // Entries are appended as checkpoints end, which is not always in id order (a failed
     // trigger can end after a later checkpoint completes); readers want id order.
     history.sort((a, b) => a.id - b.id);
@@ -79,7 +69,7 @@ export async function checkpointsCommand(argv: string[]): Promise<number> {
     const failed = j.history.filter((h) => h.status === 'FAILED');
     process.stdout.write(`job ${j.jobId}${j.jobName ? ` "${j.jobName}"` : ''}: ${completed.length} completed, ${failed.length} failed\n`);
     for (const r of j.retained) {
-      process.stdout.write(`  retained: chk-${r.metadata.checkpointId} (${new Date(r.metadata.completedAt).toISOString()}, ${fmtBytes(r.metadata.stats.stateSize)}) ${r.path}\n`);
+      process.stdout.write(`  retained: ${checkpointDirName(r.metadata.checkpointId)} (${new Date(r.metadata.completedAt).toISOString()}, ${fmtBytes(r.metadata.stats.stateSize)}) ${r.path}\n`);
     }
     const d = summarize(completed.map((h) => h.endToEndDurationMs ?? 0));
     const s = summarize(completed.map((h) => h.stateSize));

@@ -21,6 +21,7 @@ import type { CheckpointingMode } from '../checkpoint/config.ts';
 import { SubtaskCheckpointer, type TriggerRequest } from '../runtime/checkpointing/subtask-checkpointer.ts';
 import type { TaskRestore } from '../core/checkpoint-format.ts';
 import { taskId, type TaskId } from '../core/task-id.ts';
+import type { CheckpointStorageWorkerView } from '../checkpoint/storage.ts';
 
 export interface ExecutorConfig {
   readonly workerIndex: number;
@@ -37,6 +38,8 @@ export interface ExecutorConfig {
   readonly writeStdout?: (text: string) => void;
   readonly checkpointing: { readonly mode: CheckpointingMode; readonly periodic: boolean };
   readonly restore: Readonly<Record<TaskId, TaskRestore>>;
+  /** Where the locations in trigger requests and barriers lead (the task side of checkpoint storage). */
+  readonly storage: CheckpointStorageWorkerView;
 }
 
 export class TaskExecutor implements TaskListener {
@@ -150,7 +153,7 @@ export class TaskExecutor implements TaskListener {
       const checkpointer = new SubtaskCheckpointer(task, id, cfg.checkpointing.mode, {
         ack: (cid, ack) => cfg.send({ type: 'ack', id: cid, ack }),
         decline: (cid, reason, message) => cfg.send({ type: 'decline', id: cid, task: id, reason, message }),
-      }, this.scheduler);
+      }, this.scheduler, undefined, undefined, cfg.storage);
       task.barrierHandler = checkpointer;
       this.tasks.push(task);
       this.taskKey.set(task, { vertex: v.index, subtask: st.index });

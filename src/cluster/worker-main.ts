@@ -4,7 +4,9 @@
  */
 import { parentPort, type MessagePort } from 'node:worker_threads';
 import { planExecution } from '../graph/execution-plan.ts';
-import { systemClock } from '../core/clock.ts';
+import { systemClock, type Cancellable } from '../core/clock.ts';
+import { storageResolver } from '../checkpoint/storage-resolver.ts';
+import { every } from './clock-timers.ts';
 import { DataPlane } from './data-plane.ts';
 import { buildJob, loadJobModule } from './job-loader.ts';
 import { serializeError, type DeployMessage, type FromExecutor, type ToExecutor } from './messages.ts';
@@ -14,11 +16,13 @@ const port = parentPort!;
 const send = (m: FromExecutor) => port.postMessage(m);
 let executor: TaskExecutor | undefined;
 let dataPlane: DataPlane | undefined;
-let metricsTimer: NodeJS.Timeout | undefined;
+let metricsTimer: Cancellable | undefined;
 
 /** KiB of print() output a worker may have in flight to the main thread before print blocks. */
 const STDOUT_WINDOW_KIB = 4096;
 const STDOUT_WAIT_MS = 60_000;
+/** How often a worker reports its tasks' metrics to the job manager. */
+const METRICS_INTERVAL_MS = 1000;
 
 /**
  * print() from a worker thread: the text goes to the main thread, which writes it to stdout.
@@ -29,10 +33,11 @@ const STDOUT_WAIT_MS = 60_000;
 function writeStdout(text: string, worker: number, credit: Int32Array | undefined): void {
   const kib = Math.ceil((text.length * 2) / 1024);
   if (credit !== undefined) {
-    const deadline = Date.now() + STDOUT_WAIT_MS;
+    // A worker thread's clock is the system clock (a custom clock cannot cross threads).
+    const deadline = systemClock.now() + STDOUT_WAIT_MS;
     for (;;) {
       const cur = Atomics.load(credit, 0);
-      if (cur + kib <= STDOUT_WINDOW_KIB || cur === 0 || Date.now() > deadline) break;
+      if (cur + kib <= STDOUT_WINDOW_KIB || cur === 0 || systemClock.now() > deadline) break;
       Atomics.wait(credit, 0, cur, 1000);
     }
     Atomics.add(credit, 0, kib);
@@ -63,11 +68,12 @@ async function deploy(m: DeployMessage & { peers: Record<number, MessagePort>; s
     writeStdout: (text) => writeStdout(text, m.workerIndex, m.stdoutCredit),
     checkpointing: m.checkpointing,
     restore: m.restore,
+    // Local paths (and, later, object stores) resolve in any thread; in-memory storage does not.
+    storage: storageResolver().workerView,
   });
-  metricsTimer = setInterval(() => {
+  metricsTimer = every(systemClock, METRICS_INTERVAL_MS, () => {
     if (executor) send({ type: 'metrics', workerIndex: m.workerIndex, tasks: executor.metrics(), heapUsed: process.memoryUsage().heapUsed });
-  }, 1000);
-  metricsTimer.unref();
+  });
   send({ type: 'deployed', workerIndex: m.workerIndex });
 }
 
@@ -90,7 +96,7 @@ port.on('message', (m: ToExecutor & { peers?: Record<number, MessagePort> }) => 
       return;
     case 'cancel':
       executor?.cancel();
-      if (metricsTimer) clearInterval(metricsTimer);
+      metricsTimer?.cancel();
       dataPlane?.close();
       port.close();
       return;

@@ -33,6 +33,8 @@ export const ERROR_CODES = [
   'CONTROL',
   /** A timeout of an operation weir waits for. */
   'TIMEOUT',
+  /** Checkpoint storage could not carry out an operation (create, write, publish, delete, list). */
+  'STORAGE',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

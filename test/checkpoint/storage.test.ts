@@ -47,7 +47,8 @@ function metadata(id: number, files: { file: string; fileSize: number }[] = [], 
 
 /** A complete checkpoint: state files (real ones) first, then the metadata through finalize(). */
 async function complete(id: number, numFiles = 2, jobId = JOB, over: Partial<CheckpointMetadata> = {}): Promise<string> {
-  const dir = await storage.initCheckpoint(jobId, id);
+  const location = await storage.initCheckpoint(jobId, id);
+  const dir = location.reference;
   const files: { file: string; fileSize: number }[] = [];
   for (let i = 0; i < numFiles; i++) {
     const file = `op-keyed-${i}.state`;
@@ -55,13 +56,13 @@ async function complete(id: number, numFiles = 2, jobId = JOB, over: Partial<Che
     w.addBlock(`k/sum/${i}`, new Uint8Array([id, i, 1, 2, 3]));
     files.push({ file, fileSize: await w.close({ id }) });
   }
-  await storage.finalize(dir, metadata(id, files, { jobId, ...over }));
+  await location.finalize(metadata(id, files, { jobId, ...over }));
   return dir;
 }
 
 describe('layout', () => {
   it('<dir>/<job-id>/chk-<n>/_metadata, with shared/ and taskowned/ next to the checkpoints', async () => {
-    storage.initJob(JOB);
+    await storage.initJob(JOB);
     expect(statSync(join(root, JOB, 'shared')).isDirectory()).toBe(true);
     expect(statSync(join(root, JOB, 'taskowned')).isDirectory()).toBe(true);
     const dir = await complete(3);
@@ -78,15 +79,15 @@ describe('layout', () => {
     expect(s.checkpointDir('j', 1)).toBe(join(s.root, 'j', 'chk-1'));
   });
 
-  it('initJob fails clearly when the directory cannot be used', () => {
+  it('initJob fails clearly when the directory cannot be used', async () => {
     const file = join(root, 'a-file');
     writeFileSync(file, 'not a directory');
     const s = new LocalCheckpointStorage(file);
-    expect(() => s.initJob(JOB)).toThrow(new RegExp(`checkpoint directory ${file} is not usable`));
+    await expect(s.initJob(JOB)).rejects.toThrow(new RegExp(`checkpoint directory ${file} is not usable`));
   });
 
   it('appendHistory appends one JSON line per entry', async () => {
-    storage.initJob(JOB);
+    await storage.initJob(JOB);
     await storage.appendHistory(JOB, { id: 1, status: 'COMPLETED' });
     await storage.appendHistory(JOB, { id: 2, status: 'FAILED' });
     const lines = readFileSync(join(root, JOB, 'checkpoint-history.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
@@ -111,9 +112,10 @@ describe('finalize', () => {
   });
 
   it('finalize over a leftover temp file from a crashed attempt still produces verified metadata', async () => {
-    const dir = await storage.initCheckpoint(JOB, 4);
+    const location = await storage.initCheckpoint(JOB, 4);
+    const dir = location.reference;
     writeFileSync(join(dir, `${METADATA_FILE}.tmp`), '{"sha256": "torn');
-    await storage.finalize(dir, metadata(4));
+    await location.finalize(metadata(4));
     expect(existsSync(join(dir, `${METADATA_FILE}.tmp`))).toBe(false);
     expect((await verifyCheckpoint(dir)).ok).toBe(true);
   });
@@ -127,7 +129,7 @@ describe('verifyCheckpoint rejects', () => {
   }
 
   it('a directory without metadata (only a temp file)', async () => {
-    const dir = await storage.initCheckpoint(JOB, 1);
+    const dir = (await storage.initCheckpoint(JOB, 1)).reference;
     writeFileSync(join(dir, `${METADATA_FILE}.tmp`), serializeMetadata(metadata(1)));
     expect(await reason(dir)).toBe('no metadata');
   });
@@ -156,14 +158,14 @@ describe('verifyCheckpoint rejects', () => {
   });
 
   it('a newer metadata version, with a message saying so', async () => {
-    const dir = await storage.initCheckpoint(JOB, 1);
+    const dir = (await storage.initCheckpoint(JOB, 1)).reference;
     writeFileSync(join(dir, METADATA_FILE), serializeMetadata({ ...metadata(1), version: METADATA_VERSION + 1 }));
     const r = await reason(dir);
     expect(r).toContain(`written by a newer weir (metadata version ${METADATA_VERSION + 1}, this weir reads up to ${METADATA_VERSION})`);
   });
 
   it('JSON that is not weir metadata', async () => {
-    const dir = await storage.initCheckpoint(JOB, 1);
+    const dir = (await storage.initCheckpoint(JOB, 1)).reference;
     writeFileSync(join(dir, METADATA_FILE), JSON.stringify({ hello: 'world' }));
     expect(await reason(dir)).toMatch(/not a weir checkpoint/);
     writeFileSync(join(dir, METADATA_FILE), serializeMetadata({ ...metadata(1), format: 'flink' as 'weir-checkpoint' }));
@@ -220,7 +222,7 @@ describe('completed() and latest()', () => {
     const outer = JSON.parse(readFileSync(join(mismatch, METADATA_FILE), 'utf8'));
     outer.body.jobName = 'tampered';
     writeFileSync(join(mismatch, METADATA_FILE), JSON.stringify(outer));
-    const newer = await storage.initCheckpoint(JOB, 4);
+    const newer = (await storage.initCheckpoint(JOB, 4)).reference;
     writeFileSync(join(newer, METADATA_FILE), serializeMetadata({ ...metadata(4), version: 99 }));
     const logs: string[] = [];
     const latest = await storage.latest((l) => logs.push(l));
@@ -258,7 +260,7 @@ describe('completed() and latest()', () => {
   });
 
   it('ignore entries that are not chk-<n> directories', async () => {
-    storage.initJob(JOB);
+    await storage.initJob(JOB);
     await complete(1);
     mkdirSync(join(root, JOB, 'chk-x'));
     writeFileSync(join(root, JOB, 'chk-x', METADATA_FILE), serializeMetadata(metadata(77)));
@@ -279,7 +281,7 @@ describe('highestId', () => {
   });
 
   it('keeps the highest triggered id when triggers overlap (a periodic checkpoint and the final one)', async () => {
-    storage.initJob(JOB);
+    await storage.initJob(JOB);
     // Started in the same tick, as when a bounded job's final checkpoint is triggered while a
     // periodic one is still being recorded; once these shared one temp file and one failed.
     await Promise.all([storage.recordTriggered(JOB, 14), storage.recordTriggered(JOB, 15), storage.recordTriggered(JOB, 13)]);
@@ -291,14 +293,14 @@ describe('highestId', () => {
 
 describe('collectGarbage', () => {
   it('removes chk directories without metadata and nothing else', async () => {
-    storage.initJob(JOB);
+    await storage.initJob(JOB);
     await storage.appendHistory(JOB, { id: 1 });
     const good = await complete(1);
-    const noMeta = await storage.initCheckpoint(JOB, 2);
+    const noMeta = (await storage.initCheckpoint(JOB, 2)).reference;
     writeFileSync(join(noMeta, 'op-keyed-0.state'), 'partial');
-    const onlyTmp = await storage.initCheckpoint(JOB, 3);
+    const onlyTmp = (await storage.initCheckpoint(JOB, 3)).reference;
     writeFileSync(join(onlyTmp, `${METADATA_FILE}.tmp`), 'half');
-    const kept = await storage.initCheckpoint(JOB, 4); // in progress right now: the caller keeps it
+    const kept = (await storage.initCheckpoint(JOB, 4)).reference; // in progress right now: the caller keeps it
     const good5 = await complete(5);
     const removed = await storage.collectGarbage(JOB, new Set([4]));
     expect(removed).toBe(2);

@@ -9,9 +9,6 @@
  * - a newer barrier ends an older alignment (declined as subsumed); an aborted checkpoint
  *   releases its alignment and sends a cancel marker downstream.
  */
-import { join } from 'node:path';
-import { mkdirSync } from 'node:fs';
-import { rm } from 'node:fs/promises';
 import { CheckpointFailureReason as R, type CheckpointFailureReason } from '../../checkpoint/failure-reason.ts';
 import type { OperatorStateHandle, TaskAck } from '../../core/checkpoint-format.ts';
 import type { TaskId } from '../../core/task-id.ts';
@@ -24,6 +21,11 @@ import type { Scheduler } from '../scheduler.ts';
 import type { BarrierHandler, StreamTask } from '../task.ts';
 import { KeyedSnapshotJob } from './keyed-snapshot.ts';
 import type { OpenWritableFile } from '../../checkpoint/state-file.ts';
+import { stateFileName, stateFileReference } from '../../checkpoint/names.ts';
+import type { CheckpointStorageWorkerView } from '../../checkpoint/storage.ts';
+import { storageResolver } from '../../checkpoint/storage-resolver.ts';
+import { openWritableFileVia } from '../../checkpoint/storage-writable-file.ts';
+import type { CheckpointStreamFactory } from '../../core/state-streams.ts';
 
 export interface CheckpointReporter {
   ack(checkpointId: number, ack: TaskAck): void;
@@ -34,7 +36,7 @@ export interface TriggerRequest {
   readonly checkpointId: number;
   readonly timestamp: number;
   readonly type: 'checkpoint' | 'savepoint';
-  /** Directory for this snapshot's files. */
+  /** Where this snapshot's files go: a storage location reference, resolved by the task's storage view. */
   readonly location: string;
   /** Stop-with-savepoint: a source stops reading right after emitting this barrier. */
   readonly suspendSourceAfter?: boolean;
@@ -63,6 +65,8 @@ export class SubtaskCheckpointer implements BarrierHandler {
     private readonly now: () => number = Date.now,
     /** How state files are opened; tests inject slow or failing I/O. */
     private readonly openFile?: OpenWritableFile,
+    /** Where a location reference leads (local paths by default; the job's storage in one thread). */
+    private readonly storage: CheckpointStorageWorkerView = storageResolver().workerView,
   ) {
     let off = 0;
     for (const g of task.gates) {
@@ -206,7 +210,7 @@ export class SubtaskCheckpointer implements BarrierHandler {
     // Synchronous phase: small state captured, keyed state frozen; nothing is written yet.
     const handles: { operatorId: string; inline?: string; inlineSize: number; job?: KeyedSnapshotJob; file?: string; range?: { start: number; end: number } }[] = [];
     const jobs: KeyedSnapshotJob[] = [];
-    let dirMade = false;
+    let streams: CheckpointStreamFactory | undefined;
     for (const op of task.operators) {
       const inline = op.snapshotInline(id);
       const h: (typeof handles)[number] = { operatorId: op.env.taskInfo.operatorId, inlineSize: 0 };
@@ -217,12 +221,10 @@ export class SubtaskCheckpointer implements BarrierHandler {
       }
       if (op instanceof KeyedOperator && op.backend !== undefined && (op.backend.tables.size > 0 || op.backend.restored.size > 0 || (op.timerServiceIfCreated()?.numEventTimers() ?? 0) + (op.timerServiceIfCreated()?.numProcessingTimers() ?? 0) > 0)) {
         for (const prev of this.inFlight.values()) for (const j of prev) j.serializeRemaining();
-        if (!dirMade) {
-          mkdirSync(req.location, { recursive: true });
-          dirMade = true;
-        }
-        const file = `${op.env.taskInfo.operatorId.slice(0, 16)}-${task.d.subtaskIndex}.state`;
-        const job = new KeyedSnapshotJob(op.backend, op.timerServiceIfCreated(), join(req.location, file), this.scheduler, this.openFile);
+        streams ??= this.streamsAt(req.location);
+        const file = stateFileName(op.env.taskInfo.operatorId, task.d.subtaskIndex);
+        const open = this.openFile ?? openWritableFileVia(streams, file);
+        const job = new KeyedSnapshotJob(op.backend, op.timerServiceIfCreated(), stateFileReference(req.location, file), this.scheduler, open);
         h.job = job;
         h.file = file;
         h.range = { start: op.backend.range.start, end: op.backend.range.end };
@@ -266,7 +268,19 @@ export class SubtaskCheckpointer implements BarrierHandler {
     );
   }
 
+  /**
+   * The stream factory of a location. A reference no storage here serves fails the snapshot's
+   * asynchronous phase (a decline the coordinator counts), not the task.
+   */
+  private streamsAt(location: string): CheckpointStreamFactory {
+    try {
+      return this.storage.resolveLocation(location);
+    } catch (e) {
+      return { createStateStream: () => Promise.reject(e) };
+    }
+  }
+
   private async deleteFiles(location: string, handles: readonly { file?: string }[]): Promise<void> {
-    for (const h of handles) if (h.file) await rm(join(location, h.file), { force: true }).catch(() => {});
+    for (const h of handles) if (h.file) await this.storage.discardState(location, h.file).catch(() => {});
   }
 }

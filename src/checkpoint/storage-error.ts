@@ -1,0 +1,14 @@
+/** The error of checkpoint storage operations (code STORAGE); its own module so every storage file can import it without a cycle. */
+import { WeirError } from '../core/errors.ts';
+
+/** Checkpoint storage could not do what it was asked; the message names the place and why. */
+export class StorageError extends WeirError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super('STORAGE', message, options);
+  }
+}
+
+/** The message of anything thrown (storage passes causes on in its own messages). */
+export function messageOf(e: unknown): string {
+  return e instanceof Error ? e.message : String(e);
+}

@@ -1,0 +1,268 @@
+/**
+ * Checkpoint storage written once over the SnapshotFileSystem primitives: the layout of
+ * names.ts, the metadata published last and verified, listing, the triggered-id record,
+ * history and garbage collection. local/ and memory/ (and an object store later) differ only
+ * in their file system, so the in-memory fake exercises exactly the code the local directory
+ * runs.
+ */
+import { randomBytes } from 'node:crypto';
+import type { CheckpointType } from '../core/checkpoint-format.ts';
+import type { CheckpointStreamFactory, StateInputHandle } from '../core/state-streams.ts';
+import { serializeMetadata, type CheckpointMetadata } from './metadata.ts';
+import {
+  checkpointReference, childReference, HISTORY_FILE, ID_RECORD_FILE, isPlainName, jobDirReference, metadataReference,
+  normalizeReference, parseCheckpointDirName, parseCheckpointReference, savepointDirName, SHARED_DIR, TASK_OWNED_DIR,
+} from './names.ts';
+import { messageOf, StorageError } from './storage-error.ts';
+import type { SnapshotFileSystem } from './storage-fs.ts';
+import { NO_METADATA, verifySnapshot } from './storage-verify.ts';
+import type {
+  CheckpointStorage, CheckpointStorageLocation, CheckpointStorageWorkerView, CompletedCheckpointRef, HistoryLines,
+  SnapshotStorage, StorageLog, VerifyResult,
+} from './storage.ts';
+
+/** Random hex for savepoint names; injectable so deterministic tests get stable names. */
+export type RandomHex = () => string;
+const defaultRandomHex: RandomHex = () => randomBytes(6).toString('hex');
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+/** One snapshot being written, at `reference` on `fs`. */
+class FsLocation implements CheckpointStorageLocation {
+  constructor(
+    private readonly fs: SnapshotFileSystem,
+    readonly checkpointId: number,
+    readonly type: CheckpointType,
+    readonly reference: string,
+  ) {}
+
+  async finalize(metadata: CheckpointMetadata): Promise<CompletedCheckpointRef> {
+    if (metadata.checkpointId !== this.checkpointId || metadata.type !== this.type) {
+      throw new Error(`metadata of ${metadata.type} ${metadata.checkpointId} given to the location of ${this.type} ${this.checkpointId}`);
+    }
+    // Published last and in one piece; the caller wrote every state file before this.
+    await this.fs.writeAtomically(metadataReference(this.reference), encoder.encode(serializeMetadata(metadata)), { durable: true });
+    // Read back as any reader will: a publish that did not take, or a state file shorter than
+    // its task reported, means there is no checkpoint, and the job must not be told otherwise.
+    const v = await verifySnapshot(this.fs, this.reference);
+    if (!v.ok) throw new StorageError(`${this.reference} does not verify after its metadata was written: ${v.reason}`);
+    return { path: this.reference, metadata: v.metadata };
+  }
+
+  discardState(name: string): Promise<void> {
+    return this.fs.delete(childReference(this.reference, name));
+  }
+
+  dispose(): Promise<void> {
+    return this.fs.deleteRecursively(this.reference);
+  }
+}
+
+/** The task side over one file system. */
+export class FsWorkerView implements CheckpointStorageWorkerView {
+  constructor(private readonly fs: SnapshotFileSystem) {}
+
+  resolveLocation(reference: string): CheckpointStreamFactory {
+    const fs = this.fs;
+    return {
+      createStateStream(name: string) {
+        if (!isPlainName(name)) return Promise.reject(new RangeError(`a state stream needs a plain name, got ${JSON.stringify(name)}`));
+        return fs.createOutput(childReference(reference, name));
+      },
+    };
+  }
+
+  openState(reference: string): Promise<StateInputHandle> {
+    return this.fs.openInput(reference);
+  }
+
+  discardState(location: string, name: string): Promise<void> {
+    return this.fs.delete(childReference(location, name));
+  }
+}
+
+/** Snapshots anywhere on one file system: savepoints, `--from` pointers. */
+export class FsSnapshotStorage implements SnapshotStorage {
+  readonly workerView: CheckpointStorageWorkerView;
+
+  constructor(
+    protected readonly fs: SnapshotFileSystem,
+    protected readonly randomHex: RandomHex = defaultRandomHex,
+  ) {
+    this.workerView = new FsWorkerView(fs);
+  }
+
+  get threadLocal(): boolean {
+    return this.fs.threadLocal;
+  }
+
+  handles(reference: string): boolean {
+    return this.fs.handles(reference);
+  }
+
+  normalize(pointer: string): string {
+    return normalizeReference(pointer);
+  }
+
+  async initSavepoint(targetDirectory: string, jobId: string, checkpointId: number): Promise<CheckpointStorageLocation> {
+    const dir = childReference(this.normalize(targetDirectory), savepointDirName(jobId, this.randomHex()));
+    await this.prepare(dir);
+    return new FsLocation(this.fs, checkpointId, 'savepoint', dir);
+  }
+
+  verify(reference: string): Promise<VerifyResult> {
+    return verifySnapshot(this.fs, reference);
+  }
+
+  async discard(reference: string): Promise<void> {
+    // The metadata goes first: a checkpoint exists iff its metadata does, so a concurrent
+    // listing (a restart looking for the latest checkpoint) sees it either whole or gone,
+    // never with state files missing (which it would report as a corrupt checkpoint).
+    await this.fs.delete(metadataReference(reference));
+    await this.fs.deleteRecursively(reference);
+  }
+
+  protected async prepare(dir: string): Promise<void> {
+    try {
+      await this.fs.prepareDirectory(dir);
+    } catch (e) {
+      throw new StorageError(`cannot create ${dir}: ${messageOf(e)}`, { cause: e });
+    }
+  }
+}
+
+/** Bound on the triggered-id writes queued per job (triggers overlap by a few at most). */
+const MAX_QUEUED_ID_RECORDS = 1024;
+
+/** The checkpoints of the jobs under `root`. */
+export class FsCheckpointStorage extends FsSnapshotStorage implements CheckpointStorage {
+  readonly root: string;
+  private readonly recording = new Map<string, { tail: Promise<void>; queued: number }>();
+  private readonly recorded = new Map<string, number>();
+
+  constructor(root: string, fs: SnapshotFileSystem, randomHex?: RandomHex) {
+    super(fs, randomHex);
+    this.root = normalizeReference(root);
+    if (!fs.handles(this.root)) throw new RangeError(`${this.root} is not a place of this storage`);
+  }
+
+  jobDir(jobId: string): string {
+    return jobDirReference(this.root, jobId);
+  }
+
+  checkpointDir(jobId: string, checkpointId: number): string {
+    return checkpointReference(this.root, jobId, checkpointId);
+  }
+
+  async initJob(jobId: string): Promise<void> {
+    try {
+      await this.fs.prepareDirectory(childReference(this.jobDir(jobId), SHARED_DIR));
+      await this.fs.prepareDirectory(childReference(this.jobDir(jobId), TASK_OWNED_DIR));
+    } catch (e) {
+      throw new StorageError(`checkpoint directory ${this.root} is not usable: ${messageOf(e)}`, { cause: e });
+    }
+  }
+
+  async initCheckpoint(jobId: string, checkpointId: number): Promise<CheckpointStorageLocation> {
+    const dir = this.checkpointDir(jobId, checkpointId);
+    await this.prepare(dir);
+    return new FsLocation(this.fs, checkpointId, 'checkpoint', dir);
+  }
+
+  /**
+   * Triggers overlap (a periodic one and a savepoint or the final checkpoint), so writes are
+   * chained per job (never two on the temp file at once), and an older id never overwrites a newer.
+   */
+  async recordTriggered(jobId: string, checkpointId: number): Promise<void> {
+    const q = this.recording.get(jobId) ?? { tail: Promise.resolve(), queued: 0 };
+    if (q.queued >= MAX_QUEUED_ID_RECORDS) throw new StorageError(`more than ${MAX_QUEUED_ID_RECORDS} checkpoint id records queued for job ${jobId}: storage is stuck`);
+    q.queued++;
+    const next = q.tail.catch(() => {}).then(async () => {
+      if (checkpointId <= (this.recorded.get(jobId) ?? 0)) return;
+      const file = childReference(this.jobDir(jobId), ID_RECORD_FILE);
+      await this.fs.writeAtomically(file, encoder.encode(String(checkpointId)), { durable: false });
+      this.recorded.set(jobId, checkpointId);
+    });
+    q.tail = next;
+    this.recording.set(jobId, q);
+    try {
+      await next;
+    } finally {
+      q.queued--;
+    }
+  }
+
+  async highestId(jobId: string): Promise<number> {
+    const entries = await this.fs.list(this.jobDir(jobId));
+    let max = 0;
+    const recorded = await this.fs.readFile(childReference(this.jobDir(jobId), ID_RECORD_FILE)).catch(() => undefined);
+    if (recorded !== undefined) {
+      const n = Number(decoder.decode(recorded));
+      if (Number.isSafeInteger(n)) max = n;
+    }
+    for (const e of entries) max = Math.max(max, parseCheckpointDirName(e.name) ?? 0);
+    return max;
+  }
+
+  async jobs(): Promise<string[]> {
+    return (await this.fs.list(this.root)).filter((e) => e.directory).map((e) => e.name).sort();
+  }
+
+  async completed(jobId: string, log: StorageLog = () => {}): Promise<CompletedCheckpointRef[]> {
+    const out: CompletedCheckpointRef[] = [];
+    for (const e of await this.fs.list(this.jobDir(jobId))) {
+      if (parseCheckpointDirName(e.name) === undefined) continue;
+      const path = childReference(this.jobDir(jobId), e.name);
+      const r = await this.verify(path);
+      if (r.ok) out.push({ path, metadata: r.metadata });
+      else if (r.reason !== NO_METADATA) log(`weir: skipping checkpoint ${path}: ${r.reason}`);
+    }
+    return out.sort((a, b) => a.metadata.checkpointId - b.metadata.checkpointId);
+  }
+
+  async latest(log: StorageLog = () => {}): Promise<CompletedCheckpointRef | undefined> {
+    let best: CompletedCheckpointRef | undefined;
+    for (const job of await this.jobs()) {
+      for (const c of await this.completed(job, log)) if (best === undefined || c.metadata.completedAt > best.metadata.completedAt) best = c;
+    }
+    return best;
+  }
+
+  checkpointOf(reference: string): { jobId: string; checkpointId: number } | undefined {
+    return parseCheckpointReference(this.root, this.normalize(reference));
+  }
+
+  async appendHistory(jobId: string, entry: unknown): Promise<void> {
+    await this.fs.append(childReference(this.jobDir(jobId), HISTORY_FILE), encoder.encode(JSON.stringify(entry) + '\n'));
+  }
+
+  async readHistory(jobId: string): Promise<HistoryLines> {
+    const reference = childReference(this.jobDir(jobId), HISTORY_FILE);
+    const bytes = await this.fs.readFile(reference);
+    const entries: unknown[] = [];
+    const unreadable: number[] = [];
+    (bytes === undefined ? '' : decoder.decode(bytes)).split('\n').forEach((line, i) => {
+      if (line.trim() === '') return;
+      try {
+        entries.push(JSON.parse(line));
+      } catch {
+        unreadable.push(i + 1);
+      }
+    });
+    return { reference, entries, unreadable };
+  }
+
+  async collectGarbage(jobId: string, keep: ReadonlySet<number> = new Set()): Promise<number> {
+    let n = 0;
+    for (const e of await this.fs.list(this.jobDir(jobId))) {
+      const id = parseCheckpointDirName(e.name);
+      if (id === undefined || keep.has(id)) continue;
+      const dir = childReference(this.jobDir(jobId), e.name);
+      if ((await this.fs.size(metadataReference(dir)).catch(() => undefined)) !== undefined) continue;
+      await this.fs.deleteRecursively(dir);
+      n++;
+    }
+    return n;
+  }
+}

@@ -1,0 +1,36 @@
+/**
+ * Which storage serves a reference, by its scheme and place: the job's configured checkpoint
+ * storage first, then the local file system for plain paths. Savepoint targets, `--from`
+ * pointers and the locations tasks receive are all resolved here, so a job can checkpoint to
+ * one storage and take savepoints to another (as Flink's FileSystem lookup by scheme).
+ */
+import type { CheckpointStreamFactory, StateInputHandle } from '../core/state-streams.ts';
+import { localSnapshots } from './local/local-storage.ts';
+import { schemeOf } from './names.ts';
+import { StorageError } from './storage-error.ts';
+import type { CheckpointStorage, CheckpointStorageWorkerView, SnapshotStorage, StorageResolver } from './storage.ts';
+
+export class SchemeStorageResolver implements StorageResolver {
+  readonly workerView: CheckpointStorageWorkerView;
+
+  constructor(private readonly storages: readonly SnapshotStorage[]) {
+    const forRef = (ref: string) => this.forReference(ref).workerView;
+    this.workerView = {
+      resolveLocation: (reference: string): CheckpointStreamFactory => forRef(reference).resolveLocation(reference),
+      openState: (reference: string): Promise<StateInputHandle> => forRef(reference).openState(reference),
+      discardState: (location: string, name: string): Promise<void> => forRef(location).discardState(location, name),
+    };
+  }
+
+  forReference(reference: string): SnapshotStorage {
+    const s = this.storages.find((x) => x.handles(reference));
+    if (s !== undefined) return s;
+    const scheme = schemeOf(reference);
+    throw new StorageError(`no checkpoint storage here serves ${reference}` + (scheme === 'memory' ? ' (in-memory storage lives in the thread that created it: run with workers: 1)' : ''));
+  }
+}
+
+/** The configured checkpoint storage (if any) before local paths. */
+export function storageResolver(configured?: CheckpointStorage): StorageResolver {
+  return new SchemeStorageResolver(configured !== undefined ? [configured, localSnapshots] : [localSnapshots]);
+}

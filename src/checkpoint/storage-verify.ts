@@ -1,0 +1,51 @@
+/**
+ * What makes a checkpoint or savepoint exist: its metadata is there, parses, its checksum
+ * matches, and every state file it names is there with the recorded size. Block checksums are
+ * verified later, when the state is read. Written once over the file-system primitives, so
+ * local, in-memory and object storage agree on it.
+ */
+import { metadataReference, stateFileReference } from './names.ts';
+import { parseMetadata, type CheckpointMetadata } from './metadata.ts';
+import type { SnapshotFileSystem } from './storage-fs.ts';
+import type { VerifyResult } from './storage.ts';
+
+/** The reason a snapshot without metadata gives: normal garbage, not corruption. */
+export const NO_METADATA = 'no metadata';
+
+export async function verifySnapshot(fs: SnapshotFileSystem, snapshot: string): Promise<VerifyResult> {
+  const metaRef = metadataReference(snapshot);
+  let bytes: Uint8Array | undefined;
+  try {
+    bytes = await fs.readFile(metaRef);
+  } catch {
+    bytes = undefined; // unreadable (a directory in its place, no permission): not a snapshot
+  }
+  if (bytes === undefined) return { ok: false, reason: NO_METADATA };
+  let metadata: CheckpointMetadata;
+  try {
+    metadata = parseMetadata(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength).toString('utf8'), metaRef);
+  } catch (e) {
+    return { ok: false, reason: (e as Error).message };
+  }
+  for (const op of metadata.operators) {
+    for (const s of op.subtasks) {
+      if (s.file === undefined) continue;
+      const size = await sizeOrUndefined(fs, stateFileReference(snapshot, s.file));
+      if (size === s.fileSize) continue;
+      // The snapshot may have been discarded while we looked (discard removes the metadata
+      // first): then it simply no longer exists, which is not corruption.
+      if ((await sizeOrUndefined(fs, metaRef)) === undefined) return { ok: false, reason: NO_METADATA };
+      if (size === undefined) return { ok: false, reason: `state file ${s.file} of operator "${op.name}" is missing` };
+      return { ok: false, reason: `state file ${s.file} of operator "${op.name}" has ${size} bytes, expected ${s.fileSize} (truncated)` };
+    }
+  }
+  return { ok: true, metadata };
+}
+
+async function sizeOrUndefined(fs: SnapshotFileSystem, file: string): Promise<number | undefined> {
+  try {
+    return await fs.size(file);
+  } catch {
+    return undefined;
+  }
+}

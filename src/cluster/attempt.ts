@@ -1,0 +1,365 @@
+/**
+ * One attempt of a job, from deployment to its end (finished, or failed or cancelled): the
+ * shell that maps messages from the tasks to events, and decisions to I/O. The checkpoint
+ * coordinator's decisions run through CheckpointShell; savepoint, stop and final-checkpoint
+ * decisions come from SnapshotRequestLogic; deployment is Deployment's. Time comes only from
+ * the injected clock, and every wait has a bound (deploy, restore, drain: JobManagerConfig;
+ * checkpoints: their timeout).
+ */
+import { randomBytes } from 'node:crypto';
+import type { CheckpointConfig } from '../checkpoint/config.ts';
+import type { CompletedCheckpointInfo } from '../checkpoint/coordinator.ts';
+import type { CheckpointFailureReason } from '../checkpoint/failure-reason.ts';
+import type { RestorePlan } from '../checkpoint/restore-plan.ts';
+import type { CheckpointStatsTracker } from '../checkpoint/stats.ts';
+import type { CheckpointStorage, CompletedCheckpointRef, StorageResolver } from '../checkpoint/storage.ts';
+import type { Cancellable, Clock } from '../core/clock.ts';
+import { assignSplits, type SourceSplit } from '../core/source.ts';
+import { taskId, type TaskId } from '../core/task-id.ts';
+import type { TaskRestore } from '../core/checkpoint-format.ts';
+import type { ExecutionPlan } from '../graph/execution-plan.ts';
+import type { JobGraph } from '../graph/job-graph.ts';
+import { CheckpointShell } from './checkpoint-shell.ts';
+import { after, every } from './clock-timers.ts';
+import type { AttemptOutcome } from './decisions/recovery.ts';
+import { SnapshotRequestLogic, type RequestDecision, type RequestEvent, type StopMode } from './decisions/snapshot-requests.ts';
+import { Deployment } from './deployment.ts';
+import { ControlError } from './errors.ts';
+import type { Progress } from './job-result.ts';
+import type { JobManagerConfig } from './job-manager-config.ts';
+import type { FromExecutor, SerializedError, TaskMetrics, ToExecutor } from './messages.ts';
+
+/** What the job master gives each attempt. */
+export interface AttemptContext {
+  readonly jobId: string;
+  readonly graph: JobGraph;
+  readonly plan: ExecutionPlan;
+  readonly workers: number;
+  readonly job: { readonly modulePath: string | undefined; readonly args: readonly string[]; readonly defaultParallelism: number };
+  readonly checkpointConfig: CheckpointConfig;
+  /** Periodic checkpoints are on. */
+  readonly checkpointing: boolean;
+  readonly config: JobManagerConfig;
+  readonly clock: Clock;
+  readonly credits: number;
+  readonly storage: CheckpointStorage | undefined;
+  readonly snapshots: StorageResolver;
+  readonly stats: CheckpointStatsTracker;
+  readonly onProgress: ((p: Progress) => void) | undefined;
+  log(line: string): void;
+  writeStdout(text: string, done?: () => void): void;
+  collect(sink: string, values: unknown[]): void;
+  /** Every task of the attempt runs. */
+  markRunning(): void;
+  /** A checkpoint completed: a claimed snapshot from elsewhere is now subsumed. */
+  onCheckpointCompleted(): void;
+}
+
+export interface AttemptStart {
+  readonly number: number;
+  readonly restore: RestorePlan | undefined;
+  /** The snapshot restored from: its failing to load (CORRUPT_STATE) is reported as a corrupt checkpoint. */
+  readonly restoredRef: CompletedCheckpointRef | undefined;
+  readonly firstCheckpointId: number;
+  readonly restoredCompleted: readonly CompletedCheckpointInfo[];
+  /** The graph the tasks in this thread run (rebuilt per attempt with workers: 1). */
+  readonly execGraph: JobGraph;
+}
+
+interface PendingRequest {
+  /** Savepoints: the directory the savepoint goes below. */
+  readonly target: string | undefined;
+  suspendSourcesAfter: boolean;
+  readonly resolve: (v: string | number) => void;
+  readonly reject: (e: Error) => void;
+}
+
+export class Attempt {
+  private readonly checkpoints: CheckpointShell;
+  private readonly requests: SnapshotRequestLogic;
+  private readonly pending = new Map<string, PendingRequest>();
+  private deployment: Deployment | undefined;
+  private readonly metrics = new Map<string, TaskMetrics>();
+  private readonly heap = new Map<number, number>();
+  private readonly sourceVertices: Set<number>;
+  private readonly sinkOps: (readonly [number, number])[];
+  private readonly taskIds: TaskId[];
+  private readonly startedAt: number;
+  private deployed = 0;
+  /** Tasks of a restoring attempt that have their state in memory (they open when all have). */
+  private restoredTasks = 0;
+  private runningTasks = 0;
+  private readonly waitingTasks = new Set<string>();
+  private finishedTasks = 0;
+  private running = false;
+  private readonly timers: { deploy?: Cancellable; restore?: Cancellable; progress?: Cancellable; requests?: Cancellable } = {};
+  private ending = false;
+  private settle: (o: AttemptOutcome) => void = () => {};
+
+  constructor(private readonly ctx: AttemptContext, private readonly start: AttemptStart) {
+    const graph = ctx.graph;
+    this.sourceVertices = new Set(graph.vertices.filter((v) => v.isSource).map((v) => v.index));
+    this.sinkOps = graph.vertices.flatMap((v) =>
+      v.operators.filter((o) => o.node.transformation.kind === 'one-input' && o.node.transformation.isSink).map((o) => [v.index, o.index] as const),
+    );
+    this.taskIds = ctx.plan.subtasks.map((s) => taskId(s.vertex, s.index));
+    this.startedAt = ctx.clock.now();
+    // Always there: savepoints can be taken without periodic checkpoints.
+    const tasks = ctx.plan.subtasks.map((s) => ({ id: taskId(s.vertex, s.index), isSource: graph.vertices[s.vertex]!.isSource }));
+    this.checkpoints = new CheckpointShell(this.shellHost(), ctx.checkpointConfig, tasks, start.firstCheckpointId, start.restoredCompleted);
+    this.requests = new SnapshotRequestLogic(ctx.config, ctx.checkpointing);
+  }
+
+  get number(): number {
+    return this.start.number;
+  }
+
+  async run(): Promise<AttemptOutcome> {
+    const done = new Promise<AttemptOutcome>((r) => (this.settle = r));
+    const splits = await this.planSplits();
+    const { ctx } = this;
+    const onProgress = ctx.onProgress;
+    if (onProgress !== undefined) this.timers.progress = every(ctx.clock, ctx.config.progressIntervalMs, () => onProgress(this.progress()));
+    // Every wait has a bound: workers that cannot load the job in time fail the attempt.
+    this.timers.deploy = after(ctx.clock, ctx.config.deployTimeoutMs, () => {
+      this.fail(timeoutError('DeployTimeout', `only ${this.deployed} of ${ctx.workers} worker(s) loaded the job within ${ctx.config.deployTimeoutMs / 1000} s`));
+    });
+    this.deployment = Deployment.start({
+      workers: ctx.workers,
+      job: { ...ctx.job, fingerprint: ctx.graph.fingerprint },
+      graph: this.start.execGraph, plan: ctx.plan, splits, attempt: this.number, credits: ctx.credits, clock: ctx.clock,
+      checkpointing: { mode: ctx.checkpointConfig.mode, periodic: ctx.checkpointing },
+      restore: (this.start.restore?.tasks ?? {}) as Record<TaskId, TaskRestore>,
+      storage: ctx.snapshots.workerView,
+      onMessage: (m) => this.onMessage(m),
+      onWorkerFailure: (e) => this.fail(e),
+      isEnded: () => this.ending,
+      writeStdout: (t, d) => ctx.writeStdout(t, d),
+    });
+    return done;
+  }
+
+  progress(): Progress {
+    const local = this.deployment?.local;
+    if (local) for (const m of local.metrics()) this.metrics.set(taskId(m.vertex, m.subtask), m);
+    let recordsIn = 0;
+    let recordsOut = 0;
+    for (const m of this.metrics.values()) {
+      if (this.sourceVertices.has(m.vertex)) recordsIn += m.recordsIn[0] ?? 0;
+      for (const [v, o] of this.sinkOps) if (m.vertex === v) recordsOut += m.recordsIn[o] ?? 0;
+    }
+    const heapUsed = local ? process.memoryUsage().heapUsed : [...this.heap.values()].reduce((a, b) => a + b, 0);
+    return { elapsedMs: this.ctx.clock.now() - this.startedAt, recordsIn, recordsOut, heapUsed, attempt: this.number, lastCheckpoint: this.ctx.stats.lastCompleted };
+  }
+
+  // ---- control (REST, weir savepoint/stop/cancel)
+
+  /** Triggers a checkpoint now (Flink's POST /jobs/:id/checkpoints); resolves with its id. */
+  checkpointNow(): Promise<number> {
+    return this.request('checkpoint', undefined, undefined) as Promise<number>;
+  }
+
+  /** Takes a savepoint into a new directory below `target`; with `stop`, the job ends after it. */
+  savepoint(target: string, stop: StopMode | undefined): Promise<string> {
+    return this.request('savepoint', target, stop) as Promise<string>;
+  }
+
+  /** Cancels the attempt (the user asked to cancel the job). */
+  cancel(): void {
+    this.end({ status: 'CANCELED' });
+  }
+
+  private request(kind: 'checkpoint' | 'savepoint', target: string | undefined, stop: StopMode | undefined): Promise<string | number> {
+    if (this.ending) return Promise.reject(new ControlError('the job is not running'));
+    const requestId = `${kind}-${randomBytes(6).toString('hex')}`;
+    return new Promise((resolve, reject) => {
+      this.pending.set(requestId, { target, suspendSourcesAfter: false, resolve, reject });
+      this.decide({ type: 'request', now: this.ctx.clock.now(), requestId, kind, ...(stop !== undefined ? { stop } : {}), running: this.running });
+    });
+  }
+
+  // ---- messages from the task executors
+
+  private onMessage(m: FromExecutor): void {
+    if (this.ending) return;
+    const now = this.ctx.clock.now();
+    switch (m.type) {
+      case 'deployed':
+        return this.onDeployed();
+      case 'executor-failed':
+        return this.fail(m.error);
+      case 'task-restored':
+        if (++this.restoredTasks === this.taskIds.length) {
+          this.timers.restore?.cancel();
+          this.broadcast({ type: 'proceed' });
+        }
+        return;
+      case 'task-running':
+        this.checkpoints.handle({ type: 'task-status', now, task: m.task, status: 'running' });
+        this.running = ++this.runningTasks === this.taskIds.length;
+        if (this.running) this.ctx.markRunning();
+        this.checkpoints.scheduleTick();
+        return;
+      case 'task-waiting':
+        this.waitingTasks.add(m.task);
+        this.checkpoints.handle({ type: 'task-status', now, task: m.task, status: 'waiting-final' });
+        if (this.waitingTasks.size === this.taskIds.length) this.decide({ type: 'all-tasks-waiting', now });
+        return;
+      case 'task-finished':
+        this.metrics.set(taskId(m.vertex, m.subtask), m.metrics);
+        if (++this.finishedTasks === this.taskIds.length) this.end({ status: 'FINISHED' });
+        return;
+      case 'task-failed': {
+        this.checkpoints.handle({ type: 'task-failed', now, task: taskId(m.vertex, m.subtask) });
+        // Classified by code: a state file that fails its checks is the snapshot's fault, not the job's.
+        const corrupt = m.error.code === 'CORRUPT_STATE' ? this.start.restoredRef?.path : undefined;
+        return this.fail(m.error, corrupt);
+      }
+      case 'collect':
+        return this.ctx.collect(m.sink, m.values);
+      case 'log':
+        return this.ctx.log(m.line);
+      case 'metrics':
+        for (const t of m.tasks) this.metrics.set(taskId(t.vertex, t.subtask), t);
+        this.heap.set(m.workerIndex, m.heapUsed);
+        return;
+      case 'stdout':
+        return this.deployment?.writeStdout(m);
+      case 'ack':
+        this.ctx.stats.acknowledged(m.id, m.ack, now);
+        return this.checkpoints.handle({ type: 'ack', now, id: m.id, ack: m.ack });
+      case 'decline':
+        return this.checkpoints.handle({ type: 'decline', now, id: m.id, task: m.task, reason: m.reason, message: m.message });
+    }
+  }
+
+  private onDeployed(): void {
+    const { ctx } = this;
+    if (++this.deployed !== ctx.workers) return;
+    this.timers.deploy?.cancel();
+    this.broadcast({ type: 'start' });
+    if (Object.keys(this.start.restore?.tasks ?? {}).length === 0) return;
+    // Bounded like deployment: a stalled file system cannot hold the job in INITIALIZING forever.
+    this.timers.restore = after(ctx.clock, ctx.config.restoreTimeoutMs, () => {
+      this.fail(timeoutError('RestoreTimeout', `only ${this.restoredTasks} of ${this.taskIds.length} task(s) loaded their state within ${ctx.config.restoreTimeoutMs / 1000} s`));
+    });
+  }
+
+  // ---- snapshot requests: events in, decisions out
+
+  private decide(e: RequestEvent): void {
+    for (const d of this.requests.handle(e)) this.carryOut(d);
+    this.timers.requests?.cancel();
+    const at = this.requests.nextWakeup();
+    if (at !== undefined && !this.ending) this.timers.requests = this.ctx.clock.schedule(at, () => this.decide({ type: 'tick', now: this.ctx.clock.now() }));
+  }
+
+  private carryOut(d: RequestDecision): void {
+    const now = this.ctx.clock.now();
+    switch (d.type) {
+      case 'trigger': {
+        const p = this.pending.get(d.requestId);
+        if (p !== undefined) p.suspendSourcesAfter = d.suspendSourcesAfter;
+        return this.checkpoints.handle({ type: 'request', now, checkpointType: d.checkpointType, requestId: d.requestId, final: d.final });
+      }
+      case 'suspend-periodic':
+        return this.checkpoints.handle({ type: 'suspend-periodic' });
+      case 'resume-periodic':
+        return this.checkpoints.handle({ type: 'resume-periodic', now });
+      case 'end-sources':
+        return this.broadcast({ type: 'end-sources', drain: d.drain });
+      case 'resume-sources':
+        return this.broadcast({ type: 'resume-sources' });
+      case 'finish-tasks':
+        return this.broadcast({ type: 'finish-tasks' });
+      case 'resolve': {
+        const p = this.take(d.requestId);
+        if (d.kind === 'savepoint') this.ctx.log(`weir: savepoint ${d.checkpointId} completed at ${d.reference}`);
+        return p?.resolve(d.kind === 'savepoint' ? d.reference : d.checkpointId);
+      }
+      case 'reject':
+        return this.take(d.requestId)?.reject(new ControlError(d.message));
+      case 'fail-job':
+        return this.fail(plainError('CheckpointFailure', d.message));
+    }
+  }
+
+  private take(requestId: string): PendingRequest | undefined {
+    const p = this.pending.get(requestId);
+    this.pending.delete(requestId);
+    return p;
+  }
+
+  private shellHost(): ConstructorParameters<typeof CheckpointShell>[0] {
+    const ctx = this.ctx;
+    return {
+      get jobId() {
+        return ctx.jobId;
+      },
+      graph: ctx.graph, clock: ctx.clock, storage: ctx.storage, snapshots: ctx.snapshots, stats: ctx.stats, attempt: this.number,
+      log: (line) => ctx.log(line),
+      broadcast: (m) => this.broadcast(m),
+      requestPlacement: (id) => {
+        const p = this.pending.get(id);
+        return { savepointTarget: p?.target, suspendSourcesAfter: p?.suspendSourcesAfter ?? false };
+      },
+      onRequestCompleted: (requestId, checkpointId, reference, final) =>
+        this.decide({ type: 'completed', now: ctx.clock.now(), requestId, checkpointId, reference, final }),
+      onRequestFailed: (requestId, reason: CheckpointFailureReason, message, how) =>
+        this.decide({ type: how, now: ctx.clock.now(), requestId, reason, message }),
+      onCheckpointCompleted: () => ctx.onCheckpointCompleted(),
+      failJob: (message) => this.fail(plainError('CheckpointFailure', message)),
+    };
+  }
+
+  // ---- the end
+
+  private fail(error: SerializedError, corruptCheckpoint?: string): void {
+    this.end({ status: 'FAILED', error, ...(corruptCheckpoint !== undefined ? { corruptCheckpoint } : {}) });
+  }
+
+  private end(o: AttemptOutcome): void {
+    if (this.ending) return;
+    this.ending = true;
+    for (const t of Object.values(this.timers)) t?.cancel();
+    this.broadcast({ type: 'cancel' });
+    void this.windDown(o);
+  }
+
+  /** Checkpoints whose metadata is being written complete first; then requests and the rest end. */
+  private async windDown(o: AttemptOutcome): Promise<void> {
+    await this.checkpoints.finishFinalizing();
+    this.decide({ type: 'ended', status: o.status });
+    this.checkpoints.shutdown();
+    await Promise.all([this.deployment?.terminate(), this.checkpoints.quiesce()]);
+    this.settle(o);
+  }
+
+  private broadcast(m: ToExecutor): void {
+    this.deployment?.broadcast(m);
+  }
+
+  private async planSplits(): Promise<Record<TaskId, SourceSplit[]>> {
+    const splits: Record<TaskId, SourceSplit[]> = {};
+    for (const v of this.ctx.graph.vertices) {
+      const t = v.operators[0]!.node.transformation;
+      if (t.kind !== 'source') continue;
+      const restored = this.start.restore?.splits;
+      if (restored && restored[taskId(v.index, 0)] !== undefined) {
+        for (let i = 0; i < v.parallelism; i++) splits[taskId(v.index, i)] = (restored[taskId(v.index, i)] ?? []) as SourceSplit[];
+        continue;
+      }
+      const all = await t.source.planSplits(v.parallelism);
+      assignSplits(all, v.parallelism).forEach((s, i) => (splits[taskId(v.index, i)] = s));
+    }
+    return splits;
+  }
+}
+
+function plainError(name: string, message: string): SerializedError {
+  return { name, code: undefined, message, stack: undefined, user: false };
+}
+
+function timeoutError(name: string, message: string): SerializedError {
+  return { name, code: 'TIMEOUT', message, stack: undefined, user: false };
+}

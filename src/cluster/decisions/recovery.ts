@@ -1,0 +1,103 @@
+/**
+ * What the job master does when an attempt ends, as pure decisions: finish, fall back from a
+ * corrupt checkpoint to the one before it, restart (when and from where), or give up. Time
+ * comes in as an argument (the restart strategy's backoff); listing the candidate checkpoints
+ * is the shell's I/O, done only when a decision asks for it, and handed back here to choose.
+ *
+ * Bounds: a fallback never spends a restart, so fallbacks in a row are bounded on their own
+ * (maxCorruptFallbacks); restarts are bounded by the restart strategy (none, fixed-delay and
+ * failure-rate give up; exponential-delay, Flink's default, retries without end by design,
+ * each time after a backoff of up to max-backoff).
+ */
+import type { CompletedCheckpointRef } from '../../checkpoint/storage.ts';
+import type { SerializedError } from '../messages.ts';
+import type { RestartBackoff } from '../restart-strategy.ts';
+
+export type AttemptOutcome =
+  | { readonly status: 'FINISHED' }
+  | { readonly status: 'CANCELED' }
+  /** corruptCheckpoint: the snapshot the attempt restored from could not be read (not the job's fault). */
+  | { readonly status: 'FAILED'; readonly error: SerializedError; readonly corruptCheckpoint?: string };
+
+export type AfterAttempt =
+  | { readonly type: 'end'; readonly outcome: AttemptOutcome; readonly log?: string }
+  /** List the job's completed checkpoints, then chooseFallback(). */
+  | { readonly type: 'fall-back'; readonly corrupt: string; readonly error: SerializedError }
+  /** List the job's completed checkpoints (when checkpointing), wait delayMs, then restartFrom(). */
+  | { readonly type: 'restart'; readonly delayMs: number; readonly reason: string; readonly error: SerializedError };
+
+export type FallbackChoice =
+  | { readonly type: 'restore'; readonly from: CompletedCheckpointRef; readonly log: string }
+  | { readonly type: 'end'; readonly outcome: AttemptOutcome };
+
+export interface RecoveryConfig {
+  readonly maxCorruptFallbacks: number;
+}
+
+export class RecoveryLogic {
+  /** Snapshots that failed to restore: never chosen again. */
+  private readonly bad = new Set<string>();
+  private fallbacksInRow = 0;
+
+  constructor(
+    private readonly config: RecoveryConfig,
+    private readonly restart: RestartBackoff,
+    /** The snapshot the user named (--from <path>), as a reference: never fallen back from. */
+    private readonly explicitSnapshot: string | undefined,
+  ) {}
+
+  afterAttempt(outcome: AttemptOutcome, cancelled: boolean, now: number): AfterAttempt {
+    if (outcome.status !== 'FAILED') return { type: 'end', outcome };
+    if (cancelled) return { type: 'end', outcome: { status: 'CANCELED' } };
+    const corrupt = outcome.corruptCheckpoint;
+    if (corrupt !== undefined) {
+      // Not the job's fault: the snapshot is bad. Try the previous one without spending a
+      // restart; but never away from a snapshot the user named explicitly.
+      this.bad.add(corrupt);
+      this.fallbacksInRow++;
+      if (corrupt === this.explicitSnapshot) return this.cannotRestore(corrupt, outcome.error, '');
+      if (this.fallbacksInRow > this.config.maxCorruptFallbacks) {
+        return this.cannotRestore(corrupt, outcome.error, ` (${this.fallbacksInRow} corrupt checkpoints in a row; giving up)`);
+      }
+      return { type: 'fall-back', corrupt, error: outcome.error };
+    }
+    this.fallbacksInRow = 0;
+    const d = this.restart.onFailure(now);
+    if (!d.restart) {
+      // With restarts configured, say why they stopped; without, the caller reports the error.
+      const log = this.restart.config.type !== 'none' ? `weir: job failed and will not restart again (${d.reason})` : undefined;
+      return log === undefined ? { type: 'end', outcome } : { type: 'end', outcome, log };
+    }
+    return { type: 'restart', delayMs: d.delayMs, reason: d.reason, error: outcome.error };
+  }
+
+  /** After 'fall-back': the newest good checkpoint, else the restored snapshot; never empty state. */
+  chooseFallback(step: Extract<AfterAttempt, { type: 'fall-back' }>, candidates: readonly CompletedCheckpointRef[], restoredFrom: CompletedCheckpointRef | undefined): FallbackChoice {
+    const prev = this.latestGood(candidates, restoredFrom);
+    if (prev === undefined) return this.cannotRestore(step.corrupt, step.error, '');
+    return {
+      type: 'restore', from: prev,
+      log: `weir: checkpoint ${step.corrupt} cannot be restored (${step.error.message}); falling back to the previous checkpoint ${prev.path}`,
+    };
+  }
+
+  /** After 'restart': where the next attempt starts (the newest good checkpoint, or where this one started). */
+  restartFrom(step: Extract<AfterAttempt, { type: 'restart' }>, candidates: readonly CompletedCheckpointRef[] | undefined, restoredFrom: CompletedCheckpointRef | undefined): { from: CompletedCheckpointRef | undefined; log: string } {
+    const from = (candidates !== undefined ? this.latestGood(candidates, restoredFrom) : undefined) ?? restoredFrom;
+    return {
+      from,
+      log: `weir: job failed (${step.error.message}); restarting in ${step.delayMs} ms (${step.reason}) from ${from ? `checkpoint ${from.metadata.checkpointId}` : 'the beginning'}`,
+    };
+  }
+
+  /** The newest candidate not known bad; a restored snapshot from elsewhere (a savepoint, another job's checkpoint) is the fallback. */
+  private latestGood(candidates: readonly CompletedCheckpointRef[], restoredFrom: CompletedCheckpointRef | undefined): CompletedCheckpointRef | undefined {
+    for (let i = candidates.length - 1; i >= 0; i--) if (!this.bad.has(candidates[i]!.path)) return candidates[i];
+    if (restoredFrom !== undefined && !this.bad.has(restoredFrom.path)) return restoredFrom;
+    return undefined;
+  }
+
+  private cannotRestore(corrupt: string, error: SerializedError, why: string): { type: 'end'; outcome: AttemptOutcome } {
+    return { type: 'end', outcome: { status: 'FAILED', error: { ...error, message: `cannot restore from ${corrupt}: ${error.message}${why}` } } };
+  }
+}

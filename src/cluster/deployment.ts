@@ -1,0 +1,134 @@
+/**
+ * Deploys one attempt's task executors: worker threads (peer ports for the data plane, a
+ * shared stdout window per worker), or, with one worker, a task executor in this thread
+ * (batches pass by reference, nothing is serialized, the injected clock drives it).
+ */
+import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
+import type { SourceSplit } from '../core/source.ts';
+import type { TaskRestore } from '../core/checkpoint-format.ts';
+import type { Clock } from '../core/clock.ts';
+import type { TaskId } from '../core/task-id.ts';
+import type { CheckpointingMode } from '../checkpoint/config.ts';
+import type { CheckpointStorageWorkerView } from '../checkpoint/storage.ts';
+import type { ExecutionPlan } from '../graph/execution-plan.ts';
+import type { JobGraph } from '../graph/job-graph.ts';
+import { serializeError, type FromExecutor, type SerializedError, type ToExecutor } from './messages.ts';
+import { TaskExecutor } from './task-executor.ts';
+
+export interface ExecutorHandle {
+  send(m: ToExecutor, transfer?: MessagePort[]): void;
+  terminate(): Promise<void>;
+}
+
+export interface DeploymentSpec {
+  readonly workers: number;
+  readonly job: { readonly modulePath: string | undefined; readonly args: readonly string[]; readonly defaultParallelism: number; readonly fingerprint: string };
+  /** The graph the in-thread executor runs (rebuilt per attempt, see Attempt). */
+  readonly graph: JobGraph;
+  readonly plan: ExecutionPlan;
+  readonly splits: Record<TaskId, SourceSplit[]>;
+  readonly attempt: number;
+  readonly credits: number;
+  readonly clock: Clock;
+  readonly checkpointing: { readonly mode: CheckpointingMode; readonly periodic: boolean };
+  readonly restore: Record<TaskId, TaskRestore>;
+  /** Where tasks in this thread write and read state (worker threads resolve local paths themselves). */
+  readonly storage: CheckpointStorageWorkerView;
+  readonly onMessage: (m: FromExecutor) => void;
+  /** A worker thread failed or exited while the attempt still ran. */
+  readonly onWorkerFailure: (e: SerializedError) => void;
+  readonly isEnded: () => boolean;
+  /** Writes print() output; `done` runs once the OS took it. */
+  readonly writeStdout: (text: string, done?: () => void) => void;
+}
+
+export class Deployment {
+  readonly executors: ExecutorHandle[] = [];
+  /** The executor in this thread (workers: 1), for metrics without messages. */
+  local: TaskExecutor | undefined;
+  /** Per worker: KiB of print() output sent to this thread and not yet written (a bounded window). */
+  private readonly stdoutCredits: Int32Array[] = [];
+
+  private constructor(private readonly spec: DeploymentSpec) {}
+
+  static start(spec: DeploymentSpec): Deployment {
+    const d = new Deployment(spec);
+    if (spec.workers === 1) d.deployInThread();
+    else d.deployThreads();
+    return d;
+  }
+
+  broadcast(m: ToExecutor): void {
+    for (const e of this.executors) e.send(m);
+  }
+
+  /** Writes a worker's print() output, then gives its bytes back to the worker's window. */
+  writeStdout(m: Extract<FromExecutor, { type: 'stdout' }>): void {
+    const credit = this.stdoutCredits[m.worker ?? -1];
+    this.spec.writeStdout(m.text, credit === undefined ? undefined : () => {
+      Atomics.sub(credit, 0, m.kib ?? 0);
+      Atomics.notify(credit, 0);
+    });
+  }
+
+  terminate(): Promise<void> {
+    return Promise.all(this.executors.map((e) => e.terminate())).then(() => {});
+  }
+
+  private deployInThread(): void {
+    const s = this.spec;
+    const ex = new TaskExecutor({
+      workerIndex: 0, graph: s.graph, plan: s.plan, splits: s.splits, attempt: s.attempt, credits: s.credits, clock: s.clock,
+      send: (m) => queueMicrotask(() => s.onMessage(m)), dataPlane: undefined, writeStdout: (t) => s.writeStdout(t),
+      checkpointing: s.checkpointing, restore: s.restore, storage: s.storage,
+    });
+    this.local = ex;
+    this.executors.push({ send: (m) => ex.handle(m), terminate: async () => ex.cancel() });
+    queueMicrotask(() => s.onMessage({ type: 'deployed', workerIndex: 0 }));
+  }
+
+  private deployThreads(): void {
+    const s = this.spec;
+    const peerPorts = this.peerPorts();
+    for (let w = 0; w < s.workers; w++) {
+      const worker = new Worker(new URL('./worker-entry.js', import.meta.url), { stdout: false, stderr: false });
+      let exited = false;
+      worker.on('message', (m: FromExecutor) => s.onMessage(m));
+      worker.on('error', (e) => s.onWorkerFailure(serializeError(e)));
+      worker.on('exit', (code) => {
+        exited = true;
+        if (!s.isEnded()) s.onWorkerFailure({ name: 'WorkerExit', code: undefined, message: `worker thread ${w} exited unexpectedly (code ${code})`, stack: undefined, user: false });
+      });
+      this.executors.push({
+        send: (m, transfer) => worker.postMessage(m, transfer ?? []),
+        terminate: async () => {
+          if (!exited) await worker.terminate();
+        },
+      });
+      const peers = peerPorts[w]!;
+      const credit = new Int32Array(new SharedArrayBuffer(4));
+      this.stdoutCredits[w] = credit;
+      const msg: ToExecutor & { peers: Record<number, MessagePort>; stdoutCredit: Int32Array } = {
+        type: 'deploy',
+        job: { modulePath: s.job.modulePath, args: s.job.args, defaultParallelism: s.job.defaultParallelism },
+        workerIndex: w, plan: s.plan, fingerprint: s.job.fingerprint, splits: s.splits, attempt: s.attempt, credits: s.credits,
+        checkpointing: s.checkpointing, restore: s.restore, peers, stdoutCredit: credit,
+      };
+      worker.postMessage(msg, Object.values(peers));
+    }
+  }
+
+  /** One MessageChannel per pair of workers: worker i's port to j and j's to i. */
+  private peerPorts(): Record<number, MessagePort>[] {
+    const n = this.spec.workers;
+    const ports: Record<number, MessagePort>[] = Array.from({ length: n }, () => ({}));
+    for (let i = 0; i < n; i++) {
+      for (let j = i + 1; j < n; j++) {
+        const { port1, port2 } = new MessageChannel();
+        ports[i]![j] = port1;
+        ports[j]![i] = port2;
+      }
+    }
+    return ports;
+  }
+}

@@ -1,0 +1,347 @@
+/**
+ * The job master of a local run: decides where the job starts, runs attempts one after
+ * another, and after each asks the recovery decisions whether to finish, fall back from a
+ * corrupt checkpoint, restart (after a backoff on the injected clock) or give up. It is also
+ * the job's control surface (JobControl: REST, weir savepoint/stop/cancel), and it owns what
+ * outlives an attempt: the job id, collected output, checkpoint statistics and storage.
+ */
+import { randomBytes } from 'node:crypto';
+import type { JobDefinition } from '../api/job.ts';
+import { discardOnJobEnd, type CheckpointConfig } from '../checkpoint/config.ts';
+import type { CompletedCheckpointInfo } from '../checkpoint/coordinator.ts';
+import { planRestore } from '../checkpoint/restore-plan.ts';
+import { CheckpointStatsTracker } from '../checkpoint/stats.ts';
+import type { CheckpointStorage, CompletedCheckpointRef, StorageResolver } from '../checkpoint/storage.ts';
+import type { Clock } from '../core/clock.ts';
+import { planExecution, type ExecutionPlan } from '../graph/execution-plan.ts';
+import type { JobGraph } from '../graph/job-graph.ts';
+import { DEFAULT_CHANNEL_CREDITS } from '../runtime/channels/channel.ts';
+import { Attempt, type AttemptContext } from './attempt.ts';
+import { historyLine } from './checkpoint-metadata.ts';
+import { sleep } from './clock-timers.ts';
+import { RecoveryLogic, type AttemptOutcome } from './decisions/recovery.ts';
+import { ControlError, StartError } from './errors.ts';
+import type { JobControl, JobService } from './job-control.ts';
+import { buildJob } from './job-loader.ts';
+import type { RunOptions } from './job-manager.ts';
+import type { JobManagerConfig } from './job-manager-config.ts';
+import { JobResult, NO_PROGRESS, type JobStatus } from './job-result.ts';
+import { defaultRestartStrategy, resolveRestartStrategy, RestartBackoff, type RestartStrategySettings } from './restart-strategy.ts';
+import { resolveStartPoint } from './start-point.ts';
+
+export interface JobMasterSpec {
+  readonly graph: JobGraph;
+  readonly definition: JobDefinition;
+  readonly modulePath: string | undefined;
+  readonly args: readonly string[];
+  readonly parallelism: number;
+  readonly workers: number;
+  readonly checkpointConfig: CheckpointConfig;
+  readonly restartSettings: RestartStrategySettings | undefined;
+  readonly config: JobManagerConfig;
+  readonly storage: CheckpointStorage | undefined;
+  readonly snapshots: StorageResolver;
+  readonly clock: Clock;
+  readonly options: RunOptions;
+}
+
+type JobState = 'INITIALIZING' | 'RUNNING' | 'RESTARTING' | JobStatus;
+
+export class JobMaster implements JobControl {
+  private readonly log: (line: string) => void;
+  private readonly stdout: (text: string) => void;
+  private readonly plan: ExecutionPlan;
+  private readonly stats: CheckpointStatsTracker;
+  private readonly collected = new Map<string, unknown[]>();
+  private readonly started: number;
+  private jobIdValue = randomBytes(16).toString('hex');
+  private state: JobState = 'INITIALIZING';
+  private attempts = 0;
+  private current: Attempt | undefined;
+  private restoredFrom: CompletedCheckpointRef | undefined;
+  /** A claimed snapshot outside the job's own checkpoints: deleted after the first new checkpoint. */
+  private claimedExternal: string | undefined;
+  private explicitSnapshot: string | undefined;
+  private cancelled = false;
+  private restartWait: { cancel(): void } | undefined;
+
+  constructor(private readonly spec: JobMasterSpec) {
+    const o = spec.options;
+    this.log = o.log ?? ((l) => void process.stderr.write(l + '\n'));
+    this.stdout = o.stdout ?? ((t) => void process.stdout.write(t));
+    this.started = spec.clock.now();
+    this.plan = planExecution(spec.graph, spec.workers);
+    this.stats = new CheckpointStatsTracker(10, (e) => {
+      if (spec.storage) void spec.storage.appendHistory(this.jobId, historyLine(e)).catch(() => {});
+    });
+  }
+
+  get checkpointing(): boolean {
+    return this.spec.checkpointConfig.intervalMs !== undefined;
+  }
+  get jobId(): string {
+    return this.jobIdValue;
+  }
+  get jobName(): string {
+    return this.spec.graph.jobName;
+  }
+  get startedAt(): number {
+    return this.started;
+  }
+
+  async run(): Promise<JobResult> {
+    await this.resolveStart();
+    const storage = this.spec.storage;
+    if (storage) {
+      try {
+        await storage.initJob(this.jobId);
+      } catch (e) {
+        throw new StartError((e as Error).message);
+      }
+    }
+    const stopServices = await this.startServices();
+    try {
+      return await this.runAttempts();
+    } finally {
+      await stopServices();
+    }
+  }
+
+  // ---- control (REST, weir savepoint/stop/cancel)
+
+  overview(): Record<string, unknown> {
+    const c = this.spec.checkpointConfig;
+    return {
+      jid: this.jobId, name: this.jobName, state: this.state, 'start-time': this.started, duration: this.spec.clock.now() - this.started,
+      attempt: this.attempts - 1,
+      vertices: this.spec.graph.vertices.map((v) => ({ id: v.id, name: v.name, parallelism: v.parallelism, maxParallelism: v.maxParallelism })),
+      checkpointing: { interval: c.intervalMs ?? null, mode: c.mode, dir: this.spec.storage?.root ?? c.dir ?? null, savepointDir: c.savepointDir ?? null },
+    };
+  }
+
+  checkpoints(): Record<string, unknown> {
+    const s = this.stats;
+    return {
+      counts: s.counts,
+      latest: { completed: s.lastCompleted ?? null, failed: s.lastFailed ?? null, restored: s.lastRestore ?? null },
+      history: s.entries(),
+    };
+  }
+
+  triggerCheckpoint(): Promise<number> {
+    if (!this.spec.storage) return Promise.reject(new ControlError('this job has no checkpoint directory (--checkpoint-dir)', 400));
+    return this.withRunningAttempt((a) => a.checkpointNow());
+  }
+
+  savepoint(dir: string | undefined): Promise<string> {
+    return this.withRunningAttempt((a) => a.savepoint(this.savepointTarget(dir), undefined));
+  }
+
+  stop(dir: string | undefined, drain: boolean): Promise<string> {
+    try {
+      const target = this.savepointTarget(dir);
+      return this.withRunningAttempt((a) => a.savepoint(target, drain ? 'drain' : 'stop'));
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  cancel(): void {
+    this.cancelled = true;
+    this.restartWait?.cancel();
+    this.current?.cancel();
+  }
+
+  logLine(line: string): void {
+    this.log(line);
+  }
+
+  private withRunningAttempt<T>(fn: (a: Attempt) => Promise<T>): Promise<T> {
+    try {
+      if (this.current === undefined || this.state !== 'RUNNING') throw new ControlError(`job ${this.jobId} is ${this.state.toLowerCase()}, not running`);
+      return fn(this.current);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+  }
+
+  private savepointTarget(dir: string | undefined): string {
+    const target = dir ?? this.spec.checkpointConfig.savepointDir;
+    if (target === undefined) throw new ControlError('no savepoint directory: give one (--dir) or configure --savepoint-dir', 400);
+    return target;
+  }
+
+  // ---- start, attempts, end
+
+  /** Decides where the first attempt starts; a restore that cannot work is refused before anything is created or announced. */
+  private async resolveStart(): Promise<void> {
+    const o = this.spec.options;
+    const start = await resolveStartPoint({ from: o.from, claimMode: o.claimMode }, this.spec.storage, this.spec.snapshots, this.log);
+    this.explicitSnapshot = start.explicit;
+    this.claimedExternal = start.claimedExternal;
+    const ref = start.snapshot;
+    if (ref === undefined) return;
+    this.restoredFrom = ref;
+    // Resuming our own checkpoints continues the same job: same id, numbering goes on.
+    if (start.own) this.jobIdValue = ref.metadata.jobId;
+    const plan = planRestore(ref.metadata, ref.path, this.spec.graph, this.plan, o.allowNonRestoredState ?? false);
+    if (plan.unmatched.length > 0) {
+      const names = ref.metadata.operators.filter((op) => plan.unmatched.includes(op.id)).map((op) => `"${op.name}"${op.uid ? ` (uid ${op.uid})` : ''}`);
+      this.log(`weir: dropping the state of operators the job no longer has (--allow-non-restored-state): ${names.join(', ')}`);
+    }
+  }
+
+  /** Starts the job's services; returns what stops them (in reverse order). */
+  private async startServices(): Promise<() => Promise<void>> {
+    const started: JobService[] = [];
+    const stopAll = async () => {
+      for (const svc of started.reverse()) await svc.stop();
+    };
+    try {
+      for (const svc of this.spec.options.services ?? []) {
+        await svc.start(this);
+        started.push(svc);
+      }
+    } catch (e) {
+      await stopAll();
+      throw e;
+    }
+    return stopAll;
+  }
+
+  /**
+   * Attempts until one finishes, is cancelled, or the recovery decisions give up. Bounded:
+   * corrupt-checkpoint fallbacks by maxCorruptFallbacks, restarts by the restart strategy.
+   */
+  private async runAttempts(): Promise<JobResult> {
+    const restart = new RestartBackoff(this.spec.restartSettings ? resolveRestartStrategy(this.spec.restartSettings, 'restart strategy') : defaultRestartStrategy(this.checkpointing));
+    const recovery = new RecoveryLogic(this.spec.config, restart, this.explicitSnapshot);
+    const signal = this.spec.options.signal;
+    const onAbort = () => this.cancel();
+    signal?.addEventListener('abort', onAbort);
+    if (signal?.aborted) this.cancelled = true;
+    let outcome: AttemptOutcome;
+    try {
+      outcome = await this.attemptsUntilEnd(recovery);
+    } finally {
+      signal?.removeEventListener('abort', onAbort);
+    }
+    this.state = outcome.status;
+    await this.cleanupOnEnd(outcome.status);
+    const error = outcome.status === 'FAILED' ? outcome.error : undefined;
+    const progress = this.current?.progress() ?? NO_PROGRESS;
+    return new JobResult(this.jobId, outcome.status, error, this.collected, this.spec.clock.now() - this.started, progress, this.spec.graph, this.attempts, this.stats);
+  }
+
+  private async attemptsUntilEnd(recovery: RecoveryLogic): Promise<AttemptOutcome> {
+    for (;;) {
+      this.state = this.attempts === 0 ? 'INITIALIZING' : 'RESTARTING';
+      const outcome: AttemptOutcome = this.cancelled ? { status: 'CANCELED' } : await this.runAttempt();
+      const step = recovery.afterAttempt(outcome, this.cancelled, this.spec.clock.now());
+      if (step.type === 'end') {
+        if (step.log !== undefined) this.log(step.log);
+        return step.outcome;
+      }
+      const storage = this.spec.storage;
+      if (step.type === 'fall-back') {
+        const choice = recovery.chooseFallback(step, storage ? await storage.completed(this.jobId, this.log) : [], this.restoredFrom);
+        if (choice.type === 'end') return choice.outcome;
+        this.log(choice.log);
+        this.restoredFrom = choice.from;
+        continue;
+      }
+      const candidates = storage && this.checkpointing ? await storage.completed(this.jobId, this.log) : undefined;
+      const next = recovery.restartFrom(step, candidates, this.restoredFrom);
+      this.restoredFrom = next.from;
+      this.log(next.log);
+      this.state = 'RESTARTING';
+      const wait = sleep(this.spec.clock, step.delayMs);
+      this.restartWait = wait;
+      await wait.done; // cancel() ends the wait early
+      this.restartWait = undefined;
+    }
+  }
+
+  private async cleanupOnEnd(status: JobStatus): Promise<void> {
+    const storage = this.spec.storage;
+    if (!storage || !this.checkpointing) return;
+    if (!discardOnJobEnd(this.spec.checkpointConfig.retention, status)) return;
+    for (const c of await storage.completed(this.jobId)) {
+      if (c.metadata.type !== 'checkpoint') continue;
+      // A checkpoint that cannot be deleted is left behind, said so; the job's result stands.
+      await storage.discard(c.path).catch((e) => this.log(`weir: cannot discard checkpoint ${c.path}: ${(e as Error).message}`));
+    }
+  }
+
+  private async runAttempt(): Promise<AttemptOutcome> {
+    const { storage, graph } = this.spec;
+    const restore = this.restoredFrom;
+    const restorePlan = restore ? planRestore(restore.metadata, restore.path, graph, this.plan, this.spec.options.allowNonRestoredState ?? false) : undefined;
+    if (restore) this.stats.restored(restore.metadata.checkpointId, restore.path, this.spec.clock.now());
+    // Ids continue after the restored snapshot's, whichever job took it (as Flink's id counter).
+    const firstCheckpointId = Math.max(storage ? await storage.highestId(this.jobId) : 0, restore?.metadata.checkpointId ?? 0) + 1;
+    const restoredCompleted: CompletedCheckpointInfo[] = [];
+    if (storage && this.checkpointing) {
+      // Garbage that cannot be removed now is tried again at the next attempt.
+      await storage.collectGarbage(this.jobId).catch((e) => this.log(`weir: cannot collect checkpoint garbage of job ${this.jobId}: ${(e as Error).message}`));
+      for (const c of await storage.completed(this.jobId)) {
+        if (c.metadata.type === 'checkpoint') restoredCompleted.push({ id: c.metadata.checkpointId, timestamp: c.metadata.timestamp, completedAt: c.metadata.completedAt });
+      }
+    }
+    const execGraph = await this.execGraph();
+    const attempt = new Attempt(this.attemptContext(), { number: this.attempts++, restore: restorePlan, restoredRef: restore, firstCheckpointId, restoredCompleted, execGraph });
+    this.current = attempt;
+    return attempt.run();
+  }
+
+  /**
+   * In one thread, a new attempt gets new operator and function objects, as worker threads
+   * get by loading the module again: nothing the failed attempt left in them carries over.
+   */
+  private async execGraph(): Promise<JobGraph> {
+    const s = this.spec;
+    if (s.workers !== 1 || this.attempts === 0) return s.graph;
+    const g = (await buildJob(s.definition, s.args, s.parallelism)).graph;
+    if (g.fingerprint !== s.graph.fingerprint) throw new StartError('the job graph changed between attempts: building the job must be deterministic');
+    return g;
+  }
+
+  private attemptContext(): AttemptContext {
+    const s = this.spec;
+    const customStdout = s.options.stdout !== undefined;
+    return {
+      jobId: this.jobId, graph: s.graph, plan: this.plan, workers: s.workers,
+      job: { modulePath: s.modulePath, args: s.args, defaultParallelism: s.parallelism },
+      checkpointConfig: s.checkpointConfig, checkpointing: this.checkpointing, config: s.config, clock: s.clock,
+      credits: s.options.credits ?? DEFAULT_CHANNEL_CREDITS, storage: s.storage, snapshots: s.snapshots, stats: this.stats,
+      onProgress: s.options.onProgress,
+      log: (line) => this.log(line),
+      // `done` runs once the text has been handed to the OS (stdout's backpressure).
+      writeStdout: (text, done) => {
+        if (customStdout || done === undefined) {
+          this.stdout(text);
+          done?.();
+          return;
+        }
+        process.stdout.write(text, () => done());
+      },
+      collect: (sink, values) => {
+        let list = this.collected.get(sink);
+        if (list === undefined) this.collected.set(sink, (list = []));
+        for (const v of values) list.push(v);
+      },
+      markRunning: () => {
+        this.state = 'RUNNING';
+      },
+      onCheckpointCompleted: () => this.discardClaimedExternal(),
+    };
+  }
+
+  /** Claim mode: the restored snapshot from elsewhere is owned by this job and now subsumed. */
+  private discardClaimedExternal(): void {
+    const claimed = this.claimedExternal;
+    if (claimed === undefined) return;
+    this.claimedExternal = undefined;
+    void this.spec.snapshots.forReference(claimed).discard(claimed).catch((e) => this.log(`weir: cannot delete the claimed snapshot ${claimed}: ${(e as Error).message}`));
+  }
+}

@@ -1,0 +1,40 @@
+/** What runJob reports: the job's end state, its output and progress, its checkpoint statistics. */
+import type { CheckpointStatsEntry, CheckpointStatsTracker } from '../checkpoint/stats.ts';
+import type { JobGraph } from '../graph/job-graph.ts';
+import type { SerializedError } from './messages.ts';
+
+export interface Progress {
+  readonly elapsedMs: number;
+  /** Records emitted by sources so far (this attempt). */
+  readonly recordsIn: number;
+  /** Records taken by sinks so far (this attempt). */
+  readonly recordsOut: number;
+  readonly heapUsed: number;
+  readonly attempt: number;
+  readonly lastCheckpoint: CheckpointStatsEntry | undefined;
+}
+
+export const NO_PROGRESS: Progress = Object.freeze({ elapsedMs: 0, recordsIn: 0, recordsOut: 0, heapUsed: 0, attempt: 0, lastCheckpoint: undefined });
+
+export type JobStatus = 'FINISHED' | 'FAILED' | 'CANCELED';
+
+export class JobResult {
+  constructor(
+    readonly jobId: string,
+    readonly status: JobStatus,
+    readonly error: SerializedError | undefined,
+    private readonly collectedBySink: ReadonlyMap<string, unknown[]>,
+    readonly durationMs: number,
+    readonly progress: Progress,
+    readonly graph: JobGraph,
+    readonly attempts: number,
+    readonly checkpoints: CheckpointStatsTracker,
+  ) {}
+  /** Records a collect(name) sink received, in arrival order (all attempts). */
+  collected<T = unknown>(sink = 'collect'): T[] {
+    return (this.collectedBySink.get(sink) ?? []) as T[];
+  }
+  sinks(): string[] {
+    return [...this.collectedBySink.keys()];
+  }
+}

@@ -1,0 +1,401 @@
+/**
+ * In-memory checkpoint storage: the same contract as the local directory (run against both),
+ * every injectable fault doing what it says, deterministically (failed, short and held
+ * writes, lost renames of the metadata, failing deletes), and what a job does about each: the
+ * checkpoint fails with a reason, and the job goes on to finish with all its output. Jobs run
+ * in one thread on a manual clock that the source moves, 10 ms per record; faults are seeded.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { childReference } from '../../src/checkpoint/names.ts';
+import { METADATA_VERSION, type CheckpointMetadata } from '../../src/checkpoint/metadata.ts';
+import { MemoryCheckpointStorage, StorageFaults } from '../../src/checkpoint/memory/index.ts';
+import { LocalCheckpointStorage, type CheckpointStorage } from '../../src/checkpoint/storage.ts';
+import { errorCode } from '../../src/core/errors.ts';
+import { CheckpointFailureReason as R } from '../../src/checkpoint/failure-reason.ts';
+import { defineJob, ManualClock, runJob, ValueStateDescriptor, type JobResult, type Source, type SourceReader, type SourceSplit } from '../../src/index.ts';
+
+const JOB = 'a1b2c3d4e5f60718293a4b5c6d7e8f90';
+const roots: string[] = [];
+afterAll(() => { for (const r of roots) rmSync(r, { recursive: true, force: true }); });
+
+function metadata(id: number, files: { file: string; fileSize: number }[], type: 'checkpoint' | 'savepoint' = 'checkpoint'): CheckpointMetadata {
+  return {
+    format: 'weir-checkpoint', version: METADATA_VERSION, jobId: JOB, jobName: 'memory test', checkpointId: id, type,
+    timestamp: 1000 * id, completedAt: 1000 * id + 500,
+    operators: [{
+      id: 'op-keyed', name: 'Sums', uid: 'sums', parallelism: Math.max(1, files.length), maxParallelism: 128, keyed: true,
+      subtasks: files.map((f, i) => ({ subtask: i, file: f.file, fileSize: f.fileSize, keyGroupRange: { start: i, end: i }, stateSize: f.fileSize })),
+    }],
+    enumerators: {}, stats: { stateSize: 0, subtasks: {} },
+  };
+}
+
+/** Writes `numFiles` state files through the task side, then finalizes; returns the reference. */
+async function checkpoint(s: CheckpointStorage, id: number, numFiles = 2, chunks = 3): Promise<string> {
+  const loc = await s.initCheckpoint(JOB, id);
+  const files: { file: string; fileSize: number }[] = [];
+  const streams = s.workerView.resolveLocation(loc.reference);
+  for (let i = 0; i < numFiles; i++) {
+    const file = `op-keyed-${i}.state`;
+    const out = await streams.createStateStream(file);
+    for (let c = 0; c < chunks; c++) await out.write([new Uint8Array([id, i, c]), new Uint8Array(5).fill(c)]);
+    files.push({ file, fileSize: await out.close() });
+  }
+  await loc.finalize(metadata(id, files));
+  return loc.reference;
+}
+
+const implementations: [string, () => CheckpointStorage][] = [
+  ['local', () => {
+    const root = mkdtempSync(join(tmpdir(), 'weir-contract-'));
+    roots.push(root);
+    return new LocalCheckpointStorage(root);
+  }],
+  ['memory', () => new MemoryCheckpointStorage()],
+];
+
+describe.each(implementations)('the storage contract: %s', (_name, make) => {
+  it('lays out a job, writes state through streams, publishes metadata last and lists what verifies', async () => {
+    const s = make();
+    await s.initJob(JOB);
+    expect(await s.jobs()).toEqual([JOB]);
+    const ref = await checkpoint(s, 3);
+    expect(ref).toBe(s.checkpointDir(JOB, 3));
+    expect(s.checkpointOf(ref)).toEqual({ jobId: JOB, checkpointId: 3 });
+    const v = await s.verify(ref);
+    expect(v.ok && v.metadata.operators[0]!.subtasks.map((x) => x.fileSize)).toEqual([24, 24]);
+    expect((await s.completed(JOB)).map((c) => c.path)).toEqual([ref]);
+    expect((await s.latest())?.metadata.checkpointId).toBe(3);
+  });
+
+  it('reads state back by range through the task side', async () => {
+    const s = make();
+    const ref = await checkpoint(s, 1, 1);
+    const h = await s.workerView.openState(childReference(ref, 'op-keyed-0.state'));
+    try {
+      expect(h.size).toBe(24);
+      expect([...(await h.read(8, 3))]).toEqual([1, 0, 1]);
+      await expect(h.read(20, 8)).rejects.toThrow(/cannot read 8 bytes at 20/);
+    } finally {
+      await h.close();
+    }
+  });
+
+  it('ids: the highest triggered is recorded, never lowered, and seen without any checkpoint', async () => {
+    const s = make();
+    await s.initJob(JOB);
+    await Promise.all([s.recordTriggered(JOB, 14), s.recordTriggered(JOB, 15), s.recordTriggered(JOB, 13)]);
+    expect(await s.highestId(JOB)).toBe(15);
+    await s.initCheckpoint(JOB, 20);
+    expect(await s.highestId(JOB)).toBe(20);
+  });
+
+  it('discards metadata first, collects checkpoint directories without metadata, keeps the rest', async () => {
+    const s = make();
+    const a = await checkpoint(s, 1);
+    await s.initCheckpoint(JOB, 2);
+    await s.initCheckpoint(JOB, 3);
+    const c = await checkpoint(s, 4);
+    expect(await s.collectGarbage(JOB, new Set([3]))).toBe(1);
+    expect((await s.completed(JOB)).map((x) => x.metadata.checkpointId)).toEqual([1, 4]);
+    await s.discard(a);
+    expect((await s.verify(a)).ok).toBe(false);
+    expect((await s.completed(JOB)).map((x) => x.path)).toEqual([c]);
+  });
+
+  it('history: one JSON line per entry, torn lines reported by number', async () => {
+    const s = make();
+    await s.initJob(JOB);
+    await s.appendHistory(JOB, { id: 1 });
+    await s.appendHistory(JOB, { id: 2 });
+    const h = await s.readHistory(JOB);
+    expect(h.entries).toEqual([{ id: 1 }, { id: 2 }]);
+    expect(h.unreadable).toEqual([]);
+    expect(h.reference).toBe(childReference(s.jobDir(JOB), 'checkpoint-history.jsonl'));
+  });
+
+  it('savepoints: a fresh savepoint-<job6>-<hex> directory below the target, outside the checkpoints', async () => {
+    const s = make();
+    const target = s.root.startsWith('memory:') ? `${s.root}/savepoints` : join(s.root, '..', `${JOB}-sp`);
+    if (!s.root.startsWith('memory:')) roots.push(target);
+    const loc = await s.initSavepoint(target, JOB, 9);
+    expect(loc.reference.startsWith(s.normalize(target) + '/savepoint-a1b2c3-')).toBe(true);
+    const out = await s.workerView.resolveLocation(loc.reference).createStateStream('x-0.state');
+    await out.write([new Uint8Array([1, 2, 3])]);
+    const completed = await loc.finalize(metadata(9, [{ file: 'x-0.state', fileSize: await out.close() }], 'savepoint'));
+    expect(completed.metadata.type).toBe('savepoint');
+    expect((await s.verify(loc.reference)).ok).toBe(true);
+    expect(await s.completed(JOB)).toEqual([]);
+  });
+
+  it('a stream takes plain names only, one write at a time, and abort removes what it wrote', async () => {
+    const s = make();
+    const loc = await s.initCheckpoint(JOB, 1);
+    const streams = s.workerView.resolveLocation(loc.reference);
+    await expect(streams.createStateStream('../escape')).rejects.toThrow(RangeError);
+    const out = await streams.createStateStream('a.state');
+    const first = out.write([new Uint8Array(10)]);
+    await expect(out.write([new Uint8Array(1)])).rejects.toThrow(/one at a time/);
+    await first;
+    await out.abort();
+    await expect(s.workerView.openState(childReference(loc.reference, 'a.state'))).rejects.toThrow();
+    await expect(streams.createStateStream('a.state').then((o) => o.abort())).resolves.toBeUndefined();
+  });
+});
+
+describe('injected faults', () => {
+  it('fail-write: the state stream write rejects with code STORAGE; nothing is published', async () => {
+    const s = new MemoryCheckpointStorage({ faults: new StorageFaults().inject({ kind: 'fail-write', match: /\.state$/, times: 1 }) });
+    const e = await checkpoint(s, 1).catch((x: unknown) => x);
+    expect(errorCode(e)).toBe('STORAGE');
+    expect(String(e)).toMatch(/injected fault \(fail-write\): memory:\/\/weir\/.*\/chk-1\/op-keyed-0\.state/);
+    expect(await s.completed(JOB)).toEqual([]);
+    expect(s.faults.count('fail-write')).toBe(1);
+    expect(await checkpoint(s, 2)).toBe(s.checkpointDir(JOB, 2)); // once only
+  });
+
+  it('short-write: the writer is told all went well, and finalize finds the state file truncated', async () => {
+    const s = new MemoryCheckpointStorage({ faults: new StorageFaults().inject({ kind: 'short-write', match: /op-keyed-1\.state$/, times: 1 }) });
+    await expect(checkpoint(s, 1)).rejects.toThrow(/chk-1 does not verify after its metadata was written: state file op-keyed-1\.state of operator "Sums" has \d+ bytes, expected 24 \(truncated\)/);
+    expect(await s.completed(JOB, () => {})).toEqual([]);
+  });
+
+  it('hold-write: writes wait for the test, not for a clock; release lets them finish', async () => {
+    const s = new MemoryCheckpointStorage({ faults: new StorageFaults().inject({ kind: 'hold-write', match: /\.state$/ }) });
+    let done = false;
+    const p = checkpoint(s, 1, 2, 1).then(() => (done = true));
+    for (let i = 0; i < 20 && s.faults.heldWrites() === 0; i++) await Promise.resolve();
+    expect(s.faults.heldWrites()).toBe(1);
+    await new Promise((r) => setImmediate(r));
+    expect(done).toBe(false);
+    s.faults.clear();
+    expect(s.faults.releaseHeld()).toBe(1);
+    await p;
+    expect(done).toBe(true);
+  });
+
+  it('lose-rename: the metadata is never published, finalize says so, and the attempt is garbage', async () => {
+    const s = new MemoryCheckpointStorage({ faults: new StorageFaults().inject({ kind: 'lose-rename', match: /_metadata$/, times: 1 }) });
+    await expect(checkpoint(s, 1)).rejects.toThrow(/chk-1 does not verify after its metadata was written: no metadata/);
+    expect(s.files.listFiles().map((f) => f.reference.split('/').pop())).toContain('_metadata.tmp');
+    expect(await s.completed(JOB)).toEqual([]);
+    expect(await s.collectGarbage(JOB)).toBe(1);
+    expect(s.files.listFiles()).toEqual([]);
+  });
+
+  it('fail-delete: a discard fails, and the checkpoint is still there, whole', async () => {
+    const s = new MemoryCheckpointStorage({ faults: new StorageFaults().inject({ kind: 'fail-delete', times: 1 }) });
+    const ref = await checkpoint(s, 1);
+    await expect(s.discard(ref)).rejects.toThrow(/injected fault \(fail-delete\)/);
+    expect((await s.verify(ref)).ok).toBe(true);
+    await s.discard(ref);
+    expect((await s.verify(ref)).ok).toBe(false);
+  });
+
+  it('probabilistic rules are a function of the seed: the same seed injects the same faults', async () => {
+    const seed = Number(process.env.SEED ?? Date.now() % 1_000_000);
+    console.log(`memory storage faults seed=${seed} (replay with SEED=${seed})`);
+    async function run(): Promise<string[]> {
+      const s = new MemoryCheckpointStorage({ faults: new StorageFaults(seed).inject({ kind: 'fail-write', probability: 0.3 }).inject({ kind: 'lose-rename', probability: 0.3 }) });
+      const outcome: string[] = [];
+      for (let id = 1; id <= 30; id++) outcome.push(await checkpoint(s, id).then(() => 'ok', (e: Error) => e.message));
+      return [...outcome, ...s.faults.log().map((f) => `${f.kind} ${f.reference}`)];
+    }
+    const a = await run();
+    expect(await run()).toEqual(a);
+  });
+
+  it('rules are validated', () => {
+    expect(() => new StorageFaults().inject({ kind: 'fail-write', probability: 0 })).toThrow(RangeError);
+    expect(() => new StorageFaults().inject({ kind: 'fail-write', times: 0 })).toThrow(RangeError);
+  });
+});
+
+// ---- a job over faulty storage
+
+const RECORDS = 400;
+const KEYS = 8;
+const STEP_MS = 10;
+
+interface HistoryEntry {
+  readonly id: number;
+  readonly status: string;
+  readonly failureReason?: string;
+  readonly failureMessage?: string;
+}
+
+/**
+ * A source that moves the manual clock 10 ms per record, and waits while a checkpoint is in
+ * flight (unless a write of it is held by the test): so checkpoint timing depends on the
+ * manual clock and the storage's answers, not on how fast this machine runs a scheduler slice.
+ */
+function clockedSource(clock: ManualClock, quiet: () => boolean, onQuiet: (wake: () => void) => void, at: Record<number, () => void>): Source<number, SourceSplit> {
+  return {
+    name: 'clocked', bounded: true, maxReaders: 1,
+    planSplits: () => [{ id: 'all' }],
+    createReader(ctx): SourceReader<number, SourceSplit> {
+      let i = 0;
+      return {
+        addSplits() {},
+        snapshotSplits: () => [{ id: 'all' }],
+        poll(out) {
+          if (i >= RECORDS) return 'end';
+          if (!quiet()) {
+            onQuiet(() => ctx.wake());
+            return 'wait';
+          }
+          at[i]?.();
+          clock.advanceTo((i + 1) * STEP_MS);
+          out.collect(i++);
+          return 'more';
+        },
+        close() {},
+      };
+    },
+  };
+}
+
+/**
+ * Counts per key over RECORDS records, checkpointing every 100 ms of the manual clock (every
+ * 10 records) into `storage`; `at` runs a step of the test before a record.
+ */
+async function runOver(storage: MemoryCheckpointStorage, at: Record<number, () => void> = {}): Promise<{ result: JobResult; history: HistoryEntry[]; logs: string[] }> {
+  const clock = new ManualClock(0);
+  // Checkpoints in flight: from their location's creation to their history line (written when
+  // each ends); a checkpoint with a write held by the test is stalled, and the clock moves on.
+  const inFlight = new Set<number>();
+  const stalled = new Set<number>();
+  let wakers: (() => void)[] = [];
+  const wakeAll = () => {
+    for (const w of wakers.splice(0)) w();
+  };
+  const initCheckpoint = storage.initCheckpoint.bind(storage);
+  storage.initCheckpoint = (jobId, id) => {
+    inFlight.add(id);
+    return initCheckpoint(jobId, id);
+  };
+  const appendHistory = storage.appendHistory.bind(storage);
+  storage.appendHistory = (jobId, entry) => {
+    inFlight.delete((entry as HistoryEntry).id);
+    wakeAll();
+    return appendHistory(jobId, entry);
+  };
+  storage.faults.onHold((reference) => {
+    stalled.add(Number(/\/chk-(\d+)\//.exec(reference)?.[1]));
+    wakeAll();
+  });
+  const quiet = () => [...inFlight].every((id) => stalled.has(id));
+  const logs: string[] = [];
+  const count = new ValueStateDescriptor<number>('count', { defaultValue: 0 });
+  const result = await runJob(defineJob((env) => {
+    env.fromSource(clockedSource(clock, quiet, (w) => wakers.push(w), at)).keyBy((i) => i % KEYS).process<[number, number]>({
+      processElement(i, ctx, out) {
+        const n = ctx.getState(count);
+        n.update(n.value()! + 1);
+        out.collect([i, n.value()!]);
+      },
+    }).uid('counts').collect('out');
+  }), {
+    workers: 1, parallelism: 1, clock, stdout: () => {}, log: (l) => logs.push(l), checkpointStorage: storage,
+    checkpoint: { interval: 100, timeout: 250, tolerableFailures: 1000 },
+    restartStrategy: { type: 'none' },
+  });
+  wakers = [];
+  const history = (await storage.readHistory(result.jobId)).entries as HistoryEntry[];
+  return { result, history, logs };
+}
+
+/** The job went on: finished, every record counted exactly once, checkpoints completed after the faults. */
+function expectWentOn(r: { result: JobResult; history: HistoryEntry[] }): void {
+  expect(r.result.status, r.result.error?.message).toBe('FINISHED');
+  const out = r.result.collected<[number, number]>('out');
+  expect(out.length).toBe(RECORDS);
+  for (const [i, n] of out) expect(n, `record ${i}`).toBe(Math.floor(i / KEYS) + 1);
+  const lastFailed = Math.max(0, ...r.history.filter((h) => h.status === 'FAILED').map((h) => h.id));
+  expect(r.history.some((h) => h.status === 'COMPLETED' && h.id > lastFailed), 'a checkpoint completed after the last failure').toBe(true);
+}
+
+function failures(history: HistoryEntry[]): string[] {
+  return history.filter((h) => h.status === 'FAILED').map((h) => `${h.failureReason}: ${h.failureMessage}`);
+}
+
+describe('a job over faulty storage: the checkpoint fails with a reason, the job goes on', () => {
+  it('a failed state write: the task declines (CHECKPOINT_ASYNC_EXCEPTION)', async () => {
+    const storage = new MemoryCheckpointStorage({ faults: new StorageFaults().inject({ kind: 'fail-write', match: /\.state$/, times: 2 }) });
+    const r = await runOver(storage);
+    expect(failures(r.history)).toEqual([
+      expect.stringMatching(new RegExp(`^${R.CHECKPOINT_ASYNC_EXCEPTION}: asynchronous phase failed in .*injected fault \\(fail-write\\): memory://weir/.*/chk-1/`)),
+      expect.stringMatching(new RegExp(`^${R.CHECKPOINT_ASYNC_EXCEPTION}: .*chk-2/`)),
+    ]);
+    expectWentOn(r);
+  });
+
+  it('a short state write: the metadata is written, the checkpoint does not verify, it is not complete (FINALIZE_CHECKPOINT_FAILURE)', async () => {
+    const storage = new MemoryCheckpointStorage({ faults: new StorageFaults().inject({ kind: 'short-write', match: /\.state$/, times: 1 }) });
+    const r = await runOver(storage);
+    expect(failures(r.history)).toEqual([expect.stringMatching(new RegExp(`^${R.FINALIZE_CHECKPOINT_FAILURE}: cannot write metadata: .*chk-1 does not verify .*has \\d+ bytes, expected \\d+ \\(truncated\\)`))]);
+    expectWentOn(r);
+  });
+
+  it('a lost rename of the metadata: the checkpoint does not exist, and is not reported complete', async () => {
+    const storage = new MemoryCheckpointStorage({ faults: new StorageFaults().inject({ kind: 'lose-rename', match: /_metadata$/, times: 1 }) });
+    const r = await runOver(storage);
+    expect(failures(r.history)).toEqual([expect.stringMatching(new RegExp(`^${R.FINALIZE_CHECKPOINT_FAILURE}: .*chk-1 does not verify after its metadata was written: no metadata`))]);
+    expectWentOn(r);
+  });
+
+  it('a failed metadata write (FINALIZE_CHECKPOINT_FAILURE) and a failed id record (TRIGGER_CHECKPOINT_FAILURE)', async () => {
+    const storage = new MemoryCheckpointStorage({
+      faults: new StorageFaults().inject({ kind: 'fail-write', match: /_metadata\.tmp$/, times: 1 }).inject({ kind: 'fail-write', match: /last-checkpoint-id\.tmp$/, times: 1 }),
+    });
+    const r = await runOver(storage);
+    expect(failures(r.history).sort()).toEqual([
+      expect.stringMatching(new RegExp(`^${R.FINALIZE_CHECKPOINT_FAILURE}: cannot write metadata: injected fault \\(fail-write\\)`)),
+      expect.stringMatching(new RegExp(`^${R.TRIGGER_CHECKPOINT_FAILURE}: injected fault \\(fail-write\\): .*last-checkpoint-id\\.tmp`)),
+    ].sort());
+    expectWentOn(r);
+  });
+
+  it('a slow write, held by the test while the clock moves on: the checkpoint expires (CHECKPOINT_EXPIRED); released later, it changes nothing', async () => {
+    const faults = new StorageFaults().inject({ kind: 'hold-write', match: /\.state$/, times: 1 });
+    const storage = new MemoryCheckpointStorage({ faults });
+    let heldAtRelease = 0;
+    const r = await runOver(storage, { 200: () => (heldAtRelease = faults.releaseHeld()) });
+    expect(heldAtRelease).toBe(1);
+    expect(failures(r.history)).toEqual([expect.stringMatching(new RegExp(`^${R.CHECKPOINT_EXPIRED}: checkpoint 1 expired before completing \\(timeout 250 ms\\)`))]);
+    expectWentOn(r);
+    expect(faults.heldWrites()).toBe(0);
+  });
+
+  it('failing deletes of subsumed checkpoints: said in the log, the job goes on (and the leftovers stay whole)', async () => {
+    const storage = new MemoryCheckpointStorage({ faults: new StorageFaults().inject({ kind: 'fail-delete', match: /\/chk-[12]$|chk-[12]\/_metadata$/ }) });
+    const r = await runOver(storage);
+    expect(r.logs.filter((l) => l.includes('cannot discard')).length).toBeGreaterThanOrEqual(2);
+    expect(failures(r.history)).toEqual([]);
+    expectWentOn(r);
+    const left = await storage.completed(r.result.jobId);
+    expect(left.map((c) => c.metadata.checkpointId)).toEqual([1, 2]);
+  });
+
+  it('seeded random faults of every kind: every failure has a reason the fault explains, and the job goes on', async () => {
+    const seed = Number(process.env.SEED ?? Date.now() % 1_000_000);
+    console.log(`faulty storage job seed=${seed} (replay with SEED=${seed})`);
+    const faults = new StorageFaults(seed)
+      .inject({ kind: 'fail-write', probability: 0.05, times: 6 })
+      .inject({ kind: 'short-write', match: /\.state$/, probability: 0.05, times: 4 })
+      .inject({ kind: 'lose-rename', match: /_metadata$/, probability: 0.1, times: 4 })
+      .inject({ kind: 'fail-delete', probability: 0.2, times: 4 });
+    const storage = new MemoryCheckpointStorage({ faults });
+    const r = await runOver(storage);
+    const explained = [R.CHECKPOINT_ASYNC_EXCEPTION, R.FINALIZE_CHECKPOINT_FAILURE, R.TRIGGER_CHECKPOINT_FAILURE];
+    for (const f of r.history.filter((h) => h.status === 'FAILED')) {
+      expect(explained, JSON.stringify(f)).toContain(f.failureReason);
+      expect(f.failureMessage, JSON.stringify(f)).toMatch(/injected fault|does not verify/);
+    }
+    expect(r.history.filter((h) => h.status === 'FAILED').length).toBeLessThanOrEqual(faults.log().filter((x) => x.kind !== 'fail-delete').length);
+    expectWentOn(r);
+  });
+});
