@@ -1,10 +1,16 @@
 /**
  * The job manager's own limits: how long it waits, and how often it tries again, before it
- * gives up on a step. Configuration, not constants in the shell: RunOptions.jobManager
- * overrides any of them (the option registry will expose them as settings); every loop and
- * every wait of the job manager is bounded by one of these (or by the restart strategy).
+ * gives up on a step. Configuration, not constants in the shell: they are the option
+ * registry's jobmanager.* settings (config file keys; RunOptions.jobManager in code, defaults
+ * and bounds from the registry); every loop and every wait of the job manager is bounded by
+ * one of these (or by the restart strategy).
  */
 import { ConfigError } from '../checkpoint/config.ts';
+import { toMillis, type Duration } from '../core/duration.ts';
+import { fieldsUnder } from '../core/options/lookup.ts';
+import { defaultOf } from '../core/options/option.ts';
+import { OPTIONS } from '../core/options/registry.ts';
+import { codeProblem } from '../core/options/values.ts';
 
 export interface JobManagerConfig {
   /** Longest a worker may take to load the job module and build its graph. */
@@ -32,37 +38,50 @@ export interface JobManagerConfig {
   readonly progressIntervalMs: number;
 }
 
+/** The settings as a user writes them (durations as "2 min" or ms), each optional. */
+export interface JobManagerSettings {
+  readonly deployTimeout?: Duration;
+  readonly restoreTimeout?: Duration;
+  readonly finalCheckpointMaxAttempts?: number;
+  readonly drainSavepointMaxAttempts?: number;
+  readonly drainTimeout?: Duration;
+  readonly maxCorruptFallbacks?: number;
+  readonly maxPendingRequests?: number;
+  readonly progressInterval?: Duration;
+}
+
+const FIELDS = fieldsUnder('jobManager');
+
+const ms = (d: Duration, what: string): number => toMillis(d, what);
+
 export const DEFAULT_JOB_MANAGER_CONFIG: JobManagerConfig = Object.freeze({
-  deployTimeoutMs: 120_000,
-  restoreTimeoutMs: 600_000,
-  finalCheckpointMaxAttempts: 10,
-  drainSavepointMaxAttempts: 4,
-  drainTimeoutMs: 600_000,
-  maxCorruptFallbacks: 10,
-  maxPendingRequests: 100,
-  progressIntervalMs: 1000,
+  deployTimeoutMs: ms(defaultOf(OPTIONS.deployTimeout), 'default deploy timeout'),
+  restoreTimeoutMs: ms(defaultOf(OPTIONS.restoreTimeout), 'default restore timeout'),
+  finalCheckpointMaxAttempts: defaultOf(OPTIONS.finalCheckpointMaxAttempts),
+  drainSavepointMaxAttempts: defaultOf(OPTIONS.drainSavepointMaxAttempts),
+  drainTimeoutMs: ms(defaultOf(OPTIONS.drainTimeout), 'default drain timeout'),
+  maxCorruptFallbacks: defaultOf(OPTIONS.maxCorruptFallbacks),
+  maxPendingRequests: defaultOf(OPTIONS.maxPendingRequests),
+  progressIntervalMs: ms(defaultOf(OPTIONS.progressInterval), 'default progress interval'),
 });
 
-const MINIMA: Readonly<Record<keyof JobManagerConfig, number>> = {
-  deployTimeoutMs: 1,
-  restoreTimeoutMs: 1,
-  finalCheckpointMaxAttempts: 1,
-  drainSavepointMaxAttempts: 1,
-  drainTimeoutMs: 1,
-  maxCorruptFallbacks: 0,
-  maxPendingRequests: 1,
-  progressIntervalMs: 1,
-};
-
-/** Applies overrides over the defaults; every value an integer at or above its minimum. */
-export function resolveJobManagerConfig(overrides: Partial<JobManagerConfig> = {}, where = 'job manager settings'): JobManagerConfig {
-  const out: Record<string, number> = { ...DEFAULT_JOB_MANAGER_CONFIG };
-  for (const [k, v] of Object.entries(overrides)) {
-    const min = MINIMA[k as keyof JobManagerConfig];
-    if (min === undefined) throw new ConfigError(`${where}: unknown setting "${k}"`);
-    if (v === undefined) continue;
-    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < min) throw new ConfigError(`${where}: ${k} must be an integer >= ${min}, got ${JSON.stringify(v)}`);
-    out[k] = v;
+/** Applies settings over the defaults, each checked against its option (bounds, type). */
+export function resolveJobManagerConfig(s: JobManagerSettings = {}, where = 'job manager settings'): JobManagerConfig {
+  for (const [field, value] of Object.entries(s)) {
+    const option = FIELDS.get(field);
+    if (option === undefined) throw new ConfigError(`${where}: unknown job manager setting "${field}"`);
+    const problem = value === undefined ? undefined : codeProblem(option, value, where);
+    if (problem !== undefined) throw new ConfigError(problem);
   }
-  return Object.freeze(out) as unknown as JobManagerConfig;
+  const d = DEFAULT_JOB_MANAGER_CONFIG;
+  return Object.freeze({
+    deployTimeoutMs: s.deployTimeout === undefined ? d.deployTimeoutMs : ms(s.deployTimeout, where),
+    restoreTimeoutMs: s.restoreTimeout === undefined ? d.restoreTimeoutMs : ms(s.restoreTimeout, where),
+    finalCheckpointMaxAttempts: s.finalCheckpointMaxAttempts ?? d.finalCheckpointMaxAttempts,
+    drainSavepointMaxAttempts: s.drainSavepointMaxAttempts ?? d.drainSavepointMaxAttempts,
+    drainTimeoutMs: s.drainTimeout === undefined ? d.drainTimeoutMs : ms(s.drainTimeout, where),
+    maxCorruptFallbacks: s.maxCorruptFallbacks ?? d.maxCorruptFallbacks,
+    maxPendingRequests: s.maxPendingRequests ?? d.maxPendingRequests,
+    progressIntervalMs: s.progressInterval === undefined ? d.progressIntervalMs : ms(s.progressInterval, where),
+  });
 }

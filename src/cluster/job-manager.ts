@@ -14,7 +14,7 @@ import { systemClock, type Clock } from '../core/clock.ts';
 import { StartError } from './errors.ts';
 import type { JobService } from './job-control.ts';
 import { buildJob, loadJobModule } from './job-loader.ts';
-import { resolveJobManagerConfig, type JobManagerConfig } from './job-manager-config.ts';
+import { resolveJobManagerConfig, type JobManagerSettings } from './job-manager-config.ts';
 import { JobMaster } from './job-master.ts';
 import type { JobResult, Progress } from './job-result.ts';
 import type { RestartStrategySettings } from './restart-strategy.ts';
@@ -47,7 +47,7 @@ export interface RunOptions {
   readonly checkpointStorage?: CheckpointStorage;
   readonly restartStrategy?: RestartStrategySettings;
   /** The job manager's own timeouts and retry limits (defaults: DEFAULT_JOB_MANAGER_CONFIG). */
-  readonly jobManager?: Partial<JobManagerConfig>;
+  readonly jobManager?: JobManagerSettings;
   /**
    * Start from a snapshot: 'latest' (newest completed checkpoint in the checkpoint dir; an
    * error if there is none), 'latest-or-empty' (start fresh if there is none), or a path to a

@@ -11,7 +11,7 @@ import { Rng } from '../../src/core/random.ts';
 import { FINAL_REQUEST_ID, SnapshotRequestLogic, type RequestDecision, type StopMode } from '../../src/cluster/decisions/snapshot-requests.ts';
 import { resolveJobManagerConfig } from '../../src/cluster/job-manager-config.ts';
 
-const CONFIG = resolveJobManagerConfig({ finalCheckpointMaxAttempts: 3, drainSavepointMaxAttempts: 4, drainTimeoutMs: 5000, maxPendingRequests: 4 });
+const CONFIG = resolveJobManagerConfig({ finalCheckpointMaxAttempts: 3, drainSavepointMaxAttempts: 4, drainTimeout: 5000, maxPendingRequests: 4 });
 
 function logic(checkpointing = true, config = CONFIG): SnapshotRequestLogic {
   return new SnapshotRequestLogic(config, checkpointing);
@@ -195,7 +195,7 @@ describe('invariants under seeded random schedules', () => {
 /** One random schedule against a fake coordinator that completes, aborts or rejects what was triggered. */
 function simulate(rng: Rng, label: string): void {
   const config = resolveJobManagerConfig({
-    finalCheckpointMaxAttempts: rng.range(1, 4), drainSavepointMaxAttempts: rng.range(1, 4), drainTimeoutMs: rng.range(10, 200), maxPendingRequests: rng.range(1, 5),
+    finalCheckpointMaxAttempts: rng.range(1, 4), drainSavepointMaxAttempts: rng.range(1, 4), drainTimeout: rng.range(10, 200), maxPendingRequests: rng.range(1, 5),
   });
   const checkpointing = rng.bool();
   const l = new SnapshotRequestLogic(config, checkpointing);
@@ -299,3 +299,17 @@ function simulate(rng: Rng, label: string): void {
   expect([...asked].filter((id) => !settled.has(id)), `${label}: unsettled`).toEqual([]);
   expect(l.handle({ type: 'tick', now: now + 1e9 }), label).toEqual([]);
 }
+
+describe('job manager settings', () => {
+  it('come from the option registry: defaults, durations read as written, bounds enforced with the setting named', () => {
+    expect(resolveJobManagerConfig()).toEqual({
+      deployTimeoutMs: 120_000, restoreTimeoutMs: 600_000, finalCheckpointMaxAttempts: 10, drainSavepointMaxAttempts: 4,
+      drainTimeoutMs: 600_000, maxCorruptFallbacks: 10, maxPendingRequests: 100, progressIntervalMs: 1000,
+    });
+    expect(resolveJobManagerConfig({ restoreTimeout: '5 s', deployTimeout: 250 }).restoreTimeoutMs).toBe(5000);
+    expect(resolveJobManagerConfig({ deployTimeout: 250 }).deployTimeoutMs).toBe(250);
+    expect(() => resolveJobManagerConfig({ finalCheckpointMaxAttempts: 0 }, 'w.json')).toThrow(/final checkpoint attempts/);
+    expect(() => resolveJobManagerConfig({ drainTimeout: 'soon' }, 'w.json')).toThrow(/drain timeout/);
+    expect(() => resolveJobManagerConfig({ nope: 1 } as never, 'w.json')).toThrow(/unknown job manager setting "nope"/);
+  });
+});

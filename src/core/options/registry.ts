@@ -203,6 +203,40 @@ export const OPTIONS = {
   verbose: option({
     flag: 'verbose', type: onOff(), label: 'verbose', description: 'print stack traces with errors', commands: ALL, section: 'General',
   }),
+
+  // ---- Job manager: how long it waits and how often it tries before it gives up on a step
+  deployTimeout: option({
+    key: 'jobmanager.deploy.timeout', field: 'jobManager.deployTimeout', type: duration({ minMs: 1 }), default: '2 min',
+    label: 'deploy timeout', description: 'longest a worker may take to load the job module and build its graph; then the attempt fails', commands: ['run'], section: 'Job manager',
+  }),
+  restoreTimeout: option({
+    key: 'jobmanager.restore.timeout', field: 'jobManager.restoreTimeout', type: duration({ minMs: 1 }), default: '10 min',
+    label: 'restore timeout', description: 'longest a restoring attempt waits for every task to load its state; then the attempt fails', commands: ['run'], section: 'Job manager',
+  }),
+  finalCheckpointMaxAttempts: option({
+    key: 'jobmanager.final-checkpoint.max-attempts', field: 'jobManager.finalCheckpointMaxAttempts', type: integer({ min: 1 }), default: 10,
+    label: 'final checkpoint attempts', description: 'tries at the final checkpoint of a bounded job (it commits the last output) before the attempt fails', commands: ['run'], section: 'Job manager',
+  }),
+  drainSavepointMaxAttempts: option({
+    key: 'jobmanager.stop.drain-savepoint.max-attempts', field: 'jobManager.drainSavepointMaxAttempts', type: integer({ min: 1 }), default: 4,
+    label: 'drain savepoint attempts', description: 'tries at the savepoint of stop --drain before the job finishes without one', commands: ['run'], section: 'Job manager',
+  }),
+  drainTimeout: option({
+    key: 'jobmanager.stop.drain.timeout', field: 'jobManager.drainTimeout', type: duration({ minMs: 1 }), default: '10 min',
+    label: 'drain timeout', description: 'how long stop --drain waits for the job to drain; then the request fails', commands: ['run'], section: 'Job manager',
+  }),
+  maxCorruptFallbacks: option({
+    key: 'jobmanager.max-corrupt-checkpoint-fallbacks', field: 'jobManager.maxCorruptFallbacks', type: integer({ min: 0 }), default: 10,
+    label: 'corrupt checkpoint fallbacks', description: 'corrupt checkpoints skipped in a row (each falls back to the one before) before the job fails', commands: ['run'], section: 'Job manager',
+  }),
+  maxPendingRequests: option({
+    key: 'jobmanager.max-pending-requests', field: 'jobManager.maxPendingRequests', type: integer({ min: 1 }), default: 100,
+    label: 'pending requests', description: 'savepoint and checkpoint requests in progress at once; more are refused', commands: ['run'], section: 'Job manager',
+  }),
+  progressInterval: option({
+    key: 'jobmanager.progress.interval', field: 'jobManager.progressInterval', type: duration({ minMs: 1 }), default: '1 s',
+    label: 'progress interval', description: 'how often the status line (and RunOptions.onProgress) is updated', commands: ['run'], section: 'Job manager',
+  }),
 } satisfies Record<string, Option<any>>;
 
 export const ALL_OPTIONS: readonly Option[] = Object.values(OPTIONS) as Option[];
