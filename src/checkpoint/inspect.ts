@@ -10,6 +10,7 @@ import { keyGroupOf, normalizeKey } from '../state/key-groups.ts';
 import { decodeGroup, groupSize, type StateMeta } from '../state/state-codec.ts';
 import type { CheckpointMetadata, OperatorStateMeta } from './metadata.ts';
 import { StateFileReader } from './state-file.ts';
+import { openLocalStateFile } from './local-streams.ts';
 import { isDirectory, verifyCheckpoint } from './storage.ts';
 import type { InlineOperatorState } from '../core/checkpoint-format.ts';
 import { WeirError } from '../core/errors.ts';
@@ -106,8 +107,9 @@ async function summarizeOperator(dir: string, op: OperatorStateMeta): Promise<Op
     splits += inline?.splits?.length ?? 0;
     committables += inline?.committables?.length ?? 0;
     if (s.file === undefined) continue;
-    const reader = await StateFileReader.open(join(dir, s.file), s.fileSize);
+    const input = await openLocalStateFile(join(dir, s.file), s.fileSize);
     try {
+      const reader = await StateFileReader.open(input);
       const meta = reader.index.meta as { states: StateMeta[] };
       const formats = new Map(meta.states.map((st) => [st.name, st.blockFormat ?? 1]));
       for (const st of meta.states) if (!states.has(st.name)) states.set(st.name, { ...st, keys: 0, bytes: 0 });
@@ -130,7 +132,7 @@ async function summarizeOperator(dir: string, op: OperatorStateMeta): Promise<Op
       }
       ranges.push(r);
     } finally {
-      await reader.close();
+      await input.close();
     }
   }
   return {
@@ -181,8 +183,9 @@ export async function lookupValue(path: string, operatorQuery: string, stateName
     const kg = keyGroupOf(nk, op.maxParallelism);
     const s = op.subtasks.find((x) => x.keyGroupRange !== undefined && x.keyGroupRange.start <= kg && kg <= x.keyGroupRange.end && x.file !== undefined);
     if (s === undefined) continue;
-    const reader = await StateFileReader.open(join(path, s.file!), s.fileSize);
+    const input = await openLocalStateFile(join(path, s.file!), s.fileSize);
     try {
+      const reader = await StateFileReader.open(input);
       const meta = reader.index.meta as { states: StateMeta[] };
       knownStates = new Set(meta.states.map((x) => x.name));
       if (!knownStates.has(stateName)) continue;
@@ -193,7 +196,7 @@ export async function lookupValue(path: string, operatorQuery: string, stateName
         if (k === nk) return { operator: op.name, state: stateName, key, keyGroup: kg, found: true, value: v };
       }
     } finally {
-      await reader.close();
+      await input.close();
     }
   }
   if (knownStates.size > 0 && !knownStates.has(stateName)) {

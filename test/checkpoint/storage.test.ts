@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { METADATA_FILE, METADATA_VERSION, parseMetadata, serializeMetadata, type CheckpointMetadata } from '../../src/checkpoint/metadata.ts';
 import { StateFileWriter } from '../../src/checkpoint/state-file.ts';
+import { localStreamFactory } from '../../src/checkpoint/local-streams.ts';
 import { LocalCheckpointStorage, verifyCheckpoint } from '../../src/checkpoint/storage.ts';
 
 let root: string;
@@ -51,7 +52,7 @@ async function complete(id: number, numFiles = 2, jobId = JOB, over: Partial<Che
   const files: { file: string; fileSize: number }[] = [];
   for (let i = 0; i < numFiles; i++) {
     const file = `op-keyed-${i}.state`;
-    const w = await StateFileWriter.create(join(dir, file));
+    const w = await StateFileWriter.create(await localStreamFactory(dir).createStateStream(file));
     w.addBlock(`k/sum/${i}`, new Uint8Array([id, i, 1, 2, 3]));
     files.push({ file, fileSize: await w.close({ id }) });
   }

@@ -14,7 +14,7 @@ import { StreamExecutionEnvironment } from '../../src/api/environment.ts';
 import { ListStateDescriptor, ValueStateDescriptor, type ListState } from '../../src/core/state.ts';
 import type { Collector, KeyedContext, KeyedProcessFunction, KeyedRuntimeContext } from '../../src/core/functions.ts';
 import { CheckpointFailureReason as R } from '../../src/checkpoint/failure-reason.ts';
-import type { OpenWritableFile, WritableFile } from '../../src/checkpoint/state-file.ts';
+import type { OpenWritableFile, WritableFile } from '../../src/checkpoint/local-streams.ts';
 import type { TaskAck, InlineOperatorState } from '../../src/core/checkpoint-format.ts';
 import { buildJobGraph } from '../../src/graph/job-graph.ts';
 import type { Batch } from '../../src/core/batch.ts';

@@ -13,7 +13,9 @@ import { encodeGroup, stateMeta, type StateMeta } from '../../state/state-codec.
 import { encodeValue } from '../../core/codec.ts';
 import type { Schedulable, Scheduler } from '../scheduler.ts';
 import type { InternalTimerService, Timer } from '../timers.ts';
-import { StateFileWriter, type OpenWritableFile } from '../../checkpoint/state-file.ts';
+import { basename, dirname } from 'node:path';
+import { StateFileWriter } from '../../checkpoint/state-file.ts';
+import { localStreamFactory, type OpenWritableFile } from '../../checkpoint/local-streams.ts';
 
 export interface KeyedSnapshotMeta {
   readonly states: readonly StateMeta[];
@@ -86,7 +88,7 @@ export class KeyedSnapshotJob implements Schedulable, FrozenGroupSink {
   }
 
   start(): void {
-    this.opening = StateFileWriter.create(this.path, this.openFile).then(
+    this.opening = localStreamFactory(dirname(this.path), this.openFile).createStateStream(basename(this.path)).then(StateFileWriter.create).then(
       (w) => {
         this.writer = w;
         if (this.aborted) void w.abort();

@@ -8,6 +8,7 @@ import type { HeapKeyedStateBackend, NormKey } from '../../state/heap-keyed-back
 import { denormalizeKey } from '../../state/key-groups.ts';
 import type { StateMeta } from '../../state/state-codec.ts';
 import { StateFileReader } from '../../checkpoint/state-file.ts';
+import { openLocalStateFile } from '../../checkpoint/local-streams.ts';
 import { decodeValue } from '../../core/codec.ts';
 import type { KeyedSnapshotMeta } from './keyed-snapshot.ts';
 
@@ -25,8 +26,9 @@ export async function loadKeyedState(backend: HeapKeyedStateBackend, files: read
   const { start, end } = backend.range;
   const timers: RestoredTimers = [];
   for (const f of files) {
-    const reader = await StateFileReader.open(f.path, f.size);
+    const input = await openLocalStateFile(f.path, f.size);
     try {
+      const reader = await StateFileReader.open(input);
       const meta = reader.index.meta as KeyedSnapshotMeta;
       if (meta.maxParallelism !== backend.maxParallelism) {
         throw new Error(`state file ${f.path} was written with max parallelism ${meta.maxParallelism}, the operator now has ${backend.maxParallelism}; the number of key groups cannot change`);
@@ -50,7 +52,7 @@ export async function loadKeyedState(backend: HeapKeyedStateBackend, files: read
         }
       }
     } finally {
-      await reader.close();
+      await input.close();
     }
   }
   // Same firing order as before the failure: by timestamp, then registration order.

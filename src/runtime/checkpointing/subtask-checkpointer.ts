@@ -23,7 +23,7 @@ import { KeyedOperator } from '../operators/keyed.ts';
 import type { Scheduler } from '../scheduler.ts';
 import type { BarrierHandler, StreamTask } from '../task.ts';
 import { KeyedSnapshotJob } from './keyed-snapshot.ts';
-import type { OpenWritableFile } from '../../checkpoint/state-file.ts';
+import type { OpenWritableFile } from '../../checkpoint/local-streams.ts';
 
 export interface CheckpointReporter {
   ack(checkpointId: number, ack: TaskAck): void;
