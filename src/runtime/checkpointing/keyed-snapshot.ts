@@ -82,7 +82,7 @@ export class KeyedSnapshotJob implements Schedulable, FrozenGroupSink {
 
   /** Called by a table when a record touches a frozen group: serialize it before it changes. */
   serializeGroup(table: StateTable, kgIndex: number): void {
-    const bytes = encodeGroup(table, kgIndex);
+    const bytes = encodeGroup(table.descriptor, table.groups[kgIndex]);
     this.keys += table.groups[kgIndex]?.size ?? 0;
     this.ready.push({ name: `k/${table.descriptor.name}/${table.range.start + kgIndex}`, bytes });
   }
