@@ -21,6 +21,7 @@ import type { CheckpointingMode } from '../checkpoint/config.ts';
 import { SubtaskCheckpointer, type TriggerRequest } from '../runtime/checkpointing/subtask-checkpointer.ts';
 import type { TaskRestore } from '../core/checkpoint-format.ts';
 import { taskId, type TaskId } from '../core/task-id.ts';
+import { keyedStateBackendFactory } from '../state/backends.ts';
 
 export interface ExecutorConfig {
   readonly workerIndex: number;
@@ -37,6 +38,8 @@ export interface ExecutorConfig {
   readonly writeStdout?: (text: string) => void;
   readonly checkpointing: { readonly mode: CheckpointingMode; readonly periodic: boolean };
   readonly restore: Readonly<Record<TaskId, TaskRestore>>;
+  /** Name of the keyed state backend (state.backend.type); 'heap' when absent. */
+  readonly stateBackend?: string;
 }
 
 export class TaskExecutor implements TaskListener {
@@ -89,6 +92,8 @@ export class TaskExecutor implements TaskListener {
     }
     if (dp) this.scheduler.onEndOfSlice(() => dp.flushCredits());
 
+    // Resolved once, before any task exists: an unknown name fails the deployment, not a task.
+    const keyedStateBackend = keyedStateBackendFactory(cfg.stateBackend);
     const services: RuntimeServices = {
       collect: (sink, subtask, values) => cfg.send({ type: 'collect', sink, subtask, values }),
       writeStdout: cfg.writeStdout ?? ((t) => void process.stdout.write(t)),
@@ -144,6 +149,7 @@ export class TaskExecutor implements TaskListener {
         restore: cfg.restore[taskId(v.index, st.index)],
         gated: Object.keys(cfg.restore).length > 0,
         objectReuse: graph.objectReuse,
+        keyedStateBackend,
       });
       const id = taskId(v.index, st.index);
       // Savepoints can be taken whether or not periodic checkpoints are on.

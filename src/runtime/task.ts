@@ -8,7 +8,7 @@ import type { TaskInfo } from '../core/functions.ts';
 import type { SourceSplit } from '../core/source.ts';
 import type { ChainedOperatorSpec, TaskChain } from './task-spec.ts';
 import type { Clock } from '../core/clock.ts';
-import { HeapKeyedStateBackend } from '../state/heap-keyed-backend.ts';
+import type { KeyedStateBackend, KeyedStateBackendFactory } from '../state/backend.ts';
 import { OperatorStateStore } from '../state/operator-state.ts';
 import type { Batch } from '../core/batch.ts';
 import { Deque } from './channels/deque.ts';
@@ -75,6 +75,8 @@ export interface TaskDeployment {
    */
   readonly gated: boolean;
   readonly objectReuse: boolean;
+  /** Makes the keyed state backend of each keyed operator (chosen by the configuration). */
+  readonly keyedStateBackend: KeyedStateBackendFactory;
 }
 
 /** Feeds a chained operator from its predecessor's Output. */
@@ -133,6 +135,7 @@ export class StreamTask implements Schedulable {
   /** Records taken in per operator index (metrics). */
   readonly recordsIn: number[];
   private readonly timers = new Set<{ cancel(): void }>();
+  private readonly keyedBackends: KeyedStateBackend[] = [];
 
   constructor(readonly d: TaskDeployment) {
     const v = d.vertex;
@@ -195,11 +198,13 @@ export class StreamTask implements Schedulable {
     const keySelectors = t.kind === 'one-input' ? [t.keySelector] : t.kind === 'two-input' ? [...t.keySelectors] : [];
     const keyed = keySelectors.some((k) => k !== undefined);
     const where = `operator "${node.name}" (subtask ${d.subtaskIndex + 1}/${node.parallelism})`;
+    const keyedBackend = keyed ? d.keyedStateBackend.create({ keyGroupRange: d.keyGroupRange, maxParallelism: node.maxParallelism, clock: d.clock, where }) : undefined;
+    if (keyedBackend !== undefined) this.keyedBackends.push(keyedBackend);
     return {
       taskInfo,
       clock: d.clock,
       scheduleMail: (at: number, fn: () => void) => this.scheduleMail(at, fn),
-      keyedBackend: keyed ? new HeapKeyedStateBackend(d.keyGroupRange, node.maxParallelism, d.clock, where) : undefined,
+      keyedBackend,
       keySelectors,
       operatorState: new OperatorStateStore(where),
       restoredCheckpointId: d.restore?.checkpointId,
@@ -499,5 +504,6 @@ export class StreamTask implements Schedulable {
         // Closing is best effort; the first failure has already been reported.
       }
     }
+    for (const b of this.keyedBackends) b.dispose();
   }
 }

@@ -1,6 +1,7 @@
 /**
- * Keyed state snapshots of the heap backend through KeyedSnapshotJob (synchronous freeze,
- * asynchronous serialization as scheduler steps) and their restore with loadKeyedState:
+ * Keyed state snapshots of the heap backend as the runtime takes them (synchronous freeze,
+ * asynchronous serialization as scheduler steps through runAsyncPhase, timers as key-group
+ * blocks, local state streams) and their restore with loadKeyedState:
  * - every state kind (value, list, map, reducing, aggregating, with and without TTL) and
  *   both timer domains come back equal;
  * - copy-on-write: in-place mutations right after the synchronous phase never reach the
@@ -10,20 +11,23 @@
  * - serializer checks: a name or version mismatch fails naming the state (StateRestoreError);
  *   decode(data, writtenVersion) migrates.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   AggregatingStateDescriptor, ListStateDescriptor, MapStateDescriptor, ReducingStateDescriptor, ValueStateDescriptor,
   type StateSerializer, type StateTtlConfig,
 } from '../../src/core/state.ts';
-import { KeyedSnapshotJob } from '../../src/runtime/checkpointing/keyed-snapshot.ts';
+import { runAsyncPhase } from '../../src/runtime/checkpointing/async-phase.ts';
 import { loadKeyedState } from '../../src/runtime/checkpointing/restore.ts';
+import { timerBlocks } from '../../src/runtime/checkpointing/timer-blocks.ts';
+import { localStreamFactory } from '../../src/checkpoint/local-streams.ts';
+import type { KeyedStateHandle, KeyedStateSnapshot } from '../../src/state/backend.ts';
 import { Scheduler } from '../../src/runtime/scheduler.ts';
 import { InternalTimerService, type Timer } from '../../src/runtime/timers.ts';
 import { ManualClock } from '../../src/core/clock.ts';
-import { HeapKeyedStateBackend } from '../../src/state/heap-keyed-backend.ts';
+import { HeapKeyedStateBackend } from '../../src/state/heap/backend.ts';
 import { keyGroupOf, keyGroupRangeForSubtask, normalizeKey } from '../../src/state/key-groups.ts';
 import { StateRestoreError } from '../../src/state/state-codec.ts';
 import type { KeyGroupRange } from '../../src/core/checkpoint-format.ts';
@@ -121,14 +125,19 @@ function expected(i: number): unknown {
   };
 }
 
+/** Starts the asynchronous phase of a snapshot into a fresh file of `dir`. */
+function writeAsync(s: KeyedStateSnapshot, path: string, scheduler = new Scheduler()): Promise<KeyedStateHandle> {
+  return runAsyncPhase(s, localStreamFactory(dir), basename(path), scheduler);
+}
+
 /** Runs a snapshot to the end; `between` runs right after the synchronous phase. */
 async function snapshot(b: HeapKeyedStateBackend, timers: InternalTimerService | undefined, between: () => void = () => {}): Promise<{ path: string; size: number; keys: number }> {
   const path = nextPath();
-  const job = new KeyedSnapshotJob(b, timers, path, new Scheduler());
+  const s = b.snapshot(timers === undefined ? undefined : timerBlocks(timers));
   between();
-  job.start();
-  const r = await job.result;
-  return { path, size: r.fileSize, keys: r.keys };
+  const h = await writeAsync(s, path);
+  expect(h.streams.map((x) => x.name)).toEqual([basename(path)]);
+  return { path, size: h.streams[0]!.size, keys: h.entries };
 }
 
 function timerView(t: readonly Pick<Timer, 'timestamp' | 'key' | 'keyGroup' | 'namespace'>[]): string[] {
@@ -268,17 +277,15 @@ describe('copy-on-write: the snapshot is the state at the synchronous phase', ()
     const path = nextPath();
     // A zero time slice: the scheduler yields to the event loop every 8 steps, so the
     // asynchronous phase spreads over several turns and the mutations below interleave with it.
-    const job = new KeyedSnapshotJob(b, undefined, path, new Scheduler(0));
-    job.start();
+    const result = writeAsync(b.snapshot(), path, new Scheduler(0));
     let done = false;
     let turns = 0;
     let mutatedWhileFrozen = 0;
-    const table = b.tables.get('value')!;
-    const settled = job.result.finally(() => (done = true));
+    const settled = result.finally(() => (done = true));
     while (!done) {
       await new Promise((res) => setImmediate(res));
       turns++;
-      if (table.frozenCount > 0) mutatedWhileFrozen++;
+      if (b.frozenGroups() > 0) mutatedWhileFrozen++;
       for (const k of keys.slice((turns * 37) % 1900, ((turns * 37) % 1900) + 100)) {
         b.setCurrentKey(k);
         b.getValueState(d.value).value()!.count += 1_000_000;
@@ -287,7 +294,7 @@ describe('copy-on-write: the snapshot is the state at the synchronous phase', ()
     const res = await settled;
     expect(mutatedWhileFrozen).toBeGreaterThan(1);
     const r = backend(FULL, clock);
-    await loadKeyedState(r, [{ path, size: res.fileSize }]);
+    await loadKeyedState(r, [{ path, size: res.streams[0]!.size }]);
     keys.forEach((k, i) => {
       r.setCurrentKey(k);
       expect(r.getValueState(d.value).value()!.count, k).toBe(i);
@@ -298,11 +305,16 @@ describe('copy-on-write: the snapshot is the state at the synchronous phase', ()
     const clock = new ManualClock(0);
     const b = backend(FULL, clock);
     fill(b, undefined, KEYS.slice(0, 10));
-    const job = new KeyedSnapshotJob(b, undefined, nextPath(), new Scheduler());
-    job.start();
-    job.abort();
-    await expect(job.result).rejects.toThrow(/aborted/);
-    for (const t of b.tables.values()) expect(t.frozenCount).toBe(0);
+    const path = nextPath();
+    const s = b.snapshot();
+    expect(b.frozenGroups()).toBeGreaterThan(0);
+    const result = writeAsync(s, path);
+    s.abort();
+    await expect(result).rejects.toThrow(/aborted/);
+    expect(b.frozenGroups()).toBe(0);
+    // What was written of it is removed (the stream is abandoned once it has opened).
+    for (let i = 0; i < 100 && existsSync(path); i++) await new Promise((res) => setTimeout(res, 5));
+    expect(existsSync(path)).toBe(false);
     b.setCurrentKey(KEYS[0]);
     b.getValueState(d.value).update({ count: 77, tags: [] });
     const snap = await snapshot(b, undefined);

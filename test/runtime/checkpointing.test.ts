@@ -5,7 +5,7 @@
  * cancel markers, aborts, a newer barrier ending an older alignment, and end of input
  * completing an alignment.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,20 +14,22 @@ import { StreamExecutionEnvironment } from '../../src/api/environment.ts';
 import { ListStateDescriptor, ValueStateDescriptor, type ListState } from '../../src/core/state.ts';
 import type { Collector, KeyedContext, KeyedProcessFunction, KeyedRuntimeContext } from '../../src/core/functions.ts';
 import { CheckpointFailureReason as R } from '../../src/checkpoint/failure-reason.ts';
-import type { OpenWritableFile, WritableFile } from '../../src/checkpoint/local-streams.ts';
+import { localStreamFactory, type WritableFile } from '../../src/checkpoint/local-streams.ts';
 import type { TaskAck, InlineOperatorState } from '../../src/core/checkpoint-format.ts';
 import { buildJobGraph } from '../../src/graph/job-graph.ts';
 import type { Batch } from '../../src/core/batch.ts';
 import { InputChannel, OutputChannel } from '../../src/runtime/channels/channel.ts';
 import { loadKeyedState } from '../../src/runtime/checkpointing/restore.ts';
-import { SubtaskCheckpointer } from '../../src/runtime/checkpointing/subtask-checkpointer.ts';
+import { SubtaskCheckpointer, type StreamsAt } from '../../src/runtime/checkpointing/subtask-checkpointer.ts';
 import { END_OF_DATA, type BarrierEvent, type ChannelElement } from '../../src/runtime/events.ts';
 import { InputGate } from '../../src/runtime/input-gate.ts';
 import { RecordWriter } from '../../src/runtime/record-writer.ts';
 import { Scheduler } from '../../src/runtime/scheduler.ts';
 import { StreamTask } from '../../src/runtime/task.ts';
 import { systemClock } from '../../src/core/clock.ts';
-import { HeapKeyedStateBackend } from '../../src/state/heap-keyed-backend.ts';
+import { HeapKeyedStateBackend } from '../../src/state/heap/backend.ts';
+import { heapBackendFactory } from '../../src/state/heap/backend.ts';
+import type { KeyedStateBackend } from '../../src/state/backend.ts';
 
 interface Rec { k: string; n: number }
 
@@ -83,7 +85,7 @@ class Tracker implements KeyedProcessFunction<string, Rec, number> {
 }
 
 /** A keyed operator subtask with two input channels and one downstream channel, all observable. */
-function harness(mode: 'exactly-once' | 'at-least-once', openFile?: OpenWritableFile) {
+function harness(mode: 'exactly-once' | 'at-least-once', streamsAt?: StreamsAt) {
   const log: string[] = [];
   const processed: number[] = [];
   const env = new StreamExecutionEnvironment({ defaultParallelism: 1 });
@@ -122,6 +124,7 @@ function harness(mode: 'exactly-once' | 'at-least-once', openFile?: OpenWritable
       onTaskFailed: (_t, e) => events.push(`failed: ${String(e)}`),
     },
     bufferTimeoutMs: 0, waitForFinalCheckpoint: true, checkpointing: true, restore: undefined, gated: false, objectReuse: false,
+    keyedStateBackend: heapBackendFactory,
   });
   const checkpointer = new SubtaskCheckpointer(task, taskId(1, 0), mode, {
     ack: (id, ack) => {
@@ -132,12 +135,12 @@ function harness(mode: 'exactly-once' | 'at-least-once', openFile?: OpenWritable
       log.push(`decline ${id}`);
       declines.push({ id, reason });
     },
-  }, scheduler, Date.now, openFile);
+  }, scheduler, Date.now, streamsAt);
   task.barrierHandler = checkpointer;
   task.start();
   const dir = mkdtempSync(join(tmpdir(), 'weir-task-cp-'));
   dirs.push(dir);
-  const keyedOp = task.operators[0] as unknown as { backend: HeapKeyedStateBackend };
+  const keyedOp = task.operators[0] as unknown as { backend: KeyedStateBackend };
   return { task, gate, inputs, log, processed, acks, declines, downstream, checkpointer, dir, events, keyedOp };
 }
 
@@ -266,8 +269,8 @@ describe('asynchronous phase', () => {
   it('records keep flowing while the state file write is pending; the snapshot holds only pre-barrier state', async () => {
     let release: () => void = () => {};
     const gate = new Promise<void>((res) => (release = res));
-    // A file system whose writes wait for the test to release them.
-    const slowOpen: OpenWritableFile = async (path) => {
+    // State streams on a file system whose writes wait for the test to release them.
+    const slowStreams: StreamsAt = (location) => localStreamFactory(location, async (path) => {
       const fh = await open(path, 'wx');
       const slow: WritableFile = {
         write: async (b, o, l, p) => {
@@ -282,8 +285,8 @@ describe('asynchronous phase', () => {
         close: () => fh.close(),
       };
       return slow;
-    };
-    const h = harness('exactly-once', slowOpen);
+    });
+    const h = harness('exactly-once', slowStreams);
     const before: Rec[] = [];
     for (let i = 0; i < 300; i++) before.push(r(i, `key-${i % 50}`));
     h.inputs[0]!.push(batch(...before));
@@ -315,5 +318,44 @@ describe('asynchronous phase', () => {
     const live = h.keyedOp.backend.getValueState(count);
     h.keyedOp.backend.setCurrentKey('key-0');
     expect(live.value()).toBe(13);
+  });
+
+  it('a state stream that fails declines the checkpoint, leaves no state file, and the next checkpoint succeeds', async () => {
+    let failing = true;
+    const flaky: StreamsAt = (location) => localStreamFactory(location, async (path) => {
+      const fh = await open(path, 'wx');
+      const fail = failing;
+      let writes = 0;
+      return {
+        write: (b, o, l, p) => fh.write(b, o, l, p),
+        writev: async (bs, p) => {
+          if (fail && writes++ > 0) throw new Error('disk on fire'); // the header goes through, the blocks fail
+          return fh.writev(bs, p);
+        },
+        sync: () => fh.sync(),
+        close: () => fh.close(),
+      };
+    });
+    const h = harness('exactly-once', flaky);
+    h.inputs[0]!.push(batch(r(1), r(2)));
+    h.inputs[0]!.push(barrier(1, h.dir));
+    h.inputs[1]!.push(barrier(1, h.dir));
+    await until(() => h.declines.length > 0, 'the decline');
+    expect(h.declines).toEqual([{ id: 1, reason: R.CHECKPOINT_ASYNC_EXCEPTION }]);
+    await until(() => readdirSync(h.dir).length === 0, 'the failed state file to be removed');
+    failing = false;
+    h.inputs[0]!.push(batch(r(3)));
+    h.inputs[0]!.push(barrier(2, h.dir));
+    h.inputs[1]!.push(barrier(2, h.dir));
+    await until(() => h.acks.length > 0, 'the ack');
+    expect(h.acks.map((a) => a.id)).toEqual([2]);
+    const handle = h.acks[0]!.ack.operators.find((o) => o.file !== undefined)!;
+    expect(readdirSync(h.dir)).toEqual([handle.file]);
+    const restored = new HeapKeyedStateBackend({ start: 0, end: 127 }, 128, systemClock, 'test');
+    await loadKeyedState(restored, [{ path: join(h.dir, handle.file!), size: handle.fileSize! }]);
+    restored.setCurrentKey('k0');
+    expect(restored.getValueState(count).value()).toBe(1); // record 3
+    restored.setCurrentKey('k1');
+    expect(restored.getValueState(count).value()).toBe(1); // record 1
   });
 });

@@ -9,9 +9,6 @@
  * - a newer barrier ends an older alignment (declined as subsumed); an aborted checkpoint
  *   releases its alignment and sends a cancel marker downstream.
  */
-import { join } from 'node:path';
-import { mkdirSync } from 'node:fs';
-import { rm } from 'node:fs/promises';
 import { CheckpointFailureReason as R, type CheckpointFailureReason } from '../../checkpoint/failure-reason.ts';
 import type { OperatorStateHandle, TaskAck } from '../../core/checkpoint-format.ts';
 import type { TaskId } from '../../core/task-id.ts';
@@ -20,10 +17,23 @@ import { encodeValue } from '../../core/codec.ts';
 import type { BarrierEvent, StreamEvent } from '../events.ts';
 import type { InputGate } from '../input-gate.ts';
 import { KeyedOperator } from '../operators/keyed.ts';
+import type { StreamOperator } from '../operators/operator.ts';
 import type { Scheduler } from '../scheduler.ts';
 import type { BarrierHandler, StreamTask } from '../task.ts';
-import { KeyedSnapshotJob } from './keyed-snapshot.ts';
-import type { OpenWritableFile } from '../../checkpoint/local-streams.ts';
+import type { KeyedStateHandle, KeyedStateSnapshot } from '../../state/backend.ts';
+import type { CheckpointStreamFactory } from '../../core/state-streams.ts';
+import { localStreamFactory } from '../../checkpoint/local-streams.ts';
+import { runAsyncPhase } from './async-phase.ts';
+import { timerBlocks } from './timer-blocks.ts';
+
+/** The state streams of one checkpoint location, for this subtask. */
+export interface CheckpointStreams extends CheckpointStreamFactory {
+  /** Removes a completed stream of a checkpoint that was aborted or failed elsewhere; never throws. */
+  discard(name: string): Promise<void>;
+}
+
+/** Opens the streams of a checkpoint location (the trigger's directory): local files until storage hands them out. */
+export type StreamsAt = (location: string) => CheckpointStreams;
 
 export interface CheckpointReporter {
   ack(checkpointId: number, ack: TaskAck): void;
@@ -34,7 +44,7 @@ export interface TriggerRequest {
   readonly checkpointId: number;
   readonly timestamp: number;
   readonly type: 'checkpoint' | 'savepoint';
-  /** Directory for this snapshot's files. */
+  /** Directory for this snapshot's files (see StreamsAt). */
   readonly location: string;
   /** Stop-with-savepoint: a source stops reading right after emitting this barrier. */
   readonly suspendSourceAfter?: boolean;
@@ -51,7 +61,7 @@ export class SubtaskCheckpointer implements BarrierHandler {
   private readonly aborted = new Set<number>();
   /** Highest checkpoint id this subtask has snapshotted or aborted; older barriers are stale. */
   private lastSeen = 0;
-  private readonly inFlight = new Map<number, KeyedSnapshotJob[]>();
+  private readonly inFlight = new Map<number, KeyedStateSnapshot[]>();
   private readonly gateOffsets: number[] = [];
 
   constructor(
@@ -61,8 +71,8 @@ export class SubtaskCheckpointer implements BarrierHandler {
     private readonly reporter: CheckpointReporter,
     private readonly scheduler: Scheduler,
     private readonly now: () => number = Date.now,
-    /** How state files are opened; tests inject slow or failing I/O. */
-    private readonly openFile?: OpenWritableFile,
+    /** Where state streams go; tests inject slow or failing streams. */
+    private readonly streamsAt: StreamsAt = localStreamFactory,
   ) {
     let off = 0;
     for (const g of task.gates) {
@@ -178,15 +188,15 @@ export class SubtaskCheckpointer implements BarrierHandler {
       this.forwardCancel(id);
     }
     this.rememberAborted(id);
-    const jobs = this.inFlight.get(id);
-    if (jobs) for (const j of jobs) j.abort();
+    const snapshots = this.inFlight.get(id);
+    if (snapshots) for (const s of snapshots) s.abort();
     for (const op of this.task.operators) op.notifyCheckpointAborted(id);
   }
 
   /** Cancels everything in flight (task cancelled or failed). */
   dispose(): void {
     this.alignment = undefined;
-    for (const jobs of this.inFlight.values()) for (const j of jobs) j.abort();
+    for (const snapshots of this.inFlight.values()) for (const s of snapshots) s.abort();
     this.inFlight.clear();
   }
 
@@ -204,69 +214,102 @@ export class SubtaskCheckpointer implements BarrierHandler {
       for (const w of task.writers) w.broadcastEvent(barrier);
     }
     // Synchronous phase: small state captured, keyed state frozen; nothing is written yet.
-    const handles: { operatorId: string; inline?: string; inlineSize: number; job?: KeyedSnapshotJob; file?: string; range?: { start: number; end: number } }[] = [];
-    const jobs: KeyedSnapshotJob[] = [];
-    let dirMade = false;
+    const parts: OperatorSnapshot[] = [];
     for (const op of task.operators) {
-      const inline = op.snapshotInline(id);
-      const h: (typeof handles)[number] = { operatorId: op.env.taskInfo.operatorId, inlineSize: 0 };
-      if (inline !== undefined) {
-        const bytes = encodeValue(inline);
-        h.inline = Buffer.from(bytes).toString('base64');
-        h.inlineSize = bytes.byteLength;
-      }
-      if (op instanceof KeyedOperator && op.backend !== undefined && (op.backend.tables.size > 0 || op.backend.restored.size > 0 || (op.timerServiceIfCreated()?.numEventTimers() ?? 0) + (op.timerServiceIfCreated()?.numProcessingTimers() ?? 0) > 0)) {
-        for (const prev of this.inFlight.values()) for (const j of prev) j.serializeRemaining();
-        if (!dirMade) {
-          mkdirSync(req.location, { recursive: true });
-          dirMade = true;
-        }
-        const file = `${op.env.taskInfo.operatorId.slice(0, 16)}-${task.d.subtaskIndex}.state`;
-        const job = new KeyedSnapshotJob(op.backend, op.timerServiceIfCreated(), join(req.location, file), this.scheduler, this.openFile);
-        h.job = job;
-        h.file = file;
-        h.range = { start: op.backend.range.start, end: op.backend.range.end };
-        jobs.push(job);
-      }
-      if (h.inline !== undefined || h.job !== undefined) handles.push(h);
+      const part = this.snapshotSync(op, id);
+      if (part.inline !== undefined || part.keyed !== undefined) parts.push(part);
     }
     const syncMs = performance.now() - t0;
-    this.inFlight.set(id, jobs);
-    for (const j of jobs) j.start();
-    // Asynchronous phase: runs as scheduler steps and file I/O while records keep flowing.
-    const t1 = performance.now();
-    Promise.all(jobs.map((j) => j.result)).then(
-      (results) => {
-        this.inFlight.delete(id);
-        if (this.aborted.has(id)) {
-          void this.deleteFiles(req.location, handles);
-          return;
-        }
-        let stateSize = 0;
-        const ops: OperatorStateHandle[] = handles.map((h) => {
-          const r = h.job ? results[jobs.indexOf(h.job)]! : undefined;
-          const size = h.inlineSize + (r?.stateSize ?? 0);
-          stateSize += size;
-          return {
-            operatorId: h.operatorId,
-            ...(h.inline !== undefined ? { inline: h.inline } : {}),
-            ...(r !== undefined ? { file: h.file!, fileSize: r.fileSize, keyGroupRange: h.range! } : {}),
-            stateSize: size,
-          };
-        });
-        const asyncMs = performance.now() - t1;
-        this.reporter.ack(id, { task: this.taskId, operators: ops, stats: { syncMs, asyncMs, alignmentMs, startDelayMs, stateSize } });
-      },
-      (e) => {
-        this.inFlight.delete(id);
-        void this.deleteFiles(req.location, handles);
-        if (this.aborted.has(id)) return;
-        this.reporter.decline(id, R.CHECKPOINT_ASYNC_EXCEPTION, `asynchronous phase failed in ${task.name}: ${e instanceof Error ? e.message : String(e)}`);
-      },
-    );
+    this.writeAsync(id, req.location, parts, { syncMs, alignmentMs, startDelayMs });
   }
 
-  private async deleteFiles(location: string, handles: readonly { file?: string }[]): Promise<void> {
-    for (const h of handles) if (h.file) await rm(join(location, h.file), { force: true }).catch(() => {});
+  /**
+   * Asynchronous phase: keyed snapshots write their streams as scheduler steps and I/O while
+   * records keep flowing; then the acknowledgement, or a decline with everything removed.
+   */
+  private writeAsync(id: number, location: string, parts: readonly OperatorSnapshot[], timings: { syncMs: number; alignmentMs: number; startDelayMs: number }): void {
+    const snapshots = parts.flatMap((p) => (p.keyed ? [p.keyed.snapshot] : []));
+    this.inFlight.set(id, snapshots);
+    const t1 = performance.now();
+    const streams = snapshots.length > 0 ? this.streamsAt(location) : undefined;
+    const written = parts.map((p) => (p.keyed ? runAsyncPhase(p.keyed.snapshot, streams!, p.keyed.streamName, this.scheduler) : undefined));
+    const failed = (e: unknown): void => {
+      this.inFlight.delete(id);
+      // The other snapshots of this checkpoint are of no use any more: stop them, remove what they wrote.
+      for (const s of snapshots) s.abort();
+      void this.discard(streams, parts);
+      if (this.aborted.has(id)) return;
+      this.reporter.decline(id, R.CHECKPOINT_ASYNC_EXCEPTION, `asynchronous phase failed in ${this.task.name}: ${e instanceof Error ? e.message : String(e)}`);
+    };
+    Promise.all(written).then((handles) => {
+      this.inFlight.delete(id);
+      if (this.aborted.has(id)) {
+        void this.discard(streams, parts);
+        return;
+      }
+      let ack: TaskAck;
+      try {
+        ack = this.ackOf(parts, handles, { ...timings, asyncMs: performance.now() - t1 });
+      } catch (e) {
+        failed(e);
+        return;
+      }
+      this.reporter.ack(id, ack);
+    }, failed);
   }
+
+  /** One operator's synchronous phase: its inline state, and its keyed state frozen (with its timers). */
+  private snapshotSync(op: StreamOperator, id: number): OperatorSnapshot {
+    const operatorId = op.env.taskInfo.operatorId;
+    const inline = op.snapshotInline(id);
+    const bytes = inline === undefined ? undefined : encodeValue(inline);
+    const part: OperatorSnapshot = {
+      operatorId,
+      inline: bytes === undefined ? undefined : Buffer.from(bytes).toString('base64'),
+      inlineSize: bytes?.byteLength ?? 0,
+    };
+    if (!(op instanceof KeyedOperator) || op.backend === undefined) return part;
+    const timers = op.timerServiceIfCreated();
+    const numTimers = timers === undefined ? 0 : timers.numEventTimers() + timers.numProcessingTimers();
+    if (!op.backend.hasStates() && numTimers === 0) return part;
+    const snapshot = op.backend.snapshot(timers === undefined ? undefined : timerBlocks(timers));
+    return { ...part, keyed: { snapshot, streamName: `${operatorId.slice(0, 16)}-${this.task.d.subtaskIndex}.state` } };
+  }
+
+  private ackOf(parts: readonly OperatorSnapshot[], handles: readonly (KeyedStateHandle | undefined)[], timings: { syncMs: number; asyncMs: number; alignmentMs: number; startDelayMs: number }): TaskAck {
+    let stateSize = 0;
+    const operators: OperatorStateHandle[] = parts.map((p, i) => {
+      const h = handles[i];
+      const size = p.inlineSize + (h?.stateSize ?? 0);
+      stateSize += size;
+      return {
+        operatorId: p.operatorId,
+        ...(p.inline !== undefined ? { inline: p.inline } : {}),
+        ...(h !== undefined ? stateFileOf(h) : {}),
+        stateSize: size,
+      };
+    });
+    const { syncMs, asyncMs, alignmentMs, startDelayMs } = timings;
+    return { task: this.taskId, operators, stats: { syncMs, asyncMs, alignmentMs, startDelayMs, stateSize } };
+  }
+
+  private async discard(streams: CheckpointStreams | undefined, parts: readonly OperatorSnapshot[]): Promise<void> {
+    if (streams === undefined) return;
+    for (const p of parts) if (p.keyed) await streams.discard(p.keyed.streamName);
+  }
+}
+
+interface OperatorSnapshot {
+  readonly operatorId: string;
+  /** Inline state, msgpack, base64. */
+  readonly inline: string | undefined;
+  readonly inlineSize: number;
+  readonly keyed?: { readonly snapshot: KeyedStateSnapshot; readonly streamName: string };
+}
+
+/** The checkpoint metadata records one state file per keyed operator subtask. */
+function stateFileOf(h: KeyedStateHandle): Pick<OperatorStateHandle, 'file' | 'fileSize' | 'keyGroupRange'> {
+  if (h.streams.length !== 1) throw new Error(`a keyed state snapshot wrote ${h.streams.length} state streams; the checkpoint metadata records one per operator subtask`);
+  const s = h.streams[0]!;
+  return { file: s.name, fileSize: s.size, keyGroupRange: h.keyGroupRange };
 }
