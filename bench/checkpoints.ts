@@ -286,12 +286,17 @@ export async function runCheckpointSuite(o: CheckpointSuiteOptions, m: Machine, 
       const fixtures = new Map<string, { dir: string; checkpoint: string; savepoint: string }>();
       const snapshotOnce = async (config: Config, run: number, count: number, measured: boolean) => {
         const label = `snapshot ${fmtInt(keys)} keys ${configId(config)}`;
-        let dir = '';
+        // Every attempt's snapshots are kept until withRetries has chosen one: the restores start
+        // from the chosen attempt's, which need not be the last one.
+        const attemptDirs: string[] = [];
         const meas = await withRetries(measured ? tries : 1, label, costs.timed(`${fmtInt(keys)} keys: snapshots`, async () => {
-          if (dir !== '') rmSync(dir, { recursive: true, force: true });
-          dir = fresh(`snapshot-${keys}-${configId(config)}`);
-          return runSpec({ kind: 'snapshot', keys, workers: config.workers, parallelism: config.parallelism, checkpoints: count, savepoints: count, dir }, o.timeoutMs, `${label} run ${run}`);
+          const attemptDir = fresh(`snapshot-${keys}-${configId(config)}`);
+          attemptDirs.push(attemptDir);
+          const m = await runSpec({ kind: 'snapshot', keys, workers: config.workers, parallelism: config.parallelism, checkpoints: count, savepoints: count, dir: attemptDir }, o.timeoutMs, `${label} run ${run}`);
+          return { ...m, dir: attemptDir };
         }));
+        const dir = meas.dir;
+        for (const d of attemptDirs) if (d !== dir) rmSync(d, { recursive: true, force: true });
         const out = meas.out;
         // The child counted the keys of its last checkpoint and savepoint (and failed otherwise).
         if (out.keysInCheckpoint !== keys || out.keysInSavepoint !== keys) throw new BenchFailure(`${label}: ${out.keysInCheckpoint}/${out.keysInSavepoint} keys in the snapshots, expected ${keys}`);

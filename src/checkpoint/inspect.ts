@@ -1,16 +1,20 @@
 /**
  * Offline inspection of a checkpoint or savepoint: operators, their states, key counts and
  * sizes per key-group range, non-keyed state, and single values by key. Reads only the
- * snapshot's files; never modifies anything.
+ * snapshot's files, through checkpoint storage (the storage that serves the reference: a local
+ * directory, or in-memory storage in this thread): its metadata verified, its state files
+ * opened with the worker view's openState. Never modifies anything.
  */
 import { existsSync } from 'node:fs';
 import { decodeValue } from '../core/codec.ts';
 import { keyGroupOf, normalizeKey } from '../state/key-groups.ts';
 import { decodeGroup, groupSize, type StateMeta } from '../state/state-codec.ts';
 import type { CheckpointMetadata, OperatorStateMeta } from './metadata.ts';
-import { StateFileReader } from './state-file.ts';
-import { isDirectory, verifyCheckpoint } from './storage.ts';
-import { keyedBlockName, METADATA_FILE, parseBlockName, stateFileReference } from './names.ts';
+import { openStateFile, StateFileReader } from './state-file.ts';
+import { isDirectory, type StorageResolver } from './storage.ts';
+import { storageResolver } from './storage-resolver.ts';
+import { NO_METADATA } from './storage-verify.ts';
+import { keyedBlockName, METADATA_FILE, parseBlockName, schemeOf, stateFileReference } from './names.ts';
 import type { InlineOperatorState } from '../core/checkpoint-format.ts';
 import { WeirError } from '../core/errors.ts';
 
@@ -60,14 +64,23 @@ export interface SnapshotSummary {
   readonly operators: OperatorSummary[];
 }
 
-export async function openSnapshot(path: string): Promise<CheckpointMetadata> {
-  const v = await verifyCheckpoint(path);
+/** The storage that serves snapshot references: local paths, and the job's storage if the caller has one. */
+function storageFor(path: string, storages: StorageResolver) {
+  try {
+    return storages.forReference(path);
+  } catch (e) {
+    throw new InspectError(e instanceof Error ? e.message : String(e));
+  }
+}
+
+export async function openSnapshot(path: string, storages: StorageResolver = storageResolver()): Promise<CheckpointMetadata> {
+  const v = await storageFor(path, storages).verify(path);
   if (!v.ok) {
-    if (v.reason === 'no metadata') {
+    if (v.reason === NO_METADATA) {
       // Say which case it is: a mistyped path or a file given for the directory is far more
       // common than a directory without metadata, and "no _metadata file" hides the typo.
-      if (!existsSync(path)) throw new InspectError(`${path} does not exist`);
-      if (!isDirectory(path)) throw new InspectError(`${path} is a file, not a checkpoint or savepoint directory`);
+      if (schemeOf(path) === undefined && !existsSync(path)) throw new InspectError(`${path} does not exist`);
+      if (schemeOf(path) === undefined && !isDirectory(path)) throw new InspectError(`${path} is a file, not a checkpoint or savepoint directory`);
       throw new InspectError(`${path} is not a checkpoint or savepoint (no ${METADATA_FILE} file)`);
     }
     throw new InspectError(`${path}: ${v.reason}`);
@@ -79,14 +92,14 @@ function inlineOf(b64: string | undefined): InlineOperatorState | undefined {
   return b64 === undefined ? undefined : decodeValue<InlineOperatorState>(Buffer.from(b64, 'base64'));
 }
 
-export async function summarize(path: string): Promise<SnapshotSummary> {
-  const m = await openSnapshot(path);
+export async function summarize(path: string, storages: StorageResolver = storageResolver()): Promise<SnapshotSummary> {
+  const m = await openSnapshot(path, storages);
   const operators: OperatorSummary[] = [];
-  for (const op of m.operators) operators.push(await summarizeOperator(path, op));
+  for (const op of m.operators) operators.push(await summarizeOperator(path, op, storages));
   return { path, type: m.type, jobId: m.jobId, jobName: m.jobName, checkpointId: m.checkpointId, timestamp: m.timestamp, formatVersion: m.version, stateSize: m.stats.stateSize, operators };
 }
 
-async function summarizeOperator(dir: string, op: OperatorStateMeta): Promise<OperatorSummary> {
+async function summarizeOperator(dir: string, op: OperatorStateMeta, storages: StorageResolver): Promise<OperatorSummary> {
   const states = new Map<string, StateSummary>();
   const ranges: RangeSummary[] = [];
   const lists = new Map<string, { distribution: string; items: number }>();
@@ -106,8 +119,9 @@ async function summarizeOperator(dir: string, op: OperatorStateMeta): Promise<Op
     splits += inline?.splits?.length ?? 0;
     committables += inline?.committables?.length ?? 0;
     if (s.file === undefined) continue;
-    const reader = await StateFileReader.open(stateFileReference(dir, s.file), s.fileSize);
+    const input = await openStateFile(storages.workerView, stateFileReference(dir, s.file), s.fileSize);
     try {
+      const reader = await StateFileReader.open(input);
       const meta = reader.index.meta as { states: StateMeta[] };
       const formats = new Map(meta.states.map((st) => [st.name, st.blockFormat ?? 1]));
       for (const st of meta.states) if (!states.has(st.name)) states.set(st.name, { ...st, keys: 0, bytes: 0 });
@@ -131,7 +145,7 @@ async function summarizeOperator(dir: string, op: OperatorStateMeta): Promise<Op
       }
       ranges.push(r);
     } finally {
-      await reader.close();
+      await input.close();
     }
   }
   return {
@@ -170,8 +184,8 @@ export interface ValueLookup {
  * The value of one state for one key. A key from the command line is a string; when no entry
  * matches it as a string, it is tried as a number (keys of numeric key selectors).
  */
-export async function lookupValue(path: string, operatorQuery: string, stateName: string, rawKey: string): Promise<ValueLookup> {
-  const m = await openSnapshot(path);
+export async function lookupValue(path: string, operatorQuery: string, stateName: string, rawKey: string, storages: StorageResolver = storageResolver()): Promise<ValueLookup> {
+  const m = await openSnapshot(path, storages);
   const op = findOperator(m, operatorQuery);
   if (!op.keyed) throw new InspectError(`operator "${op.name}" has no keyed state`);
   const candidates: unknown[] = [rawKey];
@@ -182,8 +196,9 @@ export async function lookupValue(path: string, operatorQuery: string, stateName
     const kg = keyGroupOf(nk, op.maxParallelism);
     const s = op.subtasks.find((x) => x.keyGroupRange !== undefined && x.keyGroupRange.start <= kg && kg <= x.keyGroupRange.end && x.file !== undefined);
     if (s === undefined) continue;
-    const reader = await StateFileReader.open(stateFileReference(path, s.file!), s.fileSize);
+    const input = await openStateFile(storages.workerView, stateFileReference(path, s.file!), s.fileSize);
     try {
+      const reader = await StateFileReader.open(input);
       const meta = reader.index.meta as { states: StateMeta[] };
       knownStates = new Set(meta.states.map((x) => x.name));
       if (!knownStates.has(stateName)) continue;
@@ -194,7 +209,7 @@ export async function lookupValue(path: string, operatorQuery: string, stateName
         if (k === nk) return { operator: op.name, state: stateName, key, keyGroup: kg, found: true, value: v };
       }
     } finally {
-      await reader.close();
+      await input.close();
     }
   }
   if (knownStates.size > 0 && !knownStates.has(stateName)) {

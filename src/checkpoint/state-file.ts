@@ -5,15 +5,24 @@
  * or corruption of any block. Layout:
  *
  *   "WEIRST01" | block... | index (msgpack) | u32 indexLength | u32 indexCrc | "WEIREND1"
+ *
+ * Written front to back through a StateOutputStream and read by range through a
+ * StateInputHandle (core/state-streams.ts), so it is the same on a local disk, in memory or
+ * in an object store. Both come from checkpoint storage only: a task's
+ * CheckpointStorageWorkerView resolves a location to its streams, and opens a state file by
+ * reference (openStateFile below); storage's local/, memory/ folders implement them.
  */
-import { open, type FileHandle } from 'node:fs/promises';
 import { crc32 } from 'node:zlib';
 import { decodeValue, encodeValue } from '../core/codec.ts';
 import { WeirError } from '../core/errors.ts';
+import type { StateInputHandle, StateOutputStream } from '../core/state-streams.ts';
+import type { CheckpointStorageWorkerView } from './storage.ts';
 
 const HEAD = Buffer.from('WEIRST01');
 const TAIL = Buffer.from('WEIREND1');
 const TRAILER = 8 + TAIL.length;
+/** Queued block bytes from which addBlock starts a write on its own. */
+const DRAIN_AT_BYTES = 1 << 20;
 
 export interface BlockEntry {
   readonly name: string;
@@ -34,31 +43,11 @@ export class CorruptStateError extends WeirError {
   }
 }
 
-/** The part of a file handle the writer needs; injectable so tests can slow or fail writes. */
-export interface WritableFile {
-  write(buffer: Buffer, offset: number, length: number, position: number): Promise<{ bytesWritten: number }>;
-  writev(buffers: Buffer[], position: number): Promise<{ bytesWritten: number }>;
-  sync(): Promise<void>;
-  close(): Promise<void>;
-}
-
-export type OpenWritableFile = (path: string) => Promise<WritableFile>;
-
-const openForWrite: OpenWritableFile = (path) => open(path, 'wx');
-
-/** Writes all of `buf` at `position`, however short the single writes come out. */
-async function writeFully(fh: WritableFile, buf: Buffer, position: number): Promise<void> {
-  let done = 0;
-  while (done < buf.length) {
-    const { bytesWritten } = await fh.write(buf, done, buf.length - done, position + done);
-    if (bytesWritten <= 0) throw new Error(`write made no progress at byte ${position + done}`);
-    done += bytesWritten;
-  }
-}
-
-/** Appends blocks with async writes, one in flight at a time; close() writes the index and syncs. */
+/**
+ * Appends blocks through the stream, one write in flight at a time (the stream's contract);
+ * close() writes the index and trailer and closes the stream, which makes the file durable.
+ */
 export class StateFileWriter {
-  private fh: WritableFile | undefined;
   private offset = HEAD.length;
   private readonly blocks: BlockEntry[] = [];
   private queue: Buffer[] = [];
@@ -66,13 +55,17 @@ export class StateFileWriter {
   private writing: Promise<void> = Promise.resolve();
   private failed: Error | undefined;
 
-  private constructor(readonly path: string) {}
+  private constructor(private readonly out: StateOutputStream) {}
 
-  static async create(path: string, openFile: OpenWritableFile = openForWrite): Promise<StateFileWriter> {
-    const w = new StateFileWriter(path);
-    w.fh = await openFile(path);
-    await writeFully(w.fh, HEAD, 0);
-    return w;
+  /** Writes the header; on failure the stream is aborted. */
+  static async create(out: StateOutputStream): Promise<StateFileWriter> {
+    try {
+      await out.write([HEAD]);
+    } catch (e) {
+      await out.abort();
+      throw e;
+    }
+    return new StateFileWriter(out);
   }
 
   /** Bytes accepted but not yet written: callers pause producing blocks above a bound. */
@@ -87,29 +80,21 @@ export class StateFileWriter {
     this.offset += buf.length;
     this.queue.push(buf);
     this.queuedBytes += buf.length;
-    if (this.queuedBytes >= 1 << 20) this.drain();
+    if (this.queuedBytes >= DRAIN_AT_BYTES) void this.drain();
   }
 
-  /** Writes what is queued as one write; resolves when it is on its way to the file. */
+  /** Writes what is queued as one (gathering) write; resolves when the stream took it. */
   drain(): Promise<void> {
     if (this.queue.length === 0) return this.writing;
     const chunks = this.queue;
-    const total = this.queuedBytes;
-    const at = this.offset - total;
     this.queue = [];
     this.queuedBytes = 0;
-    const fh = this.fh!;
-    this.writing = this.writing.then(async () => {
-      // One gathering write for the blocks (no copy into one buffer); a short write, which
-      // the OS may do, finishes with plain writes of what is left.
-      const { bytesWritten } = await fh.writev(chunks, at);
-      if (bytesWritten < total) await writeFully(fh, Buffer.concat(chunks).subarray(bytesWritten), at + bytesWritten);
-    });
+    this.writing = this.writing.then(() => this.out.write(chunks));
     this.writing.catch((e) => (this.failed = e instanceof Error ? e : new Error(String(e))));
     return this.writing;
   }
 
-  /** Writes the index and trailer, fsyncs, closes; returns the file size. */
+  /** Writes the index and trailer and closes the stream; returns the file size. */
   async close(meta: unknown): Promise<number> {
     await this.drain();
     if (this.failed) throw this.failed;
@@ -118,70 +103,83 @@ export class StateFileWriter {
     trailer.writeUInt32LE(index.length, 0);
     trailer.writeUInt32LE(crc32(index), 4);
     TAIL.copy(trailer, 8);
-    const fh = this.fh!;
-    await writeFully(fh, Buffer.concat([index, trailer]), this.offset);
-    await fh.sync();
-    await fh.close();
-    this.fh = undefined;
-    return this.offset + index.length + TRAILER;
+    this.writing = this.out.write([index, trailer]);
+    await this.writing;
+    const size = await this.out.close();
+    const expected = this.offset + index.length + TRAILER;
+    if (size !== expected) throw new Error(`state stream reports ${size} bytes written, the state file has ${expected}`);
+    return size;
   }
 
+  /** Abandons the file: waits for the write in flight, then aborts the stream (which removes what was written). */
   async abort(): Promise<void> {
     await this.writing.catch(() => {});
-    await this.fh?.close().catch(() => {});
-    this.fh = undefined;
+    await this.out.abort();
   }
 }
 
-/** Reads the index, then blocks on demand, verifying every CRC. */
+/** Reads the index, then blocks on demand, verifying every CRC. Does not own the input: the caller closes it. */
 export class StateFileReader {
-  private constructor(readonly path: string, private readonly fh: FileHandle, readonly index: StateFileIndex, readonly size: number) {}
+  private constructor(private readonly input: StateInputHandle, readonly index: StateFileIndex) {}
 
-  static async open(path: string, expectedSize?: number): Promise<StateFileReader> {
-    let fh: FileHandle;
+  /** Where the file is, for messages. */
+  get description(): string {
+    return this.input.description;
+  }
+
+  get size(): number {
+    return this.input.size;
+  }
+
+  static async open(input: StateInputHandle): Promise<StateFileReader> {
+    const where = input.description;
+    const size = input.size;
     try {
-      fh = await open(path, 'r');
-    } catch (e) {
-      throw new CorruptStateError(path, `cannot open: ${(e as Error).message}`);
-    }
-    try {
-      const { size } = await fh.stat();
-      if (expectedSize !== undefined && size !== expectedSize) throw new CorruptStateError(path, `size ${size} bytes, expected ${expectedSize} (truncated or replaced)`);
-      if (size < HEAD.length + TRAILER) throw new CorruptStateError(path, `too short (${size} bytes)`);
-      const head = Buffer.alloc(HEAD.length);
-      await fh.read(head, 0, head.length, 0);
-      if (!head.equals(HEAD)) throw new CorruptStateError(path, 'not a weir state file (bad header)');
-      const trailer = Buffer.alloc(TRAILER);
-      await fh.read(trailer, 0, TRAILER, size - TRAILER);
-      if (!trailer.subarray(8).equals(TAIL)) throw new CorruptStateError(path, 'missing trailer (truncated)');
+      if (size < HEAD.length + TRAILER) throw new CorruptStateError(where, `too short (${size} bytes)`);
+      const head = Buffer.from(await input.read(0, HEAD.length));
+      if (!head.equals(HEAD)) throw new CorruptStateError(where, 'not a weir state file (bad header)');
+      const trailer = Buffer.from(await input.read(size - TRAILER, TRAILER));
+      if (!trailer.subarray(8).equals(TAIL)) throw new CorruptStateError(where, 'missing trailer (truncated)');
       const len = trailer.readUInt32LE(0);
       const crc = trailer.readUInt32LE(4);
-      if (len > size - TRAILER - HEAD.length) throw new CorruptStateError(path, 'index length out of range');
-      const idx = Buffer.alloc(len);
-      await fh.read(idx, 0, len, size - TRAILER - len);
-      if (crc32(idx) !== crc) throw new CorruptStateError(path, 'index checksum mismatch');
-      const index = decodeValue<StateFileIndex>(idx);
-      return new StateFileReader(path, fh, index, size);
+      if (len > size - TRAILER - HEAD.length) throw new CorruptStateError(where, 'index length out of range');
+      const idx = await input.read(size - TRAILER - len, len);
+      if (crc32(idx) !== crc) throw new CorruptStateError(where, 'index checksum mismatch');
+      return new StateFileReader(input, decodeValue<StateFileIndex>(idx));
     } catch (e) {
-      await fh.close().catch(() => {});
       if (e instanceof CorruptStateError) throw e;
-      throw new CorruptStateError(path, (e as Error).message);
+      throw new CorruptStateError(where, (e as Error).message);
     }
   }
 
   async readBlock(b: BlockEntry): Promise<Uint8Array> {
-    const buf = Buffer.alloc(b.length);
-    let done = 0;
-    while (done < b.length) {
-      const { bytesRead } = await this.fh.read(buf, done, b.length - done, b.offset + done);
-      if (bytesRead === 0) throw new CorruptStateError(this.path, `block ${b.name} is truncated`);
-      done += bytesRead;
+    let buf: Uint8Array;
+    try {
+      buf = await this.input.read(b.offset, b.length);
+    } catch (e) {
+      throw new CorruptStateError(this.description, `block ${b.name} cannot be read: ${(e as Error).message}`);
     }
-    if (crc32(buf) !== b.crc) throw new CorruptStateError(this.path, `block ${b.name} checksum mismatch`);
+    if (crc32(buf) !== b.crc) throw new CorruptStateError(this.description, `block ${b.name} checksum mismatch`);
     return buf;
   }
+}
 
-  async close(): Promise<void> {
-    await this.fh.close().catch(() => {});
+/**
+ * Opens a state file named in a snapshot (a reference: the snapshot's reference and the file's
+ * relative name, names.ts) through checkpoint storage. With `expectedSize` (what the snapshot
+ * recorded), a file of another size is refused at once: truncated, or replaced. A file that
+ * cannot be opened is a CorruptStateError naming it.
+ */
+export async function openStateFile(storage: CheckpointStorageWorkerView, reference: string, expectedSize?: number): Promise<StateInputHandle> {
+  let input: StateInputHandle;
+  try {
+    input = await storage.openState(reference);
+  } catch (e) {
+    throw new CorruptStateError(reference, `cannot open: ${e instanceof Error ? e.message : String(e)}`);
   }
+  if (expectedSize !== undefined && input.size !== expectedSize) {
+    await input.close().catch(() => {});
+    throw new CorruptStateError(reference, `size ${input.size} bytes, expected ${expectedSize} (truncated or replaced)`);
+  }
+  return input;
 }

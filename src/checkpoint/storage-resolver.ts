@@ -15,10 +15,11 @@ export class SchemeStorageResolver implements StorageResolver {
 
   constructor(private readonly storages: readonly SnapshotStorage[]) {
     const forRef = (ref: string) => this.forReference(ref).workerView;
+    // resolveLocation throws for a reference no storage serves; the asynchronous operations reject.
     this.workerView = {
       resolveLocation: (reference: string): CheckpointStreamFactory => forRef(reference).resolveLocation(reference),
-      openState: (reference: string): Promise<StateInputHandle> => forRef(reference).openState(reference),
-      discardState: (location: string, name: string): Promise<void> => forRef(location).discardState(location, name),
+      openState: async (reference: string): Promise<StateInputHandle> => forRef(reference).openState(reference),
+      discardState: async (location: string, name: string): Promise<void> => forRef(location).discardState(location, name),
     };
   }
 

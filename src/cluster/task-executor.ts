@@ -22,6 +22,7 @@ import { SubtaskCheckpointer, type TriggerRequest } from '../runtime/checkpointi
 import type { TaskRestore } from '../core/checkpoint-format.ts';
 import { taskId, type TaskId } from '../core/task-id.ts';
 import type { CheckpointStorageWorkerView } from '../checkpoint/storage.ts';
+import { keyedStateBackendFactory } from '../state/backends.ts';
 
 export interface ExecutorConfig {
   readonly workerIndex: number;
@@ -38,8 +39,13 @@ export interface ExecutorConfig {
   readonly writeStdout?: (text: string) => void;
   readonly checkpointing: { readonly mode: CheckpointingMode; readonly periodic: boolean };
   readonly restore: Readonly<Record<TaskId, TaskRestore>>;
-  /** Where the locations in trigger requests and barriers lead (the task side of checkpoint storage). */
+  /**
+   * The task side of checkpoint storage: the only source of state streams. Locations in trigger
+   * requests and barriers resolve through it, and restores open their state files through it.
+   */
   readonly storage: CheckpointStorageWorkerView;
+  /** Name of the keyed state backend (state.backend.type); 'heap' when absent. */
+  readonly stateBackend?: string;
 }
 
 export class TaskExecutor implements TaskListener {
@@ -92,6 +98,8 @@ export class TaskExecutor implements TaskListener {
     }
     if (dp) this.scheduler.onEndOfSlice(() => dp.flushCredits());
 
+    // Resolved once, before any task exists: an unknown name fails the deployment, not a task.
+    const keyedStateBackend = keyedStateBackendFactory(cfg.stateBackend);
     const services: RuntimeServices = {
       collect: (sink, subtask, values) => cfg.send({ type: 'collect', sink, subtask, values }),
       writeStdout: cfg.writeStdout ?? ((t) => void process.stdout.write(t)),
@@ -147,13 +155,15 @@ export class TaskExecutor implements TaskListener {
         restore: cfg.restore[taskId(v.index, st.index)],
         gated: Object.keys(cfg.restore).length > 0,
         objectReuse: graph.objectReuse,
+        keyedStateBackend,
+        storage: cfg.storage,
       });
       const id = taskId(v.index, st.index);
       // Savepoints can be taken whether or not periodic checkpoints are on.
       const checkpointer = new SubtaskCheckpointer(task, id, cfg.checkpointing.mode, {
         ack: (cid, ack) => cfg.send({ type: 'ack', id: cid, ack }),
         decline: (cid, reason, message) => cfg.send({ type: 'decline', id: cid, task: id, reason, message }),
-      }, this.scheduler, undefined, undefined, cfg.storage);
+      }, this.scheduler);
       task.barrierHandler = checkpointer;
       this.tasks.push(task);
       this.taskKey.set(task, { vertex: v.index, subtask: st.index });

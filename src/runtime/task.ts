@@ -8,7 +8,8 @@ import type { TaskInfo } from '../core/functions.ts';
 import type { SourceSplit } from '../core/source.ts';
 import type { ChainedOperatorSpec, TaskChain } from './task-spec.ts';
 import type { Clock } from '../core/clock.ts';
-import { HeapKeyedStateBackend } from '../state/heap-keyed-backend.ts';
+import type { KeyedStateBackend, KeyedStateBackendFactory } from '../state/backend.ts';
+import type { CheckpointStorageWorkerView } from '../checkpoint/storage.ts';
 import { OperatorStateStore } from '../state/operator-state.ts';
 import type { Batch } from '../core/batch.ts';
 import { Deque } from './channels/deque.ts';
@@ -75,6 +76,13 @@ export interface TaskDeployment {
    */
   readonly gated: boolean;
   readonly objectReuse: boolean;
+  /** Makes the keyed state backend of each keyed operator (chosen by the configuration). */
+  readonly keyedStateBackend: KeyedStateBackendFactory;
+  /**
+   * The task side of checkpoint storage, the only source of state streams: the checkpointer
+   * resolves snapshot locations through it, and a restore opens its state files through it.
+   */
+  readonly storage: CheckpointStorageWorkerView;
 }
 
 /** Feeds a chained operator from its predecessor's Output. */
@@ -133,6 +141,7 @@ export class StreamTask implements Schedulable {
   /** Records taken in per operator index (metrics). */
   readonly recordsIn: number[];
   private readonly timers = new Set<{ cancel(): void }>();
+  private readonly keyedBackends: KeyedStateBackend[] = [];
 
   constructor(readonly d: TaskDeployment) {
     const v = d.vertex;
@@ -195,11 +204,13 @@ export class StreamTask implements Schedulable {
     const keySelectors = t.kind === 'one-input' ? [t.keySelector] : t.kind === 'two-input' ? [...t.keySelectors] : [];
     const keyed = keySelectors.some((k) => k !== undefined);
     const where = `operator "${node.name}" (subtask ${d.subtaskIndex + 1}/${node.parallelism})`;
+    const keyedBackend = keyed ? d.keyedStateBackend.create({ keyGroupRange: d.keyGroupRange, maxParallelism: node.maxParallelism, clock: d.clock, where }) : undefined;
+    if (keyedBackend !== undefined) this.keyedBackends.push(keyedBackend);
     return {
       taskInfo,
       clock: d.clock,
       scheduleMail: (at: number, fn: () => void) => this.scheduleMail(at, fn),
-      keyedBackend: keyed ? new HeapKeyedStateBackend(d.keyGroupRange, node.maxParallelism, d.clock, where) : undefined,
+      keyedBackend,
       keySelectors,
       operatorState: new OperatorStateStore(where),
       restoredCheckpointId: d.restore?.checkpointId,
@@ -250,7 +261,7 @@ export class StreamTask implements Schedulable {
         const files = spec?.keyedFiles ?? [];
         if (files.length === 0) return [op, undefined] as const;
         if (op.env.keyedBackend === undefined) throw new Error(`operator "${op.env.taskInfo.operatorName}" has keyed state in the checkpoint but is not keyed now`);
-        return [op, await loadKeyedState(op.env.keyedBackend, files)] as const;
+        return [op, await loadKeyedState(op.env.keyedBackend, files, this.d.storage)] as const;
       }),
     ).then(
       (loaded) => {
@@ -499,5 +510,6 @@ export class StreamTask implements Schedulable {
         // Closing is best effort; the first failure has already been reported.
       }
     }
+    for (const b of this.keyedBackends) b.dispose();
   }
 }

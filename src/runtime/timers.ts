@@ -9,7 +9,8 @@
  * one timestamp fire in registration order (by namespace first), so results do not depend
  * on hashing.
  */
-import type { HeapKeyedStateBackend, NormKey } from '../state/heap-keyed-backend.ts';
+import type { KeyedStateBackend } from '../state/backend.ts';
+import type { NormKey } from '../state/key-groups.ts';
 
 export interface Timer {
   readonly timestamp: number;
@@ -153,7 +154,7 @@ export class InternalTimerService {
   currentWatermark = Number.MIN_SAFE_INTEGER;
 
   constructor(
-    private readonly backend: HeapKeyedStateBackend,
+    private readonly backend: KeyedStateBackend,
     private readonly target: TimerTarget,
     private readonly now: () => number,
     private readonly scheduleMail: (atMs: number, fn: () => void) => { cancel(): void },

@@ -132,7 +132,11 @@ function typedValues(vk: ValueKind, buf: ArrayBufferLike, at: number, n: number)
 function column<T>(bytes: Uint8Array, at: number, n: number, width: number, make: (b: ArrayBufferLike, at: number, n: number) => T): T {
   const abs = bytes.byteOffset + at;
   if (abs % width === 0) return make(bytes.buffer, abs, n);
-  return make(bytes.slice(at, at + n * width).buffer, 0, n);
+  // A copy into a buffer of its own: not bytes.slice(), which for a Buffer is a view whose
+  // .buffer is the whole (pooled) memory the block sits in.
+  const copy = new Uint8Array(n * width);
+  copy.set(bytes.subarray(at, at + n * width));
+  return make(copy.buffer, 0, n);
 }
 
 /** Decodes a format-3 block into its key and value columns; throws on anything inconsistent. */

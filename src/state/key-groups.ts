@@ -12,6 +12,9 @@ export const DEFAULT_LOWER_BOUND_MAX_PARALLELISM = 128;
 
 export type KeyPrimitive = string | number | boolean | bigint;
 
+/** A key as state backends store it (see normalizeKey): a string or a number, usable as a Map key. */
+export type NormKey = string | number;
+
 
 function roundUpToPowerOfTwo(x: number): number {
   if (x <= 1) return 1;
@@ -31,7 +34,7 @@ export function defaultMaxParallelism(parallelism: number): number {
  * gets a NUL-prefixed canonical string, so two equal composite keys (arrays, plain objects)
  * land in the same state slot and never collide with a user's string key.
  */
-export function normalizeKey(key: unknown): string | number {
+export function normalizeKey(key: unknown): NormKey {
   const t = typeof key;
   if (t === 'string') return (key as string).charCodeAt(0) === 0 ? '\u0000s' + (key as string) : (key as string);
   if (t === 'number') return Number.isFinite(key as number) ? (key as number) : '\u0000f' + String(key);
@@ -44,7 +47,7 @@ export function normalizeKey(key: unknown): string | number {
 }
 
 /** Inverse of normalizeKey, used when state restored from a snapshot needs the user's key. */
-export function denormalizeKey(k: string | number): unknown {
+export function denormalizeKey(k: NormKey): unknown {
   if (typeof k === 'number' || k.charCodeAt(0) !== 0) return k;
   const tag = k[1];
   const rest = k.slice(2);

@@ -7,7 +7,7 @@
 import type { AnyStateDescriptor, StateKind } from '../core/state.ts';
 import { decodeValue } from '../core/codec.ts';
 import { COLUMNAR_FORMAT, columnarSize, decodeColumns, encodeColumns } from './columnar-block.ts';
-import type { NormKey, StateTable } from './heap-keyed-backend.ts';
+import type { NormKey } from './key-groups.ts';
 import { WeirError } from '../core/errors.ts';
 
 export interface StateMeta {
@@ -47,25 +47,25 @@ function valueEncoder(d: AnyStateDescriptor): Enc {
 }
 
 /**
- * Encodes one key group of a table as a block: keys and encoded values as two columns
- * (no array per entry: snapshots of millions of keys allocate and encode far less).
+ * Encodes one key group of a state (its entries as the heap holds them: TTL values as
+ * {v, t}) as a block: keys and encoded values as two columns (no array per entry: snapshots
+ * of millions of keys allocate and encode far less).
  */
-export function encodeGroup(table: StateTable, kgIndex: number): Uint8Array {
-  const g = table.groups[kgIndex];
+export function encodeGroup(descriptor: AnyStateDescriptor, g: ReadonlyMap<NormKey, unknown> | undefined): Uint8Array {
   const n = g?.size ?? 0;
   const keys: NormKey[] = new Array(n);
   const values: unknown[] = new Array(n);
   if (g !== undefined) {
     let i = 0;
-    const s = table.descriptor.serializer;
+    const s = descriptor.serializer;
     // forEach, not for-of: no [key, value] array per entry.
-    if (table.descriptor.kind === 'value' && s.encode === undefined && table.descriptor.ttl === undefined) {
+    if (descriptor.kind === 'value' && s.encode === undefined && descriptor.ttl === undefined) {
       g.forEach((v, k) => {
         keys[i] = k;
         values[i++] = v;
       });
     } else {
-      const enc = valueEncoder(table.descriptor);
+      const enc = valueEncoder(descriptor);
       g.forEach((v, k) => {
         keys[i] = k;
         values[i++] = enc(v);

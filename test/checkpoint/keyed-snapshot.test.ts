@@ -1,6 +1,8 @@
 /**
- * Keyed state snapshots of the heap backend through KeyedSnapshotJob (synchronous freeze,
- * asynchronous serialization as scheduler steps) and their restore with loadKeyedState:
+ * Keyed state snapshots of the heap backend as the runtime takes them (synchronous freeze,
+ * asynchronous serialization as scheduler steps through runAsyncPhase, timers as key-group
+ * blocks, state streams from checkpoint storage's worker view over a local directory) and
+ * their restore with loadKeyedState (state files opened through the same view):
  * - every state kind (value, list, map, reducing, aggregating, with and without TTL) and
  *   both timer domains come back equal;
  * - copy-on-write: in-place mutations right after the synchronous phase never reach the
@@ -10,20 +12,23 @@
  * - serializer checks: a name or version mismatch fails naming the state (StateRestoreError);
  *   decode(data, writtenVersion) migrates.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   AggregatingStateDescriptor, ListStateDescriptor, MapStateDescriptor, ReducingStateDescriptor, ValueStateDescriptor,
   type StateSerializer, type StateTtlConfig,
 } from '../../src/core/state.ts';
-import { KeyedSnapshotJob } from '../../src/runtime/checkpointing/keyed-snapshot.ts';
+import { runAsyncPhase } from '../../src/runtime/checkpointing/async-phase.ts';
 import { loadKeyedState } from '../../src/runtime/checkpointing/restore.ts';
+import { timerBlocks } from '../../src/runtime/checkpointing/timer-blocks.ts';
+import { storageResolver } from '../../src/checkpoint/storage-resolver.ts';
+import type { KeyedStateHandle, KeyedStateSnapshot } from '../../src/state/backend.ts';
 import { Scheduler } from '../../src/runtime/scheduler.ts';
 import { InternalTimerService, type Timer } from '../../src/runtime/timers.ts';
 import { ManualClock } from '../../src/core/clock.ts';
-import { HeapKeyedStateBackend } from '../../src/state/heap-keyed-backend.ts';
+import { HeapKeyedStateBackend } from '../../src/state/heap/backend.ts';
 import { keyGroupOf, keyGroupRangeForSubtask, normalizeKey } from '../../src/state/key-groups.ts';
 import { StateRestoreError } from '../../src/state/state-codec.ts';
 import { ManualScheduler, TrackedIo } from '../helpers/stepping.ts';
@@ -122,14 +127,22 @@ function expected(i: number): unknown {
   };
 }
 
+/** The task side of checkpoint storage for local paths: where snapshots write and restores read. */
+const storage = storageResolver().workerView;
+
+/** Starts the asynchronous phase of a snapshot into a fresh file of `dir`. */
+function writeAsync(s: KeyedStateSnapshot, path: string, scheduler = new Scheduler()): Promise<KeyedStateHandle> {
+  return runAsyncPhase(s, storage.resolveLocation(dir), basename(path), scheduler);
+}
+
 /** Runs a snapshot to the end; `between` runs right after the synchronous phase. */
 async function snapshot(b: HeapKeyedStateBackend, timers: InternalTimerService | undefined, between: () => void = () => {}): Promise<{ path: string; size: number; keys: number }> {
   const path = nextPath();
-  const job = new KeyedSnapshotJob(b, timers, path, new Scheduler());
+  const s = b.snapshot(timers === undefined ? undefined : timerBlocks(timers));
   between();
-  job.start();
-  const r = await job.result;
-  return { path, size: r.fileSize, keys: r.keys };
+  const h = await writeAsync(s, path);
+  expect(h.streams.map((x) => x.name)).toEqual([basename(path)]);
+  return { path, size: h.streams[0]!.size, keys: h.entries };
 }
 
 function timerView(t: readonly Pick<Timer, 'timestamp' | 'key' | 'keyGroup' | 'namespace'>[]): string[] {
@@ -149,7 +162,7 @@ describe('keyed snapshot round trip', () => {
 
     const clock2 = new ManualClock(600); // within the TTL of values written at 100
     const r = backend(FULL, clock2);
-    const restoredTimers = await loadKeyedState(r, [snap]);
+    const restoredTimers = await loadKeyedState(r, [snap], storage);
     KEYS.forEach((k, i) => expect(read(r, k), k).toEqual(expected(i)));
     // Nothing else appeared.
     expect([...r.keys('value')].map((x) => x.key).sort()).toEqual([...KEYS].sort());
@@ -170,7 +183,7 @@ describe('keyed snapshot round trip', () => {
     const snap = await snapshot(b, undefined);
     const later = new ManualClock(1100); // written at 100, ttl 1000: expired at 1100
     const r = backend(FULL, later);
-    await loadKeyedState(r, [snap]);
+    await loadKeyedState(r, [snap], storage);
     r.setCurrentKey('x');
     expect(r.getValueState(d.ttlValue).value()).toBeUndefined();
     expect(r.getListState(d.ttlList).get()).toEqual([]);
@@ -191,7 +204,7 @@ describe('keyed snapshot round trip', () => {
     timers.registerEventTimeTimer('', 5);
     const snap = await snapshot(b, timers);
     const r = backend(FULL, clock);
-    const restoredTimers = await loadKeyedState(r, [snap]);
+    const restoredTimers = await loadKeyedState(r, [snap], storage);
     keys.forEach((k, i) => {
       r.setCurrentKey(k);
       expect(r.getValueState(d.value).value()).toEqual({ count: i, tags: [] });
@@ -206,7 +219,7 @@ describe('keyed snapshot round trip', () => {
     b.getValueState(d.value); // registered, never written
     const snap = await snapshot(b, undefined);
     const r = backend(FULL, clock);
-    expect(await loadKeyedState(r, [snap])).toEqual([]);
+    expect(await loadKeyedState(r, [snap], storage)).toEqual([]);
     expect([...r.keys('value')]).toEqual([]);
   });
 });
@@ -239,7 +252,7 @@ describe('copy-on-write: the snapshot is the state at the synchronous phase', ()
     });
 
     const r = backend(FULL, new ManualClock(600));
-    const restoredTimers = await loadKeyedState(r, [snap]);
+    const restoredTimers = await loadKeyedState(r, [snap], storage);
     KEYS.forEach((k, i) => expect(read(r, k), k).toEqual(expected(i)));
     r.setCurrentKey('brand-new');
     expect(r.getValueState(d.value).value()).toBeUndefined();
@@ -274,11 +287,10 @@ describe('copy-on-write: the snapshot is the state at the synchronous phase', ()
     const path = nextPath();
     const scheduler = new ManualScheduler();
     const io = new TrackedIo();
-    const job = new KeyedSnapshotJob(b, undefined, path, scheduler, io.openFile);
-    const table = b.tables.get('value')!;
-    expect(table.frozenCount).toBe(MAXP); // the synchronous phase froze every non-empty group
-    job.start();
-    await io.waitFor(() => !scheduler.idle); // the file is open: the job is runnable
+    const s = b.snapshot();
+    expect(b.frozenGroups()).toBe(MAXP); // the synchronous phase froze every non-empty group
+    const result = runAsyncPhase(s, io.resolveLocation(dir), basename(path), scheduler);
+    await io.waitFor(() => !scheduler.idle); // the stream is open, its header written: the snapshot is runnable
     const groupOf = (k: string) => keyGroupOf(normalizeKey(k), MAXP);
     // The expectation, step by step: groups are written in ascending order, the same number per
     // step (what the first step wrote: 4 today); a group touched before its turn is written right
@@ -291,9 +303,9 @@ describe('copy-on-write: the snapshot is the state at the synchronous phase', ()
     while (!scheduler.idle) {
       expect(scheduler.runOne()).toBe(true);
       steps++;
-      if (steps === 1) perStep = MAXP - table.frozenCount;
+      if (steps === 1) perStep = MAXP - b.frozenGroups();
       for (let n = 0; n < perStep && nextInTurn < MAXP; n++) stillFrozen.delete(nextInTurn++);
-      expect(table.frozenCount, `after step ${steps}`).toBe(stillFrozen.size);
+      expect(b.frozenGroups(), `after step ${steps}`).toBe(stillFrozen.size);
       // Change a key of the highest group not written yet, in place through the value read.
       const k = keys.find((x) => groupOf(x) === Math.max(...stillFrozen));
       if (k === undefined) continue;
@@ -301,8 +313,8 @@ describe('copy-on-write: the snapshot is the state at the synchronous phase', ()
       b.getValueState(d.value).value()!.count += 1_000_000;
       mutatedWhileFrozen++;
       stillFrozen.delete(groupOf(k));
-      expect(table.frozen![groupOf(k)]).toBe(0);
-      expect(table.frozenCount, `after the change following step ${steps}`).toBe(stillFrozen.size);
+      expect(b.isGroupFrozen('value', groupOf(k))).toBe(false);
+      expect(b.frozenGroups(), `after the change following step ${steps}`).toBe(stillFrozen.size);
     }
     // One step per perStep groups of the todo list, touched or not: with 4 per step, 32 steps;
     // after each of the first 25 a still-frozen group was changed (groups 127 down to 103).
@@ -312,10 +324,10 @@ describe('copy-on-write: the snapshot is the state at the synchronous phase', ()
     // Each round (a step, then a change) releases perStep + 1 groups; the round whose step
     // leaves no frozen group changes nothing.
     expect(mutatedWhileFrozen).toBe(Math.ceil(MAXP / (perStep + 1)) - (MAXP % (perStep + 1) === 0 ? 0 : 1));
-    expect(table.frozenCount).toBe(0);
-    const res = await job.result;
+    expect(b.frozenGroups()).toBe(0);
+    const res = await result;
     const r = backend(FULL, clock);
-    await loadKeyedState(r, [{ path, size: res.fileSize }]);
+    await loadKeyedState(r, [{ path, size: res.streams[0]!.size }], storage);
     keys.forEach((k, i) => {
       r.setCurrentKey(k);
       expect(r.getValueState(d.value).value()!.count, k).toBe(i);
@@ -332,16 +344,25 @@ describe('copy-on-write: the snapshot is the state at the synchronous phase', ()
     const clock = new ManualClock(0);
     const b = backend(FULL, clock);
     fill(b, undefined, KEYS.slice(0, 10));
-    const job = new KeyedSnapshotJob(b, undefined, nextPath(), new Scheduler());
-    job.start();
-    job.abort();
-    await expect(job.result).rejects.toThrow(/aborted/);
-    for (const t of b.tables.values()) expect(t.frozenCount).toBe(0);
+    const path = nextPath();
+    const scheduler = new ManualScheduler();
+    const io = new TrackedIo();
+    const s = b.snapshot();
+    expect(b.frozenGroups()).toBeGreaterThan(0);
+    const result = runAsyncPhase(s, io.resolveLocation(dir), basename(path), scheduler);
+    s.abort();
+    await expect(result).rejects.toThrow(/aborted/);
+    expect(b.frozenGroups()).toBe(0);
+    // What was written of it is removed (the stream is abandoned once it has opened): once the
+    // stream's creation, header write and abort are done, nothing is left.
+    await io.quiesce(scheduler);
+    expect(io.opened).toEqual([path]);
+    expect(existsSync(path)).toBe(false);
     b.setCurrentKey(KEYS[0]);
     b.getValueState(d.value).update({ count: 77, tags: [] });
     const snap = await snapshot(b, undefined);
     const r = backend(FULL, clock);
-    await loadKeyedState(r, [snap]);
+    await loadKeyedState(r, [snap], storage);
     r.setCurrentKey(KEYS[0]);
     expect(r.getValueState(d.value).value()).toEqual({ count: 77, tags: [] });
   });
@@ -375,7 +396,7 @@ describe('rescaling: split key-group ranges', () => {
       const seen = new Set<string>();
       for (let i = 0; i < p; i++) {
         const r = backend(ranges[i]!, new ManualClock(0));
-        const timers = await loadKeyedState(r, [snap]);
+        const timers = await loadKeyedState(r, [snap], storage);
         r.getValueState(d.value);
         r.getListState(d.list);
         const mine = manyKeys.filter((k) => ownerOf(k, ranges) === i);
@@ -411,7 +432,7 @@ describe('rescaling: split key-group ranges', () => {
     let total = 0;
     for (let i = 0; i < 3; i++) {
       const r = backend(now[i]!, new ManualClock(0));
-      await loadKeyedState(r, files);
+      await loadKeyedState(r, files, storage);
       r.getValueState(d.value);
       const keys = [...r.keys('value')].map((x) => String(x.key)).sort();
       expect(keys).toEqual(manyKeys.filter((k) => ownerOf(k, now) === i).sort());
@@ -427,17 +448,17 @@ describe('rescaling: split key-group ranges', () => {
   it('a different max parallelism is refused', async () => {
     const snap = await fullSnapshot();
     const r = new HeapKeyedStateBackend({ start: 0, end: 255 }, 256, new ManualClock(0), 'op');
-    await expect(loadKeyedState(r, [snap])).rejects.toThrow(/max parallelism 128, the operator now has 256/);
+    await expect(loadKeyedState(r, [snap], storage)).rejects.toThrow(/max parallelism 128, the operator now has 256/);
   });
 
   it('state not claimed by the new job version is carried into the next snapshot unchanged', async () => {
     const snap = await fullSnapshot();
     const r = backend(FULL, new ManualClock(0));
-    await loadKeyedState(r, [snap]);
+    await loadKeyedState(r, [snap], storage);
     r.getValueState(d.value); // only "value" is claimed; "list" stays encoded
     const again = await snapshot(r, undefined);
     const r2 = backend(FULL, new ManualClock(0));
-    await loadKeyedState(r2, [again]);
+    await loadKeyedState(r2, [again], storage);
     r2.setCurrentKey('user-3');
     expect(r2.getListState(d.list).get()).toEqual([3]);
     expect(r2.getValueState(d.value).value()).toEqual({ count: 3, tags: [] });
@@ -459,7 +480,7 @@ describe('serializers at restore', () => {
 
   async function restoreError(desc: ValueStateDescriptor<unknown>): Promise<StateRestoreError> {
     const r = backend(FULL, new ManualClock(0), 'operator "People" (subtask 1/1)');
-    await loadKeyedState(r, [await writtenWithV1()]);
+    await loadKeyedState(r, [await writtenWithV1()], storage);
     try {
       r.getValueState(desc);
     } catch (e) {
@@ -483,7 +504,7 @@ describe('serializers at restore', () => {
     b.getValueState(new ValueStateDescriptor('person', { serializer: { name: 'person', version: 3 } })).update({ name: 'x' });
     const snap = await snapshot(b, undefined);
     const r = backend(FULL, new ManualClock(0));
-    await loadKeyedState(r, [snap]);
+    await loadKeyedState(r, [snap], storage);
     expect(() => r.getValueState(new ValueStateDescriptor('person', { serializer: v1 }))).toThrow(StateRestoreError);
     expect(() => r.getValueState(new ValueStateDescriptor('person', { serializer: v1 }))).toThrow(/state "person".*v3, newer than this job's v1/);
   });
@@ -495,7 +516,7 @@ describe('serializers at restore', () => {
 
   it('a changed state kind is refused', async () => {
     const r = backend(FULL, new ManualClock(0));
-    await loadKeyedState(r, [await writtenWithV1()]);
+    await loadKeyedState(r, [await writtenWithV1()], storage);
     expect(() => r.getListState(new ListStateDescriptor('person', { serializer: v1 }))).toThrow(/state "person" was written as value state and is now declared as list state/);
   });
 
@@ -517,7 +538,7 @@ describe('serializers at restore', () => {
       },
     };
     const r = backend(FULL, new ManualClock(0));
-    await loadKeyedState(r, [await writtenWithV1()]);
+    await loadKeyedState(r, [await writtenWithV1()], storage);
     r.setCurrentKey('k');
     expect(r.getValueState(new ValueStateDescriptor<V2>('person', { serializer: v2 })).value()).toEqual({ first: 'Ada', last: 'Lovelace' });
     expect(r.getListState(new ListStateDescriptor<V2>('people', { serializer: v2 })).get()).toEqual([{ first: 'Alan', last: 'Turing' }]);
@@ -526,7 +547,7 @@ describe('serializers at restore', () => {
     // Written again, it is v2 data now, and reads back through decode(_, 2).
     const again = await snapshot(r, undefined);
     const r2 = backend(FULL, new ManualClock(0));
-    await loadKeyedState(r2, [again]);
+    await loadKeyedState(r2, [again], storage);
     r2.setCurrentKey('k');
     expect(r2.getValueState(new ValueStateDescriptor<V2>('person', { serializer: v2 })).value()).toEqual({ first: 'Ada', last: 'Lovelace' });
     expect(versions.slice(2)).toEqual([2]);
@@ -539,7 +560,7 @@ describe('serializers at restore', () => {
     const snap = await snapshot(b, undefined);
     const clock = new ManualClock(5000);
     const r = backend(FULL, clock);
-    await loadKeyedState(r, [snap]);
+    await loadKeyedState(r, [snap], storage);
     r.setCurrentKey('k');
     const withTtl = r.getValueState(new ValueStateDescriptor<string>('plain', { ttl: { ttlMs: 1000 } }));
     clock.advanceTo(5999);
@@ -555,7 +576,7 @@ describe('serializers at restore', () => {
     b.getListState(new ListStateDescriptor<string>('stamped-list', { ttl: TTL })).add('l');
     const snap = await snapshot(b, undefined);
     const r = backend(FULL, new ManualClock(1_000_000));
-    await loadKeyedState(r, [snap]);
+    await loadKeyedState(r, [snap], storage);
     r.setCurrentKey('k');
     expect(r.getValueState(new ValueStateDescriptor<string>('stamped')).value()).toBe('v');
     expect(r.getListState(new ListStateDescriptor<string>('stamped-list')).get()).toEqual(['l']);

@@ -4,12 +4,19 @@
  * writes, lost renames of the metadata, failing deletes), and what a job does about each: the
  * checkpoint fails with a reason, and the job goes on to finish with all its output. Jobs run
  * in one thread on a manual clock that the source moves, 10 ms per record; faults are seeded.
+ * And a job on in-memory storage that fails once restores its keyed state from there exactly
+ * (the state files opened through the storage's worker view, as every restore does).
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { childReference } from '../../src/checkpoint/names.ts';
+import { baseNameOf, childReference, parentReference, stateFileName } from '../../src/checkpoint/names.ts';
+import { lookupValue, summarize } from '../../src/checkpoint/inspect.ts';
+import { storageResolver } from '../../src/checkpoint/storage-resolver.ts';
+import { runAsyncPhase } from '../../src/runtime/checkpointing/async-phase.ts';
+import { Scheduler } from '../../src/runtime/scheduler.ts';
+import { HeapKeyedStateBackend } from '../../src/state/heap/backend.ts';
 import { METADATA_VERSION, type CheckpointMetadata } from '../../src/checkpoint/metadata.ts';
 import { MemoryCheckpointStorage, StorageFaults } from '../../src/checkpoint/memory/index.ts';
 import { LocalCheckpointStorage, type CheckpointStorage } from '../../src/checkpoint/storage.ts';
@@ -397,5 +404,147 @@ describe('a job over faulty storage: the checkpoint fails with a reason, the job
     }
     expect(r.history.filter((h) => h.status === 'FAILED').length).toBeLessThanOrEqual(faults.log().filter((x) => x.kind !== 'fail-delete').length);
     expectWentOn(r);
+  });
+});
+
+// ---- restoring from in-memory storage
+
+describe('a job on in-memory storage that fails once', () => {
+  it('restarts from its latest checkpoint there, opening the state files through storage: keyed state restored exactly', async () => {
+    const FAIL_AT = 205;
+    const storage = new MemoryCheckpointStorage();
+    const clock = new ManualClock(0);
+    // As runOver: the source waits while a checkpoint of its attempt is in flight, so each
+    // checkpoint k records the source at record 10k; a new attempt forgets the old one's.
+    const inFlight = new Set<number>();
+    let wakers: (() => void)[] = [];
+    let completed = 0;
+    const initCheckpoint = storage.initCheckpoint.bind(storage);
+    storage.initCheckpoint = (jobId, id) => {
+      inFlight.add(id);
+      return initCheckpoint(jobId, id);
+    };
+    const appendHistory = storage.appendHistory.bind(storage);
+    storage.appendHistory = (jobId, entry) => {
+      const e = entry as HistoryEntry;
+      inFlight.delete(e.id);
+      if (e.status === 'COMPLETED') completed = Math.max(completed, e.id);
+      for (const w of wakers.splice(0)) w();
+      return appendHistory(jobId, entry);
+    };
+    const opened: string[] = [];
+    const openState = storage.workerView.openState.bind(storage.workerView);
+    storage.workerView.openState = (reference) => {
+      opened.push(reference);
+      return openState(reference);
+    };
+    let attempt = -1;
+    const restoredAt: number[] = [];
+    const source: Source<number, SourceSplit & { next?: number }> = {
+      name: 'positioned', bounded: true, maxReaders: 1,
+      planSplits: () => [{ id: 'all' }],
+      createReader(ctx): SourceReader<number, SourceSplit & { next?: number }> {
+        attempt++;
+        inFlight.clear();
+        let i = 0;
+        return {
+          addSplits(splits) {
+            i = splits[0]?.next ?? 0;
+            if (attempt > 0) restoredAt.push(i);
+          },
+          snapshotSplits: () => [{ id: 'all', next: i }],
+          poll(out) {
+            if (i >= RECORDS) return 'end';
+            if (inFlight.size > 0) {
+              wakers.push(() => ctx.wake());
+              return 'wait';
+            }
+            clock.advance(STEP_MS);
+            out.collect(i++);
+            return 'more';
+          },
+          close() {},
+        };
+      },
+    };
+    const count = new ValueStateDescriptor<number>('count', { defaultValue: 0 });
+    const outputs: [number, number][][] = [[], []];
+    let completedAtFailure = 0;
+    const logs: string[] = [];
+    const result = await runJob(defineJob((env) => {
+      env.fromSource(source).keyBy((i) => i % KEYS).process<[number, number]>({
+        processElement(i, ctx, out) {
+          if (attempt === 0 && i === FAIL_AT) {
+            completedAtFailure = completed;
+            throw new Error(`injected failure at record ${i}`);
+          }
+          const n = ctx.getState(count);
+          n.update(n.value()! + 1);
+          outputs[attempt]!.push([i, n.value()!]);
+          out.collect([i, n.value()!]);
+        },
+      }).uid('counts').collect('out');
+    }), {
+      workers: 1, parallelism: 1, clock, stdout: () => {}, checkpointStorage: storage,
+      log: (l) => {
+        logs.push(l);
+        // The restart waits 0 ms on the manual clock, which only the source moves: move it once the wait is set.
+        if (/restarting in 0 ms/.test(l)) setImmediate(() => clock.advance(0));
+      },
+      checkpoint: { interval: 100, timeout: 250 },
+      restartStrategy: { type: 'fixed-delay', attempts: 1, delay: 0 },
+    });
+    wakers = [];
+    expect(result.status, result.error?.message).toBe('FINISHED');
+    expect(result.attempts).toBe(2);
+    expect(result.checkpoints.counts.restored).toBe(1);
+    // Checkpoint k was taken at record 10k: the last one before the failure at record 205 is 20.
+    expect(completedAtFailure).toBe(20);
+    const restart = logs.find((l) => /restarting in/.test(l));
+    expect(restart, logs.join('\n')).toMatch(/injected failure at record 205/);
+    expect(restart).toMatch(new RegExp(`restarting in 0 ms \\(attempt 1 of 1\\) from checkpoint ${completedAtFailure}\\b`));
+    // The restore opened checkpoint 20's one state file in memory, through the storage's worker view.
+    expect(opened).toHaveLength(1);
+    expect(parentReference(opened[0]!)).toBe(storage.checkpointDir(result.jobId, 20));
+    expect(baseNameOf(opened[0]!)).toMatch(/^[0-9a-f]{16}-0\.state$/);
+    // The source resumed where checkpoint 20 recorded it, and the counts went on from exactly
+    // the state at that checkpoint: every record's count is what a failure-free run gives.
+    expect(restoredAt).toEqual([200]);
+    const expected = (from: number, to: number): [number, number][] => Array.from({ length: to - from }, (_, k) => [from + k, Math.floor((from + k) / KEYS) + 1]);
+    expect(outputs[0]).toEqual(expected(0, FAIL_AT));
+    expect(outputs[1]).toEqual(expected(200, RECORDS));
+    expect(result.collected<[number, number]>('out')).toEqual([...expected(0, FAIL_AT), ...expected(200, RECORDS)]);
+  });
+});
+
+describe('inspecting a snapshot in memory', () => {
+  it('summarize and lookupValue verify the metadata and open the state files through the storage', async () => {
+    const storage = new MemoryCheckpointStorage();
+    const loc = await storage.initCheckpoint(JOB, 1);
+    // The heap backend writes its state file through the location's streams, as a task does.
+    const b = new HeapKeyedStateBackend({ start: 0, end: 127 }, 128, new ManualClock(0), 'test');
+    const count = new ValueStateDescriptor<number>('count');
+    for (let k = 0; k < 10; k++) {
+      b.setCurrentKey(`k${k}`);
+      b.getValueState(count).update(k * 10);
+    }
+    const file = stateFileName('op-keyed', 0);
+    const h = await runAsyncPhase(b.snapshot(), storage.workerView.resolveLocation(loc.reference), file, new Scheduler());
+    const m = metadata(1, [{ file, fileSize: h.streams[0]!.size }]);
+    await loc.finalize({ ...m, operators: m.operators.map((o) => ({ ...o, subtasks: o.subtasks.map((s) => ({ ...s, keyGroupRange: { start: 0, end: 127 } })) })) });
+    const opened: string[] = [];
+    const openState = storage.workerView.openState.bind(storage.workerView);
+    storage.workerView.openState = (reference) => {
+      opened.push(reference);
+      return openState(reference);
+    };
+    const storages = storageResolver(storage);
+    const summary = await summarize(loc.reference, storages);
+    expect(summary.operators.map((o) => [o.uid, o.states.map((s) => [s.name, s.keys]), o.ranges.map((r) => [r.file, r.keys])])).toEqual([['sums', [['count', 10]], [[file, 10]]]]);
+    expect(await lookupValue(loc.reference, 'sums', 'count', 'k7', storages)).toMatchObject({ found: true, value: 70 });
+    expect(await lookupValue(loc.reference, 'sums', 'count', 'k99', storages)).toMatchObject({ found: false });
+    expect(new Set(opened)).toEqual(new Set([childReference(loc.reference, file)]));
+    // Without the storage that serves it, the reference is refused by name.
+    await expect(summarize(loc.reference)).rejects.toThrow(/no checkpoint storage here serves memory:\/\/weir/);
   });
 });

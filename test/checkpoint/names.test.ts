@@ -14,7 +14,8 @@ import {
   parseCheckpointDirName, parseCheckpointReference, savepointDirName, schemeOf, SHARED_DIR, stateFileName, stateFileReference,
   TASK_OWNED_DIR, tempReference, timerBlockName,
 } from '../../src/checkpoint/names.ts';
-import { StateFileReader } from '../../src/checkpoint/state-file.ts';
+import { openStateFile, StateFileReader } from '../../src/checkpoint/state-file.ts';
+import { storageResolver } from '../../src/checkpoint/storage-resolver.ts';
 
 const GOLDEN = fileURLToPath(new URL('../fixtures/savepoints/app-v1', import.meta.url));
 
@@ -38,8 +39,9 @@ describe('the layout weir has always written', () => {
     for (const op of m.operators) {
       for (const s of op.subtasks) {
         if (s.file === undefined) continue;
-        const r = await StateFileReader.open(stateFileReference(GOLDEN, s.file), s.fileSize);
+        const input = await openStateFile(storageResolver().workerView, stateFileReference(GOLDEN, s.file), s.fileSize);
         try {
+          const r = await StateFileReader.open(input);
           for (const b of r.index.blocks) {
             const p = parseBlockName(b.name);
             expect(p.kind, b.name).not.toBe('unknown');
@@ -50,7 +52,7 @@ describe('the layout weir has always written', () => {
             blocks++;
           }
         } finally {
-          await r.close();
+          await input.close();
         }
       }
     }

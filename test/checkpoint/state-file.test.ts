@@ -1,14 +1,21 @@
 /**
  * State files: a round trip with many blocks reads every block back byte for byte, and the
  * reader refuses a truncated file (cut at several points), a flipped byte in a block (CRC), a
- * bad header and a size other than the expected one.
+ * bad header and a size other than the expected one. The writer goes through a
+ * StateOutputStream and the reader through a StateInputHandle: the local-file ones, as tasks
+ * get them from checkpoint storage's worker view (storage's local/local-streams.ts, whose
+ * file handle is the fault injection point for short writes; openStateFile for the expected
+ * size), and streams that fail or stall, for the writer's handling of them.
  */
 import { mkdtempSync, readFileSync, rmSync, truncateSync, writeFileSync, statSync } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CorruptStateError, StateFileReader, StateFileWriter } from '../../src/checkpoint/state-file.ts';
+import { CorruptStateError, openStateFile, StateFileReader, StateFileWriter } from '../../src/checkpoint/state-file.ts';
+import { LocalStateOutputStream, type OpenWritableFile } from '../../src/checkpoint/local/local-streams.ts';
+import { storageResolver } from '../../src/checkpoint/storage-resolver.ts';
+import type { StateInputHandle, StateOutputStream } from '../../src/core/state-streams.ts';
 import { Rng } from '../../src/core/random.ts';
 import { testSeed } from '../api/util.ts';
 
@@ -23,10 +30,29 @@ function fresh(): string {
   return join(dir, `f${fileNo++}.state`);
 }
 
+/** The task side of checkpoint storage for local paths. */
+const storage = storageResolver().workerView;
+
+/** A local state stream writing the file `path`: from storage's worker view, or on a file handle the test injects. */
+function streamTo(path: string, openFile?: OpenWritableFile): Promise<StateOutputStream> {
+  if (openFile !== undefined) return LocalStateOutputStream.create(path, openFile);
+  return storage.resolveLocation(dirname(path)).createStateStream(basename(path));
+}
+
+/** Runs `f` on the file opened for reading through storage, and closes it. */
+async function withInput<T>(path: string, expectedSize: number | undefined, f: (input: StateInputHandle) => Promise<T>): Promise<T> {
+  const input = await openStateFile(storage, path, expectedSize);
+  try {
+    return await f(input);
+  } finally {
+    await input.close();
+  }
+}
+
 /** Writes `blocks` (name, bytes) and returns the file path and its size as close() reported it. */
 async function write(blocks: readonly (readonly [string, Uint8Array])[], meta: unknown = { kind: 'test' }): Promise<{ path: string; size: number }> {
   const path = fresh();
-  const w = await StateFileWriter.create(path);
+  const w = await StateFileWriter.create(await streamTo(path));
   for (const [name, data] of blocks) w.addBlock(name, data);
   const size = await w.close(meta);
   return { path, size };
@@ -39,20 +65,17 @@ function bytes(rng: Rng, n: number): Uint8Array {
 }
 
 async function readAll(path: string, expectedSize?: number): Promise<Map<string, Buffer>> {
-  const r = await StateFileReader.open(path, expectedSize);
-  try {
+  return withInput(path, expectedSize, async (input) => {
+    const r = await StateFileReader.open(input);
     const out = new Map<string, Buffer>();
     for (const b of r.index.blocks) out.set(b.name, Buffer.from(await r.readBlock(b)));
     return out;
-  } finally {
-    await r.close();
-  }
+  });
 }
 
 async function openError(path: string, expectedSize?: number): Promise<CorruptStateError> {
   try {
-    const r = await StateFileReader.open(path, expectedSize);
-    await r.close();
+    await withInput(path, expectedSize, (input) => StateFileReader.open(input));
   } catch (e) {
     expect(e).toBeInstanceOf(CorruptStateError);
     return e as CorruptStateError;
@@ -77,8 +100,8 @@ describe('state file round trip', () => {
     const { path, size } = await write(blocks, meta);
     expect(statSync(path).size).toBe(size);
 
-    const r = await StateFileReader.open(path, size);
-    try {
+    await withInput(path, size, async (input) => {
+      const r = await StateFileReader.open(input);
       expect(r.size).toBe(size);
       expect(r.index.meta).toEqual(meta);
       expect(r.index.blocks.map((b) => b.name)).toEqual(blocks.map(([n]) => n));
@@ -92,9 +115,7 @@ describe('state file round trip', () => {
         const got = await r.readBlock(r.index.blocks[i]!);
         expect(Buffer.from(got).equals(Buffer.from(blocks[i]![1])), `block ${blocks[i]![0]}`).toBe(true);
       }
-    } finally {
-      await r.close();
-    }
+    });
   });
 
   it('an empty file (no blocks) is valid', async () => {
@@ -106,7 +127,7 @@ describe('state file round trip', () => {
   it('refuses to overwrite an existing file', async () => {
     const path = fresh();
     writeFileSync(path, 'x');
-    await expect(StateFileWriter.create(path)).rejects.toThrow();
+    await expect(streamTo(path)).rejects.toThrow();
     expect(readFileSync(path, 'utf8')).toBe('x');
   });
 });
@@ -144,9 +165,7 @@ describe('state file corruption is detected', () => {
 
   it('a flipped byte in any block fails that block\'s checksum and no other', async () => {
     const { path, size, original } = await sample();
-    const r0 = await StateFileReader.open(path, size);
-    const blocks = r0.index.blocks;
-    await r0.close();
+    const blocks = await withInput(path, size, async (input) => (await StateFileReader.open(input)).index.blocks);
     for (const target of [blocks[0]!, blocks[7]!, blocks[blocks.length - 1]!]) {
       for (const at of [0, Math.floor(target.length / 2), target.length - 1]) {
         const corrupt = Buffer.from(original);
@@ -154,8 +173,8 @@ describe('state file corruption is detected', () => {
         const p = `${path}.flip-${target.name.replace(/\//g, '_')}-${at}`;
         writeFileSync(p, corrupt);
         // The index is intact: the file opens; reading the damaged block fails with its name.
-        const r = await StateFileReader.open(p, size);
-        try {
+        await withInput(p, size, async (input) => {
+          const r = await StateFileReader.open(input);
           for (const b of r.index.blocks) {
             if (b.name === target.name) {
               await expect(r.readBlock(b)).rejects.toThrow(new RegExp(`block ${target.name} checksum mismatch`));
@@ -164,9 +183,7 @@ describe('state file corruption is detected', () => {
               expect(Buffer.from(good).equals(original.subarray(b.offset, b.offset + b.length))).toBe(true);
             }
           }
-        } finally {
-          await r.close();
-        }
+        });
       }
     }
   });
@@ -203,14 +220,12 @@ describe('state file corruption is detected', () => {
     const { path, size, original } = await sample();
     const p = `${path}.shrinks`;
     writeFileSync(p, original);
-    const r = await StateFileReader.open(p, size);
-    try {
+    await withInput(p, size, async (input) => {
+      const r = await StateFileReader.open(input);
       const last = r.index.blocks[r.index.blocks.length - 1]!;
       truncateSync(p, last.offset + 3);
-      await expect(r.readBlock(last)).rejects.toThrow(/truncated/);
-    } finally {
-      await r.close();
-    }
+      await expect(r.readBlock(last)).rejects.toThrow(new RegExp(`block ${last.name} .*truncated`));
+    });
   });
 });
 
@@ -221,7 +236,7 @@ describe('short writes', () => {
     const blocks = Array.from({ length: 40 }, (_, i) => [`b${i}`, bytes(rng, 1 + rng.int(100_000))] as const);
     const path = fresh();
     let cut = 0;
-    const w = await StateFileWriter.create(path, async (p) => {
+    const w = await StateFileWriter.create(await streamTo(path, async (p) => {
       const fh = await open(p, 'wx');
       return {
         write: (b, o, l, pos) => fh.write(b, o, Math.max(1, Math.min(l, 1 + rng.int(l))), pos),
@@ -235,11 +250,150 @@ describe('short writes', () => {
         sync: () => fh.sync(),
         close: () => fh.close(),
       };
-    });
+    }));
     for (const [name, data] of blocks) w.addBlock(name, data);
     const size = await w.close({ kind: 'test' });
     expect(cut).toBeGreaterThan(1);
     const back = await readAll(path, size);
     for (const [name, data] of blocks) expect(back.get(name)!.equals(Buffer.from(data)), name).toBe(true);
+  });
+});
+
+/** A state stream in memory whose writes can be held back or failed; records what the writer does. */
+class TestStream implements StateOutputStream {
+  readonly chunks: Buffer[] = [];
+  writes = 0;
+  inFlight = 0;
+  maxInFlight = 0;
+  closed = false;
+  aborted = false;
+  /** Fails the write with this (0-based) number. */
+  failAt = Number.POSITIVE_INFINITY;
+  /** Every write waits for this. */
+  gate: Promise<void> = Promise.resolve();
+  /** Added to the size close() reports (a stream that lost or invented bytes). */
+  sizeError = 0;
+
+  async write(chunks: readonly Uint8Array[]): Promise<void> {
+    const n = this.writes++;
+    this.inFlight++;
+    this.maxInFlight = Math.max(this.maxInFlight, this.inFlight);
+    try {
+      await this.gate;
+      if (n === this.failAt) throw new Error(`injected failure of write ${n}`);
+      for (const c of chunks) this.chunks.push(Buffer.from(c));
+    } finally {
+      this.inFlight--;
+    }
+  }
+  async close(): Promise<number> {
+    this.closed = true;
+    return this.bytes().length + this.sizeError;
+  }
+  async abort(): Promise<void> {
+    this.aborted = true;
+  }
+  bytes(): Buffer {
+    return Buffer.concat(this.chunks);
+  }
+}
+
+describe('writes through any state stream', () => {
+  const rng = new Rng(7);
+  const blocks = Array.from({ length: 60 }, (_, i) => [`k/s/${i}`, bytes(rng, 1 + rng.int(60_000))] as const);
+
+  it('a slow stream gets one write at a time and the same bytes as a local file', async () => {
+    const stream = new TestStream();
+    const w = await StateFileWriter.create(stream);
+    let release!: () => void;
+    stream.gate = new Promise((r) => (release = r));
+    // Blocks of more than 1 MiB queued start a write on their own: several while the first is held.
+    for (const [name, data] of blocks) w.addBlock(name, data);
+    await new Promise((r) => setImmediate(r));
+    expect(stream.writes).toBe(2); // the header, then the first held drain; the next waits behind it
+    release();
+    const size = await w.close({ kind: 'test' });
+    expect(stream.writes).toBeGreaterThan(3);
+    expect(stream.maxInFlight).toBe(1);
+    expect(stream.closed).toBe(true);
+    expect(size).toBe(stream.bytes().length);
+    const local = await write(blocks);
+    expect(stream.bytes().equals(readFileSync(local.path))).toBe(true);
+  });
+
+  it('a failing write fails close() with its error; abort() abandons the stream', async () => {
+    const stream = new TestStream();
+    stream.failAt = 1; // the first block write, after the header
+    const w = await StateFileWriter.create(stream);
+    for (const [name, data] of blocks) w.addBlock(name, data);
+    await expect(w.close({ kind: 'test' })).rejects.toThrow(/injected failure of write 1/);
+    expect(() => w.addBlock('k/s/late', new Uint8Array(1))).toThrow(/injected failure/);
+    expect(stream.closed).toBe(false);
+    await w.abort();
+    expect(stream.aborted).toBe(true);
+  });
+
+  it('a failing header write aborts the stream', async () => {
+    const stream = new TestStream();
+    stream.failAt = 0;
+    await expect(StateFileWriter.create(stream)).rejects.toThrow(/injected failure of write 0/);
+    expect(stream.aborted).toBe(true);
+  });
+
+  it('a stream whose reported size differs from what was written fails close()', async () => {
+    const stream = new TestStream();
+    stream.sizeError = -3;
+    const w = await StateFileWriter.create(stream);
+    w.addBlock('k/s/0', new Uint8Array(10));
+    await expect(w.close(null)).rejects.toThrow(/reports \d+ bytes written, the state file has \d+/);
+  });
+});
+
+describe('local state streams', () => {
+  it('abort() removes the file; discardState() removes a completed one; names stay inside the directory', async () => {
+    const sub = join(dir, `local-${fileNo++}`, 'chk-1');
+    const f = storage.resolveLocation(sub);
+    const a = await f.createStateStream('a.state'); // creates the directory
+    await a.write([Buffer.from('abc')]);
+    await a.abort();
+    expect(() => statSync(join(sub, 'a.state'))).toThrow();
+    const b = await f.createStateStream('b.state');
+    await b.write([Buffer.from('abc'), Buffer.from('de')]);
+    expect(await b.close()).toBe(5);
+    expect(readFileSync(join(sub, 'b.state'), 'utf8')).toBe('abcde');
+    await storage.discardState(sub, 'b.state');
+    expect(() => statSync(join(sub, 'b.state'))).toThrow();
+    await storage.discardState(sub, 'b.state'); // missing is fine
+    for (const bad of ['', '.', '..', '../x.state', 'a/b.state', 'a\\b.state']) await expect(f.createStateStream(bad)).rejects.toThrow(/plain name/);
+  });
+
+  it('one operation at a time: a second write or a close while a write is in flight is refused; abort waits for it', async () => {
+    const path = fresh();
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const out = await LocalStateOutputStream.create(path, async (p) => {
+      const fh = await open(p, 'wx');
+      return {
+        write: (b, o, l, pos) => fh.write(b, o, l, pos),
+        writev: async (bs, pos) => {
+          await gate;
+          return fh.writev(bs, pos);
+        },
+        sync: () => fh.sync(),
+        close: () => fh.close(),
+      };
+    });
+    const first = out.write([Buffer.from('abc')]);
+    await expect(out.write([Buffer.from('d')])).rejects.toThrow(/one at a time/);
+    await expect(out.close()).rejects.toThrow(/closed while a write is in flight/);
+    let aborted = false;
+    const abort = out.abort().then(() => (aborted = true));
+    await new Promise((r) => setImmediate(r));
+    expect(aborted).toBe(false); // waiting for the write in flight
+    release();
+    await first;
+    await abort;
+    expect(() => statSync(path)).toThrow();
+    await expect(out.write([Buffer.from('e')])).rejects.toThrow(/after the stream was aborted/);
   });
 });

@@ -52,7 +52,7 @@ async function complete(id: number, numFiles = 2, jobId = JOB, over: Partial<Che
   const files: { file: string; fileSize: number }[] = [];
   for (let i = 0; i < numFiles; i++) {
     const file = `op-keyed-${i}.state`;
-    const w = await StateFileWriter.create(join(dir, file));
+    const w = await StateFileWriter.create(await storage.workerView.resolveLocation(dir).createStateStream(file));
     w.addBlock(`k/sum/${i}`, new Uint8Array([id, i, 1, 2, 3]));
     files.push({ file, fileSize: await w.close({ id }) });
   }

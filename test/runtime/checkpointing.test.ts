@@ -2,15 +2,17 @@
  * The task side of checkpoints, driven event by event on a real StreamTask: barrier alignment
  * in exactly-once and at-least-once mode, the barrier going downstream before the snapshot,
  * an asynchronous phase that lets records flow while a (deliberately held) write is pending,
- * cancel markers, aborts, a newer barrier ending an older alignment, and end of input
- * completing an alignment.
+ * cancel markers, aborts, a newer barrier ending an older alignment, end of input
+ * completing an alignment, and state streams that fail (locally, in in-memory storage, or at a
+ * location no storage serves): the checkpoint is declined, its files removed, the task goes on.
  *
  * Nothing here runs on its own: the task and its snapshot jobs step only when the test runs
  * the manual scheduler, processing time is a manual clock, and state files are written to a
- * temp dir through tracked I/O that the test waits for. So "no snapshot, no ack yet" is
- * checked at the exact step, with nothing runnable and no I/O in flight, never after a sleep.
+ * temp dir through the task's storage view, tracked (test/helpers/stepping.ts) so the test
+ * waits for its stream operations. So "no snapshot, no ack yet" is checked at the exact step,
+ * with nothing runnable and no I/O in flight, never after a sleep.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -18,7 +20,10 @@ import { StreamExecutionEnvironment } from '../../src/api/environment.ts';
 import { ListStateDescriptor, ValueStateDescriptor, type ListState } from '../../src/core/state.ts';
 import type { Collector, KeyedContext, KeyedProcessFunction, KeyedRuntimeContext } from '../../src/core/functions.ts';
 import { CheckpointFailureReason as R } from '../../src/checkpoint/failure-reason.ts';
-import type { OpenWritableFile, WritableFile } from '../../src/checkpoint/state-file.ts';
+import { childReference } from '../../src/checkpoint/names.ts';
+import { MemoryCheckpointStorage, StorageFaults } from '../../src/checkpoint/memory/index.ts';
+import { storageResolver } from '../../src/checkpoint/storage-resolver.ts';
+import type { CheckpointStorageWorkerView } from '../../src/checkpoint/storage.ts';
 import type { TaskAck, InlineOperatorState } from '../../src/core/checkpoint-format.ts';
 import { buildJobGraph } from '../../src/graph/job-graph.ts';
 import type { Batch } from '../../src/core/batch.ts';
@@ -30,7 +35,8 @@ import { InputGate } from '../../src/runtime/input-gate.ts';
 import { RecordWriter } from '../../src/runtime/record-writer.ts';
 import { StreamTask } from '../../src/runtime/task.ts';
 import { ManualClock } from '../../src/core/clock.ts';
-import { HeapKeyedStateBackend } from '../../src/state/heap-keyed-backend.ts';
+import { HeapKeyedStateBackend, heapBackendFactory } from '../../src/state/heap/backend.ts';
+import type { KeyedStateBackend } from '../../src/state/backend.ts';
 import { decodeValue } from '../../src/core/codec.ts';
 import { ManualScheduler, TrackedIo } from '../helpers/stepping.ts';
 import { taskId } from '../../src/core/task-id.ts';
@@ -77,9 +83,10 @@ class Tracker implements KeyedProcessFunction<string, Rec, number> {
 
 /**
  * A keyed operator subtask with two input channels and one downstream channel, all observable.
- * `wrapOpen` lets a test put something between the task and the (tracked, local-disk) file system.
+ * Its storage view is tracked I/O (`io`, with stream faults) over `storage` (local paths by
+ * default); barriers carry `location` (a fresh temp dir by default).
  */
-function harness(mode: 'exactly-once' | 'at-least-once', wrapOpen?: (open: OpenWritableFile) => OpenWritableFile) {
+function harness(mode: 'exactly-once' | 'at-least-once', opts: { storage?: CheckpointStorageWorkerView; location?: string } = {}) {
   const log: string[] = [];
   const processed: number[] = [];
   const env = new StreamExecutionEnvironment({ defaultParallelism: 1 });
@@ -95,7 +102,7 @@ function harness(mode: 'exactly-once' | 'at-least-once', wrapOpen?: (open: OpenW
   const edge = vertex.operators[0]!.networkOutputs[0]!;
   const clock = new ManualClock(T0);
   const scheduler = new ManualScheduler();
-  const io = new TrackedIo();
+  const io = new TrackedIo(opts.storage);
   const downstream: ChannelElement[] = [];
   const outs = [0, 1].map((i) => new OutputChannel(100 + i, 1000, (el) => {
     downstream.push(el);
@@ -120,6 +127,7 @@ function harness(mode: 'exactly-once' | 'at-least-once', wrapOpen?: (open: OpenW
       onTaskFailed: (_t, e) => events.push(`failed: ${String(e)}`),
     },
     bufferTimeoutMs: 0, waitForFinalCheckpoint: true, checkpointing: true, restore: undefined, gated: false, objectReuse: false,
+    keyedStateBackend: heapBackendFactory, storage: io,
   });
   const checkpointer = new SubtaskCheckpointer(task, taskId(1, 0), mode, {
     ack: (id, ack) => {
@@ -130,14 +138,15 @@ function harness(mode: 'exactly-once' | 'at-least-once', wrapOpen?: (open: OpenW
       log.push(`decline ${id}`);
       declines.push({ id, reason });
     },
-  }, scheduler, () => clock.now(), wrapOpen ? wrapOpen(io.openFile) : io.openFile);
+  }, scheduler, () => clock.now());
   task.barrierHandler = checkpointer;
   task.start();
   const dir = mkdtempSync(join(tmpdir(), 'weir-task-cp-'));
   dirs.push(dir);
-  const keyedOp = task.operators[0] as unknown as { backend: HeapKeyedStateBackend };
-  /** A barrier for this harness's snapshot dir, stamped `at` (the trigger time on the job manager). */
-  const barrier = (id: number, at = clock.now()): BarrierEvent => ({ kind: 'barrier', checkpointId: id, timestamp: at, type: 'checkpoint', location: dir });
+  const keyedOp = task.operators[0] as unknown as { backend: KeyedStateBackend };
+  const location = opts.location ?? dir;
+  /** A barrier for this harness's snapshot location, stamped `at` (the trigger time on the job manager). */
+  const barrier = (id: number, at = clock.now()): BarrierEvent => ({ kind: 'barrier', checkpointId: id, timestamp: at, type: 'checkpoint', location });
   /** Runs the task until nothing is runnable (no I/O is waited for). */
   const run = (): number => scheduler.runUntilIdle();
   /** Runs the task and its snapshot I/O until all is quiet, or until `cond` holds. */
@@ -338,37 +347,16 @@ describe('barrier alignment', () => {
 
 describe('asynchronous phase', () => {
   it('records keep flowing while the state file write is pending; the snapshot holds only pre-barrier state', async () => {
-    let release: () => void = () => {};
-    const gate = new Promise<void>((res) => (release = res));
-    let held = 0;
-    // A file system whose writes wait for the test to release them (the file itself is real).
-    const h = harness('exactly-once', (openFile) => async (path) => {
-      const fh = await openFile(path);
-      const hold = async () => {
-        held++;
-        await gate;
-      };
-      const slow: WritableFile = {
-        write: async (b, o, l, p) => {
-          await hold();
-          return fh.write(b, o, l, p);
-        },
-        writev: async (bs, p) => {
-          await hold();
-          return fh.writev(bs, p);
-        },
-        sync: () => fh.sync(),
-        close: () => fh.close(),
-      };
-      return slow;
-    });
+    const h = harness('exactly-once');
+    // Every write of a state stream waits for the test to release it (the file itself is real).
+    h.io.fault = () => 'hold';
     const before: Rec[] = [];
     for (let i = 0; i < 300; i++) before.push(r(i, `key-${i % 50}`));
     h.inputs[0]!.push(batch(...before));
     h.inputs[0]!.push(h.barrier(1));
     h.inputs[1]!.push(h.barrier(1));
-    // Until the snapshot's first write is held (the file is open, the header write waits).
-    await h.quiesce(() => held > 0);
+    // Until the snapshot's first write is held (the stream is open, the header write waits).
+    await h.quiesce(() => h.io.holds > 0);
     expect(h.log.slice(-3)).toEqual(['barrier 1 downstream', 'barrier 1 downstream', 'snapshot 1']);
     expect(h.io.opened).toHaveLength(1);
     expect(h.acks).toEqual([]); // the write is held
@@ -379,16 +367,18 @@ describe('asynchronous phase', () => {
     await h.quiesce();
     // Quiet with the write still held: every record was processed during the pending write, no ack.
     expect(h.processed.length).toBe(601);
-    expect(held).toBe(1);
+    expect(h.io.holds).toBe(1);
+    expect(h.io.heldWrites()).toBe(1);
     expect(h.acks).toEqual([]);
-    release();
+    h.io.fault = undefined;
+    expect(h.io.releaseHeld()).toBe(1);
     await h.quiesce(() => h.acks.length > 0);
     expect(h.acks.map((a) => a.id)).toEqual([1]);
     const handle = h.acks[0]!.ack.operators.find((o) => o.file !== undefined)!;
     expect(join(h.dir, handle.file!)).toBe(h.io.opened[0]);
     // Read the state file back: every key counts its 6 pre-barrier records, not the 12 after.
     const restored = new HeapKeyedStateBackend({ start: 0, end: 127 }, 128, new ManualClock(T0), 'test');
-    await loadKeyedState(restored, [{ path: join(h.dir, handle.file!), size: handle.fileSize! }]);
+    await loadKeyedState(restored, [{ path: join(h.dir, handle.file!), size: handle.fileSize! }], h.io);
     const s = restored.getValueState(count);
     for (let k = 0; k < 50; k++) {
       restored.setCurrentKey(`key-${k}`);
@@ -398,5 +388,83 @@ describe('asynchronous phase', () => {
     const live = h.keyedOp.backend.getValueState(count);
     h.keyedOp.backend.setCurrentKey('key-0');
     expect(live.value()).toBe(13);
+  });
+
+  it('a state stream that fails declines the checkpoint, leaves no state file, and the next checkpoint succeeds', async () => {
+    const h = harness('exactly-once');
+    // The header goes through, the blocks fail.
+    h.io.fault = (_reference, write) => (write > 0 ? 'fail' : undefined);
+    h.inputs[0]!.push(batch(r(1), r(2)));
+    h.inputs[0]!.push(h.barrier(1));
+    h.inputs[1]!.push(h.barrier(1));
+    await h.quiesce(() => h.declines.length > 0);
+    expect(h.declines).toEqual([{ id: 1, reason: R.CHECKPOINT_ASYNC_EXCEPTION }]);
+    expect(h.io.failures).toBe(1);
+    // Once the stream's abort and the discard are done, the failed state file is gone.
+    await h.quiesce();
+    expect(readdirSync(h.dir)).toEqual([]);
+    expect(h.events.filter((e) => e.startsWith('failed'))).toEqual([]);
+    h.io.fault = undefined;
+    h.inputs[0]!.push(batch(r(3)));
+    h.inputs[0]!.push(h.barrier(2));
+    h.inputs[1]!.push(h.barrier(2));
+    await h.quiesce(() => h.acks.length > 0);
+    expect(h.acks.map((a) => a.id)).toEqual([2]);
+    const handle = h.acks[0]!.ack.operators.find((o) => o.file !== undefined)!;
+    expect(readdirSync(h.dir)).toEqual([handle.file]);
+    await h.quiesce();
+    expect(h.declines).toHaveLength(1);
+    const restored = new HeapKeyedStateBackend({ start: 0, end: 127 }, 128, new ManualClock(T0), 'test');
+    await loadKeyedState(restored, [{ path: join(h.dir, handle.file!), size: handle.fileSize! }], h.io);
+    restored.setCurrentKey('k0');
+    expect(restored.getValueState(count).value()).toBe(1); // record 3
+    restored.setCurrentKey('k1');
+    expect(restored.getValueState(count).value()).toBe(1); // record 1
+  });
+
+  it('on in-memory storage with a failing write: declined and nothing left; the next checkpoint is written there and restores from there', async () => {
+    const JOB = 'f00dfeedf00dfeedf00dfeedf00dfeed';
+    const storage = new MemoryCheckpointStorage({ faults: new StorageFaults().inject({ kind: 'fail-write', match: /chk-1\/.*\.state$/, times: 1 }) });
+    const h = harness('exactly-once', { storage: storage.workerView });
+    const at = (id: number): BarrierEvent => ({ ...h.barrier(id), location: storage.checkpointDir(JOB, id) });
+    h.inputs[0]!.push(batch(r(1), r(2)));
+    h.inputs[0]!.push(at(1));
+    h.inputs[1]!.push(at(1));
+    await h.quiesce();
+    expect(h.declines).toEqual([{ id: 1, reason: R.CHECKPOINT_ASYNC_EXCEPTION }]);
+    expect(storage.faults.count('fail-write')).toBe(1);
+    expect(storage.files.listFiles()).toEqual([]);
+    h.inputs[0]!.push(batch(r(3)));
+    h.inputs[0]!.push(at(2));
+    h.inputs[1]!.push(at(2));
+    await h.quiesce();
+    expect(h.acks.map((a) => a.id)).toEqual([2]);
+    const handle = h.acks[0]!.ack.operators.find((o) => o.file !== undefined)!;
+    const file = childReference(storage.checkpointDir(JOB, 2), handle.file!);
+    expect(h.io.opened).toEqual([childReference(storage.checkpointDir(JOB, 1), handle.file!), file]);
+    expect(storage.files.listFiles()).toEqual([{ reference: file, size: handle.fileSize! }]);
+    const restored = new HeapKeyedStateBackend({ start: 0, end: 127 }, 128, new ManualClock(T0), 'test');
+    await loadKeyedState(restored, [{ path: file, size: handle.fileSize! }], storage.workerView);
+    restored.setCurrentKey('k0');
+    expect(restored.getValueState(count).value()).toBe(1); // record 3
+    restored.setCurrentKey('k1');
+    expect(restored.getValueState(count).value()).toBe(1); // record 1
+    restored.setCurrentKey('k2');
+    expect(restored.getValueState(count).value()).toBe(1); // record 2
+  });
+
+  it('a location no storage serves declines the checkpoint; the task goes on', async () => {
+    const h = harness('exactly-once', { storage: storageResolver().workerView, location: 'memory://nowhere/job/chk-1' });
+    h.inputs[0]!.push(batch(r(1)));
+    h.inputs[0]!.push(h.barrier(1));
+    h.inputs[1]!.push(h.barrier(1));
+    h.inputs[1]!.push(batch(r(2)));
+    await h.quiesce();
+    expect(h.log).toEqual(['record 1', 'barrier 1 downstream', 'barrier 1 downstream', 'snapshot 1', 'record 2', 'decline 1']);
+    expect(h.declines).toEqual([{ id: 1, reason: R.CHECKPOINT_ASYNC_EXCEPTION }]);
+    expect(h.io.opened).toEqual([]);
+    expect(h.acks).toEqual([]);
+    expect(h.task.state).toBe('running');
+    expect(h.events.filter((e) => e.startsWith('failed'))).toEqual([]);
   });
 });

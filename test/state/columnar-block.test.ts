@@ -53,6 +53,20 @@ describe('columnar state blocks', () => {
     }
   });
 
+  it('decodes from a Buffer view at any alignment (a state stream may hand out slices of one larger buffer)', () => {
+    const long = 'k'.repeat(300); // 2-byte lengths: an unaligned column of its own
+    const keys = [long, 'a', long + 'b'];
+    for (const values of [[1.5, 2.5, 3.5], [1, 70_000, -3], [1, 2, 300]]) {
+      const bytes = encodeColumns(keys, values);
+      for (let shift = 1; shift < 8; shift++) {
+        // Data before the block that would be misread as the block's columns.
+        const host = Buffer.alloc(bytes.length + shift, 0xab);
+        host.set(bytes, shift);
+        expect(decodeColumns(host.subarray(shift)), `shift ${shift}`).toEqual({ keys, values });
+      }
+    }
+  });
+
   it('round-trips random columns (seeded)', () => {
     const seed = testSeed('columnar-block');
     const rng = new Rng(seed);

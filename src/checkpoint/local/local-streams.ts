@@ -1,18 +1,35 @@
 /**
  * State streams over local files: an append-only output written with positional gathering
  * writes (one write in flight at a time, short writes finished), fsynced on close; and a
- * random-access input that reads exact ranges.
+ * random-access input that reads exact ranges. The only local-file streams: tasks get them
+ * from the storage's worker view (storage-on-fs.ts over local-file-system.ts), never by path.
+ *
+ * The file handle an output writes to is injectable (OpenWritableFile), so tests can cut
+ * writes short the way the OS may; everything else about faults is injected above the stream.
  */
 import { open, rm, type FileHandle } from 'node:fs/promises';
 import type { StateInputHandle, StateOutputStream } from '../../core/state-streams.ts';
 import { StorageError } from '../storage-error.ts';
+
+/** The part of a file handle an output stream needs (a FileHandle has it). */
+export interface WritableFile {
+  write(buffer: Buffer, offset: number, length: number, position: number): Promise<{ bytesWritten: number }>;
+  writev(buffers: Buffer[], position: number): Promise<{ bytesWritten: number }>;
+  sync(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export type OpenWritableFile = (path: string) => Promise<WritableFile>;
+
+/** New files only: a state file is written once (a name used twice is a bug). */
+const openForWrite: OpenWritableFile = (path) => open(path, 'wx');
 
 function toBuffer(b: Uint8Array): Buffer {
   return Buffer.isBuffer(b) ? b : Buffer.from(b.buffer, b.byteOffset, b.byteLength);
 }
 
 /** Writes all of `buf` at `position`, however short the single writes come out. */
-async function writeFully(fh: FileHandle, buf: Buffer, position: number): Promise<void> {
+async function writeFully(fh: WritableFile, buf: Buffer, position: number): Promise<void> {
   let done = 0;
   while (done < buf.length) {
     const { bytesWritten } = await fh.write(buf, done, buf.length - done, position + done);
@@ -23,49 +40,66 @@ async function writeFully(fh: FileHandle, buf: Buffer, position: number): Promis
 
 export class LocalStateOutputStream implements StateOutputStream {
   private size = 0;
-  private busy = false;
-  private state: 'open' | 'closed' | 'aborted' = 'open';
+  /** The write in flight, if any (one at a time). */
+  private writing: Promise<void> | undefined;
+  /** The operation in flight (a write or the close): abort waits for it before it removes the file. */
+  private busy: Promise<unknown> = Promise.resolve();
+  private state: 'open' | 'closing' | 'closed' | 'aborted' = 'open';
 
-  private constructor(readonly path: string, private readonly fh: FileHandle) {}
+  private constructor(readonly path: string, private readonly fh: WritableFile) {}
 
   /** Creates the file; fails if it exists (a state file is written once). */
-  static async create(path: string): Promise<LocalStateOutputStream> {
-    return new LocalStateOutputStream(path, await open(path, 'wx'));
+  static async create(path: string, openFile: OpenWritableFile = openForWrite): Promise<LocalStateOutputStream> {
+    return new LocalStateOutputStream(path, await openFile(path));
   }
 
-  async write(chunks: readonly Uint8Array[]): Promise<void> {
-    if (this.state !== 'open') throw new StorageError(`${this.path}: write after the stream was ${this.state}`);
-    if (this.busy) throw new StorageError(`${this.path}: a write is already in flight (one at a time)`);
-    this.busy = true;
-    try {
-      const bufs = chunks.map(toBuffer);
-      const total = bufs.reduce((n, b) => n + b.length, 0);
-      if (total === 0) return;
-      // One gathering write (no copy into one buffer); a short write, which the OS may do,
-      // is finished with plain writes of what is left.
-      const { bytesWritten } = await this.fh.writev(bufs, this.size);
-      if (bytesWritten < total) await writeFully(this.fh, Buffer.concat(bufs).subarray(bytesWritten), this.size + bytesWritten);
-      this.size += total;
-    } finally {
-      this.busy = false;
-    }
+  write(chunks: readonly Uint8Array[]): Promise<void> {
+    if (this.state !== 'open') return Promise.reject(new StorageError(`${this.path}: write after the stream was ${this.state}`));
+    if (this.writing !== undefined) return Promise.reject(new StorageError(`${this.path}: a write is already in flight (one at a time)`));
+    const p = this.writeAll(chunks.map(toBuffer)).finally(() => (this.writing = undefined));
+    this.writing = p;
+    this.busy = p.catch(() => {});
+    return p;
+  }
+
+  /** One gathering write (no copy into one buffer); what the OS cuts short is finished with plain writes. */
+  private async writeAll(bufs: Buffer[]): Promise<void> {
+    const total = bufs.reduce((n, b) => n + b.length, 0);
+    if (total === 0) return;
+    const at = this.size;
+    const { bytesWritten } = await this.fh.writev(bufs, at);
+    if (bytesWritten < total) await writeFully(this.fh, Buffer.concat(bufs).subarray(bytesWritten), at + bytesWritten);
+    this.size += total;
   }
 
   async close(): Promise<number> {
     if (this.state !== 'open') throw new StorageError(`${this.path}: close after the stream was ${this.state}`);
-    this.state = 'closed';
-    try {
-      await this.fh.sync();
-    } finally {
-      await this.fh.close();
-    }
+    if (this.writing !== undefined) throw new StorageError(`${this.path}: closed while a write is in flight`);
+    this.state = 'closing';
+    const p = (async () => {
+      try {
+        await this.fh.sync();
+      } finally {
+        await this.fh.close();
+      }
+    })();
+    this.busy = p.catch(() => {});
+    await p;
+    if (this.state === 'closing') this.state = 'closed';
     return this.size;
   }
 
+  /**
+   * Abandons the file: waits for the write or close in flight, then closes the handle and
+   * removes the file. A stream already closed is complete and stays (its checkpoint's
+   * location discards it).
+   */
   async abort(): Promise<void> {
-    if (this.state !== 'open') return;
+    if (this.state === 'closed' || this.state === 'aborted') return;
+    const wasClosing = this.state === 'closing';
     this.state = 'aborted';
-    await this.fh.close().catch(() => {});
+    await this.busy;
+    if (!wasClosing) await this.fh.close().catch(() => {});
     await rm(this.path, { force: true }).catch(() => {});
   }
 }
@@ -91,7 +125,7 @@ export class LocalStateInputHandle implements StateInputHandle {
     let done = 0;
     while (done < length) {
       const { bytesRead } = await this.fh.read(buf, done, length - done, position + done);
-      if (bytesRead === 0) throw new StorageError(`${this.description}: ended at byte ${position + done} while reading ${length} bytes at ${position}`);
+      if (bytesRead === 0) throw new StorageError(`${this.description}: ended at byte ${position + done} while reading ${length} bytes at ${position} (truncated)`);
       done += bytesRead;
     }
     return buf;

@@ -185,6 +185,7 @@ class MemoryOutputStream implements StateOutputStream {
 
   async close(): Promise<number> {
     if (this.state !== 'open') throw new StorageError(`${this.reference}: close after the stream was ${this.state}`);
+    if (this.busy) throw new StorageError(`${this.reference}: closed while a write is in flight`);
     this.state = 'closed';
     if (!this.fs.owns(this.reference, this.file)) throw new StorageError(`${this.reference} was deleted while being written`);
     return this.claimed;

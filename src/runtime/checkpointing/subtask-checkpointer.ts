@@ -4,8 +4,9 @@
  * - other tasks align barriers: in exactly-once mode an input channel that delivered barrier
  *   n is held back until every live channel delivered it; at-least-once holds nothing;
  * - then: the barrier goes downstream first, the synchronous phase freezes state, and the
- *   asynchronous phase writes it while records flow; the acknowledgement carries the state
- *   handles and timings;
+ *   asynchronous phase writes it while records flow, through the state streams checkpoint
+ *   storage hands out for the request's location (the task's CheckpointStorageWorkerView:
+ *   the only source of streams); the acknowledgement carries the state handles and timings;
  * - a newer barrier ends an older alignment (declined as subsumed); an aborted checkpoint
  *   releases its alignment and sends a cancel marker downstream.
  */
@@ -17,15 +18,14 @@ import { encodeValue } from '../../core/codec.ts';
 import type { BarrierEvent, StreamEvent } from '../events.ts';
 import type { InputGate } from '../input-gate.ts';
 import { KeyedOperator } from '../operators/keyed.ts';
+import type { StreamOperator } from '../operators/operator.ts';
 import type { Scheduler } from '../scheduler.ts';
 import type { BarrierHandler, StreamTask } from '../task.ts';
-import { KeyedSnapshotJob } from './keyed-snapshot.ts';
-import type { OpenWritableFile } from '../../checkpoint/state-file.ts';
-import { stateFileName, stateFileReference } from '../../checkpoint/names.ts';
-import type { CheckpointStorageWorkerView } from '../../checkpoint/storage.ts';
-import { storageResolver } from '../../checkpoint/storage-resolver.ts';
-import { openWritableFileVia } from '../../checkpoint/storage-writable-file.ts';
+import type { KeyedStateHandle, KeyedStateSnapshot } from '../../state/backend.ts';
 import type { CheckpointStreamFactory } from '../../core/state-streams.ts';
+import { stateFileName } from '../../checkpoint/names.ts';
+import { runAsyncPhase } from './async-phase.ts';
+import { timerBlocks } from './timer-blocks.ts';
 
 export interface CheckpointReporter {
   ack(checkpointId: number, ack: TaskAck): void;
@@ -36,7 +36,10 @@ export interface TriggerRequest {
   readonly checkpointId: number;
   readonly timestamp: number;
   readonly type: 'checkpoint' | 'savepoint';
-  /** Where this snapshot's files go: a storage location reference, resolved by the task's storage view. */
+  /**
+   * Where this snapshot's state files go: a location reference of checkpoint storage, which
+   * the task's CheckpointStorageWorkerView (TaskDeployment.storage) resolves to its streams.
+   */
   readonly location: string;
   /** Stop-with-savepoint: a source stops reading right after emitting this barrier. */
   readonly suspendSourceAfter?: boolean;
@@ -53,7 +56,7 @@ export class SubtaskCheckpointer implements BarrierHandler {
   private readonly aborted = new Set<number>();
   /** Highest checkpoint id this subtask has snapshotted or aborted; older barriers are stale. */
   private lastSeen = 0;
-  private readonly inFlight = new Map<number, KeyedSnapshotJob[]>();
+  private readonly inFlight = new Map<number, KeyedStateSnapshot[]>();
   private readonly gateOffsets: number[] = [];
 
   constructor(
@@ -63,10 +66,6 @@ export class SubtaskCheckpointer implements BarrierHandler {
     private readonly reporter: CheckpointReporter,
     private readonly scheduler: Scheduler,
     private readonly now: () => number = Date.now,
-    /** How state files are opened; tests inject slow or failing I/O. */
-    private readonly openFile?: OpenWritableFile,
-    /** Where a location reference leads (local paths by default; the job's storage in one thread). */
-    private readonly storage: CheckpointStorageWorkerView = storageResolver().workerView,
   ) {
     let off = 0;
     for (const g of task.gates) {
@@ -182,15 +181,15 @@ export class SubtaskCheckpointer implements BarrierHandler {
       this.forwardCancel(id);
     }
     this.rememberAborted(id);
-    const jobs = this.inFlight.get(id);
-    if (jobs) for (const j of jobs) j.abort();
+    const snapshots = this.inFlight.get(id);
+    if (snapshots) for (const s of snapshots) s.abort();
     for (const op of this.task.operators) op.notifyCheckpointAborted(id);
   }
 
   /** Cancels everything in flight (task cancelled or failed). */
   dispose(): void {
     this.alignment = undefined;
-    for (const jobs of this.inFlight.values()) for (const j of jobs) j.abort();
+    for (const snapshots of this.inFlight.values()) for (const s of snapshots) s.abort();
     this.inFlight.clear();
   }
 
@@ -208,79 +207,122 @@ export class SubtaskCheckpointer implements BarrierHandler {
       for (const w of task.writers) w.broadcastEvent(barrier);
     }
     // Synchronous phase: small state captured, keyed state frozen; nothing is written yet.
-    const handles: { operatorId: string; inline?: string; inlineSize: number; job?: KeyedSnapshotJob; file?: string; range?: { start: number; end: number } }[] = [];
-    const jobs: KeyedSnapshotJob[] = [];
-    let streams: CheckpointStreamFactory | undefined;
+    const parts: OperatorSnapshot[] = [];
     for (const op of task.operators) {
-      const inline = op.snapshotInline(id);
-      const h: (typeof handles)[number] = { operatorId: op.env.taskInfo.operatorId, inlineSize: 0 };
-      if (inline !== undefined) {
-        const bytes = encodeValue(inline);
-        h.inline = Buffer.from(bytes).toString('base64');
-        h.inlineSize = bytes.byteLength;
-      }
-      if (op instanceof KeyedOperator && op.backend !== undefined && (op.backend.tables.size > 0 || op.backend.restored.size > 0 || (op.timerServiceIfCreated()?.numEventTimers() ?? 0) + (op.timerServiceIfCreated()?.numProcessingTimers() ?? 0) > 0)) {
-        for (const prev of this.inFlight.values()) for (const j of prev) j.serializeRemaining();
-        streams ??= this.streamsAt(req.location);
-        const file = stateFileName(op.env.taskInfo.operatorId, task.d.subtaskIndex);
-        const open = this.openFile ?? openWritableFileVia(streams, file);
-        const job = new KeyedSnapshotJob(op.backend, op.timerServiceIfCreated(), stateFileReference(req.location, file), this.scheduler, open);
-        h.job = job;
-        h.file = file;
-        h.range = { start: op.backend.range.start, end: op.backend.range.end };
-        jobs.push(job);
-      }
-      if (h.inline !== undefined || h.job !== undefined) handles.push(h);
+      const part = this.snapshotSync(op, id);
+      if (part.inline !== undefined || part.keyed !== undefined) parts.push(part);
     }
     const syncMs = performance.now() - t0;
-    this.inFlight.set(id, jobs);
-    for (const j of jobs) j.start();
-    // Asynchronous phase: runs as scheduler steps and file I/O while records keep flowing.
-    const t1 = performance.now();
-    Promise.all(jobs.map((j) => j.result)).then(
-      (results) => {
-        this.inFlight.delete(id);
-        if (this.aborted.has(id)) {
-          void this.deleteFiles(req.location, handles);
-          return;
-        }
-        let stateSize = 0;
-        const ops: OperatorStateHandle[] = handles.map((h) => {
-          const r = h.job ? results[jobs.indexOf(h.job)]! : undefined;
-          const size = h.inlineSize + (r?.stateSize ?? 0);
-          stateSize += size;
-          return {
-            operatorId: h.operatorId,
-            ...(h.inline !== undefined ? { inline: h.inline } : {}),
-            ...(r !== undefined ? { file: h.file!, fileSize: r.fileSize, keyGroupRange: h.range! } : {}),
-            stateSize: size,
-          };
-        });
-        const asyncMs = performance.now() - t1;
-        this.reporter.ack(id, { task: this.taskId, operators: ops, stats: { syncMs, asyncMs, alignmentMs, startDelayMs, stateSize } });
-      },
-      (e) => {
-        this.inFlight.delete(id);
-        void this.deleteFiles(req.location, handles);
-        if (this.aborted.has(id)) return;
-        this.reporter.decline(id, R.CHECKPOINT_ASYNC_EXCEPTION, `asynchronous phase failed in ${task.name}: ${e instanceof Error ? e.message : String(e)}`);
-      },
-    );
+    this.writeAsync(id, req.location, parts, { syncMs, alignmentMs, startDelayMs });
   }
 
   /**
-   * The stream factory of a location. A reference no storage here serves fails the snapshot's
-   * asynchronous phase (a decline the coordinator counts), not the task.
+   * Asynchronous phase: keyed snapshots write their streams as scheduler steps and I/O while
+   * records keep flowing; then the acknowledgement, or a decline with everything removed.
+   */
+  private writeAsync(id: number, location: string, parts: readonly OperatorSnapshot[], timings: { syncMs: number; alignmentMs: number; startDelayMs: number }): void {
+    const snapshots = parts.flatMap((p) => (p.keyed ? [p.keyed.snapshot] : []));
+    this.inFlight.set(id, snapshots);
+    const t1 = performance.now();
+    const streams = snapshots.length > 0 ? this.streamsAt(location) : undefined;
+    const written = parts.map((p) => (p.keyed ? runAsyncPhase(p.keyed.snapshot, streams!, p.keyed.streamName, this.scheduler) : undefined));
+    const failed = (e: unknown): void => {
+      this.inFlight.delete(id);
+      // The other snapshots of this checkpoint are of no use any more: stop them, remove what they wrote.
+      for (const s of snapshots) s.abort();
+      void this.discard(location, parts);
+      if (this.aborted.has(id)) return;
+      this.reporter.decline(id, R.CHECKPOINT_ASYNC_EXCEPTION, `asynchronous phase failed in ${this.task.name}: ${e instanceof Error ? e.message : String(e)}`);
+    };
+    Promise.all(written).then((handles) => {
+      this.inFlight.delete(id);
+      if (this.aborted.has(id)) {
+        void this.discard(location, parts);
+        return;
+      }
+      let ack: TaskAck;
+      try {
+        ack = this.ackOf(parts, handles, { ...timings, asyncMs: performance.now() - t1 });
+      } catch (e) {
+        failed(e);
+        return;
+      }
+      this.reporter.ack(id, ack);
+    }, failed);
+  }
+
+  /** One operator's synchronous phase: its inline state, and its keyed state frozen (with its timers). */
+  private snapshotSync(op: StreamOperator, id: number): OperatorSnapshot {
+    const operatorId = op.env.taskInfo.operatorId;
+    const inline = op.snapshotInline(id);
+    const bytes = inline === undefined ? undefined : encodeValue(inline);
+    const part: OperatorSnapshot = {
+      operatorId,
+      inline: bytes === undefined ? undefined : Buffer.from(bytes).toString('base64'),
+      inlineSize: bytes?.byteLength ?? 0,
+    };
+    if (!(op instanceof KeyedOperator) || op.backend === undefined) return part;
+    const timers = op.timerServiceIfCreated();
+    const numTimers = timers === undefined ? 0 : timers.numEventTimers() + timers.numProcessingTimers();
+    if (!op.backend.hasStates() && numTimers === 0) return part;
+    const snapshot = op.backend.snapshot(timers === undefined ? undefined : timerBlocks(timers));
+    return { ...part, keyed: { snapshot, streamName: stateFileName(operatorId, this.task.d.subtaskIndex) } };
+  }
+
+  private ackOf(parts: readonly OperatorSnapshot[], handles: readonly (KeyedStateHandle | undefined)[], timings: { syncMs: number; asyncMs: number; alignmentMs: number; startDelayMs: number }): TaskAck {
+    let stateSize = 0;
+    const operators: OperatorStateHandle[] = parts.map((p, i) => {
+      const h = handles[i];
+      const size = p.inlineSize + (h?.stateSize ?? 0);
+      stateSize += size;
+      return {
+        operatorId: p.operatorId,
+        ...(p.inline !== undefined ? { inline: p.inline } : {}),
+        ...(h !== undefined ? stateFileOf(h) : {}),
+        stateSize: size,
+      };
+    });
+    const { syncMs, asyncMs, alignmentMs, startDelayMs } = timings;
+    return { task: this.taskId, operators, stats: { syncMs, asyncMs, alignmentMs, startDelayMs, stateSize } };
+  }
+
+  /**
+   * The stream factory of a location, from the task's storage view. A reference no storage
+   * here serves fails the snapshot's asynchronous phase (a decline the coordinator counts),
+   * not the task.
    */
   private streamsAt(location: string): CheckpointStreamFactory {
     try {
-      return this.storage.resolveLocation(location);
+      return this.task.d.storage.resolveLocation(location);
     } catch (e) {
       return { createStateStream: () => Promise.reject(e) };
     }
   }
 
-  private async deleteFiles(location: string, handles: readonly { file?: string }[]): Promise<void> {
-    for (const h of handles) if (h.file) await this.storage.discardState(location, h.file).catch(() => {});
+  /** Removes the state files of a checkpoint this subtask will not acknowledge (missing ones are fine); never throws. */
+  private async discard(location: string, parts: readonly OperatorSnapshot[]): Promise<void> {
+    for (const p of parts) {
+      if (p.keyed === undefined) continue;
+      try {
+        await this.task.d.storage.discardState(location, p.keyed.streamName);
+      } catch {
+        // Best effort: what is left has no metadata, and garbage collection removes it.
+      }
+    }
   }
+}
+
+interface OperatorSnapshot {
+  readonly operatorId: string;
+  /** Inline state, msgpack, base64. */
+  readonly inline: string | undefined;
+  readonly inlineSize: number;
+  readonly keyed?: { readonly snapshot: KeyedStateSnapshot; readonly streamName: string };
+}
+
+/** The checkpoint metadata records one state file per keyed operator subtask. */
+function stateFileOf(h: KeyedStateHandle): Pick<OperatorStateHandle, 'file' | 'fileSize' | 'keyGroupRange'> {
+  if (h.streams.length !== 1) throw new Error(`a keyed state snapshot wrote ${h.streams.length} state streams; the checkpoint metadata records one per operator subtask`);
+  const s = h.streams[0]!;
+  return { file: s.name, fileSize: s.size, keyGroupRange: h.keyGroupRange };
 }

@@ -10,7 +10,7 @@ import {
   ValueStateDescriptor, type AggregatingStateDescriptor, type ListStateDescriptor, type MapStateDescriptor,
   type ReducingStateDescriptor, type ValueState,
 } from '../../core/state.ts';
-import type { HeapKeyedStateBackend } from '../../state/heap-keyed-backend.ts';
+import type { KeyedStateBackend } from '../../state/backend.ts';
 import { NO_TIMESTAMP, type Batch } from '../../core/batch.ts';
 import { InternalTimerService, type Timer, type TimerTarget } from '../timers.ts';
 import { ContextBase, TimestampedCollector } from './basic.ts';
@@ -19,7 +19,7 @@ import { callOptional, StreamOperator } from './operator.ts';
 
 /** Base of operators on keyed streams: backend access, key setting and a timer service. */
 export abstract class KeyedOperator extends StreamOperator implements TimerTarget {
-  backend!: HeapKeyedStateBackend;
+  backend!: KeyedStateBackend;
   private timerService: InternalTimerService | undefined;
 
   override open(): void {

@@ -6,7 +6,7 @@
 import type { RuntimeContext, TaskInfo } from '../../core/functions.ts';
 import type { ListStateDescriptor } from '../../core/state.ts';
 import type { Clock } from '../../core/clock.ts';
-import type { HeapKeyedStateBackend } from '../../state/heap-keyed-backend.ts';
+import type { KeyedStateBackend } from '../../state/backend.ts';
 import type { OperatorStateStore } from '../../state/operator-state.ts';
 import type { Batch } from '../../core/batch.ts';
 import { attribute, JobDefinitionError, type ErrorLocation } from '../../core/errors.ts';
@@ -23,7 +23,7 @@ export interface OperatorEnvironment {
   /** Runs fn in the task's mailbox (between batches) at or after atMs of processing time. */
   scheduleMail(atMs: number, fn: () => void): { cancel(): void };
   /** Present on keyed operators. */
-  readonly keyedBackend: HeapKeyedStateBackend | undefined;
+  readonly keyedBackend: KeyedStateBackend | undefined;
   /** Key selector per input, for keyed operators. */
   readonly keySelectors: readonly (KeySelectorFn | undefined)[];
   readonly operatorState: OperatorStateStore;

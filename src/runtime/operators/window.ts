@@ -18,7 +18,6 @@ import type { OutputTag } from '../../core/output-tag.ts';
 import { ValueStateDescriptor, type ValueState } from '../../core/state.ts';
 import { maxTimestamp, windowStart, type TimeWindow, type WindowAssigner } from '../../core/windows.ts';
 import { denormalizeKey as denormalize } from '../../state/key-groups.ts';
-import type { StateTable } from '../../state/heap-keyed-backend.ts';
 import type { Batch } from '../../core/batch.ts';
 import type { Timer } from '../timers.ts';
 import type { KeySelectorFn } from '../../core/partitioning.ts';
@@ -60,7 +59,8 @@ function find(list: Entry[] | undefined, start: number): Entry | undefined {
 interface OpenWindow {
   readonly start: number;
   readonly end: number;
-  readonly table: StateTable;
+  /** The window's accumulator per key. */
+  readonly state: ValueState<unknown>;
   readonly name: string;
   fired: boolean;
 }
@@ -108,7 +108,7 @@ export class WindowOperator extends KeyedOperator {
     if (this.major) {
       // Windows restored from a snapshot come back as states named __w<start>.
       const size = (this.spec.assigner as { size: number }).size;
-      for (const name of [...this.backend.restored.keys()]) {
+      for (const name of this.backend.restoredStateNames()) {
         if (!name.startsWith(WINDOW_STATE_PREFIX)) continue;
         const start = Number(name.slice(WINDOW_STATE_PREFIX.length));
         if (Number.isFinite(start)) this.window(start, start + size);
@@ -156,10 +156,10 @@ export class WindowOperator extends KeyedOperator {
     let w = this.openWindows.get(start);
     if (w === undefined) {
       const name = WINDOW_STATE_PREFIX + start;
-      this.backend.getValueState(new ValueStateDescriptor<unknown>(name)); // registers the window's table
+      const state = this.backend.getValueState(new ValueStateDescriptor<unknown>(name));
       // A window opened after the watermark passed its end (allowed lateness) counts as fired:
       // each of its records fires it for its key at once, as the default trigger does.
-      w = { start, end, table: this.backend.tables.get(name)!, name, fired: end - 1 <= this.currentWatermark };
+      w = { start, end, state, name, fired: end - 1 <= this.currentWatermark };
       this.openWindows.set(start, w);
       const starts = this.openStarts;
       let at = starts.length;
@@ -173,13 +173,11 @@ export class WindowOperator extends KeyedOperator {
   /** Window-major: add a record to one window of the current key. */
   private addMajor(v: unknown, start: number, end: number): void {
     const w = this.window(start, end);
-    // The window's table directly, as its ValueState would do it, with one group lookup.
-    const ctx = this.backend.ctx;
-    const m = w.table.write(ctx.kgIndex);
-    const acc = m.get(ctx.key);
+    // Reading the accumulator first releases its key group from a snapshot in progress, so
+    // accumulating in place below never reaches the snapshot.
+    const acc = w.state.value();
     const next = acc === undefined ? this.initial(v) : this.accumulate(acc, v);
-    if (next === undefined) m.delete(ctx.key);
-    else if (next !== acc) m.set(ctx.key, next);
+    if (next !== acc) w.state.update(next); // update(undefined) clears
     // A window that already fired (allowed lateness) fires again for this key.
     if (w.fired) this.fire(start, end, next);
   }
@@ -207,15 +205,12 @@ export class WindowOperator extends KeyedOperator {
   }
 
   private fireAll(w: OpenWindow): void {
-    const t = w.table;
     const backend = this.backend;
-    const base = t.range.start;
-    for (let g = 0; g < t.groups.length; g++) {
-      const m = t.read(g);
-      if (m === undefined || m.size === 0) continue;
-      for (const [key, acc] of m) {
-        backend.setCurrentNormalizedKey(key, base + g, typeof key === 'string' && key.charCodeAt(0) !== 0 ? key : denormalize(key));
-        this.fire(w.start, w.end, acc);
+    const { start, end } = backend.keyGroupRange;
+    for (let kg = start; kg <= end; kg++) {
+      for (const key of backend.keysInGroup(w.name, kg)) {
+        backend.setCurrentNormalizedKey(key, kg, typeof key === 'string' && key.charCodeAt(0) !== 0 ? key : denormalize(key));
+        this.fire(w.start, w.end, w.state.value());
       }
     }
   }

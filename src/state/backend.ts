@@ -1,0 +1,170 @@
+/**
+ * The keyed state backend seam (design §2): where the keyed state of one operator subtask
+ * lives, how it is snapshotted and how it is restored. The runtime sees only this interface;
+ * each backend is a folder behind it (heap/ today; an embedded on-disk store later).
+ *
+ * A snapshot has two phases, as in Flink:
+ * - synchronous (records blocked, at the barrier): cheap, freezes a version of the state and
+ *   serializes nothing; returns a KeyedStateSnapshot;
+ * - asynchronous (records flowing): the snapshot writes itself through the checkpoint's
+ *   CheckpointStreamFactory and resolves with a KeyedStateHandle for the acknowledgement.
+ *   Its CPU work runs in bounded step()s that the task interleaves with its batches (the
+ *   backend asks for them with wake()); its I/O is asynchronous. No backend knows the
+ *   runtime's scheduler, paths or storage.
+ * A restore reads the state streams back through StateInputHandles, keeping only the key
+ * groups of this subtask (rescaling).
+ *
+ * Keyed timers are not keyed state but are snapshotted with it, key group by key group: the
+ * runtime hands them over as opaque per-key-group blocks, and gets them back on restore.
+ */
+import type { KeyGroupRange } from '../core/checkpoint-format.ts';
+import type { Clock } from '../core/clock.ts';
+import type {
+  AggregatingState, AggregatingStateDescriptor, ListState, ListStateDescriptor, MapState, MapStateDescriptor,
+  ReducingState, ReducingStateDescriptor, ValueState, ValueStateDescriptor,
+} from '../core/state.ts';
+import type { CheckpointStreamFactory, StateInputHandle } from '../core/state-streams.ts';
+import type { KeyContext } from './key-context.ts';
+import type { NormKey } from './key-groups.ts';
+
+/** Opaque bytes of one key group, snapshotted with the keyed state (keyed timers). */
+export interface KeyGroupBlock {
+  readonly keyGroup: number;
+  readonly bytes: Uint8Array;
+}
+
+/**
+ * Per-key-group blocks to write with a snapshot. Captured by the caller in the synchronous
+ * phase; encode() is called once, in the asynchronous phase, so the encoding costs no
+ * barrier time.
+ */
+export interface KeyGroupBlockSource {
+  encode(): Iterable<KeyGroupBlock>;
+}
+
+/** What a completed asynchronous phase wrote; goes into the checkpoint acknowledgement. */
+export interface KeyedStateHandle {
+  readonly keyGroupRange: KeyGroupRange;
+  /** The state streams written, by the name given to CheckpointStreamFactory, with their sizes in bytes. */
+  readonly streams: readonly { readonly name: string; readonly size: number }[];
+  /** Bytes of state and timer blocks (the streams without their framing and index). */
+  readonly stateSize: number;
+  /** Entries written, summed over states (a key with two states counts twice). */
+  readonly entries: number;
+}
+
+/** Where and how an asynchronous phase runs. */
+export interface SnapshotTarget {
+  readonly streams: CheckpointStreamFactory;
+  /**
+   * Name of the snapshot's state stream, unique within the checkpoint (the caller's naming);
+   * a backend that writes several streams appends "-<n>" to it.
+   */
+  readonly streamName: string;
+  /**
+   * Asks for step() to be called soon, between batches (never inside record processing).
+   * Safe to call any number of times, from any callback.
+   */
+  wake(): void;
+}
+
+/** A snapshot after its synchronous phase. */
+export interface KeyedStateSnapshot {
+  /**
+   * Starts the asynchronous phase (once). Resolves with the handle when every stream is
+   * written and durable; rejects on an I/O failure or abort().
+   */
+  write(target: SnapshotTarget): Promise<KeyedStateHandle>;
+  /**
+   * Runs a bounded slice of the asynchronous phase's CPU work (a few key groups); true when
+   * more is ready right away, false when done or waiting for I/O (wake() follows).
+   */
+  step(): boolean;
+  /**
+   * Stops: releases the frozen version without writing it and removes what was written;
+   * write() rejects. No effect once write() has resolved.
+   */
+  abort(): void;
+}
+
+/**
+ * Keyed state of one operator subtask, for the key groups of its range. All calls come from
+ * the subtask's thread, between or inside record processing; none blocks, none returns a
+ * promise except the asynchronous phase and restore.
+ */
+export interface KeyedStateBackend {
+  readonly keyGroupRange: KeyGroupRange;
+  readonly maxParallelism: number;
+  /** The current key; written only through the setCurrent* methods. */
+  readonly ctx: KeyContext;
+
+  /** Sets the current key from a key selector's result; returns its key group. */
+  setCurrentKey(originalKey: unknown): number;
+  /** Sets the current key whose key group is already known (computed by the partitioner). */
+  setCurrentKeyInGroup(originalKey: unknown, keyGroup: number): void;
+  /** Sets an already normalised key (timers, iteration over keys). */
+  setCurrentNormalizedKey(key: NormKey, keyGroup: number, originalKey: unknown): void;
+
+  /**
+   * State handles, created on first use of a name (restored data of that name is decoded
+   * then, through the descriptor's serializer) and the same handle afterwards. Using one
+   * name as two kinds of state fails. TTL comes with the descriptor.
+   */
+  getValueState<T>(desc: ValueStateDescriptor<T>): ValueState<T>;
+  getListState<T>(desc: ListStateDescriptor<T>): ListState<T>;
+  getMapState<K, V>(desc: MapStateDescriptor<K, V>): MapState<K, V>;
+  getReducingState<T>(desc: ReducingStateDescriptor<T>): ReducingState<T>;
+  getAggregatingState<IN, ACC, OUT>(desc: AggregatingStateDescriptor<IN, ACC, OUT>): AggregatingState<IN, OUT>;
+
+  /** Removes a state and every entry of it (a snapshot in progress still writes it as it was). */
+  dropState(name: string): void;
+
+  /**
+   * Every key with an entry in `stateName`, key group by key group; state may be changed
+   * while iterating (the keys of a group are taken before the group is visited).
+   */
+  keys(stateName: string): IterableIterator<{ key: NormKey; keyGroup: number }>;
+  /**
+   * The keys with an entry in `stateName` in one key group of this range. Values may be
+   * changed while iterating; keys added meanwhile may or may not be visited.
+   */
+  keysInGroup(stateName: string, keyGroup: number): Iterable<NormKey>;
+
+  /** True once any state was registered or restored: a snapshot then has something to record. */
+  hasStates(): boolean;
+  /** States in the restored snapshot that no descriptor has claimed yet (carried into later snapshots as they are). */
+  restoredStateNames(): string[];
+
+  /**
+   * The synchronous phase of a snapshot. `timers` are written with it, one block per key
+   * group. A snapshot still in its asynchronous phase is not disturbed (its frozen version is
+   * finished first where the backend needs that).
+   */
+  snapshot(timers?: KeyGroupBlockSource): KeyedStateSnapshot;
+
+  /**
+   * Reads snapshots back (several after rescaling), keeping the key groups of this range:
+   * keyed state becomes available to the handles created afterwards; the timer blocks of
+   * this range are returned. Must come before any state is registered. The caller opens and
+   * closes the inputs.
+   */
+  restore(inputs: readonly StateInputHandle[]): Promise<KeyGroupBlock[]>;
+
+  /** Releases everything (the subtask ended); the backend is not used afterwards. */
+  dispose(): void;
+}
+
+export interface KeyedStateBackendParams {
+  readonly keyGroupRange: KeyGroupRange;
+  readonly maxParallelism: number;
+  /** Processing time, for TTL. */
+  readonly clock: Clock;
+  /** Names the operator subtask in error messages. */
+  readonly where: string;
+}
+
+/** Makes the backend of each keyed operator subtask; chosen by name in the configuration (backends.ts). */
+export interface KeyedStateBackendFactory {
+  readonly name: string;
+  create(params: KeyedStateBackendParams): KeyedStateBackend;
+}

@@ -1,0 +1,202 @@
+/**
+ * The heap keyed-state backend (the default): live objects in Maps, one Map per key group
+ * and state (state-table.ts). Snapshots freeze groups and serialize them in the background
+ * (snapshot.ts); a restore keeps blocks encoded until a descriptor claims them (restore.ts).
+ */
+import type {
+  AggregatingState, AggregatingStateDescriptor, AnyStateDescriptor, ListState, ListStateDescriptor, MapState,
+  MapStateDescriptor, ReducingState, ReducingStateDescriptor, ValueState, ValueStateDescriptor,
+} from '../../core/state.ts';
+import type { Clock } from '../../core/clock.ts';
+import type { KeyGroupRange } from '../../core/checkpoint-format.ts';
+import type { StateInputHandle } from '../../core/state-streams.ts';
+import type {
+  KeyedStateBackend, KeyedStateBackendFactory, KeyedStateSnapshot, KeyGroupBlock, KeyGroupBlockSource,
+} from '../backend.ts';
+import { KeyContext } from '../key-context.ts';
+import { keyGroupOf, normalizeKey, type NormKey } from '../key-groups.ts';
+import { decodeGroupColumns, restoreDecoder } from '../state-codec.ts';
+import { AggregatingHandle, ListHandle, MapHandle, ReducingHandle, ValueHandle } from './handles.ts';
+import { readStateFiles, type RestoredState } from './restore.ts';
+import { HeapSnapshot } from './snapshot.ts';
+import { StateTable } from './state-table.ts';
+import { TtlListHandle, TtlMapHandle, TtlValueHandle } from './ttl-handles.ts';
+
+export class HeapKeyedStateBackend implements KeyedStateBackend {
+  readonly ctx: KeyContext;
+  private readonly tables = new Map<string, StateTable>();
+  private readonly handles = new Map<string, unknown>();
+  /** Restored but not yet registered states; carried into later snapshots untouched until claimed. */
+  private readonly restored = new Map<string, RestoredState>();
+  /** Snapshots that still have frozen groups. */
+  private readonly freezing = new Set<HeapSnapshot>();
+
+  constructor(
+    readonly keyGroupRange: KeyGroupRange,
+    readonly maxParallelism: number,
+    private readonly clock: Clock,
+    private readonly where: string,
+  ) {
+    this.ctx = new KeyContext(keyGroupRange, where);
+  }
+
+  setCurrentKey(originalKey: unknown): number {
+    const k = normalizeKey(originalKey);
+    const kg = keyGroupOf(k, this.maxParallelism);
+    this.ctx.set(k, kg, originalKey);
+    return kg;
+  }
+
+  setCurrentKeyInGroup(originalKey: unknown, keyGroup: number): void {
+    this.ctx.set(normalizeKey(originalKey), keyGroup, originalKey);
+  }
+
+  setCurrentNormalizedKey(key: NormKey, keyGroup: number, originalKey: unknown): void {
+    this.ctx.set(key, keyGroup, originalKey);
+  }
+
+  /** The state's table, created (and filled from restored data) on first use. */
+  private table(desc: AnyStateDescriptor): StateTable {
+    let t = this.tables.get(desc.name);
+    if (t === undefined) {
+      t = new StateTable(desc, this.keyGroupRange);
+      const r = this.restored.get(desc.name);
+      if (r !== undefined) {
+        this.decodeRestored(t, r);
+        this.restored.delete(desc.name);
+      }
+      this.tables.set(desc.name, t);
+    } else if (t.descriptor.kind !== desc.kind) {
+      throw this.kindMismatch(t, desc);
+    }
+    return t;
+  }
+
+  private decodeRestored(t: StateTable, r: RestoredState): void {
+    // The backend's clock, not Date.now(): TTL checks compare against this.clock.now().
+    const decode = restoreDecoder(this.where, r.meta, t.descriptor, () => this.clock.now());
+    for (const [kg, bytes] of r.groups) {
+      const m = new Map<NormKey, unknown>();
+      const { keys, values } = decodeGroupColumns(bytes, r.meta.blockFormat);
+      for (let i = 0; i < keys.length; i++) m.set(keys[i]!, decode(values[i]));
+      if (m.size > 0) t.groups[kg - this.keyGroupRange.start] = m;
+    }
+  }
+
+  private kindMismatch(t: StateTable, desc: AnyStateDescriptor): Error {
+    return new Error(`${this.where}: state "${desc.name}" is registered as ${t.descriptor.kind} state and cannot be used as ${desc.kind} state`);
+  }
+
+  private handle<H>(desc: AnyStateDescriptor, make: (t: StateTable) => H): H {
+    const existing = this.handles.get(desc.name);
+    if (existing !== undefined) {
+      const t = this.tables.get(desc.name)!;
+      if (t.descriptor.kind !== desc.kind) throw this.kindMismatch(t, desc);
+      return existing as H;
+    }
+    const h = make(this.table(desc));
+    this.handles.set(desc.name, h);
+    return h;
+  }
+
+  getValueState<T>(desc: ValueStateDescriptor<T>): ValueState<T> {
+    return this.handle(desc, (t) => (desc.ttl ? new TtlValueHandle<T>(t, this.ctx, desc.defaultValue, this.clock, desc.ttl) : new ValueHandle<T>(t, this.ctx, desc.defaultValue)));
+  }
+  getListState<T>(desc: ListStateDescriptor<T>): ListState<T> {
+    return this.handle(desc, (t) => (desc.ttl ? new TtlListHandle<T>(t, this.ctx, this.clock, desc.ttl) : new ListHandle<T>(t, this.ctx)));
+  }
+  getMapState<K, V>(desc: MapStateDescriptor<K, V>): MapState<K, V> {
+    return this.handle(desc, (t) => (desc.ttl ? new TtlMapHandle<K, V>(t, this.ctx, this.clock, desc.ttl) : new MapHandle<K, V>(t, this.ctx)));
+  }
+  getReducingState<T>(desc: ReducingStateDescriptor<T>): ReducingState<T> {
+    return this.handle(desc, (t) => {
+      const inner = desc.ttl ? new TtlValueHandle<T>(t, this.ctx, undefined, this.clock, desc.ttl) : new ValueHandle<T>(t, this.ctx, undefined);
+      return new ReducingHandle<T>(inner, desc.reduce);
+    });
+  }
+  getAggregatingState<IN, ACC, OUT>(desc: AggregatingStateDescriptor<IN, ACC, OUT>): AggregatingState<IN, OUT> {
+    return this.handle(desc, (t) => {
+      const inner = desc.ttl ? new TtlValueHandle<ACC>(t, this.ctx, undefined, this.clock, desc.ttl) : new ValueHandle<ACC>(t, this.ctx, undefined);
+      return new AggregatingHandle<IN, ACC, OUT>(inner, desc.aggregate);
+    });
+  }
+
+  /** A group still frozen by a snapshot in progress is serialized first, so that snapshot keeps it. */
+  dropState(name: string): void {
+    this.tables.get(name)?.thawAll();
+    this.tables.delete(name);
+    this.handles.delete(name);
+    this.restored.delete(name);
+  }
+
+  *keys(stateName: string): IterableIterator<{ key: NormKey; keyGroup: number }> {
+    const t = this.tables.get(stateName);
+    if (t === undefined) return;
+    for (let i = 0; i < t.groups.length; i++) {
+      const g = t.read(i);
+      if (g === undefined) continue;
+      for (const k of [...g.keys()]) yield { key: k, keyGroup: this.keyGroupRange.start + i };
+    }
+  }
+
+  keysInGroup(stateName: string, keyGroup: number): Iterable<NormKey> {
+    const t = this.tables.get(stateName);
+    const g = t?.read(keyGroup - this.keyGroupRange.start);
+    return g === undefined ? NO_KEYS : g.keys();
+  }
+
+  hasStates(): boolean {
+    return this.tables.size > 0 || this.restored.size > 0;
+  }
+
+  restoredStateNames(): string[] {
+    return [...this.restored.keys()];
+  }
+
+  snapshot(timers?: KeyGroupBlockSource): KeyedStateSnapshot {
+    // Tables hold one frozen version at a time: an older snapshot still serializing in the
+    // background finishes its frozen groups now (bounded by what it has left).
+    for (const s of [...this.freezing]) s.serializeRemaining();
+    const s = new HeapSnapshot({
+      tables: this.tables.values(),
+      restored: this.restored,
+      timers,
+      keyGroupRange: this.keyGroupRange,
+      maxParallelism: this.maxParallelism,
+      onReleased: (x) => this.freezing.delete(x),
+    });
+    if (s.holdsFrozenGroups()) this.freezing.add(s);
+    return s;
+  }
+
+  async restore(inputs: readonly StateInputHandle[]): Promise<KeyGroupBlock[]> {
+    if (this.tables.size > 0) throw new Error(`${this.where}: state is restored before any state is registered`);
+    return readStateFiles(inputs, this.keyGroupRange, this.maxParallelism, this.restored);
+  }
+
+  dispose(): void {
+    for (const s of [...this.freezing]) s.abort();
+    this.tables.clear();
+    this.handles.clear();
+    this.restored.clear();
+  }
+
+  /** Key groups frozen by snapshots in progress, over all states (diagnostics and tests). */
+  frozenGroups(): number {
+    let n = 0;
+    for (const t of this.tables.values()) n += t.frozenCount;
+    return n;
+  }
+
+  /** Whether one key group of one state is still frozen by a snapshot in progress (diagnostics and tests). */
+  isGroupFrozen(stateName: string, keyGroup: number): boolean {
+    return this.tables.get(stateName)?.isFrozen(keyGroup - this.keyGroupRange.start) ?? false;
+  }
+}
+
+const NO_KEYS: readonly NormKey[] = Object.freeze([]);
+
+export const heapBackendFactory: KeyedStateBackendFactory = {
+  name: 'heap',
+  create: (p) => new HeapKeyedStateBackend(p.keyGroupRange, p.maxParallelism, p.clock, p.where),
+};

@@ -1,0 +1,17 @@
+/**
+ * What the heap backend puts in a state file (checkpoint/state-file.ts): one block per
+ * (state, key group), block format in state-codec.ts; one block of timers per key group; and
+ * this meta in the file's index. The block names are checkpoint storage's (names.ts:
+ * keyedBlockName "k/<state>/<kg>", timerBlockName "t/<kg>", parseBlockName), the one place
+ * every name is built and parsed, so inspect and restore read what the backend writes.
+ * Savepoints of earlier versions are read with it (test/savepoint/golden.test.ts), so it only
+ * ever grows compatibly.
+ */
+import type { KeyGroupRange } from '../../core/checkpoint-format.ts';
+import type { StateMeta } from '../state-codec.ts';
+
+export interface KeyedSnapshotMeta {
+  readonly states: readonly StateMeta[];
+  readonly keyGroupRange: KeyGroupRange;
+  readonly maxParallelism: number;
+}

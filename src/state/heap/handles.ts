@@ -1,0 +1,133 @@
+/**
+ * State handles of the heap backend: each reads and writes the slot of the current key (the
+ * backend's KeyContext) in its state's table, through read()/write() so a group frozen by a
+ * snapshot in progress is serialized before it is touched.
+ */
+import type { AggregatingState, ListState, MapState, ReducingState, ValueState } from '../../core/state.ts';
+import type { KeyContext } from '../key-context.ts';
+import type { StateTable } from './state-table.ts';
+
+export class ValueHandle<T> implements ValueState<T> {
+  constructor(private readonly t: StateTable, private readonly ctx: KeyContext, private readonly defaultValue: T | undefined) {}
+  value(): T | undefined {
+    const g = this.t.read(this.ctx.kgIndex);
+    const v = g === undefined ? undefined : (g.get(this.ctx.key) as T | undefined);
+    return v === undefined ? this.defaultValue : v;
+  }
+  update(value: T): void {
+    if (value === undefined) return this.clear();
+    this.t.write(this.ctx.kgIndex).set(this.ctx.key, value);
+  }
+  clear(): void {
+    this.t.read(this.ctx.kgIndex)?.delete(this.ctx.key);
+  }
+}
+
+export class ListHandle<T> implements ListState<T> {
+  constructor(private readonly t: StateTable, private readonly ctx: KeyContext) {}
+  get(): readonly T[] {
+    const g = this.t.read(this.ctx.kgIndex);
+    return ((g?.get(this.ctx.key) as T[] | undefined) ?? EMPTY) as readonly T[];
+  }
+  add(value: T): void {
+    const g = this.t.write(this.ctx.kgIndex);
+    const l = g.get(this.ctx.key) as T[] | undefined;
+    if (l === undefined) g.set(this.ctx.key, [value]);
+    else l.push(value);
+  }
+  addAll(values: readonly T[]): void {
+    if (values.length === 0) return;
+    const g = this.t.write(this.ctx.kgIndex);
+    const l = g.get(this.ctx.key) as T[] | undefined;
+    if (l === undefined) g.set(this.ctx.key, values.slice());
+    else for (const v of values) l.push(v);
+  }
+  update(values: readonly T[]): void {
+    if (values.length === 0) return this.clear();
+    this.t.write(this.ctx.kgIndex).set(this.ctx.key, values.slice());
+  }
+  clear(): void {
+    this.t.read(this.ctx.kgIndex)?.delete(this.ctx.key);
+  }
+}
+export const EMPTY: readonly never[] = Object.freeze([]);
+
+export class MapHandle<K, V> implements MapState<K, V> {
+  constructor(private readonly t: StateTable, private readonly ctx: KeyContext) {}
+  private map(): Map<K, V> | undefined {
+    return this.t.read(this.ctx.kgIndex)?.get(this.ctx.key) as Map<K, V> | undefined;
+  }
+  private mapForWrite(): Map<K, V> {
+    const g = this.t.write(this.ctx.kgIndex);
+    let m = g.get(this.ctx.key) as Map<K, V> | undefined;
+    if (m === undefined) {
+      m = new Map();
+      g.set(this.ctx.key, m);
+    }
+    return m;
+  }
+  get(key: K): V | undefined {
+    return this.map()?.get(key);
+  }
+  put(key: K, value: V): void {
+    this.mapForWrite().set(key, value);
+  }
+  putAll(entries: Iterable<readonly [K, V]>): void {
+    const m = this.mapForWrite();
+    for (const [k, v] of entries) m.set(k, v);
+  }
+  remove(key: K): void {
+    const m = this.map();
+    if (m === undefined) return;
+    m.delete(key);
+    if (m.size === 0) this.clear();
+  }
+  contains(key: K): boolean {
+    return this.map()?.has(key) ?? false;
+  }
+  entries(): IterableIterator<[K, V]> {
+    return (this.map() ?? new Map<K, V>()).entries();
+  }
+  keys(): IterableIterator<K> {
+    return (this.map() ?? new Map<K, V>()).keys();
+  }
+  values(): IterableIterator<V> {
+    return (this.map() ?? new Map<K, V>()).values();
+  }
+  isEmpty(): boolean {
+    const m = this.map();
+    return m === undefined || m.size === 0;
+  }
+  clear(): void {
+    this.t.read(this.ctx.kgIndex)?.delete(this.ctx.key);
+  }
+}
+
+export class ReducingHandle<T> implements ReducingState<T> {
+  constructor(private readonly inner: ValueState<T>, private readonly reduce: (a: T, b: T) => T) {}
+  get(): T | undefined {
+    return this.inner.value();
+  }
+  add(value: T): void {
+    const cur = this.inner.value();
+    this.inner.update(cur === undefined ? value : this.reduce(cur, value));
+  }
+  clear(): void {
+    this.inner.clear();
+  }
+}
+
+export class AggregatingHandle<IN, ACC, OUT> implements AggregatingState<IN, OUT> {
+  constructor(private readonly inner: ValueState<ACC>, private readonly fn: { createAccumulator(): ACC; add(v: IN, a: ACC): ACC; getResult(a: ACC): OUT }) {}
+  get(): OUT | undefined {
+    const acc = this.inner.value();
+    return acc === undefined ? undefined : this.fn.getResult(acc);
+  }
+  add(value: IN): void {
+    const acc = this.inner.value() ?? this.fn.createAccumulator();
+    this.inner.update(this.fn.add(value, acc));
+  }
+  clear(): void {
+    this.inner.clear();
+  }
+}

@@ -1,0 +1,153 @@
+/**
+ * TTL state handles of the heap backend: values are stored wrapped with their last-access
+ * time ({v, t}, the same form snapshots record); expired values are invisible and removed
+ * lazily, when read.
+ */
+import type { ListState, MapState, StateTtlConfig, ValueState } from '../../core/state.ts';
+import type { Clock } from '../../core/clock.ts';
+import type { KeyContext } from '../key-context.ts';
+import type { StateTable } from './state-table.ts';
+import { EMPTY } from './handles.ts';
+
+interface Stamped<T> {
+  v: T;
+  /** Processing time of the last write (or read, with onReadAndWrite). */
+  t: number;
+}
+
+function ttlExpired(s: Stamped<unknown>, cfg: StateTtlConfig, now: number): boolean {
+  return s.t + cfg.ttlMs <= now;
+}
+
+export class TtlValueHandle<T> implements ValueState<T> {
+  constructor(
+    private readonly t: StateTable,
+    private readonly ctx: KeyContext,
+    private readonly defaultValue: T | undefined,
+    private readonly clock: Clock,
+    private readonly cfg: StateTtlConfig,
+  ) {}
+  value(): T | undefined {
+    const g = this.t.read(this.ctx.kgIndex);
+    const s = g?.get(this.ctx.key) as Stamped<T> | undefined;
+    if (s === undefined) return this.defaultValue;
+    const now = this.clock.now();
+    if (ttlExpired(s, this.cfg, now)) {
+      if (this.cfg.visibility === 'returnExpiredIfNotCleanedUp') return s.v;
+      g!.delete(this.ctx.key);
+      return this.defaultValue;
+    }
+    if (this.cfg.updateType === 'onReadAndWrite') s.t = now;
+    return s.v;
+  }
+  update(value: T): void {
+    if (value === undefined) return this.clear();
+    this.t.write(this.ctx.kgIndex).set(this.ctx.key, { v: value, t: this.clock.now() } satisfies Stamped<T>);
+  }
+  clear(): void {
+    this.t.read(this.ctx.kgIndex)?.delete(this.ctx.key);
+  }
+}
+
+export class TtlListHandle<T> implements ListState<T> {
+  constructor(private readonly t: StateTable, private readonly ctx: KeyContext, private readonly clock: Clock, private readonly cfg: StateTtlConfig) {}
+  get(): readonly T[] {
+    const g = this.t.read(this.ctx.kgIndex);
+    const l = g?.get(this.ctx.key) as Stamped<T>[] | undefined;
+    if (l === undefined) return EMPTY;
+    const now = this.clock.now();
+    const live = this.cfg.visibility === 'returnExpiredIfNotCleanedUp' ? l : l.filter((s) => !ttlExpired(s, this.cfg, now));
+    if (live.length !== l.length) {
+      if (live.length === 0) g!.delete(this.ctx.key);
+      else g!.set(this.ctx.key, live);
+    }
+    if (this.cfg.updateType === 'onReadAndWrite') for (const s of live) s.t = now;
+    return live.map((s) => s.v);
+  }
+  add(value: T): void {
+    const g = this.t.write(this.ctx.kgIndex);
+    const l = g.get(this.ctx.key) as Stamped<T>[] | undefined;
+    const s = { v: value, t: this.clock.now() };
+    if (l === undefined) g.set(this.ctx.key, [s]);
+    else l.push(s);
+  }
+  addAll(values: readonly T[]): void {
+    for (const v of values) this.add(v);
+  }
+  update(values: readonly T[]): void {
+    if (values.length === 0) return this.clear();
+    const now = this.clock.now();
+    this.t.write(this.ctx.kgIndex).set(this.ctx.key, values.map((v) => ({ v, t: now })));
+  }
+  clear(): void {
+    this.t.read(this.ctx.kgIndex)?.delete(this.ctx.key);
+  }
+}
+
+export class TtlMapHandle<K, V> implements MapState<K, V> {
+  constructor(private readonly t: StateTable, private readonly ctx: KeyContext, private readonly clock: Clock, private readonly cfg: StateTtlConfig) {}
+  private map(): Map<K, Stamped<V>> | undefined {
+    return this.t.read(this.ctx.kgIndex)?.get(this.ctx.key) as Map<K, Stamped<V>> | undefined;
+  }
+  private live(): Map<K, Stamped<V>> | undefined {
+    const m = this.map();
+    if (m === undefined || this.cfg.visibility === 'returnExpiredIfNotCleanedUp') return m;
+    const now = this.clock.now();
+    for (const [k, s] of m) if (ttlExpired(s, this.cfg, now)) m.delete(k);
+    if (m.size === 0) {
+      this.clear();
+      return undefined;
+    }
+    return m;
+  }
+  get(key: K): V | undefined {
+    const m = this.map();
+    const s = m?.get(key);
+    if (s === undefined) return undefined;
+    const now = this.clock.now();
+    if (ttlExpired(s, this.cfg, now)) {
+      if (this.cfg.visibility === 'returnExpiredIfNotCleanedUp') return s.v;
+      this.remove(key);
+      return undefined;
+    }
+    if (this.cfg.updateType === 'onReadAndWrite') s.t = now;
+    return s.v;
+  }
+  put(key: K, value: V): void {
+    const g = this.t.write(this.ctx.kgIndex);
+    let m = g.get(this.ctx.key) as Map<K, Stamped<V>> | undefined;
+    if (m === undefined) {
+      m = new Map();
+      g.set(this.ctx.key, m);
+    }
+    m.set(key, { v: value, t: this.clock.now() });
+  }
+  putAll(entries: Iterable<readonly [K, V]>): void {
+    for (const [k, v] of entries) this.put(k, v);
+  }
+  remove(key: K): void {
+    const m = this.map();
+    if (m === undefined) return;
+    m.delete(key);
+    if (m.size === 0) this.clear();
+  }
+  contains(key: K): boolean {
+    return this.get(key) !== undefined;
+  }
+  *entries(): IterableIterator<[K, V]> {
+    const m = this.live();
+    if (m) for (const [k, s] of [...m]) yield [k, s.v];
+  }
+  *keys(): IterableIterator<K> {
+    for (const [k] of this.entries()) yield k;
+  }
+  *values(): IterableIterator<V> {
+    for (const [, v] of this.entries()) yield v;
+  }
+  isEmpty(): boolean {
+    return this.live() === undefined;
+  }
+  clear(): void {
+    this.t.read(this.ctx.kgIndex)?.delete(this.ctx.key);
+  }
+}
