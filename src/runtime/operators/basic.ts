@@ -4,7 +4,7 @@ import type { OutputTag } from '../../core/output-tag.ts';
 import { hasTimestamp, NO_TIMESTAMP, type Batch } from '../../core/batch.ts';
 import { JobDefinitionError } from '../../core/errors.ts';
 import { specialize } from '../output.ts';
-import { callOptional, StreamOperator } from './operator.ts';
+import { StreamOperator } from './operator.ts';
 
 export class MapOperator extends StreamOperator {
   constructor(private readonly fn: (value: any) => unknown) {
@@ -159,12 +159,7 @@ export class ProcessOperator extends StreamOperator {
   private readonly ctx = new BasicProcessContext(this);
   constructor(private readonly fn: ProcessFunction<any, any>) {
     super();
-  }
-  protected override userFunctions(): readonly object[] {
-    return [this.fn];
-  }
-  override open(): void {
-    callOptional(this, this.fn, 'open', this.runtimeContext());
+    this.userFunction = fn;
   }
   processBatch(batch: Batch): void {
     const { values, timestamps } = batch;
@@ -188,8 +183,5 @@ export class ProcessOperator extends StreamOperator {
     } catch (e) {
       throw this.failOn(e, 'processElement', value);
     }
-  }
-  override close(): void {
-    callOptional(this, this.fn, 'close');
   }
 }

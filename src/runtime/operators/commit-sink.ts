@@ -61,7 +61,7 @@ export class CommitSinkOperator extends StreamOperator {
     return this.commitChain.then(() => this.rethrow());
   }
 
-  override open(): void {
+  protected override setUp(): void {
     this.restoredId = this.env.restoredCheckpointId;
     const ctx = this.ctx();
     try {
@@ -139,7 +139,7 @@ export class CommitSinkOperator extends StreamOperator {
     }
   }
 
-  override close(): void {
+  protected override tearDown(): void {
     try {
       this.writer?.close?.();
     } catch {

@@ -15,17 +15,22 @@ import { NO_TIMESTAMP, type Batch } from '../../core/batch.ts';
 import { InternalTimerService, type Timer, type TimerTarget } from '../timers.ts';
 import { ContextBase, TimestampedCollector } from './basic.ts';
 import type { KeySelectorFn } from '../../core/partitioning.ts';
-import { callOptional, StreamOperator } from './operator.ts';
+import { StreamOperator } from './operator.ts';
 
 /** Base of operators on keyed streams: backend access, key setting and a timer service. */
 export abstract class KeyedOperator extends StreamOperator implements TimerTarget {
   backend!: KeyedStateBackend;
   private timerService: InternalTimerService | undefined;
 
-  override open(): void {
+  protected override setUp(): void {
     const b = this.env.keyedBackend;
     if (b === undefined) throw this.fail(new Error('keyed operator has no keyed state backend'), 'open');
     this.backend = b;
+  }
+
+  /** User functions on a keyed stream open with keyed state access. */
+  protected override userFunctionContext(): unknown {
+    return this.keyedRuntimeContext();
   }
 
   get timers(): InternalTimerService {
@@ -82,7 +87,7 @@ export abstract class KeyedOperator extends StreamOperator implements TimerTarge
   onEventTime(_timer: Timer): void {}
   onProcessingTime(_timer: Timer): void {}
 
-  override close(): void {
+  protected override tearDown(): void {
     this.timerService?.dispose();
   }
 
@@ -154,8 +159,8 @@ export abstract class KeyedFunctionOperator extends KeyedOperator {
   protected readonly collector = new TimestampedCollector(this);
   protected ctx!: KeyedContextImpl;
   protected abstract readonly userOnTimer: ((ts: number, ctx: any, out: any) => void) | undefined;
-  override open(): void {
-    super.open();
+  protected override setUp(): void {
+    super.setUp();
     this.ctx = new KeyedContextImpl(this);
   }
   override onEventTime(timer: Timer): void {
@@ -182,13 +187,7 @@ export class KeyedProcessOperator extends KeyedFunctionOperator {
   constructor(private readonly fn: KeyedProcessFunction<any, any, any>) {
     super();
     this.userOnTimer = fn.onTimer?.bind(fn);
-  }
-  protected override userFunctions(): readonly object[] {
-    return [this.fn];
-  }
-  override open(): void {
-    super.open();
-    callOptional(this, this.fn, 'open', this.keyedRuntimeContext());
+    this.userFunction = fn;
   }
   processBatch(batch: Batch): void {
     const { values, timestamps } = batch;
@@ -209,10 +208,6 @@ export class KeyedProcessOperator extends KeyedFunctionOperator {
     } catch (e) {
       throw this.failOn(e, 'processElement', values[i]);
     }
-  }
-  override close(): void {
-    super.close();
-    callOptional(this, this.fn, 'close');
   }
 }
 
@@ -241,8 +236,8 @@ export class RollingOperator extends KeyedOperator {
     return new RollingOperator(agg, 'aggregate');
   }
 
-  override open(): void {
-    super.open();
+  protected override setUp(): void {
+    super.setUp();
     this.state = this.backend.getValueState(new ValueStateDescriptor<unknown>(ROLLING_STATE));
   }
 

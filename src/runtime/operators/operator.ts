@@ -82,8 +82,29 @@ export abstract class StreamOperator {
     this.inputIdle = new Array(Math.max(1, numInputs)).fill(false);
   }
 
-  /** Opens user functions; state handles can be created from here on. */
-  open(): void {}
+  /**
+   * The function the user gave this operator (a process, window, co-process or sink function),
+   * if any: opened after the operator's own setUp, closed before its tearDown, and given the
+   * checkpoint hooks (snapshotState, notifyCheckpointComplete). Set in the constructor.
+   */
+  protected userFunction: object | undefined;
+
+  /**
+   * Opens the operator: its own setUp, then its user function (state handles can be created
+   * from here on). Operators extend setUp and tearDown, never open and close.
+   */
+  open(): void {
+    this.setUp();
+    callOptional(this, this.userFunction as LifecycleFn | undefined, 'open', this.userFunctionContext());
+  }
+
+  /** The operator's own preparation before its user function opens (backends, contexts, files). */
+  protected setUp(): void {}
+
+  /** What the user function's open() receives. */
+  protected userFunctionContext(): unknown {
+    return this.runtimeContext();
+  }
 
   abstract processBatch(batch: Batch, input: number): void;
 
@@ -150,7 +171,17 @@ export abstract class StreamOperator {
   /** All input has ended: emit what is buffered. The output is ended by the chain afterwards. */
   finish(): void {}
 
-  close(): void {}
+  /** Closes the user function, then the operator's own resources; called once, whatever happened. */
+  close(): void {
+    try {
+      callOptional(this, this.userFunction as LifecycleFn | undefined, 'close');
+    } finally {
+      this.tearDown();
+    }
+  }
+
+  /** The operator's own resources, released after its user function closed. */
+  protected tearDown(): void {}
 
   // ---- checkpoint hooks (defaults cover operator list state and broadcast state)
 
@@ -218,7 +249,7 @@ export abstract class StreamOperator {
 
   /** The user function objects of this operator, for checkpoint hooks. */
   protected userFunctions(): readonly object[] {
-    return [];
+    return this.userFunction === undefined ? [] : [this.userFunction];
   }
 
   /** Wraps an exception from user code with this operator, subtask and the record it was processing. */
@@ -254,8 +285,10 @@ export abstract class StreamOperator {
   }
 }
 
+type LifecycleFn = { open?(c: unknown): void; close?(): void };
+
 /** Calls a lifecycle method of a user function, attributing failures. */
-export function callOptional(op: StreamOperator, fn: { open?(c: unknown): void; close?(): void } | undefined, method: 'open' | 'close', arg?: unknown): void {
+function callOptional(op: StreamOperator, fn: LifecycleFn | undefined, method: 'open' | 'close', arg?: unknown): void {
   const m = fn?.[method];
   if (typeof m !== 'function') return;
   try {

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { SinkFunction } from '../../core/functions.ts';
 import { describeRecord } from '../../core/errors.ts';
 import type { Batch } from '../../core/batch.ts';
-import { callOptional, StreamOperator } from './operator.ts';
+import { StreamOperator } from './operator.ts';
 
 /** Formats a record the way print and the file sink write it: strings raw, the rest as JSON. */
 export function formatRecord(v: unknown): string {
@@ -23,7 +23,7 @@ export class PrintSinkOperator extends StreamOperator {
   constructor(private readonly label: string | undefined) {
     super();
   }
-  override open(): void {
+  protected override setUp(): void {
     const { parallelism, subtaskIndex } = this.env.taskInfo;
     const parts = [this.label, parallelism > 1 ? String(subtaskIndex + 1) : undefined].filter((x) => x !== undefined && x !== '');
     this.prefix = parts.length > 0 ? parts.join(':') + '> ' : '';
@@ -51,7 +51,7 @@ export class JsonLinesFileSinkOperator extends StreamOperator {
   constructor(private readonly dir: string) {
     super();
   }
-  override open(): void {
+  protected override setUp(): void {
     mkdirSync(this.dir, { recursive: true });
     this.fd = openSync(join(this.dir, `part-${this.env.taskInfo.subtaskIndex}.jsonl`), 'w');
   }
@@ -62,7 +62,7 @@ export class JsonLinesFileSinkOperator extends StreamOperator {
     let off = 0;
     while (off < buf.length) off += writeSync(this.fd, buf, off, buf.length - off);
   }
-  override close(): void {
+  protected override tearDown(): void {
     if (this.fd >= 0) closeSync(this.fd);
     this.fd = -1;
   }
@@ -72,12 +72,7 @@ export class FunctionSinkOperator extends StreamOperator {
   private readonly ctx = { timestamp: undefined as number | undefined };
   constructor(private readonly fn: SinkFunction<any>) {
     super();
-  }
-  protected override userFunctions(): readonly object[] {
-    return [this.fn];
-  }
-  override open(): void {
-    callOptional(this, this.fn, 'open', this.runtimeContext());
+    this.userFunction = fn;
   }
   processBatch(batch: Batch): void {
     const { values, timestamps } = batch;
@@ -106,8 +101,5 @@ export class FunctionSinkOperator extends StreamOperator {
     } catch (e) {
       throw this.fail(e, 'sink finish');
     }
-  }
-  override close(): void {
-    callOptional(this, this.fn, 'close');
   }
 }

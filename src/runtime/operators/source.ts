@@ -61,7 +61,7 @@ export class SourceOperator extends StreamOperator implements SourceOutput<unkno
   /** Splits come from the job manager's plan (or, later, a restored checkpoint). */
   assignedSplits: SourceSplit[] = [];
 
-  override open(): void {
+  protected override setUp(): void {
     const env = this.env;
     try {
       this.reader = this.source.createReader({
@@ -136,7 +136,7 @@ export class SourceOperator extends StreamOperator implements SourceOutput<unkno
     return { ...base, splits: this.reader.snapshotSplits() };
   }
 
-  override close(): void {
+  protected override tearDown(): void {
     this.rateWake?.cancel();
     this.reader?.close?.();
   }

@@ -13,19 +13,14 @@ import type { Batch } from '../../core/batch.ts';
 import { BasicProcessContext, TimestampedCollector } from './basic.ts';
 import { KeyedContextImpl, KeyedFunctionOperator } from './keyed.ts';
 import type { KeySelectorFn } from '../../core/partitioning.ts';
-import { callOptional, StreamOperator } from './operator.ts';
+import { StreamOperator } from './operator.ts';
 
 export class CoProcessOperator extends StreamOperator {
   private readonly collector = new TimestampedCollector(this);
   private readonly ctx = new BasicProcessContext(this);
   constructor(private readonly fn: CoProcessFunction<any, any, any>) {
     super();
-  }
-  protected override userFunctions(): readonly object[] {
-    return [this.fn];
-  }
-  override open(): void {
-    callOptional(this, this.fn, 'open', this.runtimeContext());
+    this.userFunction = fn;
   }
   processBatch(batch: Batch, input: number): void {
     const { values, timestamps } = batch;
@@ -41,9 +36,6 @@ export class CoProcessOperator extends StreamOperator {
       throw this.failOn(e, input === 0 ? 'processElement1' : 'processElement2', values[i]);
     }
   }
-  override close(): void {
-    callOptional(this, this.fn, 'close');
-  }
 }
 
 export class KeyedCoProcessOperator extends KeyedFunctionOperator {
@@ -51,13 +43,7 @@ export class KeyedCoProcessOperator extends KeyedFunctionOperator {
   constructor(private readonly fn: KeyedCoProcessFunction<any, any, any, any>) {
     super();
     this.userOnTimer = fn.onTimer?.bind(fn);
-  }
-  protected override userFunctions(): readonly object[] {
-    return [this.fn];
-  }
-  override open(): void {
-    super.open();
-    callOptional(this, this.fn, 'open', this.keyedRuntimeContext());
+    this.userFunction = fn;
   }
   processBatch(batch: Batch, input: number): void {
     const { values, timestamps } = batch;
@@ -75,10 +61,6 @@ export class KeyedCoProcessOperator extends KeyedFunctionOperator {
     } catch (e) {
       throw this.failOn(e, input === 0 ? 'processElement1' : 'processElement2', values[i]);
     }
-  }
-  override close(): void {
-    super.close();
-    callOptional(this, this.fn, 'close');
   }
 }
 
@@ -98,12 +80,7 @@ export class BroadcastProcessOperator extends StreamOperator {
   private readonly writeCtx = new BroadcastContexts(this, true);
   constructor(private readonly fn: BroadcastProcessFunction<any, any, any>) {
     super();
-  }
-  protected override userFunctions(): readonly object[] {
-    return [this.fn];
-  }
-  override open(): void {
-    callOptional(this, this.fn, 'open', this.runtimeContext());
+    this.userFunction = fn;
   }
   processBatch(batch: Batch, input: number): void {
     const { values, timestamps } = batch;
@@ -124,9 +101,6 @@ export class BroadcastProcessOperator extends StreamOperator {
       throw this.failOn(e, input === 0 ? 'processElement' : 'processBroadcastElement', values[i]);
     }
   }
-  override close(): void {
-    callOptional(this, this.fn, 'close');
-  }
 }
 
 export class KeyedBroadcastProcessOperator extends KeyedFunctionOperator {
@@ -135,12 +109,10 @@ export class KeyedBroadcastProcessOperator extends KeyedFunctionOperator {
   constructor(private readonly fn: KeyedBroadcastProcessFunction<any, any, any, any>) {
     super();
     this.userOnTimer = fn.onTimer?.bind(fn);
+    this.userFunction = fn;
   }
-  protected override userFunctions(): readonly object[] {
-    return [this.fn];
-  }
-  override open(): void {
-    super.open();
+  protected override setUp(): void {
+    super.setUp();
     const op = this;
     const ctx = this.ctx as KeyedContextImpl & { getBroadcastState?: unknown };
     ctx.getBroadcastState = (d: BroadcastStateDescriptor<unknown, unknown>) => readOnlyView(op.env.operatorState.getBroadcastState(d));
@@ -153,7 +125,6 @@ export class KeyedBroadcastProcessOperator extends KeyedFunctionOperator {
       }
     };
     this.writeCtx = w;
-    callOptional(this, this.fn, 'open', this.keyedRuntimeContext());
   }
   processBatch(batch: Batch, input: number): void {
     const { values, timestamps } = batch;
@@ -177,9 +148,5 @@ export class KeyedBroadcastProcessOperator extends KeyedFunctionOperator {
     } catch (e) {
       throw this.failOn(e, input === 0 ? 'processElement' : 'processBroadcastElement', values[i]);
     }
-  }
-  override close(): void {
-    super.close();
-    callOptional(this, this.fn, 'close');
   }
 }

@@ -21,7 +21,7 @@ export class TimestampsAndWatermarksOperator extends StreamOperator implements W
     super();
   }
 
-  override open(): void {
+  protected override setUp(): void {
     try {
       this.generator = this.strategy.createGenerator();
     } catch (e) {
@@ -144,7 +144,7 @@ export class TimestampsAndWatermarksOperator extends StreamOperator implements W
     // Idleness is decided here from this operator's own input, not inherited from upstream.
   }
 
-  override close(): void {
+  protected override tearDown(): void {
     this.periodic?.cancel();
   }
 }

@@ -22,7 +22,6 @@ import type { Batch } from '../../core/batch.ts';
 import type { Timer } from '../timers.ts';
 import type { KeySelectorFn } from '../../core/partitioning.ts';
 import { KeyedOperator } from './keyed.ts';
-import { callOptional } from './operator.ts';
 
 /** How a window's contents are kept: a running reduce, an aggregate accumulator, or all elements. */
 export type WindowContents =
@@ -91,6 +90,7 @@ export class WindowOperator extends KeyedOperator {
     this.eventTime = spec.assigner.eventTime;
     this.allowedLateness = spec.allowedLateness;
     this.major = spec.assigner.eventTime && spec.assigner.kind !== 'session';
+    this.userFunction = spec.windowFunction;
     this.windowCtx = new WindowCtx(this);
     this.collector = { collect: (v: unknown) => this.output.emit(v, this.outTs) };
     if (spec.assigner.kind === 'session' && spec.contents.kind === 'aggregate' && typeof spec.contents.aggregate.merge !== 'function') {
@@ -98,12 +98,13 @@ export class WindowOperator extends KeyedOperator {
     }
   }
 
-  protected override userFunctions(): readonly object[] {
-    return this.spec.windowFunction ? [this.spec.windowFunction] : [];
+  /** Window functions open with the plain runtime context (their keyed state is per window, through the context). */
+  protected override userFunctionContext(): unknown {
+    return this.runtimeContext();
   }
 
-  override open(): void {
-    super.open();
+  protected override setUp(): void {
+    super.setUp();
     this.windows = this.backend.getValueState(WINDOWS);
     if (this.major) {
       // Windows restored from a snapshot come back as states named __w<start>.
@@ -114,7 +115,6 @@ export class WindowOperator extends KeyedOperator {
         if (Number.isFinite(start)) this.window(start, start + size);
       }
     }
-    callOptional(this, this.spec.windowFunction, 'open', this.runtimeContext());
   }
 
   processBatch(batch: Batch): void {
@@ -468,10 +468,6 @@ export class WindowOperator extends KeyedOperator {
     }
   }
 
-  override close(): void {
-    super.close();
-    callOptional(this, this.spec.windowFunction, 'close');
-  }
 }
 
 class WindowCtx implements WindowContext {
