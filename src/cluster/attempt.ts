@@ -35,6 +35,7 @@ export interface AttemptContext {
   readonly graph: JobGraph;
   readonly plan: ExecutionPlan;
   readonly workers: number;
+  readonly stateBackend: string;
   readonly job: { readonly modulePath: string | undefined; readonly args: readonly string[]; readonly defaultParallelism: number };
   readonly checkpointConfig: CheckpointConfig;
   /** Periodic checkpoints are on. */
@@ -129,6 +130,7 @@ export class Attempt {
       job: { ...ctx.job, fingerprint: ctx.graph.fingerprint },
       graph: this.start.execGraph, plan: ctx.plan, splits, attempt: this.number, credits: ctx.credits, clock: ctx.clock,
       checkpointing: { mode: ctx.checkpointConfig.mode, periodic: ctx.checkpointing },
+      stateBackend: ctx.stateBackend,
       restore: (this.start.restore?.tasks ?? {}) as Record<TaskId, TaskRestore>,
       storage: ctx.snapshots.workerView,
       onMessage: (m) => this.onMessage(m),

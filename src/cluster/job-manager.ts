@@ -18,6 +18,7 @@ import { resolveJobManagerConfig, type JobManagerSettings } from './job-manager-
 import { JobMaster } from './job-master.ts';
 import type { JobResult, Progress } from './job-result.ts';
 import type { RestartStrategySettings } from './restart-strategy.ts';
+import { keyedStateBackendFactory } from '../state/backends.ts';
 
 export { JobResult, type JobStatus, type Progress } from './job-result.ts';
 export { ControlError, StartError } from './errors.ts';
@@ -27,6 +28,8 @@ export interface RunOptions {
   readonly parallelism?: number;
   /** Worker threads; 1 runs everything in the calling thread. Default: number of cores. */
   readonly workers?: number;
+  /** The keyed state backend by name (state.backend.type); `heap` by default. */
+  readonly stateBackend?: string;
   readonly args?: readonly string[];
   /** Processing-time clock, and the job manager's only source of time; only for runs in one thread (workers: 1). */
   readonly clock?: Clock;
@@ -83,6 +86,7 @@ export async function runJob(job: string | JobDefinition, options: RunOptions = 
   if (options.clock !== undefined && workers > 1) throw new RangeError('a custom clock needs workers: 1 (it cannot cross threads)');
   if (options.checkpointStorage?.threadLocal && workers > 1) throw new RangeError('in-memory checkpoint storage needs workers: 1 (it cannot cross threads)');
   const config = resolveJobManagerConfig(options.jobManager, 'run options (jobManager)');
+  const stateBackend = keyedStateBackendFactory(options.stateBackend).name;
   const args = options.args ?? [];
   const modulePath = typeof job === 'string' ? resolve(job) : undefined;
   const definition = typeof job === 'string' ? await loadJobModule(job) : job;
@@ -93,7 +97,7 @@ export async function runJob(job: string | JobDefinition, options: RunOptions = 
   const storage = options.checkpointStorage ?? (checkpointConfig.dir !== undefined ? new LocalCheckpointStorage(checkpointConfig.dir) : undefined);
   if (checkpointConfig.intervalMs !== undefined && storage === undefined) throw new StartError('checkpointing is enabled but no checkpoint directory is set (--checkpoint-dir DIR)');
   const master = new JobMaster({
-    graph, definition, modulePath, args, parallelism, workers, checkpointConfig, config, storage,
+    graph, definition, modulePath, args, parallelism, workers, checkpointConfig, config, storage, stateBackend,
     restartSettings: options.restartStrategy ?? env.restartSettings,
     snapshots: storageResolver(storage),
     clock: options.clock ?? systemClock,

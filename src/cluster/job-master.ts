@@ -36,6 +36,8 @@ export interface JobMasterSpec {
   readonly args: readonly string[];
   readonly parallelism: number;
   readonly workers: number;
+  /** The keyed state backend's name (already checked to exist). */
+  readonly stateBackend: string;
   readonly checkpointConfig: CheckpointConfig;
   readonly restartSettings: RestartStrategySettings | undefined;
   readonly config: JobManagerConfig;
@@ -310,7 +312,7 @@ export class JobMaster implements JobControl {
     const s = this.spec;
     const customStdout = s.options.stdout !== undefined;
     return {
-      jobId: this.jobId, graph: s.graph, plan: this.plan, workers: s.workers,
+      jobId: this.jobId, graph: s.graph, plan: this.plan, workers: s.workers, stateBackend: s.stateBackend,
       job: { modulePath: s.modulePath, args: s.args, defaultParallelism: s.parallelism },
       checkpointConfig: s.checkpointConfig, checkpointing: this.checkpointing, config: s.config, clock: s.clock,
       credits: s.options.credits ?? DEFAULT_CHANNEL_CREDITS, storage: s.storage, snapshots: s.snapshots, stats: this.stats,

@@ -30,6 +30,8 @@ export interface DeployMessage {
   readonly credits: number;
   /** Snapshot settings: mode (alignment), and whether periodic checkpoints are on. */
   readonly checkpointing: { readonly mode: CheckpointingMode; readonly periodic: boolean };
+  /** The keyed state backend's name (state.backend.type). */
+  readonly stateBackend: string;
   /** State to start from, per "vertex:subtask". */
   readonly restore: Readonly<Record<TaskId, TaskRestore>>;
 }

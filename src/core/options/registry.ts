@@ -31,6 +31,11 @@ export const OPTIONS = {
     label: 'workers', description: 'worker threads; 1 runs the whole job in one thread', commands: ['run'], section: 'Execution',
   }),
 
+  stateBackend: option({
+    flag: 'state-backend', key: 'state.backend.type', deprecatedKeys: ['state.backend'], field: 'stateBackend', type: choice('NAME', [{ value: 'heap', flink: 'hashmap' }] as const), default: 'heap',
+    label: 'state backend', description: 'where keyed state lives: heap (JavaScript objects, snapshotted copy-on-write)', commands: ['run'], section: 'Execution',
+  }),
+
   // ---- Checkpointing
   checkpointDir: option({
     flag: 'checkpoint-dir', key: 'execution.checkpointing.dir', deprecatedKeys: ['state.checkpoints.dir'], field: 'checkpoint.dir', type: path(),
