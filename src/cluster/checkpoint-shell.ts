@@ -55,6 +55,8 @@ export class CheckpointShell {
   /** Ids of ended checkpoints whose locations are still kept, oldest first. */
   private readonly endedIds: number[] = [];
   private readonly finalizing = new Set<Promise<void>>();
+  /** The last metadata write queued (they run one after another; see finalize). */
+  private finalizeQueue: Promise<void> = Promise.resolve();
   /** Deletions in flight: the attempt ends after them, so runJob's caller sees the final layout. */
   private readonly io = new Set<Promise<unknown>>();
   private readonly taskCount: number;
@@ -211,10 +213,14 @@ export class CheckpointShell {
     // Acks arrive only after the trigger went out, which was after the location was created.
     if (location === undefined) throw new Error(`checkpoint ${d.id} is complete but has no storage location`);
     const metadata = buildCheckpointMetadata({ graph: h.graph, jobId: h.jobId, checkpointId: d.id, timestamp: d.timestamp, type: d.checkpointType, acks: d.acks, completedAt: now });
-    const p = location.finalize(metadata).then(
+    // Metadata is written one checkpoint at a time, in the order their acks completed: a newer
+    // checkpoint's write (say the final checkpoint's, right behind a periodic one) never
+    // overtakes an older one's, which would then be subsumed although it was complete.
+    const p = this.finalizeQueue.then(() => location.finalize(metadata)).then(
       () => this.handle({ type: 'finalized', now: h.clock.now(), id: d.id }),
       (e) => this.handle({ type: 'finalize-failed', now: h.clock.now(), id: d.id, message: `cannot write metadata: ${(e as Error).message}` }),
     );
+    this.finalizeQueue = p;
     // An attempt that ends lets metadata being written finish: that checkpoint is complete.
     this.finalizing.add(p);
     void p.finally(() => this.finalizing.delete(p));
