@@ -65,6 +65,8 @@ export type ChildOutput =
       readonly recordsIn: number;
       readonly checkpoints: readonly CheckpointFigures[];
       readonly failedCheckpoints: number;
+      /** Why each failed checkpoint failed ("id: REASON message"). */
+      readonly failures: readonly string[];
       readonly processCpuMs: number;
     }
   | {
@@ -286,13 +288,16 @@ async function throughput(spec: Extract<ChildSpec, { kind: 'throughput' }>): Pro
   check(r.status === 'FINISHED', `word-count ${r.status}: ${r.error?.message ?? ''}`);
   let checkpoints: CheckpointFigures[] = [];
   let failed = 0;
+  let failures: string[] = [];
   if (spec.mode !== 'off') {
     const lines = await history(spec.dir, r.jobId, r.checkpoints.counts.completed + r.checkpoints.counts.failed);
     checkpoints = lines.filter((l) => l.status === 'COMPLETED').map((l) => figures(l));
-    failed = lines.filter((l) => l.status === 'FAILED').length;
+    const bad = lines.filter((l) => l.status === 'FAILED');
+    failed = bad.length;
+    failures = bad.map((l) => `${l.id}: ${String((l as { failureReason?: unknown }).failureReason)} ${String((l as { failureMessage?: unknown }).failureMessage ?? '')}`);
     check(checkpoints.length >= 1, 'no checkpoint completed');
   }
-  return { kind: 'throughput', ms, cpuMs, startedAt, recordsIn: r.progress.recordsIn, checkpoints, failedCheckpoints: failed, processCpuMs: cpuSince() };
+  return { kind: 'throughput', ms, cpuMs, startedAt, recordsIn: r.progress.recordsIn, checkpoints, failedCheckpoints: failed, failures, processCpuMs: cpuSince() };
 }
 
 async function snapshot(spec: Extract<ChildSpec, { kind: 'snapshot' }>): Promise<ChildOutput> {

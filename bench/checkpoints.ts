@@ -247,7 +247,7 @@ export async function runCheckpointSuite(o: CheckpointSuiteOptions, m: Machine, 
             else if (!sameResult(reference.result, partials.result)) {
               throw new BenchFailure(`RESULTS DIFFER: ${reference.where}: ${JSON.stringify(reference.result)}; ${where}: ${JSON.stringify(partials.result)}`);
             }
-            if (out.failedCheckpoints > 0) throw new BenchFailure(`${where}: ${out.failedCheckpoints} checkpoint(s) failed`);
+            if (out.failedCheckpoints > 0) throw new BenchFailure(`${where}: ${out.failedCheckpoints} checkpoint(s) failed: ${out.failures.join('; ')}`);
             const endOfInputMs = partials.endOfInputAt - out.startedAt;
             // A bounded job with checkpointing takes a final checkpoint once all input is
             // processed: the last one. (Its trigger time is whole ms of the job manager's clock,
