@@ -81,6 +81,14 @@ export class CheckpointCoordinatorLogic {
   private consecutiveFailures = 0;
   private shutDown = false;
   private periodicSuspended = false;
+  /**
+   * The final checkpoint of a bounded job, requested while a periodic checkpoint was still in
+   * flight: it waits for that one to end. Forced past it, the final checkpoint could complete
+   * first and subsume a periodic checkpoint whose acks were all in (reported as a failure for
+   * nothing); every task has finished, so the periodic one ends soon, by its timeout at worst.
+   */
+  private deferredFinal: { readonly requestId: string } | undefined;
+  private lastNow = Number.NEGATIVE_INFINITY;
   lastAckResult: AckResult | undefined;
 
   constructor(
@@ -123,6 +131,13 @@ export class CheckpointCoordinatorLogic {
 
   handle(e: CoordinatorEvent): Decision[] {
     const out: Decision[] = [];
+    if ('now' in e) this.lastNow = e.now;
+    this.dispatch(e, out);
+    this.maybeTriggerDeferredFinal(out);
+    return out;
+  }
+
+  private dispatch(e: CoordinatorEvent, out: Decision[]): void {
     switch (e.type) {
       case 'tick':
         this.expire(e.now, out);
@@ -166,9 +181,20 @@ export class CheckpointCoordinatorLogic {
       case 'shutdown':
         this.shutDown = true;
         for (const p of [...this.pending.values()]) this.abort(p.id, R.CHECKPOINT_COORDINATOR_SHUTDOWN, 'the job is shutting down', out);
+        if (this.deferredFinal !== undefined) {
+          out.push({ type: 'request-rejected', requestId: this.deferredFinal.requestId, reason: R.CHECKPOINT_COORDINATOR_SHUTDOWN, message: 'the job is shutting down' });
+          this.deferredFinal = undefined;
+        }
         break;
     }
-    return out;
+  }
+
+  private maybeTriggerDeferredFinal(out: Decision[]): void {
+    if (this.deferredFinal === undefined || this.shutDown || this.pendingPeriodic() > 0) return;
+    if (out.some((d) => d.type === 'fail-job')) return; // the attempt ends; the next one asks again
+    const { requestId } = this.deferredFinal;
+    this.deferredFinal = undefined;
+    this.trigger(this.lastNow, 'checkpoint', requestId, true, out);
   }
 
   private pendingPeriodic(): number {
@@ -217,6 +243,15 @@ export class CheckpointCoordinatorLogic {
     }
     if (!this.allTasksReady()) {
       out.push({ type: 'request-rejected', requestId, reason: R.NOT_ALL_REQUIRED_TASKS_RUNNING, message: 'not all tasks are running yet' });
+      return;
+    }
+    if (final && type === 'checkpoint' && this.pendingPeriodic() > 0) {
+      // Waits for the periodic checkpoint in flight (see deferredFinal); one final request at a time.
+      if (this.deferredFinal !== undefined) {
+        out.push({ type: 'request-rejected', requestId, reason: R.CHECKPOINT_DECLINED, message: 'a final checkpoint is already waiting' });
+        return;
+      }
+      this.deferredFinal = { requestId };
       return;
     }
     // Savepoints and the final checkpoint are forced: no min pause, no max-concurrent limit.

@@ -359,6 +359,34 @@ describe('checkpoint coordinator decisions', () => {
     expect(d).toMatchObject([{ type: 'trigger', final: true, tasks: [taskId(0, 0), taskId(0, 1), taskId(1, 0)] }]);
   });
 
+  it('the final checkpoint waits for a periodic checkpoint in flight, then triggers: the periodic one completes instead of being subsumed', () => {
+    const c = new CheckpointCoordinatorLogic(cfg({ interval: 10 }), TASKS);
+    running(c);
+    expect(types(c.handle({ type: 'tick', now: 10 }))).toEqual(['trigger']); // periodic checkpoint 1
+    for (const t of TASKS) c.handle({ type: 'task-status', now: 11, task: t.id, status: 'waiting-final' });
+    expect(c.handle({ type: 'request', now: 12, checkpointType: 'checkpoint', requestId: 'final', final: true })).toEqual([]);
+    expect(c.handle({ type: 'request', now: 12, checkpointType: 'checkpoint', requestId: 'again', final: true })).toMatchObject([{ type: 'request-rejected', requestId: 'again' }]);
+    expect(c.pendingIds()).toEqual([1]);
+    expect(types(ackAll(c, 1, 13))).toEqual(['finalize']);
+    const d = c.handle({ type: 'finalized', now: 14, id: 1 });
+    expect(d).toMatchObject([{ type: 'notify-complete', id: 1 }, { type: 'trigger', id: 2, final: true, requestId: 'final', timestamp: 14 }]);
+    expect(c.completedCheckpoints().map((x) => x.id)).toEqual([1]);
+  });
+
+  it('a deferred final checkpoint triggers when the periodic one in flight fails, and is rejected on shutdown', () => {
+    const c = new CheckpointCoordinatorLogic(cfg({ interval: 10, tolerableFailures: 3 }), TASKS);
+    running(c);
+    c.handle({ type: 'tick', now: 10 });
+    c.handle({ type: 'request', now: 12, checkpointType: 'checkpoint', requestId: 'final', final: true });
+    const d = c.handle({ type: 'decline', now: 13, id: 1, task: taskId(1, 0), reason: R.CHECKPOINT_DECLINED, message: 'x' });
+    expect(d).toMatchObject([{ type: 'abort', id: 1 }, { type: 'trigger', id: 2, final: true, requestId: 'final' }]);
+    const c2 = new CheckpointCoordinatorLogic(cfg({ interval: 10 }), TASKS);
+    running(c2);
+    c2.handle({ type: 'tick', now: 10 });
+    c2.handle({ type: 'request', now: 12, checkpointType: 'checkpoint', requestId: 'final', final: true });
+    expect(c2.handle({ type: 'shutdown', now: 13 })).toMatchObject([{ type: 'abort', id: 1 }, { type: 'request-rejected', requestId: 'final' }]);
+  });
+
   it('a stop-with-savepoint suspends periodic checkpoints until it fails', () => {
     const c = new CheckpointCoordinatorLogic(cfg({ interval: 100 }), TASKS);
     running(c);
