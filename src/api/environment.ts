@@ -113,7 +113,8 @@ export class StreamExecutionEnvironment {
 
   /**
    * Reads a source. Options: `name`; `malformed` ('fail' or 'dead-letter'); `ratePerSecond`, a
-   * limit on records per second over the whole source (Flink's RateLimiterStrategy).
+   * limit on records per second over the whole source (Flink's RateLimiterStrategy), whatever its
+   * parallelism: subtasks share it in proportion to the splits they read.
    */
   fromSource<T, S extends SourceSplit>(source: Source<T, S>, options: { name?: string; malformed?: MalformedPolicy; ratePerSecond?: number } = {}): DataStream<T> {
     const malformed = options.malformed ?? 'fail';

@@ -143,6 +143,7 @@ export class TaskExecutor implements TaskListener {
         inputGates: gates,
         writers,
         splits: cfg.splits[taskId(v.index, st.index)] ?? [],
+        sourceSplitTotal: splitTotal(cfg.splits, v.index, v.parallelism),
         clock: cfg.clock,
         services,
         scheduler: this.scheduler,
@@ -266,4 +267,11 @@ export class TaskExecutor implements TaskListener {
       return { vertex: k.vertex, subtask: k.subtask, recordsIn: [...t.recordsIn], state: t.state };
     });
   }
+}
+
+/** The splits of a source vertex over all its subtasks. */
+function splitTotal(splits: Readonly<Record<TaskId, readonly SourceSplit[]>>, vertex: number, parallelism: number): number {
+  let n = 0;
+  for (let i = 0; i < parallelism; i++) n += splits[taskId(vertex, i)]?.length ?? 0;
+  return n;
 }

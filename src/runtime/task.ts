@@ -59,6 +59,8 @@ export interface TaskDeployment {
   /** Record writer per network edge index leaving this vertex. */
   readonly writers: ReadonlyMap<number, RecordWriter>;
   readonly splits: readonly SourceSplit[];
+  /** Splits of this task's source over all its subtasks: a rate limit is shared in proportion to splits. */
+  readonly sourceSplitTotal: number;
   readonly clock: Clock;
   readonly services: RuntimeServices;
   readonly scheduler: Scheduler;
@@ -185,7 +187,7 @@ export class StreamTask implements Schedulable {
 
   private createOperator(spec: ChainedOperatorSpec): StreamOperator {
     const t = spec.node.transformation;
-    if (t.kind === 'source') return new SourceOperator(t.source, t.malformedPolicy, undefined, t.ratePerSecond === undefined ? undefined : t.ratePerSecond / spec.node.parallelism);
+    if (t.kind === 'source') return new SourceOperator(t.source, t.malformedPolicy, undefined, rateShare(t.ratePerSecond, this.d.splits.length, this.d.sourceSplitTotal));
     return t.factory();
   }
 
@@ -512,4 +514,14 @@ export class StreamTask implements Schedulable {
     }
     for (const b of this.keyedBackends) b.dispose();
   }
+}
+
+/**
+ * A subtask's share of its source's rate limit: the rate is the source's, so it is dealt out in
+ * proportion to the splits each subtask reads. A subtask without splits reads nothing and gets
+ * no share (dividing by parallelism instead left a single file at p=2 with half the rate).
+ */
+export function rateShare(ratePerSecond: number | undefined, mySplits: number, totalSplits: number): number | undefined {
+  if (ratePerSecond === undefined || mySplits === 0 || totalSplits === 0) return undefined;
+  return (ratePerSecond * Math.min(mySplits, totalSplits)) / totalSplits;
 }
