@@ -303,7 +303,7 @@ export class JobMaster implements JobControl {
   private async execGraph(): Promise<JobGraph> {
     const s = this.spec;
     if (s.workers !== 1 || this.attempts === 0) return s.graph;
-    const g = (await buildJob(s.definition, s.args, s.parallelism)).graph;
+    const g = (await buildJob(s.definition, s.args, s.parallelism, s.modulePath)).graph;
     if (g.fingerprint !== s.graph.fingerprint) throw new StartError('the job graph changed between attempts: building the job must be deterministic');
     return g;
   }

@@ -129,6 +129,7 @@ export class TaskExecutor implements TaskListener {
             new RecordWriter(e.partition.kind, chans, consumers, e.target.parallelism, e.partition.keySelector, e.targetMaxParallelism, {
               operatorName: op.node.name,
               operatorId: op.node.id,
+              uid: op.node.uid,
               subtaskIndex: st.index,
               parallelism: v.parallelism,
             }),

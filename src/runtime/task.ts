@@ -4,6 +4,7 @@
  * mail (timers, control messages, later checkpoint triggers) runs between batches and never
  * concurrently with record processing. No per-record promise, no await on the data path.
  */
+import { describeOperator } from '../core/errors.ts';
 import type { TaskInfo } from '../core/functions.ts';
 import type { SourceSplit } from '../core/source.ts';
 import type { ChainedOperatorSpec, TaskChain } from './task-spec.ts';
@@ -205,11 +206,12 @@ export class StreamTask implements Schedulable {
     };
     const keySelectors = t.kind === 'one-input' ? [t.keySelector] : t.kind === 'two-input' ? [...t.keySelectors] : [];
     const keyed = keySelectors.some((k) => k !== undefined);
-    const where = `operator "${node.name}" (subtask ${d.subtaskIndex + 1}/${node.parallelism})`;
+    const where = describeOperator({ operatorName: node.name, operatorId: node.id, uid: node.uid, subtaskIndex: d.subtaskIndex, parallelism: node.parallelism });
     const keyedBackend = keyed ? d.keyedStateBackend.create({ keyGroupRange: d.keyGroupRange, maxParallelism: node.maxParallelism, clock: d.clock, where }) : undefined;
     if (keyedBackend !== undefined) this.keyedBackends.push(keyedBackend);
     return {
       taskInfo,
+      operatorUid: node.uid,
       clock: d.clock,
       scheduleMail: (at: number, fn: () => void) => this.scheduleMail(at, fn),
       keyedBackend,
