@@ -96,6 +96,12 @@ export async function runJob(job: string | JobDefinition, options: RunOptions = 
   if (options.checkpoint) checkpointConfig = applyCheckpointSettings(checkpointConfig, options.checkpoint, 'run options');
   const storage = options.checkpointStorage ?? (checkpointConfig.dir !== undefined ? new LocalCheckpointStorage(checkpointConfig.dir) : undefined);
   if (checkpointConfig.intervalMs !== undefined && storage === undefined) throw new StartError('checkpointing is enabled but no checkpoint directory is set (--checkpoint-dir DIR)');
+  if (checkpointConfig.intervalMs === undefined && checkpointConfig.dir !== undefined) {
+    // A directory alone reads as "checkpoint there", but without an interval nothing is taken.
+    (options.log ?? ((l: string) => void process.stderr.write(l + '\n')))(
+      `weir: warning: a checkpoint directory is set (${checkpointConfig.dir}) but no checkpoint interval: no checkpoints will be taken; set --checkpoint-interval (or enableCheckpointing in the job)`,
+    );
+  }
   const master = new JobMaster({
     graph, definition, modulePath, args, parallelism, workers, checkpointConfig, config, storage, stateBackend,
     restartSettings: options.restartStrategy ?? env.restartSettings,
