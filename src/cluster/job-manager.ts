@@ -92,6 +92,7 @@ export async function runJob(job: string | JobDefinition, options: RunOptions = 
   const definition = typeof job === 'string' ? await loadJobModule(job) : job;
   if (modulePath === undefined && workers > 1) throw new RangeError('a job given as a definition runs with workers: 1; pass the module path to use worker threads');
   const { env, graph } = await buildJob(definition, args, parallelism, modulePath);
+  for (const t of env.transformations) if (t.kind === 'one-input') t.preflight?.();
   let checkpointConfig: CheckpointConfig = applyCheckpointSettings(DEFAULT_CHECKPOINT_CONFIG, env.checkpointSettings, 'job code (enableCheckpointing)');
   if (options.checkpoint) checkpointConfig = applyCheckpointSettings(checkpointConfig, options.checkpoint, 'run options');
   const storage = options.checkpointStorage ?? (checkpointConfig.dir !== undefined ? new LocalCheckpointStorage(checkpointConfig.dir) : undefined);

@@ -39,6 +39,11 @@ export interface OneInputTransformation extends Common {
   readonly keySelector: KeySelectorFn | undefined;
   readonly isSink: boolean;
   readonly operatorKind: string;
+  /**
+   * A check the job manager runs once before the job's first attempt (not in workers, not on
+   * restarts): a sink refusing to overwrite earlier output, say. It throws to refuse the start.
+   */
+  preflight?: (() => void) | undefined;
 }
 
 export interface TwoInputTransformation extends Common {
