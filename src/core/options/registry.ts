@@ -152,6 +152,11 @@ export const OPTIONS = {
     flag: 'allow-non-restored-state', field: 'allowNonRestoredState', type: onOff(),
     label: 'allow non-restored state', description: 'drop snapshot state of operators the job no longer has', commands: ['run'], section: 'Savepoints and restore',
   }),
+  allowDuplicateOutput: option({
+    flag: 'allow-duplicate-output', field: 'allowDuplicateOutput', type: onOff(), label: 'allow duplicate output',
+    description: 'start although an exactly-once sink already committed output past the restored checkpoint (that output is written again); refused otherwise',
+    commands: ['run'], section: 'Savepoints and restore',
+  }),
   claimMode: option({
     flag: 'claim-mode', field: 'claimMode', type: choice('M', [{ value: 'no-claim' }, { value: 'claim' }] as const), default: 'no-claim', label: 'claim mode',
     description: 'no-claim never deletes the snapshot given with --from; claim lets weir delete it once a newer checkpoint exists', commands: ['run'], section: 'Savepoints and restore',
