@@ -73,8 +73,8 @@ export const OPTIONS = {
       { value: 'delete-on-cancel', flink: 'DELETE_ON_CANCELLATION' },
       { value: 'retain-on-cancel', flink: 'RETAIN_ON_CANCELLATION' },
     ] as const),
-    default: 'none', label: 'checkpoint retention', commands: ['run'], section: 'Checkpointing',
-    description: 'completed checkpoints kept when the job ends: none (deleted), delete-on-cancel (kept if it fails), retain-on-cancel (kept if it fails or is cancelled)',
+    default: 'retain-on-cancel', label: 'checkpoint retention', commands: ['run'], section: 'Checkpointing',
+    description: 'completed checkpoints kept when the job ends: none (deleted), delete-on-cancel (kept if it fails), retain-on-cancel (kept if it fails or is cancelled, e.g. by Ctrl-C; Flink\'s default is none); a finished job deletes them',
   }),
   checkpointsRetained: option({
     flag: 'checkpoints-retained', key: 'execution.checkpointing.num-retained', deprecatedKeys: ['state.checkpoints.num-retained'], field: 'checkpoint.numRetained',
