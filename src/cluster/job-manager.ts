@@ -59,6 +59,11 @@ export interface RunOptions {
   readonly from?: string;
   readonly allowNonRestoredState?: boolean;
   /**
+   * Start although a sink already committed output past the restored checkpoint (or any output,
+   * on a fresh start): that output is written again. Off by default: such a start is refused.
+   */
+  readonly allowDuplicateOutput?: boolean;
+  /**
    * Ownership of a snapshot given as a path (Flink's claim modes): 'no-claim' (default) never
    * deletes it, and every checkpoint after it stands alone (weir's snapshots are full);
    * 'claim' lets weir own it: a checkpoint of a job in the checkpoint directory is continued

@@ -23,6 +23,7 @@ import { RecoveryLogic, type AttemptOutcome } from './decisions/recovery.ts';
 import { ControlError, StartError } from './errors.ts';
 import type { JobControl, JobService } from './job-control.ts';
 import { buildJob } from './job-loader.ts';
+import { checkCommittedOutput } from './committed-output.ts';
 import type { RunOptions } from './job-manager.ts';
 import type { JobManagerConfig } from './job-manager-config.ts';
 import { JobResult, NO_PROGRESS, type JobStatus } from './job-result.ts';
@@ -279,6 +280,8 @@ export class JobMaster implements JobControl {
     const { storage, graph } = this.spec;
     const restore = this.restoredFrom;
     const restorePlan = restore ? planRestore(restore.metadata, restore.path, graph, this.plan, this.spec.options.allowNonRestoredState ?? false) : undefined;
+    // Before anything is written: a sink that committed past the restored checkpoint would get that output twice.
+    await checkCommittedOutput(graph, restore?.metadata.checkpointId, this.spec.options.allowDuplicateOutput ?? false, this.log);
     if (restore) this.stats.restored(restore.metadata.checkpointId, restore.path, this.spec.clock.now());
     // Ids continue after the restored snapshot's, whichever job took it (as Flink's id counter).
     const firstCheckpointId = Math.max(storage ? await storage.highestId(this.jobId) : 0, restore?.metadata.checkpointId ?? 0) + 1;
