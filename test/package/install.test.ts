@@ -68,7 +68,10 @@ describe('the packed package in a new project', () => {
 
       const tsconfig = readmeBlocks(join(ROOT, 'README.md')).find((b) => b.section === 'Use it in your own project' && b.lang === 'json' && b.code.includes('compilerOptions'));
       expect(tsconfig, 'the README shows a tsconfig.json').toBeDefined();
-      writeConsumerProject(ROOT, dir, join(dir, packed!.filename), { 'tsconfig.json': tsconfig!.code, 'job.ts': JOB, 'types.ts': TYPES });
+      // The README's own job, as a user saves it in their project: it must type-check there too.
+      const clicks = readmeBlocks(join(ROOT, 'README.md')).find((b) => b.section === 'Writing a job' && b.lang === 'ts');
+      expect(clicks, 'the README shows a job').toBeDefined();
+      writeConsumerProject(ROOT, dir, join(dir, packed!.filename), { 'tsconfig.json': tsconfig!.code, 'job.ts': JOB, 'types.ts': TYPES, 'clicks.ts': clicks!.code });
 
       ok(await runCommand('npm', ['ci'], { cwd: dir, env: offlineNpmEnv(), timeoutMs: 300_000 }), 'npm ci --offline');
       expect(existsSync(join(dir, 'node_modules/weir/dist/index.js'))).toBe(true);
