@@ -98,8 +98,9 @@ export interface Lifecycle<C> {
 
 /**
  * Process-style functions emit through `out.collect(v)`, or return their outputs (an array or
- * any iterable), or both. Returning is what lets TypeScript infer the output type `O`; with
- * `out.collect` only, `O` comes from an annotation (`out: Collector<O>`) or a type argument.
+ * any iterable), or both. Returning is what lets TypeScript infer the output type `O` of a
+ * function that does not declare `out`; one that declares `out` has `O` fixed from its
+ * parameters first, so it takes an annotation (`out: Collector<O>`) or a type argument.
  */
 export type Emitted<O> = void | Iterable<O>;
 

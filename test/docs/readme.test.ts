@@ -14,6 +14,7 @@ import { fileURLToPath } from 'node:url';
 import { offlineNpmEnv, runCommand, type CommandRun } from '../helpers/commands.ts';
 import { committedLines } from '../helpers/output.ts';
 import { readmeBlocks, type CodeBlock } from '../helpers/readme.ts';
+import { weirRun, type RunningCli } from '../savepoint/helpers.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const BLOCKS = readmeBlocks(join(ROOT, 'README.md'));
@@ -43,8 +44,13 @@ const COVERAGE: readonly { readonly section: string; readonly lang: string; read
   { section: 'Savepoints, upgrades and rescaling', lang: 'sh', includes: 'npx weir savepoint', by: 'savepoints' },
 ];
 
+/** A README line with its '/tmp/' paths moved into this test's directory. */
+function local(line: string, tmp: string): string {
+  return line.replace(/(^|\s)\/tmp\//g, `$1${tmp}/`);
+}
+
 function shell(line: string, cwd: string, tmp: string, timeoutMs = COMMAND_MS): Promise<CommandRun> {
-  return runCommand('bash', ['-c', line.replaceAll('/tmp/', `${tmp}/`)], { cwd, env: offlineNpmEnv({ WEIR_HOME: join(tmp, 'weir-home') }), timeoutMs });
+  return runCommand('bash', ['-c', line], { cwd, env: offlineNpmEnv({ WEIR_HOME: join(tmp, 'weir-home') }), timeoutMs });
 }
 
 function ok(r: CommandRun, what: string): CommandRun {
@@ -106,13 +112,13 @@ describe('README code blocks', () => {
     expect(resume).toBe(`${run!.split(' -- ')[0]} --from latest -- ${run!.split(' -- ')[1]}`);
     const tmp = scratch();
     try {
-      ok(await shell(generate!, ROOT, tmp), generate!);
+      ok(await shell(local(generate!, tmp), ROOT, tmp), generate!);
       // "kill -9 it at any moment": here, once a checkpoint is complete, so the resume has one.
       const chk = join(tmp, 'chk');
-      const killed = await killAfterCheckpoint(run!.replaceAll('/tmp/', `${tmp}/`), chk, tmp);
+      const killed = await killAfterCheckpoint(local(run!, tmp), chk, tmp);
       expect(killed, 'the first run was killed before it finished').toBe(true);
-      ok(await shell(resume!, ROOT, tmp), resume!);
-      expect(ok(await shell(history!, ROOT, tmp), history!).stdout).toMatch(/COMPLETED/i);
+      ok(await shell(local(resume!, tmp), ROOT, tmp), resume!);
+      expect(ok(await shell(local(history!, tmp), ROOT, tmp), history!).stdout).toMatch(/COMPLETED/i);
       // What a run without the kill writes: one line per key and window, the window counts
       // adding up to the events generated (nothing lost, nothing duplicated).
       const lines = committedLines(join(tmp, 'out')).map((l) => JSON.parse(l) as { key: string; windowStart: number; count: number });
@@ -145,12 +151,71 @@ describe('README code blocks', () => {
     }
   }, 900_000);
 
+  it('savepoints: list, savepoint, stop with and without --drain, cancel, restore at parallelism 4, inspect', async () => {
+    const block = blockWhere('Savepoints, upgrades and rescaling', 'sh', 'npx weir savepoint');
+    const lines = commands(block);
+    expect(lines).toHaveLength(8);
+    const [list, savepoint, stop, drain, cancel, restore, inspect, inspectKey] = lines as [string, string, string, string, string, string, string, string];
+    const tmp = scratch();
+    const home = join(tmp, 'weir-home');
+    const running: RunningCli[] = [];
+    // The exactly-once example of the quick start, slowed to 100 records/s so that it is still
+    // running while the commands reach it (a loaded machine takes seconds per command).
+    const start = async (out: string): Promise<RunningCli> => {
+      const r = await weirRun(home, 'examples/exactly-once.ts', '--rest-port', '0', '--', join(tmp, 'events.jsonl'), join(tmp, out), '100');
+      running.push(r);
+      return r;
+    };
+    const at = (line: string, job: RunningCli): string => local(line, tmp).replace(/\b3f2a\b/g, job.jobId.slice(0, 4));
+    const lastLine = (r: CommandRun): string => r.stdout.trim().split('\n').at(-1)!;
+    try {
+      // 50 keys, so that key k42 has a total soon after the first window fires.
+      ok(await shell(`npx tsx examples/generate-events.ts 20000 ${tmp}/events.jsonl 50`, ROOT, tmp), 'generate events');
+
+      const a = await start('out');
+      expect(ok(await shell(at(list, a), ROOT, tmp), list).stdout).toContain(a.jobId);
+      const taken = lastLine(ok(await shell(at(savepoint, a), ROOT, tmp), savepoint));
+      expect(existsSync(taken), taken).toBe(true);
+      const stopped = lastLine(ok(await shell(at(stop, a), ROOT, tmp), stop));
+      expect(existsSync(stopped), stopped).toBe(true);
+      expect((await a.done).code).toBe(0);
+
+      const b = await start('out-b');
+      const drained = lastLine(ok(await shell(at(drain, b), ROOT, tmp), drain));
+      expect(existsSync(drained), drained).toBe(true);
+      expect((await b.done).code).toBe(0);
+
+      const c = await start('out-c');
+      ok(await shell(at(cancel, c), ROOT, tmp), cancel);
+      expect((await c.done).code).not.toBe(0);
+
+      // The upgrade path: run again from the savepoint `stop` took, into the same output.
+      const fromStop = (line: string): string => local(line, tmp).replace(/\S*savepoint-3f2a1b-…/g, stopped);
+      ok(await shell(fromStop(restore), ROOT, tmp), restore);
+      const out = committedLines(join(tmp, 'out')).map((l) => JSON.parse(l) as { key: string; windowStart: number; count: number });
+      expect(out.reduce((n, l) => n + l.count, 0)).toBe(20_000);
+      expect(new Set(out.map((l) => `${l.key}@${l.windowStart}`)).size).toBe(out.length);
+
+      expect(ok(await shell(fromStop(inspect), ROOT, tmp), inspect).stdout).toContain('running-totals');
+      const keyed = ok(await shell(local(inspectKey, tmp).replace('<path>', drained), ROOT, tmp), inspectKey);
+      // The drained job committed every window it fired: its last line for k42 has that total.
+      const k42 = committedLines(join(tmp, 'out-b')).map((l) => JSON.parse(l) as { key: string; windowStart: number; total: number }).filter((l) => l.key === 'k42');
+      expect(k42.length).toBeGreaterThan(0);
+      const last = k42.reduce((x, y) => (y.windowStart > x.windowStart ? y : x));
+      expect(keyed.stdout.trim()).toBe(String(last.total));
+    } finally {
+      for (const r of running) r.child.kill('SIGKILL');
+      rmSync(tmp, { recursive: true, force: true });
+    }
+  }, 1_800_000);
+
   it('weir run synopsis: every command it names has help', async () => {
     const block = blockWhere('Running jobs: `weir run`', '', 'weir run <job.ts|job.js>');
     const names = new Set<string>();
     for (const line of block.code.split('\n').filter((l) => l.startsWith('weir '))) {
-      const head = line.replace(/\s{2,}.*$/, '').replace(/^weir /, '');
-      for (const part of head.split('|')) names.add(part.trim().split(/\s+/).filter((w) => !/^[<[-]/.test(w)).join(' '));
+      // The command names: the text before the description, without <arguments> and [options].
+      const head = line.replace(/\s{2,}.*$/, '').replace(/^weir /, '').replace(/<[^>]*>|\[[^\]]*\]/g, ' ');
+      for (const part of head.split('|')) names.add(part.trim().split(/\s+/).filter((w) => !w.startsWith('-')).join(' '));
     }
     expect([...names].sort()).toEqual(['cancel', 'checkpoints', 'list', 'run', 'savepoint', 'state inspect', 'stop']);
     const tmp = scratch();
