@@ -186,7 +186,7 @@ async function renderTimeline(jid, vertices) {
   let bars = '';
   rows.forEach((r, i) => {
     const y = 20 + i * RH;
-    bars += `<text x="4" y="${y + 12}">${esc(r.label.length > 38 ? r.label.slice(0, 37) + '…' : r.label)}</text>`;
+    bars += `<text x="4" y="${y + 12}">${esc(r.label.length > 36 ? r.label.slice(0, 35) + '…' : r.label)}</text>`;
     if (r.s.status !== 'completed') { bars += `<text x="${L}" y="${y + 12}" fill="#c92a2a">not acknowledged</text>`; return; }
     let x = L;
     for (const [ms, fill, name] of [[r.s.start_delay, '#adb5bd', 'start delay'], [r.s.alignment.duration, '#f59f00', 'alignment'], [r.s.checkpoint.sync, '#e03131', 'sync'], [r.s.checkpoint.async, '#1c7ed6', 'async']]) {
