@@ -185,7 +185,7 @@ export class StreamTask implements Schedulable {
 
   private createOperator(spec: ChainedOperatorSpec): StreamOperator {
     const t = spec.node.transformation;
-    if (t.kind === 'source') return new SourceOperator(t.source, t.malformedPolicy, undefined, t.ratePerSecond === undefined ? undefined : t.ratePerSecond / spec.node.parallelism);
+    if (t.kind === 'source') return new SourceOperator(t.source, t.malformedPolicy, undefined, t.ratePerSecond === undefined ? undefined : t.ratePerSecond / spec.node.parallelism, t.watermarks);
     return t.factory();
   }
 
