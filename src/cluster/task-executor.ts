@@ -251,7 +251,7 @@ export class TaskExecutor implements TaskListener {
 
   onTaskFinished(task: StreamTask): void {
     const k = this.taskKey.get(task)!;
-    const metrics = { vertex: k.vertex, subtask: k.subtask, recordsIn: [...task.recordsIn], state: task.state };
+    const metrics = { vertex: k.vertex, subtask: k.subtask, recordsIn: [...task.recordsIn], state: task.state, ...task.extraMetrics() };
     this.cfg.send({ type: 'task-finished', vertex: k.vertex, subtask: k.subtask, metrics });
   }
 
@@ -263,7 +263,7 @@ export class TaskExecutor implements TaskListener {
   metrics(): TaskMetrics[] {
     return this.tasks.map((t) => {
       const k = this.taskKey.get(t)!;
-      return { vertex: k.vertex, subtask: k.subtask, recordsIn: [...t.recordsIn], state: t.state };
+      return { vertex: k.vertex, subtask: k.subtask, recordsIn: [...t.recordsIn], state: t.state, ...t.extraMetrics() };
     });
   }
 }

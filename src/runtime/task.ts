@@ -19,6 +19,7 @@ import type { StreamOperator, RuntimeServices } from './operators/operator.ts';
 import { KeyedOperator } from './operators/keyed.ts';
 import { loadKeyedState, type RestoredTimers } from './checkpointing/restore.ts';
 import { SourceOperator } from './operators/source.ts';
+import type { SourceMetricsSnapshot } from './operators/source-metrics.ts';
 import { Output, specialize, type BatchConsumer } from './output.ts';
 import type { RecordWriter } from './record-writer.ts';
 import type { Schedulable, Scheduler } from './scheduler.ts';
@@ -222,6 +223,13 @@ export class StreamTask implements Schedulable {
     };
   }
 
+
+  /** Late drops of the window operators and the source reader's metrics, for the job's progress. */
+  extraMetrics(): { lateRecordsDropped: number; source?: SourceMetricsSnapshot } {
+    let late = 0;
+    for (const op of this.operators) late += (op as { numLateRecordsDropped?: number }).numLateRecordsDropped ?? 0;
+    return this.source !== undefined ? { lateRecordsDropped: late, source: this.source.metrics.snapshot() } : { lateRecordsDropped: late };
+  }
 
   wake(): void {
     if (this.state === 'running' || this.state === 'finishing' || this.state === 'waiting-final') this.d.scheduler.wake(this);
