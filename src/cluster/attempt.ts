@@ -161,12 +161,25 @@ export class Attempt {
     this.sampleLocal();
     let recordsIn = 0;
     let recordsOut = 0;
+    let late = 0;
+    let bytesIn = 0;
+    let pending: number | undefined;
+    let behind: number | undefined;
     for (const m of this.metricStore.latest()) {
+      for (const n of m.lateRecordsDropped) late += n;
+      if (m.source !== undefined) {
+        bytesIn += m.source.bytesRead;
+        if (m.source.pendingRecords !== undefined) pending = (pending ?? 0) + m.source.pendingRecords;
+        if (m.source.millisBehindLatest !== undefined) behind = Math.max(behind ?? 0, m.source.millisBehindLatest);
+      }
       if (this.sourceVertices.has(m.vertex)) recordsIn += m.recordsIn[0] ?? 0;
       for (const [v, o] of this.sinkOps) if (m.vertex === v) recordsOut += m.recordsIn[o] ?? 0;
     }
     const heapUsed = local ? process.memoryUsage().heapUsed : [...this.heap.values()].reduce((a, b) => a + b, 0);
-    return { elapsedMs: this.ctx.clock.now() - this.startedAt, recordsIn, recordsOut, heapUsed, attempt: this.number, lastCheckpoint: this.ctx.stats.lastCompleted };
+    return {
+      elapsedMs: this.ctx.clock.now() - this.startedAt, recordsIn, recordsOut, heapUsed, attempt: this.number, lastCheckpoint: this.ctx.stats.lastCompleted,
+      lateRecordsDropped: late, bytesIn, pendingRecords: pending, millisBehindLatest: behind,
+    };
   }
 
   // ---- control (REST, weir savepoint/stop/cancel)

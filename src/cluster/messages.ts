@@ -2,6 +2,7 @@
  * Messages between the job manager and task executors. They are structured-clone safe, so
  * the same protocol runs over a worker thread's port or, in one thread, by direct call.
  */
+import type { SourceMetricsSnapshot } from '../runtime/operators/source-metrics.ts';
 import type { SourceSplit } from '../core/source.ts';
 import type { CheckpointingMode } from '../checkpoint/config.ts';
 import type { CheckpointFailureReason } from '../checkpoint/failure-reason.ts';

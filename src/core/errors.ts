@@ -35,6 +35,8 @@ export const ERROR_CODES = [
   'TIMEOUT',
   /** Checkpoint storage could not carry out an operation (create, write, publish, delete, list). */
   'STORAGE',
+  /** A connector's server cannot be reached or refuses the request (host, port and stream named). */
+  'CONNECTOR',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

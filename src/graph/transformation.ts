@@ -7,7 +7,7 @@ import type { Source, SourceSplit } from '../core/source.ts';
 import type { TwoPhaseCommitSink } from '../core/sink.ts';
 import type { KeySelectorFn, PartitionSpec } from '../core/partitioning.ts';
 import type { StreamOperator } from '../runtime/operators/operator.ts';
-import type { MalformedPolicy } from '../runtime/operators/source.ts';
+import type { MalformedPolicy, SourceWatermarkSettings } from '../runtime/operators/source.ts';
 
 export type ChainingStrategy = 'always' | 'head' | 'never';
 
@@ -30,6 +30,8 @@ export interface SourceTransformation extends Common {
   readonly malformedPolicy: MalformedPolicy;
   /** Records per second over all subtasks of the source (Flink's RateLimiterStrategy), or undefined. */
   readonly ratePerSecond: number | undefined;
+  /** Event time kept per split by the source (fromSource's `watermarks`), or undefined. */
+  readonly watermarks?: SourceWatermarkSettings | undefined;
 }
 
 export interface OneInputTransformation extends Common {

@@ -20,6 +20,7 @@ import type { StreamOperator, RuntimeServices } from './operators/operator.ts';
 import { KeyedOperator } from './operators/keyed.ts';
 import { loadKeyedState, type RestoredTimers } from './checkpointing/restore.ts';
 import { SourceOperator } from './operators/source.ts';
+import type { SourceMetricsSnapshot } from './operators/source-metrics.ts';
 import { Output, specialize, type BatchConsumer } from './output.ts';
 import type { RecordWriter } from './record-writer.ts';
 import type { Schedulable, Scheduler } from './scheduler.ts';
@@ -191,7 +192,7 @@ export class StreamTask implements Schedulable {
 
   private createOperator(spec: ChainedOperatorSpec): StreamOperator {
     const t = spec.node.transformation;
-    if (t.kind === 'source') return new SourceOperator(t.source, t.malformedPolicy, undefined, rateShare(t.ratePerSecond, this.d.splits.length, this.d.sourceSplitTotal));
+    if (t.kind === 'source') return new SourceOperator(t.source, t.malformedPolicy, undefined, rateShare(t.ratePerSecond, this.d.splits.length, this.d.sourceSplitTotal), t.watermarks);
     return t.factory();
   }
 
@@ -465,6 +466,7 @@ export class StreamTask implements Schedulable {
       outputWatermark: ops.map((o) => o.output.lastWatermark),
       lateRecordsDropped: ops.map((o) => ('numLateRecordsDropped' in o && typeof o.numLateRecordsDropped === 'number' ? o.numLateRecordsDropped : 0)),
       mailboxSize: this.mailbox.length,
+      ...(this.source !== undefined ? { source: this.source.metrics.snapshot() } : {}),
     };
   }
 
