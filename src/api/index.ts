@@ -25,6 +25,7 @@ export { Rng } from '../core/random.ts';
 export type { Source, SourceSplit, SourceReader, SourceReaderContext, SourceOutput, MalformedRecord, PollStatus } from '../core/source.ts';
 export type { TwoPhaseCommitSink, SinkWriter, SinkCommitter, SinkContext } from '../core/sink.ts';
 export { ExactlyOnceFileSink, type ExactlyOnceFileSinkOptions, type FileCommittable } from '../connectors/file/exactly-once-file-sink.ts';
+export { PostgresSink, type PostgresCommittable, type PostgresSinkOptions, type PostgresConnection } from '../connectors/postgres/index.ts';
 export { ManualClock, systemClock, type Clock } from '../core/clock.ts';
 export { MAX_WATERMARK, MIN_WATERMARK } from '../runtime/events.ts';
 export { WeirError, errorCode, type ErrorCode } from '../core/errors.ts';

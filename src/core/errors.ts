@@ -35,6 +35,8 @@ export const ERROR_CODES = [
   'TIMEOUT',
   /** Checkpoint storage could not carry out an operation (create, write, publish, delete, list). */
   'STORAGE',
+  /** An external system a connector writes to or reads from failed, or cannot be reached in time. */
+  'CONNECTOR',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];
