@@ -6,7 +6,7 @@ import { WeirError } from '../../core/errors.ts';
 import { foreignProgressError, type ProgressKey } from '../common/progress.ts';
 import type { PgClient } from './connection.ts';
 import type { ResolvedPostgresOptions } from './options.ts';
-import { advanceProgress, gidLiteral, readProgress, writeStatements, type WriteShape } from './sql.ts';
+import { advanceProgress, gidLiteral, logPrepared, pruneLog, readLogged, readProgress, writeStatements, type WriteShape } from './sql.ts';
 
 /** Rows of one subtask's checkpoint, written at completion (idempotent mode). */
 export interface RowsCommittable {
@@ -69,12 +69,17 @@ export async function commitRows(c: PgClient, o: ResolvedPostgresOptions, key: P
   }
 }
 
-/** Two-phase mode, at the barrier: rows and progress row in a transaction, prepared under `gid`. */
+/**
+ * Two-phase mode, at the barrier: rows and a log row of this checkpoint in a transaction,
+ * prepared under `gid`. A progress row already at or past the checkpoint means another run
+ * (with this jobId) committed there: refused.
+ */
 export async function prepareRows(c: PgClient, o: ResolvedPostgresOptions, key: ProgressKey, chk: number, gid: string, rows: readonly unknown[][]): Promise<void> {
+  const committed = await readCommitted(c, o, key);
+  if (committed !== undefined && committed >= chk) throw foreignProgressError('postgres sink', `progress table "${o.progressTable.schema}.${o.progressTable.name}"`, key, committed, chk);
   await c.query('BEGIN');
   try {
-    const g = await advance(c, o, key, chk);
-    if (!g.advanced) throw foreignProgressError('postgres sink', `progress table "${o.progressTable.schema}.${o.progressTable.name}"`, key, g.committed ?? -1, chk);
+    await c.query(logPrepared(o.progressTable), [key.job, key.operator, key.subtask, chk]);
     for (const s of writeStatements(shapeOf(o), rows)) await c.query(s.text, s.values);
     await c.query(`PREPARE TRANSACTION ${gidLiteral(gid)}`);
   } catch (e) {
@@ -83,27 +88,48 @@ export async function prepareRows(c: PgClient, o: ResolvedPostgresOptions, key: 
   }
 }
 
+async function readCommitted(c: PgClient, o: ResolvedPostgresOptions, key: ProgressKey): Promise<number | undefined> {
+  const p = await c.query<{ checkpoint: string }>(readProgress(o.progressTable), [key.job, key.operator, key.subtask]);
+  return p.rows[0] === undefined ? undefined : Number(p.rows[0].checkpoint);
+}
+
 export async function isPreparedOnServer(c: PgClient, gid: string): Promise<boolean> {
   const r = await c.query('SELECT 1 FROM pg_prepared_xacts WHERE gid = $1 AND database = current_database()', [gid]);
   return (r.rowCount ?? 0) > 0;
 }
 
 /**
- * Two-phase mode, at completion: COMMIT PREPARED. A gid that is gone (42704) was committed
- * before, if the progress row has reached its checkpoint (the progress row was in the prepared
- * transaction); otherwise its output is lost, and the job fails saying so.
+ * Two-phase mode, at completion: COMMIT PREPARED, then the progress row advanced and the log
+ * rows it covers deleted. A gid that is gone (42704) was committed before if its log row (part
+ * of the prepared transaction) exists or the progress row has reached its checkpoint; if
+ * neither, its output is lost, and the job fails saying so.
  */
 export async function commitPrepared(c: PgClient, o: ResolvedPostgresOptions, key: ProgressKey, item: PreparedCommittable): Promise<'committed' | 'already'> {
+  let outcome: 'committed' | 'already' = 'committed';
   try {
     await c.query(`COMMIT PREPARED ${gidLiteral(item.gid)}`);
-    return 'committed';
   } catch (e) {
     if ((e as { code?: unknown }).code !== '42704') throw e;
+    outcome = 'already';
+    const logged = await c.query(readLogged(o.progressTable), [key.job, key.operator, key.subtask, item.chk]);
+    if ((logged.rowCount ?? 0) === 0) {
+      const committed = await readCommitted(c, o, key);
+      if (committed === undefined || committed < item.chk) {
+        throw new WeirError('CONNECTOR', `postgres sink table "${o.tableText}": prepared transaction ${item.gid} of a completed checkpoint is gone and was never committed (progress: ${committed ?? 'none'}); its rows are lost`);
+      }
+      return outcome;
+    }
   }
-  const p = await c.query<{ checkpoint: string }>(readProgress(o.progressTable), [key.job, key.operator, key.subtask]);
-  const committed = p.rows[0] === undefined ? undefined : Number(p.rows[0].checkpoint);
-  if (committed !== undefined && committed >= item.chk) return 'already';
-  throw new WeirError('CONNECTOR', `postgres sink table "${o.tableText}": prepared transaction ${item.gid} of a completed checkpoint is gone and was never committed (progress: ${committed ?? 'none'}); its rows are lost`);
+  await c.query('BEGIN');
+  try {
+    await c.query(advanceProgress(o.progressTable), [key.job, key.operator, key.subtask, item.chk]);
+    await c.query(pruneLog(o.progressTable), [key.job, key.operator, key.subtask, item.chk]);
+    await c.query('COMMIT');
+  } catch (e) {
+    await c.query('ROLLBACK').catch(() => {});
+    throw e;
+  }
+  return outcome;
 }
 
 export async function rollbackPrepared(c: PgClient, gid: string): Promise<void> {

@@ -137,6 +137,35 @@ export function advanceProgress(t: TableName): string {
   );
 }
 
+/**
+ * Two-phase mode: each prepared transaction inserts its own row (job, operator, subtask,
+ * checkpoint) here instead of updating the progress row, so prepared transactions of one
+ * subtask never wait for each other's row lock. After COMMIT PREPARED the committer advances
+ * the progress row and deletes the subtask's log rows up to that checkpoint.
+ */
+export function preparedLogTable(t: TableName): TableName {
+  return { schema: t.schema, name: `${t.name}_prepared`.slice(0, 63) };
+}
+
+export function preparedLogDdl(t: TableName): string {
+  return (
+    `CREATE TABLE IF NOT EXISTS ${qualified(preparedLogTable(t))} (job text NOT NULL, operator text NOT NULL, subtask integer NOT NULL, ` +
+    'checkpoint bigint NOT NULL, PRIMARY KEY (job, operator, subtask, checkpoint))'
+  );
+}
+
+export function logPrepared(t: TableName): string {
+  return `INSERT INTO ${qualified(preparedLogTable(t))} (job, operator, subtask, checkpoint) VALUES ($1, $2, $3, $4)`;
+}
+
+export function readLogged(t: TableName): string {
+  return `SELECT 1 FROM ${qualified(preparedLogTable(t))} WHERE job = $1 AND operator = $2 AND subtask = $3 AND checkpoint = $4`;
+}
+
+export function pruneLog(t: TableName): string {
+  return `DELETE FROM ${qualified(preparedLogTable(t))} WHERE job = $1 AND operator = $2 AND subtask = $3 AND checkpoint <= $4`;
+}
+
 export function readProgress(t: TableName): string {
   return `SELECT checkpoint FROM ${qualified(t)} WHERE job = $1 AND operator = $2 AND subtask = $3`;
 }
