@@ -26,6 +26,7 @@ export type { Source, SourceSplit, SourceReader, SourceReaderContext, SourceOutp
 export type { TwoPhaseCommitSink, SinkWriter, SinkCommitter, SinkContext } from '../core/sink.ts';
 export { ExactlyOnceFileSink, type ExactlyOnceFileSinkOptions, type FileCommittable } from '../connectors/file/exactly-once-file-sink.ts';
 export { PostgresSink, type PostgresCommittable, type PostgresSinkOptions, type PostgresConnection } from '../connectors/postgres/index.ts';
+export { RedisStreamsSink, type RedisCommittable, type RedisStreamsSinkOptions, type RedisConnection } from '../connectors/redis/index.ts';
 export { ManualClock, systemClock, type Clock } from '../core/clock.ts';
 export { MAX_WATERMARK, MIN_WATERMARK } from '../runtime/events.ts';
 export { WeirError, errorCode, type ErrorCode } from '../core/errors.ts';
