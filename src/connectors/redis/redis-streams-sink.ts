@@ -31,7 +31,7 @@ class WatchConflict extends Error {}
 export function isTransientRedis(e: unknown): boolean {
   if (e instanceof WatchConflict || isSocketError(e)) return true;
   if (e instanceof WeirError) return e.code === 'TIMEOUT';
-  return /Connection is closed|Command timed out|Stream isn't writeable|LOADING|connect ETIMEDOUT|MASTERDOWN|TRYAGAIN/i.test(messageOf(e));
+  return /Connection is closed|aborted due to connection close|Command timed out|Stream isn't writeable|LOADING|connect ETIMEDOUT|MASTERDOWN|TRYAGAIN/i.test(messageOf(e));
 }
 
 export class RedisStreamsSink<T> implements TwoPhaseCommitSink<T, RedisCommittable> {
@@ -104,7 +104,7 @@ export class RedisStreamsSink<T> implements TwoPhaseCommitSink<T, RedisCommittab
 
   wrap(e: unknown, doing: string): WeirError {
     if (e instanceof WeirError && e.code !== 'TIMEOUT') return e;
-    return new WeirError('CONNECTOR', `redis streams sink ${doing} at ${this.server()} failed: ${messageOf(e)}`, { cause: e });
+    return new WeirError('CONNECTOR', `redis streams sink ${doing} at ${this.server()} failed: ${messageOf(e)}`); // no cause: an aborted MULTI carries every queued command
   }
 
   /** The last checkpoint whose entries `subtask` of this sink committed (its progress key), or undefined. */
