@@ -42,6 +42,8 @@ type Middleware = (ctx: KoaContext, next: () => Promise<void>) => Promise<void>;
 
 export interface S3TestServer {
   readonly bucket: string;
+  /** Where s3rver keeps the objects (bucket/key paths, `<name>._S3rver_object` files). */
+  readonly directory: string;
   readonly endpoint: string;
   /** weir's settings for this server (path-style, its endpoint, short timeouts). */
   readonly settings: S3Settings;
@@ -71,6 +73,7 @@ export async function startS3Server(options: { bucket?: string; settings?: S3Set
   const requests: S3Request[] = [];
   const t: S3TestServer = {
     bucket,
+    directory,
     endpoint: '',
     settings: {},
     requests,
