@@ -64,7 +64,7 @@ export function useS3Credentials(): void {
   process.env.AWS_EC2_METADATA_DISABLED = 'true';
 }
 
-export async function startS3Server(options: { bucket?: string; settings?: S3Settings } = {}): Promise<S3TestServer> {
+export async function startS3Server(options: { bucket?: string; extraBuckets?: readonly string[]; settings?: S3Settings } = {}): Promise<S3TestServer> {
   useS3Credentials();
   const bucket = options.bucket ?? 'weir-test';
   const directory = mkdtempSync(join(tmpdir(), 'weir-s3rver-'));
@@ -80,7 +80,7 @@ export async function startS3Server(options: { bucket?: string; settings?: S3Set
     fault: () => undefined,
     async start() {
       if (server !== undefined) return;
-      const s = new S3rver({ port, address: '127.0.0.1', silent: true, directory, configureBuckets: [{ name: bucket }] });
+      const s = new S3rver({ port, address: '127.0.0.1', silent: true, directory, configureBuckets: [bucket, ...(options.extraBuckets ?? [])].map((name) => ({ name })) });
       patchDelimiterListing(s.store);
       // First in the chain: counted and faulted before s3rver sees the request.
       s.middleware.unshift(async (ctx: KoaContext, next: () => Promise<void>) => {
