@@ -41,6 +41,16 @@ afterAll(async () => {
   await server?.close();
 });
 
+async function weirStdout(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const child = spawn(process.execPath, [join(ROOT, 'bin/weir.js'), ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d) => (stdout += d));
+  child.stderr.on('data', (d) => (stderr += d));
+  const code = await new Promise<number | null>((res) => child.on('exit', res));
+  return { code, stdout, stderr };
+}
+
 /** Checkpoint metadata objects s3rver holds under `prefix` (its store is a directory tree). */
 function metadataObjects(prefix: string): number {
   const dir = join(server.directory, server.bucket, prefix);
@@ -97,6 +107,12 @@ describe('checkpoints on S3: killed and resumed', () => {
       } finally {
         await storage.close();
       }
+      // weir checkpoints reads the same history from S3.
+      const cli = await weirStdout(['checkpoints', `s3://${server.bucket}/${prefix}`, '--s3-endpoint', server.endpoint, '--s3-path-style', '--json']);
+      expect(cli.code, cli.stderr).toBe(0);
+      const listed = JSON.parse(cli.stdout) as { jobs: { jobId: string; history: { status: string }[] }[] };
+      expect(listed.jobs.length).toBe(1);
+      expect(listed.jobs[0]!.history.filter((h) => h.status === 'COMPLETED').length).toBeGreaterThanOrEqual(1);
     }, 300_000);
   }
 });
