@@ -25,6 +25,8 @@ export interface S3Request {
   readonly method: string;
   readonly path: string;
   readonly query: string;
+  /** The request body's size (Content-Length), 0 when there is none. */
+  readonly bytes: number;
 }
 
 export type S3Fault = { readonly kind: 'fail'; readonly status?: number } | { readonly kind: 'delay'; readonly ms: number } | undefined;
@@ -33,6 +35,7 @@ interface KoaContext {
   method: string;
   path: string;
   querystring: string;
+  get(header: string): string;
   status: number;
   type: string;
   body: unknown;
@@ -84,7 +87,7 @@ export async function startS3Server(options: { bucket?: string; extraBuckets?: r
       patchDelimiterListing(s.store);
       // First in the chain: counted and faulted before s3rver sees the request.
       s.middleware.unshift(async (ctx: KoaContext, next: () => Promise<void>) => {
-        const r = { method: ctx.method, path: ctx.path, query: ctx.querystring };
+        const r = { method: ctx.method, path: ctx.path, query: ctx.querystring, bytes: Number(ctx.get('content-length') || 0) };
         requests.push(r);
         const f = t.fault(r);
         if (f?.kind === 'delay') await new Promise((res) => setTimeout(res, f.ms));

@@ -107,6 +107,10 @@ describe('checkpoints on S3: killed and resumed', () => {
       } finally {
         await storage.close();
       }
+      // Garbage: the job finished (retention none), so no checkpoint of either run is left on S3,
+      // not even those of the killed run or a half-written one it left behind.
+      const left = readdirSync(join(server.directory, server.bucket, prefix), { recursive: true }).map(String).filter((f) => /(^|\/)chk-\d+(\/|$)/.test(f));
+      expect(left).toEqual([]);
       // weir checkpoints reads the same history from S3.
       const cli = await weirStdout(['checkpoints', `s3://${server.bucket}/${prefix}`, '--s3-endpoint', server.endpoint, '--s3-path-style', '--json']);
       expect(cli.code, cli.stderr).toBe(0);
