@@ -231,9 +231,14 @@ class Step {
     }
   }
 
-  /** The spec to run: the user's, or the last stable one while rolling back. */
+  /**
+   * The spec to run: the user's; while rolling back, the last stable one's job, configuration and
+   * restore setting (what is deployed), with the user's policies (state, savepoints, health).
+   */
   private effective(): AppSpec {
-    return this.s.rollback !== undefined && this.s.lastStableSpec !== undefined ? this.s.lastStableSpec : this.desired.spec;
+    const stable = this.s.lastStableSpec;
+    if (this.s.rollback === undefined || stable === undefined) return this.desired.spec;
+    return { ...this.desired.spec, job: stable.job, configuration: stable.configuration, allowNonRestoredState: stable.allowNonRestoredState };
   }
 
   // ---- reconcile: the next operation
@@ -283,7 +288,8 @@ class Step {
       return this.stopKeepingState(d, state === 'RUNNING', spec, 'suspend');
     }
     if (deploymentKey(spec) !== deploymentKey(d.spec)) {
-      if (this.s.upgradeRetryAt !== undefined && this.s.upgradeRetryAt > this.now) return undefined;
+      // Waiting to retry a failed upgrade savepoint: the job runs on, and so does its savepoint cleanup.
+      if (this.s.upgradeRetryAt !== undefined && this.s.upgradeRetryAt > this.now) return state === 'RUNNING' ? this.cleanup(spec) : undefined;
       const purpose: Purpose = this.s.rollback !== undefined ? 'rollback' : 'upgrade';
       if (purpose === 'rollback') return this.stop(d, undefined, true, purpose); // the rollback restores the stable version's own state
       if (spec.upgradeMode === 'stateless') return this.stop(d, undefined, false, purpose);
@@ -385,6 +391,11 @@ class Step {
       const rec = this.newSavepoint('PERIODIC', d.id, 'IN_PROGRESS');
       return this.intend({ kind: 'savepoint', deploymentId: d.id, savepointId: rec.id, attempt: 0, issuedAt: this.now });
     }
+    return this.cleanup(spec);
+  }
+
+  /** Disposes one savepoint beyond the history limits, if any (lazily: only while the job runs, as the Flink operator). */
+  private cleanup(spec: AppSpec): Action | undefined {
     const old = nextDisposal(this.s, spec, this.now);
     if (old !== undefined) return this.intend({ kind: 'dispose', savepointId: old.id, path: old.path!, issuedAt: this.now });
     return undefined;

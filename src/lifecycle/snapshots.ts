@@ -19,11 +19,12 @@ export function backoffMs(failures: number): number {
   return Math.min(RETRY_MAX_MS, RETRY_BASE_MS * 2 ** Math.max(0, failures - 1));
 }
 
-/** Paths the application still needs: what it runs from and what it resumes from. */
+/** Paths the application still needs: what it resumes from, and what it runs from until it has a checkpoint of its own. */
 function pinned(status: AppStatus): Set<string> {
   const out = new Set<string>();
   if (status.restorePath !== undefined) out.add(status.restorePath);
-  if (status.deployment?.from !== undefined) out.add(status.deployment.from);
+  const d = status.deployment;
+  if (d?.from !== undefined && d.lastCheckpoint === undefined) out.add(d.from);
   return out;
 }
 
