@@ -73,13 +73,16 @@ type Raw = Record<string, unknown>;
 
 /** Parses spec text (JSON or YAML by the file's extension, or by content) and validates it. */
 export function parseSpecText(text: string, where: string, baseDir: string): AppSpec {
-  let raw: unknown;
+  return validateSpec(readSpecText(text, where), where, baseDir);
+}
+
+/** The spec text as data, unvalidated (what `weir apps apply` sends to the manager). */
+export function readSpecText(text: string, where: string): unknown {
   try {
-    raw = /\.json$/i.test(where) ? JSON.parse(text) : parseYaml(text, { prettyErrors: false });
+    return /\.json$/i.test(where) ? JSON.parse(text) : parseYaml(text, { prettyErrors: false });
   } catch (e) {
     throw new WeirError('CONFIG', `${where}: not valid ${/\.json$/i.test(where) ? 'JSON' : 'YAML'}: ${(e as Error).message.split('\n')[0]}`);
   }
-  return validateSpec(raw, where, baseDir);
 }
 
 /** Checks a parsed spec; `where` names it in errors, `baseDir` resolves a relative job module. */

@@ -56,7 +56,7 @@ describe('upgrades (point 4)', () => {
     const d1 = h.stable();
     h.apply(spec('v2', { upgradeMode: 'stateless' }));
     const stop = h.step();
-    expect(stop).toEqual({ kind: 'stop', key: `stop:${d1}:cancel`, deploymentId: d1 });
+    expect(stop).toEqual({ kind: 'stop', key: `stop:${d1}:cancel`, deploymentId: d1, timeoutMs: 600_000 });
     expect(h.status.lifecycle).toBe('UPGRADING');
     h.deployments[d1] = { state: 'CANCELED', restarts: 0 };
     const start = h.step();
@@ -69,7 +69,7 @@ describe('upgrades (point 4)', () => {
     const d1 = h.stable();
     h.apply(spec('v2'));
     const stop = h.step();
-    expect(stop).toEqual({ kind: 'stop', key: `stop:${d1}:sp-1`, deploymentId: d1, savepointId: 'sp-1' });
+    expect(stop).toEqual({ kind: 'stop', key: `stop:${d1}:sp-1`, deploymentId: d1, savepointId: 'sp-1', timeoutMs: 600_000 });
     expect(h.status.operation).toMatchObject({ kind: 'stop', savepointId: 'sp-1', purpose: 'upgrade' }); // the intent, written with the action
     h.operations[`stop:${d1}:sp-1`] = { state: 'failed', error: 'task declined' };
     expect(h.step()).toBeUndefined();
@@ -104,7 +104,7 @@ describe('upgrades (point 4)', () => {
     const chk = h.deployments[d1]!.lastCheckpoint!.path;
     h.deployments[d1] = { ...h.deployments[d1]!, state: 'RESTARTING' };
     h.apply(spec('v2'));
-    expect(h.step()).toEqual({ kind: 'stop', key: `stop:${d1}:cancel`, deploymentId: d1 });
+    expect(h.step()).toEqual({ kind: 'stop', key: `stop:${d1}:cancel`, deploymentId: d1, timeoutMs: 600_000 });
     expect(h.events()).toContain('UpgradeFallback');
     h.deployments[d1] = { ...h.deployments[d1]!, state: 'CANCELED' };
     expect(h.step()).toMatchObject({ kind: 'start', from: chk });
@@ -116,7 +116,7 @@ describe('upgrades (point 4)', () => {
     h.running(d1);
     const chk = h.deployments[d1]!.lastCheckpoint!.path;
     h.apply(spec('v2', { upgradeMode: 'last-state', lastState: { maxCheckpointAge: '10s' } }));
-    expect(h.step()).toEqual({ kind: 'stop', key: `stop:${d1}:cancel`, deploymentId: d1 });
+    expect(h.step()).toEqual({ kind: 'stop', key: `stop:${d1}:cancel`, deploymentId: d1, timeoutMs: 600_000 });
     h.deployments[d1] = { ...h.deployments[d1]!, state: 'CANCELED' };
     const start = h.step();
     expect(start).toMatchObject({ kind: 'start', from: chk });
@@ -124,7 +124,7 @@ describe('upgrades (point 4)', () => {
     h.running(d2);
     h.step();
     h.apply(spec('v3', { upgradeMode: 'last-state', lastState: { maxCheckpointAge: '10s' } }));
-    expect(h.step(20_000)).toMatchObject({ kind: 'stop', savepointId: 'sp-1' });
+    expect(h.step(20_000)).toMatchObject({ kind: 'stop', savepointId: 'sp-1', timeoutMs: 600_000 });
     expect(h.events()).toContain('CheckpointTooOld');
   });
 
@@ -162,7 +162,7 @@ describe('suspend and delete', () => {
     const h = new H(spec('v1'));
     const d1 = h.stable();
     h.apply(spec('v1', { state: 'suspended' }));
-    expect(h.step()).toMatchObject({ kind: 'stop', savepointId: 'sp-1' });
+    expect(h.step()).toMatchObject({ kind: 'stop', savepointId: 'sp-1', timeoutMs: 600_000 });
     h.operations[`stop:${d1}:sp-1`] = { state: 'completed', path: '/sp/1' };
     h.deployments[d1] = { state: 'FINISHED', restarts: 0 };
     expect(h.step()).toBeUndefined();
@@ -175,7 +175,7 @@ describe('suspend and delete', () => {
     const h = new H(spec('v1'));
     const d1 = h.stable();
     h.desired = { ...h.desired, deletion: { savepoint: true } };
-    expect(h.step()).toMatchObject({ kind: 'stop', savepointId: 'sp-1' });
+    expect(h.step()).toMatchObject({ kind: 'stop', savepointId: 'sp-1', timeoutMs: 600_000 });
     expect(h.status.lifecycle).toBe('DELETING');
     h.operations[`stop:${d1}:sp-1`] = { state: 'completed', path: '/sp/1' };
     h.deployments[d1] = { state: 'FINISHED', restarts: 0 };
@@ -191,13 +191,13 @@ describe('snapshots (point 5)', () => {
     const d1 = h.stable();
     expect(h.step(), 'the nonce present at creation asks for nothing').toBeUndefined();
     h.apply(spec('v1', { savepointTriggerNonce: 2 }));
-    expect(h.step()).toEqual({ kind: 'savepoint', key: 'savepoint:sp-1:0', deploymentId: d1, savepointId: 'sp-1' });
+    expect(h.step()).toEqual({ kind: 'savepoint', key: 'savepoint:sp-1:0', deploymentId: d1, savepointId: 'sp-1', timeoutMs: 600_000 });
     expect(h.status.savepoints[0]).toMatchObject({ trigger: 'MANUAL', state: 'IN_PROGRESS', nonce: 2 });
     h.operations['savepoint:sp-1:0'] = { state: 'failed', error: 'declined' };
     h.step();
     expect(h.status.savepoints[0]).toMatchObject({ state: 'PENDING', failures: 1, retryAt: h.now + 10_000 });
     expect(h.step(9000)).toBeUndefined();
-    expect(h.step(1000)).toMatchObject({ kind: 'savepoint', key: 'savepoint:sp-1:1', savepointId: 'sp-1' });
+    expect(h.step(1000)).toMatchObject({ kind: 'savepoint', key: 'savepoint:sp-1:1', savepointId: 'sp-1', timeoutMs: 600_000 });
     h.operations['savepoint:sp-1:1'] = { state: 'failed', error: 'declined' };
     h.step();
     expect(h.status.savepoints[0]!.retryAt).toBe(h.now + 20_000);
@@ -277,7 +277,7 @@ describe('rollback (point 6)', () => {
     h.deployments[start.deploymentId] = { state: 'RESTARTING', restarts: 3 };
     expect(h.step(10_000)).toBeUndefined();
     const stop = h.step(25_000);
-    expect(stop).toEqual({ kind: 'stop', key: `stop:${start.deploymentId}:cancel`, deploymentId: start.deploymentId });
+    expect(stop).toEqual({ kind: 'stop', key: `stop:${start.deploymentId}:cancel`, deploymentId: start.deploymentId, timeoutMs: 600_000 });
     expect(h.status.lifecycle).toBe('ROLLING_BACK');
     expect(h.events()).toContain('Rollback');
     h.deployments[start.deploymentId] = { state: 'CANCELED', restarts: 3 };
@@ -319,7 +319,7 @@ describe('health (point 7)', () => {
     h.deployments[d1] = { state: 'RESTARTING', restarts: 3, lastCheckpoint: chk };
     expect(h.step(70_000), 'the first two are out of the window').toBeUndefined();
     h.deployments[d1] = { state: 'RUNNING', restarts: 6, lastCheckpoint: chk };
-    expect(h.step()).toEqual({ kind: 'stop', key: `stop:${d1}:cancel`, deploymentId: d1 });
+    expect(h.step()).toEqual({ kind: 'stop', key: `stop:${d1}:cancel`, deploymentId: d1, timeoutMs: 600_000 });
     expect(h.events()).toContain('RestartUnhealthyJob');
     h.deployments[d1] = { state: 'CANCELED', restarts: 6, lastCheckpoint: chk };
     expect(h.step()).toMatchObject({ kind: 'start', from: chk.path, spec: { job: { version: 'v1' } } });
@@ -329,7 +329,7 @@ describe('health (point 7)', () => {
     const h = new H(spec('v1', { health: { checkpointProgressWindow: '1 min' } }));
     const d1 = h.stable();
     expect(h.step(50_000)).toBeUndefined();
-    expect(h.step(20_000)).toMatchObject({ kind: 'stop', deploymentId: d1 });
+    expect(h.step(20_000)).toMatchObject({ kind: 'stop', deploymentId: d1, timeoutMs: 600_000 });
     expect(h.status.events.at(-1)!.message).toMatch(/no completed checkpoint for 7\d{4} ms \(progress window 60000 ms\)/);
   });
 });
