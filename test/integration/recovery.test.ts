@@ -235,7 +235,8 @@ describe('a corrupt newest checkpoint', () => {
   const C = 1000;
   /** A failed run that keeps its 3 newest checkpoints; returns them (oldest first). */
   async function failedRun(): Promise<{ first: Run; ids: number[]; dirs: string[] }> {
-    const first = await run({ count: C, rate: 2500, fail: 'always@4', restartStrategy: { type: 'none' }, checkpoint: { retention: 'retain-on-cancel', numRetained: 3 } });
+    // Slow enough (4 s for C records) that 4 checkpoints complete first even on a loaded machine.
+    const first = await run({ count: C, rate: 250, fail: 'always@4', restartStrategy: { type: 'none' }, checkpoint: { retention: 'retain-on-cancel', numRetained: 3 } });
     expect(first.result.status).toBe('FAILED');
     const kept = await new LocalCheckpointStorage(first.chk).completed(first.result.jobId);
     expect(kept.length).toBe(3);
