@@ -28,10 +28,10 @@ export const COMMANDS = [
     name: 'cancel', args: '<job-id> [options]', summary: 'cancel a running job',
     note: 'The job is found by id (or a unique prefix) among the jobs running on this machine, or at --rest-port.',
   },
-  { name: 'manager', args: '[options]', summary: 'run the lifecycle manager: reconcile applications declared with weir apps (docs/lifecycle.md)' },
+  { name: 'manager', args: '[options]', summary: 'run the lifecycle manager of the applications declared with weir apps' },
   {
-    name: 'apps', args: '<apply <spec.yaml|json>|list|describe|suspend|resume|delete|savepoint|rollback|events> [app] [options]', summary: 'declare and control applications of the lifecycle manager',
-    note: 'The manager is found through the file it writes in its directory (--dir), or at --manager.',
+    name: 'apps', args: '<verb> [spec-file|app] [options]', summary: 'declare and control the lifecycle manager\'s applications',
+    note: 'Verbs: apply <spec.yaml|json>, list, describe <app>, events <app>, suspend <app>, resume <app>, savepoint <app>, rollback <app>, delete <app> [--savepoint]. The manager is found through the file it writes in its directory (--dir), or at --manager. See docs/lifecycle.md.',
   },
 ] as const satisfies readonly CommandInfo[];
 
