@@ -117,10 +117,13 @@ export class Manager {
     return this.save(app, { spec: { ...d.spec, state: 'running' }, generation: d.generation + 1 });
   }
 
-  /** A manual savepoint: a new nonce. */
+  /**
+   * A manual savepoint: a new nonce. The generation stays: asking for a savepoint is not a new
+   * spec, so it neither interrupts a rollback nor lifts a failed application's hold.
+   */
   savepoint(app: string): Desired {
     const d = this.desired(app);
-    return this.save(app, { spec: { ...d.spec, savepointTriggerNonce: `manual-${this.now()}` }, generation: d.generation + 1 });
+    return this.save(app, { ...d, spec: { ...d.spec, savepointTriggerNonce: `manual-${this.now()}` } });
   }
 
   rollback(app: string): Desired {
