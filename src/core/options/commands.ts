@@ -28,7 +28,7 @@ export const COMMANDS = [
     name: 'cancel', args: '<job-id> [options]', summary: 'cancel a running job',
     note: 'The job is found by id (or a unique prefix) among the jobs running on this machine, or at --rest-port.',
   },
-  { name: 'manager', args: '[options]', summary: 'run the lifecycle manager of the applications declared with weir apps' },
+  { name: 'manager', args: '[options]', summary: 'run the lifecycle manager for the applications of weir apps' },
   {
     name: 'apps', args: '<verb> [spec-file|app] [options]', summary: 'declare and control the lifecycle manager\'s applications',
     note: 'Verbs: apply <spec.yaml|json>, list, describe <app>, events <app>, suspend <app>, resume <app>, savepoint <app>, rollback <app>, delete <app> [--savepoint]. The manager is found through the file it writes in its directory (--dir), or at --manager. See docs/lifecycle.md.',
