@@ -98,6 +98,12 @@ export class Manager {
     const prev = this.options.store.loadDesired(spec.name);
     if (prev?.deletion !== undefined) throw new WeirError('CONTROL', `application ${spec.name} is being deleted; apply it again once it is gone`);
     if (prev !== undefined && JSON.stringify(prev.spec) === JSON.stringify(spec)) return prev; // unchanged: no new generation
+    const old = prev === undefined ? this.options.store.loadStatus(spec.name) : undefined;
+    if (old !== undefined) {
+      // A deleted application of this name: start afresh, but never reuse its deployment ids or
+      // savepoint folders (its savepoints stay where they are).
+      this.options.store.saveStatus(spec.name, { ...initialStatus(), nextDeployment: old.nextDeployment, nextSavepoint: old.nextSavepoint });
+    }
     return this.save(spec.name, { spec, generation: (prev?.generation ?? 0) + 1 });
   }
 
@@ -111,10 +117,13 @@ export class Manager {
     return this.save(app, { spec: { ...d.spec, state: 'running' }, generation: d.generation + 1 });
   }
 
-  /** A manual savepoint: a new nonce. */
+  /**
+   * A manual savepoint: a new nonce. The generation stays: asking for a savepoint is not a new
+   * spec, so it neither interrupts a rollback nor lifts a failed application's hold.
+   */
   savepoint(app: string): Desired {
     const d = this.desired(app);
-    return this.save(app, { spec: { ...d.spec, savepointTriggerNonce: `manual-${this.now()}` }, generation: d.generation + 1 });
+    return this.save(app, { ...d, spec: { ...d.spec, savepointTriggerNonce: `manual-${this.now()}` } });
   }
 
   rollback(app: string): Desired {

@@ -246,8 +246,9 @@ class Step {
   private decide(depth: number): Action | undefined {
     if (depth > 3) return undefined; // each recursion removes a deployment or starts a rollback: a bound, not a loop
     const gen = this.desired.generation;
-    if (this.desired.rollbackGeneration === gen && this.s.rollback === undefined && this.s.lastStableSpec !== undefined && this.s.ended?.generation !== gen) {
+    if (this.desired.rollbackGeneration === gen && this.s.rollback === undefined && this.s.lastStableSpec !== undefined) {
       this.s.rollback = { generation: gen };
+      this.s.ended = undefined; // a failed upgrade may be rolled back by hand: the stable version starts from the failed job's latest state
       this.event('Warning', 'Rollback', `rollback requested: returning to version ${this.s.lastStableSpec.job.version}`);
     }
     const spec = this.effective();

@@ -7,6 +7,8 @@ import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node
 import { tmpdir, userInfo } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { WeirError } from '../core/errors.ts';
+import { alive } from './local/processes.ts';
 import { LocalProcessTarget } from './local/target.ts';
 import { Manager } from './manager.ts';
 import { ManagerApi } from './rest.ts';
@@ -45,7 +47,7 @@ export function discoveryFile(dir: string): string {
 export function managerUrlOf(dir: string): string | undefined {
   try {
     const m = JSON.parse(readFileSync(discoveryFile(dir), 'utf8')) as { url?: string; pid?: number };
-    if (m.pid !== undefined) process.kill(m.pid, 0);
+    if (m.pid === undefined || !alive(m.pid)) return undefined; // left by a manager that was killed
     return m.url;
   } catch {
     return undefined;
@@ -57,6 +59,9 @@ const WEIR_BIN = fileURLToPath(new URL('../../bin/weir.js', import.meta.url));
 export async function serveManager(o: ServeOptions): Promise<RunningManager> {
   const dir = resolve(o.dir);
   mkdirSync(dir, { recursive: true });
+  // Two managers on one directory would both start the same deployments.
+  const other = managerUrlOf(dir);
+  if (other !== undefined) throw new WeirError('START', `a manager already serves ${dir} at ${other}; stop it first, or give another --dir`);
   const store = new FileAppStore(dir);
   const target = new LocalProcessTarget({ root: dir, weirBin: WEIR_BIN, log: o.log });
   const manager = new Manager({ store, target, intervalMs: o.intervalMs, log: o.log });

@@ -295,6 +295,22 @@ describe('rollback (point 6)', () => {
     expect(h.events()).toContain('RollbackInterrupted');
   });
 
+  it('weir apps rollback brings a failed upgrade back to the last stable version and its state', () => {
+    const h = new H(spec('v1'));
+    const d1 = h.stable();
+    h.apply(spec('v2'));
+    h.step();
+    h.operations[`stop:${d1}:sp-1`] = { state: 'completed', path: '/sp/1' };
+    h.deployments[d1] = { state: 'FINISHED', restarts: 0 };
+    const start = h.step() as { deploymentId: string };
+    h.deployments[start.deploymentId] = { state: 'FAILED', restarts: 0, error: 'throws at start' };
+    expect(h.step()).toBeUndefined();
+    expect(h.status.lifecycle).toBe('FAILED');
+    h.desired = { ...h.desired, rollbackGeneration: h.desired.generation };
+    expect(h.step()).toMatchObject({ kind: 'start', from: '/sp/1', spec: { job: { version: 'v1' } } });
+    expect(h.status.lifecycle).toBe('ROLLING_BACK');
+  });
+
   it('without rollback enabled, a broken upgrade stays as it is', () => {
     const h = new H(spec('v1'));
     const d1 = h.stable();

@@ -30,8 +30,8 @@ export const COMMANDS = [
   },
   { name: 'manager', args: '[options]', summary: 'run the lifecycle manager for the applications of weir apps' },
   {
-    name: 'apps', args: '<apply <spec.yaml|json>|list|describe|suspend|resume|delete|savepoint|rollback|events> [app] [options]', summary: 'declare and control applications of the lifecycle manager',
-    note: 'The manager is found through the file it writes in its directory (--dir), or at --manager.',
+    name: 'apps', args: '<verb> [spec-file|app] [options]', summary: 'declare and control the lifecycle manager\'s applications',
+    note: 'Verbs: apply <spec.yaml|json>, list, describe <app>, events <app>, suspend <app>, resume <app>, savepoint <app>, rollback <app>, delete <app> [--savepoint]. The manager is found through the file it writes in its directory (--dir), or at --manager. See docs/lifecycle.md.',
   },
 ] as const satisfies readonly CommandInfo[];
 

@@ -1,0 +1,66 @@
+/**
+ * The manager's REST API and the weir apps / weir manager CLI on bad input: a spec with a bad
+ * field is refused naming the file (or request) and the field, an unknown application is a 404,
+ * a second manager on the same directory is refused, and no manager means a one-line error.
+ * These start no job.
+ */
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { serveManager, type RunningManager } from '../../src/lifecycle/serve.ts';
+import { oneLineError, tempDir, weir } from '../savepoint/helpers.ts';
+import { rest } from './helpers.ts';
+import { FileAppStore } from '../../src/lifecycle/store.ts';
+import { initialStatus } from '../../src/lifecycle/status.ts';
+import { validateSpec } from '../../src/lifecycle/spec.ts';
+
+const tmp = tempDir('lifecycle-api');
+let running: RunningManager | undefined;
+afterAll(async () => {
+  await running?.close();
+  tmp.cleanup();
+});
+
+describe('manager API and CLI on bad input', () => {
+  it('refuses bad specs naming the field, unknown applications and verbs, and a second manager on the directory', async () => {
+    const dir = tmp.fresh('m');
+    running = await serveManager({ dir, port: 0, address: '127.0.0.1', intervalMs: 200, log: () => {} });
+    expect(running.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+
+    const bad = await rest(`${running.url}/apps`, 'POST', { spec: { name: 'orders', job: { module: '/j.ts', version: 'v1', parallelism: -1 } } });
+    expect(bad).toEqual({ status: 400, body: { errors: ['spec: field "job.parallelism": expected an integer >= 1, got -1'] } });
+    expect(await rest(`${running.url}/apps/nope`)).toEqual({ status: 404, body: { errors: ['no application nope (see weir apps list)'] } });
+    expect((await rest(`${running.url}/apps/nope/suspend`, 'POST')).status).toBe(404);
+    expect((await rest(`${running.url}/things`)).status).toBe(404);
+    expect(await rest(`${running.url}/apps`)).toEqual({ status: 200, body: { apps: [] } });
+
+    const home = tmp.fresh('home');
+    const spec = join(dir, '..', 'bad.yaml');
+    writeFileSync(spec, 'name: orders\njob: { module: j.ts, version: v1 }\nupgradeMode: sometimes\n');
+    const r = await weir(home, 'apps', 'apply', spec, '--dir', dir);
+    expect(r.code).toBe(2);
+    expect(oneLineError(r)).toBe(`${spec}: field "upgradeMode": expected one of stateless, savepoint, last-state, got "sometimes"`);
+
+    const none = await weir(home, 'apps', 'list', '--dir', tmp.fresh('empty'));
+    expect(none.code).toBe(2);
+    expect(oneLineError(none)).toMatch(/^apps: no manager is running for .*empty.*; start one with weir manager/);
+
+    const verb = await weir(home, 'apps', 'frobnicate', '--dir', dir);
+    expect(oneLineError(verb)).toBe('apps: unknown verb "frobnicate": one of apply, list, describe, events, suspend, resume, savepoint, rollback, delete');
+
+    // A deleted application applied again starts afresh without reusing deployment ids or savepoint folders.
+    const store = new FileAppStore(dir);
+    store.saveStatus('gone', { ...initialStatus(), lifecycle: 'DELETED', nextDeployment: 5, nextSavepoint: 7, restorePath: '/old/sp', lastReconciledSpec: validateSpec({ name: 'gone', job: { module: '/j.ts', version: 'v1' } }, 't', '/') });
+    const again = await rest(`${running.url}/apps`, 'POST', { spec: { name: 'gone', job: { module: '/j.ts', version: 'v1' }, state: 'suspended' } });
+    expect(again).toEqual({ status: 200, body: { name: 'gone', generation: 1 } });
+    // (The manager may have reconciled it meanwhile: suspended, it starts nothing.)
+    const fresh = store.loadStatus('gone')!;
+    expect(fresh).toMatchObject({ nextDeployment: 5, nextSavepoint: 7, savepoints: [] });
+    expect(fresh.restorePath).toBeUndefined();
+    expect(['CREATED', 'SUSPENDED']).toContain(fresh.lifecycle);
+
+    const second = await weir(home, 'manager', '--dir', dir, '--port', '0');
+    expect(second.code).toBe(1);
+    expect(oneLineError(second)).toBe(`a manager already serves ${dir} at ${running.url}; stop it first, or give another --dir`);
+  }, 120_000);
+});

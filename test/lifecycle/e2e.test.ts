@@ -1,0 +1,188 @@
+/**
+ * The lifecycle manager end to end (issue 13 point 8), with real processes: a `weir manager`
+ * process runs real `weir run` jobs of the savepoint-app fixture (v1 -> v2 changes the code and
+ * drops an operator; "v3" throws at start), with an exactly-once file sink. Checked on the
+ * committed output: every record once across all versions, and every key's count continuing
+ * across upgrades, suspend/resume, a rollback and a manager killed with SIGKILL mid-upgrade.
+ */
+import { readFileSync, writeFileSync } from 'node:fs';
+import type { AppStatus } from '../../src/lifecycle/status.ts';
+import { join } from 'node:path';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { fixture, tempDir, weir } from '../savepoint/helpers.ts';
+import { checkedOutput, describeApp, eventsText, livePids, rest, startManager, waitFor, type ManagerProcess } from './helpers.ts';
+
+const tmp = tempDir('lifecycle-e2e');
+afterAll(() => tmp.cleanup());
+
+const started: { dir: string; managers: ManagerProcess[] }[] = [];
+afterEach(() => {
+  // End what these tests started, by pid: the managers, and jobs a failed test left running.
+  for (const s of started.splice(0)) {
+    for (const m of s.managers) if (m.child.exitCode === null) m.child.kill('SIGKILL');
+    for (const pid of livePids(s.dir)) process.kill(pid, 'SIGKILL');
+  }
+});
+
+function specYaml(version: string, outDir: string, extra = ''): string {
+  return [
+    'name: counts',
+    'job:',
+    `  module: ${fixture('savepoint-app.ts')}`,
+    `  version: ${version}`,
+    `  args: [${version}, 100000000, 150, ${outDir}]`,
+    '  parallelism: 2',
+    'configuration:',
+    '  execution.checkpointing.interval: 300ms',
+    'upgradeMode: savepoint',
+    'allowNonRestoredState: true',
+    'rollback: { enabled: true, readinessTimeout: 60s }',
+    extra,
+  ].join('\n') + '\n';
+}
+
+async function setup(name: string): Promise<{ dir: string; home: string; out: string; m: ManagerProcess; apply: (yaml: string) => Promise<void>; state: () => ReturnType<typeof describeApp> }> {
+  const root = tmp.fresh(name);
+  const dir = join(root, 'manager');
+  const home = join(root, 'home');
+  const out = join(root, 'out');
+  const m = await startManager(dir, home);
+  const entry = { dir, managers: [m] };
+  started.push(entry);
+  const ctx = {
+    dir, home, out, m,
+    state: () => describeApp(ctx.m, 'counts'),
+    async apply(yaml: string) {
+      const file = join(root, 'counts.yaml');
+      writeFileSync(file, yaml);
+      const r = await weir(home, 'apps', 'apply', file, '--dir', dir);
+      expect(r.code, r.stderr).toBe(0);
+    },
+  };
+  return ctx;
+}
+
+const explain = (ctx: { state: () => ReturnType<typeof describeApp> }) => async () => eventsText((await ctx.state()).status);
+
+async function waitLifecycle(ctx: { state: () => ReturnType<typeof describeApp> }, lifecycle: string, version: string): Promise<void> {
+  await waitFor(`${lifecycle} running ${version}`, async () => {
+    const { status } = await ctx.state();
+    return status.lifecycle === lifecycle && status.deployment?.spec.job.version === version && status.deployment.stable ? true : undefined;
+  }, 120_000, explain(ctx));
+}
+
+/** Waits until the running job has committed output past what is there now (it makes progress). */
+async function progresses(out: string): Promise<void> {
+  const before = (() => {
+    try {
+      return checkedOutput(out).records.length;
+    } catch {
+      return 0;
+    }
+  })();
+  await waitFor('more committed output', async () => (checkedOutput(out).records.length > before + 20 ? true : undefined), 60_000);
+}
+
+describe('lifecycle manager with real processes', () => {
+  it('apply -> running; savepoint upgrade carries state key by key; a broken upgrade rolls back by itself; suspend/resume keep state; delete with a savepoint', async () => {
+    const ctx = await setup('full');
+    await ctx.apply(specYaml('v1', ctx.out));
+    await waitLifecycle(ctx, 'STABLE', 'v1');
+    await progresses(ctx.out);
+
+    await ctx.apply(specYaml('v2', ctx.out));
+    await waitLifecycle(ctx, 'STABLE', 'v2');
+    await progresses(ctx.out);
+    let s = (await ctx.state()).status;
+    expect(s.savepoints.filter((r) => r.trigger === 'UPGRADE' && r.state === 'COMPLETED')).toHaveLength(1);
+    expect(s.deployment!.from).toBe(s.savepoints[0]!.path);
+    expect(checkedOutput(ctx.out).versions).toEqual(new Set(['v1', 'v2']));
+
+    await ctx.apply(specYaml('v3', ctx.out));
+    await waitLifecycle(ctx, 'ROLLED_BACK', 'v2');
+    s = (await ctx.state()).status;
+    const reasons = s.events.map((e) => e.reason);
+    expect(reasons).toContain('Rollback');
+    expect(s.events.find((e) => e.reason === 'Rollback')!.message).toMatch(/unknown version v3/);
+    expect((await ctx.state()).desired.spec.job.version, 'the user\'s spec is not rewritten').toBe('v3');
+    await progresses(ctx.out);
+
+    // Back to v2 in the spec; then suspend and resume through the CLI.
+    await ctx.apply(specYaml('v2', ctx.out));
+    await waitFor('STABLE again', async () => ((await ctx.state()).status.lifecycle === 'STABLE' ? true : undefined), 120_000, explain(ctx));
+    expect((await weir(ctx.home, 'apps', 'suspend', 'counts', '--dir', ctx.dir)).code).toBe(0);
+    await waitFor('SUSPENDED', async () => ((await ctx.state()).status.lifecycle === 'SUSPENDED' ? true : undefined), 120_000, explain(ctx));
+    expect(livePids(ctx.dir), 'nothing runs while suspended').toEqual([]);
+    const atSuspend = checkedOutput(ctx.out).records.length;
+    expect((await weir(ctx.home, 'apps', 'resume', 'counts', '--dir', ctx.dir)).code).toBe(0);
+    await waitLifecycle(ctx, 'STABLE', 'v2');
+    await waitFor('output after resume', async () => (checkedOutput(ctx.out).records.length > atSuspend + 20 ? true : undefined), 60_000);
+
+    const del = await weir(ctx.home, 'apps', 'delete', 'counts', '--savepoint', '--dir', ctx.dir);
+    expect(del.code, del.stderr).toBe(0);
+    await waitFor('deleted', async () => ((await rest(`${ctx.m.url}/apps`)).body['apps'].length === 0 ? true : undefined), 120_000);
+    expect(livePids(ctx.dir)).toEqual([]);
+    // Every record once, every count continued: across v1, v2, the rollback, suspend/resume and the final stop.
+    const { records, versions } = checkedOutput(ctx.out);
+    expect(versions).toEqual(new Set(['v1', 'v2']));
+    expect(records.length).toBeGreaterThan(200);
+    const list = await weir(ctx.home, 'apps', 'list', '--dir', ctx.dir);
+    expect(list.stdout).toBe('no applications\n');
+  }, 600_000);
+
+  it('a manager killed with SIGKILL mid-upgrade and restarted finishes the upgrade, one job at a time, exactly once', async () => {
+    const ctx = await setup('kill');
+    await ctx.apply(specYaml('v1', ctx.out));
+    await waitLifecycle(ctx, 'STABLE', 'v1');
+    await progresses(ctx.out);
+    // Apply v2 straight through the REST API and watch the status file closely: SIGKILL the manager
+    // as soon as it holds the upgrade's intent (the stop with savepoint, or the start of v2).
+    const raw = (await import('yaml')).parse(specYaml('v2', ctx.out));
+    expect((await rest(`${ctx.m.url}/apps`, 'POST', { spec: raw })).status).toBe(200);
+    const statusFile = join(ctx.dir, 'apps', 'counts', 'status.json');
+    const killedAt = await waitFor('the upgrade in flight', async () => {
+      const op = (JSON.parse(readFileSync(statusFile, 'utf8')) as AppStatus).operation;
+      return op?.kind === 'stop' || op?.kind === 'start' ? op.kind : undefined;
+    }, 60_000, explain(ctx), 10);
+    ctx.m.child.kill('SIGKILL');
+    console.log(`[lifecycle e2e] manager killed with the ${killedAt} of the upgrade in flight`);
+    await new Promise((r) => ctx.m.child.once('exit', r));
+    const m2 = await startManager(ctx.dir, ctx.home);
+    started[started.length - 1]!.managers.push(m2);
+    ctx.m = m2;
+    await waitLifecycle(ctx, 'STABLE', 'v2');
+    await progresses(ctx.out);
+    const s = (await ctx.state()).status;
+    expect(s.deployment!.id, 'one deployment per version: no second copy was started').toBe('counts-2');
+    expect(s.savepoints.filter((r) => r.state === 'COMPLETED').map((r) => r.trigger)).toEqual(['UPGRADE']);
+    const del = await weir(ctx.home, 'apps', 'delete', 'counts', '--savepoint', '--dir', ctx.dir);
+    expect(del.code, del.stderr).toBe(0);
+    await waitFor('deleted', async () => ((await rest(`${ctx.m.url}/apps`)).body['apps'].length === 0 ? true : undefined), 120_000);
+    const { versions, records } = checkedOutput(ctx.out);
+    expect(versions).toEqual(new Set(['v1', 'v2']));
+    expect(records.length).toBeGreaterThan(40);
+  }, 600_000);
+
+  it('periodic savepoints are pruned by count, keeping the newest, and their folders deleted', async () => {
+    const ctx = await setup('periodic');
+    await ctx.apply(specYaml('v1', ctx.out, 'savepoints: { interval: 1s, maxCount: 2 }'));
+    await waitLifecycle(ctx, 'STABLE', 'v1');
+    const s = await waitFor('five periodic savepoints and cleanup', async () => {
+      const st = (await ctx.state()).status;
+      return st.nextSavepoint > 5 && st.events.filter((e) => e.reason === 'Cleanup').length >= 3 && st.operation === undefined ? st : undefined;
+    }, 180_000, explain(ctx));
+    const completed = s.savepoints.filter((r) => r.state === 'COMPLETED');
+    expect(completed.length).toBeLessThanOrEqual(2);
+    const { readdirSync } = await import('node:fs');
+    const folders = readdirSync(join(ctx.dir, 'apps', 'counts', 'savepoints')).filter((f) => f.startsWith('sp-'));
+    const disposed = s.events.filter((e) => e.reason === 'Cleanup').map((e) => /disposed savepoint (sp-\d+)/.exec(e.message)![1]!);
+    for (const id of disposed) expect(folders, `${id} was disposed`).not.toContain(id);
+    for (const r of completed) expect(folders).toContain(r.id);
+    const newest = Math.max(...s.savepoints.filter((r) => r.state === 'COMPLETED').map((r) => Number(r.id.slice(3))));
+    expect(disposed.every((id) => Number(id.slice(3)) < newest)).toBe(true);
+    const del = await weir(ctx.home, 'apps', 'delete', 'counts', '--dir', ctx.dir);
+    expect(del.code, del.stderr).toBe(0);
+    await waitFor('deleted', async () => ((await rest(`${ctx.m.url}/apps`)).body['apps'].length === 0 ? true : undefined), 120_000);
+    checkedOutput(ctx.out);
+  }, 600_000);
+});
