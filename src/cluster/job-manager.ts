@@ -39,6 +39,8 @@ export interface RunOptions {
   readonly log?: (line: string) => void;
   /** Called about once a second (JobManagerConfig.progressIntervalMs) with progress. */
   readonly onProgress?: (p: Progress) => void;
+  /** Most channels between subtasks the job may have (default 65536); more is refused at start. */
+  readonly maxChannels?: number;
   /** Buffer credits per channel (backpressure bound). */
   readonly credits?: number;
   /** Checkpoint settings; they override the job's own (enableCheckpointing). */
@@ -83,6 +85,7 @@ function positiveInt(v: number, name: string, given: unknown): number {
 export async function runJob(job: string | JobDefinition, options: RunOptions = {}): Promise<JobResult> {
   const workers = positiveInt(options.workers ?? availableParallelism(), 'workers', options.workers);
   const parallelism = positiveInt(options.parallelism ?? workers, 'parallelism', options.parallelism);
+  if (options.maxChannels !== undefined) positiveInt(options.maxChannels, 'maxChannels', options.maxChannels);
   if (options.clock !== undefined && workers > 1) throw new RangeError('a custom clock needs workers: 1 (it cannot cross threads)');
   if (options.checkpointStorage?.threadLocal && workers > 1) throw new RangeError('in-memory checkpoint storage needs workers: 1 (it cannot cross threads)');
   const config = resolveJobManagerConfig(options.jobManager, 'run options (jobManager)');

@@ -14,6 +14,8 @@ import { CheckpointStatsTracker } from '../checkpoint/stats.ts';
 import type { CheckpointStorage, CompletedCheckpointRef, StorageResolver } from '../checkpoint/storage.ts';
 import type { Clock } from '../core/clock.ts';
 import { planExecution, type ExecutionPlan } from '../graph/execution-plan.ts';
+import { defaultOf } from '../core/options/option.ts';
+import { OPTIONS } from '../core/options/registry.ts';
 import type { JobGraph } from '../graph/job-graph.ts';
 import { DEFAULT_CHANNEL_CREDITS } from '../runtime/channels/channel.ts';
 import { Attempt, type AttemptContext } from './attempt.ts';
@@ -72,7 +74,7 @@ export class JobMaster implements JobControl {
     this.log = o.log ?? ((l) => void process.stderr.write(l + '\n'));
     this.stdout = o.stdout ?? ((t) => void process.stdout.write(t));
     this.started = spec.clock.now();
-    this.plan = planExecution(spec.graph, spec.workers);
+    this.plan = planExecution(spec.graph, spec.workers, o.maxChannels ?? defaultOf(OPTIONS.maxChannels));
     this.stats = new CheckpointStatsTracker(10, (e) => {
       if (spec.storage) void spec.storage.appendHistory(this.jobId, historyLine(e)).catch(() => {});
     });

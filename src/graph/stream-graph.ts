@@ -110,7 +110,10 @@ export function buildStreamGraph(env: PipelineDeclaration): StreamGraph {
     let p = t.parallelism ?? (t.kind === 'source' && t.source.maxReaders !== undefined ? Math.min(t.source.maxReaders, defaultP) : defaultP);
     if (t.kind === 'source' && t.source.maxReaders !== undefined && p > t.source.maxReaders) p = t.source.maxReaders;
     const maxP = t.maxParallelism ?? env.maxParallelism ?? defaultMaxParallelism(p);
-    if (p > maxP) throw new JobDefinitionError(`operator "${t.name}": parallelism ${p} exceeds its max parallelism ${maxP}`);
+    if (p > maxP) {
+      // Flink's JobException text: the number of key groups bounds how far an operator scales.
+      throw new JobDefinitionError(`Vertex "${t.name}"'s parallelism (${p}) is higher than the max parallelism (${maxP}). Please lower the parallelism or increase the max parallelism (setMaxParallelism).`);
+    }
     nodes.set(t.id, { id, transformation: t, name: t.name, uid: t.uid, parallelism: p, maxParallelism: maxP, inEdges: [], outEdges: [] });
   }
 
