@@ -193,7 +193,9 @@ abstract class StreamBase<T> {
     const overwrite = options.overwrite ?? false;
     if (typeof overwrite !== 'boolean') throw new TypeError(`writeAsJsonLines() option "overwrite" must be true or false, got ${JSON.stringify(overwrite)}`);
     const sink = this.sink(`JsonLines ${dir}`, 'file-sink', () => new JsonLinesFileSinkOperator(dir));
-    if (!overwrite) (sink.transformation as OneInputTransformation).preflight = () => refuseExistingPartFiles(dir);
+    const t = sink.transformation as OneInputTransformation;
+    t.outputDir = dir;
+    if (!overwrite) t.preflight = () => refuseExistingPartFiles(dir);
     return sink;
   }
 
@@ -211,7 +213,9 @@ abstract class StreamBase<T> {
   sinkTo<C>(sink: TwoPhaseCommitSink<T, C>): DataSink {
     requireMethod(sink, 'createWriter', 'sinkTo');
     requireMethod(sink, 'createCommitter', 'sinkTo');
-    return this.sink(sink.name, 'commit-sink', () => new CommitSinkOperator(sink as TwoPhaseCommitSink<unknown, unknown>));
+    const s = this.sink(sink.name, 'commit-sink', () => new CommitSinkOperator(sink as TwoPhaseCommitSink<unknown, unknown>));
+    if (typeof sink.outputDir === 'string') (s.transformation as OneInputTransformation).outputDir = sink.outputDir;
+    return s;
   }
 
   protected sink(name: string, kind: string, factory: OperatorFactory): DataSink {

@@ -38,12 +38,17 @@ export async function runCommand(argv: string[]): Promise<number> {
   const result = await runJob(positionals[0]!, opts);
   process.off('SIGINT', onSignal);
   process.off('SIGTERM', onSignal);
+  const letters = result.progress.deadLetters;
+  if (letters > 0) {
+    const where = result.deadLetterDir !== undefined ? `written to ${result.deadLetterDir}` : 'the first 10 of each source subtask are in the log above; --dead-letter-dir keeps them all';
+    process.stderr.write(`weir: ${letters} malformed record${letters === 1 ? '' : 's'} went to the dead letters (${where})\n`);
+  }
   if (result.status === 'CANCELED') {
     process.stderr.write(`weir: job "${result.graph.jobName}" cancelled; job id ${result.jobId}\n`);
     return signalled === 'SIGTERM' ? 143 : 130;
   }
   if (result.status === 'FINISHED') {
-    process.stderr.write(`weir: job "${result.graph.jobName}" finished in ${(result.durationMs / 1000).toFixed(2)} s (${result.progress.recordsIn} records in, ${result.progress.recordsOut} out); job id ${result.jobId}\n`);
+    process.stderr.write(`weir: job "${result.graph.jobName}" finished in ${(result.durationMs / 1000).toFixed(2)} s (${result.progress.recordsIn} records in, ${result.progress.recordsOut} out${letters > 0 ? `, ${letters} dead letters` : ''}); job id ${result.jobId}\n`);
     return 0;
   }
   const e = result.error;
@@ -64,7 +69,8 @@ function statusLine(): (p: Progress) => void {
     const rout = (p.recordsOut - (last?.recordsOut ?? 0)) / dt;
     const c = p.lastCheckpoint;
     const cp = c ? `, last checkpoint ${c.id} (${c.endToEndDurationMs} ms, ${fmtBytes(c.stateSize)})` : '';
-    process.stderr.write(`weir: ${(p.elapsedMs / 1000).toFixed(0)} s: ${fmt(rin)} records/s in, ${fmt(rout)} records/s out, heap ${(p.heapUsed / 2 ** 20).toFixed(0)} MiB${cp}\n`);
+    const dead = p.deadLetters > 0 ? `, ${p.deadLetters} dead letters` : '';
+    process.stderr.write(`weir: ${(p.elapsedMs / 1000).toFixed(0)} s: ${fmt(rin)} records/s in, ${fmt(rout)} records/s out, heap ${(p.heapUsed / 2 ** 20).toFixed(0)} MiB${cp}${dead}\n`);
     last = p;
   };
 }

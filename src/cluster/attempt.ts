@@ -36,6 +36,8 @@ export interface AttemptContext {
   readonly plan: ExecutionPlan;
   readonly workers: number;
   readonly stateBackend: string;
+  /** Where sources write dead letters (undefined: the log). */
+  readonly deadLetterDir: string | undefined;
   readonly job: { readonly modulePath: string | undefined; readonly args: readonly string[]; readonly defaultParallelism: number };
   readonly checkpointConfig: CheckpointConfig;
   /** Periodic checkpoints are on. */
@@ -131,6 +133,7 @@ export class Attempt {
       graph: this.start.execGraph, plan: ctx.plan, splits, attempt: this.number, credits: ctx.credits, clock: ctx.clock,
       checkpointing: { mode: ctx.checkpointConfig.mode, periodic: ctx.checkpointing },
       stateBackend: ctx.stateBackend,
+      deadLetterDir: ctx.deadLetterDir,
       restore: (this.start.restore?.tasks ?? {}) as Record<TaskId, TaskRestore>,
       storage: ctx.snapshots.workerView,
       onMessage: (m) => this.onMessage(m),
@@ -146,12 +149,14 @@ export class Attempt {
     if (local) for (const m of local.metrics()) this.metrics.set(taskId(m.vertex, m.subtask), m);
     let recordsIn = 0;
     let recordsOut = 0;
+    let deadLetters = 0;
     for (const m of this.metrics.values()) {
+      deadLetters += m.deadLetters;
       if (this.sourceVertices.has(m.vertex)) recordsIn += m.recordsIn[0] ?? 0;
       for (const [v, o] of this.sinkOps) if (m.vertex === v) recordsOut += m.recordsIn[o] ?? 0;
     }
     const heapUsed = local ? process.memoryUsage().heapUsed : [...this.heap.values()].reduce((a, b) => a + b, 0);
-    return { elapsedMs: this.ctx.clock.now() - this.startedAt, recordsIn, recordsOut, heapUsed, attempt: this.number, lastCheckpoint: this.ctx.stats.lastCompleted };
+    return { elapsedMs: this.ctx.clock.now() - this.startedAt, recordsIn, recordsOut, deadLetters, heapUsed, attempt: this.number, lastCheckpoint: this.ctx.stats.lastCompleted };
   }
 
   // ---- control (REST, weir savepoint/stop/cancel)

@@ -40,6 +40,8 @@ export interface JobMasterSpec {
   readonly workers: number;
   /** The keyed state backend's name (already checked to exist). */
   readonly stateBackend: string;
+  /** Where sources write dead letters (undefined: the first few go to the log). */
+  readonly deadLetterDir: string | undefined;
   readonly checkpointConfig: CheckpointConfig;
   readonly restartSettings: RestartStrategySettings | undefined;
   readonly config: JobManagerConfig;
@@ -120,7 +122,14 @@ export class JobMaster implements JobControl {
       attempt: this.attempts - 1,
       vertices: this.spec.graph.vertices.map((v) => ({ id: v.id, name: v.name, parallelism: v.parallelism, maxParallelism: v.maxParallelism })),
       checkpointing: { interval: c.intervalMs ?? null, mode: c.mode, dir: this.spec.storage?.root ?? c.dir ?? null, savepointDir: c.savepointDir ?? null },
+      metrics: this.metrics(),
     };
+  }
+
+  /** Counts of the current attempt, by Flink's metric names (numRecordsInErrors: malformed records sent to the dead letters). */
+  private metrics(): Record<string, unknown> {
+    const p = this.current?.progress() ?? NO_PROGRESS;
+    return { numRecordsIn: p.recordsIn, numRecordsOut: p.recordsOut, numRecordsInErrors: p.deadLetters, deadLetterDir: this.spec.deadLetterDir ?? null };
   }
 
   checkpoints(): Record<string, unknown> {
@@ -234,7 +243,7 @@ export class JobMaster implements JobControl {
     await this.cleanupOnEnd(outcome.status);
     const error = outcome.status === 'FAILED' ? outcome.error : undefined;
     const progress = this.current?.progress() ?? NO_PROGRESS;
-    return new JobResult(this.jobId, outcome.status, error, this.collected, this.spec.clock.now() - this.started, progress, this.spec.graph, this.attempts, this.stats);
+    return new JobResult(this.jobId, outcome.status, error, this.collected, this.spec.clock.now() - this.started, progress, this.spec.graph, this.attempts, this.stats, this.spec.deadLetterDir);
   }
 
   private async attemptsUntilEnd(recovery: RecoveryLogic): Promise<AttemptOutcome> {
@@ -314,7 +323,7 @@ export class JobMaster implements JobControl {
     const s = this.spec;
     const customStdout = s.options.stdout !== undefined;
     return {
-      jobId: this.jobId, graph: s.graph, plan: this.plan, workers: s.workers, stateBackend: s.stateBackend,
+      jobId: this.jobId, graph: s.graph, plan: this.plan, workers: s.workers, stateBackend: s.stateBackend, deadLetterDir: s.deadLetterDir,
       job: { modulePath: s.modulePath, args: s.args, defaultParallelism: s.parallelism },
       checkpointConfig: s.checkpointConfig, checkpointing: this.checkpointing, config: s.config, clock: s.clock,
       credits: s.options.credits ?? DEFAULT_CHANNEL_CREDITS, storage: s.storage, snapshots: s.snapshots, stats: this.stats,

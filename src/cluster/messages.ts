@@ -32,6 +32,8 @@ export interface DeployMessage {
   readonly checkpointing: { readonly mode: CheckpointingMode; readonly periodic: boolean };
   /** The keyed state backend's name (state.backend.type). */
   readonly stateBackend: string;
+  /** Where sources write their dead letters (undefined: to the log). */
+  readonly deadLetterDir: string | undefined;
   /** State to start from, per "vertex:subtask". */
   readonly restore: Readonly<Record<TaskId, TaskRestore>>;
 }
@@ -65,6 +67,8 @@ export interface TaskMetrics {
   readonly vertex: number;
   readonly subtask: number;
   readonly recordsIn: readonly number[];
+  /** Malformed records the task's source sent to the dead letters. */
+  readonly deadLetters: number;
   readonly state: string;
 }
 

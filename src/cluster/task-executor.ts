@@ -3,7 +3,8 @@
  * thread with --workers 1): it wires their channels, runs them on one scheduler, and
  * reports to the job manager through a message function.
  */
-import type { SourceSplit } from '../core/source.ts';
+import type { MalformedRecord, SourceSplit } from '../core/source.ts';
+import { appendDeadLetters } from '../connectors/file/dead-letter-file.ts';
 import { consumersOf, type JobGraph } from '../graph/job-graph.ts';
 import type { ExecutionPlan } from '../graph/execution-plan.ts';
 import { InputChannel, OutputChannel } from '../runtime/channels/channel.ts';
@@ -46,7 +47,12 @@ export interface ExecutorConfig {
   readonly storage: CheckpointStorageWorkerView;
   /** Name of the keyed state backend (state.backend.type); 'heap' when absent. */
   readonly stateBackend?: string;
+  /** Where sources' dead letters are written; without one, the first few go to the job's log. */
+  readonly deadLetterDir?: string | undefined;
 }
+
+/** Dead letters shown in the log per source subtask when there is no dead-letter directory; the rest are counted. */
+const DEAD_LETTERS_LOGGED = 10;
 
 export class TaskExecutor implements TaskListener {
   readonly scheduler = new Scheduler();
@@ -104,6 +110,7 @@ export class TaskExecutor implements TaskListener {
       collect: (sink, subtask, values) => cfg.send({ type: 'collect', sink, subtask, values }),
       writeStdout: cfg.writeStdout ?? ((t) => void process.stdout.write(t)),
       log: (line) => cfg.send({ type: 'log', line }),
+      deadLetters: (source, subtask, records) => this.deadLetters(source, subtask, records),
     };
 
     for (const st of plan.subtasks) {
@@ -251,9 +258,38 @@ export class TaskExecutor implements TaskListener {
     this.cfg.send({ type: 'task-waiting', task: taskId(k.vertex, k.subtask) });
   }
 
+  private readonly deadLettersLogged = new Map<string, number>();
+
+  /** To the dead-letter directory; without one (or if it cannot be written), the first few to the log. */
+  private deadLetters(source: string, subtask: number, records: readonly MalformedRecord[]): void {
+    const dir = this.cfg.deadLetterDir;
+    if (dir !== undefined) {
+      try {
+        appendDeadLetters(dir, source, subtask, records);
+        return;
+      } catch (e) {
+        this.cfg.send({ type: 'log', line: `weir: cannot write dead letters to ${dir}: ${(e as Error).message}` });
+      }
+    }
+    const key = `${source}\u0000${subtask}`;
+    const logged = this.deadLettersLogged.get(key) ?? 0;
+    let n = logged;
+    for (const r of records) {
+      if (n === DEAD_LETTERS_LOGGED) {
+        this.cfg.send({ type: 'log', line: `weir: more dead letters from ${source} (subtask ${subtask + 1}) are counted but not shown; give --dead-letter-dir to keep them all` });
+        n++;
+        break;
+      }
+      if (n > DEAD_LETTERS_LOGGED) break;
+      this.cfg.send({ type: 'log', line: `weir: dead letter from ${source} at ${r.location}: ${r.error} (raw: ${r.raw.length > 120 ? r.raw.slice(0, 119) + '…' : r.raw})` });
+      n++;
+    }
+    this.deadLettersLogged.set(key, n);
+  }
+
   onTaskFinished(task: StreamTask): void {
     const k = this.taskKey.get(task)!;
-    const metrics = { vertex: k.vertex, subtask: k.subtask, recordsIn: [...task.recordsIn], state: task.state };
+    const metrics = { vertex: k.vertex, subtask: k.subtask, recordsIn: [...task.recordsIn], deadLetters: task.deadLetters, state: task.state };
     this.cfg.send({ type: 'task-finished', vertex: k.vertex, subtask: k.subtask, metrics });
   }
 
@@ -265,7 +301,7 @@ export class TaskExecutor implements TaskListener {
   metrics(): TaskMetrics[] {
     return this.tasks.map((t) => {
       const k = this.taskKey.get(t)!;
-      return { vertex: k.vertex, subtask: k.subtask, recordsIn: [...t.recordsIn], state: t.state };
+      return { vertex: k.vertex, subtask: k.subtask, recordsIn: [...t.recordsIn], deadLetters: t.deadLetters, state: t.state };
     });
   }
 }

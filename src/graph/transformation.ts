@@ -44,6 +44,8 @@ export interface OneInputTransformation extends Common {
    * restarts): a sink refusing to overwrite earlier output, say. It throws to refuse the start.
    */
   preflight?: (() => void) | undefined;
+  /** A sink writing files: the directory they go to (the job's dead letters go beside it). */
+  outputDir?: string | undefined;
 }
 
 export interface TwoInputTransformation extends Common {

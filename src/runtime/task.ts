@@ -143,6 +143,10 @@ export class StreamTask implements Schedulable {
   barrierHandler: BarrierHandler | undefined;
   /** Records taken in per operator index (metrics). */
   readonly recordsIn: number[];
+  /** Malformed records this task's source sent to the dead letters (0 for other tasks). */
+  get deadLetters(): number {
+    return this.source?.deadLetterCount ?? 0;
+  }
   private readonly timers = new Set<{ cancel(): void }>();
   private readonly keyedBackends: KeyedStateBackend[] = [];
 

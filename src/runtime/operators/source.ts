@@ -31,6 +31,11 @@ export class SourceOperator extends StreamOperator implements SourceOutput<unkno
     this.numInputs = 0;
   }
 
+  /** Malformed records routed to the dead letters so far (this attempt). */
+  deadLetterCount = 0;
+  /** This poll's dead letters, handed to the runtime's dead-letter output once the poll is done. */
+  private letters: MalformedRecord[] = [];
+
   private rateStart = -1;
   private rateWake: { cancel(): void } | undefined;
 
@@ -100,8 +105,10 @@ export class SourceOperator extends StreamOperator implements SourceOutput<unkno
     try {
       status = this.reader.poll(this, max);
     } catch (e) {
+      this.flushDeadLetters();
       throw this.fail(e, `source "${this.source.name}"`);
     }
+    this.flushDeadLetters();
     this.output.flush();
     if (status === 'end') {
       this.ended = true;
@@ -124,10 +131,20 @@ export class SourceOperator extends StreamOperator implements SourceOutput<unkno
 
   malformed(record: MalformedRecord): void {
     if (this.malformedPolicy === 'dead-letter') {
+      this.deadLetterCount++;
+      this.letters.push(record);
       this.output.emitSide(DEAD_LETTER_TAG_ID, record, NO_TIMESTAMP);
       return;
     }
     throw new MalformedRecordError(record);
+  }
+
+  /** One write per poll, not one per record. */
+  private flushDeadLetters(): void {
+    if (this.letters.length === 0) return;
+    const letters = this.letters;
+    this.letters = [];
+    this.env.services.deadLetters(this.source.name, this.env.taskInfo.subtaskIndex, letters);
   }
 
   /** A source's checkpoint: its splits with their positions at the barrier. */
