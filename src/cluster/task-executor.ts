@@ -68,7 +68,11 @@ export class TaskExecutor implements TaskListener {
     // Gate position of each channel: per consumer subtask and input, edges in order, producers in order.
     const gateIndexOf = new Map<number, number>();
     const byConsumer = new Map<string, number[]>();
+    // The channel of (edge, producer, consumer), found in one lookup: a scan of every channel
+    // per pair made deployment O(p^4) on an all-to-all edge (minutes at p=200).
+    const channelId = new Map<string, number>();
     for (const ch of plan.channels) {
+      channelId.set(`${ch.edge}:${ch.producer}:${ch.consumer}`, ch.id);
       const e = graph.edges[ch.edge]!;
       const k = `${e.target.index}:${ch.consumer}:${e.inputIndex}`;
       const list = byConsumer.get(k) ?? [];
@@ -116,8 +120,6 @@ export class TaskExecutor implements TaskListener {
     for (const st of plan.subtasks) {
       if (st.worker !== workerIndex) continue;
       const v = graph.vertices[st.vertex]!;
-      const channelsOf = (edge: number, producer: number | undefined, consumer: number | undefined) =>
-        plan.channels.filter((c) => c.edge === edge && (producer === undefined || c.producer === producer) && (consumer === undefined || c.consumer === consumer));
       // Input gates: one per logical input.
       const numGates = v.operators[0]!.node.transformation.kind === 'two-input' ? 2 : v.isSource ? 0 : 1;
       const gates: InputGate[] = [];
@@ -130,7 +132,7 @@ export class TaskExecutor implements TaskListener {
       for (const op of v.operators) {
         for (const e of op.networkOutputs) {
           const consumers = consumersOf(e.partition.kind, st.index, v.parallelism, e.target.parallelism);
-          const chans = consumers.map((c) => outputs.get(channelsOf(e.index, st.index, c)[0]!.id)!);
+          const chans = consumers.map((c) => outputs.get(channelId.get(`${e.index}:${st.index}:${c}`)!)!);
           writers.set(
             e.index,
             new RecordWriter(e.partition.kind, chans, consumers, e.target.parallelism, e.partition.keySelector, e.targetMaxParallelism, {
