@@ -27,7 +27,7 @@ describe.concurrent('weir run: parallelism limits, refused at start', () => {
     const r = await weir('run', 'test/fixtures/jobs/key-groups-128.ts', '-p', '200');
     expect(r.code).toBe(1);
     expect(r.stderr).toBe(
-      'weir: error: Vertex "generator"\'s parallelism (200) is higher than the max parallelism (128). Please lower the parallelism or increase the max parallelism (setMaxParallelism).\n',
+      'weir: error: Vertex "generator"\'s parallelism (200) is higher than the max parallelism (128). Please lower the parallelism or increase the max parallelism (setMaxParallelism). (at test/fixtures/jobs/key-groups-128.ts:7:6)\n',
     );
   }, 120_000);
 
