@@ -122,8 +122,9 @@ abstract class StreamBase<T> {
     return this;
   }
 
-  protected oneInput<O>(name: string, operatorKind: string, factory: OperatorFactory, keySelector: KeySelectorFn | undefined, input: Transformation = this.transformation, isSink = false): OneInputTransformation {
+  protected oneInput<O>(name: string, operatorKind: string, factory: OperatorFactory, keySelector: KeySelectorFn | undefined, input: Transformation = this.transformation, isSink = false, commitSink?: TwoPhaseCommitSink<unknown, unknown>): OneInputTransformation {
     return this.env.add<OneInputTransformation>({
+      ...(commitSink !== undefined ? { commitSink } : {}),
       kind: 'one-input',
       name,
       uid: undefined,
@@ -213,13 +214,14 @@ abstract class StreamBase<T> {
   sinkTo<C>(sink: TwoPhaseCommitSink<T, C>): DataSink {
     requireMethod(sink, 'createWriter', 'sinkTo');
     requireMethod(sink, 'createCommitter', 'sinkTo');
-    const s = this.sink(sink.name, 'commit-sink', () => new CommitSinkOperator(sink as TwoPhaseCommitSink<unknown, unknown>));
-    if (typeof sink.outputDir === 'string') (s.transformation as OneInputTransformation).outputDir = sink.outputDir;
-    return s;
+    const s = sink as TwoPhaseCommitSink<unknown, unknown>;
+    const d = this.sink(sink.name, 'commit-sink', () => new CommitSinkOperator(s), s);
+    if (typeof sink.outputDir === 'string') (d.transformation as OneInputTransformation).outputDir = sink.outputDir;
+    return d;
   }
 
-  protected sink(name: string, kind: string, factory: OperatorFactory): DataSink {
-    const t = this.oneInput(name, kind, factory, undefined, this.transformation, true);
+  protected sink(name: string, kind: string, factory: OperatorFactory, commitSink?: TwoPhaseCommitSink<unknown, unknown>): DataSink {
+    const t = this.oneInput(name, kind, factory, undefined, this.transformation, true, commitSink);
     return new DataSink(this.env, t);
   }
 }

@@ -291,7 +291,7 @@ export class TaskExecutor implements TaskListener {
 
   onTaskFinished(task: StreamTask): void {
     const k = this.taskKey.get(task)!;
-    const metrics = { vertex: k.vertex, subtask: k.subtask, recordsIn: [...task.recordsIn], deadLetters: task.deadLetters, state: task.state };
+    const metrics = task.metricsSample(k.vertex, k.subtask);
     this.cfg.send({ type: 'task-finished', vertex: k.vertex, subtask: k.subtask, metrics });
   }
 
@@ -303,7 +303,7 @@ export class TaskExecutor implements TaskListener {
   metrics(): TaskMetrics[] {
     return this.tasks.map((t) => {
       const k = this.taskKey.get(t)!;
-      return { vertex: k.vertex, subtask: k.subtask, recordsIn: [...t.recordsIn], deadLetters: t.deadLetters, state: t.state };
+      return t.metricsSample(k.vertex, k.subtask);
     });
   }
 }

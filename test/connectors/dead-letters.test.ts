@@ -1,6 +1,6 @@
 /**
  * Dead letters do not vanish: a source with malformed: 'dead-letter' counts them (the job's
- * progress, the REST overview's numRecordsInErrors) and writes each one, with its source,
+ * progress, the REST overview, each source subtask's numRecordsInErrors) and writes each one, with its source,
  * location, error and raw text, to a file beside the job's file output by default
  * (<out>.dead-letters/), to --dead-letter-dir when given, or, without either, shows the
  * first ten of each source subtask in the log. They still reach the DEAD_LETTERS side output.
@@ -39,10 +39,17 @@ describe('dead letters', () => {
     const src = input('beside', 3);
     const out = join(tmp, 'beside-out');
     const lines: string[] = [];
-    // The REST overview's metrics, read when the job has ended (the control API serves the same object).
+    // The REST overview and the source subtasks' metrics, read when the job has ended (the control API serves the same objects).
     let overview: Record<string, unknown> = {};
+    let errorsPerSubtask: (number | undefined)[] = [];
     let control: JobControl | undefined;
-    const probe: JobService = { start: async (c) => void (control = c), stop: async () => void (overview = control!.overview()) };
+    const probe: JobService = {
+      start: async (c) => void (control = c),
+      stop: async () => {
+        overview = control!.overview();
+        errorsPerSubtask = control!.metrics().subtasks.filter((t) => t.vertex === 0).map((t) => t.metrics['numRecordsInErrors']);
+      },
+    };
     const r = await runJob(
       defineJob((env) => {
         const s = env.fromFile(src, { malformed: 'dead-letter' });
@@ -51,8 +58,9 @@ describe('dead letters', () => {
       }),
       { workers: 1, parallelism: 2, stdout: () => {}, log: (l) => lines.push(l), services: [probe] },
     );
-    // Out: 40 good records to the file sink and the 3 letters to the side output's collect sink.
-    expect(overview['metrics']).toEqual({ numRecordsIn: 40, numRecordsOut: 43, numRecordsInErrors: 3, deadLetterDir: `${out}.dead-letters` });
+    expect(overview['deadLetters']).toEqual({ count: 3, dir: `${out}.dead-letters` });
+    expect(errorsPerSubtask).toHaveLength(2);
+    expect(errorsPerSubtask.reduce((a, b) => a! + b!, 0)).toBe(3);
     expect(r.status).toBe('FINISHED');
     expect(r.progress.deadLetters).toBe(3);
     expect(r.progress.recordsIn).toBe(40);
