@@ -194,7 +194,9 @@ abstract class StreamBase<T> {
     const overwrite = options.overwrite ?? false;
     if (typeof overwrite !== 'boolean') throw new TypeError(`writeAsJsonLines() option "overwrite" must be true or false, got ${JSON.stringify(overwrite)}`);
     const sink = this.sink(`JsonLines ${dir}`, 'file-sink', () => new JsonLinesFileSinkOperator(dir));
-    if (!overwrite) (sink.transformation as OneInputTransformation).preflight = () => refuseExistingPartFiles(dir);
+    const t = sink.transformation as OneInputTransformation;
+    t.outputDir = dir;
+    if (!overwrite) t.preflight = () => refuseExistingPartFiles(dir);
     return sink;
   }
 
@@ -213,7 +215,9 @@ abstract class StreamBase<T> {
     requireMethod(sink, 'createWriter', 'sinkTo');
     requireMethod(sink, 'createCommitter', 'sinkTo');
     const s = sink as TwoPhaseCommitSink<unknown, unknown>;
-    return this.sink(sink.name, 'commit-sink', () => new CommitSinkOperator(s), s);
+    const d = this.sink(sink.name, 'commit-sink', () => new CommitSinkOperator(s), s);
+    if (typeof sink.outputDir === 'string') (d.transformation as OneInputTransformation).outputDir = sink.outputDir;
+    return d;
   }
 
   protected sink(name: string, kind: string, factory: OperatorFactory, commitSink?: TwoPhaseCommitSink<unknown, unknown>): DataSink {

@@ -72,6 +72,12 @@ export function planRestore(m: CheckpointMetadata, dir: string, graph: RestoreTa
       const old = byId.get(node.id);
       if (old === undefined) continue; // a new operator starts empty
       seen.add(node.id);
+      if (old.keyed && v.parallelism > old.maxParallelism) {
+        // Flink's words (StateAssignmentOperation): the key groups in the snapshot bound the parallelism.
+        throw new RestoreError(
+          `The state for operator "${node.name}" can not be restored. The maximum parallelism (${old.maxParallelism}) of the restored state is lower than the configured parallelism (${v.parallelism}). Please reduce the parallelism of the task to be lower or equal to the maximum parallelism.`,
+        );
+      }
       if (old.maxParallelism !== node.maxParallelism && old.keyed) {
         throw new RestoreError(
           `operator "${node.name}" was checkpointed with max parallelism ${old.maxParallelism} and now has ${node.maxParallelism}; the number of key groups is fixed once state exists (set setMaxParallelism(${old.maxParallelism}))`,

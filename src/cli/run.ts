@@ -38,6 +38,11 @@ export async function runCommand(argv: string[]): Promise<number> {
   const result = await runJob(positionals[0]!, opts);
   process.off('SIGINT', onSignal);
   process.off('SIGTERM', onSignal);
+  const letters = result.progress.deadLetters;
+  if (letters > 0) {
+    const where = result.deadLetterDir !== undefined ? `written to ${result.deadLetterDir}` : 'the first 10 of each source subtask are in the log above; --dead-letter-dir keeps them all';
+    process.stderr.write(`weir: ${letters} malformed record${letters === 1 ? '' : 's'} went to the dead letters (${where})\n`);
+  }
   if (result.status === 'CANCELED') {
     process.stderr.write(`weir: job "${result.graph.jobName}" cancelled; job id ${result.jobId}\n`);
     return signalled === 'SIGTERM' ? 143 : 130;
@@ -45,7 +50,8 @@ export async function runCommand(argv: string[]): Promise<number> {
   if (result.status === 'FINISHED') {
     const late = result.progress.lateRecordsDropped ?? 0;
     const lateNote = late > 0 ? `, ${late} dropped as late` : '';
-    process.stderr.write(`weir: job "${result.graph.jobName}" finished in ${(result.durationMs / 1000).toFixed(2)} s (${result.progress.recordsIn} records in, ${result.progress.recordsOut} out${lateNote}); job id ${result.jobId}\n`);
+    const deadNote = letters > 0 ? `, ${letters} dead letters` : '';
+    process.stderr.write(`weir: job "${result.graph.jobName}" finished in ${(result.durationMs / 1000).toFixed(2)} s (${result.progress.recordsIn} records in, ${result.progress.recordsOut} out${lateNote}${deadNote}); job id ${result.jobId}\n`);
     return 0;
   }
   const e = result.error;
@@ -68,7 +74,8 @@ function statusLine(): (p: Progress) => void {
     const cp = c ? `, last checkpoint ${c.id} (${c.endToEndDurationMs} ms, ${fmtBytes(c.stateSize)})` : '';
     const lag = (p.pendingRecords !== undefined ? `, ${fmt(p.pendingRecords)} records pending` : '') + (p.millisBehindLatest !== undefined ? `, ${(p.millisBehindLatest / 1000).toFixed(1)} s behind latest` : '');
     const late = p.lateRecordsDropped ? `, ${p.lateRecordsDropped} dropped as late` : '';
-    process.stderr.write(`weir: ${(p.elapsedMs / 1000).toFixed(0)} s: ${fmt(rin)} records/s in, ${fmt(rout)} records/s out, heap ${(p.heapUsed / 2 ** 20).toFixed(0)} MiB${cp}${lag}${late}\n`);
+    const dead = p.deadLetters > 0 ? `, ${p.deadLetters} dead letters` : '';
+    process.stderr.write(`weir: ${(p.elapsedMs / 1000).toFixed(0)} s: ${fmt(rin)} records/s in, ${fmt(rout)} records/s out, heap ${(p.heapUsed / 2 ** 20).toFixed(0)} MiB${cp}${lag}${late}${dead}\n`);
     last = p;
   };
 }

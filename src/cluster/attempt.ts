@@ -41,6 +41,8 @@ export interface AttemptContext {
   readonly plan: ExecutionPlan;
   readonly workers: number;
   readonly stateBackend: string;
+  /** Where sources write dead letters (undefined: the log). */
+  readonly deadLetterDir: string | undefined;
   readonly job: { readonly modulePath: string | undefined; readonly args: readonly string[]; readonly defaultParallelism: number };
   readonly checkpointConfig: CheckpointConfig;
   /** Periodic checkpoints are on. */
@@ -143,6 +145,7 @@ export class Attempt {
       graph: this.start.execGraph, plan: ctx.plan, splits, attempt: this.number, credits: ctx.credits, clock: ctx.clock,
       checkpointing: { mode: ctx.checkpointConfig.mode, periodic: ctx.checkpointing },
       stateBackend: ctx.stateBackend,
+      deadLetterDir: ctx.deadLetterDir,
       restore: (this.start.restore?.tasks ?? {}) as Record<TaskId, TaskRestore>,
       storage: ctx.snapshots.workerView,
       s3: ctx.s3,
@@ -165,11 +168,13 @@ export class Attempt {
     let recordsIn = 0;
     let recordsOut = 0;
     let late = 0;
+    let deadLetters = 0;
     let bytesIn = 0;
     let pending: number | undefined;
     let behind: number | undefined;
     for (const m of this.metricStore.latest()) {
       for (const n of m.lateRecordsDropped) late += n;
+      deadLetters += m.deadLetters ?? 0;
       if (m.source !== undefined) {
         bytesIn += m.source.bytesRead;
         if (m.source.pendingRecords !== undefined) pending = (pending ?? 0) + m.source.pendingRecords;
@@ -180,7 +185,7 @@ export class Attempt {
     }
     const heapUsed = local ? process.memoryUsage().heapUsed : [...this.heap.values()].reduce((a, b) => a + b, 0);
     return {
-      elapsedMs: this.ctx.clock.now() - this.startedAt, recordsIn, recordsOut, heapUsed, attempt: this.number, lastCheckpoint: this.ctx.stats.lastCompleted,
+      elapsedMs: this.ctx.clock.now() - this.startedAt, recordsIn, recordsOut, deadLetters, heapUsed, attempt: this.number, lastCheckpoint: this.ctx.stats.lastCompleted,
       lateRecordsDropped: late, bytesIn, pendingRecords: pending, millisBehindLatest: behind,
     };
   }

@@ -34,6 +34,7 @@ export interface DeploymentSpec {
   readonly checkpointing: { readonly mode: CheckpointingMode; readonly periodic: boolean };
   /** The keyed state backend's name, resolved by each executor. */
   readonly stateBackend: string;
+  readonly deadLetterDir: string | undefined;
   readonly restore: Record<TaskId, TaskRestore>;
   /** Where tasks in this thread write and read state (worker threads resolve local paths themselves). */
   readonly storage: CheckpointStorageWorkerView;
@@ -85,7 +86,7 @@ export class Deployment {
     const ex = new TaskExecutor({
       workerIndex: 0, graph: s.graph, plan: s.plan, splits: s.splits, attempt: s.attempt, credits: s.credits, clock: s.clock,
       send: (m) => queueMicrotask(() => s.onMessage(m)), dataPlane: undefined, writeStdout: (t) => s.writeStdout(t),
-      checkpointing: s.checkpointing, stateBackend: s.stateBackend, restore: s.restore, storage: s.storage,
+      checkpointing: s.checkpointing, stateBackend: s.stateBackend, deadLetterDir: s.deadLetterDir, restore: s.restore, storage: s.storage,
     });
     this.local = ex;
     this.executors.push({ send: (m) => ex.handle(m), terminate: async () => ex.cancel() });
@@ -117,7 +118,7 @@ export class Deployment {
         type: 'deploy',
         job: { modulePath: s.job.modulePath, args: s.job.args, defaultParallelism: s.job.defaultParallelism },
         workerIndex: w, plan: s.plan, fingerprint: s.job.fingerprint, splits: s.splits, attempt: s.attempt, credits: s.credits,
-        checkpointing: s.checkpointing, stateBackend: s.stateBackend, restore: s.restore, s3: s.s3, peers, stdoutCredit: credit,
+        checkpointing: s.checkpointing, stateBackend: s.stateBackend, deadLetterDir: s.deadLetterDir, restore: s.restore, s3: s.s3, peers, stdoutCredit: credit,
       };
       worker.postMessage(msg, Object.values(peers));
     }

@@ -21,6 +21,7 @@ import { JobMaster } from './job-master.ts';
 import type { JobResult, Progress } from './job-result.ts';
 import type { RestartStrategySettings } from './restart-strategy.ts';
 import { keyedStateBackendFactory } from '../state/backends.ts';
+import type { Transformation } from '../graph/transformation.ts';
 
 export { JobResult, type JobStatus, type Progress } from './job-result.ts';
 export { ControlError, StartError } from './errors.ts';
@@ -41,6 +42,13 @@ export interface RunOptions {
   readonly log?: (line: string) => void;
   /** Called about once a second (JobManagerConfig.progressIntervalMs) with progress. */
   readonly onProgress?: (p: Progress) => void;
+  /**
+   * Where sources with malformed: 'dead-letter' write their malformed records. Default: beside
+   * the job's first file sink, in <its dir>.dead-letters; a job without one logs the first few.
+   */
+  readonly deadLetterDir?: string;
+  /** Most channels between subtasks the job may have (default 65536); more is refused at start. */
+  readonly maxChannels?: number;
   /** Buffer credits per channel (backpressure bound). */
   readonly credits?: number;
   /** Checkpoint settings; they override the job's own (enableCheckpointing). */
@@ -95,6 +103,7 @@ function positiveInt(v: number, name: string, given: unknown): number {
 export async function runJob(job: string | JobDefinition, options: RunOptions = {}): Promise<JobResult> {
   const workers = positiveInt(options.workers ?? availableParallelism(), 'workers', options.workers);
   const parallelism = positiveInt(options.parallelism ?? workers, 'parallelism', options.parallelism);
+  if (options.maxChannels !== undefined) positiveInt(options.maxChannels, 'maxChannels', options.maxChannels);
   if (options.clock !== undefined && workers > 1) throw new RangeError('a custom clock needs workers: 1 (it cannot cross threads)');
   if (options.checkpointStorage?.threadLocal && workers > 1) throw new RangeError('in-memory checkpoint storage needs workers: 1 (it cannot cross threads)');
   const config = resolveJobManagerConfig(options.jobManager, 'run options (jobManager)');
@@ -105,6 +114,7 @@ export async function runJob(job: string | JobDefinition, options: RunOptions = 
   if (modulePath === undefined && workers > 1) throw new RangeError('a job given as a definition runs with workers: 1; pass the module path to use worker threads');
   const { env, graph } = await buildJob(definition, args, parallelism, modulePath);
   for (const t of env.transformations) if (t.kind === 'one-input') t.preflight?.();
+  const deadLetterDir = deadLetterDirOf(options.deadLetterDir, env.transformations);
   let checkpointConfig: CheckpointConfig = applyCheckpointSettings(DEFAULT_CHECKPOINT_CONFIG, env.checkpointSettings, 'job code (enableCheckpointing)');
   if (options.checkpoint) checkpointConfig = applyCheckpointSettings(checkpointConfig, options.checkpoint, 'run options');
   const s3 = resolveS3Config(options.s3, 'run options (s3)');
@@ -117,7 +127,7 @@ export async function runJob(job: string | JobDefinition, options: RunOptions = 
     );
   }
   const master = new JobMaster({
-    graph, definition, modulePath, args, parallelism, workers, checkpointConfig, config, storage, stateBackend,
+    graph, definition, modulePath, args, parallelism, workers, checkpointConfig, config, storage, stateBackend, deadLetterDir,
     restartSettings: options.restartStrategy ?? env.restartSettings,
     snapshots: storageResolver(storage, s3),
     s3,
@@ -125,6 +135,18 @@ export async function runJob(job: string | JobDefinition, options: RunOptions = 
     options,
   });
   return master.run();
+}
+
+/** The dead-letter directory: the one given, else beside the first sink that writes files, else none (the log). */
+function deadLetterDirOf(given: string | undefined, transformations: readonly Transformation[]): string | undefined {
+  if (given !== undefined) {
+    if (typeof given !== 'string' || given === '') throw new RangeError(`deadLetterDir must be a non-empty path, got ${JSON.stringify(given)}`);
+    return resolve(given);
+  }
+  for (const t of transformations) {
+    if (t.kind === 'one-input' && t.outputDir !== undefined) return resolve(t.outputDir).replace(/[\\/]+$/, '') + '.dead-letters';
+  }
+  return undefined;
 }
 
 /** The storage of a checkpoint directory: S3 for s3://bucket/prefix, else a local directory. */

@@ -16,6 +16,8 @@ import { CheckpointHistory, parseEntry, type CheckpointHistoryEntry } from '../c
 import type { CheckpointStorage, CompletedCheckpointRef, StorageResolver } from '../checkpoint/storage.ts';
 import type { Clock } from '../core/clock.ts';
 import { planExecution, type ExecutionPlan } from '../graph/execution-plan.ts';
+import { defaultOf } from '../core/options/option.ts';
+import { OPTIONS } from '../core/options/registry.ts';
 import type { JobGraph } from '../graph/job-graph.ts';
 import { DEFAULT_CHANNEL_CREDITS } from '../runtime/channels/channel.ts';
 import { Attempt, type AttemptContext } from './attempt.ts';
@@ -43,6 +45,8 @@ export interface JobMasterSpec {
   readonly workers: number;
   /** The keyed state backend's name (already checked to exist). */
   readonly stateBackend: string;
+  /** Where sources write dead letters (undefined: the first few go to the log). */
+  readonly deadLetterDir: string | undefined;
   readonly checkpointConfig: CheckpointConfig;
   readonly restartSettings: RestartStrategySettings | undefined;
   readonly config: JobManagerConfig;
@@ -98,7 +102,7 @@ export class JobMaster implements JobControl {
     this.log = o.log ?? ((l) => void process.stderr.write(l + '\n'));
     this.stdout = o.stdout ?? ((t) => void process.stdout.write(t));
     this.started = spec.clock.now();
-    this.plan = planExecution(spec.graph, spec.workers);
+    this.plan = planExecution(spec.graph, spec.workers, o.maxChannels ?? defaultOf(OPTIONS.maxChannels));
     this.stats = new CheckpointStatsTracker(10, (e) => {
       const line = historyLine(e);
       const entry = parseEntry(line);
@@ -148,6 +152,8 @@ export class JobMaster implements JobControl {
       attempt: this.attempts - 1,
       vertices: this.spec.graph.vertices.map((v) => ({ id: v.id, name: v.name, parallelism: v.parallelism, maxParallelism: v.maxParallelism })),
       checkpointing: { interval: c.intervalMs ?? null, mode: c.mode, dir: this.spec.storage?.root ?? c.dir ?? null, savepointDir: c.savepointDir ?? null },
+      // Malformed records sent to the dead letters (this attempt; per source subtask: numRecordsInErrors), and where they are written.
+      deadLetters: { count: (this.current?.progress() ?? NO_PROGRESS).deadLetters, dir: this.spec.deadLetterDir ?? null },
     };
   }
 
@@ -309,7 +315,7 @@ export class JobMaster implements JobControl {
     await this.cleanupOnEnd(outcome.status);
     const error = outcome.status === 'FAILED' ? outcome.error : undefined;
     const progress = this.current?.progress() ?? NO_PROGRESS;
-    return new JobResult(this.jobId, outcome.status, error, this.collected, this.spec.clock.now() - this.started, progress, this.spec.graph, this.attempts, this.stats);
+    return new JobResult(this.jobId, outcome.status, error, this.collected, this.spec.clock.now() - this.started, progress, this.spec.graph, this.attempts, this.stats, this.spec.deadLetterDir);
   }
 
   private async attemptsUntilEnd(recovery: RecoveryLogic): Promise<AttemptOutcome> {
@@ -393,7 +399,7 @@ export class JobMaster implements JobControl {
     const s = this.spec;
     const customStdout = s.options.stdout !== undefined;
     return {
-      jobId: this.jobId, graph: s.graph, plan: this.plan, workers: s.workers, stateBackend: s.stateBackend,
+      jobId: this.jobId, graph: s.graph, plan: this.plan, workers: s.workers, stateBackend: s.stateBackend, deadLetterDir: s.deadLetterDir,
       job: { modulePath: s.modulePath, args: s.args, defaultParallelism: s.parallelism },
       checkpointConfig: s.checkpointConfig, checkpointing: this.checkpointing, config: s.config, clock: s.clock,
       credits: s.options.credits ?? DEFAULT_CHANNEL_CREDITS, storage: s.storage, snapshots: s.snapshots, s3: s.s3, stats: this.stats,

@@ -9,6 +9,8 @@ export interface Progress {
   readonly recordsIn: number;
   /** Records taken by sinks so far (this attempt). */
   readonly recordsOut: number;
+  /** Malformed records sources sent to the dead letters so far (this attempt; Flink's numRecordsInErrors). */
+  readonly deadLetters: number;
   readonly heapUsed: number;
   readonly attempt: number;
   /** Records window operators dropped as late (no late-data output), this attempt. */
@@ -22,7 +24,7 @@ export interface Progress {
   readonly lastCheckpoint: CheckpointStatsEntry | undefined;
 }
 
-export const NO_PROGRESS: Progress = Object.freeze({ elapsedMs: 0, recordsIn: 0, recordsOut: 0, heapUsed: 0, attempt: 0, lastCheckpoint: undefined });
+export const NO_PROGRESS: Progress = Object.freeze({ elapsedMs: 0, recordsIn: 0, recordsOut: 0, deadLetters: 0, heapUsed: 0, attempt: 0, lastCheckpoint: undefined });
 
 export type JobStatus = 'FINISHED' | 'FAILED' | 'CANCELED';
 
@@ -37,6 +39,8 @@ export class JobResult {
     readonly graph: JobGraph,
     readonly attempts: number,
     readonly checkpoints: CheckpointStatsTracker,
+    /** Where the sources' dead letters were written, if anywhere (else the first ones went to the log). */
+    readonly deadLetterDir: string | undefined = undefined,
   ) {}
   /** Records a collect(name) sink received, in arrival order (all attempts). */
   collected<T = unknown>(sink = 'collect'): T[] {

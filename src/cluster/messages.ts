@@ -34,6 +34,8 @@ export interface DeployMessage {
   readonly checkpointing: { readonly mode: CheckpointingMode; readonly periodic: boolean };
   /** The keyed state backend's name (state.backend.type). */
   readonly stateBackend: string;
+  /** Where sources write their dead letters (undefined: to the log). */
+  readonly deadLetterDir: string | undefined;
   /** State to start from, per "vertex:subtask". */
   readonly restore: Readonly<Record<TaskId, TaskRestore>>;
   /** S3 settings: the worker resolves s3:// locations with its own client. */

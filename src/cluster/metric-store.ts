@@ -88,6 +88,8 @@ export class MetricStore {
         isBackPressured: last.isBackPressured ? 1 : 0,
         mailboxQueueSize: last.mailboxSize,
         currentInputWatermark: last.inputWatermark[0] ?? Number.MIN_SAFE_INTEGER,
+        // Source tasks: malformed records sent to the dead letters (FLIP-33's name).
+        ...(last.source !== undefined ? { numRecordsInErrors: last.deadLetters ?? 0 } : {}),
       };
       const operators = v.operators.map((o, i): OperatorMetricsView => ({
         index: i, id: o.node.id, name: o.node.name,

@@ -3,7 +3,8 @@
  * thread with --workers 1): it wires their channels, runs them on one scheduler, and
  * reports to the job manager through a message function.
  */
-import type { SourceSplit } from '../core/source.ts';
+import type { MalformedRecord, SourceSplit } from '../core/source.ts';
+import { appendDeadLetters } from '../connectors/file/dead-letter-file.ts';
 import { consumersOf, type JobGraph } from '../graph/job-graph.ts';
 import type { ExecutionPlan } from '../graph/execution-plan.ts';
 import { InputChannel, OutputChannel } from '../runtime/channels/channel.ts';
@@ -46,7 +47,12 @@ export interface ExecutorConfig {
   readonly storage: CheckpointStorageWorkerView;
   /** Name of the keyed state backend (state.backend.type); 'heap' when absent. */
   readonly stateBackend?: string;
+  /** Where sources' dead letters are written; without one, the first few go to the job's log. */
+  readonly deadLetterDir?: string | undefined;
 }
+
+/** Dead letters shown in the log per source subtask when there is no dead-letter directory; the rest are counted. */
+const DEAD_LETTERS_LOGGED = 10;
 
 export class TaskExecutor implements TaskListener {
   readonly scheduler = new Scheduler();
@@ -62,7 +68,11 @@ export class TaskExecutor implements TaskListener {
     // Gate position of each channel: per consumer subtask and input, edges in order, producers in order.
     const gateIndexOf = new Map<number, number>();
     const byConsumer = new Map<string, number[]>();
+    // The channel of (edge, producer, consumer), found in one lookup: a scan of every channel
+    // per pair made deployment O(p^4) on an all-to-all edge (minutes at p=200).
+    const channelId = new Map<string, number>();
     for (const ch of plan.channels) {
+      channelId.set(`${ch.edge}:${ch.producer}:${ch.consumer}`, ch.id);
       const e = graph.edges[ch.edge]!;
       const k = `${e.target.index}:${ch.consumer}:${e.inputIndex}`;
       const list = byConsumer.get(k) ?? [];
@@ -104,13 +114,12 @@ export class TaskExecutor implements TaskListener {
       collect: (sink, subtask, values) => cfg.send({ type: 'collect', sink, subtask, values }),
       writeStdout: cfg.writeStdout ?? ((t) => void process.stdout.write(t)),
       log: (line) => cfg.send({ type: 'log', line }),
+      deadLetters: (source, subtask, records) => this.deadLetters(source, subtask, records),
     };
 
     for (const st of plan.subtasks) {
       if (st.worker !== workerIndex) continue;
       const v = graph.vertices[st.vertex]!;
-      const channelsOf = (edge: number, producer: number | undefined, consumer: number | undefined) =>
-        plan.channels.filter((c) => c.edge === edge && (producer === undefined || c.producer === producer) && (consumer === undefined || c.consumer === consumer));
       // Input gates: one per logical input.
       const numGates = v.operators[0]!.node.transformation.kind === 'two-input' ? 2 : v.isSource ? 0 : 1;
       const gates: InputGate[] = [];
@@ -123,7 +132,7 @@ export class TaskExecutor implements TaskListener {
       for (const op of v.operators) {
         for (const e of op.networkOutputs) {
           const consumers = consumersOf(e.partition.kind, st.index, v.parallelism, e.target.parallelism);
-          const chans = consumers.map((c) => outputs.get(channelsOf(e.index, st.index, c)[0]!.id)!);
+          const chans = consumers.map((c) => outputs.get(channelId.get(`${e.index}:${st.index}:${c}`)!)!);
           writers.set(
             e.index,
             new RecordWriter(e.partition.kind, chans, consumers, e.target.parallelism, e.partition.keySelector, e.targetMaxParallelism, {
@@ -249,6 +258,35 @@ export class TaskExecutor implements TaskListener {
   onTaskWaiting(task: StreamTask): void {
     const k = this.taskKey.get(task)!;
     this.cfg.send({ type: 'task-waiting', task: taskId(k.vertex, k.subtask) });
+  }
+
+  private readonly deadLettersLogged = new Map<string, number>();
+
+  /** To the dead-letter directory; without one (or if it cannot be written), the first few to the log. */
+  private deadLetters(source: string, subtask: number, records: readonly MalformedRecord[]): void {
+    const dir = this.cfg.deadLetterDir;
+    if (dir !== undefined) {
+      try {
+        appendDeadLetters(dir, source, subtask, records);
+        return;
+      } catch (e) {
+        this.cfg.send({ type: 'log', line: `weir: cannot write dead letters to ${dir}: ${(e as Error).message}` });
+      }
+    }
+    const key = `${source}\u0000${subtask}`;
+    const logged = this.deadLettersLogged.get(key) ?? 0;
+    let n = logged;
+    for (const r of records) {
+      if (n === DEAD_LETTERS_LOGGED) {
+        this.cfg.send({ type: 'log', line: `weir: more dead letters from ${source} (subtask ${subtask + 1}) are counted but not shown; give --dead-letter-dir to keep them all` });
+        n++;
+        break;
+      }
+      if (n > DEAD_LETTERS_LOGGED) break;
+      this.cfg.send({ type: 'log', line: `weir: dead letter from ${source} at ${r.location}: ${r.error} (raw: ${r.raw.length > 120 ? r.raw.slice(0, 119) + '…' : r.raw})` });
+      n++;
+    }
+    this.deadLettersLogged.set(key, n);
   }
 
   onTaskFinished(task: StreamTask): void {

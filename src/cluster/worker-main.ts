@@ -68,6 +68,7 @@ async function deploy(m: DeployMessage & { peers: Record<number, MessagePort>; s
     writeStdout: (text) => writeStdout(text, m.workerIndex, m.stdoutCredit),
     checkpointing: m.checkpointing,
     stateBackend: m.stateBackend,
+    deadLetterDir: m.deadLetterDir,
     restore: m.restore,
     // Local paths and S3 (with the job's settings) resolve in any thread; in-memory storage does not.
     storage: storageResolver(undefined, m.s3).workerView,

@@ -52,6 +52,8 @@ export interface SinkCommitter<C> {
 
 export interface TwoPhaseCommitSink<T, C> {
   readonly name: string;
+  /** A sink writing files: their directory (the job's dead letters go beside it, in <dir>.dead-letters). */
+  readonly outputDir?: string;
   createWriter(ctx: SinkContext): SinkWriter<T, C>;
   createCommitter(ctx: SinkContext): SinkCommitter<C>;
   /**

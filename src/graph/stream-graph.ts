@@ -5,6 +5,7 @@
  * every worker that builds the job computes the same ids.
  */
 import { createHash } from 'node:crypto';
+import { isAbsolute, relative } from 'node:path';
 import { JobDefinitionError } from '../core/errors.ts';
 import { defaultMaxParallelism } from '../state/key-groups.ts';
 import type { PartitionSpec } from '../core/partitioning.ts';
@@ -98,7 +99,7 @@ export function buildStreamGraph(env: PipelineDeclaration): StreamGraph {
     let id: string;
     if (t.uid !== undefined) {
       const prev = uids.get(t.uid);
-      if (prev !== undefined) throw new JobDefinitionError(`uid "${t.uid}" is used by two operators ("${prev}" and "${t.name}"); uids must be unique`);
+      if (prev !== undefined) throw new JobDefinitionError(`uid "${t.uid}" is used by two operators ("${prev}" and "${t.name}"); uids must be unique${at(t)}`);
       uids.set(t.uid, t.name);
       id = hashId(`uid:${t.uid}`);
     } else {
@@ -110,7 +111,10 @@ export function buildStreamGraph(env: PipelineDeclaration): StreamGraph {
     let p = t.parallelism ?? (t.kind === 'source' && t.source.maxReaders !== undefined ? Math.min(t.source.maxReaders, defaultP) : defaultP);
     if (t.kind === 'source' && t.source.maxReaders !== undefined && p > t.source.maxReaders) p = t.source.maxReaders;
     const maxP = t.maxParallelism ?? env.maxParallelism ?? defaultMaxParallelism(p);
-    if (p > maxP) throw new JobDefinitionError(`operator "${t.name}": parallelism ${p} exceeds its max parallelism ${maxP}`);
+    if (p > maxP) {
+      // Flink's JobException text: the number of key groups bounds how far an operator scales.
+      throw new JobDefinitionError(`Vertex "${t.name}"'s parallelism (${p}) is higher than the max parallelism (${maxP}). Please lower the parallelism or increase the max parallelism (setMaxParallelism).${at(t)}`);
+    }
     nodes.set(t.id, { id, transformation: t, name: t.name, uid: t.uid, parallelism: p, maxParallelism: maxP, inEdges: [], outEdges: [] });
   }
 
@@ -123,12 +127,12 @@ export function buildStreamGraph(env: PipelineDeclaration): StreamGraph {
       if (p === undefined) p = source.parallelism === target.parallelism ? { kind: 'forward' } : { kind: 'rebalance' };
       if (p.kind === 'forward' && source.parallelism !== target.parallelism) {
         throw new JobDefinitionError(
-          `forward() from "${source.name}" (parallelism ${source.parallelism}) to "${target.name}" (parallelism ${target.parallelism}) needs equal parallelism; use rebalance() or rescale()`,
+          `forward() from "${source.name}" (parallelism ${source.parallelism}) to "${target.name}" (parallelism ${target.parallelism}) needs equal parallelism; use rebalance() or rescale()${at(t)}`,
         );
       }
       const keyed = t.kind === 'one-input' ? t.keySelector !== undefined : t.kind === 'two-input' ? t.keySelectors[inputIndex] !== undefined : false;
       if (keyed && p.kind !== 'hash') {
-        throw new JobDefinitionError(`operator "${t.name}" uses keyed state but its input is not partitioned by key; call keyBy(...) right before it`);
+        throw new JobDefinitionError(`operator "${t.name}" uses keyed state but its input is not partitioned by key; call keyBy(...) right before it${at(t)}`);
       }
       const edge: StreamEdge = { source, target, inputIndex, partition: p, sideTag };
       source.outEdges.push(edge);
@@ -155,4 +159,12 @@ function inputsOf(t: PhysicalTransformation): ResolvedInput[] {
 function inputIndexOf(t: PhysicalTransformation, k: number): number {
   if (t.kind !== 'two-input') return 0;
   return k < (inputCounts.get(t) ?? 0) ? 0 : 1;
+}
+
+/** Where the job declared an operator, for errors found while translating it: " (at job.ts:12:5)". */
+function at(t: PhysicalTransformation): string {
+  const where = t.declaredAt;
+  if (where === undefined) return '';
+  const rel = relative(process.cwd(), where);
+  return ` (at ${rel.startsWith('..') || isAbsolute(rel) ? where : rel})`;
 }

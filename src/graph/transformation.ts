@@ -47,6 +47,8 @@ export interface OneInputTransformation extends Common {
    * restarts): a sink refusing to overwrite earlier output, say. It throws to refuse the start.
    */
   preflight?: (() => void) | undefined;
+  /** A sink writing files: the directory they go to (the job's dead letters go beside it). */
+  outputDir?: string | undefined;
   /** The two-phase-commit sink of a sinkTo() operator: the job manager asks it what it committed last. */
   readonly commitSink?: TwoPhaseCommitSink<unknown, unknown>;
 }

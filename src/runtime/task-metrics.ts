@@ -37,6 +37,8 @@ export interface TaskMetricsSample {
   /** Per operator: late records dropped (windows without a late-data output). */
   readonly lateRecordsDropped: readonly number[];
   readonly mailboxSize: number;
+  /** Malformed records the task's source sent to the dead letters (Flink's numRecordsInErrors). */
+  readonly deadLetters?: number;
   /** The task's source reader, if it runs one: bytes read, pending records, ms behind latest. */
   readonly source?: SourceMetricsSnapshot;
 }

@@ -145,6 +145,10 @@ export class StreamTask implements Schedulable {
   barrierHandler: BarrierHandler | undefined;
   /** Records taken in per operator index (metrics). */
   readonly recordsIn: number[];
+  /** Malformed records this task's source sent to the dead letters (0 for other tasks). */
+  get deadLetters(): number {
+    return this.source?.deadLetterCount ?? 0;
+  }
   /** Idle / back-pressured / busy time (metrics), accounted per blocked interval, not per batch. */
   readonly time = new TaskTimeAccount();
   private readonly timers = new Set<{ cancel(): void }>();
@@ -466,6 +470,7 @@ export class StreamTask implements Schedulable {
       outputWatermark: ops.map((o) => o.output.lastWatermark),
       lateRecordsDropped: ops.map((o) => ('numLateRecordsDropped' in o && typeof o.numLateRecordsDropped === 'number' ? o.numLateRecordsDropped : 0)),
       mailboxSize: this.mailbox.length,
+      deadLetters: this.deadLetters,
       ...(this.source !== undefined ? { source: this.source.metrics.snapshot() } : {}),
     };
   }

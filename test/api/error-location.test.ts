@@ -35,13 +35,24 @@ describe('error locations', () => {
     expect(r.error?.message).toBe('operator "Plain" (subtask 1/1) failed in map on record 1: no');
   });
 
-  it('an exception while building a job defined inline names this file and line', async () => {
+  it('a problem found while translating the job names where the operator was declared', async () => {
     const build = () => runJob(
       defineJob((env) => {
-        env.fromElements(1).filter(undefined as never).print(); // line 41
+        env.fromElements(1).map((x: number) => x).uid('twice').print();
+        env.fromElements(2).map((x: number) => x).uid('twice').print(); // line 42
       }),
       { workers: 1, parallelism: 1, stdout: () => {} },
     );
-    await expect(build()).rejects.toThrow(/^invalid job definition: filter needs a function, got undefined \(at test\/api\/error-location\.test\.ts:41:\d+\)$/);
+    await expect(build()).rejects.toThrow(/^uid "twice" is used by two operators \("Map" and "Map"\); uids must be unique \(at test\/api\/error-location\.test\.ts:42:\d+\)$/);
+  });
+
+  it('an exception while building a job defined inline names this file and line', async () => {
+    const build = () => runJob(
+      defineJob((env) => {
+        env.fromElements(1).filter(undefined as never).print(); // line 52
+      }),
+      { workers: 1, parallelism: 1, stdout: () => {} },
+    );
+    await expect(build()).rejects.toThrow(/^invalid job definition: filter needs a function, got undefined \(at test\/api\/error-location\.test\.ts:52:\d+\)$/);
   });
 });

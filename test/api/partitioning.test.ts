@@ -246,10 +246,10 @@ describe('max parallelism', () => {
     await expect(runInline((env) => {
       env.setMaxParallelism(8);
       env.fromGenerator((i) => i, { count: 10 }).setParallelism(1).keyBy((x) => x).reduce((a) => a).name('Sums').setParallelism(16).collect();
-    })).rejects.toThrow('operator "Sums": parallelism 16 exceeds its max parallelism 8');
+    })).rejects.toThrow('Vertex "Sums"\'s parallelism (16) is higher than the max parallelism (8). Please lower the parallelism or increase the max parallelism (setMaxParallelism).');
     await expect(runInline((env) => {
       env.fromElements(1).map((x) => x).name('Small').setMaxParallelism(2).setParallelism(3).collect();
-    })).rejects.toThrow('operator "Small": parallelism 3 exceeds its max parallelism 2');
+    })).rejects.toThrow('Vertex "Small"\'s parallelism (3) is higher than the max parallelism (2). Please lower the parallelism or increase the max parallelism (setMaxParallelism).');
   });
 
   it('setMaxParallelism rejects values outside [1, 32768]', async () => {

@@ -167,6 +167,18 @@ describe('keyed state: files by overlapping key-group ranges', () => {
     expect(() => plan(m, j)).toThrow(/setMaxParallelism\(128\)/);
   });
 
+  it('keyed state with fewer key groups than the new parallelism is refused in Flink\'s words (200 subtasks, 128 key groups)', () => {
+    const j = job({ sourceP: 1, mapP: 1, keyedP: 200, sinkP: 1 });
+    const keyed = j.node('keyed');
+    // At p=200 the default max parallelism is 512; the snapshot has 128 key groups.
+    expect(keyed.maxParallelism).toBe(512);
+    const m = metadata([op(keyed, 2, 128, true, files)]);
+    expect(() => plan(m, j, false, 1)).toThrow(RestoreError);
+    expect(() => plan(m, j, false, 1)).toThrow(
+      `The state for operator "${keyed.name}" can not be restored. The maximum parallelism (128) of the restored state is lower than the configured parallelism (200). Please reduce the parallelism of the task to be lower or equal to the maximum parallelism.`,
+    );
+  });
+
   it('a changed max parallelism of a non-keyed operator is fine', () => {
     const j = job({ sourceP: 1, mapP: 2, keyedP: 2, sinkP: 1, maxP: 128 });
     const map = j.node('map');

@@ -59,6 +59,10 @@ export class ExactlyOnceFileSink<T> implements TwoPhaseCommitSink<T, FileCommitt
   readonly compactBelow: number;
   readonly compactMinFiles: number;
   readonly format: (value: unknown) => string;
+  /** The job's dead letters go beside the output, in <dir>.dead-letters. */
+  get outputDir(): string {
+    return this.dir;
+  }
 
   constructor(readonly dir: string, options: ExactlyOnceFileSinkOptions = {}) {
     if (typeof dir !== 'string' || dir === '') throw new TypeError('the exactly-once file sink needs a directory path');

@@ -30,6 +30,16 @@ export const OPTIONS = {
     flag: 'workers', short: 'w', field: 'workers', type: positiveInteger(), defaultText: 'number of cores',
     label: 'workers', description: 'worker threads; 1 runs the whole job in one thread', commands: ['run'], section: 'Execution',
   }),
+  deadLetterDir: option({
+    flag: 'dead-letter-dir', field: 'deadLetterDir', type: path(), defaultText: '<output dir>.dead-letters beside the job\'s file sink, else the log',
+    label: 'dead-letter directory', commands: ['run'], section: 'Execution',
+    description: 'where sources with malformed: \'dead-letter\' write each malformed record (source, location, error, raw text), one file per source subtask',
+  }),
+  maxChannels: option({
+    flag: 'max-channels', field: 'maxChannels', type: positiveInteger(), default: 65536, label: 'max channels',
+    description: 'most channels between subtasks a job may have (an all-to-all edge such as keyBy has p x p); a job needing more is refused at start',
+    commands: ['run'], section: 'Execution',
+  }),
 
   stateBackend: option({
     flag: 'state-backend', key: 'state.backend.type', deprecatedKeys: ['state.backend'], field: 'stateBackend', type: choice('NAME', [{ value: 'heap', flink: 'hashmap' }] as const), default: 'heap',

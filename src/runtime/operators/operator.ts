@@ -9,6 +9,7 @@ import type { Clock } from '../../core/clock.ts';
 import type { KeyedStateBackend } from '../../state/backend.ts';
 import type { OperatorStateStore } from '../../state/operator-state.ts';
 import type { Batch } from '../../core/batch.ts';
+import type { MalformedRecord } from '../../core/source.ts';
 import { attribute, JobDefinitionError, type ErrorLocation } from '../../core/errors.ts';
 import { MIN_WATERMARK } from '../events.ts';
 import type { Output } from '../output.ts';
@@ -56,6 +57,8 @@ export interface RuntimeServices {
   writeStdout(text: string): void;
   /** A line for the job's log (the job manager's log, stderr by default). */
   log(line: string): void;
+  /** Malformed records of a source with malformed: 'dead-letter', a poll's worth at a time: to the dead-letter file, or the log. */
+  deadLetters(source: string, subtaskIndex: number, records: readonly MalformedRecord[]): void;
 }
 
 export abstract class StreamOperator {

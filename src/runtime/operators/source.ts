@@ -57,6 +57,11 @@ export class SourceOperator extends StreamOperator implements ReaderOutput<unkno
     this.numInputs = 0;
   }
 
+  /** Malformed records routed to the dead letters so far (this attempt). */
+  deadLetterCount = 0;
+  /** This poll's dead letters, handed to the runtime's dead-letter output once the poll is done. */
+  private letters: MalformedRecord[] = [];
+
   private rateStart = -1;
   private rateWake: { cancel(): void } | undefined;
 
@@ -224,8 +229,10 @@ export class SourceOperator extends StreamOperator implements ReaderOutput<unkno
     try {
       status = this.reader.poll(this, max);
     } catch (e) {
+      this.flushDeadLetters();
       throw this.fail(e, `source "${this.source.name}"`);
     }
+    this.flushDeadLetters();
     const st = this.splitTime;
     if (st !== undefined && this.touched.size > 0) {
       // Once per poll, not per record: each split that moved emits, then the minimum goes out.
@@ -269,10 +276,20 @@ export class SourceOperator extends StreamOperator implements ReaderOutput<unkno
 
   malformed(record: MalformedRecord): void {
     if (this.malformedPolicy === 'dead-letter') {
+      this.deadLetterCount++;
+      this.letters.push(record);
       this.output.emitSide(DEAD_LETTER_TAG_ID, record, NO_TIMESTAMP);
       return;
     }
     throw new MalformedRecordError(record);
+  }
+
+  /** One write per poll, not one per record. */
+  private flushDeadLetters(): void {
+    if (this.letters.length === 0) return;
+    const letters = this.letters;
+    this.letters = [];
+    this.env.services.deadLetters(this.source.name, this.env.taskInfo.subtaskIndex, letters);
   }
 
   /** A source's checkpoint: its splits with their positions at the barrier. */
