@@ -4,9 +4,9 @@
  * files in TypeScript without a build step; this is for projects that import 'weir'.
  */
 import { execFileSync } from 'node:child_process';
-import { copyFileSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { join, relative } from 'node:path';
+import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
@@ -38,7 +38,12 @@ for (const f of files(DIST).filter((p) => p.endsWith('.d.ts'))) {
   }
 }
 
-// Plain JavaScript in src/ (the worker bootstrap and its resolution hook) is copied as is.
-const copied = files(SRC).filter((p) => p.endsWith('.js'));
-for (const f of copied) copyFileSync(f, join(DIST, relative(SRC, f)));
+// Everything in src/ that is not TypeScript (the worker bootstrap and its resolution hook, the
+// dashboard's page, script and styles) is copied as is.
+const copied = files(SRC).filter((p) => !p.endsWith('.ts'));
+for (const f of copied) {
+  const to = join(DIST, relative(SRC, f));
+  mkdirSync(dirname(to), { recursive: true });
+  copyFileSync(f, to);
+}
 process.stdout.write(`built dist/: ${files(DIST).length} files (${rewritten} declarations with rewritten paths, ${copied.length} copied)\n`);

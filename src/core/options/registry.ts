@@ -73,8 +73,8 @@ export const OPTIONS = {
       { value: 'delete-on-cancel', flink: 'DELETE_ON_CANCELLATION' },
       { value: 'retain-on-cancel', flink: 'RETAIN_ON_CANCELLATION' },
     ] as const),
-    default: 'none', label: 'checkpoint retention', commands: ['run'], section: 'Checkpointing',
-    description: 'completed checkpoints kept when the job ends: none (deleted), delete-on-cancel (kept if it fails), retain-on-cancel (kept if it fails or is cancelled)',
+    default: 'retain-on-cancel', label: 'checkpoint retention', commands: ['run'], section: 'Checkpointing',
+    description: 'completed checkpoints kept when the job ends: none (deleted), delete-on-cancel (kept if it fails), retain-on-cancel (kept if it fails or is cancelled, e.g. by Ctrl-C; Flink\'s default is none); a finished job deletes them',
   }),
   checkpointsRetained: option({
     flag: 'checkpoints-retained', key: 'execution.checkpointing.num-retained', deprecatedKeys: ['state.checkpoints.num-retained'], field: 'checkpoint.numRetained',
@@ -151,6 +151,11 @@ export const OPTIONS = {
   allowNonRestoredState: option({
     flag: 'allow-non-restored-state', field: 'allowNonRestoredState', type: onOff(),
     label: 'allow non-restored state', description: 'drop snapshot state of operators the job no longer has', commands: ['run'], section: 'Savepoints and restore',
+  }),
+  allowDuplicateOutput: option({
+    flag: 'allow-duplicate-output', field: 'allowDuplicateOutput', type: onOff(), label: 'allow duplicate output',
+    description: 'start although an exactly-once sink already committed output past the restored checkpoint (that output is written again); refused otherwise',
+    commands: ['run'], section: 'Savepoints and restore',
   }),
   claimMode: option({
     flag: 'claim-mode', field: 'claimMode', type: choice('M', [{ value: 'no-claim' }, { value: 'claim' }] as const), default: 'no-claim', label: 'claim mode',
