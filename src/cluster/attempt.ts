@@ -6,6 +6,7 @@
  * the injected clock, and every wait has a bound (deploy, restore, drain: JobManagerConfig;
  * checkpoints: their timeout).
  */
+import type { S3Config } from '../checkpoint/s3/settings.ts';
 import { randomBytes } from 'node:crypto';
 import type { CheckpointConfig } from '../checkpoint/config.ts';
 import type { CompletedCheckpointInfo } from '../checkpoint/coordinator.ts';
@@ -49,6 +50,7 @@ export interface AttemptContext {
   readonly credits: number;
   readonly storage: CheckpointStorage | undefined;
   readonly snapshots: StorageResolver;
+  readonly s3: S3Config;
   readonly stats: CheckpointStatsTracker;
   readonly onProgress: ((p: Progress) => void) | undefined;
   log(line: string): void;
@@ -143,6 +145,7 @@ export class Attempt {
       stateBackend: ctx.stateBackend,
       restore: (this.start.restore?.tasks ?? {}) as Record<TaskId, TaskRestore>,
       storage: ctx.snapshots.workerView,
+      s3: ctx.s3,
       onMessage: (m) => this.onMessage(m),
       onWorkerFailure: (e) => this.fail(e),
       isEnded: () => this.ending,

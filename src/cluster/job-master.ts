@@ -5,6 +5,7 @@
  * the job's control surface (JobControl: REST, weir savepoint/stop/cancel), and it owns what
  * outlives an attempt: the job id, collected output, checkpoint statistics and storage.
  */
+import type { S3Config } from '../checkpoint/s3/settings.ts';
 import { randomBytes } from 'node:crypto';
 import type { JobDefinition } from '../api/job.ts';
 import { discardOnJobEnd, type CheckpointConfig } from '../checkpoint/config.ts';
@@ -47,6 +48,8 @@ export interface JobMasterSpec {
   readonly config: JobManagerConfig;
   readonly storage: CheckpointStorage | undefined;
   readonly snapshots: StorageResolver;
+  /** S3 settings, resolved: worker threads build their own S3 client from them. */
+  readonly s3: S3Config;
   readonly clock: Clock;
   readonly options: RunOptions;
 }
@@ -393,7 +396,7 @@ export class JobMaster implements JobControl {
       jobId: this.jobId, graph: s.graph, plan: this.plan, workers: s.workers, stateBackend: s.stateBackend,
       job: { modulePath: s.modulePath, args: s.args, defaultParallelism: s.parallelism },
       checkpointConfig: s.checkpointConfig, checkpointing: this.checkpointing, config: s.config, clock: s.clock,
-      credits: s.options.credits ?? DEFAULT_CHANNEL_CREDITS, storage: s.storage, snapshots: s.snapshots, stats: this.stats,
+      credits: s.options.credits ?? DEFAULT_CHANNEL_CREDITS, storage: s.storage, snapshots: s.snapshots, s3: s.s3, stats: this.stats,
       onProgress: s.options.onProgress,
       log: (line) => this.log(line),
       // `done` runs once the text has been handed to the OS (stdout's backpressure).

@@ -69,8 +69,8 @@ async function deploy(m: DeployMessage & { peers: Record<number, MessagePort>; s
     checkpointing: m.checkpointing,
     stateBackend: m.stateBackend,
     restore: m.restore,
-    // Local paths (and, later, object stores) resolve in any thread; in-memory storage does not.
-    storage: storageResolver().workerView,
+    // Local paths and S3 (with the job's settings) resolve in any thread; in-memory storage does not.
+    storage: storageResolver(undefined, m.s3).workerView,
   });
   metricsTimer = every(systemClock, METRICS_INTERVAL_MS, () => {
     if (executor) send({ type: 'metrics', workerIndex: m.workerIndex, tasks: executor.metrics(), heapUsed: process.memoryUsage().heapUsed });

@@ -35,7 +35,7 @@ export const ERROR_CODES = [
   'TIMEOUT',
   /** Checkpoint storage could not carry out an operation (create, write, publish, delete, list). */
   'STORAGE',
-  /** A connector's server cannot be reached or refuses the request (host, port and stream named). */
+  /** A connector's external system failed, refused the request or could not be reached in time (host, port and stream named). */
   'CONNECTOR',
 ] as const;
 

@@ -239,6 +239,15 @@ export abstract class StreamOperator {
 
   notifyCheckpointAborted(_checkpointId: number): void {}
 
+  /**
+   * After the synchronous phase: work the checkpoint's acknowledgement must wait for (a sink's
+   * PREPARE TRANSACTION: the committables in the snapshot must name durable work before the
+   * checkpoint can complete). A rejection declines the checkpoint.
+   */
+  durableBeforeAck(_checkpointId: number): Promise<void> | undefined {
+    return undefined;
+  }
+
   /** A result this operator keeps using (an accumulator), made safe to emit: copied unless object reuse is on. */
   protected detached<T>(v: T): T {
     if (this.env.objectReuse || v === null || typeof v !== 'object') return v;
