@@ -109,7 +109,10 @@ describe('README code blocks', () => {
     const [generate, run, resume, history, ...rest] = commands(block);
     expect(rest).toEqual([]);
     expect(run).toMatch(/^npx weir run examples\/exactly-once\.ts .*--checkpoint-dir \/tmp\/chk/);
-    expect(resume).toBe(`${run!.split(' -- ')[0]} --from latest -- ${run!.split(' -- ')[1]}`);
+    // The resume is the same command, from the latest checkpoint.
+    const from = /--from (latest(?:-or-empty)?) /.exec(resume!)?.[1];
+    expect(from, resume).toBeDefined();
+    expect(resume).toBe(`${run!.split(' -- ')[0]} --from ${from} -- ${run!.split(' -- ')[1]}`);
     const tmp = scratch();
     try {
       ok(await shell(local(generate!, tmp), ROOT, tmp), generate!);
@@ -164,6 +167,7 @@ describe('README code blocks', () => {
     const start = async (out: string): Promise<RunningCli> => {
       const r = await weirRun(home, 'examples/exactly-once.ts', '--rest-port', '0', '--', join(tmp, 'events.jsonl'), join(tmp, out), '100');
       running.push(r);
+      await untilRunning(r);
       return r;
     };
     const at = (line: string, job: RunningCli): string => local(line, tmp).replace(/\b3f2a\b/g, job.jobId.slice(0, 4));
@@ -271,4 +275,25 @@ function completedCheckpoint(chkDir: string): boolean {
     }
   }
   return false;
+}
+
+/**
+ * Waits until a job announced by `weir run` is RUNNING (its control API answers before its
+ * tasks are deployed; a user would see "initializing" and type the command again).
+ */
+async function untilRunning(job: RunningCli, timeoutMs = 300_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  let last = '';
+  while (Date.now() < deadline) {
+    try {
+      const res = await fetch(`http://127.0.0.1:${job.port}/jobs/${job.jobId}`, { signal: AbortSignal.timeout(10_000) });
+      const body = (await res.json()) as { state?: string };
+      last = String(body.state);
+      if (last === 'RUNNING') return;
+    } catch (e) {
+      last = String(e);
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`job ${job.jobId} not RUNNING within ${timeoutMs} ms (last: ${last})`);
 }
