@@ -7,6 +7,7 @@ import { commandLine } from './command-line.ts';
 import { readConfigFile } from './config-file.ts';
 import { controlApi } from '../observe/control-api.ts';
 import { mergeSettings, runOptionsOf, settingsOf } from './run-settings.ts';
+import { readTokenFile } from './token-file.ts';
 
 export async function runCommand(argv: string[]): Promise<number> {
   const { own, job } = splitJobArgs(argv);
@@ -22,7 +23,8 @@ export async function runCommand(argv: string[]): Promise<number> {
   opts.args = job;
   opts.onProgress = statusLine();
   const onListening = (p: number, id: string) => void process.stderr.write(`weir: job ${id} running; control API on http://${rest.address}:${p}\n`);
-  opts.services = [controlApi({ ...rest, onListening })];
+  const token = rest.tokenFile !== undefined ? readTokenFile(rest.tokenFile) : undefined;
+  opts.services = [controlApi({ port: rest.port, address: rest.address, fallback: rest.fallback, onListening, ...(token !== undefined ? { token } : {}) })];
   // Ctrl-C / SIGTERM cancel the job: checkpoints are kept (default retain-on-cancel) or deleted per the retention setting.
   const cancel = new AbortController();
   let signalled: NodeJS.Signals | undefined;

@@ -9,9 +9,13 @@
  *   GET   /jobs/:id/savepoints/:request-id   {"status": {"id": IN_PROGRESS|COMPLETED}, "operation": {"location"|"failure-cause"}}
  *   POST  /jobs/:id/stop                     {"targetDirectory"?, "drain"?} -> {"request-id"}
  *   PATCH /jobs/:id?mode=cancel              cancel
+ * Every request must name the bound address and port in its Host header, state-changing ones
+ * (POST, PATCH) must be application/json, and with a token every request must carry it
+ * (request-guard.ts: DNS rebinding, CSRF).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { JobControl } from '../cluster/job-control.ts';
+import { hostAllowed, jsonContentType, tokenMatches } from './request-guard.ts';
 
 type Operation = { status: 'IN_PROGRESS' } | { status: 'COMPLETED'; location: string } | { status: 'FAILED'; cause: string };
 
@@ -19,8 +23,11 @@ export class RestServer {
   private server: Server | undefined;
   private readonly operations = new Map<string, Operation>();
   private nextOp = 1;
+  private boundAddress = '127.0.0.1';
+  private boundPort = 0;
 
-  constructor(private readonly job: JobControl) {}
+  /** `token`: when given, every request must carry `Authorization: Bearer <token>`. */
+  constructor(private readonly job: JobControl, private readonly token?: string) {}
 
   /** Listens; resolves with the port (0 picks a free one). */
   listen(port: number, address: string): Promise<number> {
@@ -34,7 +41,9 @@ export class RestServer {
       server.listen(port, address, () => {
         this.server = server;
         const a = server.address();
-        resolve(typeof a === 'object' && a !== null ? a.port : port);
+        this.boundAddress = address;
+        this.boundPort = typeof a === 'object' && a !== null ? a.port : port;
+        resolve(this.boundPort);
       });
     });
   }
@@ -74,6 +83,15 @@ export class RestServer {
     const parts = url.pathname.split('/').filter((p) => p !== '');
     const method = req.method ?? 'GET';
     const job = this.job;
+    if (!hostAllowed(req.headers.host, this.boundAddress, this.boundPort)) {
+      return send(res, 421, { errors: [`the Host header must name this API's address (${this.boundAddress}:${this.boundPort}); refused (DNS rebinding protection)`] });
+    }
+    if (this.token !== undefined && !tokenMatches(req.headers.authorization, this.token)) {
+      return send(res, 401, { errors: ['a token is required: send "Authorization: Bearer <token>" (the weir CLI sends the one in --rest-token-file)'] });
+    }
+    if (method !== 'GET' && method !== 'HEAD' && !jsonContentType(req.headers['content-type'])) {
+      return send(res, 415, { errors: [`${method} requests must have Content-Type: application/json (cross-site request protection)`] });
+    }
     if (parts[0] !== 'jobs') return send(res, 404, { errors: [`no such resource ${url.pathname}`] });
     if (parts.length === 1 && method === 'GET') {
       return send(res, 200, { jobs: [{ id: job.jobId, name: job.jobName, status: job.overview().state }] });
