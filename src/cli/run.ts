@@ -8,6 +8,7 @@ import { readConfigFile } from './config-file.ts';
 import { controlApi } from '../observe/control-api.ts';
 import { mergeSettings, runOptionsOf, settingsOf } from './run-settings.ts';
 import { readTokenFile } from './token-file.ts';
+import { ancestors, startedByNpm, watchAncestors } from './parent-watch.ts';
 
 export async function runCommand(argv: string[]): Promise<number> {
   const { own, job } = splitJobArgs(argv);
@@ -36,8 +37,22 @@ export async function runCommand(argv: string[]): Promise<number> {
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
+  // Under npm (npx weir run), killing npm must end the job too (parent-watch.ts).
+  const stopWatch = startedByNpm()
+    ? watchAncestors(ancestors(), (pid) => {
+      if (signalled !== undefined) return;
+      signalled = 'SIGTERM';
+      process.stderr.write(`weir: process ${pid} that started weir (npm) is gone: cancelling the job\n`);
+      cancel.abort();
+    })
+    : () => {};
   opts.signal = cancel.signal;
-  const result = await runJob(positionals[0]!, opts);
+  let result;
+  try {
+    result = await runJob(positionals[0]!, opts);
+  } finally {
+    stopWatch();
+  }
   process.off('SIGINT', onSignal);
   process.off('SIGTERM', onSignal);
   if (result.status === 'CANCELED') {

@@ -6,6 +6,7 @@
  * outlives an attempt: the job id, collected output, checkpoint statistics and storage.
  */
 import { randomBytes } from 'node:crypto';
+import { isAbsolute } from 'node:path';
 import type { JobDefinition } from '../api/job.ts';
 import { discardOnJobEnd, type CheckpointConfig } from '../checkpoint/config.ts';
 import type { CompletedCheckpointInfo } from '../checkpoint/coordinator.ts';
@@ -23,7 +24,8 @@ import { RecoveryLogic, type AttemptOutcome } from './decisions/recovery.ts';
 import { ControlError, StartError } from './errors.ts';
 import type { JobControl, JobService } from './job-control.ts';
 import { buildJob } from './job-loader.ts';
-import { checkCommittedOutput } from './committed-output.ts';
+import { checkCommittedOutput, commitSinksOf } from './committed-output.ts';
+import { acquireDirLease } from '../core/dir-lease.ts';
 import type { RunOptions } from './job-manager.ts';
 import type { JobManagerConfig } from './job-manager-config.ts';
 import { JobResult, NO_PROGRESS, type JobStatus } from './job-result.ts';
@@ -94,20 +96,45 @@ export class JobMaster implements JobControl {
 
   async run(): Promise<JobResult> {
     await this.resolveStart();
-    const storage = this.spec.storage;
-    if (storage) {
-      try {
-        await storage.initJob(this.jobId);
-      } catch (e) {
-        throw new StartError((e as Error).message);
-      }
-    }
-    const stopServices = await this.startServices();
+    const leases = this.takeLeases();
     try {
-      return await this.runAttempts();
+      const storage = this.spec.storage;
+      if (storage) {
+        try {
+          await storage.initJob(this.jobId);
+        } catch (e) {
+          throw new StartError((e as Error).message);
+        }
+      }
+      const stopServices = await this.startServices();
+      try {
+        return await this.runAttempts();
+      } finally {
+        await stopServices();
+      }
     } finally {
-      await stopServices();
+      for (const l of leases.reverse()) l.release();
     }
+  }
+
+  /**
+   * Exclusive leases on the job's checkpoint directory and on every sink's output, taken once
+   * the job id is known (a resume continues the id) and before anything is created or deleted:
+   * a second run next to one still running (an orphan of a killed npx) refuses to start instead
+   * of collecting the other's files as garbage.
+   */
+  private takeLeases(): { release(): void }[] {
+    const leases: { release(): void }[] = [];
+    const owner = `job ${this.jobId}`;
+    try {
+      const jobDir = this.spec.storage?.jobDir(this.jobId);
+      if (jobDir !== undefined && localPath(jobDir)) leases.push(acquireDirLease(jobDir, 'checkpoint directory', owner, this.log));
+      for (const sink of commitSinksOf(this.spec.graph)) if (sink.lease !== undefined) leases.push(sink.lease(owner));
+    } catch (e) {
+      for (const l of leases.reverse()) l.release();
+      throw e;
+    }
+    return leases;
   }
 
   // ---- control (REST, weir savepoint/stop/cancel)
@@ -349,4 +376,9 @@ export class JobMaster implements JobControl {
     this.claimedExternal = undefined;
     void this.spec.snapshots.forReference(claimed).discard(claimed).catch((e) => this.log(`weir: cannot delete the claimed snapshot ${claimed}: ${(e as Error).message}`));
   }
+}
+
+/** A directory on this machine (object stores and in-memory storage have no lease here). */
+function localPath(reference: string): boolean {
+  return isAbsolute(reference) && !reference.includes('://');
 }

@@ -61,4 +61,11 @@ export interface TwoPhaseCommitSink<T, C> {
    * duplicates. A sink without it cannot be checked (its duplicates go unnoticed).
    */
   lastCommittedCheckpoint?(): number | undefined | Promise<number | undefined>;
+  /**
+   * Takes an exclusive lease on the sink's output for the job's run (the file sink: its
+   * directory; a database sink: an advisory lock), so two jobs never write one output. Called
+   * on the main thread before the first attempt; throws when another live job holds it (naming
+   * it); a holder that died is taken over. `owner` names this job in the holder's record.
+   */
+  lease?(owner: string): { release(): void };
 }
