@@ -60,7 +60,9 @@ export async function runCommand(argv: string[]): Promise<number> {
     return signalled === 'SIGTERM' ? 143 : 130;
   }
   if (result.status === 'FINISHED') {
-    process.stderr.write(`weir: job "${result.graph.jobName}" finished in ${(result.durationMs / 1000).toFixed(2)} s (${result.progress.recordsIn} records in, ${result.progress.recordsOut} out); job id ${result.jobId}\n`);
+    const late = result.progress.lateRecordsDropped ?? 0;
+    const lateNote = late > 0 ? `, ${late} dropped as late` : '';
+    process.stderr.write(`weir: job "${result.graph.jobName}" finished in ${(result.durationMs / 1000).toFixed(2)} s (${result.progress.recordsIn} records in, ${result.progress.recordsOut} out${lateNote}); job id ${result.jobId}\n`);
     return 0;
   }
   const e = result.error;
@@ -81,7 +83,9 @@ function statusLine(): (p: Progress) => void {
     const rout = (p.recordsOut - (last?.recordsOut ?? 0)) / dt;
     const c = p.lastCheckpoint;
     const cp = c ? `, last checkpoint ${c.id} (${c.endToEndDurationMs} ms, ${fmtBytes(c.stateSize)})` : '';
-    process.stderr.write(`weir: ${(p.elapsedMs / 1000).toFixed(0)} s: ${fmt(rin)} records/s in, ${fmt(rout)} records/s out, heap ${(p.heapUsed / 2 ** 20).toFixed(0)} MiB${cp}\n`);
+    const lag = (p.pendingRecords !== undefined ? `, ${fmt(p.pendingRecords)} records pending` : '') + (p.millisBehindLatest !== undefined ? `, ${(p.millisBehindLatest / 1000).toFixed(1)} s behind latest` : '');
+    const late = p.lateRecordsDropped ? `, ${p.lateRecordsDropped} dropped as late` : '';
+    process.stderr.write(`weir: ${(p.elapsedMs / 1000).toFixed(0)} s: ${fmt(rin)} records/s in, ${fmt(rout)} records/s out, heap ${(p.heapUsed / 2 ** 20).toFixed(0)} MiB${cp}${lag}${late}\n`);
     last = p;
   };
 }

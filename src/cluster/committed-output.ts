@@ -8,7 +8,7 @@
  * or when an older snapshot is named with `--from`. The attempt is refused, naming both ids and
  * the ways out, unless the user accepted duplicates (--allow-duplicate-output).
  */
-import type { TwoPhaseCommitSink } from '../core/sink.ts';
+import type { CommitScope, TwoPhaseCommitSink } from '../core/sink.ts';
 import type { JobGraph } from '../graph/job-graph.ts';
 import { StartError } from './errors.ts';
 
@@ -33,16 +33,16 @@ export function decideCommittedOutput(sinkName: string, lastCommitted: number | 
   };
 }
 
-/** The sinkTo() sinks of the graph, each once. */
-export function commitSinksOf(graph: JobGraph): TwoPhaseCommitSink<unknown, unknown>[] {
-  const out = new Set<TwoPhaseCommitSink<unknown, unknown>>();
+/** The sinkTo() sinks of the graph, each with the operator that runs it. */
+export function commitSinksOf(graph: JobGraph): { sink: TwoPhaseCommitSink<unknown, unknown>; scope: CommitScope }[] {
+  const out: { sink: TwoPhaseCommitSink<unknown, unknown>; scope: CommitScope }[] = [];
   for (const v of graph.vertices) {
     for (const op of v.operators) {
       const t = op.node.transformation;
-      if (t.kind === 'one-input' && t.commitSink !== undefined) out.add(t.commitSink);
+      if (t.kind === 'one-input' && t.commitSink !== undefined) out.push({ sink: t.commitSink, scope: { operatorId: op.node.id, parallelism: op.node.parallelism } });
     }
   }
-  return [...out];
+  return out;
 }
 
 /** Longest a sink may take to say what it committed last (an external system that does not answer must not hang the start). */
@@ -50,7 +50,7 @@ const ASK_TIMEOUT_MS = 60_000;
 
 /** Asks every sink; throws StartError on the first refusal, logs warnings. */
 export async function checkCommittedOutput(graph: JobGraph, restoredId: number | undefined, allowDuplicates: boolean, log: (line: string) => void): Promise<void> {
-  for (const sink of commitSinksOf(graph)) {
+  for (const { sink, scope } of commitSinksOf(graph)) {
     if (sink.lastCommittedCheckpoint === undefined) continue;
     let last: number | undefined;
     try {
@@ -59,7 +59,7 @@ export async function checkCommittedOutput(graph: JobGraph, restoredId: number |
         timer = setTimeout(() => reject(new Error(`no answer within ${ASK_TIMEOUT_MS / 1000} s`)), ASK_TIMEOUT_MS);
       });
       try {
-        last = await Promise.race([Promise.resolve().then(() => sink.lastCommittedCheckpoint!()), timeout]);
+        last = await Promise.race([Promise.resolve().then(() => sink.lastCommittedCheckpoint!(scope)), timeout]);
       } finally {
         clearTimeout(timer);
       }

@@ -12,6 +12,8 @@ export interface SinkContext {
   readonly attemptNumber: number;
   /** Processing time in ms. */
   now(): number;
+  /** Id of the sink operator (its uid, or a stable hash): with the job, it names this sink's progress in external systems. */
+  readonly operatorId?: string;
   /** Id of the checkpoint the job restored from, if any. */
   readonly restoredCheckpointId: number | undefined;
   /** Writes a line to the job's log (never credentials). */
@@ -23,6 +25,13 @@ export interface SinkWriter<T, C> {
   write(values: readonly T[], timestamps: readonly number[]): void;
   /** At a checkpoint barrier: make what was written so far durable and return it as committables. */
   prepareCommit(checkpointId: number): C[];
+  /**
+   * Optional: resolves once the committables prepareCommit(checkpointId) returned are durable
+   * outside weir (a PREPARE TRANSACTION has finished). The checkpoint is acknowledged only
+   * after; a rejection declines it, and the writer should then fail on its next call (the work
+   * those committables name is lost).
+   */
+  whenPrepared?(checkpointId: number): Promise<void> | undefined;
   /** End of input: nothing more will be written (a final checkpoint follows). */
   finish?(): void;
   close?(): void;
@@ -60,7 +69,7 @@ export interface TwoPhaseCommitSink<T, C> {
    * already committed and write it twice, so the job refuses to start unless the user accepts
    * duplicates. A sink without it cannot be checked (its duplicates go unnoticed).
    */
-  lastCommittedCheckpoint?(): number | undefined | Promise<number | undefined>;
+  lastCommittedCheckpoint?(scope: CommitScope): number | undefined | Promise<number | undefined>;
   /**
    * Takes an exclusive lease on the sink's output for the job's run (the file sink: its
    * directory; a database sink: an advisory lock), so two jobs never write one output. Called
@@ -68,4 +77,10 @@ export interface TwoPhaseCommitSink<T, C> {
    * it); a holder that died is taken over. `owner` names this job in the holder's record.
    */
   lease?(owner: string): { release(): void };
+}
+
+/** Which sink operator is asked: its operator id (as in SinkContext.operatorId) and parallelism. */
+export interface CommitScope {
+  readonly operatorId: string;
+  readonly parallelism: number;
 }

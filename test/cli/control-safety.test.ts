@@ -77,16 +77,19 @@ describe('control safety (issue 15.7, 15.8)', () => {
     expect((await job.done).code).toBe(130);
   }, 120_000);
 
-  it('--rest-token-file: requests without the token get 401; the CLI sends it; the token is never printed', async () => {
+  it('--rest-token-file: state-changing requests without the token get 401; the CLI sends it; the token is never printed', async () => {
     const home = tmp.fresh('home');
     const token = 'tok-4f9c2b7e1d';
     const file = join(tmp.fresh('token'), '..', `token-${Date.now()}`);
     writeFileSync(file, `${token}\n`);
     const job = await run(home, fixture('savepoint-app.ts'), '-w', '1', '--rest-port', '0', '--rest-token-file', file, '--', 'v1', '1000000', '500');
     const host = { host: `127.0.0.1:${job.port}` };
-    expect((await raw(job.port, 'GET', `/jobs/${job.jobId}`, host)).status).toBe(401);
-    expect((await raw(job.port, 'GET', `/jobs/${job.jobId}`, { ...host, authorization: 'Bearer wrong' })).status).toBe(401);
-    expect((await raw(job.port, 'GET', `/jobs/${job.jobId}`, { ...host, authorization: `Bearer ${token}` })).status).toBe(200);
+    // The token guards what changes the job; reads (dashboard, metrics) stay open to whoever reaches the port.
+    expect((await raw(job.port, 'GET', `/jobs/${job.jobId}`, host)).status).toBe(200);
+    const json = { ...host, 'content-type': 'application/json' };
+    expect((await raw(job.port, 'PATCH', `/jobs/${job.jobId}?mode=cancel`, json, '{}')).status).toBe(401);
+    expect((await raw(job.port, 'PATCH', `/jobs/${job.jobId}?mode=cancel`, { ...json, authorization: 'Bearer wrong' }, '{}')).status).toBe(401);
+    expect((await raw(job.port, 'POST', `/jobs/${job.jobId}/checkpoints`, { ...json, authorization: `Bearer ${token}` }, '{}')).status).not.toBe(401);
     const without = await weir(home, 'cancel', job.jobId);
     expect(without.code).toBe(2);
     expect(oneLineError(without)).toMatch(/^cancel: a token is required/);

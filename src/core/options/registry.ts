@@ -258,6 +258,34 @@ export const OPTIONS = {
     key: 'jobmanager.progress.interval', field: 'jobManager.progressInterval', type: duration({ minMs: 1 }), default: '1 s',
     label: 'progress interval', description: 'how often the status line (and RunOptions.onProgress) is updated', commands: ['run'], section: 'Job manager',
   }),
+
+  // ---- Object storage (S3): checkpoints, savepoints and files at s3://bucket/prefix. The
+  // endpoint, region and credentials are otherwise found as every AWS SDK client finds them
+  // (AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, AWS_REGION, the credential chain).
+  s3Endpoint: option({
+    flag: 's3-endpoint', key: 's3.endpoint', field: 's3.endpoint', type: text('URL', 'an http(s) URL'), defaultText: 'the AWS SDK\'s (AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, or AWS)',
+    label: 'S3 endpoint', description: 'endpoint of an S3-compatible store (e.g. http://127.0.0.1:9000)', commands: ['run', 'checkpoints'], section: 'Object storage (S3)',
+  }),
+  s3PathStyleAccess: option({
+    flag: 's3-path-style', key: 's3.path.style.access', field: 's3.pathStyleAccess', type: onOff(), default: false,
+    label: 'S3 path-style access', description: 'address buckets as ENDPOINT/bucket/key instead of bucket.ENDPOINT/key (most S3-compatible stores need it)', commands: ['run', 'checkpoints'], section: 'Object storage (S3)',
+  }),
+  s3Region: option({
+    key: 's3.region', field: 's3.region', type: text('R'), defaultText: 'the AWS SDK\'s (AWS_REGION, the profile; us-east-1 with a custom endpoint)',
+    label: 'S3 region', description: 'region of the bucket', commands: ['run', 'checkpoints'], section: 'Object storage (S3)',
+  }),
+  s3RequestTimeout: option({
+    key: 's3.request.timeout', field: 's3.requestTimeout', type: duration({ minMs: 1 }), default: '30 s',
+    label: 'S3 request timeout', description: 'longest one S3 request may wait for the connection or for data; then it is retried', commands: ['run', 'checkpoints'], section: 'Object storage (S3)',
+  }),
+  s3RetryMaxAttempts: option({
+    key: 's3.retry.max-attempts', field: 's3.retryMaxAttempts', type: integer({ min: 1, max: 100 }), default: 5,
+    label: 'S3 request attempts', description: 'tries of one S3 request (throttling, 5xx and network errors are retried with backoff)', commands: ['run', 'checkpoints'], section: 'Object storage (S3)',
+  }),
+  s3UploadPartSize: option({
+    key: 's3.upload.part-size', field: 's3.uploadPartSize', type: integer({ min: 5 * 1024 * 1024, max: 5 * 1024 * 1024 * 1024 }), default: 8 * 1024 * 1024,
+    label: 'S3 upload part size', description: 'bytes of one multipart upload part; a state file up to this size is one PUT', commands: ['run', 'checkpoints'], section: 'Object storage (S3)',
+  }),
 } satisfies Record<string, Option<any>>;
 
 export const ALL_OPTIONS: readonly Option[] = Object.values(OPTIONS) as Option[];

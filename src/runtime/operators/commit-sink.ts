@@ -51,7 +51,7 @@ export class CommitSinkOperator extends StreamOperator {
     const clock = this.env.clock;
     const services = this.env.services;
     return {
-      subtaskIndex: t.subtaskIndex, parallelism: t.parallelism, attemptNumber: t.attemptNumber,
+      subtaskIndex: t.subtaskIndex, parallelism: t.parallelism, attemptNumber: t.attemptNumber, operatorId: t.operatorId,
       now: () => clock.now(), restoredCheckpointId: this.restoredId, log: (line) => services.log(line),
     };
   }
@@ -99,6 +99,10 @@ export class CommitSinkOperator extends StreamOperator {
     this.ledger.prepared(checkpointId, fresh);
     const base = super.snapshotInline(checkpointId) ?? {};
     return { ...base, committables: this.ledger.snapshot() };
+  }
+
+  override durableBeforeAck(checkpointId: number): Promise<void> | undefined {
+    return this.writer.whenPrepared?.(checkpointId);
   }
 
   override notifyCheckpointComplete(checkpointId: number): void {
