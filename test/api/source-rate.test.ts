@@ -16,11 +16,12 @@ const T0 = 1_000_000;
 const BATCH = 1024;
 
 /**
- * The job manager's own timeouts (deploying, restoring) run on the same injected clock, minutes
- * ahead; a rate-limited source sleeps at most a second or so. Timers further ahead than this
- * are the job manager's and are left out of what the test watches.
+ * The job manager's own timers run on the same injected clock: timeouts (deploying, restoring)
+ * minutes ahead, metric sampling a second ahead. The sources in these tests read at 50 records/s
+ * or more, so they sleep 20 ms at most. Timers further ahead than this are the job manager's and
+ * are left out of what the test watches.
  */
-const SOURCE_HORIZON_MS = 60_000;
+const SOURCE_HORIZON_MS = 500;
 
 /** A manual clock that tells the test when the source's timers are scheduled (a rate-limited source going to sleep). */
 class SteppingClock extends ManualClock {

@@ -216,6 +216,30 @@ export const OPTIONS = {
   drain: option({
     flag: 'drain', type: onOff(), label: 'drain', description: 'first advance event time to the end, so windows and timers fire', commands: ['stop'],
   }),
+
+  // ---- Lifecycle manager (weir manager, weir apps)
+  managerDir: option({
+    flag: 'dir', type: path(), defaultText: '$WEIR_HOME/manager', label: 'manager directory',
+    description: 'where the manager keeps applications, statuses, checkpoints, savepoints and job logs', commands: ['manager', 'apps'],
+  }),
+  managerPort: option({
+    flag: 'port', type: integer({ min: 0, max: 65535 }), metavar: 'P', default: 8090, label: 'manager port', description: 'manager REST API port; 0 picks a free one', commands: ['manager'],
+  }),
+  managerAddress: option({
+    flag: 'address', type: text('A'), default: '127.0.0.1', label: 'manager address', description: 'manager REST API address; any other than loopback exposes it to the network', commands: ['manager'],
+  }),
+  managerInterval: option({
+    flag: 'interval', type: duration({ minMs: 10 }), default: '500ms', label: 'reconcile interval', description: 'time between reconciliation passes', commands: ['manager'],
+  }),
+  managerUrl: option({
+    flag: 'manager', type: text('URL'), label: 'manager URL', description: 'the manager\'s REST API (e.g. http://127.0.0.1:8090) instead of finding it through --dir', commands: ['apps'],
+  }),
+  appsSavepoint: option({
+    flag: 'savepoint', type: onOff(), label: 'savepoint', description: 'delete: stop the job with a savepoint first (kept in the manager directory)', commands: ['apps'],
+  }),
+  appsJson: option({
+    flag: 'json', type: onOff(), label: 'json', description: 'print JSON instead of text', commands: ['apps'],
+  }),
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- entries keep their own value types
   // ---- Every command
   help: option({
