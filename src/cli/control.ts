@@ -11,19 +11,33 @@ import { OPTIONS } from '../core/options/registry.ts';
 import { valueOf, type OptionValues } from '../core/options/values.ts';
 import { listRegistered, type JobEntry } from '../observe/registry.ts';
 import { CliError } from './args.ts';
+import { readTokenFile } from './token-file.ts';
+import { WeirError } from '../core/errors.ts';
 import { commandLine } from './command-line.ts';
 
 const REQUEST_TIMEOUT_MS = 10_000;
+/**
+ * Shortest id prefix that picks a job: `weir stop ""` matched every job, and a character or two
+ * picks one by accident. Four hex characters (as README's "weir cancel 3f2a") rarely collide on
+ * one machine, and a collision is refused anyway.
+ */
+export const MIN_ID_PREFIX = 4;
+/** How often cancel asks whether the job has ended. */
+const CANCEL_POLL_MS = 100;
 
 interface Target {
   readonly base: string;
   readonly jobId: string;
+  /** Sent as Authorization: Bearer (--rest-token-file). */
+  readonly token: string | undefined;
 }
 
-async function call(url: string, init: RequestInit = {}): Promise<{ status: number; body: Record<string, unknown> }> {
+async function call(url: string, init: RequestInit = {}, token?: string): Promise<{ status: number; body: Record<string, unknown> }> {
   let res: Response;
   try {
-    res = await fetch(url, { ...init, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS), headers: { 'content-type': 'application/json' } });
+    // JSON on every request: the API refuses state-changing requests that are not (cross-site request protection).
+    const headers: Record<string, string> = { 'content-type': 'application/json', ...(token !== undefined ? { authorization: `Bearer ${token}` } : {}) };
+    res = await fetch(url, { ...init, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS), headers });
   } catch (e) {
     const why = (e as Error).name === 'TimeoutError' ? `no answer within ${REQUEST_TIMEOUT_MS / 1000} s` : (e as { cause?: Error }).cause?.message ?? (e as Error).message;
     throw new CliError(`cannot reach the job's REST API at ${new URL(url).host}: ${why}`);
@@ -44,22 +58,29 @@ function errorOf(body: Record<string, unknown>): string {
 
 async function resolveTarget(jobArg: string | undefined, values: OptionValues, command: CommandName): Promise<Target> {
   if (jobArg === undefined) throw new CliError(`${command}: give the job id (see weir list)`);
+  if (jobArg.length < MIN_ID_PREFIX) {
+    throw new CliError(`${command}: "${jobArg}" is too short to pick a job: give the job id or at least ${MIN_ID_PREFIX} of its first characters (see weir list)`);
+  }
+  const tokenFile = valueOf(values, OPTIONS.targetRestTokenFile);
+  const token = tokenFile !== undefined ? readTokenFile(tokenFile) : undefined;
   const port = valueOf(values, OPTIONS.targetRestPort);
   if (port !== undefined) {
     const address = valueOf(values, OPTIONS.targetRestAddress) ?? defaultOf(OPTIONS.targetRestAddress);
     const base = `http://${address.includes(':') ? `[${address}]` : address}:${port}`;
-    const { status, body } = await call(`${base}/jobs`);
+    const { status, body } = await call(`${base}/jobs`, {}, token);
+    if (status === 401) throw new CliError(`${command}: the job at ${base} requires a token: give --rest-token-file`);
     const jobs = (body['jobs'] as { id: string }[] | undefined) ?? [];
-    const match = jobs.find((j) => j.id === jobArg || j.id.startsWith(jobArg));
-    if (status !== 200 || match === undefined) throw new CliError(`${command}: no job ${jobArg} at ${base}`);
-    return { base, jobId: match.id };
+    const matches = jobs.filter((j) => j.id === jobArg || j.id.startsWith(jobArg));
+    if (status !== 200 || matches.length === 0) throw new CliError(`${command}: no job ${jobArg} at ${base}`);
+    if (matches.length > 1) throw new CliError(`${command}: "${jobArg}" matches several jobs (${matches.map((m) => m.id).join(', ')}); give more of the id`);
+    return { base, jobId: matches[0]!.id, token };
   }
   const live = listRegistered();
   const matches = live.filter((e) => e.jobId === jobArg || e.jobId.startsWith(jobArg));
   if (matches.length === 0) throw new CliError(`${command}: no running job ${jobArg} on this machine (see weir list, or give --rest-port)`);
   if (matches.length > 1) throw new CliError(`${command}: "${jobArg}" matches several jobs (${matches.map((m) => m.jobId).join(', ')}); give more of the id`);
   const e = matches[0]!;
-  return { base: baseOf(e), jobId: e.jobId };
+  return { base: baseOf(e), jobId: e.jobId, token };
 }
 
 function baseOf(e: JobEntry): string {
@@ -97,7 +118,7 @@ export async function listCommand(argv: string[]): Promise<number> {
 async function waitForOperation(t: Target, requestId: string, timeoutMs: number, what: string): Promise<string> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
-    const { status, body } = await call(`${t.base}/jobs/${t.jobId}/savepoints/${requestId}`);
+    const { status, body } = await call(`${t.base}/jobs/${t.jobId}/savepoints/${requestId}`, {}, t.token);
     if (status !== 200) throw new CliError(`${what}: ${errorOf(body)}`);
     const st = (body['status'] as { id?: string } | undefined)?.id;
     if (st === 'COMPLETED') {
@@ -117,7 +138,7 @@ export async function savepointCommand(argv: string[]): Promise<number> {
   const t = await resolveTarget(positionals[0], values, 'savepoint');
   const timeout = timeoutOf(values);
   const dir = valueOf(values, OPTIONS.savepointTarget);
-  const { status, body } = await call(`${t.base}/jobs/${t.jobId}/savepoints`, { method: 'POST', body: JSON.stringify(dir ? { 'target-directory': absolute(dir) } : {}) });
+  const { status, body } = await call(`${t.base}/jobs/${t.jobId}/savepoints`, { method: 'POST', body: JSON.stringify(dir ? { 'target-directory': absolute(dir) } : {}) }, t.token);
   if (status !== 202) throw new CliError(`savepoint: ${errorOf(body)}`);
   const path = await waitForOperation(t, String(body['request-id']), timeout, 'savepoint');
   process.stdout.write(`${path}\n`);
@@ -133,7 +154,7 @@ export async function stopCommand(argv: string[]): Promise<number> {
   const timeout = timeoutOf(values);
   const dir = valueOf(values, OPTIONS.savepointTarget);
   const req = { ...(dir ? { targetDirectory: absolute(dir) } : {}), drain: valueOf(values, OPTIONS.drain) === true };
-  const { status, body } = await call(`${t.base}/jobs/${t.jobId}/stop`, { method: 'POST', body: JSON.stringify(req) });
+  const { status, body } = await call(`${t.base}/jobs/${t.jobId}/stop`, { method: 'POST', body: JSON.stringify(req) }, t.token);
   if (status !== 202) throw new CliError(`stop: ${errorOf(body)}`);
   const path = await waitForOperation(t, String(body['request-id']), timeout, 'stop with savepoint');
   process.stdout.write(`${path}\n`);
@@ -145,10 +166,36 @@ export async function cancelCommand(argv: string[]): Promise<number> {
   if (line === undefined) return 0;
   const { values, positionals } = line;
   const t = await resolveTarget(positionals[0], values, 'cancel');
-  const { status, body } = await call(`${t.base}/jobs/${t.jobId}?mode=cancel`, { method: 'PATCH' });
+  const timeoutMs = toMillis(valueOf(values, OPTIONS.cancelTimeout) ?? defaultOf(OPTIONS.cancelTimeout), '--timeout');
+  const { status, body } = await call(`${t.base}/jobs/${t.jobId}?mode=cancel`, { method: 'PATCH', body: '{}' }, t.token);
   if (status !== 202) throw new CliError(`cancel: ${errorOf(body)}`);
-  process.stdout.write(`cancelling ${t.jobId}\n`);
+  // The cancel is asynchronous: say it is done only once the job has ended.
+  if (!(await endedWithin(t, timeoutMs))) {
+    throw new WeirError('TIMEOUT', `cancel: job ${t.jobId} was asked to cancel but has not ended within ${Math.round(timeoutMs / 1000)} s (it may still end; see weir list)`);
+  }
+  process.stdout.write(`cancelled ${t.jobId}\n`);
   return 0;
+}
+
+/**
+ * Whether the job ended within `timeoutMs`: its API stops answering (the process serves it
+ * until the job has ended), or answers that the job is CANCELED or gone from that port.
+ */
+async function endedWithin(t: Target, timeoutMs: number): Promise<boolean> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    let state: string | undefined;
+    try {
+      const { status, body } = await call(`${t.base}/jobs/${t.jobId}`, {}, t.token);
+      if (status === 404) return true;
+      state = typeof body['state'] === 'string' ? body['state'] : undefined;
+    } catch {
+      return true; // nothing listens any more: the job has ended
+    }
+    if (state === 'CANCELED' || state === 'FINISHED' || state === 'FAILED') return true;
+    if (Date.now() >= deadline) return false;
+    await new Promise((r) => setTimeout(r, CANCEL_POLL_MS));
+  }
 }
 
 /** Already checked when the flag was read. */

@@ -19,7 +19,7 @@ type Mut<T> = { -readonly [K in keyof T]: T[K] };
 export type RunSettings = Partial<Omit<RunOptions, 'checkpoint' | 'restartStrategy' | 'services'>> & {
   checkpoint?: Mut<CheckpointSettings>;
   restart?: Mut<RestartStrategySettings>;
-  rest?: { port?: number; address?: string };
+  rest?: { port?: number; address?: string; tokenFile?: string };
 };
 
 export function settingsOf(values: OptionValues): RunSettings {
@@ -42,6 +42,8 @@ export interface RestSettings {
   readonly address: string;
   /** A busy default port falls back to a free one; a port asked for must be had. */
   readonly fallback: boolean;
+  /** A file holding the token the API requires (--rest-token-file). */
+  readonly tokenFile?: string;
 }
 
 /** runJob's options from the settings, and where the control API goes (the entry point serves it). */
@@ -49,5 +51,9 @@ export function runOptionsOf(s: RunSettings): { run: Mut<RunOptions>; rest: Rest
   const { restart, rest, checkpoint, ...direct } = s;
   const run: Mut<RunOptions> = { ...direct, checkpoint: checkpoint ?? {} };
   if (restart !== undefined) run.restartStrategy = restart;
-  return { run, rest: { port: rest?.port ?? defaultOf(OPTIONS.restPort), address: rest?.address ?? defaultOf(OPTIONS.restAddress), fallback: rest?.port === undefined } };
+  const restSettings: RestSettings = {
+    port: rest?.port ?? defaultOf(OPTIONS.restPort), address: rest?.address ?? defaultOf(OPTIONS.restAddress), fallback: rest?.port === undefined,
+    ...(rest?.tokenFile !== undefined ? { tokenFile: rest.tokenFile } : {}),
+  };
+  return { run, rest: restSettings };
 }

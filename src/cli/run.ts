@@ -7,6 +7,8 @@ import { commandLine } from './command-line.ts';
 import { readConfigFile } from './config-file.ts';
 import { controlApi } from '../observe/control-api.ts';
 import { mergeSettings, runOptionsOf, settingsOf } from './run-settings.ts';
+import { readTokenFile } from './token-file.ts';
+import { ancestors, startedByNpm, watchAncestors } from './parent-watch.ts';
 
 export async function runCommand(argv: string[]): Promise<number> {
   const { own, job } = splitJobArgs(argv);
@@ -22,7 +24,8 @@ export async function runCommand(argv: string[]): Promise<number> {
   opts.args = job;
   opts.onProgress = statusLine();
   const onListening = (p: number, id: string) => void process.stderr.write(`weir: job ${id} running; control API on http://${rest.address}:${p}\n`);
-  opts.services = [controlApi({ ...rest, onListening })];
+  const token = rest.tokenFile !== undefined ? readTokenFile(rest.tokenFile) : undefined;
+  opts.services = [controlApi({ port: rest.port, address: rest.address, fallback: rest.fallback, onListening, ...(token !== undefined ? { token } : {}) })];
   // Ctrl-C / SIGTERM cancel the job: checkpoints are kept (default retain-on-cancel) or deleted per the retention setting.
   const cancel = new AbortController();
   let signalled: NodeJS.Signals | undefined;
@@ -34,8 +37,22 @@ export async function runCommand(argv: string[]): Promise<number> {
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
+  // Under npm (npx weir run), killing npm must end the job too (parent-watch.ts).
+  const stopWatch = startedByNpm()
+    ? watchAncestors(ancestors(), (pid) => {
+      if (signalled !== undefined) return;
+      signalled = 'SIGTERM';
+      process.stderr.write(`weir: process ${pid} that started weir (npm) is gone: cancelling the job\n`);
+      cancel.abort();
+    })
+    : () => {};
   opts.signal = cancel.signal;
-  const result = await runJob(positionals[0]!, opts);
+  let result;
+  try {
+    result = await runJob(positionals[0]!, opts);
+  } finally {
+    stopWatch();
+  }
   process.off('SIGINT', onSignal);
   process.off('SIGTERM', onSignal);
   const letters = result.progress.deadLetters;

@@ -7,6 +7,7 @@
  */
 import type { S3Config } from '../checkpoint/s3/settings.ts';
 import { randomBytes } from 'node:crypto';
+import { isAbsolute } from 'node:path';
 import type { JobDefinition } from '../api/job.ts';
 import { discardOnJobEnd, type CheckpointConfig } from '../checkpoint/config.ts';
 import type { CompletedCheckpointInfo } from '../checkpoint/coordinator.ts';
@@ -28,7 +29,8 @@ import { ControlError, StartError } from './errors.ts';
 import type { CheckpointStatsView, ExceptionEntry, JobControl, JobMetricsView, JobService, VertexInfo } from './job-control.ts';
 import type { MetricValues } from './metric-store.ts';
 import { buildJob } from './job-loader.ts';
-import { checkCommittedOutput } from './committed-output.ts';
+import { checkCommittedOutput, commitSinksOf } from './committed-output.ts';
+import { acquireDirLease } from '../core/dir-lease.ts';
 import type { RunOptions } from './job-manager.ts';
 import type { JobManagerConfig } from './job-manager-config.ts';
 import { JobResult, NO_PROGRESS, type JobStatus } from './job-result.ts';
@@ -126,21 +128,46 @@ export class JobMaster implements JobControl {
 
   async run(): Promise<JobResult> {
     await this.resolveStart();
-    const storage = this.spec.storage;
-    if (storage) {
-      try {
-        await storage.initJob(this.jobId);
-      } catch (e) {
-        throw new StartError((e as Error).message);
-      }
-      await this.loadHistory(storage);
-    }
-    const stopServices = await this.startServices();
+    const leases = this.takeLeases();
     try {
-      return await this.runAttempts();
+      const storage = this.spec.storage;
+      if (storage) {
+        try {
+          await storage.initJob(this.jobId);
+        } catch (e) {
+          throw new StartError((e as Error).message);
+        }
+        await this.loadHistory(storage);
+      }
+      const stopServices = await this.startServices();
+      try {
+        return await this.runAttempts();
+      } finally {
+        await stopServices();
+      }
     } finally {
-      await stopServices();
+      for (const l of leases.reverse()) l.release();
     }
+  }
+
+  /**
+   * Exclusive leases on the job's checkpoint directory and on every sink's output, taken once
+   * the job id is known (a resume continues the id) and before anything is created or deleted:
+   * a second run next to one still running (an orphan of a killed npx) refuses to start instead
+   * of collecting the other's files as garbage.
+   */
+  private takeLeases(): { release(): void }[] {
+    const leases: { release(): void }[] = [];
+    const owner = `job ${this.jobId}`;
+    try {
+      const jobDir = this.spec.storage?.jobDir(this.jobId);
+      if (jobDir !== undefined && localPath(jobDir)) leases.push(acquireDirLease(jobDir, 'checkpoint directory', owner, this.log));
+      for (const sink of new Set(commitSinksOf(this.spec.graph).map((s) => s.sink))) if (sink.lease !== undefined) leases.push(sink.lease(owner));
+    } catch (e) {
+      for (const l of leases.reverse()) l.release();
+      throw e;
+    }
+    return leases;
   }
 
   // ---- control (REST, weir savepoint/stop/cancel)
@@ -459,4 +486,9 @@ export class JobMaster implements JobControl {
     this.claimedExternal = undefined;
     void this.spec.snapshots.forReference(claimed).discard(claimed).catch((e) => this.log(`weir: cannot delete the claimed snapshot ${claimed}: ${(e as Error).message}`));
   }
+}
+
+/** A directory on this machine (object stores and in-memory storage have no lease here). */
+function localPath(reference: string): boolean {
+  return isAbsolute(reference) && !reference.includes('://');
 }

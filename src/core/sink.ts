@@ -72,6 +72,13 @@ export interface TwoPhaseCommitSink<T, C> {
    * duplicates. A sink without it cannot be checked (its duplicates go unnoticed).
    */
   lastCommittedCheckpoint?(scope: CommitScope): number | undefined | Promise<number | undefined>;
+  /**
+   * Takes an exclusive lease on the sink's output for the job's run (the file sink: its
+   * directory; a database sink: an advisory lock), so two jobs never write one output. Called
+   * on the main thread before the first attempt; throws when another live job holds it (naming
+   * it); a holder that died is taken over. `owner` names this job in the holder's record.
+   */
+  lease?(owner: string): { release(): void };
 }
 
 /** Which sink operator is asked: its operator id (as in SinkContext.operatorId) and parallelism. */

@@ -5,6 +5,7 @@
 import type { JobControl, JobService } from '../cluster/job-control.ts';
 import { register } from './registry.ts';
 import { RestServer } from './rest-server.ts';
+import { isLoopback } from './request-guard.ts';
 
 export interface ControlApiOptions {
   /** 0 picks a free port. */
@@ -12,6 +13,8 @@ export interface ControlApiOptions {
   readonly address?: string;
   /** When the port is taken, serve on a free one instead (and say so in the job's log). */
   readonly fallback?: boolean;
+  /** When given, every request must carry it (Authorization: Bearer); never logged. */
+  readonly token?: string;
   /** Called once the API listens, with its port. */
   readonly onListening?: (port: number, jobId: string) => void;
 }
@@ -24,7 +27,7 @@ export function controlApi(options: ControlApiOptions): JobService {
   return {
     async start(control: JobControl): Promise<void> {
       const address = options.address ?? '127.0.0.1';
-      const server = new RestServer(control);
+      const server = new RestServer(control, options.token);
       let port: number;
       try {
         port = await server.listen(options.port, address);
@@ -34,6 +37,9 @@ export function controlApi(options: ControlApiOptions): JobService {
         control.logLine(`weir: REST port ${options.port} is in use; serving on ${address}:${port} instead`);
       }
       const unregister = register({ jobId: control.jobId, name: control.jobName, address, port, pid: process.pid, startedAt: control.startedAt });
+      if (!isLoopback(address) && options.token === undefined) {
+        control.logLine(`weir: warning: the control API on ${address}:${port} is reachable from the network without a token: anyone who reaches it can stop or cancel the job (give --rest-token-file)`);
+      }
       options.onListening?.(port, control.jobId);
       stop = async () => {
         unregister();

@@ -12,6 +12,10 @@
  *   GET   /metrics                           Prometheus text exposition (prometheus.ts)
  *   GET   /, /web/*                          the web dashboard (dashboard.ts)
  * and the read-only views of rest-views.ts (checkpoints, vertices, metrics, exceptions).
+ * Requests must name the bound address and port in their Host header (DNS rebinding), and
+ * state-changing ones (POST, PATCH) must be application/json (CSRF); with a token (meant for
+ * an address other than loopback) state-changing requests must carry it, and the Host check is
+ * left to it (a remote dashboard or Prometheus may use a DNS name). See request-guard.ts.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { JobControl } from '../cluster/job-control.ts';
@@ -19,6 +23,7 @@ import { errorCode } from '../core/errors.ts';
 import { serveDashboard } from './dashboard.ts';
 import { PROMETHEUS_CONTENT_TYPE, prometheusText } from './prometheus.ts';
 import { getView, jobSummary, vertexJson } from './rest-views.ts';
+import { hostAllowed, jsonContentType, tokenMatches } from './request-guard.ts';
 
 type Operation = { status: 'IN_PROGRESS' } | { status: 'COMPLETED'; location: string } | { status: 'FAILED'; cause: string };
 
@@ -26,8 +31,11 @@ export class RestServer {
   private server: Server | undefined;
   private readonly operations = new Map<string, Operation>();
   private nextOp = 1;
+  private boundAddress = '127.0.0.1';
+  private boundPort = 0;
 
-  constructor(private readonly job: JobControl) {}
+  /** `token`: when given, every request must carry `Authorization: Bearer <token>`. */
+  constructor(private readonly job: JobControl, private readonly token?: string) {}
 
   /** Listens; resolves with the port (0 picks a free one). */
   listen(port: number, address: string): Promise<number> {
@@ -44,7 +52,9 @@ export class RestServer {
       server.listen(port, address, () => {
         this.server = server;
         const a = server.address();
-        resolve(typeof a === 'object' && a !== null ? a.port : port);
+        this.boundAddress = address;
+        this.boundPort = typeof a === 'object' && a !== null ? a.port : port;
+        resolve(this.boundPort);
       });
     });
   }
@@ -84,6 +94,17 @@ export class RestServer {
     const parts = url.pathname.split('/').filter((p) => p !== '');
     const method = req.method ?? 'GET';
     const job = this.job;
+    if (this.token === undefined && !hostAllowed(req.headers.host, this.boundAddress, this.boundPort)) {
+      return send(res, 421, { errors: [`the Host header must name this API's address (${this.boundAddress}:${this.boundPort}); refused (DNS rebinding protection)`] });
+    }
+    if (method !== 'GET' && method !== 'HEAD') {
+      if (this.token !== undefined && !tokenMatches(req.headers.authorization, this.token)) {
+        return send(res, 401, { errors: ['a token is required: send "Authorization: Bearer <token>" (the weir CLI sends the one in --rest-token-file)'] });
+      }
+      if (!jsonContentType(req.headers['content-type'])) {
+        return send(res, 415, { errors: [`${method} requests must have Content-Type: application/json (cross-site request protection)`] });
+      }
+    }
     if (method === 'GET') {
       if (parts.length === 0 || parts[0] === 'web') return serveDashboard(parts, res);
       if (parts.length === 1 && parts[0] === 'metrics') {

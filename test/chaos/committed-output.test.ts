@@ -68,6 +68,7 @@ describe('a restore never re-emits committed output (issue 15.1)', () => {
     expect(accepted.code, accepted.stderr).toBe(0);
     expect(accepted.stderr).toContain(`already committed the output of checkpoint ${committedId} and the job restores checkpoint ${restored}`);
     const after = committedLines(out);
+    console.log(`[committed-output] checkpoint ${committedId} committed, restored ${restored}: ${after.length - new Set(after).size} of ${after.length} lines duplicated with --allow-duplicate-output (what --from latest silently did before)`);
     expect(new Set(after).size, 'the accepted run did write some lines twice').toBeLessThan(after.length);
   }, 300_000);
 

@@ -104,7 +104,7 @@ describe('chaos: stop with savepoint, kills, and restores at new parallelism', (
         child.kill('SIGKILL');
         what = 'killed';
       } else {
-        const res = await fetch(`http://127.0.0.1:${rest.port}/jobs/${rest.id}/stop`, { method: 'POST', body: JSON.stringify({ targetDirectory: sp, drain: false }) }).catch(() => undefined);
+        const res = await fetch(`http://127.0.0.1:${rest.port}/jobs/${rest.id}/stop`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ targetDirectory: sp, drain: false }) }).catch(() => undefined);
         if (action === 1) {
           await new Promise((r) => setTimeout(r, rng.int(400)));
           child.kill('SIGKILL');

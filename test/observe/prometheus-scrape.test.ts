@@ -76,7 +76,7 @@ describe('Prometheus scrapes GET /metrics', () => {
         expect(Number(r.value[1])).toBeGreaterThan(0);
       }
     } finally {
-      await fetch(`${h.base}?mode=cancel`, { method: 'PATCH' });
+      await fetch(`${h.base}?mode=cancel`, { method: 'PATCH', headers: { 'content-type': 'application/json' } }); // JSON: the API refuses other state-changing requests
       await h.result;
     }
   }, 180_000);

@@ -124,10 +124,13 @@ describe.concurrent('weir list / savepoint / stop / cancel', () => {
     expect(oneLineError(direct)).toBe(`stop: no job deadbeef at http://127.0.0.1:${job.port}`);
     expect(job.child.exitCode, 'still running').toBe(null);
     const c = await weir(home, 'cancel', job.jobId.slice(0, 6), '--rest-port', String(job.port));
-    expect([c.code, c.stdout, c.stderr]).toEqual([0, `cancelling ${job.jobId}\n`, '']);
+    expect([c.code, c.stdout, c.stderr]).toEqual([0, `cancelled ${job.jobId}\n`, '']);
+    // cancel returned once the job had ended: its API is gone, or says CANCELED while the process exits.
+    const after = await fetch(`http://127.0.0.1:${job.port}/jobs/${job.jobId}`).then((r) => r.json() as Promise<{ state?: string }>, () => ({ state: 'GONE' }));
+    expect(['GONE', 'CANCELED']).toContain(after.state);
     const done = await job.done;
     expect(done.code).toBe(130);
     expect(done.stderr).toMatch(new RegExp(`weir: job "savepoint app v1" cancelled; job id ${job.jobId}\\n$`));
     expect(done.stderr).not.toMatch(/savepoint \d+ completed/);
-  });
+  }, 180_000); // seven CLI processes, and cancel now waits for the job to end: generous on a loaded machine
 });

@@ -61,7 +61,8 @@ export async function start(job: string, options: RunOptions): Promise<Handle> {
 }
 
 export async function api(url: string, method = 'GET', body?: unknown): Promise<{ status: number; body: Record<string, any> }> {
-  const res = await fetch(url, { method, ...(body !== undefined ? { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } } : {}) });
+  // JSON on every state-changing request: the API refuses others (cross-site request protection).
+  const res = await fetch(url, { method, ...(body !== undefined ? { body: JSON.stringify(body) } : {}), ...(method !== 'GET' ? { headers: { 'content-type': 'application/json' } } : {}) });
   const text = await res.text();
   return { status: res.status, body: text === '' ? {} : (JSON.parse(text) as Record<string, any>) };
 }

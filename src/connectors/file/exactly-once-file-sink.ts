@@ -7,6 +7,7 @@
  *   part-<sub>-<run>-<n>.jsonl              committed when checkpoint <id> completed
  *   part-<sub>-<run>-c<k>.jsonl             compaction of small committed files
  *   .weir-committed-<sub>                   the last checkpoint the subtask committed (commit-record.ts)
+ *   .weir-lease                             the running job that writes here (core/dir-lease.ts)
  *
  * Rolling: at every checkpoint (so each checkpoint's output is one unit of commit), and
  * earlier when a part reaches maxPartSize bytes or is older than rolloverInterval.
@@ -25,6 +26,7 @@ import { join, resolve } from 'node:path';
 import { toMillis, type Duration } from '../../core/duration.ts';
 import type { SinkCommitter, SinkContext, SinkWriter, TwoPhaseCommitSink } from '../../core/sink.ts';
 import { readCommitRecords, writeCommitRecord } from './commit-record.ts';
+import { acquireDirLease } from '../../core/dir-lease.ts';
 
 export interface ExactlyOnceFileSinkOptions {
   /** Roll a part when it reaches this many bytes (default 128 MiB). */
@@ -97,6 +99,11 @@ export class ExactlyOnceFileSink<T> implements TwoPhaseCommitSink<T, FileCommitt
 
   createCommitter(ctx: SinkContext): SinkCommitter<FileCommittable> {
     return new FileCommitter(this, ctx);
+  }
+
+  /** Only one job writes the directory at a time (core/dir-lease.ts). */
+  lease(owner: string): { release(): void } {
+    return acquireDirLease(this.dir, 'output directory', owner);
   }
 
   /** The highest checkpoint whose output a committer of this directory committed (or began to). */

@@ -181,6 +181,11 @@ export const OPTIONS = {
     flag: 'rest-address', field: 'rest.address', type: text('A'), default: '127.0.0.1', label: 'REST address',
     description: 'control API address; any other than loopback exposes the API to the network', commands: ['run'], section: 'Control API',
   }),
+  restTokenFile: option({
+    flag: 'rest-token-file', field: 'rest.tokenFile', type: path('FILE'), label: 'REST token file',
+    description: 'a file holding a secret token the control API then requires (Authorization: Bearer); meant for a --rest-address other than loopback; the token is never logged',
+    commands: ['run'], section: 'Control API',
+  }),
 
   // ---- Commands that read snapshots or talk to a running job
   json: option({
@@ -201,6 +206,12 @@ export const OPTIONS = {
   }),
   targetRestAddress: option({
     flag: 'rest-address', type: text('A'), default: '127.0.0.1', label: 'REST address', description: 'the address for --rest-port', commands: CONTROL,
+  }),
+  targetRestTokenFile: option({
+    flag: 'rest-token-file', type: path('FILE'), label: 'REST token file', description: 'send the token in this file (the job was started with --rest-token-file)', commands: CONTROL,
+  }),
+  cancelTimeout: option({
+    flag: 'timeout', type: duration(), default: '2 min', label: 'timeout', description: 'how long cancel waits for the job to end before it says the job has not ended (exit 1)', commands: ['cancel'],
   }),
   savepointTarget: option({
     flag: 'dir', type: path(), defaultText: 'the job\'s --savepoint-dir', label: 'savepoint directory', description: 'where the savepoint goes', commands: ['savepoint', 'stop'],

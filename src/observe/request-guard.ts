@@ -1,0 +1,60 @@
+/**
+ * What keeps a web page in the user's browser from driving the control API (issue 15.8):
+ *   - DNS rebinding: a page on evil.example re-resolves its own name to 127.0.0.1 and calls
+ *     the API "same-origin"; its requests still carry `Host: evil.example:<port>`. So only a
+ *     Host naming the bound address (or, on loopback, localhost) and the bound port is served.
+ *     On a wildcard binding (0.0.0.0, ::) any IP literal is accepted, never a DNS name (a
+ *     rebinding attack needs one).
+ *   - CSRF: a cross-origin page can send a "simple" POST (text/plain, a form, no body) without
+ *     a CORS preflight, but not one with `Content-Type: application/json`. So state-changing
+ *     requests must say application/json, with or without a body.
+ *   - Optional token (meant for a non-loopback binding): `Authorization: Bearer <token>`,
+ *     compared in constant time; the token is never echoed, logged or put in an error.
+ * Pure functions: the server applies them before routing.
+ */
+import { timingSafeEqual, createHash } from 'node:crypto';
+import { isIP } from 'node:net';
+
+export function isLoopback(address: string): boolean {
+  return address === 'localhost' || address === '::1' || /^127\.\d+\.\d+\.\d+$/.test(address);
+}
+
+function isWildcard(address: string): boolean {
+  return address === '0.0.0.0' || address === '::';
+}
+
+/** Splits a Host header into hostname (brackets of IPv6 removed, lower case) and port; undefined when malformed. */
+export function parseHost(header: string): { hostname: string; port: number | undefined } | undefined {
+  const m = /^(\[[0-9a-fA-F:.]+\]|[^:[\]]+)(?::(\d{1,5}))?$/.exec(header.trim());
+  if (!m) return undefined;
+  const hostname = m[1]!.replace(/^\[|\]$/g, '').toLowerCase();
+  return { hostname, port: m[2] === undefined ? undefined : Number(m[2]) };
+}
+
+/** Whether a request with this Host header is meant for the API bound at `address`:`port`. */
+export function hostAllowed(header: string | undefined, address: string, port: number): boolean {
+  if (header === undefined) return false;
+  const h = parseHost(header);
+  if (h === undefined) return false;
+  // Without a port the browser means 80: never the API's port in practice, and a rebinding page could use it.
+  if (h.port !== port) return false;
+  const bound = address.toLowerCase();
+  if (h.hostname === bound) return true;
+  if (isLoopback(bound) && isLoopback(h.hostname)) return true;
+  if (isWildcard(bound)) return isIP(h.hostname) !== 0 || h.hostname === 'localhost';
+  return false;
+}
+
+/** State-changing requests must be JSON (a cross-origin page cannot send that without a preflight). */
+export function jsonContentType(header: string | undefined): boolean {
+  return header !== undefined && /^application\/json\s*(;.*)?$/i.test(header.trim());
+}
+
+/** Whether `Authorization` carries the token (constant-time; both hashed so lengths do not leak). */
+export function tokenMatches(authorization: string | undefined, token: string): boolean {
+  const m = /^Bearer\s+(\S+)\s*$/i.exec(authorization ?? '');
+  if (!m) return false;
+  const a = createHash('sha256').update(m[1]!).digest();
+  const b = createHash('sha256').update(token).digest();
+  return timingSafeEqual(a, b);
+}
