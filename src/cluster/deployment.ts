@@ -31,7 +31,7 @@ export interface DeploymentSpec {
   readonly attempt: number;
   readonly credits: number;
   readonly clock: Clock;
-  readonly checkpointing: { readonly mode: CheckpointingMode; readonly periodic: boolean };
+  readonly checkpointing: { readonly mode: CheckpointingMode; readonly periodic: boolean; readonly inlineThresholdBytes?: number };
   /** The keyed state backend's name, resolved by each executor. */
   readonly stateBackend: string;
   readonly restore: Record<TaskId, TaskRestore>;

@@ -30,7 +30,7 @@ export interface DeployMessage {
   readonly attempt: number;
   readonly credits: number;
   /** Snapshot settings: mode (alignment), and whether periodic checkpoints are on. */
-  readonly checkpointing: { readonly mode: CheckpointingMode; readonly periodic: boolean };
+  readonly checkpointing: { readonly mode: CheckpointingMode; readonly periodic: boolean; readonly inlineThresholdBytes?: number };
   /** The keyed state backend's name (state.backend.type). */
   readonly stateBackend: string;
   /** State to start from, per "vertex:subtask". */
