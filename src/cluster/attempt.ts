@@ -6,6 +6,7 @@
  * the injected clock, and every wait has a bound (deploy, restore, drain: JobManagerConfig;
  * checkpoints: their timeout).
  */
+import { isS3Reference } from '../checkpoint/s3/settings.ts';
 import { memoryThresholdFor } from '../checkpoint/config.ts';
 import type { S3Config } from '../checkpoint/s3/settings.ts';
 import { randomBytes } from 'node:crypto';
@@ -137,6 +138,7 @@ export class Attempt {
       restore: (this.start.restore?.tasks ?? {}) as Record<TaskId, TaskRestore>,
       storage: ctx.snapshots.workerView,
       s3: ctx.s3,
+      preloadS3: ctx.storage !== undefined && isS3Reference(ctx.storage.root),
       onMessage: (m) => this.onMessage(m),
       onWorkerFailure: (e) => this.fail(e),
       isEnded: () => this.ending,

@@ -37,6 +37,8 @@ export interface DeployMessage {
   readonly restore: Readonly<Record<TaskId, TaskRestore>>;
   /** S3 settings: the worker resolves s3:// locations with its own client. */
   readonly s3: S3Config;
+  /** The job checkpoints to S3: load the SDK while the job loads. */
+  readonly preloadS3?: boolean;
 }
 
 export type ToExecutor =
