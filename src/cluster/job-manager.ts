@@ -66,6 +66,11 @@ export interface RunOptions {
   readonly from?: string;
   readonly allowNonRestoredState?: boolean;
   /**
+   * Start although a sink already committed output past the restored checkpoint (or any output,
+   * on a fresh start): that output is written again. Off by default: such a start is refused.
+   */
+  readonly allowDuplicateOutput?: boolean;
+  /**
    * Ownership of a snapshot given as a path (Flink's claim modes): 'no-claim' (default) never
    * deletes it, and every checkpoint after it stands alone (weir's snapshots are full);
    * 'claim' lets weir own it: a checkpoint of a job in the checkpoint directory is continued
@@ -98,12 +103,19 @@ export async function runJob(job: string | JobDefinition, options: RunOptions = 
   const modulePath = typeof job === 'string' ? resolve(job) : undefined;
   const definition = typeof job === 'string' ? await loadJobModule(job) : job;
   if (modulePath === undefined && workers > 1) throw new RangeError('a job given as a definition runs with workers: 1; pass the module path to use worker threads');
-  const { env, graph } = await buildJob(definition, args, parallelism);
+  const { env, graph } = await buildJob(definition, args, parallelism, modulePath);
+  for (const t of env.transformations) if (t.kind === 'one-input') t.preflight?.();
   let checkpointConfig: CheckpointConfig = applyCheckpointSettings(DEFAULT_CHECKPOINT_CONFIG, env.checkpointSettings, 'job code (enableCheckpointing)');
   if (options.checkpoint) checkpointConfig = applyCheckpointSettings(checkpointConfig, options.checkpoint, 'run options');
   const s3 = resolveS3Config(options.s3, 'run options (s3)');
   const storage = options.checkpointStorage ?? (checkpointConfig.dir !== undefined ? checkpointStorageAt(checkpointConfig.dir, s3) : undefined);
   if (checkpointConfig.intervalMs !== undefined && storage === undefined) throw new StartError('checkpointing is enabled but no checkpoint directory is set (--checkpoint-dir DIR)');
+  if (checkpointConfig.intervalMs === undefined && checkpointConfig.dir !== undefined) {
+    // A directory alone reads as "checkpoint there", but without an interval nothing is taken.
+    (options.log ?? ((l: string) => void process.stderr.write(l + '\n')))(
+      `weir: warning: a checkpoint directory is set (${checkpointConfig.dir}) but no checkpoint interval: no checkpoints will be taken; set --checkpoint-interval (or enableCheckpointing in the job)`,
+    );
+  }
   const master = new JobMaster({
     graph, definition, modulePath, args, parallelism, workers, checkpointConfig, config, storage, stateBackend,
     restartSettings: options.restartStrategy ?? env.restartSettings,

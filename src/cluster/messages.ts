@@ -10,6 +10,7 @@ import type { TaskAck, TaskRestore } from '../core/checkpoint-format.ts';
 import type { ExecutionPlan } from '../graph/execution-plan.ts';
 import type { TriggerRequest } from '../runtime/checkpointing/subtask-checkpointer.ts';
 import type { TaskId } from '../core/task-id.ts';
+import type { TaskMetricsSample } from '../runtime/task-metrics.ts';
 import { errorCode, isUserError, type ErrorCode } from '../core/errors.ts';
 
 export interface JobSpec {
@@ -66,12 +67,8 @@ export interface SerializedError {
   readonly user: boolean;
 }
 
-export interface TaskMetrics {
-  readonly vertex: number;
-  readonly subtask: number;
-  readonly recordsIn: readonly number[];
-  readonly state: string;
-}
+/** A subtask's cumulative counters, sent in one message per worker about once a second. */
+export type TaskMetrics = TaskMetricsSample;
 
 export type FromExecutor =
   | { readonly type: 'deployed'; readonly workerIndex: number }

@@ -50,7 +50,7 @@ async function deploy(m: DeployMessage & { peers: Record<number, MessagePort>; s
   if (m.job.modulePath === undefined) throw new Error('a worker thread needs the job module path');
   if (m.preloadS3 === true) preloadS3Sdk();
   const def = await loadJobModule(m.job.modulePath);
-  const { graph } = await buildJob(def, m.job.args, m.job.defaultParallelism);
+  const { graph } = await buildJob(def, m.job.args, m.job.defaultParallelism, m.job.modulePath);
   if (graph.fingerprint !== m.fingerprint) {
     throw new Error('the job graph built in this worker differs from the job manager\'s: building the job must be deterministic (same operators, order and settings every time)');
   }

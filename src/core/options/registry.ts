@@ -73,8 +73,8 @@ export const OPTIONS = {
       { value: 'delete-on-cancel', flink: 'DELETE_ON_CANCELLATION' },
       { value: 'retain-on-cancel', flink: 'RETAIN_ON_CANCELLATION' },
     ] as const),
-    default: 'none', label: 'checkpoint retention', commands: ['run'], section: 'Checkpointing',
-    description: 'completed checkpoints kept when the job ends: none (deleted), delete-on-cancel (kept if it fails), retain-on-cancel (kept if it fails or is cancelled)',
+    default: 'retain-on-cancel', label: 'checkpoint retention', commands: ['run'], section: 'Checkpointing',
+    description: 'completed checkpoints kept when the job ends: none (deleted), delete-on-cancel (kept if it fails), retain-on-cancel (kept if it fails or is cancelled, e.g. by Ctrl-C; Flink\'s default is none); a finished job deletes them',
   }),
   checkpointsRetained: option({
     flag: 'checkpoints-retained', key: 'execution.checkpointing.num-retained', deprecatedKeys: ['state.checkpoints.num-retained'], field: 'checkpoint.numRetained',
@@ -157,6 +157,11 @@ export const OPTIONS = {
     flag: 'allow-non-restored-state', field: 'allowNonRestoredState', type: onOff(),
     label: 'allow non-restored state', description: 'drop snapshot state of operators the job no longer has', commands: ['run'], section: 'Savepoints and restore',
   }),
+  allowDuplicateOutput: option({
+    flag: 'allow-duplicate-output', field: 'allowDuplicateOutput', type: onOff(), label: 'allow duplicate output',
+    description: 'start although an exactly-once sink already committed output past the restored checkpoint (that output is written again); refused otherwise',
+    commands: ['run'], section: 'Savepoints and restore',
+  }),
   claimMode: option({
     flag: 'claim-mode', field: 'claimMode', type: choice('M', [{ value: 'no-claim' }, { value: 'claim' }] as const), default: 'no-claim', label: 'claim mode',
     description: 'no-claim never deletes the snapshot given with --from; claim lets weir delete it once a newer checkpoint exists', commands: ['run'], section: 'Savepoints and restore',
@@ -204,6 +209,30 @@ export const OPTIONS = {
   }),
   drain: option({
     flag: 'drain', type: onOff(), label: 'drain', description: 'first advance event time to the end, so windows and timers fire', commands: ['stop'],
+  }),
+
+  // ---- Lifecycle manager (weir manager, weir apps)
+  managerDir: option({
+    flag: 'dir', type: path(), defaultText: '$WEIR_HOME/manager', label: 'manager directory',
+    description: 'where the manager keeps applications, statuses, checkpoints, savepoints and job logs', commands: ['manager', 'apps'],
+  }),
+  managerPort: option({
+    flag: 'port', type: integer({ min: 0, max: 65535 }), metavar: 'P', default: 8090, label: 'manager port', description: 'manager REST API port; 0 picks a free one', commands: ['manager'],
+  }),
+  managerAddress: option({
+    flag: 'address', type: text('A'), default: '127.0.0.1', label: 'manager address', description: 'manager REST API address; any other than loopback exposes it to the network', commands: ['manager'],
+  }),
+  managerInterval: option({
+    flag: 'interval', type: duration({ minMs: 10 }), default: '500ms', label: 'reconcile interval', description: 'time between reconciliation passes', commands: ['manager'],
+  }),
+  managerUrl: option({
+    flag: 'manager', type: text('URL'), label: 'manager URL', description: 'the manager\'s REST API (e.g. http://127.0.0.1:8090) instead of finding it through --dir', commands: ['apps'],
+  }),
+  appsSavepoint: option({
+    flag: 'savepoint', type: onOff(), label: 'savepoint', description: 'delete: stop the job with a savepoint first (kept in the manager directory)', commands: ['apps'],
+  }),
+  appsJson: option({
+    flag: 'json', type: onOff(), label: 'json', description: 'print JSON instead of text', commands: ['apps'],
   }),
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- entries keep their own value types
   // ---- Every command
