@@ -45,6 +45,11 @@ export interface CheckpointConfig {
   readonly dir: string | undefined;
   /** execution.checkpointing.savepoint-dir: default target of savepoints. */
   readonly savepointDir: string | undefined;
+  /**
+   * state.storage.fs.memory-threshold: keyed state files up to this size go inline into the
+   * metadata; undefined: the storage's default (memoryThresholdFor).
+   */
+  readonly memoryThresholdBytes: number | undefined;
 }
 
 export const DEFAULT_CHECKPOINT_CONFIG: CheckpointConfig = Object.freeze({
@@ -58,6 +63,7 @@ export const DEFAULT_CHECKPOINT_CONFIG: CheckpointConfig = Object.freeze({
   numRetained: defaultOf(OPTIONS.checkpointsRetained),
   dir: undefined,
   savepointDir: undefined,
+  memoryThresholdBytes: undefined,
 });
 
 /** The registry's options under checkpoint.*, by field name. */
@@ -75,6 +81,8 @@ export interface CheckpointSettings {
   readonly numRetained?: number;
   readonly dir?: string;
   readonly savepointDir?: string;
+  /** Bytes; see CheckpointConfig.memoryThresholdBytes. */
+  readonly memoryThreshold?: number;
 }
 
 export class ConfigError extends WeirError {
@@ -102,6 +110,7 @@ export function applyCheckpointSettings(base: CheckpointConfig, s: CheckpointSet
   if (s.retention !== undefined) out.retention = s.retention;
   if (s.dir !== undefined) out.dir = s.dir;
   if (s.savepointDir !== undefined) out.savepointDir = s.savepointDir;
+  if (s.memoryThreshold !== undefined) out.memoryThresholdBytes = s.memoryThreshold;
   return out;
 }
 
@@ -111,4 +120,17 @@ export function discardOnJobEnd(retention: CheckpointRetention, status: 'FINISHE
   if (retention === 'none') return true;
   if (retention === 'delete-on-cancel') return status === 'CANCELED';
   return false;
+}
+
+/** Flink's default memory threshold (20 KB), used where a stored object costs a request. */
+export const OBJECT_STORE_MEMORY_THRESHOLD_BYTES = 20 * 1024;
+
+/**
+ * The memory threshold in force: the setting, else 20 KB on an object store (every object is
+ * a PUT and a later GET) and 0 on a local directory (a small file is cheap there, and a state
+ * file per subtask is what tools and tests look at).
+ */
+export function memoryThresholdFor(config: CheckpointConfig, storageRoot: string | undefined): number {
+  if (config.memoryThresholdBytes !== undefined) return config.memoryThresholdBytes;
+  return storageRoot !== undefined && /^s3:\/\//.test(storageRoot) ? OBJECT_STORE_MEMORY_THRESHOLD_BYTES : 0;
 }

@@ -5,6 +5,7 @@
  * directory, or in-memory storage in this thread): its metadata verified, its state files
  * opened with the worker view's openState. Never modifies anything.
  */
+import { inlineStateInput } from './inline-state.ts';
 import { existsSync } from 'node:fs';
 import { decodeValue } from '../core/codec.ts';
 import { keyGroupOf, normalizeKey } from '../state/key-groups.ts';
@@ -119,7 +120,7 @@ async function summarizeOperator(dir: string, op: OperatorStateMeta, storages: S
     splits += inline?.splits?.length ?? 0;
     committables += inline?.committables?.length ?? 0;
     if (s.file === undefined) continue;
-    const input = await openStateFile(storages.workerView, stateFileReference(dir, s.file), s.fileSize);
+    const input = s.fileInline !== undefined ? inlineStateInput(stateFileReference(dir, s.file), s.fileInline) : await openStateFile(storages.workerView, stateFileReference(dir, s.file), s.fileSize);
     try {
       const reader = await StateFileReader.open(input);
       const meta = reader.index.meta as { states: StateMeta[] };
@@ -196,7 +197,7 @@ export async function lookupValue(path: string, operatorQuery: string, stateName
     const kg = keyGroupOf(nk, op.maxParallelism);
     const s = op.subtasks.find((x) => x.keyGroupRange !== undefined && x.keyGroupRange.start <= kg && kg <= x.keyGroupRange.end && x.file !== undefined);
     if (s === undefined) continue;
-    const input = await openStateFile(storages.workerView, stateFileReference(path, s.file!), s.fileSize);
+    const input = s.fileInline !== undefined ? inlineStateInput(stateFileReference(path, s.file!), s.fileInline) : await openStateFile(storages.workerView, stateFileReference(path, s.file!), s.fileSize);
     try {
       const reader = await StateFileReader.open(input);
       const meta = reader.index.meta as { states: StateMeta[] };

@@ -18,6 +18,8 @@ export interface SubtaskStateMeta {
   readonly subtask: number;
   readonly file?: string;
   readonly fileSize?: number;
+  /** The state file's bytes (base64) when it was below the memory threshold: no file exists then. */
+  readonly fileInline?: string;
   readonly keyGroupRange?: KeyGroupRange;
   readonly inline?: string;
   readonly stateSize: number;

@@ -99,6 +99,13 @@ export function parseBlockName(name: string): BlockName {
 
 // ---- object-store segments of appended files
 
+/**
+ * Suffix of a folded segment: the concatenation of every segment up to the one it is named
+ * after (`<segment>~folded` sorts after that segment and before any later one), which makes
+ * them garbage; readers take the newest folded segment and the segments after it.
+ */
+export const FOLDED_SEGMENT_SUFFIX = '~folded';
+
 /** The name of one appended segment: sortable by time, then by a per-process sequence. */
 export function appendSegmentName(timeMs: number, sequence: number, randomHex: string): string {
   return `${String(Math.max(0, Math.floor(timeMs))).padStart(15, '0')}-${String(sequence % 1_000_000).padStart(6, '0')}-${randomHex}`;

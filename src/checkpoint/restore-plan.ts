@@ -127,7 +127,7 @@ export function planRestore(m: CheckpointMetadata, dir: string, graph: RestoreTa
         if (committables.length > 0) inline.committables = committables.filter((_, k) => k % p === st.index);
         const keyedFiles = old.subtasks
           .filter((s) => s.file !== undefined && s.keyGroupRange !== undefined && overlaps(s.keyGroupRange, st.keyGroupRange))
-          .map((s) => ({ path: stateFileReference(dir, s.file!), size: s.fileSize! }));
+          .map((s) => ({ path: stateFileReference(dir, s.file!), size: s.fileSize!, ...(s.fileInline !== undefined ? { inline: s.fileInline } : {}) }));
         const entry: Entry = {};
         if (Object.keys(inline).length > 0) entry.inline = inline;
         if (keyedFiles.length > 0) entry.keyedFiles = keyedFiles;

@@ -6,6 +6,8 @@
  * the injected clock, and every wait has a bound (deploy, restore, drain: JobManagerConfig;
  * checkpoints: their timeout).
  */
+import { isS3Reference } from '../checkpoint/s3/settings.ts';
+import { memoryThresholdFor } from '../checkpoint/config.ts';
 import type { S3Config } from '../checkpoint/s3/settings.ts';
 import { randomBytes } from 'node:crypto';
 import type { CheckpointConfig } from '../checkpoint/config.ts';
@@ -143,12 +145,13 @@ export class Attempt {
       workers: ctx.workers,
       job: { ...ctx.job, fingerprint: ctx.graph.fingerprint },
       graph: this.start.execGraph, plan: ctx.plan, splits, attempt: this.number, credits: ctx.credits, clock: ctx.clock,
-      checkpointing: { mode: ctx.checkpointConfig.mode, periodic: ctx.checkpointing },
+      checkpointing: { mode: ctx.checkpointConfig.mode, periodic: ctx.checkpointing, inlineThresholdBytes: memoryThresholdFor(ctx.checkpointConfig, ctx.storage?.root) },
       stateBackend: ctx.stateBackend,
       deadLetterDir: ctx.deadLetterDir,
       restore: (this.start.restore?.tasks ?? {}) as Record<TaskId, TaskRestore>,
       storage: ctx.snapshots.workerView,
       s3: ctx.s3,
+      preloadS3: ctx.storage !== undefined && isS3Reference(ctx.storage.root),
       onMessage: (m) => this.onMessage(m),
       onWorkerFailure: (e) => this.fail(e),
       isEnded: () => this.ending,

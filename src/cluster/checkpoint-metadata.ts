@@ -47,6 +47,7 @@ export function buildCheckpointMetadata(f: MetadataFacts): CheckpointMetadata {
       op.subtasks.push({
         subtask,
         ...(h.file !== undefined ? { file: h.file, fileSize: h.fileSize!, keyGroupRange: h.keyGroupRange! } : {}),
+        ...(h.fileInline !== undefined ? { fileInline: h.fileInline } : {}),
         ...(h.inline !== undefined ? { inline: h.inline } : {}),
         stateSize: h.stateSize,
       });

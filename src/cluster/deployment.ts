@@ -31,7 +31,7 @@ export interface DeploymentSpec {
   readonly attempt: number;
   readonly credits: number;
   readonly clock: Clock;
-  readonly checkpointing: { readonly mode: CheckpointingMode; readonly periodic: boolean };
+  readonly checkpointing: { readonly mode: CheckpointingMode; readonly periodic: boolean; readonly inlineThresholdBytes?: number };
   /** The keyed state backend's name, resolved by each executor. */
   readonly stateBackend: string;
   readonly deadLetterDir: string | undefined;
@@ -40,6 +40,7 @@ export interface DeploymentSpec {
   readonly storage: CheckpointStorageWorkerView;
   /** S3 settings for worker threads (each makes its own client; credentials stay with the SDK). */
   readonly s3: S3Config;
+  readonly preloadS3?: boolean;
   readonly onMessage: (m: FromExecutor) => void;
   /** A worker thread failed or exited while the attempt still ran. */
   readonly onWorkerFailure: (e: SerializedError) => void;
@@ -118,7 +119,7 @@ export class Deployment {
         type: 'deploy',
         job: { modulePath: s.job.modulePath, args: s.job.args, defaultParallelism: s.job.defaultParallelism },
         workerIndex: w, plan: s.plan, fingerprint: s.job.fingerprint, splits: s.splits, attempt: s.attempt, credits: s.credits,
-        checkpointing: s.checkpointing, stateBackend: s.stateBackend, deadLetterDir: s.deadLetterDir, restore: s.restore, s3: s.s3, peers, stdoutCredit: credit,
+        checkpointing: s.checkpointing, stateBackend: s.stateBackend, deadLetterDir: s.deadLetterDir, restore: s.restore, s3: s.s3, preloadS3: s.preloadS3, peers, stdoutCredit: credit,
       };
       worker.postMessage(msg, Object.values(peers));
     }

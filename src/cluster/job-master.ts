@@ -380,7 +380,13 @@ export class JobMaster implements JobControl {
     const storage = this.spec.storage;
     if (!storage || !this.checkpointing) return;
     if (!discardOnJobEnd(this.spec.checkpointConfig.retention, status)) return;
-    for (const c of await storage.completed(this.jobId)) {
+    // Storage that cannot be listed now (an object store unreachable at the end) leaves the
+    // checkpoints behind, said so; the job's result stands.
+    const completed = await storage.completed(this.jobId).catch((e: unknown) => {
+      this.log(`weir: cannot list the checkpoints of job ${this.jobId} to discard them (they stay): ${(e as Error).message}`);
+      return [];
+    });
+    for (const c of completed) {
       if (c.metadata.type !== 'checkpoint') continue;
       // A checkpoint that cannot be deleted is left behind, said so; the job's result stands.
       await storage.discard(c.path).catch((e) => this.log(`weir: cannot discard checkpoint ${c.path}: ${(e as Error).message}`));

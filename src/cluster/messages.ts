@@ -31,7 +31,7 @@ export interface DeployMessage {
   readonly attempt: number;
   readonly credits: number;
   /** Snapshot settings: mode (alignment), and whether periodic checkpoints are on. */
-  readonly checkpointing: { readonly mode: CheckpointingMode; readonly periodic: boolean };
+  readonly checkpointing: { readonly mode: CheckpointingMode; readonly periodic: boolean; readonly inlineThresholdBytes?: number };
   /** The keyed state backend's name (state.backend.type). */
   readonly stateBackend: string;
   /** Where sources write their dead letters (undefined: to the log). */
@@ -40,6 +40,8 @@ export interface DeployMessage {
   readonly restore: Readonly<Record<TaskId, TaskRestore>>;
   /** S3 settings: the worker resolves s3:// locations with its own client. */
   readonly s3: S3Config;
+  /** The job checkpoints to S3: load the SDK while the job loads. */
+  readonly preloadS3?: boolean;
 }
 
 export type ToExecutor =

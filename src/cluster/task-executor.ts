@@ -38,7 +38,8 @@ export interface ExecutorConfig {
   readonly dataPlane: DataPlane | undefined;
   /** Where print() output goes; the main thread's stdout by default. */
   readonly writeStdout?: (text: string) => void;
-  readonly checkpointing: { readonly mode: CheckpointingMode; readonly periodic: boolean };
+  /** `inlineThresholdBytes`: keyed state files up to this size go into the metadata (0 or absent: none). */
+  readonly checkpointing: { readonly mode: CheckpointingMode; readonly periodic: boolean; readonly inlineThresholdBytes?: number };
   readonly restore: Readonly<Record<TaskId, TaskRestore>>;
   /**
    * The task side of checkpoint storage: the only source of state streams. Locations in trigger
@@ -175,6 +176,7 @@ export class TaskExecutor implements TaskListener {
         ack: (cid, ack) => cfg.send({ type: 'ack', id: cid, ack }),
         decline: (cid, reason, message) => cfg.send({ type: 'decline', id: cid, task: id, reason, message }),
       }, this.scheduler);
+      checkpointer.inlineThresholdBytes = cfg.checkpointing.inlineThresholdBytes ?? 0;
       task.barrierHandler = checkpointer;
       this.tasks.push(task);
       this.taskKey.set(task, { vertex: v.index, subtask: st.index });

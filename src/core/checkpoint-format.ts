@@ -21,6 +21,11 @@ export interface OperatorStateHandle {
   /** Keyed state and timers: a state file, relative to the job directory. */
   readonly file?: string;
   readonly fileSize?: number;
+  /**
+   * The state file's bytes, base64, when it stayed at or below the memory threshold
+   * (state.storage.fs.memory-threshold): then no file was written and `file` is only its name.
+   */
+  readonly fileInline?: string;
   readonly keyGroupRange?: KeyGroupRange;
   /** Small non-keyed state (operator lists, broadcast state, source splits, sink committables), msgpack, base64. */
   readonly inline?: string;
@@ -62,7 +67,8 @@ export interface TaskRestore {
   /** Per operator id. */
   readonly operators: Readonly<Record<string, {
     readonly inline?: InlineOperatorState;
-    readonly keyedFiles?: readonly { readonly path: string; readonly size: number }[];
+    /** `inline`: the file's bytes (base64) from the metadata, when it was kept there instead of stored. */
+    readonly keyedFiles?: readonly { readonly path: string; readonly size: number; readonly inline?: string }[];
     /** Sinks: every committable of the operator in the snapshot, over all old subtasks. */
     readonly referencedCommittables?: readonly unknown[];
   }>>;

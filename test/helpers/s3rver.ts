@@ -27,6 +27,8 @@ export interface S3Request {
   readonly query: string;
   /** The request body's size (Content-Length), 0 when there is none. */
   readonly bytes: number;
+  /** The response status, once answered. */
+  status?: number;
 }
 
 export type S3Fault = { readonly kind: 'fail'; readonly status?: number } | { readonly kind: 'delay'; readonly ms: number } | undefined;
@@ -87,7 +89,7 @@ export async function startS3Server(options: { bucket?: string; extraBuckets?: r
       patchDelimiterListing(s.store);
       // First in the chain: counted and faulted before s3rver sees the request.
       s.middleware.unshift(async (ctx: KoaContext, next: () => Promise<void>) => {
-        const r = { method: ctx.method, path: ctx.path, query: ctx.querystring, bytes: Number(ctx.get('content-length') || 0) };
+        const r: S3Request = { method: ctx.method, path: ctx.path, query: ctx.querystring, bytes: Number(ctx.get('content-length') || 0) };
         requests.push(r);
         const f = t.fault(r);
         if (f?.kind === 'delay') await new Promise((res) => setTimeout(res, f.ms));
@@ -98,6 +100,7 @@ export async function startS3Server(options: { bucket?: string; extraBuckets?: r
           return;
         }
         await next();
+        r.status = ctx.status;
       });
       const addr = await s.run();
       port = addr.port;

@@ -2,7 +2,9 @@
  * A job checkpointing to S3 (s3rver on loopback), killed with SIGKILL once a checkpoint is on
  * S3 and resumed with --from latest-or-empty, at p = 1 and p = 2 (worker threads, each with its
  * own S3 client from the settings in its deploy message): the committed output equals the
- * failure-free run's, and the resumed run continued the same job on S3. The endpoint comes
+ * failure-free run's, and the resumed run continued the same job on S3, restoring its keyed
+ * state from objects and, below state.storage.fs.memory-threshold, from the metadata (no state
+ * object of 20 KiB or less is written), and nothing of any checkpoint is left once the job finished. The endpoint comes
  * once from the SDK's own AWS_ENDPOINT_URL_S3 and once from --s3-endpoint. Seeded; prints the seed.
  */
 import { spawn } from 'node:child_process';
@@ -107,6 +109,12 @@ describe('checkpoints on S3: killed and resumed', () => {
       } finally {
         await storage.close();
       }
+      // Keyed state files up to 20 KiB are inline in the metadata: no state object that small was PUT.
+      const puts = server.requests.filter((r) => r.method === 'PUT' && r.path.startsWith(`/${server.bucket}/${prefix}/`));
+      const statePuts = puts.filter((r) => r.path.endsWith('.state'));
+      console.log(`[${name}] ${puts.filter((r) => r.path.endsWith('/_metadata')).length} metadata PUTs, ${statePuts.length} state object PUTs (${statePuts.map((r) => r.bytes).join(', ')} bytes)`);
+      expect(puts.some((r) => r.path.endsWith('/_metadata'))).toBe(true);
+      expect(statePuts.filter((r) => r.bytes <= 20 * 1024)).toEqual([]);
       // Garbage: the job finished (retention none), so no checkpoint of either run is left on S3,
       // not even those of the killed run or a half-written one it left behind.
       const left = readdirSync(join(server.directory, server.bucket, prefix), { recursive: true }).map(String).filter((f) => /(^|\/)chk-\d+(\/|$)/.test(f));

@@ -55,7 +55,7 @@ it('checkpoints fail with a reason while S3 is down, the job goes on, and checkp
   }, 20);
   try {
     const result = await runJob(join(ROOT, 'examples/exactly-once.ts'), {
-      workers: 1, parallelism: 1, args: [input, out, '15000'], stdout: () => {}, log: (l) => logs.push(l),
+      workers: 1, parallelism: 1, args: [input, out, '10000'], stdout: () => {}, log: (l) => logs.push(l),
       checkpoint: { dir: `s3://${server.bucket}/outage`, interval: 200, timeout: 3000, tolerableFailures: 1000 },
       s3: { ...server.settings, requestTimeout: 1000, retryMaxAttempts: 2 },
       jobManager: { progressInterval: 50 },

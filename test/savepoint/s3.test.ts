@@ -20,7 +20,11 @@ import { fixture, savepoint, sleep, start, stopWithSavepoint, tempDir, waitRunni
 
 const JOB = fixture('savepoint-windows.ts');
 const N = 6000;
-const RATE = 1000;
+/**
+ * 24 s of input: both savepoints must complete while the job runs, and the first S3 request of
+ * each worker thread loads the AWS SDK (1 to 2 s on a quiet machine, far more on a loaded one).
+ */
+const RATE = 250;
 const tmp = tempDir('sp-s3');
 let server: S3TestServer;
 let store: S3ObjectStore;
@@ -66,7 +70,7 @@ describe('savepoints on S3', () => {
     await waitRunning(h);
     await sleep(200);
     const early = await savepoint(h, `s3://${server.bucket}/savepoints`).catch((e: Error) => {
-      throw new Error(`${e.message}\n${h.logs.join('\n')}\n${server.requests.filter((r) => r.method !== 'GET').map((r) => `${r.method} ${r.path}?${r.query}`).join('\n')}`);
+      throw new Error(`${e.message}\n${h.logs.join('\n')}\n${server.requests.filter((r) => r.method !== 'GET' || (r.status ?? 0) >= 300).map((r) => `${r.method} ${r.path}?${r.query} -> ${r.status}`).join('\n')}`);
     });
     expect(early).toMatch(/^s3:\/\/weir-test\/savepoints\/savepoint-[0-9a-f]{6}-[0-9a-f]+$/);
     await sleep(300);

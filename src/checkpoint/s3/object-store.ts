@@ -203,6 +203,15 @@ export class S3ObjectStore {
 }
 
 /**
+ * Loads the SDK's modules now (a worker thread of a job checkpointing to S3, while it loads
+ * the job), so the first checkpoint does not wait for them; failures show at first use.
+ */
+export function preloadS3Sdk(): void {
+  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+  void Promise.all([import('@aws-sdk/client-s3'), import('@smithy/node-http-handler')]).catch(() => {});
+}
+
+/**
  * The region when set; otherwise the SDK finds it (AWS_REGION, the profile). A store behind a
  * custom endpoint (settings or AWS_ENDPOINT_URL[_S3]) often has none, so us-east-1 then.
  */

@@ -7,25 +7,39 @@
  *   checkpoint that has no state yet);
  * - writeAtomically is one PUT (S3 makes a PUT visible whole or not at all);
  * - append writes a segment object (names.ts), and readFile of such a file concatenates them;
+ *   every `foldEvery` appends the segments are folded into one (so a history appended every
+ *   second is not thousands of small objects), keeping its newest `maxAppendedBytes`;
  * - createOutput does not check for an existing object (it would cost a request per state
  *   file): storage names every state file uniquely per checkpoint.
  */
 import { randomBytes } from 'node:crypto';
 import type { StateInputHandle, StateOutputStream } from '../../core/state-streams.ts';
-import { APPEND_SEGMENTS_SUFFIX, appendSegmentName, DIRECTORY_MARKER_SUFFIX } from '../names.ts';
+import { APPEND_SEGMENTS_SUFFIX, appendSegmentName, DIRECTORY_MARKER_SUFFIX, FOLDED_SEGMENT_SUFFIX } from '../names.ts';
 import { StorageError } from '../storage-error.ts';
 import type { DirectoryEntry, SnapshotFileSystem } from '../storage-fs.ts';
 import { S3ObjectStore } from './object-store.ts';
 import { openS3Input, S3OutputStream } from './s3-streams.ts';
 import { isS3Reference, parseS3Reference, type S3Config, type S3Location } from './settings.ts';
 
+/** Appends by this process between folds of a file's segments. */
+const FOLD_EVERY = 64;
+/** An appended file keeps its newest bytes up to this (cut at a line end) when folded. */
+const MAX_APPENDED_BYTES = 16 * 1024 * 1024;
+
 export class S3FileSystem implements SnapshotFileSystem {
   /** Worker threads make their own client from the same settings. */
   readonly threadLocal = false;
   readonly store: S3ObjectStore;
   private appendSequence = 0;
+  private readonly appendsSinceFold = new Map<string, number>();
+  /** Appends to one file run one at a time: a fold must see every segment named before its last. */
+  private readonly appending = new Map<string, Promise<void>>();
 
-  constructor(readonly config: S3Config, store?: S3ObjectStore) {
+  constructor(
+    readonly config: S3Config,
+    store?: S3ObjectStore,
+    private readonly folding: { readonly foldEvery: number; readonly maxAppendedBytes: number } = { foldEvery: FOLD_EVERY, maxAppendedBytes: MAX_APPENDED_BYTES },
+  ) {
     this.store = store ?? new S3ObjectStore(config);
   }
 
@@ -57,14 +71,52 @@ export class S3FileSystem implements SnapshotFileSystem {
     const { bucket, key } = this.locateFile(file);
     const whole = await this.store.getObject(bucket, key);
     if (whole !== undefined) return whole;
-    const segments = (await this.store.list(bucket, segmentsPrefix(key))).objects.map((o) => o.key).sort();
-    if (segments.length === 0) return undefined;
-    const parts: Uint8Array[] = [];
-    for (const s of segments) {
-      const b = await this.store.getObject(bucket, s);
-      if (b !== undefined) parts.push(b); // deleted since the listing: as if never appended
+    const segments = await this.liveSegments(bucket, key);
+    if (segments === undefined) return undefined;
+    return Buffer.concat(await this.readSegments(bucket, segments));
+  }
+
+  /** The segments a reader concatenates: the newest folded one and every segment after it. */
+  private async liveSegments(bucket: string, key: string): Promise<{ live: string[]; covered: string[] } | undefined> {
+    const all = (await this.store.list(bucket, segmentsPrefix(key))).objects.map((o) => o.key).sort();
+    if (all.length === 0) return undefined;
+    let from = 0;
+    for (let i = all.length - 1; i >= 0; i--) {
+      if (all[i]!.endsWith(FOLDED_SEGMENT_SUFFIX)) {
+        from = i;
+        break;
+      }
     }
-    return Buffer.concat(parts);
+    return { live: all.slice(from), covered: all.slice(0, from) };
+  }
+
+  private async readSegments(bucket: string, segments: { live: string[] }): Promise<Uint8Array[]> {
+    const parts: Uint8Array[] = [];
+    for (const s of segments.live) {
+      const b = await this.store.getObject(bucket, s);
+      if (b !== undefined) parts.push(b); // deleted since the listing (folded meanwhile): as if never appended
+    }
+    return parts;
+  }
+
+  /**
+   * Folds the live segments into one named after the last of them, then deletes what it
+   * covers. A crash between the two leaves covered segments that readers skip.
+   */
+  private async fold(bucket: string, key: string): Promise<void> {
+    const segments = await this.liveSegments(bucket, key);
+    if (segments === undefined || segments.live.length < 2) return;
+    let bytes: Buffer = Buffer.concat(await this.readSegments(bucket, segments));
+    if (bytes.byteLength > this.folding.maxAppendedBytes) {
+      const tail = bytes.subarray(bytes.byteLength - this.folding.maxAppendedBytes);
+      const nl = tail.indexOf(10);
+      bytes = Buffer.from(nl < 0 ? tail : tail.subarray(nl + 1));
+    }
+    const last = segments.live[segments.live.length - 1]!;
+    const name = last.endsWith(FOLDED_SEGMENT_SUFFIX) ? last : last + FOLDED_SEGMENT_SUFFIX;
+    if (name === last) return; // only a folded segment is live: nothing new
+    await this.store.putObject(bucket, name, bytes);
+    await this.store.deleteObjects(bucket, [...segments.covered, ...segments.live]);
   }
 
   async writeAtomically(file: string, bytes: Uint8Array): Promise<void> {
@@ -72,10 +124,22 @@ export class S3FileSystem implements SnapshotFileSystem {
     await this.store.putObject(bucket, key, bytes);
   }
 
-  async append(file: string, bytes: Uint8Array): Promise<void> {
+  append(file: string, bytes: Uint8Array): Promise<void> {
+    const next = (this.appending.get(file) ?? Promise.resolve()).catch(() => {}).then(() => this.appendNow(file, bytes));
+    this.appending.set(file, next);
+    void next.finally(() => {
+      if (this.appending.get(file) === next) this.appending.delete(file);
+    }).catch(() => {});
+    return next;
+  }
+
+  private async appendNow(file: string, bytes: Uint8Array): Promise<void> {
     const { bucket, key } = this.locateFile(file);
     const name = appendSegmentName(Date.now(), this.appendSequence++, randomBytes(4).toString('hex'));
     await this.store.putObject(bucket, segmentsPrefix(key) + name, bytes);
+    const n = (this.appendsSinceFold.get(file) ?? 0) + 1;
+    this.appendsSinceFold.set(file, n % this.folding.foldEvery);
+    if (n >= this.folding.foldEvery) await this.fold(bucket, key);
   }
 
   async size(file: string): Promise<number | undefined> {

@@ -90,6 +90,11 @@ export const OPTIONS = {
     flag: 'checkpoints-retained', key: 'execution.checkpointing.num-retained', deprecatedKeys: ['state.checkpoints.num-retained'], field: 'checkpoint.numRetained',
     type: integer({ min: 1 }), default: 1, label: 'number of retained checkpoints', description: 'completed checkpoints kept', commands: ['run'], section: 'Checkpointing',
   }),
+  memoryThreshold: option({
+    key: 'state.storage.fs.memory-threshold', field: 'checkpoint.memoryThreshold', type: integer({ min: 0, max: 1024 * 1024 }), defaultText: '20480 (Flink\'s 20 KB) for s3:// checkpoint directories, 0 for local ones',
+    label: 'state memory threshold', commands: ['run'], section: 'Checkpointing',
+    description: 'bytes up to which a keyed state file goes inline into the checkpoint metadata instead of being written (fewer objects on S3); 0 writes every file',
+  }),
 
   // ---- Restart strategy
   restartStrategy: option({

@@ -5,6 +5,7 @@
  * them are decoded for the timer service. Local, in-memory and any later storage restore alike.
  */
 import type { StateInputHandle } from '../../core/state-streams.ts';
+import { inlineStateInput } from '../../checkpoint/inline-state.ts';
 import { openStateFile } from '../../checkpoint/state-file.ts';
 import type { CheckpointStorageWorkerView } from '../../checkpoint/storage.ts';
 import type { KeyedStateBackend } from '../../state/backend.ts';
@@ -18,12 +19,12 @@ export type { RestoredTimers } from './timer-blocks.ts';
  */
 export async function loadKeyedState(
   backend: KeyedStateBackend,
-  files: readonly { path: string; size: number }[],
+  files: readonly { path: string; size: number; inline?: string }[],
   storage: CheckpointStorageWorkerView,
 ): Promise<RestoredTimers> {
   const inputs: StateInputHandle[] = [];
   try {
-    for (const f of files) inputs.push(await openStateFile(storage, f.path, f.size));
+    for (const f of files) inputs.push(f.inline !== undefined ? inlineStateInput(f.path, f.inline) : await openStateFile(storage, f.path, f.size));
     return decodeTimerBlocks(await backend.restore(inputs));
   } finally {
     await Promise.all(inputs.map((i) => i.close()));

@@ -10,6 +10,7 @@
  * - a newer barrier ends an older alignment (declined as subsumed); an aborted checkpoint
  *   releases its alignment and sends a cancel marker downstream.
  */
+import { InliningStreamFactory } from '../../checkpoint/inline-state.ts';
 import { CheckpointFailureReason as R, type CheckpointFailureReason } from '../../checkpoint/failure-reason.ts';
 import type { OperatorStateHandle, TaskAck } from '../../core/checkpoint-format.ts';
 import type { TaskId } from '../../core/task-id.ts';
@@ -58,6 +59,11 @@ export class SubtaskCheckpointer implements BarrierHandler {
   private lastSeen = 0;
   private readonly inFlight = new Map<number, KeyedStateSnapshot[]>();
   private readonly gateOffsets: number[] = [];
+  /**
+   * Keyed state files at or below this many bytes go inline into the metadata instead of to
+   * storage (state.storage.fs.memory-threshold); 0 stores every file.
+   */
+  inlineThresholdBytes = 0;
 
   constructor(
     private readonly task: StreamTask,
@@ -233,7 +239,7 @@ export class SubtaskCheckpointer implements BarrierHandler {
     const snapshots = parts.flatMap((p) => (p.keyed ? [p.keyed.snapshot] : []));
     this.inFlight.set(id, snapshots);
     const t1 = performance.now();
-    const streams = snapshots.length > 0 ? this.streamsAt(location) : undefined;
+    const streams = snapshots.length > 0 ? new InliningStreamFactory(this.streamsAt(location), this.inlineThresholdBytes) : undefined;
     const written = parts.map((p) => (p.keyed ? runAsyncPhase(p.keyed.snapshot, streams!, p.keyed.streamName, this.scheduler) : undefined));
     const failed = (e: unknown): void => {
       this.inFlight.delete(id);
@@ -251,7 +257,7 @@ export class SubtaskCheckpointer implements BarrierHandler {
       }
       let ack: TaskAck;
       try {
-        ack = this.ackOf(parts, handles, { ...timings, asyncMs: performance.now() - t1 });
+        ack = this.ackOf(parts, handles, streams, { ...timings, asyncMs: performance.now() - t1 });
       } catch (e) {
         failed(e);
         return;
@@ -278,7 +284,7 @@ export class SubtaskCheckpointer implements BarrierHandler {
     return { ...part, keyed: { snapshot, streamName: stateFileName(operatorId, this.task.d.subtaskIndex) } };
   }
 
-  private ackOf(parts: readonly OperatorSnapshot[], handles: readonly (KeyedStateHandle | undefined)[], timings: { syncMs: number; asyncMs: number; alignmentMs: number; startDelayMs: number }): TaskAck {
+  private ackOf(parts: readonly OperatorSnapshot[], handles: readonly (KeyedStateHandle | undefined)[], streams: InliningStreamFactory | undefined, timings: { syncMs: number; asyncMs: number; alignmentMs: number; startDelayMs: number }): TaskAck {
     let stateSize = 0;
     const operators: OperatorStateHandle[] = parts.map((p, i) => {
       const h = handles[i];
@@ -287,7 +293,7 @@ export class SubtaskCheckpointer implements BarrierHandler {
       return {
         operatorId: p.operatorId,
         ...(p.inline !== undefined ? { inline: p.inline } : {}),
-        ...(h !== undefined ? stateFileOf(h) : {}),
+        ...(h !== undefined ? stateFileOf(h, streams) : {}),
         stateSize: size,
       };
     });
@@ -330,8 +336,9 @@ interface OperatorSnapshot {
 }
 
 /** The checkpoint metadata records one state file per keyed operator subtask. */
-function stateFileOf(h: KeyedStateHandle): Pick<OperatorStateHandle, 'file' | 'fileSize' | 'keyGroupRange'> {
+function stateFileOf(h: KeyedStateHandle, streams: InliningStreamFactory | undefined): Pick<OperatorStateHandle, 'file' | 'fileSize' | 'fileInline' | 'keyGroupRange'> {
   if (h.streams.length !== 1) throw new Error(`a keyed state snapshot wrote ${h.streams.length} state streams; the checkpoint metadata records one per operator subtask`);
   const s = h.streams[0]!;
-  return { file: s.name, fileSize: s.size, keyGroupRange: h.keyGroupRange };
+  const inline = streams?.take(s.name);
+  return { file: s.name, fileSize: s.size, ...(inline !== undefined ? { fileInline: Buffer.from(inline).toString('base64') } : {}), keyGroupRange: h.keyGroupRange };
 }
