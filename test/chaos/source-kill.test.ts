@@ -1,8 +1,8 @@
 /**
  * Chaos for the replayable-log sources (issue 9): `weir run` reading Redis Streams or NATS
  * JetStream (bounded at the end each stream had at the first start) into the exactly-once file
- * sink, at parallelism 2 on 2 workers, killed with SIGKILL at seeded random moments and resumed
- * with --from latest-or-empty. The committed output must equal the failure-free run's exactly,
+ * sink on 2 workers, killed with SIGKILL right after checkpoint completions (seeded) and resumed
+ * with --from latest-or-empty at parallelism 2 and 3 in turn (a rescale at every restore). The committed output must equal the failure-free run's exactly,
  * and the windows must hold every record (nothing dropped as late). Prints the seed.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -74,7 +74,7 @@ const cases = [
 
 describe('chaos: SIGKILL and resume, replayable-log sources into the exactly-once file sink', () => {
   for (const [name, source] of cases) {
-    it(`${name}: committed output equals the failure-free run after 5 kills right after checkpoints (p2, 2 workers)`, async () => {
+    it(`${name}: committed output equals the failure-free run after 5 kills right after checkpoints, rescaling 2 -> 3 -> 2 (2 workers)`, async () => {
       const extra = name === 'jetstream' ? [natsSubjects.join(',')] : [];
       const expectedDir = join(work, `expected-${name}`);
       const ref = await runWeir(['run', JOB, '-p', '2', '-w', '2', '--', ...source(), expectedDir, '', ...extra]);
@@ -88,7 +88,8 @@ describe('chaos: SIGKILL and resume, replayable-log sources into the exactly-onc
       const rng = new Rng(chaosSeed(`sources-${name}`));
       const out = join(work, `out-${name}`);
       const chk = join(work, `chk-${name}`);
-      const args = () => ['run', JOB, '-p', '2', '-w', '2', '--checkpoint-dir', chk, '--checkpoint-interval', '150ms', '--from', 'latest-or-empty',
+      // Every other run restores at parallelism 3: the splits of 2 readers are dealt out to 3, and back.
+      const args = (attempt: number) => ['run', JOB, '-p', attempt % 2 === 0 ? '2' : '3', '-w', '2', '--checkpoint-dir', chk, '--checkpoint-interval', '150ms', '--from', 'latest-or-empty',
         '--', ...source(), out, RATE, ...extra];
       // Kills land right after the 1st to 3rd new checkpoint completion of a run (seeded), so every
       // run after the first resumes from a checkpoint, mid-stream, however slowly the machine starts.
