@@ -39,6 +39,8 @@ export interface RedisStreamsSourceOptions<T> {
   readonly timeoutMs?: number;
   /** Total time spent retrying to connect before the job fails (default 30,000 ms). */
   readonly connectBudgetMs?: number;
+  /** CLIENT SETNAME of the source's connections, to find them in CLIENT LIST (default "weir-source"). */
+  readonly clientName?: string;
 }
 
 export interface RedisStreamSplit extends SourceSplit {
@@ -90,7 +92,11 @@ export class RedisStreamsSource<T = unknown> implements Source<T, RedisStreamSpl
       url: this.url,
       timeoutMs: posInt(options.timeoutMs ?? 10_000, `${where}: timeoutMs`),
       connectBudgetMs: posInt(options.connectBudgetMs ?? 30_000, `${where}: connectBudgetMs`),
+      clientName: options.clientName ?? 'weir-source',
     };
+    if (typeof this.conn.clientName !== 'string' || !/^[!-~]+$/.test(this.conn.clientName)) {
+      throw new RangeError(`${where}: clientName must be printable ASCII without spaces, got ${JSON.stringify(this.conn.clientName)}`);
+    }
     this.name = `redis-streams:${this.label}/${this.streams.join(',')}`;
   }
 
