@@ -31,7 +31,7 @@ export interface RedisStreamsSourceOptions<T> {
   readonly field?: string;
   /** Custom decoding instead of `format` (a throw makes the entry malformed). */
   readonly decode?: (fields: Record<string, string>, id: string, stream: string) => T;
-  /** Entries per XREAD per stream (COUNT, default 1000). */
+  /** Entries per XREAD per stream (COUNT, default 1000); a split buffers at most 3 of these. */
   readonly batchSize?: number;
   /** How long one XREAD waits for new entries (BLOCK, default 500 ms). */
   readonly blockMs?: number;
@@ -255,7 +255,8 @@ class RedisStreamsReader<T> implements SourceReader<T, RedisStreamSplit> {
     const ids: string[] = [];
     const n = this.src.batchSize;
     for (const st of this.states.values()) {
-      if (st.done || this.paused.has(st.split.id) || st.buffer.length - st.at >= n) continue;
+      // Read ahead up to two batches per split: the next XREAD is on the wire while poll emits.
+      if (st.done || this.paused.has(st.split.id) || st.buffer.length - st.at >= 2 * n) continue;
       keys.push(st.split.stream);
       ids.push(st.fetchedId);
     }
@@ -267,6 +268,7 @@ class RedisStreamsReader<T> implements SourceReader<T, RedisStreamSplit> {
         this.inFlight = false;
         if (this.closed) return;
         if (res !== null) for (const [key, entries] of res) this.received(key, entries);
+        this.fetch();
         this.ctx.wake();
       }, (e) => {
         this.inFlight = false;
