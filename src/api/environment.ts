@@ -125,7 +125,8 @@ export class StreamExecutionEnvironment {
 
   /**
    * Reads a source. Options: `name`; `malformed` ('fail' or 'dead-letter'); `ratePerSecond`, a
-   * limit on records per second over the whole source (Flink's RateLimiterStrategy);
+   * limit on records per second over the whole source (Flink's RateLimiterStrategy), whatever its
+   * parallelism: subtasks share it in proportion to the splits they read;
    * `watermarks`, a WatermarkStrategy applied per split inside the source (Flink's
    * fromSource(source, watermarkStrategy, name)), so the order in which a reader reads its
    * splits never makes a record late; `maxDrift`, event-time alignment of a reader's splits:

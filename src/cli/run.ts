@@ -23,7 +23,7 @@ export async function runCommand(argv: string[]): Promise<number> {
   opts.onProgress = statusLine();
   const onListening = (p: number, id: string) => void process.stderr.write(`weir: job ${id} running; control API on http://${rest.address}:${p}\n`);
   opts.services = [controlApi({ ...rest, onListening })];
-  // Ctrl-C / SIGTERM cancel the job: checkpoints are kept or deleted per the retention setting.
+  // Ctrl-C / SIGTERM cancel the job: checkpoints are kept (default retain-on-cancel) or deleted per the retention setting.
   const cancel = new AbortController();
   let signalled: NodeJS.Signals | undefined;
   const onSignal = (s: NodeJS.Signals) => {

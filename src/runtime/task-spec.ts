@@ -28,6 +28,7 @@ export type OperatorRecipe =
 export interface OperatorNodeSpec {
   readonly id: string;
   readonly name: string;
+  readonly uid: string | undefined;
   readonly parallelism: number;
   readonly maxParallelism: number;
   readonly transformation: OperatorRecipe;

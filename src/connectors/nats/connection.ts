@@ -6,7 +6,7 @@
  */
 import type { NatsConnection } from 'nats';
 import { WeirError } from '../../core/errors.ts';
-import { retrying } from '../common/retry.ts';
+import { connecting } from '../common/retry.ts';
 
 export interface NatsConnectionOptions {
   /** host:port, or several (default 127.0.0.1:4222). */
@@ -35,7 +35,7 @@ export function natsLabel(o: NatsConnectionOptions): string {
 export async function connectNats(o: NatsConnectionOptions, log?: (line: string) => void): Promise<NatsConnection> {
   // Loaded on first use: jobs that read no NATS never load the client library.
   const { connect } = await import('nats');
-  return retrying(`cannot connect to NATS at ${natsLabel(o)}`, () => connect({
+  return connecting(`cannot connect to NATS at ${natsLabel(o)}`, () => connect({
     servers: [...o.servers],
     timeout: o.timeoutMs,
     reconnect: false,
@@ -43,7 +43,7 @@ export async function connectNats(o: NatsConnectionOptions, log?: (line: string)
     ...(o.user !== undefined ? { user: o.user } : {}),
     ...(o.pass !== undefined ? { pass: o.pass } : {}),
     ...(o.token !== undefined ? { token: o.token } : {}),
-  }), { budgetMs: o.connectBudgetMs, baseMs: 100, maxDelayMs: 2000 }, { now: Date.now, random: Math.random, sleep: (ms) => new Promise((r) => setTimeout(r, ms)), ...(log ? { log } : {}) });
+  }), { initialBackoffMs: 100, maxBackoffMs: 2000, deadlineMs: o.connectBudgetMs }, log);
 }
 
 export function natsError(o: NatsConnectionOptions, what: string, e: unknown): WeirError {

@@ -7,7 +7,7 @@
  */
 import type { Redis } from 'ioredis';
 import { WeirError } from '../../core/errors.ts';
-import { retrying } from '../common/retry.ts';
+import { connecting } from '../common/retry.ts';
 
 export interface RedisConnectionOptions {
   /** redis://[user:password@]host:port[/db]; default redis://127.0.0.1:6379. */
@@ -47,7 +47,7 @@ export async function connectRedis(o: RedisConnectionOptions, commandTimeoutMs: 
   const label = redisLabel(o.url);
   // Loaded on first use: jobs that read no Redis never load the client library.
   const { Redis: Client } = await import('ioredis');
-  return retrying(`cannot connect to Redis at ${label}`, async () => {
+  return connecting(`cannot connect to Redis at ${label}`, async () => {
     const r = new Client(o.url, {
       lazyConnect: true,
       retryStrategy: () => null,
@@ -68,7 +68,7 @@ export async function connectRedis(o: RedisConnectionOptions, commandTimeoutMs: 
       throw new Error(scrub(c instanceof Error ? c.message : String(c), o.url));
     }
     return r;
-  }, { budgetMs: o.connectBudgetMs, baseMs: 100, maxDelayMs: 2000 }, { now: Date.now, random: Math.random, sleep: (ms) => new Promise((res) => setTimeout(res, ms)), ...(log ? { log } : {}) });
+  }, { initialBackoffMs: 100, maxBackoffMs: 2000, deadlineMs: o.connectBudgetMs }, log);
 }
 
 /** Error text without the URL's password, should a library ever echo it. */
