@@ -16,6 +16,8 @@ export interface RedisConnectionOptions {
   readonly timeoutMs: number;
   /** Total time to keep trying to connect, in ms, before the job fails. */
   readonly connectBudgetMs: number;
+  /** CLIENT SETNAME of the connections (shows in CLIENT LIST). */
+  readonly clientName: string;
 }
 
 /** host:port of a Redis URL, for messages (no credentials). */
@@ -53,6 +55,7 @@ export async function connectRedis(o: RedisConnectionOptions, commandTimeoutMs: 
       enableOfflineQueue: false,
       connectTimeout: o.timeoutMs,
       commandTimeout: commandTimeoutMs,
+      connectionName: o.clientName,
     });
     // The socket's own error (ECONNREFUSED, auth) says more than connect()'s "Connection is closed".
     let cause: unknown;

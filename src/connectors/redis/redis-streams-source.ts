@@ -31,7 +31,7 @@ export interface RedisStreamsSourceOptions<T> {
   readonly field?: string;
   /** Custom decoding instead of `format` (a throw makes the entry malformed). */
   readonly decode?: (fields: Record<string, string>, id: string, stream: string) => T;
-  /** Entries per XREAD per stream (COUNT, default 1000). */
+  /** Entries per XREAD per stream (COUNT, default 1000); a split buffers at most 3 of these. */
   readonly batchSize?: number;
   /** How long one XREAD waits for new entries (BLOCK, default 500 ms). */
   readonly blockMs?: number;
@@ -39,6 +39,8 @@ export interface RedisStreamsSourceOptions<T> {
   readonly timeoutMs?: number;
   /** Total time spent retrying to connect before the job fails (default 30,000 ms). */
   readonly connectBudgetMs?: number;
+  /** CLIENT SETNAME of the source's connections, to find them in CLIENT LIST (default "weir-source"). */
+  readonly clientName?: string;
 }
 
 export interface RedisStreamSplit extends SourceSplit {
@@ -90,7 +92,11 @@ export class RedisStreamsSource<T = unknown> implements Source<T, RedisStreamSpl
       url: this.url,
       timeoutMs: posInt(options.timeoutMs ?? 10_000, `${where}: timeoutMs`),
       connectBudgetMs: posInt(options.connectBudgetMs ?? 30_000, `${where}: connectBudgetMs`),
+      clientName: options.clientName ?? 'weir-source',
     };
+    if (typeof this.conn.clientName !== 'string' || !/^[!-~]+$/.test(this.conn.clientName)) {
+      throw new RangeError(`${where}: clientName must be printable ASCII without spaces, got ${JSON.stringify(this.conn.clientName)}`);
+    }
     this.name = `redis-streams:${this.label}/${this.streams.join(',')}`;
   }
 
@@ -249,7 +255,8 @@ class RedisStreamsReader<T> implements SourceReader<T, RedisStreamSplit> {
     const ids: string[] = [];
     const n = this.src.batchSize;
     for (const st of this.states.values()) {
-      if (st.done || this.paused.has(st.split.id) || st.buffer.length - st.at >= n) continue;
+      // Read ahead up to two batches per split: the next XREAD is on the wire while poll emits.
+      if (st.done || this.paused.has(st.split.id) || st.buffer.length - st.at >= 2 * n) continue;
       keys.push(st.split.stream);
       ids.push(st.fetchedId);
     }
@@ -261,6 +268,7 @@ class RedisStreamsReader<T> implements SourceReader<T, RedisStreamSplit> {
         this.inFlight = false;
         if (this.closed) return;
         if (res !== null) for (const [key, entries] of res) this.received(key, entries);
+        this.fetch();
         this.ctx.wake();
       }, (e) => {
         this.inFlight = false;

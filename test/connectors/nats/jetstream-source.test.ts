@@ -146,7 +146,7 @@ describe('JetStreamSource', () => {
     const e1 = await runInline((env) => {
       env.fromSource(new JetStreamSource({ servers: '127.0.0.1:4299', token: 'tok-s3cret', stream: 'x', stopAt: 'latest', connectBudgetMs: 1500, timeoutMs: 1000 })).collect('x');
     }).then(() => undefined, (e: Error) => e);
-    expect(e1?.message).toMatch(/^cannot connect to NATS at 127\.0\.0\.1:4299: .* \(gave up after \d+ attempts/);
+    expect(e1?.message).toMatch(/^cannot connect to NATS at 127\.0\.0\.1:4299: .* \(gave up after \d+ tries/);
     expect(e1?.message).not.toContain('tok-s3cret');
     const missing = `weirtest_missing_${process.pid}_${Date.now()}`;
     const e2 = await runInline((env) => {
