@@ -12,6 +12,7 @@ import { valueOf } from '../core/options/values.ts';
 import { CliError } from './args.ts';
 import { commandLine } from './command-line.ts';
 import { fmtBytes } from './run.ts';
+import { sparkline } from './sparkline.ts';
 
 interface HistoryEntry {
   id: number;
@@ -75,6 +76,10 @@ export async function checkpointsCommand(argv: string[]): Promise<number> {
     const s = summarize(completed.map((h) => h.stateSize));
     if (d && s) {
       process.stdout.write(`  summary: duration min ${d.min} / avg ${d.avg.toFixed(0)} / max ${d.max} ms; size min ${fmtBytes(s.min)} / avg ${fmtBytes(Math.round(s.avg))} / max ${fmtBytes(s.max)}\n`);
+      // The whole history, oldest to newest: growth shows at a glance (the history is in id order).
+      process.stdout.write(`  trend over ${completed.length} completed (oldest → newest):\n`);
+      process.stdout.write(`    duration ${sparkline(completed.map((h) => h.endToEndDurationMs ?? 0))}  (min ${d.min} ms, max ${d.max} ms)\n`);
+      process.stdout.write(`    size     ${sparkline(completed.map((h) => h.stateSize))}  (min ${fmtBytes(s.min)}, max ${fmtBytes(s.max)})\n`);
     }
     const rows = [['ID', 'STATUS', 'TYPE', 'TRIGGERED', 'DURATION', 'SIZE', 'ACKS', 'SYNC', 'ASYNC', 'ALIGN', 'DELAY', 'REASON']];
     for (const h of [...j.history].sort((a, b) => b.id - a.id)) {

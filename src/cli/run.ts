@@ -59,14 +59,22 @@ function statusLine(): (p: Progress) => void {
     if (last !== undefined && last.attempt !== p.attempt) last = undefined;
     if (last !== undefined && p.elapsedMs - last.elapsedMs < 5000) return;
     if (last === undefined && p.elapsedMs < 5000) return;
-    const dt = (p.elapsedMs - (last?.elapsedMs ?? 0)) / 1000;
-    const rin = (p.recordsIn - (last?.recordsIn ?? 0)) / dt;
-    const rout = (p.recordsOut - (last?.recordsOut ?? 0)) / dt;
-    const c = p.lastCheckpoint;
-    const cp = c ? `, last checkpoint ${c.id} (${c.endToEndDurationMs} ms, ${fmtBytes(c.stateSize)})` : '';
-    process.stderr.write(`weir: ${(p.elapsedMs / 1000).toFixed(0)} s: ${fmt(rin)} records/s in, ${fmt(rout)} records/s out, heap ${(p.heapUsed / 2 ** 20).toFixed(0)} MiB${cp}\n`);
+    process.stderr.write(statusText(p, last) + '\n');
     last = p;
   };
+}
+
+/** One status line: throughput since `last`, back pressure, heap and the last checkpoint. */
+export function statusText(p: Progress, last: Progress | undefined): string {
+  const dt = Math.max(0.001, (p.elapsedMs - (last?.elapsedMs ?? 0)) / 1000);
+  const rin = (p.recordsIn - (last?.recordsIn ?? 0)) / dt;
+  const rout = (p.recordsOut - (last?.recordsOut ?? 0)) / dt;
+  const c = p.lastCheckpoint;
+  const cp = c ? `, last checkpoint ${c.id} (${c.endToEndDurationMs} ms, ${fmtBytes(c.stateSize)})` : '';
+  const b = p.backPressure;
+  // Flink's levels: up to 10 % of the time is ok; above, name the subtask that waits most.
+  const bp = b === undefined ? '' : b.msPerSecond <= 100 ? ', back pressure ok' : `, back pressure ${(b.msPerSecond / 10).toFixed(0)}% at ${b.task}`;
+  return `weir: ${(p.elapsedMs / 1000).toFixed(0)} s: ${fmt(rin)} records/s in, ${fmt(rout)} records/s out${bp}, heap ${(p.heapUsed / 2 ** 20).toFixed(0)} MiB${cp}`;
 }
 
 function fmt(n: number): string {

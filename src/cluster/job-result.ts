@@ -12,6 +12,8 @@ export interface Progress {
   readonly heapUsed: number;
   readonly attempt: number;
   readonly lastCheckpoint: CheckpointStatsEntry | undefined;
+  /** The most back-pressured subtask now (backPressuredTimeMsPerSecond), if any reported. */
+  readonly backPressure?: { readonly task: string; readonly msPerSecond: number } | undefined;
 }
 
 export const NO_PROGRESS: Progress = Object.freeze({ elapsedMs: 0, recordsIn: 0, recordsOut: 0, heapUsed: 0, attempt: 0, lastCheckpoint: undefined });
