@@ -13,6 +13,7 @@ import { CliError } from './args.ts';
 import { commandLine } from './command-line.ts';
 import { fmtBytes } from './run.ts';
 import { sparkline } from './sparkline.ts';
+import { logger } from '../core/log.ts';
 
 interface HistoryEntry {
   id: number;
@@ -96,6 +97,6 @@ export async function checkpointsCommand(argv: string[]): Promise<number> {
     for (const r of rows) process.stdout.write('  ' + r.map((x, c) => (c === r.length - 1 ? x : x.padEnd(widths[c]!))).join('  ').trimEnd() + '\n');
     process.stdout.write('  (SYNC, ASYNC, ALIGN, DELAY: maximum over subtasks, ms)\n');
   }
-  for (const w of skipped) process.stderr.write(`weir: warning: ${w}\n`);
+  for (const w of skipped) logger().warn(w);
   return 0;
 }

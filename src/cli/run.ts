@@ -6,6 +6,7 @@ import { CliError, oneLine, splitJobArgs } from './args.ts';
 import { commandLine } from './command-line.ts';
 import { readConfigFile } from './config-file.ts';
 import { controlApi } from '../observe/control-api.ts';
+import { logger } from '../core/log.ts';
 import { mergeSettings, runOptionsOf, settingsOf } from './run-settings.ts';
 
 export async function runCommand(argv: string[]): Promise<number> {
@@ -21,7 +22,8 @@ export async function runCommand(argv: string[]): Promise<number> {
   const { run: opts, rest } = runOptionsOf(mergeSettings(file, settingsOf(values)));
   opts.args = job;
   opts.onProgress = statusLine();
-  const onListening = (p: number, id: string) => void process.stderr.write(`weir: job ${id} running; control API on http://${rest.address}:${p}\n`);
+  opts.log = (line) => logger().line(line);
+  const onListening = (p: number, id: string) => logger().info(`job ${id} running; control API on http://${rest.address}:${p}`, { jobId: id, port: p });
   opts.services = [controlApi({ ...rest, onListening })];
   // Ctrl-C / SIGTERM cancel the job: checkpoints are kept or deleted per the retention setting.
   const cancel = new AbortController();
@@ -29,7 +31,7 @@ export async function runCommand(argv: string[]): Promise<number> {
   const onSignal = (s: NodeJS.Signals) => {
     if (signalled !== undefined) process.exit(s === 'SIGINT' ? 130 : 143); // a second signal: stop now
     signalled = s;
-    process.stderr.write(`weir: ${s}: cancelling the job\n`);
+    logger().info(`${s}: cancelling the job`);
     cancel.abort();
   };
   process.on('SIGINT', onSignal);
@@ -39,16 +41,16 @@ export async function runCommand(argv: string[]): Promise<number> {
   process.off('SIGINT', onSignal);
   process.off('SIGTERM', onSignal);
   if (result.status === 'CANCELED') {
-    process.stderr.write(`weir: job "${result.graph.jobName}" cancelled; job id ${result.jobId}\n`);
+    logger().info(`job "${result.graph.jobName}" cancelled; job id ${result.jobId}`, { jobId: result.jobId });
     return signalled === 'SIGTERM' ? 143 : 130;
   }
   if (result.status === 'FINISHED') {
-    process.stderr.write(`weir: job "${result.graph.jobName}" finished in ${(result.durationMs / 1000).toFixed(2)} s (${result.progress.recordsIn} records in, ${result.progress.recordsOut} out); job id ${result.jobId}\n`);
+    logger().info(`job "${result.graph.jobName}" finished in ${(result.durationMs / 1000).toFixed(2)} s (${result.progress.recordsIn} records in, ${result.progress.recordsOut} out); job id ${result.jobId}`, { jobId: result.jobId });
     return 0;
   }
   const e = result.error;
-  process.stderr.write(`weir: error: job "${result.graph.jobName}" ${result.status.toLowerCase()}: ${oneLine(e?.message ?? 'unknown reason')}\n`);
-  if (valueOf(values, OPTIONS.verbose) === true && e?.stack) process.stderr.write(e.stack + '\n');
+  const stack = valueOf(values, OPTIONS.verbose) === true ? e?.stack : undefined;
+  logger().error(`job "${result.graph.jobName}" ${result.status.toLowerCase()}: ${oneLine(e?.message ?? 'unknown reason')}`, stack !== undefined ? { jobId: result.jobId, stack } : { jobId: result.jobId });
   return 1;
 }
 
@@ -59,7 +61,7 @@ function statusLine(): (p: Progress) => void {
     if (last !== undefined && last.attempt !== p.attempt) last = undefined;
     if (last !== undefined && p.elapsedMs - last.elapsedMs < 5000) return;
     if (last === undefined && p.elapsedMs < 5000) return;
-    process.stderr.write(statusText(p, last) + '\n');
+    logger().line(statusText(p, last));
     last = p;
   };
 }
