@@ -89,6 +89,12 @@ export class MetricStore {
         mailboxQueueSize: last.mailboxSize,
         currentInputWatermark: last.inputWatermark[0] ?? Number.MIN_SAFE_INTEGER,
       };
+      // Source lag (FLIP-33's watermarkLag): how far event time at the source trails the wall
+      // clock, from the chain's newest output watermark; absent before the first watermark.
+      if (v.isSource) {
+        const wm = Math.max(...last.outputWatermark);
+        if (wm > Number.MIN_SAFE_INTEGER) metrics['watermarkLag'] = Math.max(0, last.sampledAt - wm);
+      }
       const operators = v.operators.map((o, i): OperatorMetricsView => ({
         index: i, id: o.node.id, name: o.node.name,
         metrics: {

@@ -132,6 +132,11 @@ describe('REST API with Flink routes', () => {
         expect(s.end_to_end_duration).toBeCloseTo(s.start_delay + s.alignment.duration + s.checkpoint.sync + s.checkpoint.async, 6);
       }
       expect((await api(`${second.base}/checkpoints/details/999999`)).status).toBe(404);
+      // The trend covers every completed checkpoint of both processes, oldest first.
+      const trend = (await api(`${second.base}/checkpoints/trend`)).body;
+      for (const id of firstIds) expect(trend['id']).toContain(id);
+      expect(trend['id']).toEqual([...trend['id']].sort((a: number, b: number) => a - b));
+      expect(trend['end_to_end_duration']).toHaveLength(trend['id'].length);
       const jm = (await api(`${second.base}/metrics?get=lastCheckpointRestoreTimestamp,numberOfCompletedCheckpoints`)).body as unknown as { id: string; value: string }[];
       expect(Number(jm.find((x) => x.id === 'lastCheckpointRestoreTimestamp')!.value)).toBeGreaterThan(0);
     } finally {
