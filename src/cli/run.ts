@@ -76,7 +76,7 @@ export function statusText(p: Progress, last: Progress | undefined): string {
   const b = p.backPressure;
   // Flink's levels: up to 10 % of the time is ok; above, name the subtask that waits most.
   const bp = b === undefined ? '' : b.msPerSecond <= 100 ? ', back pressure ok' : `, back pressure ${(b.msPerSecond / 10).toFixed(0)}% at ${b.task}`;
-  return `weir: ${(p.elapsedMs / 1000).toFixed(0)} s: ${fmt(rin)} records/s in, ${fmt(rout)} records/s out${bp}, heap ${(p.heapUsed / 2 ** 20).toFixed(0)} MiB${cp}`;
+  return `weir: ${(p.elapsedMs / 1000).toFixed(0)} s: ${fmt(rin)} records/s in, ${fmt(rout)} records/s out, heap ${(p.heapUsed / 2 ** 20).toFixed(0)} MiB${bp}${cp}`;
 }
 
 function fmt(n: number): string {
