@@ -25,7 +25,7 @@ export async function runCommand(argv: string[]): Promise<number> {
   opts.log = (line) => logger().line(line);
   const onListening = (p: number, id: string) => logger().info(`job ${id} running; control API on http://${rest.address}:${p}`, { jobId: id, port: p });
   opts.services = [controlApi({ ...rest, onListening })];
-  // Ctrl-C / SIGTERM cancel the job: checkpoints are kept or deleted per the retention setting.
+  // Ctrl-C / SIGTERM cancel the job: checkpoints are kept (default retain-on-cancel) or deleted per the retention setting.
   const cancel = new AbortController();
   let signalled: NodeJS.Signals | undefined;
   const onSignal = (s: NodeJS.Signals) => {
@@ -45,7 +45,9 @@ export async function runCommand(argv: string[]): Promise<number> {
     return signalled === 'SIGTERM' ? 143 : 130;
   }
   if (result.status === 'FINISHED') {
-    logger().info(`job "${result.graph.jobName}" finished in ${(result.durationMs / 1000).toFixed(2)} s (${result.progress.recordsIn} records in, ${result.progress.recordsOut} out); job id ${result.jobId}`, { jobId: result.jobId });
+    const late = result.progress.lateRecordsDropped ?? 0;
+    const lateNote = late > 0 ? `, ${late} dropped as late` : '';
+    logger().info(`job "${result.graph.jobName}" finished in ${(result.durationMs / 1000).toFixed(2)} s (${result.progress.recordsIn} records in, ${result.progress.recordsOut} out${lateNote}); job id ${result.jobId}`, { jobId: result.jobId });
     return 0;
   }
   const e = result.error;
@@ -76,7 +78,9 @@ export function statusText(p: Progress, last: Progress | undefined): string {
   const b = p.backPressure;
   // Flink's levels: up to 10 % of the time is ok; above, name the subtask that waits most.
   const bp = b === undefined ? '' : b.msPerSecond <= 100 ? ', back pressure ok' : `, back pressure ${(b.msPerSecond / 10).toFixed(0)}% at ${b.task}`;
-  return `weir: ${(p.elapsedMs / 1000).toFixed(0)} s: ${fmt(rin)} records/s in, ${fmt(rout)} records/s out, heap ${(p.heapUsed / 2 ** 20).toFixed(0)} MiB${bp}${cp}`;
+  const lag = (p.pendingRecords !== undefined ? `, ${fmt(p.pendingRecords)} records pending` : '') + (p.millisBehindLatest !== undefined ? `, ${(p.millisBehindLatest / 1000).toFixed(1)} s behind latest` : '');
+  const late = p.lateRecordsDropped ? `, ${p.lateRecordsDropped} dropped as late` : '';
+  return `weir: ${(p.elapsedMs / 1000).toFixed(0)} s: ${fmt(rin)} records/s in, ${fmt(rout)} records/s out, heap ${(p.heapUsed / 2 ** 20).toFixed(0)} MiB${bp}${cp}${lag}${late}`;
 }
 
 function fmt(n: number): string {

@@ -6,6 +6,7 @@
  * the injected clock, and every wait has a bound (deploy, restore, drain: JobManagerConfig;
  * checkpoints: their timeout).
  */
+import type { S3Config } from '../checkpoint/s3/settings.ts';
 import { randomBytes } from 'node:crypto';
 import type { CheckpointConfig } from '../checkpoint/config.ts';
 import type { CompletedCheckpointInfo } from '../checkpoint/coordinator.ts';
@@ -49,6 +50,7 @@ export interface AttemptContext {
   readonly credits: number;
   readonly storage: CheckpointStorage | undefined;
   readonly snapshots: StorageResolver;
+  readonly s3: S3Config;
   readonly stats: CheckpointStatsTracker;
   readonly onProgress: ((p: Progress) => void) | undefined;
   log(line: string): void;
@@ -143,6 +145,7 @@ export class Attempt {
       stateBackend: ctx.stateBackend,
       restore: (this.start.restore?.tasks ?? {}) as Record<TaskId, TaskRestore>,
       storage: ctx.snapshots.workerView,
+      s3: ctx.s3,
       onMessage: (m) => this.onMessage(m),
       onWorkerFailure: (e) => this.fail(e),
       isEnded: () => this.ending,
@@ -161,7 +164,17 @@ export class Attempt {
     this.sampleLocal();
     let recordsIn = 0;
     let recordsOut = 0;
+    let late = 0;
+    let bytesIn = 0;
+    let pending: number | undefined;
+    let behind: number | undefined;
     for (const m of this.metricStore.latest()) {
+      for (const n of m.lateRecordsDropped) late += n;
+      if (m.source !== undefined) {
+        bytesIn += m.source.bytesRead;
+        if (m.source.pendingRecords !== undefined) pending = (pending ?? 0) + m.source.pendingRecords;
+        if (m.source.millisBehindLatest !== undefined) behind = Math.max(behind ?? 0, m.source.millisBehindLatest);
+      }
       if (this.sourceVertices.has(m.vertex)) recordsIn += m.recordsIn[0] ?? 0;
       for (const [v, o] of this.sinkOps) if (m.vertex === v) recordsOut += m.recordsIn[o] ?? 0;
     }
@@ -171,7 +184,10 @@ export class Attempt {
       const bp = s.metrics['backPressuredTimeMsPerSecond'] ?? 0;
       if (backPressure === undefined || bp > backPressure.msPerSecond) backPressure = { task: `${s.taskName} (${s.subtask + 1})`, msPerSecond: bp };
     }
-    return { elapsedMs: this.ctx.clock.now() - this.startedAt, recordsIn, recordsOut, heapUsed, attempt: this.number, lastCheckpoint: this.ctx.stats.lastCompleted, backPressure };
+    return {
+      elapsedMs: this.ctx.clock.now() - this.startedAt, recordsIn, recordsOut, heapUsed, attempt: this.number, lastCheckpoint: this.ctx.stats.lastCompleted,
+      lateRecordsDropped: late, bytesIn, pendingRecords: pending, millisBehindLatest: behind, backPressure,
+    };
   }
 
   // ---- control (REST, weir savepoint/stop/cancel)

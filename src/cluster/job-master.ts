@@ -5,6 +5,7 @@
  * the job's control surface (JobControl: REST, weir savepoint/stop/cancel), and it owns what
  * outlives an attempt: the job id, collected output, checkpoint statistics and storage.
  */
+import type { S3Config } from '../checkpoint/s3/settings.ts';
 import { randomBytes } from 'node:crypto';
 import type { JobDefinition } from '../api/job.ts';
 import { discardOnJobEnd, type CheckpointConfig } from '../checkpoint/config.ts';
@@ -25,6 +26,7 @@ import { ControlError, StartError } from './errors.ts';
 import type { CheckpointStatsView, ExceptionEntry, JobControl, JobMetricsView, JobService, VertexInfo } from './job-control.ts';
 import type { MetricValues } from './metric-store.ts';
 import { buildJob } from './job-loader.ts';
+import { checkCommittedOutput } from './committed-output.ts';
 import type { RunOptions } from './job-manager.ts';
 import type { JobManagerConfig } from './job-manager-config.ts';
 import { JobResult, NO_PROGRESS, type JobStatus } from './job-result.ts';
@@ -47,6 +49,8 @@ export interface JobMasterSpec {
   readonly config: JobManagerConfig;
   readonly storage: CheckpointStorage | undefined;
   readonly snapshots: StorageResolver;
+  /** S3 settings, resolved: worker threads build their own S3 client from them. */
+  readonly s3: S3Config;
   readonly clock: Clock;
   readonly options: RunOptions;
 }
@@ -355,6 +359,8 @@ export class JobMaster implements JobControl {
     const { storage, graph } = this.spec;
     const restore = this.restoredFrom;
     const restorePlan = restore ? planRestore(restore.metadata, restore.path, graph, this.plan, this.spec.options.allowNonRestoredState ?? false) : undefined;
+    // Before anything is written: a sink that committed past the restored checkpoint would get that output twice.
+    await checkCommittedOutput(graph, restore?.metadata.checkpointId, this.spec.options.allowDuplicateOutput ?? false, this.log);
     if (restore) this.stats.restored(restore.metadata.checkpointId, restore.path, this.spec.clock.now());
     // Ids continue after the restored snapshot's, whichever job took it (as Flink's id counter).
     const firstCheckpointId = Math.max(storage ? await storage.highestId(this.jobId) : 0, restore?.metadata.checkpointId ?? 0) + 1;
@@ -379,7 +385,7 @@ export class JobMaster implements JobControl {
   private async execGraph(): Promise<JobGraph> {
     const s = this.spec;
     if (s.workers !== 1 || this.attempts === 0) return s.graph;
-    const g = (await buildJob(s.definition, s.args, s.parallelism)).graph;
+    const g = (await buildJob(s.definition, s.args, s.parallelism, s.modulePath)).graph;
     if (g.fingerprint !== s.graph.fingerprint) throw new StartError('the job graph changed between attempts: building the job must be deterministic');
     return g;
   }
@@ -391,7 +397,7 @@ export class JobMaster implements JobControl {
       jobId: this.jobId, graph: s.graph, plan: this.plan, workers: s.workers, stateBackend: s.stateBackend,
       job: { modulePath: s.modulePath, args: s.args, defaultParallelism: s.parallelism },
       checkpointConfig: s.checkpointConfig, checkpointing: this.checkpointing, config: s.config, clock: s.clock,
-      credits: s.options.credits ?? DEFAULT_CHANNEL_CREDITS, storage: s.storage, snapshots: s.snapshots, stats: this.stats,
+      credits: s.options.credits ?? DEFAULT_CHANNEL_CREDITS, storage: s.storage, snapshots: s.snapshots, s3: s.s3, stats: this.stats,
       onProgress: s.options.onProgress,
       log: (line) => this.log(line),
       // `done` runs once the text has been handed to the OS (stdout's backpressure).

@@ -2,6 +2,7 @@
  * Messages between the job manager and task executors. They are structured-clone safe, so
  * the same protocol runs over a worker thread's port or, in one thread, by direct call.
  */
+import type { S3Config } from '../checkpoint/s3/settings.ts';
 import type { SourceSplit } from '../core/source.ts';
 import type { CheckpointingMode } from '../checkpoint/config.ts';
 import type { CheckpointFailureReason } from '../checkpoint/failure-reason.ts';
@@ -35,6 +36,8 @@ export interface DeployMessage {
   readonly stateBackend: string;
   /** State to start from, per "vertex:subtask". */
   readonly restore: Readonly<Record<TaskId, TaskRestore>>;
+  /** S3 settings: the worker resolves s3:// locations with its own client. */
+  readonly s3: S3Config;
 }
 
 export type ToExecutor =

@@ -129,6 +129,7 @@ export class TaskExecutor implements TaskListener {
             new RecordWriter(e.partition.kind, chans, consumers, e.target.parallelism, e.partition.keySelector, e.targetMaxParallelism, {
               operatorName: op.node.name,
               operatorId: op.node.id,
+              uid: op.node.uid,
               subtaskIndex: st.index,
               parallelism: v.parallelism,
             }),
@@ -143,6 +144,7 @@ export class TaskExecutor implements TaskListener {
         inputGates: gates,
         writers,
         splits: cfg.splits[taskId(v.index, st.index)] ?? [],
+        sourceSplitTotal: splitTotal(cfg.splits, v.index, v.parallelism),
         clock: cfg.clock,
         services,
         scheduler: this.scheduler,
@@ -266,4 +268,11 @@ export class TaskExecutor implements TaskListener {
       return t.metricsSample(k.vertex, k.subtask);
     });
   }
+}
+
+/** The splits of a source vertex over all its subtasks. */
+function splitTotal(splits: Readonly<Record<TaskId, readonly SourceSplit[]>>, vertex: number, parallelism: number): number {
+  let n = 0;
+  for (let i = 0; i < parallelism; i++) n += splits[taskId(vertex, i)]?.length ?? 0;
+  return n;
 }

@@ -12,6 +12,8 @@ export interface SinkContext {
   readonly attemptNumber: number;
   /** Processing time in ms. */
   now(): number;
+  /** Id of the sink operator (its uid, or a stable hash): with the job, it names this sink's progress in external systems. */
+  readonly operatorId?: string;
   /** Id of the checkpoint the job restored from, if any. */
   readonly restoredCheckpointId: number | undefined;
   /** Writes a line to the job's log (never credentials). */
@@ -23,14 +25,28 @@ export interface SinkWriter<T, C> {
   write(values: readonly T[], timestamps: readonly number[]): void;
   /** At a checkpoint barrier: make what was written so far durable and return it as committables. */
   prepareCommit(checkpointId: number): C[];
+  /**
+   * Optional: resolves once the committables prepareCommit(checkpointId) returned are durable
+   * outside weir (a PREPARE TRANSACTION has finished). The checkpoint is acknowledged only
+   * after; a rejection declines it, and the writer should then fail on its next call (the work
+   * those committables name is lost).
+   */
+  whenPrepared?(checkpointId: number): Promise<void> | undefined;
   /** End of input: nothing more will be written (a final checkpoint follows). */
   finish?(): void;
   close?(): void;
 }
 
 export interface SinkCommitter<C> {
-  /** Makes committables visible; idempotent (may be called again for the same ones after a restore). */
-  commit(committables: readonly C[]): void | Promise<void>;
+  /**
+   * Makes committables visible; idempotent (may be called again for the same ones after a restore).
+   * `checkpointId` (always given by the runtime; optional for callers such as tests) is the highest checkpoint whose committables are in the call (0: the end of a
+   * job without checkpoints). A sink that implements `lastCommittedCheckpoint` records it here,
+   * no later than the output becomes visible (in the commit's own transaction where the external
+   * system has them; the file sink writes it beside its output before the renames), so a record
+   * never says less than what is visible.
+   */
+  commit(committables: readonly C[], checkpointId?: number): void | Promise<void>;
   close?(): void | Promise<void>;
 }
 
@@ -45,4 +61,19 @@ export interface TwoPhaseCommitSink<T, C> {
    * any subtask commits again; prepared work of a completed checkpoint outside it was lost).
    */
   recover?(ctx: SinkContext, restoredCheckpointId: number, committables: readonly C[], referenced: readonly C[]): void | Promise<void>;
+  /**
+   * The highest checkpoint id whose output any subtask of this sink committed, as its committer
+   * recorded it (beside the output, or in the external system); undefined when nothing was
+   * committed there. The job manager reads it before every attempt, on the main thread: a
+   * restore from an older checkpoint (or a fresh start) would replay records whose output is
+   * already committed and write it twice, so the job refuses to start unless the user accepts
+   * duplicates. A sink without it cannot be checked (its duplicates go unnoticed).
+   */
+  lastCommittedCheckpoint?(scope: CommitScope): number | undefined | Promise<number | undefined>;
+}
+
+/** Which sink operator is asked: its operator id (as in SinkContext.operatorId) and parallelism. */
+export interface CommitScope {
+  readonly operatorId: string;
+  readonly parallelism: number;
 }

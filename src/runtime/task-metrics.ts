@@ -7,6 +7,8 @@
  * Busy time is the rest of the wall clock, as Flink's busyTimeMsPerSecond is.
  */
 
+import type { SourceMetricsSnapshot } from './operators/source-metrics.ts';
+
 /** Cumulative counters of one subtask at one moment; rates are computed by whoever samples twice. */
 export interface TaskMetricsSample {
   readonly vertex: number;
@@ -35,6 +37,8 @@ export interface TaskMetricsSample {
   /** Per operator: late records dropped (windows without a late-data output). */
   readonly lateRecordsDropped: readonly number[];
   readonly mailboxSize: number;
+  /** The task's source reader, if it runs one: bytes read, pending records, ms behind latest. */
+  readonly source?: SourceMetricsSnapshot;
 }
 
 export type BlockedReason = 'idle' | 'backpressure';

@@ -4,6 +4,7 @@
  * mail (timers, control messages, later checkpoint triggers) runs between batches and never
  * concurrently with record processing. No per-record promise, no await on the data path.
  */
+import { describeOperator } from '../core/errors.ts';
 import type { TaskInfo } from '../core/functions.ts';
 import type { SourceSplit } from '../core/source.ts';
 import type { ChainedOperatorSpec, TaskChain } from './task-spec.ts';
@@ -19,6 +20,7 @@ import type { StreamOperator, RuntimeServices } from './operators/operator.ts';
 import { KeyedOperator } from './operators/keyed.ts';
 import { loadKeyedState, type RestoredTimers } from './checkpointing/restore.ts';
 import { SourceOperator } from './operators/source.ts';
+import type { SourceMetricsSnapshot } from './operators/source-metrics.ts';
 import { Output, specialize, type BatchConsumer } from './output.ts';
 import type { RecordWriter } from './record-writer.ts';
 import type { Schedulable, Scheduler } from './scheduler.ts';
@@ -60,6 +62,8 @@ export interface TaskDeployment {
   /** Record writer per network edge index leaving this vertex. */
   readonly writers: ReadonlyMap<number, RecordWriter>;
   readonly splits: readonly SourceSplit[];
+  /** Splits of this task's source over all its subtasks: a rate limit is shared in proportion to splits. */
+  readonly sourceSplitTotal: number;
   readonly clock: Clock;
   readonly services: RuntimeServices;
   readonly scheduler: Scheduler;
@@ -188,7 +192,7 @@ export class StreamTask implements Schedulable {
 
   private createOperator(spec: ChainedOperatorSpec): StreamOperator {
     const t = spec.node.transformation;
-    if (t.kind === 'source') return new SourceOperator(t.source, t.malformedPolicy, undefined, t.ratePerSecond === undefined ? undefined : t.ratePerSecond / spec.node.parallelism);
+    if (t.kind === 'source') return new SourceOperator(t.source, t.malformedPolicy, undefined, rateShare(t.ratePerSecond, this.d.splits.length, this.d.sourceSplitTotal), t.watermarks);
     return t.factory();
   }
 
@@ -206,11 +210,12 @@ export class StreamTask implements Schedulable {
     };
     const keySelectors = t.kind === 'one-input' ? [t.keySelector] : t.kind === 'two-input' ? [...t.keySelectors] : [];
     const keyed = keySelectors.some((k) => k !== undefined);
-    const where = `operator "${node.name}" (subtask ${d.subtaskIndex + 1}/${node.parallelism})`;
+    const where = describeOperator({ operatorName: node.name, operatorId: node.id, uid: node.uid, subtaskIndex: d.subtaskIndex, parallelism: node.parallelism });
     const keyedBackend = keyed ? d.keyedStateBackend.create({ keyGroupRange: d.keyGroupRange, maxParallelism: node.maxParallelism, clock: d.clock, where }) : undefined;
     if (keyedBackend !== undefined) this.keyedBackends.push(keyedBackend);
     return {
       taskInfo,
+      operatorUid: node.uid,
       clock: d.clock,
       scheduleMail: (at: number, fn: () => void) => this.scheduleMail(at, fn),
       keyedBackend,
@@ -461,6 +466,7 @@ export class StreamTask implements Schedulable {
       outputWatermark: ops.map((o) => o.output.lastWatermark),
       lateRecordsDropped: ops.map((o) => ('numLateRecordsDropped' in o && typeof o.numLateRecordsDropped === 'number' ? o.numLateRecordsDropped : 0)),
       mailboxSize: this.mailbox.length,
+      ...(this.source !== undefined ? { source: this.source.metrics.snapshot() } : {}),
     };
   }
 
@@ -554,4 +560,14 @@ export class StreamTask implements Schedulable {
     }
     for (const b of this.keyedBackends) b.dispose();
   }
+}
+
+/**
+ * A subtask's share of its source's rate limit: the rate is the source's, so it is dealt out in
+ * proportion to the splits each subtask reads. A subtask without splits reads nothing and gets
+ * no share (dividing by parallelism instead left a single file at p=2 with half the rate).
+ */
+export function rateShare(ratePerSecond: number | undefined, mySplits: number, totalSplits: number): number | undefined {
+  if (ratePerSecond === undefined || mySplits === 0 || totalSplits === 0) return undefined;
+  return (ratePerSecond * Math.min(mySplits, totalSplits)) / totalSplits;
 }

@@ -213,14 +213,23 @@ export class SubtaskCheckpointer implements BarrierHandler {
       if (part.inline !== undefined || part.keyed !== undefined) parts.push(part);
     }
     const syncMs = performance.now() - t0;
-    this.writeAsync(id, req.location, parts, { syncMs, alignmentMs, startDelayMs });
+    // Operators whose snapshot names external work (a prepared transaction) that must be durable first.
+    const durable: Promise<void>[] = [];
+    for (const op of task.operators) {
+      const p = op.durableBeforeAck(id);
+      if (p !== undefined) durable.push(p);
+    }
+    this.writeAsync(id, req.location, parts, { syncMs, alignmentMs, startDelayMs }, durable);
   }
 
   /**
    * Asynchronous phase: keyed snapshots write their streams as scheduler steps and I/O while
    * records keep flowing; then the acknowledgement, or a decline with everything removed.
    */
-  private writeAsync(id: number, location: string, parts: readonly OperatorSnapshot[], timings: { syncMs: number; alignmentMs: number; startDelayMs: number }): void {
+  private writeAsync(
+    id: number, location: string, parts: readonly OperatorSnapshot[], timings: { syncMs: number; alignmentMs: number; startDelayMs: number },
+    durable: readonly Promise<void>[] = [],
+  ): void {
     const snapshots = parts.flatMap((p) => (p.keyed ? [p.keyed.snapshot] : []));
     this.inFlight.set(id, snapshots);
     const t1 = performance.now();
@@ -234,7 +243,7 @@ export class SubtaskCheckpointer implements BarrierHandler {
       if (this.aborted.has(id)) return;
       this.reporter.decline(id, R.CHECKPOINT_ASYNC_EXCEPTION, `asynchronous phase failed in ${this.task.name}: ${e instanceof Error ? e.message : String(e)}`);
     };
-    Promise.all(written).then((handles) => {
+    Promise.all([Promise.all(written), Promise.all(durable)]).then(([handles]) => {
       this.inFlight.delete(id);
       if (this.aborted.has(id)) {
         void this.discard(location, parts);

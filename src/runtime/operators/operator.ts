@@ -19,6 +19,8 @@ import type { InlineOperatorState } from '../../core/checkpoint-format.ts';
 /** What the task gives an operator when it is set up. */
 export interface OperatorEnvironment {
   readonly taskInfo: TaskInfo;
+  /** The operator's uid(...), if the job gave one (for error messages). */
+  readonly operatorUid?: string | undefined;
   readonly clock: Clock;
   /** Runs fn in the task's mailbox (between batches) at or after atMs of processing time. */
   scheduleMail(atMs: number, fn: () => void): { cancel(): void };
@@ -75,6 +77,7 @@ export abstract class StreamOperator {
     this.location = {
       operatorName: env.taskInfo.operatorName,
       operatorId: env.taskInfo.operatorId,
+      uid: env.operatorUid,
       subtaskIndex: env.taskInfo.subtaskIndex,
       parallelism: env.taskInfo.parallelism,
     };
@@ -235,6 +238,15 @@ export abstract class StreamOperator {
   }
 
   notifyCheckpointAborted(_checkpointId: number): void {}
+
+  /**
+   * After the synchronous phase: work the checkpoint's acknowledgement must wait for (a sink's
+   * PREPARE TRANSACTION: the committables in the snapshot must name durable work before the
+   * checkpoint can complete). A rejection declines the checkpoint.
+   */
+  durableBeforeAck(_checkpointId: number): Promise<void> | undefined {
+    return undefined;
+  }
 
   /** A result this operator keeps using (an accumulator), made safe to emit: copied unless object reuse is on. */
   protected detached<T>(v: T): T {

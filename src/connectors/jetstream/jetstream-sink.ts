@@ -1,0 +1,258 @@
+/**
+ * Exactly-once NATS JetStream sink. A subtask's messages of a checkpoint interval are its
+ * committable (staged in the checkpoint, published to no one). When the checkpoint completes
+ * they are published, each with a deterministic Nats-Msg-Id (job, operator, subtask,
+ * checkpoint, index), then the subtask's progress key in a key-value bucket records the
+ * checkpoint as committed. A re-commit after a restore skips a checkpoint recorded there; one
+ * whose publishing a crash interrupted is published again under the same ids, and the server
+ * drops the messages it already has.
+ *
+ * The limit: the server de-duplicates only within the stream's duplicate window after a
+ * message's first publish. Weir checks at start that the window is at least
+ * minDuplicateWindowMs (default 2 min), so a restart that re-commits within that time after
+ * the interrupted commit began writes nothing twice; a re-commit later than the window is
+ * detected (the progress key holds when publishing began) and reported in the job's log, as
+ * its repeats may then be duplicates.
+ */
+import { connect, type JetStreamClient, type KV, type NatsConnection, type PubAck } from 'nats';
+import { WeirError } from '../../core/errors.ts';
+import type { CommitScope, SinkCommitter, SinkContext, SinkWriter, TwoPhaseCommitSink } from '../../core/sink.ts';
+import { foreignProgressError, operatorKey, type ProgressKey } from '../common/progress.ts';
+import { isSocketError, messageOf, retrying, withTimeout } from '../common/retry.ts';
+import { resolveJetStreamOptions, type JetStreamSinkOptions, type ResolvedJetStreamOptions } from './options.ts';
+import { decideCommit, messageId, parseProgress } from './progress-state.ts';
+
+export interface JetStreamCommittable {
+  readonly sub: number;
+  readonly chk: number;
+  /** [subject, body] per message, in order. */
+  readonly msgs: [string, Uint8Array][];
+}
+
+const TRANSIENT_CODES = new Set(['TIMEOUT', 'CONNECTION_CLOSED', 'CONNECTION_REFUSED', 'CONNECTION_TIMEOUT', 'DISCONNECT', '503', '408', 'CONNECTION_DRAINING']);
+
+export function isTransientNats(e: unknown): boolean {
+  if (isSocketError(e)) return true;
+  if (e instanceof WeirError) return e.code === 'TIMEOUT';
+  const code = (e as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && TRANSIENT_CODES.has(code);
+}
+
+const encoder = new TextEncoder();
+const decoder = new TextDecoder();
+
+interface Session {
+  readonly nc: NatsConnection;
+  readonly js: JetStreamClient;
+  readonly kv: KV;
+}
+
+export class JetStreamSink<T> implements TwoPhaseCommitSink<T, JetStreamCommittable> {
+  readonly name: string;
+  readonly options: ResolvedJetStreamOptions;
+  private readonly subjectOf: (v: T) => string;
+  private readonly payloadOf: (v: T) => string | Uint8Array;
+  /** The start check (server reachable, stream there, duplicate window long enough), once per sink in this process. */
+  private started: Promise<void> | undefined;
+  /** The stream's duplicate window as the start check found it. */
+  duplicateWindowMs: number | undefined;
+
+  constructor(options: JetStreamSinkOptions<T>) {
+    this.options = resolveJetStreamOptions(options);
+    const subject = options.subject;
+    this.name = `jetstream ${this.options.stream}`;
+    this.subjectOf = typeof subject === 'string' ? () => subject : subject;
+    this.payloadOf = options.payload ?? ((v: T) => JSON.stringify(v));
+  }
+
+  server(): string {
+    return this.options.servers.join(',');
+  }
+
+  key(ctx: Pick<SinkContext, 'operatorId' | 'subtaskIndex'>, sub = ctx.subtaskIndex): ProgressKey {
+    return { job: this.options.jobId, operator: operatorKey(this.name, ctx as SinkContext), subtask: sub };
+  }
+
+  progressKey(k: ProgressKey): string {
+    return `${k.job}.${k.operator}.${k.subtask}`;
+  }
+
+  wrap(e: unknown, doing: string): WeirError {
+    if (e instanceof WeirError && e.code !== 'TIMEOUT') return e;
+    return new WeirError('CONNECTOR', `jetstream sink ${doing} at ${this.server()} (stream "${this.options.stream}") failed: ${messageOf(e)}`);
+  }
+
+  async connect(): Promise<Session> {
+    const o = this.options;
+    const nc = await connect({
+      servers: o.servers, user: o.user, pass: o.pass, token: o.token, timeout: o.connectTimeoutMs,
+      name: `weir-sink-${o.jobId}`, maxReconnectAttempts: -1, reconnectTimeWait: 250,
+    });
+    try {
+      const js = nc.jetstream({ timeout: o.requestTimeoutMs });
+      const kv = await withTimeout(js.views.kv(o.progressBucket, { history: 1 }), o.requestTimeoutMs, `opening key-value bucket ${o.progressBucket}`);
+      return { nc, js, kv };
+    } catch (e) {
+      await nc.close().catch(() => {});
+      throw e;
+    }
+  }
+
+  /** The stream must exist and keep duplicates out for at least minDuplicateWindowMs. */
+  async checkStream(nc: NatsConnection): Promise<void> {
+    const o = this.options;
+    const jsm = await nc.jetstreamManager({ timeout: o.requestTimeoutMs });
+    let windowNs: number;
+    try {
+      windowNs = (await jsm.streams.info(o.stream)).config.duplicate_window ?? 0;
+    } catch (e) {
+      if (/stream not found/i.test(messageOf(e))) throw new WeirError('CONFIG', `jetstream sink: stream "${o.stream}" does not exist at ${this.server()}`);
+      throw e;
+    }
+    const windowMs = windowNs / 1e6;
+    this.duplicateWindowMs = windowMs;
+    if (windowMs < o.minDuplicateWindowMs) {
+      throw new WeirError(
+        'CONFIG',
+        `jetstream sink: stream "${o.stream}" has a duplicate window of ${windowMs / 1000} s, less than minDuplicateWindowMs (${o.minDuplicateWindowMs / 1000} s): ` +
+          'messages of a commit interrupted by a crash could be duplicated when the restarted job publishes them again; raise the stream\'s duplicate_window',
+      );
+    }
+  }
+
+  /** Runs the start check once; writers and committers fail on it (server down, stream missing, window too short). */
+  start(): Promise<void> {
+    this.started ??= retrying(this.options.retry, isTransientNats, async () => {
+      const s = await this.connect();
+      try {
+        await this.checkStream(s.nc);
+      } finally {
+        await s.nc.close().catch(() => {});
+      }
+    }).catch((e) => {
+      throw this.wrap(e, 'start check');
+    });
+    return this.started;
+  }
+
+  createWriter(ctx: SinkContext): SinkWriter<T, JetStreamCommittable> {
+    return new JetStreamWriter<T>(this, ctx, this.subjectOf, this.payloadOf);
+  }
+
+  createCommitter(ctx: SinkContext): SinkCommitter<JetStreamCommittable> {
+    return new JetStreamCommitter(this as JetStreamSink<never>, ctx);
+  }
+
+  /** The last checkpoint whose messages `subtask` of this sink published completely (its progress key), or undefined. */
+  /** The newest checkpoint any subtask of the operator committed (the start-up check against duplicate output). */
+  async lastCommittedCheckpoint(scope: CommitScope): Promise<number | undefined> {
+    let last: number | undefined;
+    // Bounded by the operator's parallelism; subtasks are asked one after the other.
+    for (let subtask = 0; subtask < scope.parallelism; subtask++) {
+      const c = await this.lastCommittedCheckpointOf(scope.operatorId, subtask);
+      if (c !== undefined && (last === undefined || c > last)) last = c;
+    }
+    return last;
+  }
+
+  async lastCommittedCheckpointOf(operatorId: string, subtask: number): Promise<number | undefined> {
+    const s = await this.connect().catch((e) => { throw this.wrap(e, 'connecting'); });
+    try {
+      const e = await s.kv.get(this.progressKey(this.key({ operatorId, subtaskIndex: subtask })));
+      return parseProgress(e === null || e.operation !== 'PUT' ? undefined : decoder.decode(e.value)).committed;
+    } finally {
+      await s.nc.close().catch(() => {});
+    }
+  }
+}
+
+class JetStreamWriter<T> implements SinkWriter<T, JetStreamCommittable> {
+  private msgs: [string, Uint8Array][] = [];
+  private failed: unknown;
+
+  constructor(private readonly sink: JetStreamSink<T>, private readonly ctx: SinkContext, private readonly subjectOf: (v: T) => string, private readonly payloadOf: (v: T) => string | Uint8Array) {
+    // At start, not at the first commit: a stream without a long enough duplicate window fails the job before it writes.
+    sink.start().catch((e) => (this.failed ??= e));
+  }
+
+  write(values: readonly T[]): void {
+    if (this.failed !== undefined) throw this.failed;
+    const max = this.sink.options.maxBufferedRecords;
+    if (this.msgs.length + values.length > max) {
+      throw new WeirError('CONFIG', `${this.sink.name}: more than maxBufferedRecords (${max}) messages between two checkpoints; checkpoint more often or raise maxBufferedRecords`);
+    }
+    for (let i = 0; i < values.length; i++) {
+      const v = values[i]!;
+      const subject = this.subjectOf(v);
+      if (typeof subject !== 'string' || subject === '' || /[\s*>]/.test(subject)) throw new TypeError(`jetstream sink: a record's subject must be a subject without wildcards or spaces, got ${JSON.stringify(subject)}`);
+      const body = this.payloadOf(v);
+      this.msgs.push([subject, typeof body === 'string' ? encoder.encode(body) : body]);
+    }
+  }
+
+  prepareCommit(checkpointId: number): JetStreamCommittable[] {
+    if (this.failed !== undefined) throw this.failed;
+    const msgs = this.msgs;
+    this.msgs = [];
+    return [{ sub: this.ctx.subtaskIndex, chk: checkpointId, msgs }];
+  }
+}
+
+class JetStreamCommitter implements SinkCommitter<JetStreamCommittable> {
+  private session: Session | undefined;
+  private readonly tried = new Set<string>();
+  /** Messages the server reported as duplicates (re-commits), for the log. */
+  duplicates = 0;
+
+  constructor(private readonly sink: JetStreamSink<never>, private readonly ctx: SinkContext) {}
+
+  async commit(list: readonly JetStreamCommittable[]): Promise<void> {
+    await this.sink.start();
+    for (const item of list) {
+      const id = `${item.sub}:${item.chk}`;
+      const triedBefore = this.tried.has(id);
+      this.tried.add(id);
+      try {
+        await retrying(this.sink.options.retry, isTransientNats, (attempt) => this.commitOne(item, triedBefore || attempt > 0));
+      } catch (e) {
+        throw this.sink.wrap(e, `committing checkpoint ${item.chk}`);
+      }
+    }
+  }
+
+  private async commitOne(item: JetStreamCommittable, triedBefore: boolean): Promise<void> {
+    const o = this.sink.options;
+    if (this.session === undefined || this.session.nc.isClosed()) this.session = await this.sink.connect();
+    const { js, kv } = this.session;
+    const key = this.sink.key(this.ctx, item.sub);
+    const pkey = this.sink.progressKey(key);
+    const entry = await kv.get(pkey);
+    const state = parseProgress(entry === null || entry.operation !== 'PUT' ? undefined : decoder.decode(entry.value));
+    const d = decideCommit(state, item.chk, this.ctx.restoredCheckpointId === undefined, triedBefore, Date.now(), this.sink.duplicateWindowMs ?? o.minDuplicateWindowMs);
+    if (d.action === 'skip') return;
+    if (d.action === 'foreign') throw foreignProgressError(this.sink.name, `progress key "${pkey}" in bucket ${o.progressBucket}`, key, d.committed, item.chk);
+    if (d.late) {
+      this.ctx.log(`weir: jetstream sink ${o.stream}: checkpoint ${item.chk} of subtask ${item.sub} is published again ${Math.round((Date.now() - d.since) / 1000)} s after its first try, past the stream's ${(this.sink.duplicateWindowMs ?? o.minDuplicateWindowMs) / 1000} s duplicate window: repeats of messages published then may not be dropped`);
+    }
+    if (!d.again) await kv.put(pkey, encoder.encode(JSON.stringify({ committed: state.committed ?? null, publishing: item.chk, since: d.since })));
+    // Bounded in flight: at most maxInFlight acknowledgements outstanding.
+    let pending: Promise<PubAck>[] = [];
+    const settle = async () => {
+      for (const ack of await Promise.all(pending)) if (ack.duplicate) this.duplicates++;
+      pending = [];
+    };
+    for (let i = 0; i < item.msgs.length; i++) {
+      const [subject, body] = item.msgs[i]!;
+      pending.push(js.publish(subject, body, { msgID: messageId(key.job, key.operator, key.subtask, item.chk, i), expect: { streamName: o.stream }, timeout: o.requestTimeoutMs }));
+      if (pending.length >= o.maxInFlight) await settle();
+    }
+    await settle();
+    await kv.put(pkey, encoder.encode(JSON.stringify({ committed: item.chk })));
+  }
+
+  async close(): Promise<void> {
+    const s = this.session;
+    this.session = undefined;
+    await s?.nc.close().catch(() => {});
+  }
+}

@@ -1,0 +1,90 @@
+/**
+ * Connections of the PostgreSQL sink (the `pg` client): every connect and query under a
+ * timeout, transient failures told apart from the rest, errors worded with the server
+ * (host:port/database, never the password) and, for schema errors, the table and column.
+ */
+import pg from 'pg';
+import { WeirError } from '../../core/errors.ts';
+import { isSocketError, messageOf, retrying, withTimeout } from '../common/retry.ts';
+import type { ResolvedPostgresOptions } from './options.ts';
+
+export type PgClient = pg.Client;
+
+export function serverName(o: ResolvedPostgresOptions): string {
+  return `${o.connection.host}:${o.connection.port}/${o.connection.database}`;
+}
+
+/**
+ * Transient: the connection broke or could not be made, the server is shutting down or not
+ * yet accepting, a serialization failure or deadlock, or a client-side timeout. Any of these
+ * leaves no half-done transaction behind (the server rolls an interrupted one back).
+ */
+export function isTransient(e: unknown): boolean {
+  if (isSocketError(e)) return true;
+  if (e instanceof WeirError) return e.code === 'TIMEOUT';
+  const code = (e as { code?: unknown } | null)?.code;
+  if (typeof code === 'string' && (code.startsWith('08') || code === '57P01' || code === '57P02' || code === '57P03' || code === '40001' || code === '40P01' || code === '53300')) return true;
+  const msg = messageOf(e);
+  return /Connection terminated|connection timeout|timeout expired|Query read timeout|Client has encountered a connection error|not queryable/i.test(msg);
+}
+
+/** Connects once: a client with query timeouts, or an error naming the server. */
+export async function connectOnce(o: ResolvedPostgresOptions): Promise<PgClient> {
+  const c = new pg.Client({
+    host: o.connection.host,
+    port: o.connection.port,
+    user: o.connection.user,
+    password: o.connection.password,
+    database: o.connection.database,
+    connectionTimeoutMillis: o.connectTimeoutMs,
+    query_timeout: o.queryTimeoutMs,
+    keepAlive: true,
+    application_name: `weir sink ${o.jobId}`.slice(0, 63),
+  });
+  // A connection that breaks while idle emits 'error'; the next query fails and is retried.
+  c.on('error', () => {});
+  try {
+    await withTimeout(c.connect(), o.connectTimeoutMs + 1_000, `connecting to PostgreSQL at ${serverName(o)}`);
+    return c;
+  } catch (e) {
+    void c.end().catch(() => {});
+    throw e;
+  }
+}
+
+/** Connects, retrying an unreachable server with backoff until the retry deadline; then a CONNECTOR error naming host and port. */
+export async function connect(o: ResolvedPostgresOptions): Promise<PgClient> {
+  try {
+    return await retrying(o.retry, isTransient, () => connectOnce(o));
+  } catch (e) {
+    throw wrap(e, o, 'connecting');
+  }
+}
+
+export function close(c: PgClient | undefined): void {
+  if (c !== undefined) void c.end().catch(() => {});
+}
+
+/** A pg error as a WeirError: schema errors (CONFIG) name the table and column; others name the server. */
+export function wrap(e: unknown, o: ResolvedPostgresOptions, doing: string, table = o.tableText): WeirError {
+  if (e instanceof WeirError && e.code !== 'TIMEOUT') return e;
+  const code = (e as { code?: unknown } | null)?.code;
+  const column = (e as { column?: unknown } | null)?.column;
+  const msg = messageOf(e);
+  const schemaCodes: Record<string, string> = {
+    '42P01': 'table does not exist',
+    '42703': 'column does not exist',
+    '42804': 'a value has the wrong type for its column',
+    '22P02': 'a value has the wrong type for its column',
+    '23502': 'a NOT NULL column got no value',
+    '42P10': 'the key columns have no unique index (needed for upsert)',
+    '22001': 'a value is too long for its column',
+    '22003': 'a number is out of range for its column',
+  };
+  if (typeof code === 'string' && code in schemaCodes) {
+    const col = typeof column === 'string' ? ` column "${column}":` : '';
+    return new WeirError('CONFIG', `postgres sink table "${table}":${col} ${schemaCodes[code]} (${msg})`, { cause: e });
+  }
+  const sqlstate = typeof code === 'string' ? ` [${code}]` : '';
+  return new WeirError('CONNECTOR', `postgres sink ${doing} at ${serverName(o)} (table "${table}") failed: ${msg}${sqlstate}`, { cause: e });
+}

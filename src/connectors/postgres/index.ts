@@ -1,0 +1,2 @@
+export { PostgresSink, type PostgresCommittable } from './postgres-sink.ts';
+export type { PostgresSinkOptions, PostgresConnection } from './options.ts';

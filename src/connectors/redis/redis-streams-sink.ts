@@ -1,0 +1,206 @@
+/**
+ * Exactly-once Redis Streams sink. A subtask's entries of a checkpoint interval are its
+ * committable (they travel in the checkpoint). When the checkpoint completes they are added
+ * with XADD inside one MULTI/EXEC that also sets the subtask's progress key
+ * (`<prefix>:<job>:<operator>:<subtask>` -> checkpoint), under WATCH of that key after reading
+ * it: a progress key at or past the checkpoint means the entries are there already (a
+ * re-commit after a crash), and nothing is written twice. A transaction interrupted by a lost
+ * connection either ran whole or not at all; the retry reads the progress key again on a new
+ * connection (a broken connection is never reused, so a WATCH is never lost silently).
+ * Entry ids are the server's (`*`): ids of a re-run differ, content and order do not.
+ */
+import { Redis } from 'ioredis';
+import { WeirError } from '../../core/errors.ts';
+import type { CommitScope, SinkCommitter, SinkContext, SinkWriter, TwoPhaseCommitSink } from '../../core/sink.ts';
+import { foreignProgressError, operatorKey, type ProgressKey } from '../common/progress.ts';
+import { isSocketError, messageOf, retrying, withTimeout } from '../common/retry.ts';
+import { resolveRedisOptions, type RedisFieldValue, type RedisStreamsSinkOptions, type ResolvedRedisOptions } from './options.ts';
+
+/** One entry: stream key, then field, value, field, value, ... */
+export type RedisEntry = [string, ...RedisFieldValue[]];
+
+export interface RedisCommittable {
+  readonly sub: number;
+  readonly chk: number;
+  readonly entries: RedisEntry[];
+}
+
+/** WATCH saw the progress key change before EXEC (another committer of the same subtask): read it again. */
+class WatchConflict extends Error {}
+
+export function isTransientRedis(e: unknown): boolean {
+  if (e instanceof WatchConflict || isSocketError(e)) return true;
+  if (e instanceof WeirError) return e.code === 'TIMEOUT';
+  return /Connection is closed|aborted due to connection close|Command timed out|Stream isn't writeable|LOADING|connect ETIMEDOUT|MASTERDOWN|TRYAGAIN/i.test(messageOf(e));
+}
+
+export class RedisStreamsSink<T> implements TwoPhaseCommitSink<T, RedisCommittable> {
+  readonly name: string;
+  readonly options: ResolvedRedisOptions;
+  private readonly streamOf: (v: T) => string;
+  private readonly fieldsOf: (v: T) => Record<string, RedisFieldValue>;
+
+  constructor(options: RedisStreamsSinkOptions<T>) {
+    this.options = resolveRedisOptions(options);
+    const stream = options.stream;
+    this.name = `redis streams ${typeof stream === 'string' ? stream : '(by record)'}`;
+    this.streamOf = typeof stream === 'string' ? () => stream : stream;
+    this.fieldsOf = options.fields ?? ((v: T) => ({ data: JSON.stringify(v) }));
+  }
+
+  server(): string {
+    return `${this.options.connection.host}:${this.options.connection.port}/${this.options.connection.db}`;
+  }
+
+  progressKey(key: ProgressKey): string {
+    return `${this.options.progressKeyPrefix}:${key.job}:${key.operator}:${key.subtask}`;
+  }
+
+  key(ctx: Pick<SinkContext, 'operatorId' | 'subtaskIndex'>, sub = ctx.subtaskIndex): ProgressKey {
+    return { job: this.options.jobId, operator: operatorKey(this.name, ctx as SinkContext), subtask: sub };
+  }
+
+  /** An entry of a record: stream key and flattened fields, checked. */
+  entryOf(v: T): RedisEntry {
+    const stream = this.streamOf(v);
+    if (typeof stream !== 'string' || stream === '') throw new TypeError(`redis streams sink: the stream key of a record must be a non-empty string, got ${JSON.stringify(stream)}`);
+    const fields = this.fieldsOf(v);
+    const out: RedisEntry = [stream];
+    for (const k in fields) {
+      const x = fields[k];
+      if (!(typeof x === 'string' || typeof x === 'number' || Buffer.isBuffer(x))) throw new TypeError(`redis streams sink: field "${k}" of stream "${stream}" must be a string, number or Buffer, got ${typeof x}`);
+      out.push(k, x);
+    }
+    if (out.length === 1) throw new TypeError(`redis streams sink: an entry of stream "${stream}" needs at least one field`);
+    return out;
+  }
+
+  createWriter(ctx: SinkContext): SinkWriter<T, RedisCommittable> {
+    return new RedisWriter<T>(this, ctx);
+  }
+
+  createCommitter(ctx: SinkContext): SinkCommitter<RedisCommittable> {
+    return new RedisCommitter(this as RedisStreamsSink<never>, ctx);
+  }
+
+  /** A connected client that is never reused after it breaks (no reconnects, no offline queue). */
+  async connect(): Promise<Redis> {
+    const o = this.options;
+    const c = new Redis({
+      host: o.connection.host, port: o.connection.port, username: o.connection.username, password: o.connection.password, db: o.connection.db,
+      lazyConnect: true, connectTimeout: o.connectTimeoutMs, commandTimeout: o.commandTimeoutMs,
+      retryStrategy: () => null, maxRetriesPerRequest: 0, enableOfflineQueue: false, autoResendUnfulfilledCommands: false,
+      connectionName: `weir-sink-${o.jobId}`,
+    });
+    c.on('error', () => {}); // surfaced by the command that fails
+    try {
+      await withTimeout(c.connect(), o.connectTimeoutMs + 1_000, `connecting to Redis at ${this.server()}`);
+      return c;
+    } catch (e) {
+      c.disconnect();
+      throw e;
+    }
+  }
+
+  wrap(e: unknown, doing: string): WeirError {
+    if (e instanceof WeirError && e.code !== 'TIMEOUT') return e;
+    return new WeirError('CONNECTOR', `redis streams sink ${doing} at ${this.server()} failed: ${messageOf(e)}`); // no cause: an aborted MULTI carries every queued command
+  }
+
+  /** The last checkpoint whose entries `subtask` of this sink committed (its progress key), or undefined. */
+  /** The newest checkpoint any subtask of the operator committed (the start-up check against duplicate output). */
+  async lastCommittedCheckpoint(scope: CommitScope): Promise<number | undefined> {
+    let last: number | undefined;
+    // Bounded by the operator's parallelism; subtasks are asked one after the other.
+    for (let subtask = 0; subtask < scope.parallelism; subtask++) {
+      const c = await this.lastCommittedCheckpointOf(scope.operatorId, subtask);
+      if (c !== undefined && (last === undefined || c > last)) last = c;
+    }
+    return last;
+  }
+
+  async lastCommittedCheckpointOf(operatorId: string, subtask: number): Promise<number | undefined> {
+    const c = await this.connect().catch((e) => { throw this.wrap(e, 'connecting'); });
+    try {
+      const v = await c.get(this.progressKey(this.key({ operatorId, subtaskIndex: subtask })));
+      return v === null ? undefined : Number(v);
+    } finally {
+      c.disconnect();
+    }
+  }
+}
+
+class RedisWriter<T> implements SinkWriter<T, RedisCommittable> {
+  private entries: RedisEntry[] = [];
+
+  constructor(private readonly sink: RedisStreamsSink<T>, private readonly ctx: SinkContext) {}
+
+  write(values: readonly T[]): void {
+    const max = this.sink.options.maxBufferedRecords;
+    if (this.entries.length + values.length > max) {
+      throw new WeirError('CONFIG', `${this.sink.name}: more than maxBufferedRecords (${max}) entries between two checkpoints; checkpoint more often or raise maxBufferedRecords`);
+    }
+    for (let i = 0; i < values.length; i++) this.entries.push(this.sink.entryOf(values[i]!));
+  }
+
+  prepareCommit(checkpointId: number): RedisCommittable[] {
+    const entries = this.entries;
+    this.entries = [];
+    return [{ sub: this.ctx.subtaskIndex, chk: checkpointId, entries }];
+  }
+}
+
+class RedisCommitter implements SinkCommitter<RedisCommittable> {
+  private client: Redis | undefined;
+  private readonly tried = new Set<string>();
+
+  constructor(private readonly sink: RedisStreamsSink<never>, private readonly ctx: SinkContext) {}
+
+  async commit(list: readonly RedisCommittable[]): Promise<void> {
+    for (const item of list) {
+      const id = `${item.sub}:${item.chk}`;
+      const triedBefore = this.tried.has(id);
+      this.tried.add(id);
+      try {
+        await retrying(this.sink.options.retry, isTransientRedis, (attempt) => this.commitOne(item, triedBefore || attempt > 0), { onRetry: (e) => { if (!(e instanceof WatchConflict)) this.drop(); } });
+      } catch (e) {
+        this.drop();
+        throw this.sink.wrap(e, `committing checkpoint ${item.chk}`);
+      }
+    }
+  }
+
+  private async commitOne(item: RedisCommittable, triedBefore: boolean): Promise<void> {
+    const c = (this.client ??= await this.sink.connect());
+    const key = this.sink.key(this.ctx, item.sub);
+    const pkey = this.sink.progressKey(key);
+    await c.watch(pkey);
+    const v = await c.get(pkey);
+    const committed = v === null ? undefined : Number(v);
+    if (committed !== undefined && committed >= item.chk) {
+      await c.unwatch();
+      // Done before: by this subtask (a retry, or a re-commit after a restore), or by another run.
+      if (this.ctx.restoredCheckpointId === undefined && !triedBefore) throw foreignProgressError(this.sink.name, `progress key "${pkey}"`, key, committed, item.chk);
+      return;
+    }
+    const m = c.multi();
+    const maxLen = this.sink.options.maxLen;
+    for (const [stream, ...fields] of item.entries) {
+      if (maxLen === undefined) m.xadd(stream, '*', ...fields);
+      else m.xadd(stream, 'MAXLEN', '~', maxLen, '*', ...fields);
+    }
+    m.set(pkey, String(item.chk));
+    const r = await m.exec();
+    if (r === null) throw new WatchConflict(`progress key ${pkey} changed during the commit`);
+    for (const [err] of r) if (err) throw err;
+  }
+
+  private drop(): void {
+    this.client?.disconnect();
+    this.client = undefined;
+  }
+
+  close(): void {
+    this.drop();
+  }
+}

@@ -1,0 +1,126 @@
+/**
+ * NATS JetStream sink against the real server at 127.0.0.1:4222: messages staged until the
+ * checkpoint completes, a re-commit after a restore publishes nothing (progress key), a commit
+ * interrupted half way is published again and the server drops the repeats (deterministic
+ * Nats-Msg-Id), the duplicate window checked at start, a missing stream and an unreachable
+ * server named.
+ */
+import { connect, type JetStreamManager, type NatsConnection } from 'nats';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { errorCode } from '../../src/core/errors.ts';
+import { JetStreamSink } from '../../src/connectors/jetstream/index.ts';
+import { messageId } from '../../src/connectors/jetstream/progress-state.ts';
+import { freePort, sinkCtx, uniqueName } from './postgres/helpers.ts';
+
+interface Ev { n: number }
+const ts = (n: number) => new Array<number>(n).fill(0);
+const failure = (p: unknown): Promise<unknown> => Promise.resolve(p).then(() => undefined, (x: unknown) => x);
+const BUCKET = 'weir_test_progress';
+let nc: NatsConnection;
+let jsm: JetStreamManager;
+const streams: string[] = [];
+
+beforeAll(async () => {
+  nc = await connect({ servers: '127.0.0.1:4222', timeout: 10_000 });
+  jsm = await nc.jetstreamManager();
+});
+afterAll(async () => {
+  for (const s of streams) await jsm.streams.delete(s).catch(() => {});
+  await jsm.streams.delete(`KV_${BUCKET}`).catch(() => {});
+  await nc.close();
+});
+
+async function stream(windowNs = 120e9): Promise<{ name: string; subject: string }> {
+  const name = uniqueName('weirtest').replace(/_/g, '-');
+  streams.push(name);
+  await jsm.streams.add({ name, subjects: [`${name}.>`], duplicate_window: windowNs });
+  return { name, subject: `${name}.out` };
+}
+
+async function bodies(name: string): Promise<Ev[]> {
+  const info = await jsm.streams.info(name);
+  const out: Ev[] = [];
+  for (let seq = info.state.first_seq; seq <= info.state.last_seq && info.state.messages > 0; seq++) {
+    const m = await jsm.streams.getMessage(name, { seq });
+    out.push(JSON.parse(new TextDecoder().decode(m.data)) as Ev);
+  }
+  return out;
+}
+const evs = (from: number, n: number): Ev[] => Array.from({ length: n }, (_, i) => ({ n: from + i }));
+
+function sink(name: string, subject: string, jobId: string, extra: Record<string, unknown> = {}) {
+  return new JetStreamSink<Ev>({ stream: name, subject, jobId, progressBucket: BUCKET, ...extra });
+}
+
+describe('jetstream sink', () => {
+  it('publishes at completion with deterministic ids; a re-commit after a restore publishes nothing', async () => {
+    const { name, subject } = await stream();
+    const k = sink(name, subject, uniqueName('job'));
+    const w = k.createWriter(sinkCtx());
+    const c = k.createCommitter(sinkCtx());
+    w.write(evs(0, 1500), ts(1500));
+    const first = w.prepareCommit(1);
+    w.write(evs(1500, 7), ts(7));
+    const second = w.prepareCommit(2);
+    expect((await jsm.streams.info(name)).state.messages).toBe(0);
+    await c.commit(first);
+    expect((await jsm.streams.info(name)).state.messages).toBe(1500);
+    await c.commit(second);
+    expect(await k.lastCommittedCheckpointOf('sink', 0)).toBe(2);
+    const c2 = k.createCommitter(sinkCtx({ restoredCheckpointId: 2, attemptNumber: 1 }));
+    await c2.commit([...first, ...second]);
+    expect(await bodies(name)).toEqual(evs(0, 1507));
+    await c.close?.();
+    await c2.close?.();
+  });
+
+  it('a commit interrupted half way is published again after the restore; the server drops the repeats', async () => {
+    const { name, subject } = await stream();
+    const job = uniqueName('job');
+    const k = sink(name, subject, job);
+    const w = k.createWriter(sinkCtx());
+    w.write(evs(0, 400), ts(400));
+    const [item] = w.prepareCommit(3);
+    // What a crashed commit left: the progress key says publishing began, 150 messages are in.
+    const js = nc.jetstream();
+    const kv = await js.views.kv(BUCKET, { history: 1 });
+    await kv.put(`${job}.sink.0`, JSON.stringify({ committed: null, publishing: 3, since: Date.now() }));
+    for (let i = 0; i < 150; i++) await js.publish(subject, item!.msgs[i]![1], { msgID: messageId(job, 'sink', 0, 3, i) });
+    const logged: string[] = [];
+    const c = k.createCommitter(sinkCtx({ restoredCheckpointId: 3, attemptNumber: 1 }, logged));
+    await c.commit([item!]);
+    expect(await bodies(name)).toEqual(evs(0, 400));
+    expect((c as unknown as { duplicates: number }).duplicates).toBe(150);
+    expect(logged).toEqual([]);
+    expect(await k.lastCommittedCheckpointOf('sink', 0)).toBe(3);
+    await c.close?.();
+  });
+
+  it('a stream whose duplicate window is shorter than minDuplicateWindowMs fails at start, naming both', async () => {
+    const { name, subject } = await stream(5e9);
+    const k = sink(name, subject, uniqueName('job'));
+    const w = k.createWriter(sinkCtx());
+    const e = await failure(k.start());
+    expect(errorCode(e)).toBe('CONFIG');
+    expect(String((e as Error).message)).toContain(`stream "${name}" has a duplicate window of 5 s, less than minDuplicateWindowMs (120 s)`);
+    expect(() => w.write(evs(0, 1), ts(1))).toThrow(/duplicate window of 5 s/);
+    // Accepted when the job asks for no more than the stream has.
+    await sink(name, subject, uniqueName('job'), { minDuplicateWindowMs: 5_000 }).start();
+  });
+
+  it('a missing stream and an unreachable server are named', async () => {
+    const e = await failure(sink('weir-no-such-stream', 'x.y', 'j').start());
+    expect(errorCode(e)).toBe('CONFIG');
+    expect(String((e as Error).message)).toContain('stream "weir-no-such-stream" does not exist at 127.0.0.1:4222');
+    const port = await freePort();
+    const e2 = await failure(new JetStreamSink<Ev>({ servers: `127.0.0.1:${port}`, stream: 's', subject: 'x', jobId: 'j', retryDeadlineMs: 1_500, connectTimeoutMs: 1_000 }).start());
+    expect(errorCode(e2)).toBe('CONNECTOR');
+    expect(String((e2 as Error).message)).toContain(`127.0.0.1:${port}`);
+  });
+
+  it('bad options are refused with the option named', () => {
+    expect(() => new JetStreamSink({ stream: 'a.b', subject: 'x', jobId: 'j' })).toThrow(/stream must be a stream name/);
+    expect(() => new JetStreamSink({ stream: 's', subject: 'x.*', jobId: 'j' })).toThrow(/subject must be a subject without wildcards/);
+    expect(() => new JetStreamSink({ stream: 's', subject: 'x', jobId: 'j', maxInFlight: 0 })).toThrow(/maxInFlight must be a positive integer/);
+  });
+});

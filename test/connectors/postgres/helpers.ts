@@ -1,0 +1,83 @@
+/**
+ * Helpers for the PostgreSQL sink tests: a sink context, a plain client for checks, unique
+ * table names, and a private PostgreSQL cluster with prepared transactions on (the shared
+ * server at 5432 has max_prepared_transactions = 0).
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import type { SinkContext } from '../../../src/core/sink.ts';
+
+export const SHARED_URL = 'postgres://postgres@127.0.0.1:5432/test';
+
+export function sinkCtx(over: Partial<SinkContext> = {}, logged: string[] = []): SinkContext {
+  return { subtaskIndex: 0, parallelism: 1, attemptNumber: 0, now: () => Date.now(), restoredCheckpointId: undefined, operatorId: 'sink', log: (l) => logged.push(l), ...over };
+}
+
+export function uniqueName(prefix: string): string {
+  return `${prefix}_${process.pid}_${Math.floor(Math.random() * 1e9)}`;
+}
+
+export async function sql<R extends pg.QueryResultRow = Record<string, unknown>>(url: string, text: string, values: unknown[] = []): Promise<R[]> {
+  const c = new pg.Client({ connectionString: url, connectionTimeoutMillis: 10_000, query_timeout: 30_000 });
+  await c.connect();
+  try {
+    return (await c.query<R>(text, values)).rows;
+  } finally {
+    await c.end();
+  }
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+    s.on('error', reject);
+  });
+}
+
+const BIN = '/usr/lib/postgresql/15/bin';
+
+export interface Cluster {
+  readonly url: string;
+  readonly port: number;
+  stop(): void;
+}
+
+/**
+ * Starts a throwaway PostgreSQL 15 cluster on a free port with max_prepared_transactions = 16,
+ * as the `postgres` user when run as root (the server refuses root). Trust auth on 127.0.0.1.
+ */
+export async function startCluster(): Promise<Cluster> {
+  const dir = mkdtempSync(join(tmpdir(), 'weir-pg-'));
+  chmodSync(dir, 0o777);
+  const data = join(dir, 'data');
+  const port = await freePort();
+  const asUser = process.getuid?.() === 0 ? ['runuser', '-u', 'postgres', '--'] : [];
+  const run = (args: string[]) => {
+    const [cmd, ...rest] = [...asUser, ...args];
+    const r = spawnSync(cmd!, rest, { encoding: 'utf8', timeout: 120_000 });
+    if (r.status !== 0) throw new Error(`${args.join(' ')} failed: ${r.stderr || r.stdout}`);
+  };
+  run([`${BIN}/initdb`, '-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync']);
+  run([`${BIN}/pg_ctl`, '-D', data, '-l', join(dir, 'log'), '-w', '-t', '120', '-o',
+    `-p ${port} -c listen_addresses=127.0.0.1 -c unix_socket_directories=${dir} -c max_prepared_transactions=16 -c fsync=off`, 'start']);
+  const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
+  return {
+    url,
+    port,
+    stop() {
+      try {
+        execFileSync(asUser[0] ?? `${BIN}/pg_ctl`, asUser.length > 0 ? [...asUser.slice(1), `${BIN}/pg_ctl`, '-D', data, '-m', 'immediate', '-w', 'stop'] : ['-D', data, '-m', 'immediate', '-w', 'stop'], { stdio: 'ignore', timeout: 60_000 });
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  };
+}

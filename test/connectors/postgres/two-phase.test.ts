@@ -1,0 +1,125 @@
+/**
+ * PostgreSQL sink, two-phase mode, on a private cluster with max_prepared_transactions = 16
+ * (started on a free port, stopped after): PREPARE at the barrier (rows invisible, the ack
+ * waits for it), COMMIT PREPARED at completion, re-commit after a restore, and on restore
+ * only this job's own stale prepared transactions are rolled back, never another job's.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { errorCode } from '../../../src/core/errors.ts';
+import { PostgresSink, type PostgresCommittable } from '../../../src/connectors/postgres/index.ts';
+import { sinkCtx, sql, startCluster, type Cluster } from './helpers.ts';
+
+interface Row { id: number; name: string }
+const ts = (n: number) => new Array<number>(n).fill(0);
+let cluster: Cluster;
+
+beforeAll(async () => {
+  cluster = await startCluster();
+  await sql(cluster.url, 'CREATE TABLE out2pc (id integer PRIMARY KEY, name text)');
+}, 180_000);
+afterAll(() => cluster?.stop(), 60_000);
+
+const rows = (from: number, n: number): Row[] => Array.from({ length: n }, (_, i) => ({ id: from + i, name: `r${from + i}` }));
+const count = async () => (await sql<{ n: number }>(cluster.url, 'SELECT count(*)::int AS n FROM out2pc'))[0]!.n;
+const prepared = async () => (await sql<{ gid: string }>(cluster.url, 'SELECT gid FROM pg_prepared_xacts ORDER BY gid')).map((r) => r.gid);
+const failure = (p: unknown): Promise<unknown> => Promise.resolve(p).then(() => undefined, (x: unknown) => x);
+
+function sink(jobId: string) {
+  return new PostgresSink<Row>({ connection: cluster.url, table: 'out2pc', columns: ['id', 'name'], keyColumns: ['id'], jobId, mode: 'two-phase' });
+}
+
+describe('postgres sink (two-phase)', () => {
+  it('prepares at the barrier (the ack waits for it), commits prepared at completion, and a re-commit after a restore is a no-op', async () => {
+    await sql(cluster.url, 'TRUNCATE out2pc');
+    const s = sink('tp1');
+    const w = s.createWriter(sinkCtx());
+    const c = s.createCommitter(sinkCtx());
+    w.write(rows(0, 500), ts(500));
+    const first = w.prepareCommit(1);
+    expect(first).toEqual([{ sub: 0, chk: 1, gid: 'weir:tp1:sink:0:1' }]);
+    await w.whenPrepared!(1);
+    expect(await prepared()).toEqual(['weir:tp1:sink:0:1']);
+    expect(await count()).toBe(0);
+    await c.commit(first);
+    expect(await prepared()).toEqual([]);
+    expect(await count()).toBe(500);
+    expect(await s.lastCommittedCheckpointOf('sink', 0)).toBe(1);
+    // A restore from checkpoint 1 commits its committable again: gone on the server, the progress row says committed.
+    const c2 = s.createCommitter(sinkCtx({ restoredCheckpointId: 1, attemptNumber: 1 }));
+    await c2.commit(first);
+    expect(await count()).toBe(500);
+    w.close?.();
+    await c.close?.();
+    await c2.close?.();
+  });
+
+  it('on restore: commits the restored prepared transaction, rolls back its own later ones, leaves other jobs\' alone', async () => {
+    await sql(cluster.url, 'TRUNCATE out2pc');
+    const s = sink('tp2');
+    const w = s.createWriter(sinkCtx());
+    w.write(rows(1000, 10), ts(10));
+    const at3 = w.prepareCommit(3);
+    await w.whenPrepared!(3);
+    w.write(rows(2000, 10), ts(10));
+    w.prepareCommit(4); // checkpoint 4 never completes: the process "dies" here
+    await w.whenPrepared!(4);
+    w.close?.();
+    // Another job's prepared transaction, and one of some other application, on the same server.
+    const other = sink('tp2other');
+    const ow = other.createWriter(sinkCtx());
+    ow.write(rows(3000, 5), ts(5));
+    ow.prepareCommit(9);
+    await ow.whenPrepared!(9);
+    ow.close?.();
+    await sql(cluster.url, "BEGIN; INSERT INTO out2pc VALUES (4000, 'foreign'); PREPARE TRANSACTION 'someone-else'");
+    expect(await prepared()).toEqual(['someone-else', 'weir:tp2:sink:0:3', 'weir:tp2:sink:0:4', 'weir:tp2other:sink:0:9']);
+
+    // Restore from checkpoint 3: the operator re-commits 3, then calls recover.
+    const logged: string[] = [];
+    const ctx = sinkCtx({ restoredCheckpointId: 3, attemptNumber: 1 }, logged);
+    const s2 = sink('tp2');
+    const c = s2.createCommitter(ctx);
+    await c.commit(at3);
+    await s2.recover(ctx, 3, at3, at3);
+    expect(await prepared()).toEqual(['someone-else', 'weir:tp2other:sink:0:9']);
+    expect(logged.join('\n')).toContain('rolled back 1 stale prepared transaction(s) of job "tp2": weir:tp2:sink:0:4');
+    expect((await sql<{ id: number }>(cluster.url, 'SELECT id FROM out2pc ORDER BY id')).map((r) => r.id)).toEqual(rows(1000, 10).map((r) => r.id));
+    // The new attempt's writer prepares checkpoint 4 again after the cleanup, under the same id.
+    const w2 = s2.createWriter(ctx);
+    w2.write(rows(5000, 3), ts(3));
+    const again = w2.prepareCommit(4);
+    await w2.whenPrepared!(4);
+    await c.commit(again);
+    expect(await count()).toBe(13);
+    w2.close?.();
+    await c.close?.();
+    await sql(cluster.url, "ROLLBACK PREPARED 'someone-else'");
+    await sql(cluster.url, "ROLLBACK PREPARED 'weir:tp2other:sink:0:9'");
+  });
+
+  it('a start from no checkpoint rolls back the subtask\'s own leftovers; a completed checkpoint whose prepared transaction vanished fails loudly', async () => {
+    await sql(cluster.url, 'TRUNCATE out2pc');
+    const s = sink('tp3');
+    const w = s.createWriter(sinkCtx());
+    w.write(rows(0, 4), ts(4));
+    w.prepareCommit(1);
+    await w.whenPrepared!(1);
+    w.close?.();
+    expect(await prepared()).toEqual(['weir:tp3:sink:0:1']);
+    const fresh = sink('tp3').createWriter(sinkCtx({ attemptNumber: 1 }));
+    fresh.write(rows(10, 2), ts(2));
+    const c1 = fresh.prepareCommit(1);
+    await fresh.whenPrepared!(1);
+    expect(await prepared()).toEqual(['weir:tp3:sink:0:1']); // the new one, same id
+    const c = s.createCommitter(sinkCtx());
+    await c.commit(c1);
+    expect((await sql<{ id: number }>(cluster.url, 'SELECT id FROM out2pc ORDER BY id')).map((r) => r.id)).toEqual([10, 11]);
+    // A committable whose transaction is not there and whose checkpoint the progress row never reached.
+    const lost: PostgresCommittable = { sub: 0, chk: 7, gid: 'weir:tp3:sink:0:7' };
+    const e = await failure(c.commit([lost]));
+    expect(errorCode(e)).toBe('CONNECTOR');
+    expect(String((e as Error).message)).toContain('prepared transaction weir:tp3:sink:0:7 of a completed checkpoint is gone and was never committed');
+    fresh.close?.();
+    await c.close?.();
+  });
+});

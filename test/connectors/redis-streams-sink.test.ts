@@ -1,0 +1,143 @@
+/**
+ * Redis Streams sink against the real server at 127.0.0.1:6379: entries added only at
+ * completion, a re-commit after a restore adds nothing (progress key in the same MULTI),
+ * another run's progress refused, the committer's connection killed at seeded moments during
+ * commits (every entry exactly once), an unreachable server named.
+ */
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { errorCode } from '../../src/core/errors.ts';
+import { Rng } from '../../src/core/random.ts';
+import { RedisStreamsSink } from '../../src/connectors/redis/index.ts';
+import { freePort, sinkCtx, uniqueName } from './postgres/helpers.ts';
+
+interface Ev { k: string; n: number }
+const ts = (n: number) => new Array<number>(n).fill(0);
+const failure = (p: unknown): Promise<unknown> => Promise.resolve(p).then(() => undefined, (x: unknown) => x);
+let r: Redis;
+const keys: string[] = [];
+
+beforeAll(async () => {
+  r = new Redis({ host: '127.0.0.1', port: 6379, lazyConnect: true });
+  await r.connect();
+});
+afterAll(async () => {
+  if (keys.length > 0) await r.del(...keys);
+  const progress = await r.keys('weir:test-progress:*');
+  if (progress.length > 0) await r.del(...progress);
+  r.disconnect();
+});
+
+function stream(): string {
+  const s = uniqueName('weir:test:s');
+  keys.push(s);
+  return s;
+}
+const evs = (from: number, n: number): Ev[] => Array.from({ length: n }, (_, i) => ({ k: `k${(from + i) % 3}`, n: from + i }));
+const read = async (s: string) => (await r.xrange(s, '-', '+')).map(([, f]) => JSON.parse(f[1]!) as Ev);
+
+function sink(s: string, jobId: string, extra: Record<string, unknown> = {}) {
+  return new RedisStreamsSink<Ev>({ stream: s, jobId, progressKeyPrefix: 'weir:test-progress', ...extra });
+}
+
+describe('redis streams sink', () => {
+  it('adds entries when the checkpoint completes, with the progress key; a re-commit after a restore adds nothing', async () => {
+    const s = stream();
+    const job = uniqueName('job');
+    const k = sink(s, job);
+    const w = k.createWriter(sinkCtx());
+    const c = k.createCommitter(sinkCtx());
+    w.write(evs(0, 1000), ts(1000));
+    const first = w.prepareCommit(1);
+    w.write(evs(1000, 5), ts(5));
+    const second = w.prepareCommit(2);
+    expect(await r.xlen(s)).toBe(0);
+    await c.commit(first);
+    expect(await r.xlen(s)).toBe(1000);
+    expect(await k.lastCommittedCheckpointOf('sink', 0)).toBe(1);
+    await c.commit(second);
+    const c2 = k.createCommitter(sinkCtx({ restoredCheckpointId: 2, attemptNumber: 1 }));
+    await c2.commit([...first, ...second]);
+    expect(await read(s)).toEqual(evs(0, 1005));
+    expect(await r.get(`weir:test-progress:${job}:sink:0`)).toBe('2');
+    c.close?.();
+    c2.close?.();
+  });
+
+  it('routes records to streams by a function, with fields and MAXLEN trimming', async () => {
+    const a = stream();
+    const b = stream();
+    const k = new RedisStreamsSink<Ev>({ stream: (e) => (e.n % 2 === 0 ? a : b), fields: (e) => ({ k: e.k, n: e.n }), jobId: uniqueName('job'), progressKeyPrefix: 'weir:test-progress', maxLen: 10 });
+    const w = k.createWriter(sinkCtx());
+    const c = k.createCommitter(sinkCtx());
+    w.write(evs(0, 6), ts(6));
+    await c.commit(w.prepareCommit(1));
+    expect((await r.xrange(a, '-', '+')).map(([, f]) => f)).toEqual([['k', 'k0', 'n', '0'], ['k', 'k2', 'n', '2'], ['k', 'k1', 'n', '4']]);
+    expect(await r.xlen(b)).toBe(3);
+    expect(() => w.write([{ k: 'x', n: 1 }].map(() => ({ k: undefined as unknown as string, n: 1 })), ts(1))).toThrow(/field "k" of stream .* must be a string, number or Buffer/);
+    c.close?.();
+  });
+
+  it('a run that starts from no checkpoint and meets another run\'s progress key fails instead of dropping its entries', async () => {
+    const s = stream();
+    const job = uniqueName('job');
+    const c = sink(s, job).createCommitter(sinkCtx());
+    await c.commit([{ sub: 0, chk: 4, entries: [[s, 'data', '1']] }]);
+    const other = sink(s, job).createCommitter(sinkCtx());
+    const e = await failure(other.commit([{ sub: 0, chk: 2, entries: [[s, 'data', '2']] }]));
+    expect(errorCode(e)).toBe('CONFIG');
+    expect(String((e as Error).message)).toMatch(/progress key "weir:test-progress:.*:sink:0" records checkpoint 4/);
+    expect(await r.xlen(s)).toBe(1);
+    c.close?.();
+    other.close?.();
+  });
+
+  it('the committer\'s connection killed at random moments during commits: every entry lands exactly once', async () => {
+    const seed = Number(process.env.SEED ?? Math.floor(Math.random() * 1e6));
+    console.log(`[redis kill] seed=${seed} (replay with SEED=${seed})`);
+    const rng = new Rng(seed);
+    const s = stream();
+    const job = uniqueName('job');
+    const k = sink(s, job);
+    const w = k.createWriter(sinkCtx());
+    const c = k.createCommitter(sinkCtx());
+    let n = 0;
+    let killed = 0;
+    for (let chk = 1; chk <= 8; chk++) {
+      const size = 2000 + rng.int(3000);
+      w.write(evs(n, size), ts(size));
+      n += size;
+      const commit = Promise.resolve(c.commit(w.prepareCommit(chk)));
+      await new Promise((res) => setTimeout(res, rng.int(15)));
+      const clients = (await r.client('LIST')) as string;
+      for (const line of clients.split('\n')) {
+        if (line.includes(`name=weir-sink-${job}`)) {
+          await r.client('KILL', 'ID', /id=(\d+)/.exec(line)![1]!);
+          killed++;
+        }
+      }
+      await commit;
+    }
+    console.log(`[redis kill] ${killed} connections killed over 8 commits`);
+    expect(killed).toBeGreaterThan(0);
+    const got = await read(s);
+    expect(got.length).toBe(n);
+    expect(got).toEqual(evs(0, n));
+    c.close?.();
+  }, 120_000);
+
+  it('an unreachable server fails the commit after bounded retries, naming host and port', async () => {
+    const port = await freePort();
+    const k = new RedisStreamsSink<Ev>({ connection: `redis://127.0.0.1:${port}`, stream: 's', jobId: 'j', retryDeadlineMs: 1_500, connectTimeoutMs: 1_000 });
+    const e = await failure(k.createCommitter(sinkCtx()).commit([{ sub: 0, chk: 1, entries: [['s', 'f', 'v']] }]));
+    expect(errorCode(e)).toBe('CONNECTOR');
+    expect(String((e as Error).message)).toContain(`127.0.0.1:${port}/0`);
+  });
+
+  it('bad options are refused with the option named', () => {
+    expect(() => new RedisStreamsSink({ stream: '', jobId: 'j' })).toThrow(/stream must be/);
+    expect(() => new RedisStreamsSink({ stream: 's', jobId: '' })).toThrow(/jobId must be/);
+    expect(() => new RedisStreamsSink({ stream: 's', jobId: 'j', maxLen: -1 })).toThrow(/maxLen must be a positive integer/);
+    expect(() => new RedisStreamsSink({ stream: 's', jobId: 'j', connection: 'http://x' })).toThrow(/must start with redis:/);
+  });
+});
