@@ -38,6 +38,8 @@ describe('MetricStore: Flink-named metrics and rates from cumulative samples', (
     expect(store.subtasks()[0]!.metrics['watermarkLag']).toBeUndefined();
     store.add(sample({ sampledAt: 1_000_500, elapsedMs: 2, outputWatermark: [Number.MIN_SAFE_INTEGER, 990_000] }));
     expect(store.subtasks()[0]!.metrics['watermarkLag']).toBe(10_500);
+    store.add(sample({ sampledAt: 1_001_500, elapsedMs: 3, outputWatermark: [Number.MIN_SAFE_INTEGER, 990_000], source: { bytesRead: 4000, pendingRecords: 12, millisBehindLatest: 1500 } }));
+    expect(store.subtasks()[0]!.metrics).toMatchObject({ pendingRecords: 12, millisBehindLatest: 1500, numBytesIn: 4000 });
     store.add(sample({ vertex: 1, sampledAt: 1_000_500, elapsedMs: 2, outputWatermark: [990_000] }));
     expect(store.subtasks()[1]!.metrics['watermarkLag']).toBeUndefined(); // not a source
   });
