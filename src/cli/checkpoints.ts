@@ -14,6 +14,8 @@ import { valueOf, type OptionValues } from '../core/options/values.ts';
 import { CliError } from './args.ts';
 import { commandLine } from './command-line.ts';
 import { fmtBytes } from './run.ts';
+import { sparkline } from './sparkline.ts';
+import { logger } from '../core/log.ts';
 
 interface HistoryEntry {
   id: number;
@@ -94,6 +96,10 @@ async function printCheckpoints(storage: CheckpointStorage, dir: string, values:
     const s = summarize(completed.map((h) => h.stateSize));
     if (d && s) {
       process.stdout.write(`  summary: duration min ${d.min} / avg ${d.avg.toFixed(0)} / max ${d.max} ms; size min ${fmtBytes(s.min)} / avg ${fmtBytes(Math.round(s.avg))} / max ${fmtBytes(s.max)}\n`);
+      // The whole history, oldest to newest: growth shows at a glance (the history is in id order).
+      process.stdout.write(`  trend over ${completed.length} completed (oldest → newest):\n`);
+      process.stdout.write(`    duration ${sparkline(completed.map((h) => h.endToEndDurationMs ?? 0))}  (min ${d.min} ms, max ${d.max} ms)\n`);
+      process.stdout.write(`    size     ${sparkline(completed.map((h) => h.stateSize))}  (min ${fmtBytes(s.min)}, max ${fmtBytes(s.max)})\n`);
     }
     const rows = [['ID', 'STATUS', 'TYPE', 'TRIGGERED', 'DURATION', 'SIZE', 'ACKS', 'SYNC', 'ASYNC', 'ALIGN', 'DELAY', 'REASON']];
     for (const h of [...j.history].sort((a, b) => b.id - a.id)) {
@@ -110,6 +116,6 @@ async function printCheckpoints(storage: CheckpointStorage, dir: string, values:
     for (const r of rows) process.stdout.write('  ' + r.map((x, c) => (c === r.length - 1 ? x : x.padEnd(widths[c]!))).join('  ').trimEnd() + '\n');
     process.stdout.write('  (SYNC, ASYNC, ALIGN, DELAY: maximum over subtasks, ms)\n');
   }
-  for (const w of skipped) process.stderr.write(`weir: warning: ${w}\n`);
+  for (const w of skipped) logger().warn(w);
   return 0;
 }

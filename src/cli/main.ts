@@ -17,10 +17,34 @@ import { commandHelp, globalHelp } from './help.ts';
 
 const COMMAND_WORDS = [...new Set(COMMANDS.map((c) => c.name.split(' ')[0]!))];
 import { isUsageError } from '../core/errors.ts';
+import { createLogger, logger, setLogger, LOG_LEVELS, type LogLevel } from '../core/log.ts';
+
+/**
+ * The logger is set before any command parses its flags, so that even a bad flag is reported in
+ * the chosen format; a bad value here is ignored (the command's own parsing reports it).
+ */
+function configureLogger(own: readonly string[]): void {
+  const valueOf = (flag: string): string | undefined => {
+    for (let i = own.length - 1; i >= 0; i--) {
+      const a = own[i]!;
+      if (a === flag) return own[i + 1];
+      if (a.startsWith(`${flag}=`)) return a.slice(flag.length + 1);
+    }
+    return undefined;
+  };
+  const level = valueOf('--log-level');
+  const format = valueOf('--log-format');
+  setLogger(createLogger({
+    level: (LOG_LEVELS as readonly string[]).includes(level ?? '') ? (level as LogLevel) : 'info',
+    format: format === 'json' ? 'json' : 'text',
+  }));
+}
 
 async function main(argv: string[]): Promise<number> {
   // Not the job's own arguments: "weir run job.ts -- --verbose" passes --verbose to the job.
-  const verbose = splitJobArgs(argv).own.includes('--verbose');
+  const own = splitJobArgs(argv).own;
+  const verbose = own.includes('--verbose');
+  configureLogger(own);
   const [command, ...rest] = argv;
   try {
     switch (command) {
@@ -80,8 +104,8 @@ function unknownCommand(command: string): CliError {
 
 export function reportError(e: unknown, verbose: boolean): void {
   const msg = e instanceof Error ? e.message : String(e);
-  process.stderr.write(`weir: error: ${oneLine(msg)}\n`);
-  if (verbose && e instanceof Error && e.stack) process.stderr.write(e.stack + '\n');
+  const stack = verbose && e instanceof Error ? e.stack : undefined;
+  logger().error(oneLine(msg), stack !== undefined ? { stack } : undefined);
 }
 
 // Output piped into a command that stops reading (| head) is not an error.

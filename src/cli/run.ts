@@ -6,6 +6,7 @@ import { CliError, oneLine, splitJobArgs } from './args.ts';
 import { commandLine } from './command-line.ts';
 import { readConfigFile } from './config-file.ts';
 import { controlApi } from '../observe/control-api.ts';
+import { logger } from '../core/log.ts';
 import { mergeSettings, runOptionsOf, settingsOf } from './run-settings.ts';
 import { readTokenFile } from './token-file.ts';
 import { ancestors, startedByNpm, watchAncestors } from './parent-watch.ts';
@@ -23,7 +24,8 @@ export async function runCommand(argv: string[]): Promise<number> {
   const { run: opts, rest } = runOptionsOf(mergeSettings(file, settingsOf(values)));
   opts.args = job;
   opts.onProgress = statusLine();
-  const onListening = (p: number, id: string) => void process.stderr.write(`weir: job ${id} running; control API on http://${rest.address}:${p}\n`);
+  opts.log = (line) => logger().line(line);
+  const onListening = (p: number, id: string) => logger().info(`job ${id} running; control API on http://${rest.address}:${p}`, { jobId: id, port: p });
   const token = rest.tokenFile !== undefined ? readTokenFile(rest.tokenFile) : undefined;
   opts.services = [controlApi({ port: rest.port, address: rest.address, fallback: rest.fallback, onListening, ...(token !== undefined ? { token } : {}) })];
   // Ctrl-C / SIGTERM cancel the job: checkpoints are kept (default retain-on-cancel) or deleted per the retention setting.
@@ -32,7 +34,7 @@ export async function runCommand(argv: string[]): Promise<number> {
   const onSignal = (s: NodeJS.Signals) => {
     if (signalled !== undefined) process.exit(s === 'SIGINT' ? 130 : 143); // a second signal: stop now
     signalled = s;
-    process.stderr.write(`weir: ${s}: cancelling the job\n`);
+    logger().info(`${s}: cancelling the job`);
     cancel.abort();
   };
   process.on('SIGINT', onSignal);
@@ -42,7 +44,7 @@ export async function runCommand(argv: string[]): Promise<number> {
     ? watchAncestors(ancestors(), (pid) => {
       if (signalled !== undefined) return;
       signalled = 'SIGTERM';
-      process.stderr.write(`weir: process ${pid} that started weir (npm) is gone: cancelling the job\n`);
+      logger().info(`process ${pid} that started weir (npm) is gone: cancelling the job`);
       cancel.abort();
     })
     : () => {};
@@ -58,22 +60,22 @@ export async function runCommand(argv: string[]): Promise<number> {
   const letters = result.progress.deadLetters;
   if (letters > 0) {
     const where = result.deadLetterDir !== undefined ? `written to ${result.deadLetterDir}` : 'the first 10 of each source subtask are in the log above; --dead-letter-dir keeps them all';
-    process.stderr.write(`weir: ${letters} malformed record${letters === 1 ? '' : 's'} went to the dead letters (${where})\n`);
+    logger().info(`${letters} malformed record${letters === 1 ? '' : 's'} went to the dead letters (${where})`);
   }
   if (result.status === 'CANCELED') {
-    process.stderr.write(`weir: job "${result.graph.jobName}" cancelled; job id ${result.jobId}\n`);
+    logger().info(`job "${result.graph.jobName}" cancelled; job id ${result.jobId}`, { jobId: result.jobId });
     return signalled === 'SIGTERM' ? 143 : 130;
   }
   if (result.status === 'FINISHED') {
     const late = result.progress.lateRecordsDropped ?? 0;
     const lateNote = late > 0 ? `, ${late} dropped as late` : '';
     const deadNote = letters > 0 ? `, ${letters} dead letters` : '';
-    process.stderr.write(`weir: job "${result.graph.jobName}" finished in ${(result.durationMs / 1000).toFixed(2)} s (${result.progress.recordsIn} records in, ${result.progress.recordsOut} out${lateNote}${deadNote}); job id ${result.jobId}\n`);
+    logger().info(`job "${result.graph.jobName}" finished in ${(result.durationMs / 1000).toFixed(2)} s (${result.progress.recordsIn} records in, ${result.progress.recordsOut} out${lateNote}${deadNote}); job id ${result.jobId}`, { jobId: result.jobId });
     return 0;
   }
   const e = result.error;
-  process.stderr.write(`weir: error: job "${result.graph.jobName}" ${result.status.toLowerCase()}: ${oneLine(e?.message ?? 'unknown reason')}\n`);
-  if (valueOf(values, OPTIONS.verbose) === true && e?.stack) process.stderr.write(e.stack + '\n');
+  const stack = valueOf(values, OPTIONS.verbose) === true ? e?.stack : undefined;
+  logger().error(`job "${result.graph.jobName}" ${result.status.toLowerCase()}: ${oneLine(e?.message ?? 'unknown reason')}`, stack !== undefined ? { jobId: result.jobId, stack } : { jobId: result.jobId });
   return 1;
 }
 
@@ -84,17 +86,25 @@ function statusLine(): (p: Progress) => void {
     if (last !== undefined && last.attempt !== p.attempt) last = undefined;
     if (last !== undefined && p.elapsedMs - last.elapsedMs < 5000) return;
     if (last === undefined && p.elapsedMs < 5000) return;
-    const dt = (p.elapsedMs - (last?.elapsedMs ?? 0)) / 1000;
-    const rin = (p.recordsIn - (last?.recordsIn ?? 0)) / dt;
-    const rout = (p.recordsOut - (last?.recordsOut ?? 0)) / dt;
-    const c = p.lastCheckpoint;
-    const cp = c ? `, last checkpoint ${c.id} (${c.endToEndDurationMs} ms, ${fmtBytes(c.stateSize)})` : '';
-    const lag = (p.pendingRecords !== undefined ? `, ${fmt(p.pendingRecords)} records pending` : '') + (p.millisBehindLatest !== undefined ? `, ${(p.millisBehindLatest / 1000).toFixed(1)} s behind latest` : '');
-    const late = p.lateRecordsDropped ? `, ${p.lateRecordsDropped} dropped as late` : '';
-    const dead = p.deadLetters > 0 ? `, ${p.deadLetters} dead letters` : '';
-    process.stderr.write(`weir: ${(p.elapsedMs / 1000).toFixed(0)} s: ${fmt(rin)} records/s in, ${fmt(rout)} records/s out, heap ${(p.heapUsed / 2 ** 20).toFixed(0)} MiB${cp}${lag}${late}${dead}\n`);
+    logger().line(statusText(p, last));
     last = p;
   };
+}
+
+/** One status line: throughput since `last`, back pressure, heap and the last checkpoint. */
+export function statusText(p: Progress, last: Progress | undefined): string {
+  const dt = Math.max(0.001, (p.elapsedMs - (last?.elapsedMs ?? 0)) / 1000);
+  const rin = (p.recordsIn - (last?.recordsIn ?? 0)) / dt;
+  const rout = (p.recordsOut - (last?.recordsOut ?? 0)) / dt;
+  const c = p.lastCheckpoint;
+  const cp = c ? `, last checkpoint ${c.id} (${c.endToEndDurationMs} ms, ${fmtBytes(c.stateSize)})` : '';
+  const b = p.backPressure;
+  // Flink's levels: up to 10 % of the time is ok; above, name the subtask that waits most.
+  const bp = b === undefined ? '' : b.msPerSecond <= 100 ? ', back pressure ok' : `, back pressure ${(b.msPerSecond / 10).toFixed(0)}% at ${b.task}`;
+  const lag = (p.pendingRecords !== undefined ? `, ${fmt(p.pendingRecords)} records pending` : '') + (p.millisBehindLatest !== undefined ? `, ${(p.millisBehindLatest / 1000).toFixed(1)} s behind latest` : '');
+  const late = p.lateRecordsDropped ? `, ${p.lateRecordsDropped} dropped as late` : '';
+  const dead = p.deadLetters > 0 ? `, ${p.deadLetters} dead letters` : '';
+  return `weir: ${(p.elapsedMs / 1000).toFixed(0)} s: ${fmt(rin)} records/s in, ${fmt(rout)} records/s out, heap ${(p.heapUsed / 2 ** 20).toFixed(0)} MiB${bp}${cp}${lag}${late}${dead}`;
 }
 
 function fmt(n: number): string {

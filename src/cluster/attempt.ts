@@ -187,9 +187,14 @@ export class Attempt {
       for (const [v, o] of this.sinkOps) if (m.vertex === v) recordsOut += m.recordsIn[o] ?? 0;
     }
     const heapUsed = local ? process.memoryUsage().heapUsed : [...this.heap.values()].reduce((a, b) => a + b, 0);
+    let backPressure: Progress['backPressure'];
+    for (const s of this.metricStore.subtasks()) {
+      const bp = s.metrics['backPressuredTimeMsPerSecond'] ?? 0;
+      if (backPressure === undefined || bp > backPressure.msPerSecond) backPressure = { task: `${s.taskName} (${s.subtask + 1})`, msPerSecond: bp };
+    }
     return {
       elapsedMs: this.ctx.clock.now() - this.startedAt, recordsIn, recordsOut, deadLetters, heapUsed, attempt: this.number, lastCheckpoint: this.ctx.stats.lastCompleted,
-      lateRecordsDropped: late, bytesIn, pendingRecords: pending, millisBehindLatest: behind,
+      lateRecordsDropped: late, bytesIn, pendingRecords: pending, millisBehindLatest: behind, backPressure,
     };
   }
 

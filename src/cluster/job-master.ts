@@ -37,6 +37,7 @@ import { JobResult, NO_PROGRESS, type JobStatus } from './job-result.ts';
 import { defaultRestartStrategy, resolveRestartStrategy, RestartBackoff, type RestartStrategySettings } from './restart-strategy.ts';
 import { resolveStartPoint } from './start-point.ts';
 import type { SerializedError } from './messages.ts';
+import { logger } from '../core/log.ts';
 
 export interface JobMasterSpec {
   readonly graph: JobGraph;
@@ -101,7 +102,7 @@ export class JobMaster implements JobControl {
 
   constructor(private readonly spec: JobMasterSpec) {
     const o = spec.options;
-    this.log = o.log ?? ((l) => void process.stderr.write(l + '\n'));
+    this.log = o.log ?? ((l) => logger().line(l));
     this.stdout = o.stdout ?? ((t) => void process.stdout.write(t));
     this.started = spec.clock.now();
     this.plan = planExecution(spec.graph, spec.workers, o.maxChannels ?? defaultOf(OPTIONS.maxChannels));

@@ -22,6 +22,8 @@ export interface Progress {
   /** The most any source split is behind its newest record, in ms, or undefined. */
   readonly millisBehindLatest?: number | undefined;
   readonly lastCheckpoint: CheckpointStatsEntry | undefined;
+  /** The most back-pressured subtask now (backPressuredTimeMsPerSecond), if any reported. */
+  readonly backPressure?: { readonly task: string; readonly msPerSecond: number } | undefined;
 }
 
 export const NO_PROGRESS: Progress = Object.freeze({ elapsedMs: 0, recordsIn: 0, recordsOut: 0, deadLetters: 0, heapUsed: 0, attempt: 0, lastCheckpoint: undefined });

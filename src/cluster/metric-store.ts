@@ -91,6 +91,20 @@ export class MetricStore {
         // Source tasks: malformed records sent to the dead letters (FLIP-33's name).
         ...(last.source !== undefined ? { numRecordsInErrors: last.deadLetters ?? 0 } : {}),
       };
+      // Source lag (FLIP-33's watermarkLag): how far event time at the source trails the wall
+      // clock, from the chain's newest output watermark; absent before the first watermark.
+      if (v.isSource) {
+        const wm = Math.max(...last.outputWatermark);
+        if (wm > Number.MIN_SAFE_INTEGER) metrics['watermarkLag'] = Math.max(0, last.sampledAt - wm);
+      }
+      // The reader's own lag, where its connector knows it (FLIP-33 pendingRecords; Kinesis' millisBehindLatest).
+      const src = last.source;
+      if (src !== undefined) {
+        metrics['numBytesIn'] = src.bytesRead;
+        metrics['numBytesInPerSecond'] = perSecond(src.bytesRead, first.source?.bytesRead ?? 0);
+        if (src.pendingRecords !== undefined) metrics['pendingRecords'] = src.pendingRecords;
+        if (src.millisBehindLatest !== undefined) metrics['millisBehindLatest'] = src.millisBehindLatest;
+      }
       const operators = v.operators.map((o, i): OperatorMetricsView => ({
         index: i, id: o.node.id, name: o.node.name,
         metrics: {

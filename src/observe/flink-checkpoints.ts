@@ -201,3 +201,20 @@ export function checkpointConfigJson(v: CheckpointStatsView): Record<string, unk
     retained: c.numRetained,
   };
 }
+
+/**
+ * GET …/checkpoints/trend (weir's own, beyond Flink): every completed checkpoint of the job's
+ * whole life as parallel arrays, compact enough for a chart of a long history.
+ */
+export function checkpointTrend(v: CheckpointStatsView): Record<string, number[]> {
+  const out = { id: [] as number[], trigger_timestamp: [] as number[], end_to_end_duration: [] as number[], checkpointed_size: [] as number[], state_size: [] as number[] };
+  for (const e of v.history) {
+    if (e.status !== 'COMPLETED') continue;
+    out.id.push(e.id);
+    out.trigger_timestamp.push(e.triggerTimestamp);
+    out.end_to_end_duration.push(e.endToEndDurationMs ?? 0);
+    out.checkpointed_size.push(e.checkpointedSize);
+    out.state_size.push(e.stateSize);
+  }
+  return out;
+}

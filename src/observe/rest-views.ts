@@ -3,6 +3,7 @@
  *   GET /overview, /config, /jobs/overview
  *   GET /jobs/:id/plan, /jobs/:id/exceptions?maxExceptions=N, /jobs/:id/metrics?get=
  *   GET /jobs/:id/checkpoints[?limit=N], …/checkpoints/config, …/checkpoints/details/:cid,
+ *       …/checkpoints/trend (weir's own: every completed checkpoint's duration and size),
  *       …/checkpoints/details/:cid/subtasks/:vid
  *   GET /jobs/:id/vertices/:vid, …/backpressure, …/watermarks, …/metrics?get=,
  *       …/subtasks/metrics?get=&agg=&subtasks=, …/subtasks/:i/metrics?get=
@@ -10,7 +11,7 @@
  */
 import type { JobControl, VertexInfo } from '../cluster/job-control.ts';
 import { WeirError } from '../core/errors.ts';
-import { checkpointConfigJson, checkpointDetails, checkpointingStatistics, subtaskDetails } from './flink-checkpoints.ts';
+import { checkpointConfigJson, checkpointDetails, checkpointingStatistics, checkpointTrend, subtaskDetails } from './flink-checkpoints.ts';
 import { aggregatedJson, backpressureJson, flatSubtaskMetrics, metricsJson, vertexSubtasks, watermarksJson } from './flink-metrics.ts';
 
 export interface View {
@@ -129,6 +130,7 @@ function checkpointView(job: JobControl, rest: readonly string[], query: URLSear
   const stats = job.checkpointStats();
   if (rest.length === 0) return ok(checkpointingStatistics(stats, vertices, intParam(query, 'limit', DEFAULT_HISTORY_LIMIT, MAX_HISTORY_LIMIT)));
   if (rest.length === 1 && rest[0] === 'config') return ok(checkpointConfigJson(stats));
+  if (rest.length === 1 && rest[0] === 'trend') return ok(checkpointTrend(stats));
   if (rest[0] !== 'details' || rest.length < 2) return undefined;
   if (!/^\d{1,15}$/.test(rest[1]!)) return { status: 400, body: { errors: [`checkpoint id must be a number, got "${rest[1]}"`] } };
   const id = Number(rest[1]);

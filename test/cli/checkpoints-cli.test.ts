@@ -31,6 +31,11 @@ describe('weir checkpoints', () => {
     expect(rows).toHaveLength(Number(header![1]));
     expect(rows.length).toBeGreaterThanOrEqual(2);
     expect(rows[0]).toMatch(/ \d+ ms +\d+(\.\d)? (B|KiB) +2\/2 /);
+    // A trend over the whole history: one block per completed checkpoint (fewer than 60 here).
+    const trend = lines.indexOf(`  trend over ${rows.length} completed (oldest → newest):`);
+    expect(trend).toBeGreaterThan(0);
+    expect(lines[trend + 1]).toMatch(new RegExp(`^ {4}duration [▁▂▃▄▅▆▇█]{${rows.length}}  \\(min \\d+ ms, max \\d+ ms\\)$`));
+    expect(lines[trend + 2]).toMatch(new RegExp(`^ {4}size {5}[▁▂▃▄▅▆▇█]{${rows.length}}  \\(min .+, max .+\\)$`));
   });
 
   it('gives the same data as JSON, and flags an unreadable history line without failing', () => {

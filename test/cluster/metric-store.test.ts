@@ -32,6 +32,18 @@ describe('MetricStore: Flink-named metrics and rates from cumulative samples', (
     expect(s!.operators.map((o) => [o.name, o.metrics['numRecordsOut'], o.metrics['numRecordsOutPerSecond']])).toEqual([['numbers', 5000, 2000], ['plus one', 4000, 1500]]);
   });
 
+  it('gives a source its watermark lag behind the wall clock once it emitted a watermark', async () => {
+    const store = new MetricStore(await graph());
+    store.add(sample({ sampledAt: 1_000_000, elapsedMs: 1, outputWatermark: [Number.MIN_SAFE_INTEGER, Number.MIN_SAFE_INTEGER] }));
+    expect(store.subtasks()[0]!.metrics['watermarkLag']).toBeUndefined();
+    store.add(sample({ sampledAt: 1_000_500, elapsedMs: 2, outputWatermark: [Number.MIN_SAFE_INTEGER, 990_000] }));
+    expect(store.subtasks()[0]!.metrics['watermarkLag']).toBe(10_500);
+    store.add(sample({ sampledAt: 1_001_500, elapsedMs: 3, outputWatermark: [Number.MIN_SAFE_INTEGER, 990_000], source: { bytesRead: 4000, pendingRecords: 12, millisBehindLatest: 1500 } }));
+    expect(store.subtasks()[0]!.metrics).toMatchObject({ pendingRecords: 12, millisBehindLatest: 1500, numBytesIn: 4000 });
+    store.add(sample({ vertex: 1, sampledAt: 1_000_500, elapsedMs: 2, outputWatermark: [990_000] }));
+    expect(store.subtasks()[1]!.metrics['watermarkLag']).toBeUndefined(); // not a source
+  });
+
   it('with one sample, uses the shares since the task opened', async () => {
     const store = new MetricStore(await graph());
     store.add(sample({ sampledAt: 1, elapsedMs: 4000, idleMs: 1000, backPressuredMs: 2000 }));

@@ -77,7 +77,9 @@ describe('web dashboard in headless Chromium', () => {
     await page.waitForFunction((k) => document.querySelectorAll('#cp-history tr[data-cid]').length >= k + 2, n, { timeout: WAIT_MS });
     const failure = await page.textContent('#cp-history tr.FAILED-row[data-cid="3"] td.failure');
     expect(failure).toMatch(/^CHECKPOINT_ASYNC_EXCEPTION: /);
-    // One point per completed checkpoint, read in the same frame as the table it was drawn with.
+    // One point per completed checkpoint: the chart and the table come from two requests of one
+    // refresh, so they agree once no checkpoint completed between them.
+    await page.waitForFunction(() => Number(document.getElementById('trend-duration')!.dataset['points']) === document.querySelectorAll('#cp-history tr.COMPLETED-row').length, undefined, { timeout: WAIT_MS });
     const { points, completed, canvases } = await page.evaluate(() => ({
       points: Number(document.getElementById('trend-duration')!.dataset['points']),
       completed: document.querySelectorAll('#cp-history tr.COMPLETED-row').length,

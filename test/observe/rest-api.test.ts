@@ -5,10 +5,17 @@
  * attempt and across a new process resuming the job (--from latest).
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { api, fixture, sleep, start, tempDir, type Handle } from '../savepoint/helpers.ts';
+import { fixture, sleep, start, tempDir, type Handle } from '../savepoint/helpers.ts';
 
 const tmp = tempDir('rest-api');
 afterAll(() => tmp.cleanup());
+
+/** One request, bounded: a stalled server fails the test with the URL instead of hanging it. */
+async function api(url: string, method = 'GET'): Promise<{ status: number; body: Record<string, any> }> {
+  const res = await fetch(url, { method, signal: AbortSignal.timeout(20_000) });
+  const text = await res.text();
+  return { status: res.status, body: text === '' ? {} : (JSON.parse(text) as Record<string, any>) };
+}
 
 /** Polls `fn` until it returns a value (bounded: a slow machine gets a minute). */
 async function until<T>(what: string, fn: () => Promise<T | undefined>): Promise<T> {
@@ -22,7 +29,13 @@ async function until<T>(what: string, fn: () => Promise<T | undefined>): Promise
 
 async function cancel(h: Handle): Promise<void> {
   await api(`${h.base}?mode=cancel`, 'PATCH');
-  await h.result;
+  let timer: NodeJS.Timeout | undefined;
+  const bound = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`job ${h.jobId} did not end within 60 s of cancel`)), 60_000)));
+  try {
+    await Promise.race([h.result, bound]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 describe('REST API with Flink routes', () => {
@@ -61,10 +74,11 @@ describe('REST API with Flink routes', () => {
       const [src, win] = job['vertices'];
       expect(src.metrics['write-bytes']).toBeGreaterThan(0); // batches cross threads as bytes
 
-      // Each worker reports once a second: wait for both subtasks' samples.
+      // Each worker reports once a second: wait for both subtasks' samples of running tasks
+      // (a task that has not opened yet has no time to share out).
       const bp = await until('both source subtasks reporting', async () => {
         const r = (await api(`${h.base}/vertices/${src.id}/backpressure`)).body;
-        return r['subtasks'].length === 2 ? r : undefined;
+        return r['subtasks'].length === 2 && r['subtasks'].every((s: any) => s.ratio + s.idleRatio + s.busyRatio > 0) ? r : undefined;
       });
       expect(['ok', 'low', 'high']).toContain(bp['backpressure-level']);
       expect(bp['subtasks'].map((s: any) => s.subtask)).toEqual([0, 1]);
@@ -132,6 +146,11 @@ describe('REST API with Flink routes', () => {
         expect(s.end_to_end_duration).toBeCloseTo(s.start_delay + s.alignment.duration + s.checkpoint.sync + s.checkpoint.async, 6);
       }
       expect((await api(`${second.base}/checkpoints/details/999999`)).status).toBe(404);
+      // The trend covers every completed checkpoint of both processes, oldest first.
+      const trend = (await api(`${second.base}/checkpoints/trend`)).body;
+      for (const id of firstIds) expect(trend['id']).toContain(id);
+      expect(trend['id']).toEqual([...trend['id']].sort((a: number, b: number) => a - b));
+      expect(trend['end_to_end_duration']).toHaveLength(trend['id'].length);
       const jm = (await api(`${second.base}/metrics?get=lastCheckpointRestoreTimestamp,numberOfCompletedCheckpoints`)).body as unknown as { id: string; value: string }[];
       expect(Number(jm.find((x) => x.id === 'lastCheckpointRestoreTimestamp')!.value)).toBeGreaterThan(0);
     } finally {

@@ -263,6 +263,14 @@ export const OPTIONS = {
   verbose: option({
     flag: 'verbose', type: onOff(), label: 'verbose', description: 'print stack traces with errors', commands: ALL, section: 'General',
   }),
+  logLevel: option({
+    flag: 'log-level', type: choice('L', [{ value: 'debug' }, { value: 'info' }, { value: 'warn' }, { value: 'error' }] as const), default: 'info',
+    label: 'log level', description: 'least severe log lines written to stderr', commands: ALL, section: 'General',
+  }),
+  logFormat: option({
+    flag: 'log-format', type: choice('F', [{ value: 'text' }, { value: 'json' }] as const), default: 'text',
+    label: 'log format', description: 'text (one line a message) or json (one object a line: time, level, msg, fields)', commands: ALL, section: 'General',
+  }),
 
   // ---- Job manager: how long it waits and how often it tries before it gives up on a step
   deployTimeout: option({

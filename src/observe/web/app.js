@@ -156,19 +156,21 @@ function trendChart(key, el, ids, values, label, fmt) {
   }, data, el);
 }
 
+function renderTrends(t) {
+  trendChart('duration', $('trend-duration'), t.id, t.end_to_end_duration, 'duration', (v) => fmtMs(v));
+  trendChart('size', $('trend-size'), t.id, t.checkpointed_size, 'size', (v) => fmtBytes(v));
+}
+
 function renderCheckpoints(cp) {
   const c = cp.counts;
   $('cp-counts').innerHTML = [['triggered', c.total], ['in progress', c.in_progress], ['completed', c.completed], ['failed', c.failed], ['restored', c.restored]]
     .map(([k, v]) => `<div class="card">${k}<b id="cp-count-${k.replace(' ', '-')}">${v}</b></div>`).join('');
-  const done = cp.history.filter((h) => h.status === 'COMPLETED').sort((a, b) => a.id - b.id);
-  trendChart('duration', $('trend-duration'), done.map((h) => h.id), done.map((h) => h.end_to_end_duration), 'duration', (v) => fmtMs(v));
-  trendChart('size', $('trend-size'), done.map((h) => h.id), done.map((h) => h.checkpointed_size), 'size', (v) => fmtBytes(v));
   const s = cp.summary;
   const row = (name, x, f) => `<tr><td>${name}</td><td class="num">${f(x.min)}</td><td class="num">${f(x.avg)}</td><td class="num">${f(x.p50)}</td><td class="num">${f(x.p90)}</td><td class="num">${f(x.p99)}</td><td class="num">${f(x.max)}</td></tr>`;
   $('cp-summary').innerHTML = `<tr><th>summary (completed)</th><th>min</th><th>avg</th><th>p50</th><th>p90</th><th>p99</th><th>max</th></tr>` +
     row('end to end duration', s.end_to_end_duration, fmtMs) + row('checkpointed size', s.checkpointed_size, fmtBytes) + row('full size', s.state_size, fmtBytes);
   $('cp-history').innerHTML = `<tr><th>id</th><th>status</th><th>type</th><th>acknowledged</th><th>triggered</th><th>latest ack</th><th>duration</th><th>size</th><th>sync max</th><th>async max</th><th>align max</th><th>start delay max</th><th>failure</th></tr>` +
-    cp.history.slice(0, 200).map((h) => `<tr class="clickable ${h.status}-row ${h.id === state.checkpoint ? 'selected' : ''}" data-cid="${h.id}"><td class="num">${h.id}</td><td>${esc(h.status)}</td><td>${esc(h.checkpoint_type)}</td>
+    cp.history.map((h) => `<tr class="clickable ${h.status}-row ${h.id === state.checkpoint ? 'selected' : ''}" data-cid="${h.id}"><td class="num">${h.id}</td><td>${esc(h.status)}</td><td>${esc(h.checkpoint_type)}</td>
       <td class="num">${h.num_acknowledged_subtasks}/${h.num_subtasks}</td><td>${fmtTime(h.trigger_timestamp)}</td><td>${fmtTime(h.latest_ack_timestamp)}</td><td class="num">${fmtMs(h.end_to_end_duration)}</td>
       <td class="num">${fmtBytes(h.checkpointed_size)}</td><td class="num">${fmtMs(h.sync_duration_max)}</td><td class="num">${fmtMs(h.async_duration_max)}</td><td class="num">${fmtMs(h.alignment_duration_max)}</td><td class="num">${fmtMs(h.start_delay_max)}</td>
       <td class="failure">${esc(h.failure_message ?? '')}</td></tr>`).join('');
@@ -231,7 +233,10 @@ async function refresh() {
       renderVertexTable(job.vertices);
       await renderVertexDetail(jid);
     } else if (state.tab === 'checkpoints') {
-      renderCheckpoints(await api(`/jobs/${jid}/checkpoints`));
+      // The table shows the newest 200; the charts every completed checkpoint of the job's life.
+      const [cp, trend] = await Promise.all([api(`/jobs/${jid}/checkpoints?limit=200`), api(`/jobs/${jid}/checkpoints/trend`)]);
+      renderCheckpoints(cp);
+      renderTrends(trend);
       await renderTimeline(jid, job.vertices);
     } else if (state.tab === 'exceptions') {
       renderExceptions(await api(`/jobs/${jid}/exceptions`));

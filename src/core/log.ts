@@ -1,0 +1,78 @@
+/**
+ * The one logger: levels, and text or JSON lines. Text lines are what a user reads, one line
+ * each: `weir: <message>`, `weir: warning: <message>`, `weir: error: <message>`. JSON lines
+ * carry the same message with its level, time and fields, for log collectors
+ * (`--log-format json`). Every line is one line: newlines in a message are folded.
+ */
+export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+export type LogFormat = 'text' | 'json';
+
+export type LogFields = Readonly<Record<string, string | number | boolean | null | undefined>>;
+
+export interface Logger {
+  debug(msg: string, fields?: LogFields): void;
+  info(msg: string, fields?: LogFields): void;
+  warn(msg: string, fields?: LogFields): void;
+  error(msg: string, fields?: LogFields): void;
+  /** Writes a line as the job's log gives it ("weir: …", "weir: warning: …"), at the level its prefix says. */
+  line(text: string): void;
+}
+
+export interface LoggerOptions {
+  readonly level?: LogLevel;
+  readonly format?: LogFormat;
+  /** Where lines go (without the newline); default stderr. */
+  readonly write?: (line: string) => void;
+  readonly now?: () => number;
+}
+
+const RANK: Record<LogLevel, number> = { debug: 0, info: 1, warn: 2, error: 3 };
+const TEXT_PREFIX: Record<LogLevel, string> = { debug: 'weir: debug: ', info: 'weir: ', warn: 'weir: warning: ', error: 'weir: error: ' };
+
+/** Folds a message onto one line (a stack or a multi-line cause stays readable in a log). */
+export function oneLineMessage(msg: string): string {
+  return msg.replace(/\s*\r?\n\s*/g, ' | ').trim();
+}
+
+export function createLogger(o: LoggerOptions = {}): Logger {
+  const min = RANK[o.level ?? 'info'];
+  const format = o.format ?? 'text';
+  const write = o.write ?? ((l: string) => void process.stderr.write(l + '\n'));
+  const now = o.now ?? Date.now;
+  const emit = (level: LogLevel, msg: string, fields?: LogFields) => {
+    if (RANK[level] < min) return;
+    const text = oneLineMessage(msg);
+    if (format === 'json') {
+      write(JSON.stringify({ time: new Date(now()).toISOString(), level, msg: text, ...fields }));
+      return;
+    }
+    // In text, fields are for machines: only a stack (asked for with --verbose) is shown, below the line.
+    write(TEXT_PREFIX[level] + text);
+    const stack = fields?.['stack'];
+    if (typeof stack === 'string') write(stack);
+  };
+  return {
+    debug: (m, f) => emit('debug', m, f),
+    info: (m, f) => emit('info', m, f),
+    warn: (m, f) => emit('warn', m, f),
+    error: (m, f) => emit('error', m, f),
+    line: (text) => {
+      const body = text.startsWith('weir: ') ? text.slice('weir: '.length) : text;
+      if (body.startsWith('error: ')) emit('error', body.slice('error: '.length));
+      else if (body.startsWith('warning: ')) emit('warn', body.slice('warning: '.length));
+      else emit('info', body);
+    },
+  };
+}
+
+let current: Logger = createLogger();
+
+/** The process's logger (the CLI configures it from --log-level / --log-format). */
+export function logger(): Logger {
+  return current;
+}
+
+export function setLogger(l: Logger): void {
+  current = l;
+}
