@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Rng } from '../../src/core/random.ts';
 import { expectedRows, type WindowRow } from '../../examples/windowed-to-sinks.ts';
 import { SHARED_URL, sql, startCluster, uniqueName, type Cluster } from '../connectors/postgres/helpers.ts';
-import { chaosSeed, killAndResume } from './harness.ts';
+import { chaosSeed, killAfterCompletions } from './harness.ts';
 
 const EVENTS = 40_000;
 /** Slow enough that every kill lands before the job could finish, however fast the machine. */
@@ -35,15 +35,21 @@ function sortRows(rows: WindowRow[]): WindowRow[] {
     .sort((a, b) => a.window_start - b.window_start || (a.k < b.k ? -1 : a.k > b.k ? 1 : 0));
 }
 
+/**
+ * Each kill lands right after a checkpoint completed (the 1st to 3rd of the run, then 0 to 30 ms
+ * later: between the completion and the sink's commit, or during it), so every resumed run
+ * restores a checkpoint and commits its committables again. Then a last run to the end.
+ * Returns how many runs were killed that way.
+ */
 async function killRuns(name: string, sinkArgs: string[]): Promise<number> {
   const seed = chaosSeed(name);
   const rng = new Rng(seed);
   const chk = join(work, `chk-${name}`);
   const args = () => ['run', 'examples/windowed-to-sinks.ts', '-p', '2', '-w', '2', '--checkpoint-dir', chk, '--checkpoint-interval', '300ms',
     '--from', 'latest-or-empty', '--', ...sinkArgs, String(EVENTS), RATE];
-  const killed = await killAndResume(args, KILLS, rng, 2_000, 7_000, (s) => console.log(`[chaos ${name}] ${s}`));
-  console.log(`[chaos ${name}] ${killed} runs killed mid-way`);
-  return killed;
+  const r = await killAfterCompletions(args, KILLS, rng, chk, 60_000, (s) => console.log(`[chaos ${name}] ${s}`));
+  console.log(`[chaos ${name}] ${r.killed} runs killed right after a completed checkpoint`);
+  return r.killed;
 }
 
 describe('chaos: SIGKILL and resume, exactly-once sinks', () => {
