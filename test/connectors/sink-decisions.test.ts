@@ -7,9 +7,9 @@ import { describe, expect, it } from 'vitest';
 import { Rng } from '../../src/core/random.ts';
 import { nextRetryDelay, type RetryPolicy } from '../../src/connectors/common/retry.ts';
 import { ownsSubtask } from '../../src/connectors/common/progress.ts';
-import { onGuardRefused } from '../../src/connectors/postgres/commit.ts';
+import { decideRowsCommit } from '../../src/connectors/postgres/commit.ts';
 import { schemaProblem } from '../../src/connectors/postgres/schema.ts';
-import { gidFor, lastPerKey, MAX_PARAMS, parseGid, parseTableName, writeStatements } from '../../src/connectors/postgres/sql.ts';
+import { COMMITTED_LOG_KEEP, gidFor, lastPerKey, MAX_PARAMS, parseGid, parseTableName, writeStatements } from '../../src/connectors/postgres/sql.ts';
 import { decideCommit, parseProgress } from '../../src/connectors/jetstream/progress-state.ts';
 
 describe('retry delays', () => {
@@ -74,11 +74,15 @@ describe('postgres statements', () => {
     expect(schemaProblem('public.t', ['v'], [])).toContain('does not exist');
   });
 
-  it('a guard that refused: skip what this subtask committed, refuse another run\'s progress', () => {
-    expect(onGuardRefused(5, 5, false, false)).toBe('skip'); // re-commit after a restore
-    expect(onGuardRefused(5, 5, true, true)).toBe('skip'); // retry after a lost COMMIT answer
-    expect(onGuardRefused(5, 3, true, false)).toBe('foreign');
-    expect(onGuardRefused(undefined, 3, false, false)).toBe('foreign');
+  it('idempotent commit: skip what was committed (in any order), refuse another run\'s progress', () => {
+    expect(decideRowsCommit(5, 5, false, false, true)).toBe('skip'); // re-commit after a restore
+    expect(decideRowsCommit(5, 5, true, true, true)).toBe('skip'); // retry after a lost COMMIT answer
+    // After a rescale an older checkpoint of a subtask may come after a newer one: written, not skipped.
+    expect(decideRowsCommit(9, 8, false, false, false)).toBe('write');
+    expect(decideRowsCommit(9, 8, false, false, undefined)).toBe('write');
+    expect(decideRowsCommit(20_000, 20_000 - COMMITTED_LOG_KEEP, false, false, undefined)).toBe('skip'); // older than the log keeps
+    expect(decideRowsCommit(5, 3, true, false, undefined)).toBe('foreign');
+    expect(decideRowsCommit(undefined, 3, true, false, false)).toBe('write');
   });
 
   it('subtask 0 also owns subtasks that no longer exist', () => {

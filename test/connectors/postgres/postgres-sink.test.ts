@@ -62,6 +62,23 @@ describe('postgres sink (idempotent)', () => {
     await c2.close?.();
   });
 
+  it('commits a subtask\'s older checkpoint after a newer one (a rescale spreads them over subtasks); each once', async () => {
+    const t = await table();
+    const s = sink(t, uniqueName('job'));
+    const restored = sinkCtx({ restoredCheckpointId: 9, attemptNumber: 1 });
+    const a = s.createCommitter(restored);
+    const b = s.createCommitter({ ...restored, subtaskIndex: 1, parallelism: 2 });
+    const at8: PostgresCommittable = { sub: 0, chk: 8, rows: [[8, 'eight', 8]] };
+    const at9: PostgresCommittable = { sub: 0, chk: 9, rows: [[9, 'nine', 9]] };
+    await a.commit([at9]);
+    await Promise.all([b.commit([at8]), a.commit([at8])]);
+    await b.commit([at9]);
+    expect(await sql(SHARED_URL, `SELECT id FROM ${t} ORDER BY id`)).toEqual([{ id: 8 }, { id: 9 }]);
+    expect(await s.lastCommittedCheckpoint('sink', 0)).toBe(9);
+    await a.close?.();
+    await b.close?.();
+  });
+
   it('upserts by key: the last value of a key in one checkpoint wins, later checkpoints update', async () => {
     await sql(SHARED_URL, 'SELECT 1');
     const t = await table(true);
