@@ -11,7 +11,7 @@ import { FilterOperator, FlatMapOperator, MapOperator, ProcessOperator } from '.
 import { KeyedProcessOperator, RollingOperator } from '../runtime/operators/keyed.ts';
 import type { KeySelectorFn, PartitionSpec } from '../core/partitioning.ts';
 import {
-  CollectSinkOperator, FunctionSinkOperator, JsonLinesFileSinkOperator, PrintSinkOperator,
+  CollectSinkOperator, FunctionSinkOperator, JsonLinesFileSinkOperator, PrintSinkOperator, refuseExistingPartFiles,
 } from '../runtime/operators/sinks.ts';
 import { DEAD_LETTER_TAG_ID } from '../runtime/operators/source.ts';
 import { CommitSinkOperator } from '../runtime/operators/commit-sink.ts';
@@ -122,8 +122,9 @@ abstract class StreamBase<T> {
     return this;
   }
 
-  protected oneInput<O>(name: string, operatorKind: string, factory: OperatorFactory, keySelector: KeySelectorFn | undefined, input: Transformation = this.transformation, isSink = false): OneInputTransformation {
+  protected oneInput<O>(name: string, operatorKind: string, factory: OperatorFactory, keySelector: KeySelectorFn | undefined, input: Transformation = this.transformation, isSink = false, commitSink?: TwoPhaseCommitSink<unknown, unknown>): OneInputTransformation {
     return this.env.add<OneInputTransformation>({
+      ...(commitSink !== undefined ? { commitSink } : {}),
       kind: 'one-input',
       name,
       uid: undefined,
@@ -183,10 +184,18 @@ abstract class StreamBase<T> {
     return this.sink(`Collect ${sinkName}`, 'collect', () => new CollectSinkOperator(sinkName));
   }
 
-  /** Writes JSON lines to <dir>/part-<subtask>.jsonl. Not exactly-once: use the exactly-once file sink for that. */
-  writeAsJsonLines(dir: string): DataSink {
+  /**
+   * Writes JSON lines to <dir>/part-<subtask>.jsonl. Not exactly-once: use the exactly-once file
+   * sink for that. Part files already in `dir` make the job refuse to start (Flink's
+   * NO_OVERWRITE), unless `overwrite: true`.
+   */
+  writeAsJsonLines(dir: string, options: { overwrite?: boolean } = {}): DataSink {
     if (typeof dir !== 'string' || dir === '') throw new TypeError('writeAsJsonLines() needs a directory path');
-    return this.sink(`JsonLines ${dir}`, 'file-sink', () => new JsonLinesFileSinkOperator(dir));
+    const overwrite = options.overwrite ?? false;
+    if (typeof overwrite !== 'boolean') throw new TypeError(`writeAsJsonLines() option "overwrite" must be true or false, got ${JSON.stringify(overwrite)}`);
+    const sink = this.sink(`JsonLines ${dir}`, 'file-sink', () => new JsonLinesFileSinkOperator(dir));
+    if (!overwrite) (sink.transformation as OneInputTransformation).preflight = () => refuseExistingPartFiles(dir);
+    return sink;
   }
 
   addSink(fn: SinkFunction<T> | ((value: T) => void)): DataSink {
@@ -203,11 +212,12 @@ abstract class StreamBase<T> {
   sinkTo<C>(sink: TwoPhaseCommitSink<T, C>): DataSink {
     requireMethod(sink, 'createWriter', 'sinkTo');
     requireMethod(sink, 'createCommitter', 'sinkTo');
-    return this.sink(sink.name, 'commit-sink', () => new CommitSinkOperator(sink as TwoPhaseCommitSink<unknown, unknown>));
+    const s = sink as TwoPhaseCommitSink<unknown, unknown>;
+    return this.sink(sink.name, 'commit-sink', () => new CommitSinkOperator(s), s);
   }
 
-  protected sink(name: string, kind: string, factory: OperatorFactory): DataSink {
-    const t = this.oneInput(name, kind, factory, undefined, this.transformation, true);
+  protected sink(name: string, kind: string, factory: OperatorFactory, commitSink?: TwoPhaseCommitSink<unknown, unknown>): DataSink {
+    const t = this.oneInput(name, kind, factory, undefined, this.transformation, true, commitSink);
     return new DataSink(this.env, t);
   }
 }

@@ -13,12 +13,24 @@ import { validateMaxParallelism } from '../state/key-groups.ts';
 import { DataStream } from './datastream.ts';
 import { toMillis, type Duration } from '../core/duration.ts';
 import type { Source, SourceSplit } from '../core/source.ts';
+import type { WatermarkStrategy } from '../core/watermark-strategy.ts';
 import type { CheckpointSettings } from '../checkpoint/config.ts';
 import type { RestartStrategySettings } from '../core/restart-settings.ts';
 
 export interface EnvironmentSettings {
   /** Default parallelism from the CLI (--parallelism); the job's own setParallelism wins. */
   readonly defaultParallelism: number;
+}
+
+/** Options of fromSource (and of the connectors' from* shorthands). */
+export interface SourceOptions<T> {
+  name?: string;
+  malformed?: MalformedPolicy;
+  ratePerSecond?: number;
+  /** Event time per split, inside the source (see fromSource). */
+  watermarks?: WatermarkStrategy<T>;
+  /** Event-time alignment of a reader's splits (needs `watermarks`). */
+  maxDrift?: Duration;
 }
 
 export class StreamExecutionEnvironment {
@@ -113,9 +125,14 @@ export class StreamExecutionEnvironment {
 
   /**
    * Reads a source. Options: `name`; `malformed` ('fail' or 'dead-letter'); `ratePerSecond`, a
-   * limit on records per second over the whole source (Flink's RateLimiterStrategy).
+   * limit on records per second over the whole source (Flink's RateLimiterStrategy), whatever its
+   * parallelism: subtasks share it in proportion to the splits they read;
+   * `watermarks`, a WatermarkStrategy applied per split inside the source (Flink's
+   * fromSource(source, watermarkStrategy, name)), so the order in which a reader reads its
+   * splits never makes a record late; `maxDrift`, event-time alignment of a reader's splits:
+   * a split more than this ahead of the reader's slowest split is paused until it catches up.
    */
-  fromSource<T, S extends SourceSplit>(source: Source<T, S>, options: { name?: string; malformed?: MalformedPolicy; ratePerSecond?: number } = {}): DataStream<T> {
+  fromSource<T, S extends SourceSplit>(source: Source<T, S>, options: SourceOptions<T> = {}): DataStream<T> {
     const malformed = options.malformed ?? 'fail';
     if (malformed !== 'fail' && malformed !== 'dead-letter') {
       throw new RangeError(`source option "malformed" must be "fail" or "dead-letter", got ${JSON.stringify(malformed)}`);
@@ -123,6 +140,16 @@ export class StreamExecutionEnvironment {
     const rate = options.ratePerSecond;
     if (rate !== undefined && !(Number.isFinite(rate) && rate > 0)) {
       throw new RangeError(`source option "ratePerSecond" must be a positive number, got ${String(rate)}`);
+    }
+    const strategy = options.watermarks;
+    if (strategy !== undefined && typeof (strategy as { createGenerator?: unknown }).createGenerator !== 'function') {
+      throw new TypeError('source option "watermarks" must be a WatermarkStrategy');
+    }
+    let maxDriftMs: number | undefined;
+    if (options.maxDrift !== undefined) {
+      if (strategy === undefined) throw new RangeError('source option "maxDrift" needs "watermarks": alignment is by event time');
+      maxDriftMs = toMillis(options.maxDrift, 'source option "maxDrift"');
+      if (maxDriftMs < 0) throw new RangeError(`source option "maxDrift" must not be negative, got ${maxDriftMs} ms`);
     }
     const t = this.add<SourceTransformation>({
       kind: 'source',
@@ -134,6 +161,9 @@ export class StreamExecutionEnvironment {
       source: source as unknown as Source<unknown, SourceSplit>,
       malformedPolicy: malformed,
       ratePerSecond: rate,
+      watermarks: strategy === undefined ? undefined : {
+        strategy: strategy as WatermarkStrategy<unknown>, maxDriftMs, intervalMs: () => this.autoWatermarkInterval,
+      },
     });
     return new DataStream<T>(this, t);
   }
@@ -144,10 +174,12 @@ export class StreamExecutionEnvironment {
   }
 
   /** JSON lines or CSV from a file or every file of a directory (bounded). */
-  fromFile<T = Record<string, unknown>>(path: string, options: FileSourceOptions & { name?: string; malformed?: MalformedPolicy; ratePerSecond?: number } = {}): DataStream<T> {
-    const opts: { name: string; malformed?: MalformedPolicy; ratePerSecond?: number } = { name: options.name ?? `file ${path}` };
+  fromFile<T = Record<string, unknown>>(path: string, options: FileSourceOptions & SourceOptions<T> = {}): DataStream<T> {
+    const opts: SourceOptions<T> = { name: options.name ?? `file ${path}` };
     if (options.malformed !== undefined) opts.malformed = options.malformed;
     if (options.ratePerSecond !== undefined) opts.ratePerSecond = options.ratePerSecond;
+    if (options.watermarks !== undefined) opts.watermarks = options.watermarks;
+    if (options.maxDrift !== undefined) opts.maxDrift = options.maxDrift;
     return this.fromSource(new FileSource<T>(path, options), opts);
   }
 

@@ -22,7 +22,10 @@ export {
 } from '../core/windows.ts';
 export { Time, toMillis, type Duration } from '../core/duration.ts';
 export { Rng } from '../core/random.ts';
-export type { Source, SourceSplit, SourceReader, SourceReaderContext, SourceOutput, MalformedRecord, PollStatus } from '../core/source.ts';
+export type { Source, SourceSplit, SourceReader, SourceReaderContext, SourceOutput, ReaderOutput, SourceReaderMetrics, MalformedRecord, PollStatus } from '../core/source.ts';
+export { RedisStreamsSource, type RedisStreamsSourceOptions, type RedisStreamSplit } from '../connectors/redis/redis-streams-source.ts';
+export type { SourceOptions } from './environment.ts';
+export { JetStreamSource, type JetStreamSourceOptions, type JetStreamSplit } from '../connectors/nats/jetstream-source.ts';
 export type { TwoPhaseCommitSink, SinkWriter, SinkCommitter, SinkContext } from '../core/sink.ts';
 export { ExactlyOnceFileSink, type ExactlyOnceFileSinkOptions, type FileCommittable } from '../connectors/file/exactly-once-file-sink.ts';
 export { PostgresSink, type PostgresCommittable, type PostgresSinkOptions, type PostgresConnection } from '../connectors/postgres/index.ts';

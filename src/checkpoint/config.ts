@@ -16,8 +16,11 @@ export type CheckpointingMode = 'exactly-once' | 'at-least-once';
  * What happens to completed checkpoints when the job ends (Flink's externalized-checkpoint-retention):
  * - 'none' (NO_EXTERNALIZED_CHECKPOINTS, Flink's default): discarded when the job finishes, is cancelled or fails;
  * - 'delete-on-cancel' (DELETE_ON_CANCELLATION): kept when the job fails, discarded on cancel and finish;
- * - 'retain-on-cancel' (RETAIN_ON_CANCELLATION): kept on cancel and failure, discarded on finish.
- * A killed process discards nothing.
+ * - 'retain-on-cancel' (RETAIN_ON_CANCELLATION, weir's default): kept on cancel and failure, discarded on finish.
+ * A killed process discards nothing. weir's default differs from Flink's on purpose: `weir run`
+ * is stopped with Ctrl-C / SIGTERM (a cancel), and the checkpoints are what `--from latest`
+ * resumes from; deleting them on Ctrl-C lost the very state the user meant to keep (issue 15).
+ * A cluster's Flink default suits a job managed by an operator, not a command a user interrupts.
  */
 export type CheckpointRetention = 'none' | 'delete-on-cancel' | 'retain-on-cancel';
 

@@ -28,6 +28,13 @@ export const SHARED_DIR = 'shared';
 export const TASK_OWNED_DIR = 'taskowned';
 export const HISTORY_FILE = 'checkpoint-history.jsonl';
 export const ID_RECORD_FILE = 'last-checkpoint-id';
+/**
+ * On an object store (no append), a file that is appended to is a folder of segment objects,
+ * `<file>.segments/<ms15>-<seq6>-<hex>`, read back in name order.
+ */
+export const APPEND_SEGMENTS_SUFFIX = '.segments';
+/** An object standing for an empty directory on an object store: the directory's key plus '/'. */
+export const DIRECTORY_MARKER_SUFFIX = '/';
 
 const CHECKPOINT_DIR = /^chk-(\d+)$/;
 const STATE_FILE_SUFFIX = '.state';
@@ -88,6 +95,13 @@ export function parseBlockName(name: string): BlockName {
     return { kind: 'keyed', state: name.slice(2, i), keyGroup: Number(name.slice(i + 1)) };
   }
   return { kind: 'unknown' };
+}
+
+// ---- object-store segments of appended files
+
+/** The name of one appended segment: sortable by time, then by a per-process sequence. */
+export function appendSegmentName(timeMs: number, sequence: number, randomHex: string): string {
+  return `${String(Math.max(0, Math.floor(timeMs))).padStart(15, '0')}-${String(sequence % 1_000_000).padStart(6, '0')}-${randomHex}`;
 }
 
 // ---- references

@@ -6,6 +6,8 @@
  */
 import type { CheckpointStreamFactory, StateInputHandle } from '../core/state-streams.ts';
 import { localSnapshots } from './local/local-storage.ts';
+import { s3Snapshots } from './s3/s3-storage.ts';
+import { DEFAULT_S3_CONFIG, type S3Config } from './s3/settings.ts';
 import { schemeOf } from './names.ts';
 import { StorageError } from './storage-error.ts';
 import type { CheckpointStorage, CheckpointStorageWorkerView, SnapshotStorage, StorageResolver } from './storage.ts';
@@ -31,7 +33,12 @@ export class SchemeStorageResolver implements StorageResolver {
   }
 }
 
-/** The configured checkpoint storage (if any) before local paths. */
-export function storageResolver(configured?: CheckpointStorage): StorageResolver {
-  return new SchemeStorageResolver(configured !== undefined ? [configured, localSnapshots] : [localSnapshots]);
+/**
+ * The configured checkpoint storage (if any) before local paths and S3 (s3:// references with
+ * the job's S3 settings; the SDK loads on the first s3:// request, so a job that never names
+ * one does not load it).
+ */
+export function storageResolver(configured?: CheckpointStorage, s3: S3Config = DEFAULT_S3_CONFIG): StorageResolver {
+  const rest = [localSnapshots, s3Snapshots(s3)];
+  return new SchemeStorageResolver(configured !== undefined ? [configured, ...rest] : rest);
 }

@@ -4,11 +4,13 @@
  * folders: status, trigger time, duration, size, per-subtask sync/async/alignment/start-delay
  * maxima, failure reasons; a summary (min/avg/max) like Flink's checkpoint tab.
  */
-import { LocalCheckpointStorage, isDirectory } from '../checkpoint/storage.ts';
+import { LocalCheckpointStorage, isDirectory, type CheckpointStorage } from '../checkpoint/storage.ts';
+import { S3CheckpointStorage } from '../checkpoint/s3/s3-storage.ts';
+import { isS3Reference, resolveS3Config } from '../checkpoint/s3/settings.ts';
 import { checkpointDirName } from '../checkpoint/names.ts';
 import { summarize } from '../checkpoint/stats.ts';
 import { OPTIONS } from '../core/options/registry.ts';
-import { valueOf } from '../core/options/values.ts';
+import { valueOf, type OptionValues } from '../core/options/values.ts';
 import { CliError } from './args.ts';
 import { commandLine } from './command-line.ts';
 import { fmtBytes } from './run.ts';
@@ -36,8 +38,25 @@ export async function checkpointsCommand(argv: string[]): Promise<number> {
   const { values, positionals } = line;
   if (positionals.length !== 1) throw new CliError('checkpoints: give one checkpoint directory, e.g. weir checkpoints /tmp/chk');
   const dir = positionals[0]!;
+  const storage = storageAt(dir, values);
+  try {
+    return await printCheckpoints(storage, dir, values);
+  } finally {
+    if (storage instanceof S3CheckpointStorage) await storage.close();
+  }
+}
+
+/** A local directory, or an s3://bucket/prefix with the S3 flags (and the SDK's environment). */
+function storageAt(dir: string, values: OptionValues): CheckpointStorage {
+  if (isS3Reference(dir)) {
+    const s3 = resolveS3Config({ endpoint: valueOf(values, OPTIONS.s3Endpoint), pathStyleAccess: valueOf(values, OPTIONS.s3PathStyleAccess) }, 'checkpoints');
+    return S3CheckpointStorage.create(dir, s3);
+  }
   if (!isDirectory(dir)) throw new CliError(`checkpoints: ${dir} is not a directory`);
-  const storage = new LocalCheckpointStorage(dir);
+  return new LocalCheckpointStorage(dir);
+}
+
+async function printCheckpoints(storage: CheckpointStorage, dir: string, values: OptionValues): Promise<number> {
   const skipped: string[] = [];
   const jobs = [];
   for (const jobId of await storage.jobs()) {

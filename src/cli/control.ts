@@ -3,6 +3,7 @@
  * cancel. A job is found by id (or a unique prefix) in the local registry of running jobs,
  * or addressed directly with --rest-port / --rest-address. Every request has a timeout.
  */
+import { schemeOf } from '../checkpoint/names.ts';
 import { toMillis } from '../core/duration.ts';
 import type { CommandName } from '../core/options/commands.ts';
 import { defaultOf } from '../core/options/option.ts';
@@ -156,6 +157,6 @@ function timeoutOf(values: OptionValues): number {
 }
 
 function absolute(p: string): string {
-  // The job may run in another working directory: send absolute paths.
-  return p.startsWith('/') ? p : `${process.cwd()}/${p}`;
+  // The job may run in another working directory: send absolute paths (URLs such as s3:// as they are).
+  return p.startsWith('/') || schemeOf(p) !== undefined ? p : `${process.cwd()}/${p}`;
 }

@@ -9,6 +9,7 @@ import { runCommand } from './run.ts';
 import { checkpointsCommand } from './checkpoints.ts';
 import { stateCommand } from './state.ts';
 import { cancelCommand, listCommand, savepointCommand, stopCommand } from './control.ts';
+import { appsCommand, managerCommand } from './apps.ts';
 import { CliError, oneLine, splitJobArgs } from './args.ts';
 import { COMMANDS, type CommandName } from '../core/options/commands.ts';
 import { suggest } from '../core/options/suggest.ts';
@@ -37,6 +38,10 @@ async function main(argv: string[]): Promise<number> {
         return await cancelCommand(rest);
       case 'state':
         return await stateCommand(rest);
+      case 'manager':
+        return await managerCommand(rest);
+      case 'apps':
+        return await appsCommand(rest);
       case undefined:
         // No command is a usage error: the help goes where errors go.
         process.stderr.write(globalHelp());

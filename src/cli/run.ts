@@ -23,7 +23,7 @@ export async function runCommand(argv: string[]): Promise<number> {
   opts.onProgress = statusLine();
   const onListening = (p: number, id: string) => void process.stderr.write(`weir: job ${id} running; control API on http://${rest.address}:${p}\n`);
   opts.services = [controlApi({ ...rest, onListening })];
-  // Ctrl-C / SIGTERM cancel the job: checkpoints are kept or deleted per the retention setting.
+  // Ctrl-C / SIGTERM cancel the job: checkpoints are kept (default retain-on-cancel) or deleted per the retention setting.
   const cancel = new AbortController();
   let signalled: NodeJS.Signals | undefined;
   const onSignal = (s: NodeJS.Signals) => {
@@ -43,7 +43,9 @@ export async function runCommand(argv: string[]): Promise<number> {
     return signalled === 'SIGTERM' ? 143 : 130;
   }
   if (result.status === 'FINISHED') {
-    process.stderr.write(`weir: job "${result.graph.jobName}" finished in ${(result.durationMs / 1000).toFixed(2)} s (${result.progress.recordsIn} records in, ${result.progress.recordsOut} out); job id ${result.jobId}\n`);
+    const late = result.progress.lateRecordsDropped ?? 0;
+    const lateNote = late > 0 ? `, ${late} dropped as late` : '';
+    process.stderr.write(`weir: job "${result.graph.jobName}" finished in ${(result.durationMs / 1000).toFixed(2)} s (${result.progress.recordsIn} records in, ${result.progress.recordsOut} out${lateNote}); job id ${result.jobId}\n`);
     return 0;
   }
   const e = result.error;
@@ -64,7 +66,9 @@ function statusLine(): (p: Progress) => void {
     const rout = (p.recordsOut - (last?.recordsOut ?? 0)) / dt;
     const c = p.lastCheckpoint;
     const cp = c ? `, last checkpoint ${c.id} (${c.endToEndDurationMs} ms, ${fmtBytes(c.stateSize)})` : '';
-    process.stderr.write(`weir: ${(p.elapsedMs / 1000).toFixed(0)} s: ${fmt(rin)} records/s in, ${fmt(rout)} records/s out, heap ${(p.heapUsed / 2 ** 20).toFixed(0)} MiB${cp}\n`);
+    const lag = (p.pendingRecords !== undefined ? `, ${fmt(p.pendingRecords)} records pending` : '') + (p.millisBehindLatest !== undefined ? `, ${(p.millisBehindLatest / 1000).toFixed(1)} s behind latest` : '');
+    const late = p.lateRecordsDropped ? `, ${p.lateRecordsDropped} dropped as late` : '';
+    process.stderr.write(`weir: ${(p.elapsedMs / 1000).toFixed(0)} s: ${fmt(rin)} records/s in, ${fmt(rout)} records/s out, heap ${(p.heapUsed / 2 ** 20).toFixed(0)} MiB${cp}${lag}${late}\n`);
     last = p;
   };
 }

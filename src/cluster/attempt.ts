@@ -6,6 +6,7 @@
  * the injected clock, and every wait has a bound (deploy, restore, drain: JobManagerConfig;
  * checkpoints: their timeout).
  */
+import type { S3Config } from '../checkpoint/s3/settings.ts';
 import { randomBytes } from 'node:crypto';
 import type { CheckpointConfig } from '../checkpoint/config.ts';
 import type { CompletedCheckpointInfo } from '../checkpoint/coordinator.ts';
@@ -27,7 +28,11 @@ import { Deployment } from './deployment.ts';
 import { ControlError } from './errors.ts';
 import type { Progress } from './job-result.ts';
 import type { JobManagerConfig } from './job-manager-config.ts';
-import type { FromExecutor, SerializedError, TaskMetrics, ToExecutor } from './messages.ts';
+import type { FromExecutor, SerializedError, ToExecutor } from './messages.ts';
+import { MetricStore } from './metric-store.ts';
+
+/** How often the tasks of a one-thread run are sampled (workers send theirs as often). */
+export const METRICS_INTERVAL_MS = 1000;
 
 /** What the job master gives each attempt. */
 export interface AttemptContext {
@@ -45,6 +50,7 @@ export interface AttemptContext {
   readonly credits: number;
   readonly storage: CheckpointStorage | undefined;
   readonly snapshots: StorageResolver;
+  readonly s3: S3Config;
   readonly stats: CheckpointStatsTracker;
   readonly onProgress: ((p: Progress) => void) | undefined;
   log(line: string): void;
@@ -80,7 +86,8 @@ export class Attempt {
   private readonly requests: SnapshotRequestLogic;
   private readonly pending = new Map<string, PendingRequest>();
   private deployment: Deployment | undefined;
-  private readonly metrics = new Map<string, TaskMetrics>();
+  /** The tasks' metrics of this attempt (counters start again with every attempt, as Flink's). */
+  readonly metricStore: MetricStore;
   private readonly heap = new Map<number, number>();
   private readonly sourceVertices: Set<number>;
   private readonly sinkOps: (readonly [number, number])[];
@@ -93,8 +100,10 @@ export class Attempt {
   private readonly waitingTasks = new Set<string>();
   private finishedTasks = 0;
   private running = false;
-  private readonly timers: { deploy?: Cancellable; restore?: Cancellable; progress?: Cancellable; requests?: Cancellable } = {};
+  private readonly timers: { deploy?: Cancellable; restore?: Cancellable; progress?: Cancellable; requests?: Cancellable; metrics?: Cancellable } = {};
   private ending = false;
+  /** The subtask whose failure ended the attempt, e.g. "Map (2/4)" (the exceptions view). */
+  failedTask: string | undefined;
   private settle: (o: AttemptOutcome) => void = () => {};
 
   constructor(private readonly ctx: AttemptContext, private readonly start: AttemptStart) {
@@ -104,6 +113,7 @@ export class Attempt {
       v.operators.filter((o) => o.node.transformation.kind === 'one-input' && o.node.transformation.isSink).map((o) => [v.index, o.index] as const),
     );
     this.taskIds = ctx.plan.subtasks.map((s) => taskId(s.vertex, s.index));
+    this.metricStore = new MetricStore(ctx.graph);
     this.startedAt = ctx.clock.now();
     // Always there: savepoints can be taken without periodic checkpoints.
     const tasks = ctx.plan.subtasks.map((s) => ({ id: taskId(s.vertex, s.index), isSource: graph.vertices[s.vertex]!.isSource }));
@@ -121,6 +131,8 @@ export class Attempt {
     const { ctx } = this;
     const onProgress = ctx.onProgress;
     if (onProgress !== undefined) this.timers.progress = every(ctx.clock, ctx.config.progressIntervalMs, () => onProgress(this.progress()));
+    // Worker threads send their samples; tasks in this thread are read on the same beat.
+    this.timers.metrics = every(ctx.clock, METRICS_INTERVAL_MS, () => this.sampleLocal());
     // Every wait has a bound: workers that cannot load the job in time fail the attempt.
     this.timers.deploy = after(ctx.clock, ctx.config.deployTimeoutMs, () => {
       this.fail(timeoutError('DeployTimeout', `only ${this.deployed} of ${ctx.workers} worker(s) loaded the job within ${ctx.config.deployTimeoutMs / 1000} s`));
@@ -133,6 +145,7 @@ export class Attempt {
       stateBackend: ctx.stateBackend,
       restore: (this.start.restore?.tasks ?? {}) as Record<TaskId, TaskRestore>,
       storage: ctx.snapshots.workerView,
+      s3: ctx.s3,
       onMessage: (m) => this.onMessage(m),
       onWorkerFailure: (e) => this.fail(e),
       isEnded: () => this.ending,
@@ -141,17 +154,35 @@ export class Attempt {
     return done;
   }
 
+  private sampleLocal(): void {
+    const local = this.deployment?.local;
+    if (local) for (const m of local.metrics()) this.metricStore.add(m);
+  }
+
   progress(): Progress {
     const local = this.deployment?.local;
-    if (local) for (const m of local.metrics()) this.metrics.set(taskId(m.vertex, m.subtask), m);
+    this.sampleLocal();
     let recordsIn = 0;
     let recordsOut = 0;
-    for (const m of this.metrics.values()) {
+    let late = 0;
+    let bytesIn = 0;
+    let pending: number | undefined;
+    let behind: number | undefined;
+    for (const m of this.metricStore.latest()) {
+      for (const n of m.lateRecordsDropped) late += n;
+      if (m.source !== undefined) {
+        bytesIn += m.source.bytesRead;
+        if (m.source.pendingRecords !== undefined) pending = (pending ?? 0) + m.source.pendingRecords;
+        if (m.source.millisBehindLatest !== undefined) behind = Math.max(behind ?? 0, m.source.millisBehindLatest);
+      }
       if (this.sourceVertices.has(m.vertex)) recordsIn += m.recordsIn[0] ?? 0;
       for (const [v, o] of this.sinkOps) if (m.vertex === v) recordsOut += m.recordsIn[o] ?? 0;
     }
     const heapUsed = local ? process.memoryUsage().heapUsed : [...this.heap.values()].reduce((a, b) => a + b, 0);
-    return { elapsedMs: this.ctx.clock.now() - this.startedAt, recordsIn, recordsOut, heapUsed, attempt: this.number, lastCheckpoint: this.ctx.stats.lastCompleted };
+    return {
+      elapsedMs: this.ctx.clock.now() - this.startedAt, recordsIn, recordsOut, heapUsed, attempt: this.number, lastCheckpoint: this.ctx.stats.lastCompleted,
+      lateRecordsDropped: late, bytesIn, pendingRecords: pending, millisBehindLatest: behind,
+    };
   }
 
   // ---- control (REST, weir savepoint/stop/cancel)
@@ -208,10 +239,12 @@ export class Attempt {
         if (this.waitingTasks.size === this.taskIds.length) this.decide({ type: 'all-tasks-waiting', now });
         return;
       case 'task-finished':
-        this.metrics.set(taskId(m.vertex, m.subtask), m.metrics);
+        this.metricStore.add(m.metrics);
         if (++this.finishedTasks === this.taskIds.length) this.end({ status: 'FINISHED' });
         return;
       case 'task-failed': {
+        const v = this.ctx.graph.vertices[m.vertex];
+        this.failedTask = v === undefined ? undefined : `${v.name} (${m.subtask + 1}/${v.parallelism})`;
         this.checkpoints.handle({ type: 'task-failed', now, task: taskId(m.vertex, m.subtask) });
         // Classified by code: a state file that fails its checks is the snapshot's fault, not the job's.
         const corrupt = m.error.code === 'CORRUPT_STATE' ? this.start.restoredRef?.path : undefined;
@@ -222,7 +255,7 @@ export class Attempt {
       case 'log':
         return this.ctx.log(m.line);
       case 'metrics':
-        for (const t of m.tasks) this.metrics.set(taskId(t.vertex, t.subtask), t);
+        for (const t of m.tasks) this.metricStore.add(t);
         this.heap.set(m.workerIndex, m.heapUsed);
         return;
       case 'stdout':

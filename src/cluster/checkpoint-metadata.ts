@@ -64,7 +64,7 @@ export function buildCheckpointMetadata(f: MetadataFacts): CheckpointMetadata {
 
 export function historyLine(e: CheckpointStatsEntry): unknown {
   return {
-    id: e.id, status: e.status, type: e.type, triggerTimestamp: e.triggerTimestamp, endToEndDurationMs: e.endToEndDurationMs,
+    id: e.id, status: e.status, type: e.type, triggerTimestamp: e.triggerTimestamp, latestAckTimestamp: e.latestAckTimestamp, endToEndDurationMs: e.endToEndDurationMs,
     stateSize: e.stateSize, checkpointedSize: e.checkpointedSize, numAcknowledged: e.numAcknowledged, numSubtasks: e.numSubtasks,
     subtasks: e.subtasks, failureReason: e.failureReason, failureMessage: e.failureMessage, externalPath: e.externalPath, attempt: e.attempt,
   };

@@ -35,17 +35,19 @@ export class DataPlane {
   }
 
   /** Transmit function for an output channel whose consumer lives on `worker`. */
-  transmitTo(worker: number, channelId: number): (el: ChannelElement) => void {
+  transmitTo(worker: number, channelId: number): (el: ChannelElement) => number {
     const port = this.ports.get(worker);
     if (port === undefined) throw new Error(`no data port to worker ${worker}`);
     return (el) => {
       if (isEvent(el)) {
         port.postMessage([EVENT, channelId, el] satisfies Wire);
-        return;
+        return 0;
       }
       const bytes = encodeBatch(el);
-      this.bytesSent += bytes.byteLength;
+      const n = bytes.byteLength;
+      this.bytesSent += n;
       port.postMessage([DATA, channelId, bytes] satisfies Wire, [bytes.buffer as ArrayBuffer]);
+      return n;
     };
   }
 

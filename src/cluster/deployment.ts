@@ -10,6 +10,7 @@ import type { Clock } from '../core/clock.ts';
 import type { TaskId } from '../core/task-id.ts';
 import type { CheckpointingMode } from '../checkpoint/config.ts';
 import type { CheckpointStorageWorkerView } from '../checkpoint/storage.ts';
+import type { S3Config } from '../checkpoint/s3/settings.ts';
 import type { ExecutionPlan } from '../graph/execution-plan.ts';
 import type { JobGraph } from '../graph/job-graph.ts';
 import { serializeError, type FromExecutor, type SerializedError, type ToExecutor } from './messages.ts';
@@ -36,6 +37,8 @@ export interface DeploymentSpec {
   readonly restore: Record<TaskId, TaskRestore>;
   /** Where tasks in this thread write and read state (worker threads resolve local paths themselves). */
   readonly storage: CheckpointStorageWorkerView;
+  /** S3 settings for worker threads (each makes its own client; credentials stay with the SDK). */
+  readonly s3: S3Config;
   readonly onMessage: (m: FromExecutor) => void;
   /** A worker thread failed or exited while the attempt still ran. */
   readonly onWorkerFailure: (e: SerializedError) => void;
@@ -114,7 +117,7 @@ export class Deployment {
         type: 'deploy',
         job: { modulePath: s.job.modulePath, args: s.job.args, defaultParallelism: s.job.defaultParallelism },
         workerIndex: w, plan: s.plan, fingerprint: s.job.fingerprint, splits: s.splits, attempt: s.attempt, credits: s.credits,
-        checkpointing: s.checkpointing, stateBackend: s.stateBackend, restore: s.restore, peers, stdoutCredit: credit,
+        checkpointing: s.checkpointing, stateBackend: s.stateBackend, restore: s.restore, s3: s.s3, peers, stdoutCredit: credit,
       };
       worker.postMessage(msg, Object.values(peers));
     }

@@ -3,8 +3,8 @@
  * functions are never serialized, operators are matched by id.
  */
 import { existsSync, statSync } from 'node:fs';
-import { resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { relative, resolve, sep } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { StreamExecutionEnvironment } from '../api/environment.ts';
 import { isJobDefinition, type JobDefinition } from '../api/job.ts';
 import { buildJobGraph, type JobGraph } from '../graph/job-graph.ts';
@@ -44,17 +44,53 @@ export interface BuiltJob {
   readonly graph: JobGraph;
 }
 
-export async function buildJob(def: JobDefinition, args: readonly string[], defaultParallelism: number): Promise<BuiltJob> {
+/**
+ * Runs the job's builder. Whatever it throws is reported with the place in the job file where
+ * it happened (the module's own line, found in the stack), so a user needs no --verbose to
+ * find it; `modulePath` is the job file when the job came from one.
+ */
+export async function buildJob(def: JobDefinition, args: readonly string[], defaultParallelism: number, modulePath?: string): Promise<BuiltJob> {
   const env = new StreamExecutionEnvironment({ defaultParallelism });
   try {
     await def.build(env, args);
   } catch (e) {
-    if (e instanceof JobDefinitionError || e instanceof TypeError || e instanceof RangeError) {
-      const err = new JobDefinitionError(`invalid job definition: ${e.message}`);
-      err.stack = e.stack;
-      throw err;
-    }
-    throw e;
+    if (e instanceof WeirError && !(e instanceof JobDefinitionError)) throw e;
+    const where = e instanceof Error ? jobFrame(e.stack, modulePath) : undefined;
+    const at = where === undefined ? '' : ` (at ${where})`;
+    const message = e instanceof Error ? e.message : String(e);
+    const api = e instanceof JobDefinitionError || e instanceof TypeError || e instanceof RangeError;
+    const err = new JobDefinitionError(api ? `invalid job definition: ${message}${at}` : `building the job failed: ${message}${at}`);
+    err.stack = e instanceof Error ? e.stack : undefined;
+    throw err;
   }
   return { env, graph: buildJobGraph(env) };
+}
+
+/** weir's own source folder: frames in it are the API, not the job. */
+const WEIR_SRC = resolve(fileURLToPath(new URL('..', import.meta.url)));
+
+/**
+ * The first stack frame in the job file (or, for a job defined inline, the first one outside
+ * weir and Node), as path:line:column relative to the working directory when below it.
+ */
+export function jobFrame(stack: string | undefined, modulePath: string | undefined): string | undefined {
+  const target = modulePath === undefined ? undefined : resolve(modulePath);
+  for (const line of (stack ?? '').split('\n').slice(1)) {
+    const m = /\(?((?:file:\/\/)?[^()\s]+):(\d+):(\d+)\)?\s*$/.exec(line.trim());
+    if (!m) continue;
+    let file = m[1]!;
+    if (file.startsWith('file://')) {
+      try {
+        file = fileURLToPath(file);
+      } catch {
+        continue;
+      }
+    }
+    if (file.startsWith('node:') || file.includes(`${sep}node_modules${sep}`)) continue;
+    const abs = resolve(file);
+    if (target !== undefined ? abs !== target : abs.startsWith(WEIR_SRC + sep)) continue;
+    const rel = relative(process.cwd(), abs);
+    return `${rel.startsWith('..') ? abs : rel}:${m[2]}:${m[3]}`;
+  }
+  return undefined;
 }

@@ -10,6 +10,8 @@ import type { JobDefinition } from '../api/job.ts';
 import { applyCheckpointSettings, DEFAULT_CHECKPOINT_CONFIG, type CheckpointConfig, type CheckpointSettings } from '../checkpoint/config.ts';
 import { LocalCheckpointStorage, type CheckpointStorage } from '../checkpoint/storage.ts';
 import { storageResolver } from '../checkpoint/storage-resolver.ts';
+import { S3CheckpointStorage } from '../checkpoint/s3/s3-storage.ts';
+import { isS3Reference, resolveS3Config, type S3Config, type S3Settings } from '../checkpoint/s3/settings.ts';
 import { systemClock, type Clock } from '../core/clock.ts';
 import { StartError } from './errors.ts';
 import type { JobService } from './job-control.ts';
@@ -48,6 +50,11 @@ export interface RunOptions {
    * with injected faults for deterministic tests. Storage that lives in one thread needs workers: 1.
    */
   readonly checkpointStorage?: CheckpointStorage;
+  /**
+   * S3 settings (s3.* keys) for s3:// checkpoint and savepoint directories; anything not set
+   * is found as every AWS SDK client finds it (AWS_ENDPOINT_URL_S3, AWS_REGION, credentials).
+   */
+  readonly s3?: S3Settings;
   readonly restartStrategy?: RestartStrategySettings;
   /** The job manager's own timeouts and retry limits (defaults: DEFAULT_JOB_MANAGER_CONFIG). */
   readonly jobManager?: JobManagerSettings;
@@ -58,6 +65,11 @@ export interface RunOptions {
    */
   readonly from?: string;
   readonly allowNonRestoredState?: boolean;
+  /**
+   * Start although a sink already committed output past the restored checkpoint (or any output,
+   * on a fresh start): that output is written again. Off by default: such a start is refused.
+   */
+  readonly allowDuplicateOutput?: boolean;
   /**
    * Ownership of a snapshot given as a path (Flink's claim modes): 'no-claim' (default) never
    * deletes it, and every checkpoint after it stands alone (weir's snapshots are full);
@@ -91,17 +103,31 @@ export async function runJob(job: string | JobDefinition, options: RunOptions = 
   const modulePath = typeof job === 'string' ? resolve(job) : undefined;
   const definition = typeof job === 'string' ? await loadJobModule(job) : job;
   if (modulePath === undefined && workers > 1) throw new RangeError('a job given as a definition runs with workers: 1; pass the module path to use worker threads');
-  const { env, graph } = await buildJob(definition, args, parallelism);
+  const { env, graph } = await buildJob(definition, args, parallelism, modulePath);
+  for (const t of env.transformations) if (t.kind === 'one-input') t.preflight?.();
   let checkpointConfig: CheckpointConfig = applyCheckpointSettings(DEFAULT_CHECKPOINT_CONFIG, env.checkpointSettings, 'job code (enableCheckpointing)');
   if (options.checkpoint) checkpointConfig = applyCheckpointSettings(checkpointConfig, options.checkpoint, 'run options');
-  const storage = options.checkpointStorage ?? (checkpointConfig.dir !== undefined ? new LocalCheckpointStorage(checkpointConfig.dir) : undefined);
+  const s3 = resolveS3Config(options.s3, 'run options (s3)');
+  const storage = options.checkpointStorage ?? (checkpointConfig.dir !== undefined ? checkpointStorageAt(checkpointConfig.dir, s3) : undefined);
   if (checkpointConfig.intervalMs !== undefined && storage === undefined) throw new StartError('checkpointing is enabled but no checkpoint directory is set (--checkpoint-dir DIR)');
+  if (checkpointConfig.intervalMs === undefined && checkpointConfig.dir !== undefined) {
+    // A directory alone reads as "checkpoint there", but without an interval nothing is taken.
+    (options.log ?? ((l: string) => void process.stderr.write(l + '\n')))(
+      `weir: warning: a checkpoint directory is set (${checkpointConfig.dir}) but no checkpoint interval: no checkpoints will be taken; set --checkpoint-interval (or enableCheckpointing in the job)`,
+    );
+  }
   const master = new JobMaster({
     graph, definition, modulePath, args, parallelism, workers, checkpointConfig, config, storage, stateBackend,
     restartSettings: options.restartStrategy ?? env.restartSettings,
-    snapshots: storageResolver(storage),
+    snapshots: storageResolver(storage, s3),
+    s3,
     clock: options.clock ?? systemClock,
     options,
   });
   return master.run();
+}
+
+/** The storage of a checkpoint directory: S3 for s3://bucket/prefix, else a local directory. */
+function checkpointStorageAt(dir: string, s3: S3Config): CheckpointStorage {
+  return isS3Reference(dir) ? S3CheckpointStorage.create(dir, s3) : new LocalCheckpointStorage(dir);
 }

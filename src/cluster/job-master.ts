@@ -5,12 +5,14 @@
  * the job's control surface (JobControl: REST, weir savepoint/stop/cancel), and it owns what
  * outlives an attempt: the job id, collected output, checkpoint statistics and storage.
  */
+import type { S3Config } from '../checkpoint/s3/settings.ts';
 import { randomBytes } from 'node:crypto';
 import type { JobDefinition } from '../api/job.ts';
 import { discardOnJobEnd, type CheckpointConfig } from '../checkpoint/config.ts';
 import type { CompletedCheckpointInfo } from '../checkpoint/coordinator.ts';
 import { planRestore } from '../checkpoint/restore-plan.ts';
-import { CheckpointStatsTracker } from '../checkpoint/stats.ts';
+import { CheckpointStatsTracker, type CheckpointStatsEntry } from '../checkpoint/stats.ts';
+import { CheckpointHistory, parseEntry, type CheckpointHistoryEntry } from '../checkpoint/history.ts';
 import type { CheckpointStorage, CompletedCheckpointRef, StorageResolver } from '../checkpoint/storage.ts';
 import type { Clock } from '../core/clock.ts';
 import { planExecution, type ExecutionPlan } from '../graph/execution-plan.ts';
@@ -21,13 +23,16 @@ import { historyLine } from './checkpoint-metadata.ts';
 import { sleep } from './clock-timers.ts';
 import { RecoveryLogic, type AttemptOutcome } from './decisions/recovery.ts';
 import { ControlError, StartError } from './errors.ts';
-import type { JobControl, JobService } from './job-control.ts';
+import type { CheckpointStatsView, ExceptionEntry, JobControl, JobMetricsView, JobService, VertexInfo } from './job-control.ts';
+import type { MetricValues } from './metric-store.ts';
 import { buildJob } from './job-loader.ts';
+import { checkCommittedOutput } from './committed-output.ts';
 import type { RunOptions } from './job-manager.ts';
 import type { JobManagerConfig } from './job-manager-config.ts';
 import { JobResult, NO_PROGRESS, type JobStatus } from './job-result.ts';
 import { defaultRestartStrategy, resolveRestartStrategy, RestartBackoff, type RestartStrategySettings } from './restart-strategy.ts';
 import { resolveStartPoint } from './start-point.ts';
+import type { SerializedError } from './messages.ts';
 
 export interface JobMasterSpec {
   readonly graph: JobGraph;
@@ -43,8 +48,25 @@ export interface JobMasterSpec {
   readonly config: JobManagerConfig;
   readonly storage: CheckpointStorage | undefined;
   readonly snapshots: StorageResolver;
+  /** S3 settings, resolved: worker threads build their own S3 client from them. */
+  readonly s3: S3Config;
   readonly clock: Clock;
   readonly options: RunOptions;
+}
+
+/** Flink's names for how records cross an edge. */
+const SHIP_STRATEGY: Record<string, string> = { forward: 'FORWARD', hash: 'HASH', rebalance: 'REBALANCE', rescale: 'RESCALE', broadcast: 'BROADCAST' };
+
+/** Failures kept for the exceptions view. */
+const MAX_EXCEPTIONS = 100;
+
+function toHistoryEntry(e: CheckpointStatsEntry): CheckpointHistoryEntry {
+  return {
+    id: e.id, status: e.status, type: e.type, triggerTimestamp: e.triggerTimestamp, latestAckTimestamp: e.latestAckTimestamp,
+    endToEndDurationMs: e.endToEndDurationMs, stateSize: e.stateSize, checkpointedSize: e.checkpointedSize,
+    numAcknowledged: e.numAcknowledged, numSubtasks: e.numSubtasks, subtasks: { ...e.subtasks },
+    failureReason: e.failureReason, failureMessage: e.failureMessage, externalPath: e.externalPath, attempt: e.attempt,
+  };
 }
 
 type JobState = 'INITIALIZING' | 'RUNNING' | 'RESTARTING' | JobStatus;
@@ -66,6 +88,10 @@ export class JobMaster implements JobControl {
   private explicitSnapshot: string | undefined;
   private cancelled = false;
   private restartWait: { cancel(): void } | undefined;
+  /** Every ended checkpoint of the job's life, read back from storage when the job resumes. */
+  private readonly history = new CheckpointHistory();
+  private readonly exceptionHistory: ExceptionEntry[] = [];
+  private runningSince: number | undefined;
 
   constructor(private readonly spec: JobMasterSpec) {
     const o = spec.options;
@@ -74,7 +100,10 @@ export class JobMaster implements JobControl {
     this.started = spec.clock.now();
     this.plan = planExecution(spec.graph, spec.workers);
     this.stats = new CheckpointStatsTracker(10, (e) => {
-      if (spec.storage) void spec.storage.appendHistory(this.jobId, historyLine(e)).catch(() => {});
+      const line = historyLine(e);
+      const entry = parseEntry(line);
+      if (entry !== undefined) this.history.add(entry);
+      if (spec.storage) void spec.storage.appendHistory(this.jobId, line).catch(() => {});
     });
   }
 
@@ -100,6 +129,7 @@ export class JobMaster implements JobControl {
       } catch (e) {
         throw new StartError((e as Error).message);
       }
+      await this.loadHistory(storage);
     }
     const stopServices = await this.startServices();
     try {
@@ -128,6 +158,53 @@ export class JobMaster implements JobControl {
       latest: { completed: s.lastCompleted ?? null, failed: s.lastFailed ?? null, restored: s.lastRestore ?? null },
       history: s.entries(),
     };
+  }
+
+  vertices(): readonly VertexInfo[] {
+    return this.spec.graph.vertices.map((v) => ({
+      index: v.index, id: v.id, name: v.name, parallelism: v.parallelism, maxParallelism: v.maxParallelism,
+      operators: v.operators.map((o) => ({ id: o.node.id, name: o.node.name })),
+      inputs: v.inputs.map((e) => ({ id: e.source.id, shipStrategy: SHIP_STRATEGY[e.partition.kind] ?? e.partition.kind.toUpperCase() })),
+    }));
+  }
+
+  checkpointStats(): CheckpointStatsView {
+    const inProgress = this.stats.entries().filter((e) => e.status === 'IN_PROGRESS').map(toHistoryEntry);
+    return { history: this.history.all(), inProgress, restored: this.stats.lastRestore, config: this.spec.checkpointConfig, stateBackend: this.spec.stateBackend };
+  }
+
+  metrics(): JobMetricsView {
+    const now = this.spec.clock.now();
+    const all = this.history.all();
+    let completed = 0;
+    let failed = 0;
+    let last: CheckpointHistoryEntry | undefined;
+    for (const e of all) {
+      if (e.status === 'COMPLETED') {
+        completed++;
+        last = e;
+      } else failed++;
+    }
+    const inProgress = this.stats.counts.inProgress;
+    const job: MetricValues = {
+      uptime: this.state === 'RUNNING' && this.runningSince !== undefined ? now - this.runningSince : 0,
+      runningTime: this.state === 'RUNNING' && this.runningSince !== undefined ? now - this.runningSince : 0,
+      numRestarts: Math.max(0, this.attempts - 1),
+      numberOfCompletedCheckpoints: completed,
+      numberOfFailedCheckpoints: failed,
+      numberOfInProgressCheckpoints: inProgress,
+      totalNumberOfCheckpoints: completed + failed + inProgress,
+      lastCheckpointDuration: last?.endToEndDurationMs ?? -1,
+      lastCheckpointSize: last?.checkpointedSize ?? -1,
+      lastCheckpointFullSize: last?.stateSize ?? -1,
+      lastCompletedCheckpointId: last?.id ?? -1,
+      lastCheckpointRestoreTimestamp: this.stats.lastRestore?.at ?? -1,
+    };
+    return { job, subtasks: this.current?.metricStore.subtasks() ?? [] };
+  }
+
+  exceptions(): readonly ExceptionEntry[] {
+    return this.exceptionHistory;
   }
 
   triggerCheckpoint(): Promise<number> {
@@ -239,6 +316,8 @@ export class JobMaster implements JobControl {
     for (;;) {
       this.state = this.attempts === 0 ? 'INITIALIZING' : 'RESTARTING';
       const outcome: AttemptOutcome = this.cancelled ? { status: 'CANCELED' } : await this.runAttempt();
+      this.runningSince = undefined;
+      if (outcome.status === 'FAILED') this.recordException(outcome.error);
       const step = recovery.afterAttempt(outcome, this.cancelled, this.spec.clock.now());
       if (step.type === 'end') {
         if (step.log !== undefined) this.log(step.log);
@@ -279,6 +358,8 @@ export class JobMaster implements JobControl {
     const { storage, graph } = this.spec;
     const restore = this.restoredFrom;
     const restorePlan = restore ? planRestore(restore.metadata, restore.path, graph, this.plan, this.spec.options.allowNonRestoredState ?? false) : undefined;
+    // Before anything is written: a sink that committed past the restored checkpoint would get that output twice.
+    await checkCommittedOutput(graph, restore?.metadata.checkpointId, this.spec.options.allowDuplicateOutput ?? false, this.log);
     if (restore) this.stats.restored(restore.metadata.checkpointId, restore.path, this.spec.clock.now());
     // Ids continue after the restored snapshot's, whichever job took it (as Flink's id counter).
     const firstCheckpointId = Math.max(storage ? await storage.highestId(this.jobId) : 0, restore?.metadata.checkpointId ?? 0) + 1;
@@ -303,7 +384,7 @@ export class JobMaster implements JobControl {
   private async execGraph(): Promise<JobGraph> {
     const s = this.spec;
     if (s.workers !== 1 || this.attempts === 0) return s.graph;
-    const g = (await buildJob(s.definition, s.args, s.parallelism)).graph;
+    const g = (await buildJob(s.definition, s.args, s.parallelism, s.modulePath)).graph;
     if (g.fingerprint !== s.graph.fingerprint) throw new StartError('the job graph changed between attempts: building the job must be deterministic');
     return g;
   }
@@ -315,7 +396,7 @@ export class JobMaster implements JobControl {
       jobId: this.jobId, graph: s.graph, plan: this.plan, workers: s.workers, stateBackend: s.stateBackend,
       job: { modulePath: s.modulePath, args: s.args, defaultParallelism: s.parallelism },
       checkpointConfig: s.checkpointConfig, checkpointing: this.checkpointing, config: s.config, clock: s.clock,
-      credits: s.options.credits ?? DEFAULT_CHANNEL_CREDITS, storage: s.storage, snapshots: s.snapshots, stats: this.stats,
+      credits: s.options.credits ?? DEFAULT_CHANNEL_CREDITS, storage: s.storage, snapshots: s.snapshots, s3: s.s3, stats: this.stats,
       onProgress: s.options.onProgress,
       log: (line) => this.log(line),
       // `done` runs once the text has been handed to the OS (stdout's backpressure).
@@ -334,9 +415,35 @@ export class JobMaster implements JobControl {
       },
       markRunning: () => {
         this.state = 'RUNNING';
+        this.runningSince ??= s.clock.now();
       },
       onCheckpointCompleted: () => this.discardClaimedExternal(),
     };
+  }
+
+  /** The history of a resumed job (its own id): trends go on from where they were. */
+  private async loadHistory(storage: CheckpointStorage): Promise<void> {
+    try {
+      const read = await storage.readHistory(this.jobId);
+      const skipped = this.history.load(read.entries) + read.unreadable.length;
+      if (skipped > 0) this.log(`weir: skipped ${skipped} unreadable line(s) of ${read.reference}`);
+    } catch (e) {
+      this.log(`weir: cannot read the checkpoint history of job ${this.jobId}: ${(e as Error).message}`);
+    }
+  }
+
+  /** Bounded: the first failures and the latest ones tell the story; the middle is dropped. */
+  private recordException(error: SerializedError): void {
+    const list = this.exceptionHistory;
+    list.push({
+      exceptionName: error.code !== undefined ? `${error.name} [${error.code}]` : error.name,
+      message: error.message,
+      stacktrace: error.stack ?? `${error.name}: ${error.message}`,
+      timestamp: this.spec.clock.now(),
+      taskName: this.current?.failedTask,
+      attempt: this.current?.number ?? 0,
+    });
+    if (list.length > MAX_EXCEPTIONS) list.splice(1, 1);
   }
 
   /** Claim mode: the restored snapshot from elsewhere is owned by this job and now subsumed. */

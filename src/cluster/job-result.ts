@@ -11,6 +11,14 @@ export interface Progress {
   readonly recordsOut: number;
   readonly heapUsed: number;
   readonly attempt: number;
+  /** Records window operators dropped as late (no late-data output), this attempt. */
+  readonly lateRecordsDropped?: number;
+  /** Bytes the sources read, this attempt. */
+  readonly bytesIn?: number;
+  /** Records in the sources' inputs not read yet (sources that know it), or undefined. */
+  readonly pendingRecords?: number | undefined;
+  /** The most any source split is behind its newest record, in ms, or undefined. */
+  readonly millisBehindLatest?: number | undefined;
   readonly lastCheckpoint: CheckpointStatsEntry | undefined;
 }
 

@@ -2,6 +2,7 @@
  * Messages between the job manager and task executors. They are structured-clone safe, so
  * the same protocol runs over a worker thread's port or, in one thread, by direct call.
  */
+import type { S3Config } from '../checkpoint/s3/settings.ts';
 import type { SourceSplit } from '../core/source.ts';
 import type { CheckpointingMode } from '../checkpoint/config.ts';
 import type { CheckpointFailureReason } from '../checkpoint/failure-reason.ts';
@@ -9,6 +10,7 @@ import type { TaskAck, TaskRestore } from '../core/checkpoint-format.ts';
 import type { ExecutionPlan } from '../graph/execution-plan.ts';
 import type { TriggerRequest } from '../runtime/checkpointing/subtask-checkpointer.ts';
 import type { TaskId } from '../core/task-id.ts';
+import type { TaskMetricsSample } from '../runtime/task-metrics.ts';
 import { errorCode, isUserError, type ErrorCode } from '../core/errors.ts';
 
 export interface JobSpec {
@@ -34,6 +36,8 @@ export interface DeployMessage {
   readonly stateBackend: string;
   /** State to start from, per "vertex:subtask". */
   readonly restore: Readonly<Record<TaskId, TaskRestore>>;
+  /** S3 settings: the worker resolves s3:// locations with its own client. */
+  readonly s3: S3Config;
 }
 
 export type ToExecutor =
@@ -61,12 +65,8 @@ export interface SerializedError {
   readonly user: boolean;
 }
 
-export interface TaskMetrics {
-  readonly vertex: number;
-  readonly subtask: number;
-  readonly recordsIn: readonly number[];
-  readonly state: string;
-}
+/** A subtask's cumulative counters, sent in one message per worker about once a second. */
+export type TaskMetrics = TaskMetricsSample;
 
 export type FromExecutor =
   | { readonly type: 'deployed'; readonly workerIndex: number }

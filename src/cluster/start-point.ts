@@ -3,7 +3,8 @@
  * storage, or a snapshot the user names by path (with Flink's claim modes). A snapshot that
  * cannot work is refused here, before anything is created or announced.
  */
-import { METADATA_FILE } from '../checkpoint/names.ts';
+import { existsSync } from 'node:fs';
+import { METADATA_FILE, schemeOf } from '../checkpoint/names.ts';
 import type { CheckpointStorage, CompletedCheckpointRef, StorageLog, StorageResolver } from '../checkpoint/storage.ts';
 import { NO_METADATA } from '../checkpoint/storage-verify.ts';
 import { StartError } from './errors.ts';
@@ -24,6 +25,9 @@ export interface StartRequest {
   readonly claimMode: 'claim' | 'no-claim' | undefined;
 }
 
+/** What a user who gave a path probably wanted: the newest checkpoint of the checkpoint directory. */
+const LATEST_HINT = 'give a checkpoint or savepoint directory (one with a _metadata file), or --from latest to resume from the newest checkpoint in --checkpoint-dir';
+
 const FRESH: StartPoint = { snapshot: undefined, own: false, claimedExternal: undefined, explicit: undefined };
 
 export async function resolveStartPoint(req: StartRequest, storage: CheckpointStorage | undefined, snapshots: StorageResolver, log: StorageLog): Promise<StartPoint> {
@@ -39,7 +43,12 @@ export async function resolveStartPoint(req: StartRequest, storage: CheckpointSt
   } catch (e) {
     throw new StartError(`cannot restore from ${from}: ${(e as Error).message}`);
   }
-  if (!v.ok) throw new StartError(v.reason === NO_METADATA ? `${from} is not a checkpoint or savepoint (no ${METADATA_FILE} file)` : `cannot restore from ${from}: ${v.reason}`);
+  if (!v.ok) {
+    if (v.reason !== NO_METADATA) throw new StartError(`cannot restore from ${from}: ${v.reason}`);
+    // A mistyped path is the common case: say it is missing rather than that it lacks metadata.
+    if (schemeOf(from) === undefined && !existsSync(reference)) throw new StartError(`${from} does not exist; ${LATEST_HINT}`);
+    throw new StartError(`${from} is not a checkpoint or savepoint (no ${METADATA_FILE} file); ${LATEST_HINT}`);
+  }
   const claim = req.claimMode === 'claim';
   const inOwnStorage = storage !== undefined && v.metadata.type === 'checkpoint' && storage.checkpointOf(reference) !== undefined;
   return {

@@ -129,6 +129,7 @@ export class TaskExecutor implements TaskListener {
             new RecordWriter(e.partition.kind, chans, consumers, e.target.parallelism, e.partition.keySelector, e.targetMaxParallelism, {
               operatorName: op.node.name,
               operatorId: op.node.id,
+              uid: op.node.uid,
               subtaskIndex: st.index,
               parallelism: v.parallelism,
             }),
@@ -143,6 +144,7 @@ export class TaskExecutor implements TaskListener {
         inputGates: gates,
         writers,
         splits: cfg.splits[taskId(v.index, st.index)] ?? [],
+        sourceSplitTotal: splitTotal(cfg.splits, v.index, v.parallelism),
         clock: cfg.clock,
         services,
         scheduler: this.scheduler,
@@ -251,7 +253,7 @@ export class TaskExecutor implements TaskListener {
 
   onTaskFinished(task: StreamTask): void {
     const k = this.taskKey.get(task)!;
-    const metrics = { vertex: k.vertex, subtask: k.subtask, recordsIn: [...task.recordsIn], state: task.state };
+    const metrics = task.metricsSample(k.vertex, k.subtask);
     this.cfg.send({ type: 'task-finished', vertex: k.vertex, subtask: k.subtask, metrics });
   }
 
@@ -263,7 +265,14 @@ export class TaskExecutor implements TaskListener {
   metrics(): TaskMetrics[] {
     return this.tasks.map((t) => {
       const k = this.taskKey.get(t)!;
-      return { vertex: k.vertex, subtask: k.subtask, recordsIn: [...t.recordsIn], state: t.state };
+      return t.metricsSample(k.vertex, k.subtask);
     });
   }
+}
+
+/** The splits of a source vertex over all its subtasks. */
+function splitTotal(splits: Readonly<Record<TaskId, readonly SourceSplit[]>>, vertex: number, parallelism: number): number {
+  let n = 0;
+  for (let i = 0; i < parallelism; i++) n += splits[taskId(vertex, i)]?.length ?? 0;
+  return n;
 }

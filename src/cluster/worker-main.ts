@@ -48,7 +48,7 @@ function writeStdout(text: string, worker: number, credit: Int32Array | undefine
 async function deploy(m: DeployMessage & { peers: Record<number, MessagePort>; stdoutCredit?: Int32Array }): Promise<void> {
   if (m.job.modulePath === undefined) throw new Error('a worker thread needs the job module path');
   const def = await loadJobModule(m.job.modulePath);
-  const { graph } = await buildJob(def, m.job.args, m.job.defaultParallelism);
+  const { graph } = await buildJob(def, m.job.args, m.job.defaultParallelism, m.job.modulePath);
   if (graph.fingerprint !== m.fingerprint) {
     throw new Error('the job graph built in this worker differs from the job manager\'s: building the job must be deterministic (same operators, order and settings every time)');
   }
@@ -69,8 +69,8 @@ async function deploy(m: DeployMessage & { peers: Record<number, MessagePort>; s
     checkpointing: m.checkpointing,
     stateBackend: m.stateBackend,
     restore: m.restore,
-    // Local paths (and, later, object stores) resolve in any thread; in-memory storage does not.
-    storage: storageResolver().workerView,
+    // Local paths and S3 (with the job's settings) resolve in any thread; in-memory storage does not.
+    storage: storageResolver(undefined, m.s3).workerView,
   });
   metricsTimer = every(systemClock, METRICS_INTERVAL_MS, () => {
     if (executor) send({ type: 'metrics', workerIndex: m.workerIndex, tasks: executor.metrics(), heapUsed: process.memoryUsage().heapUsed });

@@ -35,7 +35,7 @@ export const ERROR_CODES = [
   'TIMEOUT',
   /** Checkpoint storage could not carry out an operation (create, write, publish, delete, list). */
   'STORAGE',
-  /** An external system a connector writes to or reads from failed, or cannot be reached in time. */
+  /** A connector's external system failed, refused the request or could not be reached in time (host, port and stream named). */
   'CONNECTOR',
 ] as const;
 
@@ -85,8 +85,15 @@ export function describeRecord(value: unknown, max = 200): string {
 export interface ErrorLocation {
   readonly operatorName: string;
   readonly operatorId: string;
+  /** The operator's uid(...), when the job gave one: the name a user searches the job for. */
+  readonly uid?: string | undefined;
   readonly subtaskIndex: number;
   readonly parallelism: number;
+}
+
+/** How errors name an operator: its name, then its uid when it has one, and the subtask. */
+export function describeOperator(l: ErrorLocation): string {
+  return `operator "${l.operatorName}" (${l.uid !== undefined ? `uid "${l.uid}", ` : ''}subtask ${l.subtaskIndex + 1}/${l.parallelism})`;
 }
 
 /** An exception thrown by user code (a function given to the API), with where and on what. */
@@ -100,7 +107,7 @@ export class UserCodeError extends WeirError {
     const what = cause instanceof Error ? cause.message : String(cause);
     super(
       'USER_CODE',
-      `operator "${location.operatorName}" (subtask ${location.subtaskIndex + 1}/${location.parallelism}) failed in ${phase}` +
+      `${describeOperator(location)} failed in ${phase}` +
         (record !== undefined ? ` on record ${record}` : '') +
         `: ${what}`,
     );

@@ -65,9 +65,17 @@ export interface ProcessContext extends BaseContext {
   currentWatermark(): number;
 }
 
+/**
+ * The timer service of a keyed context. It is also callable, returning itself, so that both
+ * `ctx.timerService.registerEventTimeTimer(t)` and Flink's `ctx.timerService().registerEventTimeTimer(t)` work.
+ */
+export type CallableTimerService = TimerService & (() => TimerService);
+
 export interface KeyedContext<K> extends BaseContext, KeyedRuntimeContext {
   readonly currentKey: K;
-  readonly timerService: TimerService;
+  /** Flink's spelling of `currentKey`. */
+  getCurrentKey(): K;
+  readonly timerService: CallableTimerService;
 }
 
 export interface OnTimerContext<K> extends KeyedContext<K> {
@@ -88,13 +96,21 @@ export interface Lifecycle<C> {
   notifyCheckpointComplete?(checkpointId: number): void;
 }
 
+/**
+ * Process-style functions emit through `out.collect(v)`, or return their outputs (an array or
+ * any iterable), or both. Returning is what lets TypeScript infer the output type `O` of a
+ * function that does not declare `out`; one that declares `out` has `O` fixed from its
+ * parameters first, so it takes an annotation (`out: Collector<O>`) or a type argument.
+ */
+export type Emitted<O> = void | Iterable<O>;
+
 export interface ProcessFunction<I, O> extends Lifecycle<RuntimeContext> {
-  processElement(value: I, ctx: ProcessContext, out: Collector<O>): void;
+  processElement(value: I, ctx: ProcessContext, out: Collector<O>): Emitted<O>;
 }
 
 export interface KeyedProcessFunction<K, I, O> extends Lifecycle<KeyedRuntimeContext> {
-  processElement(value: I, ctx: KeyedContext<K>, out: Collector<O>): void;
-  onTimer?(timestamp: number, ctx: OnTimerContext<K>, out: Collector<O>): void;
+  processElement(value: I, ctx: KeyedContext<K>, out: Collector<O>): Emitted<O>;
+  onTimer?(timestamp: number, ctx: OnTimerContext<K>, out: Collector<O>): Emitted<O>;
 }
 
 export interface CoProcessFunction<I1, I2, O> extends Lifecycle<RuntimeContext> {
@@ -156,7 +172,7 @@ export interface WindowContext<W = TimeWindow> {
 
 /** Full-window function: sees every element of the window (or the pre-aggregated result). */
 export interface ProcessWindowFunction<IN, OUT, K, W = TimeWindow> extends Lifecycle<RuntimeContext> {
-  process(key: K, ctx: WindowContext<W>, elements: readonly IN[], out: Collector<OUT>): void;
+  process(key: K, ctx: WindowContext<W>, elements: readonly IN[], out: Collector<OUT>): Emitted<OUT>;
 }
 
 /** A sink function: called for every record; flush is called at end of input. */

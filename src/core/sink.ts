@@ -38,8 +38,15 @@ export interface SinkWriter<T, C> {
 }
 
 export interface SinkCommitter<C> {
-  /** Makes committables visible; idempotent (may be called again for the same ones after a restore). */
-  commit(committables: readonly C[]): void | Promise<void>;
+  /**
+   * Makes committables visible; idempotent (may be called again for the same ones after a restore).
+   * `checkpointId` (always given by the runtime; optional for callers such as tests) is the highest checkpoint whose committables are in the call (0: the end of a
+   * job without checkpoints). A sink that implements `lastCommittedCheckpoint` records it here,
+   * no later than the output becomes visible (in the commit's own transaction where the external
+   * system has them; the file sink writes it beside its output before the renames), so a record
+   * never says less than what is visible.
+   */
+  commit(committables: readonly C[], checkpointId?: number): void | Promise<void>;
   close?(): void | Promise<void>;
 }
 
@@ -54,4 +61,19 @@ export interface TwoPhaseCommitSink<T, C> {
    * any subtask commits again; prepared work of a completed checkpoint outside it was lost).
    */
   recover?(ctx: SinkContext, restoredCheckpointId: number, committables: readonly C[], referenced: readonly C[]): void | Promise<void>;
+  /**
+   * The highest checkpoint id whose output any subtask of this sink committed, as its committer
+   * recorded it (beside the output, or in the external system); undefined when nothing was
+   * committed there. The job manager reads it before every attempt, on the main thread: a
+   * restore from an older checkpoint (or a fresh start) would replay records whose output is
+   * already committed and write it twice, so the job refuses to start unless the user accepts
+   * duplicates. A sink without it cannot be checked (its duplicates go unnoticed).
+   */
+  lastCommittedCheckpoint?(scope: CommitScope): number | undefined | Promise<number | undefined>;
+}
+
+/** Which sink operator is asked: its operator id (as in SinkContext.operatorId) and parallelism. */
+export interface CommitScope {
+  readonly operatorId: string;
+  readonly parallelism: number;
 }

@@ -25,7 +25,29 @@ export interface MalformedRecord {
   readonly error: string;
 }
 
+/**
+ * What poll() writes to. Records collected on the reader output directly belong to no split;
+ * a reader that reads several splits collects each split's records on `forSplit(id)`, so each
+ * split gets its own watermark (fromSource's `watermarks` option) and can be paused alone.
+ */
+export interface ReaderOutput<T> extends SourceOutput<T> {
+  /** The output of one split (Flink's createOutputForSplit): the reader is now reading it. */
+  forSplit(splitId: string): SourceOutput<T>;
+  /** The split is read to its end: its watermark stops holding back event time. */
+  splitFinished(splitId: string): void;
+}
+
 export type PollStatus = 'more' | 'wait' | 'end';
+
+/** What a reader reports about how far behind its input it is (per split) and what it read. */
+export interface SourceReaderMetrics {
+  /** Bytes read from the input (payload bytes as received). */
+  addBytesRead(bytes: number): void;
+  /** Records in the input not read yet for this split (e.g. stream length minus position), if known. */
+  setPendingRecords(splitId: string, pending: number | undefined): void;
+  /** How far behind the newest record of the split the reader is, in ms, if known. */
+  setMillisBehindLatest(splitId: string, ms: number | undefined): void;
+}
 
 export interface SourceReaderContext {
   readonly subtaskIndex: number;
@@ -35,6 +57,9 @@ export interface SourceReaderContext {
   wake(): void;
   /** Runs fn in the task's mailbox at or after atMs. */
   schedule(atMs: number, fn: () => void): { cancel(): void };
+  readonly metrics: SourceReaderMetrics;
+  /** A line for the job's log (e.g. a connection retried). Never put credentials in it. */
+  log(line: string): void;
 }
 
 export interface SourceReader<T, S extends SourceSplit> {
@@ -44,10 +69,18 @@ export interface SourceReader<T, S extends SourceSplit> {
    * reader will call ctx.wake() when there are (never wait without arranging a wake-up),
    * and 'end' when every split is exhausted and no more will be added (bounded sources).
    */
-  poll(out: SourceOutput<T>, maxRecords: number): PollStatus;
+  poll(out: ReaderOutput<T>, maxRecords: number): PollStatus;
+  /**
+   * Event-time alignment (maxDrift): stop reading the splits in `pause` until they are named in
+   * `resume`. A reader that cannot pause splits leaves this out, and alignment is then off for it.
+   */
+  pauseOrResumeSplits?(pause: readonly string[], resume: readonly string[]): void;
   /** The assigned splits with their current positions (the reader's checkpoint). */
   snapshotSplits(): S[];
-  close?(): void;
+  /** A checkpoint completed: positions up to it are durable (a reader may release what it held for it). */
+  notifyCheckpointComplete?(checkpointId: number): void;
+  /** Releases connections and timers; may be asynchronous (bounded by the reader's own timeouts). */
+  close?(): void | Promise<void>;
 }
 
 export interface Source<T, S extends SourceSplit = SourceSplit> {

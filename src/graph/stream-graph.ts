@@ -25,6 +25,8 @@ export interface StreamNode {
   readonly id: string;
   readonly transformation: PhysicalTransformation;
   readonly name: string;
+  /** The user's uid(...) for the operator, if any: named in errors beside the name. */
+  readonly uid: string | undefined;
   readonly parallelism: number;
   readonly maxParallelism: number;
   readonly inEdges: StreamEdge[];
@@ -109,7 +111,7 @@ export function buildStreamGraph(env: PipelineDeclaration): StreamGraph {
     if (t.kind === 'source' && t.source.maxReaders !== undefined && p > t.source.maxReaders) p = t.source.maxReaders;
     const maxP = t.maxParallelism ?? env.maxParallelism ?? defaultMaxParallelism(p);
     if (p > maxP) throw new JobDefinitionError(`operator "${t.name}": parallelism ${p} exceeds its max parallelism ${maxP}`);
-    nodes.set(t.id, { id, transformation: t, name: t.name, parallelism: p, maxParallelism: maxP, inEdges: [], outEdges: [] });
+    nodes.set(t.id, { id, transformation: t, name: t.name, uid: t.uid, parallelism: p, maxParallelism: maxP, inEdges: [], outEdges: [] });
   }
 
   for (const t of physical) {

@@ -4,9 +4,10 @@
  * shape the edges between them.
  */
 import type { Source, SourceSplit } from '../core/source.ts';
+import type { TwoPhaseCommitSink } from '../core/sink.ts';
 import type { KeySelectorFn, PartitionSpec } from '../core/partitioning.ts';
 import type { StreamOperator } from '../runtime/operators/operator.ts';
-import type { MalformedPolicy } from '../runtime/operators/source.ts';
+import type { MalformedPolicy, SourceWatermarkSettings } from '../runtime/operators/source.ts';
 
 export type ChainingStrategy = 'always' | 'head' | 'never';
 
@@ -29,6 +30,8 @@ export interface SourceTransformation extends Common {
   readonly malformedPolicy: MalformedPolicy;
   /** Records per second over all subtasks of the source (Flink's RateLimiterStrategy), or undefined. */
   readonly ratePerSecond: number | undefined;
+  /** Event time kept per split by the source (fromSource's `watermarks`), or undefined. */
+  readonly watermarks?: SourceWatermarkSettings | undefined;
 }
 
 export interface OneInputTransformation extends Common {
@@ -39,6 +42,13 @@ export interface OneInputTransformation extends Common {
   readonly keySelector: KeySelectorFn | undefined;
   readonly isSink: boolean;
   readonly operatorKind: string;
+  /**
+   * A check the job manager runs once before the job's first attempt (not in workers, not on
+   * restarts): a sink refusing to overwrite earlier output, say. It throws to refuse the start.
+   */
+  preflight?: (() => void) | undefined;
+  /** The two-phase-commit sink of a sinkTo() operator: the job manager asks it what it committed last. */
+  readonly commitSink?: TwoPhaseCommitSink<unknown, unknown>;
 }
 
 export interface TwoInputTransformation extends Common {

@@ -9,9 +9,16 @@
  *   GET   /jobs/:id/savepoints/:request-id   {"status": {"id": IN_PROGRESS|COMPLETED}, "operation": {"location"|"failure-cause"}}
  *   POST  /jobs/:id/stop                     {"targetDirectory"?, "drain"?} -> {"request-id"}
  *   PATCH /jobs/:id?mode=cancel              cancel
+ *   GET   /metrics                           Prometheus text exposition (prometheus.ts)
+ *   GET   /, /web/*                          the web dashboard (dashboard.ts)
+ * and the read-only views of rest-views.ts (checkpoints, vertices, metrics, exceptions).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { JobControl } from '../cluster/job-control.ts';
+import { errorCode } from '../core/errors.ts';
+import { serveDashboard } from './dashboard.ts';
+import { PROMETHEUS_CONTENT_TYPE, prometheusText } from './prometheus.ts';
+import { getView, jobSummary, vertexJson } from './rest-views.ts';
 
 type Operation = { status: 'IN_PROGRESS' } | { status: 'COMPLETED'; location: string } | { status: 'FAILED'; cause: string };
 
@@ -26,8 +33,11 @@ export class RestServer {
   listen(port: number, address: string): Promise<number> {
     return new Promise((resolve, reject) => {
       const server = createServer((req, res) => {
-        this.route(req, res).catch((e) => send(res, 500, { errors: [e instanceof Error ? e.message : String(e)] }));
+        this.route(req, res).catch((e) => send(res, statusOf(e), { errors: [e instanceof Error ? e.message : String(e)] }));
       });
+      // Every request is bounded: a client that stalls does not hold a socket forever.
+      server.requestTimeout = REQUEST_TIMEOUT_MS;
+      server.headersTimeout = REQUEST_TIMEOUT_MS;
       server.once('error', (e: NodeJS.ErrnoException) => {
         reject(new Error(e.code === 'EADDRINUSE' ? `REST port ${address}:${port} is in use; choose another with --rest-port (0 picks a free one)` : `cannot serve the REST API on ${address}:${port}: ${e.message}`));
       });
@@ -74,6 +84,17 @@ export class RestServer {
     const parts = url.pathname.split('/').filter((p) => p !== '');
     const method = req.method ?? 'GET';
     const job = this.job;
+    if (method === 'GET') {
+      if (parts.length === 0 || parts[0] === 'web') return serveDashboard(parts, res);
+      if (parts.length === 1 && parts[0] === 'metrics') {
+        const text = prometheusText([{ jobId: job.jobId, jobName: job.jobName, metrics: job.metrics() }]);
+        res.writeHead(200, { 'content-type': PROMETHEUS_CONTENT_TYPE, 'content-length': Buffer.byteLength(text) });
+        res.end(text);
+        return;
+      }
+      const view = getView(job, parts, url.searchParams);
+      if (view !== undefined) return send(res, view.status, view.body);
+    }
     if (parts[0] !== 'jobs') return send(res, 404, { errors: [`no such resource ${url.pathname}`] });
     if (parts.length === 1 && method === 'GET') {
       return send(res, 200, { jobs: [{ id: job.jobId, name: job.jobName, status: job.overview().state }] });
@@ -83,7 +104,10 @@ export class RestServer {
     const body = method === 'POST' || method === 'PATCH' ? await readJson(req) : {};
     if (body === undefined) return send(res, 400, { errors: ['the request body is not valid JSON'] });
     try {
-      if (rest === '' && method === 'GET') return send(res, 200, job.overview());
+      if (rest === '' && method === 'GET') {
+        // weir's overview fields (weir list reads them) with Flink's JobDetailsInfo fields.
+        return send(res, 200, { ...job.overview(), ...jobSummary(job), vertices: job.vertices().map((v) => vertexJson(job, v)), now: Date.now() });
+      }
       if (rest === '' && method === 'PATCH') {
         if (url.searchParams.get('mode') !== 'cancel' && url.searchParams.get('mode') !== null) return send(res, 400, { errors: ['mode must be cancel'] });
         job.cancel();
@@ -113,11 +137,20 @@ export class RestServer {
         return send(res, 200, { status: { id: 'COMPLETED' }, operation: { 'failure-cause': { message: op.cause } } });
       }
     } catch (e) {
-      const status = (e as { status?: number }).status ?? 500;
-      return send(res, status, { errors: [e instanceof Error ? e.message : String(e)] });
+      return send(res, statusOf(e), { errors: [e instanceof Error ? e.message : String(e)] });
     }
     return send(res, 404, { errors: [`no route ${method} ${url.pathname}`] });
   }
+}
+
+/** How long one request may take to arrive (headers and body). */
+const REQUEST_TIMEOUT_MS = 30_000;
+
+/** Bad parameters (USAGE) are the client's fault; an explicit status wins. */
+function statusOf(e: unknown): number {
+  const explicit = (e as { status?: number }).status;
+  if (typeof explicit === 'number') return explicit;
+  return errorCode(e) === 'USAGE' ? 400 : 500;
 }
 
 function stringField(body: Record<string, unknown>, key: string): string | undefined {

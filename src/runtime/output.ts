@@ -4,6 +4,7 @@
  * when the batch is full or when the operator finishes its input batch. Side outputs are
  * Outputs of their own, found by tag id.
  */
+import { MIN_WATERMARK } from './events.ts';
 import { DEFAULT_BATCH_SIZE, type Batch } from '../core/batch.ts';
 
 /** Anything that takes batches and in-band events from an operator: chained operators, record writers. */
@@ -27,6 +28,8 @@ export class Output {
   private timestamps: number[] = [];
   /** Records handed on, for metrics. */
   count = 0;
+  /** The last watermark emitted (currentOutputWatermark); MIN_WATERMARK before the first. */
+  lastWatermark = MIN_WATERMARK;
   /**
    * Record-at-a-time mode: every target is a chained operator that takes single records, so a
    * record goes straight through the chain (like Flink's chained outputs) instead of being
@@ -90,6 +93,7 @@ export class Output {
   }
 
   emitWatermark(timestamp: number): void {
+    this.lastWatermark = timestamp;
     this.flush();
     for (const t of this.targets) t.processWatermark(timestamp);
     for (const side of this.sideOutputs.values()) side.emitWatermark(timestamp);

@@ -5,7 +5,7 @@
 import type { KeySelectorFn } from '../core/partitioning.ts';
 import type { Source, SourceSplit } from '../core/source.ts';
 import type { StreamOperator } from './operators/operator.ts';
-import type { MalformedPolicy } from './operators/source.ts';
+import type { MalformedPolicy, SourceWatermarkSettings } from './operators/source.ts';
 
 /** How to make an operator instance for one subtask. */
 export type OperatorRecipe =
@@ -15,6 +15,8 @@ export type OperatorRecipe =
     readonly malformedPolicy: MalformedPolicy;
     /** Records per second over all subtasks, or undefined. */
     readonly ratePerSecond: number | undefined;
+    /** Event time kept per split inside the source, or undefined. */
+    readonly watermarks?: SourceWatermarkSettings | undefined;
   }
   | { readonly kind: 'one-input'; readonly factory: () => StreamOperator; readonly keySelector: KeySelectorFn | undefined }
   | {
@@ -26,6 +28,7 @@ export type OperatorRecipe =
 export interface OperatorNodeSpec {
   readonly id: string;
   readonly name: string;
+  readonly uid: string | undefined;
   readonly parallelism: number;
   readonly maxParallelism: number;
   readonly transformation: OperatorRecipe;

@@ -4,6 +4,7 @@
  * mail (timers, control messages, later checkpoint triggers) runs between batches and never
  * concurrently with record processing. No per-record promise, no await on the data path.
  */
+import { describeOperator } from '../core/errors.ts';
 import type { TaskInfo } from '../core/functions.ts';
 import type { SourceSplit } from '../core/source.ts';
 import type { ChainedOperatorSpec, TaskChain } from './task-spec.ts';
@@ -19,10 +20,12 @@ import type { StreamOperator, RuntimeServices } from './operators/operator.ts';
 import { KeyedOperator } from './operators/keyed.ts';
 import { loadKeyedState, type RestoredTimers } from './checkpointing/restore.ts';
 import { SourceOperator } from './operators/source.ts';
+import type { SourceMetricsSnapshot } from './operators/source-metrics.ts';
 import { Output, specialize, type BatchConsumer } from './output.ts';
 import type { RecordWriter } from './record-writer.ts';
 import type { Schedulable, Scheduler } from './scheduler.ts';
 import type { KeyGroupRange, TaskRestore, InlineOperatorState } from '../core/checkpoint-format.ts';
+import { TaskTimeAccount, type TaskMetricsSample } from './task-metrics.ts';
 
 /**
  * created -> restoring -> running -> finishing (end of input, output draining) ->
@@ -59,6 +62,8 @@ export interface TaskDeployment {
   /** Record writer per network edge index leaving this vertex. */
   readonly writers: ReadonlyMap<number, RecordWriter>;
   readonly splits: readonly SourceSplit[];
+  /** Splits of this task's source over all its subtasks: a rate limit is shared in proportion to splits. */
+  readonly sourceSplitTotal: number;
   readonly clock: Clock;
   readonly services: RuntimeServices;
   readonly scheduler: Scheduler;
@@ -140,6 +145,8 @@ export class StreamTask implements Schedulable {
   barrierHandler: BarrierHandler | undefined;
   /** Records taken in per operator index (metrics). */
   readonly recordsIn: number[];
+  /** Idle / back-pressured / busy time (metrics), accounted per blocked interval, not per batch. */
+  readonly time = new TaskTimeAccount();
   private readonly timers = new Set<{ cancel(): void }>();
   private readonly keyedBackends: KeyedStateBackend[] = [];
 
@@ -185,7 +192,7 @@ export class StreamTask implements Schedulable {
 
   private createOperator(spec: ChainedOperatorSpec): StreamOperator {
     const t = spec.node.transformation;
-    if (t.kind === 'source') return new SourceOperator(t.source, t.malformedPolicy, undefined, t.ratePerSecond === undefined ? undefined : t.ratePerSecond / spec.node.parallelism);
+    if (t.kind === 'source') return new SourceOperator(t.source, t.malformedPolicy, undefined, rateShare(t.ratePerSecond, this.d.splits.length, this.d.sourceSplitTotal), t.watermarks);
     return t.factory();
   }
 
@@ -203,11 +210,12 @@ export class StreamTask implements Schedulable {
     };
     const keySelectors = t.kind === 'one-input' ? [t.keySelector] : t.kind === 'two-input' ? [...t.keySelectors] : [];
     const keyed = keySelectors.some((k) => k !== undefined);
-    const where = `operator "${node.name}" (subtask ${d.subtaskIndex + 1}/${node.parallelism})`;
+    const where = describeOperator({ operatorName: node.name, operatorId: node.id, uid: node.uid, subtaskIndex: d.subtaskIndex, parallelism: node.parallelism });
     const keyedBackend = keyed ? d.keyedStateBackend.create({ keyGroupRange: d.keyGroupRange, maxParallelism: node.maxParallelism, clock: d.clock, where }) : undefined;
     if (keyedBackend !== undefined) this.keyedBackends.push(keyedBackend);
     return {
       taskInfo,
+      operatorUid: node.uid,
       clock: d.clock,
       scheduleMail: (at: number, fn: () => void) => this.scheduleMail(at, fn),
       keyedBackend,
@@ -306,6 +314,7 @@ export class StreamTask implements Schedulable {
     }
     this.d.listener.onTaskRunning(this);
     this.lastFlush = performance.now();
+    this.time.open(this.lastFlush);
     // A subtask with no input channels at all (e.g. no producer maps to it) ends at once.
     if (this.source === undefined && this.gates.every((g) => g.numChannels() === 0)) {
       this.mail(() => this.finishChain());
@@ -315,17 +324,27 @@ export class StreamTask implements Schedulable {
 
   step(): boolean {
     if (this.state !== 'running' && this.state !== 'finishing' && this.state !== 'waiting-final') return false;
+    if (this.time.isBlocked) this.time.resume(performance.now());
     try {
       while (this.mailbox.length > 0) {
         this.mailbox.shift()!();
         if (this.state !== 'running' && this.state !== 'finishing' && this.state !== 'waiting-final') return false;
       }
-      if (this.state === 'waiting-final') return false;
-      if (this.state === 'finishing') {
-        this.checkDrained();
+      if (this.state === 'waiting-final') {
+        this.time.block('idle', performance.now());
         return false;
       }
-      for (const w of this.writers) if (!w.isAvailable()) return false; // woken by onAvailable
+      if (this.state === 'finishing') {
+        this.checkDrained();
+        if (this.state === 'finishing') this.time.block('backpressure', performance.now());
+        return false;
+      }
+      for (const w of this.writers) {
+        if (!w.isAvailable()) {
+          this.time.block('backpressure', performance.now());
+          return false; // woken by onAvailable
+        }
+      }
       return this.source !== undefined ? this.sourceStep() : this.inputStep();
     } catch (e) {
       this.fail(e);
@@ -336,6 +355,7 @@ export class StreamTask implements Schedulable {
   private sourceStep(): boolean {
     if (this.sourceSuspended) {
       this.flushWriters();
+      this.time.block('idle', performance.now());
       return false; // woken by resumeSource or endSource
     }
     const status = this.source!.emitNext();
@@ -346,6 +366,7 @@ export class StreamTask implements Schedulable {
     }
     this.flushWriters();
     if (status === 'end') this.finishChain();
+    else this.time.block('idle', performance.now());
     return false;
   }
 
@@ -359,7 +380,9 @@ export class StreamTask implements Schedulable {
     }
     this.nextGate = (this.nextGate + 1) % Math.max(1, gates.length);
     if (el === undefined || gate === undefined) {
-      this.flushWriters();
+      const now = performance.now();
+      this.flushWriters(now);
+      this.time.block('idle', now);
       return false; // woken when a gate gets data
     }
     if (!isEvent(el)) {
@@ -420,6 +443,31 @@ export class StreamTask implements Schedulable {
     this.head.output.endInput();
     this.state = 'finishing';
     this.checkDrained();
+  }
+
+  /** The task's counters now (read about once a second by the executor, never per record). */
+  metricsSample(vertex: number, subtask: number): TaskMetricsSample {
+    const now = performance.now();
+    const t = this.time.totals(now);
+    let taskRecordsOut = 0;
+    let bytesOut = 0;
+    for (const w of this.writers) {
+      taskRecordsOut += w.recordsOut;
+      for (const c of w.channels) bytesOut += c.bytesOut;
+    }
+    const ops = this.operators;
+    return {
+      vertex, subtask, state: this.state, sampledAt: performance.timeOrigin + now,
+      recordsIn: [...this.recordsIn],
+      recordsOut: ops.map((o) => o.output.count),
+      taskRecordsOut, bytesOut,
+      idleMs: t.idleMs, backPressuredMs: t.backPressuredMs, elapsedMs: t.elapsedMs, isBackPressured: t.isBackPressured,
+      inputWatermark: ops.map((o) => o.currentWatermark),
+      outputWatermark: ops.map((o) => o.output.lastWatermark),
+      lateRecordsDropped: ops.map((o) => ('numLateRecordsDropped' in o && typeof o.numLateRecordsDropped === 'number' ? o.numLateRecordsDropped : 0)),
+      mailboxSize: this.mailbox.length,
+      ...(this.source !== undefined ? { source: this.source.metrics.snapshot() } : {}),
+    };
   }
 
   /** Ending because of a stop-with-savepoint without drain (see EndOfDataEvent.stop). */
@@ -512,4 +560,14 @@ export class StreamTask implements Schedulable {
     }
     for (const b of this.keyedBackends) b.dispose();
   }
+}
+
+/**
+ * A subtask's share of its source's rate limit: the rate is the source's, so it is dealt out in
+ * proportion to the splits each subtask reads. A subtask without splits reads nothing and gets
+ * no share (dividing by parallelism instead left a single file at p=2 with half the rate).
+ */
+export function rateShare(ratePerSecond: number | undefined, mySplits: number, totalSplits: number): number | undefined {
+  if (ratePerSecond === undefined || mySplits === 0 || totalSplits === 0) return undefined;
+  return (ratePerSecond * Math.min(mySplits, totalSplits)) / totalSplits;
 }

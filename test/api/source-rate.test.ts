@@ -4,7 +4,9 @@
  * to sleep (it schedules its wake-up on the clock), and checks exactly how many records each
  * subtask emitted by then. The limiter is a token bucket from the first poll: after T ms at
  * R records/s a subtask may have emitted floor(T * R / 1000) + 1 records, at most one batch
- * (1024) per poll, and with parallelism p each subtask gets R / p.
+ * (1024) per poll. The rate is the source's whatever its parallelism: subtasks share it in
+ * proportion to the splits they read (one split each at p=2: R / 2 each; a single split at
+ * p=2: all of R for the subtask reading it).
  */
 import { describe, expect, it } from 'vitest';
 import { ManualClock, runJob, defineJob, type JobResult, type Source, type SourceSplit } from '../../src/index.ts';
@@ -14,11 +16,12 @@ const T0 = 1_000_000;
 const BATCH = 1024;
 
 /**
- * The job manager's own timeouts (deploying, restoring) run on the same injected clock, minutes
- * ahead; a rate-limited source sleeps at most a second or so. Timers further ahead than this
- * are the job manager's and are left out of what the test watches.
+ * The job manager's own timers run on the same injected clock: timeouts (deploying, restoring)
+ * minutes ahead, metric sampling a second ahead. The sources in these tests read at 50 records/s
+ * or more, so they sleep 20 ms at most. Timers further ahead than this are the job manager's and
+ * are left out of what the test watches.
  */
-const SOURCE_HORIZON_MS = 60_000;
+const SOURCE_HORIZON_MS = 500;
 
 /** A manual clock that tells the test when the source's timers are scheduled (a rate-limited source going to sleep). */
 class SteppingClock extends ManualClock {
@@ -146,7 +149,7 @@ describe('source rate limit', () => {
     expect(clock.sourceTimers()).toBe(0);
   });
 
-  it('at parallelism 2 each subtask gets half the rate: 100 records/s is 50 per subtask', async () => {
+  it('at parallelism 2 with a split per subtask each subtask gets half the rate: 100 records/s is 50 per subtask', async () => {
     const clock = new SteppingClock(T0);
     const { source, emitted } = counting(200, 2);
     const job = runJob(
@@ -178,6 +181,48 @@ describe('source rate limit', () => {
     expect(emitted).toEqual([200, 200]);
     const got = r.collected<number>().slice().sort((a, b) => a - b);
     expect(got).toEqual([...Array.from({ length: 200 }, (_, i) => i), ...Array.from({ length: 200 }, (_, i) => 1_000_000 + i)]);
+  });
+
+  it('a single split at parallelism 2 is read at the whole source rate, not half of it', async () => {
+    const clock = new SteppingClock(T0);
+    const polled: number[] = [0, 0];
+    let emitted = 0;
+    const source: Source<number, SourceSplit> = {
+      name: 'one split',
+      bounded: true,
+      planSplits: () => [{ id: 'only' }],
+      createReader: (ctx) => {
+        let mine = 0;
+        return {
+          addSplits(splits) { mine += splits.length; },
+          poll(out, max) {
+            polled[ctx.subtaskIndex]!++;
+            if (mine === 0) return 'end';
+            for (let i = 0; i < max && emitted < 300; i++) out.collect(emitted++);
+            return emitted < 300 ? 'more' : 'end';
+          },
+          snapshotSplits: () => [],
+        };
+      },
+    };
+    const job = runJob(
+      defineJob((env) => void env.fromSource(source, { ratePerSecond: 100 }).collect()),
+      { workers: 1, parallelism: 2, clock, stdout: () => {} },
+    );
+    const asleep = (what: string) => clock.when(() => clock.sourceTimers() === 1, job, what);
+    await asleep('the first sleep');
+    // The whole 100 records/s: the next record is due 10 ms in (at 50/s it would be 20).
+    expect(clock.scheduled).toEqual([T0 + 10]);
+    clock.advanceTo(T0 + 1000);
+    await asleep('the sleep after 1 s');
+    expect(emitted).toBe(allowed(100, 1000));
+    expect(clock.scheduled.at(-1)).toBe(T0 + 1010);
+    clock.advanceTo(T0 + 10_000);
+    const r = await job;
+    expect(r.status).toBe('FINISHED');
+    expect(r.collected<number>()).toEqual(Array.from({ length: 300 }, (_, i) => i));
+    // The subtask without a split ended at its first poll.
+    expect(polled[1]).toBe(1);
   });
 
   it('rejects a rate that is not a positive number', () => {

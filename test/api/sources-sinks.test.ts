@@ -3,7 +3,7 @@
  * sinks: print, collect, writeAsJsonLines and addSink.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Rng, type RuntimeContext, type SinkFunction } from '../../src/index.ts';
@@ -149,12 +149,27 @@ describe('writeAsJsonLines', () => {
     expect(readFileSync(join(dir, 'part-0.jsonl'), 'utf8').endsWith('\n')).toBe(true);
   });
 
-  it('creates missing directories and replaces an earlier run\'s part file', async () => {
+  it('creates missing directories; refuses to start over an earlier run\'s part files unless told to overwrite them', async () => {
     const dir = join(tmp, 'deep', 'er', 'out');
     await runInline((env) => void env.fromElements('first', 'run', 'longer').writeAsJsonLines(dir));
-    await runInline((env) => void env.fromElements('second').writeAsJsonLines(dir));
+    // A second run into the same directory is refused before it starts: the first run's output is intact.
+    await expect(runInline((env) => void env.fromElements('second').writeAsJsonLines(dir))).rejects.toThrow(
+      `writeAsJsonLines: ${dir} already holds part files (part-0.jsonl); refusing to overwrite them: remove them, write to another directory, or pass { overwrite: true }`,
+    );
+    expect(readFileSync(join(dir, 'part-0.jsonl'), 'utf8')).toBe('"first"\n"run"\n"longer"\n');
+    // Other files in the directory are no obstacle; asked to, the sink replaces the part file.
+    writeFileSync(join(dir, 'notes.txt'), 'mine\n');
+    await runInline((env) => void env.fromElements('second').writeAsJsonLines(dir, { overwrite: true }));
     expect(readFileSync(join(dir, 'part-0.jsonl'), 'utf8')).toBe('"second"\n');
     await expect(runInline((env) => void env.fromElements(1).writeAsJsonLines(''))).rejects.toThrow('writeAsJsonLines() needs a directory path');
+  });
+
+  it('a directory with files that are not part files is written to', async () => {
+    const dir = join(tmp, 'with-notes');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'README'), 'output below\n');
+    await runInline((env) => void env.fromElements('x').writeAsJsonLines(dir));
+    expect(readFileSync(join(dir, 'part-0.jsonl'), 'utf8')).toBe('"x"\n');
   });
 });
 

@@ -65,12 +65,12 @@ export async function killAndResume(argsFor: (attempt: number) => string[], kill
 
 /**
  * Hidden files that would matter: pending parts (data a checkpoint covers) and compaction
- * leftovers. In-progress parts of an attempt killed before its first checkpoint are left
+ * leftovers (not the sink's own .weir-* records: its commit record and lease). In-progress parts of an attempt killed before its first checkpoint are left
  * alone when the next attempt starts from scratch (nothing says whose they are); they are
  * hidden and never committed, so they are not listed here.
  */
 export function hiddenFiles(dir: string): string[] {
-  return existsSync(dir) ? readdirSync(dir).filter((f) => f.startsWith('.') && !f.endsWith('.inprogress')) : [];
+  return existsSync(dir) ? readdirSync(dir).filter((f) => f.startsWith('.') && !f.endsWith('.inprogress') && !f.startsWith('.weir-')) : [];
 }
 
 /** Completed checkpoints under a checkpoint root ("<job>/chk-<n>" whose metadata exists). */

@@ -94,10 +94,16 @@ describe.concurrent('weir run: job loading errors', () => {
     }
   });
 
-  it('API misuse while building the job is an invalid job definition', async () => {
+  it('API misuse while building the job is an invalid job definition, placed in the job file without --verbose', async () => {
     const r = await weir('run', fixture('bad-definition.ts'));
     expect(r.code).toBe(1);
-    expect(oneLineError(r)).toBe('invalid job definition: map needs a function, got number');
+    expect(oneLineError(r)).toBe('invalid job definition: map needs a function, got number (at test/fixtures/jobs/bad-definition.ts:5:23)');
+  });
+
+  it('any exception while building the job names the job file and line, on worker threads too', async () => {
+    const r = await weir('run', fixture('build-throws.ts'), '-w', '2', '--', 'many');
+    expect(r.code).toBe(1);
+    expect(oneLineError(r)).toBe('building the job failed: expected a number of records, got "many" (at test/fixtures/jobs/build-throws.ts:8:9)');
   });
 });
 

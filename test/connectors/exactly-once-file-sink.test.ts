@@ -31,7 +31,8 @@ function visible(dir: string): string[] {
   return existsSync(dir) ? readdirSync(dir).filter((f) => !f.startsWith('.')).sort() : [];
 }
 function hidden(dir: string): string[] {
-  return existsSync(dir) ? readdirSync(dir).filter((f) => f.startsWith('.')).sort() : [];
+  // .weir-*: the sink's own records (last committed checkpoint, lease), not output.
+  return existsSync(dir) ? readdirSync(dir).filter((f) => f.startsWith('.') && !f.startsWith('.weir-')).sort() : [];
 }
 /** Every committed line, sorted. */
 function committed(dir: string): string[] {

@@ -66,7 +66,7 @@ describe('jetstream sink', () => {
     await c.commit(first);
     expect((await jsm.streams.info(name)).state.messages).toBe(1500);
     await c.commit(second);
-    expect(await k.lastCommittedCheckpoint('sink', 0)).toBe(2);
+    expect(await k.lastCommittedCheckpointOf('sink', 0)).toBe(2);
     const c2 = k.createCommitter(sinkCtx({ restoredCheckpointId: 2, attemptNumber: 1 }));
     await c2.commit([...first, ...second]);
     expect(await bodies(name)).toEqual(evs(0, 1507));
@@ -92,7 +92,7 @@ describe('jetstream sink', () => {
     expect(await bodies(name)).toEqual(evs(0, 400));
     expect((c as unknown as { duplicates: number }).duplicates).toBe(150);
     expect(logged).toEqual([]);
-    expect(await k.lastCommittedCheckpoint('sink', 0)).toBe(3);
+    expect(await k.lastCommittedCheckpointOf('sink', 0)).toBe(3);
     await c.close?.();
   });
 

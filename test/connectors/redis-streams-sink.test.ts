@@ -54,7 +54,7 @@ describe('redis streams sink', () => {
     expect(await r.xlen(s)).toBe(0);
     await c.commit(first);
     expect(await r.xlen(s)).toBe(1000);
-    expect(await k.lastCommittedCheckpoint('sink', 0)).toBe(1);
+    expect(await k.lastCommittedCheckpointOf('sink', 0)).toBe(1);
     await c.commit(second);
     const c2 = k.createCommitter(sinkCtx({ restoredCheckpointId: 2, attemptNumber: 1 }));
     await c2.commit([...first, ...second]);

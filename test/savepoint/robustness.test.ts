@@ -44,6 +44,9 @@ function rewriteMetadata(dir: string, change: (body: Record<string, unknown>) =>
   writeFileSync(join(dir, '_metadata'), JSON.stringify(outer, null, 1) + '\n');
 }
 
+/** What `--from` a path that is not a snapshot adds: where snapshots are, and --from latest. */
+const LATEST_HINT = 'give a checkpoint or savepoint directory (one with a _metadata file), or --from latest to resume from the newest checkpoint in --checkpoint-dir';
+
 interface Case {
   readonly name: string;
   /**
@@ -64,7 +67,7 @@ const cases: Case[] = [
     name: 'a path that does not exist',
     cli: true,
     make: () => join(tmp.dir, 'no', 'such', 'savepoint'),
-    restore: 'P is not a checkpoint or savepoint (no _metadata file)',
+    restore: `P does not exist; ${LATEST_HINT}`,
     inspect: 'P does not exist',
   },
   {
@@ -75,13 +78,13 @@ const cases: Case[] = [
       writeFileSync(join(d, 'notes.txt'), 'hello\n');
       return d;
     },
-    restore: 'P is not a checkpoint or savepoint (no _metadata file)',
+    restore: `P is not a checkpoint or savepoint (no _metadata file); ${LATEST_HINT}`,
     inspect: 'P is not a checkpoint or savepoint (no _metadata file)',
   },
   {
     name: 'a file (the metadata file itself)',
     make: () => join(copy('file'), '_metadata'),
-    restore: 'P is not a checkpoint or savepoint (no _metadata file)',
+    restore: `P is not a checkpoint or savepoint (no _metadata file); ${LATEST_HINT}`,
     inspect: 'P is a file, not a checkpoint or savepoint directory',
   },
   {
@@ -93,7 +96,7 @@ const cases: Case[] = [
       rmSync(join(d, '_metadata'));
       return d;
     },
-    restore: 'P is not a checkpoint or savepoint (no _metadata file)',
+    restore: `P is not a checkpoint or savepoint (no _metadata file); ${LATEST_HINT}`,
     inspect: 'P is not a checkpoint or savepoint (no _metadata file)',
   },
   {

@@ -81,3 +81,21 @@ export function messageOf(e: unknown): string {
   if (e instanceof AggregateError && e.errors.length > 0) return e.errors.map(messageOf).join('; ');
   return e instanceof Error ? e.message || e.name : String(e);
 }
+
+/**
+ * Connects with `connect`, retrying every failure with backoff until the policy's deadline;
+ * then fails with a CONNECTOR error naming `what` (host and port, never credentials), the
+ * number of tries and the last cause. A server unreachable at start fails the job in bounded time.
+ */
+export async function connecting<T>(what: string, connect: () => Promise<T>, policy: RetryPolicy, log?: (line: string) => void): Promise<T> {
+  let tries = 0;
+  const started = Date.now();
+  try {
+    return await retrying(policy, () => true, () => { tries++; return connect(); }, {
+      onRetry: (e, _attempt, delayMs) => log?.(`${what}: ${messageOf(e)}; retrying in ${delayMs} ms`),
+    });
+  } catch (e) {
+    const s = Math.round((Date.now() - started) / 100) / 10;
+    throw new WeirError('CONNECTOR', `${what}: ${messageOf(e)} (gave up after ${tries} attempts in ${s} s)`, { cause: e });
+  }
+}

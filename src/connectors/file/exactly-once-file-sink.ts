@@ -6,6 +6,7 @@
  *   .part-<sub>-<run>-<n>.chk-<id>.pending  closed at the barrier of checkpoint <id>
  *   part-<sub>-<run>-<n>.jsonl              committed when checkpoint <id> completed
  *   part-<sub>-<run>-c<k>.jsonl             compaction of small committed files
+ *   .weir-committed-<sub>                   the last checkpoint the subtask committed (commit-record.ts)
  *
  * Rolling: at every checkpoint (so each checkpoint's output is one unit of commit), and
  * earlier when a part reaches maxPartSize bytes or is older than rolloverInterval.
@@ -23,6 +24,7 @@ import { open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { toMillis, type Duration } from '../../core/duration.ts';
 import type { SinkCommitter, SinkContext, SinkWriter, TwoPhaseCommitSink } from '../../core/sink.ts';
+import { readCommitRecords, writeCommitRecord } from './commit-record.ts';
 
 export interface ExactlyOnceFileSinkOptions {
   /** Roll a part when it reaches this many bytes (default 128 MiB). */
@@ -91,6 +93,11 @@ export class ExactlyOnceFileSink<T> implements TwoPhaseCommitSink<T, FileCommitt
 
   createCommitter(ctx: SinkContext): SinkCommitter<FileCommittable> {
     return new FileCommitter(this, ctx);
+  }
+
+  /** The highest checkpoint whose output a committer of this directory committed (or began to). */
+  lastCommittedCheckpoint(): number | undefined {
+    return readCommitRecords(this.dir);
   }
 
   /**
@@ -280,8 +287,10 @@ class FileCommitter implements SinkCommitter<FileCommittable> {
 
   constructor(private readonly sink: ExactlyOnceFileSink<unknown>, private readonly ctx: SinkContext) {}
 
-  commit(list: readonly FileCommittable[]): void | Promise<void> {
+  commit(list: readonly FileCommittable[], checkpointId = 0): void | Promise<void> {
     const dir = this.sink.dir;
+    // Recorded before the renames: the record may run one checkpoint ahead of the visible output, never behind.
+    if (list.length > 0) writeCommitRecord(dir, this.ctx.subtaskIndex, checkpointId);
     for (const c of list) {
       const from = join(dir, c.pending);
       if (existsSync(from)) renameSync(from, join(dir, c.final));

@@ -3,10 +3,12 @@
  * file is a split whose position is the byte offset of the next unread line, so a restore
  * resumes at the exact record. Reads are asynchronous in large chunks (never per record);
  * the reader answers 'wait' while a chunk is in flight and wakes its task when it lands.
+ * Each file is its own split output, so with fromFile's `watermarks` each file keeps its own
+ * watermark and files read one after the other do not make each other's records late.
  */
 import { open, readdir, stat, type FileHandle } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import type { MalformedRecord, PollStatus, Source, SourceOutput, SourceReader, SourceReaderContext, SourceSplit } from '../../core/source.ts';
+import type { MalformedRecord, PollStatus, ReaderOutput, Source, SourceOutput, SourceReader, SourceReaderContext, SourceSplit } from '../../core/source.ts';
 import { castField, parseCsvLine } from './csv.ts';
 
 export type FileFormat = 'jsonl' | 'csv';
@@ -92,20 +94,44 @@ interface PendingLine {
   lineNo: number;
 }
 
-class FileReader<T> implements SourceReader<T, FileSplit> {
-  private readonly queue: FileSplit[] = [];
-  private current: FileSplit | undefined;
-  private fh: FileHandle | undefined;
+/** Most files a reader keeps open at once while alignment pauses the ones ahead. */
+const MAX_OPEN_FILES = 32;
+
+/** One file being read: its handle, bytes read ahead, and whole lines not yet emitted. */
+class Cursor {
+  fh: FileHandle | undefined;
   /** File offset of the first byte not yet read into `carry`/`lines`. */
-  private readOffset = 0;
-  private carry: Buffer = Buffer.alloc(0);
-  private lines: PendingLine[] = [];
-  private lineIdx = 0;
-  private eof = false;
-  private reading = false;
+  readOffset: number;
+  carry: Buffer = Buffer.alloc(0);
+  lines: PendingLine[] = [];
+  lineIdx = 0;
+  eof = false;
+  reading = false;
+  columns: readonly string[] | undefined;
+  headerPending: boolean;
+  out: SourceOutput<unknown> | undefined;
+  constructor(readonly split: FileSplit, src: FileSource<unknown>) {
+    this.readOffset = split.offset;
+    this.columns = src.csv.columns;
+    this.headerPending = src.format === 'csv' && src.csv.header;
+  }
+  get ready(): boolean {
+    return this.lineIdx < this.lines.length || (this.eof && !this.reading);
+  }
+}
+
+/**
+ * Reads its files one after the other; with alignment (maxDrift) a file that runs ahead in
+ * event time is paused and the next one opened, so several files are read interleaved. Every
+ * file the reader holds keeps its own watermark, so reading order never makes a record late.
+ */
+class FileReader<T> implements SourceReader<T, FileSplit> {
+  /** Assigned splits not opened yet, in order. */
+  private readonly queue: FileSplit[] = [];
+  /** Open files, in the order they were opened. */
+  private readonly open: Cursor[] = [];
+  private readonly paused = new Set<string>();
   private error: Error | undefined;
-  private columns: readonly string[] | undefined;
-  private headerPending = false;
 
   constructor(private readonly src: FileSource<T>, private readonly ctx: SourceReaderContext) {}
 
@@ -113,51 +139,67 @@ class FileReader<T> implements SourceReader<T, FileSplit> {
     for (const s of splits) this.queue.push({ ...s });
   }
 
-  poll(out: SourceOutput<T>, maxRecords: number): PollStatus {
+  pauseOrResumeSplits(pause: readonly string[], resume: readonly string[]): void {
+    for (const id of pause) this.paused.add(id);
+    for (const id of resume) this.paused.delete(id);
+  }
+
+  /** The file to read now: the first open one not paused; else a new one; else (all paused, at the cap) the first. */
+  private pick(): Cursor | 'opened' | undefined {
+    for (const c of this.open) if (!this.paused.has(c.split.id)) return c;
+    if (this.queue.length > 0 && this.open.length < MAX_OPEN_FILES) {
+      this.startSplit(this.queue.shift()!);
+      return 'opened';
+    }
+    // Alignment cannot be kept without more open files: read on (lateness cannot follow, as a
+    // split not yet opened holds the reader's watermark at the minimum anyway).
+    return this.open[0];
+  }
+
+  poll(out: ReaderOutput<T>, maxRecords: number): PollStatus {
     if (this.error) throw this.error;
-    if (this.current === undefined) {
-      const next = this.queue.shift();
-      if (next === undefined) return 'end';
-      this.startSplit(next);
-      return 'wait';
-    }
-    if (this.lineIdx >= this.lines.length) {
-      if (this.eof) {
-        this.finishSplit();
-        return this.queue.length > 0 ? 'more' : 'end';
+    const c = this.pick();
+    if (c === undefined) return 'end';
+    if (c === 'opened') return 'wait';
+    if (c.lineIdx >= c.lines.length) {
+      if (c.eof && !c.reading) {
+        this.finishSplit(c, out);
+        return this.open.length > 0 || this.queue.length > 0 ? 'more' : 'end';
       }
-      this.readMore();
-      return 'wait';
+      this.readMore(c);
+      // Another open file may have lines ready while this one reads.
+      return this.open.some((o) => o !== c && o.lineIdx < o.lines.length && !this.paused.has(o.split.id)) ? 'more' : 'wait';
     }
-    const split = this.current;
-    const end = Math.min(this.lines.length, this.lineIdx + maxRecords);
-    for (; this.lineIdx < end; this.lineIdx++) {
-      const l = this.lines[this.lineIdx]!;
+    const split = c.split;
+    const o = (c.out ??= out.forSplit(split.id)) as SourceOutput<T>;
+    const end = Math.min(c.lines.length, c.lineIdx + maxRecords);
+    for (; c.lineIdx < end; c.lineIdx++) {
+      const l = c.lines[c.lineIdx]!;
       // Advance the position before emitting: a malformed line that fails the job is not re-read
       // as a half-consumed record, and a checkpoint after this call covers this record.
       split.offset = l.endOffset;
       split.line = l.lineNo + 1;
       if (l.text.length === 0 || (l.text.length === 1 && l.text === '\r')) continue;
-      this.emitLine(l, out);
+      this.emitLine(c, l, o);
     }
-    if (this.lineIdx >= this.lines.length) {
-      this.lines = [];
-      this.lineIdx = 0;
+    if (c.lineIdx >= c.lines.length) {
+      c.lines = [];
+      c.lineIdx = 0;
     }
     // Read ahead so the next poll finds lines ready.
-    if (this.lines.length - this.lineIdx < maxRecords && !this.eof && !this.reading) this.readMore();
+    if (c.lines.length - c.lineIdx < maxRecords && !c.eof && !c.reading) this.readMore(c);
     return 'more';
   }
 
-  private emitLine(l: PendingLine, out: SourceOutput<T>): void {
+  private emitLine(c: Cursor, l: PendingLine, out: SourceOutput<T>): void {
     const text = l.text.endsWith('\r') ? l.text.slice(0, -1) : l.text;
     let value: unknown;
     try {
-      value = this.src.format === 'jsonl' ? JSON.parse(text) : this.parseCsv(text);
+      value = this.src.format === 'jsonl' ? JSON.parse(text) : this.parseCsv(c, text);
     } catch (e) {
       const record: MalformedRecord = {
         source: this.src.name,
-        location: `${this.current!.path}:${l.lineNo}`,
+        location: `${c.split.path}:${l.lineNo}`,
         raw: text,
         error: e instanceof Error ? e.message : String(e),
       };
@@ -167,10 +209,10 @@ class FileReader<T> implements SourceReader<T, FileSplit> {
     out.collect(value as T);
   }
 
-  private parseCsv(text: string): unknown {
+  private parseCsv(c: Cursor, text: string): unknown {
     const fields = parseCsvLine(text, this.src.csv.delimiter);
     const vals = this.src.csv.cast ? fields.map(castField) : fields;
-    const cols = this.columns;
+    const cols = c.columns;
     if (cols === undefined) return vals;
     if (fields.length !== cols.length) throw new Error(`expected ${cols.length} fields (${cols.join(', ')}), found ${fields.length}`);
     const o: Record<string, unknown> = {};
@@ -179,27 +221,22 @@ class FileReader<T> implements SourceReader<T, FileSplit> {
   }
 
   private startSplit(split: FileSplit): void {
-    this.current = split;
-    this.readOffset = split.offset;
-    this.carry = Buffer.alloc(0);
-    this.lines = [];
-    this.lineIdx = 0;
-    this.eof = false;
-    this.columns = this.src.csv.columns;
-    this.headerPending = this.src.format === 'csv' && this.src.csv.header;
-    this.reading = true;
+    const c = new Cursor(split, this.src as FileSource<unknown>);
+    this.open.push(c);
+    c.reading = true;
     open(split.path, 'r')
       .then(async (fh) => {
-        this.fh = fh;
-        if (this.headerPending) await this.readHeader(fh, split);
-        this.reading = false;
-        this.readMore();
+        c.fh = fh;
+        if (c.headerPending) await this.readHeader(c, fh);
+        c.reading = false;
+        this.readMore(c);
       })
-      .catch((e) => this.failRead(e, `cannot open ${split.path}`));
+      .catch((e) => this.failRead(c, e, `cannot open ${split.path}`));
   }
 
   /** Reads the header line, even when resuming in the middle of the file. */
-  private async readHeader(fh: FileHandle, split: FileSplit): Promise<void> {
+  private async readHeader(c: Cursor, fh: FileHandle): Promise<void> {
+    const split = c.split;
     const buf = Buffer.alloc(Math.min(this.src.chunkSize, 1 << 16));
     let acc = Buffer.alloc(0);
     let pos = 0;
@@ -215,38 +252,38 @@ class FileReader<T> implements SourceReader<T, FileSplit> {
     let header = acc.subarray(0, nl >= 0 ? nl : acc.length).toString('utf8');
     if (header.endsWith('\r')) header = header.slice(0, -1);
     if (header.charCodeAt(0) === 0xfeff) header = header.slice(1);
-    this.columns = parseCsvLine(header, this.src.csv.delimiter);
+    c.columns = parseCsvLine(header, this.src.csv.delimiter);
     if (split.offset === 0) {
       split.offset = headerBytes;
       split.line = 2;
-      this.readOffset = headerBytes;
+      c.readOffset = headerBytes;
     }
-    this.headerPending = false;
+    c.headerPending = false;
   }
 
-  private readMore(): void {
-    if (this.reading || this.eof || this.fh === undefined) return;
-    this.reading = true;
-    const fh = this.fh;
+  private readMore(c: Cursor): void {
+    if (c.reading || c.eof || c.fh === undefined) return;
+    c.reading = true;
+    const fh = c.fh;
     const buf = Buffer.allocUnsafe(this.src.chunkSize);
-    const at = this.readOffset;
+    const at = c.readOffset;
     fh.read(buf, 0, buf.length, at)
       .then(({ bytesRead }) => {
-        this.reading = false;
-        if (fh !== this.fh) return;
-        this.readOffset = at + bytesRead;
-        this.splitLines(buf.subarray(0, bytesRead), bytesRead === 0);
+        c.reading = false;
+        if (fh !== c.fh) return;
+        c.readOffset = at + bytesRead;
+        this.ctx.metrics.addBytesRead(bytesRead);
+        this.splitLines(c, buf.subarray(0, bytesRead), bytesRead === 0);
         this.ctx.wake();
       })
-      .catch((e) => this.failRead(e, `cannot read ${this.current?.path}`));
+      .catch((e) => this.failRead(c, e, `cannot read ${c.split.path}`));
   }
 
   /** Turns newly read bytes into whole lines; an incomplete last line waits for the next chunk. */
-  private splitLines(chunk: Buffer, atEof: boolean): void {
-    const data = this.carry.length > 0 ? Buffer.concat([this.carry, chunk]) : chunk;
-    const base = this.readOffset - data.length; // file offset of data[0]
-    const split = this.current!;
-    let lineNo = this.lines.length > 0 ? this.lines[this.lines.length - 1]!.lineNo + 1 : split.line;
+  private splitLines(c: Cursor, chunk: Buffer, atEof: boolean): void {
+    const data = c.carry.length > 0 ? Buffer.concat([c.carry, chunk]) : chunk;
+    const base = c.readOffset - data.length; // file offset of data[0]
+    let lineNo = c.lines.length > 0 ? c.lines[c.lines.length - 1]!.lineNo + 1 : c.split.line;
     let start = 0;
     const fresh: PendingLine[] = [];
     // A UTF-8 byte order mark opens the file, not the first record (the CSV header reader
@@ -263,41 +300,45 @@ class FileReader<T> implements SourceReader<T, FileSplit> {
     }
     if (atEof) {
       if (start < data.length) fresh.push({ text: text(start, data.length), endOffset: base + data.length, lineNo: lineNo++ });
-      this.carry = Buffer.alloc(0);
-      this.eof = true;
+      c.carry = Buffer.alloc(0);
+      c.eof = true;
     } else {
-      this.carry = Buffer.from(data.subarray(start));
+      c.carry = Buffer.from(data.subarray(start));
     }
-    if (this.lineIdx >= this.lines.length) {
-      this.lines = fresh;
-      this.lineIdx = 0;
+    if (c.lineIdx >= c.lines.length) {
+      c.lines = fresh;
+      c.lineIdx = 0;
     } else {
-      for (const l of fresh) this.lines.push(l);
+      for (const l of fresh) c.lines.push(l);
     }
   }
 
-  private finishSplit(): void {
-    const fh = this.fh;
-    this.fh = undefined;
-    this.current = undefined;
+  private finishSplit(c: Cursor, out: ReaderOutput<T>): void {
+    const fh = c.fh;
+    c.fh = undefined;
+    this.open.splice(this.open.indexOf(c), 1);
+    this.paused.delete(c.split.id);
+    out.splitFinished(c.split.id);
     void fh?.close().catch(() => {});
   }
 
-  private failRead(e: unknown, what: string): void {
-    this.reading = false;
+  private failRead(c: Cursor, e: unknown, what: string): void {
+    c.reading = false;
     this.error = new Error(`${what}: ${e instanceof Error ? e.message : String(e)}`);
     this.ctx.wake();
   }
 
   snapshotSplits(): FileSplit[] {
     const out: FileSplit[] = [];
-    if (this.current) out.push({ ...this.current });
+    for (const c of this.open) out.push({ ...c.split });
     for (const s of this.queue) out.push({ ...s });
     return out;
   }
 
   close(): void {
-    void this.fh?.close().catch(() => {});
-    this.fh = undefined;
+    for (const c of this.open) {
+      void c.fh?.close().catch(() => {});
+      c.fh = undefined;
+    }
   }
 }

@@ -15,7 +15,7 @@
  * max_prepared_transactions > 0. Prepared transactions hold their locks until committed.
  */
 import { WeirError } from '../../core/errors.ts';
-import type { SinkCommitter, SinkContext, SinkWriter, TwoPhaseCommitSink } from '../../core/sink.ts';
+import type { CommitScope, SinkCommitter, SinkContext, SinkWriter, TwoPhaseCommitSink } from '../../core/sink.ts';
 import { operatorKey, ownsSubtask, type ProgressKey } from '../common/progress.ts';
 import { commitPrepared, commitRows, isPrepared, isPreparedOnServer, listPrepared, prepareRows, rollbackPrepared, type PostgresCommittable, type PreparedCommittable } from './commit.ts';
 import { close, connect, wrap } from './connection.ts';
@@ -125,7 +125,18 @@ export class PostgresSink<T> implements TwoPhaseCommitSink<T, PostgresCommittabl
   }
 
   /** The last checkpoint whose output `subtask` of this sink committed (from the progress table), or undefined. */
-  async lastCommittedCheckpoint(operatorId: string, subtask: number): Promise<number | undefined> {
+  /** The newest checkpoint any subtask of the operator committed (the start-up check against duplicate output). */
+  async lastCommittedCheckpoint(scope: CommitScope): Promise<number | undefined> {
+    let last: number | undefined;
+    // Bounded by the operator's parallelism; subtasks are asked one after the other.
+    for (let subtask = 0; subtask < scope.parallelism; subtask++) {
+      const c = await this.lastCommittedCheckpointOf(scope.operatorId, subtask);
+      if (c !== undefined && (last === undefined || c > last)) last = c;
+    }
+    return last;
+  }
+
+  async lastCommittedCheckpointOf(operatorId: string, subtask: number): Promise<number | undefined> {
     const o = this.options;
     const key = this.key({ operatorId } as SinkContext, subtask);
     const c = await connect(o);

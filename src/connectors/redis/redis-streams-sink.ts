@@ -11,7 +11,7 @@
  */
 import { Redis } from 'ioredis';
 import { WeirError } from '../../core/errors.ts';
-import type { SinkCommitter, SinkContext, SinkWriter, TwoPhaseCommitSink } from '../../core/sink.ts';
+import type { CommitScope, SinkCommitter, SinkContext, SinkWriter, TwoPhaseCommitSink } from '../../core/sink.ts';
 import { foreignProgressError, operatorKey, type ProgressKey } from '../common/progress.ts';
 import { isSocketError, messageOf, retrying, withTimeout } from '../common/retry.ts';
 import { resolveRedisOptions, type RedisFieldValue, type RedisStreamsSinkOptions, type ResolvedRedisOptions } from './options.ts';
@@ -125,7 +125,18 @@ export class RedisStreamsSink<T> implements TwoPhaseCommitSink<T, RedisCommittab
   }
 
   /** The last checkpoint whose entries `subtask` of this sink committed (its progress key), or undefined. */
-  async lastCommittedCheckpoint(operatorId: string, subtask: number): Promise<number | undefined> {
+  /** The newest checkpoint any subtask of the operator committed (the start-up check against duplicate output). */
+  async lastCommittedCheckpoint(scope: CommitScope): Promise<number | undefined> {
+    let last: number | undefined;
+    // Bounded by the operator's parallelism; subtasks are asked one after the other.
+    for (let subtask = 0; subtask < scope.parallelism; subtask++) {
+      const c = await this.lastCommittedCheckpointOf(scope.operatorId, subtask);
+      if (c !== undefined && (last === undefined || c > last)) last = c;
+    }
+    return last;
+  }
+
+  async lastCommittedCheckpointOf(operatorId: string, subtask: number): Promise<number | undefined> {
     const c = await this.connect().catch((e) => { throw this.wrap(e, 'connecting'); });
     try {
       const v = await c.get(this.progressKey(this.key({ operatorId, subtaskIndex: subtask })));

@@ -28,6 +28,11 @@ export const COMMANDS = [
     name: 'cancel', args: '<job-id> [options]', summary: 'cancel a running job',
     note: 'The job is found by id (or a unique prefix) among the jobs running on this machine, or at --rest-port.',
   },
+  { name: 'manager', args: '[options]', summary: 'run the lifecycle manager for the applications of weir apps' },
+  {
+    name: 'apps', args: '<apply <spec.yaml|json>|list|describe|suspend|resume|delete|savepoint|rollback|events> [app] [options]', summary: 'declare and control applications of the lifecycle manager',
+    note: 'The manager is found through the file it writes in its directory (--dir), or at --manager.',
+  },
 ] as const satisfies readonly CommandInfo[];
 
 export type CommandName = (typeof COMMANDS)[number]['name'];

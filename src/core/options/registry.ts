@@ -73,8 +73,8 @@ export const OPTIONS = {
       { value: 'delete-on-cancel', flink: 'DELETE_ON_CANCELLATION' },
       { value: 'retain-on-cancel', flink: 'RETAIN_ON_CANCELLATION' },
     ] as const),
-    default: 'none', label: 'checkpoint retention', commands: ['run'], section: 'Checkpointing',
-    description: 'completed checkpoints kept when the job ends: none (deleted), delete-on-cancel (kept if it fails), retain-on-cancel (kept if it fails or is cancelled)',
+    default: 'retain-on-cancel', label: 'checkpoint retention', commands: ['run'], section: 'Checkpointing',
+    description: 'completed checkpoints kept when the job ends: none (deleted), delete-on-cancel (kept if it fails), retain-on-cancel (kept if it fails or is cancelled, e.g. by Ctrl-C; Flink\'s default is none); a finished job deletes them',
   }),
   checkpointsRetained: option({
     flag: 'checkpoints-retained', key: 'execution.checkpointing.num-retained', deprecatedKeys: ['state.checkpoints.num-retained'], field: 'checkpoint.numRetained',
@@ -152,6 +152,11 @@ export const OPTIONS = {
     flag: 'allow-non-restored-state', field: 'allowNonRestoredState', type: onOff(),
     label: 'allow non-restored state', description: 'drop snapshot state of operators the job no longer has', commands: ['run'], section: 'Savepoints and restore',
   }),
+  allowDuplicateOutput: option({
+    flag: 'allow-duplicate-output', field: 'allowDuplicateOutput', type: onOff(), label: 'allow duplicate output',
+    description: 'start although an exactly-once sink already committed output past the restored checkpoint (that output is written again); refused otherwise',
+    commands: ['run'], section: 'Savepoints and restore',
+  }),
   claimMode: option({
     flag: 'claim-mode', field: 'claimMode', type: choice('M', [{ value: 'no-claim' }, { value: 'claim' }] as const), default: 'no-claim', label: 'claim mode',
     description: 'no-claim never deletes the snapshot given with --from; claim lets weir delete it once a newer checkpoint exists', commands: ['run'], section: 'Savepoints and restore',
@@ -200,6 +205,30 @@ export const OPTIONS = {
   drain: option({
     flag: 'drain', type: onOff(), label: 'drain', description: 'first advance event time to the end, so windows and timers fire', commands: ['stop'],
   }),
+
+  // ---- Lifecycle manager (weir manager, weir apps)
+  managerDir: option({
+    flag: 'dir', type: path(), defaultText: '$WEIR_HOME/manager', label: 'manager directory',
+    description: 'where the manager keeps applications, statuses, checkpoints, savepoints and job logs', commands: ['manager', 'apps'],
+  }),
+  managerPort: option({
+    flag: 'port', type: integer({ min: 0, max: 65535 }), metavar: 'P', default: 8090, label: 'manager port', description: 'manager REST API port; 0 picks a free one', commands: ['manager'],
+  }),
+  managerAddress: option({
+    flag: 'address', type: text('A'), default: '127.0.0.1', label: 'manager address', description: 'manager REST API address; any other than loopback exposes it to the network', commands: ['manager'],
+  }),
+  managerInterval: option({
+    flag: 'interval', type: duration({ minMs: 10 }), default: '500ms', label: 'reconcile interval', description: 'time between reconciliation passes', commands: ['manager'],
+  }),
+  managerUrl: option({
+    flag: 'manager', type: text('URL'), label: 'manager URL', description: 'the manager\'s REST API (e.g. http://127.0.0.1:8090) instead of finding it through --dir', commands: ['apps'],
+  }),
+  appsSavepoint: option({
+    flag: 'savepoint', type: onOff(), label: 'savepoint', description: 'delete: stop the job with a savepoint first (kept in the manager directory)', commands: ['apps'],
+  }),
+  appsJson: option({
+    flag: 'json', type: onOff(), label: 'json', description: 'print JSON instead of text', commands: ['apps'],
+  }),
 // eslint-disable-next-line @typescript-eslint/no-explicit-any -- entries keep their own value types
   // ---- Every command
   help: option({
@@ -241,6 +270,34 @@ export const OPTIONS = {
   progressInterval: option({
     key: 'jobmanager.progress.interval', field: 'jobManager.progressInterval', type: duration({ minMs: 1 }), default: '1 s',
     label: 'progress interval', description: 'how often the status line (and RunOptions.onProgress) is updated', commands: ['run'], section: 'Job manager',
+  }),
+
+  // ---- Object storage (S3): checkpoints, savepoints and files at s3://bucket/prefix. The
+  // endpoint, region and credentials are otherwise found as every AWS SDK client finds them
+  // (AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, AWS_REGION, the credential chain).
+  s3Endpoint: option({
+    flag: 's3-endpoint', key: 's3.endpoint', field: 's3.endpoint', type: text('URL', 'an http(s) URL'), defaultText: 'the AWS SDK\'s (AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, or AWS)',
+    label: 'S3 endpoint', description: 'endpoint of an S3-compatible store (e.g. http://127.0.0.1:9000)', commands: ['run', 'checkpoints'], section: 'Object storage (S3)',
+  }),
+  s3PathStyleAccess: option({
+    flag: 's3-path-style', key: 's3.path.style.access', field: 's3.pathStyleAccess', type: onOff(), default: false,
+    label: 'S3 path-style access', description: 'address buckets as ENDPOINT/bucket/key instead of bucket.ENDPOINT/key (most S3-compatible stores need it)', commands: ['run', 'checkpoints'], section: 'Object storage (S3)',
+  }),
+  s3Region: option({
+    key: 's3.region', field: 's3.region', type: text('R'), defaultText: 'the AWS SDK\'s (AWS_REGION, the profile; us-east-1 with a custom endpoint)',
+    label: 'S3 region', description: 'region of the bucket', commands: ['run', 'checkpoints'], section: 'Object storage (S3)',
+  }),
+  s3RequestTimeout: option({
+    key: 's3.request.timeout', field: 's3.requestTimeout', type: duration({ minMs: 1 }), default: '30 s',
+    label: 'S3 request timeout', description: 'longest one S3 request may wait for the connection or for data; then it is retried', commands: ['run', 'checkpoints'], section: 'Object storage (S3)',
+  }),
+  s3RetryMaxAttempts: option({
+    key: 's3.retry.max-attempts', field: 's3.retryMaxAttempts', type: integer({ min: 1, max: 100 }), default: 5,
+    label: 'S3 request attempts', description: 'tries of one S3 request (throttling, 5xx and network errors are retried with backoff)', commands: ['run', 'checkpoints'], section: 'Object storage (S3)',
+  }),
+  s3UploadPartSize: option({
+    key: 's3.upload.part-size', field: 's3.uploadPartSize', type: integer({ min: 5 * 1024 * 1024, max: 5 * 1024 * 1024 * 1024 }), default: 8 * 1024 * 1024,
+    label: 'S3 upload part size', description: 'bytes of one multipart upload part; a state file up to this size is one PUT', commands: ['run', 'checkpoints'], section: 'Object storage (S3)',
   }),
 } satisfies Record<string, Option<any>>;
 

@@ -21,12 +21,14 @@ export class OutputChannel {
   private listener: AvailabilityListener | undefined;
   /** Batches sent, for metrics and tests. */
   sentBatches = 0;
+  /** Bytes of batches serialized for another thread (numBytesOut); same-thread channels pass references. */
+  bytesOut = 0;
 
   constructor(
     readonly id: number,
     private credits: number,
-    /** Delivers an element to the consumer (direct call, or encode and post). */
-    private readonly transmit: (el: ChannelElement) => void,
+    /** Delivers an element to the consumer (direct call, or encode and post: then returns the bytes sent). */
+    private readonly transmit: (el: ChannelElement) => number | void,
   ) {}
 
   setListener(l: AvailabilityListener): void {
@@ -42,7 +44,7 @@ export class OutputChannel {
       if (this.credits > 0) {
         this.credits--;
         this.sentBatches++;
-        this.transmit(el);
+        this.bytesOut += this.transmit(el) ?? 0;
         return;
       }
     }
@@ -61,7 +63,7 @@ export class OutputChannel {
         this.sentBatches++;
       }
       this.backlog.shift();
-      this.transmit(el);
+      this.bytesOut += this.transmit(el) ?? 0;
     }
     if (wasBlocked && this.backlog.length === 0) this.listener?.onChannelAvailable();
   }

@@ -103,6 +103,19 @@ export class FlatMapOperator extends StreamOperator {
 }
 
 /**
+ * Emits what a process-style function returned (issue 15: returning outputs is what lets
+ * TypeScript infer a process function's output type). Nothing is the common case and costs
+ * one comparison per record.
+ */
+export function collectReturned(returned: unknown, out: Collector<unknown>, method: string): void {
+  if (returned === undefined || returned === null) return;
+  if (typeof (returned as Iterable<unknown>)[Symbol.iterator] !== 'function') {
+    throw new TypeError(`${method} returned ${typeof returned === 'object' ? 'an object' : `a ${typeof returned}`}; return an array of outputs, or nothing and emit with out.collect(value)`);
+  }
+  for (const v of returned as Iterable<unknown>) out.collect(v);
+}
+
+/**
  * What every process-style context has, keyed or not: the current record's timestamp, side
  * outputs and the two clocks. Fields are updated per record, never reallocated.
  */
@@ -170,7 +183,8 @@ export class ProcessOperator extends StreamOperator {
     try {
       for (; i < values.length; i++) {
         c.timestamp = ctx.ts = timestamps[i]!;
-        fn.processElement(values[i], ctx, c);
+        const r = fn.processElement(values[i], ctx, c);
+        if (r !== undefined) collectReturned(r, c, 'processElement');
       }
     } catch (e) {
       throw this.failOn(e, 'processElement', values[i]);
@@ -179,7 +193,8 @@ export class ProcessOperator extends StreamOperator {
   override processRecord(value: unknown, timestamp: number): void {
     this.collector.timestamp = this.ctx.ts = timestamp;
     try {
-      this.fn.processElement(value, this.ctx, this.collector);
+      const r = this.fn.processElement(value, this.ctx, this.collector);
+      if (r !== undefined) collectReturned(r, this.collector, 'processElement');
     } catch (e) {
       throw this.failOn(e, 'processElement', value);
     }

@@ -114,7 +114,7 @@ export class CommitSinkOperator extends StreamOperator {
 
   /** Queues the commit of `batch`; its committables leave the ledger only once it has finished. */
   private commit(batch: CommitBatch<unknown>): void {
-    this.chain(() => this.committer.commit(batch.committables), () => this.ledger.committed(batch));
+    this.chain(() => this.committer.commit(batch.committables, batch.upToCheckpointId), () => this.ledger.committed(batch));
   }
 
   private chain(fn: () => void | Promise<void>, onDone?: () => void): void {
@@ -136,7 +136,7 @@ export class CommitSinkOperator extends StreamOperator {
       // Without checkpoints there is no commit point but the end: commit everything now.
       if (!this.env.checkpointing) {
         const last = this.writer.prepareCommit(0);
-        if (last.length > 0) this.chain(() => this.committer.commit(last));
+        if (last.length > 0) this.chain(() => this.committer.commit(last, 0));
       }
     } catch (e) {
       throw this.fail(e, `sink "${this.sink.name}" finish`);

@@ -4,7 +4,7 @@
  * record, so state handles and timers act on that key.
  */
 import type {
-  AggregateFunction, KeyedProcessFunction, KeyedRuntimeContext, OnTimerContext, TimerService,
+  AggregateFunction, KeyedProcessFunction, KeyedRuntimeContext, OnTimerContext, CallableTimerService,
 } from '../../core/functions.ts';
 import {
   ValueStateDescriptor, type AggregatingStateDescriptor, type ListStateDescriptor, type MapStateDescriptor,
@@ -13,7 +13,7 @@ import {
 import type { KeyedStateBackend } from '../../state/backend.ts';
 import { NO_TIMESTAMP, type Batch } from '../../core/batch.ts';
 import { InternalTimerService, type Timer, type TimerTarget } from '../timers.ts';
-import { ContextBase, TimestampedCollector } from './basic.ts';
+import { collectReturned, ContextBase, TimestampedCollector } from './basic.ts';
 import type { KeySelectorFn } from '../../core/partitioning.ts';
 import { StreamOperator } from './operator.ts';
 
@@ -111,7 +111,7 @@ export abstract class KeyedOperator extends StreamOperator implements TimerTarge
 export class KeyedContextImpl extends ContextBase implements OnTimerContext<unknown> {
   declare protected readonly op: KeyedOperator;
   timeDomain: 'event-time' | 'processing-time' = 'event-time';
-  readonly timerService: TimerService;
+  readonly timerService: CallableTimerService;
   readonly taskInfo;
   private readonly rc: KeyedRuntimeContext;
 
@@ -119,16 +119,21 @@ export class KeyedContextImpl extends ContextBase implements OnTimerContext<unkn
     super(op);
     this.rc = op.keyedRuntimeContext();
     this.taskInfo = this.rc.taskInfo;
-    this.timerService = {
+    // Callable as well (returning itself), for Flink's ctx.timerService().registerEventTimeTimer(t).
+    const service: CallableTimerService = Object.assign(() => service, {
       currentProcessingTime: () => op.env.clock.now(),
       currentWatermark: () => op.currentWatermark,
       registerEventTimeTimer: (t: number) => op.timers.registerEventTimeTimer('', t),
       registerProcessingTimeTimer: (t: number) => op.timers.registerProcessingTimeTimer('', t),
       deleteEventTimeTimer: (t: number) => op.timers.deleteEventTimeTimer('', t),
       deleteProcessingTimeTimer: (t: number) => op.timers.deleteProcessingTimeTimer('', t),
-    };
+    });
+    this.timerService = service;
   }
   get currentKey(): unknown {
+    return this.op.backend.ctx.originalKey;
+  }
+  getCurrentKey(): unknown {
     return this.op.backend.ctx.originalKey;
   }
   getState<T>(d: ValueStateDescriptor<T>) {
@@ -158,7 +163,7 @@ export class KeyedContextImpl extends ContextBase implements OnTimerContext<unkn
 export abstract class KeyedFunctionOperator extends KeyedOperator {
   protected readonly collector = new TimestampedCollector(this);
   protected ctx!: KeyedContextImpl;
-  protected abstract readonly userOnTimer: ((ts: number, ctx: any, out: any) => void) | undefined;
+  protected abstract readonly userOnTimer: ((ts: number, ctx: any, out: any) => unknown) | undefined;
   protected override setUp(): void {
     super.setUp();
     this.ctx = new KeyedContextImpl(this);
@@ -178,7 +183,8 @@ export abstract class KeyedFunctionOperator extends KeyedOperator {
     this.ctx.ts = outTs;
     this.ctx.timeDomain = domain;
     this.collector.timestamp = outTs;
-    this.userOnTimer(timer.timestamp, this.ctx, this.collector);
+    const r = this.userOnTimer(timer.timestamp, this.ctx, this.collector);
+    if (r !== undefined) collectReturned(r, this.collector, 'onTimer');
   }
 }
 
@@ -203,7 +209,8 @@ export class KeyedProcessOperator extends KeyedFunctionOperator {
         const v = values[i];
         this.keyFrom(sel, v, kgs, i);
         c.timestamp = ctx.ts = timestamps[i]!;
-        fn.processElement(v, ctx, c);
+        const r = fn.processElement(v, ctx, c);
+        if (r !== undefined) collectReturned(r, c, 'processElement');
       }
     } catch (e) {
       throw this.failOn(e, 'processElement', values[i]);

@@ -19,6 +19,8 @@ import type { InlineOperatorState } from '../../core/checkpoint-format.ts';
 /** What the task gives an operator when it is set up. */
 export interface OperatorEnvironment {
   readonly taskInfo: TaskInfo;
+  /** The operator's uid(...), if the job gave one (for error messages). */
+  readonly operatorUid?: string | undefined;
   readonly clock: Clock;
   /** Runs fn in the task's mailbox (between batches) at or after atMs of processing time. */
   scheduleMail(atMs: number, fn: () => void): { cancel(): void };
@@ -75,6 +77,7 @@ export abstract class StreamOperator {
     this.location = {
       operatorName: env.taskInfo.operatorName,
       operatorId: env.taskInfo.operatorId,
+      uid: env.operatorUid,
       subtaskIndex: env.taskInfo.subtaskIndex,
       parallelism: env.taskInfo.parallelism,
     };

@@ -1,8 +1,8 @@
 /** Sink operators: print, collect (tests), plain JSON-lines files and user sink functions. */
-import { closeSync, mkdirSync, openSync, writeSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readdirSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import type { SinkFunction } from '../../core/functions.ts';
-import { describeRecord } from '../../core/errors.ts';
+import { describeRecord, WeirError } from '../../core/errors.ts';
 import type { Batch } from '../../core/batch.ts';
 import { StreamOperator } from './operator.ts';
 
@@ -43,6 +43,29 @@ export class CollectSinkOperator extends StreamOperator {
   processBatch(batch: Batch): void {
     this.env.services.collect(this.sinkName, this.env.taskInfo.subtaskIndex, batch.values.slice());
   }
+}
+
+const PART_FILE = /^part-\d+\.jsonl$/;
+
+/**
+ * Refuses to start a JSON-lines sink over the part files of an earlier run (Flink's
+ * NO_OVERWRITE): silently truncating them loses output, and leftovers of a run at a higher
+ * parallelism would mix with the new ones. Run once before the job starts.
+ */
+export function refuseExistingPartFiles(dir: string): void {
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return; // no directory yet (or not readable: opening the part file will say so)
+  }
+  const parts = names.filter((n) => PART_FILE.test(n)).sort();
+  if (parts.length === 0) return;
+  const shown = parts.length > 3 ? `${parts.slice(0, 3).join(', ')} and ${parts.length - 3} more` : parts.join(', ');
+  throw new WeirError(
+    'START',
+    `writeAsJsonLines: ${dir} already holds part files (${shown}); refusing to overwrite them: remove them, write to another directory, or pass { overwrite: true }`,
+  );
 }
 
 /** Writes every record as one JSON line into <dir>/part-<subtask>.jsonl; not transactional. */

@@ -2,10 +2,18 @@
  * The source operator at the head of a source task: pulls a batch from the reader on every
  * mailbox step. End of input is the end of event time: the final watermark goes out before
  * the chain finishes, which fires every event-time window and timer.
+ *
+ * With a watermark strategy (fromSource's `watermarks`), event time is kept per split
+ * (split-watermarks.ts): the operator stamps records, runs each split's generator, emits the
+ * minimum over the splits, marks the output idle when no split holds time back, and pauses
+ * and resumes splits for alignment (maxDrift).
  */
-import type { MalformedRecord, PollStatus, Source, SourceOutput, SourceReader, SourceSplit } from '../../core/source.ts';
+import type { MalformedRecord, PollStatus, ReaderOutput, Source, SourceOutput, SourceReader, SourceSplit } from '../../core/source.ts';
 import { DEFAULT_BATCH_SIZE, NO_TIMESTAMP, type Batch } from '../../core/batch.ts';
-import { MAX_WATERMARK } from '../events.ts';
+import { MAX_WATERMARK, MIN_WATERMARK } from '../events.ts';
+import type { WatermarkStrategy } from '../../core/watermark-strategy.ts';
+import { SplitWatermarks, type SplitTimeHandle } from './split-watermarks.ts';
+import { SourceMetrics } from './source-metrics.ts';
 import { StreamOperator } from './operator.ts';
 import type { InlineOperatorState } from '../../core/checkpoint-format.ts';
 import { WeirError } from '../../core/errors.ts';
@@ -14,11 +22,28 @@ export const DEAD_LETTER_TAG_ID = 'weir.dead-letters';
 
 export type MalformedPolicy = 'fail' | 'dead-letter';
 
-export class SourceOperator extends StreamOperator implements SourceOutput<unknown> {
+/** Event time kept by the source per split (fromSource's `watermarks` and `maxDrift`). */
+export interface SourceWatermarkSettings {
+  readonly strategy: WatermarkStrategy<unknown>;
+  readonly maxDriftMs: number | undefined;
+  /** The job's auto-watermark interval, read when the task starts. */
+  readonly intervalMs: () => number;
+}
+
+export class SourceOperator extends StreamOperator implements ReaderOutput<unknown> {
   reader!: SourceReader<unknown, SourceSplit>;
   private ended = false;
   /** Called by the task when the reader asks to be woken. */
   wake: () => void = () => {};
+  readonly metrics = new SourceMetrics();
+  private splitTime: SplitWatermarks | undefined;
+  private readonly splitOutputs = new Map<string, SourceOutput<unknown>>();
+  /** Split outputs that gave records since the last poll. */
+  private readonly touched = new Set<SplitOutput>();
+  private lastWatermark = MIN_WATERMARK;
+  private idle = false;
+  private periodic: { cancel(): void } | undefined;
+  private alignmentWarned = false;
 
   constructor(
     readonly source: Source<unknown, SourceSplit>,
@@ -26,6 +51,7 @@ export class SourceOperator extends StreamOperator implements SourceOutput<unkno
     private readonly batchSize = DEFAULT_BATCH_SIZE,
     /** This subtask's share of a source rate limit, records per second. */
     private readonly ratePerSecond?: number,
+    private readonly watermarks?: SourceWatermarkSettings,
   ) {
     super();
     this.numInputs = 0;
@@ -70,11 +96,109 @@ export class SourceOperator extends StreamOperator implements SourceOutput<unkno
         now: () => env.clock.now(),
         wake: () => this.wake(),
         schedule: (at, fn) => env.scheduleMail(at, fn),
+        metrics: this.metrics,
+        log: (line) => env.services.log(`source "${this.source.name}" (subtask ${env.taskInfo.subtaskIndex + 1}/${env.taskInfo.parallelism}): ${line}`),
       });
+      const w = this.watermarks;
+      if (w !== undefined) {
+        const now = env.clock.now();
+        const st = new SplitWatermarks(w.strategy, { idleTimeoutMs: w.strategy.idleTimeoutMs, maxDriftMs: w.maxDriftMs });
+        for (const sp of this.assignedSplits) st.add(sp.id, now);
+        this.splitTime = st;
+        const interval = w.intervalMs();
+        if (interval > 0) this.schedulePeriodic(now + interval, interval);
+      }
       this.reader.addSplits(this.assignedSplits);
     } catch (e) {
       throw this.fail(e, 'source open');
     }
+    // A reader with nothing to read must not hold back event time downstream.
+    if (this.splitTime !== undefined) this.advanceTime();
+  }
+
+  private schedulePeriodic(at: number, interval: number): void {
+    this.periodic = this.env.scheduleMail(at, () => {
+      if (!this.ended && !this.env.isSuspended()) {
+        try {
+          this.splitTime!.periodic(this.env.clock.now());
+        } catch (e) {
+          throw this.fail(e, 'onPeriodicEmit');
+        }
+        this.advanceTime();
+        this.output.flush();
+      }
+      this.schedulePeriodic(this.env.clock.now() + interval, interval);
+    });
+  }
+
+  /** Emits the reader's watermark (or idleness) if it changed, and applies alignment. */
+  private advanceTime(): void {
+    const st = this.splitTime!;
+    const t = st.current();
+    if (t.idle) {
+      if (!this.idle) {
+        this.idle = true;
+        this.output.emitWatermarkStatus(true);
+      }
+    } else {
+      if (this.idle) {
+        this.idle = false;
+        this.output.emitWatermarkStatus(false);
+      }
+      if (t.watermark > this.lastWatermark) {
+        this.lastWatermark = t.watermark;
+        this.output.emitWatermark(t.watermark);
+      }
+    }
+    if (this.watermarks!.maxDriftMs === undefined) return;
+    const change = st.align();
+    if (change.pause.length === 0 && change.resume.length === 0) return;
+    st.resumed(change.resume, this.env.clock.now());
+    if (this.reader.pauseOrResumeSplits === undefined) {
+      if (!this.alignmentWarned) {
+        this.alignmentWarned = true;
+        this.env.services.log(`source "${this.source.name}": its reader cannot pause splits, so maxDrift has no effect`);
+      }
+      return;
+    }
+    this.reader.pauseOrResumeSplits(change.pause, change.resume);
+    if (change.resume.length > 0) this.wake();
+  }
+
+  // ---- ReaderOutput
+
+  forSplit(splitId: string): SourceOutput<unknown> {
+    let out = this.splitOutputs.get(splitId);
+    if (out !== undefined) return out;
+    const st = this.splitTime;
+    if (st === undefined) {
+      out = this; // no per-split event time: every split writes to the one output
+    } else {
+      st.start(splitId, this.env.clock.now());
+      out = new SplitOutput(this, splitId, st.handle(splitId), this.watermarks!.strategy.timestampAssigner);
+    }
+    this.splitOutputs.set(splitId, out);
+    return out;
+  }
+
+  splitFinished(splitId: string): void {
+    this.splitOutputs.delete(splitId);
+    this.metrics.setPendingRecords(splitId, undefined);
+    this.metrics.setMillisBehindLatest(splitId, undefined);
+    if (this.splitTime === undefined) return;
+    this.splitTime.finish(splitId);
+    for (const o of this.touched) if (o.splitId === splitId) this.touched.delete(o);
+    this.advanceTime();
+  }
+
+  /** A split output saw records in this poll (alignment looks at it after the poll). */
+  splitTouched(out: SplitOutput): void {
+    this.touched.add(out);
+  }
+
+  /** An error of a user function (timestamp assigner, watermark generator) on a record. */
+  failOnRecord(e: unknown, value: unknown): Error {
+    return this.failOn(e, 'timestamp assigner / watermark generator', value);
   }
 
   processBatch(_batch: Batch): void {
@@ -102,6 +226,22 @@ export class SourceOperator extends StreamOperator implements SourceOutput<unkno
     } catch (e) {
       throw this.fail(e, `source "${this.source.name}"`);
     }
+    const st = this.splitTime;
+    if (st !== undefined && this.touched.size > 0) {
+      // Once per poll, not per record: each split that moved emits, then the minimum goes out.
+      const now = this.env.clock.now();
+      try {
+        for (const o of this.touched) {
+          o.moved = false;
+          st.touched(o.splitId, now);
+          st.emitFor(o.splitId);
+        }
+      } catch (e) {
+        throw this.fail(e, 'onPeriodicEmit');
+      }
+      this.touched.clear();
+      if (status !== 'end') this.advanceTime();
+    }
     this.output.flush();
     if (status === 'end') {
       this.ended = true;
@@ -119,7 +259,12 @@ export class SourceOperator extends StreamOperator implements SourceOutput<unkno
   }
 
   collect(value: unknown, timestamp?: number): void {
-    this.output.emit(value, timestamp ?? NO_TIMESTAMP);
+    const a = this.watermarks?.strategy.timestampAssigner;
+    if (a === undefined) {
+      this.output.emit(value, timestamp ?? NO_TIMESTAMP);
+      return;
+    }
+    this.output.emit(value, assignTimestamp(a, value, timestamp, this));
   }
 
   malformed(record: MalformedRecord): void {
@@ -136,9 +281,67 @@ export class SourceOperator extends StreamOperator implements SourceOutput<unkno
     return { ...base, splits: this.reader.snapshotSplits() };
   }
 
+  override notifyCheckpointComplete(checkpointId: number): void {
+    super.notifyCheckpointComplete(checkpointId);
+    try {
+      this.reader.notifyCheckpointComplete?.(checkpointId);
+    } catch (e) {
+      throw this.fail(e, `source "${this.source.name}" notifyCheckpointComplete`);
+    }
+  }
+
   protected override tearDown(): void {
     this.rateWake?.cancel();
-    this.reader?.close?.();
+    this.periodic?.cancel();
+    const closing = this.reader?.close?.();
+    if (closing instanceof Promise) closing.catch((e) => this.env.services.log(`source "${this.source.name}": close failed: ${(e as Error).message}`));
+  }
+}
+
+function assignTimestamp(a: (v: unknown, ts: number | undefined) => number, value: unknown, timestamp: number | undefined, op: SourceOperator): number {
+  let ts: number;
+  try {
+    ts = a(value, timestamp);
+  } catch (e) {
+    throw op.failOnRecord(e, value);
+  }
+  if (typeof ts !== 'number' || !Number.isFinite(ts)) {
+    throw op.failOnRecord(new TypeError(`timestamp assigner returned ${String(ts)}; expected epoch milliseconds as a finite number`), value);
+  }
+  return ts;
+}
+
+/** One split's records: stamped, fed to the split's watermark generator, then emitted. */
+class SplitOutput implements SourceOutput<unknown> {
+  /** Gave records since the operator last looked (set once per poll, not per record). */
+  moved = false;
+  private readonly assigner: ((v: unknown, ts: number | undefined) => number) | undefined;
+  constructor(
+    private readonly op: SourceOperator,
+    readonly splitId: string,
+    private readonly time: SplitTimeHandle,
+    assigner: ((v: unknown, ts: number | undefined) => number) | undefined,
+  ) {
+    this.assigner = assigner;
+  }
+
+  collect(value: unknown, timestamp?: number): void {
+    const a = this.assigner;
+    const ts = a !== undefined ? assignTimestamp(a, value, timestamp, this.op) : timestamp ?? NO_TIMESTAMP;
+    this.op.output.emit(value, ts);
+    try {
+      this.time.generator.onEvent(value, ts, this.time);
+    } catch (e) {
+      throw this.op.failOnRecord(e, value);
+    }
+    if (!this.moved) {
+      this.moved = true;
+      this.op.splitTouched(this);
+    }
+  }
+
+  malformed(record: MalformedRecord): void {
+    this.op.malformed(record);
   }
 }
 

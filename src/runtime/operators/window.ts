@@ -22,6 +22,7 @@ import type { Batch } from '../../core/batch.ts';
 import type { Timer } from '../timers.ts';
 import type { KeySelectorFn } from '../../core/partitioning.ts';
 import { KeyedOperator } from './keyed.ts';
+import { collectReturned } from './basic.ts';
 
 /** How a window's contents are kept: a running reduce, an aggregate accumulator, or all elements. */
 export type WindowContents =
@@ -431,7 +432,8 @@ export class WindowOperator extends KeyedOperator {
     // already emitted from an earlier firing (records pass by reference within a thread).
     const elements = c.kind === 'list' ? (acc as unknown[]).slice() : [this.result(acc)];
     this.windowCtx.window = window;
-    f.process(key, this.windowCtx, elements, this.collector);
+    const r = f.process(key, this.windowCtx, elements, this.collector);
+    if (r !== undefined) collectReturned(r, this.collector, 'process');
   }
 
   /**

@@ -50,14 +50,15 @@ describe('postgres sink (idempotent)', () => {
     expect(await sql(SHARED_URL, `SELECT count(*)::int AS n FROM ${t}`)).toEqual([{ n: 0 }]);
     await c.commit(first);
     expect(await sql(SHARED_URL, `SELECT count(*)::int AS n FROM ${t}`)).toEqual([{ n: 2500 }]);
-    expect(await s.lastCommittedCheckpoint('sink', 0)).toBe(1);
+    expect(await s.lastCommittedCheckpointOf('sink', 0)).toBe(1);
     await c.commit(second);
     // A restored attempt commits both again (from the checkpoint's state): nothing changes.
     const c2 = s.createCommitter(sinkCtx({ restoredCheckpointId: 2, attemptNumber: 1 }));
     await c2.commit([...first, ...second]);
     const got = await sql<{ id: number; name: string; v: number }>(SHARED_URL, `SELECT id, name, v FROM ${t} ORDER BY id`);
     expect(got).toEqual(rows(0, 2510));
-    expect(await s.lastCommittedCheckpoint('sink', 0)).toBe(2);
+    expect(await s.lastCommittedCheckpointOf('sink', 0)).toBe(2);
+    expect(await s.lastCommittedCheckpoint({ operatorId: 'sink', parallelism: 2 })).toBe(2);
     await c.close?.();
     await c2.close?.();
   });
@@ -74,7 +75,7 @@ describe('postgres sink (idempotent)', () => {
     await Promise.all([b.commit([at8]), a.commit([at8])]);
     await b.commit([at9]);
     expect(await sql(SHARED_URL, `SELECT id FROM ${t} ORDER BY id`)).toEqual([{ id: 8 }, { id: 9 }]);
-    expect(await s.lastCommittedCheckpoint('sink', 0)).toBe(9);
+    expect(await s.lastCommittedCheckpointOf('sink', 0)).toBe(9);
     await a.close?.();
     await b.close?.();
   });

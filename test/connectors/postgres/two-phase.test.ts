@@ -43,7 +43,7 @@ describe('postgres sink (two-phase)', () => {
     await c.commit(first);
     expect(await prepared()).toEqual([]);
     expect(await count()).toBe(500);
-    expect(await s.lastCommittedCheckpoint('sink', 0)).toBe(1);
+    expect(await s.lastCommittedCheckpointOf('sink', 0)).toBe(1);
     // A restore from checkpoint 1 commits its committable again: gone on the server, the progress row says committed.
     const c2 = s.createCommitter(sinkCtx({ restoredCheckpointId: 1, attemptNumber: 1 }));
     await c2.commit(first);

@@ -1,0 +1,232 @@
+/**
+ * The few S3 operations weir uses, over the AWS SDK v3 client. The SDK is loaded on first use
+ * (a dynamic import), so jobs that never touch s3:// do not pay for it. Every request has a
+ * timeout (connection, whole request, idle socket) and the SDK's standard retry strategy
+ * (exponential backoff with jitter on throttling, 5xx and network errors) up to
+ * s3.retry.max-attempts; an overall deadline bounds a request with all its retries.
+ *
+ * Errors become StorageError naming the operation and the s3:// reference, never the
+ * endpoint's or the client's credentials. Bodies are always whole buffers (never streams), so
+ * no aws-chunked framing is involved.
+ */
+import type {
+  CreateMultipartUploadCommandOutput, DeleteObjectsCommandOutput, GetObjectCommandOutput, HeadObjectCommandOutput, ListObjectsV2CommandOutput,
+  S3Client, UploadPartCommandOutput,
+} from '@aws-sdk/client-s3';
+import { StorageError } from '../storage-error.ts';
+import { redactUrl, type S3Config } from './settings.ts';
+
+type Sdk = typeof import('@aws-sdk/client-s3');
+
+/** Longest wait between retries the SDK's standard strategy makes (its own cap is 20 s). */
+const MAX_BACKOFF_MS = 20_000;
+/** Pages of a listing read at most (1000 keys a page): a bound on one listing's loop. */
+const MAX_LIST_PAGES = 10_000;
+/** Keys per DeleteObjects request (S3's limit). */
+const DELETE_BATCH = 1000;
+
+export interface ListedObjects {
+  readonly objects: readonly { readonly key: string; readonly size: number }[];
+  /** Common prefixes (with the delimiter) when listed with one. */
+  readonly prefixes: readonly string[];
+}
+
+export interface CompletedPart {
+  readonly partNumber: number;
+  readonly etag: string;
+}
+
+/** Requests sent by this process (for tests and benchmarks), by kind. */
+export interface RequestCounts {
+  put: number;
+  putBytes: number;
+  get: number;
+  head: number;
+  list: number;
+  delete: number;
+  multipart: number;
+}
+
+export class S3ObjectStore {
+  readonly counts: RequestCounts = { put: 0, putBytes: 0, get: 0, head: 0, list: 0, delete: 0, multipart: 0 };
+  private loaded: Promise<{ sdk: Sdk; client: S3Client }> | undefined;
+
+  constructor(readonly config: S3Config) {}
+
+  /** Whole-request deadline: every attempt's timeout and the backoff between attempts. */
+  private get deadlineMs(): number {
+    return this.config.retryMaxAttempts * (this.config.requestTimeoutMs + MAX_BACKOFF_MS);
+  }
+
+  async putObject(bucket: string, key: string, body: Uint8Array): Promise<void> {
+    this.counts.put++;
+    this.counts.putBytes += body.byteLength;
+    await this.send('put', bucket, key, (s) => new s.PutObjectCommand({ Bucket: bucket, Key: key, Body: body, ContentLength: body.byteLength }));
+  }
+
+  /** The object's bytes (a range of them), or undefined when there is no such object. */
+  async getObject(bucket: string, key: string, range?: { readonly position: number; readonly length: number }): Promise<Uint8Array | undefined> {
+    this.counts.get++;
+    try {
+      const out = await this.send<GetObjectCommandOutput>('get', bucket, key, (s) => new s.GetObjectCommand({
+        Bucket: bucket, Key: key, Range: range === undefined ? undefined : `bytes=${range.position}-${range.position + range.length - 1}`,
+      }));
+      if (out.Body === undefined) return new Uint8Array(0);
+      return await out.Body.transformToByteArray();
+    } catch (e) {
+      if (isNotFound(e)) return undefined;
+      throw e;
+    }
+  }
+
+  /** The object's size, or undefined when there is no such object. */
+  async headObject(bucket: string, key: string): Promise<number | undefined> {
+    this.counts.head++;
+    try {
+      const out = await this.send<HeadObjectCommandOutput>('head', bucket, key, (s) => new s.HeadObjectCommand({ Bucket: bucket, Key: key }));
+      return out.ContentLength ?? 0;
+    } catch (e) {
+      if (isNotFound(e)) return undefined;
+      throw e;
+    }
+  }
+
+  /** Every object (and, with a delimiter, every common prefix) under `prefix`, all pages. */
+  async list(bucket: string, prefix: string, delimiter?: string): Promise<ListedObjects> {
+    const objects: { key: string; size: number }[] = [];
+    const prefixes: string[] = [];
+    let token: string | undefined;
+    for (let page = 0; page < MAX_LIST_PAGES; page++) {
+      this.counts.list++;
+      const out = await this.send<ListObjectsV2CommandOutput>('list', bucket, prefix, (s) => new s.ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, Delimiter: delimiter, ContinuationToken: token }));
+      for (const o of out.Contents ?? []) if (o.Key !== undefined) objects.push({ key: o.Key, size: o.Size ?? 0 });
+      for (const p of out.CommonPrefixes ?? []) if (p.Prefix !== undefined) prefixes.push(p.Prefix);
+      if (out.IsTruncated !== true || out.NextContinuationToken === undefined) return { objects, prefixes };
+      token = out.NextContinuationToken;
+    }
+    throw new StorageError(`s3 list s3://${bucket}/${prefix}: more than ${MAX_LIST_PAGES} pages`);
+  }
+
+  async deleteObject(bucket: string, key: string): Promise<void> {
+    this.counts.delete++;
+    await this.send('delete', bucket, key, (s) => new s.DeleteObjectCommand({ Bucket: bucket, Key: key }));
+  }
+
+  async deleteObjects(bucket: string, keys: readonly string[]): Promise<void> {
+    for (let i = 0; i < keys.length; i += DELETE_BATCH) {
+      const batch = keys.slice(i, i + DELETE_BATCH);
+      this.counts.delete++;
+      const out = await this.send<DeleteObjectsCommandOutput>('delete', bucket, batch[0]!, (s) => new s.DeleteObjectsCommand({
+        Bucket: bucket, Delete: { Objects: batch.map((Key) => ({ Key })), Quiet: true },
+      }));
+      const failed = out.Errors ?? [];
+      if (failed.length > 0) {
+        const first = failed[0]!;
+        throw new StorageError(`s3 delete s3://${bucket}/${first.Key ?? '?'} failed: ${first.Code ?? 'error'} ${first.Message ?? ''} (${failed.length} of ${batch.length} keys not deleted)`);
+      }
+    }
+  }
+
+  async createMultipartUpload(bucket: string, key: string): Promise<string> {
+    this.counts.multipart++;
+    const out = await this.send<CreateMultipartUploadCommandOutput>('start upload', bucket, key, (s) => new s.CreateMultipartUploadCommand({ Bucket: bucket, Key: key }));
+    if (out.UploadId === undefined) throw new StorageError(`s3 start upload s3://${bucket}/${key}: no upload id in the answer`);
+    return out.UploadId;
+  }
+
+  async uploadPart(bucket: string, key: string, uploadId: string, partNumber: number, body: Uint8Array): Promise<CompletedPart> {
+    this.counts.put++;
+    this.counts.putBytes += body.byteLength;
+    const out = await this.send<UploadPartCommandOutput>('upload part', bucket, key, (s) => new s.UploadPartCommand({
+      Bucket: bucket, Key: key, UploadId: uploadId, PartNumber: partNumber, Body: body, ContentLength: body.byteLength,
+    }));
+    if (out.ETag === undefined) throw new StorageError(`s3 upload part ${partNumber} of s3://${bucket}/${key}: no ETag in the answer`);
+    return { partNumber, etag: out.ETag };
+  }
+
+  async completeMultipartUpload(bucket: string, key: string, uploadId: string, parts: readonly CompletedPart[]): Promise<void> {
+    this.counts.multipart++;
+    await this.send('complete upload', bucket, key, (s) => new s.CompleteMultipartUploadCommand({
+      Bucket: bucket, Key: key, UploadId: uploadId,
+      MultipartUpload: { Parts: parts.map((p) => ({ PartNumber: p.partNumber, ETag: p.etag })) },
+    }));
+  }
+
+  /** Best effort: an upload left behind costs storage until the bucket's lifecycle rule removes it. */
+  async abortMultipartUpload(bucket: string, key: string, uploadId: string): Promise<void> {
+    this.counts.multipart++;
+    await this.send('abort upload', bucket, key, (s) => new s.AbortMultipartUploadCommand({ Bucket: bucket, Key: key, UploadId: uploadId }));
+  }
+
+  /** Closes the client's connections (a test or a CLI command that is done). */
+  async close(): Promise<void> {
+    const l = this.loaded;
+    this.loaded = undefined;
+    if (l !== undefined) (await l.catch(() => undefined))?.client.destroy();
+  }
+
+  private async send<T = unknown>(op: string, bucket: string, key: string, command: (sdk: Sdk) => unknown): Promise<T> {
+    const { sdk, client } = await this.client();
+    try {
+      // eslint-disable-next-line @typescript-eslint/no-explicit-any -- every command of this client
+      return (await client.send(command(sdk) as any, { abortSignal: AbortSignal.timeout(this.deadlineMs) })) as T;
+    } catch (e) {
+      if (isNotFound(e)) throw e;
+      throw new StorageError(`s3 ${op} s3://${bucket}/${key} failed: ${describeSdkError(e)}`, { cause: e });
+    }
+  }
+
+  private client(): Promise<{ sdk: Sdk; client: S3Client }> {
+    this.loaded ??= (async () => {
+      // The SDK warns once per process that its releases after January 2027 need Node 22;
+      // weir pins a release that runs on Node 20, so the warning says nothing to a user.
+      process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+      const [sdk, { NodeHttpHandler }] = await Promise.all([import('@aws-sdk/client-s3'), import('@smithy/node-http-handler')]);
+      const c = this.config;
+      const client = new sdk.S3Client({
+        ...(c.endpoint !== undefined ? { endpoint: c.endpoint } : {}),
+        ...(resolveRegion(c) !== undefined ? { region: resolveRegion(c) } : {}),
+        forcePathStyle: c.pathStyleAccess,
+        maxAttempts: c.retryMaxAttempts,
+        retryMode: 'standard',
+        requestHandler: new NodeHttpHandler({
+          connectionTimeout: c.requestTimeoutMs,
+          requestTimeout: c.requestTimeoutMs,
+          throwOnRequestTimeout: true,
+          socketTimeout: c.requestTimeoutMs,
+        }),
+      });
+      return { sdk, client };
+    })();
+    return this.loaded;
+  }
+}
+
+/**
+ * The region when set; otherwise the SDK finds it (AWS_REGION, the profile). A store behind a
+ * custom endpoint (settings or AWS_ENDPOINT_URL[_S3]) often has none, so us-east-1 then.
+ */
+function resolveRegion(c: S3Config): string | undefined {
+  if (c.region !== undefined) return c.region;
+  const env = process.env;
+  if (env.AWS_REGION !== undefined || env.AWS_DEFAULT_REGION !== undefined) return undefined;
+  const customEndpoint = c.endpoint !== undefined || env.AWS_ENDPOINT_URL_S3 !== undefined || env.AWS_ENDPOINT_URL !== undefined;
+  return customEndpoint ? 'us-east-1' : undefined;
+}
+
+function isNotFound(e: unknown): boolean {
+  const err = e as { name?: string; $metadata?: { httpStatusCode?: number } } | undefined;
+  return err?.name === 'NoSuchKey' || err?.name === 'NotFound' || err?.$metadata?.httpStatusCode === 404 && err?.name !== 'NoSuchBucket';
+}
+
+/** The error's kind, status and message: no request headers, no signature, no credentials. */
+function describeSdkError(e: unknown): string {
+  const err = e as { name?: string; message?: string; code?: string; $metadata?: { httpStatusCode?: number; attempts?: number } } | undefined;
+  const status = err?.$metadata?.httpStatusCode;
+  const attempts = err?.$metadata?.attempts;
+  const parts = [err?.name ?? 'Error'];
+  if (status !== undefined) parts.push(`HTTP ${status}`);
+  const message = redactUrl(err?.message ?? String(e)).replace(/(AKIA|ASIA)[A-Z0-9]{12,}/g, '***');
+  const tail = attempts !== undefined && attempts > 1 ? ` (after ${attempts} attempts)` : '';
+  return `${parts.join(', ')}: ${message}${tail}`;
+}

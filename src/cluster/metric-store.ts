@@ -1,0 +1,108 @@
+/**
+ * The job manager's view of its tasks' metrics (Flink's MetricStore): the latest cumulative
+ * sample of every subtask plus a few earlier ones, from which rates are computed the way
+ * Flink's meters and time gauges do (per second, averaged over the last few samples). Pure:
+ * samples in, named metrics out; it never reads a clock (the samples carry their own time).
+ */
+import type { JobGraph } from '../graph/job-graph.ts';
+import type { TaskMetricsSample } from '../runtime/task-metrics.ts';
+
+/** Samples kept per subtask: rates average over the span of these (about 4 s at one a second). */
+const WINDOW_SAMPLES = 5;
+
+export type MetricValues = Record<string, number>;
+
+export interface OperatorMetricsView {
+  readonly index: number;
+  readonly id: string;
+  readonly name: string;
+  readonly metrics: MetricValues;
+}
+
+export interface SubtaskMetricsView {
+  readonly vertex: number;
+  /** The vertex id (its head operator's id), as in /jobs/:id vertices. */
+  readonly vertexId: string;
+  readonly taskName: string;
+  readonly subtask: number;
+  readonly state: string;
+  readonly metrics: MetricValues;
+  readonly operators: readonly OperatorMetricsView[];
+}
+
+export class MetricStore {
+  private readonly samples = new Map<string, TaskMetricsSample[]>();
+
+  constructor(private readonly graph: JobGraph) {}
+
+  /** A sample from a worker; a sample older than the last one (reordered) is ignored. */
+  add(s: TaskMetricsSample): void {
+    const key = `${s.vertex}:${s.subtask}`;
+    let ring = this.samples.get(key);
+    if (ring === undefined) this.samples.set(key, (ring = []));
+    const last = ring[ring.length - 1];
+    if (last !== undefined && s.sampledAt <= last.sampledAt) return;
+    // Counters start again with a new task (a restart): earlier samples no longer compare.
+    if (last !== undefined && (s.elapsedMs < last.elapsedMs || (s.recordsIn[0] ?? 0) < (last.recordsIn[0] ?? 0))) ring.length = 0;
+    ring.push(s);
+    if (ring.length > WINDOW_SAMPLES) ring.shift();
+  }
+
+  clear(): void {
+    this.samples.clear();
+  }
+
+  /** Latest cumulative samples, in vertex then subtask order. */
+  latest(): TaskMetricsSample[] {
+    return [...this.samples.values()].map((r) => r[r.length - 1]!).sort((a, b) => a.vertex - b.vertex || a.subtask - b.subtask);
+  }
+
+  /** Every subtask that reported, with Flink's task- and operator-scope metric names. */
+  subtasks(): SubtaskMetricsView[] {
+    const out: SubtaskMetricsView[] = [];
+    for (const ring of this.samples.values()) {
+      const last = ring[ring.length - 1]!;
+      const first = ring[0]!;
+      const v = this.graph.vertices[last.vertex];
+      if (v === undefined) continue;
+      const span = last.sampledAt - first.sampledAt;
+      const perSecond = (a: number, b: number) => (span > 0 ? ((a - b) * 1000) / span : 0);
+      // One sample only: the fractions since the task opened stand in for the window's.
+      const timeSpan = span > 0 ? span : last.elapsedMs;
+      const share = (a: number, b: number) => (timeSpan > 0 ? Math.min(1000, Math.max(0, ((a - b) * 1000) / timeSpan)) : 0);
+      const base = span > 0 ? first : undefined;
+      const idle = share(last.idleMs, base?.idleMs ?? 0);
+      const bp = share(last.backPressuredMs, base?.backPressuredMs ?? 0);
+      const recordsIn = last.recordsIn[0] ?? 0;
+      const metrics: MetricValues = {
+        numRecordsIn: recordsIn,
+        numRecordsOut: last.taskRecordsOut,
+        numRecordsInPerSecond: perSecond(recordsIn, first.recordsIn[0] ?? 0),
+        numRecordsOutPerSecond: perSecond(last.taskRecordsOut, first.taskRecordsOut),
+        numBytesOut: last.bytesOut,
+        numBytesOutPerSecond: perSecond(last.bytesOut, first.bytesOut),
+        idleTimeMsPerSecond: idle,
+        backPressuredTimeMsPerSecond: bp,
+        // The rest of each second, so the three add up to 1000 as in Flink's UI.
+        busyTimeMsPerSecond: timeSpan > 0 ? Math.max(0, 1000 - idle - bp) : 0,
+        isBackPressured: last.isBackPressured ? 1 : 0,
+        mailboxQueueSize: last.mailboxSize,
+        currentInputWatermark: last.inputWatermark[0] ?? Number.MIN_SAFE_INTEGER,
+      };
+      const operators = v.operators.map((o, i): OperatorMetricsView => ({
+        index: i, id: o.node.id, name: o.node.name,
+        metrics: {
+          numRecordsIn: last.recordsIn[i] ?? 0,
+          numRecordsOut: last.recordsOut[i] ?? 0,
+          numRecordsInPerSecond: perSecond(last.recordsIn[i] ?? 0, first.recordsIn[i] ?? 0),
+          numRecordsOutPerSecond: perSecond(last.recordsOut[i] ?? 0, first.recordsOut[i] ?? 0),
+          currentInputWatermark: last.inputWatermark[i] ?? Number.MIN_SAFE_INTEGER,
+          currentOutputWatermark: last.outputWatermark[i] ?? Number.MIN_SAFE_INTEGER,
+          numLateRecordsDropped: last.lateRecordsDropped[i] ?? 0,
+        },
+      }));
+      out.push({ vertex: last.vertex, vertexId: v.id, taskName: v.name, subtask: last.subtask, state: last.state, metrics, operators });
+    }
+    return out.sort((a, b) => a.vertex - b.vertex || a.subtask - b.subtask);
+  }
+}

@@ -1,0 +1,453 @@
+/**
+ * NATS JetStream source. A split is the whole stream or one subject filter of it; its position
+ * is the stream sequence of the last message emitted. Each split is read through its own
+ * ephemeral pull consumer with AckPolicy none, created at `last + 1` (nothing depends on acks or
+ * on the server remembering where we were: the checkpoint is the only position), and fed by one
+ * pull request at a time, sized to the room left in the split's bounded buffer. Messages land in
+ * a subscription callback (no promise per message) and poll() emits them in batches.
+ */
+import type { JetStreamManager, Msg, NatsConnection, Subscription } from 'nats';
+import type { MalformedRecord, PollStatus, ReaderOutput, Source, SourceOutput, SourceReader, SourceReaderContext, SourceSplit } from '../../core/source.ts';
+import { connectNats, natsError, natsLabel, validateServers, type NatsConnectionOptions } from './connection.ts';
+import { withTimeout } from '../common/retry.ts';
+
+export type JetStreamFormat = 'json' | 'string' | 'bytes';
+
+export interface JetStreamSourceOptions<T> {
+  /** host:port or a list (default 127.0.0.1:4222); credentials go in user/pass or token. */
+  readonly servers?: string | readonly string[];
+  readonly user?: string;
+  readonly pass?: string;
+  readonly token?: string;
+  /** The stream to read. */
+  readonly stream: string;
+  /** Subject filters, one split each (server 2.9: one filter per consumer); default: the whole stream as one split. */
+  readonly subjects?: readonly string[];
+  /** Where a split is read from when the job starts without a checkpoint (default 'earliest'). */
+  readonly startFrom?: 'earliest' | 'latest';
+  /** 'latest': bounded, ending at the stream's last sequence when the job first starts (kept in the checkpoint). */
+  readonly stopAt?: 'never' | 'latest';
+  /** 'json' (default): JSON.parse of the payload; 'string': the payload as UTF-8; 'bytes': a Uint8Array. */
+  readonly format?: JetStreamFormat;
+  /** Custom decoding instead of `format` (a throw makes the message malformed). */
+  readonly decode?: (data: Uint8Array, subject: string, sequence: number) => T;
+  /** Messages per pull request (default 1000). */
+  readonly batchSize?: number;
+  /** How long a pull request waits for messages (default 500 ms). */
+  readonly blockMs?: number;
+  /** Timeout of connecting and of every request (default 10,000 ms). */
+  readonly timeoutMs?: number;
+  /** Total time spent retrying to connect before the job fails (default 30,000 ms). */
+  readonly connectBudgetMs?: number;
+}
+
+export interface JetStreamSplit extends SourceSplit {
+  readonly stream: string;
+  readonly subject?: string;
+  /** Stream sequence of the last message emitted (0 before the first). */
+  lastSeq: number;
+  /** With stopAt 'latest': the stream's last sequence at the first start; the split ends there. */
+  readonly endSeq?: number;
+}
+
+export class JetStreamSource<T = unknown> implements Source<T, JetStreamSplit> {
+  readonly name: string;
+  readonly bounded: boolean;
+  readonly conn: NatsConnectionOptions;
+  readonly label: string;
+  readonly stream: string;
+  readonly subjects: readonly string[] | undefined;
+  readonly startFrom: 'earliest' | 'latest';
+  readonly format: JetStreamFormat;
+  readonly decode: ((data: Uint8Array, subject: string, sequence: number) => T) | undefined;
+  readonly batchSize: number;
+  readonly blockMs: number;
+
+  constructor(options: JetStreamSourceOptions<T>) {
+    const where = 'JetStreamSource';
+    if (options === null || typeof options !== 'object') throw new TypeError(`${where}: expected options { stream: "..." }`);
+    if (typeof options.stream !== 'string' || !/^[^\s.*>]+$/.test(options.stream)) {
+      throw new TypeError(`${where}: stream must be a stream name (no spaces, dots or wildcards), got ${JSON.stringify(options.stream)}`);
+    }
+    this.stream = options.stream;
+    const subjects = options.subjects;
+    if (subjects !== undefined) {
+      if (!Array.isArray(subjects) || subjects.length === 0 || !subjects.every((s) => typeof s === 'string' && /^[^\s]+$/.test(s))) {
+        throw new TypeError(`${where}: subjects must be a non-empty array of subject filters`);
+      }
+      if (new Set(subjects).size !== subjects.length) throw new RangeError(`${where}: subjects must not repeat a filter`);
+    }
+    this.subjects = subjects === undefined ? undefined : [...subjects];
+    for (const [k, v] of [['user', options.user], ['pass', options.pass], ['token', options.token]] as const) {
+      if (v !== undefined && typeof v !== 'string') throw new TypeError(`${where}: ${k} must be a string`);
+    }
+    this.conn = {
+      servers: validateServers(options.servers ?? '127.0.0.1:4222', where),
+      user: options.user, pass: options.pass, token: options.token,
+      timeoutMs: posInt(options.timeoutMs ?? 10_000, `${where}: timeoutMs`),
+      connectBudgetMs: posInt(options.connectBudgetMs ?? 30_000, `${where}: connectBudgetMs`),
+    };
+    this.label = natsLabel(this.conn);
+    this.startFrom = oneOf(options.startFrom ?? 'earliest', ['earliest', 'latest'], `${where}: startFrom`);
+    this.bounded = oneOf(options.stopAt ?? 'never', ['never', 'latest'], `${where}: stopAt`) === 'latest';
+    this.format = oneOf(options.format ?? 'json', ['json', 'string', 'bytes'], `${where}: format`);
+    if (options.decode !== undefined && typeof options.decode !== 'function') throw new TypeError(`${where}: decode must be a function (data, subject, sequence) => record`);
+    this.decode = options.decode;
+    this.batchSize = posInt(options.batchSize ?? 1000, `${where}: batchSize`);
+    this.blockMs = posInt(options.blockMs ?? 500, `${where}: blockMs`);
+    this.name = `jetstream:${this.label}/${this.stream}${this.subjects ? `[${this.subjects.join(',')}]` : ''}`;
+  }
+
+  /** On the job manager at a fresh start: one split per subject filter (or the stream). */
+  async planSplits(): Promise<JetStreamSplit[]> {
+    const nc = await connectNats(this.conn);
+    try {
+      const jsm = await withTimeout(nc.jetstreamManager({ timeout: this.conn.timeoutMs }), this.conn.timeoutMs, `NATS at ${this.label}: JetStream`);
+      let lastSeq: number;
+      try {
+        lastSeq = (await jsm.streams.info(this.stream)).state.last_seq;
+      } catch (e) {
+        throw natsError(this.conn, `stream "${this.stream}"`, e);
+      }
+      const start = this.startFrom === 'latest' ? lastSeq : 0;
+      const end = this.bounded ? { endSeq: lastSeq } : {};
+      if (this.subjects === undefined) return [{ id: this.stream, stream: this.stream, lastSeq: start, ...end }];
+      return this.subjects.map((s) => ({ id: `${this.stream}:${s}`, stream: this.stream, subject: s, lastSeq: start, ...end }));
+    } finally {
+      await nc.close().catch(() => {});
+    }
+  }
+
+  createReader(ctx: SourceReaderContext): SourceReader<T, JetStreamSplit> {
+    return new JetStreamReader<T>(this, ctx);
+  }
+}
+
+interface Item {
+  readonly seq: number;
+  readonly ts: number;
+  readonly subject: string;
+  readonly data: Uint8Array;
+}
+
+interface SplitState {
+  readonly split: JetStreamSplit;
+  /** Sequence of the last message received (ahead of split.lastSeq by what is buffered). */
+  fetchedSeq: number;
+  buffer: Item[];
+  at: number;
+  out: SourceOutput<unknown> | undefined;
+  /** No more messages up to the end (bounded). */
+  done: boolean;
+  consumer: string | undefined;
+  creating: boolean;
+  sub: Subscription | undefined;
+  /** Messages still expected for the pull in flight (0: none in flight). */
+  outstanding: number;
+  pullTimer: ReturnType<typeof setTimeout> | undefined;
+  /** Consumer sequence of the last message, to notice a gap. */
+  lastDseq: number;
+}
+
+class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
+  private readonly states = new Map<string, SplitState>();
+  private readonly paused = new Set<string>();
+  private nc: NatsConnection | undefined;
+  private jsm: JetStreamManager | undefined;
+  private connecting = false;
+  private closed = false;
+  private error: Error | undefined;
+  private rr = 0;
+  private readonly decoder = new TextDecoder();
+
+  constructor(private readonly src: JetStreamSource<T>, private readonly ctx: SourceReaderContext) {}
+
+  addSplits(splits: JetStreamSplit[]): void {
+    for (const s of splits) {
+      if (!Number.isSafeInteger(s.lastSeq) || s.lastSeq < 0 || (s.endSeq !== undefined && !Number.isSafeInteger(s.endSeq))) {
+        throw new RangeError(`JetStream stream "${s.stream}": bad position in the split ${JSON.stringify(s)}`);
+      }
+      const st: SplitState = {
+        split: { ...s }, fetchedSeq: s.lastSeq, buffer: [], at: 0, out: undefined, done: s.endSeq !== undefined && s.lastSeq >= s.endSeq,
+        consumer: undefined, creating: false, sub: undefined, outstanding: 0, pullTimer: undefined, lastDseq: 0,
+      };
+      this.states.set(s.id, st);
+    }
+  }
+
+  pauseOrResumeSplits(pause: readonly string[], resume: readonly string[]): void {
+    for (const id of pause) this.paused.add(id);
+    for (const id of resume) this.paused.delete(id);
+  }
+
+  poll(out: ReaderOutput<T>, maxRecords: number): PollStatus {
+    if (this.error) throw this.error;
+    for (const [id, st] of this.states) {
+      if (st.done && st.at >= st.buffer.length) {
+        this.release(st);
+        this.states.delete(id);
+        out.splitFinished(id);
+      }
+    }
+    if (this.states.size === 0) return this.src.bounded ? 'end' : 'wait';
+    let emitted = 0;
+    const list = [...this.states.values()];
+    for (let k = 0; k < list.length && emitted < maxRecords; k++) {
+      const st = list[(this.rr + k) % list.length]!;
+      if (st.at >= st.buffer.length || this.paused.has(st.split.id)) continue;
+      emitted += this.emit(st, out, maxRecords - emitted);
+    }
+    this.rr = (this.rr + 1) % list.length;
+    if (this.nc === undefined) this.connect();
+    else for (const st of this.states.values()) this.pull(st);
+    for (const st of this.states.values()) {
+      if (st.at < st.buffer.length && !this.paused.has(st.split.id)) return 'more';
+      if (st.done && st.at >= st.buffer.length) return 'more'; // to report it finished
+    }
+    return 'wait';
+  }
+
+  private emit(st: SplitState, out: ReaderOutput<T>, max: number): number {
+    const o = (st.out ??= out.forSplit(st.split.id)) as SourceOutput<T>;
+    const split = st.split;
+    const end = Math.min(st.buffer.length, st.at + max);
+    let n = 0;
+    let bytes = 0;
+    const src = this.src;
+    for (; st.at < end; st.at++) {
+      const m = st.buffer[st.at]!;
+      // The position moves before the record goes out: a record that fails the job is not re-read.
+      split.lastSeq = m.seq;
+      bytes += m.data.length;
+      let v: unknown;
+      try {
+        v = src.decode !== undefined ? src.decode(m.data, m.subject, m.seq)
+          : src.format === 'json' ? JSON.parse(this.decoder.decode(m.data))
+            : src.format === 'string' ? this.decoder.decode(m.data) : m.data;
+      } catch (e) {
+        const record: MalformedRecord = {
+          source: src.name,
+          location: `NATS ${src.label} stream "${split.stream}" sequence ${m.seq} (subject ${m.subject})`,
+          raw: this.decoder.decode(m.data.subarray(0, 1000)),
+          error: e instanceof Error ? e.message : String(e),
+        };
+        o.malformed(record);
+        n++;
+        continue;
+      }
+      o.collect(v as T, m.ts);
+      n++;
+    }
+    if (st.at >= st.buffer.length) {
+      st.buffer = [];
+      st.at = 0;
+    }
+    this.ctx.metrics.addBytesRead(bytes);
+    return n;
+  }
+
+  private connect(): void {
+    if (this.connecting || this.closed || this.error) return;
+    this.connecting = true;
+    const o = this.src.conn;
+    connectNats(o, (l) => this.ctx.log(l))
+      .then(async (nc) => {
+        if (this.closed) {
+          await nc.close().catch(() => {});
+          return;
+        }
+        natsConstants ??= await import('nats');
+        this.nc = nc;
+        void nc.closed().then((err) => {
+          if (!this.closed && this.error === undefined) {
+            this.fail(natsError(o, 'connection closed', err ?? new Error('the server closed the connection')));
+          }
+        });
+        this.jsm = await withTimeout(nc.jetstreamManager({ timeout: o.timeoutMs }), o.timeoutMs, `NATS at ${this.src.label}: JetStream`);
+        this.connecting = false;
+        this.ctx.wake();
+      })
+      .catch((e) => {
+        this.connecting = false;
+        this.fail(e instanceof Error && 'code' in e && (e as { code: unknown }).code === 'CONNECTOR' ? e : natsError(o, 'connect', e));
+      });
+  }
+
+  private fail(e: Error): void {
+    if (this.error === undefined) this.error = e;
+    this.ctx.wake();
+  }
+
+  /** Creates the split's consumer at `fetchedSeq + 1` and its inbox subscription. */
+  private createConsumer(st: SplitState): void {
+    if (st.creating || this.jsm === undefined || this.nc === undefined) return;
+    st.creating = true;
+    const { AckPolicy, DeliverPolicy, nanos, createInbox } = natsConstants!;
+    const split = st.split;
+    const cfg = {
+      ack_policy: AckPolicy.None,
+      deliver_policy: DeliverPolicy.StartSequence,
+      opt_start_seq: st.fetchedSeq + 1,
+      mem_storage: true,
+      inactive_threshold: nanos(5 * 60_000),
+      ...(split.subject !== undefined ? { filter_subject: split.subject } : {}),
+    };
+    this.jsm.consumers.add(split.stream, cfg)
+      .then((info) => {
+        st.creating = false;
+        if (this.closed) return;
+        st.consumer = info.name;
+        st.lastDseq = 0;
+        // Nothing matches after our position: a bounded split is done (later messages are past its end).
+        if (split.endSeq !== undefined && info.num_pending === 0) st.done = true;
+        this.ctx.metrics.setPendingRecords(split.id, info.num_pending);
+        const inbox = createInbox();
+        st.sub = this.nc!.subscribe(inbox, { callback: (err, m) => this.onMessage(st, err, m) });
+        this.ctx.wake();
+      }, (e) => {
+        st.creating = false;
+        this.fail(natsError(this.src.conn, `cannot create a consumer on stream "${split.stream}"${split.subject ? ` for subject ${split.subject}` : ''}`, e));
+      });
+  }
+
+  /** One pull in flight per split, for the room left in its buffer. */
+  private pull(st: SplitState): void {
+    if (this.closed || this.error || st.done || st.outstanding > 0 || this.paused.has(st.split.id)) return;
+    if (st.consumer === undefined || st.sub === undefined) {
+      this.createConsumer(st);
+      return;
+    }
+    const room = this.src.batchSize - (st.buffer.length - st.at);
+    if (room < this.src.batchSize / 2) return;
+    st.outstanding = room;
+    const body = JSON.stringify({ batch: room, expires: this.src.blockMs * 1_000_000 });
+    try {
+      this.nc!.publish(`$JS.API.CONSUMER.MSG.NEXT.${st.split.stream}.${st.consumer}`, new TextEncoder().encode(body), { reply: st.sub.getSubject() });
+    } catch (e) {
+      st.outstanding = 0;
+      this.fail(natsError(this.src.conn, `pull from stream "${st.split.stream}"`, e));
+      return;
+    }
+    // A pull always ends (messages or a 408 at expiry); a silent server fails the reader.
+    st.pullTimer = setTimeout(() => {
+      if (st.outstanding > 0) this.fail(natsError(this.src.conn, `pull from stream "${st.split.stream}"`, new Error(`no answer within ${this.src.blockMs + this.src.conn.timeoutMs} ms`)));
+    }, this.src.blockMs + this.src.conn.timeoutMs);
+  }
+
+  private pullDone(st: SplitState): void {
+    st.outstanding = 0;
+    if (st.pullTimer !== undefined) clearTimeout(st.pullTimer);
+    st.pullTimer = undefined;
+    this.ctx.wake();
+  }
+
+  private onMessage(st: SplitState, err: Error | null, m: Msg): void {
+    if (this.closed || st.sub === undefined) return;
+    if (err) {
+      this.fail(natsError(this.src.conn, `subscription of stream "${st.split.stream}"`, err));
+      return;
+    }
+    const h = m.headers;
+    if (h !== undefined && m.data.length === 0 && h.code > 0) {
+      const code = h.code;
+      if (code === 404 || code === 408) {
+        this.pullDone(st);
+        return;
+      }
+      if (code === 100) return; // heartbeat / flow control
+      if (code === 409) {
+        // Consumer deleted or a limit hit: start a new consumer at our position.
+        this.ctx.log(`stream "${st.split.stream}": pull ended with 409 ${h.description}; recreating the consumer at sequence ${st.fetchedSeq + 1}`);
+        this.release(st);
+        this.pullDone(st);
+        return;
+      }
+      this.fail(natsError(this.src.conn, `pull from stream "${st.split.stream}"`, new Error(`status ${code} ${h.description}`)));
+      return;
+    }
+    const info = parseAckSubject(m.reply);
+    if (info === undefined) {
+      this.fail(natsError(this.src.conn, `stream "${st.split.stream}"`, new Error(`unexpected message without JetStream metadata on ${m.subject}`)));
+      return;
+    }
+    if (st.lastDseq !== 0 && info.dseq !== st.lastDseq + 1) {
+      // A message of this consumer was lost on the way: read again from our position.
+      this.ctx.log(`stream "${st.split.stream}": gap in consumer sequence (${st.lastDseq} then ${info.dseq}); recreating the consumer at sequence ${st.fetchedSeq + 1}`);
+      this.release(st);
+      this.pullDone(st);
+      return;
+    }
+    st.lastDseq = info.dseq;
+    st.outstanding--;
+    const end = st.split.endSeq;
+    if (end !== undefined && info.seq > end) {
+      st.done = true;
+    } else {
+      if (st.split.subject === undefined && st.fetchedSeq > 0 && info.seq > st.fetchedSeq + 1) {
+        this.ctx.log(`stream "${st.split.stream}": sequences ${st.fetchedSeq + 1} to ${info.seq - 1} are gone (removed by the stream's limits or deleted)`);
+      }
+      st.fetchedSeq = info.seq;
+      st.buffer.push({ seq: info.seq, ts: Math.floor(info.tsNanos / 1e6), subject: m.subject, data: m.data });
+      if (end !== undefined && (info.seq >= end || info.pending === 0)) st.done = true;
+    }
+    this.ctx.metrics.setPendingRecords(st.split.id, info.pending);
+    this.ctx.metrics.setMillisBehindLatest(st.split.id, info.pending === 0 ? 0 : Math.max(0, Date.now() - info.tsNanos / 1e6));
+    if (st.outstanding <= 0 || st.done) this.pullDone(st);
+  }
+
+  /** Drops the split's consumer and subscription (the next pull creates new ones at fetchedSeq + 1). */
+  private release(st: SplitState): void {
+    if (st.pullTimer !== undefined) clearTimeout(st.pullTimer);
+    st.pullTimer = undefined;
+    st.outstanding = 0;
+    st.sub?.unsubscribe();
+    st.sub = undefined;
+    const name = st.consumer;
+    st.consumer = undefined;
+    if (name !== undefined && this.jsm !== undefined) void this.jsm.consumers.delete(st.split.stream, name).catch(() => {});
+  }
+
+  snapshotSplits(): JetStreamSplit[] {
+    return [...this.states.values()].map((s) => ({ ...s.split }));
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const st of this.states.values()) this.release(st);
+    const nc = this.nc;
+    this.nc = undefined;
+    if (nc !== undefined) await withTimeout(nc.drain().catch(() => nc.close()), this.src.conn.timeoutMs, `NATS at ${this.src.label}: close`).catch(() => nc.close());
+  }
+}
+
+/** The nats module's constants, loaded with the first connection (jobs that read no NATS never load it). */
+let natsConstants: typeof import('nats') | undefined;
+
+/**
+ * Stream sequence, consumer sequence, timestamp and pending count from a JetStream message's
+ * reply subject: $JS.ACK.<stream>.<consumer>.<delivered>.<sseq>.<dseq>.<ts>.<pending>, or the
+ * newer form with domain and account hash after $JS.ACK (and an optional token at the end).
+ */
+export function parseAckSubject(reply: string | undefined): { seq: number; dseq: number; tsNanos: number; pending: number } | undefined {
+  if (reply === undefined || !reply.startsWith('$JS.ACK.')) return undefined;
+  const t = reply.split('.');
+  const base = t.length === 9 ? 2 : t.length >= 11 ? 4 : -1;
+  if (base < 0) return undefined;
+  const seq = Number(t[base + 3]);
+  const dseq = Number(t[base + 4]);
+  const tsNanos = Number(t[base + 5]);
+  const pending = Number(t[base + 6]);
+  if (![seq, dseq, tsNanos, pending].every(Number.isFinite)) return undefined;
+  return { seq, dseq, tsNanos, pending };
+}
+
+function oneOf<V extends string>(v: unknown, allowed: readonly V[], what: string): V {
+  if (!(allowed as readonly unknown[]).includes(v)) throw new RangeError(`${what} must be ${allowed.map((a) => `"${a}"`).join(' or ')}, got ${JSON.stringify(v)}`);
+  return v as V;
+}
+
+function posInt(v: unknown, what: string): number {
+  if (!(typeof v === 'number' && Number.isInteger(v) && v > 0)) throw new RangeError(`${what} must be a positive integer, got ${String(v)}`);
+  return v;
+}

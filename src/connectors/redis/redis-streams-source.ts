@@ -1,0 +1,341 @@
+/**
+ * Redis Streams source: each stream key is a split whose position is the id of the last entry
+ * emitted. A reader reads its splits with one blocking `XREAD COUNT n BLOCK ms STREAMS k.. id..`
+ * at a time on its own connection (XREAD is exclusive of the id, so a restore resumes right
+ * after the last emitted entry); nothing lives in the server (no consumer group, no XACK), so
+ * replay from a checkpoint is exact. Entries are buffered per split (bounded) and emitted in
+ * batches by poll(), never awaited per record.
+ */
+import type { Redis } from 'ioredis';
+import type { MalformedRecord, PollStatus, ReaderOutput, Source, SourceOutput, SourceReader, SourceReaderContext, SourceSplit } from '../../core/source.ts';
+import { compareEntryIds, entryIdMillis, isEntryId } from './entry-id.ts';
+import { connectRedis, redisError, redisLabel, validateRedisUrl, type RedisConnectionOptions } from './connection.ts';
+
+export type RedisEntryFormat = 'json' | 'fields';
+
+export interface RedisStreamsSourceOptions<T> {
+  /** redis://[user:password@]host:port[/db] (default redis://127.0.0.1:6379). */
+  readonly url?: string;
+  /** Stream keys; each is a split. */
+  readonly streams: readonly string[];
+  /** Where a stream is read from when the job starts without a checkpoint (default 'earliest'). */
+  readonly startFrom?: 'earliest' | 'latest';
+  /**
+   * 'latest': the source is bounded, ending at the last entry each stream has when the job
+   * first starts (kept in the checkpoint, so a restore ends at the same place). Default: never.
+   */
+  readonly stopAt?: 'never' | 'latest';
+  /** 'json' (default): the record is JSON.parse of the entry's `field`; 'fields': an object of all fields (strings). */
+  readonly format?: RedisEntryFormat;
+  /** The field holding the JSON record (default "data"). */
+  readonly field?: string;
+  /** Custom decoding instead of `format` (a throw makes the entry malformed). */
+  readonly decode?: (fields: Record<string, string>, id: string, stream: string) => T;
+  /** Entries per XREAD per stream (COUNT, default 1000). */
+  readonly batchSize?: number;
+  /** How long one XREAD waits for new entries (BLOCK, default 500 ms). */
+  readonly blockMs?: number;
+  /** Timeout of every command beyond its blocking time, and of connecting (default 10,000 ms). */
+  readonly timeoutMs?: number;
+  /** Total time spent retrying to connect before the job fails (default 30,000 ms). */
+  readonly connectBudgetMs?: number;
+}
+
+export interface RedisStreamSplit extends SourceSplit {
+  readonly stream: string;
+  /** Id of the last entry emitted ("0-0" before the first). */
+  lastId: string;
+  /** With stopAt 'latest': the last entry to read; the split ends there. */
+  readonly endId?: string;
+}
+
+type Entry = [id: string, fields: string[]];
+
+export class RedisStreamsSource<T = unknown> implements Source<T, RedisStreamSplit> {
+  readonly name: string;
+  readonly bounded: boolean;
+  readonly url: string;
+  readonly label: string;
+  readonly streams: readonly string[];
+  readonly startFrom: 'earliest' | 'latest';
+  readonly format: RedisEntryFormat;
+  readonly field: string;
+  readonly decode: ((fields: Record<string, string>, id: string, stream: string) => T) | undefined;
+  readonly batchSize: number;
+  readonly blockMs: number;
+  readonly conn: RedisConnectionOptions;
+
+  constructor(options: RedisStreamsSourceOptions<T>) {
+    const where = 'RedisStreamsSource';
+    if (options === null || typeof options !== 'object') throw new TypeError(`${where}: expected options { streams: [...] }`);
+    this.url = validateRedisUrl(options.url ?? 'redis://127.0.0.1:6379', where);
+    this.label = redisLabel(this.url);
+    const streams = options.streams;
+    if (!Array.isArray(streams) || streams.length === 0 || !streams.every((s) => typeof s === 'string' && s.length > 0)) {
+      throw new TypeError(`${where}: streams must be a non-empty array of stream keys`);
+    }
+    if (new Set(streams).size !== streams.length) throw new RangeError(`${where}: streams must not repeat a key`);
+    this.streams = [...streams];
+    this.startFrom = oneOf(options.startFrom ?? 'earliest', ['earliest', 'latest'], `${where}: startFrom`);
+    const stopAt = oneOf(options.stopAt ?? 'never', ['never', 'latest'], `${where}: stopAt`);
+    this.bounded = stopAt === 'latest';
+    this.format = oneOf(options.format ?? 'json', ['json', 'fields'], `${where}: format`);
+    this.field = options.field ?? 'data';
+    if (typeof this.field !== 'string' || this.field === '') throw new TypeError(`${where}: field must be a non-empty string`);
+    if (options.decode !== undefined && typeof options.decode !== 'function') throw new TypeError(`${where}: decode must be a function (fields, id, stream) => record`);
+    this.decode = options.decode;
+    this.batchSize = posInt(options.batchSize ?? 1000, `${where}: batchSize`);
+    this.blockMs = posInt(options.blockMs ?? 500, `${where}: blockMs`);
+    this.conn = {
+      url: this.url,
+      timeoutMs: posInt(options.timeoutMs ?? 10_000, `${where}: timeoutMs`),
+      connectBudgetMs: posInt(options.connectBudgetMs ?? 30_000, `${where}: connectBudgetMs`),
+    };
+    this.name = `redis-streams:${this.label}/${this.streams.join(',')}`;
+  }
+
+  /** On the job manager at a fresh start: one split per stream, positioned per startFrom and stopAt. */
+  async planSplits(): Promise<RedisStreamSplit[]> {
+    const needsServer = this.startFrom === 'latest' || this.bounded;
+    if (!needsServer) return this.streams.map((s) => ({ id: s, stream: s, lastId: '0-0' }));
+    const r = await connectRedis(this.conn, this.conn.timeoutMs);
+    try {
+      const out: RedisStreamSplit[] = [];
+      for (const s of this.streams) {
+        let last: string;
+        try {
+          const res = (await r.xrevrange(s, '+', '-', 'COUNT', 1)) as Entry[];
+          last = res.length > 0 ? res[0]![0] : '0-0';
+        } catch (e) {
+          throw redisError(this.label, `XREVRANGE of stream "${s}"`, e, this.url);
+        }
+        out.push({ id: s, stream: s, lastId: this.startFrom === 'latest' ? last : '0-0', ...(this.bounded ? { endId: last } : {}) });
+      }
+      return out;
+    } finally {
+      r.disconnect();
+    }
+  }
+
+  createReader(ctx: SourceReaderContext): SourceReader<T, RedisStreamSplit> {
+    return new RedisStreamsReader<T>(this, ctx);
+  }
+}
+
+interface SplitState {
+  readonly split: RedisStreamSplit;
+  /** Id of the last entry fetched (ahead of split.lastId by what is buffered). */
+  fetchedId: string;
+  buffer: Entry[];
+  at: number;
+  out: SourceOutput<unknown> | undefined;
+  done: boolean;
+}
+
+class RedisStreamsReader<T> implements SourceReader<T, RedisStreamSplit> {
+  private readonly states = new Map<string, SplitState>();
+  private readonly paused = new Set<string>();
+  private conn: Redis | undefined;
+  private connecting = false;
+  private inFlight = false;
+  private closed = false;
+  private error: Error | undefined;
+  /** Splits finished since the last poll, to report to the output. */
+  private readonly finished: string[] = [];
+  private rr = 0;
+
+  constructor(private readonly src: RedisStreamsSource<T>, private readonly ctx: SourceReaderContext) {}
+
+  addSplits(splits: RedisStreamSplit[]): void {
+    for (const s of splits) {
+      if (!isEntryId(s.lastId) || (s.endId !== undefined && !isEntryId(s.endId))) {
+        throw new RangeError(`Redis stream "${s.stream}": bad position in the split ${JSON.stringify(s)}`);
+      }
+      const st: SplitState = { split: { ...s }, fetchedId: s.lastId, buffer: [], at: 0, out: undefined, done: false };
+      if (s.endId !== undefined && compareEntryIds(s.lastId, s.endId) >= 0) st.done = true;
+      this.states.set(s.id, st);
+    }
+  }
+
+  pauseOrResumeSplits(pause: readonly string[], resume: readonly string[]): void {
+    for (const id of pause) this.paused.add(id);
+    for (const id of resume) this.paused.delete(id);
+  }
+
+  poll(out: ReaderOutput<T>, maxRecords: number): PollStatus {
+    if (this.error) throw this.error;
+    for (const [id, st] of this.states) {
+      if (st.done && st.at >= st.buffer.length) {
+        this.states.delete(id);
+        out.splitFinished(id);
+      }
+    }
+    if (this.states.size === 0) return this.src.bounded ? 'end' : 'wait';
+    let emitted = 0;
+    const list = [...this.states.values()];
+    for (let k = 0; k < list.length && emitted < maxRecords; k++) {
+      const st = list[(this.rr + k) % list.length]!;
+      if (st.at >= st.buffer.length || this.paused.has(st.split.id)) continue;
+      emitted += this.emit(st, out, maxRecords - emitted);
+    }
+    this.rr = (this.rr + 1) % list.length;
+    this.fetch();
+    for (const st of this.states.values()) {
+      if (st.at < st.buffer.length && !this.paused.has(st.split.id)) return 'more';
+      if (st.done && st.at >= st.buffer.length) return 'more'; // to report it finished
+    }
+    return 'wait';
+  }
+
+  private emit(st: SplitState, out: ReaderOutput<T>, max: number): number {
+    const o = (st.out ??= out.forSplit(st.split.id)) as SourceOutput<T>;
+    const split = st.split;
+    const end = Math.min(st.buffer.length, st.at + max);
+    let n = 0;
+    let bytes = 0;
+    for (; st.at < end; st.at++) {
+      const [id, fields] = st.buffer[st.at]!;
+      // The position moves before the record goes out: a record that fails the job is not re-read.
+      split.lastId = id;
+      for (let i = 0; i < fields.length; i++) bytes += fields[i]!.length;
+      const v = this.decodeEntry(split.stream, id, fields, o);
+      if (v !== MALFORMED) o.collect(v as T, entryIdMillis(id));
+      n++;
+    }
+    if (st.at >= st.buffer.length) {
+      st.buffer = [];
+      st.at = 0;
+    }
+    this.ctx.metrics.addBytesRead(bytes);
+    return n;
+  }
+
+  private decodeEntry(stream: string, id: string, fields: string[], o: SourceOutput<T>): unknown {
+    const src = this.src;
+    try {
+      if (src.decode !== undefined || src.format === 'fields') {
+        const obj: Record<string, string> = {};
+        for (let i = 0; i + 1 < fields.length; i += 2) obj[fields[i]!] = fields[i + 1]!;
+        return src.decode !== undefined ? src.decode(obj, id, stream) : obj;
+      }
+      for (let i = 0; i + 1 < fields.length; i += 2) {
+        if (fields[i] === src.field) return JSON.parse(fields[i + 1]!);
+      }
+      throw new Error(`the entry has no field "${src.field}"`);
+    } catch (e) {
+      this.malformed(o, stream, id, fields, e);
+      return MALFORMED;
+    }
+  }
+
+  private malformed(o: SourceOutput<T>, stream: string, id: string, fields: string[], e: unknown): void {
+    const record: MalformedRecord = {
+      source: this.src.name,
+      location: `Redis ${this.src.label} stream "${stream}" entry ${id}`,
+      raw: JSON.stringify(fields),
+      error: e instanceof Error ? e.message : String(e),
+    };
+    o.malformed(record);
+  }
+
+  /** One XREAD in flight at most, for the splits that are not paused, not done and not full. */
+  private fetch(): void {
+    if (this.inFlight || this.closed || this.error) return;
+    if (this.conn === undefined) {
+      this.connect();
+      return;
+    }
+    const keys: string[] = [];
+    const ids: string[] = [];
+    const n = this.src.batchSize;
+    for (const st of this.states.values()) {
+      if (st.done || this.paused.has(st.split.id) || st.buffer.length - st.at >= n) continue;
+      keys.push(st.split.stream);
+      ids.push(st.fetchedId);
+    }
+    if (keys.length === 0) return;
+    this.inFlight = true;
+    const conn = this.conn;
+    (conn.xread('COUNT', n, 'BLOCK', this.src.blockMs, 'STREAMS', ...keys, ...ids) as Promise<[string, Entry[]][] | null>)
+      .then((res) => {
+        this.inFlight = false;
+        if (this.closed) return;
+        if (res !== null) for (const [key, entries] of res) this.received(key, entries);
+        this.ctx.wake();
+      }, (e) => {
+        this.inFlight = false;
+        if (this.closed) return;
+        this.error = redisError(this.src.label, `XREAD of streams ${keys.map((k) => `"${k}"`).join(', ')}`, e, this.src.url);
+        this.ctx.wake();
+      });
+  }
+
+  private received(key: string, entries: Entry[]): void {
+    const st = this.states.get(key);
+    if (st === undefined || entries.length === 0) return;
+    const endId = st.split.endId;
+    let take = entries;
+    if (endId !== undefined) {
+      let k = 0;
+      while (k < entries.length && compareEntryIds(entries[k]![0], endId) <= 0) k++;
+      if (k < entries.length || compareEntryIds(entries[k - 1]![0], endId) === 0) st.done = true;
+      take = k < entries.length ? entries.slice(0, k) : entries;
+    }
+    if (take.length === 0) return;
+    st.fetchedId = take[take.length - 1]![0];
+    if (st.at >= st.buffer.length) {
+      st.buffer = take;
+      st.at = 0;
+    } else {
+      for (const e of take) st.buffer.push(e);
+    }
+    const last = entryIdMillis(st.fetchedId);
+    this.ctx.metrics.setMillisBehindLatest(key, Math.max(0, this.ctx.now() - last));
+  }
+
+  private connect(): void {
+    if (this.connecting || this.closed) return;
+    this.connecting = true;
+    connectRedis(this.src.conn, this.src.conn.timeoutMs + this.src.blockMs, (l) => this.ctx.log(l)).then((r) => {
+      this.connecting = false;
+      if (this.closed) {
+        r.disconnect();
+        return;
+      }
+      this.conn = r;
+      r.on('end', () => {
+        if (!this.closed && this.error === undefined) {
+          this.error = redisError(this.src.label, 'connection closed', new Error('the server closed the connection'), this.src.url);
+          this.ctx.wake();
+        }
+      });
+      this.ctx.wake();
+    }, (e) => {
+      this.connecting = false;
+      this.error = e as Error;
+      this.ctx.wake();
+    });
+  }
+
+  snapshotSplits(): RedisStreamSplit[] {
+    return [...this.states.values()].map((s) => ({ ...s.split }));
+  }
+
+  close(): void {
+    this.closed = true;
+    this.conn?.disconnect();
+    this.conn = undefined;
+  }
+}
+
+const MALFORMED = Symbol('malformed');
+
+function oneOf<V extends string>(v: unknown, allowed: readonly V[], what: string): V {
+  if (!(allowed as readonly unknown[]).includes(v)) throw new RangeError(`${what} must be ${allowed.map((a) => `"${a}"`).join(' or ')}, got ${JSON.stringify(v)}`);
+  return v as V;
+}
+
+function posInt(v: unknown, what: string): number {
+  if (!(typeof v === 'number' && Number.isInteger(v) && v > 0)) throw new RangeError(`${what} must be a positive integer, got ${String(v)}`);
+  return v;
+}

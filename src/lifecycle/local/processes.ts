@@ -1,0 +1,92 @@
+/**
+ * The processes of the local-process target: spawning `weir run` detached (it outlives a manager
+ * that is killed), telling whether a pid is alive, finding a deployment's process by its command
+ * line when the pid file was never written (a manager killed right after the spawn), and reading
+ * how a process that is gone ended from its log.
+ */
+import { spawn } from 'node:child_process';
+import { closeSync, openSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import type { JobState } from '../status.ts';
+
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+  // A zombie (exited, not yet reaped by its parent) is not running.
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
+  } catch {
+    return true;
+  }
+}
+
+/** Pids of live processes whose command line contains `marker` (Linux /proc; elsewhere none are found). */
+export function processesWith(marker: string): number[] {
+  let names: string[];
+  try {
+    names = readdirSync('/proc');
+  } catch {
+    return [];
+  }
+  const out: number[] = [];
+  for (const n of names) {
+    if (!/^\d+$/.test(n) || Number(n) === process.pid) continue;
+    try {
+      if (readFileSync(`/proc/${n}/cmdline`, 'utf8').split('\0').includes(marker) && alive(Number(n))) out.push(Number(n));
+    } catch {
+      // gone meanwhile, or not ours
+    }
+  }
+  return out;
+}
+
+export interface SpawnRequest {
+  readonly node: string;
+  readonly args: readonly string[];
+  readonly cwd: string;
+  readonly env: NodeJS.ProcessEnv;
+  readonly stdout: string;
+  readonly stderr: string;
+  readonly pidFile: string;
+  readonly exitFile: string;
+}
+
+/** Starts a detached process with its output in files; records its pid, and its exit code if this manager is still there to see it. */
+export function spawnDetached(r: SpawnRequest): number {
+  const out = openSync(r.stdout, 'a');
+  const err = openSync(r.stderr, 'a');
+  try {
+    const child = spawn(r.node, r.args, { cwd: r.cwd, env: r.env, detached: true, stdio: ['ignore', out, err] });
+    if (child.pid === undefined) throw new Error(`cannot start ${r.node}`);
+    writeFileSync(r.pidFile, String(child.pid));
+    child.on('exit', (code, signal) => {
+      try {
+        writeFileSync(r.exitFile, JSON.stringify({ code, signal }));
+      } catch {
+        // the deployment folder is gone (the app was forgotten)
+      }
+    });
+    child.unref();
+    return child.pid;
+  } finally {
+    closeSync(out);
+    closeSync(err);
+  }
+}
+
+/** How a `weir run` that is gone ended, from the last lines of its stderr (and its exit code when known). */
+export function endOf(stderr: string, exitCode: number | undefined): { state: JobState; error?: string } {
+  const lines = stderr.split('\n').filter((l) => l.startsWith('weir: '));
+  for (let i = lines.length - 1; i >= 0; i--) {
+    const l = lines[i]!;
+    if (/^weir: job ".*" finished in /.test(l)) return { state: 'FINISHED' };
+    if (/^weir: job ".*" cancelled; /.test(l)) return { state: 'CANCELED' };
+    if (l.startsWith('weir: error: ')) return { state: 'FAILED', error: l.slice('weir: error: '.length) };
+  }
+  if (exitCode === 0) return { state: 'FINISHED' };
+  if (exitCode === 130 || exitCode === 143) return { state: 'CANCELED' };
+  return { state: 'GONE', error: exitCode !== undefined ? `the process exited with code ${exitCode}` : 'the process is gone (killed?)' };
+}

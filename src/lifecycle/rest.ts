@@ -1,0 +1,100 @@
+/**
+ * The manager's REST API, on 127.0.0.1 unless told otherwise:
+ *   GET    /apps                       summaries
+ *   POST   /apps                       {"spec": {...}} apply (validated; 400 names the field)
+ *   GET    /apps/:name                 {desired, status} (spec, status, savepoints, recent events)
+ *   GET    /apps/:name/events
+ *   POST   /apps/:name/suspend | resume | savepoint | rollback
+ *   DELETE /apps/:name[?savepoint=true]
+ * Every answer is JSON; errors are {"errors": ["one line"]}.
+ */
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { errorCode } from '../core/errors.ts';
+import type { Manager } from './manager.ts';
+import { validateSpec } from './spec.ts';
+
+const MAX_BODY_BYTES = 1 << 20;
+
+export class ManagerApi {
+  private server: Server | undefined;
+
+  constructor(private readonly manager: Manager) {}
+
+  listen(port: number, address: string): Promise<number> {
+    return new Promise((resolve, reject) => {
+      const server = createServer((req, res) => {
+        this.route(req, res).catch((e) => send(res, statusOf(e), { errors: [e instanceof Error ? e.message : String(e)] }));
+      });
+      server.once('error', (e: NodeJS.ErrnoException) => reject(new Error(e.code === 'EADDRINUSE' ? `manager port ${address}:${port} is in use; choose another with --port (0 picks a free one)` : `cannot serve the manager API on ${address}:${port}: ${e.message}`)));
+      server.listen(port, address, () => {
+        this.server = server;
+        const a = server.address();
+        resolve(typeof a === 'object' && a !== null ? a.port : port);
+      });
+    });
+  }
+
+  close(): Promise<void> {
+    return new Promise((resolve) => {
+      if (this.server === undefined) return resolve();
+      this.server.closeAllConnections?.();
+      this.server.close(() => resolve());
+    });
+  }
+
+  private async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://localhost');
+    const parts = url.pathname.split('/').filter((p) => p !== '').map(decodeURIComponent);
+    const method = req.method ?? 'GET';
+    const m = this.manager;
+    if (parts[0] !== 'apps') return send(res, 404, { errors: [`no such resource ${url.pathname}`] });
+    if (parts.length === 1 && method === 'GET') return send(res, 200, { apps: m.list() });
+    if (parts.length === 1 && method === 'POST') {
+      const body = await readJson(req);
+      if (body === undefined) return send(res, 400, { errors: ['the request body is not a JSON object'] });
+      const spec = validateSpec(body['spec'], typeof body['where'] === 'string' ? body['where'] : 'spec', typeof body['baseDir'] === 'string' ? body['baseDir'] : process.cwd());
+      const d = m.apply(spec);
+      return send(res, 200, { name: spec.name, generation: d.generation });
+    }
+    const app = parts[1]!;
+    const verb = parts[2];
+    if (parts.length === 2 && method === 'GET') return send(res, 200, m.describe(app));
+    if (parts.length === 2 && method === 'DELETE') {
+      const d = m.delete(app, url.searchParams.get('savepoint') === 'true');
+      return send(res, 202, { name: app, generation: d.generation });
+    }
+    if (parts.length === 3 && verb === 'events' && method === 'GET') return send(res, 200, { events: m.status(app).events });
+    if (parts.length === 3 && method === 'POST') {
+      const d = verb === 'suspend' ? m.suspend(app) : verb === 'resume' ? m.resume(app) : verb === 'savepoint' ? m.savepoint(app) : verb === 'rollback' ? m.rollback(app) : undefined;
+      if (d !== undefined) return send(res, 202, { name: app, generation: d.generation });
+    }
+    return send(res, 404, { errors: [`no route ${method} ${url.pathname}`] });
+  }
+}
+
+function statusOf(e: unknown): number {
+  const code = errorCode(e);
+  if (code === 'CONFIG') return 400;
+  if (code === 'CONTROL') return /^no application /.test((e as Error).message) ? 404 : 409;
+  return 500;
+}
+
+function send(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+async function readJson(req: IncomingMessage): Promise<Record<string, unknown> | undefined> {
+  let text = '';
+  for await (const chunk of req) {
+    text += chunk;
+    if (text.length > MAX_BODY_BYTES) return undefined;
+  }
+  try {
+    const v = JSON.parse(text === '' ? '{}' : text);
+    return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,79 @@
+/**
+ * Starting `weir manager`: the file store, the local-process target, the reconciliation loop and
+ * the REST API, and the discovery file (<dir>/manager.json: address, port, pid) through which
+ * `weir apps` finds it. Jobs keep running when the manager stops; a new manager adopts them.
+ */
+import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir, userInfo } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { LocalProcessTarget } from './local/target.ts';
+import { Manager } from './manager.ts';
+import { ManagerApi } from './rest.ts';
+import { FileAppStore } from './store.ts';
+
+export interface ServeOptions {
+  readonly dir: string;
+  readonly port: number;
+  readonly address: string;
+  readonly intervalMs: number;
+  readonly log: (line: string) => void;
+}
+
+export interface RunningManager {
+  readonly url: string;
+  readonly manager: Manager;
+  close(): Promise<void>;
+}
+
+/** $WEIR_HOME/manager (default <tmpdir>/weir-<uid>/manager). */
+export function defaultManagerDir(): string {
+  let uid = 'user';
+  try {
+    uid = String(userInfo().uid);
+  } catch {
+    // no user database
+  }
+  return join(process.env.WEIR_HOME ?? join(tmpdir(), `weir-${uid}`), 'manager');
+}
+
+export function discoveryFile(dir: string): string {
+  return join(resolve(dir), 'manager.json');
+}
+
+/** The URL of the manager serving `dir`, from its discovery file. */
+export function managerUrlOf(dir: string): string | undefined {
+  try {
+    const m = JSON.parse(readFileSync(discoveryFile(dir), 'utf8')) as { url?: string; pid?: number };
+    if (m.pid !== undefined) process.kill(m.pid, 0);
+    return m.url;
+  } catch {
+    return undefined;
+  }
+}
+
+const WEIR_BIN = fileURLToPath(new URL('../../bin/weir.js', import.meta.url));
+
+export async function serveManager(o: ServeOptions): Promise<RunningManager> {
+  const dir = resolve(o.dir);
+  mkdirSync(dir, { recursive: true });
+  const store = new FileAppStore(dir);
+  const target = new LocalProcessTarget({ root: dir, weirBin: WEIR_BIN, log: o.log });
+  const manager = new Manager({ store, target, intervalMs: o.intervalMs, log: o.log });
+  const api = new ManagerApi(manager);
+  const port = await api.listen(o.port, o.address);
+  const url = `http://${o.address.includes(':') ? `[${o.address}]` : o.address}:${port}`;
+  const file = discoveryFile(dir);
+  writeFileSync(`${file}.tmp`, JSON.stringify({ url, pid: process.pid }));
+  renameSync(`${file}.tmp`, file);
+  await manager.start();
+  return {
+    url,
+    manager,
+    async close() {
+      await manager.stop();
+      await api.close();
+      rmSync(file, { force: true });
+    },
+  };
+}

@@ -1,0 +1,253 @@
+/**
+ * The declarative application spec (issue 13 point 1), read from JSON or YAML and validated
+ * field by field: every problem is one line naming the field ("spec orders.yaml: field
+ * "job.parallelism": expected a positive integer, got 0"). Durations take the project's one
+ * syntax ("30s", "5 min", or milliseconds). The manager owns the checkpoint and savepoint
+ * directories and the REST port of the jobs it runs, so `configuration` may not set them.
+ */
+import { parse as parseYaml } from 'yaml';
+import { readDuration } from '../core/duration.ts';
+import { WeirError } from '../core/errors.ts';
+import { byKey } from '../core/options/lookup.ts';
+import { suggest } from '../core/options/suggest.ts';
+import { readValue } from '../core/options/values.ts';
+
+export type DesiredState = 'running' | 'suspended';
+export type UpgradeMode = 'stateless' | 'savepoint' | 'last-state';
+
+export interface AppSpec {
+  readonly name: string;
+  readonly job: {
+    /** Absolute path of the job module (resolved against the spec file's folder when read). */
+    readonly module: string;
+    /** A label of the job's code version: changing it (or anything else under job) is an upgrade. */
+    readonly version: string;
+    readonly args: readonly string[];
+    readonly parallelism?: number;
+  };
+  /** Flink configuration keys passed to `weir run --config`. */
+  readonly configuration: Readonly<Record<string, string | number | boolean>>;
+  readonly state: DesiredState;
+  readonly upgradeMode: UpgradeMode;
+  readonly initialSavepointPath?: string;
+  readonly allowNonRestoredState: boolean;
+  /** A new value triggers a manual savepoint. */
+  readonly savepointTriggerNonce?: number | string;
+  readonly savepoints: {
+    /** Periodic savepoints every intervalMs; none when absent. */
+    readonly intervalMs?: number;
+    readonly maxAgeMs: number;
+    readonly maxCount: number;
+    /** How long a savepoint (or stop-with-savepoint) may take before it counts as failed. */
+    readonly timeoutMs: number;
+  };
+  readonly lastState: {
+    /** A last-state upgrade whose latest checkpoint is older than this takes a savepoint instead. */
+    readonly maxCheckpointAgeMs?: number;
+  };
+  readonly rollback: { readonly enabled: boolean; readonly readinessTimeoutMs: number };
+  readonly health: {
+    readonly restartsThreshold: number;
+    readonly restartsWindowMs: number;
+    /** No completed checkpoint for this long restarts the job; off when absent. */
+    readonly checkpointProgressWindowMs?: number;
+  };
+}
+
+/** Keys the manager sets for every job it runs: the spec may not override them. */
+export const MANAGED_KEYS: ReadonlySet<string> = new Set([
+  'execution.checkpointing.dir', 'state.checkpoints.dir',
+  'execution.checkpointing.savepoint-dir', 'state.savepoints.dir',
+  'execution.checkpointing.externalized-checkpoint-retention',
+]);
+
+const NAME = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
+
+export class SpecError extends WeirError {
+  constructor(where: string, field: string, problem: string) {
+    super('CONFIG', `${where}: field "${field}": ${problem}`);
+  }
+}
+
+type Raw = Record<string, unknown>;
+
+/** Parses spec text (JSON or YAML by the file's extension, or by content) and validates it. */
+export function parseSpecText(text: string, where: string, baseDir: string): AppSpec {
+  return validateSpec(readSpecText(text, where), where, baseDir);
+}
+
+/** The spec text as data, unvalidated (what `weir apps apply` sends to the manager). */
+export function readSpecText(text: string, where: string): unknown {
+  try {
+    return /\.json$/i.test(where) ? JSON.parse(text) : parseYaml(text, { prettyErrors: false });
+  } catch (e) {
+    throw new WeirError('CONFIG', `${where}: not valid ${/\.json$/i.test(where) ? 'JSON' : 'YAML'}: ${(e as Error).message.split('\n')[0]}`);
+  }
+}
+
+/** Checks a parsed spec; `where` names it in errors, `baseDir` resolves a relative job module. */
+export function validateSpec(raw: unknown, where: string, baseDir: string): AppSpec {
+  const r = new Reader(where);
+  const top = r.object(raw, '');
+  r.only(top, '', ['name', 'job', 'configuration', 'state', 'upgradeMode', 'initialSavepointPath', 'allowNonRestoredState', 'savepointTriggerNonce', 'savepoints', 'lastState', 'rollback', 'health']);
+  const name = r.string(top, 'name');
+  if (!NAME.test(name)) r.fail('name', `expected lower-case letters, digits and "-" (at most 63, starting and ending with a letter or digit), got ${JSON.stringify(name)}`);
+  const job = r.object(top['job'], 'job');
+  r.only(job, 'job', ['module', 'version', 'args', 'parallelism']);
+  const module = r.string(job, 'module', 'job.');
+  const args = job['args'] === undefined ? [] : r.stringArray(job['args'], 'job.args');
+  const parallelism = r.optInt(job, 'parallelism', 'job.', 1);
+  const configuration = readConfiguration(r, top['configuration']);
+  const state = r.choice(top, 'state', ['running', 'suspended'] as const, 'running');
+  const upgradeMode = r.choice(top, 'upgradeMode', ['stateless', 'savepoint', 'last-state'] as const, 'savepoint');
+  const sp = r.object(top['savepoints'] ?? {}, 'savepoints');
+  r.only(sp, 'savepoints', ['interval', 'maxAge', 'maxCount', 'timeout']);
+  const ls = r.object(top['lastState'] ?? {}, 'lastState');
+  r.only(ls, 'lastState', ['maxCheckpointAge']);
+  const rb = r.object(top['rollback'] ?? {}, 'rollback');
+  r.only(rb, 'rollback', ['enabled', 'readinessTimeout']);
+  const h = r.object(top['health'] ?? {}, 'health');
+  r.only(h, 'health', ['restartsThreshold', 'restartsWindow', 'checkpointProgressWindow']);
+  const nonce = top['savepointTriggerNonce'];
+  if (nonce !== undefined && nonce !== null && typeof nonce !== 'string' && !(typeof nonce === 'number' && Number.isFinite(nonce))) r.fail('savepointTriggerNonce', `expected a number or a string, got ${typeof nonce}`);
+  const initial = top['initialSavepointPath'] === undefined ? undefined : r.string(top, 'initialSavepointPath');
+  const spec: AppSpec = {
+    name,
+    job: { module: absolute(module, baseDir), version: r.string(job, 'version', 'job.'), args, ...(parallelism !== undefined ? { parallelism } : {}) },
+    configuration,
+    state,
+    upgradeMode,
+    ...(initial !== undefined ? { initialSavepointPath: absolute(initial, baseDir) } : {}),
+    allowNonRestoredState: r.bool(top, 'allowNonRestoredState', false),
+    ...(nonce !== undefined && nonce !== null ? { savepointTriggerNonce: nonce as number | string } : {}),
+    savepoints: {
+      ...optional('intervalMs', r.optDuration(sp, 'interval', 'savepoints.', 1000)),
+      maxAgeMs: r.optDuration(sp, 'maxAge', 'savepoints.', 1) ?? 86_400_000,
+      maxCount: r.optInt(sp, 'maxCount', 'savepoints.', 1) ?? 10,
+      timeoutMs: r.optDuration(sp, 'timeout', 'savepoints.', 100) ?? 600_000,
+    },
+    lastState: { ...optional('maxCheckpointAgeMs', r.optDuration(ls, 'maxCheckpointAge', 'lastState.', 1)) },
+    rollback: { enabled: r.bool(rb, 'enabled', false, 'rollback.'), readinessTimeoutMs: r.optDuration(rb, 'readinessTimeout', 'rollback.', 100) ?? 300_000 },
+    health: {
+      restartsThreshold: r.optInt(h, 'restartsThreshold', 'health.', 1) ?? 64,
+      restartsWindowMs: r.optDuration(h, 'restartsWindow', 'health.', 1) ?? 120_000,
+      ...optional('checkpointProgressWindowMs', r.optDuration(h, 'checkpointProgressWindow', 'health.', 1)),
+    },
+  };
+  if (upgradeMode === 'last-state' && spec.configuration['execution.checkpointing.interval'] === undefined) {
+    r.fail('upgradeMode', 'last-state needs checkpoints: set configuration "execution.checkpointing.interval"');
+  }
+  if (spec.health.checkpointProgressWindowMs !== undefined && spec.configuration['execution.checkpointing.interval'] === undefined) {
+    r.fail('health.checkpointProgressWindow', 'needs checkpoints: set configuration "execution.checkpointing.interval"');
+  }
+  return spec;
+}
+
+function optional<K extends string, V>(key: K, v: V | undefined): { [k in K]?: V } {
+  return (v === undefined ? {} : { [key]: v }) as { [k in K]?: V };
+}
+
+function absolute(p: string, baseDir: string): string {
+  if (p.includes('://') || p.startsWith('/')) return p;
+  return `${baseDir.replace(/\/$/, '')}/${p.replace(/^\.\//, '')}`;
+}
+
+function readConfiguration(r: Reader, raw: unknown): Record<string, string | number | boolean> {
+  const obj = r.object(raw ?? {}, 'configuration');
+  const out: Record<string, string | number | boolean> = {};
+  for (const [key, v] of Object.entries(obj)) {
+    const field = `configuration.${key}`;
+    if (MANAGED_KEYS.has(key)) r.fail(field, 'the manager sets this key itself (one directory per application)');
+    const option = byKey(key);
+    if (option === undefined) r.fail(field, 'not a configuration key weir knows (see docs/configuration.md)');
+    if (typeof v !== 'string' && typeof v !== 'number' && typeof v !== 'boolean') r.fail(field, `expected a string, number or boolean, got ${v === null ? 'null' : typeof v}`);
+    const read = readValue(option!, v, { kind: 'file', path: r.where, key });
+    if (!read.ok) r.fail(field, read.message.slice(`${r.where}: "${key}": `.length));
+    out[key] = v as string | number | boolean;
+  }
+  return out;
+}
+
+/** Field readers that fail with the field's dotted name. */
+class Reader {
+  constructor(readonly where: string) {}
+
+  fail(field: string, problem: string): never {
+    throw new SpecError(this.where, field, problem);
+  }
+
+  object(v: unknown, field: string): Raw {
+    if (v === null || typeof v !== 'object' || Array.isArray(v)) {
+      if (field === '') throw new WeirError('CONFIG', `${this.where}: expected an object (a mapping of fields), got ${describe(v)}`);
+      this.fail(field, `expected an object, got ${describe(v)}`);
+    }
+    return v as Raw;
+  }
+
+  only(obj: Raw, prefix: string, known: readonly string[]): void {
+    for (const k of Object.keys(obj)) {
+      if (known.includes(k)) continue;
+      const near = suggest(k, known.map((n) => ({ name: n, offer: n })));
+      this.fail(prefix === '' ? k : `${prefix}.${k}`, `unknown field${near !== undefined ? ` (did you mean "${near}"?)` : ''}`);
+    }
+  }
+
+  string(obj: Raw, key: string, prefix = ''): string {
+    const v = obj[key];
+    if (v === undefined || v === null) this.fail(prefix + key, 'required');
+    if (typeof v === 'number') return String(v); // a version label of 2 means "2"
+    if (typeof v !== 'string' || v.trim() === '') this.fail(prefix + key, `expected a non-empty string, got ${describe(v)}`);
+    return v;
+  }
+
+  stringArray(v: unknown, field: string): string[] {
+    if (!Array.isArray(v)) this.fail(field, `expected a list of strings, got ${describe(v)}`);
+    return v.map((x, i) => {
+      if (typeof x === 'number' || typeof x === 'boolean') return String(x);
+      if (typeof x !== 'string') this.fail(`${field}[${i}]`, `expected a string, got ${describe(x)}`);
+      return x;
+    });
+  }
+
+  optInt(obj: Raw, key: string, prefix: string, min: number): number | undefined {
+    const v = obj[key];
+    if (v === undefined || v === null) return undefined;
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < min) this.fail(prefix + key, `expected an integer >= ${min}, got ${describe(v)}`);
+    return v;
+  }
+
+  optDuration(obj: Raw, key: string, prefix: string, minMs: number): number | undefined {
+    const v = obj[key];
+    if (v === undefined || v === null) return undefined;
+    const d = readDuration(v);
+    if (!('ms' in d)) return this.fail(prefix + key, d.problem);
+    if (d.ms < minMs) this.fail(prefix + key, `expected at least ${minMs} ms, got ${d.ms} ms`);
+    return d.ms;
+  }
+
+  bool(obj: Raw, key: string, dflt: boolean, prefix = ''): boolean {
+    const v = obj[key];
+    if (v === undefined || v === null) return dflt;
+    if (typeof v !== 'boolean') this.fail(prefix + key, `expected true or false, got ${describe(v)}`);
+    return v;
+  }
+
+  choice<T extends string>(obj: Raw, key: string, values: readonly T[], dflt: T): T {
+    const v = obj[key];
+    if (v === undefined || v === null) return dflt;
+    if (typeof v !== 'string' || !(values as readonly string[]).includes(v)) this.fail(key, `expected one of ${values.join(', ')}, got ${describe(v)}`);
+    return v as T;
+  }
+}
+
+function describe(v: unknown): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'a list';
+  if (typeof v === 'object') return 'an object';
+  return JSON.stringify(v);
+}
+
+/** The fields whose change redeploys the job (an upgrade); policy fields take effect in place. */
+export function deploymentKey(spec: AppSpec): string {
+  return JSON.stringify({ job: spec.job, configuration: spec.configuration, allowNonRestoredState: spec.allowNonRestoredState });
+}

@@ -1,0 +1,165 @@
+/**
+ * NATS JetStream source against the real server on 127.0.0.1:4222 (a unique stream per test):
+ * the whole stream or subject filters as splits, resuming right after a stored sequence and
+ * ending at the end captured at start, per-split event time, malformed messages (dead-letter or
+ * failure naming stream and sequence), an unreachable server and a missing stream (errors naming
+ * them), option validation.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connect, type JetStreamClient, type JetStreamManager, type NatsConnection } from 'nats';
+import {
+  DEAD_LETTERS, JetStreamSource, TumblingEventTimeWindows, WatermarkStrategy, type MalformedRecord, type ReaderOutput, type SourceReaderContext,
+} from '../../../src/index.ts';
+import type { JetStreamSplit } from '../../../src/connectors/nats/jetstream-source.ts';
+import { runInline, sorted } from '../../helpers/run.ts';
+
+let nc: NatsConnection;
+let js: JetStreamClient;
+let jsm: JetStreamManager;
+const streams: string[] = [];
+let n = 0;
+
+beforeAll(async () => {
+  nc = await connect({ servers: '127.0.0.1:4222', timeout: 5000 });
+  jsm = await nc.jetstreamManager();
+  js = nc.jetstream();
+});
+afterAll(async () => {
+  for (const s of streams) await jsm.streams.delete(s).catch(() => {});
+  await nc.close();
+});
+
+async function stream(name: string): Promise<string> {
+  const s = `weirtest_${process.pid}_${Date.now()}_${n++}_${name}`;
+  streams.push(s);
+  await jsm.streams.add({ name: s, subjects: [`${s}.>`] });
+  return s;
+}
+
+interface Ev { i: number; k: string; ts: number }
+/** Publishes records {i, k, ts} as JSON on `subject`, 500 in flight at a time. */
+async function fill(subject: string, count: number, from = 0, t0 = 1_700_000_000_000): Promise<void> {
+  for (let start = from; start < from + count; start += 500) {
+    const ps: Promise<unknown>[] = [];
+    for (let i = start; i < Math.min(from + count, start + 500); i++) ps.push(js.publish(subject, JSON.stringify({ i, k: `k${i % 3}`, ts: t0 + i * 10 })));
+    await Promise.all(ps);
+  }
+}
+
+describe('JetStreamSource', () => {
+  it('reads the whole stream as one split to the end captured at start (the second reader holds no split)', async () => {
+    const s = await stream('whole');
+    await fill(`${s}.a`, 1500);
+    await fill(`${s}.b`, 700);
+    const r = await runInline((env) => {
+      env.fromSource(new JetStreamSource<Ev>({ stream: s, stopAt: 'latest', batchSize: 300 })).collect('out');
+    }, { parallelism: 2 });
+    const got = r.collected<Ev>('out');
+    expect(got.length).toBe(2200);
+    expect(sorted(got.map((e) => e.i))).toEqual(sorted([...Array(1500).keys(), ...Array(700).keys()]));
+    expect(r.progress.bytesIn).toBeGreaterThan(2200 * 20);
+  }, 60_000);
+
+  it('subject filters are splits, read by different readers, each to its end', async () => {
+    const s = await stream('subjects');
+    await fill(`${s}.a`, 1000);
+    await fill(`${s}.b`, 600, 5000);
+    await fill(`${s}.c`, 50, 9000); // not selected
+    const r = await runInline((env) => {
+      env.fromSource(new JetStreamSource<Ev>({ stream: s, subjects: [`${s}.a`, `${s}.b`], stopAt: 'latest', batchSize: 128 })).collect('out');
+    }, { parallelism: 2 });
+    const got = r.collected<Ev>('out').map((e) => e.i);
+    expect(sorted(got)).toEqual(sorted([...Array.from({ length: 1000 }, (_, k) => k), ...Array.from({ length: 600 }, (_, k) => 5000 + k)]));
+  }, 60_000);
+
+  it('a reader resumes right after the stored stream sequence and ends at the split end', async () => {
+    const s = await stream('resume');
+    await fill(`${s}.a`, 100);
+    const src = new JetStreamSource<Ev>({ stream: s, stopAt: 'latest' });
+    const got: number[] = [];
+    let wake: () => void = () => {};
+    const ctx: SourceReaderContext = {
+      subtaskIndex: 0, parallelism: 1, now: () => Date.now(), wake: () => wake(),
+      schedule: () => ({ cancel() {} }), log: () => {},
+      metrics: { addBytesRead() {}, setPendingRecords() {}, setMillisBehindLatest() {} },
+    };
+    const reader = src.createReader(ctx);
+    const split: JetStreamSplit = { id: s, stream: s, lastSeq: 42, endSeq: 90 };
+    reader.addSplits([split]);
+    const out: ReaderOutput<Ev> = {
+      collect: (v) => void got.push(v.i), malformed: () => { throw new Error('unexpected'); },
+      forSplit: () => out, splitFinished: () => {},
+    };
+    for (let k = 0; k < 1000; k++) {
+      const st = reader.poll(out, 7);
+      if (st === 'end') break;
+      if (st === 'wait') await new Promise<void>((res) => { wake = res; setTimeout(res, 2000); });
+    }
+    await reader.close?.();
+    // Sequence k + 1 holds record k: after 42 comes record 42, and sequence 90 is record 89.
+    expect(got).toEqual(Array.from({ length: 48 }, (_, k) => 42 + k));
+  }, 60_000);
+
+  it('event time per subject: nothing is late although one subject is 25 s behind the other', async () => {
+    const s = await stream('et');
+    await fill(`${s}.a`, 3000);
+    await fill(`${s}.b`, 3000, 0, 1_700_000_000_000 - 25_000);
+    const run = (perSplit: boolean) => runInline((env) => {
+      env.setAutoWatermarkInterval(1);
+      const src = new JetStreamSource<Ev>({ stream: s, subjects: [`${s}.a`, `${s}.b`], stopAt: 'latest', batchSize: 500 });
+      const strategy = WatermarkStrategy.forMonotonousTimestamps<Ev>().withTimestampAssigner((e) => e.ts);
+      (perSplit ? env.fromSource(src, { watermarks: strategy }) : env.fromSource(src).assignTimestampsAndWatermarks(strategy))
+        .keyBy((e) => e.k)
+        .window(TumblingEventTimeWindows.of('1 s'))
+        .aggregate({ createAccumulator: () => 0, add: (_e, c: number) => c + 1, getResult: (c: number) => c, merge: (x: number, y: number) => x + y })
+        .collect('out');
+    });
+    const perSplit = await run(true);
+    expect(perSplit.progress.lateRecordsDropped ?? 0).toBe(0);
+    expect(perSplit.collected<number>('out').reduce((x, y) => x + y, 0)).toBe(6000);
+    const perReader = await run(false);
+    expect(perReader.progress.lateRecordsDropped).toBeGreaterThan(0);
+    expect(perReader.collected<number>('out').reduce((x, y) => x + y, 0) + perReader.progress.lateRecordsDropped!).toBe(6000);
+  }, 90_000);
+
+  it('a malformed message goes to the dead-letter output naming stream and sequence, or fails the job naming them', async () => {
+    const s = await stream('bad');
+    await fill(`${s}.a`, 3);
+    const bad = await js.publish(`${s}.a`, '{not json');
+    await fill(`${s}.a`, 2, 3);
+    const r = await runInline((env) => {
+      const main = env.fromSource(new JetStreamSource<Ev>({ stream: s, stopAt: 'latest' }), { malformed: 'dead-letter' });
+      main.collect('main');
+      main.getSideOutput(DEAD_LETTERS).collect('dead');
+    });
+    expect(r.collected<Ev>('main').map((e) => e.i)).toEqual([0, 1, 2, 3, 4]);
+    const dead = r.collected<MalformedRecord>('dead');
+    expect(dead.map((d) => d.location)).toEqual([`NATS 127.0.0.1:4222 stream "${s}" sequence ${bad.seq} (subject ${s}.a)`]);
+    expect(dead[0]!.raw).toBe('{not json');
+    const failed = await runInline((env) => {
+      env.fromSource(new JetStreamSource<Ev>({ stream: s, stopAt: 'latest' })).collect('x');
+    }, { restartStrategy: { type: 'none' } }).then(() => undefined, (e: Error) => e);
+    expect(failed?.message).toContain(`stream "${s}" sequence ${bad.seq}`);
+  }, 60_000);
+
+  it('an unreachable server and a missing stream fail with errors naming them, after bounded retries', async () => {
+    const e1 = await runInline((env) => {
+      env.fromSource(new JetStreamSource({ servers: '127.0.0.1:4299', token: 'tok-s3cret', stream: 'x', stopAt: 'latest', connectBudgetMs: 1500, timeoutMs: 1000 })).collect('x');
+    }).then(() => undefined, (e: Error) => e);
+    expect(e1?.message).toMatch(/^cannot connect to NATS at 127\.0\.0\.1:4299: .* \(gave up after \d+ attempts/);
+    expect(e1?.message).not.toContain('tok-s3cret');
+    const missing = `weirtest_missing_${process.pid}_${Date.now()}`;
+    const e2 = await runInline((env) => {
+      env.fromSource(new JetStreamSource({ stream: missing, stopAt: 'latest' })).collect('x');
+    }).then(() => undefined, (e: Error) => e);
+    expect(e2?.message).toMatch(new RegExp(`^NATS at 127\\.0\\.0\\.1:4222: stream "${missing}": .*not found`));
+  }, 90_000);
+
+  it('rejects bad options with one clear message', () => {
+    expect(() => new JetStreamSource({ stream: 'a.b' })).toThrow(/stream must be a stream name/);
+    expect(() => new JetStreamSource({ stream: 'a', subjects: [] })).toThrow(/subjects must be a non-empty array/);
+    expect(() => new JetStreamSource({ stream: 'a', servers: 'nats://u:p@h:4222' })).toThrow(/without credentials/);
+    expect(() => new JetStreamSource({ stream: 'a', stopAt: 'soon' as never })).toThrow(/stopAt must be "never" or "latest"/);
+    expect(() => new JetStreamSource({ stream: 'a', blockMs: -1 })).toThrow(/blockMs must be a positive integer/);
+  });
+});

@@ -1,0 +1,150 @@
+/**
+ * Redis Streams source against the real Redis on 127.0.0.1:6379 (unique stream keys per test):
+ * reading to the end captured at start, resuming right after a stored entry id, per-split event
+ * time from entry ids, malformed entries (dead-letter or failure naming stream and entry), an
+ * unreachable server (bounded retries, then an error naming host and port), option validation.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import { DEAD_LETTERS, RedisStreamsSource, TumblingEventTimeWindows, WatermarkStrategy, type MalformedRecord, type ReaderOutput, type SourceReaderContext } from '../../../src/index.ts';
+import type { RedisStreamSplit } from '../../../src/connectors/redis/redis-streams-source.ts';
+import { runInline, sorted } from '../../helpers/run.ts';
+import { runJob, defineJob } from '../../../src/index.ts';
+
+const URL = 'redis://127.0.0.1:6379';
+let redis: Redis;
+const keys: string[] = [];
+let n = 0;
+function key(name: string): string {
+  const k = `weir-test:${process.pid}:${Date.now()}:${n++}:${name}`;
+  keys.push(k);
+  return k;
+}
+
+beforeAll(async () => {
+  redis = new Redis(URL, { lazyConnect: true, connectTimeout: 5000, commandTimeout: 10_000 });
+  await redis.connect();
+});
+afterAll(async () => {
+  if (keys.length > 0) await redis.del(...keys);
+  redis.disconnect();
+});
+
+/** Adds records {i, k, ts} as JSON in field "data"; returns their entry ids. */
+async function fill(stream: string, count: number, from = 0, t0 = 1_700_000_000_000): Promise<string[]> {
+  const p = redis.pipeline();
+  for (let i = from; i < from + count; i++) p.xadd(stream, `${t0 + i * 10}-1`, 'data', JSON.stringify({ i, k: `k${i % 3}` }));
+  const res = await p.exec();
+  return res!.map(([e, id]) => { if (e) throw e; return id as string; });
+}
+
+describe('RedisStreamsSource', () => {
+  it('reads every stream to the end captured at start, in order per stream, at parallelism 2', async () => {
+    const a = key('a');
+    const b = key('b');
+    await fill(a, 2500);
+    await fill(b, 1200);
+    const r = await runInline((env) => {
+      env.fromSource(new RedisStreamsSource<{ i: number }>({ url: URL, streams: [a, b], stopAt: 'latest', batchSize: 300 })).collect('out');
+    }, { parallelism: 2 });
+    const got = r.collected<{ i: number }>('out');
+    expect(got.length).toBe(3700);
+    expect(sorted(got.map((x) => x.i))).toEqual(sorted([...Array(2500).keys(), ...Array(1200).keys()]));
+    // Entries added after the start are not read by a bounded source.
+    expect(r.progress.bytesIn).toBeGreaterThan(3700 * 10);
+  }, 60_000);
+
+  it('a reader resumes right after the stored entry id (XREAD is exclusive) and ends at the split end', async () => {
+    const s = key('resume');
+    const ids = await fill(s, 100);
+    const src = new RedisStreamsSource<{ i: number }>({ url: URL, streams: [s], stopAt: 'latest' });
+    const got: number[] = [];
+    let wake: () => void = () => {};
+    const ctx: SourceReaderContext = {
+      subtaskIndex: 0, parallelism: 1, now: () => Date.now(), wake: () => wake(),
+      schedule: () => ({ cancel() {} }), log: () => {},
+      metrics: { addBytesRead() {}, setPendingRecords() {}, setMillisBehindLatest() {} },
+    };
+    const reader = src.createReader(ctx);
+    const split: RedisStreamSplit = { id: s, stream: s, lastId: ids[41]!, endId: ids[89]! };
+    reader.addSplits([split]);
+    const out: ReaderOutput<{ i: number }> = {
+      collect: (v) => void got.push(v.i), malformed: () => { throw new Error('unexpected'); },
+      forSplit: () => out, splitFinished: () => {},
+    };
+    for (let k = 0; k < 1000; k++) {
+      const st = reader.poll(out, 7);
+      if (st === 'end') break;
+      if (st === 'wait') await new Promise<void>((res) => { wake = res; setTimeout(res, 2000); });
+    }
+    await reader.close?.();
+    expect(got).toEqual(Array.from({ length: 48 }, (_, k) => 42 + k));
+  }, 60_000);
+
+  it('event time per stream from entry ids: windows are complete although one stream is far ahead of the other', async () => {
+    const a = key('et-a');
+    const b = key('et-b');
+    await fill(a, 3000);
+    await fill(b, 3000, 0, 1_700_000_000_000 - 25_000); // 25 s behind a
+    const run = (perSplit: boolean) => runInline((env) => {
+      env.setAutoWatermarkInterval(1);
+      const src = new RedisStreamsSource<{ i: number; k: string }>({ url: URL, streams: [a, b], stopAt: 'latest', batchSize: 500 });
+      const strategy = WatermarkStrategy.forMonotonousTimestamps<{ i: number; k: string }>();
+      (perSplit ? env.fromSource(src, { watermarks: strategy }) : env.fromSource(src).assignTimestampsAndWatermarks(strategy))
+        .keyBy((e) => e.k)
+        .window(TumblingEventTimeWindows.of('1 s'))
+        .aggregate({ createAccumulator: () => 0, add: (_e, c: number) => c + 1, getResult: (c: number) => c, merge: (x: number, y: number) => x + y })
+        .collect('out');
+    });
+    const perSplit = await run(true);
+    expect(perSplit.progress.lateRecordsDropped ?? 0).toBe(0);
+    expect(perSplit.collected<number>('out').reduce((x, y) => x + y, 0)).toBe(6000);
+    // The control: one watermark for the reader makes the stream behind late, and says how many.
+    const perReader = await run(false);
+    const counted = perReader.collected<number>('out').reduce((x, y) => x + y, 0);
+    expect(perReader.progress.lateRecordsDropped).toBeGreaterThan(0);
+    expect(counted + perReader.progress.lateRecordsDropped!).toBe(6000);
+  }, 60_000);
+
+  it('a malformed entry goes to the dead-letter output naming stream and entry id, or fails the job naming them', async () => {
+    const s = key('bad');
+    await fill(s, 3);
+    const badId = await redis.xadd(s, '*', 'data', '{not json');
+    await redis.xadd(s, '*', 'other', 'x');
+    await fill(s, 2, 3, Date.now() + 1000);
+    const r = await runInline((env) => {
+      const main = env.fromSource(new RedisStreamsSource<{ i: number }>({ url: URL, streams: [s], stopAt: 'latest' }), { malformed: 'dead-letter' });
+      main.collect('main');
+      main.getSideOutput(DEAD_LETTERS).collect('dead');
+    });
+    expect(r.collected<{ i: number }>('main').map((x) => x.i)).toEqual([0, 1, 2, 3, 4]);
+    const dead = r.collected<MalformedRecord>('dead');
+    expect(dead.length).toBe(2);
+    expect(dead[0]!.location).toBe(`Redis 127.0.0.1:6379 stream "${s}" entry ${badId}`);
+    expect(dead[1]!.error).toContain('no field "data"');
+    const failed = await runJob(defineJob((env) => {
+      env.fromSource(new RedisStreamsSource({ url: URL, streams: [s], stopAt: 'latest' })).collect('x');
+    }), { workers: 1, parallelism: 1, stdout: () => {}, restartStrategy: { type: 'none' } });
+    expect(failed.status).toBe('FAILED');
+    expect(failed.error?.message).toContain(`stream "${s}" entry ${badId}`);
+  }, 60_000);
+
+  it('an unreachable server fails the job after bounded retries, naming host and port and never the password', async () => {
+    const started = Date.now();
+    const job = runInline((env) => {
+      env.fromSource(new RedisStreamsSource({ url: 'redis://:s3cret-pw@127.0.0.1:6391', streams: ['x'], stopAt: 'latest', connectBudgetMs: 1500, timeoutMs: 1000 })).collect('x');
+    });
+    const e = await job.then(() => undefined, (err: Error) => err);
+    expect(e?.message).toMatch(/^cannot connect to Redis at 127\.0\.0\.1:6391: .*ECONNREFUSED.* \(gave up after \d+ attempts/);
+    expect(e?.message).not.toContain('s3cret-pw');
+    expect(Date.now() - started).toBeLessThan(60_000);
+  }, 90_000);
+
+  it('rejects bad options with one clear message', () => {
+    expect(() => new RedisStreamsSource({ streams: [] })).toThrow(/streams must be a non-empty array/);
+    expect(() => new RedisStreamsSource({ streams: ['a', 'a'] })).toThrow(/must not repeat/);
+    expect(() => new RedisStreamsSource({ streams: ['a'], url: 'http://x' })).toThrow(/redis:\/\//);
+    expect(() => new RedisStreamsSource({ streams: ['a'], startFrom: 'middle' as never })).toThrow(/startFrom must be "earliest" or "latest"/);
+    expect(() => new RedisStreamsSource({ streams: ['a'], batchSize: 0 })).toThrow(/batchSize must be a positive integer/);
+  });
+});

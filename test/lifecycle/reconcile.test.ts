@@ -1,0 +1,335 @@
+/**
+ * The reconciler's decisions on a fake clock (issue 13 points 4 to 7): upgrade modes, snapshots,
+ * rollback and health. Each test feeds observations step by step and checks the action and the
+ * status the pure function returns.
+ */
+import { describe, expect, it } from 'vitest';
+import type { Action } from '../../src/lifecycle/actions.ts';
+import { reconcile } from '../../src/lifecycle/reconcile.ts';
+import { validateSpec, type AppSpec } from '../../src/lifecycle/spec.ts';
+import { initialStatus, type AppStatus, type Desired, type ObservedDeployment, type OperationOutcome } from '../../src/lifecycle/status.ts';
+
+const spec = (version: string, extra: Record<string, unknown> = {}): AppSpec =>
+  validateSpec({ name: 'app', job: { module: '/j.ts', version }, configuration: { 'execution.checkpointing.interval': '1s' }, ...extra }, 'test', '/');
+
+class H {
+  status: AppStatus = initialStatus();
+  now = 1_000_000;
+  generation = 1;
+  desired: Desired;
+  deployments: Record<string, ObservedDeployment> = {};
+  operations: Record<string, OperationOutcome> = {};
+  constructor(s: AppSpec) {
+    this.desired = { spec: s, generation: 1 };
+  }
+  apply(s: AppSpec, extra: Partial<Desired> = {}): void {
+    this.desired = { spec: s, generation: ++this.generation, ...extra };
+  }
+  step(advanceMs = 1000): Action | undefined {
+    this.now += advanceMs;
+    const d = reconcile({ desired: this.desired, status: this.status, observed: { deployments: this.deployments, operations: this.operations }, nowMs: this.now });
+    this.status = d.status;
+    return d.action;
+  }
+  /** The current deployment runs with a checkpoint completed now. */
+  running(id: string, restarts = 0): void {
+    this.deployments[id] = { state: 'RUNNING', restarts, lastCheckpoint: { path: `/chk/${id}/${this.now}`, completedAt: this.now } };
+  }
+  events(): string[] {
+    return this.status.events.map((e) => e.reason);
+  }
+  /** Deploys v1 and makes it stable. */
+  stable(): string {
+    const a = this.step();
+    expect(a?.kind).toBe('start');
+    const id = (a as { deploymentId: string }).deploymentId;
+    this.running(id);
+    this.step();
+    expect(this.status.lifecycle).toBe('STABLE');
+    return id;
+  }
+}
+
+describe('upgrades (point 4)', () => {
+  it('stateless: cancels, then starts the new version with empty state', () => {
+    const h = new H(spec('v1', { upgradeMode: 'stateless' }));
+    const d1 = h.stable();
+    h.apply(spec('v2', { upgradeMode: 'stateless' }));
+    const stop = h.step();
+    expect(stop).toEqual({ kind: 'stop', key: `stop:${d1}:cancel`, deploymentId: d1, timeoutMs: 600_000 });
+    expect(h.status.lifecycle).toBe('UPGRADING');
+    h.deployments[d1] = { state: 'CANCELED', restarts: 0 };
+    const start = h.step();
+    expect(start).toMatchObject({ kind: 'start', deploymentId: 'app-2', spec: { job: { version: 'v2' } } });
+    expect(start).not.toHaveProperty('from');
+  });
+
+  it('savepoint: stops with a savepoint and starts from it; a failed savepoint is an error event and a retry, never a stateless start', () => {
+    const h = new H(spec('v1'));
+    const d1 = h.stable();
+    h.apply(spec('v2'));
+    const stop = h.step();
+    expect(stop).toEqual({ kind: 'stop', key: `stop:${d1}:sp-1`, deploymentId: d1, savepointId: 'sp-1', timeoutMs: 600_000 });
+    expect(h.status.operation).toMatchObject({ kind: 'stop', savepointId: 'sp-1', purpose: 'upgrade' }); // the intent, written with the action
+    h.operations[`stop:${d1}:sp-1`] = { state: 'failed', error: 'task declined' };
+    expect(h.step()).toBeUndefined();
+    expect(h.events()).toContain('SavepointError');
+    expect(h.status.savepoints[0]).toMatchObject({ id: 'sp-1', trigger: 'UPGRADE', state: 'FAILED', error: 'task declined' });
+    expect(h.status.lifecycle).toBe('UPGRADING');
+    // Nothing until the backoff (10 s) has passed; then a new stop with a new savepoint.
+    for (let i = 0; i < 8; i++) expect(h.step()).toBeUndefined();
+    const retry = h.step(2000);
+    expect(retry).toMatchObject({ kind: 'stop', savepointId: 'sp-2' });
+    h.operations[`stop:${d1}:sp-2`] = { state: 'completed', path: '/sp/sp-2/savepoint-1' };
+    expect(h.step(), 'the job has not ended yet').toBeUndefined();
+    h.deployments[d1] = { state: 'FINISHED', restarts: 0 };
+    expect(h.step()).toMatchObject({ kind: 'start', from: '/sp/sp-2/savepoint-1', spec: { job: { version: 'v2' } } });
+    expect(h.status.savepoints[1]).toMatchObject({ id: 'sp-2', state: 'COMPLETED', path: '/sp/sp-2/savepoint-1' });
+  });
+
+  it('savepoint: a stop that never answers times out as a failure', () => {
+    const h = new H(spec('v1', { savepoints: { timeout: '5s' } }));
+    const d1 = h.stable();
+    h.apply(spec('v2'));
+    h.step();
+    h.operations[`stop:${d1}:sp-1`] = { state: 'in-progress' };
+    expect(h.step(3000)).toBeUndefined();
+    expect(h.step(3000)).toBeUndefined();
+    expect(h.status.savepoints[0]).toMatchObject({ state: 'FAILED', error: 'no savepoint within 5000 ms' });
+  });
+
+  it('savepoint mode on a job that is not running falls back to its latest checkpoint, not to empty state', () => {
+    const h = new H(spec('v1'));
+    const d1 = h.stable();
+    const chk = h.deployments[d1]!.lastCheckpoint!.path;
+    h.deployments[d1] = { ...h.deployments[d1]!, state: 'RESTARTING' };
+    h.apply(spec('v2'));
+    expect(h.step()).toEqual({ kind: 'stop', key: `stop:${d1}:cancel`, deploymentId: d1, timeoutMs: 600_000 });
+    expect(h.events()).toContain('UpgradeFallback');
+    h.deployments[d1] = { ...h.deployments[d1]!, state: 'CANCELED' };
+    expect(h.step()).toMatchObject({ kind: 'start', from: chk });
+  });
+
+  it('last-state: cancels and resumes from the latest checkpoint; one older than the maximum age means a savepoint instead', () => {
+    const h = new H(spec('v1', { upgradeMode: 'last-state', lastState: { maxCheckpointAge: '10s' } }));
+    const d1 = h.stable();
+    h.running(d1);
+    const chk = h.deployments[d1]!.lastCheckpoint!.path;
+    h.apply(spec('v2', { upgradeMode: 'last-state', lastState: { maxCheckpointAge: '10s' } }));
+    expect(h.step()).toEqual({ kind: 'stop', key: `stop:${d1}:cancel`, deploymentId: d1, timeoutMs: 600_000 });
+    h.deployments[d1] = { ...h.deployments[d1]!, state: 'CANCELED' };
+    const start = h.step();
+    expect(start).toMatchObject({ kind: 'start', from: chk });
+    const d2 = (start as { deploymentId: string }).deploymentId;
+    h.running(d2);
+    h.step();
+    h.apply(spec('v3', { upgradeMode: 'last-state', lastState: { maxCheckpointAge: '10s' } }));
+    expect(h.step(20_000)).toMatchObject({ kind: 'stop', savepointId: 'sp-1', timeoutMs: 600_000 });
+    expect(h.events()).toContain('CheckpointTooOld');
+  });
+
+  it('a job that fails with nothing to restore is FAILED "manual restore required"; suspend and a new spec still take effect', () => {
+    const h = new H(spec('v1'));
+    const d1 = h.step() as { deploymentId: string };
+    h.deployments[d1.deploymentId] = { state: 'RUNNING', restarts: 0 }; // running, no checkpoint yet
+    h.step();
+    h.deployments[d1.deploymentId] = { state: 'FAILED', restarts: 0, error: 'disk full' };
+    expect(h.step()).toBeUndefined();
+    expect(h.status.lifecycle).toBe('FAILED');
+    expect(h.status.ended?.reason).toMatch(/^manual restore required: deployment app-1 failed/);
+    expect(h.step(), 'no restart loop on the same spec').toBeUndefined();
+    h.apply(spec('v1', { state: 'suspended' }));
+    expect(h.step()).toBeUndefined();
+    expect(h.status.lifecycle).toBe('SUSPENDED');
+    h.apply(spec('v1', { initialSavepointPath: '/backup/sp-7' }));
+    expect(h.step()).toMatchObject({ kind: 'start', from: '/backup/sp-7' });
+  });
+
+  it('a job that fails after a checkpoint is FAILED with its reason and resumes from that checkpoint on the next spec', () => {
+    const h = new H(spec('v1'));
+    const d1 = h.stable();
+    const chk = h.deployments[d1]!.lastCheckpoint!.path;
+    h.deployments[d1] = { ...h.deployments[d1]!, state: 'FAILED', error: 'boom' };
+    h.step();
+    expect(h.status.ended?.reason).toBe(`deployment ${d1} failed: boom`);
+    h.apply(spec('v1b'));
+    expect(h.step()).toMatchObject({ kind: 'start', from: chk });
+  });
+});
+
+describe('suspend and delete', () => {
+  it('suspend stops with a savepoint; resume starts from it', () => {
+    const h = new H(spec('v1'));
+    const d1 = h.stable();
+    h.apply(spec('v1', { state: 'suspended' }));
+    expect(h.step()).toMatchObject({ kind: 'stop', savepointId: 'sp-1', timeoutMs: 600_000 });
+    h.operations[`stop:${d1}:sp-1`] = { state: 'completed', path: '/sp/1' };
+    h.deployments[d1] = { state: 'FINISHED', restarts: 0 };
+    expect(h.step()).toBeUndefined();
+    expect(h.status.lifecycle).toBe('SUSPENDED');
+    h.apply(spec('v1'));
+    expect(h.step()).toMatchObject({ kind: 'start', from: '/sp/1' });
+  });
+
+  it('delete --savepoint stops with a savepoint, then the application is DELETED', () => {
+    const h = new H(spec('v1'));
+    const d1 = h.stable();
+    h.desired = { ...h.desired, deletion: { savepoint: true } };
+    expect(h.step()).toMatchObject({ kind: 'stop', savepointId: 'sp-1', timeoutMs: 600_000 });
+    expect(h.status.lifecycle).toBe('DELETING');
+    h.operations[`stop:${d1}:sp-1`] = { state: 'completed', path: '/sp/1' };
+    h.deployments[d1] = { state: 'FINISHED', restarts: 0 };
+    h.step();
+    expect(h.status.lifecycle).toBe('DELETED');
+    expect(h.status.savepoints[0]).toMatchObject({ state: 'COMPLETED', path: '/sp/1' });
+  });
+});
+
+describe('snapshots (point 5)', () => {
+  it('a new nonce takes a manual savepoint; retries back off 10 s, 20 s, then it fails for good', () => {
+    const h = new H(spec('v1', { savepointTriggerNonce: 1 }));
+    const d1 = h.stable();
+    expect(h.step(), 'the nonce present at creation asks for nothing').toBeUndefined();
+    h.apply(spec('v1', { savepointTriggerNonce: 2 }));
+    expect(h.step()).toEqual({ kind: 'savepoint', key: 'savepoint:sp-1:0', deploymentId: d1, savepointId: 'sp-1', timeoutMs: 600_000 });
+    expect(h.status.savepoints[0]).toMatchObject({ trigger: 'MANUAL', state: 'IN_PROGRESS', nonce: 2 });
+    h.operations['savepoint:sp-1:0'] = { state: 'failed', error: 'declined' };
+    h.step();
+    expect(h.status.savepoints[0]).toMatchObject({ state: 'PENDING', failures: 1, retryAt: h.now + 10_000 });
+    expect(h.step(9000)).toBeUndefined();
+    expect(h.step(1000)).toMatchObject({ kind: 'savepoint', key: 'savepoint:sp-1:1', savepointId: 'sp-1', timeoutMs: 600_000 });
+    h.operations['savepoint:sp-1:1'] = { state: 'failed', error: 'declined' };
+    h.step();
+    expect(h.status.savepoints[0]!.retryAt).toBe(h.now + 20_000);
+    expect(h.step(20_000)).toMatchObject({ key: 'savepoint:sp-1:2' });
+    h.operations['savepoint:sp-1:2'] = { state: 'failed', error: 'declined' };
+    h.step();
+    expect(h.status.savepoints[0]).toMatchObject({ state: 'FAILED', failures: 3, error: 'declined' });
+    expect(h.step(600_000)).toBeUndefined();
+  });
+
+  it('a savepoint whose job ends first is ABANDONED', () => {
+    const h = new H(spec('v1', { savepointTriggerNonce: 1 }));
+    const d1 = h.stable();
+    h.apply(spec('v1', { savepointTriggerNonce: 2 }));
+    h.step();
+    h.deployments[d1] = { ...h.deployments[d1]!, state: 'FAILED' };
+    h.step();
+    expect(h.status.savepoints[0]!.state).toBe('ABANDONED');
+  });
+
+  it('periodic savepoints; cleanup by count keeps the newest and every manual one', () => {
+    const h = new H(spec('v1', { savepoints: { interval: '10s', maxCount: 2 } }));
+    const d1 = h.stable();
+    const done: string[] = [];
+    let manual = false;
+    for (let i = 0; i < 60; i++) {
+      if (i === 15 && !manual) {
+        manual = true;
+        h.apply(spec('v1', { savepoints: { interval: '10s', maxCount: 2 }, savepointTriggerNonce: 'now' }));
+      }
+      const a = h.step(2000);
+      if (a?.kind === 'savepoint') h.operations[a.key] = { state: 'completed', path: `/sp/${a.savepointId}` };
+      if (a?.kind === 'dispose') {
+        done.push(a.savepointId);
+        h.operations[a.key] = { state: 'completed' };
+      }
+    }
+    const kept = h.status.savepoints.filter((r) => r.state === 'COMPLETED');
+    const manualId = h.status.savepoints.find((r) => r.trigger === 'MANUAL')!.id;
+    expect(done).not.toContain(manualId);
+    expect(kept.map((r) => r.trigger).sort()).toEqual(['MANUAL', 'PERIODIC']);
+    const num = (id: string) => Number(id.slice(3));
+    const newest = num(kept.find((r) => r.trigger === 'PERIODIC')!.id);
+    expect(done.every((id) => num(id) < newest), 'only older ones are disposed').toBe(true);
+    expect(done.length).toBeGreaterThan(5);
+    expect(h.events()).toContain('Cleanup');
+    void d1;
+  });
+
+  it('cleanup by age never disposes the last completed savepoint', () => {
+    const h = new H(spec('v1', { savepoints: { maxAge: '1 min', maxCount: 10 } }));
+    const d1 = h.stable();
+    h.apply(spec('v1', { savepoints: { maxAge: '1 min', maxCount: 10 }, savepointTriggerNonce: 1 }));
+    // A manual one is never disposed; make the history of automatic ones by hand: two old upgrade savepoints.
+    h.status.savepoints.push(
+      { id: 'sp-a', trigger: 'UPGRADE', state: 'COMPLETED', deploymentId: d1, createdAt: 0, failures: 0, path: '/sp/a', completedAt: h.now - 300_000 },
+      { id: 'sp-b', trigger: 'UPGRADE', state: 'COMPLETED', deploymentId: d1, createdAt: 0, failures: 0, path: '/sp/b', completedAt: h.now - 200_000 },
+    );
+    h.status.lastNonce = 1;
+    expect(h.step()).toMatchObject({ kind: 'dispose', savepointId: 'sp-a' });
+    h.operations['dispose:sp-a'] = { state: 'completed' };
+    expect(h.step(), 'sp-b is too old but the last completed one').toBeUndefined();
+    expect(h.status.savepoints.map((r) => r.id)).toEqual(['sp-b']);
+  });
+});
+
+describe('rollback (point 6)', () => {
+  it('an upgrade not stable within the readiness timeout rolls back to the last stable spec and its state; the user\'s spec stays', () => {
+    const rb = { rollback: { enabled: true, readinessTimeout: '30s' } };
+    const h = new H(spec('v1', rb));
+    const d1 = h.stable();
+    h.apply(spec('v2', rb));
+    h.step();
+    h.operations[`stop:${d1}:sp-1`] = { state: 'completed', path: '/sp/1' };
+    h.deployments[d1] = { state: 'FINISHED', restarts: 0 };
+    const start = h.step() as { deploymentId: string };
+    h.deployments[start.deploymentId] = { state: 'RESTARTING', restarts: 3 };
+    expect(h.step(10_000)).toBeUndefined();
+    const stop = h.step(25_000);
+    expect(stop).toEqual({ kind: 'stop', key: `stop:${start.deploymentId}:cancel`, deploymentId: start.deploymentId, timeoutMs: 600_000 });
+    expect(h.status.lifecycle).toBe('ROLLING_BACK');
+    expect(h.events()).toContain('Rollback');
+    h.deployments[start.deploymentId] = { state: 'CANCELED', restarts: 3 };
+    const back = h.step();
+    expect(back).toMatchObject({ kind: 'start', from: '/sp/1', spec: { job: { version: 'v1' } } });
+    const d3 = (back as { deploymentId: string }).deploymentId;
+    h.running(d3);
+    h.step();
+    expect(h.status.lifecycle).toBe('ROLLED_BACK');
+    expect(h.desired.spec.job.version).toBe('v2');
+    expect(h.step(), 'no further upgrade attempt of the same spec').toBeUndefined();
+    // A new spec interrupts it and is deployed.
+    h.apply(spec('v3', rb));
+    expect(h.step()).toMatchObject({ kind: 'stop', deploymentId: d3, savepointId: 'sp-2' });
+    expect(h.events()).toContain('RollbackInterrupted');
+  });
+
+  it('without rollback enabled, a broken upgrade stays as it is', () => {
+    const h = new H(spec('v1'));
+    const d1 = h.stable();
+    h.apply(spec('v2'));
+    h.step();
+    h.operations[`stop:${d1}:sp-1`] = { state: 'completed', path: '/sp/1' };
+    h.deployments[d1] = { state: 'FINISHED', restarts: 0 };
+    const start = h.step() as { deploymentId: string };
+    h.deployments[start.deploymentId] = { state: 'RESTARTING', restarts: 3 };
+    expect(h.step(400_000)).toBeUndefined();
+    expect(h.status.lifecycle).toBe('DEPLOYED');
+  });
+});
+
+describe('health (point 7)', () => {
+  it('too many restarts within the window restart the job from its latest checkpoint, with an event', () => {
+    const h = new H(spec('v1', { health: { restartsThreshold: 3, restartsWindow: '1 min' } }));
+    const d1 = h.stable();
+    const chk = h.deployments[d1]!.lastCheckpoint!;
+    h.deployments[d1] = { state: 'RUNNING', restarts: 2, lastCheckpoint: chk };
+    expect(h.step()).toBeUndefined();
+    h.deployments[d1] = { state: 'RESTARTING', restarts: 3, lastCheckpoint: chk };
+    expect(h.step(70_000), 'the first two are out of the window').toBeUndefined();
+    h.deployments[d1] = { state: 'RUNNING', restarts: 6, lastCheckpoint: chk };
+    expect(h.step()).toEqual({ kind: 'stop', key: `stop:${d1}:cancel`, deploymentId: d1, timeoutMs: 600_000 });
+    expect(h.events()).toContain('RestartUnhealthyJob');
+    h.deployments[d1] = { state: 'CANCELED', restarts: 6, lastCheckpoint: chk };
+    expect(h.step()).toMatchObject({ kind: 'start', from: chk.path, spec: { job: { version: 'v1' } } });
+  });
+
+  it('no completed checkpoint within the progress window restarts the job', () => {
+    const h = new H(spec('v1', { health: { checkpointProgressWindow: '1 min' } }));
+    const d1 = h.stable();
+    expect(h.step(50_000)).toBeUndefined();
+    expect(h.step(20_000)).toMatchObject({ kind: 'stop', deploymentId: d1, timeoutMs: 600_000 });
+    expect(h.status.events.at(-1)!.message).toMatch(/no completed checkpoint for 7\d{4} ms \(progress window 60000 ms\)/);
+  });
+});

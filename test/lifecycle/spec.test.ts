@@ -1,0 +1,87 @@
+/** The application spec (issue 13 point 1): JSON and YAML, every error one line naming the field. */
+import { describe, expect, it } from 'vitest';
+import { parseSpecText, validateSpec } from '../../src/lifecycle/spec.ts';
+
+const YAML = `
+name: orders
+job:
+  module: jobs/orders.ts
+  version: v2
+  args: [v2, 5000]
+  parallelism: 2
+configuration:
+  execution.checkpointing.interval: 1s
+state: running
+upgradeMode: last-state
+initialSavepointPath: /data/sp-1
+allowNonRestoredState: true
+savepointTriggerNonce: 3
+savepoints: { interval: 10 min, maxAge: 2d, maxCount: 4, timeout: 30s }
+lastState: { maxCheckpointAge: 5min }
+rollback: { enabled: true, readinessTimeout: 90s }
+health: { restartsThreshold: 5, restartsWindow: 2 min, checkpointProgressWindow: 10 min }
+`;
+
+const base = { name: 'orders', job: { module: '/j.ts', version: 'v1' } };
+const error = (raw: unknown): string => {
+  try {
+    validateSpec(raw, 'orders.yaml', '/apps');
+  } catch (e) {
+    return (e as Error).message;
+  }
+  throw new Error('no error');
+};
+
+describe('application spec', () => {
+  it('reads every field from YAML, durations in ms, the module against the spec\'s folder', () => {
+    const s = parseSpecText(YAML, 'orders.yaml', '/apps');
+    expect(s).toEqual({
+      name: 'orders',
+      job: { module: '/apps/jobs/orders.ts', version: 'v2', args: ['v2', '5000'], parallelism: 2 },
+      configuration: { 'execution.checkpointing.interval': '1s' },
+      state: 'running', upgradeMode: 'last-state', initialSavepointPath: '/data/sp-1', allowNonRestoredState: true, savepointTriggerNonce: 3,
+      savepoints: { intervalMs: 600_000, maxAgeMs: 172_800_000, maxCount: 4, timeoutMs: 30_000 },
+      lastState: { maxCheckpointAgeMs: 300_000 },
+      rollback: { enabled: true, readinessTimeoutMs: 90_000 },
+      health: { restartsThreshold: 5, restartsWindowMs: 120_000, checkpointProgressWindowMs: 600_000 },
+    });
+  });
+
+  it('reads JSON, with the operator\'s defaults for what is left out', () => {
+    const s = parseSpecText(JSON.stringify(base), 'orders.json', '/apps');
+    expect(s.state).toBe('running');
+    expect(s.upgradeMode).toBe('savepoint');
+    expect(s.savepoints).toEqual({ maxAgeMs: 86_400_000, maxCount: 10, timeoutMs: 600_000 });
+    expect(s.rollback).toEqual({ enabled: false, readinessTimeoutMs: 300_000 });
+    expect(s.health).toEqual({ restartsThreshold: 64, restartsWindowMs: 120_000 });
+  });
+
+  it('names the field of every problem', () => {
+    expect(error({ ...base, job: { ...base.job, paralelism: 2 } })).toBe('orders.yaml: field "job.paralelism": unknown field (did you mean "parallelism"?)');
+    expect(error({ ...base, job: { ...base.job, parallelism: 0 } })).toBe('orders.yaml: field "job.parallelism": expected an integer >= 1, got 0');
+    expect(error({ ...base, job: { version: 'v1' } })).toBe('orders.yaml: field "job.module": required');
+    expect(error({ ...base, upgradeMode: 'snapshot' })).toBe('orders.yaml: field "upgradeMode": expected one of stateless, savepoint, last-state, got "snapshot"');
+    expect(error({ ...base, state: 'paused' })).toBe('orders.yaml: field "state": expected one of running, suspended, got "paused"');
+    expect(error({ ...base, name: 'Orders_1' })).toMatch(/^orders\.yaml: field "name": expected lower-case letters/);
+    expect(error({ ...base, savepoints: { interval: '5 parsecs' } })).toBe('orders.yaml: field "savepoints.interval": unknown time unit "parsecs" in "5 parsecs"; use ms, s, min, h or d');
+    expect(error({ ...base, rollback: { enabled: 'yes' } })).toBe('orders.yaml: field "rollback.enabled": expected true or false, got "yes"');
+    expect(error({ ...base, job: { ...base.job, args: ['a', { b: 1 }] } })).toBe('orders.yaml: field "job.args[1]": expected a string, got an object');
+    expect(error([1])).toBe('orders.yaml: expected an object (a mapping of fields), got a list');
+  });
+
+  it('checks configuration keys and values against the option registry; the manager owns the directories', () => {
+    expect(error({ ...base, configuration: { 'execution.checkpointing.dir': '/x' } })).toBe('orders.yaml: field "configuration.execution.checkpointing.dir": the manager sets this key itself (one directory per application)');
+    expect(error({ ...base, configuration: { 'execution.checkpointing.intervall': '1s' } })).toBe('orders.yaml: field "configuration.execution.checkpointing.intervall": not a configuration key weir knows (see docs/configuration.md)');
+    expect(error({ ...base, configuration: { 'execution.checkpointing.interval': '1 fortnight' } })).toMatch(/^orders\.yaml: field "configuration\.execution\.checkpointing\.interval": checkpoint interval/);
+  });
+
+  it('refuses modes whose needs the configuration does not meet', () => {
+    expect(error({ ...base, upgradeMode: 'last-state' })).toBe('orders.yaml: field "upgradeMode": last-state needs checkpoints: set configuration "execution.checkpointing.interval"');
+    expect(error({ ...base, health: { checkpointProgressWindow: '1 min' } })).toBe('orders.yaml: field "health.checkpointProgressWindow": needs checkpoints: set configuration "execution.checkpointing.interval"');
+  });
+
+  it('reports text that is not YAML or JSON in one line', () => {
+    expect(() => parseSpecText('name: [a', 'x.yaml', '/')).toThrow(/^x\.yaml: not valid YAML: /);
+    expect(() => parseSpecText('{', 'x.json', '/')).toThrow(/^x\.json: not valid JSON: /);
+  });
+});

@@ -1,0 +1,112 @@
+import { describe, expect, it } from 'vitest';
+import type { CheckpointHistoryEntry } from '../../src/checkpoint/history.ts';
+import { CheckpointHistory, parseEntry } from '../../src/checkpoint/history.ts';
+import { DEFAULT_CHECKPOINT_CONFIG } from '../../src/checkpoint/config.ts';
+import type { CheckpointStatsView } from '../../src/cluster/job-control.ts';
+import type { SubtaskMetricsView } from '../../src/cluster/metric-store.ts';
+import { checkpointingStatistics, statsSummary, subtaskDetails } from '../../src/observe/flink-checkpoints.ts';
+import { aggregatedJson, backpressureJson, backpressureLevel, parseRanges } from '../../src/observe/flink-metrics.ts';
+import { escapeLabel, metricName, prometheusText } from '../../src/observe/prometheus.ts';
+
+const VERTICES = [{ index: 0, id: 'src', name: 'source', parallelism: 1 }, { index: 1, id: 'agg', name: 'agg', parallelism: 2 }];
+
+function entry(id: number, over: Partial<CheckpointHistoryEntry> = {}): CheckpointHistoryEntry {
+  return {
+    id, status: 'COMPLETED', type: 'checkpoint', triggerTimestamp: 1000 * id, endToEndDurationMs: 10 * id, stateSize: 100 * id, checkpointedSize: 100 * id,
+    numAcknowledged: 3, numSubtasks: 3, failureReason: undefined, failureMessage: undefined, externalPath: `/chk/chk-${id}`, attempt: 0,
+    subtasks: {
+      '0:0': { syncMs: 1, asyncMs: 2, alignmentMs: 0, startDelayMs: 0, stateSize: 10 },
+      '1:0': { syncMs: 3, asyncMs: 4, alignmentMs: 5, startDelayMs: 6, stateSize: 20 },
+      '1:1': { syncMs: 7, asyncMs: 8, alignmentMs: 9, startDelayMs: 10, stateSize: 30 },
+    },
+    ...over,
+  };
+}
+
+function view(history: CheckpointHistoryEntry[]): CheckpointStatsView {
+  return { history, inProgress: [], restored: undefined, config: DEFAULT_CHECKPOINT_CONFIG, stateBackend: 'heap' };
+}
+
+function subtask(s: number, bp: number, busy: number): SubtaskMetricsView {
+  return { vertex: 1, vertexId: 'agg', taskName: 'agg', subtask: s, state: 'running', metrics: { backPressuredTimeMsPerSecond: bp, busyTimeMsPerSecond: busy, idleTimeMsPerSecond: 1000 - bp - busy, numRecordsIn: 10 * (s + 1) }, operators: [{ index: 0, id: 'op', name: 'reduce "x"', metrics: { numRecordsOut: s } }] };
+}
+
+describe('checkpoint views in Flink shape', () => {
+  it('summary quantiles by nearest rank; zeros for nothing', () => {
+    const xs = Array.from({ length: 100 }, (_, i) => i + 1);
+    expect(statsSummary(xs)).toEqual({ min: 1, max: 100, avg: 50.5, p50: 50, p90: 90, p95: 95, p99: 99, p999: 100 });
+    expect(statsSummary([])).toMatchObject({ min: 0, max: 0, avg: 0, p99: 0 });
+  });
+
+  it('keeps the whole history (not the last 10), newest first, with failures and their reasons', () => {
+    const h = Array.from({ length: 25 }, (_, i) => entry(i + 1));
+    h[19] = entry(20, { status: 'FAILED', failureReason: 'CHECKPOINT_EXPIRED', failureMessage: 'expired after 10 s', externalPath: undefined });
+    const s = checkpointingStatistics(view(h), VERTICES, 1000) as any;
+    expect(s.history).toHaveLength(25);
+    expect(s.history[0].id).toBe(25);
+    expect(s.counts).toEqual({ restored: 0, total: 25, in_progress: 0, completed: 24, failed: 1 });
+    expect(s.latest.failed).toMatchObject({ id: 20, status: 'FAILED', failure_message: 'CHECKPOINT_EXPIRED: expired after 10 s', failure_timestamp: 20_200 });
+    expect(s.latest.completed).toMatchObject({ id: 25, external_path: '/chk/chk-25', discarded: false, tasks: { agg: { num_acknowledged_subtasks: 2, state_size: 50 } } });
+    expect(s.summary.end_to_end_duration.max).toBe(250);
+    expect((checkpointingStatistics(view(h), VERTICES, 5) as any).history.map((x: any) => x.id)).toEqual([25, 24, 23, 22, 21]);
+  });
+
+  it('per-subtask phases of one checkpoint, with a summary over the vertex', () => {
+    const d = subtaskDetails(view([entry(3)]), VERTICES[1]!, 3) as any;
+    expect(d.subtasks.map((s: any) => [s.index, s.start_delay, s.alignment.duration, s.checkpoint.sync, s.checkpoint.async, s.end_to_end_duration])).toEqual([[0, 6, 5, 3, 4, 18], [1, 10, 9, 7, 8, 34]]);
+    expect(d.summary.start_delay).toMatchObject({ min: 6, max: 10, avg: 8 });
+    expect(subtaskDetails(view([entry(3)]), VERTICES[1]!, 4)).toBeUndefined();
+  });
+
+  it('history lines read back: damaged or foreign lines are skipped and counted, ids are not doubled', () => {
+    const hist = new CheckpointHistory();
+    const skipped = hist.load([{ ...entry(2) }, 'junk', { id: 'x' }, { ...entry(1) }, { ...entry(2) }]);
+    expect(skipped).toBe(2);
+    expect(hist.all().map((e) => e.id)).toEqual([1, 2]);
+    hist.add(entry(3));
+    hist.add(entry(2));
+    expect(hist.all().map((e) => e.id)).toEqual([1, 2, 3]);
+    expect(parseEntry({ id: 1, status: 'IN_PROGRESS', triggerTimestamp: 1 })).toBeUndefined();
+  });
+});
+
+describe('metric views in Flink shape', () => {
+  it('back-pressure levels use Flink thresholds; the vertex takes the worst subtask', () => {
+    expect([0, 0.1, 0.11, 0.5, 0.51, 1].map(backpressureLevel)).toEqual(['ok', 'ok', 'low', 'low', 'high', 'high']);
+    const j = backpressureJson([subtask(0, 50, 100), subtask(1, 700, 300)], 5) as any;
+    expect(j['backpressure-level']).toBe('high');
+    expect(j.subtasks.map((s: any) => [s.subtask, s['backpressure-level'], s.ratio, s.busyRatio])).toEqual([[0, 'ok', 0.05, 0.1], [1, 'high', 0.7, 0.3]]);
+  });
+
+  it('aggregates over chosen subtasks, and rejects bad parameters with a message naming them', () => {
+    const subs = [subtask(0, 0, 0), subtask(1, 0, 0), subtask(2, 0, 0)];
+    const q = new URLSearchParams({ get: 'numRecordsIn,reduce "x".numRecordsOut,missing', agg: 'min,max,sum,avg', subtasks: '1-2' });
+    expect(aggregatedJson(subs, q)).toEqual([{ id: 'numRecordsIn', min: 20, max: 30, sum: 50, avg: 25 }, { id: 'reduce "x".numRecordsOut', min: 1, max: 2, sum: 3, avg: 1.5 }]);
+    expect(() => aggregatedJson(subs, new URLSearchParams({ get: 'a', agg: 'median' }))).toThrow(/agg: unknown aggregation "median"/);
+    expect(() => parseRanges('1,x')).toThrow(/subtasks: "x"/);
+    expect(() => parseRanges('3-1')).toThrow(/bad range/);
+    expect([...parseRanges('0,2-4')]).toEqual([0, 2, 3, 4]);
+  });
+
+  it('Prometheus text: Flink reporter names, escaped labels, one TYPE line per family with its samples together', () => {
+    expect(metricName(['weir', 'taskmanager', 'job', 'task', 'operator', 'a.b-c'])).toBe('weir_taskmanager_job_task_operator_a_b_c');
+    expect(escapeLabel('a\\b"c\nd')).toBe('a\\\\b\\"c\\nd');
+    const text = prometheusText([{ jobId: 'j1', jobName: 'my "job"', metrics: { job: { numRestarts: 2, lastCheckpointRestoreTimestamp: -1 }, subtasks: [subtask(0, 0, 0), subtask(1, 0, 0)] } }]);
+    const lines = text.trimEnd().split('\n');
+    expect(lines).toContain('weir_jobmanager_job_numRestarts{job_id="j1",job_name="my \\"job\\""} 2');
+    expect(lines).toContain('weir_taskmanager_job_task_operator_numRecordsOut{job_id="j1",job_name="my \\"job\\"",task_id="agg",task_name="agg",subtask_index="1",tm_id="local",operator_id="op",operator_name="reduce \\"x\\""} 1');
+    // Every sample line follows its family's TYPE line, and no family appears twice.
+    const seen = new Set<string>();
+    let current = '';
+    for (const l of lines) {
+      const t = /^# TYPE (\S+) gauge$/.exec(l);
+      if (t) {
+        expect(seen.has(t[1]!)).toBe(false);
+        seen.add((current = t[1]!));
+      } else if (!l.startsWith('# HELP ')) {
+        expect(l.slice(0, l.indexOf('{'))).toBe(current);
+      }
+    }
+    expect(seen.has('weir_taskmanager_job_task_numRecordsIn')).toBe(true);
+  });
+});
