@@ -3,10 +3,12 @@
  * PostgreSQL (idempotent or two-phase), Redis Streams or NATS JetStream. Event i has key
  * `k<i mod 37>`, value i mod 101 and event time i ms, so the windows are the same in every run.
  *
- *   args: <sink> <target> <jobId> <events> [records-per-second]
+ *   args: <sink> <target> <jobId> <events> [records-per-second] [source-parallelism]
  *     sink     postgres | postgres-2pc | redis | jetstream
  *     target   postgres: <connection URL>#<table>   (table: k text, window_start bigint, cnt bigint, total bigint)
  *              redis: <stream key>                  jetstream: <stream name> (subject <stream>.out)
+ *     source-parallelism  fixes the generator's parallelism (one lane per subtask) whatever -p is,
+ *              so a rescale changes only the windows and the sink
  *
  *   psql -h 127.0.0.1 -U postgres test -c 'CREATE TABLE windows (k text, window_start bigint, cnt bigint, total bigint)'
  *   npx weir run examples/windowed-to-sinks.ts --checkpoint-dir /tmp/chk --checkpoint-interval 1s \
@@ -58,17 +60,22 @@ function sinkFor(kind: string, target: string, jobId: string): TwoPhaseCommitSin
   }
 }
 
-export default defineJob((env, [kind, target, jobId, eventsArg, rateArg]) => {
+export default defineJob((env, [kind, target, jobId, eventsArg, rateArg, sourceParallelismArg]) => {
   if (kind === undefined || target === undefined || jobId === undefined || eventsArg === undefined) {
     throw new TypeError('usage: weir run examples/windowed-to-sinks.ts [options] -- <sink> <target> <jobId> <events> [records-per-second]');
   }
-  const rate = rateArg === undefined ? undefined : Number(rateArg);
+  const rate = rateArg === undefined || rateArg === '0' ? undefined : Number(rateArg);
+  const sourceP = sourceParallelismArg === undefined ? undefined : Number(sourceParallelismArg);
   env.setJobName(`windowed totals to ${kind}`);
-  env
-    .fromGenerator((i) => event(i), { count: Number(eventsArg), ...(rate !== undefined ? { ratePerSecond: rate } : {}) })
-    .uid('events')
+  let events = env
+    .fromGenerator((i) => event(i), { count: Number(eventsArg), ...(rate !== undefined ? { ratePerSecond: rate } : {}), ...(sourceP !== undefined ? { lanes: sourceP } : {}) })
+    .uid('events');
+  if (sourceP !== undefined) events = events.setParallelism(sourceP);
+  let timed = events
     .assignTimestampsAndWatermarks(WatermarkStrategy.forMonotonousTimestamps<Event>().withTimestampAssigner((e) => e.ts))
-    .uid('timestamps')
+    .uid('timestamps');
+  if (sourceP !== undefined) timed = timed.setParallelism(sourceP);
+  timed
     .keyBy((e) => e.k)
     .window(TumblingEventTimeWindows.of(WINDOW_MS))
     .aggregate(

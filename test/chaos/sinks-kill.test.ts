@@ -1,10 +1,11 @@
 /**
  * Chaos for the exactly-once sinks: `weir run` of examples/windowed-to-sinks.ts (generator ->
- * keyed event-time windows -> sink) at p=2 on 2 workers, killed with SIGKILL at seeded random
- * moments and resumed with --from latest-or-empty, into PostgreSQL (idempotent, and two-phase
+ * keyed event-time windows -> sink) at p=2 on 2 workers, killed with SIGKILL right after
+ * checkpoint completions (seeded: which one, 0 to 30 ms after) and resumed with --from latest-or-empty, into PostgreSQL (idempotent, and two-phase
  * on a private cluster), Redis Streams and NATS JetStream on the real servers. What the sink
  * committed must equal the oracle (the job's output computed directly, the same as a
- * failure-free run): no row lost, none twice. Seeds printed; replay with CHAOS_SEED.
+ * failure-free run): no row lost, none twice; also with the parallelism changed (1 to 3) at
+ * every resume. Seeds printed; replay with CHAOS_SEED.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -15,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Rng } from '../../src/core/random.ts';
 import { expectedRows, type WindowRow } from '../../examples/windowed-to-sinks.ts';
 import { SHARED_URL, sql, startCluster, uniqueName, type Cluster } from '../connectors/postgres/helpers.ts';
-import { chaosSeed, killAndResume } from './harness.ts';
+import { chaosSeed, killAfterCompletions } from './harness.ts';
 
 const EVENTS = 40_000;
 /** Slow enough that every kill lands before the job could finish, however fast the machine. */
@@ -29,21 +30,46 @@ beforeAll(() => {
 });
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
+/** On a mismatch: which windows are there too often or missing (the first few), to tell a sink's duplicate from a lost commit. */
+function diff(got: WindowRow[]): string {
+  const count = new Map<string, number>();
+  for (const r of got) count.set(`${r.k}@${r.window_start}`, (count.get(`${r.k}@${r.window_start}`) ?? 0) + 1);
+  const extra = [...count].filter(([, n]) => n > 1).map(([k]) => k);
+  const missing = expected.map((r) => `${r.k}@${r.window_start}`).filter((k) => !count.has(k));
+  const starts = (ks: string[]) => [...new Set(ks.map((k) => k.split('@')[1]))].slice(0, 10).join(' ');
+  return `${extra.length} windows more than once (window starts ${starts(extra)}), ${missing.length} missing (${starts(missing)})`;
+}
+
 function sortRows(rows: WindowRow[]): WindowRow[] {
   return rows
     .map((r) => ({ k: r.k, window_start: Number(r.window_start), cnt: Number(r.cnt), total: Number(r.total) }))
     .sort((a, b) => a.window_start - b.window_start || (a.k < b.k ? -1 : a.k > b.k ? 1 : 0));
 }
 
-async function killRuns(name: string, sinkArgs: string[]): Promise<number> {
+/**
+ * Each kill lands right after a checkpoint completed (the 1st to 3rd of the run, then 0 to 30 ms
+ * later: between the completion and the sink's commit, or during it), so every resumed run
+ * restores a checkpoint and commits its committables again. Then a last run to the end.
+ * Returns how many runs were killed that way.
+ */
+async function killRuns(name: string, sinkArgs: string[], rescale = false): Promise<number> {
   const seed = chaosSeed(name);
   const rng = new Rng(seed);
   const chk = join(work, `chk-${name}`);
-  const args = () => ['run', 'examples/windowed-to-sinks.ts', '-p', '2', '-w', '2', '--checkpoint-dir', chk, '--checkpoint-interval', '300ms',
-    '--from', 'latest-or-empty', '--', ...sinkArgs, String(EVENTS), RATE];
-  const killed = await killAndResume(args, KILLS, rng, 2_000, 7_000, (s) => console.log(`[chaos ${name}] ${s}`));
-  console.log(`[chaos ${name}] ${killed} runs killed mid-way`);
-  return killed;
+  // Rescaling: every resume picks a parallelism of 1 to 3 (seeded) for the windows and the sink, so
+  // restored committables and prepared transactions of subtasks that no longer exist, or of others,
+  // meet new owners. The generator keeps 3 subtasks of one lane each: with the source rescaled too,
+  // seed 951662 (p 3 1 2 ...) gave the same kind of duplicated windows in both PostgreSQL modes
+  // alike, whose commit paths share nothing, so the cause lies upstream of the sinks (suspected:
+  // several lanes on one reader with one watermark per reader, issue 9 point 1, the source
+  // framework's part); with the source fixed at 3 the same seed passes in both modes.
+  const ps = Array.from({ length: 2 * KILLS + 1 }, () => String(rescale ? 1 + rng.int(3) : 2));
+  if (rescale) console.log(`[chaos ${name}] parallelism per run: ${ps.join(' ')}`);
+  const args = (attempt: number) => ['run', 'examples/windowed-to-sinks.ts', '-p', ps[attempt]!, '-w', '2', '--checkpoint-dir', chk, '--checkpoint-interval', '300ms',
+    '--from', 'latest-or-empty', '--', ...sinkArgs, String(EVENTS), RATE, ...(rescale ? ['3'] : [])];
+  const r = await killAfterCompletions(args, KILLS, rng, chk, 60_000, (s) => console.log(`[chaos ${name}] ${s}`));
+  console.log(`[chaos ${name}] ${r.killed} runs killed right after a completed checkpoint`);
+  return r.killed;
 }
 
 describe('chaos: SIGKILL and resume, exactly-once sinks', () => {
@@ -54,12 +80,12 @@ describe('chaos: SIGKILL and resume, exactly-once sinks', () => {
       const killed = await killRuns('postgres', ['postgres', `${SHARED_URL}#${table}`, uniqueName('chaos')]);
       expect(killed).toBeGreaterThanOrEqual(2);
       const got = sortRows(await sql<WindowRow>(SHARED_URL, `SELECT k, window_start, cnt, total FROM ${table}`));
-      expect(got.length).toBe(expected.length);
+      expect(got.length, diff(got)).toBe(expected.length);
       expect(got).toEqual(expected);
     } finally {
       await sql(SHARED_URL, `DROP TABLE ${table}`);
     }
-  }, 600_000);
+  }, 900_000);
 
   describe('PostgreSQL (two-phase, private cluster)', () => {
     let cluster: Cluster;
@@ -73,11 +99,35 @@ describe('chaos: SIGKILL and resume, exactly-once sinks', () => {
       const killed = await killRuns('postgres-2pc', ['postgres-2pc', `${cluster.url}#w`, 'chaos2pc']);
       expect(killed).toBeGreaterThanOrEqual(2);
       const got = sortRows(await sql<WindowRow>(cluster.url, 'SELECT k, window_start, cnt, total FROM w'));
-      expect(got.length).toBe(expected.length);
+      expect(got.length, diff(got)).toBe(expected.length);
       expect(got).toEqual(expected);
       expect(await sql(cluster.url, 'SELECT gid FROM pg_prepared_xacts')).toEqual([]);
-    }, 600_000);
+    }, 900_000);
+
+    it('rescaled at every resume: the table equals the oracle and no prepared transaction is left', async () => {
+      await sql(cluster.url, 'CREATE TABLE w2 (k text, window_start bigint, cnt bigint, total bigint)');
+      const killed = await killRuns('postgres-2pc-rescale', ['postgres-2pc', `${cluster.url}#w2`, 'chaos2pcr'], true);
+      expect(killed).toBeGreaterThanOrEqual(2);
+      const got = sortRows(await sql<WindowRow>(cluster.url, 'SELECT k, window_start, cnt, total FROM w2'));
+      expect(got.length, diff(got)).toBe(expected.length);
+      expect(got).toEqual(expected);
+      expect(await sql(cluster.url, 'SELECT gid FROM pg_prepared_xacts')).toEqual([]);
+    }, 900_000);
   });
+
+  it('PostgreSQL (idempotent), rescaled at every resume: the table equals the oracle', async () => {
+    const table = uniqueName('weir_chaos');
+    await sql(SHARED_URL, `CREATE TABLE ${table} (k text, window_start bigint, cnt bigint, total bigint)`);
+    try {
+      const killed = await killRuns('postgres-rescale', ['postgres', `${SHARED_URL}#${table}`, uniqueName('chaos')], true);
+      expect(killed).toBeGreaterThanOrEqual(2);
+      const got = sortRows(await sql<WindowRow>(SHARED_URL, `SELECT k, window_start, cnt, total FROM ${table}`));
+      expect(got.length, diff(got)).toBe(expected.length);
+      expect(got).toEqual(expected);
+    } finally {
+      await sql(SHARED_URL, `DROP TABLE ${table}`);
+    }
+  }, 900_000);
 
   it('Redis Streams: the stream equals the oracle', async () => {
     const stream = uniqueName('weir:chaos');
@@ -87,13 +137,13 @@ describe('chaos: SIGKILL and resume, exactly-once sinks', () => {
       const killed = await killRuns('redis', ['redis', stream, uniqueName('chaos')]);
       expect(killed).toBeGreaterThanOrEqual(2);
       const got = sortRows((await r.xrange(stream, '-', '+')).map(([, f]) => JSON.parse(f[1]!) as WindowRow));
-      expect(got.length).toBe(expected.length);
+      expect(got.length, diff(got)).toBe(expected.length);
       expect(got).toEqual(expected);
     } finally {
       await r.del(stream);
       r.disconnect();
     }
-  }, 600_000);
+  }, 900_000);
 
   it('NATS JetStream: the stream equals the oracle', async () => {
     const name = uniqueName('weirchaos').replace(/_/g, '-');
@@ -109,11 +159,11 @@ describe('chaos: SIGKILL and resume, exactly-once sinks', () => {
         rows.push(JSON.parse(new TextDecoder().decode((await jsm.streams.getMessage(name, { seq })).data)) as WindowRow);
       }
       const got = sortRows(rows);
-      expect(got.length).toBe(expected.length);
+      expect(got.length, diff(got)).toBe(expected.length);
       expect(got).toEqual(expected);
     } finally {
       await jsm.streams.delete(name).catch(() => {});
       await nc.close();
     }
-  }, 600_000);
+  }, 900_000);
 });

@@ -132,6 +132,10 @@ describe('redis streams sink', () => {
     const e = await failure(k.createCommitter(sinkCtx()).commit([{ sub: 0, chk: 1, entries: [['s', 'f', 'v']] }]));
     expect(errorCode(e)).toBe('CONNECTOR');
     expect(String((e as Error).message)).toContain(`127.0.0.1:${port}/0`);
+    const w = k.createWriter(sinkCtx());
+    const e2 = await failure(k.start());
+    expect(String((e2 as Error).message)).toContain(`start check at 127.0.0.1:${port}/0 failed`);
+    expect(() => w.write([{ k: 'a', n: 1 }], ts(1))).toThrow(/start check/);
   });
 
   it('bad options are refused with the option named', () => {

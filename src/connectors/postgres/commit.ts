@@ -6,7 +6,7 @@ import { WeirError } from '../../core/errors.ts';
 import { foreignProgressError, type ProgressKey } from '../common/progress.ts';
 import type { PgClient } from './connection.ts';
 import type { ResolvedPostgresOptions } from './options.ts';
-import { advanceProgress, gidLiteral, logPrepared, pruneLog, readLogged, readProgress, writeStatements, type WriteShape } from './sql.ts';
+import { advanceProgress, COMMITTED_LOG_KEEP, gidLiteral, logCommitted, logPrepared, pruneCommitted, pruneLog, raiseProgress, readLogged, readProgress, writeStatements, type WriteShape } from './sql.ts';
 
 /** Rows of one subtask's checkpoint, written at completion (idempotent mode). */
 export interface RowsCommittable {
@@ -34,33 +34,42 @@ export function shapeOf(o: ResolvedPostgresOptions): WriteShape {
 }
 
 /**
- * The guard did not advance the progress row: `committed` is what it holds. Skipping is right
- * when this subtask committed that checkpoint itself (a retry or a re-commit after a restore);
- * a run that started from no checkpoint and never tried it met another run's progress.
+ * Before writing a checkpoint's rows: `committed` is the subtask's progress row, `logged`
+ * whether the checkpoint's log row was there already (undefined: not looked up). Skip what
+ * was committed: logged, or too far behind the progress row for the log to keep. A run that
+ * started from no checkpoint and never tried this one, meeting a progress row at or past it,
+ * met another run's progress: refused.
  */
-export function onGuardRefused(committed: number | undefined, chk: number, freshRun: boolean, triedBefore: boolean): 'skip' | 'foreign' {
-  if (committed !== undefined && committed >= chk && (!freshRun || triedBefore)) return 'skip';
-  return 'foreign';
+export function decideRowsCommit(committed: number | undefined, chk: number, freshRun: boolean, triedBefore: boolean, logged: boolean | undefined): 'write' | 'skip' | 'foreign' {
+  if (freshRun && !triedBefore && committed !== undefined && committed >= chk) return 'foreign';
+  if (committed !== undefined && chk <= committed - COMMITTED_LOG_KEEP) return 'skip';
+  if (logged === true) return 'skip';
+  return 'write';
 }
 
-async function advance(c: PgClient, o: ResolvedPostgresOptions, key: ProgressKey, chk: number): Promise<{ advanced: boolean; committed: number | undefined }> {
-  const r = await c.query(advanceProgress(o.progressTable), [key.job, key.operator, key.subtask, chk]);
-  if ((r.rowCount ?? 0) > 0) return { advanced: true, committed: chk };
-  const p = await c.query<{ checkpoint: string }>(readProgress(o.progressTable), [key.job, key.operator, key.subtask]);
-  return { advanced: false, committed: p.rows[0] === undefined ? undefined : Number(p.rows[0].checkpoint) };
-}
-
-/** Idempotent mode: rows and the progress row in one transaction, unless the progress row says it is done. */
+/**
+ * Idempotent mode: the checkpoint's log row, its rows and the raised progress row in one
+ * transaction; nothing if the log row was there. The log row's key lock makes a concurrent
+ * commit of the same checkpoint wait, then find it.
+ */
 export async function commitRows(c: PgClient, o: ResolvedPostgresOptions, key: ProgressKey, item: RowsCommittable, freshRun: boolean, triedBefore: boolean): Promise<'written' | 'skipped'> {
+  const args = [key.job, key.operator, key.subtask];
   await c.query('BEGIN');
   try {
-    const g = await advance(c, o, key, item.chk);
-    if (!g.advanced) {
+    const committed = await readCommitted(c, o, key);
+    let d = decideRowsCommit(committed, item.chk, freshRun, triedBefore, undefined);
+    if (d === 'write') {
+      const r = await c.query(logCommitted(o.progressTable), [...args, item.chk]);
+      d = decideRowsCommit(committed, item.chk, freshRun, triedBefore, (r.rowCount ?? 0) === 0);
+    }
+    if (d !== 'write') {
       await c.query('ROLLBACK');
-      if (onGuardRefused(g.committed, item.chk, freshRun, triedBefore) === 'foreign') throw foreignProgressError('postgres sink', `progress table "${o.progressTable.schema}.${o.progressTable.name}"`, key, g.committed ?? -1, item.chk);
+      if (d === 'foreign') throw foreignProgressError('postgres sink', `progress table "${o.progressTable.schema}.${o.progressTable.name}"`, key, committed ?? -1, item.chk);
       return 'skipped';
     }
     for (const s of writeStatements(shapeOf(o), item.rows)) await c.query(s.text, s.values);
+    await c.query(raiseProgress(o.progressTable), [...args, item.chk]);
+    await c.query(pruneCommitted(o.progressTable), [...args, item.chk - COMMITTED_LOG_KEEP]);
     await c.query('COMMIT');
     return 'written';
   } catch (e) {

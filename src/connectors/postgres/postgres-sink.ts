@@ -20,6 +20,7 @@ import { operatorKey, ownsSubtask, type ProgressKey } from '../common/progress.t
 import { commitPrepared, commitRows, isPrepared, isPreparedOnServer, listPrepared, prepareRows, rollbackPrepared, type PostgresCommittable, type PreparedCommittable } from './commit.ts';
 import { close, connect, wrap } from './connection.ts';
 import { resolvePostgresOptions, type PostgresSinkOptions, type ResolvedPostgresOptions } from './options.ts';
+import { checkSchema, ensureProgressTable } from './schema.ts';
 import { PgSession } from './session.ts';
 import { gidFor, parseGid, readProgress } from './sql.ts';
 
@@ -33,6 +34,8 @@ export class PostgresSink<T> implements TwoPhaseCommitSink<T, PostgresCommittabl
   private readonly cleanups = new Map<number, Promise<void>>();
   /** Two-phase: prepares in flight in this process, by gid (a commit in the same process waits for its prepare). */
   readonly preparing = new Map<string, Promise<void>>();
+  /** The start check, once per sink in this process. */
+  private started: Promise<void> | undefined;
 
   constructor(options: PostgresSinkOptions<T>) {
     this.options = resolvePostgresOptions(options);
@@ -51,6 +54,27 @@ export class PostgresSink<T> implements TwoPhaseCommitSink<T, PostgresCommittabl
         }
         return row;
       });
+  }
+
+  /**
+   * At start, before anything is written: the server is reachable (retried with backoff to the
+   * deadline, then a CONNECTOR error naming host and port), the progress table exists, the
+   * target table fits. Writers fail on their next call if it fails.
+   */
+  start(): Promise<void> {
+    this.started ??= (async () => {
+      const o = this.options;
+      const c = await connect(o);
+      try {
+        await ensureProgressTable(c, o);
+        await checkSchema(c, o);
+      } catch (e) {
+        throw wrap(e, o, 'start check');
+      } finally {
+        close(c);
+      }
+    })();
+    return this.started;
   }
 
   key(ctx: SinkContext, sub = ctx.subtaskIndex): ProgressKey {
@@ -131,16 +155,21 @@ export class PostgresSink<T> implements TwoPhaseCommitSink<T, PostgresCommittabl
 /** Idempotent mode: rows wait in memory until the barrier, then travel in the checkpoint. */
 class BufferingWriter<T> implements SinkWriter<T, PostgresCommittable> {
   private rows: unknown[][] = [];
+  private failed: unknown;
 
-  constructor(private readonly sink: PostgresSink<T>, private readonly ctx: SinkContext, private readonly toRow: (v: T) => readonly unknown[]) {}
+  constructor(private readonly sink: PostgresSink<T>, private readonly ctx: SinkContext, private readonly toRow: (v: T) => readonly unknown[]) {
+    sink.start().catch((e) => (this.failed ??= e));
+  }
 
   write(values: readonly T[]): void {
+    if (this.failed !== undefined) throw this.failed;
     const max = this.sink.options.maxBufferedRows;
     if (this.rows.length + values.length > max) throw tooMany(this.sink.options);
     for (let i = 0; i < values.length; i++) this.rows.push(this.toRow(values[i]!) as unknown[]);
   }
 
   prepareCommit(checkpointId: number): PostgresCommittable[] {
+    if (this.failed !== undefined) throw this.failed;
     const rows = this.rows;
     this.rows = [];
     // Even with no rows: the progress row then says which checkpoint the subtask has committed.
@@ -163,8 +192,8 @@ class TwoPhaseWriter<T> implements SinkWriter<T, PostgresCommittable> {
 
   constructor(private readonly sink: PostgresSink<T>, private readonly ctx: SinkContext, private readonly toRow: (v: T) => readonly unknown[], ready: Promise<void>) {
     this.session = new PgSession(sink.options, true);
-    this.chain = ready;
-    ready.catch((e) => (this.failed ??= e));
+    this.chain = ready.then(() => sink.start());
+    this.chain.catch((e) => (this.failed ??= e));
   }
 
   private rethrow(): void {

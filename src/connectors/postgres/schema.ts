@@ -7,7 +7,7 @@
 import { WeirError } from '../../core/errors.ts';
 import type { PgClient } from './connection.ts';
 import type { ResolvedPostgresOptions } from './options.ts';
-import { preparedLogDdl, progressTableDdl } from './sql.ts';
+import { committedLogDdl, preparedLogDdl, progressTableDdl } from './sql.ts';
 
 export interface ColumnInfo {
   readonly name: string;
@@ -44,7 +44,7 @@ export async function checkSchema(c: PgClient, o: ResolvedPostgresOptions): Prom
 
 /** CREATE TABLE IF NOT EXISTS races between subtasks (unique violation on the type): the loser finds it made. */
 export async function ensureProgressTable(c: PgClient, o: ResolvedPostgresOptions): Promise<void> {
-  for (const ddl of [progressTableDdl(o.progressTable), ...(o.mode === 'two-phase' ? [preparedLogDdl(o.progressTable)] : [])]) {
+  for (const ddl of [progressTableDdl(o.progressTable), o.mode === 'two-phase' ? preparedLogDdl(o.progressTable) : committedLogDdl(o.progressTable)]) {
     try {
       await c.query(ddl);
     } catch (e) {

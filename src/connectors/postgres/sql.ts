@@ -166,6 +166,44 @@ export function pruneLog(t: TableName): string {
   return `DELETE FROM ${qualified(preparedLogTable(t))} WHERE job = $1 AND operator = $2 AND subtask = $3 AND checkpoint <= $4`;
 }
 
+/**
+ * Idempotent mode: one row per committed (job, operator, subtask, checkpoint). A subtask's
+ * committables need not be committed in checkpoint order: after a rescale the committables of
+ * one old subtask are spread over new subtasks that commit concurrently, so "checkpoint >
+ * last committed" alone would skip (lose) an older one committed after a newer one. Rows more
+ * than COMMITTED_LOG_KEEP checkpoints behind the subtask's newest are pruned.
+ */
+export function committedLogTable(t: TableName): TableName {
+  return { schema: t.schema, name: `${t.name}_committed`.slice(0, 63) };
+}
+
+export function committedLogDdl(t: TableName): string {
+  return (
+    `CREATE TABLE IF NOT EXISTS ${qualified(committedLogTable(t))} (job text NOT NULL, operator text NOT NULL, subtask integer NOT NULL, ` +
+    'checkpoint bigint NOT NULL, PRIMARY KEY (job, operator, subtask, checkpoint))'
+  );
+}
+
+/** Inserts the checkpoint's log row; a row comes back unless it was there (committed before). */
+export function logCommitted(t: TableName): string {
+  return `INSERT INTO ${qualified(committedLogTable(t))} (job, operator, subtask, checkpoint) VALUES ($1, $2, $3, $4) ON CONFLICT DO NOTHING RETURNING 1`;
+}
+
+export function pruneCommitted(t: TableName): string {
+  return `DELETE FROM ${qualified(committedLogTable(t))} WHERE job = $1 AND operator = $2 AND subtask = $3 AND checkpoint < $4`;
+}
+
+/** Checkpoints of a subtask's log kept (more than the commit ledger's outstanding limit). */
+export const COMMITTED_LOG_KEEP = 10_000;
+
+/** Raises the progress row to $4 if it is behind; never lowers it. */
+export function raiseProgress(t: TableName): string {
+  return (
+    `INSERT INTO ${qualified(t)} AS p (job, operator, subtask, checkpoint) VALUES ($1, $2, $3, $4) ` +
+    'ON CONFLICT (job, operator, subtask) DO UPDATE SET checkpoint = GREATEST(p.checkpoint, EXCLUDED.checkpoint), committed_at = now()'
+  );
+}
+
 export function readProgress(t: TableName): string {
   return `SELECT checkpoint FROM ${qualified(t)} WHERE job = $1 AND operator = $2 AND subtask = $3`;
 }

@@ -39,6 +39,8 @@ export class RedisStreamsSink<T> implements TwoPhaseCommitSink<T, RedisCommittab
   readonly options: ResolvedRedisOptions;
   private readonly streamOf: (v: T) => string;
   private readonly fieldsOf: (v: T) => Record<string, RedisFieldValue>;
+  /** The start check, once per sink in this process. */
+  private started: Promise<void> | undefined;
 
   constructor(options: RedisStreamsSinkOptions<T>) {
     this.options = resolveRedisOptions(options);
@@ -50,6 +52,21 @@ export class RedisStreamsSink<T> implements TwoPhaseCommitSink<T, RedisCommittab
 
   server(): string {
     return `${this.options.connection.host}:${this.options.connection.port}/${this.options.connection.db}`;
+  }
+
+  /** At start: the server answers (retried with backoff to the deadline, then a CONNECTOR error naming host and port). Writers fail on their next call if not. */
+  start(): Promise<void> {
+    this.started ??= retrying(this.options.retry, isTransientRedis, async () => {
+      const c = await this.connect();
+      try {
+        await c.ping();
+      } finally {
+        c.disconnect();
+      }
+    }).catch((e) => {
+      throw this.wrap(e, 'start check');
+    });
+    return this.started;
   }
 
   progressKey(key: ProgressKey): string {
@@ -132,10 +149,14 @@ export class RedisStreamsSink<T> implements TwoPhaseCommitSink<T, RedisCommittab
 
 class RedisWriter<T> implements SinkWriter<T, RedisCommittable> {
   private entries: RedisEntry[] = [];
+  private failed: unknown;
 
-  constructor(private readonly sink: RedisStreamsSink<T>, private readonly ctx: SinkContext) {}
+  constructor(private readonly sink: RedisStreamsSink<T>, private readonly ctx: SinkContext) {
+    sink.start().catch((e) => (this.failed ??= e));
+  }
 
   write(values: readonly T[]): void {
+    if (this.failed !== undefined) throw this.failed;
     const max = this.sink.options.maxBufferedRecords;
     if (this.entries.length + values.length > max) {
       throw new WeirError('CONFIG', `${this.sink.name}: more than maxBufferedRecords (${max}) entries between two checkpoints; checkpoint more often or raise maxBufferedRecords`);
@@ -144,6 +165,7 @@ class RedisWriter<T> implements SinkWriter<T, RedisCommittable> {
   }
 
   prepareCommit(checkpointId: number): RedisCommittable[] {
+    if (this.failed !== undefined) throw this.failed;
     const entries = this.entries;
     this.entries = [];
     return [{ sub: this.ctx.subtaskIndex, chk: checkpointId, entries }];

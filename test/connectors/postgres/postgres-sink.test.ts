@@ -63,6 +63,23 @@ describe('postgres sink (idempotent)', () => {
     await c2.close?.();
   });
 
+  it('commits a subtask\'s older checkpoint after a newer one (a rescale spreads them over subtasks); each once', async () => {
+    const t = await table();
+    const s = sink(t, uniqueName('job'));
+    const restored = sinkCtx({ restoredCheckpointId: 9, attemptNumber: 1 });
+    const a = s.createCommitter(restored);
+    const b = s.createCommitter({ ...restored, subtaskIndex: 1, parallelism: 2 });
+    const at8: PostgresCommittable = { sub: 0, chk: 8, rows: [[8, 'eight', 8]] };
+    const at9: PostgresCommittable = { sub: 0, chk: 9, rows: [[9, 'nine', 9]] };
+    await a.commit([at9]);
+    await Promise.all([b.commit([at8]), a.commit([at8])]);
+    await b.commit([at9]);
+    expect(await sql(SHARED_URL, `SELECT id FROM ${t} ORDER BY id`)).toEqual([{ id: 8 }, { id: 9 }]);
+    expect(await s.lastCommittedCheckpointOf('sink', 0)).toBe(9);
+    await a.close?.();
+    await b.close?.();
+  });
+
   it('upserts by key: the last value of a key in one checkpoint wins, later checkpoints update', async () => {
     await sql(SHARED_URL, 'SELECT 1');
     const t = await table(true);
@@ -73,6 +90,8 @@ describe('postgres sink (idempotent)', () => {
     await c.commit(w.prepareCommit(1));
     w.write([{ id: 2, name: 'b2', v: 4 }, { id: 3, name: 'c', v: 5 }], ts(2));
     await c.commit(w.prepareCommit(2));
+    // A record without a configured property is refused when written, naming the property.
+    expect(() => w.write([{ id: 9 } as Row], ts(1))).toThrow(/record has no property "name"/);
     expect(await sql(SHARED_URL, `SELECT id, name, v FROM ${t} ORDER BY id`)).toEqual([
       { id: 1, name: 'a2', v: 3 }, { id: 2, name: 'b2', v: 4 }, { id: 3, name: 'c', v: 5 },
     ]);
@@ -97,8 +116,9 @@ describe('postgres sink (idempotent)', () => {
     const s3 = new PostgresSink<Record<string, unknown>>({ connection: SHARED_URL, table: t, columns: ['name'], jobId: uniqueName('job'), progressTable: progress });
     const e3 = await failure(s3.createCommitter(sinkCtx()).commit([{ sub: 0, chk: 1, rows: [['x']] }]));
     expect(String((e3 as Error).message)).toContain('column "id" is NOT NULL without a default');
-    // A record without a configured property is refused when written, naming the property.
-    expect(() => w.write([{ id: 1 }], ts(1))).toThrow(/record has no property "nope"/);
+    // The writer's start check found it too: the writer fails from then on, naming the column.
+    await failure(s.start());
+    expect(() => w.write([{ id: 1, nope: 3 }], ts(1))).toThrow(/has no column "nope"/);
     await c.close?.();
   });
 
@@ -149,6 +169,12 @@ describe('postgres sink (idempotent)', () => {
     expect(errorCode(e)).toBe('CONNECTOR');
     expect(String((e as Error).message)).toContain(`127.0.0.1:${port}/test`);
     expect(String((e as Error).message)).toContain('ECONNREFUSED');
+    // At start: the writers' check fails the same way, and a writer fails on its next call.
+    const w = s.createWriter(sinkCtx());
+    const e2 = await failure(s.start());
+    expect(String((e2 as Error).message)).toContain(`connecting at 127.0.0.1:${port}/test`);
+    expect(errorCode(e2)).toBe('CONNECTOR');
+    expect(() => w.write([{ id: 1, name: 'a', v: 1 }], ts(1))).toThrow(/ECONNREFUSED/);
   });
 
   it('bad options are refused with the option named', () => {
