@@ -96,6 +96,6 @@ export async function connecting<T>(what: string, connect: () => Promise<T>, pol
     });
   } catch (e) {
     const s = Math.round((Date.now() - started) / 100) / 10;
-    throw new WeirError('CONNECTOR', `${what}: ${messageOf(e)} (gave up after ${tries} attempts in ${s} s)`, { cause: e });
+    throw new WeirError('CONNECTOR', `${what}: ${messageOf(e)} (gave up after ${tries} tries in ${s} s)`, { cause: e });
   }
 }
