@@ -12,7 +12,9 @@ afterAll(() => tmp.cleanup());
 
 /** One request, bounded: a stalled server fails the test with the URL instead of hanging it. */
 async function api(url: string, method = 'GET'): Promise<{ status: number; body: Record<string, any> }> {
-  const res = await fetch(url, { method, signal: AbortSignal.timeout(20_000) });
+  // State-changing requests carry JSON: the control API refuses others (CSRF guard).
+  const json = method === 'GET' ? {} : { headers: { 'content-type': 'application/json' }, body: '{}' };
+  const res = await fetch(url, { method, signal: AbortSignal.timeout(20_000), ...json });
   const text = await res.text();
   return { status: res.status, body: text === '' ? {} : (JSON.parse(text) as Record<string, any>) };
 }
@@ -28,7 +30,8 @@ async function until<T>(what: string, fn: () => Promise<T | undefined>): Promise
 }
 
 async function cancel(h: Handle): Promise<void> {
-  await api(`${h.base}?mode=cancel`, 'PATCH');
+  const r = await api(`${h.base}?mode=cancel`, 'PATCH');
+  if (r.status !== 202) throw new Error(`cancel of job ${h.jobId} refused: ${r.status} ${JSON.stringify(r.body)}`);
   let timer: NodeJS.Timeout | undefined;
   const bound = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`job ${h.jobId} did not end within 60 s of cancel`)), 60_000)));
   try {
