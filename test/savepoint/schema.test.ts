@@ -82,7 +82,7 @@ describe('schema evolution', () => {
     const before2 = fingerprint(sp2);
     const r = await runJob(JOB, { workers: 1, parallelism: 1, args: ['v1', String(N), '0'], from: sp2, stdout: () => {}, log: () => {} });
     expect(r.status).toBe('FAILED');
-    expect(r.error?.message).toContain('operator "points" (subtask 1/1): state "point" was written by serializer "app.point" v2, newer than this job\'s v1; restore with the newer job version');
+    expect(r.error?.message).toContain('operator "points" (uid "points", subtask 1/1): state "point" was written by serializer "app.point" v2, newer than this job\'s v1; restore with the newer job version');
     expect(fingerprint(sp2)).toEqual(before2);
   });
 
@@ -96,7 +96,7 @@ describe('schema evolution', () => {
       const before = fingerprint(sp1);
       const r = await runJob(JOB, { workers: 1, parallelism: 2, args: [variant, String(N), '0'], from: sp1, stdout: () => {}, log: () => {} });
       expect(r.status).toBe('FAILED');
-      expect(r.error?.message).toMatch(/operator "points" \(subtask [12]\/2\)/);
+      expect(r.error?.message).toMatch(/operator "points" \(uid "points", subtask [12]\/2\)/);
       expect(r.error?.message).toContain(message);
       expect(r.collected('out')).toEqual([]);
       expect(fingerprint(sp1)).toEqual(before);
