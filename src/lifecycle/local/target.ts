@@ -208,8 +208,9 @@ export class LocalProcessTarget implements DeploymentTarget {
         await waitForExit(pid, EXIT_WAIT_MS);
         return { state: 'completed', path };
       } catch (e) {
-        // Asked again by a restarted manager while the first stop is finishing: its savepoint shows up on disk.
-        if (!(await waitForExit(pid, 5000))) return { state: 'failed', error: (e as Error).message };
+        // Asked again by a restarted manager while the first stop is finishing: its savepoint shows
+        // up on disk once the job has exited (which may take a while on a loaded machine).
+        if (!(await waitForExit(pid, EXIT_WAIT_MS))) return { state: 'failed', error: (e as Error).message };
       }
     } else if (running) {
       return { state: 'failed', error: `deployment ${id} does not serve its control API yet` };
