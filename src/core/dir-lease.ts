@@ -52,12 +52,25 @@ function processStart(pid: number): string | undefined {
   }
 }
 
-function pidAlive(pid: number): boolean {
+export function pidAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch (e) {
     return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
+  // A SIGKILLed holder whose parent died too stays a zombie until init reaps it (which some
+  // inits do late): kill(pid, 0) still succeeds, but it holds nothing any more.
+  return !isZombie(pid);
+}
+
+/** Whether /proc says the process has exited and waits to be reaped (state Z or X); false where there is no /proc. */
+function isZombie(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const state = stat.charAt(stat.lastIndexOf(')') + 2);
+    return state === 'Z' || state === 'X';
+  } catch {
+    return false;
   }
 }
 

@@ -1,10 +1,10 @@
 /** The directory lease: exclusive while its holder lives, taken over once the holder is gone. */
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { acquireDirLease, holderGone, LEASE_FILE } from '../../src/core/dir-lease.ts';
+import { acquireDirLease, holderGone, LEASE_FILE, pidAlive } from '../../src/core/dir-lease.ts';
 
 const work = mkdtempSync(join(tmpdir(), 'weir-lease-unit-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
@@ -77,5 +77,26 @@ describe('acquireDirLease', () => {
     acquireDirLease(dir, 'x', 'setup').release();
     writeFileSync(join(dir, LEASE_FILE), '{"pid":');
     expect(() => acquireDirLease(dir, 'output directory', 'job')).toThrow(/has an unreadable lease file .*; if no weir process uses the directory, delete the file/);
+  });
+});
+
+describe('a zombie holds nothing', () => {
+  it('a process that exited but is not reaped yet (a SIGKILLed holder whose parent died too) counts as gone', async () => {
+    // bash starts a short sleep in the background, then becomes a long sleep that never reaps it.
+    const parent = spawn('bash', ['-c', 'sleep 0.05 & echo $!; exec sleep 30'], { stdio: ['ignore', 'pipe', 'ignore'] });
+    try {
+      const pid = await new Promise<number>((res) => parent.stdout!.once('data', (d: Buffer) => res(Number(String(d).trim()))));
+      expect(pidAlive(pid)).toBe(true);
+      let gone = false;
+      for (let i = 0; i < 100 && !gone; i++) {
+        await new Promise((r) => setTimeout(r, 50));
+        gone = !pidAlive(pid);
+      }
+      expect(gone, `pid ${pid} still counts as alive although it exited`).toBe(true);
+      // kill(pid, 0) alone would still succeed on the zombie.
+      expect(() => process.kill(pid, 0)).not.toThrow();
+    } finally {
+      parent.kill('SIGKILL');
+    }
   });
 });
