@@ -202,7 +202,7 @@ async function api(url: string, method = 'GET', body?: unknown): Promise<Record<
 /** Takes a checkpoint over REST; resolves when it has completed. */
 async function checkpointNow(base: string): Promise<{ id: number; ms: number }> {
   const t0 = epochMs();
-  const r = await api(`${base}/checkpoints`, 'POST');
+  const r = await api(`${base}/checkpoints`, 'POST', {});
   return { id: r['checkpoint-id'] as number, ms: epochMs() - t0 };
 }
 
