@@ -49,3 +49,16 @@ export function foreignProgressError(sinkName: string, where: string, key: Progr
       'give this run its own jobId, or remove that progress record to start over',
   );
 }
+
+/**
+ * The newest checkpoint any subtask of a sink operator committed: asks `of` for each subtask
+ * in turn (bounded by the parallelism), for the start-up check against duplicate output.
+ */
+export async function newestCommitted(parallelism: number, of: (subtask: number) => Promise<number | undefined>): Promise<number | undefined> {
+  let last: number | undefined;
+  for (let subtask = 0; subtask < parallelism; subtask++) {
+    const c = await of(subtask);
+    if (c !== undefined && (last === undefined || c > last)) last = c;
+  }
+  return last;
+}

@@ -17,7 +17,7 @@
 import { connect, type JetStreamClient, type KV, type NatsConnection, type PubAck } from 'nats';
 import { WeirError } from '../../core/errors.ts';
 import type { CommitScope, SinkCommitter, SinkContext, SinkWriter, TwoPhaseCommitSink } from '../../core/sink.ts';
-import { foreignProgressError, operatorKey, type ProgressKey } from '../common/progress.ts';
+import { foreignProgressError, newestCommitted, operatorKey, type ProgressKey } from '../common/progress.ts';
 import { isSocketError, messageOf, retrying, withTimeout } from '../common/retry.ts';
 import { resolveJetStreamOptions, type JetStreamSinkOptions, type ResolvedJetStreamOptions } from './options.ts';
 import { decideCommit, messageId, parseProgress } from './progress-state.ts';
@@ -145,14 +145,8 @@ export class JetStreamSink<T> implements TwoPhaseCommitSink<T, JetStreamCommitta
 
   /** The last checkpoint whose messages `subtask` of this sink published completely (its progress key), or undefined. */
   /** The newest checkpoint any subtask of the operator committed (the start-up check against duplicate output). */
-  async lastCommittedCheckpoint(scope: CommitScope): Promise<number | undefined> {
-    let last: number | undefined;
-    // Bounded by the operator's parallelism; subtasks are asked one after the other.
-    for (let subtask = 0; subtask < scope.parallelism; subtask++) {
-      const c = await this.lastCommittedCheckpointOf(scope.operatorId, subtask);
-      if (c !== undefined && (last === undefined || c > last)) last = c;
-    }
-    return last;
+  lastCommittedCheckpoint(scope: CommitScope): Promise<number | undefined> {
+    return newestCommitted(scope.parallelism, (subtask) => this.lastCommittedCheckpointOf(scope.operatorId, subtask));
   }
 
   async lastCommittedCheckpointOf(operatorId: string, subtask: number): Promise<number | undefined> {

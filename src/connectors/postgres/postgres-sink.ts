@@ -16,7 +16,7 @@
  */
 import { WeirError } from '../../core/errors.ts';
 import type { CommitScope, SinkCommitter, SinkContext, SinkWriter, TwoPhaseCommitSink } from '../../core/sink.ts';
-import { operatorKey, ownsSubtask, type ProgressKey } from '../common/progress.ts';
+import { newestCommitted, operatorKey, ownsSubtask, type ProgressKey } from '../common/progress.ts';
 import { commitPrepared, commitRows, isPrepared, isPreparedOnServer, listPrepared, prepareRows, rollbackPrepared, type PostgresCommittable, type PreparedCommittable } from './commit.ts';
 import { close, connect, wrap } from './connection.ts';
 import { resolvePostgresOptions, type PostgresSinkOptions, type ResolvedPostgresOptions } from './options.ts';
@@ -126,14 +126,8 @@ export class PostgresSink<T> implements TwoPhaseCommitSink<T, PostgresCommittabl
 
   /** The last checkpoint whose output `subtask` of this sink committed (from the progress table), or undefined. */
   /** The newest checkpoint any subtask of the operator committed (the start-up check against duplicate output). */
-  async lastCommittedCheckpoint(scope: CommitScope): Promise<number | undefined> {
-    let last: number | undefined;
-    // Bounded by the operator's parallelism; subtasks are asked one after the other.
-    for (let subtask = 0; subtask < scope.parallelism; subtask++) {
-      const c = await this.lastCommittedCheckpointOf(scope.operatorId, subtask);
-      if (c !== undefined && (last === undefined || c > last)) last = c;
-    }
-    return last;
+  lastCommittedCheckpoint(scope: CommitScope): Promise<number | undefined> {
+    return newestCommitted(scope.parallelism, (subtask) => this.lastCommittedCheckpointOf(scope.operatorId, subtask));
   }
 
   async lastCommittedCheckpointOf(operatorId: string, subtask: number): Promise<number | undefined> {
