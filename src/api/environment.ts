@@ -168,9 +168,16 @@ export class StreamExecutionEnvironment {
     return new DataStream<T>(this, t);
   }
 
-  /** Records fn(0), fn(1), ...: deterministic from the seed, bounded by count, optionally rate-limited. */
-  fromGenerator<T>(fn: GeneratorFn<T>, options: GeneratorOptions & { name?: string } = {}): DataStream<T> {
-    return this.fromSource(new GeneratorSource<T>(fn, options), { name: options.name ?? 'generator' });
+  /**
+   * Records fn(0), fn(1), ...: deterministic from the seed, bounded by count, optionally
+   * rate-limited. With `watermarks`, each lane has its own event time (see fromSource), so a
+   * subtask reading several lanes (after a rescale, or with `lanes` above the parallelism) makes
+   * no record late by the order it interleaves them.
+   */
+  fromGenerator<T>(fn: GeneratorFn<T>, options: GeneratorOptions & { name?: string; watermarks?: WatermarkStrategy<T> } = {}): DataStream<T> {
+    const opts: SourceOptions<T> = { name: options.name ?? 'generator' };
+    if (options.watermarks !== undefined) opts.watermarks = options.watermarks;
+    return this.fromSource(new GeneratorSource<T>(fn, options), opts);
   }
 
   /** JSON lines or CSV from a file or every file of a directory (bounded). */

@@ -23,6 +23,8 @@ export interface SubtaskStateMeta {
   readonly keyGroupRange?: KeyGroupRange;
   readonly inline?: string;
   readonly stateSize: number;
+  /** Keyed operators: the subtask's event time at the snapshot (OperatorStateHandle.watermark). */
+  readonly watermark?: number;
 }
 
 export interface OperatorStateMeta {

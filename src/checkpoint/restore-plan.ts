@@ -11,7 +11,7 @@
  * fails the restore unless explicitly allowed.
  */
 import { decodeValue } from '../core/codec.ts';
-import type { CheckpointMetadata } from './metadata.ts';
+import type { CheckpointMetadata, OperatorStateMeta } from './metadata.ts';
 import { stateFileReference } from './names.ts';
 import type { InlineOperatorState, TaskRestore, KeyGroupRange } from '../core/checkpoint-format.ts';
 import { taskId, type TaskId } from '../core/task-id.ts';
@@ -33,6 +33,27 @@ export interface RestorePlan {
 
 function decodeInline(b64: string): InlineOperatorState {
   return decodeValue<InlineOperatorState>(Buffer.from(b64, 'base64'));
+}
+
+/**
+ * The event time a keyed operator restarts from: the minimum over its old subtasks. With aligned
+ * barriers they are equal (every subtask saw the same watermarks before the barrier on every
+ * channel); the minimum is the safe side otherwise. None unless every old subtask recorded one
+ * (a subtask that had seen no event time yet, or a snapshot from before the field existed).
+ */
+function restoredWatermark(old: OperatorStateMeta, dir: string): number | undefined {
+  let min: number | undefined;
+  let recorded = 0;
+  for (const s of old.subtasks) {
+    const w: unknown = s.watermark;
+    if (w === undefined) return undefined;
+    if (typeof w !== 'number' || !Number.isFinite(w)) {
+      throw new RestoreError(`${dir}: operator "${old.name}" subtask ${s.subtask} records watermark ${JSON.stringify(w)}, not a finite number (corrupt metadata)`);
+    }
+    if (min === undefined || w < min) min = w;
+    recorded++;
+  }
+  return recorded === old.parallelism ? min : undefined;
 }
 
 function overlaps(a: { start: number; end: number }, b: { start: number; end: number }): boolean {
@@ -59,7 +80,7 @@ export interface RestoreTargetPlan {
 }
 
 export function planRestore(m: CheckpointMetadata, dir: string, graph: RestoreTargetGraph, plan: RestoreTargetPlan, allowNonRestoredState: boolean): RestorePlan {
-  type Entry = { inline?: InlineOperatorState; keyedFiles?: { path: string; size: number }[]; referencedCommittables?: unknown[] };
+  type Entry = { inline?: InlineOperatorState; keyedFiles?: { path: string; size: number }[]; referencedCommittables?: unknown[]; watermark?: number };
   const tasks: Record<string, { checkpointId: number; operators: Record<string, Entry> }> = {};
   const splits: Record<TaskId, unknown[]> = {};
   const byId = new Map(m.operators.map((o) => [o.id, o]));
@@ -109,6 +130,7 @@ export function planRestore(m: CheckpointMetadata, dir: string, graph: RestoreTa
         if (i.broadcast && broadcast === undefined) broadcast = i.broadcast;
         for (const c of i.committables ?? []) committables.push(c);
       });
+      const watermark = restoredWatermark(old, dir);
       const p = subtasks.length;
       for (const st of subtasks) {
         const key = taskId(v.index, st.index);
@@ -129,10 +151,11 @@ export function planRestore(m: CheckpointMetadata, dir: string, graph: RestoreTa
           .filter((s) => s.file !== undefined && s.keyGroupRange !== undefined && overlaps(s.keyGroupRange, st.keyGroupRange))
           .map((s) => ({ path: stateFileReference(dir, s.file!), size: s.fileSize!, ...(s.fileInline !== undefined ? { inline: s.fileInline } : {}) }));
         const entry: Entry = {};
+        if (watermark !== undefined) entry.watermark = watermark;
         if (Object.keys(inline).length > 0) entry.inline = inline;
         if (keyedFiles.length > 0) entry.keyedFiles = keyedFiles;
         if (committables.length > 0) entry.referencedCommittables = committables;
-        if (entry.inline || entry.keyedFiles) t.operators[node.id] = entry;
+        if (entry.inline || entry.keyedFiles || entry.watermark !== undefined) t.operators[node.id] = entry;
       }
     }
   }

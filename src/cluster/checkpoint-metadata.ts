@@ -49,6 +49,7 @@ export function buildCheckpointMetadata(f: MetadataFacts): CheckpointMetadata {
         ...(h.file !== undefined ? { file: h.file, fileSize: h.fileSize!, keyGroupRange: h.keyGroupRange! } : {}),
         ...(h.fileInline !== undefined ? { fileInline: h.fileInline } : {}),
         ...(h.inline !== undefined ? { inline: h.inline } : {}),
+        ...(h.watermark !== undefined ? { watermark: h.watermark } : {}),
         stateSize: h.stateSize,
       });
     }

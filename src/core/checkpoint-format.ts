@@ -31,6 +31,13 @@ export interface OperatorStateHandle {
   readonly inline?: string;
   /** Bytes of state described by this handle. */
   readonly stateSize: number;
+  /**
+   * Keyed operators: the event time (combined input watermark) the subtask had reached at the
+   * snapshot. A restore starts the operator there instead of at the minimum, so a record that
+   * was late before the failure is late after it too, and a window that fired and was purged
+   * cannot fire a second time from replayed records (Flink's FLINK-5601).
+   */
+  readonly watermark?: number;
 }
 
 export interface SubtaskCheckpointStats {
@@ -71,5 +78,7 @@ export interface TaskRestore {
     readonly keyedFiles?: readonly { readonly path: string; readonly size: number; readonly inline?: string }[];
     /** Sinks: every committable of the operator in the snapshot, over all old subtasks. */
     readonly referencedCommittables?: readonly unknown[];
+    /** Keyed operators: the event time to start from (the minimum over the old subtasks' watermarks). */
+    readonly watermark?: number;
   }>>;
 }

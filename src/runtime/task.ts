@@ -270,6 +270,7 @@ export class StreamTask implements Schedulable {
       this.operators.map(async (op) => {
         const spec = r.operators[op.env.taskInfo.operatorId];
         if (spec?.inline) op.restoreInline(spec.inline);
+        if (spec?.watermark !== undefined) op.restoreWatermark(spec.watermark);
         const files = spec?.keyedFiles ?? [];
         if (files.length === 0) return [op, undefined] as const;
         if (op.env.keyedBackend === undefined) throw new Error(`operator "${op.env.taskInfo.operatorName}" has keyed state in the checkpoint but is not keyed now`);

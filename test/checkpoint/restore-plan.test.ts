@@ -398,3 +398,41 @@ describe('operator matching', () => {
     expect(r.splits).toEqual({});
   });
 });
+
+describe('event time of keyed operators (the watermark at the snapshot)', () => {
+  const old = [0, 1].map((i) => keyGroupRangeForSubtask(128, 2, i));
+  const withWatermarks = (wms: (number | undefined)[]): SubtaskStateMeta[] =>
+    wms.map((w, i) => ({ subtask: i, file: `keyed-${i}.state`, fileSize: 10, keyGroupRange: old[i]!, stateSize: 5, ...(w !== undefined ? { watermark: w } : {}) }));
+
+  for (const p of [1, 2, 3]) {
+    it(`2 -> ${p}: every new subtask starts at the minimum over the old subtasks`, () => {
+      const j = job({ sourceP: 1, mapP: 1, keyedP: p, sinkP: 1, maxP: 128 });
+      const keyed = j.node('keyed');
+      const r = plan(metadata([op(keyed, 2, 128, true, withWatermarks([4999, 4000]))]), j);
+      for (let i = 0; i < p; i++) expect(r.tasks[taskId(j.vertexOf('keyed'), i)]!.operators[keyed.id]!.watermark).toBe(4000);
+    });
+  }
+
+  it('none when an old subtask recorded none (it had seen no event time): the operator starts at the minimum', () => {
+    const j = job({ sourceP: 1, mapP: 1, keyedP: 2, sinkP: 1, maxP: 128 });
+    const keyed = j.node('keyed');
+    const r = plan(metadata([op(keyed, 2, 128, true, withWatermarks([4999, undefined]))]), j);
+    expect(r.tasks[taskId(j.vertexOf('keyed'), 0)]!.operators[keyed.id]!.watermark).toBeUndefined();
+    const missing = plan(metadata([op(keyed, 2, 128, true, withWatermarks([4999]))]), j);
+    expect(missing.tasks[taskId(j.vertexOf('keyed'), 0)]!.operators[keyed.id]!.watermark).toBeUndefined();
+  });
+
+  it('a subtask with no state but a watermark still passes it on', () => {
+    const j = job({ sourceP: 1, mapP: 1, keyedP: 1, sinkP: 1, maxP: 128 });
+    const keyed = j.node('keyed');
+    const r = plan(metadata([op(keyed, 1, 128, true, [{ subtask: 0, stateSize: 0, watermark: 123 }])]), j);
+    expect(r.tasks[taskId(j.vertexOf('keyed'), 0)]!.operators[keyed.id]).toEqual({ watermark: 123 });
+  });
+
+  it('a watermark that is not a finite number is corrupt metadata, named with the snapshot and operator', () => {
+    const j = job({ sourceP: 1, mapP: 1, keyedP: 1, sinkP: 1, maxP: 128 });
+    const keyed = j.node('keyed');
+    const bad = [{ subtask: 0, stateSize: 0, watermark: 'soon' as unknown as number }];
+    expect(() => plan(metadata([op(keyed, 1, 128, true, bad)]), j)).toThrow(/chk-7: operator ".*" subtask 0 records watermark "soon", not a finite number/);
+  });
+});

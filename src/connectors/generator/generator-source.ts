@@ -5,7 +5,7 @@
  * the job-wide rate is divided over the lanes.
  */
 import { Rng } from '../../core/random.ts';
-import type { PollStatus, Source, SourceOutput, SourceReader, SourceReaderContext, SourceSplit } from '../../core/source.ts';
+import type { PollStatus, ReaderOutput, Source, SourceReader, SourceReaderContext, SourceSplit } from '../../core/source.ts';
 
 export interface GeneratorOptions {
   /** Number of records; omit (or Infinity) for an unbounded source. */
@@ -90,11 +90,14 @@ class GeneratorReader<T> implements SourceReader<T, GeneratorSplit> {
     return Math.max(0, Math.min(max, due));
   }
 
-  poll(out: SourceOutput<T>, maxRecords: number): PollStatus {
+  poll(out: ReaderOutput<T>, maxRecords: number): PollStatus {
     const splits = this.splits;
     const count = this.src.count;
-    // Drop exhausted lanes.
-    while (splits.length > 0 && this.current < splits.length && splits[this.current]!.next >= count) splits.splice(this.current, 1);
+    // Drop exhausted lanes: their event time no longer holds the reader's back.
+    while (splits.length > 0 && this.current < splits.length && splits[this.current]!.next >= count) {
+      out.splitFinished(splits[this.current]!.id);
+      splits.splice(this.current, 1);
+    }
     if (splits.length === 0) return 'end';
     if (this.current >= splits.length) this.current = 0;
     const n = this.allowance(maxRecords);
@@ -103,13 +106,16 @@ class GeneratorReader<T> implements SourceReader<T, GeneratorSplit> {
       return 'wait';
     }
     const split = splits[this.current]!;
+    // Each lane is a split with its own watermark (fromGenerator's `watermarks`): a reader that
+    // holds several lanes interleaves them, and no lane's records become late by that order.
+    const o = out.forSplit(split.id);
     const { fn, seed } = this.src;
     const rng = this.rng;
     const stride = split.lanes;
     let i = split.next;
     let produced = 0;
     while (produced < n && i < count) {
-      out.collect(fn(i, rng.reseed(seed, i)));
+      o.collect(fn(i, rng.reseed(seed, i)));
       i += stride;
       produced++;
     }

@@ -16,7 +16,7 @@ import type { OperatorStateHandle, TaskAck } from '../../core/checkpoint-format.
 import type { TaskId } from '../../core/task-id.ts';
 import type { CheckpointingMode } from '../../checkpoint/config.ts';
 import { encodeValue } from '../../core/codec.ts';
-import type { BarrierEvent, StreamEvent } from '../events.ts';
+import { MAX_WATERMARK, MIN_WATERMARK, type BarrierEvent, type StreamEvent } from '../events.ts';
 import type { InputGate } from '../input-gate.ts';
 import { KeyedOperator } from '../operators/keyed.ts';
 import type { StreamOperator } from '../operators/operator.ts';
@@ -216,7 +216,7 @@ export class SubtaskCheckpointer implements BarrierHandler {
     const parts: OperatorSnapshot[] = [];
     for (const op of task.operators) {
       const part = this.snapshotSync(op, id);
-      if (part.inline !== undefined || part.keyed !== undefined) parts.push(part);
+      if (part.inline !== undefined || part.keyed !== undefined || part.watermark !== undefined) parts.push(part);
     }
     const syncMs = performance.now() - t0;
     // Operators whose snapshot names external work (a prepared transaction) that must be durable first.
@@ -276,7 +276,12 @@ export class SubtaskCheckpointer implements BarrierHandler {
       inline: bytes === undefined ? undefined : Buffer.from(bytes).toString('base64'),
       inlineSize: bytes?.byteLength ?? 0,
     };
-    if (!(op instanceof KeyedOperator) || op.backend === undefined) return part;
+    if (!(op instanceof KeyedOperator)) return part;
+    // Event time goes with keyed state: late decisions and fired windows depend on it. Not the
+    // end-of-input watermark (MAX): a job restored from a drained savepoint reads new input.
+    const wm = op.currentWatermark;
+    if (wm > MIN_WATERMARK && wm < MAX_WATERMARK) part.watermark = wm;
+    if (op.backend === undefined) return part;
     const timers = op.timerServiceIfCreated();
     const numTimers = timers === undefined ? 0 : timers.numEventTimers() + timers.numProcessingTimers();
     if (!op.backend.hasStates() && numTimers === 0) return part;
@@ -293,6 +298,7 @@ export class SubtaskCheckpointer implements BarrierHandler {
       return {
         operatorId: p.operatorId,
         ...(p.inline !== undefined ? { inline: p.inline } : {}),
+        ...(p.watermark !== undefined ? { watermark: p.watermark } : {}),
         ...(h !== undefined ? stateFileOf(h, streams) : {}),
         stateSize: size,
       };
@@ -329,6 +335,7 @@ export class SubtaskCheckpointer implements BarrierHandler {
 
 interface OperatorSnapshot {
   readonly operatorId: string;
+  watermark?: number;
   /** Inline state, msgpack, base64. */
   readonly inline: string | undefined;
   readonly inlineSize: number;

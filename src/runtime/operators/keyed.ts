@@ -46,6 +46,13 @@ export abstract class KeyedOperator extends StreamOperator implements TimerTarge
     return this.timerService;
   }
 
+  override restoreWatermark(watermark: number): void {
+    super.restoreWatermark(watermark);
+    if (this.timerService !== undefined && this.currentWatermark > this.timerService.currentWatermark) {
+      this.timerService.currentWatermark = this.currentWatermark;
+    }
+  }
+
   /** The timer service if any timer was ever registered or restored (snapshots skip it otherwise). */
   timerServiceIfCreated(): InternalTimerService | undefined {
     return this.timerService;

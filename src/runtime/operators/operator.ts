@@ -227,6 +227,16 @@ export abstract class StreamOperator {
     for (const [name, entries] of Object.entries(state.broadcast ?? {})) store.restoreBroadcast(name, entries);
   }
 
+  /**
+   * Before open(): the event time the operator had reached at the snapshot it restores. It
+   * starts there (inputs must pass it to move it on), so what was late or fired before the
+   * failure is late or fired after it, exactly as in a run without the failure. Nothing fires
+   * now: whatever was due at that watermark fired before the snapshot was taken.
+   */
+  restoreWatermark(watermark: number): void {
+    if (watermark > this.currentWatermark) this.currentWatermark = watermark;
+  }
+
   notifyCheckpointComplete(checkpointId: number): void {
     for (const fn of this.userFunctions()) {
       const f = fn as { notifyCheckpointComplete?(id: number): void };
