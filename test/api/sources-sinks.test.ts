@@ -58,13 +58,25 @@ describe('fromGenerator', () => {
     // the lagging lanes as late; per lane, every 1 s window of every key counts all its records.
     const count = 40_000;
     const late = new OutputTag<number>('late');
+    // Punctuated (a watermark after every record), so what is late depends on the reading order
+    // alone, not on when periodic emission runs.
+    const punctuated = () => WatermarkStrategy.forGenerator<number>(() => ({
+      onEvent(_i, ts, out) {
+        out.emitWatermark(ts - 1);
+      },
+      onPeriodicEmit() {},
+    })).withTimestampAssigner((i) => i);
+    // Event time also moves during the run (lanes being read hold it back only as far as they
+    // are behind): the first window fires long before the generator has produced everything.
+    let generated = 0;
+    let generatedAtFirstFiring: number | undefined;
     const r = await runInline((env) => {
       const windows = env
-        .fromGenerator((i) => i, { count, lanes: 5, watermarks: WatermarkStrategy.forMonotonousTimestamps<number>().withTimestampAssigner((i) => i) })
+        .fromGenerator((i) => (generated++, i), { count, lanes: 5, watermarks: punctuated() })
         .keyBy((i) => i % 3)
         .window(TumblingEventTimeWindows.of(1000))
         .sideOutputLateData(late)
-        .aggregate({ createAccumulator: () => 0, add: (_i: number, n: number) => n + 1, getResult: (n: number) => n });
+        .aggregate({ createAccumulator: () => 0, add: (_i: number, n: number) => n + 1, getResult: (n: number) => ((generatedAtFirstFiring ??= generated), n) });
       windows.collect('counts');
       windows.getSideOutput(late).collect('late');
     }, { parallelism: 1 });
@@ -72,11 +84,12 @@ describe('fromGenerator', () => {
     const counts = r.collected<number>('counts');
     expect(counts).toHaveLength(3 * (count / 1000));
     expect(counts.reduce((a, b) => a + b, 0)).toBe(count);
+    expect(generatedAtFirstFiring).toBeLessThan(count / 2);
     // The same reading order with one watermark after the source: records are late.
     const after = await runInline((env) => {
       env
         .fromGenerator((i) => i, { count, lanes: 5 })
-        .assignTimestampsAndWatermarks(WatermarkStrategy.forMonotonousTimestamps<number>().withTimestampAssigner((i) => i))
+        .assignTimestampsAndWatermarks(punctuated())
         .keyBy((i) => i % 3)
         .window(TumblingEventTimeWindows.of(1000))
         .sideOutputLateData(late)
