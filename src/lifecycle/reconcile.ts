@@ -120,8 +120,11 @@ class Step {
             this.stopped(op, outcome.path);
             return 'done';
           }
-          const failed = outcome?.state === 'failed' || (outcome === undefined && age > spec.savepoints.timeoutMs) || (outcome?.state === 'in-progress' && age > spec.savepoints.timeoutMs);
-          if (!failed) return { reissue: false };
+          const failed = outcome?.state === 'failed' || age > spec.savepoints.timeoutMs;
+          // A stop the target knows nothing of (a restarted manager: outcomes live in its memory) is
+          // issued again at once, keeping issuedAt for the timeout: the target then finds the
+          // savepoint the first stop wrote, or finishes the stop. Never waited out into a fallback.
+          if (!failed) return { reissue: outcome === undefined };
           const why = outcome?.error ?? `no savepoint within ${spec.savepoints.timeoutMs} ms`;
           rec.state = 'FAILED';
           rec.error = why;

@@ -12,9 +12,12 @@ export interface ManagerProcess {
   readonly log: () => string;
 }
 
-/** Starts `weir manager --dir <dir> --port 0` and resolves once it serves. */
+/**
+ * Starts `weir manager --dir <dir> --port 0` and resolves once it serves. Always as `npx weir
+ * manager` would (npm_command set, whoever runs the tests): jobs must still outlive a killed manager.
+ */
 export function startManager(dir: string, home: string): Promise<ManagerProcess> {
-  const child = spawn(process.execPath, ['bin/weir.js', 'manager', '--dir', dir, '--port', '0', '--interval', '200ms'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, WEIR_HOME: home } });
+  const child = spawn(process.execPath, ['bin/weir.js', 'manager', '--dir', dir, '--port', '0', '--interval', '200ms'], { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, npm_command: 'exec', WEIR_HOME: home } });
   let stderr = '';
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`weir manager did not start within 60 s:\n${stderr}`)), 60_000);

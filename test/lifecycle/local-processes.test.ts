@@ -1,11 +1,12 @@
 /**
  * Pieces of the local-process target: how a `weir run` that is gone ended (read from its log
  * lines, then its exit code), and finding a live process by an argument of its command line (how
- * a restarted manager adopts a job whose pid file it never wrote).
+ * a restarted manager adopts a job whose pid file it never wrote), and the environment a job gets.
  */
 import { spawn } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { alive, endOf, processesWith } from '../../src/lifecycle/local/processes.ts';
+import { jobEnvironment } from '../../src/lifecycle/local/target.ts';
 
 describe('local processes', () => {
   it('reads how a weir run ended from its log, the last verdict winning', () => {
@@ -31,5 +32,10 @@ describe('local processes', () => {
     await new Promise((r) => child.once('exit', r));
     expect(alive(child.pid!)).toBe(false);
     expect(processesWith(marker)).toEqual([]);
+  });
+
+  it('a job gets the manager\'s environment with its own WEIR_HOME and without npm\'s variables (it must not take the manager for npm and cancel itself when it dies)', () => {
+    const env = jobEnvironment({ PATH: '/bin', WEIR_HOME: '/manager', npm_command: 'exec', npm_lifecycle_event: 'test', NPM_CONFIG_CACHE: '/c', NODE_OPTIONS: '--x' }, '/deployments/app-1/home');
+    expect(env).toEqual({ PATH: '/bin', WEIR_HOME: '/deployments/app-1/home', NODE_OPTIONS: '--x' });
   });
 });

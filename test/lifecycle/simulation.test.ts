@@ -170,3 +170,71 @@ describe('lifecycle simulation: the manager killed between any two steps', () =>
     });
   }
 });
+
+/**
+ * The e2e kill test's case, replayed deterministically: the manager dies with the upgrade's stop
+ * with savepoint in flight, and the job ends while no manager runs. The restarted manager must
+ * adopt the savepoint the interrupted stop wrote (whether it first carries on with the in-flight
+ * operation, recover(), or just reconciles: the reconciler issues again a stop the target has no
+ * outcome for); a job that ended without one (it was cancelled) is a FAILED record with an error
+ * event and a resume from the latest checkpoint, never a silent one.
+ */
+describe('lifecycle simulation: the stop with savepoint ends while the manager is dead', () => {
+  async function interruptedStop(seed: number, recover: boolean, whileDead: (world: SimWorld, jobId: string) => void) {
+    const world = new SimWorld(new Rng(seed), { stopFailure: 0, savepointFailure: 0 });
+    const store = new MemoryStore();
+    store.saveDesired('orders', { spec: spec('v1'), generation: 1 });
+    let shell = new AppShell('orders', store, new SimTarget(world), () => world.nowMs);
+    for (let i = 0; i < 10; i++) {
+      world.tick();
+      await shell.step();
+    }
+    expect(store.loadStatus('orders')!.lifecycle).toBe('STABLE');
+    store.saveDesired('orders', { spec: spec('v2'), generation: 2 });
+    let stop = await shell.step();
+    for (let i = 0; i < 10 && stop?.kind !== 'stop'; i++) {
+      world.tick(); // a periodic savepoint in flight finishes first
+      stop = await shell.step();
+    }
+    expect(stop).toMatchObject({ kind: 'stop', savepointId: expect.stringMatching(/^sp-/) });
+    const { deploymentId: v1, savepointId: sp } = stop as { deploymentId: string; savepointId: string };
+    // Killed right after the stop reached the job; the job ends while no manager runs.
+    whileDead(world, v1);
+    for (let i = 0; i < 5; i++) world.tick();
+    expect(world.jobs.get(v1)!.state).not.toBe('RUNNING');
+    shell = new AppShell('orders', store, new SimTarget(world), () => world.nowMs);
+    if (recover) await shell.recover();
+    for (let i = 0; i < 10; i++) {
+      world.tick();
+      await shell.step();
+    }
+    const status = store.loadStatus('orders')!;
+    expect(status.lifecycle).toBe('STABLE');
+    expect(world.violations).toEqual([]);
+    return { world, status, v1, sp, upgrade: status.savepoints.filter((r) => r.trigger === 'UPGRADE') };
+  }
+
+  for (const recover of [true, false]) {
+    it(`adopts the savepoint the interrupted stop wrote (${recover ? 'carrying on with the operation first' : 'reconciling at once'})`, async () => {
+      const { world, status, sp, upgrade } = await interruptedStop(7, recover, () => {});
+      expect(world.written).toContain(`sp:${sp}`);
+      expect(upgrade).toMatchObject([{ id: sp, state: 'COMPLETED', path: `sp:${sp}` }]);
+      expect(status.deployment).toMatchObject({ spec: { job: { version: 'v2' } }, from: `sp:${sp}` });
+      expect(status.events.map((e) => e.reason)).not.toContain('SavepointError');
+    });
+  }
+
+  it('a job cancelled before its savepoint: the record FAILED with an error event, the upgrade resumes from the latest checkpoint', async () => {
+    let latest: string | undefined;
+    const { status, sp, upgrade } = await interruptedStop(7, true, (world, id) => {
+      const j = world.jobs.get(id)!;
+      j.stopping = undefined;
+      j.state = 'CANCELED';
+      latest = j.lastCheckpoint?.path;
+    });
+    expect(latest).toBeDefined();
+    expect(upgrade).toMatchObject([{ id: sp, state: 'FAILED' }]);
+    expect(status.events.find((e) => e.reason === 'SavepointError')?.message).toMatch(new RegExp(`stop with savepoint ${sp} .* failed`));
+    expect(status.deployment).toMatchObject({ spec: { job: { version: 'v2' } }, from: latest });
+  });
+});

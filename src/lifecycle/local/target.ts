@@ -118,7 +118,7 @@ export class LocalProcessTarget implements DeploymentTarget {
       '--', ...a.spec.job.args,
     ];
     const pid = spawnDetached({
-      node: this.node, args, cwd: this.options.cwd ?? dir, env: { ...process.env, WEIR_HOME: l.home(app, a.deploymentId) },
+      node: this.node, args, cwd: this.options.cwd ?? dir, env: jobEnvironment(process.env, l.home(app, a.deploymentId)),
       stdout: l.stdout(app, a.deploymentId), stderr: l.stderr(app, a.deploymentId), pidFile: l.pidFile(app, a.deploymentId), exitFile: l.exitFile(app, a.deploymentId),
     });
     this.log(`weir manager: ${app}: started deployment ${a.deploymentId} (pid ${pid})${a.from !== undefined ? ` from ${a.from}` : ''}`);
@@ -236,6 +236,21 @@ export class LocalProcessTarget implements DeploymentTarget {
     }
     return { state: 'completed' };
   }
+}
+
+/**
+ * The environment of a deployment's `weir run`: the manager's, with the deployment's WEIR_HOME and
+ * without npm's variables. The job's parent is the manager, not npm; a `weir run` that sees
+ * npm_command thinks npm started it and cancels itself once its parent is gone
+ * (src/cli/parent-watch.ts), so a manager started with `npx weir manager` (or by a test runner
+ * under npx) and then killed took its jobs down with it: a stop-with-savepoint in flight ended
+ * as a cancel and its savepoint was lost. Jobs must outlive the manager.
+ */
+export function jobEnvironment(env: NodeJS.ProcessEnv, home: string): NodeJS.ProcessEnv {
+  const out: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(env)) if (!k.toLowerCase().startsWith('npm_')) out[k] = v;
+  out['WEIR_HOME'] = home;
+  return out;
 }
 
 function jobState(s: string): JobState {
