@@ -14,6 +14,7 @@ import { S3CheckpointStorage } from '../checkpoint/s3/s3-storage.ts';
 import { isS3Reference, resolveS3Config, type S3Config, type S3Settings } from '../checkpoint/s3/settings.ts';
 import { systemClock, type Clock } from '../core/clock.ts';
 import { WeirError } from '../core/errors.ts';
+import { logger } from '../core/log.ts';
 import { OPTIONS } from '../core/options/registry.ts';
 import { codeProblem } from '../core/options/values.ts';
 import { StartError } from './errors.ts';
@@ -133,7 +134,7 @@ export async function runJob(job: string | JobDefinition, options: RunOptions = 
   if (checkpointConfig.intervalMs !== undefined && storage === undefined) throw new StartError('checkpointing is enabled but no checkpoint directory is set (--checkpoint-dir DIR)');
   if (checkpointConfig.intervalMs === undefined && checkpointConfig.dir !== undefined) {
     // A directory alone reads as "checkpoint there", but without an interval nothing is taken.
-    (options.log ?? ((l: string) => void process.stderr.write(l + '\n')))(
+    (options.log ?? ((l: string) => logger().line(l)))(
       `weir: warning: a checkpoint directory is set (${checkpointConfig.dir}) but no checkpoint interval: no checkpoints will be taken; set --checkpoint-interval (or enableCheckpointing in the job)`,
     );
   }
