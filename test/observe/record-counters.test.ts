@@ -121,7 +121,8 @@ describe('record counters on and off', () => {
         });
         const vertex = JSON.parse(await get(`${h.base}/vertices/1`)) as Record<string, any>;
         const aggregated = JSON.parse(await get(`${h.base}/vertices/1/subtasks/metrics?get=numRecordsIn,busyTimeMsPerSecond&agg=sum`)) as { id: string }[];
-        return { text, vertex, aggregated };
+        const subtask = JSON.parse(await get(`${h.base}/vertices/1/subtasks/0/metrics?get=numRecordsIn,window%20sums.numRecordsOut,busyTimeMsPerSecond`)) as { id: string }[];
+        return { text, vertex, aggregated, subtask };
       } finally {
         await cancel(h);
       }
@@ -134,11 +135,13 @@ describe('record counters on and off', () => {
     expect(off.text).toMatch(/weir_taskmanager_job_task_operator_currentOutputWatermark\{/);
     expect(off.vertex['metrics']).toMatchObject({ 'read-records': 0, 'read-records-complete': false, 'write-records-complete': false });
     expect(off.aggregated.map((m) => m.id)).toEqual(['busyTimeMsPerSecond']);
+    expect(off.subtask.map((m) => m.id)).toEqual(['busyTimeMsPerSecond']);
 
     const on = await scrape(true, (t) => flowing(t) && windowCounted(t));
     expect(on.text).not.toMatch(/does not count records/);
     expect(on.text).toMatch(/weir_taskmanager_job_task_numRecordsOut\{/);
     expect(on.vertex['metrics']['read-records-complete']).toBe(true);
     expect(on.aggregated.map((m) => m.id)).toEqual(['numRecordsIn', 'busyTimeMsPerSecond']);
+    expect(on.subtask.map((m) => m.id)).toEqual(['numRecordsIn', 'window sums.numRecordsOut', 'busyTimeMsPerSecond']);
   });
 });
