@@ -1,7 +1,8 @@
 /**
- * One measurement, in a fresh process: node --import tsx bench/child.ts <job> <variant> <n> <keys>
+ * One measurement, in a fresh process: node --import tsx bench/child.ts <job> <variant> <n> <keys> [counters=off]
  * Times the processing only (after imports and module loading), from just before the job
- * starts until it has finished, and prints one RESULT_MARK line on stdout. weir sinks report
+ * starts until it has finished, and prints one RESULT_MARK line on stdout. `counters=off` runs a
+ * weir variant with record counting off (runJob's recordCounters: false; the metrics suite). weir sinks report
  * their checks on stderr (PARTIAL_MARK lines), which the runner sums.
  */
 import { resolve } from 'node:path';
@@ -24,8 +25,10 @@ export interface ChildReport {
   readonly result: Result | undefined;
   /** CPU time of the whole child process up to the report (start-up included), ms. */
   readonly processCpuMs: number;
-  /** weir only: records the sources emitted, and the job's own duration. */
+  /** weir only: records the sources emitted (0 with record counting off), and the job's own duration. */
   readonly recordsIn?: number;
+  /** weir only: whether records were counted (false with counters=off). */
+  readonly recordCounters?: boolean;
   readonly jobMs?: number;
 }
 
@@ -48,7 +51,9 @@ function cpuSince(start?: NodeJS.CpuUsage): number {
 }
 
 async function main(argv: string[]): Promise<void> {
-  const [job, variant, nArg, keysArg] = argv as [JobId, Variant, string, string];
+  const [job, variant, nArg, keysArg, countersArg] = argv as [JobId, Variant, string, string, string | undefined];
+  if (countersArg !== undefined && countersArg !== 'counters=off' && countersArg !== 'counters=on') throw new Error(`fifth argument: counters=on or counters=off, got ${countersArg}`);
+  const recordCounters = countersArg !== 'counters=off';
   if (!JOB_IDS.includes(job)) throw new Error(`unknown job ${job}; one of ${JOB_IDS.join(', ')}`);
   if (!VARIANTS.includes(variant)) throw new Error(`unknown variant ${variant}; one of ${VARIANTS.join(', ')}`);
   const n = Number(nArg);
@@ -62,11 +67,11 @@ async function main(argv: string[]): Promise<void> {
     await import(pathToFileURL(modulePath).href);
     const c0 = process.cpuUsage();
     const t0 = performance.now();
-    const r = await runJob(modulePath, { workers, parallelism: workers, args: [nArg, keysArg] });
+    const r = await runJob(modulePath, { workers, parallelism: workers, args: [nArg, keysArg], recordCounters });
     const ms = performance.now() - t0;
     const cpuMs = cpuSince(c0);
     if (r.status !== 'FINISHED') throw new Error(`weir job ${job} ${r.status}: ${r.error?.message ?? 'unknown reason'}\n${r.error?.stack ?? ''}`);
-    report = { job, variant, n, keys, ms, cpuMs, result: undefined, recordsIn: r.progress.recordsIn, jobMs: r.durationMs };
+    report = { job, variant, n, keys, ms, cpuMs, result: undefined, recordsIn: r.progress.recordsIn, recordCounters: r.progress.recordCounters !== false, jobMs: r.durationMs };
   } else {
     const run = (await baseline(variant))[job];
     const c0 = process.cpuUsage();

@@ -9,6 +9,9 @@
  *
  * checkpoints (bench/checkpoints.ts): throughput with checkpoints on and off, checkpoint and
  * savepoint duration and size, restore times; the same conventions, its own section.
+ *
+ * metrics (bench/metrics.ts): the same jobs with record counting on and off (--record-counters),
+ * side by side: what per-record metrics cost; the same conventions, its own section.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -16,6 +19,7 @@ import { join, relative } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { ChildReport } from './child.ts';
 import { CHECKPOINT_PARTS, checkpointDefaults, runCheckpointSuite, type CheckpointPart } from './checkpoints.ts';
+import { METRICS_VARIANTS, runMetricsSuite, type MetricsVariant } from './metrics.ts';
 import {
   BENCH_DIR, BenchFailure, fmtInt, fmtMs, fmtRate, fmtX, machine, machineLine, MAX_FOREIGN_CPU, MD_PATH, median, noiseLine,
   RESULTS_DIR, ROOT, sourceRevision, spawnChild, targetTable, withRetries, writeMarkdownSection, type Machine, type Target,
@@ -45,7 +49,7 @@ const VARIANT_TITLES: Record<Variant, string> = {
   streams: 'Node object-mode streams',
 };
 
-export const SUITES = ['throughput', 'checkpoints'] as const;
+export const SUITES = ['throughput', 'checkpoints', 'metrics'] as const;
 export type Suite = (typeof SUITES)[number];
 
 interface Options {
@@ -55,6 +59,8 @@ interface Options {
   readonly runs: number | undefined;
   readonly jobs: readonly JobId[];
   readonly variants: readonly Variant[];
+  /** Metrics suite: the weir variants of --variants, else weir-1. */
+  readonly metricsVariants: readonly MetricsVariant[];
   readonly cpParts: readonly CheckpointPart[];
   readonly cpKeys: readonly number[] | undefined;
   /** undefined: each suite writes its section after a full run of itself. */
@@ -90,13 +96,15 @@ function options(argv: string[]): Options {
         `  --suite S          ${SUITES.join(', ')} or all (default all; --jobs/--variants imply throughput, --parts/--keys checkpoints)\n` +
         '  --quick            small inputs, 1 run each, BENCHMARKS.md untouched (smoke check)\n' +
         '  --runs N           runs per measurement, median reported (env BENCH_RUNS; default 5, checkpoint\n' +
-        `                     suite: ${d.runsText})\n` +
+        `                     suite: ${d.runsText}; metrics suite: 7)\n` +
         '  --write/--no-write force/skip updating BENCHMARKS.md (default: a suite writes its section after a full run of it)\n' +
         '  --timeout-s S      per child process (default 900)\n' +
         `  --tries N          repeat a measurement during which other processes used over ${MAX_FOREIGN_CPU * 100}% of the CPUs, up to N attempts (default 3)\n` +
         'throughput suite:\n' +
         `  --jobs a,b         subset of ${JOB_IDS.join(', ')}\n` +
         `  --variants x,y     subset of ${VARIANTS.join(', ')} (the plain loop is always run)\n` +
+        'metrics suite (record counting on vs off; --jobs as above, default all three):\n' +
+        `  --variants x,y     subset of ${METRICS_VARIANTS.join(', ')} (default weir-1)\n` +
         'checkpoints suite:\n' +
         `  --parts a,b        subset of ${CHECKPOINT_PARTS.join(', ')}\n` +
         `  --keys n,m         key counts of the snapshot and restore measurements (default ${d.keys.join(',')})\n`,
@@ -120,6 +128,8 @@ function options(argv: string[]): Options {
   };
   const jobs = list(values.jobs, JOB_IDS, 'job');
   const variants = list(values.variants, VARIANTS, 'variant');
+  const metricsVariants = METRICS_VARIANTS.filter((v) => (values.variants === undefined ? v === 'weir-1' : variants.includes(v)));
+  if (suites.includes('metrics') && metricsVariants.length === 0) throw new BenchFailure(`the metrics suite runs weir only: --variants needs ${METRICS_VARIANTS.join(' or ')}`);
   if (!variants.includes('loop')) variants.splice(VARIANTS.indexOf('loop'), 0, 'loop'); // ratios are against it
   const cpParts = list(values.parts, CHECKPOINT_PARTS, 'checkpoint part');
   let cpKeys: number[] | undefined;
@@ -131,7 +141,7 @@ function options(argv: string[]): Options {
   const timeoutS = Number(values['timeout-s'] ?? 900);
   const tries = Number(values.tries ?? 3);
   if (!Number.isInteger(tries) || tries < 1) throw new BenchFailure(`--tries must be a positive integer, got ${values.tries}`);
-  return { suites, quick, runs, jobs, variants: VARIANTS.filter((v) => variants.includes(v)), cpParts, cpKeys, write, timeoutMs: timeoutS * 1000, tries };
+  return { suites, quick, runs, jobs, variants: VARIANTS.filter((v) => variants.includes(v)), metricsVariants, cpParts, cpKeys, write, timeoutMs: timeoutS * 1000, tries };
 }
 
 // ---- one child process ---------------------------------------------------------------
@@ -367,6 +377,10 @@ async function main(): Promise<void> {
   if (opts.suites.includes('throughput')) await runThroughputSuite(opts, m, revision);
   if (opts.suites.includes('checkpoints')) {
     await runCheckpointSuite({ quick: opts.quick, runs: opts.runs, parts: opts.cpParts, keys: opts.cpKeys, write: opts.write, timeoutMs: opts.timeoutMs, tries: opts.tries }, m, revision);
+  }
+  if (opts.suites.includes('metrics')) {
+    const command = ['npm run bench', ...(process.argv.length > 2 ? ['--', ...process.argv.slice(2)] : [])].join(' ');
+    await runMetricsSuite({ quick: opts.quick, runs: opts.runs, jobs: opts.jobs, variants: opts.metricsVariants, write: opts.write, timeoutMs: opts.timeoutMs, tries: opts.tries, command }, m, revision);
   }
 }
 

@@ -12,6 +12,7 @@ import { errorCode } from '../core/errors.ts';
 import { defaultOf } from '../core/options/option.ts';
 import { OPTIONS } from '../core/options/registry.ts';
 import { valueOf } from '../core/options/values.ts';
+import { logger } from '../core/log.ts';
 import { defaultManagerDir, managerUrlOf, serveManager } from '../lifecycle/serve.ts';
 import { readSpecText, validateSpec } from '../lifecycle/spec.ts';
 import type { AppStatus, Desired } from '../lifecycle/status.ts';
@@ -27,17 +28,19 @@ export async function managerCommand(argv: string[]): Promise<number> {
   const { values, positionals } = line;
   if (positionals.length > 0) throw new CliError(`manager: unexpected argument "${positionals[0]}"`);
   const dir = valueOf(values, OPTIONS.managerDir) ?? defaultManagerDir();
+  // The one logger (--log-level, --log-format); text lines stay `weir manager: …`.
+  const log = logger().component('manager');
   const m = await serveManager({
     dir, port: valueOf(values, OPTIONS.managerPort) ?? defaultOf(OPTIONS.managerPort), address: valueOf(values, OPTIONS.managerAddress) ?? defaultOf(OPTIONS.managerAddress),
     intervalMs: toMillis(valueOf(values, OPTIONS.managerInterval) ?? defaultOf(OPTIONS.managerInterval), '--interval'),
-    log: (l) => void process.stderr.write(`${l}\n`),
+    log: (l) => log.line(l),
   });
-  process.stderr.write(`weir manager: serving on ${m.url}; directory ${resolve(dir)}\n`);
+  log.info(`serving on ${m.url}; directory ${resolve(dir)}`, { url: m.url });
   const signal = await new Promise<NodeJS.Signals>((res) => {
     process.once('SIGINT', () => res('SIGINT'));
     process.once('SIGTERM', () => res('SIGTERM'));
   });
-  process.stderr.write(`weir manager: ${signal}: stopping (the jobs keep running; a new manager adopts them)\n`);
+  log.info(`${signal}: stopping (the jobs keep running; a new manager adopts them)`);
   await m.close();
   return 0;
 }

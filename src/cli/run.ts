@@ -70,7 +70,8 @@ export async function runCommand(argv: string[]): Promise<number> {
     const late = result.progress.lateRecordsDropped ?? 0;
     const lateNote = late > 0 ? `, ${late} dropped as late` : '';
     const deadNote = letters > 0 ? `, ${letters} dead letters` : '';
-    logger().info(`job "${result.graph.jobName}" finished in ${(result.durationMs / 1000).toFixed(2)} s (${result.progress.recordsIn} records in, ${result.progress.recordsOut} out${lateNote}${deadNote}); job id ${result.jobId}`, { jobId: result.jobId });
+    const records = result.progress.recordCounters === false ? 'records not counted' : `${result.progress.recordsIn} records in, ${result.progress.recordsOut} out`;
+    logger().info(`job "${result.graph.jobName}" finished in ${(result.durationMs / 1000).toFixed(2)} s (${records}${lateNote}${deadNote}); job id ${result.jobId}`, { jobId: result.jobId });
     return 0;
   }
   const e = result.error;
@@ -104,7 +105,8 @@ export function statusText(p: Progress, last: Progress | undefined): string {
   const lag = (p.pendingRecords !== undefined ? `, ${fmt(p.pendingRecords)} records pending` : '') + (p.millisBehindLatest !== undefined ? `, ${(p.millisBehindLatest / 1000).toFixed(1)} s behind latest` : '');
   const late = p.lateRecordsDropped ? `, ${p.lateRecordsDropped} dropped as late` : '';
   const dead = p.deadLetters > 0 ? `, ${p.deadLetters} dead letters` : '';
-  return `weir: ${(p.elapsedMs / 1000).toFixed(0)} s: ${fmt(rin)} records/s in, ${fmt(rout)} records/s out, heap ${(p.heapUsed / 2 ** 20).toFixed(0)} MiB${bp}${cp}${lag}${late}${dead}`;
+  const rates = p.recordCounters === false ? 'records not counted (--record-counters off)' : `${fmt(rin)} records/s in, ${fmt(rout)} records/s out`;
+  return `weir: ${(p.elapsedMs / 1000).toFixed(0)} s: ${rates}, heap ${(p.heapUsed / 2 ** 20).toFixed(0)} MiB${bp}${cp}${lag}${late}${dead}`;
 }
 
 function fmt(n: number): string {

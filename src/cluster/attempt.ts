@@ -45,6 +45,8 @@ export interface AttemptContext {
   readonly stateBackend: string;
   /** Where sources write dead letters (undefined: the log). */
   readonly deadLetterDir: string | undefined;
+  /** Records are counted per task and operator (metrics.record-counters.enabled). */
+  readonly recordCounters: boolean;
   readonly job: { readonly modulePath: string | undefined; readonly args: readonly string[]; readonly defaultParallelism: number };
   readonly checkpointConfig: CheckpointConfig;
   /** Periodic checkpoints are on. */
@@ -117,7 +119,7 @@ export class Attempt {
       v.operators.filter((o) => o.node.transformation.kind === 'one-input' && o.node.transformation.isSink).map((o) => [v.index, o.index] as const),
     );
     this.taskIds = ctx.plan.subtasks.map((s) => taskId(s.vertex, s.index));
-    this.metricStore = new MetricStore(ctx.graph);
+    this.metricStore = new MetricStore(ctx.graph, ctx.recordCounters);
     this.startedAt = ctx.clock.now();
     // Always there: savepoints can be taken without periodic checkpoints.
     const tasks = ctx.plan.subtasks.map((s) => ({ id: taskId(s.vertex, s.index), isSource: graph.vertices[s.vertex]!.isSource }));
@@ -148,6 +150,7 @@ export class Attempt {
       checkpointing: { mode: ctx.checkpointConfig.mode, periodic: ctx.checkpointing, inlineThresholdBytes: memoryThresholdFor(ctx.checkpointConfig, ctx.storage?.root) },
       stateBackend: ctx.stateBackend,
       deadLetterDir: ctx.deadLetterDir,
+      recordCounters: ctx.recordCounters,
       restore: (this.start.restore?.tasks ?? {}) as Record<TaskId, TaskRestore>,
       storage: ctx.snapshots.workerView,
       s3: ctx.s3,
@@ -193,7 +196,7 @@ export class Attempt {
       if (backPressure === undefined || bp > backPressure.msPerSecond) backPressure = { task: `${s.taskName} (${s.subtask + 1})`, msPerSecond: bp };
     }
     return {
-      elapsedMs: this.ctx.clock.now() - this.startedAt, recordsIn, recordsOut, deadLetters, heapUsed, attempt: this.number, lastCheckpoint: this.ctx.stats.lastCompleted,
+      elapsedMs: this.ctx.clock.now() - this.startedAt, recordsIn, recordsOut, recordCounters: this.ctx.recordCounters, deadLetters, heapUsed, attempt: this.number, lastCheckpoint: this.ctx.stats.lastCompleted,
       lateRecordsDropped: late, bytesIn, pendingRecords: pending, millisBehindLatest: behind, backPressure,
     };
   }

@@ -35,6 +35,8 @@ export interface DeploymentSpec {
   /** The keyed state backend's name, resolved by each executor. */
   readonly stateBackend: string;
   readonly deadLetterDir: string | undefined;
+  /** Records are counted per task and operator (metrics). */
+  readonly recordCounters: boolean;
   readonly restore: Record<TaskId, TaskRestore>;
   /** Where tasks in this thread write and read state (worker threads resolve local paths themselves). */
   readonly storage: CheckpointStorageWorkerView;
@@ -87,7 +89,7 @@ export class Deployment {
     const ex = new TaskExecutor({
       workerIndex: 0, graph: s.graph, plan: s.plan, splits: s.splits, attempt: s.attempt, credits: s.credits, clock: s.clock,
       send: (m) => queueMicrotask(() => s.onMessage(m)), dataPlane: undefined, writeStdout: (t) => s.writeStdout(t),
-      checkpointing: s.checkpointing, stateBackend: s.stateBackend, deadLetterDir: s.deadLetterDir, restore: s.restore, storage: s.storage,
+      checkpointing: s.checkpointing, stateBackend: s.stateBackend, deadLetterDir: s.deadLetterDir, recordCounters: s.recordCounters, restore: s.restore, storage: s.storage,
     });
     this.local = ex;
     this.executors.push({ send: (m) => ex.handle(m), terminate: async () => ex.cancel() });
@@ -119,7 +121,7 @@ export class Deployment {
         type: 'deploy',
         job: { modulePath: s.job.modulePath, args: s.job.args, defaultParallelism: s.job.defaultParallelism },
         workerIndex: w, plan: s.plan, fingerprint: s.job.fingerprint, splits: s.splits, attempt: s.attempt, credits: s.credits,
-        checkpointing: s.checkpointing, stateBackend: s.stateBackend, deadLetterDir: s.deadLetterDir, restore: s.restore, s3: s.s3, preloadS3: s.preloadS3, peers, stdoutCredit: credit,
+        checkpointing: s.checkpointing, stateBackend: s.stateBackend, deadLetterDir: s.deadLetterDir, recordCounters: s.recordCounters, restore: s.restore, s3: s.s3, preloadS3: s.preloadS3, peers, stdoutCredit: credit,
       };
       worker.postMessage(msg, Object.values(peers));
     }

@@ -19,6 +19,8 @@ export interface ExceptionEntry {
 }
 
 export interface JobMetricsView {
+  /** False when records are not counted (metrics.record-counters.enabled): numRecordsIn/Out and their rates are absent. */
+  readonly recordCounters: boolean;
   readonly job: MetricValues;
   readonly subtasks: readonly SubtaskMetricsView[];
 }

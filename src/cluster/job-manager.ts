@@ -13,6 +13,10 @@ import { storageResolver } from '../checkpoint/storage-resolver.ts';
 import { S3CheckpointStorage } from '../checkpoint/s3/s3-storage.ts';
 import { isS3Reference, resolveS3Config, type S3Config, type S3Settings } from '../checkpoint/s3/settings.ts';
 import { systemClock, type Clock } from '../core/clock.ts';
+import { WeirError } from '../core/errors.ts';
+import { logger } from '../core/log.ts';
+import { OPTIONS } from '../core/options/registry.ts';
+import { codeProblem } from '../core/options/values.ts';
 import { StartError } from './errors.ts';
 import type { JobService } from './job-control.ts';
 import { buildJob, loadJobModule } from './job-loader.ts';
@@ -49,6 +53,12 @@ export interface RunOptions {
   readonly deadLetterDir?: string;
   /** Most channels between subtasks the job may have (default 65536); more is refused at start. */
   readonly maxChannels?: number;
+  /**
+   * Count records per task and operator (numRecordsIn/Out and their rates; metrics.record-counters.enabled).
+   * Default true. false takes the counting off the per-record path: those metrics are absent, and
+   * the job's progress says so (Progress.recordCounters) instead of counting records.
+   */
+  readonly recordCounters?: boolean;
   /** Buffer credits per channel (backpressure bound). */
   readonly credits?: number;
   /** Checkpoint settings; they override the job's own (enableCheckpointing). */
@@ -104,6 +114,8 @@ export async function runJob(job: string | JobDefinition, options: RunOptions = 
   const workers = positiveInt(options.workers ?? availableParallelism(), 'workers', options.workers);
   const parallelism = positiveInt(options.parallelism ?? workers, 'parallelism', options.parallelism);
   if (options.maxChannels !== undefined) positiveInt(options.maxChannels, 'maxChannels', options.maxChannels);
+  const countersProblem = options.recordCounters === undefined ? undefined : codeProblem(OPTIONS.recordCounters, options.recordCounters, 'run options (recordCounters)');
+  if (countersProblem !== undefined) throw new WeirError('CONFIG', countersProblem);
   if (options.clock !== undefined && workers > 1) throw new RangeError('a custom clock needs workers: 1 (it cannot cross threads)');
   if (options.checkpointStorage?.threadLocal && workers > 1) throw new RangeError('in-memory checkpoint storage needs workers: 1 (it cannot cross threads)');
   const config = resolveJobManagerConfig(options.jobManager, 'run options (jobManager)');
@@ -122,7 +134,7 @@ export async function runJob(job: string | JobDefinition, options: RunOptions = 
   if (checkpointConfig.intervalMs !== undefined && storage === undefined) throw new StartError('checkpointing is enabled but no checkpoint directory is set (--checkpoint-dir DIR)');
   if (checkpointConfig.intervalMs === undefined && checkpointConfig.dir !== undefined) {
     // A directory alone reads as "checkpoint there", but without an interval nothing is taken.
-    (options.log ?? ((l: string) => void process.stderr.write(l + '\n')))(
+    (options.log ?? ((l: string) => logger().line(l)))(
       `weir: warning: a checkpoint directory is set (${checkpointConfig.dir}) but no checkpoint interval: no checkpoints will be taken; set --checkpoint-interval (or enableCheckpointing in the job)`,
     );
   }

@@ -117,6 +117,11 @@ export class JobMaster implements JobControl {
   get checkpointing(): boolean {
     return this.spec.checkpointConfig.intervalMs !== undefined;
   }
+  /** Records are counted per task and operator (metrics.record-counters.enabled). */
+  get recordCounters(): boolean {
+    return this.spec.options.recordCounters ?? defaultOf(OPTIONS.recordCounters);
+  }
+
   get jobId(): string {
     return this.jobIdValue;
   }
@@ -178,6 +183,8 @@ export class JobMaster implements JobControl {
     return {
       jid: this.jobId, name: this.jobName, state: this.state, 'start-time': this.started, duration: this.spec.clock.now() - this.started,
       attempt: this.attempts - 1,
+      // Records counted per task and operator (metrics.record-counters.enabled); false: numRecordsIn/Out absent.
+      recordCounters: this.recordCounters,
       vertices: this.spec.graph.vertices.map((v) => ({ id: v.id, name: v.name, parallelism: v.parallelism, maxParallelism: v.maxParallelism })),
       checkpointing: { interval: c.intervalMs ?? null, mode: c.mode, dir: this.spec.storage?.root ?? c.dir ?? null, savepointDir: c.savepointDir ?? null },
       // Malformed records sent to the dead letters (this attempt; per source subtask: numRecordsInErrors), and where they are written.
@@ -234,7 +241,7 @@ export class JobMaster implements JobControl {
       lastCompletedCheckpointId: last?.id ?? -1,
       lastCheckpointRestoreTimestamp: this.stats.lastRestore?.at ?? -1,
     };
-    return { job, subtasks: this.current?.metricStore.subtasks() ?? [] };
+    return { recordCounters: this.recordCounters, job, subtasks: this.current?.metricStore.subtasks() ?? [] };
   }
 
   exceptions(): readonly ExceptionEntry[] {
@@ -434,6 +441,7 @@ export class JobMaster implements JobControl {
     const customStdout = s.options.stdout !== undefined;
     return {
       jobId: this.jobId, graph: s.graph, plan: this.plan, workers: s.workers, stateBackend: s.stateBackend, deadLetterDir: s.deadLetterDir,
+      recordCounters: this.recordCounters,
       job: { modulePath: s.modulePath, args: s.args, defaultParallelism: s.parallelism },
       checkpointConfig: s.checkpointConfig, checkpointing: this.checkpointing, config: s.config, clock: s.clock,
       credits: s.options.credits ?? DEFAULT_CHANNEL_CREDITS, storage: s.storage, snapshots: s.snapshots, s3: s.s3, stats: this.stats,

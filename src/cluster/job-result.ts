@@ -5,10 +5,12 @@ import type { SerializedError } from './messages.ts';
 
 export interface Progress {
   readonly elapsedMs: number;
-  /** Records emitted by sources so far (this attempt). */
+  /** Records emitted by sources so far (this attempt); 0 when records are not counted (recordCounters false). */
   readonly recordsIn: number;
-  /** Records taken by sinks so far (this attempt). */
+  /** Records taken by sinks so far (this attempt); 0 when records are not counted. */
   readonly recordsOut: number;
+  /** False when the job does not count records (metrics.record-counters.enabled: false); absent or true otherwise. */
+  readonly recordCounters?: boolean;
   /** Malformed records sources sent to the dead letters so far (this attempt; Flink's numRecordsInErrors). */
   readonly deadLetters: number;
   readonly heapUsed: number;

@@ -36,6 +36,8 @@ export interface DeployMessage {
   readonly stateBackend: string;
   /** Where sources write their dead letters (undefined: to the log). */
   readonly deadLetterDir: string | undefined;
+  /** Records are counted per task and operator (metrics.record-counters.enabled). */
+  readonly recordCounters: boolean;
   /** State to start from, per "vertex:subtask". */
   readonly restore: Readonly<Record<TaskId, TaskRestore>>;
   /** S3 settings: the worker resolves s3:// locations with its own client. */

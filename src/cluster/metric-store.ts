@@ -33,7 +33,11 @@ export interface SubtaskMetricsView {
 export class MetricStore {
   private readonly samples = new Map<string, TaskMetricsSample[]>();
 
-  constructor(private readonly graph: JobGraph) {}
+  /**
+   * `recordCounters` false (metrics.record-counters.enabled: false): the tasks do not count
+   * records, so numRecordsIn/Out and their rates are left out rather than shown as 0.
+   */
+  constructor(private readonly graph: JobGraph, readonly recordCounters = true) {}
 
   /** A sample from a worker; a sample older than the last one (reordered) is ignored. */
   add(s: TaskMetricsSample): void {
@@ -74,11 +78,14 @@ export class MetricStore {
       const idle = share(last.idleMs, base?.idleMs ?? 0);
       const bp = share(last.backPressuredMs, base?.backPressuredMs ?? 0);
       const recordsIn = last.recordsIn[0] ?? 0;
+      const counted = this.recordCounters;
       const metrics: MetricValues = {
-        numRecordsIn: recordsIn,
-        numRecordsOut: last.taskRecordsOut,
-        numRecordsInPerSecond: perSecond(recordsIn, first.recordsIn[0] ?? 0),
-        numRecordsOutPerSecond: perSecond(last.taskRecordsOut, first.taskRecordsOut),
+        ...(counted ? {
+          numRecordsIn: recordsIn,
+          numRecordsOut: last.taskRecordsOut,
+          numRecordsInPerSecond: perSecond(recordsIn, first.recordsIn[0] ?? 0),
+          numRecordsOutPerSecond: perSecond(last.taskRecordsOut, first.taskRecordsOut),
+        } : {}),
         numBytesOut: last.bytesOut,
         numBytesOutPerSecond: perSecond(last.bytesOut, first.bytesOut),
         idleTimeMsPerSecond: idle,
@@ -108,10 +115,12 @@ export class MetricStore {
       const operators = v.operators.map((o, i): OperatorMetricsView => ({
         index: i, id: o.node.id, name: o.node.name,
         metrics: {
-          numRecordsIn: last.recordsIn[i] ?? 0,
-          numRecordsOut: last.recordsOut[i] ?? 0,
-          numRecordsInPerSecond: perSecond(last.recordsIn[i] ?? 0, first.recordsIn[i] ?? 0),
-          numRecordsOutPerSecond: perSecond(last.recordsOut[i] ?? 0, first.recordsOut[i] ?? 0),
+          ...(counted ? {
+            numRecordsIn: last.recordsIn[i] ?? 0,
+            numRecordsOut: last.recordsOut[i] ?? 0,
+            numRecordsInPerSecond: perSecond(last.recordsIn[i] ?? 0, first.recordsIn[i] ?? 0),
+            numRecordsOutPerSecond: perSecond(last.recordsOut[i] ?? 0, first.recordsOut[i] ?? 0),
+          } : {}),
           currentInputWatermark: last.inputWatermark[i] ?? Number.MIN_SAFE_INTEGER,
           currentOutputWatermark: last.outputWatermark[i] ?? Number.MIN_SAFE_INTEGER,
           numLateRecordsDropped: last.lateRecordsDropped[i] ?? 0,

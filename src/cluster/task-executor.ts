@@ -50,6 +50,8 @@ export interface ExecutorConfig {
   readonly stateBackend?: string;
   /** Where sources' dead letters are written; without one, the first few go to the job's log. */
   readonly deadLetterDir?: string | undefined;
+  /** Count records per task and operator (metrics); true when absent. */
+  readonly recordCounters?: boolean;
 }
 
 /** Dead letters shown in the log per source subtask when there is no dead-letter directory; the rest are counted. */
@@ -142,7 +144,7 @@ export class TaskExecutor implements TaskListener {
               uid: op.node.uid,
               subtaskIndex: st.index,
               parallelism: v.parallelism,
-            }),
+            }, undefined, cfg.recordCounters ?? true),
           );
         }
       }
@@ -167,6 +169,7 @@ export class TaskExecutor implements TaskListener {
         restore: cfg.restore[taskId(v.index, st.index)],
         gated: Object.keys(cfg.restore).length > 0,
         objectReuse: graph.objectReuse,
+        recordCounters: cfg.recordCounters ?? true,
         keyedStateBackend,
         storage: cfg.storage,
       });

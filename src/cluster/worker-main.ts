@@ -71,6 +71,7 @@ async function deploy(m: DeployMessage & { peers: Record<number, MessagePort>; s
     checkpointing: m.checkpointing,
     stateBackend: m.stateBackend,
     deadLetterDir: m.deadLetterDir,
+    recordCounters: m.recordCounters,
     restore: m.restore,
     // Local paths and S3 (with the job's settings) resolve in any thread; in-memory storage does not.
     storage: storageResolver(undefined, m.s3).workerView,

@@ -17,6 +17,12 @@ export interface Logger {
   error(msg: string, fields?: LogFields): void;
   /** Writes a line as the job's log gives it ("weir: …", "weir: warning: …"), at the level its prefix says. */
   line(text: string): void;
+  /**
+   * The same logger for one part of weir that names itself: text lines read `weir <name>: …`
+   * (`weir manager: serving on …`), JSON lines carry `component: <name>`; its line() also takes
+   * lines already prefixed `weir <name>: `.
+   */
+  component(name: string): Logger;
 }
 
 export interface LoggerOptions {
@@ -36,19 +42,24 @@ export function oneLineMessage(msg: string): string {
 }
 
 export function createLogger(o: LoggerOptions = {}): Logger {
+  return loggerFor(o, undefined);
+}
+
+function loggerFor(o: LoggerOptions, component: string | undefined): Logger {
   const min = RANK[o.level ?? 'info'];
   const format = o.format ?? 'text';
   const write = o.write ?? ((l: string) => void process.stderr.write(l + '\n'));
   const now = o.now ?? Date.now;
+  const prefix = component === undefined ? 'weir: ' : `weir ${component}: `;
   const emit = (level: LogLevel, msg: string, fields?: LogFields) => {
     if (RANK[level] < min) return;
     const text = oneLineMessage(msg);
     if (format === 'json') {
-      write(JSON.stringify({ time: new Date(now()).toISOString(), level, msg: text, ...fields }));
+      write(JSON.stringify({ time: new Date(now()).toISOString(), level, msg: text, ...(component !== undefined ? { component } : {}), ...fields }));
       return;
     }
     // In text, fields are for machines: only a stack (asked for with --verbose) is shown, below the line.
-    write(TEXT_PREFIX[level] + text);
+    write(component === undefined ? TEXT_PREFIX[level] + text : prefix + TEXT_PREFIX[level].slice('weir: '.length) + text);
     const stack = fields?.['stack'];
     if (typeof stack === 'string') write(stack);
   };
@@ -58,11 +69,12 @@ export function createLogger(o: LoggerOptions = {}): Logger {
     warn: (m, f) => emit('warn', m, f),
     error: (m, f) => emit('error', m, f),
     line: (text) => {
-      const body = text.startsWith('weir: ') ? text.slice('weir: '.length) : text;
+      const body = text.startsWith(prefix) ? text.slice(prefix.length) : text;
       if (body.startsWith('error: ')) emit('error', body.slice('error: '.length));
       else if (body.startsWith('warning: ')) emit('warn', body.slice('warning: '.length));
       else emit('info', body);
     },
+    component: (name) => loggerFor(o, name),
   };
 }
 

@@ -62,7 +62,11 @@ export function prometheusText(jobs: readonly PrometheusJob[]): string {
       }
     }
   }
+  // A comment (not HELP or TYPE) says why a job has no record counts, instead of series stuck at 0.
   let out = '';
+  for (const j of jobs) {
+    if (!j.metrics.recordCounters) out += `# weir: job ${j.jobId} does not count records (metrics.record-counters.enabled: false, --record-counters off): numRecordsIn, numRecordsOut and their rates are absent\n`;
+  }
   for (const [name, lines] of families) {
     out += `# HELP ${name} ${name.replace(/^weir_/, '').replace(/_/g, ' ')} (Flink metric, weir)\n# TYPE ${name} gauge\n`;
     out += lines.join('\n') + '\n';

@@ -52,13 +52,15 @@ export function vertexJson(job: JobControl, v: VertexInfo): Record<string, unkno
   const sum = (k: string) => subs.reduce((a, s) => a + (s.metrics[k] ?? 0), 0);
   const max = (k: string) => subs.reduce((a, s) => Math.max(a, s.metrics[k] ?? 0), 0);
   const states = new Set(subs.map((s) => s.state));
+  // Flink's "-complete": false when the value does not cover everything, here when records are not counted.
+  const counted = job.metrics().recordCounters;
   return {
     id: v.id, index: v.index, name: v.name, parallelism: v.parallelism, maxParallelism: v.maxParallelism,
     status: states.size === 1 ? [...states][0]!.toUpperCase() : subs.length === 0 ? 'CREATED' : 'RUNNING',
     operators: v.operators, inputs: v.inputs.map((i) => ({ id: i.id, ship_strategy: i.shipStrategy })),
     metrics: {
       'read-bytes': 0, 'read-bytes-complete': true, 'write-bytes': sum('numBytesOut'), 'write-bytes-complete': true,
-      'read-records': sum('numRecordsIn'), 'read-records-complete': true, 'write-records': sum('numRecordsOut'), 'write-records-complete': true,
+      'read-records': sum('numRecordsIn'), 'read-records-complete': counted, 'write-records': sum('numRecordsOut'), 'write-records-complete': counted,
       'accumulated-busy-time': 0, 'accumulated-idle-time': 0, 'accumulated-backpressured-time': 0,
     },
     // Flink's UI colours a vertex by the maximum over its subtasks.

@@ -26,7 +26,7 @@ export interface BatchConsumer {
 export class Output {
   private values: unknown[] = [];
   private timestamps: number[] = [];
-  /** Records handed on, for metrics. */
+  /** Records handed on, for metrics (and a source's rate limit); stays 0 when not counting. */
   count = 0;
   /** The last watermark emitted (currentOutputWatermark); MIN_WATERMARK before the first. */
   lastWatermark = MIN_WATERMARK;
@@ -42,29 +42,43 @@ export class Output {
     readonly targets: BatchConsumer[],
     readonly sideOutputs: ReadonlyMap<string, Output> = new Map(),
     private readonly batchSize = DEFAULT_BATCH_SIZE,
+    /**
+     * Count the records handed on (`count`). Off (metrics.record-counters.enabled: false), the
+     * per-record paths are built without the increment, not guarded by a test per record.
+     */
+    private readonly counting = true,
   ) {
     this.direct = targets.length > 0 && targets.every((t) => t.processRecord !== undefined);
-    if (this.direct && targets.length === 1) this.emit = specialize('emitToOne', 'out', 't', 'out.count++; t.processRecord(value, timestamp);')(this, targets[0]);
+    if (this.direct && targets.length === 1) {
+      this.emit = specialize('emitToOne', 'out', 't', `${counting ? 'out.count++; ' : ''}t.processRecord(value, timestamp);`)(this, targets[0]);
+    } else if (this.direct) {
+      this.emit = counting ? this.emitToManyCounting : this.emitToMany;
+    }
   }
 
+  /** Batch mode: collects the record; record-at-a-time mode replaces this in the constructor. */
   emit(value: unknown, timestamp: number): void {
-    if (this.direct) {
-      // Several targets (one target gets its own function, see the constructor).
-      this.count++;
-      const targets = this.targets;
-      for (let i = 0; i < targets.length; i++) targets[i]!.processRecord!(value, timestamp);
-      return;
-    }
     this.values.push(value);
     this.timestamps.push(timestamp);
     if (this.values.length >= this.batchSize) this.flush();
+  }
+
+  /** Record-at-a-time mode with several targets (one target gets its own function, see the constructor). */
+  private emitToManyCounting(value: unknown, timestamp: number): void {
+    this.count++;
+    this.emitToMany(value, timestamp);
+  }
+
+  private emitToMany(value: unknown, timestamp: number): void {
+    const targets = this.targets;
+    for (let i = 0; i < targets.length; i++) targets[i]!.processRecord!(value, timestamp);
   }
 
   /** Emits a whole batch at once; the batch is borrowed. */
   emitBatch(batch: Batch): void {
     if (batch.values.length === 0) return;
     this.flush();
-    this.count += batch.values.length;
+    if (this.counting) this.count += batch.values.length;
     const targets = this.targets;
     for (let i = 0; i < targets.length; i++) targets[i]!.processBatch(batch);
   }
@@ -85,7 +99,7 @@ export class Output {
       const batch: Batch = { values: this.values, timestamps: this.timestamps };
       this.values = [];
       this.timestamps = [];
-      this.count += batch.values.length;
+      if (this.counting) this.count += batch.values.length;
       const targets = this.targets;
       for (let i = 0; i < targets.length; i++) targets[i]!.processBatch(batch);
     }

@@ -33,6 +33,8 @@ export class RecordWriter implements BatchConsumer, AvailabilityListener {
     private readonly maxParallelism: number,
     private readonly location: ErrorLocation,
     private readonly batchSize = DEFAULT_BATCH_SIZE,
+    /** Count records handed on (recordsOut, metrics); off with metrics.record-counters.enabled: false. */
+    private readonly countRecords = true,
   ) {
     this.bufV = channels.map(() => []);
     this.bufT = channels.map(() => []);
@@ -60,7 +62,7 @@ export class RecordWriter implements BatchConsumer, AvailabilityListener {
   processBatch(batch: Batch): void {
     const n = batch.values.length;
     if (n === 0 || this.channels.length === 0) return;
-    this.recordsOut += n;
+    if (this.countRecords) this.recordsOut += n;
     switch (this.kind) {
       case 'hash':
         this.partitionByKey(batch);

@@ -81,6 +81,11 @@ export interface TaskDeployment {
    */
   readonly gated: boolean;
   readonly objectReuse: boolean;
+  /**
+   * Count records per operator and task (numRecordsIn/Out). Off, the per-record paths are built
+   * without counting and the counters stay 0 (metrics.record-counters.enabled: false).
+   */
+  readonly recordCounters: boolean;
   /** Makes the keyed state backend of each keyed operator (chosen by the configuration). */
   readonly keyedStateBackend: KeyedStateBackendFactory;
   /**
@@ -95,7 +100,7 @@ class ChainedInput implements BatchConsumer {
   declare processRecord?: (value: unknown, timestamp: number) => void;
   constructor(protected readonly op: StreamOperator, protected readonly task: StreamTask, protected readonly index: number) {}
   processBatch(batch: Batch): void {
-    this.task.recordsIn[this.index]! += batch.values.length;
+    if (this.task.countsRecords) this.task.recordsIn[this.index]! += batch.values.length;
     this.op.processBatch(batch, 0);
     this.flush();
   }
@@ -125,7 +130,8 @@ class RecordChainedInput extends ChainedInput {
   override readonly processRecord: (value: unknown, timestamp: number) => void;
   constructor(op: StreamOperator, task: StreamTask, index: number) {
     super(op, task, index);
-    this.processRecord = specialize('toOperator', 'op', 'counts', `counts[${index | 0}]++; op.processRecord(value, timestamp);`)(op, task.recordsIn);
+    const count = task.countsRecords ? `counts[${index | 0}]++; ` : '';
+    this.processRecord = specialize('toOperator', 'op', 'counts', `${count}op.processRecord(value, timestamp);`)(op, task.recordsIn);
   }
 }
 
@@ -143,8 +149,10 @@ export class StreamTask implements Schedulable {
   private nextGate = 0;
   private lastFlush = 0;
   barrierHandler: BarrierHandler | undefined;
-  /** Records taken in per operator index (metrics). */
+  /** Records taken in per operator index (metrics); all 0 when records are not counted. */
   readonly recordsIn: number[];
+  /** Records are counted (metrics.record-counters.enabled); read when the chain is built and per batch. */
+  readonly countsRecords: boolean;
   /** Malformed records this task's source sent to the dead letters (0 for other tasks). */
   get deadLetters(): number {
     return this.source?.deadLetterCount ?? 0;
@@ -160,6 +168,7 @@ export class StreamTask implements Schedulable {
     this.gates = d.inputGates;
     this.writers = [...d.writers.values()];
     this.recordsIn = new Array(v.operators.length).fill(0);
+    this.countsRecords = d.recordCounters;
     // Build operators children-first so every Output can point at its targets.
     const built: StreamOperator[] = new Array(v.operators.length);
     const inputs: ChainedInput[] = new Array(v.operators.length);
@@ -174,9 +183,12 @@ export class StreamTask implements Schedulable {
       const tags = new Set<string>();
       for (const c of spec.chainedOutputs) if (c.sideTag !== undefined) tags.add(c.sideTag);
       for (const e of spec.networkOutputs) if (e.sideTag !== undefined) tags.add(e.sideTag);
-      const sides = new Map<string, Output>([...tags].map((t) => [t, new Output(targetsFor(t))]));
-      const numInputs = spec.node.transformation.kind === 'two-input' ? 2 : spec.node.transformation.kind === 'source' ? 0 : 1;
-      op.setup(this.operatorEnvironment(spec, op), new Output(targetsFor(undefined), sides), numInputs);
+      // A rate-limited source paces itself by its output's count: that one counts regardless.
+      const t = spec.node.transformation;
+      const counting = this.countsRecords || (t.kind === 'source' && t.ratePerSecond !== undefined);
+      const sides = new Map<string, Output>([...tags].map((tag) => [tag, new Output(targetsFor(tag), undefined, undefined, this.countsRecords)]));
+      const numInputs = t.kind === 'two-input' ? 2 : t.kind === 'source' ? 0 : 1;
+      op.setup(this.operatorEnvironment(spec, op), new Output(targetsFor(undefined), sides, undefined, counting), numInputs);
       inputs[i] = op.processRecord !== undefined ? new RecordChainedInput(op, this, i) : new ChainedInput(op, this, i);
     }
     this.operators.push(...built);
@@ -364,7 +376,7 @@ export class StreamTask implements Schedulable {
       return false; // woken by resumeSource or endSource
     }
     const status = this.source!.emitNext();
-    this.recordsIn[0] = this.source!.output.count;
+    if (this.countsRecords) this.recordsIn[0] = this.source!.output.count;
     if (status === 'more') {
       this.maybeFlushOnTimeout();
       return true;
@@ -391,7 +403,7 @@ export class StreamTask implements Schedulable {
       return false; // woken when a gate gets data
     }
     if (!isEvent(el)) {
-      this.recordsIn[0]! += el.values.length;
+      if (this.countsRecords) this.recordsIn[0]! += el.values.length;
       this.head.processBatch(el, gate.index);
       this.head.afterRecords();
       this.head.output.flush();
@@ -464,7 +476,8 @@ export class StreamTask implements Schedulable {
     return {
       vertex, subtask, state: this.state, sampledAt: performance.timeOrigin + now,
       recordsIn: [...this.recordsIn],
-      recordsOut: ops.map((o) => o.output.count),
+      // A rate-limited source counts for its pacing even when records are not counted for metrics.
+      recordsOut: this.countsRecords ? ops.map((o) => o.output.count) : ops.map(() => 0),
       taskRecordsOut, bytesOut,
       idleMs: t.idleMs, backPressuredMs: t.backPressuredMs, elapsedMs: t.elapsedMs, isBackPressured: t.isBackPressured,
       inputWatermark: ops.map((o) => o.currentWatermark),

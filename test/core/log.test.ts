@@ -39,4 +39,18 @@ describe('the logger', () => {
     log.error('failed', { stack: 'Error: failed\n    at f (x.ts:1:1)' });
     expect(lines).toEqual(['weir: error: failed', 'Error: failed\n    at f (x.ts:1:1)']);
   });
+
+  it('a component logger: text lines name it (weir manager: …), JSON lines carry it; its line() takes its own prefix', () => {
+    const text = capture();
+    const m = text.log.component('manager');
+    m.info('serving on http://127.0.0.1:8090');
+    m.line('weir manager: app-a: deleted');
+    m.warn('slow');
+    expect(text.lines).toEqual(['weir manager: serving on http://127.0.0.1:8090', 'weir manager: app-a: deleted', 'weir manager: warning: slow']);
+    const json = capture({ format: 'json', level: 'warn' });
+    const j = json.log.component('manager');
+    j.info('not written');
+    j.line('weir manager: error: reconciliation failed');
+    expect(json.lines.map((l) => JSON.parse(l))).toEqual([{ time: '2026-01-02T03:04:05.000Z', level: 'error', msg: 'reconciliation failed', component: 'manager' }]);
+  });
 });

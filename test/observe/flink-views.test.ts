@@ -91,7 +91,7 @@ describe('metric views in Flink shape', () => {
   it('Prometheus text: Flink reporter names, escaped labels, one TYPE line per family with its samples together', () => {
     expect(metricName(['weir', 'taskmanager', 'job', 'task', 'operator', 'a.b-c'])).toBe('weir_taskmanager_job_task_operator_a_b_c');
     expect(escapeLabel('a\\b"c\nd')).toBe('a\\\\b\\"c\\nd');
-    const text = prometheusText([{ jobId: 'j1', jobName: 'my "job"', metrics: { job: { numRestarts: 2, lastCheckpointRestoreTimestamp: -1 }, subtasks: [subtask(0, 0, 0), subtask(1, 0, 0)] } }]);
+    const text = prometheusText([{ jobId: 'j1', jobName: 'my "job"', metrics: { recordCounters: true, job: { numRestarts: 2, lastCheckpointRestoreTimestamp: -1 }, subtasks: [subtask(0, 0, 0), subtask(1, 0, 0)] } }]);
     const lines = text.trimEnd().split('\n');
     expect(lines).toContain('weir_jobmanager_job_numRestarts{job_id="j1",job_name="my \\"job\\""} 2');
     expect(lines).toContain('weir_taskmanager_job_task_operator_numRecordsOut{job_id="j1",job_name="my \\"job\\"",task_id="agg",task_name="agg",subtask_index="1",tm_id="local",operator_id="op",operator_name="reduce \\"x\\""} 1');

@@ -154,8 +154,20 @@ describe('REST API with Flink routes', () => {
       for (const id of firstIds) expect(trend['id']).toContain(id);
       expect(trend['id']).toEqual([...trend['id']].sort((a: number, b: number) => a - b));
       expect(trend['end_to_end_duration']).toHaveLength(trend['id'].length);
-      const jm = (await api(`${second.base}/metrics?get=lastCheckpointRestoreTimestamp,numberOfCompletedCheckpoints`)).body as unknown as { id: string; value: string }[];
-      expect(Number(jm.find((x) => x.id === 'lastCheckpointRestoreTimestamp')!.value)).toBeGreaterThan(0);
+      const names = ['lastCheckpointRestoreTimestamp', 'numberOfCompletedCheckpoints', 'numberOfFailedCheckpoints', 'numberOfInProgressCheckpoints', 'totalNumberOfCheckpoints',
+        'lastCompletedCheckpointId', 'lastCheckpointDuration', 'lastCheckpointSize', 'lastCheckpointFullSize'];
+      const jm = (await api(`${second.base}/metrics?get=${names.join(',')}`)).body as unknown as { id: string; value: string }[];
+      const job = Object.fromEntries(jm.map((x) => [x.id, Number(x.value)]));
+      expect(Object.keys(job).sort()).toEqual([...names].sort());
+      expect(job['lastCheckpointRestoreTimestamp']).toBeGreaterThan(0);
+      expect(job['numberOfCompletedCheckpoints']! + job['numberOfFailedCheckpoints']! + job['numberOfInProgressCheckpoints']!).toBe(job['totalNumberOfCheckpoints']);
+      // The last checkpoint's figures are those of its entry in the history (asked for after: the history only grows).
+      const later = (await api(`${second.base}/checkpoints`)).body;
+      const lastEntry = later['history'].find((x: any) => x.id === job['lastCompletedCheckpointId']);
+      expect(lastEntry).toMatchObject({ status: 'COMPLETED', end_to_end_duration: job['lastCheckpointDuration'], checkpointed_size: job['lastCheckpointSize'], state_size: job['lastCheckpointFullSize'] });
+      expect(job['lastCheckpointFullSize']).toBeGreaterThan(0);
+      expect(job['numberOfCompletedCheckpoints']).toBeLessThanOrEqual(later['counts'].completed);
+      expect(job['numberOfFailedCheckpoints']).toBeLessThanOrEqual(later['counts'].failed);
     } finally {
       await cancel(second);
     }

@@ -63,6 +63,8 @@ describe('the packed package in a new project', () => {
       const [packed] = JSON.parse(pack.stdout.slice(pack.stdout.indexOf('['))) as { filename: string; files: { path: string }[] }[];
       const paths = packed!.files.map((f) => f.path);
       expect(paths).toEqual(expect.arrayContaining(['bin/weir.js', 'dist/index.js', 'dist/index.d.ts', 'dist/cli/main.js', 'dist/cluster/worker-entry.js', 'dist/cluster/worker-main.js']));
+      // The dashboard ships built: its page, script and styles (uPlot comes from its own dependency).
+      expect(paths).toEqual(expect.arrayContaining(['dist/observe/web/index.html', 'dist/observe/web/app.js', 'dist/observe/web/style.css']));
       expect(paths.filter((p) => p.startsWith('src/') || p.startsWith('test/'))).toEqual([]);
       expect(paths.filter((p) => p.endsWith('.ts') && !p.endsWith('.d.ts'))).toEqual([]);
 

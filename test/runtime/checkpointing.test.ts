@@ -117,7 +117,7 @@ function harness(mode: 'exactly-once' | 'at-least-once', opts: { storage?: Check
   const events: string[] = [];
   const task = new StreamTask({
     vertex, subtaskIndex: 0, attempt: 0, keyGroupRange: { start: 0, end: vertex.maxParallelism - 1 }, inputGates: [gate],
-    writers: new Map([[edge.index, writer]]), splits: [], sourceSplitTotal: 0, clock,
+    writers: new Map([[edge.index, writer]]), splits: [], sourceSplitTotal: 0, clock, recordCounters: true,
     services: { collect: () => {}, writeStdout: () => {}, log: () => {}, deadLetters: () => {} }, scheduler,
     listener: {
       onTaskRestored: () => events.push('restored'),

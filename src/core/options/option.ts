@@ -3,7 +3,7 @@ import type { CommandName } from './commands.ts';
 import type { ValueType } from './value-type.ts';
 
 /** Groups of run settings, in the order docs list them. */
-export const SECTIONS = ['General', 'Execution', 'Checkpointing', 'Restart strategy', 'Savepoints and restore', 'Control API', 'Job manager', 'Object storage (S3)'] as const;
+export const SECTIONS = ['General', 'Execution', 'Checkpointing', 'Restart strategy', 'Savepoints and restore', 'Control API', 'Metrics', 'Job manager', 'Object storage (S3)'] as const;
 export type Section = (typeof SECTIONS)[number];
 
 export interface Option<T = unknown> {

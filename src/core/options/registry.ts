@@ -10,7 +10,7 @@ import { choice } from './choice.ts';
 import { duration } from './duration-type.ts';
 import { decimal, integer, positiveInteger } from './numbers.ts';
 import { option, type Option } from './option.ts';
-import { onOff, path, text } from './text.ts';
+import { onOff, onOffValue, path, text } from './text.ts';
 
 const CONTROL: readonly CommandName[] = ['savepoint', 'stop', 'cancel'];
 
@@ -190,6 +190,13 @@ export const OPTIONS = {
     flag: 'rest-token-file', field: 'rest.tokenFile', type: path('FILE'), label: 'REST token file',
     description: 'a file holding a secret token the control API then requires (Authorization: Bearer); meant for a --rest-address other than loopback; the token is never logged',
     commands: ['run'], section: 'Control API',
+  }),
+
+  // ---- Metrics
+  recordCounters: option({
+    flag: 'record-counters', key: 'metrics.record-counters.enabled', field: 'recordCounters', type: onOffValue(), default: true,
+    label: 'record counters', commands: ['run'], section: 'Metrics',
+    description: 'count records per task and operator (numRecordsIn/Out and their rates, the status line\'s records/s); off takes the counting off the per-record path, and those metrics are then absent (other metrics stay)',
   }),
 
   // ---- Commands that read snapshots or talk to a running job

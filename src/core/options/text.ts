@@ -50,3 +50,23 @@ export function onOff(): ValueType<boolean> {
     show: (v) => String(v),
   };
 }
+
+/**
+ * On or off as a value (`--record-counters off`), for a switch that is on by default and so
+ * cannot be a flag's presence: on/off/true/false on the command line, true/false (or the same
+ * words) in a config file.
+ */
+export function onOffValue(): ValueType<boolean> {
+  const words: Record<string, boolean> = { on: true, off: false, true: true, false: false };
+  return {
+    metavar: 'on|off',
+    takesValue: true,
+    describe: (d) => (d === 'flink' ? 'true | false' : 'on | off'),
+    decode: (raw, d) => {
+      const b = typeof raw === 'string' ? words[raw.trim().toLowerCase()] : raw;
+      return typeof b === 'boolean' ? ok(b) : refuse(d === 'flink' ? 'true or false' : 'on or off', raw);
+    },
+    check: (v) => (typeof v === 'boolean' ? undefined : { expected: 'true or false', got: shown(v) }),
+    show: (v, d) => (d === 'flink' ? String(v) : v ? 'on' : 'off'),
+  };
+}

@@ -46,6 +46,17 @@ function renderJobs(jobs) {
   for (const a of $('jobs').querySelectorAll('a')) a.addEventListener('click', (e) => { e.preventDefault(); state.jobId = a.dataset.jid; refresh(); });
 }
 
+// A job run with --record-counters off counts no records: show '–', not 0 (Flink's "-complete": false).
+function uncounted(vertices) {
+  for (const v of vertices) {
+    if (v.metrics['read-records-complete'] !== false) continue;
+    v.metrics['read-records'] = undefined;
+    v.metrics['write-records'] = undefined;
+    v.numRecordsInPerSecond = undefined;
+    v.numRecordsOutPerSecond = undefined;
+  }
+}
+
 function renderHead(job, metrics) {
   const m = Object.fromEntries(metrics.map((x) => [x.id, x.value]));
   $('job-head').innerHTML = `<h2 id="job-name">${esc(job.name)} <span class="state ${esc(job.state)}">${esc(job.state)}</span></h2>
@@ -53,7 +64,7 @@ function renderHead(job, metrics) {
       <div class="card">job id<b class="mono">${esc(job.jid.slice(0, 8))}</b></div>
       <div class="card">uptime<b>${fmtMs(Number(m.uptime))}</b></div>
       <div class="card">restarts<b id="num-restarts">${esc(m.numRestarts)}</b></div>
-      <div class="card">records in<b>${fmtInt(job.vertices.filter((v) => v.inputs.length === 0).reduce((a, v) => a + v.metrics['read-records'], 0))}</b></div>
+      <div class="card">records in<b>${job.vertices.some((v) => v.metrics['read-records-complete'] === false) ? 'not counted' : fmtInt(job.vertices.filter((v) => v.inputs.length === 0).reduce((a, v) => a + v.metrics['read-records'], 0))}</b></div>
       <div class="card">last checkpoint<b>${fmtMs(Number(m.lastCheckpointDuration))} · ${fmtBytes(Number(m.lastCheckpointSize))}</b></div>
     </div>`;
 }
@@ -103,7 +114,7 @@ function renderGraph(vertices) {
     const p = pos.get(v.id);
     const bp = v.backPressuredTimeMsPerSecondMax ?? 0;
     const stroke = bp > 500 ? '#1d2330' : bp > 100 ? '#5c6677' : '#b6bfcc';
-    boxes += `<g class="vertex" data-vid="${esc(v.id)}" data-name="${esc(v.name)}" data-records-in="${v.metrics['read-records']}" data-records-out="${v.metrics['write-records']}">
+    boxes += `<g class="vertex" data-vid="${esc(v.id)}" data-name="${esc(v.name)}" data-records-in="${v.metrics['read-records'] ?? ''}" data-records-out="${v.metrics['write-records'] ?? ''}">
       <rect x="${p.x}" y="${p.y}" width="${p.w}" height="${p.h}" rx="5" fill="${busyColour(v.busyTimeMsPerSecondMax)}" stroke="${stroke}" stroke-width="${bp > 100 ? 3 : 1}"/>
       <text x="${p.x + 8}" y="${p.y + 17}" font-weight="600">${esc(v.name.length > 34 ? v.name.slice(0, 33) + '…' : v.name)}</text>
       <text x="${p.x + 8}" y="${p.y + 35}">parallelism ${v.parallelism} · ${esc(v.status)}</text>
@@ -227,6 +238,7 @@ async function refresh() {
     if (state.jobId === undefined) return;
     const jid = state.jobId;
     const [job, jm] = await Promise.all([api(`/jobs/${jid}`), api(`/jobs/${jid}/metrics?get=uptime,numRestarts,lastCheckpointDuration,lastCheckpointSize`)]);
+    uncounted(job.vertices);
     renderHead(job, jm);
     if (state.tab === 'overview') {
       renderGraph(job.vertices);

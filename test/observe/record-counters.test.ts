@@ -1,0 +1,147 @@
+/**
+ * metrics.record-counters.enabled (--record-counters on|off): with it off the tasks count no
+ * records (the per-record paths are built without the increment), so a job's progress and its
+ * numRecordsIn/Out stay at 0 and the metric views leave those metrics out and say so, while
+ * the records themselves flow exactly as before. On (the default), they count.
+ */
+import { afterAll, describe, expect, it } from 'vitest';
+import { parseConfig } from '../../src/cli/config-file.ts';
+import { parseCommandLine } from '../../src/cli/flags.ts';
+import { mergeSettings, runOptionsOf, settingsOf } from '../../src/cli/run-settings.ts';
+import { statusText } from '../../src/cli/run.ts';
+import { NO_PROGRESS } from '../../src/cluster/job-result.ts';
+import { OutputTag, type StreamExecutionEnvironment } from '../../src/index.ts';
+import { runInlineResult } from '../api/util.ts';
+import { fixture, sleep, start, tempDir, type Handle } from '../savepoint/helpers.ts';
+
+const tmp = tempDir('record-counters');
+afterAll(() => tmp.cleanup());
+
+const N = 20_000;
+const odd = new OutputTag<number>('odd');
+
+/**
+ * Every record path whose counting the switch changes: a source into a chained map (one
+ * record-at-a-time target), a stream read by two chained consumers (several targets), a side
+ * output, and a keyBy edge (record writer, then the head of the next task).
+ */
+function pipeline(env: StreamExecutionEnvironment): void {
+  const mapped = env.fromGenerator((i) => i, { count: N }).map((x) => x * 2);
+  mapped.filter((x) => x % 3 === 0).collect('thirds');
+  const split = mapped.process<number>({ processElement: (v, ctx, out) => ((v / 2) % 2 === 1 ? ctx.output(odd, v / 2) : out.collect(v)) });
+  split.getSideOutput(odd).collect('odd');
+  split.keyBy((v) => v % 10).reduce((a, b) => a + b).collect('sums');
+}
+
+async function runPipeline(recordCounters: boolean | undefined) {
+  const r = await runInlineResult(pipeline, recordCounters === undefined ? {} : { recordCounters });
+  expect(r.status, r.error?.message).toBe('FINISHED');
+  return r;
+}
+
+/** One bounded GET: a stalled server fails the test with the URL. */
+async function get(url: string): Promise<string> {
+  const res = await fetch(url, { signal: AbortSignal.timeout(20_000) });
+  if (!res.ok) throw new Error(`${url}: HTTP ${res.status}`);
+  return res.text();
+}
+
+async function until<T>(what: string, fn: () => Promise<T | undefined>): Promise<T> {
+  for (let i = 0; i < 600; i++) {
+    const v = await fn();
+    if (v !== undefined) return v;
+    await sleep(100);
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+async function cancel(h: Handle): Promise<void> {
+  const res = await fetch(`${h.base}?mode=cancel`, { method: 'PATCH', headers: { 'content-type': 'application/json' }, body: '{}', signal: AbortSignal.timeout(20_000) });
+  expect(res.status).toBe(202);
+  let timer: NodeJS.Timeout | undefined;
+  const bound = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`job ${h.jobId} did not end within 60 s of cancel`)), 60_000)));
+  try {
+    await Promise.race([h.result, bound]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+describe('record counters on and off', () => {
+  it('off: the job computes the same output, and its record counts stay at 0; on (default): they count', async () => {
+    const on = await runPipeline(undefined);
+    const off = await runPipeline(false);
+    for (const sink of ['thirds', 'odd', 'sums']) expect(off.collected(sink), sink).toEqual(on.collected(sink));
+    expect(on.collected('thirds')).toHaveLength(Math.ceil(N / 3));
+    expect(on.collected('odd')).toHaveLength(N / 2);
+
+    // Sources emitted N; the sinks took thirds + odd + one running sum per even record.
+    expect(on.progress.recordsIn).toBe(N);
+    expect(on.progress.recordsOut).toBe(Math.ceil(N / 3) + N / 2 + N / 2);
+    expect(on.progress.recordCounters).toBe(true);
+    expect(off.progress.recordsIn).toBe(0);
+    expect(off.progress.recordsOut).toBe(0);
+    expect(off.progress.recordCounters).toBe(false);
+  });
+
+  it('off: the status line says records are not counted instead of showing 0 records/s', () => {
+    const p = { ...NO_PROGRESS, elapsedMs: 10_000, recordCounters: false };
+    expect(statusText(p, undefined)).toContain('records not counted (--record-counters off)');
+    expect(statusText({ ...p, recordCounters: true, recordsIn: 5000 }, undefined)).toContain('500 records/s in');
+  });
+
+  it('set by --record-counters on|off or the config key metrics.record-counters.enabled; other values are refused', () => {
+    const flags = (...argv: string[]) => settingsOf(parseCommandLine(argv, 'run').values);
+    expect(runOptionsOf(mergeSettings(undefined, flags('--record-counters', 'off'))).run.recordCounters).toBe(false);
+    expect(runOptionsOf(mergeSettings(undefined, flags('--record-counters=on'))).run.recordCounters).toBe(true);
+    expect(runOptionsOf(mergeSettings(undefined, flags())).run.recordCounters).toBeUndefined();
+    const file = parseConfig({ 'metrics.record-counters.enabled': false }, 'w.json');
+    expect(runOptionsOf(mergeSettings(file, {})).run.recordCounters).toBe(false);
+    // Flags win over the file.
+    expect(runOptionsOf(mergeSettings(file, flags('--record-counters', 'on'))).run.recordCounters).toBe(true);
+    expect(() => flags('--record-counters', 'maybe')).toThrow('--record-counters expects on or off, got "maybe"');
+    expect(() => parseConfig({ 'metrics.record-counters.enabled': 'sometimes' }, 'w.json')).toThrow('w.json: "metrics.record-counters.enabled": record counters must be true or false, got "sometimes"');
+  });
+
+  it('runJob refuses a recordCounters that is not a boolean, naming it', async () => {
+    await expect(runInlineResult(pipeline, { recordCounters: 'no' as never })).rejects.toThrow('run options (recordCounters): record counters must be true or false, got "no"');
+  });
+
+  it('a running job: off, /metrics says so and has no record counts (other metrics stay); on, it counts', async () => {
+    // Records demonstrably flow: bytes cross from the source's worker and event time reached the window.
+    const flowing = (t: string) => /weir_taskmanager_job_task_numBytesOut\{[^}]*task_name="events -> [^}]*\} [1-9]/.test(t) && /_currentInputWatermark\{[^}]*operator_name="window sums"[^}]*\} 1/.test(t);
+    const windowCounted = (t: string) => /weir_taskmanager_job_task_operator_numRecordsIn\{[^}]*operator_name="window sums"[^}]*\} [1-9]/.test(t);
+    const scrape = async (recordCounters: boolean, ready: (t: string) => boolean) => {
+      const h = await start(fixture('observed-pipeline.ts'), { workers: 2, parallelism: 2, args: ['2000'], recordCounters });
+      const port = Number(new URL(h.base).port);
+      try {
+        const text = await until('the job to report its metrics', async () => {
+          const t = await get(`http://127.0.0.1:${port}/metrics`);
+          return ready(t) ? t : undefined;
+        });
+        const vertex = JSON.parse(await get(`${h.base}/vertices/1`)) as Record<string, any>;
+        const aggregated = JSON.parse(await get(`${h.base}/vertices/1/subtasks/metrics?get=numRecordsIn,busyTimeMsPerSecond&agg=sum`)) as { id: string }[];
+        const subtask = JSON.parse(await get(`${h.base}/vertices/1/subtasks/0/metrics?get=numRecordsIn,window%20sums.numRecordsOut,busyTimeMsPerSecond`)) as { id: string }[];
+        return { text, vertex, aggregated, subtask };
+      } finally {
+        await cancel(h);
+      }
+    };
+
+    const off = await scrape(false, flowing);
+    expect(off.text).toMatch(/^# weir: job \S+ does not count records \(metrics\.record-counters\.enabled: false, --record-counters off\)/m);
+    expect(off.text).not.toMatch(/_numRecords(In|Out)(PerSecond)?\{/); // numRecordsInErrors (dead letters) is not a record count and stays
+    expect(off.text).toMatch(/weir_taskmanager_job_task_busyTimeMsPerSecond\{/);
+    expect(off.text).toMatch(/weir_taskmanager_job_task_operator_currentOutputWatermark\{/);
+    expect(off.vertex['metrics']).toMatchObject({ 'read-records': 0, 'read-records-complete': false, 'write-records-complete': false });
+    expect(off.aggregated.map((m) => m.id)).toEqual(['busyTimeMsPerSecond']);
+    expect(off.subtask.map((m) => m.id)).toEqual(['busyTimeMsPerSecond']);
+
+    const on = await scrape(true, (t) => flowing(t) && windowCounted(t));
+    expect(on.text).not.toMatch(/does not count records/);
+    expect(on.text).toMatch(/weir_taskmanager_job_task_numRecordsOut\{/);
+    expect(on.vertex['metrics']['read-records-complete']).toBe(true);
+    expect(on.aggregated.map((m) => m.id)).toEqual(['numRecordsIn', 'busyTimeMsPerSecond']);
+    expect(on.subtask.map((m) => m.id)).toEqual(['numRecordsIn', 'window sums.numRecordsOut', 'busyTimeMsPerSecond']);
+  });
+});
