@@ -11,7 +11,7 @@ import { applyCheckpointSettings, DEFAULT_CHECKPOINT_CONFIG, type CheckpointConf
 import { LocalCheckpointStorage, type CheckpointStorage } from '../checkpoint/storage.ts';
 import { storageResolver } from '../checkpoint/storage-resolver.ts';
 import { S3CheckpointStorage } from '../checkpoint/s3/s3-storage.ts';
-import { isS3Reference, resolveS3Config, type S3Config, type S3Settings } from '../checkpoint/s3/settings.ts';
+import { isS3Reference, resolveS3Config, setJobS3Config, type S3Config, type S3Settings } from '../checkpoint/s3/settings.ts';
 import { systemClock, type Clock } from '../core/clock.ts';
 import { WeirError } from '../core/errors.ts';
 import { logger } from '../core/log.ts';
@@ -130,6 +130,7 @@ export async function runJob(job: string | JobDefinition, options: RunOptions = 
   let checkpointConfig: CheckpointConfig = applyCheckpointSettings(DEFAULT_CHECKPOINT_CONFIG, env.checkpointSettings, 'job code (enableCheckpointing)');
   if (options.checkpoint) checkpointConfig = applyCheckpointSettings(checkpointConfig, options.checkpoint, 'run options');
   const s3 = resolveS3Config(options.s3, 'run options (s3)');
+  setJobS3Config(s3); // the file sink given an s3:// path uses the job's settings (set in workers from the deploy message)
   const storage = options.checkpointStorage ?? (checkpointConfig.dir !== undefined ? checkpointStorageAt(checkpointConfig.dir, s3) : undefined);
   if (checkpointConfig.intervalMs !== undefined && storage === undefined) throw new StartError('checkpointing is enabled but no checkpoint directory is set (--checkpoint-dir DIR)');
   if (checkpointConfig.intervalMs === undefined && checkpointConfig.dir !== undefined) {

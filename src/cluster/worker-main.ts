@@ -7,6 +7,7 @@ import { planExecution } from '../graph/execution-plan.ts';
 import { systemClock, type Cancellable } from '../core/clock.ts';
 import { storageResolver } from '../checkpoint/storage-resolver.ts';
 import { preloadS3Sdk } from '../checkpoint/s3/object-store.ts';
+import { setJobS3Config } from '../checkpoint/s3/settings.ts';
 import { every } from './clock-timers.ts';
 import { DataPlane } from './data-plane.ts';
 import { buildJob, loadJobModule } from './job-loader.ts';
@@ -49,6 +50,7 @@ function writeStdout(text: string, worker: number, credit: Int32Array | undefine
 async function deploy(m: DeployMessage & { peers: Record<number, MessagePort>; stdoutCredit?: Int32Array }): Promise<void> {
   if (m.job.modulePath === undefined) throw new Error('a worker thread needs the job module path');
   if (m.preloadS3 === true) preloadS3Sdk();
+  setJobS3Config(m.s3);
   const def = await loadJobModule(m.job.modulePath);
   const { graph } = await buildJob(def, m.job.args, m.job.defaultParallelism, m.job.modulePath);
   if (graph.fingerprint !== m.fingerprint) {

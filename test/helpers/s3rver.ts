@@ -4,15 +4,17 @@
  * test can count requests and inject faults (fail with 503, delay); stop() and start() take it
  * away and bring it back on the same port with the same objects (an outage).
  *
- * Its known gaps are handled here, not in weir: it has no AbortMultipartUpload (weir treats an
- * abort as best effort), it stores aws-chunked framing of stream bodies (weir only sends
+ * Its known gaps are handled here, not in weir: it has no AbortMultipartUpload, ListParts nor
+ * ListMultipartUploads, and completing an upload that is gone answers 500 instead of S3's 404
+ * NoSuchUpload; multipartGaps() answers those four from s3rver's own upload folders (S3's
+ * documented behaviour, test setup only), it stores aws-chunked framing of stream bodies (weir only sends
  * whole buffers, so no client option is needed), and a listing with a delimiter misses common
  * prefixes whose objects are two or more levels down (`a/b/c` listed under `a/` with '/':
  * s3rver does not walk below `a/b`), which listObjects is patched here to compute correctly. Credentials are s3rver's fixed test pair,
  * set in the environment, so the SDK's credential chain stops there (never reaching for
  * instance metadata on the network).
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -87,6 +89,8 @@ export async function startS3Server(options: { bucket?: string; extraBuckets?: r
       if (server !== undefined) return;
       const s = new S3rver({ port, address: '127.0.0.1', silent: true, directory, configureBuckets: [bucket, ...(options.extraBuckets ?? [])].map((name) => ({ name })) });
       patchDelimiterListing(s.store);
+      // After the fault rule below (unshifted later, so it runs first): the multipart calls s3rver lacks.
+      s.middleware.unshift(multipartGaps(s.store, bucket));
       // First in the chain: counted and faulted before s3rver sees the request.
       s.middleware.unshift(async (ctx: KoaContext, next: () => Promise<void>) => {
         const r: S3Request = { method: ctx.method, path: ctx.path, query: ctx.querystring, bytes: Number(ctx.get('content-length') || 0) };
@@ -148,5 +152,73 @@ function patchDelimiterListing(store: Store): void {
     // Tests list small folders; a listing that would need pages is not supported by this patch.
     if (objects.length + prefixes.size > max) throw new Error(`test S3 server: a delimiter listing of more than ${max} entries under ${prefix}`);
     return { objects, commonPrefixes: [...prefixes].sort(), isTruncated: false };
+  };
+}
+
+interface UploadsStore { getResourcePath(bucket: string, key: string | undefined, resource: string): string }
+
+function xml(ctx: KoaContext, status: number, body: string): void {
+  ctx.status = status;
+  ctx.type = 'application/xml';
+  ctx.body = `<?xml version="1.0" encoding="UTF-8"?>\n${body}`;
+}
+
+function esc(s: string): string {
+  return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+}
+
+/**
+ * AbortMultipartUpload, ListParts, ListMultipartUploads (one page, with Prefix), and
+ * NoSuchUpload on completing a gone upload, as S3 documents them, over s3rver's upload folders
+ * (`<uploads>/<uploadId>/{key, <n>, <n>.md5}`). Test setup only: weir's code calls S3's API.
+ */
+function multipartGaps(store: UploadsStore, bucket: string): Middleware {
+  const uploadsDir = () => store.getResourcePath(bucket, undefined, 'uploads');
+  const noSuchUpload = (ctx: KoaContext) => xml(ctx, 404, '<Error><Code>NoSuchUpload</Code><Message>The specified upload does not exist.</Message></Error>');
+  return async (ctx, next) => {
+    const q = new URLSearchParams(ctx.querystring);
+    const prefix = `/${bucket}/`;
+    const uploadId = q.get('uploadId');
+    if (ctx.method === 'GET' && (ctx.path === `/${bucket}` || ctx.path === prefix) && q.has('uploads')) {
+      const want = q.get('prefix') ?? '';
+      const dir = uploadsDir();
+      const rows: string[] = [];
+      for (const id of existsSync(dir) ? readdirSync(dir).sort() : []) {
+        let key: string;
+        try {
+          key = readFileSync(join(dir, id, 'key'), 'utf8');
+        } catch {
+          continue; // being created or removed
+        }
+        if (!key.startsWith(want)) continue;
+        const initiated = new Date(statSync(join(dir, id)).birthtimeMs || Date.now()).toISOString();
+        rows.push(`<Upload><Key>${esc(key)}</Key><UploadId>${id}</UploadId><Initiated>${initiated}</Initiated></Upload>`);
+      }
+      xml(ctx, 200, `<ListMultipartUploadsResult><Bucket>${bucket}</Bucket><Prefix>${esc(want)}</Prefix><IsTruncated>false</IsTruncated>${rows.join('')}</ListMultipartUploadsResult>`);
+      return;
+    }
+    if (uploadId !== null && ctx.path.startsWith(prefix)) {
+      const dir = join(uploadsDir(), uploadId);
+      const exists = /^[0-9a-f]+$/.test(uploadId) && existsSync(join(dir, 'key'));
+      if (ctx.method === 'DELETE') {
+        if (!exists) return noSuchUpload(ctx);
+        rmSync(dir, { recursive: true, force: true });
+        ctx.status = 204;
+        ctx.body = '';
+        return;
+      }
+      if (ctx.method === 'GET') {
+        if (!exists) return noSuchUpload(ctx);
+        const parts = readdirSync(dir).filter((f) => /^\d+$/.test(f)).map(Number).sort((a, b) => a - b);
+        const rows = parts.map((n) => {
+          const md5 = readFileSync(join(dir, `${n}.md5`), 'utf8');
+          return `<Part><PartNumber>${n}</PartNumber><ETag>"${md5}"</ETag><Size>${statSync(join(dir, String(n))).size}</Size></Part>`;
+        });
+        xml(ctx, 200, `<ListPartsResult><Bucket>${bucket}</Bucket><UploadId>${uploadId}</UploadId><IsTruncated>false</IsTruncated>${rows.join('')}</ListPartsResult>`);
+        return;
+      }
+      if ((ctx.method === 'POST' || ctx.method === 'PUT') && !exists) return noSuchUpload(ctx);
+    }
+    await next();
   };
 }

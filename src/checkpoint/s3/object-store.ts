@@ -10,8 +10,8 @@
  * no aws-chunked framing is involved.
  */
 import type {
-  CreateMultipartUploadCommandOutput, DeleteObjectsCommandOutput, GetObjectCommandOutput, HeadObjectCommandOutput, ListObjectsV2CommandOutput,
-  S3Client, UploadPartCommandOutput,
+  CreateMultipartUploadCommandOutput, DeleteObjectsCommandOutput, GetObjectCommandOutput, HeadObjectCommandOutput, ListMultipartUploadsCommandOutput,
+  ListObjectsV2CommandOutput, ListPartsCommandOutput, S3Client, UploadPartCommandOutput,
 } from '@aws-sdk/client-s3';
 import { StorageError } from '../storage-error.ts';
 import { redactUrl, type S3Config } from './settings.ts';
@@ -34,6 +34,19 @@ export interface ListedObjects {
 export interface CompletedPart {
   readonly partNumber: number;
   readonly etag: string;
+}
+
+/** A multipart upload in progress (ListMultipartUploads). */
+export interface UploadInProgress {
+  readonly key: string;
+  readonly uploadId: string;
+  /** When S3 started it (ms since the epoch; 0 when the store does not say). */
+  readonly initiated: number;
+}
+
+/** An uploaded part of a multipart upload in progress (ListParts). */
+export interface UploadedPart extends CompletedPart {
+  readonly size: number;
 }
 
 /** Requests sent by this process (for tests and benchmarks), by kind. */
@@ -152,6 +165,62 @@ export class S3ObjectStore {
     }));
   }
 
+  /**
+   * Completes the upload; false when there is no such upload (completed or aborted before: the
+   * caller tells which by looking for the object).
+   */
+  async tryCompleteMultipartUpload(bucket: string, key: string, uploadId: string, parts: readonly CompletedPart[]): Promise<boolean> {
+    try {
+      await this.completeMultipartUpload(bucket, key, uploadId, parts);
+      return true;
+    } catch (e) {
+      if (isNoSuchUpload(e)) return false;
+      throw e;
+    }
+  }
+
+  /** Every multipart upload in progress whose key starts with `prefix`, all pages. */
+  async listMultipartUploads(bucket: string, prefix: string): Promise<UploadInProgress[]> {
+    const out: UploadInProgress[] = [];
+    let keyMarker: string | undefined;
+    let uploadIdMarker: string | undefined;
+    for (let page = 0; page < MAX_LIST_PAGES; page++) {
+      this.counts.list++;
+      const r = await this.send<ListMultipartUploadsCommandOutput>('list uploads', bucket, prefix, (s) => new s.ListMultipartUploadsCommand({
+        Bucket: bucket, Prefix: prefix, KeyMarker: keyMarker, UploadIdMarker: uploadIdMarker,
+      }));
+      for (const u of r.Uploads ?? []) {
+        if (u.Key !== undefined && u.UploadId !== undefined) out.push({ key: u.Key, uploadId: u.UploadId, initiated: u.Initiated?.getTime() ?? 0 });
+      }
+      if (r.IsTruncated !== true) return out;
+      keyMarker = r.NextKeyMarker;
+      uploadIdMarker = r.NextUploadIdMarker;
+    }
+    throw new StorageError(`s3 list uploads s3://${bucket}/${prefix}: more than ${MAX_LIST_PAGES} pages`);
+  }
+
+  /** The parts uploaded so far, by part number; undefined when there is no such upload. */
+  async listParts(bucket: string, key: string, uploadId: string): Promise<UploadedPart[] | undefined> {
+    const out: UploadedPart[] = [];
+    let marker: string | undefined;
+    for (let page = 0; page < MAX_LIST_PAGES; page++) {
+      this.counts.list++;
+      let r: ListPartsCommandOutput;
+      try {
+        r = await this.send<ListPartsCommandOutput>('list parts', bucket, key, (s) => new s.ListPartsCommand({ Bucket: bucket, Key: key, UploadId: uploadId, PartNumberMarker: marker }));
+      } catch (e) {
+        if (isNoSuchUpload(e)) return undefined;
+        throw e;
+      }
+      for (const p of r.Parts ?? []) {
+        if (p.PartNumber !== undefined && p.ETag !== undefined) out.push({ partNumber: p.PartNumber, etag: p.ETag, size: p.Size ?? 0 });
+      }
+      if (r.IsTruncated !== true || r.NextPartNumberMarker === undefined) return out.sort((a, b) => a.partNumber - b.partNumber);
+      marker = r.NextPartNumberMarker;
+    }
+    throw new StorageError(`s3 list parts s3://${bucket}/${key}: more than ${MAX_LIST_PAGES} pages`);
+  }
+
   /** Best effort: an upload left behind costs storage until the bucket's lifecycle rule removes it. */
   async abortMultipartUpload(bucket: string, key: string, uploadId: string): Promise<void> {
     this.counts.multipart++;
@@ -221,6 +290,13 @@ function resolveRegion(c: S3Config): string | undefined {
   if (env.AWS_REGION !== undefined || env.AWS_DEFAULT_REGION !== undefined) return undefined;
   const customEndpoint = c.endpoint !== undefined || env.AWS_ENDPOINT_URL_S3 !== undefined || env.AWS_ENDPOINT_URL !== undefined;
   return customEndpoint ? 'us-east-1' : undefined;
+}
+
+/** The upload named is not (or no longer) in progress: completed or aborted. */
+export function isNoSuchUpload(e: unknown): boolean {
+  const err = e as { name?: string; Code?: string; cause?: unknown } | undefined;
+  if (err?.name === 'NoSuchUpload' || err?.Code === 'NoSuchUpload') return true;
+  return err?.cause !== undefined && err.cause !== e && isNoSuchUpload(err.cause);
 }
 
 function isNotFound(e: unknown): boolean {

@@ -105,3 +105,19 @@ export function parseS3Reference(reference: string): S3Location {
   }
   return { bucket, key };
 }
+
+/**
+ * The S3 settings of the job this thread runs (set by the job manager on the main thread and
+ * by each worker from its deploy message), for connectors that reach S3 on their own (the
+ * exactly-once file sink given an s3:// path): one set of settings for checkpoints and output.
+ */
+let jobS3Config: S3Config | undefined;
+
+export function setJobS3Config(config: S3Config): void {
+  jobS3Config = config;
+}
+
+/** The job's S3 settings, or the defaults (the AWS SDK's own resolution) outside a job. */
+export function currentJobS3Config(): S3Config {
+  return jobS3Config ?? DEFAULT_S3_CONFIG;
+}

@@ -1,0 +1,328 @@
+/**
+ * The exactly-once file sink's storage in a local directory. Readers only ever see committed
+ * files: everything else has a name starting with "." (hidden), as tools reading a directory
+ * conventionally skip.
+ *
+ *   .part-<sub>-<run>-<n>.inprogress        being written
+ *   .part-<sub>-<run>-<n>.chk-<id>.pending  closed at the barrier of checkpoint <id>
+ *   part-<sub>-<run>-<n>.jsonl              committed when checkpoint <id> completed
+ *   part-<sub>-<run>-c<k>.jsonl             compaction of small committed files
+ *   .weir-committed-<sub>                   the last checkpoint the subtask committed (commit-record.ts)
+ *   .weir-lease                             the running job that writes here (core/dir-lease.ts)
+ *
+ * A part cannot stay open across a checkpoint here (it is renamed to pending at the barrier),
+ * so parts roll at every checkpoint. Commit is an atomic rename and idempotent: after a
+ * restore, a committable whose pending file is gone was already committed (and possibly
+ * compacted since).
+ * Compaction runs in the background after commits: when enough small committed files of a
+ * subtask accumulate, they are concatenated into one, through an intent file that makes the
+ * swap crash-safe (after a crash it is completed or undone, never half done). Between the
+ * rename of the merged file and the deletion of its sources a reader listing the directory
+ * could see those records twice for a moment; the final state never has duplicates.
+ */
+import { randomBytes } from 'node:crypto';
+import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { acquireDirLease } from '../../../core/dir-lease.ts';
+import type { SinkContext } from '../../../core/sink.ts';
+import { readCommitRecords, writeCommitRecord } from '../commit-record.ts';
+import type { FileCommittable } from '../exactly-once-file-sink.ts';
+import { ownsSubtask, type CommitterSession, type FileSinkStorage, type OpenPart, type WriterSession } from '../sink-storage.ts';
+
+const PENDING_RE = /^\.part-(\d+)-([0-9a-f]+)-(\d+)\.chk-(\d+)\.pending$/;
+const INPROGRESS_RE = /^\.part-(\d+)-([0-9a-f]+)-(\d+)\.inprogress$/;
+const COMMITTED_RE = /^part-(\d+)-([0-9a-f]+)-(c?\d+)\.jsonl$/;
+const INTENT_RE = /^\.compact-(\d+)-([0-9a-f]+)-(\d+)\.intent$/;
+const COMPACT_TMP_RE = /^\.compact-(\d+)-([0-9a-f]+)-(\d+)\.tmp$/;
+
+export interface CompactionSettings {
+  readonly compactBelow: number;
+  readonly compactMinFiles: number;
+}
+
+export class LocalDirectoryStorage implements FileSinkStorage<FileCommittable> {
+  readonly keepsPartsOpen = false;
+
+  constructor(readonly location: string, private readonly compaction: CompactionSettings) {}
+
+  private get dir(): string {
+    return this.location;
+  }
+
+  openWriter(ctx: SinkContext): WriterSession<FileCommittable> {
+    mkdirSync(this.dir, { recursive: true });
+    // A restart with no checkpoint to restore (no checkpoint of the job has completed yet) gets
+    // no recover() call, yet what earlier attempts left is garbage all the same: in-progress parts
+    // and pending files of checkpoints that never completed (nothing refers to them; recover()
+    // after a restore deletes the pending files of every checkpoint after the restored one on the
+    // same grounds). Left alone they stayed behind as hidden files for good: a later restore from
+    // a checkpoint with a higher id keeps pending files with lower ids.
+    if (ctx.attemptNumber > 0 && ctx.restoredCheckpointId === undefined) {
+      for (const name of readdirSync(this.dir)) {
+        const m = INPROGRESS_RE.exec(name) ?? PENDING_RE.exec(name);
+        if (m && ownsSubtask(ctx, Number(m[1]))) rmSync(join(this.dir, name), { force: true });
+      }
+    }
+    const dir = this.dir;
+    const parts: LocalPart[] = [];
+    return {
+      openPart(name: string): OpenPart<FileCommittable> {
+        const p = new LocalPart(dir, name);
+        parts.push(p);
+        return p;
+      },
+      close(): void {
+        for (const p of parts) p.release();
+        parts.length = 0;
+      },
+    };
+  }
+
+  openCommitter(ctx: SinkContext): CommitterSession {
+    return new LocalCommitterSession(this.dir, this.compaction, ctx);
+  }
+
+  publishes(): boolean {
+    return true;
+  }
+
+  publish(c: FileCommittable): void {
+    const from = join(this.dir, c.pending);
+    if (existsSync(from)) renameSync(from, join(this.dir, c.final));
+    // Else: committed before (by the attempt that took the checkpoint), maybe compacted since.
+  }
+
+  writeCommitRecord(subtask: number, checkpointId: number): void {
+    writeCommitRecord(this.dir, subtask, checkpointId);
+  }
+
+  readCommitRecords(): number | undefined {
+    return readCommitRecords(this.dir);
+  }
+
+  lease(owner: string): { release(): void } {
+    return acquireDirLease(this.dir, 'output directory', owner);
+  }
+
+  /**
+   * After a restore from checkpoint `restoredId`: delete what no completed checkpoint refers to
+   * (this subtask's in-progress files, and pending files of checkpoints after the restored one:
+   * they never completed), and finish or undo interrupted compactions. Subtask 0 also cleans up
+   * after subtask indices that no longer exist (the job was rescaled down). Returns a promise
+   * only when it has to wait for a compaction still running in this process.
+   *
+   * A pending file of a checkpoint at or below the restored one that the restored checkpoint
+   * does not refer to (`referenced`: its committables over all subtasks) is output a completed
+   * checkpoint promised and nobody will commit: it is reported in one log line and left where it
+   * is, for the user to inspect (deleting it would hide the loss; committing it could duplicate).
+   */
+  recover(ctx: SinkContext, restoredId: number, _committables: readonly FileCommittable[], referenced: readonly FileCommittable[]): void | Promise<void> {
+    const dir = this.dir;
+    if (!existsSync(dir)) return;
+    const mine = (sub: number) => ownsSubtask(ctx, sub);
+    const known = new Set(referenced.map((c) => c.pending));
+    const unreferenced: string[] = [];
+    // Files of the interrupted attempt's writer: deleted now, before this attempt's writer starts.
+    for (const name of readdirSync(dir)) {
+      let m = INPROGRESS_RE.exec(name);
+      if (m && mine(Number(m[1]))) {
+        rmSync(join(dir, name), { force: true });
+        continue;
+      }
+      m = PENDING_RE.exec(name);
+      if (!m || !mine(Number(m[1]))) continue;
+      if (Number(m[4]) > restoredId) rmSync(join(dir, name), { force: true });
+      else if (!known.has(name)) unreferenced.push(name);
+    }
+    if (unreferenced.length > 0) ctx.log(unreferencedLine(dir, restoredId, unreferenced.sort()));
+    // Compactions: a compaction of the failed attempt may still be running in this process (a
+    // restart in the same thread, workers: 1: its async I/O goes on after the task is cancelled).
+    // Its temp file is not garbage yet, so resolve compaction leftovers only once it has ended,
+    // and before this attempt's committer compacts (it queues behind this on the same lock).
+    const running = runningCompactions(dir, mine);
+    if (running.length === 0) {
+      resolveCompactionsSync(dir, mine);
+      return;
+    }
+    return exclusive(compactionKey(dir, ctx.subtaskIndex), async () => {
+      await Promise.all(running);
+      resolveCompactionsSync(dir, mine);
+    });
+  }
+}
+
+/** A part being written: `.part-...inprogress`, renamed to `.part-...chk-<id>.pending` at the barrier. */
+class LocalPart implements OpenPart<FileCommittable> {
+  private fd: number;
+  size = 0;
+
+  constructor(private readonly dir: string, private readonly name: string) {
+    this.fd = openSync(join(dir, `.${name}.inprogress`), 'wx');
+  }
+
+  append(buf: Buffer): void {
+    let off = 0;
+    while (off < buf.length) off += writeSync(this.fd, buf, off, buf.length - off);
+    this.size += buf.length;
+  }
+
+  close(): boolean {
+    fsyncSync(this.fd);
+    closeSync(this.fd);
+    this.fd = -1;
+    if (this.size === 0) {
+      rmSync(join(this.dir, `.${this.name}.inprogress`), { force: true });
+      return false;
+    }
+    return true;
+  }
+
+  seal(checkpointId: number): FileCommittable {
+    const pending = `.${this.name}.chk-${checkpointId}.pending`;
+    renameSync(join(this.dir, `.${this.name}.inprogress`), join(this.dir, pending));
+    return { pending, final: `${this.name}.jsonl` };
+  }
+
+  /** The writer is closed (the attempt ends): the file stays for recovery to delete. */
+  release(): void {
+    if (this.fd >= 0) {
+      closeSync(this.fd);
+      this.fd = -1;
+    }
+  }
+}
+
+/** The one log line for pending files nobody will commit (at most a few names, then a count). */
+function unreferencedLine(dir: string, restoredId: number, names: readonly string[]): string {
+  const shown = names.slice(0, 3).join(', ') + (names.length > 3 ? `, and ${names.length - 3} more` : '');
+  return `weir: exactly-once file sink ${dir}: ${names.length} pending file(s) of checkpoints up to ${restoredId} (restored) are in no retained checkpoint and will never be committed; their output was lost or they belong to another run: ${shown} (left in place)`;
+}
+
+/**
+ * Compactions in flight in this process, by directory and subtask. Two committers of one
+ * subtask can be alive at once: after a restart in the same thread the failed attempt's
+ * committer may still be compacting while the new one commits. Without taking turns both
+ * would merge the same small files (every record of them twice), and recover() could delete a
+ * temp file still being written. Compactions and recovery of a subtask take turns here.
+ */
+const compactionLocks = new Map<string, Promise<void>>();
+
+function compactionKey(dir: string, sub: number): string {
+  return `${resolve(dir)}\u0000${sub}`;
+}
+
+/** Runs fn after everything queued on `key` before it (failures included) has ended. */
+function exclusive(key: string, fn: () => Promise<void>): Promise<void> {
+  const run = (compactionLocks.get(key) ?? Promise.resolve()).then(fn);
+  const tail = run.catch(() => {});
+  compactionLocks.set(key, tail);
+  void tail.then(() => {
+    if (compactionLocks.get(key) === tail) compactionLocks.delete(key);
+  });
+  return run;
+}
+
+function runningCompactions(dir: string, mine: (sub: number) => boolean): Promise<void>[] {
+  const prefix = `${resolve(dir)}\u0000`;
+  const out: Promise<void>[] = [];
+  for (const [key, p] of compactionLocks) if (key.startsWith(prefix) && mine(Number(key.slice(prefix.length)))) out.push(p);
+  return out;
+}
+
+/** Intents first (they decide the fate of their temp files), then temp files without an intent. */
+function resolveCompactionsSync(dir: string, mine: (sub: number) => boolean): void {
+  for (const name of readdirSync(dir)) {
+    const m = INTENT_RE.exec(name);
+    if (m && mine(Number(m[1]))) resolveIntentSync(dir, name);
+  }
+  for (const name of readdirSync(dir)) {
+    const m = COMPACT_TMP_RE.exec(name);
+    if (m && mine(Number(m[1]))) rmSync(join(dir, name), { force: true }); // merged data that never got an intent
+  }
+}
+
+/** Completes a compaction whose merged file is visible, or undoes one whose file is not. */
+function resolveIntentSync(dir: string, intentName: string): void {
+  const path = join(dir, intentName);
+  let intent: { target: string; tmp: string; sources: string[] };
+  try {
+    intent = JSON.parse(readFileSync(path, 'utf8'));
+  } catch {
+    // A torn intent file: its compaction never reached the rename (the intent is fsynced first).
+    rmSync(path, { force: true });
+    return;
+  }
+  if (existsSync(join(dir, intent.target))) {
+    for (const s of intent.sources) rmSync(join(dir, s), { force: true });
+  } else {
+    rmSync(join(dir, intent.tmp), { force: true });
+  }
+  rmSync(path, { force: true });
+}
+
+/** After commits: the directory's fsync, then compaction in the background (off the record path). */
+class LocalCommitterSession implements CommitterSession {
+  private compacting: Promise<void> | undefined;
+  private compactions = 0;
+  private readonly run = randomBytes(4).toString('hex');
+
+  constructor(private readonly dir: string, private readonly settings: CompactionSettings, private readonly ctx: SinkContext) {}
+
+  afterCommit(published: number): void | Promise<void> {
+    if (published > 0) {
+      const d = openSync(this.dir, 'r');
+      try {
+        fsyncSync(d);
+      } finally {
+        closeSync(d);
+      }
+    }
+    // Compaction runs on async I/O, off the record path; the next commit waits for it, and so
+    // does the end of the job, so a finished job never leaves a half-done compaction behind.
+    if (this.settings.compactBelow > 0 && this.compacting === undefined) {
+      // Taking turns with other committers of this subtask in this process (see compactionLocks).
+      this.compacting = exclusive(compactionKey(this.dir, this.ctx.subtaskIndex), () => this.compact()).finally(() => (this.compacting = undefined));
+      return this.compacting;
+    }
+  }
+
+  /** Merges this subtask's small committed files, off the record path (async I/O). */
+  private async compact(): Promise<void> {
+    const dir = this.dir;
+    const sub = this.ctx.subtaskIndex;
+    const small: string[] = [];
+    for (const name of (await readdir(dir)).sort()) {
+      const m = COMMITTED_RE.exec(name);
+      if (!m || Number(m[1]) !== sub) continue;
+      const size = (await stat(join(dir, name)).catch(() => undefined))?.size;
+      if (size !== undefined && size < this.settings.compactBelow) small.push(name);
+    }
+    if (small.length < this.settings.compactMinFiles) return;
+    const k = this.compactions++;
+    const tmp = `.compact-${sub}-${this.run}-${k}.tmp`;
+    const target = `part-${sub}-${this.run}-c${k}.jsonl`;
+    const intent = `.compact-${sub}-${this.run}-${k}.intent`;
+    const fh = await open(join(dir, tmp), 'wx');
+    try {
+      for (const s of small) await fh.writeFile(await readFile(join(dir, s))); // writeFile: the whole buffer, however short single writes are
+      await fh.sync();
+    } finally {
+      await fh.close();
+    }
+    const ih = await open(join(dir, intent), 'wx');
+    try {
+      await ih.writeFile(JSON.stringify({ target, tmp, sources: small }));
+      await ih.sync();
+    } finally {
+      await ih.close();
+    }
+    await rename(join(dir, tmp), join(dir, target));
+    for (const s of small) await rm(join(dir, s), { force: true });
+    await rm(join(dir, intent), { force: true });
+  }
+
+  async close(): Promise<void> {
+    await this.compacting?.catch(() => {});
+  }
+}

@@ -1,0 +1,106 @@
+/**
+ * The S3 file sink's decisions, pure (the I/O shell in s3-storage.ts gathers their inputs and
+ * carries them out). Each part file is one multipart upload to its final key, so it is either
+ * in progress (invisible) or a complete object (visible); nothing is ever renamed.
+ */
+
+/** A part file's key: `<prefix>/part-<subtask>-<run>-<n>.jsonl`. */
+const PART_RE = /^part-(\d+)-([0-9a-f]+)-(\d+)\.jsonl$/;
+
+export function partKey(prefix: string, name: string): string {
+  return prefix === '' ? name : `${prefix}/${name}`;
+}
+
+/** The subtask and writer run of a part file's key under `prefix`, or undefined for any other key. */
+export function parsePartKey(prefix: string, key: string): { subtask: number; run: string } | undefined {
+  const head = prefix === '' ? '' : `${prefix}/`;
+  if (!key.startsWith(head)) return undefined;
+  const m = PART_RE.exec(key.slice(head.length));
+  return m ? { subtask: Number(m[1]), run: m[2]! } : undefined;
+}
+
+export interface CompletionInput {
+  /** Parts the checkpoint recorded as uploaded (1..parts). */
+  readonly parts: number;
+  /** Bytes the checkpoint holds beyond them (an open part's tail; 0 for a closed part). */
+  readonly tailBytes: number;
+  /** Part numbers the upload has now (ListParts), or undefined when the upload is gone or was never found. */
+  readonly listed: readonly number[] | undefined;
+  /** Whether the final object exists. */
+  readonly objectExists: boolean;
+}
+
+export type CompletionStep =
+  /** Upload the tail (when there is one) as part parts + 1, then complete with parts 1..parts(+1). */
+  | { readonly step: 'complete'; readonly uploadTail: boolean }
+  /** Nothing was uploaded: the tail is the whole file, one PUT. */
+  | { readonly step: 'put' }
+  /** Completed before (the commit is being repeated after a restore). */
+  | { readonly step: 'already' }
+  /** An empty open part: no file. */
+  | { readonly step: 'nothing' }
+  /** The data is gone: logged, not retried for ever. */
+  | { readonly step: 'lost'; readonly reason: string };
+
+/**
+ * How to make a recorded part file visible, idempotently: a commit repeated after a restore
+ * finds the object already there. Parts the upload holds beyond the recorded ones (uploaded by
+ * the attempt that failed after the checkpoint) are left out of the completion (S3 drops
+ * parts a completion does not list) or overwritten by the tail.
+ */
+export function decideCompletion(i: CompletionInput): CompletionStep {
+  if (i.parts === 0) {
+    if (i.objectExists) return { step: 'already' };
+    return i.tailBytes > 0 ? { step: 'put' } : { step: 'nothing' };
+  }
+  if (i.listed === undefined) {
+    return i.objectExists
+      ? { step: 'already' }
+      : { step: 'lost', reason: 'its multipart upload is gone and the object does not exist (aborted, for example by a bucket lifecycle rule for incomplete uploads)' };
+  }
+  const have = new Set(i.listed);
+  for (let n = 1; n <= i.parts; n++) {
+    if (!have.has(n)) return { step: 'lost', reason: `part ${n} of its multipart upload is missing` };
+  }
+  return { step: 'complete', uploadTail: i.tailBytes > 0 };
+}
+
+export interface OpenState {
+  readonly key: string;
+  readonly checkpointId: number;
+}
+
+/**
+ * The open parts a restore completes: of each key the newest state (a snapshot may carry an
+ * older checkpoint's state of the same part, not yet committed), and none whose key a
+ * complete committable names (that part was closed by then: the committer completes it).
+ */
+export function opensToComplete<T extends OpenState>(opens: readonly T[], completeKeys: ReadonlySet<string>): T[] {
+  const newest = new Map<string, T>();
+  for (const o of opens) {
+    if (completeKeys.has(o.key)) continue;
+    const seen = newest.get(o.key);
+    if (seen === undefined || o.checkpointId > seen.checkpointId) newest.set(o.key, o);
+  }
+  return [...newest.values()];
+}
+
+export interface ListedUpload {
+  readonly key: string;
+  readonly uploadId: string;
+}
+
+/**
+ * The uploads to abort: part files of subtasks this one owns (`owns`), not written by a writer
+ * alive in this process (`liveRuns`: a writer of this attempt may have started one already),
+ * and not named by a committable of the restored checkpoint (`keep`: those are completed, by
+ * the committer or by recovery). Uploads of other keys under the prefix are not the sink's.
+ */
+export function orphanUploads<U extends ListedUpload>(
+  uploads: readonly U[], prefix: string, owns: (subtask: number) => boolean, liveRuns: ReadonlySet<string>, keep: ReadonlySet<string>,
+): U[] {
+  return uploads.filter((u) => {
+    const p = parsePartKey(prefix, u.key);
+    return p !== undefined && owns(p.subtask) && !liveRuns.has(p.run) && !keep.has(u.key);
+  });
+}

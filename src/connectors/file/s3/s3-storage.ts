@@ -1,0 +1,344 @@
+/**
+ * The exactly-once file sink's storage on S3 (or an S3-compatible store) at s3://bucket/prefix,
+ * without small files. A part file stays open across checkpoints as one multipart upload to
+ * its final key, `<prefix>/part-<sub>-<run>-<n>.jsonl`:
+ * - as records arrive, every `s3.upload.part-size` bytes (at least S3's 5 MiB minimum) go up
+ *   as a part in the background (at most 4 requests at once; more than 8 parts' worth waiting
+ *   fails the writer with a message, the queue is bounded);
+ * - at a barrier, the part's state is a committable {upload, parts uploaded, tail}: the bytes
+ *   short of a full part travel in the checkpoint itself; the checkpoint is acknowledged only
+ *   once the parts it names are uploaded (whenPrepared);
+ * - a part closed by the rolling policy (size, age, inactivity; not per checkpoint) uploads its
+ *   rest as the last part; its committable is completed (CompleteMultipartUpload) when its
+ *   checkpoint completes: only then does the object exist, whole;
+ * - after a restore, the restored checkpoint's open parts are completed from its parts and tail
+ *   (so the file ends exactly at the checkpoint and nothing after it is in it), and orphan
+ *   uploads (an interrupted attempt's, not named by the restored checkpoint) are aborted;
+ * - the commit record is an object `<prefix>/.weir-committed-<sub>`, written before the files
+ *   of a commit are completed (commit protocol in exactly-once-file-sink.ts).
+ * There is no lease on an object store (as for checkpoints on S3): one job per output prefix.
+ * The S3 client and its settings are the checkpoint storage's (checkpoint/s3): the job's
+ * s3.* options, else the AWS SDK's own resolution (AWS_ENDPOINT_URL_S3, the credential chain).
+ */
+import { WeirError } from '../../../core/errors.ts';
+import type { SinkContext } from '../../../core/sink.ts';
+import { S3ObjectStore, type CompletedPart } from '../../../checkpoint/s3/object-store.ts';
+import { currentJobS3Config, parseS3Reference, resolveS3Config, type S3Config, type S3Settings } from '../../../checkpoint/s3/settings.ts';
+import type { FileCommittable } from '../exactly-once-file-sink.ts';
+import { ownsSubtask, type CommitterSession, type FileSinkStorage, type OpenPart, type WriterSession } from '../sink-storage.ts';
+import { decideCompletion, opensToComplete, orphanUploads, parsePartKey, partKey } from './protocol.ts';
+
+/** Requests one writer has in flight at most. */
+const MAX_CONCURRENT_UPLOADS = 4;
+/** Bytes waiting for upload (queued and in flight) one writer allows, in parts. */
+const MAX_WAITING_PARTS = 8;
+const RECORD_PREFIX = '.weir-committed-';
+const RECORD_RE = /^\.weir-committed-(\d+)$/;
+
+/** What this process knows of an upload it is writing: its id once created, the ETag of each part once uploaded. */
+interface KnownUpload {
+  uploadId: string | undefined;
+  readonly etags: (string | undefined)[];
+}
+
+export class S3SinkStorage implements FileSinkStorage<FileCommittable> {
+  readonly keepsPartsOpen = true;
+  readonly bucket: string;
+  readonly prefix: string;
+  private store_: S3ObjectStore | undefined;
+  /** Uploads written by writers of this sink in this thread, by key: a commit here needs no listing. */
+  private readonly known = new Map<string, KnownUpload>();
+  /** Runs of writers alive in this thread: their uploads are never orphans. */
+  readonly liveRuns = new Set<string>();
+
+  constructor(readonly location: string, private readonly settings: S3Settings | undefined) {
+    const { bucket, key } = parseS3Reference(location);
+    this.bucket = bucket;
+    this.prefix = key;
+    if (settings !== undefined) resolveS3Config(settings, `exactly-once file sink ${location}`); // checked now, used in each thread
+  }
+
+  /** The client, made on first use in each thread (the sink is built in every worker). */
+  get store(): S3ObjectStore {
+    this.store_ ??= new S3ObjectStore(this.config());
+    return this.store_;
+  }
+
+  private config(): S3Config {
+    return this.settings !== undefined ? resolveS3Config(this.settings, `exactly-once file sink ${this.location}`) : currentJobS3Config();
+  }
+
+  private describe(key: string): string {
+    return `s3://${this.bucket}/${key}`;
+  }
+
+  openWriter(ctx: SinkContext): WriterSession<FileCommittable> {
+    const session = new S3WriterSession(this, ctx);
+    // A start without a restore (no recover() call): what earlier attempts left under the prefix
+    // is garbage (no completed checkpoint names it); aborted in the background, never this writer's.
+    if (ctx.restoredCheckpointId === undefined) session.background(() => this.abortOrphans(ctx, new Set()));
+    return session;
+  }
+
+  openCommitter(): CommitterSession {
+    return { afterCommit: () => undefined, close: () => undefined };
+  }
+
+  publishes(c: FileCommittable): boolean {
+    return c.s3?.kind === 'complete';
+  }
+
+  async publish(c: FileCommittable, ctx: SinkContext): Promise<void> {
+    const s = c.s3;
+    if (s === undefined) throw new WeirError('RESTORE', `exactly-once file sink ${this.location}: the checkpoint holds a local file's committable (${c.final}); restore it with its own output path`);
+    await this.completeFile(c, undefined, ctx);
+  }
+
+  /** Called by the sink's writer: a part's upload, tracked until completed. */
+  track(key: string): KnownUpload {
+    const k: KnownUpload = { uploadId: undefined, etags: [] };
+    this.known.set(key, k);
+    return k;
+  }
+
+  /**
+   * Makes the part file of `c` visible, idempotently (decideCompletion): from what this thread
+   * knows of the upload, else from S3's listings (after a restore, or in another thread).
+   */
+  async completeFile(c: FileCommittable, tail: Buffer | undefined, ctx: SinkContext): Promise<void> {
+    const key = c.final;
+    const parts = c.s3!.parts;
+    const known = this.known.get(key);
+    if (tail === undefined && parts > 0 && known?.uploadId !== undefined && known.etags.length >= parts && known.etags.slice(0, parts).every((e) => e !== undefined)) {
+      const list: CompletedPart[] = known.etags.slice(0, parts).map((etag, i) => ({ partNumber: i + 1, etag: etag! }));
+      if (await this.store.tryCompleteMultipartUpload(this.bucket, key, known.uploadId, list)) {
+        this.known.delete(key);
+        return;
+      }
+    }
+    let uploadId: string | undefined = c.pending !== '' ? c.pending : known?.uploadId;
+    let listed: CompletedPart[] | undefined;
+    if (parts > 0) {
+      const candidates = uploadId !== undefined ? [uploadId] : (await this.store.listMultipartUploads(this.bucket, key)).filter((u) => u.key === key).map((u) => u.uploadId);
+      for (const id of candidates) {
+        const l = await this.store.listParts(this.bucket, key, id);
+        if (l === undefined) continue;
+        uploadId = id;
+        listed = l.filter((p) => p.partNumber <= parts);
+        if (listed.length === parts) break;
+      }
+    }
+    const objectExists = listed === undefined ? (await this.store.headObject(this.bucket, key)) !== undefined : false;
+    const d = decideCompletion({ parts, tailBytes: tail?.byteLength ?? 0, listed: listed?.map((p) => p.partNumber), objectExists });
+    switch (d.step) {
+      case 'already':
+      case 'nothing':
+        break;
+      case 'put':
+        await this.store.putObject(this.bucket, key, tail!);
+        break;
+      case 'lost':
+        ctx.log(`weir: exactly-once file sink ${this.location}: the output file ${this.describe(key)} of checkpoint ${c.s3!.checkpointId} cannot be committed: ${d.reason}; its records are lost`);
+        break;
+      case 'complete': {
+        const all = [...listed!];
+        if (d.uploadTail) all.push(await this.store.uploadPart(this.bucket, key, uploadId!, parts + 1, tail!));
+        if (!(await this.store.tryCompleteMultipartUpload(this.bucket, key, uploadId!, all))) {
+          // Completed by someone else in between (a repeated commit): fine if the object is there.
+          if ((await this.store.headObject(this.bucket, key)) === undefined) throw new WeirError('CONNECTOR', `exactly-once file sink ${this.location}: the upload of ${this.describe(key)} vanished while being completed`);
+        }
+        break;
+      }
+    }
+    this.known.delete(key);
+  }
+
+  async writeCommitRecord(subtask: number, checkpointId: number): Promise<void> {
+    await this.store.putObject(this.bucket, partKey(this.prefix, `${RECORD_PREFIX}${subtask}`), Buffer.from(JSON.stringify({ checkpointId }) + '\n'));
+  }
+
+  /** The highest checkpoint any subtask recorded; a record that cannot be read is an error, not "nothing". */
+  async readCommitRecords(): Promise<number | undefined> {
+    const listed = await this.store.list(this.bucket, partKey(this.prefix, RECORD_PREFIX));
+    let highest: number | undefined;
+    const head = this.prefix === '' ? '' : `${this.prefix}/`;
+    for (const o of listed.objects) {
+      if (!RECORD_RE.test(o.key.slice(head.length))) continue;
+      const body = await this.store.getObject(this.bucket, o.key);
+      let id: unknown;
+      try {
+        id = (JSON.parse(Buffer.from(body ?? new Uint8Array()).toString('utf8')) as { checkpointId?: unknown }).checkpointId;
+      } catch (e) {
+        throw new WeirError('START', `cannot read the sink's commit record ${this.describe(o.key)}: ${(e as Error).message}`);
+      }
+      if (!(Number.isInteger(id) && (id as number) >= 0)) throw new WeirError('START', `the sink's commit record ${this.describe(o.key)} holds no checkpoint id`);
+      highest = Math.max(highest ?? 0, id as number);
+    }
+    return highest;
+  }
+
+  /** No lease on an object store (nothing there can tell a dead holder): one job per output prefix. */
+  lease(): { release(): void } {
+    return { release: () => {} };
+  }
+
+  /**
+   * After a restore from `restoredId`: complete the open parts of this subtask's share of the
+   * restored committables (the file ends at the checkpoint; a closed part's committable is
+   * completed by the committer), then abort the uploads of owned subtasks that the restored
+   * checkpoint does not name (an interrupted attempt's, or checkpoints after the restored one).
+   */
+  async recover(ctx: SinkContext, restoredId: number, committables: readonly FileCommittable[], referenced: readonly FileCommittable[]): Promise<void> {
+    const completeKeys = new Set(referenced.filter((c) => c.s3?.kind === 'complete').map((c) => c.final));
+    const opens = opensToComplete(
+      committables.filter((c) => c.s3?.kind === 'open').map((c) => ({ key: c.final, checkpointId: c.s3!.checkpointId, c })),
+      completeKeys,
+    );
+    if (opens.length > 0) await this.writeCommitRecord(ctx.subtaskIndex, restoredId);
+    for (const o of opens) await this.completeFile(o.c, Buffer.from(o.c.s3!.tail ?? '', 'base64'), ctx);
+    // Other uploads of a completed open part's key are extras (a retried creation): not kept.
+    const keep = new Set(referenced.map((c) => c.final));
+    for (const o of opens) keep.delete(o.key);
+    await this.abortOrphans(ctx, keep);
+  }
+
+  /** Aborts owned uploads not in `keep` and not of a live writer; returns how many. */
+  async abortOrphans(ctx: SinkContext, keep: ReadonlySet<string>): Promise<number> {
+    const uploads = await this.store.listMultipartUploads(this.bucket, partKey(this.prefix, 'part-'));
+    const orphans = orphanUploads(uploads, this.prefix, (sub) => ownsSubtask(ctx, sub), this.liveRuns, keep);
+    for (const u of orphans) await this.store.abortMultipartUpload(this.bucket, u.key, u.uploadId).catch(() => {});
+    if (orphans.length > 0) ctx.log(`weir: exactly-once file sink ${this.location}: aborted ${orphans.length} multipart upload(s) an interrupted attempt left (no retained checkpoint names them)`);
+    return orphans.length;
+  }
+}
+
+/** One writer's uploads: a bounded queue, at most MAX_CONCURRENT_UPLOADS requests at once. */
+class S3WriterSession implements WriterSession<FileCommittable> {
+  private failed: unknown;
+  private waitingBytes = 0;
+  private active = 0;
+  private readonly queue: (() => void)[] = [];
+  private readonly running = new Set<Promise<void>>();
+  readonly partSize: number;
+  private readonly run: string[] = [];
+
+  constructor(readonly storage: S3SinkStorage, readonly ctx: SinkContext) {
+    this.partSize = storage.store.config.uploadPartSizeBytes;
+  }
+
+  openPart(name: string): OpenPart<FileCommittable> {
+    // The writer's run is in the part name: part-<sub>-<run>-<n>.
+    const key = partKey(this.storage.prefix, `${name}.jsonl`);
+    const run = parsePartKey(this.storage.prefix, key)?.run;
+    if (run !== undefined && !this.run.includes(run)) {
+      this.run.push(run);
+      this.storage.liveRuns.add(run);
+    }
+    return new S3Part(this, key, this.storage.track(key));
+  }
+
+  /** Runs `fn` in the background, its failure logged (cleanup that must not fail the writer). */
+  background(fn: () => Promise<unknown>): void {
+    void fn().catch((e) => this.ctx.log(`weir: exactly-once file sink ${this.storage.location}: cleanup of earlier attempts' uploads failed (they stay until the next start): ${(e as Error).message}`));
+  }
+
+  /** Queues a request carrying `bytes`; throws when too many bytes already wait (bounded). */
+  enqueue(bytes: number, fn: () => Promise<void>): void {
+    this.check();
+    const limit = MAX_WAITING_PARTS * this.partSize;
+    if (this.waitingBytes > 0 && this.waitingBytes + bytes > limit) {
+      throw new WeirError('CONNECTOR', `exactly-once file sink ${this.storage.location}: uploads to S3 fall behind the input (more than ${limit} bytes waiting); the store is slow or unreachable`);
+    }
+    this.waitingBytes += bytes;
+    const p = new Promise<void>((resolve) => this.queue.push(resolve))
+      .then(fn)
+      .then(
+        () => {},
+        (e) => {
+          this.failed ??= e;
+        },
+      )
+      .finally(() => {
+        this.waitingBytes -= bytes;
+        this.active--;
+        this.running.delete(p);
+        this.pump();
+      });
+    this.running.add(p);
+    this.pump();
+  }
+
+  private pump(): void {
+    while (this.active < MAX_CONCURRENT_UPLOADS && this.queue.length > 0) {
+      this.active++;
+      this.queue.shift()!();
+    }
+  }
+
+  check(): void {
+    if (this.failed !== undefined) throw new WeirError('CONNECTOR', `exactly-once file sink ${this.storage.location}: an upload failed: ${(this.failed as Error).message ?? String(this.failed)}`, { cause: this.failed });
+  }
+
+  whenPrepared(): Promise<void> | undefined {
+    if (this.running.size === 0) return this.failed === undefined ? undefined : Promise.resolve().then(() => this.check());
+    return Promise.all([...this.running]).then(() => this.check());
+  }
+
+  close(): void {
+    for (const r of this.run) this.storage.liveRuns.delete(r);
+  }
+}
+
+/** A part file being written: one multipart upload, created with its first part. */
+class S3Part implements OpenPart<FileCommittable> {
+  size = 0;
+  private buffered: Buffer[] = [];
+  private bufferedBytes = 0;
+  private partCount = 0;
+  private creating: Promise<string> | undefined;
+
+  constructor(private readonly session: S3WriterSession, private readonly key: string, private readonly known: KnownUpload) {}
+
+  append(bytes: Buffer): void {
+    this.buffered.push(bytes);
+    this.bufferedBytes += bytes.byteLength;
+    this.size += bytes.byteLength;
+    if (this.bufferedBytes >= this.session.partSize) this.cut();
+  }
+
+  /** Sends what is buffered as the next part. */
+  private cut(): void {
+    const body = this.takeBuffered();
+    const n = ++this.partCount;
+    const { store, bucket } = this.session.storage;
+    this.creating ??= store.createMultipartUpload(bucket, this.key).then((id) => (this.known.uploadId = id));
+    const creating = this.creating;
+    this.session.enqueue(body.byteLength, async () => {
+      const id = await creating;
+      const part = await store.uploadPart(bucket, this.key, id, n, body);
+      this.known.etags[n - 1] = part.etag;
+    });
+  }
+
+  private takeBuffered(): Buffer {
+    const body = this.buffered.length === 1 ? this.buffered[0]! : Buffer.concat(this.buffered, this.bufferedBytes);
+    this.buffered = [];
+    this.bufferedBytes = 0;
+    return body;
+  }
+
+  close(): boolean {
+    if (this.size === 0) return false;
+    if (this.bufferedBytes > 0) this.cut();
+    return true;
+  }
+
+  seal(checkpointId: number): FileCommittable {
+    return { pending: this.known.uploadId ?? '', final: this.key, s3: { kind: 'complete', parts: this.partCount, subtask: this.session.ctx.subtaskIndex, checkpointId } };
+  }
+
+  snapshot(checkpointId: number): FileCommittable {
+    const tail = this.buffered.length === 0 ? '' : Buffer.concat(this.buffered, this.bufferedBytes).toString('base64');
+    return { pending: this.known.uploadId ?? '', final: this.key, s3: { kind: 'open', parts: this.partCount, tail, subtask: this.session.ctx.subtaskIndex, checkpointId } };
+  }
+}

@@ -1,0 +1,72 @@
+/**
+ * The seam between the exactly-once file sink's logic (exactly-once-file-sink.ts: rolling,
+ * the writer, the commit protocol, the committed-output record, the lease) and where its files
+ * live: a local directory (local/) or an S3 prefix (s3/). A storage says how a part file is
+ * written, what its committable is, how it is made visible, where the commit record is kept,
+ * and how leftovers of an interrupted attempt are cleaned up after a restore.
+ *
+ * Local operations are synchronous (the local sink's commits and recovery stay synchronous
+ * where they always were); S3 ones return promises. `andThen()` chains either (a module must not export `then`: it would be a thenable).
+ */
+import type { SinkContext } from '../../core/sink.ts';
+
+/** One part file being written by a writer. */
+export interface OpenPart<C> {
+  /** Bytes appended so far. */
+  readonly size: number;
+  /** Appends bytes (synchronous; a storage may upload in the background). */
+  append(bytes: Buffer): void;
+  /** Nothing more is written to the part: made durable (or its upload started). False when it held nothing (and is gone). */
+  close(): boolean;
+  /** The committable of a closed part, at the barrier of checkpoint `checkpointId`. */
+  seal(checkpointId: number): C;
+  /** The committable of a part that stays open across the barrier (storages with keepsPartsOpen). */
+  snapshot?(checkpointId: number): C;
+}
+
+/** A writer's side of a storage (one per writer: one subtask's attempt). */
+export interface WriterSession<C> {
+  openPart(name: string): OpenPart<C>;
+  /** Resolves once the committables of checkpoint `checkpointId` name durable data (see SinkWriter.whenPrepared). */
+  whenPrepared?(checkpointId: number): Promise<void> | undefined;
+  /** Throws what went wrong in the background (a failed upload), if anything. */
+  check?(): void;
+  close(): void;
+}
+
+/** A committer's side of a storage (one per committer). */
+export interface CommitterSession {
+  /** After a commit's publishes (local: fsync of the directory, compaction). */
+  afterCommit(published: number): void | Promise<void>;
+  close(): void | Promise<void>;
+}
+
+export interface FileSinkStorage<C> {
+  /** The directory or s3:// reference, for messages. */
+  readonly location: string;
+  /** Parts stay open across checkpoints (S3 multipart uploads) instead of rolling at every barrier. */
+  readonly keepsPartsOpen: boolean;
+  /** A writer starting without a recover() call (a first attempt, or no checkpoint to restore). */
+  openWriter(ctx: SinkContext): WriterSession<C>;
+  openCommitter(ctx: SinkContext): CommitterSession;
+  /** Whether committing `c` makes a file visible (the state of a part still open does not). */
+  publishes(c: C): boolean;
+  /** Makes the file of `c` visible; idempotent (already visible: nothing to do). */
+  publish(c: C, ctx: SinkContext): void | Promise<void>;
+  /** The commit record (commit-record.ts for local directories): written before the publishes. */
+  writeCommitRecord(subtask: number, checkpointId: number): void | Promise<void>;
+  readCommitRecords(): number | undefined | Promise<number | undefined>;
+  /** See TwoPhaseCommitSink.recover. */
+  recover(ctx: SinkContext, restoredId: number, committables: readonly C[], referenced: readonly C[]): void | Promise<void>;
+  lease(owner: string): { release(): void };
+}
+
+/** Runs `next` after `first`: synchronously when `first` is not a promise. */
+export function andThen(first: void | Promise<void>, next: () => void | Promise<void>): void | Promise<void> {
+  return first instanceof Promise ? first.then(next) : next();
+}
+
+/** Whether a subtask index's leftovers are this subtask's to clean up (subtask 0 also takes indices that no longer exist). */
+export function ownsSubtask(ctx: Pick<SinkContext, 'subtaskIndex' | 'parallelism'>, sub: number): boolean {
+  return sub === ctx.subtaskIndex || (ctx.subtaskIndex === 0 && sub >= ctx.parallelism);
+}

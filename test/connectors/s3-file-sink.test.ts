@@ -1,0 +1,292 @@
+/**
+ * The exactly-once file sink on S3 (s3rver in this process): part files are multipart uploads
+ * that stay open across checkpoints (full parts uploaded, the tail in the checkpoint), become
+ * objects only when the checkpoint that closes them commits, are completed from the
+ * checkpoint's parts and tail after a restore, and orphan uploads are aborted. Rolling by size,
+ * age and inactivity on a fake clock: with a checkpoint every second, the number of files is
+ * the rolling policy's. The commit protocol's decisions are tested as pure functions.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { S3ObjectStore } from '../../src/checkpoint/s3/object-store.ts';
+import { resolveS3Config, type S3Settings } from '../../src/checkpoint/s3/settings.ts';
+import { decideCompletion, opensToComplete, orphanUploads, parsePartKey } from '../../src/connectors/file/s3/protocol.ts';
+import { S3SinkStorage } from '../../src/connectors/file/s3/s3-storage.ts';
+import { rollAfterWrite, rollAtBarrier, rollBeforeWrite } from '../../src/connectors/file/rolling.ts';
+import type { SinkContext } from '../../src/core/sink.ts';
+import { ExactlyOnceFileSink, ManualClock, type FileCommittable } from '../../src/index.ts';
+import { startS3Server, type S3TestServer } from '../helpers/s3rver.ts';
+import { runInline } from '../helpers/run.ts';
+
+const MiB = 1024 * 1024;
+const PART = 5 * MiB;
+
+describe('decisions (pure)', () => {
+  it('rolling: size after a write, age and inactivity before a write and at a barrier, per checkpoint only when asked', () => {
+    const policy = { maxPartSize: 100, rolloverMs: 60_000, inactivityMs: 10_000, onCheckpoint: false };
+    expect(rollAfterWrite({ size: 99, openedAt: 0, lastWriteAt: 0 }, policy)).toBeUndefined();
+    expect(rollAfterWrite({ size: 100, openedAt: 0, lastWriteAt: 0 }, policy)).toBe('size');
+    expect(rollBeforeWrite({ size: 1, openedAt: 0, lastWriteAt: 55_000 }, 59_999, policy)).toBeUndefined();
+    expect(rollBeforeWrite({ size: 1, openedAt: 0, lastWriteAt: 55_000 }, 60_000, policy)).toBe('time');
+    expect(rollBeforeWrite({ size: 1, openedAt: 0, lastWriteAt: 5_000 }, 15_000, policy)).toBe('inactivity');
+    expect(rollAtBarrier({ size: 1, openedAt: 0, lastWriteAt: 1_000 }, 2_000, policy)).toBeUndefined();
+    expect(rollAtBarrier({ size: 1, openedAt: 0, lastWriteAt: 1_000 }, 11_000, policy)).toBe('inactivity');
+    expect(rollAtBarrier({ size: 1, openedAt: 0, lastWriteAt: 1_000 }, 2_000, { ...policy, onCheckpoint: true })).toBe('checkpoint');
+  });
+
+  it('completion: idempotent (object there, upload gone), tail-only files are one PUT, missing parts are reported', () => {
+    expect(decideCompletion({ parts: 2, tailBytes: 0, listed: [1, 2, 3], objectExists: false })).toEqual({ step: 'complete', uploadTail: false });
+    expect(decideCompletion({ parts: 2, tailBytes: 5, listed: [1, 2], objectExists: false })).toEqual({ step: 'complete', uploadTail: true });
+    expect(decideCompletion({ parts: 2, tailBytes: 5, listed: undefined, objectExists: true })).toEqual({ step: 'already' });
+    expect(decideCompletion({ parts: 2, tailBytes: 0, listed: undefined, objectExists: false }).step).toBe('lost');
+    expect(decideCompletion({ parts: 2, tailBytes: 0, listed: [2], objectExists: false })).toEqual({ step: 'lost', reason: 'part 1 of its multipart upload is missing' });
+    expect(decideCompletion({ parts: 0, tailBytes: 5, listed: undefined, objectExists: false })).toEqual({ step: 'put' });
+    expect(decideCompletion({ parts: 0, tailBytes: 5, listed: undefined, objectExists: true })).toEqual({ step: 'already' });
+    expect(decideCompletion({ parts: 0, tailBytes: 0, listed: undefined, objectExists: false })).toEqual({ step: 'nothing' });
+  });
+
+  it('a restore completes the newest state of each open part, not one a complete committable closes', () => {
+    const opens = [{ key: 'a', checkpointId: 3 }, { key: 'a', checkpointId: 4 }, { key: 'b', checkpointId: 4 }, { key: 'c', checkpointId: 2 }];
+    expect(opensToComplete(opens, new Set(['b']))).toEqual([{ key: 'a', checkpointId: 4 }, { key: 'c', checkpointId: 2 }]);
+  });
+
+  it('orphans: owned subtasks\' part uploads, not a live writer\'s, not named by the restored checkpoint', () => {
+    expect(parsePartKey('out', 'out/part-3-abcd-7.jsonl')).toEqual({ subtask: 3, run: 'abcd' });
+    expect(parsePartKey('out', 'other/part-3-abcd-7.jsonl')).toBeUndefined();
+    expect(parsePartKey('', 'part-0-ff-0.jsonl')).toEqual({ subtask: 0, run: 'ff' });
+    const u = (key: string) => ({ key, uploadId: key.toUpperCase() });
+    const uploads = [u('out/part-0-aa-0.jsonl'), u('out/part-0-bb-0.jsonl'), u('out/part-1-aa-0.jsonl'), u('out/part-2-aa-0.jsonl'), u('out/part-0-cc-1.jsonl'), u('out/notes.txt')];
+    const owns = (sub: number) => sub === 0 || sub >= 2; // subtask 0 of parallelism 2
+    expect(orphanUploads(uploads, 'out', owns, new Set(['cc']), new Set(['out/part-0-bb-0.jsonl'])).map((x) => x.key)).toEqual(['out/part-0-aa-0.jsonl', 'out/part-2-aa-0.jsonl']);
+  });
+});
+
+describe('on s3rver', () => {
+  let server: S3TestServer;
+  let store: S3ObjectStore;
+  let settings: S3Settings;
+  let n = 0;
+  beforeAll(async () => {
+    server = await startS3Server();
+    settings = { ...server.settings, uploadPartSize: PART };
+    store = new S3ObjectStore(resolveS3Config(settings));
+  });
+  afterAll(async () => {
+    await store?.close();
+    await server?.close();
+  });
+
+  /** A fresh prefix per test. */
+  function out(): string {
+    return `s3://${server.bucket}/out-${n++}`;
+  }
+  let logged: string[] = [];
+  function ctx(clock = new ManualClock(0), subtaskIndex = 0, parallelism = 1, restoredCheckpointId?: number): SinkContext {
+    return { subtaskIndex, parallelism, attemptNumber: restoredCheckpointId === undefined ? 0 : 1, now: () => clock.now(), restoredCheckpointId, log: (l) => logged.push(l) };
+  }
+  const ts = (k: number) => new Array<number>(k).fill(0);
+  const prefixOf = (ref: string) => ref.slice(`s3://${server.bucket}/`.length);
+
+  /** Committed objects under the prefix (part files), name -> content. */
+  async function objects(ref: string): Promise<Map<string, string>> {
+    const prefix = prefixOf(ref);
+    const listed = await store.list(server.bucket, `${prefix}/part-`);
+    const outMap = new Map<string, string>();
+    for (const o of [...listed.objects].sort((a, b) => (a.key < b.key ? -1 : 1))) outMap.set(o.key.slice(prefix.length + 1), Buffer.from((await store.getObject(server.bucket, o.key))!).toString('utf8'));
+    return outMap;
+  }
+  async function uploads(ref: string): Promise<string[]> {
+    return (await store.listMultipartUploads(server.bucket, `${prefixOf(ref)}/`)).map((u) => u.key.slice(prefixOf(ref).length + 1)).sort();
+  }
+  /** Lines of `bytes` bytes each (the line end included), numbered from `from`. */
+  function lines(from: number, count: number, bytes = 1024): string[] {
+    return Array.from({ length: count }, (_, i) => `${String(from + i).padStart(8, '0')}`.padEnd(bytes - 3, 'x'));
+  }
+  const body = (xs: readonly string[]) => xs.map((x) => JSON.stringify(x) + '\n').join('');
+  /** Writes in batches of 256 records (256 KiB), as a task hands them over. */
+  function write(w: { write(v: readonly string[], t: readonly number[]): void }, xs: readonly string[]): void {
+    for (let i = 0; i < xs.length; i += 256) w.write(xs.slice(i, i + 256), ts(Math.min(256, xs.length - i)));
+  }
+
+  it('a part stays open across checkpoints as one upload: full parts uploaded, the tail in the checkpoint, an object only once the rolled part commits', async () => {
+    const ref = out();
+    const clock = new ManualClock(0);
+    const sink = new ExactlyOnceFileSink<string>(ref, { s3: settings, maxPartSize: 14 * MiB });
+    const w = sink.createWriter(ctx(clock));
+    const c = sink.createCommitter(ctx(clock));
+    const first = lines(0, 6 * 1024); // 6 MiB: one 5 MiB+ part goes up, the rest waits
+    write(w, first);
+    const c1 = w.prepareCommit(1);
+    await w.whenPrepared?.(1);
+    expect(c1).toHaveLength(1);
+    expect(c1[0]!.s3).toMatchObject({ kind: 'open', parts: 1, checkpointId: 1 });
+    const tail1 = Buffer.from(c1[0]!.s3!.tail!, 'base64');
+    expect(tail1.byteLength).toBeLessThan(PART);
+    expect(tail1.byteLength).toBeGreaterThan(0);
+    await c.commit(c1, 1);
+    expect(await objects(ref)).toEqual(new Map()); // nothing visible: the part is still open
+    expect(await uploads(ref)).toHaveLength(1);
+    expect(await sink.lastCommittedCheckpoint()).toBeUndefined(); // nothing committed yet
+    clock.advance(1000);
+    const second = lines(first.length, 9 * 1024); // reaches 14 MiB: rolled by size
+    write(w, second.slice(0, 4096));
+    const c2 = w.prepareCommit(2);
+    await w.whenPrepared?.(2);
+    expect(c2[0]!.s3).toMatchObject({ kind: 'open', checkpointId: 2 });
+    expect(c2[0]!.final).toBe(c1[0]!.final); // the same file, one checkpoint later
+    clock.advance(1000);
+    write(w, second.slice(4096));
+    const c3 = w.prepareCommit(3);
+    await w.whenPrepared?.(3);
+    expect(c3.map((x) => x.s3!.kind)).toEqual(['complete', 'open']);
+    await c.commit(c3, 3);
+    const objs = await objects(ref);
+    expect(objs.size).toBe(1);
+    const [name, content] = [...objs][0]!;
+    expect(`${prefixOf(ref)}/${name}`).toBe(c1[0]!.final);
+    expect(content.length).toBeGreaterThanOrEqual(14 * MiB);
+    expect(content).toBe(body([...first, ...second]).slice(0, content.length));
+    expect(await sink.lastCommittedCheckpoint()).toBe(3);
+    // Committing again (a restore repeats the commit) changes nothing.
+    await c.commit(c3, 3);
+    await new ExactlyOnceFileSink<string>(ref, { s3: settings }).createCommitter(ctx()).commit(c3, 3);
+    expect(await objects(ref)).toEqual(objs);
+    w.close?.();
+  });
+
+  it('with a checkpoint every second for 10 minutes, the number of files is set by rolling (age 60 s), not by the 600 checkpoints', async () => {
+    const ref = out();
+    const clock = new ManualClock(0);
+    const sink = new ExactlyOnceFileSink<string>(ref, { s3: settings, rolloverInterval: '60 s', inactivityInterval: '30 s' });
+    const w = sink.createWriter(ctx(clock));
+    const c = sink.createCommitter(ctx(clock));
+    const written: string[] = [];
+    for (let chk = 1; chk <= 600; chk++) {
+      // Two records a second, except a quiet spell of 40 s (rolled by inactivity) from 400 s.
+      if (chk < 400 || chk > 440) {
+        const xs = [`r${2 * chk}`, `r${2 * chk + 1}`];
+        w.write(xs, ts(2));
+        written.push(...xs);
+      }
+      clock.advance(1000);
+      const list = w.prepareCommit(chk);
+      await w.whenPrepared?.(chk);
+      await c.commit(list, chk);
+    }
+    w.finish?.();
+    const last = w.prepareCommit(601);
+    await w.whenPrepared?.(601);
+    await c.commit(last, 601);
+    const objs = await objects(ref);
+    // 0..400 s: files of 60 s (6 full ones and 40 s closed by the quiet spell), 441..600 s: 60, 60, 40 at the end.
+    expect(objs.size).toBe(10);
+    const got = [...objs.values()].flatMap((t) => t.split('\n').filter((l) => l !== '')).sort();
+    expect(got).toEqual(written.map((x) => JSON.stringify(x)).sort());
+    expect(await uploads(ref)).toEqual([]);
+    w.close?.();
+  });
+
+  it('a restore completes the open part from the checkpoint\'s parts and tail (the file ends at the checkpoint) and aborts what the failed attempt left', async () => {
+    const ref = out();
+    const clock = new ManualClock(0);
+    const sink = new ExactlyOnceFileSink<string>(ref, { s3: settings, maxPartSize: 10 * MiB });
+    const w = sink.createWriter(ctx(clock));
+    const c = sink.createCommitter(ctx(clock));
+    const before = lines(0, 6 * 1024);
+    write(w, before);
+    const c1 = w.prepareCommit(1);
+    await w.whenPrepared?.(1);
+    await c.commit(c1, 1);
+    // After checkpoint 1 the attempt goes on: more parts of the same upload, a second file, then it dies.
+    const after = lines(before.length, 12 * 1024);
+    write(w, after); // rolls at 10 MiB: the first upload gets a part 2, a second file starts and uploads a part
+    w.prepareCommit(2); // checkpoint 2 never completes
+    await w.whenPrepared?.(2);
+    expect(await uploads(ref)).toHaveLength(2);
+    // A new process restores checkpoint 1 (a new sink: nothing known in memory).
+    logged = [];
+    const restored = new ExactlyOnceFileSink<string>(ref, { s3: settings, maxPartSize: 10 * MiB });
+    const rctx = ctx(new ManualClock(0), 0, 1, 1);
+    await restored.recover(rctx, 1, c1, c1);
+    const objs = await objects(ref);
+    expect([...objs.values()]).toEqual([body(before)]);
+    expect(await uploads(ref)).toEqual([]);
+    expect(logged.join('\n')).toMatch(/aborted 1 multipart upload/);
+    expect(await restored.lastCommittedCheckpoint()).toBe(1);
+    // Recovering again (the restored attempt failed too) finds it done and changes nothing.
+    await restored.recover(rctx, 1, c1, c1);
+    expect(await objects(ref)).toEqual(objs);
+    w.close?.();
+  });
+
+  it('a part with no full part uploaded is one PUT of its tail on restore; a restore at another parallelism completes what its share names', async () => {
+    const ref = out();
+    const sink = new ExactlyOnceFileSink<number>(ref, { s3: settings });
+    const w0 = sink.createWriter(ctx(new ManualClock(0), 0, 2));
+    const w1 = sink.createWriter(ctx(new ManualClock(0), 1, 2));
+    w0.write([1, 2], ts(2));
+    w1.write([3], ts(1));
+    const all: FileCommittable[] = [...w0.prepareCommit(5), ...w1.prepareCommit(5)];
+    expect(all.map((x) => x.s3!.parts)).toEqual([0, 0]);
+    w0.close?.();
+    w1.close?.();
+    // Rescaled to 1: subtask 0 gets both states.
+    await new ExactlyOnceFileSink<number>(ref, { s3: settings }).recover(ctx(new ManualClock(0), 0, 1, 5), 5, all, all);
+    expect([...(await objects(ref)).values()].sort()).toEqual(['1\n2\n', '3\n']);
+    expect(await uploads(ref)).toEqual([]);
+  });
+
+  it('a fresh start aborts uploads earlier runs left (not its own writer\'s), without a restore', async () => {
+    const ref = out();
+    const sink = new ExactlyOnceFileSink<string>(ref, { s3: settings });
+    const w = sink.createWriter(ctx());
+    w.write(lines(0, 5 * 1024 + 1), ts(5 * 1024 + 1));
+    w.prepareCommit(1);
+    await w.whenPrepared?.(1);
+    w.close?.();
+    expect(await uploads(ref)).toHaveLength(1);
+    logged = [];
+    const again = new ExactlyOnceFileSink<string>(ref, { s3: settings });
+    const w2 = again.createWriter(ctx());
+    w2.write(lines(0, 5 * 1024 + 1), ts(5 * 1024 + 1)); // this writer's upload starts at once
+    w2.prepareCommit(1);
+    await w2.whenPrepared?.(1);
+    for (let i = 0; i < 100 && !logged.some((l) => l.includes('aborted')); i++) await new Promise((r) => setTimeout(r, 20));
+    expect(logged.join('\n')).toMatch(/aborted 1 multipart upload/);
+    const left = await uploads(ref);
+    expect(left).toHaveLength(1);
+    expect(`${prefixOf(ref)}/${left[0]}`).toBe(w2.prepareCommit(2)[0]!.final); // its own upload is left alone
+    w2.close?.();
+  });
+
+  it('through a job with checkpoints: every record committed exactly once, one file per subtask (rolling by age is longer than the job), no upload left', async () => {
+    const ref = out();
+    const work = mkdtempSync(join(tmpdir(), 'weir-s3-sink-'));
+    try {
+      const count = 3000;
+      const r = await runInline(
+        (env) => {
+          env.fromGenerator((i) => ({ i }), { count, ratePerSecond: 10_000 }).sinkTo(new ExactlyOnceFileSink<{ i: number }>(ref));
+        },
+        { parallelism: 2, checkpoint: { interval: 30, dir: join(work, 'chk') }, s3: settings },
+      );
+      expect(r.checkpoints.counts.completed).toBeGreaterThanOrEqual(3);
+      const objs = await objects(ref);
+      expect(objs.size).toBe(2);
+      const got = [...objs.values()].flatMap((t) => t.split('\n').filter((l) => l !== '')).sort();
+      expect(got).toEqual(Array.from({ length: count }, (_, i) => JSON.stringify({ i })).sort());
+      expect(await uploads(ref)).toEqual([]);
+    } finally {
+      rmSync(work, { recursive: true, force: true });
+    }
+  });
+
+  it('S3 settings are checked when the sink is built', () => {
+    expect(() => new ExactlyOnceFileSink(`s3://${server.bucket}/x`, { s3: { endpoint: 'ftp://nope' } })).toThrow(/S3 endpoint must be an http/);
+    expect(() => new ExactlyOnceFileSink('s3://B/x')).toThrow(/not an S3 bucket name/);
+    expect(new ExactlyOnceFileSink(`s3://${server.bucket}/x`).outputDir).toBeUndefined();
+    expect(new ExactlyOnceFileSink(`s3://${server.bucket}/x`).storage).toBeInstanceOf(S3SinkStorage);
+  });
+});
