@@ -59,6 +59,8 @@ export interface RuntimeServices {
   log(line: string): void;
   /** Malformed records of a source with malformed: 'dead-letter', a poll's worth at a time: to the dead-letter file, or the log. */
   deadLetters(source: string, subtaskIndex: number, records: readonly MalformedRecord[]): void;
+  /** A source reader's event for its split enumerator on the job manager. */
+  sourceEvent?(operatorId: string, subtaskIndex: number, event: unknown): void;
 }
 
 export abstract class StreamOperator {
