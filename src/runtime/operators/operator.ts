@@ -260,6 +260,14 @@ export abstract class StreamOperator {
   }
 
   /** Work still running asynchronously (e.g. commits) that must end before the task finishes. */
+  /**
+   * False while the operator cannot take more input (a sink whose bounded buffer of unacknowledged
+   * writes is full): the task stops taking input until the operator wakes it. Asked once per batch.
+   */
+  hasRoom(): boolean {
+    return true;
+  }
+
   quiesce(): Promise<void> | undefined {
     return undefined;
   }
