@@ -30,6 +30,7 @@ export type { TwoPhaseCommitSink, SinkWriter, SinkCommitter, SinkContext } from 
 export { ExactlyOnceFileSink, type ExactlyOnceFileSinkOptions, type FileCommittable } from '../connectors/file/exactly-once-file-sink.ts';
 export { PostgresSink, type PostgresCommittable, type PostgresSinkOptions, type PostgresConnection } from '../connectors/postgres/index.ts';
 export { RedisStreamsSink, type RedisCommittable, type RedisStreamsSinkOptions, type RedisConnection } from '../connectors/redis/index.ts';
+export { KinesisSource, KinesisSink, type KinesisSourceOptions, type KinesisShardSplit, type KinesisInitialPosition, type KinesisSinkOptions, type KinesisConnectionOptions } from '../connectors/kinesis/index.ts';
 export { JetStreamSink, type JetStreamCommittable, type JetStreamSinkOptions } from '../connectors/jetstream/index.ts';
 export { ManualClock, systemClock, type Clock } from '../core/clock.ts';
 export { MAX_WATERMARK, MIN_WATERMARK } from '../runtime/events.ts';

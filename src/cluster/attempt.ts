@@ -17,7 +17,7 @@ import type { RestorePlan } from '../checkpoint/restore-plan.ts';
 import type { CheckpointStatsTracker } from '../checkpoint/stats.ts';
 import type { CheckpointStorage, CompletedCheckpointRef, StorageResolver } from '../checkpoint/storage.ts';
 import type { Cancellable, Clock } from '../core/clock.ts';
-import { assignSplits, type SourceSplit } from '../core/source.ts';
+import { assignSplits, type SourceSplit, type SplitEnumerator } from '../core/source.ts';
 import { taskId, type TaskId } from '../core/task-id.ts';
 import type { TaskRestore } from '../core/checkpoint-format.ts';
 import type { ExecutionPlan } from '../graph/execution-plan.ts';
@@ -30,7 +30,7 @@ import { Deployment } from './deployment.ts';
 import { ControlError } from './errors.ts';
 import type { Progress } from './job-result.ts';
 import type { JobManagerConfig } from './job-manager-config.ts';
-import type { FromExecutor, SerializedError, ToExecutor } from './messages.ts';
+import { serializeError, type FromExecutor, type SerializedError, type ToExecutor } from './messages.ts';
 import { MetricStore } from './metric-store.ts';
 
 /** How often the tasks of a one-thread run are sampled (workers send theirs as often). */
@@ -111,6 +111,9 @@ export class Attempt {
   /** The subtask whose failure ended the attempt, e.g. "Map (2/4)" (the exceptions view). */
   failedTask: string | undefined;
   private settle: (o: AttemptOutcome) => void = () => {};
+  /** Split enumerators of the sources that have one, by source operator id (started once every task runs). */
+  private readonly enumerators = new Map<string, SplitEnumerator>();
+  private splits: Record<TaskId, SourceSplit[]> = {};
 
   constructor(private readonly ctx: AttemptContext, private readonly start: AttemptStart) {
     const graph = ctx.graph;
@@ -134,6 +137,7 @@ export class Attempt {
   async run(): Promise<AttemptOutcome> {
     const done = new Promise<AttemptOutcome>((r) => (this.settle = r));
     const splits = await this.planSplits();
+    this.splits = splits;
     const { ctx } = this;
     const onProgress = ctx.onProgress;
     if (onProgress !== undefined) this.timers.progress = every(ctx.clock, ctx.config.progressIntervalMs, () => onProgress(this.progress()));
@@ -246,7 +250,10 @@ export class Attempt {
       case 'task-running':
         this.checkpoints.handle({ type: 'task-status', now, task: m.task, status: 'running' });
         this.running = ++this.runningTasks === this.taskIds.length;
-        if (this.running) this.ctx.markRunning();
+        if (this.running) {
+          this.ctx.markRunning();
+          this.startEnumerators();
+        }
         this.checkpoints.scheduleTick();
         return;
       case 'task-waiting':
@@ -281,6 +288,51 @@ export class Attempt {
         return this.checkpoints.handle({ type: 'ack', now, id: m.id, ack: m.ack });
       case 'decline':
         return this.checkpoints.handle({ type: 'decline', now, id: m.id, task: m.task, reason: m.reason, message: m.message });
+      case 'source-event':
+        try {
+          this.enumerators.get(m.operator)?.handleSourceEvent(m.subtask, m.event);
+        } catch (e) {
+          this.fail(serializeError(e));
+        }
+        return;
+    }
+  }
+
+  /** One split enumerator per source that has one, given the splits its readers start with. */
+  private startEnumerators(): void {
+    if (this.enumerators.size > 0 || this.ending) return;
+    for (const v of this.ctx.graph.vertices) {
+      const node = v.operators[0]!.node;
+      const t = node.transformation;
+      if (t.kind !== 'source' || t.source.createEnumerator === undefined) continue;
+      const timers = new Set<Cancellable>();
+      const assigned: SourceSplit[][] = [];
+      for (let i = 0; i < v.parallelism; i++) assigned.push([...(this.splits[taskId(v.index, i)] ?? [])]);
+      try {
+        const en = t.source.createEnumerator({
+          parallelism: v.parallelism,
+          assignSplits: (subtask, splits) => {
+            if (this.ending || !(subtask >= 0 && subtask < v.parallelism)) return;
+            this.broadcast({ type: 'add-splits', task: taskId(v.index, subtask), splits });
+          },
+          now: () => this.ctx.clock.now(),
+          schedule: (delayMs, fn) => {
+            const c = after(this.ctx.clock, delayMs, () => {
+              timers.delete(c);
+              if (!this.ending) fn();
+            });
+            timers.add(c);
+            return { cancel: () => { timers.delete(c); c.cancel(); } };
+          },
+          log: (line) => this.ctx.log(`source "${t.source.name}": ${line}`),
+          fail: (e) => this.fail(serializeError(e)),
+        }, assigned);
+        this.enumerators.set(node.id, { start: () => en.start(), handleSourceEvent: (s, e) => en.handleSourceEvent(s, e), close: () => { for (const c of timers) c.cancel(); en.close(); } });
+        en.start();
+      } catch (e) {
+        this.fail(serializeError(e));
+        return;
+      }
     }
   }
 
@@ -373,6 +425,13 @@ export class Attempt {
     if (this.ending) return;
     this.ending = true;
     for (const t of Object.values(this.timers)) t?.cancel();
+    for (const en of this.enumerators.values()) {
+      try {
+        en.close();
+      } catch (e) {
+        this.ctx.log(`split enumerator close failed: ${(e as Error).message}`);
+      }
+    }
     this.broadcast({ type: 'cancel' });
     void this.windDown(o);
   }

@@ -59,7 +59,9 @@ export type ToExecutor =
   /** Stop-with-savepoint: sources end (drain: as if their input ended; else at once, without finishing). */
   | { readonly type: 'end-sources'; readonly drain: boolean }
   /** A stop-with-savepoint failed: suspended sources read on. */
-  | { readonly type: 'resume-sources' };
+  | { readonly type: 'resume-sources' }
+  /** A split enumerator assigned splits to a source task (ordered with 'trigger' on the same port). */
+  | { readonly type: 'add-splits'; readonly task: TaskId; readonly splits: readonly SourceSplit[] };
 
 export interface SerializedError {
   readonly name: string;
@@ -88,7 +90,9 @@ export type FromExecutor =
   | { readonly type: 'task-running'; readonly task: TaskId }
   | { readonly type: 'task-waiting'; readonly task: TaskId }
   | { readonly type: 'ack'; readonly id: number; readonly ack: TaskAck }
-  | { readonly type: 'decline'; readonly id: number; readonly task: TaskId; readonly reason: CheckpointFailureReason; readonly message: string };
+  | { readonly type: 'decline'; readonly id: number; readonly task: TaskId; readonly reason: CheckpointFailureReason; readonly message: string }
+  /** A source reader's message to its split enumerator. */
+  | { readonly type: 'source-event'; readonly operator: string; readonly subtask: number; readonly event: unknown };
 
 export function serializeError(e: unknown): SerializedError {
   if (e instanceof Error) return { name: e.name, code: errorCode(e), message: e.message, stack: e.stack, user: isUserError(e) };

@@ -118,6 +118,7 @@ export class TaskExecutor implements TaskListener {
       writeStdout: cfg.writeStdout ?? ((t) => void process.stdout.write(t)),
       log: (line) => cfg.send({ type: 'log', line }),
       deadLetters: (source, subtask, records) => this.deadLetters(source, subtask, records),
+      sourceEvent: (operator, subtask, event) => cfg.send({ type: 'source-event', operator, subtask, event }),
     };
 
     for (const st of plan.subtasks) {
@@ -245,6 +246,11 @@ export class TaskExecutor implements TaskListener {
       case 'resume-sources':
         for (const t of this.tasks) if (t.source) t.mail(() => t.resumeSource());
         return;
+      case 'add-splits': {
+        const t = this.byId.get(m.task)?.task;
+        if (t?.source) t.mail(() => t.source!.addSplits([...m.splits]));
+        return;
+      }
       default:
         return;
     }

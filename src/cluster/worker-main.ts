@@ -99,6 +99,7 @@ port.on('message', (m: ToExecutor & { peers?: Record<number, MessagePort> }) => 
     case 'finish-tasks':
     case 'end-sources':
     case 'resume-sources':
+    case 'add-splits':
       executor?.handle(m);
       return;
     case 'cancel':

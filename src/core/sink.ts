@@ -18,6 +18,8 @@ export interface SinkContext {
   readonly restoredCheckpointId: number | undefined;
   /** Writes a line to the job's log (never credentials). */
   log(line: string): void;
+  /** Wakes the sink's task (after isAvailable turned true again). Safe from any callback. */
+  wake?(): void;
 }
 
 export interface SinkWriter<T, C> {
@@ -34,6 +36,13 @@ export interface SinkWriter<T, C> {
   whenPrepared?(checkpointId: number): Promise<void> | undefined;
   /** End of input: nothing more will be written (a final checkpoint follows). */
   finish?(): void;
+  /**
+   * Optional backpressure: false while the writer holds as much unacknowledged output as it may
+   * (a bounded buffer); the task takes no input until it turns true and the writer calls ctx.wake().
+   */
+  isAvailable?(): boolean;
+  /** Optional: resolves once everything written has reached the external system; awaited before the task ends. */
+  drain?(): Promise<void> | undefined;
   close?(): void;
 }
 

@@ -60,9 +60,12 @@ export interface SourceReaderContext {
   readonly metrics: SourceReaderMetrics;
   /** A line for the job's log (e.g. a connection retried). Never put credentials in it. */
   log(line: string): void;
+  /** A message to the source's split enumerator on the job manager (e.g. "split finished"); none without one. */
+  sendSourceEvent?(event: unknown): void;
 }
 
 export interface SourceReader<T, S extends SourceSplit> {
+  /** The splits to read: at start, and later from the source's enumerator (between polls). */
   addSplits(splits: S[]): void;
   /**
    * Emits at most `maxRecords` records. Returns 'more' if more are ready now, 'wait' if the
@@ -91,6 +94,37 @@ export interface Source<T, S extends SourceSplit = SourceSplit> {
   /** On the job manager: the splits to read, for `parallelism` readers. */
   planSplits(parallelism: number): Promise<S[]> | S[];
   createReader(ctx: SourceReaderContext): SourceReader<T, S>;
+  /**
+   * Optional: a split enumerator on the job manager for splits that appear while the job runs
+   * (Kinesis shards after a reshard). One per source per attempt, started once every task runs.
+   * `assigned[i]` are the splits reader i starts with (planned or restored). An enumerator keeps
+   * no checkpoint state of its own: what it must know after a restore, it derives from the
+   * readers' splits (`assigned`), which is what makes its decisions consistent with the checkpoint.
+   */
+  createEnumerator?(ctx: SplitEnumeratorContext<S>, assigned: readonly (readonly S[])[]): SplitEnumerator;
+}
+
+/** What a split enumerator can do; the job manager's side of FLIP-27's SplitEnumeratorContext. */
+export interface SplitEnumeratorContext<S> {
+  readonly parallelism: number;
+  /**
+   * Hands splits to reader `subtask`. Delivery is ordered with checkpoint triggers: a
+   * checkpoint triggered before this call never holds the splits, one triggered after always does.
+   */
+  assignSplits(subtask: number, splits: S[]): void;
+  now(): number;
+  /** Runs fn after delayMs on the job manager; cancelled when the enumerator closes. */
+  schedule(delayMs: number, fn: () => void): { cancel(): void };
+  log(line: string): void;
+  /** Fails the attempt (the restart strategy decides what follows). */
+  fail(e: unknown): void;
+}
+
+export interface SplitEnumerator {
+  start(): void;
+  /** An event reader `subtask` sent with sendSourceEvent. */
+  handleSourceEvent(subtask: number, event: unknown): void;
+  close(): void;
 }
 
 /** Initial assignment: split k to subtask k mod p, so assignment is deterministic. */

@@ -362,6 +362,13 @@ export class StreamTask implements Schedulable {
           return false; // woken by onAvailable
         }
       }
+      const ops = this.operators;
+      for (let i = 0; i < ops.length; i++) {
+        if (!ops[i]!.hasRoom()) {
+          this.time.block('backpressure', performance.now());
+          return false; // woken by the operator (a mail) when it has room again
+        }
+      }
       return this.source !== undefined ? this.sourceStep() : this.inputStep();
     } catch (e) {
       this.fail(e);

@@ -53,12 +53,18 @@ export class CommitSinkOperator extends StreamOperator {
     return {
       subtaskIndex: t.subtaskIndex, parallelism: t.parallelism, attemptNumber: t.attemptNumber, operatorId: t.operatorId,
       now: () => clock.now(), restoredCheckpointId: this.restoredId, log: (line) => services.log(line),
+      wake: () => void this.env.scheduleMail(clock.now(), () => {}),
     };
   }
 
   /** Commits still running must end before the task does (the final checkpoint's output). */
   override quiesce(): Promise<void> | undefined {
-    return this.commitChain.then(() => this.rethrow());
+    const drained = this.writer?.drain?.();
+    return Promise.all([this.commitChain, drained]).then(() => this.rethrow());
+  }
+
+  override hasRoom(): boolean {
+    return this.writer?.isAvailable?.() ?? true;
   }
 
   protected override setUp(): void {

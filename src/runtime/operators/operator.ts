@@ -59,6 +59,8 @@ export interface RuntimeServices {
   log(line: string): void;
   /** Malformed records of a source with malformed: 'dead-letter', a poll's worth at a time: to the dead-letter file, or the log. */
   deadLetters(source: string, subtaskIndex: number, records: readonly MalformedRecord[]): void;
+  /** A source reader's event for its split enumerator on the job manager. */
+  sourceEvent?(operatorId: string, subtaskIndex: number, event: unknown): void;
 }
 
 export abstract class StreamOperator {
@@ -268,6 +270,14 @@ export abstract class StreamOperator {
   }
 
   /** Work still running asynchronously (e.g. commits) that must end before the task finishes. */
+  /**
+   * False while the operator cannot take more input (a sink whose bounded buffer of unacknowledged
+   * writes is full): the task stops taking input until the operator wakes it. Asked once per batch.
+   */
+  hasRoom(): boolean {
+    return true;
+  }
+
   quiesce(): Promise<void> | undefined {
     return undefined;
   }

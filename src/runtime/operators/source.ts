@@ -103,6 +103,7 @@ export class SourceOperator extends StreamOperator implements ReaderOutput<unkno
         schedule: (at, fn) => env.scheduleMail(at, fn),
         metrics: this.metrics,
         log: (line) => env.services.log(`source "${this.source.name}" (subtask ${env.taskInfo.subtaskIndex + 1}/${env.taskInfo.parallelism}): ${line}`),
+        sendSourceEvent: (event) => env.services.sourceEvent?.(env.taskInfo.operatorId, env.taskInfo.subtaskIndex, event),
       });
       const w = this.watermarks;
       if (w !== undefined) {
@@ -119,6 +120,26 @@ export class SourceOperator extends StreamOperator implements ReaderOutput<unkno
     }
     // A reader with nothing to read must not hold back event time downstream.
     if (this.splitTime !== undefined) this.advanceTime();
+  }
+
+  /** Splits from the source's enumerator while the task runs (in the mailbox, between polls). */
+  addSplits(splits: SourceSplit[]): void {
+    if (this.reader === undefined) {
+      for (const s of splits) this.assignedSplits.push(s);
+      return;
+    }
+    const st = this.splitTime;
+    if (st !== undefined) {
+      const now = this.env.clock.now();
+      for (const sp of splits) st.add(sp.id, now);
+    }
+    try {
+      this.reader.addSplits(splits);
+    } catch (e) {
+      throw this.fail(e, `source "${this.source.name}" addSplits`);
+    }
+    if (st !== undefined) this.advanceTime();
+    this.wake();
   }
 
   private schedulePeriodic(at: number, interval: number): void {

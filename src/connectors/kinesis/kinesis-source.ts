@@ -1,0 +1,523 @@
+/**
+ * Kinesis Data Streams source (polling GetRecords, Flink's FLIP-27 KinesisStreamsSource shape).
+ *
+ * - A split is a shard; its position is the sequence number of the last record emitted, and a
+ *   restore resumes AFTER_SEQUENCE_NUMBER of it, so no record is emitted twice. Before the first
+ *   record a split starts at its start position: TRIM_HORIZON, or AT_TIMESTAMP of the job's
+ *   first start (LATEST is turned into AT_TIMESTAMP(now) once, at the first start, so a restore
+ *   before a shard's first record loses nothing). The initial position is ignored on restore.
+ * - One shard discovery caller: the split enumerator on the job manager lists the shards
+ *   (ListShards) on an interval (default 10 s) and assigns new ones (shards.ts decides which);
+ *   readers never list shards. A child shard is assigned only after its parents are read to
+ *   their end; a reader reports each finished shard to the enumerator, and keeps the finished
+ *   split in its state as a tombstone, so a restore never reads it again nor loses its children.
+ * - Each shard is read by one GetRecords at a time, at most 5 calls per second per shard
+ *   (fetchIntervalMs 200), idle shards polled every emptyFetchIntervalMs; throttling
+ *   (ProvisionedThroughputExceeded, LimitExceeded), 5xx and timeouts are retried with jittered
+ *   backoff until retryDeadlineMs; an expired iterator is renewed from the last fetched record.
+ *   Records are buffered per shard (bounded: one fetch's worth) and emitted by poll() in
+ *   batches; the only promises are per request, never per record.
+ * - Event time: ApproximateArrivalTimestamp, unless the job assigns its own. Lag metric:
+ *   millisBehindLatest of each shard's last GetRecords.
+ * - Not done: KPL de-aggregation (aggregated records are emitted as one record each).
+ */
+import type { GetRecordsCommandOutput, KinesisClient, _Record } from '@aws-sdk/client-kinesis';
+import type { MalformedRecord, PollStatus, ReaderOutput, Source, SourceOutput, SourceReader, SourceReaderContext, SourceSplit, SplitEnumerator, SplitEnumeratorContext } from '../../core/source.ts';
+import { WeirError } from '../../core/errors.ts';
+import { nextRetryDelay, retrying, type RetryPolicy } from '../common/retry.ts';
+import { call, createKinesisClient, errorName, isTransientKinesis, kinesisError, resolveConnection, type KinesisConnectionOptions, type ResolvedConnection } from './client.ts';
+import { closedAtStartAreFinished, decideDiscovery, isSequenceNumber, leastLoaded, nextFetchAt, type ShardInfo, type ShardStart } from './shards.ts';
+
+export type KinesisInitialPosition = 'LATEST' | 'TRIM_HORIZON' | 'AT_TIMESTAMP';
+export type KinesisFormat = 'json' | 'string' | 'bytes';
+
+export interface KinesisRecordMeta {
+  readonly stream: string;
+  readonly shardId: string;
+  readonly sequenceNumber: string;
+  readonly partitionKey: string;
+}
+
+export interface KinesisSourceOptions<T> extends KinesisConnectionOptions {
+  readonly stream: string;
+  /** Where shards are read from at the job's first start (default LATEST); ignored on restore. */
+  readonly initialPosition?: KinesisInitialPosition;
+  /** With AT_TIMESTAMP: epoch ms or a Date. */
+  readonly initialTimestamp?: number | Date;
+  /** 'json' (default): JSON.parse of the data; 'string': UTF-8 text; 'bytes': the Uint8Array. */
+  readonly format?: KinesisFormat;
+  /** Custom decoding instead of `format` (a throw makes the record malformed). */
+  readonly decode?: (data: Uint8Array, meta: KinesisRecordMeta) => T;
+  /** How often the enumerator lists shards (default 10,000 ms). */
+  readonly discoveryIntervalMs?: number;
+  /** GetRecords Limit (default 10,000, the AWS maximum). */
+  readonly maxRecordsPerFetch?: number;
+  /** Least time between two GetRecords of one shard (default 200 ms: AWS allows 5 per second). */
+  readonly fetchIntervalMs?: number;
+  /** Wait after a GetRecords that found nothing new (default 250 ms). */
+  readonly emptyFetchIntervalMs?: number;
+  /** Timeout of every call (default 10,000 ms). */
+  readonly timeoutMs?: number;
+  /** Throttled or failing calls are retried with jittered backoff for this long, then the job fails (default 60,000 ms). */
+  readonly retryDeadlineMs?: number;
+}
+
+export interface KinesisShardSplit extends SourceSplit {
+  readonly stream: string;
+  readonly shardId: string;
+  readonly parents: readonly string[];
+  /** Where the shard is read from while nothing of it has been emitted. */
+  readonly start: ShardStart;
+  /** Sequence number of the last record emitted. */
+  lastSeq?: string;
+  /** Read to its end (a tombstone: kept so the shard is never read again). */
+  finished?: boolean;
+}
+
+/** A reader's report to the enumerator. */
+interface FinishedEvent {
+  readonly finished: readonly string[];
+}
+
+const MAX_LIMIT = 10_000;
+
+export class KinesisSource<T = unknown> implements Source<T, KinesisShardSplit> {
+  readonly name: string;
+  readonly bounded = false;
+  readonly conn: ResolvedConnection;
+  readonly stream: string;
+  readonly initialPosition: KinesisInitialPosition;
+  readonly initialTimestamp: number | undefined;
+  readonly format: KinesisFormat;
+  readonly decode: ((data: Uint8Array, meta: KinesisRecordMeta) => T) | undefined;
+  readonly discoveryIntervalMs: number;
+  readonly maxRecordsPerFetch: number;
+  readonly fetchIntervalMs: number;
+  readonly emptyFetchIntervalMs: number;
+  readonly retry: RetryPolicy;
+  /** The start position new shards get at this run's first start (set by planSplits). */
+  private plannedStart: ShardStart | undefined;
+
+  constructor(options: KinesisSourceOptions<T>) {
+    const where = 'KinesisSource';
+    if (options === null || typeof options !== 'object') throw new WeirError('CONFIG', `${where}: expected options { stream: "..." }`);
+    if (typeof options.stream !== 'string' || !/^[a-zA-Z0-9_.-]{1,128}$/.test(options.stream)) {
+      throw new WeirError('CONFIG', `${where}: stream must be a stream name (1 to 128 of a-z A-Z 0-9 _ . -), got ${JSON.stringify(options.stream)}`);
+    }
+    this.stream = options.stream;
+    this.initialPosition = oneOf(options.initialPosition ?? 'LATEST', ['LATEST', 'TRIM_HORIZON', 'AT_TIMESTAMP'], `${where}: initialPosition`);
+    const ts = options.initialTimestamp;
+    if (this.initialPosition === 'AT_TIMESTAMP') {
+      const ms = ts instanceof Date ? ts.getTime() : ts;
+      if (typeof ms !== 'number' || !Number.isFinite(ms) || ms < 0) throw new WeirError('CONFIG', `${where}: initialPosition AT_TIMESTAMP needs initialTimestamp (epoch ms or a Date), got ${JSON.stringify(ts)}`);
+      this.initialTimestamp = ms;
+    } else if (ts !== undefined) {
+      throw new WeirError('CONFIG', `${where}: initialTimestamp is only for initialPosition AT_TIMESTAMP`);
+    }
+    this.format = oneOf(options.format ?? 'json', ['json', 'string', 'bytes'], `${where}: format`);
+    if (options.decode !== undefined && typeof options.decode !== 'function') throw new WeirError('CONFIG', `${where}: decode must be a function (data, meta) => record`);
+    this.decode = options.decode;
+    this.discoveryIntervalMs = posInt(options.discoveryIntervalMs ?? 10_000, `${where}: discoveryIntervalMs`);
+    this.maxRecordsPerFetch = posInt(options.maxRecordsPerFetch ?? MAX_LIMIT, `${where}: maxRecordsPerFetch`);
+    if (this.maxRecordsPerFetch > MAX_LIMIT) throw new WeirError('CONFIG', `${where}: maxRecordsPerFetch must be at most ${MAX_LIMIT} (the GetRecords limit), got ${this.maxRecordsPerFetch}`);
+    this.fetchIntervalMs = posInt(options.fetchIntervalMs ?? 200, `${where}: fetchIntervalMs`);
+    if (this.fetchIntervalMs < 200) throw new WeirError('CONFIG', `${where}: fetchIntervalMs must be at least 200 (AWS allows 5 GetRecords per second per shard), got ${this.fetchIntervalMs}`);
+    this.emptyFetchIntervalMs = posInt(options.emptyFetchIntervalMs ?? 250, `${where}: emptyFetchIntervalMs`);
+    this.conn = resolveConnection({ ...options, timeoutMs: posInt(options.timeoutMs ?? 10_000, `${where}: timeoutMs`) }, where);
+    this.retry = { initialBackoffMs: 300, maxBackoffMs: 5_000, deadlineMs: posInt(options.retryDeadlineMs ?? 60_000, `${where}: retryDeadlineMs`) };
+    this.name = `kinesis:${this.conn.label}/${this.stream}`;
+  }
+
+  /** Every shard of the stream (ListShards, paged), retried while transient. */
+  async listShards(client: KinesisClient, log?: (line: string) => void): Promise<ShardInfo[]> {
+    const { ListShardsCommand } = await import('@aws-sdk/client-kinesis');
+    return retrying(this.retry, isTransientKinesis, async () => {
+      const out: ShardInfo[] = [];
+      let token: string | undefined;
+      // Bounded: each page names the next; a stream has at most tens of thousands of shards.
+      for (let page = 0; page < 10_000; page++) {
+        const res = await call(this.conn, `ListShards of stream "${this.stream}"`, (abortSignal) =>
+          client.send(new ListShardsCommand(token === undefined ? { StreamName: this.stream } : { NextToken: token }), { abortSignal }));
+        for (const s of res.Shards ?? []) {
+          if (typeof s.ShardId !== 'string') throw new WeirError('CONNECTOR', `Kinesis at ${this.conn.label}: ListShards of stream "${this.stream}" returned a shard without ShardId`);
+          const parents = [s.ParentShardId, s.AdjacentParentShardId].filter((p): p is string => typeof p === 'string' && p !== '');
+          out.push({ shardId: s.ShardId, parents, closed: s.SequenceNumberRange?.EndingSequenceNumber !== undefined });
+        }
+        token = res.NextToken;
+        if (token === undefined) return out;
+      }
+      throw new WeirError('CONNECTOR', `Kinesis at ${this.conn.label}: ListShards of stream "${this.stream}" did not end after 10,000 pages`);
+    }, { onRetry: (e, _a, d) => log?.(`ListShards of stream "${this.stream}": ${(e as Error).message ?? e}; retrying in ${d} ms`) }).catch((e) => {
+      throw kinesisError(this.conn, `ListShards of stream "${this.stream}"`, e);
+    });
+  }
+
+  /** On the job manager at a fresh start: the shards to read first (children wait for the enumerator). */
+  async planSplits(): Promise<KinesisShardSplit[]> {
+    const start: ShardStart = this.initialPosition === 'TRIM_HORIZON' ? { type: 'TRIM_HORIZON' }
+      : { type: 'AT_TIMESTAMP', timestamp: this.initialPosition === 'AT_TIMESTAMP' ? this.initialTimestamp! : Date.now() };
+    this.plannedStart = start;
+    const client = await createKinesisClient(this.conn);
+    let listed: ShardInfo[];
+    try {
+      listed = await this.listShards(client);
+    } finally {
+      client.destroy();
+    }
+    const tombstones = closedAtStartAreFinished(this.initialPosition) ? listed.filter((s) => s.closed) : [];
+    const finished = new Set(tombstones.map((s) => s.shardId));
+    const d = decideDiscovery(listed, { known: finished, finished });
+    return [
+      ...tombstones.map((s) => this.split(s, start, true)),
+      ...d.assign.map((s) => this.split(s, start, false)),
+    ];
+  }
+
+  split(s: ShardInfo, start: ShardStart, finished: boolean): KinesisShardSplit {
+    return { id: s.shardId, stream: this.stream, shardId: s.shardId, parents: [...s.parents], start, ...(finished ? { finished: true } : {}) };
+  }
+
+  createEnumerator(ctx: SplitEnumeratorContext<KinesisShardSplit>, assigned: readonly (readonly KinesisShardSplit[])[]): SplitEnumerator {
+    const first = assigned.flat()[0];
+    const start = first?.start ?? this.plannedStart ?? { type: 'TRIM_HORIZON' };
+    return new KinesisEnumerator(this, ctx, assigned, start);
+  }
+
+  createReader(ctx: SourceReaderContext): SourceReader<T, KinesisShardSplit> {
+    return new KinesisReader<T>(this, ctx);
+  }
+}
+
+/** The one shard discovery caller: lists shards on an interval and hands new ones to readers. */
+class KinesisEnumerator implements SplitEnumerator {
+  private readonly known = new Set<string>();
+  private readonly finished = new Set<string>();
+  private readonly load: number[];
+  private listing: ShardInfo[] | undefined;
+  private client: KinesisClient | undefined;
+  private listing$: Promise<void> | undefined;
+  private again = false;
+  private timer: { cancel(): void } | undefined;
+  private closed = false;
+  private waitingLogged = '';
+
+  constructor(private readonly src: KinesisSource<unknown>, private readonly ctx: SplitEnumeratorContext<KinesisShardSplit>, assigned: readonly (readonly KinesisShardSplit[])[], private readonly newShardStart: ShardStart) {
+    this.load = assigned.map((l) => l.filter((s) => !s.finished).length);
+    while (this.load.length < ctx.parallelism) this.load.push(0);
+    for (const l of assigned) for (const s of l) {
+      this.known.add(s.shardId);
+      if (s.finished) this.finished.add(s.shardId);
+    }
+  }
+
+  start(): void {
+    this.discover();
+  }
+
+  private schedule(): void {
+    this.timer?.cancel();
+    this.timer = this.ctx.schedule(this.src.discoveryIntervalMs, () => this.discover());
+  }
+
+  /** One ListShards round at a time; a request during one runs another right after. */
+  private discover(): void {
+    if (this.closed) return;
+    if (this.listing$ !== undefined) {
+      this.again = true;
+      return;
+    }
+    this.timer?.cancel();
+    this.listing$ = (async () => {
+      this.client ??= await createKinesisClient(this.src.conn);
+      const listed = await this.src.listShards(this.client, (l) => this.ctx.log(l));
+      if (this.closed) return;
+      this.listing = listed;
+      this.assignNew();
+    })().then(() => {
+      this.listing$ = undefined;
+      if (this.closed) return;
+      if (this.again) {
+        this.again = false;
+        this.discover();
+      } else this.schedule();
+    }, (e) => {
+      this.listing$ = undefined;
+      if (!this.closed) this.ctx.fail(e);
+    });
+  }
+
+  private assignNew(): void {
+    if (this.listing === undefined) return;
+    const d = decideDiscovery(this.listing, { known: this.known, finished: this.finished });
+    for (const s of d.assign) {
+      const sub = leastLoaded(this.load);
+      this.load[sub]!++;
+      this.known.add(s.shardId);
+      this.ctx.assignSplits(sub, [this.src.split(s, this.newShardStart, false)]);
+      this.ctx.log(`shard ${s.shardId} of stream "${this.src.stream}"${s.parents.length > 0 ? ` (child of ${s.parents.join(' and ')})` : ''} assigned to subtask ${sub + 1}`);
+    }
+    const w = d.waiting.join(',');
+    if (w !== '' && w !== this.waitingLogged) this.ctx.log(`shards ${d.waiting.join(', ')} wait for their parents to be read to their end`);
+    this.waitingLogged = w;
+  }
+
+  handleSourceEvent(subtask: number, event: unknown): void {
+    const f = (event as FinishedEvent | null)?.finished;
+    if (!Array.isArray(f)) return;
+    for (const id of f) {
+      if (typeof id !== 'string' || this.finished.has(id)) continue;
+      this.finished.add(id);
+      this.known.add(id);
+      if (this.load[subtask] !== undefined && this.load[subtask]! > 0) this.load[subtask]!--;
+    }
+    // The children are usually in the last listing already; list again in case they are not.
+    this.assignNew();
+    this.discover();
+  }
+
+  close(): void {
+    this.closed = true;
+    this.timer?.cancel();
+    this.client?.destroy();
+  }
+}
+
+interface ShardState {
+  readonly split: KinesisShardSplit;
+  iterator: string | undefined;
+  /** Sequence number of the last record fetched (ahead of split.lastSeq by the buffer). */
+  fetchedSeq: string | undefined;
+  buffer: _Record[];
+  at: number;
+  /** The shard has no more records after the buffer (closed and read to its end). */
+  ended: boolean;
+  reported: boolean;
+  inFlight: boolean;
+  timer: { cancel(): void } | undefined;
+  nextAt: number;
+  failures: number;
+  failingSince: number | undefined;
+  out: SourceOutput<unknown> | undefined;
+}
+
+const decoder = new TextDecoder();
+const MALFORMED = Symbol('malformed');
+
+class KinesisReader<T> implements SourceReader<T, KinesisShardSplit> {
+  private readonly states = new Map<string, ShardState>();
+  private readonly paused = new Set<string>();
+  private client: Promise<KinesisClient> | undefined;
+  private closed = false;
+  private error: Error | undefined;
+  private rr = 0;
+
+  constructor(private readonly src: KinesisSource<T>, private readonly ctx: SourceReaderContext) {}
+
+  addSplits(splits: KinesisShardSplit[]): void {
+    for (const s of splits) {
+      const bad = typeof s.shardId !== 'string' || s.stream !== this.src.stream || (s.lastSeq !== undefined && !isSequenceNumber(s.lastSeq)) ||
+        !Array.isArray(s.parents) || s.start === undefined || (s.start.type !== 'TRIM_HORIZON' && !(s.start.type === 'AT_TIMESTAMP' && Number.isFinite(s.start.timestamp)));
+      if (bad) throw new WeirError('RESTORE', `Kinesis stream "${this.src.stream}": bad shard split ${JSON.stringify(s)} (a checkpoint of another stream or version?)`);
+      this.states.set(s.id, {
+        split: { ...s, parents: [...s.parents] }, iterator: undefined, fetchedSeq: s.lastSeq, buffer: [], at: 0, ended: s.finished === true,
+        reported: false, inFlight: false, timer: undefined, nextAt: 0, failures: 0, failingSince: undefined, out: undefined,
+      });
+    }
+  }
+
+  pauseOrResumeSplits(pause: readonly string[], resume: readonly string[]): void {
+    for (const id of pause) this.paused.add(id);
+    for (const id of resume) this.paused.delete(id);
+  }
+
+  poll(out: ReaderOutput<T>, maxRecords: number): PollStatus {
+    if (this.error) throw this.error;
+    const finished: string[] = [];
+    for (const st of this.states.values()) {
+      if (st.reported || !st.ended || st.at < st.buffer.length) continue;
+      st.reported = true;
+      if (st.split.finished !== true) {
+        st.split.finished = true;
+        finished.push(st.split.shardId);
+      }
+      out.splitFinished(st.split.id);
+    }
+    if (finished.length > 0) {
+      this.ctx.log(`shard${finished.length > 1 ? 's' : ''} ${finished.join(', ')} of stream "${this.src.stream}" read to the end`);
+      this.ctx.sendSourceEvent?.({ finished } satisfies FinishedEvent);
+    }
+    let emitted = 0;
+    const list = [...this.states.values()];
+    for (let k = 0; k < list.length && emitted < maxRecords; k++) {
+      const st = list[(this.rr + k) % list.length]!;
+      if (st.at >= st.buffer.length || this.paused.has(st.split.id)) continue;
+      emitted += this.emit(st, out, maxRecords - emitted);
+    }
+    if (list.length > 0) this.rr = (this.rr + 1) % list.length;
+    this.fetchDue();
+    for (const st of this.states.values()) {
+      if (st.at < st.buffer.length && !this.paused.has(st.split.id)) return 'more';
+      if (st.ended && !st.reported && st.at >= st.buffer.length) return 'more';
+    }
+    return 'wait';
+  }
+
+  private emit(st: ShardState, out: ReaderOutput<T>, max: number): number {
+    const o = (st.out ??= out.forSplit(st.split.id)) as SourceOutput<T>;
+    const split = st.split;
+    const end = Math.min(st.buffer.length, st.at + max);
+    let n = 0;
+    let bytes = 0;
+    for (; st.at < end; st.at++) {
+      const r = st.buffer[st.at]!;
+      // The position moves before the record goes out: a record that fails the job is not re-read.
+      split.lastSeq = r.SequenceNumber!;
+      const data = r.Data ?? new Uint8Array(0);
+      bytes += data.length;
+      const v = this.decodeRecord(split, r, data, o);
+      if (v !== MALFORMED) o.collect(v as T, r.ApproximateArrivalTimestamp?.getTime());
+      n++;
+    }
+    if (st.at >= st.buffer.length) {
+      st.buffer = [];
+      st.at = 0;
+    }
+    this.ctx.metrics.addBytesRead(bytes);
+    return n;
+  }
+
+  private decodeRecord(split: KinesisShardSplit, r: _Record, data: Uint8Array, o: SourceOutput<T>): unknown {
+    const src = this.src;
+    try {
+      if (src.decode !== undefined) return src.decode(data, { stream: split.stream, shardId: split.shardId, sequenceNumber: r.SequenceNumber!, partitionKey: r.PartitionKey ?? '' });
+      if (src.format === 'bytes') return data;
+      const text = decoder.decode(data);
+      return src.format === 'string' ? text : JSON.parse(text);
+    } catch (e) {
+      const record: MalformedRecord = {
+        source: src.name,
+        location: `Kinesis ${src.conn.label} stream "${split.stream}" shard ${split.shardId} sequence ${r.SequenceNumber}`,
+        raw: decoder.decode(data.subarray(0, 4096)),
+        error: e instanceof Error ? e.message : String(e),
+      };
+      o.malformed(record);
+      return MALFORMED;
+    }
+  }
+
+  /** Starts GetRecords for shards that are due, have room and are not paused; arms a timer for the others. */
+  private fetchDue(): void {
+    if (this.closed || this.error) return;
+    const now = this.ctx.now();
+    for (const st of this.states.values()) {
+      if (st.ended || st.inFlight || st.timer !== undefined || this.paused.has(st.split.id)) continue;
+      if (st.buffer.length - st.at >= this.src.maxRecordsPerFetch) continue;
+      if (now >= st.nextAt) this.fetch(st);
+      else {
+        st.timer = this.ctx.schedule(st.nextAt, () => {
+          st.timer = undefined;
+          this.fetchDue();
+        });
+      }
+    }
+  }
+
+  private fetch(st: ShardState): void {
+    st.inFlight = true;
+    const startedAt = this.ctx.now();
+    const src = this.src;
+    const shard = st.split.shardId;
+    let doing = `GetShardIterator of shard ${shard}`;
+    (async () => {
+      const { GetShardIteratorCommand, GetRecordsCommand } = await import('@aws-sdk/client-kinesis');
+      this.client ??= createKinesisClient(src.conn);
+      const client = await this.client;
+      if (st.iterator === undefined) {
+        const pos = st.fetchedSeq;
+        const input = pos !== undefined
+          ? { StreamName: src.stream, ShardId: shard, ShardIteratorType: 'AFTER_SEQUENCE_NUMBER' as const, StartingSequenceNumber: pos }
+          : st.split.start.type === 'TRIM_HORIZON'
+            ? { StreamName: src.stream, ShardId: shard, ShardIteratorType: 'TRIM_HORIZON' as const }
+            : { StreamName: src.stream, ShardId: shard, ShardIteratorType: 'AT_TIMESTAMP' as const, Timestamp: new Date(st.split.start.timestamp) };
+        const res = await call(src.conn, doing, (abortSignal) => client.send(new GetShardIteratorCommand(input), { abortSignal }));
+        st.iterator = res.ShardIterator;
+        if (st.iterator === undefined) return { Records: [], NextShardIterator: undefined, MillisBehindLatest: 0 } as unknown as GetRecordsCommandOutput;
+      }
+      doing = `GetRecords of shard ${shard}`;
+      const it = st.iterator;
+      return call(src.conn, doing, (abortSignal) => client.send(new GetRecordsCommand({ ShardIterator: it, Limit: src.maxRecordsPerFetch }), { abortSignal }));
+    })().then((res) => {
+      st.inFlight = false;
+      if (this.closed) return;
+      st.failures = 0;
+      st.failingSince = undefined;
+      const records = res.Records ?? [];
+      if (records.length > 0) {
+        st.fetchedSeq = records[records.length - 1]!.SequenceNumber;
+        if (st.at >= st.buffer.length) {
+          st.buffer = records;
+          st.at = 0;
+        } else for (const r of records) st.buffer.push(r);
+      }
+      st.iterator = res.NextShardIterator;
+      if (res.NextShardIterator === undefined || res.NextShardIterator === null) st.ended = true;
+      const behind = res.MillisBehindLatest ?? 0;
+      this.ctx.metrics.setMillisBehindLatest(st.split.id, behind);
+      st.nextAt = nextFetchAt(startedAt, records.length === 0 && behind === 0, src.fetchIntervalMs, src.emptyFetchIntervalMs);
+      this.ctx.wake();
+    }, (e) => {
+      st.inFlight = false;
+      if (this.closed) return;
+      const now = this.ctx.now();
+      const name = errorName(e);
+      if (name === 'ExpiredIteratorException') {
+        // Renewed from the last record fetched (what is buffered is still to be emitted).
+        st.iterator = undefined;
+        st.nextAt = now;
+        this.ctx.wake();
+        return;
+      }
+      // kinesalite never answers AT_TIMESTAMP while the shard has no record at or after it: keep asking.
+      const waitingForTimestamp = st.iterator === undefined && st.fetchedSeq === undefined && st.split.start.type === 'AT_TIMESTAMP' && isTimeout(e);
+      if (waitingForTimestamp) st.failingSince = undefined;
+      st.failingSince ??= now;
+      const delay = nextRetryDelay(src.retry, st.failures++, now - st.failingSince, isTransientKinesis(e), Math.random());
+      if (delay === undefined) {
+        const hint = name === 'ResourceNotFoundException' ? ' (was the stream deleted?)' : '';
+        this.error = kinesisError(src.conn, `${doing} of stream "${src.stream}"${hint}`, e);
+      } else {
+        if (st.failures === 1 || st.failures % 10 === 0) this.ctx.log(`${doing} of stream "${src.stream}": ${name ?? ''} ${(e as Error).message ?? e}; retrying in ${delay} ms (try ${st.failures})`);
+        st.nextAt = now + delay;
+      }
+      this.ctx.wake();
+    });
+  }
+
+  snapshotSplits(): KinesisShardSplit[] {
+    return [...this.states.values()].map((s) => ({ ...s.split, parents: [...s.split.parents] }));
+  }
+
+  close(): void {
+    this.closed = true;
+    for (const st of this.states.values()) st.timer?.cancel();
+    const c = this.client;
+    this.client = undefined;
+    c?.then((x) => x.destroy(), () => {});
+  }
+}
+
+function isTimeout(e: unknown): boolean {
+  if (e instanceof WeirError) return e.code === 'TIMEOUT';
+  const n = errorName(e);
+  return n === 'TimeoutError' || n === 'RequestTimeout' || n === 'AbortError';
+}
+
+function oneOf<V extends string>(v: unknown, allowed: readonly V[], what: string): V {
+  if (!(allowed as readonly unknown[]).includes(v)) throw new WeirError('CONFIG', `${what} must be ${allowed.map((a) => `"${a}"`).join(' or ')}, got ${JSON.stringify(v)}`);
+  return v as V;
+}
+
+function posInt(v: unknown, what: string): number {
+  if (!(typeof v === 'number' && Number.isSafeInteger(v) && v > 0)) throw new WeirError('CONFIG', `${what} must be a positive integer, got ${String(v)}`);
+  return v;
+}

@@ -1,0 +1,107 @@
+/**
+ * Shard discovery as pure decisions (no I/O): which shards of a ListShards answer become
+ * splits now, where each starts, and which reader gets it. The enumerator's whole view is
+ * derived from the readers' splits (restored or planned) plus what happened in this attempt,
+ * so after a restore it agrees with the checkpoint by construction:
+ *
+ * - A shard is *known* if a reader holds its split (live, or finished as a tombstone) or it
+ *   was assigned in this attempt. Known shards are never assigned again (FLINK-8484: closed
+ *   shards re-read from the start on restore, duplicating).
+ * - A shard is *finished* if a reader read it to its end: a tombstone in the restored splits,
+ *   or a reader's report in this attempt.
+ * - Lineage comes from ParentShardId / AdjacentParentShardId (kinesalite returns no
+ *   ChildShards). A new shard is assigned only when each parent is finished, or gone from
+ *   the stream (past retention) without ever being known. A new shard with a known
+ *   descendant was read long ago (its tombstone is gone) and is skipped.
+ * - A split assigned after a checkpoint's trigger is not in that checkpoint; after a restore
+ *   from it the shard is unknown again and is assigned again from its start position, which
+ *   is right, since nothing of it was emitted before that checkpoint.
+ */
+
+export interface ShardInfo {
+  readonly shardId: string;
+  /** ParentShardId and AdjacentParentShardId, when present. */
+  readonly parents: readonly string[];
+  /** Has an EndingSequenceNumber: closed by a split or merge, receives no more records. */
+  readonly closed: boolean;
+}
+
+/** Where a shard is read from when none of its records has been emitted. */
+export type ShardStart = { readonly type: 'TRIM_HORIZON' } | { readonly type: 'AT_TIMESTAMP'; readonly timestamp: number };
+
+export interface EnumeratorView {
+  readonly known: ReadonlySet<string>;
+  readonly finished: ReadonlySet<string>;
+}
+
+export interface DiscoveryDecision {
+  /** New shards to assign now, parents before children. */
+  readonly assign: readonly ShardInfo[];
+  /** New shards held back until their parents are finished. */
+  readonly waiting: readonly string[];
+  /** New shards skipped: a descendant is known, so they were read before. */
+  readonly skipped: readonly string[];
+}
+
+export function decideDiscovery(listed: readonly ShardInfo[], view: EnumeratorView): DiscoveryDecision {
+  const byId = new Map(listed.map((s) => [s.shardId, s]));
+  const children = new Map<string, string[]>();
+  for (const s of listed) for (const p of s.parents) {
+    const l = children.get(p) ?? [];
+    l.push(s.shardId);
+    children.set(p, l);
+  }
+  const hasKnownDescendant = (id: string, seen = new Set<string>()): boolean => {
+    for (const c of children.get(id) ?? []) {
+      if (seen.has(c)) continue;
+      seen.add(c);
+      if (view.known.has(c) || hasKnownDescendant(c, seen)) return true;
+    }
+    return false;
+  };
+  const skipped = new Set<string>();
+  for (const s of listed) if (!view.known.has(s.shardId) && hasKnownDescendant(s.shardId)) skipped.add(s.shardId);
+  const parentDone = (p: string): boolean => view.finished.has(p) || skipped.has(p) || (!byId.has(p) && !view.known.has(p));
+  const assign: ShardInfo[] = [];
+  const waiting: string[] = [];
+  for (const s of listed) {
+    if (view.known.has(s.shardId) || skipped.has(s.shardId)) continue;
+    if (s.parents.every(parentDone)) assign.push(s);
+    else waiting.push(s.shardId);
+  }
+  return { assign, waiting, skipped: [...skipped] };
+}
+
+/**
+ * At the job's first start with LATEST: shards already closed hold nothing newer than now,
+ * so they are finished from the start (tombstones), which lets their open children be read at once.
+ */
+export function closedAtStartAreFinished(initial: 'LATEST' | 'TRIM_HORIZON' | 'AT_TIMESTAMP'): boolean {
+  return initial === 'LATEST';
+}
+
+/** The reader with the fewest live splits (ties: the lowest index). */
+export function leastLoaded(load: readonly number[]): number {
+  let best = 0;
+  for (let i = 1; i < load.length; i++) if (load[i]! < load[best]!) best = i;
+  return best;
+}
+
+/** Kinesis sequence numbers are decimal strings of up to 128 bits: compared as numbers. */
+export function compareSequence(a: string, b: string): number {
+  if (a.length !== b.length) return a.length < b.length ? -1 : 1;
+  return a < b ? -1 : a > b ? 1 : 0;
+}
+
+export function isSequenceNumber(s: unknown): s is string {
+  return typeof s === 'string' && /^[0-9]{1,128}$/.test(s);
+}
+
+/**
+ * The pause before shard `shard`'s next GetRecords: at least minIntervalMs after the previous
+ * call started (AWS: 5 calls per second per shard, so 200 ms), and the empty-fetch interval
+ * after a call that returned nothing (Flink's 250 ms), so idle shards are not polled in a storm.
+ */
+export function nextFetchAt(lastCallAt: number, lastWasEmpty: boolean, minIntervalMs: number, emptyIntervalMs: number): number {
+  return lastCallAt + Math.max(minIntervalMs, lastWasEmpty ? emptyIntervalMs : 0);
+}

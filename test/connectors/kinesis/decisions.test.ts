@@ -1,0 +1,162 @@
+/**
+ * The Kinesis connectors' pure decisions: shard discovery (parent before child, known shards
+ * never assigned again, restore consistency), fetch pacing, PutRecords batching within the
+ * limits, partial-failure answers and barriers. Randomised cases print their seed.
+ */
+import { describe, expect, it } from 'vitest';
+import { compareSequence, decideDiscovery, leastLoaded, nextFetchAt, type ShardInfo } from '../../../src/connectors/kinesis/shards.ts';
+import { Barriers, batchSize, PUT_RECORDS_MAX_BYTES, PUT_RECORDS_MAX_RECORDS, shouldSend, splitAnswer, type SinkEntry } from '../../../src/connectors/kinesis/batching.ts';
+import { isTransientKinesis } from '../../../src/connectors/kinesis/client.ts';
+import { Rng } from '../../../src/core/random.ts';
+import { WeirError } from '../../../src/core/errors.ts';
+
+const sh = (shardId: string, parents: string[] = [], closed = false): ShardInfo => ({ shardId, parents, closed });
+const view = (known: string[], finished: string[] = []) => ({ known: new Set(known), finished: new Set(finished) });
+
+describe('shard discovery', () => {
+  // s0 split into s2, s3; s3 merged with s1 into s4.
+  const lineage = [sh('s0', [], true), sh('s1', [], true), sh('s2', ['s0']), sh('s3', ['s0'], true), sh('s4', ['s3', 's1'])];
+
+  it('at a fresh start assigns only shards whose parents are gone or finished', () => {
+    const d = decideDiscovery(lineage, view([]));
+    expect(d.assign.map((s) => s.shardId)).toEqual(['s0', 's1']);
+    expect(d.waiting).toEqual(['s2', 's3', 's4']);
+  });
+
+  it('a child is assigned once its parent is finished; a merge child once both parents are', () => {
+    expect(decideDiscovery(lineage, view(['s0', 's1'], ['s0'])).assign.map((s) => s.shardId)).toEqual(['s2', 's3']);
+    expect(decideDiscovery(lineage, view(['s0', 's1', 's2', 's3'], ['s0', 's3'])).assign.map((s) => s.shardId)).toEqual([]);
+    expect(decideDiscovery(lineage, view(['s0', 's1', 's2', 's3'], ['s0', 's3', 's1'])).assign.map((s) => s.shardId)).toEqual(['s4']);
+  });
+
+  it('never assigns a known shard again, finished or not', () => {
+    const d = decideDiscovery(lineage, view(['s0', 's1', 's2', 's3', 's4'], ['s0', 's1', 's3']));
+    expect(d.assign).toEqual([]);
+    expect(d.waiting).toEqual([]);
+  });
+
+  it('skips a shard whose descendant is known (its tombstone is gone) and treats parents past retention as finished', () => {
+    const d = decideDiscovery(lineage, view(['s2', 's4'], []));
+    expect([...d.skipped].sort()).toEqual(['s0', 's1', 's3']);
+    expect(d.assign).toEqual([]);
+    const gone = decideDiscovery([sh('s9', ['s7', 's8'])], view([]));
+    expect(gone.assign.map((s) => s.shardId)).toEqual(['s9']);
+  });
+
+  it('randomised split and merge histories: every shard is assigned once, never before its parents (seeded)', () => {
+    const seed = Date.now() % 100_000;
+    console.log(`shard discovery seed ${seed}`);
+    const rng = new Rng(seed);
+    for (let round = 0; round < 200; round++) {
+      // A random history of splits and merges.
+      const shards: ShardInfo[] = [sh('a0'), sh('a1'), sh('a2')];
+      let next = 3;
+      const open = () => shards.filter((s) => !s.closed);
+      for (let k = 0; k < 6; k++) {
+        const o = open();
+        const i = shards.indexOf(o[rng.int(o.length)]!);
+        if (rng.next() < 0.5 || o.length < 2) {
+          shards[i] = { ...shards[i]!, closed: true };
+          shards.push(sh(`a${next++}`, [shards[i]!.shardId]), sh(`a${next++}`, [shards[i]!.shardId]));
+        } else {
+          const j = shards.indexOf(o.find((s) => s !== shards[i])!);
+          shards[i] = { ...shards[i]!, closed: true };
+          shards[j] = { ...shards[j]!, closed: true };
+          shards.push(sh(`a${next++}`, [shards[i]!.shardId, shards[j]!.shardId]));
+        }
+      }
+      // Readers finish shards in a random order; the enumerator assigns what the decision says.
+      const known = new Set<string>();
+      const finished = new Set<string>();
+      const live: string[] = [];
+      for (let step = 0; step < 100; step++) {
+        for (const s of decideDiscovery(shards, { known, finished }).assign) {
+          for (const p of s.parents) expect(finished.has(p), `${s.shardId} before parent ${p} (seed ${seed})`).toBe(true);
+          expect(known.has(s.shardId)).toBe(false);
+          known.add(s.shardId);
+          live.push(s.shardId);
+        }
+        const closedLive = live.filter((id) => shards.find((s) => s.shardId === id)!.closed);
+        if (closedLive.length === 0) break;
+        const done = closedLive[rng.int(closedLive.length)]!;
+        finished.add(done);
+        live.splice(live.indexOf(done), 1);
+      }
+      expect(known.size, `every shard read (seed ${seed})`).toBe(shards.length);
+    }
+  });
+
+  it('picks the least loaded reader; compares sequence numbers as numbers; paces GetRecords at 5 per second per shard', () => {
+    expect(leastLoaded([3, 1, 1, 2])).toBe(1);
+    expect(compareSequence('9', '10')).toBe(-1);
+    expect(compareSequence('49680750017836916931004490413212582398665948386746695682', '49680750017836916931004490413212582398665948386746695681')).toBe(1);
+    expect(nextFetchAt(1000, false, 200, 250)).toBe(1200);
+    expect(nextFetchAt(1000, true, 200, 250)).toBe(1250);
+  });
+
+  it('classifies throttling, 5xx and timeouts as transient, a missing stream as not', () => {
+    expect(isTransientKinesis({ name: 'ProvisionedThroughputExceededException' })).toBe(true);
+    expect(isTransientKinesis({ name: 'LimitExceededException' })).toBe(true);
+    expect(isTransientKinesis({ name: 'X', $metadata: { httpStatusCode: 503 } })).toBe(true);
+    expect(isTransientKinesis(new WeirError('TIMEOUT', 't'))).toBe(true);
+    expect(isTransientKinesis(Object.assign(new Error('refused'), { code: 'ECONNREFUSED' }))).toBe(true);
+    expect(isTransientKinesis({ name: 'ResourceNotFoundException', $metadata: { httpStatusCode: 400 } })).toBe(false);
+    expect(isTransientKinesis({ name: 'UnrecognizedClientException', $metadata: { httpStatusCode: 400 } })).toBe(false);
+  });
+});
+
+const entry = (seq: number, size: number): SinkEntry => ({ data: new Uint8Array(0), partitionKey: 'k', explicitHashKey: undefined, size, seq, failures: 0 });
+
+describe('PutRecords batching', () => {
+  it('batches stay within 500 records and 5 MiB, and always take at least one (seeded)', () => {
+    const seed = Date.now() % 100_000;
+    console.log(`batching seed ${seed}`);
+    const rng = new Rng(seed);
+    for (let round = 0; round < 100; round++) {
+      const q = Array.from({ length: rng.int(2000) + 1 }, (_, i) => entry(i, rng.next() < 0.1 ? 1024 * 1024 : rng.int(20_000) + 1));
+      let taken = 0;
+      while (taken < q.length) {
+        const n = batchSize(q.slice(taken), PUT_RECORDS_MAX_RECORDS, PUT_RECORDS_MAX_BYTES);
+        expect(n).toBeGreaterThan(0);
+        expect(n).toBeLessThanOrEqual(500);
+        const bytes = q.slice(taken, taken + n).reduce((a, e) => a + e.size, 0);
+        expect(bytes, `seed ${seed}`).toBeLessThanOrEqual(PUT_RECORDS_MAX_BYTES);
+        taken += n;
+      }
+    }
+  });
+
+  it('sends full batches at once, partial ones on a flush or after maxTimeInBuffer', () => {
+    expect(shouldSend(500, 500, false, 0, 1, 5000)).toBe(true);
+    expect(shouldSend(10, 500, false, 0, 1, 5000)).toBe(false);
+    expect(shouldSend(10, 500, true, 0, 1, 5000)).toBe(true);
+    expect(shouldSend(10, 500, false, 0, 5000, 5000)).toBe(true);
+    expect(shouldSend(0, 500, true, undefined, 1, 5000)).toBe(false);
+  });
+
+  it('re-queues only the entries of an answer with an ErrorCode; a malformed answer retries all', () => {
+    const batch = [entry(0, 1), entry(1, 1), entry(2, 1)];
+    const a = splitAnswer(batch, [{ SequenceNumber: '1' }, { ErrorCode: 'ProvisionedThroughputExceededException', ErrorMessage: 'Rate exceeded' }, { SequenceNumber: '2' }]);
+    expect(a.acked.map((e) => e.seq)).toEqual([0, 2]);
+    expect(a.failed.map((e) => e.seq)).toEqual([1]);
+    expect(a.firstError).toContain('ProvisionedThroughputExceeded');
+    expect(splitAnswer(batch, [{ SequenceNumber: '1' }]).failed.length).toBe(3);
+  });
+
+  it('a barrier resolves once every entry before it is acknowledged, not the ones after', async () => {
+    const b = new Barriers();
+    let done = false;
+    void b.add(3, 3).then(() => (done = true));
+    b.acked(5);
+    b.acked(0);
+    b.acked(2);
+    await Promise.resolve();
+    expect(done).toBe(false);
+    b.acked(1);
+    await Promise.resolve();
+    await Promise.resolve();
+    expect(done).toBe(true);
+    expect(b.size).toBe(0);
+    await expect(b.add(1, 0)).resolves.toBeUndefined();
+  });
+});

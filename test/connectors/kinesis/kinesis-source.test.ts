@@ -1,0 +1,229 @@
+/**
+ * Kinesis source against kinesalite started in-process, with the AWS SDK v3 client:
+ * - restore from a checkpoint: per-key counts in keyed state reach exactly the number of
+ *   records written (nothing lost, nothing emitted twice) across an injected failure;
+ * - resharding (a split, then a merge) while the job runs at parallelism 2, with a failure after
+ *   the merge so the restore holds finished parents (tombstones) and their children;
+ * - malformed records to the dead-letter output naming stream, shard and sequence number;
+ * - GetRecords throttled (ProvisionedThroughputExceeded injected by a seeded proxy) and retried;
+ * - LATEST skips what was in the stream before the job started.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEAD_LETTERS, defineJob, KinesisSource, runJob, ValueStateDescriptor, type Collector, type JobResult, type KeyedContext, type KeyedProcessFunction, type KeyedRuntimeContext, type MalformedRecord } from '../../../src/index.ts';
+import { CREDENTIALS, REGION, createStream, listShards, mergeShards, putJson, splitShard, startFaultProxy, startKinesalite, type Kinesalite } from '../../helpers/kinesalite.ts';
+
+interface In { i: number; key: string }
+interface Out { key: string; n: number; i: number; attempt: number }
+
+let k: Kinesalite;
+let work: string;
+let streams = 0;
+const streamName = (tag: string) => `weir-${tag}-${process.pid}-${streams++}`;
+
+beforeAll(async () => {
+  k = await startKinesalite();
+  work = mkdtempSync(join(tmpdir(), 'weir-kinesis-'));
+});
+afterAll(async () => {
+  await k.close();
+  rmSync(work, { recursive: true, force: true });
+});
+
+const count = new ValueStateDescriptor<number>('count', { defaultValue: 0 });
+
+/** Shared with the job (it runs in this thread): what the count function saw. */
+const seen = { completed: 0, failAtOrAbove: Number.POSITIVE_INFINITY, failed: false, attempts: new Set<number>() };
+
+class CountAndFailOnce implements KeyedProcessFunction<string, In, Out> {
+  private attempt = 0;
+  open(ctx: KeyedRuntimeContext): void {
+    this.attempt = ctx.taskInfo.attemptNumber;
+    seen.attempts.add(this.attempt);
+  }
+  notifyCheckpointComplete(): void {
+    seen.completed++;
+  }
+  processElement(r: In, ctx: KeyedContext<string>, out: Collector<Out>): void {
+    if (r.i >= seen.failAtOrAbove && this.attempt === 0) {
+      seen.failed = true;
+      throw new Error(`injected failure at record ${r.i}`);
+    }
+    const s = ctx.getState(count);
+    const n = s.value()! + 1;
+    s.update(n);
+    out.collect({ key: r.key, n, i: r.i, attempt: this.attempt });
+  }
+}
+
+const records = (from: number, n: number, keys: number): { key: string; value: In }[] =>
+  Array.from({ length: n }, (_, j) => ({ key: `k${(from + j) % keys}`, value: { i: from + j, key: `k${(from + j) % keys}` } }));
+
+async function until(what: string, cond: () => boolean, ms = 60_000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!cond()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+interface Running { out: Out[]; logs: string[]; stop(): Promise<JobResult> }
+
+function start(stream: string, parallelism: number, endpoint = k.endpoint, extra: { discoveryIntervalMs?: number } = {}): Running {
+  const out: Out[] = [];
+  const logs: string[] = [];
+  const ac = new AbortController();
+  const job = defineJob((env) => {
+    env.fromSource(new KinesisSource<In>({ stream, endpoint, region: REGION, credentials: CREDENTIALS, initialPosition: 'TRIM_HORIZON', discoveryIntervalMs: extra.discoveryIntervalMs ?? 500, timeoutMs: 3000 }))
+      .uid('kinesis')
+      .keyBy((r) => r.key)
+      .process(new CountAndFailOnce())
+      .uid('counts')
+      .addSink({ invoke: (v: Out) => void out.push(v) } as never);
+  });
+  const done = runJob(job, {
+    workers: 1, parallelism, stdout: () => {}, log: (l) => logs.push(l), signal: ac.signal,
+    checkpoint: { interval: 100, dir: join(work, stream) },
+    restartStrategy: { type: 'fixed-delay', attempts: 3, delay: 100 },
+  });
+  return { out, logs, stop: async () => { ac.abort(); return done; } };
+}
+
+/** The highest count per key; and whether any count went past `per` (a record counted twice). */
+function maxima(out: readonly Out[]): Map<string, number> {
+  const m = new Map<string, number>();
+  for (const o of out) m.set(o.key, Math.max(m.get(o.key) ?? 0, o.n));
+  return m;
+}
+
+function resetSeen(): void {
+  seen.completed = 0;
+  seen.failAtOrAbove = Number.POSITIVE_INFINITY;
+  seen.failed = false;
+  seen.attempts.clear();
+}
+
+describe('KinesisSource', () => {
+  it('restores from a checkpoint: keyed counts reach exactly the records written (no loss, nothing emitted twice)', async () => {
+    resetSeen();
+    const stream = streamName('restore');
+    await createStream(k.client, stream, 2);
+    const KEYS = 8;
+    await putJson(k.client, stream, records(0, 400, KEYS));
+    const job = start(stream, 1);
+    try {
+      await until('phase 1 counted', () => job.out.length >= 400);
+      const before = seen.completed;
+      await until('two checkpoints after phase 1', () => seen.completed >= before + 2);
+      // Phase 2: the first record of it fails attempt 0; the job restores from the checkpoint.
+      seen.failAtOrAbove = 400;
+      await putJson(k.client, stream, records(400, 400, KEYS));
+      await until('every key counted to 100 after the restore', () => [...maxima(job.out).values()].filter((n) => n >= 100).length === KEYS);
+    } finally {
+      const r = await job.stop();
+      expect(r.status, job.logs.join('\n')).toBe('CANCELED');
+    }
+    expect(seen.failed).toBe(true);
+    expect([...seen.attempts]).toContain(1);
+    for (const [key, n] of maxima(job.out)) expect(n, `count of ${key}`).toBe(100);
+    // Every record after the restore was counted once: per key, counts 1..100 all appear.
+    const after = job.out.filter((o) => o.attempt === 1);
+    expect(after.length).toBeGreaterThan(0);
+    for (const o of after) expect(o.i).toBeGreaterThanOrEqual(400);
+  }, 120_000);
+
+  it('reads through a split and a merge at parallelism 2, children after parents, and restores across them', async () => {
+    resetSeen();
+    const stream = streamName('reshard');
+    await createStream(k.client, stream, 2);
+    const KEYS = 12;
+    await putJson(k.client, stream, records(0, 300, KEYS));
+    const job = start(stream, 2, k.endpoint, { discoveryIntervalMs: 300 });
+    try {
+      await until('phase 1 counted', () => job.out.length >= 300);
+      await splitShard(k.client, stream, 'shardId-000000000000');
+      await putJson(k.client, stream, records(300, 300, KEYS));
+      await until('phase 2 counted', () => maxima(job.out).size === KEYS && [...maxima(job.out).values()].every((n) => n >= 50));
+      // shardId-000000000003 (upper half of shard 0) and shardId-000000000001 are adjacent.
+      await mergeShards(k.client, stream, 'shardId-000000000003', 'shardId-000000000001');
+      await putJson(k.client, stream, records(600, 150, KEYS));
+      await until('phase 3 counted', () => job.out.length >= 750);
+      const before = seen.completed;
+      await until('two checkpoints after the merge', () => seen.completed >= before + 2);
+      seen.failAtOrAbove = 750;
+      await putJson(k.client, stream, records(750, 150, KEYS));
+      await until('every key counted to 75', () => [...maxima(job.out).values()].filter((n) => n >= 75).length === KEYS);
+    } finally {
+      const r = await job.stop();
+      expect(r.status, job.logs.join('\n')).toBe('CANCELED');
+    }
+    expect(seen.failed).toBe(true);
+    for (const [key, n] of maxima(job.out)) expect(n, `count of ${key}`).toBe(75);
+    // The restore resumed every shard (parents finished, children mid-way) where the checkpoint left it.
+    const after = job.out.filter((o) => o.attempt === 1);
+    expect(after.length).toBeGreaterThan(0);
+    for (const o of after) expect(o.i).toBeGreaterThanOrEqual(750);
+    const shards = await listShards(k.client, stream);
+    expect(shards.map((s) => s.ShardId)).toEqual(['shardId-000000000000', 'shardId-000000000001', 'shardId-000000000002', 'shardId-000000000003', 'shardId-000000000004']);
+    expect(job.logs.some((l) => /shard shardId-000000000004 .*child of shardId-000000000003 and shardId-000000000001/.test(l)), job.logs.join('\n')).toBe(true);
+    expect(job.logs.some((l) => /wait for their parents/.test(l))).toBe(true);
+  }, 120_000);
+
+  it('sends malformed records to the dead letters, naming stream, shard and sequence number; retries throttled GetRecords', async () => {
+    const stream = streamName('bad');
+    await createStream(k.client, stream, 1);
+    await putJson(k.client, stream, [{ key: 'a', value: { i: 0 } }, { key: 'a', value: '{not json' }, { key: 'a', value: { i: 2 } }]);
+    const proxy = await startFaultProxy(k.endpoint, 7, { getRecordsFailureRate: 0.5 });
+    const good: unknown[] = [];
+    const dead: MalformedRecord[] = [];
+    const ac = new AbortController();
+    const logs: string[] = [];
+    const job = defineJob((env) => {
+      const s = env.fromSource(new KinesisSource<{ i: number }>({ stream, endpoint: proxy.endpoint, region: REGION, credentials: CREDENTIALS, initialPosition: 'TRIM_HORIZON', timeoutMs: 3000 }), { malformed: 'dead-letter' });
+      s.addSink({ invoke: (v: unknown) => void good.push(v) } as never);
+      s.getSideOutput(DEAD_LETTERS).addSink({ invoke: (v: MalformedRecord) => void dead.push(v) } as never);
+    });
+    const done = runJob(job, { workers: 1, parallelism: 1, stdout: () => {}, log: (l) => logs.push(l), signal: ac.signal });
+    try {
+      await until('both good records and the bad one', () => good.length >= 2 && dead.length >= 1);
+    } finally {
+      ac.abort();
+      await done;
+      await proxy.close();
+    }
+    expect(good).toEqual([{ i: 0 }, { i: 2 }]);
+    expect(dead.length).toBe(1);
+    expect(dead[0]!.location).toMatch(new RegExp(`stream "${stream}" shard shardId-000000000000 sequence \\d+`));
+    expect(dead[0]!.raw).toBe('{not json');
+    expect(proxy.stats.failedCalls).toBeGreaterThan(0);
+    expect(logs.some((l) => /ProvisionedThroughputExceeded.*retrying/.test(l)), logs.join('\n')).toBe(true);
+  }, 60_000);
+
+  it('LATEST reads only what is written after the job started', async () => {
+    const stream = streamName('latest');
+    await createStream(k.client, stream, 1);
+    await putJson(k.client, stream, records(0, 20, 2));
+    const got: In[] = [];
+    const ac = new AbortController();
+    const job = defineJob((env) => {
+      env.fromSource(new KinesisSource<In>({ stream, endpoint: k.endpoint, region: REGION, credentials: CREDENTIALS, initialPosition: 'LATEST', timeoutMs: 1000 }))
+        .addSink({ invoke: (v: In) => void got.push(v) } as never);
+    });
+    const logs: string[] = [];
+    const done = runJob(job, { workers: 1, parallelism: 1, stdout: () => {}, log: (l) => logs.push(l), signal: ac.signal });
+    try {
+      // Written until the job has read some: LATEST is AT_TIMESTAMP of the first start.
+      for (let b = 0; got.length === 0 && b < 200; b++) {
+        await putJson(k.client, stream, records(1000 + b * 5, 5, 2));
+        await new Promise((r) => setTimeout(r, 100));
+      }
+    } finally {
+      ac.abort();
+      await done;
+    }
+    expect(got.length).toBeGreaterThan(0);
+    expect(got.every((r) => r.i >= 1000), logs.join('\n')).toBe(true);
+  }, 60_000);
+});
