@@ -283,6 +283,22 @@ describe('on s3rver', () => {
     }
   });
 
+  it('a part upload that keeps failing declines the checkpoint (whenPrepared rejects, naming the output) and fails the writer at its next call', async () => {
+    const ref = out();
+    const sink = new ExactlyOnceFileSink<string>(ref, { s3: settings });
+    const w = sink.createWriter(ctx());
+    server.fault = (r) => (r.method === 'PUT' && r.query.includes('partNumber') ? { kind: 'fail', status: 503 } : undefined);
+    try {
+      write(w, lines(0, 5 * 1024 + 1));
+      w.prepareCommit(1);
+      await expect(w.whenPrepared?.(1)).rejects.toThrow(new RegExp(`exactly-once file sink ${ref}: an upload failed: s3 upload part .*HTTP 503`));
+      expect(() => w.write(['x'], ts(1))).toThrow(/an upload failed/);
+    } finally {
+      server.fault = () => undefined;
+      w.close?.();
+    }
+  });
+
   it('S3 settings are checked when the sink is built', () => {
     expect(() => new ExactlyOnceFileSink(`s3://${server.bucket}/x`, { s3: { endpoint: 'ftp://nope' } })).toThrow(/S3 endpoint must be an http/);
     expect(() => new ExactlyOnceFileSink('s3://B/x')).toThrow(/not an S3 bucket name/);
