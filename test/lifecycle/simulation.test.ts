@@ -98,19 +98,22 @@ async function simulate(seed: number, scenario: Scenario): Promise<Run> {
       const d = store.loadDesired('orders')!.spec;
       apply({ ...d, savepoints: { ...d.savepoints, intervalMs: undefined } });
     }
-    if (killsLeft && rng.next() < 0.05) {
+    // A restarted manager carries on with the operation in flight (recover) or, half the time, just
+    // reconciles: the reconciler must then issue again what the new target knows nothing of.
+    const restart = async () => {
       kills++;
       shell = newShell();
-      await shell.recover();
+      if (rng.next() < 0.5) await shell.recover();
+    };
+    if (killsLeft && rng.next() < 0.05) {
+      await restart();
       continue;
     }
     try {
       await shell.step();
     } catch (e) {
       if (!(e instanceof Killed)) throw e;
-      kills++;
-      shell = newShell();
-      await shell.recover();
+      await restart();
     }
     for (const r of store.loadStatus('orders')?.savepoints ?? []) if (r.trigger === 'MANUAL') manual.add(r.id);
   }
