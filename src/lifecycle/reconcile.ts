@@ -348,7 +348,10 @@ class Step {
 
   private start(spec: AppSpec): Action {
     const first = this.s.lastReconciledSpec === undefined;
-    const from = this.s.restorePath ?? spec.initialSavepointPath;
+    // A failed application given another initialSavepointPath restores from it: the user's way out
+    // when what it would resume from cannot be restored (no stuck resource).
+    const chosen = this.s.ended?.state === 'FAILED' && spec.initialSavepointPath !== undefined && spec.initialSavepointPath !== this.s.lastReconciledSpec?.initialSavepointPath;
+    const from = chosen ? spec.initialSavepointPath : this.s.restorePath ?? spec.initialSavepointPath;
     const id = `${spec.name}-${this.s.nextDeployment++}`;
     const purpose: Purpose = first ? 'deploy' : this.s.rollback !== undefined ? 'rollback' : 'upgrade';
     if (first) this.s.lastNonce = spec.savepointTriggerNonce; // a nonce present at creation asks for nothing

@@ -168,6 +168,18 @@ describe('upgrades (point 4)', () => {
     expect(h.step()).toMatchObject({ kind: 'start', from: '/backup/sp-7' });
   });
 
+  it('a job that cannot restore from its snapshot is FAILED; another initialSavepointPath takes effect on it', () => {
+    const h = new H(spec('v1', { initialSavepointPath: '/backup/sp-1' }));
+    const d1 = h.step() as { deploymentId: string; from?: string };
+    expect(d1.from).toBe('/backup/sp-1');
+    h.deployments[d1.deploymentId] = { state: 'FAILED', restarts: 0, error: '/backup/sp-1 is not a checkpoint or savepoint (no _metadata file)' };
+    expect(h.step()).toBeUndefined();
+    expect(h.status.lifecycle).toBe('FAILED');
+    expect(h.status.ended?.reason).toMatch(/no _metadata file/);
+    h.apply(spec('v1', { initialSavepointPath: '/backup/sp-2' }));
+    expect(h.step()).toMatchObject({ kind: 'start', from: '/backup/sp-2' });
+  });
+
   it('a job that fails after a checkpoint is FAILED with its reason and resumes from that checkpoint on the next spec', () => {
     const h = new H(spec('v1'));
     const d1 = h.stable();

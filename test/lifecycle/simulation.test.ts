@@ -2,7 +2,8 @@
  * Deterministic simulation of the lifecycle manager (issue 13 point 3): the pure reconciler and
  * its shell drive a simulated world (sim-world.ts) on a fake clock with seeded savepoint
  * failures, and the manager is killed at random between any two steps, including after the
- * status (the write-ahead log) is written and before its action is carried out. After every
+ * status (the write-ahead log) is written and before its action is carried out; a restarted
+ * manager carries on with the operation in flight first, or (half the time) just reconciles. After every
  * restart it must never start a second copy of the job, never lose a savepoint (every savepoint
  * written is in the status or was disposed by cleanup, never a manual one), and never forget an
  * upgrade in progress (it converges on the desired version, its state carried over).
