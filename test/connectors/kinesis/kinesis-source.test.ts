@@ -229,6 +229,22 @@ describe('KinesisSource', () => {
   }, 60_000);
 });
 
+describe('KinesisSource: an unreachable endpoint', () => {
+  it('retries with backoff within retryDeadlineMs, then fails naming host, port and stream', async () => {
+    const { createServer } = await import('node:net');
+    // A port nobody listens on: bound, then closed.
+    const port = await new Promise<number>((res) => { const srv = createServer(); srv.listen(0, '127.0.0.1', () => { const p = (srv.address() as { port: number }).port; srv.close(() => res(p)); }); });
+    const job = defineJob((env) => {
+      env.fromSource(new KinesisSource({ stream: 'nowhere', endpoint: `http://127.0.0.1:${port}`, region: REGION, credentials: CREDENTIALS, retryDeadlineMs: 1500, timeoutMs: 1000 }))
+        .addSink({ invoke: () => {} } as never);
+    });
+    // Shard discovery at the start fails: the job does not start (runJob rejects) or fails.
+    const message = await runJob(job, { workers: 1, parallelism: 1, stdout: () => {}, log: () => {}, restartStrategy: { type: 'none' } })
+      .then((r) => { expect(r.status).toBe('FAILED'); return r.error?.message; }, (e: Error) => e.message);
+    expect(message).toMatch(new RegExp(`Kinesis at 127\\.0\\.0\\.1:${port}: ListShards of stream "nowhere".*ECONNREFUSED`));
+  }, 60_000);
+});
+
 describe('KinesisSource: KPL aggregates', () => {
   it('de-aggregates KPL records, and a restore inside an aggregate emits only its user records not yet emitted', async () => {
     const { aggregate, deaggregate } = await import('../../../src/connectors/kinesis/kpl.ts');
