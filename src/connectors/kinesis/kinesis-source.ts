@@ -364,6 +364,9 @@ class KinesisReader<T> implements SourceReader<T, KinesisShardSplit> {
       this.ctx.log(`shard${finished.length > 1 ? 's' : ''} ${finished.join(', ')} of stream "${this.src.stream}" read to the end`);
       this.ctx.sendSourceEvent?.({ finished } satisfies FinishedEvent);
     }
+    // Every shard being read has its output (and so its event time) from the start: an empty
+    // shard then turns idle per withIdleness instead of holding event time back for good.
+    for (const st of this.states.values()) if (st.out === undefined && !st.ended) st.out = out.forSplit(st.split.id);
     let emitted = 0;
     const list = [...this.states.values()];
     for (let k = 0; k < list.length && emitted < maxRecords; k++) {
