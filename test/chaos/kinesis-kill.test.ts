@@ -17,7 +17,7 @@ import { Rng } from '../../src/core/random.ts';
 import { chaosSeed, committedLines, completedCheckpoints, startWeir } from './harness.ts';
 import { createStream, mergeShards, putJson, splitShard, startKinesalite, type Kinesalite } from '../helpers/kinesalite.ts';
 
-const N = 6000;
+const N = 4000;
 const KEYS = 8;
 const JOB = 'test/fixtures/jobs/kinesis-counts.ts';
 let k: Kinesalite;
@@ -33,7 +33,7 @@ afterAll(async () => {
 });
 
 describe('chaos: SIGKILL and resume, Kinesis source into the exactly-once file sink', () => {
-  it('every record committed once after 3 kills right after checkpoints, with a producer writing and a split and a merge during the run', async () => {
+  it('every record committed once after 2 kills right after checkpoints, with a producer writing and a split and a merge during the run', async () => {
     const stream = `weir-chaos-${process.pid}`;
     await createStream(k.client, stream, 2);
     const rng = new Rng(chaosSeed('kinesis'));
@@ -46,13 +46,13 @@ describe('chaos: SIGKILL and resume, Kinesis source into the exactly-once file s
         const n = Math.min(100, N - written);
         await putJson(k.client, stream, Array.from({ length: n }, (_, j) => ({ key: `k${(written + j) % KEYS}`, value: { i: written + j, key: `k${(written + j) % KEYS}` } })));
         written += n;
-        await new Promise((r) => setTimeout(r, 250));
+        await new Promise((r) => setTimeout(r, 200));
       }
     })();
     const args = (attempt: number) => ['run', JOB, '-p', attempt % 2 === 0 ? '2' : '3', '-w', '2', '--checkpoint-dir', chk, '--checkpoint-interval', '150ms',
       '--from', 'latest-or-empty', '--', k.endpoint, stream, out, '1500'];
     let killed = 0;
-    for (let run = 0; run < 6 && killed < 3; run++) {
+    for (let run = 0; run < 4 && killed < 2; run++) {
       const target = 3 + rng.int(8);
       const before = completedCheckpoints(chk);
       const { child, done } = startWeir(args(run));
@@ -73,7 +73,7 @@ describe('chaos: SIGKILL and resume, Kinesis source into the exactly-once file s
     }
     await producer;
     // The last run: until every record is committed, then stopped (the source never ends).
-    const last = startWeir(args(6));
+    const last = startWeir(args(4));
     const deadline = Date.now() + 120_000;
     while (committedLines(out).length < N && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
     last.child.kill('SIGKILL');
