@@ -121,7 +121,13 @@ describe('record counters on and off', () => {
         });
         const vertex = JSON.parse(await get(`${h.base}/vertices/1`)) as Record<string, any>;
         const aggregated = JSON.parse(await get(`${h.base}/vertices/1/subtasks/metrics?get=numRecordsIn,busyTimeMsPerSecond&agg=sum`)) as { id: string }[];
-        const subtask = JSON.parse(await get(`${h.base}/vertices/1/subtasks/0/metrics?get=numRecordsIn,window%20sums.numRecordsOut,busyTimeMsPerSecond`)) as { id: string }[];
+        // /metrics may be ready from subtask 1 alone; subtask 0 answers 404 until it has reported.
+        const subtask = await until('subtask 0 to report its metrics', async () => {
+          const res = await fetch(`${h.base}/vertices/1/subtasks/0/metrics?get=numRecordsIn,window%20sums.numRecordsOut,busyTimeMsPerSecond`, { signal: AbortSignal.timeout(20_000) });
+          if (res.status === 404) return undefined;
+          if (!res.ok) throw new Error(`subtask metrics: HTTP ${res.status}`);
+          return (await res.json()) as { id: string }[];
+        });
         return { text, vertex, aggregated, subtask };
       } finally {
         await cancel(h);
