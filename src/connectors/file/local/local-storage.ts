@@ -5,8 +5,8 @@
  *
  *   .part-<sub>-<run>-<n>.inprogress        being written
  *   .part-<sub>-<run>-<n>.chk-<id>.pending  closed at the barrier of checkpoint <id>
- *   part-<sub>-<run>-<n>.jsonl              committed when checkpoint <id> completed
- *   part-<sub>-<run>-c<k>.jsonl             compaction of small committed files
+ *   part-<sub>-<run>-<n>.<ext>              committed when checkpoint <id> completed (ext: the format's, jsonl, csv, parquet)
+ *   part-<sub>-<run>-c<k>.<ext>             compaction of small committed files (row formats only)
  *   .weir-committed-<sub>                   the last checkpoint the subtask committed (commit-record.ts)
  *   .weir-lease                             the running job that writes here (core/dir-lease.ts)
  *
@@ -15,7 +15,8 @@
  * restore, a committable whose pending file is gone was already committed (and possibly
  * compacted since).
  * Compaction runs in the background after commits: when enough small committed files of a
- * subtask accumulate, they are concatenated into one, through an intent file that makes the
+ * subtask accumulate, they are concatenated into one (a CSV header kept once; Parquet files,
+ * which cannot be concatenated, are not compacted), through an intent file that makes the
  * swap crash-safe (after a crash it is completed or undone, never half done). Between the
  * rename of the merged file and the deletion of its sources a reader listing the directory
  * could see those records twice for a moment; the final state never has duplicates.
@@ -28,11 +29,12 @@ import { acquireDirLease } from '../../../core/dir-lease.ts';
 import type { SinkContext } from '../../../core/sink.ts';
 import { readCommitRecords, writeCommitRecord } from '../commit-record.ts';
 import type { FileCommittable } from '../exactly-once-file-sink.ts';
+import { jsonLines, type FileFormat } from '../formats.ts';
 import { ownsSubtask, type CommitterSession, type FileSinkStorage, type OpenPart, type WriterSession } from '../sink-storage.ts';
 
 const PENDING_RE = /^\.part-(\d+)-([0-9a-f]+)-(\d+)\.chk-(\d+)\.pending$/;
 const INPROGRESS_RE = /^\.part-(\d+)-([0-9a-f]+)-(\d+)\.inprogress$/;
-const COMMITTED_RE = /^part-(\d+)-([0-9a-f]+)-(c?\d+)\.jsonl$/;
+const COMMITTED_RE = /^part-(\d+)-([0-9a-f]+)-(c?\d+)\.([a-z0-9]+)$/;
 const INTENT_RE = /^\.compact-(\d+)-([0-9a-f]+)-(\d+)\.intent$/;
 const COMPACT_TMP_RE = /^\.compact-(\d+)-([0-9a-f]+)-(\d+)\.tmp$/;
 
@@ -44,7 +46,7 @@ export interface CompactionSettings {
 export class LocalDirectoryStorage implements FileSinkStorage<FileCommittable> {
   readonly keepsPartsOpen = false;
 
-  constructor(readonly location: string, private readonly compaction: CompactionSettings) {}
+  constructor(readonly location: string, private readonly compaction: CompactionSettings, private readonly format: FileFormat = jsonLines()) {}
 
   private get dir(): string {
     return this.location;
@@ -65,10 +67,11 @@ export class LocalDirectoryStorage implements FileSinkStorage<FileCommittable> {
       }
     }
     const dir = this.dir;
+    const ext = this.format.extension;
     const parts: LocalPart[] = [];
     return {
       openPart(name: string): OpenPart<FileCommittable> {
-        const p = new LocalPart(dir, name);
+        const p = new LocalPart(dir, name, ext);
         parts.push(p);
         return p;
       },
@@ -80,7 +83,9 @@ export class LocalDirectoryStorage implements FileSinkStorage<FileCommittable> {
   }
 
   openCommitter(ctx: SinkContext): CommitterSession {
-    return new LocalCommitterSession(this.dir, this.compaction, ctx);
+    // Files that cannot be concatenated (Parquet) are not compacted.
+    const settings = this.format.concatenable ? this.compaction : { ...this.compaction, compactBelow: 0 };
+    return new LocalCommitterSession(this.dir, settings, ctx, this.format);
   }
 
   publishes(): boolean {
@@ -157,7 +162,7 @@ class LocalPart implements OpenPart<FileCommittable> {
   private fd: number;
   size = 0;
 
-  constructor(private readonly dir: string, private readonly name: string) {
+  constructor(private readonly dir: string, private readonly name: string, private readonly ext: string) {
     this.fd = openSync(join(dir, `.${name}.inprogress`), 'wx');
   }
 
@@ -181,7 +186,7 @@ class LocalPart implements OpenPart<FileCommittable> {
   seal(checkpointId: number): FileCommittable {
     const pending = `.${this.name}.chk-${checkpointId}.pending`;
     renameSync(join(this.dir, `.${this.name}.inprogress`), join(this.dir, pending));
-    return { pending, final: `${this.name}.jsonl` };
+    return { pending, final: `${this.name}.${this.ext}` };
   }
 
   /** The writer is closed (the attempt ends): the file stays for recovery to delete. */
@@ -267,7 +272,7 @@ class LocalCommitterSession implements CommitterSession {
   private compactions = 0;
   private readonly run = randomBytes(4).toString('hex');
 
-  constructor(private readonly dir: string, private readonly settings: CompactionSettings, private readonly ctx: SinkContext) {}
+  constructor(private readonly dir: string, private readonly settings: CompactionSettings, private readonly ctx: SinkContext, private readonly format: FileFormat) {}
 
   afterCommit(published: number): void | Promise<void> {
     if (published > 0) {
@@ -294,18 +299,24 @@ class LocalCommitterSession implements CommitterSession {
     const small: string[] = [];
     for (const name of (await readdir(dir)).sort()) {
       const m = COMMITTED_RE.exec(name);
-      if (!m || Number(m[1]) !== sub) continue;
+      if (!m || Number(m[1]) !== sub || m[4] !== this.format.extension) continue;
       const size = (await stat(join(dir, name)).catch(() => undefined))?.size;
       if (size !== undefined && size < this.settings.compactBelow) small.push(name);
     }
     if (small.length < this.settings.compactMinFiles) return;
     const k = this.compactions++;
     const tmp = `.compact-${sub}-${this.run}-${k}.tmp`;
-    const target = `part-${sub}-${this.run}-c${k}.jsonl`;
+    const target = `part-${sub}-${this.run}-c${k}.${this.format.extension}`;
+    const header = this.format.header;
     const intent = `.compact-${sub}-${this.run}-${k}.intent`;
     const fh = await open(join(dir, tmp), 'wx');
     try {
-      for (const s of small) await fh.writeFile(await readFile(join(dir, s))); // writeFile: the whole buffer, however short single writes are
+      for (let i = 0; i < small.length; i++) {
+        let bytes = await readFile(join(dir, small[i]!));
+        // A header (CSV) once, at the top: every later file's own is dropped.
+        if (i > 0 && header !== undefined && bytes.subarray(0, header.byteLength).equals(header)) bytes = bytes.subarray(header.byteLength);
+        await fh.writeFile(bytes); // writeFile: the whole buffer, however short single writes are
+      }
       await fh.sync();
     } finally {
       await fh.close();
