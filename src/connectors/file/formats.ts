@@ -2,7 +2,8 @@
  * The exactly-once file sink's format seam: how records become the bytes of a part file.
  *
  * - Row formats (JSON lines, CSV) turn each record into its bytes at once; a part file is a valid
- *   file after any write, and committed files of one format can be concatenated (compaction).
+ *   file after any write, and committed files of one format are merged (compaction) by
+ *   concatenation, a CSV header kept once.
  * - Bulk formats (Parquet, parquet/parquet-format.ts) buffer rows and turn them into bytes a
  *   block at a time (a row group): when the block is full, and at every checkpoint barrier, so
  *   the bytes a checkpoint records are a valid prefix of the file. A bulk file needs closing
@@ -35,13 +36,15 @@ export interface FileFormat {
   readonly name: string;
   /** The committed files' extension, without the dot. */
   readonly extension: string;
-  /**
-   * Committed files of this format can be merged by concatenation, after dropping every file's
-   * first `headerBytes` but the first one's (CSV with a header). False: compaction skips them.
-   */
-  readonly concatenable: boolean;
   /** Bytes every file of this format starts with that a merged file holds once (CSV header). */
   readonly header?: Uint8Array;
+  /**
+   * Compaction: whether a committed file can be merged with files this format writes now (same
+   * header, same schema); files that cannot are left as they are. Default: any file.
+   */
+  mergeable?(file: Uint8Array): boolean;
+  /** Compaction of a bulk format: the files as one file (Parquet: their row groups under one footer). Row formats concatenate. */
+  merge?(files: readonly Uint8Array[]): Uint8Array;
   /** An encoder for a new part file; `where` names the sink in messages. */
   open(where: string): PartEncoder;
 }
@@ -52,7 +55,6 @@ export function jsonLines(format: (value: unknown) => string = (v) => JSON.strin
   return {
     name: 'JSON lines',
     extension: 'jsonl',
-    concatenable: true,
     open: () => ({
       bufferedRows: 0,
       encode(values: readonly unknown[]): Uint8Array {
@@ -97,8 +99,8 @@ export function csv(options: CsvFormatOptions): FileFormat {
   return {
     name: 'CSV',
     extension: 'csv',
-    concatenable: true,
     header,
+    mergeable: header === undefined ? undefined : (file) => Buffer.from(file.buffer, file.byteOffset, Math.min(file.byteLength, header.byteLength)).equals(header),
     open: () => {
       let first = true;
       return {

@@ -6,7 +6,7 @@
  *   .part-<sub>-<run>-<n>.inprogress        being written
  *   .part-<sub>-<run>-<n>.chk-<id>.pending  closed at the barrier of checkpoint <id>
  *   part-<sub>-<run>-<n>.<ext>              committed when checkpoint <id> completed (ext: the format's, jsonl, csv, parquet)
- *   part-<sub>-<run>-c<k>.<ext>             compaction of small committed files (row formats only)
+ *   part-<sub>-<run>-c<k>.<ext>             compaction of small committed files
  *   .weir-committed-<sub>                   the last checkpoint the subtask committed (commit-record.ts)
  *   .weir-lease                             the running job that writes here (core/dir-lease.ts)
  *
@@ -15,8 +15,9 @@
  * restore, a committable whose pending file is gone was already committed (and possibly
  * compacted since).
  * Compaction runs in the background after commits: when enough small committed files of a
- * subtask accumulate, they are concatenated into one (a CSV header kept once; Parquet files,
- * which cannot be concatenated, are not compacted), through an intent file that makes the
+ * subtask accumulate, they are merged into one (row formats: concatenated, a CSV header kept
+ * once; Parquet: row groups copied under one footer, parquet/parquet-format.ts; files of another
+ * header or schema are left alone), through an intent file that makes the
  * swap crash-safe (after a crash it is completed or undone, never half done). Between the
  * rename of the merged file and the deletion of its sources a reader listing the directory
  * could see those records twice for a moment; the final state never has duplicates.
@@ -83,9 +84,7 @@ export class LocalDirectoryStorage implements FileSinkStorage<FileCommittable> {
   }
 
   openCommitter(ctx: SinkContext): CommitterSession {
-    // Files that cannot be concatenated (Parquet) are not compacted.
-    const settings = this.format.concatenable ? this.compaction : { ...this.compaction, compactBelow: 0 };
-    return new LocalCommitterSession(this.dir, settings, ctx, this.format);
+    return new LocalCommitterSession(this.dir, this.compaction, ctx, this.format);
   }
 
   publishes(): boolean {
@@ -266,6 +265,15 @@ function resolveIntentSync(dir: string, intentName: string): void {
   rmSync(path, { force: true });
 }
 
+/** Bytes one compaction reads into memory at most (it merges fewer files when they are more). */
+const MAX_MERGE_BYTES = 64 * 2 ** 20;
+
+/** Row formats: the files one after the other, a header (CSV) once at the top. */
+function concatenated(contents: readonly Buffer[], header: Uint8Array | undefined): Uint8Array[] {
+  if (header === undefined) return [...contents];
+  return contents.map((b, i) => (i > 0 && b.subarray(0, header.byteLength).equals(header) ? b.subarray(header.byteLength) : b));
+}
+
 /** After commits: the directory's fsync, then compaction in the background (off the record path). */
 class LocalCommitterSession implements CommitterSession {
   private compacting: Promise<void> | undefined;
@@ -304,32 +312,40 @@ class LocalCommitterSession implements CommitterSession {
       if (size !== undefined && size < this.settings.compactBelow) small.push(name);
     }
     if (small.length < this.settings.compactMinFiles) return;
+    // The files to merge: those of this format as written now (same header or schema), up to MAX_MERGE_BYTES.
+    const sources: string[] = [];
+    const contents: Buffer[] = [];
+    let total = 0;
+    for (const s of small) {
+      if (total >= MAX_MERGE_BYTES) break;
+      const bytes = await readFile(join(dir, s)).catch(() => undefined);
+      if (bytes === undefined || !(this.format.mergeable?.(bytes) ?? true)) continue;
+      sources.push(s);
+      contents.push(bytes);
+      total += bytes.byteLength;
+    }
+    if (sources.length < this.settings.compactMinFiles) return;
     const k = this.compactions++;
     const tmp = `.compact-${sub}-${this.run}-${k}.tmp`;
     const target = `part-${sub}-${this.run}-c${k}.${this.format.extension}`;
-    const header = this.format.header;
     const intent = `.compact-${sub}-${this.run}-${k}.intent`;
+    const merged = this.format.merge !== undefined ? [this.format.merge(contents)] : concatenated(contents, this.format.header);
     const fh = await open(join(dir, tmp), 'wx');
     try {
-      for (let i = 0; i < small.length; i++) {
-        let bytes = await readFile(join(dir, small[i]!));
-        // A header (CSV) once, at the top: every later file's own is dropped.
-        if (i > 0 && header !== undefined && bytes.subarray(0, header.byteLength).equals(header)) bytes = bytes.subarray(header.byteLength);
-        await fh.writeFile(bytes); // writeFile: the whole buffer, however short single writes are
-      }
+      for (const bytes of merged) await fh.writeFile(bytes); // writeFile: the whole buffer, however short single writes are
       await fh.sync();
     } finally {
       await fh.close();
     }
     const ih = await open(join(dir, intent), 'wx');
     try {
-      await ih.writeFile(JSON.stringify({ target, tmp, sources: small }));
+      await ih.writeFile(JSON.stringify({ target, tmp, sources }));
       await ih.sync();
     } finally {
       await ih.close();
     }
     await rename(join(dir, tmp), join(dir, target));
-    for (const s of small) await rm(join(dir, s), { force: true });
+    for (const s of sources) await rm(join(dir, s), { force: true });
     await rm(join(dir, intent), { force: true });
   }
 

@@ -16,7 +16,13 @@
  * hyparquet-writer's (pinned; docs/dependencies.md); weir writes the footer itself from the
  * writer's row-group metadata, so it can compute it at a barrier without ending the file. No
  * page indexes or bloom filters are written (they would go between the row groups and the footer).
+ *
+ * Compaction (local directories) merges small committed files without decoding a value: each
+ * file's row groups are copied as bytes, one after the other, and one footer lists them all,
+ * their offsets moved by where their bytes now start (footers read with hyparquet). Only files
+ * with this format's schema are merged.
  */
+import { parquetMetadata, type FileMetaData } from 'hyparquet';
 import { ByteWriter, ParquetWriter, schemaFromColumnData, type ColumnSource } from 'hyparquet-writer';
 import { writeMetadata } from 'hyparquet-writer/src/metadata.js';
 import type { FileFormat, PartEncoder, RejectRecord } from '../formats.ts';
@@ -107,9 +113,72 @@ export function parquet(options: ParquetFormatOptions): FileFormat {
   return {
     name: 'Parquet',
     extension: 'parquet',
-    concatenable: false,
     open: () => new ParquetEncoder(columns, schema, rowGroupRows, codec),
+    mergeable: (file) => sameSchema(file, schema),
+    merge: (files) => mergeParquet(files, schema),
   };
+}
+
+type Schema = ReturnType<typeof schemaFromColumnData>;
+
+function schemaKey(schema: readonly { name: string; type?: string; repetition_type?: string; converted_type?: string; num_children?: number }[]): string {
+  return JSON.stringify(schema.map((e) => [e.name, e.type ?? null, e.repetition_type ?? null, e.converted_type ?? null, e.num_children ?? null]));
+}
+
+function metadataOf(file: Uint8Array): FileMetaData | undefined {
+  try {
+    return parquetMetadata(file);
+  } catch {
+    return undefined;
+  }
+}
+
+function sameSchema(file: Uint8Array, schema: Schema): boolean {
+  const m = metadataOf(file);
+  return m !== undefined && schemaKey(m.schema.slice(1)) === schemaKey(schema.slice(1));
+}
+
+const shift = <V>(v: V, by: bigint): V => (typeof v === 'bigint' ? ((v + by) as V) : typeof v === 'number' ? ((v + Number(by)) as V) : v);
+
+/** The files' row groups under one footer (see the module comment). */
+export function mergeParquet(files: readonly Uint8Array[], schema: Schema): Uint8Array {
+  const out: Uint8Array[] = [Buffer.from('PAR1')];
+  let offset = 4;
+  let numRows = 0n;
+  const rowGroups: FileMetaData['row_groups'] = [];
+  for (const f of files) {
+    const m = parquetMetadata(f);
+    const view = new DataView(f.buffer, f.byteOffset, f.byteLength);
+    const dataEnd = f.byteLength - 8 - view.getUint32(f.byteLength - 8, true);
+    const by = BigInt(offset - 4);
+    for (const rg of m.row_groups) {
+      rowGroups.push({
+        ...rg,
+        file_offset: shift(rg.file_offset, by),
+        columns: rg.columns.map((c) => ({
+          ...c,
+          file_offset: shift(c.file_offset, by),
+          offset_index_offset: shift(c.offset_index_offset, by),
+          column_index_offset: shift(c.column_index_offset, by),
+          meta_data: c.meta_data && {
+            ...c.meta_data,
+            data_page_offset: shift(c.meta_data.data_page_offset, by),
+            dictionary_page_offset: shift(c.meta_data.dictionary_page_offset, by),
+            index_page_offset: shift(c.meta_data.index_page_offset, by),
+            bloom_filter_offset: shift(c.meta_data.bloom_filter_offset, by),
+          },
+        })),
+      });
+    }
+    out.push(f.subarray(4, dataEnd));
+    offset += dataEnd - 4;
+    numRows += BigInt(m.num_rows);
+  }
+  const w = new ByteWriter(4096);
+  writeMetadata(w, { version: 2, created_by: 'weir (hyparquet-writer)', schema, num_rows: numRows, row_groups: rowGroups } as unknown as Parameters<typeof writeMetadata>[1]);
+  w.appendUint32(MAGIC);
+  out.push(Buffer.from(w.getBytes()));
+  return Buffer.concat(out);
 }
 
 class ParquetEncoder implements PartEncoder {
@@ -166,7 +235,8 @@ class ParquetEncoder implements PartEncoder {
 
   flush(): Uint8Array | undefined {
     if (this.bufferedRows > 0) {
-      const columnData: ColumnSource[] = this.columns.map((c, i) => ({ name: c.name, data: this.data[i]!, offsetIndex: false, columnIndex: false }));
+      // No statistics for json columns (a JSON bound is kept whole, the footer would carry whole documents).
+      const columnData: ColumnSource[] = this.columns.map((c, i) => ({ name: c.name, data: this.data[i]!, offsetIndex: false, columnIndex: false, statistics: c.type !== 'json' }));
       this.writer.write({ columnData, rowGroupSize: this.bufferedRows });
       (this.writer as unknown as { pendingIndexes: unknown[] }).pendingIndexes.length = 0; // no page indexes (see the module comment)
       this.data = this.columns.map(() => []);
