@@ -251,7 +251,8 @@ async function runRestoring(build: (env: StreamExecutionEnvironment) => void, ch
 it('local: a failure after a checkpoint restores it; the committed Parquet files hold exactly the failure-free rows', async () => {
   const dir = fresh('job-local');
   const count = 3000;
-  const job = restoringJob(() => new ExactlyOnceFileSink<Row>(dir, { format: parquet({ columns: COLUMNS }) }), count);
+  // Not compacted, so the files show the checkpoints (each closes its files here).
+  const job = restoringJob(() => new ExactlyOnceFileSink<Row>(dir, { format: parquet({ columns: COLUMNS }), compactBelow: 0 }), count);
   const result = await runRestoring(job.build, fresh('chk'));
   expect(result.status, result.error?.message).toBe('FINISHED');
   expect(job.failures()).toBe(1);

@@ -24,6 +24,7 @@ import { randomBytes } from 'node:crypto';
 import { WeirError } from '../../core/errors.ts';
 import { toMillis, type Duration } from '../../core/duration.ts';
 import type { SinkCommitter, SinkContext, SinkWriter, TwoPhaseCommitSink } from '../../core/sink.ts';
+import type { MalformedRecord } from '../../core/source.ts';
 import { isS3Reference, type S3Settings } from '../../checkpoint/s3/settings.ts';
 import { appendDeadLetters } from './dead-letter-file.ts';
 import { toFileFormat, type FileFormat, type PartEncoder, type RejectRecord } from './formats.ts';
@@ -141,12 +142,23 @@ export class ExactlyOnceFileSink<T> implements TwoPhaseCommitSink<T, FileCommitt
   }
 }
 
+/** A record as dead-letter text: JSON (bigints as decimal text), else String(). */
+function rawOf(v: unknown): string {
+  try {
+    return JSON.stringify(v, (_k, x) => (typeof x === 'bigint' ? x.toString() : x)) ?? String(v);
+  } catch {
+    return String(v);
+  }
+}
+
 class FileWriter<T> implements SinkWriter<T, FileCommittable> {
   private readonly run = randomBytes(4).toString('hex');
   private counter = 0;
   private current: OpenPart<FileCommittable> | undefined;
   private encoder: PartEncoder | undefined;
   private readonly reject: RejectRecord;
+  /** Records of the current write that did not fit the format (malformed: 'dead-letter'). */
+  private letters: MalformedRecord[] = [];
   /** Dead letters shown in the log (outputs without a directory beside them). */
   private logged = 0;
   private openedAt = 0;
@@ -159,25 +171,23 @@ class FileWriter<T> implements SinkWriter<T, FileCommittable> {
       ? (_v, error) => {
         throw new WeirError('MALFORMED_RECORD', `exactly-once file sink ${sink.dir} (${sink.format.name}): a record does not fit the format: ${error}; set malformed: 'dead-letter' on the sink to leave such records out`);
       }
-      : (v, error) => this.deadLetter(v, error);
+      : (v, error) => this.letters.push({ source: this.sink.name, location: `${this.sink.name} (subtask ${this.ctx.subtaskIndex + 1})`, error, raw: rawOf(v) });
   }
 
-  private deadLetter(v: unknown, error: string): void {
-    let raw: string;
-    try {
-      raw = JSON.stringify(v, (_k, x) => (typeof x === 'bigint' ? x.toString() : x)) ?? String(v);
-    } catch {
-      raw = String(v);
-    }
-    const where = `${this.sink.name} (subtask ${this.ctx.subtaskIndex + 1})`;
+  /** A write's dead letters, one append (or a few log lines) per batch. */
+  private flushLetters(): void {
+    const letters = this.letters;
+    this.letters = [];
     const dir = this.sink.outputDir;
     if (dir !== undefined) {
-      appendDeadLetters(`${dir}.dead-letters`, this.sink.name, this.ctx.subtaskIndex, [{ source: this.sink.name, location: where, error, raw }]);
+      appendDeadLetters(`${dir}.dead-letters`, this.sink.name, this.ctx.subtaskIndex, letters);
       return;
     }
-    if (this.logged < 10) this.ctx.log(`weir: dead letter at ${where}: ${error} (raw: ${raw.length > 120 ? raw.slice(0, 119) + '…' : raw})`);
-    else if (this.logged === 10) this.ctx.log(`weir: more dead letters at ${where} are left out but not shown`);
-    this.logged++;
+    for (const l of letters) {
+      if (this.logged < 10) this.ctx.log(`weir: dead letter at ${l.location}: ${l.error} (raw: ${l.raw.length > 120 ? l.raw.slice(0, 119) + '…' : l.raw})`);
+      else if (this.logged === 10) this.ctx.log(`weir: more dead letters at ${l.location} are left out but not shown`);
+      this.logged++;
+    }
   }
 
   private progress() {
@@ -195,6 +205,7 @@ class FileWriter<T> implements SinkWriter<T, FileCommittable> {
       this.openedAt = now;
     }
     const bytes = this.encoder!.encode(values, this.reject);
+    if (this.letters.length > 0) this.flushLetters();
     if (bytes !== undefined && bytes.byteLength > 0) this.current.append(bytes as Buffer);
     this.lastWriteAt = now;
     if (rollAfterWrite(this.progress(), this.sink.policy) !== undefined) this.roll();
