@@ -41,7 +41,7 @@ export interface Decision {
   readonly action?: Action;
 }
 
-/** A start or cancel the target has not shown progress on within this long is issued again (both are idempotent). */
+/** A start or cancel the target knows of but has not shown progress on within this long is issued again (both are idempotent). */
 export const REISSUE_AFTER_MS = 60_000;
 
 export function reconcile(input: ReconcileInput): Decision {
@@ -108,6 +108,8 @@ class Step {
           this.event('Normal', 'Submit', `started deployment ${op.deploymentId}${this.s.deployment?.from !== undefined ? ` from ${this.s.deployment.from}` : ' with empty state'}`);
           return 'done';
         }
+        // Never carried out (a manager killed before it; starts are idempotent by deployment id): again, at once.
+        if (outcome === undefined) return { reissue: true };
         return this.reissueIfOld(op, age);
       }
       case 'stop': {
@@ -161,7 +163,7 @@ class Step {
           return 'done';
         }
         const failed = outcome?.state === 'failed' || age > spec.savepoints.timeoutMs;
-        if (!failed) return { reissue: false };
+        if (!failed) return { reissue: outcome === undefined }; // unknown to the target (a restarted manager): again, at once
         rec.failures++;
         rec.error = outcome?.error ?? `no savepoint within ${spec.savepoints.timeoutMs} ms`;
         if (rec.failures >= SAVEPOINT_MAX_FAILURES) {
@@ -186,6 +188,7 @@ class Step {
           this.event('Warning', 'CleanupFailed', `cannot dispose savepoint ${op.savepointId}: ${outcome.error ?? 'unknown reason'}`);
           return 'done';
         }
+        if (outcome === undefined) return { reissue: true }; // unknown to the target (a restarted manager): again, at once
         return this.reissueIfOld(op, age);
       }
     }
@@ -345,7 +348,10 @@ class Step {
 
   private start(spec: AppSpec): Action {
     const first = this.s.lastReconciledSpec === undefined;
-    const from = this.s.restorePath ?? spec.initialSavepointPath;
+    // A failed application given another initialSavepointPath restores from it: the user's way out
+    // when what it would resume from cannot be restored (no stuck resource).
+    const chosen = this.s.ended?.state === 'FAILED' && spec.initialSavepointPath !== undefined && spec.initialSavepointPath !== this.s.lastReconciledSpec?.initialSavepointPath;
+    const from = chosen ? spec.initialSavepointPath : this.s.restorePath ?? spec.initialSavepointPath;
     const id = `${spec.name}-${this.s.nextDeployment++}`;
     const purpose: Purpose = first ? 'deploy' : this.s.rollback !== undefined ? 'rollback' : 'upgrade';
     if (first) this.s.lastNonce = spec.savepointTriggerNonce; // a nonce present at creation asks for nothing

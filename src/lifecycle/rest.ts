@@ -6,10 +6,14 @@
  *   GET    /apps/:name/events
  *   POST   /apps/:name/suspend | resume | savepoint | rollback
  *   DELETE /apps/:name[?savepoint=true]
- * Every answer is JSON; errors are {"errors": ["one line"]}.
+ * Every answer is JSON; errors are {"errors": ["one line"]}. The job control API's guard
+ * (src/observe/request-guard.ts) applies: the Host must name the bound address and port (DNS
+ * rebinding), and every request but GET must say Content-Type: application/json (a web page
+ * cannot send that cross-origin without a preflight), so a browser cannot apply a spec here.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { errorCode } from '../core/errors.ts';
+import { hostAllowed, jsonContentType } from '../observe/request-guard.ts';
 import type { Manager } from './manager.ts';
 import { validateSpec } from './spec.ts';
 
@@ -17,6 +21,8 @@ const MAX_BODY_BYTES = 1 << 20;
 
 export class ManagerApi {
   private server: Server | undefined;
+  private boundAddress = '127.0.0.1';
+  private boundPort = 0;
 
   constructor(private readonly manager: Manager) {}
 
@@ -29,7 +35,9 @@ export class ManagerApi {
       server.listen(port, address, () => {
         this.server = server;
         const a = server.address();
-        resolve(typeof a === 'object' && a !== null ? a.port : port);
+        this.boundAddress = address;
+        this.boundPort = typeof a === 'object' && a !== null ? a.port : port;
+        resolve(this.boundPort);
       });
     });
   }
@@ -47,6 +55,12 @@ export class ManagerApi {
     const parts = url.pathname.split('/').filter((p) => p !== '').map(decodeURIComponent);
     const method = req.method ?? 'GET';
     const m = this.manager;
+    if (!hostAllowed(req.headers.host, this.boundAddress, this.boundPort)) {
+      return send(res, 421, { errors: [`the Host header must name this API's address (${this.boundAddress}:${this.boundPort}); refused (DNS rebinding protection)`] });
+    }
+    if (method !== 'GET' && method !== 'HEAD' && !jsonContentType(req.headers['content-type'])) {
+      return send(res, 415, { errors: [`${method} requests must have Content-Type: application/json (cross-site request protection)`] });
+    }
     if (parts[0] !== 'apps') return send(res, 404, { errors: [`no such resource ${url.pathname}`] });
     if (parts.length === 1 && method === 'GET') return send(res, 200, { apps: m.list() });
     if (parts.length === 1 && method === 'POST') {

@@ -11,6 +11,9 @@ export interface DeploymentTarget {
   /**
    * What the target sees of these deployments and of the outcomes of these operation keys.
    * A deployment it has never heard of is absent; one that ended is reported with its end state.
+   * An operation it was given reports an outcome (in-progress at least) from the next observe on;
+   * one it has no outcome for is one it does not know (a restarted manager), and the reconciler
+   * issues it again (a stop with savepoint, a savepoint, a dispose: all idempotent).
    */
   observe(app: string, deploymentIds: readonly string[], operationKeys: readonly string[]): Promise<Observation>;
   /**

@@ -1,10 +1,12 @@
 /**
  * The manager's REST API and the weir apps / weir manager CLI on bad input: a spec with a bad
  * field is refused naming the file (or request) and the field, an unknown application is a 404,
- * a second manager on the same directory is refused, and no manager means a one-line error.
+ * a second manager on the same directory is refused, no manager means a one-line error, and a
+ * web page cannot drive the API (a request that is not JSON, or names another Host, is refused).
  * These start no job.
  */
 import { writeFileSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { serveManager, type RunningManager } from '../../src/lifecycle/serve.ts';
@@ -33,6 +35,24 @@ describe('manager API and CLI on bad input', () => {
     expect((await rest(`${running.url}/apps/nope/suspend`, 'POST')).status).toBe(404);
     expect((await rest(`${running.url}/things`)).status).toBe(404);
     expect(await rest(`${running.url}/apps`)).toEqual({ status: 200, body: { apps: [] } });
+
+    // A web page cannot drive it: a simple (text/plain) POST, a bodiless POST without JSON, and a foreign Host are refused.
+    const spec0 = { spec: { name: 'evil', job: { module: '/j.ts', version: 'v1' } } };
+    const plain = await fetch(`${running.url}/apps`, { method: 'POST', body: JSON.stringify(spec0), headers: { 'content-type': 'text/plain' }, signal: AbortSignal.timeout(10_000) });
+    expect(plain.status).toBe(415);
+    expect(((await plain.json()) as { errors: string[] }).errors[0]).toMatch(/Content-Type: application\/json/);
+    expect((await fetch(`${running.url}/apps/evil/suspend`, { method: 'POST', signal: AbortSignal.timeout(10_000) })).status).toBe(415);
+    const port = new URL(running.url).port;
+    const rebound = await new Promise<number>((resolve, reject) => {
+      const req = httpRequest({ host: '127.0.0.1', port, path: '/apps', headers: { host: `evil.example:${port}` }, timeout: 10_000 }, (res) => {
+        res.resume();
+        resolve(res.statusCode!);
+      });
+      req.on('error', reject).on('timeout', () => req.destroy(new Error('no answer')));
+      req.end();
+    });
+    expect(rebound).toBe(421);
+    expect(await rest(`${running.url}/apps`), 'nothing was applied').toEqual({ status: 200, body: { apps: [] } });
 
     const home = tmp.fresh('home');
     const spec = join(dir, '..', 'bad.yaml');

@@ -87,6 +87,29 @@ describe('upgrades (point 4)', () => {
     expect(h.status.savepoints[1]).toMatchObject({ id: 'sp-2', state: 'COMPLETED', path: '/sp/sp-2/savepoint-1' });
   });
 
+  it('an operation the target knows nothing of (a restarted manager) is issued again at once, its timeout still counted from the first issue', () => {
+    const h = new H(spec('v1', { savepoints: { timeout: '5s' } }));
+    const start = h.step();
+    expect(start?.kind).toBe('start');
+    expect(h.step(), 'a start never carried out').toEqual(start);
+    h.operations[(start as { key: string }).key] = { state: 'completed' };
+    expect(h.step(), 'a start the target knows of is waited for').toBeUndefined();
+    const d1 = (start as { deploymentId: string }).deploymentId;
+    h.running(d1);
+    h.step();
+    h.apply(spec('v2', { savepoints: { timeout: '5s' } }));
+    const stop = h.step();
+    const issuedAt = h.status.operation!.issuedAt;
+    expect(h.step(), 'the stop with savepoint again: the target finds what the first one wrote').toEqual(stop);
+    expect(h.status.operation!.issuedAt).toBe(issuedAt);
+    h.operations[`stop:${d1}:sp-1`] = { state: 'in-progress' };
+    expect(h.step()).toBeUndefined();
+    delete h.operations[`stop:${d1}:sp-1`];
+    expect(h.step(4000), 'past the timeout it has failed, whatever the target knows').toBeUndefined();
+    expect(h.status.savepoints[0]).toMatchObject({ state: 'FAILED', error: 'no savepoint within 5000 ms' });
+    expect(h.events()).toContain('SavepointError');
+  });
+
   it('savepoint: a stop that never answers times out as a failure', () => {
     const h = new H(spec('v1', { savepoints: { timeout: '5s' } }));
     const d1 = h.stable();
@@ -143,6 +166,18 @@ describe('upgrades (point 4)', () => {
     expect(h.status.lifecycle).toBe('SUSPENDED');
     h.apply(spec('v1', { initialSavepointPath: '/backup/sp-7' }));
     expect(h.step()).toMatchObject({ kind: 'start', from: '/backup/sp-7' });
+  });
+
+  it('a job that cannot restore from its snapshot is FAILED; another initialSavepointPath takes effect on it', () => {
+    const h = new H(spec('v1', { initialSavepointPath: '/backup/sp-1' }));
+    const d1 = h.step() as { deploymentId: string; from?: string };
+    expect(d1.from).toBe('/backup/sp-1');
+    h.deployments[d1.deploymentId] = { state: 'FAILED', restarts: 0, error: '/backup/sp-1 is not a checkpoint or savepoint (no _metadata file)' };
+    expect(h.step()).toBeUndefined();
+    expect(h.status.lifecycle).toBe('FAILED');
+    expect(h.status.ended?.reason).toMatch(/no _metadata file/);
+    h.apply(spec('v1', { initialSavepointPath: '/backup/sp-2' }));
+    expect(h.step()).toMatchObject({ kind: 'start', from: '/backup/sp-2' });
   });
 
   it('a job that fails after a checkpoint is FAILED with its reason and resumes from that checkpoint on the next spec', () => {

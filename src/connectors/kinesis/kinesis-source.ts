@@ -19,13 +19,16 @@
  *   batches; the only promises are per request, never per record.
  * - Event time: ApproximateArrivalTimestamp, unless the job assigns its own. Lag metric:
  *   millisBehindLatest of each shard's last GetRecords.
- * - Not done: KPL de-aggregation (aggregated records are emitted as one record each).
+ * - KPL-aggregated records are de-aggregated (kpl.ts): the position is then the aggregate's
+ *   sequence number plus the index of the last user record emitted from it, and a restore
+ *   inside an aggregate re-reads it AT_SEQUENCE_NUMBER and skips what was emitted.
  */
 import type { GetRecordsCommandOutput, KinesisClient, _Record } from '@aws-sdk/client-kinesis';
 import type { MalformedRecord, PollStatus, ReaderOutput, Source, SourceOutput, SourceReader, SourceReaderContext, SourceSplit, SplitEnumerator, SplitEnumeratorContext } from '../../core/source.ts';
 import { WeirError } from '../../core/errors.ts';
 import { nextRetryDelay, retrying, type RetryPolicy } from '../common/retry.ts';
 import { call, createKinesisClient, errorName, isTransientKinesis, kinesisError, resolveConnection, type KinesisConnectionOptions, type ResolvedConnection } from './client.ts';
+import { deaggregate, type SubRecord } from './kpl.ts';
 import { closedAtStartAreFinished, decideDiscovery, isSequenceNumber, leastLoaded, nextFetchAt, type ShardInfo, type ShardStart } from './shards.ts';
 
 export type KinesisInitialPosition = 'LATEST' | 'TRIM_HORIZON' | 'AT_TIMESTAMP';
@@ -35,6 +38,8 @@ export interface KinesisRecordMeta {
   readonly stream: string;
   readonly shardId: string;
   readonly sequenceNumber: string;
+  /** Index of the user record within a KPL aggregate; undefined for a plain record. */
+  readonly subSequenceNumber: number | undefined;
   readonly partitionKey: string;
 }
 
@@ -48,6 +53,8 @@ export interface KinesisSourceOptions<T> extends KinesisConnectionOptions {
   readonly format?: KinesisFormat;
   /** Custom decoding instead of `format` (a throw makes the record malformed). */
   readonly decode?: (data: Uint8Array, meta: KinesisRecordMeta) => T;
+  /** De-aggregate KPL-aggregated records into their user records (default true). */
+  readonly deaggregate?: boolean;
   /** How often the enumerator lists shards (default 10,000 ms). */
   readonly discoveryIntervalMs?: number;
   /** GetRecords Limit (default 10,000, the AWS maximum). */
@@ -70,6 +77,8 @@ export interface KinesisShardSplit extends SourceSplit {
   readonly start: ShardStart;
   /** Sequence number of the last record emitted. */
   lastSeq?: string;
+  /** When that record is a KPL aggregate: the index of the last user record emitted from it. */
+  lastSub?: number;
   /** Read to its end (a tombstone: kept so the shard is never read again). */
   finished?: boolean;
 }
@@ -95,6 +104,7 @@ export class KinesisSource<T = unknown> implements Source<T, KinesisShardSplit> 
   readonly fetchIntervalMs: number;
   readonly emptyFetchIntervalMs: number;
   readonly retry: RetryPolicy;
+  readonly deaggregate: boolean;
   /** The start position new shards get at this run's first start (set by planSplits). */
   private plannedStart: ShardStart | undefined;
 
@@ -117,6 +127,8 @@ export class KinesisSource<T = unknown> implements Source<T, KinesisShardSplit> 
     this.format = oneOf(options.format ?? 'json', ['json', 'string', 'bytes'], `${where}: format`);
     if (options.decode !== undefined && typeof options.decode !== 'function') throw new WeirError('CONFIG', `${where}: decode must be a function (data, meta) => record`);
     this.decode = options.decode;
+    if (options.deaggregate !== undefined && typeof options.deaggregate !== 'boolean') throw new WeirError('CONFIG', `${where}: deaggregate must be true or false`);
+    this.deaggregate = options.deaggregate ?? true;
     this.discoveryIntervalMs = posInt(options.discoveryIntervalMs ?? 10_000, `${where}: discoveryIntervalMs`);
     this.maxRecordsPerFetch = posInt(options.maxRecordsPerFetch ?? MAX_LIMIT, `${where}: maxRecordsPerFetch`);
     if (this.maxRecordsPerFetch > MAX_LIMIT) throw new WeirError('CONFIG', `${where}: maxRecordsPerFetch must be at most ${MAX_LIMIT} (the GetRecords limit), got ${this.maxRecordsPerFetch}`);
@@ -289,6 +301,11 @@ interface ShardState {
   fetchedSeq: string | undefined;
   buffer: _Record[];
   at: number;
+  /** The user records of the aggregate at buffer[at] (cached while it is emitted over several polls), and the next one's index. */
+  subs: SubRecord[] | undefined;
+  sub: number;
+  /** Restored inside an aggregate: re-read it (AT_SEQUENCE_NUMBER) and skip user records up to split.lastSub. */
+  resumeInside: boolean;
   /** The shard has no more records after the buffer (closed and read to its end). */
   ended: boolean;
   reported: boolean;
@@ -315,11 +332,12 @@ class KinesisReader<T> implements SourceReader<T, KinesisShardSplit> {
 
   addSplits(splits: KinesisShardSplit[]): void {
     for (const s of splits) {
-      const bad = typeof s.shardId !== 'string' || s.stream !== this.src.stream || (s.lastSeq !== undefined && !isSequenceNumber(s.lastSeq)) ||
+      const bad = typeof s.shardId !== 'string' || (s.lastSub !== undefined && !(Number.isSafeInteger(s.lastSub) && s.lastSub >= 0)) || s.stream !== this.src.stream || (s.lastSeq !== undefined && !isSequenceNumber(s.lastSeq)) ||
         !Array.isArray(s.parents) || s.start === undefined || (s.start.type !== 'TRIM_HORIZON' && !(s.start.type === 'AT_TIMESTAMP' && Number.isFinite(s.start.timestamp)));
       if (bad) throw new WeirError('RESTORE', `Kinesis stream "${this.src.stream}": bad shard split ${JSON.stringify(s)} (a checkpoint of another stream or version?)`);
       this.states.set(s.id, {
-        split: { ...s, parents: [...s.parents] }, iterator: undefined, fetchedSeq: s.lastSeq, buffer: [], at: 0, ended: s.finished === true,
+        split: { ...s, parents: [...s.parents] }, iterator: undefined, fetchedSeq: s.lastSeq, buffer: [], at: 0, subs: undefined, sub: 0,
+        resumeInside: this.src.deaggregate && s.lastSub !== undefined && s.lastSeq !== undefined && s.finished !== true, ended: s.finished === true,
         reported: false, inFlight: false, timer: undefined, nextAt: 0, failures: 0, failingSince: undefined, out: undefined,
       });
     }
@@ -346,6 +364,9 @@ class KinesisReader<T> implements SourceReader<T, KinesisShardSplit> {
       this.ctx.log(`shard${finished.length > 1 ? 's' : ''} ${finished.join(', ')} of stream "${this.src.stream}" read to the end`);
       this.ctx.sendSourceEvent?.({ finished } satisfies FinishedEvent);
     }
+    // Every shard being read has its output (and so its event time) from the start: an empty
+    // shard then turns idle per withIdleness instead of holding event time back for good.
+    for (const st of this.states.values()) if (st.out === undefined && !st.ended) st.out = out.forSplit(st.split.id);
     let emitted = 0;
     const list = [...this.states.values()];
     for (let k = 0; k < list.length && emitted < maxRecords; k++) {
@@ -365,18 +386,46 @@ class KinesisReader<T> implements SourceReader<T, KinesisShardSplit> {
   private emit(st: ShardState, out: ReaderOutput<T>, max: number): number {
     const o = (st.out ??= out.forSplit(st.split.id)) as SourceOutput<T>;
     const split = st.split;
-    const end = Math.min(st.buffer.length, st.at + max);
     let n = 0;
     let bytes = 0;
-    for (; st.at < end; st.at++) {
+    while (st.at < st.buffer.length && n < max) {
       const r = st.buffer[st.at]!;
-      // The position moves before the record goes out: a record that fails the job is not re-read.
-      split.lastSeq = r.SequenceNumber!;
+      const seq = r.SequenceNumber!;
       const data = r.Data ?? new Uint8Array(0);
-      bytes += data.length;
-      const v = this.decodeRecord(split, r, data, o);
-      if (v !== MALFORMED) o.collect(v as T, r.ApproximateArrivalTimestamp?.getTime());
-      n++;
+      const ts = r.ApproximateArrivalTimestamp?.getTime();
+      if (st.subs === undefined && this.src.deaggregate) {
+        st.subs = deaggregate(data);
+        st.sub = 0;
+        // Restored inside this aggregate: its first user records were emitted before the checkpoint.
+        if (st.resumeInside && seq === split.lastSeq && st.subs !== undefined) st.sub = split.lastSub! + 1;
+        st.resumeInside = false;
+      }
+      const subs = st.subs;
+      if (subs === undefined) {
+        // A plain record. The position moves before it goes out: a record that fails the job is not re-read.
+        split.lastSeq = seq;
+        delete split.lastSub;
+        bytes += data.length;
+        const v = this.decodeRecord(split, seq, undefined, r.PartitionKey ?? '', data, o);
+        if (v !== MALFORMED) o.collect(v as T, ts);
+        n++;
+        st.at++;
+        continue;
+      }
+      for (; st.sub < subs.length && n < max; st.sub++) {
+        const u = subs[st.sub]!;
+        split.lastSeq = seq;
+        split.lastSub = st.sub;
+        bytes += u.data.length;
+        const v = this.decodeRecord(split, seq, st.sub, u.partitionKey, u.data, o);
+        if (v !== MALFORMED) o.collect(v as T, ts);
+        n++;
+      }
+      if (st.sub >= subs.length) {
+        st.subs = undefined;
+        st.sub = 0;
+        st.at++;
+      }
     }
     if (st.at >= st.buffer.length) {
       st.buffer = [];
@@ -386,17 +435,17 @@ class KinesisReader<T> implements SourceReader<T, KinesisShardSplit> {
     return n;
   }
 
-  private decodeRecord(split: KinesisShardSplit, r: _Record, data: Uint8Array, o: SourceOutput<T>): unknown {
+  private decodeRecord(split: KinesisShardSplit, seq: string, sub: number | undefined, partitionKey: string, data: Uint8Array, o: SourceOutput<T>): unknown {
     const src = this.src;
     try {
-      if (src.decode !== undefined) return src.decode(data, { stream: split.stream, shardId: split.shardId, sequenceNumber: r.SequenceNumber!, partitionKey: r.PartitionKey ?? '' });
+      if (src.decode !== undefined) return src.decode(data, { stream: split.stream, shardId: split.shardId, sequenceNumber: seq, subSequenceNumber: sub, partitionKey });
       if (src.format === 'bytes') return data;
       const text = decoder.decode(data);
       return src.format === 'string' ? text : JSON.parse(text);
     } catch (e) {
       const record: MalformedRecord = {
         source: src.name,
-        location: `Kinesis ${src.conn.label} stream "${split.stream}" shard ${split.shardId} sequence ${r.SequenceNumber}`,
+        location: `Kinesis ${src.conn.label} stream "${split.stream}" shard ${split.shardId} sequence ${seq}${sub !== undefined ? ` user record ${sub}` : ''}`,
         raw: decoder.decode(data.subarray(0, 4096)),
         error: e instanceof Error ? e.message : String(e),
       };
@@ -434,7 +483,9 @@ class KinesisReader<T> implements SourceReader<T, KinesisShardSplit> {
       const client = await this.client;
       if (st.iterator === undefined) {
         const pos = st.fetchedSeq;
-        const input = pos !== undefined
+        const input = st.resumeInside && pos !== undefined && pos === st.split.lastSeq && st.buffer.length === 0
+          ? { StreamName: src.stream, ShardId: shard, ShardIteratorType: 'AT_SEQUENCE_NUMBER' as const, StartingSequenceNumber: pos }
+          : pos !== undefined
           ? { StreamName: src.stream, ShardId: shard, ShardIteratorType: 'AFTER_SEQUENCE_NUMBER' as const, StartingSequenceNumber: pos }
           : st.split.start.type === 'TRIM_HORIZON'
             ? { StreamName: src.stream, ShardId: shard, ShardIteratorType: 'TRIM_HORIZON' as const }

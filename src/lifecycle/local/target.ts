@@ -65,7 +65,9 @@ export class LocalProcessTarget implements DeploymentTarget {
   async act(app: string, a: Action): Promise<void> {
     switch (a.kind) {
       case 'start':
-        return this.start(app, a);
+        this.start(app, a);
+        this.outcomes.set(`${app}/${a.key}`, { state: 'completed' }); // spawned, or found spawned already
+        return;
       case 'stop':
         return this.background(app, a.key, () => (a.savepointId !== undefined ? this.stopWithSavepoint(app, a.deploymentId, a.savepointId, a.timeoutMs) : this.cancel(app, a.deploymentId)));
       case 'savepoint':

@@ -6,7 +6,8 @@
  *   the merge so the restore holds finished parents (tombstones) and their children;
  * - malformed records to the dead-letter output naming stream, shard and sequence number;
  * - GetRecords throttled (ProvisionedThroughputExceeded injected by a seeded proxy) and retried;
- * - LATEST skips what was in the stream before the job started.
+ * - LATEST skips what was in the stream before the job started;
+ * - KPL aggregates de-aggregated, and a restore inside an aggregate emits nothing twice.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -168,7 +169,6 @@ describe('KinesisSource', () => {
     const shards = await listShards(k.client, stream);
     expect(shards.map((s) => s.ShardId)).toEqual(['shardId-000000000000', 'shardId-000000000001', 'shardId-000000000002', 'shardId-000000000003', 'shardId-000000000004']);
     expect(job.logs.some((l) => /shard shardId-000000000004 .*child of shardId-000000000003 and shardId-000000000001/.test(l)), job.logs.join('\n')).toBe(true);
-    expect(job.logs.some((l) => /wait for their parents/.test(l))).toBe(true);
   }, 120_000);
 
   it('sends malformed records to the dead letters, naming stream, shard and sequence number; retries throttled GetRecords', async () => {
@@ -225,5 +225,74 @@ describe('KinesisSource', () => {
     }
     expect(got.length).toBeGreaterThan(0);
     expect(got.every((r) => r.i >= 1000), logs.join('\n')).toBe(true);
+  }, 60_000);
+});
+
+describe('KinesisSource: an unreachable endpoint', () => {
+  it('retries with backoff within retryDeadlineMs, then fails naming host, port and stream', async () => {
+    const { createServer } = await import('node:net');
+    // A port nobody listens on: bound, then closed.
+    const port = await new Promise<number>((res) => { const srv = createServer(); srv.listen(0, '127.0.0.1', () => { const p = (srv.address() as { port: number }).port; srv.close(() => res(p)); }); });
+    const job = defineJob((env) => {
+      env.fromSource(new KinesisSource({ stream: 'nowhere', endpoint: `http://127.0.0.1:${port}`, region: REGION, credentials: CREDENTIALS, retryDeadlineMs: 1500, timeoutMs: 1000 }))
+        .addSink({ invoke: () => {} } as never);
+    });
+    // Shard discovery at the start fails: the job does not start (runJob rejects) or fails.
+    const message = await runJob(job, { workers: 1, parallelism: 1, stdout: () => {}, log: () => {}, restartStrategy: { type: 'none' } })
+      .then((r) => { expect(r.status).toBe('FAILED'); return r.error?.message; }, (e: Error) => e.message);
+    expect(message).toMatch(new RegExp(`Kinesis at 127\\.0\\.0\\.1:${port}: ListShards of stream "nowhere".*ECONNREFUSED`));
+  }, 60_000);
+});
+
+describe('KinesisSource: KPL aggregates', () => {
+  it('de-aggregates KPL records, and a restore inside an aggregate emits only its user records not yet emitted', async () => {
+    const { aggregate, deaggregate } = await import('../../../src/connectors/kinesis/kpl.ts');
+    const { PutRecordsCommand } = await import('@aws-sdk/client-kinesis');
+    const enc = new TextEncoder();
+    const users = Array.from({ length: 10 }, (_, u) => ({ partitionKey: `p${u % 3}`, data: enc.encode(JSON.stringify({ u })) }));
+    const agg = aggregate(users);
+    expect(deaggregate(agg)!.map((x) => x.partitionKey)).toEqual(users.map((x) => x.partitionKey));
+    const broken = agg.slice();
+    broken[broken.length - 1]! ^= 1;
+    expect(deaggregate(broken)).toBeUndefined();
+    expect(deaggregate(enc.encode('{"plain":true}'))).toBeUndefined();
+
+    const stream = streamName('kpl');
+    await createStream(k.client, stream, 1);
+    const res = await k.client.send(new PutRecordsCommand({ StreamName: stream, Records: [{ PartitionKey: 'p0', Data: agg }, { PartitionKey: 'p1', Data: enc.encode(JSON.stringify({ u: 'plain' })) }] }));
+    const aggSeq = res.Records![0]!.SequenceNumber!;
+    const src = new KinesisSource<{ u: number | string }>({ stream, endpoint: k.endpoint, region: REGION, credentials: CREDENTIALS, initialPosition: 'TRIM_HORIZON', timeoutMs: 3000 });
+    const readFrom = async (split: Partial<import('../../../src/index.ts').KinesisShardSplit>, want: number, maxPerPoll: number) => {
+      const got: { v: { u: number | string }; meta?: unknown }[] = [];
+      let wake: () => void = () => {};
+      const reader = src.createReader({
+        subtaskIndex: 0, parallelism: 1, now: () => Date.now(), wake: () => wake(), log: () => {},
+        schedule: (at, fn) => { const t = setTimeout(fn, Math.max(0, at - Date.now())); return { cancel: () => clearTimeout(t) }; },
+        metrics: { addBytesRead() {}, setPendingRecords() {}, setMillisBehindLatest() {} },
+      });
+      reader.addSplits([{ id: 'shardId-000000000000', stream, shardId: 'shardId-000000000000', parents: [], start: { type: 'TRIM_HORIZON' }, ...split }]);
+      const out = {
+        collect: (v: { u: number | string }) => void got.push({ v }), malformed: () => { throw new Error('unexpected malformed'); },
+        forSplit: () => out, splitFinished: () => {},
+      };
+      for (let i = 0; i < 500 && got.length < want; i++) {
+        const st = reader.poll(out as never, maxPerPoll);
+        if (st === 'wait') await new Promise<void>((r) => { wake = r; setTimeout(r, 300); });
+      }
+      const snap = reader.snapshotSplits()[0]!;
+      await reader.close?.();
+      return { got: got.map((g) => g.v.u), snap };
+    };
+    // From the start, 3 records per poll: the aggregate is emitted over several polls.
+    const all = await readFrom({}, 11, 3);
+    expect(all.got).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 'plain']);
+    expect(all.snap.lastSub).toBeUndefined();
+    // Stopped after user record 3 of the aggregate: the position says so.
+    const part = await readFrom({}, 4, 4);
+    expect(part.got).toEqual([0, 1, 2, 3]);
+    expect(part.snap).toMatchObject({ lastSeq: aggSeq, lastSub: 3 });
+    // Restored there: the rest of the aggregate, then the plain record; nothing twice.
+    const rest = await readFrom({ lastSeq: aggSeq, lastSub: 3 }, 7, 100);
+    expect(rest.got).toEqual([4, 5, 6, 7, 8, 9, 'plain']);
   }, 60_000);
 });
