@@ -28,6 +28,8 @@ export type { SourceOptions } from './environment.ts';
 export { JetStreamSource, type JetStreamSourceOptions, type JetStreamSplit } from '../connectors/nats/jetstream-source.ts';
 export type { TwoPhaseCommitSink, SinkWriter, SinkCommitter, SinkContext } from '../core/sink.ts';
 export { ExactlyOnceFileSink, type ExactlyOnceFileSinkOptions, type FileCommittable } from '../connectors/file/exactly-once-file-sink.ts';
+export { csv, jsonLines, type CsvFormatOptions, type FileFormat } from '../connectors/file/formats.ts';
+export { parquet, type ParquetColumnType, type ParquetFormatOptions } from '../connectors/file/parquet/parquet-format.ts';
 export { PostgresSink, type PostgresCommittable, type PostgresSinkOptions, type PostgresConnection } from '../connectors/postgres/index.ts';
 export { RedisStreamsSink, type RedisCommittable, type RedisStreamsSinkOptions, type RedisConnection } from '../connectors/redis/index.ts';
 export { KinesisSource, KinesisSink, type KinesisSourceOptions, type KinesisShardSplit, type KinesisInitialPosition, type KinesisSinkOptions, type KinesisConnectionOptions } from '../connectors/kinesis/index.ts';

@@ -6,16 +6,20 @@
  * finished: each start completed the restored checkpoint's open parts and aborted the uploads
  * the killed run left. Two jobs: examples/exactly-once.ts as it is (small files: tails only),
  * and the same pipeline with lines padded to ~3 KiB, so each subtask's file passes S3's 5 MiB
- * part size and parts are uploaded across checkpoints before the kills. Seeded; prints the seed.
+ * part size and parts are uploaded across checkpoints before the kills; and the example writing
+ * Parquet (test/fixtures/jobs/parquet-totals.ts), whose committed objects DuckDB reads back (an
+ * open Parquet part is completed on restore from its tail and the footer the checkpoint holds).
+ * Seeded; prints the seed.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { S3ObjectStore } from '../../src/checkpoint/s3/object-store.ts';
 import { resolveS3Config } from '../../src/checkpoint/s3/settings.ts';
 import { Rng } from '../../src/core/random.ts';
+import { readParquet } from '../helpers/duckdb.ts';
 import { startS3Server, type S3TestServer } from '../helpers/s3rver.ts';
 import { chaosSeed, committedLines, ROOT, runWeir, startWeir } from './harness.ts';
 
@@ -55,6 +59,18 @@ async function committedS3Lines(prefix: string): Promise<string[]> {
     for (const l of text.split('\n')) if (l !== '') lines.push(l.trimEnd());
   }
   return lines.sort();
+}
+
+/** Committed Parquet objects under the prefix, read by DuckDB, as the JSON lines the example writes, sorted. */
+async function committedS3ParquetLines(prefix: string): Promise<string[]> {
+  const files: string[] = [];
+  for (const o of (await store.list(server.bucket, `${prefix}/part-`)).objects) {
+    const f = join(work, `dl-${files.length}.parquet`);
+    writeFileSync(f, (await store.getObject(server.bucket, o.key))!);
+    files.push(f);
+  }
+  const rows = await readParquet(files);
+  return rows.map((r) => JSON.stringify({ key: r.key, windowStart: Number(r.windowStart), sum: r.sum, count: Number(r.count), total: r.total })).sort();
 }
 
 /** Checkpoint metadata objects s3rver holds under `prefix` (its store is a directory tree). */
@@ -99,6 +115,7 @@ describe('chaos on S3: SIGKILL and resume, checkpoints and the exactly-once file
   for (const [name, job, extra] of [
     ['example', 'examples/exactly-once.ts', [RATE]],
     ['padded', 'test/fixtures/jobs/compacting-totals.ts', [RATE, '3000', '0']],
+    ['parquet', 'test/fixtures/jobs/parquet-totals.ts', [RATE]],
   ] as const) {
     it(`committed objects equal the failure-free run after 4 kills, no upload left (${name}, p2, 2 workers)`, async () => {
       const seed = chaosSeed(`s3-${name}`);
@@ -108,7 +125,7 @@ describe('chaos on S3: SIGKILL and resume, checkpoints and the exactly-once file
         '--s3-endpoint', server.endpoint, '--s3-path-style', '--from', 'latest-or-empty', '--', input, `s3://${server.bucket}/${out}`, ...extra];
       const killed = await killAfterCheckpoints(args, `chk-${name}`, 4, rng, (s) => console.log(`[chaos s3-${name}] ${s}`));
       console.log(`[chaos s3-${name}] ${killed} runs killed mid-way`);
-      const got = await committedS3Lines(out);
+      const got = name === 'parquet' ? await committedS3ParquetLines(out) : await committedS3Lines(out);
       expect(got.length).toBe(expected.length);
       expect(got).toEqual(expected);
       expect(await store.listMultipartUploads(server.bucket, `${out}/`)).toEqual([]);

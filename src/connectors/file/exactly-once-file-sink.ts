@@ -1,5 +1,6 @@
 /**
- * Exactly-once JSON-lines file sink, to a local directory or an S3 prefix (`s3://bucket/prefix`).
+ * Exactly-once file sink (JSON lines, CSV or Parquet: formats.ts), to a local directory or an
+ * S3 prefix (`s3://bucket/prefix`).
  * Readers only ever see committed files; what a checkpoint has not committed is hidden (local:
  * dot files, local/local-storage.ts) or not an object yet (S3: an open multipart upload,
  * s3/s3-storage.ts).
@@ -8,8 +9,11 @@
  * - rolling (rolling.ts): by size, age and inactivity; local parts also at every checkpoint
  *   (a local part is renamed to pending at the barrier), S3 parts stay open across checkpoints,
  *   so the number of files is set by the rolling policy, not by the checkpoint interval;
- * - the writer: formats records as lines, rolls, and at the barrier hands over the committables
- *   of closed parts (and, on S3, the state of the part still open);
+ * - the writer: encodes records in the sink's format (a bulk format such as Parquet flushes its
+ *   row group at every barrier), rolls, and at the barrier hands over the committables of closed
+ *   parts (and, on S3, the state of the part still open, with the bytes that would close it);
+ * - records that do not fit the format (a Parquet record missing a column): the writer fails
+ *   with a one-line reason naming the column, or dead-letters them (malformed: 'dead-letter');
  * - the commit protocol: the commit record (the last checkpoint a subtask committed, read by
  *   lastCommittedCheckpoint before every attempt) is written first, then the files are made
  *   visible, each idempotently (a restore commits a checkpoint's committables again), so the
@@ -17,9 +21,13 @@
  * - the lease on the output (local directories; an object store has none).
  */
 import { randomBytes } from 'node:crypto';
+import { WeirError } from '../../core/errors.ts';
 import { toMillis, type Duration } from '../../core/duration.ts';
 import type { SinkCommitter, SinkContext, SinkWriter, TwoPhaseCommitSink } from '../../core/sink.ts';
+import type { MalformedRecord } from '../../core/source.ts';
 import { isS3Reference, type S3Settings } from '../../checkpoint/s3/settings.ts';
+import { appendDeadLetters } from './dead-letter-file.ts';
+import { toFileFormat, type FileFormat, type PartEncoder, type RejectRecord } from './formats.ts';
 import { LocalDirectoryStorage } from './local/local-storage.ts';
 import { rollAfterWrite, rollAtBarrier, rollBeforeWrite, type RollingPolicy } from './rolling.ts';
 import { S3SinkStorage } from './s3/s3-storage.ts';
@@ -36,8 +44,17 @@ export interface ExactlyOnceFileSinkOptions {
   readonly compactBelow?: number;
   /** Compaction: start once this many small committed files of a subtask exist (default 8). */
   readonly compactMinFiles?: number;
-  /** Format of a record as a line (default JSON.stringify). */
-  readonly format?: (value: unknown) => string;
+  /**
+   * The files' format: jsonLines() (the default), csv({columns}), parquet({columns}) (formats.ts,
+   * parquet/parquet-format.ts), or a function formatting a record as a line (JSON lines).
+   */
+  readonly format?: FileFormat | ((value: unknown) => string);
+  /**
+   * A record that does not fit the format (Parquet: a column missing or of the wrong type):
+   * 'fail' (default) fails the job with a one-line reason naming the column; 'dead-letter' leaves
+   * it out, writing it to <dir>.dead-letters/ beside a local output (S3: the first ones to the log).
+   */
+  readonly malformed?: 'fail' | 'dead-letter';
   /** S3 paths: settings for this sink; by default the job's (--s3-endpoint, s3.* options) and the AWS SDK's own. */
   readonly s3?: S3Settings;
 }
@@ -71,7 +88,8 @@ export class ExactlyOnceFileSink<T> implements TwoPhaseCommitSink<T, FileCommitt
   readonly inactivityMs: number;
   readonly compactBelow: number;
   readonly compactMinFiles: number;
-  readonly format: (value: unknown) => string;
+  readonly format: FileFormat;
+  readonly malformed: 'fail' | 'dead-letter';
   readonly storage: FileSinkStorage<FileCommittable>;
   readonly policy: RollingPolicy;
 
@@ -91,10 +109,12 @@ export class ExactlyOnceFileSink<T> implements TwoPhaseCommitSink<T, FileCommitt
     if (!(Number.isInteger(this.compactBelow) && this.compactBelow >= 0)) throw new RangeError(`compactBelow must be a non-negative integer, got ${String(options.compactBelow)}`);
     this.compactMinFiles = options.compactMinFiles ?? 8;
     if (!(Number.isInteger(this.compactMinFiles) && this.compactMinFiles >= 2)) throw new RangeError(`compactMinFiles must be an integer >= 2, got ${String(options.compactMinFiles)}`);
-    this.format = options.format ?? ((v) => JSON.stringify(v));
+    this.format = toFileFormat(options.format);
+    this.malformed = options.malformed ?? 'fail';
+    if (this.malformed !== 'fail' && this.malformed !== 'dead-letter') throw new RangeError(`malformed must be "fail" or "dead-letter", got ${JSON.stringify(options.malformed)}`);
     this.storage = isS3Reference(dir)
-      ? new S3SinkStorage(dir, options.s3)
-      : new LocalDirectoryStorage(dir, { compactBelow: this.compactBelow, compactMinFiles: this.compactMinFiles });
+      ? new S3SinkStorage(dir, options.s3, this.format.extension)
+      : new LocalDirectoryStorage(dir, { compactBelow: this.compactBelow, compactMinFiles: this.compactMinFiles }, this.format);
     this.policy = { maxPartSize: this.maxPartSize, rolloverMs: this.rolloverMs, inactivityMs: this.inactivityMs, onCheckpoint: !this.storage.keepsPartsOpen };
   }
 
@@ -122,16 +142,53 @@ export class ExactlyOnceFileSink<T> implements TwoPhaseCommitSink<T, FileCommitt
   }
 }
 
+/** A record as dead-letter text: JSON (bigints as decimal text), else String(). */
+function rawOf(v: unknown): string {
+  try {
+    return JSON.stringify(v, (_k, x) => (typeof x === 'bigint' ? x.toString() : x)) ?? String(v);
+  } catch {
+    return String(v);
+  }
+}
+
 class FileWriter<T> implements SinkWriter<T, FileCommittable> {
   private readonly run = randomBytes(4).toString('hex');
   private counter = 0;
   private current: OpenPart<FileCommittable> | undefined;
+  private encoder: PartEncoder | undefined;
+  private readonly reject: RejectRecord;
+  /** Records of the current write that did not fit the format (malformed: 'dead-letter'). */
+  private letters: MalformedRecord[] = [];
+  /** Dead letters shown in the log (outputs without a directory beside them). */
+  private logged = 0;
   private openedAt = 0;
   private lastWriteAt = 0;
   /** Closed parts waiting for the next barrier (rolled by size, age or inactivity). */
   private closed: OpenPart<FileCommittable>[] = [];
 
-  constructor(private readonly sink: ExactlyOnceFileSink<T>, private readonly session: WriterSession<FileCommittable>, private readonly ctx: SinkContext) {}
+  constructor(private readonly sink: ExactlyOnceFileSink<T>, private readonly session: WriterSession<FileCommittable>, private readonly ctx: SinkContext) {
+    this.reject = sink.malformed === 'fail'
+      ? (_v, error) => {
+        throw new WeirError('MALFORMED_RECORD', `exactly-once file sink ${sink.dir} (${sink.format.name}): a record does not fit the format: ${error}; set malformed: 'dead-letter' on the sink to leave such records out`);
+      }
+      : (v, error) => this.letters.push({ source: this.sink.name, location: `${this.sink.name} (subtask ${this.ctx.subtaskIndex + 1})`, error, raw: rawOf(v) });
+  }
+
+  /** A write's dead letters, one append (or a few log lines) per batch. */
+  private flushLetters(): void {
+    const letters = this.letters;
+    this.letters = [];
+    const dir = this.sink.outputDir;
+    if (dir !== undefined) {
+      appendDeadLetters(`${dir}.dead-letters`, this.sink.name, this.ctx.subtaskIndex, letters);
+      return;
+    }
+    for (const l of letters) {
+      if (this.logged < 10) this.ctx.log(`weir: dead letter at ${l.location}: ${l.error} (raw: ${l.raw.length > 120 ? l.raw.slice(0, 119) + '…' : l.raw})`);
+      else if (this.logged === 10) this.ctx.log(`weir: more dead letters at ${l.location} are left out but not shown`);
+      this.logged++;
+    }
+  }
 
   private progress() {
     return { size: this.current!.size, openedAt: this.openedAt, lastWriteAt: this.lastWriteAt };
@@ -144,21 +201,33 @@ class FileWriter<T> implements SinkWriter<T, FileCommittable> {
     if (this.current !== undefined && rollBeforeWrite(this.progress(), now, this.sink.policy) !== undefined) this.roll();
     if (this.current === undefined) {
       this.current = this.session.openPart(`part-${this.ctx.subtaskIndex}-${this.run}-${this.counter++}`);
+      this.encoder = this.sink.format.open(this.sink.name);
       this.openedAt = now;
     }
-    const fmt = this.sink.format;
-    let text = '';
-    for (let i = 0; i < values.length; i++) text += fmt(values[i]) + '\n';
-    this.current.append(Buffer.from(text));
+    const bytes = this.encoder!.encode(values, this.reject);
+    if (this.letters.length > 0) this.flushLetters();
+    if (bytes !== undefined && bytes.byteLength > 0) this.current.append(bytes as Buffer);
     this.lastWriteAt = now;
     if (rollAfterWrite(this.progress(), this.sink.policy) !== undefined) this.roll();
   }
 
-  /** Closes the current part and queues it for the next barrier. */
+  /** Hands the encoder's buffered rows (a bulk format's row group) to the part. */
+  private flush(): void {
+    const bytes = this.encoder?.flush();
+    if (bytes !== undefined && bytes.byteLength > 0) this.current!.append(bytes as Buffer);
+  }
+
+  /** Closes the current part (its format's closing bytes written) and queues it for the next barrier. */
   private roll(): void {
     const part = this.current;
     if (part === undefined) return;
+    this.flush();
+    if (part.size > 0) {
+      const closing = this.encoder!.closing();
+      if (closing !== undefined) part.append(closing as Buffer);
+    }
     this.current = undefined;
+    this.encoder = undefined;
     if (part.close()) this.closed.push(part);
   }
 
@@ -168,7 +237,11 @@ class FileWriter<T> implements SinkWriter<T, FileCommittable> {
     const out: FileCommittable[] = [];
     for (const part of this.closed) out.push(part.seal(checkpointId));
     this.closed = [];
-    if (this.current !== undefined && this.current.size > 0 && this.current.snapshot !== undefined) out.push(this.current.snapshot(checkpointId));
+    if (this.current !== undefined) {
+      // A bulk format's rows become a row group now: what the checkpoint records is a valid prefix, closed by closing().
+      this.flush();
+      if (this.current.size > 0 && this.current.snapshot !== undefined) out.push(this.current.snapshot(checkpointId, this.encoder!.closing() as Buffer | undefined));
+    }
     return out;
   }
 

@@ -20,8 +20,12 @@ export interface OpenPart<C> {
   close(): boolean;
   /** The committable of a closed part, at the barrier of checkpoint `checkpointId`. */
   seal(checkpointId: number): C;
-  /** The committable of a part that stays open across the barrier (storages with keepsPartsOpen). */
-  snapshot?(checkpointId: number): C;
+  /**
+   * The committable of a part that stays open across the barrier (storages with keepsPartsOpen).
+   * `closing`: the bytes that would close the file now (a Parquet footer), recorded after the
+   * part's bytes, so a restore completes the file as it stood at the barrier.
+   */
+  snapshot?(checkpointId: number, closing?: Buffer): C;
 }
 
 /** A writer's side of a storage (one per writer: one subtask's attempt). */

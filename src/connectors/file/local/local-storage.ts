@@ -5,8 +5,8 @@
  *
  *   .part-<sub>-<run>-<n>.inprogress        being written
  *   .part-<sub>-<run>-<n>.chk-<id>.pending  closed at the barrier of checkpoint <id>
- *   part-<sub>-<run>-<n>.jsonl              committed when checkpoint <id> completed
- *   part-<sub>-<run>-c<k>.jsonl             compaction of small committed files
+ *   part-<sub>-<run>-<n>.<ext>              committed when checkpoint <id> completed (ext: the format's, jsonl, csv, parquet)
+ *   part-<sub>-<run>-c<k>.<ext>             compaction of small committed files
  *   .weir-committed-<sub>                   the last checkpoint the subtask committed (commit-record.ts)
  *   .weir-lease                             the running job that writes here (core/dir-lease.ts)
  *
@@ -15,7 +15,9 @@
  * restore, a committable whose pending file is gone was already committed (and possibly
  * compacted since).
  * Compaction runs in the background after commits: when enough small committed files of a
- * subtask accumulate, they are concatenated into one, through an intent file that makes the
+ * subtask accumulate, they are merged into one (row formats: concatenated, a CSV header kept
+ * once; Parquet: row groups copied under one footer, parquet/parquet-format.ts; files of another
+ * header or schema are left alone), through an intent file that makes the
  * swap crash-safe (after a crash it is completed or undone, never half done). Between the
  * rename of the merged file and the deletion of its sources a reader listing the directory
  * could see those records twice for a moment; the final state never has duplicates.
@@ -28,11 +30,12 @@ import { acquireDirLease } from '../../../core/dir-lease.ts';
 import type { SinkContext } from '../../../core/sink.ts';
 import { readCommitRecords, writeCommitRecord } from '../commit-record.ts';
 import type { FileCommittable } from '../exactly-once-file-sink.ts';
+import { jsonLines, type FileFormat } from '../formats.ts';
 import { ownsSubtask, type CommitterSession, type FileSinkStorage, type OpenPart, type WriterSession } from '../sink-storage.ts';
 
 const PENDING_RE = /^\.part-(\d+)-([0-9a-f]+)-(\d+)\.chk-(\d+)\.pending$/;
 const INPROGRESS_RE = /^\.part-(\d+)-([0-9a-f]+)-(\d+)\.inprogress$/;
-const COMMITTED_RE = /^part-(\d+)-([0-9a-f]+)-(c?\d+)\.jsonl$/;
+const COMMITTED_RE = /^part-(\d+)-([0-9a-f]+)-(c?\d+)\.([a-z0-9]+)$/;
 const INTENT_RE = /^\.compact-(\d+)-([0-9a-f]+)-(\d+)\.intent$/;
 const COMPACT_TMP_RE = /^\.compact-(\d+)-([0-9a-f]+)-(\d+)\.tmp$/;
 
@@ -44,7 +47,7 @@ export interface CompactionSettings {
 export class LocalDirectoryStorage implements FileSinkStorage<FileCommittable> {
   readonly keepsPartsOpen = false;
 
-  constructor(readonly location: string, private readonly compaction: CompactionSettings) {}
+  constructor(readonly location: string, private readonly compaction: CompactionSettings, private readonly format: FileFormat = jsonLines()) {}
 
   private get dir(): string {
     return this.location;
@@ -65,10 +68,11 @@ export class LocalDirectoryStorage implements FileSinkStorage<FileCommittable> {
       }
     }
     const dir = this.dir;
+    const ext = this.format.extension;
     const parts: LocalPart[] = [];
     return {
       openPart(name: string): OpenPart<FileCommittable> {
-        const p = new LocalPart(dir, name);
+        const p = new LocalPart(dir, name, ext);
         parts.push(p);
         return p;
       },
@@ -80,7 +84,7 @@ export class LocalDirectoryStorage implements FileSinkStorage<FileCommittable> {
   }
 
   openCommitter(ctx: SinkContext): CommitterSession {
-    return new LocalCommitterSession(this.dir, this.compaction, ctx);
+    return new LocalCommitterSession(this.dir, this.compaction, ctx, this.format);
   }
 
   publishes(): boolean {
@@ -157,7 +161,7 @@ class LocalPart implements OpenPart<FileCommittable> {
   private fd: number;
   size = 0;
 
-  constructor(private readonly dir: string, private readonly name: string) {
+  constructor(private readonly dir: string, private readonly name: string, private readonly ext: string) {
     this.fd = openSync(join(dir, `.${name}.inprogress`), 'wx');
   }
 
@@ -181,7 +185,7 @@ class LocalPart implements OpenPart<FileCommittable> {
   seal(checkpointId: number): FileCommittable {
     const pending = `.${this.name}.chk-${checkpointId}.pending`;
     renameSync(join(this.dir, `.${this.name}.inprogress`), join(this.dir, pending));
-    return { pending, final: `${this.name}.jsonl` };
+    return { pending, final: `${this.name}.${this.ext}` };
   }
 
   /** The writer is closed (the attempt ends): the file stays for recovery to delete. */
@@ -261,13 +265,22 @@ function resolveIntentSync(dir: string, intentName: string): void {
   rmSync(path, { force: true });
 }
 
+/** Bytes one compaction reads into memory at most (it merges fewer files when they are more). */
+const MAX_MERGE_BYTES = 64 * 2 ** 20;
+
+/** Row formats: the files one after the other, a header (CSV) once at the top. */
+function concatenated(contents: readonly Buffer[], header: Uint8Array | undefined): Uint8Array[] {
+  if (header === undefined) return [...contents];
+  return contents.map((b, i) => (i > 0 && b.subarray(0, header.byteLength).equals(header) ? b.subarray(header.byteLength) : b));
+}
+
 /** After commits: the directory's fsync, then compaction in the background (off the record path). */
 class LocalCommitterSession implements CommitterSession {
   private compacting: Promise<void> | undefined;
   private compactions = 0;
   private readonly run = randomBytes(4).toString('hex');
 
-  constructor(private readonly dir: string, private readonly settings: CompactionSettings, private readonly ctx: SinkContext) {}
+  constructor(private readonly dir: string, private readonly settings: CompactionSettings, private readonly ctx: SinkContext, private readonly format: FileFormat) {}
 
   afterCommit(published: number): void | Promise<void> {
     if (published > 0) {
@@ -294,31 +307,45 @@ class LocalCommitterSession implements CommitterSession {
     const small: string[] = [];
     for (const name of (await readdir(dir)).sort()) {
       const m = COMMITTED_RE.exec(name);
-      if (!m || Number(m[1]) !== sub) continue;
+      if (!m || Number(m[1]) !== sub || m[4] !== this.format.extension) continue;
       const size = (await stat(join(dir, name)).catch(() => undefined))?.size;
       if (size !== undefined && size < this.settings.compactBelow) small.push(name);
     }
     if (small.length < this.settings.compactMinFiles) return;
+    // The files to merge: those of this format as written now (same header or schema), up to MAX_MERGE_BYTES.
+    const sources: string[] = [];
+    const contents: Buffer[] = [];
+    let total = 0;
+    for (const s of small) {
+      if (total >= MAX_MERGE_BYTES) break;
+      const bytes = await readFile(join(dir, s)).catch(() => undefined);
+      if (bytes === undefined || !(this.format.mergeable?.(bytes) ?? true)) continue;
+      sources.push(s);
+      contents.push(bytes);
+      total += bytes.byteLength;
+    }
+    if (sources.length < this.settings.compactMinFiles) return;
     const k = this.compactions++;
     const tmp = `.compact-${sub}-${this.run}-${k}.tmp`;
-    const target = `part-${sub}-${this.run}-c${k}.jsonl`;
+    const target = `part-${sub}-${this.run}-c${k}.${this.format.extension}`;
     const intent = `.compact-${sub}-${this.run}-${k}.intent`;
+    const merged = this.format.merge !== undefined ? [this.format.merge(contents)] : concatenated(contents, this.format.header);
     const fh = await open(join(dir, tmp), 'wx');
     try {
-      for (const s of small) await fh.writeFile(await readFile(join(dir, s))); // writeFile: the whole buffer, however short single writes are
+      for (const bytes of merged) await fh.writeFile(bytes); // writeFile: the whole buffer, however short single writes are
       await fh.sync();
     } finally {
       await fh.close();
     }
     const ih = await open(join(dir, intent), 'wx');
     try {
-      await ih.writeFile(JSON.stringify({ target, tmp, sources: small }));
+      await ih.writeFile(JSON.stringify({ target, tmp, sources }));
       await ih.sync();
     } finally {
       await ih.close();
     }
     await rename(join(dir, tmp), join(dir, target));
-    for (const s of small) await rm(join(dir, s), { force: true });
+    for (const s of sources) await rm(join(dir, s), { force: true });
     await rm(join(dir, intent), { force: true });
   }
 

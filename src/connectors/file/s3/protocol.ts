@@ -4,8 +4,8 @@
  * in progress (invisible) or a complete object (visible); nothing is ever renamed.
  */
 
-/** A part file's key: `<prefix>/part-<subtask>-<run>-<n>.jsonl`. */
-const PART_RE = /^part-(\d+)-([0-9a-f]+)-(\d+)\.jsonl$/;
+/** A part file's key: `<prefix>/part-<subtask>-<run>-<n>.<extension>` (jsonl, csv, parquet). */
+const PART_RE = /^part-(\d+)-([0-9a-f]+)-(\d+)\.[a-z0-9]+$/;
 
 export function partKey(prefix: string, name: string): string {
   return prefix === '' ? name : `${prefix}/${name}`;

@@ -1,12 +1,13 @@
 /**
  * The exactly-once file sink's storage on S3 (or an S3-compatible store) at s3://bucket/prefix,
  * without small files. A part file stays open across checkpoints as one multipart upload to
- * its final key, `<prefix>/part-<sub>-<run>-<n>.jsonl`:
+ * its final key, `<prefix>/part-<sub>-<run>-<n>.<jsonl|csv|parquet>`:
  * - as records arrive, every `s3.upload.part-size` bytes (at least S3's 5 MiB minimum) go up
  *   as a part in the background (at most 4 requests at once; more than 8 parts' worth waiting
  *   fails the writer with a message, the queue is bounded);
  * - at a barrier, the part's state is a committable {upload, parts uploaded, tail}: the bytes
- *   short of a full part travel in the checkpoint itself; the checkpoint is acknowledged only
+ *   short of a full part travel in the checkpoint itself, followed by the bytes that would close
+ *   the file now (Parquet: the footer of the row groups so far; the writer flushed a row group); the checkpoint is acknowledged only
  *   once the parts it names are uploaded (whenPrepared);
  * - a part closed by the rolling policy (size, age, inactivity; not per checkpoint) uploads its
  *   rest as the last part; its committable is completed (CompleteMultipartUpload) when its
@@ -51,7 +52,7 @@ export class S3SinkStorage implements FileSinkStorage<FileCommittable> {
   /** Runs of writers alive in this thread: their uploads are never orphans. */
   readonly liveRuns = new Set<string>();
 
-  constructor(readonly location: string, private readonly settings: S3Settings | undefined) {
+  constructor(readonly location: string, private readonly settings: S3Settings | undefined, readonly extension = 'jsonl') {
     const { bucket, key } = parseS3Reference(location);
     this.bucket = bucket;
     this.prefix = key;
@@ -228,7 +229,7 @@ class S3WriterSession implements WriterSession<FileCommittable> {
 
   openPart(name: string): OpenPart<FileCommittable> {
     // The writer's run is in the part name: part-<sub>-<run>-<n>.
-    const key = partKey(this.storage.prefix, `${name}.jsonl`);
+    const key = partKey(this.storage.prefix, `${name}.${this.storage.extension}`);
     const run = parsePartKey(this.storage.prefix, key)?.run;
     if (run !== undefined && !this.run.includes(run)) {
       this.run.push(run);
@@ -337,8 +338,9 @@ class S3Part implements OpenPart<FileCommittable> {
     return { pending: this.known.uploadId ?? '', final: this.key, s3: { kind: 'complete', parts: this.partCount, subtask: this.session.ctx.subtaskIndex, checkpointId } };
   }
 
-  snapshot(checkpointId: number): FileCommittable {
-    const tail = this.buffered.length === 0 ? '' : Buffer.concat(this.buffered, this.bufferedBytes).toString('base64');
+  snapshot(checkpointId: number, closing?: Buffer): FileCommittable {
+    const rest = closing !== undefined && closing.byteLength > 0 ? [...this.buffered, closing] : this.buffered;
+    const tail = rest.length === 0 ? '' : Buffer.concat(rest).toString('base64');
     return { pending: this.known.uploadId ?? '', final: this.key, s3: { kind: 'open', parts: this.partCount, tail, subtask: this.session.ctx.subtaskIndex, checkpointId } };
   }
 }

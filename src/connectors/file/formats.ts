@@ -1,0 +1,137 @@
+/**
+ * The exactly-once file sink's format seam: how records become the bytes of a part file.
+ *
+ * - Row formats (JSON lines, CSV) turn each record into its bytes at once; a part file is a valid
+ *   file after any write, and committed files of one format are merged (compaction) by
+ *   concatenation, a CSV header kept once.
+ * - Bulk formats (Parquet, parquet/parquet-format.ts) buffer rows and turn them into bytes a
+ *   block at a time (a row group): when the block is full, and at every checkpoint barrier, so
+ *   the bytes a checkpoint records are a valid prefix of the file. A bulk file needs closing
+ *   bytes after its blocks (Parquet's footer); `closing()` gives the bytes that would close the
+ *   file now, which is what a part that stays open across a checkpoint (S3) records beside its
+ *   tail, so a restore completes the file exactly as it stood at the checkpoint.
+ *
+ * An encoder belongs to one part file; the sink's writer calls it from the task's thread only.
+ */
+
+/** A record that does not fit the format (a Parquet record missing a column, or with one of the wrong type). */
+export type RejectRecord = (value: unknown, error: string) => void;
+
+export interface PartEncoder {
+  /**
+   * Encodes a batch: returns the bytes to append now (a bulk format may return none and keep
+   * the rows). A record that does not fit goes to `reject` and is left out.
+   */
+  encode(values: readonly unknown[], reject: RejectRecord): Uint8Array | undefined;
+  /** Rows taken but not yet in bytes (a bulk format's open block). */
+  readonly bufferedRows: number;
+  /** Turns the buffered rows into bytes (a Parquet row group); undefined when there are none. */
+  flush(): Uint8Array | undefined;
+  /** The bytes that would close the file after what was flushed (the Parquet footer); row formats: none. Does not change the encoder. */
+  closing(): Uint8Array | undefined;
+}
+
+export interface FileFormat {
+  /** For messages and docs: "JSON lines", "CSV", "Parquet". */
+  readonly name: string;
+  /** The committed files' extension, without the dot. */
+  readonly extension: string;
+  /** Bytes every file of this format starts with that a merged file holds once (CSV header). */
+  readonly header?: Uint8Array;
+  /**
+   * Compaction: whether a committed file can be merged with files this format writes now (same
+   * header, same schema); files that cannot are left as they are. Default: any file.
+   */
+  mergeable?(file: Uint8Array): boolean;
+  /** Compaction of a bulk format: the files as one file (Parquet: their row groups under one footer). Row formats concatenate. */
+  merge?(files: readonly Uint8Array[]): Uint8Array;
+  /** An encoder for a new part file; `where` names the sink in messages. */
+  open(where: string): PartEncoder;
+}
+
+/** JSON lines (the default): one `format(value)` per line, JSON.stringify by default. */
+export function jsonLines(format: (value: unknown) => string = (v) => JSON.stringify(v)): FileFormat {
+  if (typeof format !== 'function') throw new TypeError('jsonLines: format must be a function (value) => string');
+  return {
+    name: 'JSON lines',
+    extension: 'jsonl',
+    open: () => ({
+      bufferedRows: 0,
+      encode(values: readonly unknown[]): Uint8Array {
+        let text = '';
+        for (let i = 0; i < values.length; i++) text += format(values[i]) + '\n';
+        return Buffer.from(text);
+      },
+      flush: () => undefined,
+      closing: () => undefined,
+    }),
+  };
+}
+
+export interface CsvFormatOptions {
+  /** The columns, in order: each record's field of that name becomes one field of its line. */
+  readonly columns: readonly string[];
+  /** Field separator (default ","). */
+  readonly delimiter?: string;
+  /** A first line with the column names in every file (default true). */
+  readonly header?: boolean;
+}
+
+/**
+ * CSV (RFC 4180): one line per record, a field per column; a field holding the delimiter, a
+ * quote or a line break is quoted (quotes doubled); null and undefined are empty fields;
+ * objects are written as JSON. Lines end with "\n".
+ */
+export function csv(options: CsvFormatOptions): FileFormat {
+  const columns = options?.columns;
+  if (!Array.isArray(columns) || columns.length === 0 || !columns.every((c) => typeof c === 'string' && c !== '')) {
+    throw new TypeError('csv: columns must be a non-empty array of column names');
+  }
+  const delimiter = options.delimiter ?? ',';
+  if (typeof delimiter !== 'string' || delimiter === '' || /["\r\n]/.test(delimiter)) throw new TypeError(`csv: delimiter must be a non-empty string without quotes or line breaks, got ${JSON.stringify(delimiter)}`);
+  const withHeader = options.header ?? true;
+  const field = (v: unknown): string => {
+    if (v === undefined || v === null) return '';
+    const s = typeof v === 'string' ? v : typeof v === 'object' && !(v instanceof Date) ? JSON.stringify(v) : v instanceof Date ? v.toISOString() : String(v);
+    return s.includes(delimiter) || /["\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+  };
+  const header = withHeader ? Buffer.from(columns.map(field).join(delimiter) + '\n') : undefined;
+  return {
+    name: 'CSV',
+    extension: 'csv',
+    header,
+    mergeable: header === undefined ? undefined : (file) => Buffer.from(file.buffer, file.byteOffset, Math.min(file.byteLength, header.byteLength)).equals(header),
+    open: () => {
+      let first = true;
+      return {
+        bufferedRows: 0,
+        encode(values: readonly unknown[], reject: RejectRecord): Uint8Array {
+          let text = first && header !== undefined ? header.toString() : '';
+          first = false;
+          for (let i = 0; i < values.length; i++) {
+            const v = values[i];
+            if (typeof v !== 'object' || v === null) {
+              reject(v, `a CSV record must be an object with the columns as fields, got ${v === null ? 'null' : typeof v}`);
+              continue;
+            }
+            const r = v as Record<string, unknown>;
+            let line = '';
+            for (let c = 0; c < columns.length; c++) line += (c === 0 ? '' : delimiter) + field(r[columns[c]!]);
+            text += line + '\n';
+          }
+          return Buffer.from(text);
+        },
+        flush: () => undefined,
+        closing: () => undefined,
+      };
+    },
+  };
+}
+
+/** What the sink's `format` option takes: a FileFormat, or (as before) a function formatting a record as a JSON line. */
+export function toFileFormat(format: FileFormat | ((value: unknown) => string) | undefined): FileFormat {
+  if (format === undefined) return jsonLines();
+  if (typeof format === 'function') return jsonLines(format);
+  if (typeof format === 'object' && format !== null && typeof format.open === 'function' && typeof format.extension === 'string' && /^[a-z0-9]+$/.test(format.extension)) return format;
+  throw new TypeError('the exactly-once file sink\'s format must be jsonLines(), csv({...}), parquet({...}) or a function (value) => string');
+}

@@ -1,0 +1,265 @@
+/**
+ * Parquet, a bulk format of the exactly-once file sink, with a typed schema given by the job:
+ *
+ *   parquet({ columns: { key: 'string', ts: 'int64', value: 'double', note: 'string?' } })
+ *
+ * Types: string, int32, int64, float, double, boolean, timestamp (milliseconds since the epoch,
+ * from a number or a Date; Parquet TIMESTAMP_MILLIS) and json (any value, stored as JSON text);
+ * a trailing "?" makes a column nullable (null or a missing field is a null). A record is an
+ * object; fields not in the schema are ignored; a record missing a required column or with a
+ * value of the wrong type is rejected with a one-line reason naming the column (the sink fails,
+ * or dead-letters it with malformed: 'dead-letter').
+ *
+ * Rows are buffered by column and written as a row group when `rowGroupRows` are buffered and
+ * at every checkpoint barrier (the sink calls flush()), so the file's bytes at a barrier are a
+ * valid prefix: the footer for the row groups so far (closing()) closes it. The encoding is
+ * hyparquet-writer's (pinned; docs/dependencies.md); weir writes the footer itself from the
+ * writer's row-group metadata, so it can compute it at a barrier without ending the file. No
+ * page indexes or bloom filters are written (they would go between the row groups and the footer).
+ *
+ * Compaction (local directories) merges small committed files without decoding a value: each
+ * file's row groups are copied as bytes, one after the other, and one footer lists them all,
+ * their offsets moved by where their bytes now start (footers read with hyparquet). Only files
+ * with this format's schema are merged.
+ */
+import { parquetMetadata, type FileMetaData } from 'hyparquet';
+import { ByteWriter, ParquetWriter, schemaFromColumnData, type ColumnSource } from 'hyparquet-writer';
+import { writeMetadata } from 'hyparquet-writer/src/metadata.js';
+import type { FileFormat, PartEncoder, RejectRecord } from '../formats.ts';
+
+export type ParquetColumnType = 'string' | 'int32' | 'int64' | 'float' | 'double' | 'boolean' | 'timestamp' | 'json';
+
+export interface ParquetFormatOptions {
+  /** Column name → type; a type ending in "?" is nullable. Order is the file's column order. */
+  readonly columns: Readonly<Record<string, `${ParquetColumnType}` | `${ParquetColumnType}?`>>;
+  /** A row group is written once this many rows are buffered (and at every barrier). Default 100 000. */
+  readonly rowGroupRows?: number;
+  /** Compression of the pages (default SNAPPY). */
+  readonly codec?: 'SNAPPY' | 'UNCOMPRESSED';
+}
+
+const BASIC: Record<ParquetColumnType, 'STRING' | 'INT32' | 'INT64' | 'FLOAT' | 'DOUBLE' | 'BOOLEAN' | 'TIMESTAMP' | 'JSON'> = {
+  string: 'STRING', int32: 'INT32', int64: 'INT64', float: 'FLOAT', double: 'DOUBLE', boolean: 'BOOLEAN', timestamp: 'TIMESTAMP', json: 'JSON',
+};
+
+const MAGIC = 0x31524150; // "PAR1"
+const INT64_MIN = -(2n ** 63n);
+const INT64_MAX = 2n ** 63n - 1n;
+
+interface Column {
+  readonly name: string;
+  readonly type: ParquetColumnType;
+  readonly nullable: boolean;
+}
+
+/** A value as the column stores it, or a string saying why it cannot be (checked, never thrown). */
+type Converted = { ok: true; v: unknown } | { ok: false; why: string };
+
+function describe(v: unknown): string {
+  if (v === null) return 'null';
+  if (typeof v === 'string') return `string ${JSON.stringify(v.length > 40 ? v.slice(0, 39) + '…' : v)}`;
+  if (typeof v === 'number' || typeof v === 'boolean' || typeof v === 'bigint') return `${typeof v} ${String(v)}`;
+  if (v instanceof Date) return 'a Date';
+  return Array.isArray(v) ? 'an array' : typeof v;
+}
+
+function convert(c: Column, v: unknown): Converted {
+  switch (c.type) {
+    case 'string':
+      return typeof v === 'string' ? { ok: true, v } : { ok: false, why: `must be a string, got ${describe(v)}` };
+    case 'boolean':
+      return typeof v === 'boolean' ? { ok: true, v } : { ok: false, why: `must be a boolean, got ${describe(v)}` };
+    case 'double':
+    case 'float':
+      return typeof v === 'number' ? { ok: true, v } : { ok: false, why: `must be a number (${c.type}), got ${describe(v)}` };
+    case 'int32':
+      return typeof v === 'number' && Number.isInteger(v) && v >= -(2 ** 31) && v < 2 ** 31 ? { ok: true, v } : { ok: false, why: `must be an int32 (an integer from -2^31 to 2^31-1), got ${describe(v)}` };
+    case 'int64':
+      if (typeof v === 'number' && Number.isSafeInteger(v)) return { ok: true, v: BigInt(v) };
+      if (typeof v === 'bigint' && v >= INT64_MIN && v <= INT64_MAX) return { ok: true, v };
+      return { ok: false, why: `must be an int64 (a safe integer number or a bigint), got ${describe(v)}` };
+    case 'timestamp':
+      if (v instanceof Date && Number.isFinite(v.getTime())) return { ok: true, v: BigInt(v.getTime()) };
+      if (typeof v === 'number' && Number.isSafeInteger(v)) return { ok: true, v: BigInt(v) };
+      return { ok: false, why: `must be a timestamp (integer milliseconds since the epoch or a Date), got ${describe(v)}` };
+    case 'json':
+      return { ok: true, v };
+  }
+}
+
+export function parseParquetColumns(columns: unknown): Column[] {
+  if (typeof columns !== 'object' || columns === null || Array.isArray(columns)) throw new TypeError('parquet: columns must be an object of column name → type, e.g. { key: \'string\', ts: \'int64\' }');
+  const out: Column[] = [];
+  for (const [name, t] of Object.entries(columns as Record<string, unknown>)) {
+    if (name === '') throw new TypeError('parquet: a column name must not be empty');
+    const s = typeof t === 'string' ? t : '';
+    const nullable = s.endsWith('?');
+    const type = (nullable ? s.slice(0, -1) : s) as ParquetColumnType;
+    if (!(type in BASIC)) throw new TypeError(`parquet: column "${name}" has type ${JSON.stringify(t)}; expected one of ${Object.keys(BASIC).join(', ')} (with "?" for nullable)`);
+    out.push({ name, type, nullable });
+  }
+  if (out.length === 0) throw new TypeError('parquet: columns must name at least one column');
+  return out;
+}
+
+/** The Parquet format of the exactly-once file sink (see the module comment). */
+export function parquet(options: ParquetFormatOptions): FileFormat {
+  const columns = parseParquetColumns(options?.columns);
+  const rowGroupRows = options.rowGroupRows ?? 100_000;
+  if (!(Number.isInteger(rowGroupRows) && rowGroupRows > 0)) throw new RangeError(`parquet: rowGroupRows must be a positive integer, got ${String(options.rowGroupRows)}`);
+  const codec = options.codec ?? 'SNAPPY';
+  if (codec !== 'SNAPPY' && codec !== 'UNCOMPRESSED') throw new RangeError(`parquet: codec must be "SNAPPY" or "UNCOMPRESSED", got ${JSON.stringify(codec)}`);
+  const schema = schemaFromColumnData({ columnData: columns.map((c) => ({ name: c.name, data: [], type: BASIC[c.type], nullable: c.nullable })) });
+  return {
+    name: 'Parquet',
+    extension: 'parquet',
+    open: () => new ParquetEncoder(columns, schema, rowGroupRows, codec),
+    mergeable: (file) => sameSchema(file, schema),
+    merge: (files) => mergeParquet(files, schema),
+  };
+}
+
+type Schema = ReturnType<typeof schemaFromColumnData>;
+
+function schemaKey(schema: readonly { name: string; type?: string; repetition_type?: string; converted_type?: string; num_children?: number }[]): string {
+  return JSON.stringify(schema.map((e) => [e.name, e.type ?? null, e.repetition_type ?? null, e.converted_type ?? null, e.num_children ?? null]));
+}
+
+function metadataOf(file: Uint8Array): FileMetaData | undefined {
+  try {
+    return parquetMetadata(file);
+  } catch {
+    return undefined;
+  }
+}
+
+function sameSchema(file: Uint8Array, schema: Schema): boolean {
+  const m = metadataOf(file);
+  return m !== undefined && schemaKey(m.schema.slice(1)) === schemaKey(schema.slice(1));
+}
+
+const shift = <V>(v: V, by: bigint): V => (typeof v === 'bigint' ? ((v + by) as V) : typeof v === 'number' ? ((v + Number(by)) as V) : v);
+
+/** The files' row groups under one footer (see the module comment). */
+export function mergeParquet(files: readonly Uint8Array[], schema: Schema): Uint8Array {
+  const out: Uint8Array[] = [Buffer.from('PAR1')];
+  let offset = 4;
+  let numRows = 0n;
+  const rowGroups: FileMetaData['row_groups'] = [];
+  for (const f of files) {
+    const m = parquetMetadata(f);
+    const view = new DataView(f.buffer, f.byteOffset, f.byteLength);
+    const dataEnd = f.byteLength - 8 - view.getUint32(f.byteLength - 8, true);
+    const by = BigInt(offset - 4);
+    for (const rg of m.row_groups) {
+      rowGroups.push({
+        ...rg,
+        file_offset: shift(rg.file_offset, by),
+        columns: rg.columns.map((c) => ({
+          ...c,
+          file_offset: shift(c.file_offset, by),
+          offset_index_offset: shift(c.offset_index_offset, by),
+          column_index_offset: shift(c.column_index_offset, by),
+          meta_data: c.meta_data && {
+            ...c.meta_data,
+            data_page_offset: shift(c.meta_data.data_page_offset, by),
+            dictionary_page_offset: shift(c.meta_data.dictionary_page_offset, by),
+            index_page_offset: shift(c.meta_data.index_page_offset, by),
+            bloom_filter_offset: shift(c.meta_data.bloom_filter_offset, by),
+          },
+        })),
+      });
+    }
+    out.push(f.subarray(4, dataEnd));
+    offset += dataEnd - 4;
+    numRows += BigInt(m.num_rows);
+  }
+  const w = new ByteWriter(4096);
+  writeMetadata(w, { version: 2, created_by: 'weir (hyparquet-writer)', schema, num_rows: numRows, row_groups: rowGroups } as unknown as Parameters<typeof writeMetadata>[1]);
+  w.appendUint32(MAGIC);
+  out.push(Buffer.from(w.getBytes()));
+  return Buffer.concat(out);
+}
+
+class ParquetEncoder implements PartEncoder {
+  private readonly out = new ByteWriter(64 * 1024);
+  private readonly writer: ParquetWriter;
+  private data: unknown[][];
+  bufferedRows = 0;
+
+  constructor(private readonly columns: readonly Column[], private readonly schema: ReturnType<typeof schemaFromColumnData>, private readonly rowGroupRows: number, codec: 'SNAPPY' | 'UNCOMPRESSED') {
+    this.writer = new ParquetWriter({ writer: this.out, schema, codec, createdBy: 'weir (hyparquet-writer)' });
+    this.data = columns.map(() => []);
+  }
+
+  encode(values: readonly unknown[], reject: RejectRecord): Uint8Array | undefined {
+    const cols = this.columns;
+    const row: unknown[] = new Array(cols.length);
+    let chunks: Uint8Array[] | undefined;
+    for (let i = 0; i < values.length; i++) {
+      const v = values[i];
+      if (typeof v !== 'object' || v === null || Array.isArray(v)) {
+        reject(v, `a Parquet record must be an object with the columns as fields, got ${describe(v)}`);
+        continue;
+      }
+      const r = v as Record<string, unknown>;
+      let bad: string | undefined;
+      for (let c = 0; c < cols.length; c++) {
+        const col = cols[c]!;
+        const x = r[col.name];
+        if (x === undefined || x === null) {
+          if (!col.nullable) {
+            bad = `column "${col.name}" (${col.type}) is ${x === null ? 'null' : 'missing'} and not nullable`;
+            break;
+          }
+          row[c] = null;
+          continue;
+        }
+        const conv = convert(col, x);
+        if (!conv.ok) {
+          bad = `column "${col.name}" ${conv.why}`;
+          break;
+        }
+        row[c] = conv.v;
+      }
+      if (bad !== undefined) {
+        reject(v, bad);
+        continue;
+      }
+      for (let c = 0; c < cols.length; c++) this.data[c]!.push(row[c]);
+      if (++this.bufferedRows >= this.rowGroupRows) (chunks ??= []).push(this.flush()!);
+    }
+    if (chunks === undefined) return undefined;
+    return chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
+  }
+
+  flush(): Uint8Array | undefined {
+    if (this.bufferedRows > 0) {
+      // No statistics for json columns (a JSON bound is kept whole, the footer would carry whole documents).
+      const columnData: ColumnSource[] = this.columns.map((c, i) => ({ name: c.name, data: this.data[i]!, offsetIndex: false, columnIndex: false, statistics: c.type !== 'json' }));
+      this.writer.write({ columnData, rowGroupSize: this.bufferedRows });
+      (this.writer as unknown as { pendingIndexes: unknown[] }).pendingIndexes.length = 0; // no page indexes (see the module comment)
+      this.data = this.columns.map(() => []);
+      this.bufferedRows = 0;
+    }
+    // Nothing written yet but the magic number: no bytes (a part without rows is no file).
+    if (this.out.index === 0 || this.writer.row_groups.length === 0) return undefined;
+    // The writer's offsets are absolute (out.offset runs on); only the bytes not handed out yet are taken.
+    const bytes = Buffer.from(this.out.getBytes());
+    this.out.index = 0;
+    return bytes;
+  }
+
+  closing(): Uint8Array {
+    const w = new ByteWriter(4096);
+    writeMetadata(w, {
+      version: 2,
+      created_by: this.writer.createdBy,
+      schema: this.schema,
+      num_rows: this.writer.num_rows,
+      row_groups: this.writer.row_groups,
+    } as unknown as Parameters<typeof writeMetadata>[1]);
+    w.appendUint32(MAGIC);
+    return Buffer.from(w.getBytes());
+  }
+}

@@ -1,0 +1,376 @@
+/**
+ * The exactly-once file sink's formats: Parquet (typed schema from the job, a row group flushed
+ * at every barrier, the footer that would close the file recorded with an open S3 part), CSV and
+ * JSON lines, on a local directory and on S3 (s3rver in this process). Every committed Parquet
+ * and CSV file is read back by DuckDB (test/helpers/duckdb.ts), not by the library that wrote it.
+ */
+import { createHash } from 'node:crypto';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { S3ObjectStore } from '../../src/checkpoint/s3/object-store.ts';
+import { resolveS3Config, type S3Settings } from '../../src/checkpoint/s3/settings.ts';
+import type { SinkContext } from '../../src/core/sink.ts';
+import { ExactlyOnceFileSink, ManualClock, csv, defineJob, jsonLines, parquet, runJob, type FileCommittable, type RunOptions, type StreamExecutionEnvironment } from '../../src/index.ts';
+import { parquetLayout, parquetSchema, readCsv, readParquet } from '../helpers/duckdb.ts';
+import { startS3Server, type S3TestServer } from '../helpers/s3rver.ts';
+
+const MiB = 1024 * 1024;
+const work = mkdtempSync(join(tmpdir(), 'weir-parquet-sink-'));
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+let seq = 0;
+const fresh = (what: string) => join(work, `${what}-${seq++}`);
+
+function ctx(clock = new ManualClock(0), subtaskIndex = 0, parallelism = 1, restoredCheckpointId?: number, log: string[] = []): SinkContext {
+  return { subtaskIndex, parallelism, attemptNumber: restoredCheckpointId === undefined ? 0 : 1, now: () => clock.now(), restoredCheckpointId, log: (l) => log.push(l) };
+}
+const ts = (k: number) => new Array<number>(k).fill(0);
+
+interface Row { readonly key: string; readonly ts: number; readonly value: number }
+const COLUMNS = { key: 'string', ts: 'int64', value: 'double' } as const;
+const row = (i: number): Row => ({ key: `k${i % 7}`, ts: i, value: i / 4 });
+/** A row as DuckDB gives it back (BIGINT as text). */
+const asRead = (r: Row) => ({ key: r.key, ts: String(r.ts), value: r.value });
+const byTs = (a: Record<string, unknown>, b: Record<string, unknown>) => Number(a.ts) - Number(b.ts);
+
+/** Committed files of a local output (not hidden), full paths, sorted. */
+function committed(dir: string, ext: string): string[] {
+  return readdirSync(dir).filter((f) => !f.startsWith('.') && f.endsWith(`.${ext}`)).sort().map((f) => join(dir, f));
+}
+
+async function checkpoint<T>(w: { prepareCommit(id: number): FileCommittable[]; whenPrepared?(id: number): Promise<void> | undefined; write(v: readonly T[], t: readonly number[]): void }, c: { commit(l: readonly FileCommittable[], id?: number): void | Promise<void> }, id: number): Promise<FileCommittable[]> {
+  const list = w.prepareCommit(id);
+  await w.whenPrepared?.(id);
+  await c.commit(list, id);
+  return list;
+}
+
+describe('Parquet encoding (read by DuckDB)', () => {
+  it('every type of the schema, nullable columns, and the bytes at each barrier closed by the footer are a whole file', async () => {
+    const f = parquet({ columns: { s: 'string', i: 'int32', l: 'int64', d: 'double', fl: 'float', b: 'boolean', t: 'timestamp', j: 'json?', o: 'string?' } });
+    expect(f.extension).toBe('parquet');
+    const e = f.open('test');
+    const reject = (_v: unknown, err: string) => {
+      throw new Error(err);
+    };
+    const bytes: Buffer[] = [];
+    const take = (b: Uint8Array | undefined) => b !== undefined && bytes.push(Buffer.from(b));
+    take(e.encode([{ s: 'a', i: -5, l: 2 ** 40, d: 0.5, fl: 1.5, b: true, t: 1_700_000_000_000, j: { x: [1, 'y'] }, o: 'here', extra: 'ignored' }], reject));
+    expect(e.bufferedRows).toBe(1);
+    take(e.flush());
+    const first = join(work, 'enc-1.parquet');
+    writeFileSync(first, Buffer.concat([...bytes, Buffer.from(e.closing()!)]));
+    take(e.encode([{ s: 'b', i: 7, l: 9007199254740993n, d: -1, fl: 0, b: false, t: new Date(0), j: null }], reject));
+    take(e.flush());
+    const second = join(work, 'enc-2.parquet');
+    writeFileSync(second, Buffer.concat([...bytes, Buffer.from(e.closing()!)]));
+    expect(await parquetSchema(second)).toEqual({ s: 'VARCHAR', i: 'INTEGER', l: 'BIGINT', d: 'DOUBLE', fl: 'FLOAT', b: 'BOOLEAN', t: 'TIMESTAMP', j: 'JSON', o: 'VARCHAR' });
+    const a = { s: 'a', i: -5, l: String(2 ** 40), d: 0.5, fl: 1.5, b: true, t: '2023-11-14 22:13:20', j: '{"x":[1,"y"]}', o: 'here' };
+    expect(await readParquet([first])).toEqual([a]);
+    expect(await readParquet([second])).toEqual([a, { s: 'b', i: 7, l: '9007199254740993', d: -1, fl: 0, b: false, t: '1970-01-01 00:00:00', j: null, o: null }]);
+    expect(await parquetLayout(second)).toEqual({ rows: 2, rowGroups: 2 });
+  });
+
+  it('a schema the job gives wrongly is refused when the sink is built, naming the column', () => {
+    expect(() => parquet({ columns: { a: 'text' as 'string' } })).toThrow('parquet: column "a" has type "text"; expected one of string, int32, int64, float, double, boolean, timestamp, json (with "?" for nullable)');
+    expect(() => parquet({ columns: {} })).toThrow(/at least one column/);
+    expect(() => parquet({ columns: COLUMNS, rowGroupRows: 0 })).toThrow(/rowGroupRows must be a positive integer/);
+    expect(() => csv({ columns: [] })).toThrow(/csv: columns must be a non-empty array/);
+    expect(() => new ExactlyOnceFileSink(fresh('x'), { format: { name: 'x' } as never })).toThrow(/format must be jsonLines\(\), csv/);
+  });
+});
+
+describe('on a local directory', () => {
+  it('Parquet: one file per checkpoint (parts roll at every barrier), each read by DuckDB', async () => {
+    const dir = fresh('local-pq');
+    const sink = new ExactlyOnceFileSink<Row>(dir, { format: parquet({ columns: COLUMNS }), compactBelow: 0 });
+    const w = sink.createWriter(ctx());
+    const c = sink.createCommitter(ctx());
+    const all: Row[] = [];
+    for (let chk = 1; chk <= 4; chk++) {
+      const xs = Array.from({ length: 50 }, (_, i) => row(chk * 100 + i));
+      w.write(xs, ts(xs.length));
+      all.push(...xs);
+      await checkpoint(w, c, chk);
+    }
+    await c.close?.();
+    const files = committed(dir, 'parquet');
+    expect(files).toHaveLength(4);
+    for (const f of files) expect(await parquetLayout(f)).toEqual({ rows: 50, rowGroups: 1 });
+    expect((await readParquet(files)).sort(byTs)).toEqual(all.map(asRead));
+    expect(readdirSync(dir).filter((f) => f.startsWith('.') && !f.startsWith('.weir-'))).toEqual([]);
+    expect(sink.lastCommittedCheckpoint()).toBe(4);
+  });
+
+  it('Parquet compaction: small files\' row groups copied under one footer (every type, stats included), read by DuckDB; a file of another schema left alone', async () => {
+    const dir = fresh('local-pq-compact');
+    const columns = { s: 'string', i: 'int32', l: 'int64', d: 'double', fl: 'float', b: 'boolean', t: 'timestamp', j: 'json?', o: 'string?' } as const;
+    // A committed file of an earlier run with another schema, same subtask: not merged.
+    const other = new ExactlyOnceFileSink<Row>(dir, { format: parquet({ columns: COLUMNS }), compactBelow: 0 });
+    const ow = other.createWriter(ctx());
+    ow.write([row(1)], ts(1));
+    await checkpoint(ow, other.createCommitter(ctx()), 1);
+    const foreign = committed(dir, 'parquet');
+    expect(foreign).toHaveLength(1);
+    const sink = new ExactlyOnceFileSink<Record<string, unknown>>(dir, { format: parquet({ columns, rowGroupRows: 3 }), compactMinFiles: 3 });
+    const w = sink.createWriter(ctx());
+    const c = sink.createCommitter(ctx());
+    const rec = (k: number) => ({ s: `s${k}`, i: k, l: BigInt(k) * 2n ** 40n, d: k / 3, fl: k / 2, b: k % 2 === 0, t: 1_700_000_000_000 + k, j: k % 3 === 0 ? null : { k }, o: k % 4 === 0 ? undefined : `o${k}` });
+    const expected: Record<string, unknown>[] = [];
+    for (let chk = 2; chk <= 4; chk++) {
+      const xs = Array.from({ length: 5 }, (_, i) => rec(chk * 10 + i));
+      w.write(xs, ts(xs.length));
+      expected.push(...xs.map((x) => ({ ...x, l: String(x.l), t: new Date(x.t).toISOString().replace('T', ' ').replace('Z', '').replace(/\.?0+$/, ''), j: x.j === null ? null : JSON.stringify(x.j), o: x.o ?? null })));
+      await checkpoint(w, c, chk);
+    }
+    await c.close?.();
+    const files = committed(dir, 'parquet').filter((f) => !foreign.includes(f));
+    expect(files).toHaveLength(1);
+    expect(files[0]).toMatch(/-c0\.parquet$/);
+    expect(await parquetLayout(files[0]!)).toEqual({ rows: 15, rowGroups: 6 }); // 3 files of a full group of 3 and the barrier's 2
+    const byI = (a: Record<string, unknown>, b: Record<string, unknown>) => Number(a.i) - Number(b.i);
+    expect((await readParquet(files)).sort(byI)).toEqual(expected.sort(byI));
+    // Statistics survived the move: DuckDB's row-group pruning by them still finds the rows.
+    expect((await readParquet(files)).filter((r) => Number(r.i) >= 40)).toHaveLength(5);
+    expect(await readParquet(foreign)).toEqual([asRead(row(1))]);
+    expect(readdirSync(dir).filter((f) => f.startsWith('.') && !f.startsWith('.weir-'))).toEqual([]);
+  });
+
+  it('CSV: a header and RFC 4180 quoting; compaction merges small files keeping the header once', async () => {
+    const dir = fresh('local-csv');
+    const sink = new ExactlyOnceFileSink<Record<string, unknown>>(dir, { format: csv({ columns: ['key', 'note', 'n'] }), compactMinFiles: 3 });
+    const w = sink.createWriter(ctx());
+    const c = sink.createCommitter(ctx());
+    const recs = [{ key: 'a', note: 'plain', n: 1 }, { key: 'b', note: 'with, comma', n: 2 }, { key: 'c', note: 'say "hi"\nnext line', n: null }];
+    for (let chk = 1; chk <= 3; chk++) {
+      w.write([recs[chk - 1]!], ts(1));
+      await checkpoint(w, c, chk);
+    }
+    await c.close?.();
+    const files = committed(dir, 'csv');
+    expect(files).toHaveLength(1); // three files merged into one
+    const text = readFileSync(files[0]!, 'utf8');
+    expect(text.split('\n')[0]).toBe('key,note,n');
+    expect(text.match(/key,note,n/g)).toHaveLength(1);
+    expect(await readCsv(files)).toEqual([{ key: 'a', note: 'plain', n: '1' }, { key: 'b', note: 'with, comma', n: '2' }, { key: 'c', note: 'say "hi"\nnext line', n: null }]);
+  });
+
+  it('JSON lines stay the default (.jsonl), and jsonLines(fn) formats each line', async () => {
+    const dir = fresh('local-jsonl');
+    const sink = new ExactlyOnceFileSink<number>(dir, { format: jsonLines((v) => `n=${String(v)}`) });
+    const w = sink.createWriter(ctx());
+    w.write([1, 2], ts(2));
+    await checkpoint(w, sink.createCommitter(ctx()), 1);
+    const files = committed(dir, 'jsonl');
+    expect(files.map((f) => readFileSync(f, 'utf8'))).toEqual(['n=1\nn=2\n']);
+    expect(new ExactlyOnceFileSink(fresh('d')).format.extension).toBe('jsonl');
+  });
+
+  it('a record that does not fit the schema fails the writer with one line naming the column', () => {
+    const sink = new ExactlyOnceFileSink<unknown>(fresh('bad'), { format: parquet({ columns: COLUMNS }) });
+    const w = sink.createWriter(ctx());
+    const err = (v: unknown) => {
+      try {
+        w.write([v], ts(1));
+      } catch (e) {
+        return e as Error & { code?: string };
+      }
+      throw new Error('no error');
+    };
+    const missing = err({ key: 'a', value: 1 });
+    expect(missing.code).toBe('MALFORMED_RECORD');
+    expect(missing.message).toMatch(/^exactly-once file sink .*bad-\d+ \(Parquet\): a record does not fit the format: column "ts" \(int64\) is missing and not nullable; set malformed: 'dead-letter' on the sink to leave such records out$/);
+    expect(err({ key: 'a', ts: '12', value: 1 }).message).toMatch(/column "ts" must be an int64 \(a safe integer number or a bigint\), got string "12"/);
+    expect(err({ key: 'a', ts: 1, value: 'x' }).message).toMatch(/column "value" must be a number \(double\), got string "x"/);
+    expect(err({ key: 7, ts: 1, value: 1 }).message).toMatch(/column "key" must be a string, got number 7/);
+    expect(err('text').message).toMatch(/a Parquet record must be an object with the columns as fields, got string "text"/);
+    for (const e of [missing]) expect(e.message).not.toMatch(/\n/);
+    w.close?.();
+  });
+
+  it('through a job: the bad record fails the job naming the column', async () => {
+    const dir = fresh('bad-job');
+    const result = await runJob(defineJob((env) => {
+      env.fromGenerator((i) => (i === 5 ? { key: 'x', ts: i } : row(i)), { count: 10 }).sinkTo(new ExactlyOnceFileSink(dir, { format: parquet({ columns: COLUMNS }) }));
+    }), { workers: 1, parallelism: 1, stdout: () => {}, log: () => {} });
+    expect(result.status).toBe('FAILED');
+    expect(result.error?.message).toMatch(/column "value" \(double\) is missing and not nullable/);
+  });
+
+  it('malformed: \'dead-letter\' leaves such records out of the file and writes them beside the output', async () => {
+    const dir = fresh('dead');
+    const sink = new ExactlyOnceFileSink<unknown>(dir, { format: parquet({ columns: COLUMNS }), malformed: 'dead-letter' });
+    const w = sink.createWriter(ctx());
+    w.write([row(1), { key: 'x', ts: 2 }, row(3), { key: 'y', ts: 4, value: 'NaN' }], ts(4));
+    await checkpoint(w, sink.createCommitter(ctx()), 1);
+    expect(await readParquet(committed(dir, 'parquet'))).toEqual([asRead(row(1)), asRead(row(3))]);
+    const letters = readdirSync(`${dir}.dead-letters`).flatMap((f) => readFileSync(join(`${dir}.dead-letters`, f), 'utf8').split('\n').filter((l) => l !== '').map((l) => JSON.parse(l)));
+    expect(letters.map((l) => [l.error, JSON.parse(l.raw)])).toEqual([
+      ['column "value" (double) is missing and not nullable', { key: 'x', ts: 2 }],
+      ['column "value" must be a number (double), got string "NaN"', { key: 'y', ts: 4, value: 'NaN' }],
+    ]);
+  });
+});
+
+/** A job that fails once, right after a checkpoint completed, and restarts from it (restart strategy). */
+function restoringJob(sinkOf: () => ExactlyOnceFileSink<Row>, count: number) {
+  let failures = 0;
+  let checkpointed = false;
+  const build = (env: StreamExecutionEnvironment) => {
+    env
+      .fromGenerator(row, { count, ratePerSecond: 5000 })
+      .process({
+        processElement(v: Row, _ctx, o) {
+          if (checkpointed && failures === 0 && v.ts >= count / 2) {
+            failures++;
+            throw new Error('injected failure after a checkpoint');
+          }
+          o.collect(v);
+        },
+        notifyCheckpointComplete(id: number) {
+          if (id >= 2) checkpointed = true;
+        },
+      })
+      .uid('fail-once')
+      .sinkTo(sinkOf())
+      .uid('sink');
+  };
+  return { build, failures: () => failures };
+}
+
+async function runRestoring(build: (env: StreamExecutionEnvironment) => void, chk: string, extra: RunOptions = {}) {
+  return runJob(defineJob(build), {
+    workers: 1, parallelism: 1, stdout: () => {}, log: () => {},
+    checkpoint: { interval: 25, dir: chk },
+    restartStrategy: { type: 'fixed-delay', attempts: 1, delay: 0 },
+    ...extra,
+  });
+}
+
+it('local: a failure after a checkpoint restores it; the committed Parquet files hold exactly the failure-free rows', async () => {
+  const dir = fresh('job-local');
+  const count = 3000;
+  // Not compacted, so the files show the checkpoints (each closes its files here).
+  const job = restoringJob(() => new ExactlyOnceFileSink<Row>(dir, { format: parquet({ columns: COLUMNS }), compactBelow: 0 }), count);
+  const result = await runRestoring(job.build, fresh('chk'));
+  expect(result.status, result.error?.message).toBe('FINISHED');
+  expect(job.failures()).toBe(1);
+  const files = committed(dir, 'parquet');
+  expect(files.length).toBeGreaterThanOrEqual(3);
+  expect((await readParquet(files)).sort(byTs)).toEqual(Array.from({ length: count }, (_, i) => asRead(row(i))));
+  expect(readdirSync(dir).filter((f) => f.startsWith('.part-'))).toEqual([]);
+}, 60_000);
+
+describe('on s3rver', () => {
+  let server: S3TestServer;
+  let store: S3ObjectStore;
+  let settings: S3Settings;
+  let n = 0;
+  beforeAll(async () => {
+    server = await startS3Server();
+    settings = { ...server.settings, uploadPartSize: 5 * MiB };
+    store = new S3ObjectStore(resolveS3Config(settings));
+  });
+  afterAll(async () => {
+    await store?.close();
+    await server?.close();
+  });
+  const out = () => `s3://${server.bucket}/pq-${n++}`;
+  const prefixOf = (ref: string) => ref.slice(`s3://${server.bucket}/`.length);
+
+  /** Downloads the committed part files under the prefix, for DuckDB; returns their local paths. */
+  async function download(ref: string, ext: string): Promise<string[]> {
+    const listed = await store.list(server.bucket, `${prefixOf(ref)}/part-`);
+    const dir = fresh('dl');
+    rmSync(dir, { recursive: true, force: true });
+    const paths: string[] = [];
+    for (const o of [...listed.objects].sort((a, b) => (a.key < b.key ? -1 : 1))) {
+      if (!o.key.endsWith(`.${ext}`)) continue;
+      const p = join(work, `dl-${seq++}-${o.key.split('/').pop()}`);
+      writeFileSync(p, (await store.getObject(server.bucket, o.key))!);
+      paths.push(p);
+    }
+    return paths;
+  }
+  const uploads = async (ref: string) => (await store.listMultipartUploads(server.bucket, `${prefixOf(ref)}/`)).length;
+
+  /** Wide rows that do not compress (hex of hashes): about 1 KiB each, so full 5 MiB parts go up. */
+  interface Wide { readonly ts: number; readonly blob: string }
+  const wide = (i: number): Wide => ({ ts: i, blob: Array.from({ length: 16 }, (_, j) => createHash('sha256').update(`${i}/${j}`).digest('hex')).join('').slice(0, 1000) });
+
+  it('a part stays open across checkpoints (a row group per barrier, parts uploaded); a restore completes it from parts, tail and footer: exactly the rows up to the checkpoint', async () => {
+    const ref = out();
+    const format = parquet({ columns: { ts: 'int64', blob: 'string' }, rowGroupRows: 1000, codec: 'UNCOMPRESSED' });
+    const sink = new ExactlyOnceFileSink<Wide>(ref, { s3: settings, format });
+    const w = sink.createWriter(ctx());
+    const c = sink.createCommitter(ctx());
+    const before = Array.from({ length: 6500 }, (_, i) => wide(i));
+    for (let i = 0; i < before.length; i += 250) w.write(before.slice(i, i + 250), ts(250));
+    const c1 = await checkpoint(w, c, 1);
+    expect(c1).toHaveLength(1);
+    expect(c1[0]!.final).toMatch(/\.parquet$/);
+    expect(c1[0]!.s3).toMatchObject({ kind: 'open', checkpointId: 1 });
+    expect(c1[0]!.s3!.parts).toBeGreaterThanOrEqual(1); // full parts went up before the barrier
+    const tail = Buffer.from(c1[0]!.s3!.tail!, 'base64');
+    expect(tail.subarray(tail.byteLength - 4).toString()).toBe('PAR1'); // the footer that closes the file now
+    expect(await download(ref, 'parquet')).toEqual([]); // nothing visible: the part is open
+    // The attempt goes on past checkpoint 1 (more row groups, more parts), then dies before checkpoint 2 completes.
+    const after = Array.from({ length: 6000 }, (_, i) => wide(before.length + i));
+    for (let i = 0; i < after.length; i += 250) w.write(after.slice(i, i + 250), ts(250));
+    w.prepareCommit(2);
+    await w.whenPrepared?.(2);
+    w.close?.();
+    // A new process restores checkpoint 1.
+    const log: string[] = [];
+    const restored = new ExactlyOnceFileSink<Wide>(ref, { s3: settings, format });
+    await restored.recover(ctx(new ManualClock(0), 0, 1, 1, log), 1, c1, c1);
+    const files = await download(ref, 'parquet');
+    expect(files).toHaveLength(1);
+    const rows = await readParquet(files);
+    expect(rows.length).toBe(before.length);
+    expect(rows.sort(byTs)).toEqual(before.map((r) => ({ ts: String(r.ts), blob: r.blob })));
+    expect(await parquetLayout(files[0]!)).toEqual({ rows: before.length, rowGroups: 7 }); // 6 full groups and the one flushed at the barrier
+    expect(await uploads(ref)).toBe(0);
+  }, 60_000);
+
+  it('a job with a failure after a checkpoint: the open file is completed as at the checkpoint, the committed Parquet objects hold exactly the failure-free rows', async () => {
+    const ref = out();
+    const count = 3000;
+    const job = restoringJob(() => new ExactlyOnceFileSink<Row>(ref, { format: parquet({ columns: COLUMNS }) }), count);
+    const result = await runRestoring(job.build, fresh('chk'), { s3: settings });
+    expect(result.status, result.error?.message).toBe('FINISHED');
+    expect(job.failures()).toBe(1);
+    const files = await download(ref, 'parquet');
+    expect(files).toHaveLength(2); // the file open at the restored checkpoint, then the new attempt's (rolling by age is longer than the job)
+    const layouts = await Promise.all(files.map(parquetLayout));
+    expect(layouts.some((l) => l.rowGroups > 1)).toBe(true); // a row group per barrier, one file across checkpoints
+    expect((await readParquet(files)).sort(byTs)).toEqual(Array.from({ length: count }, (_, i) => asRead(row(i))));
+    expect(await uploads(ref)).toBe(0);
+  }, 60_000);
+
+  it('CSV on S3: committed objects read by DuckDB', async () => {
+    const ref = out();
+    const sink = new ExactlyOnceFileSink<Row>(ref, { s3: settings, format: csv({ columns: ['key', 'ts', 'value'] }) });
+    const w = sink.createWriter(ctx());
+    const c = sink.createCommitter(ctx());
+    w.write([row(1), row(2)], ts(2));
+    await checkpoint(w, c, 1);
+    w.write([row(3)], ts(1));
+    w.finish?.();
+    await checkpoint(w, c, 2);
+    w.close?.();
+    const files = await download(ref, 'csv');
+    expect(files).toHaveLength(1);
+    expect(await readCsv(files)).toEqual([1, 2, 3].map((i) => ({ key: row(i).key, ts: String(i), value: String(row(i).value) })));
+  });
+});
+
+it('the dead-letter directory is not made when every record fits', () => {
+  const dir = fresh('clean');
+  const sink = new ExactlyOnceFileSink<Row>(dir, { format: parquet({ columns: COLUMNS }), malformed: 'dead-letter' });
+  const w = sink.createWriter(ctx());
+  w.write([row(1)], ts(1));
+  w.prepareCommit(1);
+  expect(existsSync(`${dir}.dead-letters`)).toBe(false);
+});
