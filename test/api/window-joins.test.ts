@@ -145,7 +145,7 @@ describe.each([1, 2])('coGroup at parallelism %i', (parallelism) => {
     const result = await runInline((env) => {
       const { left, right } = streams(env, steps);
       const grouped = left.coGroup(right).where((x) => x.k).equalTo((y) => y.k).window(TumblingEventTimeWindows.of(10))
-        .apply((ls, rs, out, w) => {
+        .apply<{ key: string; start: number; ls: string[]; rs: number[] }>((ls, rs, out, w) => {
           const key = ls[0]?.k ?? rs[0]!.k;
           if (key === 'a' && w.start === 0) fired.set();
           out.collect({ key, start: w.start, ls: ls.map((x) => x.v), rs: rs.map((y) => y.n) });
