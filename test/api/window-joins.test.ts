@@ -10,7 +10,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import {
-  EventTimeSessionWindows, SlidingEventTimeWindows, TumblingEventTimeWindows, type DataStream,
+  EventTimeSessionWindows, ManualClock, SlidingEventTimeWindows, TumblingEventTimeWindows, TumblingProcessingTimeWindows, type DataStream,
   type StreamExecutionEnvironment,
 } from '../../src/index.ts';
 import { runInline, sorted } from '../helpers/run.ts';
@@ -176,6 +176,21 @@ describe.each([1, 2])('coGroup at parallelism %i', (parallelism) => {
       { start: 1, end: 17, ls: ['x'], rs: [1, 2, 3] },
       { start: 20, end: 25, ls: ['y'], rs: [] },
     ]));
+  });
+});
+
+describe('processing-time windows', () => {
+  it('a coGroup in processing time: windows by the clock, open ones fire at the end of input', async () => {
+    // The clock stays at 5: every record is in [0,10) whatever its event time, fired at the end.
+    const clock = new ManualClock(5);
+    const steps: Step<Ev>[] = [l('a', 100, 'x'), r('a', 3, 1), r('b', 50, 2), l('a', 7, 'y')];
+    const result = await runInline((env) => {
+      const { left, right } = streams(env, steps);
+      left.coGroup(right).where((x) => x.k).equalTo((y) => y.k).window(TumblingProcessingTimeWindows.of(10))
+        .apply((ls, rs, _out, w) => [`${w.start}-${w.end}:${ls.map((x) => x.v).join('')}:${rs.map((y) => y.n).join('')}`])
+        .collect();
+    }, { clock, parallelism: 2 });
+    expect(sorted(result.collected())).toEqual(sorted(['0-10:xy:1', '0-10::2']));
   });
 });
 
