@@ -326,7 +326,7 @@ export class DataStream<T> extends StreamBase<T> {
    */
   join<U>(other: DataStream<U>): JoinedStreams<T, U> {
     if (!(other instanceof DataStream) || other.env !== this.env) throw new TypeError('join() takes a DataStream of the same environment');
-    return new JoinedStreams<T, U>(this, other, 'join');
+    return new JoinedStreams<T, U>(this, other);
   }
 
   /**
@@ -335,7 +335,7 @@ export class DataStream<T> extends StreamBase<T> {
    */
   coGroup<U>(other: DataStream<U>): CoGroupedStreams<T, U> {
     if (!(other instanceof DataStream) || other.env !== this.env) throw new TypeError('coGroup() takes a DataStream of the same environment');
-    return new CoGroupedStreams<T, U>(this, other, 'coGroup');
+    return new CoGroupedStreams<T, U>(this, other);
   }
 
   assignTimestampsAndWatermarks(strategy: WatermarkStrategy<T>): DataStream<T> {
@@ -700,26 +700,28 @@ export class IntervalJoined<A, B, K> {
   }
 }
 
-type JoinKind = 'join' | 'coGroup';
+/** The second half of where(key1).equalTo(key2).window(assigner): the other stream's key, of the same type, then the window. */
+export interface EqualTo<B, K, W> {
+  equalTo(key2: (b: B) => K): { window(assigner: WindowAssigner): W };
+}
 
-/** `join(other)` / `coGroup(other)`: waits for where(key of the first stream). */
-class TwoStreams<A, B, Next> {
-  constructor(readonly first: DataStream<A>, readonly second: DataStream<B>, private readonly what: JoinKind, private readonly next: new (...a: any[]) => Next) {}
-  /** The first stream's key. */
-  where<K>(key1: (a: A) => K): { equalTo(key2: (b: B) => K): { window(assigner: WindowAssigner): Next } } {
-    requireFn(key1, `${this.what}().where`);
-    return {
-      equalTo: (key2: (b: B) => K) => {
-        requireFn(key2, `${this.what}().equalTo`);
-        return {
-          window: (assigner: WindowAssigner) => {
-            checkAssigner(assigner, `${this.what}().window`);
-            return new this.next(this.first.keyBy(key1), this.second.keyBy(key2), assigner);
-          },
-        };
-      },
-    };
-  }
+/** where(...).equalTo(...).window(...) for join and coGroup: keys each input by its own selector. */
+function whereEqualTo<A, B, K, W>(
+  what: 'join' | 'coGroup', first: DataStream<A>, second: DataStream<B>, key1: (a: A) => K,
+  make: (a: KeyedStream<A, K>, b: KeyedStream<B, K>, assigner: WindowAssigner) => W,
+): EqualTo<B, K, W> {
+  requireFn(key1, `${what}().where`);
+  return {
+    equalTo(key2) {
+      requireFn(key2, `${what}().equalTo`);
+      return {
+        window(assigner) {
+          checkAssigner(assigner, `${what}().window`);
+          return make(first.keyBy(key1), second.keyBy(key2), assigner);
+        },
+      };
+    },
+  };
 }
 
 /** The windowed two-input operator shared by join and coGroup. */
@@ -743,23 +745,21 @@ abstract class TwoStreamWindow<A, B, K> {
   }
 }
 
-export class JoinedStreams<A, B> extends TwoStreams<A, B, WindowedJoin<A, B, any>> {
-  constructor(first: DataStream<A>, second: DataStream<B>, what: JoinKind) {
-    super(first, second, what, WindowedJoin);
-  }
+/** `a.join(b)`: continue with where(key of a).equalTo(key of b).window(assigner). */
+export class JoinedStreams<A, B> {
+  constructor(readonly first: DataStream<A>, readonly second: DataStream<B>) {}
   /** The first stream's key; equalTo gives the second's, of the same type. */
-  override where<K>(key1: (a: A) => K): { equalTo(key2: (b: B) => K): { window(assigner: WindowAssigner): WindowedJoin<A, B, K> } } {
-    return super.where(key1);
+  where<K>(key1: (a: A) => K): EqualTo<B, K, WindowedJoin<A, B, K>> {
+    return whereEqualTo('join', this.first, this.second, key1, (a, b, w) => new WindowedJoin<A, B, K>(a, b, w));
   }
 }
 
-export class CoGroupedStreams<A, B> extends TwoStreams<A, B, WindowedCoGroup<A, B, any>> {
-  constructor(first: DataStream<A>, second: DataStream<B>, what: JoinKind) {
-    super(first, second, what, WindowedCoGroup);
-  }
+/** `a.coGroup(b)`: continue with where(key of a).equalTo(key of b).window(assigner). */
+export class CoGroupedStreams<A, B> {
+  constructor(readonly first: DataStream<A>, readonly second: DataStream<B>) {}
   /** The first stream's key; equalTo gives the second's, of the same type. */
-  override where<K>(key1: (a: A) => K): { equalTo(key2: (b: B) => K): { window(assigner: WindowAssigner): WindowedCoGroup<A, B, K> } } {
-    return super.where(key1);
+  where<K>(key1: (a: A) => K): EqualTo<B, K, WindowedCoGroup<A, B, K>> {
+    return whereEqualTo('coGroup', this.first, this.second, key1, (a, b, w) => new WindowedCoGroup<A, B, K>(a, b, w));
   }
 }
 

@@ -5,7 +5,7 @@ export {
   DataStream, KeyedStream, WindowedStream, ConnectedStreams, KeyedConnectedStreams, BroadcastStream,
   BroadcastConnectedStream, KeyedBroadcastConnectedStream, DataSink, DEAD_LETTERS,
   AllWindowedStream, CountWindowedStream, AllCountWindowedStream, IntervalJoin, IntervalJoined,
-  JoinedStreams, CoGroupedStreams, WindowedJoin, WindowedCoGroup,
+  JoinedStreams, CoGroupedStreams, WindowedJoin, WindowedCoGroup, type EqualTo,
 } from './datastream.ts';
 export type * from '../core/functions.ts';
 export { OutputTag } from '../core/output-tag.ts';
