@@ -4,6 +4,8 @@ export { StreamExecutionEnvironment } from './environment.ts';
 export {
   DataStream, KeyedStream, WindowedStream, ConnectedStreams, KeyedConnectedStreams, BroadcastStream,
   BroadcastConnectedStream, KeyedBroadcastConnectedStream, DataSink, DEAD_LETTERS,
+  AllWindowedStream, CountWindowedStream, AllCountWindowedStream, IntervalJoin, IntervalJoined,
+  JoinedStreams, CoGroupedStreams, WindowedJoin, WindowedCoGroup, type EqualTo,
 } from './datastream.ts';
 export type * from '../core/functions.ts';
 export { OutputTag } from '../core/output-tag.ts';
@@ -18,7 +20,7 @@ export type {
 export { WatermarkStrategy, type WatermarkGenerator, type WatermarkOutput, type TimestampAssigner } from '../core/watermark-strategy.ts';
 export {
   TumblingEventTimeWindows, TumblingProcessingTimeWindows, SlidingEventTimeWindows, SlidingProcessingTimeWindows,
-  EventTimeSessionWindows, ProcessingTimeSessionWindows, type TimeWindow, type WindowAssigner,
+  EventTimeSessionWindows, ProcessingTimeSessionWindows, GLOBAL_WINDOW, type TimeWindow, type GlobalWindow, type WindowAssigner,
 } from '../core/windows.ts';
 export { Time, toMillis, type Duration } from '../core/duration.ts';
 export { Rng } from '../core/random.ts';

@@ -9,7 +9,7 @@ import type {
   MapStateDescriptor, ReducingState, ReducingStateDescriptor, ValueState, ValueStateDescriptor,
   BroadcastStateDescriptor, BroadcastState, ReadOnlyBroadcastState,
 } from './state.ts';
-import type { TimeWindow } from './windows.ts';
+import type { GlobalWindow, TimeWindow } from './windows.ts';
 
 export interface Collector<T> {
   collect(value: T): void;
@@ -173,6 +173,46 @@ export interface WindowContext<W = TimeWindow> {
 /** Full-window function: sees every element of the window (or the pre-aggregated result). */
 export interface ProcessWindowFunction<IN, OUT, K, W = TimeWindow> extends Lifecycle<RuntimeContext> {
   process(key: K, ctx: WindowContext<W>, elements: readonly IN[], out: Collector<OUT>): Emitted<OUT>;
+}
+
+/** A full-window function of a non-keyed window (windowAll, countWindowAll): no key. */
+export interface ProcessAllWindowFunction<IN, OUT, W = TimeWindow> extends Lifecycle<RuntimeContext> {
+  process(ctx: WindowContext<W>, elements: readonly IN[], out: Collector<OUT>): Emitted<OUT>;
+}
+
+/** The function of a count window (countWindow) sees Flink's GlobalWindow. */
+export type ProcessCountWindowFunction<IN, OUT, K> = ProcessWindowFunction<IN, OUT, K, GlobalWindow>;
+
+/**
+ * A window join's function: called once per pair of records with equal keys in one window
+ * (Flink's JoinFunction); the window is passed too, for results that name it.
+ */
+export type JoinFunction<A, B, O> = (first: A, second: B, window: TimeWindow) => O;
+
+/** A window join's function that emits any number of results per pair (Flink's FlatJoinFunction). */
+export type FlatJoinFunction<A, B, O> = (first: A, second: B, out: Collector<O>, window: TimeWindow) => Emitted<O>;
+
+/**
+ * A coGroup's function: called once per key and window with every record of each input in it,
+ * in arrival order (either list may be empty, never both). Flink's CoGroupFunction, plus the window.
+ */
+export type CoGroupFunction<A, B, O> = (first: readonly A[], second: readonly B[], out: Collector<O>, window: TimeWindow) => Emitted<O>;
+
+/** What an interval join's function sees besides the pair. */
+export interface ProcessJoinContext {
+  /** Event timestamp of the left (first) record. */
+  readonly leftTimestamp: number;
+  /** Event timestamp of the right (second) record. */
+  readonly rightTimestamp: number;
+  /** The result's timestamp: the larger of the two. */
+  readonly timestamp: number;
+  /** Emit to a side output. */
+  output<X>(tag: OutputTag<X>, value: X): void;
+}
+
+/** An interval join's function: called once per matching pair (Flink's ProcessJoinFunction). */
+export interface ProcessJoinFunction<A, B, O> extends Lifecycle<RuntimeContext> {
+  processElement(left: A, right: B, ctx: ProcessJoinContext, out: Collector<O>): Emitted<O>;
 }
 
 /** A sink function: called for every record; flush is called at end of input. */

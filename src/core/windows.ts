@@ -9,6 +9,16 @@ export interface TimeWindow {
   readonly end: number;
 }
 
+/**
+ * The one window of count windows (Flink's GlobalWindow): every record of a key is in it, and
+ * a count trigger decides when it fires.
+ */
+export interface GlobalWindow {
+  readonly kind: 'global';
+}
+
+export const GLOBAL_WINDOW: GlobalWindow = Object.freeze({ kind: 'global' });
+
 export function maxTimestamp(w: TimeWindow): number {
   return w.end - 1;
 }

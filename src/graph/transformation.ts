@@ -49,6 +49,8 @@ export interface OneInputTransformation extends Common {
   preflight?: (() => void) | undefined;
   /** A sink writing files: the directory they go to (the job's dead letters go beside it). */
   outputDir?: string | undefined;
+  /** A window over the whole stream (windowAll): parallelism 1, which setParallelism may not change. */
+  nonParallel?: boolean;
   /** The two-phase-commit sink of a sinkTo() operator: the job manager asks it what it committed last. */
   readonly commitSink?: TwoPhaseCommitSink<unknown, unknown>;
 }

@@ -159,3 +159,61 @@ export function byJson<T>(xs: readonly T[]): T[] {
     return x < y ? -1 : x > y ? 1 : 0;
   });
 }
+
+/** A step of a replayable script: a record (with its event time), a wait, or a side effect. */
+export type ReplayStep<T> = { readonly emit: T; readonly ts: number } | { readonly waitFor: Signal } | { readonly run: () => void };
+
+interface ScriptSplit extends SourceSplit {
+  readonly next: number;
+}
+
+/**
+ * A replayable script: one record per poll; the split's position (the next step) is
+ * checkpointed, so a restore replays from there. A side effect that throws fails the attempt.
+ */
+export function replayable<T>(steps: readonly ReplayStep<T>[]): Source<T, ScriptSplit> {
+  return {
+    name: 'replayable script',
+    bounded: true,
+    maxReaders: 1,
+    planSplits: () => [{ id: 'script', next: 0 }],
+    createReader(ctx): SourceReader<T, ScriptSplit> {
+      let i = 0;
+      let waiting = false;
+      return {
+        addSplits(splits) {
+          for (const s of splits) i = s.next;
+        },
+        snapshotSplits: () => [{ id: 'script', next: i }],
+        poll(out) {
+          for (;;) {
+            const s = steps[i];
+            if (s === undefined) {
+              out.splitFinished('script');
+              return 'end';
+            }
+            if ('emit' in s) {
+              i++;
+              out.forSplit('script').collect(s.emit, s.ts);
+              return 'more';
+            }
+            if ('run' in s) {
+              i++;
+              s.run();
+              continue;
+            }
+            if (s.waitFor.isSet) {
+              i++;
+              continue;
+            }
+            if (!waiting) {
+              waiting = true;
+              s.waitFor.onSet(() => ctx.wake());
+            }
+            return 'wait';
+          }
+        },
+      };
+    },
+  };
+}

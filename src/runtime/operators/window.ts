@@ -8,6 +8,9 @@
  * - a record all of whose windows are already dropped is late: it goes to the late-data side
  *   output if there is one, else it is counted and dropped;
  * - session windows merge when they overlap or touch.
+ * With two inputs (window join and coGroup, Flink's CoGroupedStreams) the operator keys each
+ * input by its own key selector and keeps, per key and window, the records of each input in
+ * arrival order (contents 'cogroup'); the window function gets both lists.
  * Contents are stored per key as a small array of [start, end, accumulator] (a key has only
  * a few open windows at a time, so a scan beats a map), in one value state, so snapshots and
  * rescaling handle them like any keyed state. Windows of one key never share a start
@@ -28,7 +31,9 @@ import { collectReturned } from './basic.ts';
 export type WindowContents =
   | { readonly kind: 'reduce'; readonly reduce: (a: any, b: any) => unknown }
   | { readonly kind: 'aggregate'; readonly aggregate: AggregateFunction<any, any, any> }
-  | { readonly kind: 'list' };
+  | { readonly kind: 'list' }
+  /** Two inputs: the records of each, [first[], second[]]; the window function gets that pair. */
+  | { readonly kind: 'cogroup' };
 
 export interface WindowOperatorSpec {
   readonly assigner: WindowAssigner;
@@ -85,6 +90,8 @@ export class WindowOperator extends KeyedOperator {
   private readonly openStarts: number[] = [];
   /** The window the last record went to (window-major mode). */
   private lastWindow: OpenWindow | undefined;
+  /** The input the current record came from (0 or 1; cogroup contents keep them apart). */
+  private side = 0;
 
   constructor(private readonly spec: WindowOperatorSpec) {
     super();
@@ -118,10 +125,11 @@ export class WindowOperator extends KeyedOperator {
     }
   }
 
-  processBatch(batch: Batch): void {
+  processBatch(batch: Batch, input: number): void {
     const { values, timestamps } = batch;
     const kgs = batch.keyGroups;
-    const sel = this.env.keySelectors[0] as KeySelectorFn;
+    const sel = this.env.keySelectors[input] as KeySelectorFn;
+    this.side = input;
     const eventTime = this.spec.assigner.eventTime;
     let i = 0;
     try {
@@ -347,6 +355,7 @@ export class WindowOperator extends KeyedOperator {
     const c = this.spec.contents;
     if (c.kind === 'reduce') return v;
     if (c.kind === 'aggregate') return c.aggregate.add(v, c.aggregate.createAccumulator());
+    if (c.kind === 'cogroup') return this.side === 0 ? [[v], []] : [[], [v]];
     return [v];
   }
 
@@ -354,6 +363,10 @@ export class WindowOperator extends KeyedOperator {
     const c = this.spec.contents;
     if (c.kind === 'reduce') return c.reduce(acc, v);
     if (c.kind === 'aggregate') return c.aggregate.add(v, acc);
+    if (c.kind === 'cogroup') {
+      (acc as unknown[][])[this.side]!.push(v);
+      return acc;
+    }
     (acc as unknown[]).push(v);
     return acc;
   }
@@ -362,6 +375,11 @@ export class WindowOperator extends KeyedOperator {
     const c = this.spec.contents;
     if (c.kind === 'reduce') return c.reduce(a, b);
     if (c.kind === 'aggregate') return c.aggregate.merge!(a, b);
+    if (c.kind === 'cogroup') {
+      const [a1, a2] = a as unknown[][];
+      const [b1, b2] = b as unknown[][];
+      return [a1!.concat(b1!), a2!.concat(b2!)];
+    }
     return (a as unknown[]).concat(b as unknown[]);
   }
 
@@ -430,7 +448,9 @@ export class WindowOperator extends KeyedOperator {
     // The function gets a copy of the element list, not the live state array: a window that
     // re-fires (allowed lateness) appends to that array, which would otherwise change results
     // already emitted from an earlier firing (records pass by reference within a thread).
-    const elements = c.kind === 'list' ? (acc as unknown[]).slice() : [this.result(acc)];
+    const elements = c.kind === 'list' ? (acc as unknown[]).slice()
+      : c.kind === 'cogroup' ? [[(acc as unknown[][])[0]!.slice(), (acc as unknown[][])[1]!.slice()]]
+      : [this.result(acc)];
     this.windowCtx.window = window;
     const r = f.process(key, this.windowCtx, elements, this.collector);
     if (r !== undefined) collectReturned(r, this.collector, 'process');
