@@ -4,6 +4,7 @@
  * numRecordsIn/Out stay at 0 and the metric views leave those metrics out and say so, while
  * the records themselves flow exactly as before. On (the default), they count.
  */
+import { spawnSync } from 'node:child_process';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parseConfig } from '../../src/cli/config-file.ts';
 import { parseCommandLine } from '../../src/cli/flags.ts';
@@ -136,6 +137,10 @@ describe('record counters on and off', () => {
 
     const off = await scrape(false, flowing);
     expect(off.text).toMatch(/^# weir: job \S+ does not count records \(metrics\.record-counters\.enabled: false, --record-counters off\)/m);
+    // The comment keeps the text valid exposition format (promtool, installed by .ci/run with Prometheus).
+    const check = spawnSync('/usr/bin/promtool', ['check', 'metrics'], { input: off.text, encoding: 'utf8', timeout: 30_000 });
+    expect(`${check.stdout}${check.stderr}`.split('\n').filter((l) => l.trim() !== '' && !/should be written in 'snake_case' not 'camelCase'/.test(l))).toEqual([]);
+    expect([0, 3]).toContain(check.status);
     expect(off.text).not.toMatch(/_numRecords(In|Out)(PerSecond)?\{/); // numRecordsInErrors (dead letters) is not a record count and stays
     expect(off.text).toMatch(/weir_taskmanager_job_task_busyTimeMsPerSecond\{/);
     expect(off.text).toMatch(/weir_taskmanager_job_task_operator_currentOutputWatermark\{/);
