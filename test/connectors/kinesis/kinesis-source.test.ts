@@ -36,6 +36,9 @@ afterAll(async () => {
 const count = new ValueStateDescriptor<number>('count', { defaultValue: 0 });
 
 /** Shared with the job (it runs in this thread): what the count function saw. */
+// completed: the highest checkpoint id completed (not a count of notifications: at p = 2 each
+// checkpoint notifies both subtasks, and "two more notifications" was then one checkpoint that
+// could have been triggered before the records the test waited for).
 const seen = { completed: 0, failAtOrAbove: Number.POSITIVE_INFINITY, failed: false, attempts: new Set<number>() };
 
 class CountAndFailOnce implements KeyedProcessFunction<string, In, Out> {
@@ -44,8 +47,8 @@ class CountAndFailOnce implements KeyedProcessFunction<string, In, Out> {
     this.attempt = ctx.taskInfo.attemptNumber;
     seen.attempts.add(this.attempt);
   }
-  notifyCheckpointComplete(): void {
-    seen.completed++;
+  notifyCheckpointComplete(id: number): void {
+    seen.completed = Math.max(seen.completed, id);
   }
   processElement(r: In, ctx: KeyedContext<string>, out: Collector<Out>): void {
     if (r.i >= seen.failAtOrAbove && this.attempt === 0) {
