@@ -12,6 +12,10 @@
  *
  * metrics (bench/metrics.ts): the same jobs with record counting on and off (--record-counters),
  * side by side: what per-record metrics cost; the same conventions, its own section.
+ *
+ * connectors (bench/connectors.ts): each source and sink (Redis Streams, NATS JetStream, Kinesis,
+ * PostgreSQL) against its client library in a plain loop on the same server, and exactly-once
+ * against at-least-once with a checkpoint every second; the same conventions, its own section.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -19,6 +23,7 @@ import { join, relative } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { ChildReport } from './child.ts';
 import { CHECKPOINT_PARTS, checkpointDefaults, runCheckpointSuite, type CheckpointPart } from './checkpoints.ts';
+import { runConnectorSuite } from './connectors.ts';
 import { METRICS_VARIANTS, runMetricsSuite, type MetricsVariant } from './metrics.ts';
 import {
   BENCH_DIR, BenchFailure, fmtInt, fmtMs, fmtRate, fmtX, machine, machineLine, MAX_FOREIGN_CPU, MD_PATH, median, noiseLine,
@@ -49,7 +54,7 @@ const VARIANT_TITLES: Record<Variant, string> = {
   streams: 'Node object-mode streams',
 };
 
-export const SUITES = ['throughput', 'checkpoints', 'metrics'] as const;
+export const SUITES = ['throughput', 'checkpoints', 'metrics', 'connectors'] as const;
 export type Suite = (typeof SUITES)[number];
 
 interface Options {
@@ -96,7 +101,7 @@ function options(argv: string[]): Options {
         `  --suite S          ${SUITES.join(', ')} or all (default all; --jobs/--variants imply throughput, --parts/--keys checkpoints)\n` +
         '  --quick            small inputs, 1 run each, BENCHMARKS.md untouched (smoke check)\n' +
         '  --runs N           runs per measurement, median reported (env BENCH_RUNS; default 5, checkpoint\n' +
-        `                     suite: ${d.runsText}; metrics suite: 7)\n` +
+        `                     suite: ${d.runsText}; metrics suite: 7; connectors suite: 5)\n` +
         '  --write/--no-write force/skip updating BENCHMARKS.md (default: a suite writes its section after a full run of it)\n' +
         '  --timeout-s S      per child process (default 900)\n' +
         `  --tries N          repeat a measurement during which other processes used over ${MAX_FOREIGN_CPU * 100}% of the CPUs, up to N attempts (default 3)\n` +
@@ -107,7 +112,9 @@ function options(argv: string[]): Options {
         `  --variants x,y     subset of ${METRICS_VARIANTS.join(', ')} (default weir-1)\n` +
         'checkpoints suite:\n' +
         `  --parts a,b        subset of ${CHECKPOINT_PARTS.join(', ')}\n` +
-        `  --keys n,m         key counts of the snapshot and restore measurements (default ${d.keys.join(',')})\n`,
+        `  --keys n,m         key counts of the snapshot and restore measurements (default ${d.keys.join(',')})\n` +
+        'connectors suite (needs PostgreSQL on 127.0.0.1:5432 db test, Redis on 6379, NATS JetStream on 4222; starts kinesalite):\n' +
+        '  no options of its own: every source and sink, raw client vs weir without checkpoints, exactly-once and at-least-once\n',
     );
     process.exit(0);
   }
@@ -378,9 +385,12 @@ async function main(): Promise<void> {
   if (opts.suites.includes('checkpoints')) {
     await runCheckpointSuite({ quick: opts.quick, runs: opts.runs, parts: opts.cpParts, keys: opts.cpKeys, write: opts.write, timeoutMs: opts.timeoutMs, tries: opts.tries }, m, revision);
   }
+  const command = ['npm run bench', ...(process.argv.length > 2 ? ['--', ...process.argv.slice(2)] : [])].join(' ');
   if (opts.suites.includes('metrics')) {
-    const command = ['npm run bench', ...(process.argv.length > 2 ? ['--', ...process.argv.slice(2)] : [])].join(' ');
     await runMetricsSuite({ quick: opts.quick, runs: opts.runs, jobs: opts.jobs, variants: opts.metricsVariants, write: opts.write, timeoutMs: opts.timeoutMs, tries: opts.tries, command }, m, revision);
+  }
+  if (opts.suites.includes('connectors')) {
+    await runConnectorSuite({ quick: opts.quick, runs: opts.runs, write: opts.write, timeoutMs: opts.timeoutMs, tries: opts.tries, command }, m, revision);
   }
 }
 
