@@ -352,6 +352,12 @@ function markdown(revision: string, rows: readonly Row[], costs: readonly CostRo
   table('sink');
   lines.push('"CPU time" is the measured process\'s own (user + system) over the measured span; the servers\' is not included. With other processes on the machine, CPU ÷ raw is steadier than time ÷ raw.');
   lines.push('');
+  lines.push(
+    '"Checkpoints" counts the checkpoints completed in the run (median), the one at the end of input included. The exactly-once sinks write when a checkpoint completes; the generator ' +
+      'produces records faster than they commit, so a sink\'s records are mostly committed in one or two large commits (the weir sinks\' times are largely their commit speed, ' +
+      'which for PostgreSQL is one transaction against the raw loop\'s one per statement).',
+  );
+  lines.push('');
   lines.push('The raw loops:');
   lines.push('');
   for (const c of CASES) lines.push(`- ${TITLES[caseId(c)]}: ${RAW_WORK[caseId(c)]}.`);
