@@ -57,6 +57,8 @@ interface Case {
 }
 const CASES: readonly Case[] = [...SOURCES.map((connector) => ({ role: 'source' as const, connector })), ...SINKS.map((connector) => ({ role: 'sink' as const, connector }))];
 const caseId = (c: Case) => `${c.role}:${c.connector}`;
+/** The cases by name, for --connectors. */
+export const CONNECTOR_CASES: readonly string[] = CASES.map(caseId);
 
 /** Records per measurement. kinesalite (a JavaScript implementation of the Kinesis API on an in-memory LevelDB) manages a few thousand records per second. */
 export const CONNECTOR_SIZES: Record<string, number> = {
@@ -92,6 +94,8 @@ const RAW_WORK: Record<string, string> = {
 export interface ConnectorSuiteOptions {
   readonly quick: boolean;
   readonly runs: number | undefined;
+  /** The cases to run (CONNECTOR_CASES or a subset). */
+  readonly connectors: readonly string[];
   readonly write: boolean | undefined;
   readonly timeoutMs: number;
   readonly tries: number;
@@ -134,72 +138,80 @@ function kinesisClient(endpoint: string): KinesisClient {
   });
 }
 
-/** kinesalite in this process, the source streams written, and how to remove everything again. */
-async function prepare(sizes: Record<string, number>): Promise<Servers> {
+/** kinesalite in this process, the selected sources' streams written, and how to remove everything again. */
+async function prepare(sizes: Record<string, number>, cases: readonly Case[]): Promise<Servers> {
+  const wanted = (connector: SourceConnector) => cases.some((c) => c.role === 'source' && c.connector === connector);
   const tag = `${process.pid}_${Date.now().toString(36)}`;
   const server = (kinesalite as unknown as (o: object) => Server)({ createStreamMs: 0, deleteStreamMs: 0, updateStreamMs: 0, shardLimit: 1000 });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const kinesisEndpoint = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  const redisKey = `wb_${tag}_source`;
-  const natsStream = `wb_${tag}_source`;
-  const kinesisStream = `wb_${tag}_source`;
-  const servers: Servers = { tag, kinesisEndpoint, redisKey, natsStream, kinesisStream, close: () => cleanUp(tag, server) };
+  const name = `wb_${tag}_source`;
+  const servers: Servers = { tag, kinesisEndpoint, redisKey: name, natsStream: name, kinesisStream: name, close: () => cleanUp(tag, server) };
   try {
     const t0 = Date.now();
-    const redis = new Redis(REDIS_URL, { lazyConnect: true, connectTimeout: 10_000, commandTimeout: 30_000, maxRetriesPerRequest: 0 });
-    await redis.connect();
-    try {
-      const n = sizes['source:redis']!;
-      for (let i = 0; i < n; i += BATCH) {
-        const p = redis.pipeline();
-        for (let k = i; k < Math.min(n, i + BATCH); k++) p.xadd(redisKey, '*', 'data', JSON.stringify(rec(k)));
-        const bad = (await p.exec())?.find(([e]) => e !== null);
-        if (bad !== undefined) throw bad[0]!;
-      }
-      const len = await redis.xlen(redisKey);
-      if (len !== n) throw new BenchFailure(`redis stream ${redisKey} has ${len} entries after writing ${n}`);
-    } finally {
-      redis.disconnect();
-    }
-    const nc = await connect({ servers: NATS_SERVERS, timeout: 10_000 });
-    try {
-      const jsm = await nc.jetstreamManager();
-      await jsm.streams.add({ name: natsStream, subjects: [`${natsStream}.>`] });
-      const js = nc.jetstream({ timeout: 30_000 });
-      const n = sizes['source:jetstream']!;
-      for (let i = 0; i < n; i += NATS_IN_FLIGHT) {
-        const acks: Promise<unknown>[] = [];
-        for (let k = i; k < Math.min(n, i + NATS_IN_FLIGHT); k++) acks.push(js.publish(`${natsStream}.a`, JSON.stringify(rec(k))));
-        await Promise.all(acks);
-      }
-      const stored = (await jsm.streams.info(natsStream)).state.messages;
-      if (stored !== n) throw new BenchFailure(`JetStream stream ${natsStream} has ${stored} messages after publishing ${n}`);
-    } finally {
-      await nc.close();
-    }
-    const kc = kinesisClient(kinesisEndpoint);
-    try {
-      await kc.send(new CreateStreamCommand({ StreamName: kinesisStream, ShardCount: 1 }));
-      for (let k = 0; (await kc.send(new DescribeStreamSummaryCommand({ StreamName: kinesisStream }))).StreamDescriptionSummary?.StreamStatus !== 'ACTIVE'; k++) {
-        if (k > 400) throw new BenchFailure(`kinesis stream ${kinesisStream} did not become ACTIVE`);
-        await new Promise((r) => setTimeout(r, 25));
-      }
-      const n = sizes['source:kinesis']!;
-      const encoder = new TextEncoder();
-      for (let i = 0; i < n; i += KINESIS_BATCH) {
-        const records = [];
-        for (let k = i; k < Math.min(n, i + KINESIS_BATCH); k++) records.push({ PartitionKey: `k${k % 100}`, Data: encoder.encode(JSON.stringify(rec(k))) });
-        const res = await kc.send(new PutRecordsCommand({ StreamName: kinesisStream, Records: records }));
-        if ((res.FailedRecordCount ?? 0) > 0) throw new BenchFailure(`kinesis PutRecords to ${kinesisStream}: ${res.FailedRecordCount} records failed`);
-      }
-    } finally {
-      kc.destroy();
-    }
-    process.stdout.write(`  source data written in ${fmtMs(Date.now() - t0)} (Redis stream ${redisKey}, JetStream stream ${natsStream}, Kinesis stream ${kinesisStream} on kinesalite at ${kinesisEndpoint})\n`);
+    if (wanted('redis')) await writeRedisSource(name, sizes['source:redis']!);
+    if (wanted('jetstream')) await writeJetStreamSource(name, sizes['source:jetstream']!);
+    if (wanted('kinesis')) await writeKinesisSource(kinesisEndpoint, name, sizes['source:kinesis']!);
+    process.stdout.write(`  source data written in ${fmtMs(Date.now() - t0)} (Redis stream key, JetStream stream and Kinesis stream ${name}; kinesalite at ${kinesisEndpoint})\n`);
     return servers;
   } catch (e) {
     await servers.close();
     throw e;
+  }
+}
+
+async function writeRedisSource(key: string, n: number): Promise<void> {
+  const redis = new Redis(REDIS_URL, { lazyConnect: true, connectTimeout: 10_000, commandTimeout: 30_000, maxRetriesPerRequest: 0 });
+  await redis.connect();
+  try {
+    for (let i = 0; i < n; i += BATCH) {
+      const p = redis.pipeline();
+      for (let k = i; k < Math.min(n, i + BATCH); k++) p.xadd(key, '*', 'data', JSON.stringify(rec(k)));
+      const bad = (await p.exec())?.find(([e]) => e !== null);
+      if (bad !== undefined) throw bad[0]!;
+    }
+    const len = await redis.xlen(key);
+    if (len !== n) throw new BenchFailure(`redis stream ${key} has ${len} entries after writing ${n}`);
+  } finally {
+    redis.disconnect();
+  }
+}
+
+async function writeJetStreamSource(stream: string, n: number): Promise<void> {
+  const nc = await connect({ servers: NATS_SERVERS, timeout: 10_000 });
+  try {
+    const jsm = await nc.jetstreamManager();
+    await jsm.streams.add({ name: stream, subjects: [`${stream}.>`] });
+    const js = nc.jetstream({ timeout: 30_000 });
+    for (let i = 0; i < n; i += NATS_IN_FLIGHT) {
+      const acks: Promise<unknown>[] = [];
+      for (let k = i; k < Math.min(n, i + NATS_IN_FLIGHT); k++) acks.push(js.publish(`${stream}.a`, JSON.stringify(rec(k))));
+      await Promise.all(acks);
+    }
+    const stored = (await jsm.streams.info(stream)).state.messages;
+    if (stored !== n) throw new BenchFailure(`JetStream stream ${stream} has ${stored} messages after publishing ${n}`);
+  } finally {
+    await nc.close();
+  }
+}
+
+async function writeKinesisSource(endpoint: string, stream: string, n: number): Promise<void> {
+  const kc = kinesisClient(endpoint);
+  try {
+    await kc.send(new CreateStreamCommand({ StreamName: stream, ShardCount: 1 }));
+    for (let k = 0; (await kc.send(new DescribeStreamSummaryCommand({ StreamName: stream }))).StreamDescriptionSummary?.StreamStatus !== 'ACTIVE'; k++) {
+      if (k > 400) throw new BenchFailure(`kinesis stream ${stream} did not become ACTIVE`);
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    const encoder = new TextEncoder();
+    for (let i = 0; i < n; i += KINESIS_BATCH) {
+      const records = [];
+      for (let k = i; k < Math.min(n, i + KINESIS_BATCH); k++) records.push({ PartitionKey: `k${k % 100}`, Data: encoder.encode(JSON.stringify(rec(k))) });
+      const res = await kc.send(new PutRecordsCommand({ StreamName: stream, Records: records }));
+      if ((res.FailedRecordCount ?? 0) > 0) throw new BenchFailure(`kinesis PutRecords to ${stream}: ${res.FailedRecordCount} records failed`);
+    }
+  } finally {
+    kc.destroy();
   }
 }
 
@@ -296,6 +308,8 @@ interface Row {
   readonly recordsPerSec: number;
   /** Throughput ÷ the raw client's (medians). */
   readonly vsRaw: number;
+  /** The same per run (this variant and the raw client of one run, back to back), by run. */
+  readonly runRatios: readonly number[];
   /** CPU time of this process per record ÷ the raw client's (medians). */
   readonly cpuVsRaw: number;
   readonly medianCheckpoints: number | undefined;
@@ -320,7 +334,7 @@ function targets(rows: readonly Row[]): Target[] {
     .map((r) => ({ text: `${TITLES[r.case]}: weir (no checkpoints) at least ${MIN_SOURCE_RATIO}× the raw client`, measured: `${fmtX(r.vsRaw)} the raw client`, met: r.vsRaw >= MIN_SOURCE_RATIO }));
 }
 
-function markdown(revision: string, rows: readonly Row[], costs: readonly CostRow[], measurements: readonly Measurement[], sizes: Record<string, number>, m: Machine, opts: ConnectorSuiteOptions, runs: number, when: string, loadAtStart: number, rawFile: string): string {
+function markdown(revision: string, cases: readonly Case[], rows: readonly Row[], costs: readonly CostRow[], measurements: readonly Measurement[], sizes: Record<string, number>, m: Machine, opts: ConnectorSuiteOptions, runs: number, when: string, loadAtStart: number, rawFile: string): string {
   const loads = measurements.map((x) => x.loadBefore);
   const lines: string[] = [];
   lines.push(
@@ -333,12 +347,15 @@ function markdown(revision: string, rows: readonly Row[], costs: readonly CostRo
   lines.push('PostgreSQL 15, Redis 7 and NATS with JetStream are the machine\'s shared servers on 127.0.0.1; kinesalite runs in the benchmark\'s runner process (not the measured one). weir runs on 1 worker at parallelism 1. Times include connecting (raw) and the job\'s start (weir: planning, deployment, opening the connector).');
   lines.push('');
   const table = (role: Role) => {
-    lines.push(`| ${role === 'source' ? 'Source' : 'Sink'} | Variant | Median time | Records/s | ÷ raw client | CPU time | CPU ÷ raw | Checkpoints | All runs |`);
-    lines.push('|---|---|---:|---:|---:|---:|---:|---:|---|');
-    for (const r of rows.filter((x) => x.case.startsWith(`${role}:`))) {
+    const mine = rows.filter((x) => x.case.startsWith(`${role}:`));
+    if (mine.length === 0) return;
+    lines.push(`| ${role === 'source' ? 'Source' : 'Sink'} | Variant | Median time | Records/s | ÷ raw client | ÷ raw per run: median (min … max) | CPU time | CPU ÷ raw | Checkpoints | All runs |`);
+    lines.push('|---|---|---:|---:|---:|---|---:|---:|---:|---|');
+    for (const r of mine) {
       const all = r.runs.map((x) => (x / 1000).toFixed(2)).join(', ');
+      const perRun = r.variant === 'raw' ? '' : `${fmtX(median(r.runRatios))} (${fmtX(Math.min(...r.runRatios))} … ${fmtX(Math.max(...r.runRatios))})`;
       lines.push(
-        `| ${TITLES[r.case]}, ${fmtInt(r.n)} records | ${VARIANT_TITLES[r.variant]} | ${fmtMs(r.medianMs)} | ${fmtRate(r.recordsPerSec)} | ${r.variant === 'raw' ? '1' : fmtX(r.vsRaw)} | ` +
+        `| ${TITLES[r.case]}, ${fmtInt(r.n)} records | ${VARIANT_TITLES[r.variant]} | ${fmtMs(r.medianMs)} | ${fmtRate(r.recordsPerSec)} | ${r.variant === 'raw' ? '1' : fmtX(r.vsRaw)} | ${perRun} | ` +
           `${fmtMs(r.medianCpuMs)} | ${r.variant === 'raw' ? '1' : fmtX(r.cpuVsRaw)} | ${r.medianCheckpoints === undefined ? '' : String(r.medianCheckpoints)} | ${all} s |`,
       );
     }
@@ -350,6 +367,8 @@ function markdown(revision: string, rows: readonly Row[], costs: readonly CostRo
   lines.push('**Sinks**: n generated records written to a target created for the measurement; time until the last write was acknowledged (raw) or the job finished with everything committed (weir; without checkpoints an exactly-once sink commits once, at the end of input).');
   lines.push('');
   table('sink');
+  lines.push('"÷ raw client" is of the medians; "÷ raw per run" pairs each run with the raw client\'s of the same run (measured within a minute of each other), which cancels slow drifts of the machine\'s load.');
+  lines.push('');
   lines.push('"CPU time" is the measured process\'s own (user + system) over the measured span; the servers\' is not included. With other processes on the machine, CPU ÷ raw is steadier than time ÷ raw.');
   lines.push('');
   lines.push(
@@ -360,7 +379,7 @@ function markdown(revision: string, rows: readonly Row[], costs: readonly CostRo
   lines.push('');
   lines.push('The raw loops:');
   lines.push('');
-  for (const c of CASES) lines.push(`- ${TITLES[caseId(c)]}: ${RAW_WORK[caseId(c)]}.`);
+  for (const c of cases) lines.push(`- ${TITLES[caseId(c)]}: ${RAW_WORK[caseId(c)]}.`);
   lines.push('');
   lines.push(`**Exactly-once against at-least-once** (the same job, a checkpoint every ${CHECKPOINT_INTERVAL_MS / 1000} s, \`checkpoint.mode\`):`);
   lines.push('');
@@ -387,7 +406,7 @@ function markdown(revision: string, rows: readonly Row[], costs: readonly CostRo
   }
   lines.push('Checked in every run (the run fails otherwise): the records read (sources), or read back from the target after the run (sinks), are exactly n, each index once, with the expected sums and content, and for sources in the order written; weir jobs did not restart and counted n records in; a checkpointed run of 3 s or more completed a checkpoint.');
   lines.push('');
-  lines.push(`Records per measurement: ${CASES.map((c) => `${TITLES[caseId(c)]} ${fmtInt(sizes[caseId(c)]!)}`).join(', ')}.`);
+  lines.push(`Records per measurement: ${cases.map((c) => `${TITLES[caseId(c)]} ${fmtInt(sizes[caseId(c)]!)}`).join(', ')}.`);
   return lines.join('\n');
 }
 
@@ -396,13 +415,15 @@ export async function runConnectorSuite(opts: ConnectorSuiteOptions, m: Machine,
   const runs = opts.runs ?? (opts.quick ? 1 : 5);
   const started = new Date();
   const loadAtStart = loadavg()[0]!;
-  process.stdout.write(`weir bench (connectors): ${runs} run(s) × ${CONNECTOR_VARIANTS.length} variants × ${CASES.length} connectors${opts.quick ? ' (quick)' : ''}; load average ${loadAtStart.toFixed(2)}\n`);
+  const cases = CASES.filter((c) => opts.connectors.includes(caseId(c)));
+  if (cases.length === 0) throw new BenchFailure('the connectors suite needs at least one connector');
+  process.stdout.write(`weir bench (connectors): ${runs} run(s) × ${CONNECTOR_VARIANTS.length} variants × ${cases.length} connectors${opts.quick ? ' (quick)' : ''}; load average ${loadAtStart.toFixed(2)}\n`);
 
-  const servers = await prepare(sizes);
+  const servers = await prepare(sizes, cases);
   const measurements: Measurement[] = [];
   try {
     for (let run = 1; run <= runs; run++) {
-      for (const c of CASES) {
+      for (const c of cases) {
         const n = sizes[caseId(c)]!;
         // Rotate the order every run so that no variant always runs first (or last).
         const order = CONNECTOR_VARIANTS.map((_, k) => CONNECTOR_VARIANTS[(k + run - 1) % CONNECTOR_VARIANTS.length]!);
@@ -421,7 +442,7 @@ export async function runConnectorSuite(opts: ConnectorSuiteOptions, m: Machine,
 
   const rows: Row[] = [];
   const costs: CostRow[] = [];
-  for (const c of CASES) {
+  for (const c of cases) {
     const id = caseId(c);
     const n = sizes[id]!;
     const mine = (v: ConnectorVariant) => measurements.filter((x) => x.case === id && x.variant === v).sort((a, b) => a.run - b.run);
@@ -434,7 +455,7 @@ export async function runConnectorSuite(opts: ConnectorSuiteOptions, m: Machine,
       const cpu = median(ms.map((x) => x.cpuMs));
       const cps = ms.map((x) => x.checkpoints).filter((x) => x !== undefined);
       rows.push({
-        case: id, variant, n, runs: ms.map((x) => x.ms), medianMs: med, medianCpuMs: cpu, recordsPerSec: n / (med / 1000), vsRaw: rawMs / med, cpuVsRaw: cpu / rawCpu,
+        case: id, variant, n, runs: ms.map((x) => x.ms), medianMs: med, medianCpuMs: cpu, recordsPerSec: n / (med / 1000), vsRaw: rawMs / med, runRatios: ms.map((x, i) => raw[i]!.ms / x.ms), cpuVsRaw: cpu / rawCpu,
         medianCheckpoints: variant === 'weir-eo' || variant === 'weir-alo' ? median(cps) : undefined,
       });
     }
@@ -450,12 +471,12 @@ export async function runConnectorSuite(opts: ConnectorSuiteOptions, m: Machine,
   const raw = { suite: 'connectors', started: when, revision, finished: new Date().toISOString(), machine: m, loadAtStart, options: { ...opts, runs }, sizes, rows, costs, targets: targets(rows), measurements };
   writeFileSync(rawFile, JSON.stringify(raw, null, 2) + '\n');
 
-  const section = markdown(revision, rows, costs, measurements, sizes, m, opts, runs, when, loadAtStart, relative(ROOT, rawFile));
+  const section = markdown(revision, cases, rows, costs, measurements, sizes, m, opts, runs, when, loadAtStart, relative(ROOT, rawFile));
   process.stdout.write('\n' + section + '\n\n');
-  if (opts.write ?? !opts.quick) {
+  if (opts.write ?? (!opts.quick && cases.length === CASES.length)) {
     writeMarkdownSection(CONN_BEGIN, CONN_END, section, '');
     process.stdout.write('updated BENCHMARKS.md (connectors section)\n');
   } else {
-    process.stdout.write(`BENCHMARKS.md not updated (${opts.quick ? 'quick run' : '--no-write'}); raw results in ${relative(process.cwd(), rawFile)}\n`);
+    process.stdout.write(`BENCHMARKS.md not updated (${opts.quick ? 'quick run' : 'partial run or --no-write'}); raw results in ${relative(process.cwd(), rawFile)}\n`);
   }
 }

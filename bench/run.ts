@@ -23,7 +23,7 @@ import { join, relative } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { ChildReport } from './child.ts';
 import { CHECKPOINT_PARTS, checkpointDefaults, runCheckpointSuite, type CheckpointPart } from './checkpoints.ts';
-import { runConnectorSuite } from './connectors.ts';
+import { CONNECTOR_CASES, runConnectorSuite } from './connectors.ts';
 import { METRICS_VARIANTS, runMetricsSuite, type MetricsVariant } from './metrics.ts';
 import {
   BENCH_DIR, BenchFailure, fmtInt, fmtMs, fmtRate, fmtX, machine, machineLine, MAX_FOREIGN_CPU, MD_PATH, median, noiseLine,
@@ -68,6 +68,8 @@ interface Options {
   readonly metricsVariants: readonly MetricsVariant[];
   readonly cpParts: readonly CheckpointPart[];
   readonly cpKeys: readonly number[] | undefined;
+  /** Connectors suite: the cases (source:redis, sink:postgres, ...) to run. */
+  readonly connectors: readonly string[];
   /** undefined: each suite writes its section after a full run of itself. */
   readonly write: boolean | undefined;
   readonly timeoutMs: number;
@@ -86,6 +88,7 @@ function options(argv: string[]): Options {
       variants: { type: 'string' },
       parts: { type: 'string' },
       keys: { type: 'string' },
+      connectors: { type: 'string' },
       write: { type: 'boolean' },
       'no-write': { type: 'boolean' },
       'timeout-s': { type: 'string' },
@@ -114,12 +117,16 @@ function options(argv: string[]): Options {
         `  --parts a,b        subset of ${CHECKPOINT_PARTS.join(', ')}\n` +
         `  --keys n,m         key counts of the snapshot and restore measurements (default ${d.keys.join(',')})\n` +
         'connectors suite (needs PostgreSQL on 127.0.0.1:5432 db test, Redis on 6379, NATS JetStream on 4222; starts kinesalite):\n' +
-        '  no options of its own: every source and sink, raw client vs weir without checkpoints, exactly-once and at-least-once\n',
+        `  --connectors a,b   subset of ${CONNECTOR_CASES.join(', ')} (default all; a subset leaves BENCHMARKS.md alone unless --write)\n`,
     );
     process.exit(0);
   }
   // Options of one suite alone select that suite (unless --suite says otherwise).
-  const implied = values.jobs !== undefined || values.variants !== undefined ? 'throughput' : values.parts !== undefined || values.keys !== undefined ? 'checkpoints' : 'all';
+  const implied =
+    values.jobs !== undefined || values.variants !== undefined ? 'throughput'
+    : values.parts !== undefined || values.keys !== undefined ? 'checkpoints'
+    : values.connectors !== undefined ? 'connectors'
+    : 'all';
   const suiteText = values.suite ?? implied;
   if (suiteText !== 'all' && !SUITES.includes(suiteText as Suite)) throw new BenchFailure(`unknown suite "${suiteText}"; one of ${SUITES.join(', ')}, all`);
   const suites: Suite[] = suiteText === 'all' ? [...SUITES] : [suiteText as Suite];
@@ -139,6 +146,7 @@ function options(argv: string[]): Options {
   if (suites.includes('metrics') && metricsVariants.length === 0) throw new BenchFailure(`the metrics suite runs weir only: --variants needs ${METRICS_VARIANTS.join(' or ')}`);
   if (!variants.includes('loop')) variants.splice(VARIANTS.indexOf('loop'), 0, 'loop'); // ratios are against it
   const cpParts = list(values.parts, CHECKPOINT_PARTS, 'checkpoint part');
+  const connectors = list(values.connectors, CONNECTOR_CASES, 'connector');
   let cpKeys: number[] | undefined;
   if (values.keys !== undefined) {
     cpKeys = values.keys.split(',').map((s) => Number(s.trim().replace(/_/g, '')));
@@ -148,7 +156,7 @@ function options(argv: string[]): Options {
   const timeoutS = Number(values['timeout-s'] ?? 900);
   const tries = Number(values.tries ?? 3);
   if (!Number.isInteger(tries) || tries < 1) throw new BenchFailure(`--tries must be a positive integer, got ${values.tries}`);
-  return { suites, quick, runs, jobs, variants: VARIANTS.filter((v) => variants.includes(v)), metricsVariants, cpParts, cpKeys, write, timeoutMs: timeoutS * 1000, tries };
+  return { suites, quick, runs, jobs, variants: VARIANTS.filter((v) => variants.includes(v)), metricsVariants, cpParts, cpKeys, connectors, write, timeoutMs: timeoutS * 1000, tries };
 }
 
 // ---- one child process ---------------------------------------------------------------
@@ -390,7 +398,7 @@ async function main(): Promise<void> {
     await runMetricsSuite({ quick: opts.quick, runs: opts.runs, jobs: opts.jobs, variants: opts.metricsVariants, write: opts.write, timeoutMs: opts.timeoutMs, tries: opts.tries, command }, m, revision);
   }
   if (opts.suites.includes('connectors')) {
-    await runConnectorSuite({ quick: opts.quick, runs: opts.runs, write: opts.write, timeoutMs: opts.timeoutMs, tries: opts.tries, command }, m, revision);
+    await runConnectorSuite({ quick: opts.quick, runs: opts.runs, connectors: opts.connectors, write: opts.write, timeoutMs: opts.timeoutMs, tries: opts.tries, command }, m, revision);
   }
 }
 
