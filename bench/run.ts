@@ -12,6 +12,10 @@
  *
  * metrics (bench/metrics.ts): the same jobs with record counting on and off (--record-counters),
  * side by side: what per-record metrics cost; the same conventions, its own section.
+ *
+ * connectors (bench/connectors.ts): each source and sink (Redis Streams, NATS JetStream, Kinesis,
+ * PostgreSQL) against its client library in a plain loop on the same server, and exactly-once
+ * against at-least-once with a checkpoint every second; the same conventions, its own section.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -19,6 +23,7 @@ import { join, relative } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { ChildReport } from './child.ts';
 import { CHECKPOINT_PARTS, checkpointDefaults, runCheckpointSuite, type CheckpointPart } from './checkpoints.ts';
+import { CONNECTOR_CASES, runConnectorSuite } from './connectors.ts';
 import { METRICS_VARIANTS, runMetricsSuite, type MetricsVariant } from './metrics.ts';
 import {
   BENCH_DIR, BenchFailure, fmtInt, fmtMs, fmtRate, fmtX, machine, machineLine, MAX_FOREIGN_CPU, MD_PATH, median, noiseLine,
@@ -49,7 +54,7 @@ const VARIANT_TITLES: Record<Variant, string> = {
   streams: 'Node object-mode streams',
 };
 
-export const SUITES = ['throughput', 'checkpoints', 'metrics'] as const;
+export const SUITES = ['throughput', 'checkpoints', 'metrics', 'connectors'] as const;
 export type Suite = (typeof SUITES)[number];
 
 interface Options {
@@ -63,6 +68,8 @@ interface Options {
   readonly metricsVariants: readonly MetricsVariant[];
   readonly cpParts: readonly CheckpointPart[];
   readonly cpKeys: readonly number[] | undefined;
+  /** Connectors suite: the cases (source:redis, sink:postgres, ...) to run. */
+  readonly connectors: readonly string[];
   /** undefined: each suite writes its section after a full run of itself. */
   readonly write: boolean | undefined;
   readonly timeoutMs: number;
@@ -81,6 +88,7 @@ function options(argv: string[]): Options {
       variants: { type: 'string' },
       parts: { type: 'string' },
       keys: { type: 'string' },
+      connectors: { type: 'string' },
       write: { type: 'boolean' },
       'no-write': { type: 'boolean' },
       'timeout-s': { type: 'string' },
@@ -96,7 +104,7 @@ function options(argv: string[]): Options {
         `  --suite S          ${SUITES.join(', ')} or all (default all; --jobs/--variants imply throughput, --parts/--keys checkpoints)\n` +
         '  --quick            small inputs, 1 run each, BENCHMARKS.md untouched (smoke check)\n' +
         '  --runs N           runs per measurement, median reported (env BENCH_RUNS; default 5, checkpoint\n' +
-        `                     suite: ${d.runsText}; metrics suite: 7)\n` +
+        `                     suite: ${d.runsText}; metrics suite: 7; connectors suite: 5)\n` +
         '  --write/--no-write force/skip updating BENCHMARKS.md (default: a suite writes its section after a full run of it)\n' +
         '  --timeout-s S      per child process (default 900)\n' +
         `  --tries N          repeat a measurement during which other processes used over ${MAX_FOREIGN_CPU * 100}% of the CPUs, up to N attempts (default 3)\n` +
@@ -107,12 +115,18 @@ function options(argv: string[]): Options {
         `  --variants x,y     subset of ${METRICS_VARIANTS.join(', ')} (default weir-1)\n` +
         'checkpoints suite:\n' +
         `  --parts a,b        subset of ${CHECKPOINT_PARTS.join(', ')}\n` +
-        `  --keys n,m         key counts of the snapshot and restore measurements (default ${d.keys.join(',')})\n`,
+        `  --keys n,m         key counts of the snapshot and restore measurements (default ${d.keys.join(',')})\n` +
+        'connectors suite (needs PostgreSQL on 127.0.0.1:5432 db test, Redis on 6379, NATS JetStream on 4222; starts kinesalite):\n' +
+        `  --connectors a,b   subset of ${CONNECTOR_CASES.join(', ')} (default all; a subset leaves BENCHMARKS.md alone unless --write)\n`,
     );
     process.exit(0);
   }
   // Options of one suite alone select that suite (unless --suite says otherwise).
-  const implied = values.jobs !== undefined || values.variants !== undefined ? 'throughput' : values.parts !== undefined || values.keys !== undefined ? 'checkpoints' : 'all';
+  const implied =
+    values.jobs !== undefined || values.variants !== undefined ? 'throughput'
+    : values.parts !== undefined || values.keys !== undefined ? 'checkpoints'
+    : values.connectors !== undefined ? 'connectors'
+    : 'all';
   const suiteText = values.suite ?? implied;
   if (suiteText !== 'all' && !SUITES.includes(suiteText as Suite)) throw new BenchFailure(`unknown suite "${suiteText}"; one of ${SUITES.join(', ')}, all`);
   const suites: Suite[] = suiteText === 'all' ? [...SUITES] : [suiteText as Suite];
@@ -132,6 +146,7 @@ function options(argv: string[]): Options {
   if (suites.includes('metrics') && metricsVariants.length === 0) throw new BenchFailure(`the metrics suite runs weir only: --variants needs ${METRICS_VARIANTS.join(' or ')}`);
   if (!variants.includes('loop')) variants.splice(VARIANTS.indexOf('loop'), 0, 'loop'); // ratios are against it
   const cpParts = list(values.parts, CHECKPOINT_PARTS, 'checkpoint part');
+  const connectors = list(values.connectors, CONNECTOR_CASES, 'connector');
   let cpKeys: number[] | undefined;
   if (values.keys !== undefined) {
     cpKeys = values.keys.split(',').map((s) => Number(s.trim().replace(/_/g, '')));
@@ -141,7 +156,7 @@ function options(argv: string[]): Options {
   const timeoutS = Number(values['timeout-s'] ?? 900);
   const tries = Number(values.tries ?? 3);
   if (!Number.isInteger(tries) || tries < 1) throw new BenchFailure(`--tries must be a positive integer, got ${values.tries}`);
-  return { suites, quick, runs, jobs, variants: VARIANTS.filter((v) => variants.includes(v)), metricsVariants, cpParts, cpKeys, write, timeoutMs: timeoutS * 1000, tries };
+  return { suites, quick, runs, jobs, variants: VARIANTS.filter((v) => variants.includes(v)), metricsVariants, cpParts, cpKeys, connectors, write, timeoutMs: timeoutS * 1000, tries };
 }
 
 // ---- one child process ---------------------------------------------------------------
@@ -378,9 +393,12 @@ async function main(): Promise<void> {
   if (opts.suites.includes('checkpoints')) {
     await runCheckpointSuite({ quick: opts.quick, runs: opts.runs, parts: opts.cpParts, keys: opts.cpKeys, write: opts.write, timeoutMs: opts.timeoutMs, tries: opts.tries }, m, revision);
   }
+  const command = ['npm run bench', ...(process.argv.length > 2 ? ['--', ...process.argv.slice(2)] : [])].join(' ');
   if (opts.suites.includes('metrics')) {
-    const command = ['npm run bench', ...(process.argv.length > 2 ? ['--', ...process.argv.slice(2)] : [])].join(' ');
     await runMetricsSuite({ quick: opts.quick, runs: opts.runs, jobs: opts.jobs, variants: opts.metricsVariants, write: opts.write, timeoutMs: opts.timeoutMs, tries: opts.tries, command }, m, revision);
+  }
+  if (opts.suites.includes('connectors')) {
+    await runConnectorSuite({ quick: opts.quick, runs: opts.runs, connectors: opts.connectors, write: opts.write, timeoutMs: opts.timeoutMs, tries: opts.tries, command }, m, revision);
   }
 }
 
