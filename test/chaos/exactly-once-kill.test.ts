@@ -90,5 +90,5 @@ describe('chaos: SIGKILL between checkpoint completion and commit, commits behin
     // No restore found output of a completed checkpoint that nobody would commit.
     expect(stderr.filter((e) => e.includes('will never be committed'))).toEqual([]);
     expect(killed).toBeGreaterThanOrEqual(8);
-  }, 300_000);
+  }, 600_000); // 260 s seen at load 17 (the machine shared by other jobs); a limit, not a timing assertion
 });
