@@ -86,12 +86,13 @@ export function messageOf(e: unknown): string {
  * Connects with `connect`, retrying every failure with backoff until the policy's deadline;
  * then fails with a CONNECTOR error naming `what` (host and port, never credentials), the
  * number of tries and the last cause. A server unreachable at start fails the job in bounded time.
+ * An error `permanent` accepts (bad credentials: another try cannot help) fails at once.
  */
-export async function connecting<T>(what: string, connect: () => Promise<T>, policy: RetryPolicy, log?: (line: string) => void): Promise<T> {
+export async function connecting<T>(what: string, connect: () => Promise<T>, policy: RetryPolicy, log?: (line: string) => void, permanent: (e: unknown) => boolean = () => false): Promise<T> {
   let tries = 0;
   const started = Date.now();
   try {
-    return await retrying(policy, () => true, () => { tries++; return connect(); }, {
+    return await retrying(policy, (e) => !permanent(e), () => { tries++; return connect(); }, {
       onRetry: (e, _attempt, delayMs) => log?.(`${what}: ${messageOf(e)}; retrying in ${delayMs} ms`),
     });
   } catch (e) {

@@ -149,14 +149,17 @@ export class JetStreamSink<T> implements TwoPhaseCommitSink<T, JetStreamCommitta
     return newestCommitted(scope.parallelism, (subtask) => this.lastCommittedCheckpointOf(scope.operatorId, subtask));
   }
 
+  /** Retried like start(): a server down while the job restarts is waited for, to the retry deadline. */
   async lastCommittedCheckpointOf(operatorId: string, subtask: number): Promise<number | undefined> {
-    const s = await this.connect().catch((e) => { throw this.wrap(e, 'connecting'); });
-    try {
-      const e = await s.kv.get(this.progressKey(this.key({ operatorId, subtaskIndex: subtask })));
-      return parseProgress(e === null || e.operation !== 'PUT' ? undefined : decoder.decode(e.value)).committed;
-    } finally {
-      await s.nc.close().catch(() => {});
-    }
+    return retrying(this.options.retry, isTransientNats, async () => {
+      const s = await this.connect();
+      try {
+        const e = await s.kv.get(this.progressKey(this.key({ operatorId, subtaskIndex: subtask })));
+        return parseProgress(e === null || e.operation !== 'PUT' ? undefined : decoder.decode(e.value)).committed;
+      } finally {
+        await s.nc.close().catch(() => {});
+      }
+    }).catch((e) => { throw this.wrap(e, 'reading its progress'); });
   }
 }
 

@@ -43,7 +43,13 @@ export async function connectNats(o: NatsConnectionOptions, log?: (line: string)
     ...(o.user !== undefined ? { user: o.user } : {}),
     ...(o.pass !== undefined ? { pass: o.pass } : {}),
     ...(o.token !== undefined ? { token: o.token } : {}),
-  }), { initialBackoffMs: 100, maxBackoffMs: 2000, deadlineMs: o.connectBudgetMs }, log);
+  }), { initialBackoffMs: 100, maxBackoffMs: 2000, deadlineMs: o.connectBudgetMs }, log, isNatsAuthError);
+}
+
+/** The server refused the credentials: not retried. */
+export function isNatsAuthError(e: unknown): boolean {
+  const code = (e as { code?: unknown } | null)?.code;
+  return code === 'AUTHORIZATION_VIOLATION' || code === 'AUTHENTICATION_EXPIRED' || /Authorization Violation|authentication/i.test(e instanceof Error ? e.message : String(e));
 }
 
 export function natsError(o: NatsConnectionOptions, what: string, e: unknown): WeirError {

@@ -68,7 +68,12 @@ export async function connectRedis(o: RedisConnectionOptions, commandTimeoutMs: 
       throw new Error(scrub(c instanceof Error ? c.message : String(c), o.url));
     }
     return r;
-  }, { initialBackoffMs: 100, maxBackoffMs: 2000, deadlineMs: o.connectBudgetMs }, log);
+  }, { initialBackoffMs: 100, maxBackoffMs: 2000, deadlineMs: o.connectBudgetMs }, log, isAuthError);
+}
+
+/** The server refused the credentials (or the user may not run the command): not retried. */
+export function isAuthError(e: unknown): boolean {
+  return /WRONGPASS|NOAUTH|NOPERM|invalid username-password/i.test(e instanceof Error ? e.message : String(e));
 }
 
 /** Error text without the URL's password, should a library ever echo it. */

@@ -109,13 +109,16 @@ export class RedisStreamsSink<T> implements TwoPhaseCommitSink<T, RedisCommittab
       retryStrategy: () => null, maxRetriesPerRequest: 0, enableOfflineQueue: false, autoResendUnfulfilledCommands: false,
       connectionName: `weir-sink-${o.jobId}`,
     });
-    c.on('error', () => {}); // surfaced by the command that fails
+    // Surfaced by the command that fails; while connecting, the socket's own error (WRONGPASS,
+    // ECONNREFUSED) says more than connect()'s "Connection is closed".
+    let cause: unknown;
+    c.on('error', (e) => (cause ??= e));
     try {
       await withTimeout(c.connect(), o.connectTimeoutMs + 1_000, `connecting to Redis at ${this.server()}`);
       return c;
     } catch (e) {
       c.disconnect();
-      throw e;
+      throw cause ?? e;
     }
   }
 
@@ -130,14 +133,17 @@ export class RedisStreamsSink<T> implements TwoPhaseCommitSink<T, RedisCommittab
     return newestCommitted(scope.parallelism, (subtask) => this.lastCommittedCheckpointOf(scope.operatorId, subtask));
   }
 
+  /** Retried like start(): a server down while the job restarts is waited for, to the retry deadline. */
   async lastCommittedCheckpointOf(operatorId: string, subtask: number): Promise<number | undefined> {
-    const c = await this.connect().catch((e) => { throw this.wrap(e, 'connecting'); });
-    try {
-      const v = await c.get(this.progressKey(this.key({ operatorId, subtaskIndex: subtask })));
-      return v === null ? undefined : Number(v);
-    } finally {
-      c.disconnect();
-    }
+    return retrying(this.options.retry, isTransientRedis, async () => {
+      const c = await this.connect();
+      try {
+        const v = await c.get(this.progressKey(this.key({ operatorId, subtaskIndex: subtask })));
+        return v === null ? undefined : Number(v);
+      } finally {
+        c.disconnect();
+      }
+    }).catch((e) => { throw this.wrap(e, 'reading its progress'); });
   }
 }
 

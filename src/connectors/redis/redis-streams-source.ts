@@ -10,6 +10,7 @@ import type { Redis } from 'ioredis';
 import type { MalformedRecord, PollStatus, ReaderOutput, Source, SourceOutput, SourceReader, SourceReaderContext, SourceSplit } from '../../core/source.ts';
 import { compareEntryIds, entryIdMillis, isEntryId } from './entry-id.ts';
 import { connectRedis, redisError, redisLabel, validateRedisUrl, type RedisConnectionOptions } from './connection.ts';
+import { WeirError } from '../../core/errors.ts';
 
 export type RedisEntryFormat = 'json' | 'fields';
 
@@ -265,9 +266,13 @@ class RedisStreamsReader<T> implements SourceReader<T, RedisStreamSplit> {
     const conn = this.conn;
     (conn.xread('COUNT', n, 'BLOCK', this.src.blockMs, 'STREAMS', ...keys, ...ids) as Promise<[string, Entry[]][] | null>)
       .then((res) => {
-        this.inFlight = false;
         if (this.closed) return;
         if (res !== null) for (const [key, entries] of res) this.received(key, entries);
+        // Nothing new within BLOCK: a stream this reader has read from may have been deleted
+        // (XREAD of a missing key just waits). Checked here, so an active stream costs nothing.
+        const read = res === null ? keys.filter((k, i) => ids[i] !== '0-0') : [];
+        if (read.length > 0) return this.checkExists(conn, read);
+        this.inFlight = false;
         this.fetch();
         this.ctx.wake();
       }, (e) => {
@@ -276,6 +281,29 @@ class RedisStreamsReader<T> implements SourceReader<T, RedisStreamSplit> {
         this.error = redisError(this.src.label, `XREAD of streams ${keys.map((k) => `"${k}"`).join(', ')}`, e, this.src.url);
         this.ctx.wake();
       });
+  }
+
+  /** Fails the reader, naming the stream, if one it has read from no longer exists. */
+  private checkExists(conn: Redis, keys: string[]): void {
+    const p = conn.pipeline();
+    for (const k of keys) p.exists(k);
+    p.exec().then((res) => {
+      this.inFlight = false;
+      if (this.closed) return;
+      const gone = keys.filter((_, i) => res?.[i]?.[1] === 0);
+      if (gone.length > 0) {
+        const st = this.states.get(gone[0]!);
+        this.error = new WeirError('CONNECTOR', `Redis at ${this.src.label}: stream "${gone[0]}" no longer exists (deleted while the job read it, after entry ${st?.fetchedId ?? '?'})`);
+      } else {
+        this.fetch();
+      }
+      this.ctx.wake();
+    }, (e) => {
+      this.inFlight = false;
+      if (this.closed) return;
+      this.error = redisError(this.src.label, `EXISTS of streams ${keys.map((k) => `"${k}"`).join(', ')}`, e, this.src.url);
+      this.ctx.wake();
+    });
   }
 
   private received(key: string, entries: Entry[]): void {
