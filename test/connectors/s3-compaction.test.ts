@@ -11,7 +11,11 @@ import { S3ObjectStore } from '../../src/checkpoint/s3/object-store.ts';
 import { resolveS3Config, type S3Settings } from '../../src/checkpoint/s3/settings.ts';
 import { compactedAway, resolveIntent, smallCommittedFiles } from '../../src/connectors/file/s3/protocol.ts';
 import type { SinkContext } from '../../src/core/sink.ts';
-import { csv, ExactlyOnceFileSink, ManualClock, type FileCommittable } from '../../src/index.ts';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { csv, ExactlyOnceFileSink, ManualClock, parquet, type FileCommittable } from '../../src/index.ts';
+import { parquetLayout, readParquet } from '../helpers/duckdb.ts';
 import { startS3Server, type S3Request, type S3TestServer } from '../helpers/s3rver.ts';
 
 describe('compaction decisions (pure)', () => {
@@ -206,5 +210,26 @@ describe('on s3rver', () => {
     expect(rows.filter((l) => l === 'id,text')).toHaveLength(1);
     expect(rows[0]).toBe('id,text');
     expect(rows.filter((l) => l !== '' && l !== 'id,text')).toHaveLength(12);
+  });
+
+  it('Parquet files merge into one file of their row groups, read back by DuckDB', async () => {
+    logged = [];
+    const format = parquet({ columns: { id: 'int32', text: 'string' } });
+    const ref = `s3://${server.bucket}/cmp-${n++}`;
+    await commitFiles(ref, 4, format);
+    await compactOnce(ref, format);
+    const parts = (await keys(ref)).filter((k) => k.startsWith('part-'));
+    expect(parts).toEqual([expect.stringMatching(/-c0\.parquet$/)]);
+    const dir = mkdtempSync(join(tmpdir(), 'weir-s3-compaction-'));
+    try {
+      const file = join(dir, 'merged.parquet');
+      writeFileSync(file, (await store.getObject(server.bucket, `${prefixOf(ref)}/${parts[0]!}`))!);
+      expect(await parquetLayout(file)).toEqual({ rows: 12, rowGroups: 4 });
+      const rows = await readParquet([file]);
+      expect(rows.map((r) => Number(r.id))).toEqual([10, 11, 12, 20, 21, 22, 30, 31, 32, 40, 41, 42]);
+      expect(rows[0]!.text).toBe('a "quoted", line 1-0');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -40,7 +40,7 @@ export interface ExactlyOnceFileSinkOptions {
   readonly rolloverInterval?: Duration;
   /** Roll a part nothing was written to for this long (default 60 s). */
   readonly inactivityInterval?: Duration;
-  /** Compaction (local directories): merge committed files smaller than this (default 4 MiB); 0 turns compaction off. */
+  /** Compaction: merge committed files smaller than this (local directories: default 4 MiB; S3: off unless given); 0 turns compaction off. */
   readonly compactBelow?: number;
   /** Compaction: start once this many small committed files of a subtask exist (default 8). */
   readonly compactMinFiles?: number;
