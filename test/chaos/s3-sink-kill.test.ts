@@ -9,7 +9,7 @@
  * part size and parts are uploaded across checkpoints before the kills; and the example writing
  * Parquet (test/fixtures/jobs/parquet-totals.ts), whose committed objects DuckDB reads back (an
  * open Parquet part is completed on restore from its tail and the footer the checkpoint holds);
- * and the example with compaction on S3 (compactBelow 8 MiB from 2 files), so kills also land
+ * and the example with compaction on S3 (compactBelow 8 MiB from 2 files), so kills can land
  * inside compactions (not checked that one did): the merged output still equals the oracle and
  * no intent is left.
  * Seeded; prints the seed.
