@@ -55,8 +55,8 @@ describe('on s3rver', () => {
     await server?.close();
   });
 
-  function ctx(clock = new ManualClock(0), restoredCheckpointId?: number): SinkContext {
-    return { subtaskIndex: 0, parallelism: 1, attemptNumber: restoredCheckpointId === undefined ? 0 : 1, now: () => clock.now(), restoredCheckpointId, log: (l) => logged.push(l) };
+  function ctx(clock = new ManualClock(0), restoredCheckpointId?: number, subtaskIndex = 0, parallelism = 1): SinkContext {
+    return { subtaskIndex, parallelism, attemptNumber: restoredCheckpointId === undefined ? 0 : 1, now: () => clock.now(), restoredCheckpointId, log: (l) => logged.push(l) };
   }
   const prefixOf = (ref: string) => ref.slice(`s3://${server.bucket}/`.length);
   async function keys(ref: string): Promise<string[]> {
@@ -73,11 +73,11 @@ describe('on s3rver', () => {
   }
 
   /** `files` committed files of 3 records each (rolled by age at the barrier), by a sink without compaction. */
-  async function commitFiles(ref: string, files: number, format?: ReturnType<typeof csv>): Promise<{ committables: FileCommittable[]; lines: string[] }> {
+  async function commitFiles(ref: string, files: number, format?: ReturnType<typeof csv>, sub = 0): Promise<{ committables: FileCommittable[]; lines: string[] }> {
     const clock = new ManualClock(0);
     const sink = new ExactlyOnceFileSink<{ id: number; text: string }>(ref, { s3: settings, ...(format ? { format } : {}) });
-    const w = sink.createWriter(ctx(clock));
-    const c = sink.createCommitter(ctx(clock));
+    const w = sink.createWriter(ctx(clock, undefined, sub, sub + 1));
+    const c = sink.createCommitter(ctx(clock, undefined, sub, sub + 1));
     const committables: FileCommittable[] = [];
     const lines: string[] = [];
     for (let chk = 1; chk <= files; chk++) {
@@ -96,9 +96,9 @@ describe('on s3rver', () => {
   }
 
   /** One compaction pass: a committer with compaction on, a commit with nothing to publish, close() waits for it. */
-  async function compactOnce(ref: string, format?: ReturnType<typeof csv>): Promise<void> {
+  async function compactOnce(ref: string, format?: ReturnType<typeof csv>, sub = 0, parallelism = 1): Promise<void> {
     const sink = new ExactlyOnceFileSink<unknown>(ref, { s3: settings, compactBelow: 1024 * 1024, compactMinFiles: 4, ...(format ? { format } : {}) });
-    const c = sink.createCommitter(ctx());
+    const c = sink.createCommitter(ctx(new ManualClock(0), undefined, sub, parallelism));
     await c.commit([], 0);
     await c.close?.();
   }
@@ -191,6 +191,24 @@ describe('on s3rver', () => {
       expect(logged.filter((l) => /lost/.test(l))).toEqual([]);
     });
   }
+
+  it('after scaling down, subtask 0 resolves an interrupted compaction of a subtask index that no longer exists', async () => {
+    logged = [];
+    const ref = `s3://${server.bucket}/cmp-${n++}`;
+    const { lines } = await commitFiles(ref, 4, undefined, 1); // written by subtask 1 of 2
+    server.fault = (r) => (r.method === 'POST' && r.query.includes('delete') ? { kind: 'fail', status: 503 } : undefined);
+    try {
+      await compactOnce(ref, undefined, 1, 2); // subtask 1's compaction stops after its target
+    } finally {
+      server.fault = () => undefined;
+    }
+    expect((await keys(ref)).filter((k) => k.startsWith('part-1-'))).toHaveLength(5); // 4 sources and the target: duplicates for now
+    await compactOnce(ref, undefined, 0, 1); // the job restarted at parallelism 1
+    const after = await keys(ref);
+    expect(after.filter((k) => k.startsWith('part-'))).toEqual([expect.stringMatching(/^part-1-[0-9a-f]+-c0\.jsonl$/)]);
+    expect(after.filter((k) => k.startsWith('.weir-compact-'))).toEqual([]);
+    expect(await visibleLines(ref)).toEqual(lines);
+  });
 
   it('CSV files merge with one header; compaction is off on S3 unless compactBelow is given', async () => {
     logged = [];

@@ -158,11 +158,24 @@ export class S3SinkStorage implements FileSinkStorage<FileCommittable> {
   }
 
   /**
-   * Finishes or undoes the compactions of subtask `sub` a crash interrupted (resolveIntent):
+   * Finishes or undoes the compactions of the owned subtasks a crash interrupted (resolveIntent):
    * a target that exists was written whole, so its sources go and the intent becomes a record;
    * one that does not exist never let a source go, so the intent is dropped.
    */
-  async resolveIntents(sub: number): Promise<number> {
+  async resolveIntents(ctx: Pick<SinkContext, 'subtaskIndex' | 'parallelism'>): Promise<number> {
+    // Intents of every subtask this one owns: its own, and for subtask 0 those of indices that no longer exist (a rescale).
+    const head = this.prefix === '' ? '' : `${this.prefix}/`;
+    const subs = new Set<number>([ctx.subtaskIndex]);
+    for (const o of (await this.store.list(this.bucket, partKey(this.prefix, INTENT_PREFIX))).objects) {
+      const m = /^\.weir-compact-(\d+)-/.exec(o.key.slice(head.length));
+      if (m !== null && ownsSubtask(ctx, Number(m[1]))) subs.add(Number(m[1]));
+    }
+    let n = 0;
+    for (const sub of subs) n += await this.resolveIntentsOf(sub);
+    return n;
+  }
+
+  private async resolveIntentsOf(sub: number): Promise<number> {
     let n = 0;
     for (const { key, record } of await this.compactionRecords(sub, true)) {
       const d = resolveIntent(record, (await this.store.headObject(this.bucket, record.target)) !== undefined);
@@ -341,7 +354,7 @@ class S3CommitterSession implements CommitterSession {
     const st = this.storage;
     const { store, bucket, prefix, format } = st;
     const sub = this.ctx.subtaskIndex;
-    const finished = await st.resolveIntents(sub);
+    const finished = await st.resolveIntents(this.ctx);
     this.resolved = true;
     if (finished > 0) this.ctx.log(`weir: exactly-once file sink ${st.location}: resolved ${finished} interrupted compaction(s) of subtask ${sub}`);
     const listed = await store.list(bucket, partKey(prefix, `part-${sub}-`));
