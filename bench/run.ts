@@ -16,6 +16,9 @@
  * connectors (bench/connectors.ts): each source and sink (Redis Streams, NATS JetStream, Kinesis,
  * PostgreSQL) against its client library in a plain loop on the same server, and exactly-once
  * against at-least-once with a checkpoint every second; the same conventions, its own section.
+ * s3 (bench/s3.ts): checkpoints of 1 M keys local vs S3, the file sink's throughput to S3 against
+ * the SDK's own multipart Upload, files committed per hour at a 1 s checkpoint interval (s3rver in
+ * this process); its own section.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -24,6 +27,7 @@ import { parseArgs } from 'node:util';
 import type { ChildReport } from './child.ts';
 import { CHECKPOINT_PARTS, checkpointDefaults, runCheckpointSuite, type CheckpointPart } from './checkpoints.ts';
 import { CONNECTOR_CASES, runConnectorSuite } from './connectors.ts';
+import { runS3Suite, S3_PARTS, type S3Part } from './s3.ts';
 import { METRICS_VARIANTS, runMetricsSuite, type MetricsVariant } from './metrics.ts';
 import {
   BENCH_DIR, BenchFailure, fmtInt, fmtMs, fmtRate, fmtX, machine, machineLine, MAX_FOREIGN_CPU, MD_PATH, median, noiseLine,
@@ -54,7 +58,7 @@ const VARIANT_TITLES: Record<Variant, string> = {
   streams: 'Node object-mode streams',
 };
 
-export const SUITES = ['throughput', 'checkpoints', 'metrics', 'connectors'] as const;
+export const SUITES = ['throughput', 'checkpoints', 'metrics', 'connectors', 's3'] as const;
 export type Suite = (typeof SUITES)[number];
 
 interface Options {
@@ -70,6 +74,8 @@ interface Options {
   readonly cpKeys: readonly number[] | undefined;
   /** Connectors suite: the cases (source:redis, sink:postgres, ...) to run. */
   readonly connectors: readonly string[];
+  readonly s3Parts: readonly S3Part[];
+  readonly s3Minutes: number | undefined;
   /** undefined: each suite writes its section after a full run of itself. */
   readonly write: boolean | undefined;
   readonly timeoutMs: number;
@@ -89,6 +95,8 @@ function options(argv: string[]): Options {
       parts: { type: 'string' },
       keys: { type: 'string' },
       connectors: { type: 'string' },
+      's3-parts': { type: 'string' },
+      minutes: { type: 'string' },
       write: { type: 'boolean' },
       'no-write': { type: 'boolean' },
       'timeout-s': { type: 'string' },
@@ -117,13 +125,17 @@ function options(argv: string[]): Options {
         `  --parts a,b        subset of ${CHECKPOINT_PARTS.join(', ')}\n` +
         `  --keys n,m         key counts of the snapshot and restore measurements (default ${d.keys.join(',')})\n` +
         'connectors suite (needs PostgreSQL on 127.0.0.1:5432 db test, Redis on 6379, NATS JetStream on 4222; starts kinesalite):\n' +
-        `  --connectors a,b   subset of ${CONNECTOR_CASES.join(', ')} (default all; a subset leaves BENCHMARKS.md alone unless --write)\n`,
+        `  --connectors a,b   subset of ${CONNECTOR_CASES.join(', ')} (default all; a subset leaves BENCHMARKS.md alone unless --write)\n` +
+        's3 suite (s3rver in this process; see bench/s3.ts):\n' +
+        `  --s3-parts a,b     subset of ${S3_PARTS.join(', ')}\n` +
+        '  --minutes M        length of the files-per-hour run (default 5)\n',
     );
     process.exit(0);
   }
   // Options of one suite alone select that suite (unless --suite says otherwise).
   const implied =
-    values.jobs !== undefined || values.variants !== undefined ? 'throughput'
+    values['s3-parts'] !== undefined || values.minutes !== undefined ? 's3'
+    : values.jobs !== undefined || values.variants !== undefined ? 'throughput'
     : values.parts !== undefined || values.keys !== undefined ? 'checkpoints'
     : values.connectors !== undefined ? 'connectors'
     : 'all';
@@ -152,11 +164,14 @@ function options(argv: string[]): Options {
     cpKeys = values.keys.split(',').map((s) => Number(s.trim().replace(/_/g, '')));
     for (const k of cpKeys) if (!Number.isSafeInteger(k) || k < 1) throw new BenchFailure(`--keys must be positive integers, got ${values.keys}`);
   }
+  const s3Parts = list(values['s3-parts'], S3_PARTS, 's3 part');
+  const s3Minutes = values.minutes === undefined ? undefined : Number(values.minutes);
+  if (s3Minutes !== undefined && !(s3Minutes > 0)) throw new BenchFailure(`--minutes must be a positive number, got ${values.minutes}`);
   const write = values['no-write'] ? false : values.write === true ? true : undefined;
   const timeoutS = Number(values['timeout-s'] ?? 900);
   const tries = Number(values.tries ?? 3);
   if (!Number.isInteger(tries) || tries < 1) throw new BenchFailure(`--tries must be a positive integer, got ${values.tries}`);
-  return { suites, quick, runs, jobs, variants: VARIANTS.filter((v) => variants.includes(v)), metricsVariants, cpParts, cpKeys, connectors, write, timeoutMs: timeoutS * 1000, tries };
+  return { suites, quick, runs, jobs, variants: VARIANTS.filter((v) => variants.includes(v)), metricsVariants, cpParts, cpKeys, connectors, s3Parts, s3Minutes, write, timeoutMs: timeoutS * 1000, tries };
 }
 
 // ---- one child process ---------------------------------------------------------------
@@ -400,6 +415,7 @@ async function main(): Promise<void> {
   if (opts.suites.includes('connectors')) {
     await runConnectorSuite({ quick: opts.quick, runs: opts.runs, connectors: opts.connectors, write: opts.write, timeoutMs: opts.timeoutMs, tries: opts.tries, command }, m, revision);
   }
+  if (opts.suites.includes('s3')) await runS3Suite({ quick: opts.quick, runs: opts.runs, parts: opts.s3Parts, minutes: opts.s3Minutes, write: opts.write }, m, revision);
 }
 
 main().catch((e: unknown) => {

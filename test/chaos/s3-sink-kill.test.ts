@@ -8,7 +8,10 @@
  * and the same pipeline with lines padded to ~3 KiB, so each subtask's file passes S3's 5 MiB
  * part size and parts are uploaded across checkpoints before the kills; and the example writing
  * Parquet (test/fixtures/jobs/parquet-totals.ts), whose committed objects DuckDB reads back (an
- * open Parquet part is completed on restore from its tail and the footer the checkpoint holds).
+ * open Parquet part is completed on restore from its tail and the footer the checkpoint holds);
+ * and the example with compaction on S3 (compactBelow 8 MiB from 2 files), so kills can land
+ * inside compactions (not checked that one did): the merged output still equals the oracle and
+ * no intent is left.
  * Seeded; prints the seed.
  */
 import { spawn } from 'node:child_process';
@@ -116,6 +119,8 @@ describe('chaos on S3: SIGKILL and resume, checkpoints and the exactly-once file
     ['example', 'examples/exactly-once.ts', [RATE]],
     ['padded', 'test/fixtures/jobs/compacting-totals.ts', [RATE, '3000', '0']],
     ['parquet', 'test/fixtures/jobs/parquet-totals.ts', [RATE]],
+    // Compaction on S3 (compactBelow 8 MiB, from 2 files): kills can land inside compactions.
+    ['compacting', 'test/fixtures/jobs/compacting-totals.ts', [RATE, '0', '8']],
   ] as const) {
     it(`committed objects equal the failure-free run after 4 kills, no upload left (${name}, p2, 2 workers)`, async () => {
       const seed = chaosSeed(`s3-${name}`);
@@ -131,8 +136,17 @@ describe('chaos on S3: SIGKILL and resume, checkpoints and the exactly-once file
       expect(await store.listMultipartUploads(server.bucket, `${out}/`)).toEqual([]);
       const files = (await store.list(server.bucket, `${out}/part-`)).objects;
       console.log(`[chaos s3-${name}] ${files.length} files committed, ${files.reduce((a, o) => a + o.size, 0)} bytes`);
-      // Every resume completed the open parts of the checkpoint it restored: more files than subtasks.
-      expect(files.length).toBeGreaterThan(2);
+      if (name === 'compacting') {
+        // Small files were merged, and no compaction was left half done (its intent resolved by the next one).
+        const records = (await store.list(server.bucket, `${out}/.weir-compact`)).objects.map((o) => o.key.slice(out.length + 1));
+        console.log(`[chaos s3-${name}] compaction records: ${records.join(', ')}`);
+        expect(records.some((k) => k.startsWith('.weir-compacted-'))).toBe(true);
+        expect(records.filter((k) => k.startsWith('.weir-compact-'))).toEqual([]);
+        expect(files.some((o) => /-c\d+\.jsonl$/.test(o.key))).toBe(true);
+      } else {
+        // Every resume completed the open parts of the checkpoint it restored: more files than subtasks.
+        expect(files.length).toBeGreaterThan(2);
+      }
       if (name === 'padded') expect(server.requests.some((r) => r.method === 'PUT' && r.path.startsWith(`/${server.bucket}/${out}/`) && r.query.includes('partNumber') && r.bytes >= 5 * 1024 * 1024)).toBe(true);
       expect(killed).toBeGreaterThanOrEqual(2);
     }, 300_000);

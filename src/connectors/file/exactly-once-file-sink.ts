@@ -40,7 +40,7 @@ export interface ExactlyOnceFileSinkOptions {
   readonly rolloverInterval?: Duration;
   /** Roll a part nothing was written to for this long (default 60 s). */
   readonly inactivityInterval?: Duration;
-  /** Compaction (local directories): merge committed files smaller than this (default 4 MiB); 0 turns compaction off. */
+  /** Compaction: merge committed files smaller than this (local directories: default 4 MiB; S3: off unless given); 0 turns compaction off. */
   readonly compactBelow?: number;
   /** Compaction: start once this many small committed files of a subtask exist (default 8). */
   readonly compactMinFiles?: number;
@@ -113,7 +113,7 @@ export class ExactlyOnceFileSink<T> implements TwoPhaseCommitSink<T, FileCommitt
     this.malformed = options.malformed ?? 'fail';
     if (this.malformed !== 'fail' && this.malformed !== 'dead-letter') throw new RangeError(`malformed must be "fail" or "dead-letter", got ${JSON.stringify(options.malformed)}`);
     this.storage = isS3Reference(dir)
-      ? new S3SinkStorage(dir, options.s3, this.format.extension)
+      ? new S3SinkStorage(dir, options.s3, this.format, { compactBelow: options.compactBelow ?? 0, compactMinFiles: this.compactMinFiles })
       : new LocalDirectoryStorage(dir, { compactBelow: this.compactBelow, compactMinFiles: this.compactMinFiles }, this.format);
     this.policy = { maxPartSize: this.maxPartSize, rolloverMs: this.rolloverMs, inactivityMs: this.inactivityMs, onCheckpoint: !this.storage.keepsPartsOpen };
   }

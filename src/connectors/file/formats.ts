@@ -129,6 +129,21 @@ export function csv(options: CsvFormatOptions): FileFormat {
 }
 
 /** What the sink's `format` option takes: a FileFormat, or (as before) a function formatting a record as a JSON line. */
+/** Bytes one compaction reads into memory at most (it merges fewer files when they are more). */
+export const MAX_MERGE_BYTES = 64 * 2 ** 20;
+
+/**
+ * Committed files of `format` as one file (compaction, local and S3): a bulk format's merge
+ * (Parquet: row groups under one footer); row formats one after the other, a header (CSV) once.
+ */
+export function mergedFile(format: FileFormat, contents: readonly Uint8Array[]): Uint8Array[] {
+  if (format.merge !== undefined) return [format.merge(contents)];
+  const header = format.header;
+  if (header === undefined) return [...contents];
+  const same = (b: Uint8Array) => Buffer.from(b.buffer, b.byteOffset, Math.min(b.byteLength, header.byteLength)).equals(header);
+  return contents.map((b, i) => (i > 0 && same(b) ? b.subarray(header.byteLength) : b));
+}
+
 export function toFileFormat(format: FileFormat | ((value: unknown) => string) | undefined): FileFormat {
   if (format === undefined) return jsonLines();
   if (typeof format === 'function') return jsonLines(format);

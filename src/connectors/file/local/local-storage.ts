@@ -30,7 +30,7 @@ import { acquireDirLease } from '../../../core/dir-lease.ts';
 import type { SinkContext } from '../../../core/sink.ts';
 import { readCommitRecords, writeCommitRecord } from '../commit-record.ts';
 import type { FileCommittable } from '../exactly-once-file-sink.ts';
-import { jsonLines, type FileFormat } from '../formats.ts';
+import { jsonLines, MAX_MERGE_BYTES, mergedFile, type FileFormat } from '../formats.ts';
 import { ownsSubtask, type CommitterSession, type FileSinkStorage, type OpenPart, type WriterSession } from '../sink-storage.ts';
 
 const PENDING_RE = /^\.part-(\d+)-([0-9a-f]+)-(\d+)\.chk-(\d+)\.pending$/;
@@ -265,15 +265,6 @@ function resolveIntentSync(dir: string, intentName: string): void {
   rmSync(path, { force: true });
 }
 
-/** Bytes one compaction reads into memory at most (it merges fewer files when they are more). */
-const MAX_MERGE_BYTES = 64 * 2 ** 20;
-
-/** Row formats: the files one after the other, a header (CSV) once at the top. */
-function concatenated(contents: readonly Buffer[], header: Uint8Array | undefined): Uint8Array[] {
-  if (header === undefined) return [...contents];
-  return contents.map((b, i) => (i > 0 && b.subarray(0, header.byteLength).equals(header) ? b.subarray(header.byteLength) : b));
-}
-
 /** After commits: the directory's fsync, then compaction in the background (off the record path). */
 class LocalCommitterSession implements CommitterSession {
   private compacting: Promise<void> | undefined;
@@ -329,7 +320,7 @@ class LocalCommitterSession implements CommitterSession {
     const tmp = `.compact-${sub}-${this.run}-${k}.tmp`;
     const target = `part-${sub}-${this.run}-c${k}.${this.format.extension}`;
     const intent = `.compact-${sub}-${this.run}-${k}.intent`;
-    const merged = this.format.merge !== undefined ? [this.format.merge(contents)] : concatenated(contents, this.format.header);
+    const merged = mergedFile(this.format, contents);
     const fh = await open(join(dir, tmp), 'wx');
     try {
       for (const bytes of merged) await fh.writeFile(bytes); // writeFile: the whole buffer, however short single writes are

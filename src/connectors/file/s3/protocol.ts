@@ -104,3 +104,62 @@ export function orphanUploads<U extends ListedUpload>(
     return p !== undefined && owns(p.subtask) && !liveRuns.has(p.run) && !keep.has(u.key);
   });
 }
+
+// ---- compaction of small committed files --------------------------------------------------
+
+/** A committed file's key, part file or compaction target: `<prefix>/part-<sub>-<run>-<n|c<k>>.<ext>`. */
+const COMMITTED_RE = /^part-(\d+)-([0-9a-f]+)-(c?\d+)\.([a-z0-9]+)$/;
+
+/**
+ * A compaction's record, `<prefix>/.weir-compact-<sub>-<run>-<k>`, written before its target:
+ * the target key and the source keys. `done` once the sources are deleted. Kept afterwards: a
+ * commit repeated after a restore finds a source gone and learns here that it was committed
+ * (and compacted), instead of calling it lost or writing it again.
+ */
+export interface CompactionRecord {
+  readonly target: string;
+  readonly sources: readonly string[];
+  readonly done?: boolean;
+}
+
+/**
+ * The small committed files of subtask `sub` to merge, oldest names first: committed files
+ * (part files or earlier targets) of the format's extension under `prefix`, smaller than
+ * `below`; none unless at least `minFiles` of them.
+ */
+export function smallCommittedFiles(
+  listed: readonly { readonly key: string; readonly size: number }[], prefix: string, sub: number, extension: string, below: number, minFiles: number,
+): string[] {
+  const head = prefix === '' ? '' : `${prefix}/`;
+  const small = listed
+    .filter((o) => {
+      if (!o.key.startsWith(head)) return false;
+      const m = COMMITTED_RE.exec(o.key.slice(head.length));
+      return m !== null && Number(m[1]) === sub && m[4] === extension && o.size < below;
+    })
+    .map((o) => o.key)
+    .sort();
+  return small.length >= minFiles ? small : [];
+}
+
+export type IntentResolution =
+  /** The target exists (written whole by one PUT): delete the sources, then mark the record done. */
+  | { readonly step: 'finish' }
+  /** The target was never written: drop the record; the sources are untouched and stay the committed files. */
+  | { readonly step: 'undo' }
+  | { readonly step: 'nothing' };
+
+/** What to do with a compaction record found after a crash (or before the next compaction). */
+export function resolveIntent(r: CompactionRecord, targetExists: boolean): IntentResolution {
+  if (r.done === true) return { step: 'nothing' };
+  return targetExists ? { step: 'finish' } : { step: 'undo' };
+}
+
+/**
+ * Whether a part file whose object is absent was committed and then compacted: a record lists
+ * it as a source and that record's target exists. (A record whose target does not exist never
+ * let a source be deleted: sources go only after the target is there.)
+ */
+export function compactedAway(key: string, records: readonly { readonly record: CompactionRecord; readonly targetExists: boolean }[]): boolean {
+  return records.some((r) => r.targetExists && r.record.sources.includes(key));
+}

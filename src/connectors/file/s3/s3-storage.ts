@@ -21,13 +21,17 @@
  * The S3 client and its settings are the checkpoint storage's (checkpoint/s3): the job's
  * s3.* options, else the AWS SDK's own resolution (AWS_ENDPOINT_URL_S3, the credential chain).
  */
+import { randomBytes } from 'node:crypto';
 import { WeirError } from '../../../core/errors.ts';
 import type { SinkContext } from '../../../core/sink.ts';
 import { S3ObjectStore, type CompletedPart } from '../../../checkpoint/s3/object-store.ts';
 import { currentJobS3Config, parseS3Reference, resolveS3Config, type S3Config, type S3Settings } from '../../../checkpoint/s3/settings.ts';
 import type { FileCommittable } from '../exactly-once-file-sink.ts';
 import { ownsSubtask, type CommitterSession, type FileSinkStorage, type OpenPart, type WriterSession } from '../sink-storage.ts';
-import { decideCompletion, opensToComplete, orphanUploads, parsePartKey, partKey } from './protocol.ts';
+import { jsonLines, MAX_MERGE_BYTES, mergedFile, type FileFormat } from '../formats.ts';
+import {
+  compactedAway, decideCompletion, opensToComplete, orphanUploads, parsePartKey, partKey, resolveIntent, smallCommittedFiles, type CompactionRecord,
+} from './protocol.ts';
 
 /** Requests one writer has in flight at most. */
 const MAX_CONCURRENT_UPLOADS = 4;
@@ -35,6 +39,30 @@ const MAX_CONCURRENT_UPLOADS = 4;
 const MAX_WAITING_PARTS = 8;
 const RECORD_PREFIX = '.weir-committed-';
 const RECORD_RE = /^\.weir-committed-(\d+)$/;
+/** A compaction's intent (`.weir-compact-<sub>-<run>-<k>`) and, once its sources are deleted, its record (`.weir-compacted-...`). */
+const INTENT_PREFIX = '.weir-compact-';
+const DONE_PREFIX = '.weir-compacted-';
+
+export interface S3CompactionSettings {
+  /** Merge committed files smaller than this; 0: no compaction. */
+  readonly compactBelow: number;
+  readonly compactMinFiles: number;
+}
+
+/**
+ * Compactions and recoveries of one subtask's files in this thread take turns (a failed
+ * attempt's committer may still be compacting while the next attempt restores).
+ */
+const compactionLocks = new Map<string, Promise<void>>();
+function exclusive(key: string, fn: () => Promise<void>): Promise<void> {
+  const run = (compactionLocks.get(key) ?? Promise.resolve()).then(fn);
+  const tail = run.catch(() => {});
+  compactionLocks.set(key, tail);
+  void tail.then(() => {
+    if (compactionLocks.get(key) === tail) compactionLocks.delete(key);
+  });
+  return run;
+}
 
 /** What this process knows of an upload it is writing: its id once created, the ETag of each part once uploaded. */
 interface KnownUpload {
@@ -52,7 +80,13 @@ export class S3SinkStorage implements FileSinkStorage<FileCommittable> {
   /** Runs of writers alive in this thread: their uploads are never orphans. */
   readonly liveRuns = new Set<string>();
 
-  constructor(readonly location: string, private readonly settings: S3Settings | undefined, readonly extension = 'jsonl') {
+  readonly extension: string;
+
+  constructor(
+    readonly location: string, private readonly settings: S3Settings | undefined, readonly format: FileFormat = jsonLines(),
+    readonly compaction: S3CompactionSettings = { compactBelow: 0, compactMinFiles: 8 },
+  ) {
+    this.extension = format.extension;
     const { bucket, key } = parseS3Reference(location);
     this.bucket = bucket;
     this.prefix = key;
@@ -81,8 +115,84 @@ export class S3SinkStorage implements FileSinkStorage<FileCommittable> {
     return session;
   }
 
-  openCommitter(): CommitterSession {
-    return { afterCommit: () => undefined, close: () => undefined };
+  openCommitter(ctx: SinkContext): CommitterSession {
+    return new S3CommitterSession(this, ctx);
+  }
+
+  /** The key compactions of subtask `sub` take turns on. */
+  lockKey(sub: number): string {
+    return `${this.bucket}\0${this.prefix}\0${sub}`;
+  }
+
+  /** Compaction intents and records of subtask `sub` under the prefix (intents only with `intentsOnly`). */
+  async compactionRecords(sub: number, intentsOnly = false): Promise<{ key: string; record: CompactionRecord; done: boolean }[]> {
+    const head = this.prefix === '' ? '' : `${this.prefix}/`;
+    const listed = await this.store.list(this.bucket, partKey(this.prefix, intentsOnly ? `${INTENT_PREFIX}${sub}-` : '.weir-compact'));
+    const out: { key: string; record: CompactionRecord; done: boolean }[] = [];
+    for (const o of listed.objects) {
+      const name = o.key.slice(head.length);
+      const done = name.startsWith(`${DONE_PREFIX}${sub}-`);
+      if (!done && !name.startsWith(`${INTENT_PREFIX}${sub}-`)) continue;
+      const body = await this.store.getObject(this.bucket, o.key);
+      if (body === undefined) continue; // resolved meanwhile
+      let record: CompactionRecord;
+      try {
+        record = JSON.parse(Buffer.from(body).toString('utf8')) as CompactionRecord;
+      } catch (e) {
+        throw new WeirError('CONNECTOR', `exactly-once file sink ${this.location}: cannot read the compaction record ${this.describe(o.key)}: ${(e as Error).message}`);
+      }
+      if (typeof record?.target !== 'string' || !Array.isArray(record.sources)) throw new WeirError('CONNECTOR', `exactly-once file sink ${this.location}: the compaction record ${this.describe(o.key)} has no target or sources`);
+      out.push({ key: o.key, record, done });
+    }
+    return out;
+  }
+
+  /** Whether an absent part file was committed and compacted since (see compactedAway). */
+  private async wasCompacted(key: string): Promise<boolean> {
+    const sub = parsePartKey(this.prefix, key)?.subtask;
+    if (sub === undefined) return false;
+    const records = (await this.compactionRecords(sub)).filter((r) => r.record.sources.includes(key));
+    const seen: { record: CompactionRecord; targetExists: boolean }[] = [];
+    for (const r of records) seen.push({ record: r.record, targetExists: r.done || (await this.store.headObject(this.bucket, r.record.target)) !== undefined });
+    return compactedAway(key, seen);
+  }
+
+  /**
+   * Finishes or undoes the compactions of the owned subtasks a crash interrupted (resolveIntent):
+   * a target that exists was written whole, so its sources go and the intent becomes a record;
+   * one that does not exist never let a source go, so the intent is dropped.
+   */
+  async resolveIntents(ctx: Pick<SinkContext, 'subtaskIndex' | 'parallelism'>): Promise<number> {
+    // Intents of every subtask this one owns: its own, and for subtask 0 those of indices that no longer exist (a rescale).
+    const head = this.prefix === '' ? '' : `${this.prefix}/`;
+    const subs = new Set<number>([ctx.subtaskIndex]);
+    for (const o of (await this.store.list(this.bucket, partKey(this.prefix, INTENT_PREFIX))).objects) {
+      const m = /^\.weir-compact-(\d+)-/.exec(o.key.slice(head.length));
+      if (m !== null && ownsSubtask(ctx, Number(m[1]))) subs.add(Number(m[1]));
+    }
+    let n = 0;
+    for (const sub of subs) n += await this.resolveIntentsOf(sub);
+    return n;
+  }
+
+  private async resolveIntentsOf(sub: number): Promise<number> {
+    let n = 0;
+    for (const { key, record } of await this.compactionRecords(sub, true)) {
+      const d = resolveIntent(record, (await this.store.headObject(this.bucket, record.target)) !== undefined);
+      if (d.step === 'finish') await this.finishCompaction(key, record);
+      else if (d.step === 'undo') await this.store.deleteObject(this.bucket, key);
+      if (d.step !== 'nothing') n++;
+    }
+    return n;
+  }
+
+  /** After the target exists: the sources deleted, the record written, the intent deleted (each step idempotent). */
+  async finishCompaction(intentKey: string, record: CompactionRecord): Promise<void> {
+    await this.store.deleteObjects(this.bucket, record.sources);
+    const head = this.prefix === '' ? '' : `${this.prefix}/`;
+    const name = intentKey.slice(head.length).slice(INTENT_PREFIX.length);
+    await this.store.putObject(this.bucket, partKey(this.prefix, `${DONE_PREFIX}${name}`), Buffer.from(JSON.stringify({ ...record, done: true }) + '\n'));
+    await this.store.deleteObject(this.bucket, intentKey);
   }
 
   publishes(c: FileCommittable): boolean {
@@ -130,7 +240,9 @@ export class S3SinkStorage implements FileSinkStorage<FileCommittable> {
       }
     }
     const objectExists = listed === undefined ? (await this.store.headObject(this.bucket, key)) !== undefined : false;
-    const d = decideCompletion({ parts, tailBytes: tail?.byteLength ?? 0, listed: listed?.map((p) => p.partNumber), objectExists });
+    let d = decideCompletion({ parts, tailBytes: tail?.byteLength ?? 0, listed: listed?.map((p) => p.partNumber), objectExists });
+    // Gone because a compaction merged it after it was committed: committed, not lost, never written again.
+    if ((d.step === 'lost' || d.step === 'put') && (await this.wasCompacted(key))) d = { step: 'already' };
     switch (d.step) {
       case 'already':
       case 'nothing':
@@ -190,6 +302,8 @@ export class S3SinkStorage implements FileSinkStorage<FileCommittable> {
    * checkpoint does not name (an interrupted attempt's, or checkpoints after the restored one).
    */
   async recover(ctx: SinkContext, restoredId: number, committables: readonly FileCommittable[], referenced: readonly FileCommittable[]): Promise<void> {
+    // A compaction of the failed attempt still running in this thread ends first (it may delete files this completes).
+    await exclusive(this.lockKey(ctx.subtaskIndex), async () => {});
     const completeKeys = new Set(referenced.filter((c) => c.s3?.kind === 'complete').map((c) => c.final));
     const opens = opensToComplete(
       committables.filter((c) => c.s3?.kind === 'open').map((c) => ({ key: c.final, checkpointId: c.s3!.checkpointId, c })),
@@ -210,6 +324,64 @@ export class S3SinkStorage implements FileSinkStorage<FileCommittable> {
     for (const u of orphans) await this.store.abortMultipartUpload(this.bucket, u.key, u.uploadId).catch(() => {});
     if (orphans.length > 0) ctx.log(`weir: exactly-once file sink ${this.location}: aborted ${orphans.length} multipart upload(s) an interrupted attempt left (no retained checkpoint names them)`);
     return orphans.length;
+  }
+}
+
+/**
+ * After commits: compaction of this subtask's small committed files, in the background (off the
+ * record path and off the commit: a commit does not wait for it; close() does). Steps, each
+ * crash-safe (resolveIntents): earlier intents resolved; sources chosen and read (at most
+ * MAX_MERGE_BYTES); the intent PUT; the merged file PUT under its final key (one request: it
+ * exists whole or not at all); the sources deleted; the record PUT, the intent deleted.
+ */
+class S3CommitterSession implements CommitterSession {
+  private compacting: Promise<void> | undefined;
+  private compactions = 0;
+  private resolved = false;
+  private readonly run = randomBytes(4).toString('hex');
+
+  constructor(private readonly storage: S3SinkStorage, private readonly ctx: SinkContext) {}
+
+  afterCommit(published: number): void {
+    if (this.storage.compaction.compactBelow <= 0 || this.compacting !== undefined) return;
+    if (published === 0 && this.resolved) return;
+    this.compacting = exclusive(this.storage.lockKey(this.ctx.subtaskIndex), () => this.compact())
+      .catch((e: unknown) => this.ctx.log(`weir: exactly-once file sink ${this.storage.location}: compaction of subtask ${this.ctx.subtaskIndex}'s small files stopped (its files stay as they are; the next compaction finishes or undoes it): ${(e as Error).message}`))
+      .finally(() => (this.compacting = undefined));
+  }
+
+  private async compact(): Promise<void> {
+    const st = this.storage;
+    const { store, bucket, prefix, format } = st;
+    const sub = this.ctx.subtaskIndex;
+    const finished = await st.resolveIntents(this.ctx);
+    this.resolved = true;
+    if (finished > 0) this.ctx.log(`weir: exactly-once file sink ${st.location}: resolved ${finished} interrupted compaction(s) of subtask ${sub}`);
+    const listed = await store.list(bucket, partKey(prefix, `part-${sub}-`));
+    const small = smallCommittedFiles(listed.objects, prefix, sub, format.extension, st.compaction.compactBelow, st.compaction.compactMinFiles);
+    const sources: string[] = [];
+    const contents: Uint8Array[] = [];
+    let total = 0;
+    for (const key of small) {
+      if (total >= MAX_MERGE_BYTES) break;
+      const bytes = await store.getObject(bucket, key);
+      if (bytes === undefined || !(format.mergeable?.(bytes) ?? true)) continue;
+      sources.push(key);
+      contents.push(bytes);
+      total += bytes.byteLength;
+    }
+    if (sources.length < st.compaction.compactMinFiles) return;
+    const k = this.compactions++;
+    const target = partKey(prefix, `part-${sub}-${this.run}-c${k}.${format.extension}`);
+    const intentKey = partKey(prefix, `${INTENT_PREFIX}${sub}-${this.run}-${k}`);
+    const record: CompactionRecord = { target, sources };
+    await store.putObject(bucket, intentKey, Buffer.from(JSON.stringify(record) + '\n'));
+    await store.putObject(bucket, target, Buffer.concat(mergedFile(format, contents)));
+    await st.finishCompaction(intentKey, record);
+  }
+
+  async close(): Promise<void> {
+    await this.compacting;
   }
 }
 

@@ -1,0 +1,253 @@
+/**
+ * Compaction of small committed files on S3 (s3rver in this process): merged off the commit,
+ * through an intent object written first, the merged file PUT whole under its final key, the
+ * sources deleted after, and a record kept; a crash between any two steps (a request made to
+ * fail by the server) is finished or undone by the next compaction, and a commit repeated after
+ * a restore treats a compacted source as committed (never "lost", never written again).
+ * The decisions are tested as pure functions.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { S3ObjectStore } from '../../src/checkpoint/s3/object-store.ts';
+import { resolveS3Config, type S3Settings } from '../../src/checkpoint/s3/settings.ts';
+import { compactedAway, resolveIntent, smallCommittedFiles } from '../../src/connectors/file/s3/protocol.ts';
+import type { SinkContext } from '../../src/core/sink.ts';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { csv, ExactlyOnceFileSink, ManualClock, parquet, type FileCommittable } from '../../src/index.ts';
+import { parquetLayout, readParquet } from '../helpers/duckdb.ts';
+import { startS3Server, type S3Request, type S3TestServer } from '../helpers/s3rver.ts';
+
+describe('compaction decisions (pure)', () => {
+  it('small committed files of the subtask and format, oldest names first, only from minFiles on', () => {
+    const o = (key: string, size = 10) => ({ key, size });
+    const listed = [
+      o('out/part-0-bb-1.jsonl'), o('out/part-0-aa-0.jsonl'), o('out/part-0-aa-1.jsonl', 5000), o('out/part-1-aa-0.jsonl'),
+      o('out/part-0-cc-c0.jsonl'), o('out/part-0-aa-2.csv'), o('out/.weir-compact-0-aa-0'), o('other/part-0-aa-3.jsonl'),
+    ];
+    expect(smallCommittedFiles(listed, 'out', 0, 'jsonl', 1000, 3)).toEqual(['out/part-0-aa-0.jsonl', 'out/part-0-bb-1.jsonl', 'out/part-0-cc-c0.jsonl']);
+    expect(smallCommittedFiles(listed, 'out', 0, 'jsonl', 1000, 4)).toEqual([]);
+  });
+  it('an intent is finished when its target exists, undone when not; a source is committed when a record with an existing target lists it', () => {
+    const r = { target: 't', sources: ['a', 'b'] };
+    expect(resolveIntent(r, true)).toEqual({ step: 'finish' });
+    expect(resolveIntent(r, false)).toEqual({ step: 'undo' });
+    expect(resolveIntent({ ...r, done: true }, false)).toEqual({ step: 'nothing' });
+    expect(compactedAway('a', [{ record: r, targetExists: true }])).toBe(true);
+    expect(compactedAway('a', [{ record: r, targetExists: false }])).toBe(false);
+    expect(compactedAway('c', [{ record: r, targetExists: true }])).toBe(false);
+  });
+});
+
+describe('on s3rver', () => {
+  let server: S3TestServer;
+  let store: S3ObjectStore;
+  let settings: S3Settings;
+  let n = 0;
+  let logged: string[] = [];
+  beforeAll(async () => {
+    server = await startS3Server();
+    settings = server.settings;
+    store = new S3ObjectStore(resolveS3Config(settings));
+  });
+  afterAll(async () => {
+    await store?.close();
+    await server?.close();
+  });
+
+  function ctx(clock = new ManualClock(0), restoredCheckpointId?: number, subtaskIndex = 0, parallelism = 1): SinkContext {
+    return { subtaskIndex, parallelism, attemptNumber: restoredCheckpointId === undefined ? 0 : 1, now: () => clock.now(), restoredCheckpointId, log: (l) => logged.push(l) };
+  }
+  const prefixOf = (ref: string) => ref.slice(`s3://${server.bucket}/`.length);
+  async function keys(ref: string): Promise<string[]> {
+    return (await store.list(server.bucket, `${prefixOf(ref)}/`)).objects.map((o) => o.key.slice(prefixOf(ref).length + 1)).sort();
+  }
+  /** Lines of the visible part files (what a reader of the output sees), sorted. */
+  async function visibleLines(ref: string): Promise<string[]> {
+    const out: string[] = [];
+    for (const k of await keys(ref)) {
+      if (!k.startsWith('part-')) continue;
+      out.push(...Buffer.from((await store.getObject(server.bucket, `${prefixOf(ref)}/${k}`))!).toString('utf8').split('\n').filter((l) => l !== ''));
+    }
+    return out.sort();
+  }
+
+  /** `files` committed files of 3 records each (rolled by age at the barrier), by a sink without compaction. */
+  async function commitFiles(ref: string, files: number, format?: ReturnType<typeof csv>, sub = 0): Promise<{ committables: FileCommittable[]; lines: string[] }> {
+    const clock = new ManualClock(0);
+    const sink = new ExactlyOnceFileSink<{ id: number; text: string }>(ref, { s3: settings, ...(format ? { format } : {}) });
+    const w = sink.createWriter(ctx(clock, undefined, sub, sub + 1));
+    const c = sink.createCommitter(ctx(clock, undefined, sub, sub + 1));
+    const committables: FileCommittable[] = [];
+    const lines: string[] = [];
+    for (let chk = 1; chk <= files; chk++) {
+      const xs = [0, 1, 2].map((i) => ({ id: chk * 10 + i, text: `a "quoted", line ${chk}-${i}` }));
+      w.write(xs, [0, 0, 0]);
+      lines.push(...xs.map((x) => JSON.stringify(x)));
+      clock.advance(61_000); // past the 60 s rolling age: the part closes at this barrier
+      const list = w.prepareCommit(chk);
+      await w.whenPrepared?.(chk);
+      await c.commit(list, chk);
+      committables.push(...list);
+    }
+    w.close?.();
+    expect(committables.every((x) => x.s3?.kind === 'complete')).toBe(true);
+    return { committables, lines: lines.sort() };
+  }
+
+  /** One compaction pass: a committer with compaction on, a commit with nothing to publish, close() waits for it. */
+  async function compactOnce(ref: string, format?: ReturnType<typeof csv>, sub = 0, parallelism = 1): Promise<void> {
+    const sink = new ExactlyOnceFileSink<unknown>(ref, { s3: settings, compactBelow: 1024 * 1024, compactMinFiles: 4, ...(format ? { format } : {}) });
+    const c = sink.createCommitter(ctx(new ManualClock(0), undefined, sub, parallelism));
+    await c.commit([], 0);
+    await c.close?.();
+  }
+
+  /** A commit repeated after a restore (a new committer, as a restored attempt has). */
+  async function commitAgain(ref: string, committables: FileCommittable[]): Promise<void> {
+    const c = new ExactlyOnceFileSink<unknown>(ref, { s3: settings }).createCommitter(ctx(new ManualClock(0), 5));
+    await c.commit(committables, 5);
+    await c.close?.();
+  }
+
+  it('merges small committed files into one, off the commit; a repeated commit of the sources changes nothing and loses nothing', async () => {
+    logged = [];
+    const ref = `s3://${server.bucket}/cmp-${n++}`;
+    const { committables, lines } = await commitFiles(ref, 5);
+    expect((await keys(ref)).filter((k) => k.startsWith('part-'))).toHaveLength(5);
+    await compactOnce(ref);
+    const after = await keys(ref);
+    expect(after.filter((k) => k.startsWith('part-'))).toEqual([expect.stringMatching(/^part-0-[0-9a-f]+-c0\.jsonl$/)]);
+    expect(after.filter((k) => k.startsWith('.weir-compact-'))).toEqual([]); // no intent left
+    expect(after.filter((k) => k.startsWith('.weir-compacted-'))).toHaveLength(1);
+    expect(await visibleLines(ref)).toEqual(lines);
+    // The merged file keeps the files' order (names sort by writer run, then number).
+    const merged = Buffer.from((await store.getObject(server.bucket, `${prefixOf(ref)}/${after.find((k) => k.startsWith('part-'))!}`))!).toString('utf8');
+    expect(merged.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l).id)).toEqual([10, 11, 12, 20, 21, 22, 30, 31, 32, 40, 41, 42, 50, 51, 52]);
+    await commitAgain(ref, committables);
+    expect(await keys(ref)).toEqual(after);
+    expect(logged.filter((l) => /lost|stopped/.test(l))).toEqual([]);
+    // A second pass has nothing to do (one file).
+    await compactOnce(ref);
+    expect(await keys(ref)).toEqual(after);
+  });
+
+  it('a tail-only part restored again after its file was compacted is not written again', async () => {
+    logged = [];
+    const ref = `s3://${server.bucket}/cmp-${n++}`;
+    const { lines } = await commitFiles(ref, 4);
+    const key = `${prefixOf(ref)}/part-0-0123abcd-0.jsonl`;
+    const open: FileCommittable = { pending: '', final: key, s3: { kind: 'open', parts: 0, tail: Buffer.from('"tail line"\n').toString('base64'), subtask: 0, checkpointId: 7 } };
+    const restore = () => new ExactlyOnceFileSink<unknown>(ref, { s3: settings }).recover(ctx(new ManualClock(0), 7), 7, [open], [open]);
+    await restore(); // completes the file from the checkpoint's tail: one PUT
+    expect(await visibleLines(ref)).toEqual([...lines, '"tail line"'].sort());
+    await compactOnce(ref); // 5 small files merged, the restored one among them
+    expect((await keys(ref)).filter((k) => k.startsWith('part-'))).toHaveLength(1);
+    await restore(); // the same checkpoint restored again (no checkpoint completed since)
+    expect(await visibleLines(ref)).toEqual([...lines, '"tail line"'].sort());
+    expect((await keys(ref)).filter((k) => k.startsWith('part-'))).toHaveLength(1);
+    expect(logged.filter((l) => /lost/.test(l))).toEqual([]);
+  });
+
+  // A crash between two steps: the request of the next step fails (every retry), the compaction stops there.
+  const steps: { step: string; fails: (r: S3Request) => boolean; visible: 'sources' | 'both' | 'target' }[] = [
+    { step: 'intent written', fails: (r) => r.method === 'PUT' && /\/part-0-[0-9a-f]+-c\d+\.jsonl$/.test(r.path), visible: 'sources' },
+    { step: 'intent not written', fails: (r) => r.method === 'PUT' && r.path.includes('/.weir-compact-'), visible: 'sources' },
+    { step: 'target written, sources not deleted', fails: (r) => r.method === 'POST' && r.query.includes('delete'), visible: 'both' },
+    { step: 'sources deleted, record not written', fails: (r) => r.method === 'PUT' && r.path.includes('/.weir-compacted-'), visible: 'target' },
+  ];
+  for (const s of steps) {
+    it(`a crash after "${s.step}" is finished or undone by the next compaction; repeated commits meanwhile lose nothing`, async () => {
+      logged = [];
+      const ref = `s3://${server.bucket}/cmp-${n++}`;
+      const { committables, lines } = await commitFiles(ref, 5);
+      server.fault = (r) => (s.fails(r) ? { kind: 'fail', status: 503 } : undefined);
+      try {
+        await compactOnce(ref);
+      } finally {
+        server.fault = () => undefined;
+      }
+      expect(logged.filter((l) => /compaction .* stopped/.test(l))).toHaveLength(1);
+      const parts = (await keys(ref)).filter((k) => k.startsWith('part-'));
+      const targets = parts.filter((k) => /-c\d+\.jsonl$/.test(k));
+      // Never a half-written target: it is there whole (one PUT) or not at all.
+      if (s.visible === 'sources') expect([parts.length, targets.length]).toEqual([5, 0]);
+      if (s.visible === 'both') expect([parts.length, targets.length]).toEqual([6, 1]);
+      if (s.visible === 'target') expect([parts.length, targets.length]).toEqual([1, 1]);
+      if (s.visible !== 'both') expect(await visibleLines(ref)).toEqual(lines);
+      // A restore repeating the sources' commit before the compaction is resolved: nothing lost, nothing rewritten.
+      await commitAgain(ref, committables);
+      expect((await keys(ref)).filter((k) => k.startsWith('part-'))).toEqual(parts);
+      expect(logged.filter((l) => /lost/.test(l))).toEqual([]);
+      // The next compaction resolves the interrupted one first.
+      await compactOnce(ref);
+      const after = await keys(ref);
+      expect(await visibleLines(ref)).toEqual(lines);
+      expect(after.filter((k) => k.startsWith('part-'))).toHaveLength(1);
+      expect(after.filter((k) => k.startsWith('.weir-compact-'))).toEqual([]);
+      expect(after.filter((k) => k.startsWith('.weir-compacted-'))).toHaveLength(1);
+      await commitAgain(ref, committables);
+      expect(await keys(ref)).toEqual(after);
+      expect(logged.filter((l) => /lost/.test(l))).toEqual([]);
+    });
+  }
+
+  it('after scaling down, subtask 0 resolves an interrupted compaction of a subtask index that no longer exists', async () => {
+    logged = [];
+    const ref = `s3://${server.bucket}/cmp-${n++}`;
+    const { lines } = await commitFiles(ref, 4, undefined, 1); // written by subtask 1 of 2
+    server.fault = (r) => (r.method === 'POST' && r.query.includes('delete') ? { kind: 'fail', status: 503 } : undefined);
+    try {
+      await compactOnce(ref, undefined, 1, 2); // subtask 1's compaction stops after its target
+    } finally {
+      server.fault = () => undefined;
+    }
+    expect((await keys(ref)).filter((k) => k.startsWith('part-1-'))).toHaveLength(5); // 4 sources and the target: duplicates for now
+    await compactOnce(ref, undefined, 0, 1); // the job restarted at parallelism 1
+    const after = await keys(ref);
+    expect(after.filter((k) => k.startsWith('part-'))).toEqual([expect.stringMatching(/^part-1-[0-9a-f]+-c0\.jsonl$/)]);
+    expect(after.filter((k) => k.startsWith('.weir-compact-'))).toEqual([]);
+    expect(await visibleLines(ref)).toEqual(lines);
+  });
+
+  it('CSV files merge with one header; compaction is off on S3 unless compactBelow is given', async () => {
+    logged = [];
+    const format = csv({ columns: ['id', 'text'] });
+    const ref = `s3://${server.bucket}/cmp-${n++}`;
+    await commitFiles(ref, 4, format);
+    // A committer without compactBelow: nothing merged.
+    const c = new ExactlyOnceFileSink<unknown>(ref, { s3: settings, format, compactMinFiles: 2 }).createCommitter(ctx());
+    await c.commit([], 0);
+    await c.close?.();
+    expect((await keys(ref)).filter((k) => k.startsWith('part-'))).toHaveLength(4);
+    await compactOnce(ref, format);
+    const parts = (await keys(ref)).filter((k) => k.startsWith('part-'));
+    expect(parts).toEqual([expect.stringMatching(/-c0\.csv$/)]);
+    const text = Buffer.from((await store.getObject(server.bucket, `${prefixOf(ref)}/${parts[0]!}`))!).toString('utf8');
+    const rows = text.split('\r\n').length > 1 ? text.split('\r\n') : text.split('\n');
+    expect(rows.filter((l) => l === 'id,text')).toHaveLength(1);
+    expect(rows[0]).toBe('id,text');
+    expect(rows.filter((l) => l !== '' && l !== 'id,text')).toHaveLength(12);
+  });
+
+  it('Parquet files merge into one file of their row groups, read back by DuckDB', async () => {
+    logged = [];
+    const format = parquet({ columns: { id: 'int32', text: 'string' } });
+    const ref = `s3://${server.bucket}/cmp-${n++}`;
+    await commitFiles(ref, 4, format);
+    await compactOnce(ref, format);
+    const parts = (await keys(ref)).filter((k) => k.startsWith('part-'));
+    expect(parts).toEqual([expect.stringMatching(/-c0\.parquet$/)]);
+    const dir = mkdtempSync(join(tmpdir(), 'weir-s3-compaction-'));
+    try {
+      const file = join(dir, 'merged.parquet');
+      writeFileSync(file, (await store.getObject(server.bucket, `${prefixOf(ref)}/${parts[0]!}`))!);
+      expect(await parquetLayout(file)).toEqual({ rows: 12, rowGroups: 4 });
+      const rows = await readParquet([file]);
+      expect(rows.map((r) => Number(r.id))).toEqual([10, 11, 12, 20, 21, 22, 30, 31, 32, 40, 41, 42]);
+      expect(rows[0]!.text).toBe('a "quoted", line 1-0');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
