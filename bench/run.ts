@@ -12,6 +12,10 @@
  *
  * metrics (bench/metrics.ts): the same jobs with record counting on and off (--record-counters),
  * side by side: what per-record metrics cost; the same conventions, its own section.
+ *
+ * nexmark (bench/nexmark/suite.ts): the Nexmark queries on weir (1 and 2 workers) and in plain
+ * TypeScript, from a generator and from a JSON-lines file; the same conventions, its own
+ * section. Not part of `all` (it takes long): ask for it with --suite nexmark.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -20,6 +24,8 @@ import { parseArgs } from 'node:util';
 import type { ChildReport } from './child.ts';
 import { CHECKPOINT_PARTS, checkpointDefaults, runCheckpointSuite, type CheckpointPart } from './checkpoints.ts';
 import { METRICS_VARIANTS, runMetricsSuite, type MetricsVariant } from './metrics.ts';
+import { QUERY_IDS, type QueryId } from './nexmark/check.ts';
+import { runNexmarkSuite } from './nexmark/suite.ts';
 import {
   BENCH_DIR, BenchFailure, fmtInt, fmtMs, fmtRate, fmtX, machine, machineLine, MAX_FOREIGN_CPU, MD_PATH, median, noiseLine,
   RESULTS_DIR, ROOT, sourceRevision, spawnChild, targetTable, withRetries, writeMarkdownSection, type Machine, type Target,
@@ -49,8 +55,10 @@ const VARIANT_TITLES: Record<Variant, string> = {
   streams: 'Node object-mode streams',
 };
 
-export const SUITES = ['throughput', 'checkpoints', 'metrics'] as const;
+export const SUITES = ['throughput', 'checkpoints', 'metrics', 'nexmark'] as const;
 export type Suite = (typeof SUITES)[number];
+/** What `--suite all` (the default) runs. */
+const ALL_SUITES: readonly Suite[] = ['throughput', 'checkpoints', 'metrics'];
 
 interface Options {
   readonly suites: readonly Suite[];
@@ -63,6 +71,9 @@ interface Options {
   readonly metricsVariants: readonly MetricsVariant[];
   readonly cpParts: readonly CheckpointPart[];
   readonly cpKeys: readonly number[] | undefined;
+  readonly queries: readonly QueryId[];
+  /** Nexmark: events per run; undefined: the suite's default. */
+  readonly events: number | undefined;
   /** undefined: each suite writes its section after a full run of itself. */
   readonly write: boolean | undefined;
   readonly timeoutMs: number;
@@ -81,6 +92,8 @@ function options(argv: string[]): Options {
       variants: { type: 'string' },
       parts: { type: 'string' },
       keys: { type: 'string' },
+      queries: { type: 'string' },
+      events: { type: 'string' },
       write: { type: 'boolean' },
       'no-write': { type: 'boolean' },
       'timeout-s': { type: 'string' },
@@ -93,7 +106,7 @@ function options(argv: string[]): Options {
     const d = checkpointDefaults(false);
     process.stdout.write(
       'npm run bench [-- options]\n' +
-        `  --suite S          ${SUITES.join(', ')} or all (default all; --jobs/--variants imply throughput, --parts/--keys checkpoints)\n` +
+        `  --suite S          ${SUITES.join(', ')} or all (default all = ${ALL_SUITES.join(', ')}; --jobs/--variants imply throughput, --parts/--keys checkpoints, --queries/--events nexmark)\n` +
         '  --quick            small inputs, 1 run each, BENCHMARKS.md untouched (smoke check)\n' +
         '  --runs N           runs per measurement, median reported (env BENCH_RUNS; default 5, checkpoint\n' +
         `                     suite: ${d.runsText}; metrics suite: 7)\n` +
@@ -107,15 +120,18 @@ function options(argv: string[]): Options {
         `  --variants x,y     subset of ${METRICS_VARIANTS.join(', ')} (default weir-1)\n` +
         'checkpoints suite:\n' +
         `  --parts a,b        subset of ${CHECKPOINT_PARTS.join(', ')}\n` +
-        `  --keys n,m         key counts of the snapshot and restore measurements (default ${d.keys.join(',')})\n`,
+        `  --keys n,m         key counts of the snapshot and restore measurements (default ${d.keys.join(',')})\n` +
+        'nexmark suite (default 3 runs, 1,000,000 events; quick: 1 run, 50,000 events):\n' +
+        `  --queries a,b      subset of ${QUERY_IDS.join(', ')}\n` +
+        '  --events N         events per run (a multiple of 1000)\n',
     );
     process.exit(0);
   }
   // Options of one suite alone select that suite (unless --suite says otherwise).
-  const implied = values.jobs !== undefined || values.variants !== undefined ? 'throughput' : values.parts !== undefined || values.keys !== undefined ? 'checkpoints' : 'all';
+  const implied = values.jobs !== undefined || values.variants !== undefined ? 'throughput' : values.parts !== undefined || values.keys !== undefined ? 'checkpoints' : values.queries !== undefined || values.events !== undefined ? 'nexmark' : 'all';
   const suiteText = values.suite ?? implied;
   if (suiteText !== 'all' && !SUITES.includes(suiteText as Suite)) throw new BenchFailure(`unknown suite "${suiteText}"; one of ${SUITES.join(', ')}, all`);
-  const suites: Suite[] = suiteText === 'all' ? [...SUITES] : [suiteText as Suite];
+  const suites: Suite[] = suiteText === 'all' ? [...ALL_SUITES] : [suiteText as Suite];
   const quick = values.quick === true;
   const runsText = values.runs ?? process.env.BENCH_RUNS;
   const runs = runsText === undefined ? undefined : Number(runsText);
@@ -137,11 +153,14 @@ function options(argv: string[]): Options {
     cpKeys = values.keys.split(',').map((s) => Number(s.trim().replace(/_/g, '')));
     for (const k of cpKeys) if (!Number.isSafeInteger(k) || k < 1) throw new BenchFailure(`--keys must be positive integers, got ${values.keys}`);
   }
+  const queries = list(values.queries, QUERY_IDS, 'query');
+  const events = values.events === undefined ? undefined : Number(values.events.replace(/_/g, ''));
+  if (events !== undefined && !(Number.isSafeInteger(events) && events > 0 && events % 1000 === 0)) throw new BenchFailure(`--events must be a positive multiple of 1000, got ${values.events}`);
   const write = values['no-write'] ? false : values.write === true ? true : undefined;
   const timeoutS = Number(values['timeout-s'] ?? 900);
   const tries = Number(values.tries ?? 3);
   if (!Number.isInteger(tries) || tries < 1) throw new BenchFailure(`--tries must be a positive integer, got ${values.tries}`);
-  return { suites, quick, runs, jobs, variants: VARIANTS.filter((v) => variants.includes(v)), metricsVariants, cpParts, cpKeys, write, timeoutMs: timeoutS * 1000, tries };
+  return { suites, quick, runs, jobs, variants: VARIANTS.filter((v) => variants.includes(v)), metricsVariants, cpParts, cpKeys, queries, events, write, timeoutMs: timeoutS * 1000, tries };
 }
 
 // ---- one child process ---------------------------------------------------------------
@@ -378,9 +397,12 @@ async function main(): Promise<void> {
   if (opts.suites.includes('checkpoints')) {
     await runCheckpointSuite({ quick: opts.quick, runs: opts.runs, parts: opts.cpParts, keys: opts.cpKeys, write: opts.write, timeoutMs: opts.timeoutMs, tries: opts.tries }, m, revision);
   }
+  const command = ['npm run bench', ...(process.argv.length > 2 ? ['--', ...process.argv.slice(2)] : [])].join(' ');
   if (opts.suites.includes('metrics')) {
-    const command = ['npm run bench', ...(process.argv.length > 2 ? ['--', ...process.argv.slice(2)] : [])].join(' ');
     await runMetricsSuite({ quick: opts.quick, runs: opts.runs, jobs: opts.jobs, variants: opts.metricsVariants, write: opts.write, timeoutMs: opts.timeoutMs, tries: opts.tries, command }, m, revision);
+  }
+  if (opts.suites.includes('nexmark')) {
+    await runNexmarkSuite({ quick: opts.quick, runs: opts.runs, queries: opts.queries, events: opts.events, write: opts.write, timeoutMs: opts.timeoutMs, tries: opts.tries, command }, m, revision);
   }
 }
 
