@@ -33,6 +33,9 @@ export const FLINK_1_13_PER_CORE: { readonly [Q in QueryId]?: number } = {
   q0: 155_000, q1: 158_000, q2: 175_000, q3: 152_000, q4: 34_000, q5: 22_000, q7: 12_300, q8: 146_000, q11: 39_700,
 };
 
+/** Events of the job that measures a weir job's fixed cost (q0 from the generator). */
+const STARTUP_EVENTS = 1000;
+
 const SOURCES = ['generator', 'file'] as const;
 type SourceKind = (typeof SOURCES)[number];
 /** The plain implementation first: run 1 checks every weir variant against it. */
@@ -108,7 +111,7 @@ function targets(rows: readonly Row[], queries: readonly QueryId[]): Target[] {
   return out;
 }
 
-function markdown(revision: string, rows: readonly Row[], sourceOnly: readonly Row[], measurements: readonly Measurement[], checks: ReadonlyMap<QueryId, Result>, m: Machine, opts: NexmarkSuiteOptions, n: number, runs: number, when: string, loadAtStart: number, rawFile: string): string {
+function markdown(revision: string, rows: readonly Row[], sourceOnly: readonly Row[], startup: readonly Row[], measurements: readonly Measurement[], checks: ReadonlyMap<QueryId, Result>, m: Machine, opts: NexmarkSuiteOptions, n: number, runs: number, when: string, loadAtStart: number, rawFile: string): string {
   const loads = measurements.map((x) => x.loadBefore);
   const L: string[] = [];
   L.push(`Run of ${when}, weir at ${revision}: ${machineLine(m)}; ${fmtInt(n)} events per run (${fmtInt(n / 50)} people, ${fmtInt((n * 3) / 50)} auctions, ${fmtInt((n * 46) / 50)} bids), ${runs} run(s) per variant, median shown${opts.quick ? ' (QUICK mode: small input)' : ''}. Command: \`${opts.command}\`. Raw data: \`${rawFile}\`.`);
@@ -141,6 +144,10 @@ function markdown(revision: string, rows: readonly Row[], sourceOnly: readonly R
   }
   if (sourceOnly.length > 0) {
     L.push(`Reading the events alone, in plain TypeScript (no query): ${sourceOnly.map((r) => `${SOURCE_TITLES[r.source]} ${fmtRate(r.eventsPerSec)} events/s (${fmtRate(r.eventsPerCpuSec)} per CPU-second)`).join('; ')}. This bounds every plain rate above.`);
+    L.push('');
+  }
+  if (startup.length > 0) {
+    L.push(`Fixed cost of a weir job, included in every weir time above (q0 over ${fmtInt(STARTUP_EVENTS)} events from the generator, median): ${startup.map((r) => `${VARIANT_TITLES[r.variant]} ${fmtMs(r.medianMs)}`).join(', ')}.`);
     L.push('');
   }
   L.push(...targetTable(targets(rows, opts.queries)));
@@ -186,6 +193,23 @@ export async function runNexmarkSuite(opts: NexmarkSuiteOptions, m: Machine, rev
       process.stdout.write(`  source only  ${source.padEnd(9)} ${fmtRate(sourceOnly.at(-1)!.eventsPerSec).padStart(8)} events/s\n`);
     }
 
+    // The fixed cost of a weir job (planning, deployment, worker threads loading tsx and the job).
+    const startup: Row[] = [];
+    for (const variant of ['weir-1', 'weir-2'] as const) {
+      const mine: Measurement[] = [];
+      for (let run = 1; run <= runs; run++) {
+        const meas = await withRetries(opts.tries, `start-up/${variant}`, () => runChild('q0', 'generator', variant, STARTUP_EVENTS, file, run, opts.timeoutMs));
+        if (meas.result.records !== (STARTUP_EVENTS * 46) / 50) throw new BenchFailure(`start-up run ${variant}: ${meas.result.records} bids out, expected ${(STARTUP_EVENTS * 46) / 50}`);
+        mine.push(meas);
+        measurements.push(meas);
+      }
+      const runsMs = mine.map((x) => x.ms);
+      const medianMs = median(runsMs);
+      const medianCpuMs = median(mine.map((x) => x.cpuMs));
+      startup.push({ query: 'q0', source: 'generator', variant, runsMs, medianMs, medianCpuMs, eventsPerSec: STARTUP_EVENTS / (medianMs / 1000), eventsPerCpuSec: STARTUP_EVENTS / (medianCpuMs / 1000) });
+      process.stdout.write(`  start-up     ${variant.padEnd(9)} ${fmtMs(medianMs).padStart(8)}\n`);
+    }
+
     for (const q of opts.queries) {
       let reference: { what: string; result: Result } | undefined;
       for (const source of SOURCES) {
@@ -214,9 +238,9 @@ export async function runNexmarkSuite(opts: NexmarkSuiteOptions, m: Machine, rev
     const when = started.toISOString().replace(/\.\d+Z$/, 'Z');
     mkdirSync(RESULTS_DIR, { recursive: true });
     const rawFile = join(RESULTS_DIR, `nexmark-${when.replace(/:/g, '-')}${opts.quick ? '-quick' : ''}.json`);
-    const raw = { suite: 'nexmark', started: when, revision, finished: new Date().toISOString(), machine: m, loadAtStart, events: n, options: { ...opts, runs }, flinkPerCore: FLINK_1_13_PER_CORE, checks: Object.fromEntries(checks), rows, sourceOnly, targets: targets(rows, opts.queries), measurements };
+    const raw = { suite: 'nexmark', started: when, revision, finished: new Date().toISOString(), machine: m, loadAtStart, events: n, options: { ...opts, runs }, flinkPerCore: FLINK_1_13_PER_CORE, checks: Object.fromEntries(checks), rows, sourceOnly, startup, targets: targets(rows, opts.queries), measurements };
     writeFileSync(rawFile, JSON.stringify(raw, null, 2) + '\n');
-    const section = markdown(revision, rows, sourceOnly, measurements, checks, m, opts, n, runs, when, loadAtStart, relative(ROOT, rawFile));
+    const section = markdown(revision, rows, sourceOnly, startup, measurements, checks, m, opts, n, runs, when, loadAtStart, relative(ROOT, rawFile));
     process.stdout.write('\n' + section + '\n\n');
     const everything = opts.queries.length === QUERY_IDS.length;
     if (opts.write ?? (!opts.quick && everything)) {
