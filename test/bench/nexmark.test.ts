@@ -62,5 +62,5 @@ describe('Nexmark queries on weir equal their plain implementations', () => {
       for (const o of r.collected(q)) d.add(o);
       expect(d.result(), q).toEqual(want[q]);
     }
-  }, 180_000);
+  }, 300_000);
 });
