@@ -19,6 +19,9 @@
  * s3 (bench/s3.ts): checkpoints of 1 M keys local vs S3, the file sink's throughput to S3 against
  * the SDK's own multipart Upload, files committed per hour at a 1 s checkpoint interval (s3rver in
  * this process); its own section.
+ * nexmark (bench/nexmark/suite.ts): the Nexmark queries on weir (1 and 2 workers) and in plain
+ * TypeScript, from a generator and from a JSON-lines file; the same conventions, its own
+ * section. Not part of `all` (it takes long): ask for it with --suite nexmark.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -29,6 +32,8 @@ import { CHECKPOINT_PARTS, checkpointDefaults, runCheckpointSuite, type Checkpoi
 import { CONNECTOR_CASES, runConnectorSuite } from './connectors.ts';
 import { runS3Suite, S3_PARTS, type S3Part } from './s3.ts';
 import { METRICS_VARIANTS, runMetricsSuite, type MetricsVariant } from './metrics.ts';
+import { QUERY_IDS, type QueryId } from './nexmark/check.ts';
+import { runNexmarkSuite } from './nexmark/suite.ts';
 import {
   BENCH_DIR, BenchFailure, fmtInt, fmtMs, fmtRate, fmtX, machine, machineLine, MAX_FOREIGN_CPU, MD_PATH, median, noiseLine,
   RESULTS_DIR, ROOT, sourceRevision, spawnChild, targetTable, withRetries, writeMarkdownSection, type Machine, type Target,
@@ -58,8 +63,10 @@ const VARIANT_TITLES: Record<Variant, string> = {
   streams: 'Node object-mode streams',
 };
 
-export const SUITES = ['throughput', 'checkpoints', 'metrics', 'connectors', 's3'] as const;
+export const SUITES = ['throughput', 'checkpoints', 'metrics', 'connectors', 's3', 'nexmark'] as const;
 export type Suite = (typeof SUITES)[number];
+/** What `--suite all` (the default) runs. */
+const ALL_SUITES: readonly Suite[] = ['throughput', 'checkpoints', 'metrics'];
 
 interface Options {
   readonly suites: readonly Suite[];
@@ -76,6 +83,9 @@ interface Options {
   readonly connectors: readonly string[];
   readonly s3Parts: readonly S3Part[];
   readonly s3Minutes: number | undefined;
+  readonly queries: readonly QueryId[];
+  /** Nexmark: events per run; undefined: the suite's default. */
+  readonly events: number | undefined;
   /** undefined: each suite writes its section after a full run of itself. */
   readonly write: boolean | undefined;
   readonly timeoutMs: number;
@@ -97,6 +107,8 @@ function options(argv: string[]): Options {
       connectors: { type: 'string' },
       's3-parts': { type: 'string' },
       minutes: { type: 'string' },
+      queries: { type: 'string' },
+      events: { type: 'string' },
       write: { type: 'boolean' },
       'no-write': { type: 'boolean' },
       'timeout-s': { type: 'string' },
@@ -109,7 +121,7 @@ function options(argv: string[]): Options {
     const d = checkpointDefaults(false);
     process.stdout.write(
       'npm run bench [-- options]\n' +
-        `  --suite S          ${SUITES.join(', ')} or all (default all; --jobs/--variants imply throughput, --parts/--keys checkpoints)\n` +
+        `  --suite S          ${SUITES.join(', ')} or all (default all = ${ALL_SUITES.join(', ')}; --jobs/--variants imply throughput, --parts/--keys checkpoints, --queries/--events nexmark)\n` +
         '  --quick            small inputs, 1 run each, BENCHMARKS.md untouched (smoke check)\n' +
         '  --runs N           runs per measurement, median reported (env BENCH_RUNS; default 5, checkpoint\n' +
         `                     suite: ${d.runsText}; metrics suite: 7; connectors suite: 5)\n` +
@@ -128,7 +140,10 @@ function options(argv: string[]): Options {
         `  --connectors a,b   subset of ${CONNECTOR_CASES.join(', ')} (default all; a subset leaves BENCHMARKS.md alone unless --write)\n` +
         's3 suite (s3rver in this process; see bench/s3.ts):\n' +
         `  --s3-parts a,b     subset of ${S3_PARTS.join(', ')}\n` +
-        '  --minutes M        length of the files-per-hour run (default 5)\n',
+        '  --minutes M        length of the files-per-hour run (default 5)\n' +
+        'nexmark suite (default 3 runs, 1,000,000 events; quick: 1 run, 50,000 events):\n' +
+        `  --queries a,b      subset of ${QUERY_IDS.join(', ')}\n` +
+        '  --events N         events per run (a multiple of 1000)\n',
     );
     process.exit(0);
   }
@@ -138,10 +153,11 @@ function options(argv: string[]): Options {
     : values.jobs !== undefined || values.variants !== undefined ? 'throughput'
     : values.parts !== undefined || values.keys !== undefined ? 'checkpoints'
     : values.connectors !== undefined ? 'connectors'
+    : values.queries !== undefined || values.events !== undefined ? 'nexmark'
     : 'all';
   const suiteText = values.suite ?? implied;
   if (suiteText !== 'all' && !SUITES.includes(suiteText as Suite)) throw new BenchFailure(`unknown suite "${suiteText}"; one of ${SUITES.join(', ')}, all`);
-  const suites: Suite[] = suiteText === 'all' ? [...SUITES] : [suiteText as Suite];
+  const suites: Suite[] = suiteText === 'all' ? [...ALL_SUITES] : [suiteText as Suite];
   const quick = values.quick === true;
   const runsText = values.runs ?? process.env.BENCH_RUNS;
   const runs = runsText === undefined ? undefined : Number(runsText);
@@ -167,11 +183,14 @@ function options(argv: string[]): Options {
   const s3Parts = list(values['s3-parts'], S3_PARTS, 's3 part');
   const s3Minutes = values.minutes === undefined ? undefined : Number(values.minutes);
   if (s3Minutes !== undefined && !(s3Minutes > 0)) throw new BenchFailure(`--minutes must be a positive number, got ${values.minutes}`);
+  const queries = list(values.queries, QUERY_IDS, 'query');
+  const events = values.events === undefined ? undefined : Number(values.events.replace(/_/g, ''));
+  if (events !== undefined && !(Number.isSafeInteger(events) && events > 0 && events % 1000 === 0)) throw new BenchFailure(`--events must be a positive multiple of 1000, got ${values.events}`);
   const write = values['no-write'] ? false : values.write === true ? true : undefined;
   const timeoutS = Number(values['timeout-s'] ?? 900);
   const tries = Number(values.tries ?? 3);
   if (!Number.isInteger(tries) || tries < 1) throw new BenchFailure(`--tries must be a positive integer, got ${values.tries}`);
-  return { suites, quick, runs, jobs, variants: VARIANTS.filter((v) => variants.includes(v)), metricsVariants, cpParts, cpKeys, connectors, s3Parts, s3Minutes, write, timeoutMs: timeoutS * 1000, tries };
+  return { suites, quick, runs, jobs, variants: VARIANTS.filter((v) => variants.includes(v)), metricsVariants, cpParts, cpKeys, connectors, s3Parts, s3Minutes, queries, events, write, timeoutMs: timeoutS * 1000, tries };
 }
 
 // ---- one child process ---------------------------------------------------------------
@@ -416,6 +435,9 @@ async function main(): Promise<void> {
     await runConnectorSuite({ quick: opts.quick, runs: opts.runs, connectors: opts.connectors, write: opts.write, timeoutMs: opts.timeoutMs, tries: opts.tries, command }, m, revision);
   }
   if (opts.suites.includes('s3')) await runS3Suite({ quick: opts.quick, runs: opts.runs, parts: opts.s3Parts, minutes: opts.s3Minutes, write: opts.write }, m, revision);
+  if (opts.suites.includes('nexmark')) {
+    await runNexmarkSuite({ quick: opts.quick, runs: opts.runs, queries: opts.queries, events: opts.events, write: opts.write, timeoutMs: opts.timeoutMs, tries: opts.tries, command }, m, revision);
+  }
 }
 
 main().catch((e: unknown) => {

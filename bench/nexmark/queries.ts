@@ -1,0 +1,233 @@
+/**
+ * The Nexmark queries on weir's DataStream API, written as a user would (only `weir`'s public
+ * exports), after the definitions of Flink 1.13's Nexmark SQL (nexmark/nexmark repository):
+ *
+ *   q0  pass-through: every bid, projected
+ *   q1  currency conversion: bid prices × 0.908 (dollars to euros)
+ *   q2  selection: bids of auctions whose id is a multiple of 123
+ *   q3  local item suggestion: auctions of category 10 joined with their sellers from OR, ID, CA
+ *       (an unwindowed, incremental join)
+ *   q4  average closing price per category: each auction's highest bid made while it was open,
+ *       averaged per category (a running average, updated as auctions close)
+ *   q5  hot items: per 10 s window sliding by 2 s, the auctions with the most bids
+ *   q7  highest bid: per 10 s tumbling window, the bids with the highest price
+ *   q8  monitor new users: people who opened an auction in the 10 s window they registered in
+ *   q9  winning bids: each closed auction with its highest bid (ties: the earlier, then the
+ *       lower bidder id)
+ *   q11 user sessions: bids per bidder per session (10 s of inactivity closes a session)
+ *   q14 calculation: bids converted to euros between 10 000 and 500 000 €, tagged by time of day
+ *
+ * Event time is the events' dateTime, with watermarks bounded by OUT_OF_ORDERNESS_MS (above the
+ * generator's disorder, so no event is late and every query has one exact answer).
+ */
+import {
+  EventTimeSessionWindows, SlidingEventTimeWindows, TumblingEventTimeWindows, ValueStateDescriptor,
+  type AggregateFunction, type DataStream, type KeyedCoProcessFunction, type KeyedContext, type KeyedProcessFunction,
+  type KeyedRuntimeContext, type OnTimerContext, type ValueState, type Collector,
+} from 'weir';
+import type { QueryId, Q0Out, Q1Out, Q2Out, Q3Out, Q4Out, Q5Out, Q7Out, Q8Out, Q9Out, Q11Out, Q14Out } from './check.ts';
+import type { Auction, Bid, Event, Person } from './model.ts';
+
+const WINDOW_MS = 10_000;
+
+const count = <T>(): AggregateFunction<T, number, number> => ({
+  createAccumulator: () => 0,
+  add: (_v, acc) => acc + 1,
+  getResult: (acc) => acc,
+  merge: (a, b) => a + b,
+});
+
+/** Day, night or other, by the bid's hour of day (UTC). */
+export function bidTimeType(dateTime: number): string {
+  const hour = new Date(dateTime).getUTCHours();
+  return hour >= 8 && hour <= 18 ? 'dayTime' : hour <= 6 || hour >= 20 ? 'nightTime' : 'otherTime';
+}
+
+/** Whether bid b beats the best so far for an auction (q4, q9). */
+export const beats = (b: Bid, best: Bid | undefined): boolean =>
+  best === undefined || b.price > best.price || (b.price === best.price && (b.dateTime < best.dateTime || (b.dateTime === best.dateTime && b.bidder < best.bidder)));
+
+/**
+ * Auctions and bids keyed by auction id: keeps the auction and its best bid made between its
+ * dateTime and expires (inclusive), and emits the pair when event time passes expires. Bids
+ * that arrive before their auction wait for it.
+ */
+class WinningBids implements KeyedCoProcessFunction<number, Auction, Bid, Q9Out> {
+  private auction!: ValueState<Auction>;
+  private best!: ValueState<Bid>;
+  private early!: ValueState<Bid[]>;
+  private closed!: ValueState<boolean>;
+
+  open(ctx: KeyedRuntimeContext): void {
+    this.auction = ctx.getState(new ValueStateDescriptor<Auction>('auction'));
+    this.best = ctx.getState(new ValueStateDescriptor<Bid>('best'));
+    this.early = ctx.getState(new ValueStateDescriptor<Bid[]>('early bids'));
+    this.closed = ctx.getState(new ValueStateDescriptor<boolean>('closed'));
+  }
+
+  processElement1(a: Auction, ctx: KeyedContext<number>): void {
+    this.auction.update(a);
+    const early = this.early.value();
+    if (early !== undefined) {
+      for (const b of early) this.offer(a, b);
+      this.early.clear();
+    }
+    ctx.timerService.registerEventTimeTimer(a.expires);
+  }
+
+  processElement2(b: Bid): void {
+    if (this.closed.value() === true) return; // made after the auction closed
+    const a = this.auction.value();
+    if (a !== undefined) this.offer(a, b);
+    else {
+      const early = this.early.value() ?? [];
+      early.push(b);
+      this.early.update(early);
+    }
+  }
+
+  private offer(a: Auction, b: Bid): void {
+    if (b.dateTime < a.dateTime || b.dateTime > a.expires) return;
+    if (beats(b, this.best.value())) this.best.update(b);
+  }
+
+  onTimer(_ts: number, _ctx: OnTimerContext<number>, out: Collector<Q9Out>): void {
+    const a = this.auction.value()!;
+    const b = this.best.value();
+    if (b !== undefined) {
+      out.collect({ id: a.id, seller: a.seller, category: a.category, dateTime: a.dateTime, expires: a.expires, bidder: b.bidder, price: b.price, bidTime: b.dateTime });
+    }
+    this.auction.clear();
+    this.best.clear();
+    this.closed.update(true);
+  }
+}
+
+function winningBids(auctions: DataStream<Auction>, bids: DataStream<Bid>, q: QueryId): DataStream<Q9Out> {
+  return auctions.connect(bids).keyBy((a) => a.id, (b) => b.auction).process(new WinningBids()).uid(`${q} winning bids`);
+}
+
+/** q3: sellers from OR, ID or CA joined with their auctions of category 10, whichever comes first. */
+class LocalItems implements KeyedCoProcessFunction<number, Person, Auction, Q3Out> {
+  private person!: ValueState<Person>;
+  private waiting!: ValueState<number[]>;
+  open(ctx: KeyedRuntimeContext): void {
+    this.person = ctx.getState(new ValueStateDescriptor<Person>('person'));
+    this.waiting = ctx.getState(new ValueStateDescriptor<number[]>('auctions waiting for their seller'));
+  }
+  processElement1(p: Person, _ctx: KeyedContext<number>, out: Collector<Q3Out>): void {
+    this.person.update(p);
+    const waiting = this.waiting.value();
+    if (waiting !== undefined) {
+      for (const id of waiting) out.collect({ name: p.name, city: p.city, state: p.state, id });
+      this.waiting.clear();
+    }
+  }
+  processElement2(a: Auction, _ctx: KeyedContext<number>, out: Collector<Q3Out>): void {
+    const p = this.person.value();
+    if (p !== undefined) out.collect({ name: p.name, city: p.city, state: p.state, id: a.id });
+    else {
+      const waiting = this.waiting.value() ?? [];
+      waiting.push(a.id);
+      this.waiting.update(waiting);
+    }
+  }
+}
+
+/** q4's second stage: a running average of closing prices per category. */
+class AveragePerCategory implements KeyedProcessFunction<number, Q9Out, Q4Out> {
+  private sum!: ValueState<[number, number]>;
+  open(ctx: KeyedRuntimeContext): void {
+    this.sum = ctx.getState(new ValueStateDescriptor<[number, number]>('sum and count'));
+  }
+  processElement(w: Q9Out, _ctx: KeyedContext<number>, out: Collector<Q4Out>): void {
+    const [s, c] = this.sum.value() ?? [0, 0];
+    const sum = s + w.price;
+    const n = c + 1;
+    this.sum.update([sum, n]);
+    out.collect({ category: w.category, sum, count: n, avg: sum / n });
+  }
+}
+
+interface MaxBids { max: number; bids: Bid[] }
+
+/** The query `q` over the events. */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any -- each query has its own output type (check.ts)
+export function buildQuery(q: QueryId, events: DataStream<Event>): DataStream<any> {
+  const bids = (): DataStream<Bid> => events.filter((e): e is Bid => e.kind === 'bid');
+  const auctions = (): DataStream<Auction> => events.filter((e): e is Auction => e.kind === 'auction');
+  const persons = (): DataStream<Person> => events.filter((e): e is Person => e.kind === 'person');
+  switch (q) {
+    case 'q0':
+      return bids().map((b): Q0Out => ({ auction: b.auction, bidder: b.bidder, price: b.price, dateTime: b.dateTime, extra: b.extra }));
+    case 'q1':
+      return bids().map((b): Q1Out => ({ auction: b.auction, bidder: b.bidder, price: 0.908 * b.price, dateTime: b.dateTime, extra: b.extra }));
+    case 'q2':
+      return bids().filter((b) => b.auction % 123 === 0).map((b): Q2Out => ({ auction: b.auction, price: b.price }));
+    case 'q3': {
+      const sellers = persons().filter((p) => p.state === 'OR' || p.state === 'ID' || p.state === 'CA');
+      const items = auctions().filter((a) => a.category === 10);
+      return sellers.connect(items).keyBy((p) => p.id, (a) => a.seller).process(new LocalItems()).uid('q3 join');
+    }
+    case 'q4':
+      return winningBids(auctions(), bids(), q).keyBy((w) => w.category).process(new AveragePerCategory()).uid('q4 average');
+    case 'q5':
+      return bids()
+        .keyBy((b) => b.auction)
+        .window(SlidingEventTimeWindows.of(WINDOW_MS, 2000))
+        .aggregate(count<Bid>(), { process: (auction, ctx, [num], out: Collector<Q5Out>) => out.collect({ auction, num: num!, start: ctx.window.start }) })
+        .uid('q5 counts')
+        // A window's results carry its end - 1: one 2 s tumbling window holds exactly one sliding window's counts.
+        .keyBy((c) => c.start)
+        .window(TumblingEventTimeWindows.of(2000))
+        .process({
+          process(_start, _ctx, counts, out) {
+            let max = 0;
+            for (const c of counts) if (c.num > max) max = c.num;
+            for (const c of counts) if (c.num >= max) out.collect(c);
+          },
+        })
+        .uid('q5 hottest');
+    case 'q7':
+      return bids()
+        .windowAll(TumblingEventTimeWindows.of(WINDOW_MS))
+        .aggregate<MaxBids, MaxBids, Q7Out>({
+          createAccumulator: () => ({ max: -1, bids: [] }),
+          add(b, acc) {
+            if (b.price > acc.max) {
+              acc.max = b.price;
+              acc.bids = [b];
+            } else if (b.price === acc.max) acc.bids.push(b);
+            return acc;
+          },
+          getResult: (acc) => acc,
+        }, {
+          process(_ctx, [acc], out) {
+            for (const b of acc!.bids) out.collect({ auction: b.auction, bidder: b.bidder, price: b.price, dateTime: b.dateTime, extra: b.extra });
+          },
+        })
+        .uid('q7 highest');
+    case 'q8':
+      return persons()
+        .coGroup(auctions())
+        .where((p) => p.id)
+        .equalTo((a) => a.seller)
+        .window(TumblingEventTimeWindows.of(WINDOW_MS))
+        .apply((ps, as, out, w) => {
+          if (ps.length > 0 && as.length > 0) for (const p of ps) out.collect({ id: p.id, name: p.name, start: w.start } satisfies Q8Out);
+        })
+        .uid('q8 new sellers');
+    case 'q9':
+      return winningBids(auctions(), bids(), q);
+    case 'q11':
+      return bids()
+        .keyBy((b) => b.bidder)
+        .window(EventTimeSessionWindows.withGap(WINDOW_MS))
+        .aggregate(count<Bid>(), { process: (bidder, ctx, [n], out: Collector<Q11Out>) => out.collect({ bidder, count: n!, start: ctx.window.start, end: ctx.window.end }) })
+        .uid('q11 sessions');
+    case 'q14':
+      return bids()
+        .map((b): Q14Out => ({ auction: b.auction, bidder: b.bidder, price: 0.908 * b.price, bidTimeType: bidTimeType(b.dateTime), dateTime: b.dateTime, extra: b.extra }))
+        .filter((b) => b.price > 1_000_000 && b.price < 50_000_000);
+  }
+}

@@ -1,0 +1,66 @@
+/**
+ * The Nexmark benchmark's queries (bench/nexmark/queries.ts, on weir's public API) give the
+ * same output as their plain TypeScript implementations (bench/nexmark/oracle.ts) on the same
+ * generated events, at parallelism 1 in one thread and at parallelism 2 on two worker threads,
+ * from the generator and from a JSON-lines file of the same events. The comparison is the
+ * digest the benchmark itself checks (bench/nexmark/check.ts).
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { OutputDigest, QUERY_IDS, type QueryId } from '../../bench/nexmark/check.ts';
+import { forEachEvent, writeEventsFile } from '../../bench/nexmark/generator.ts';
+import type { Event } from '../../bench/nexmark/model.ts';
+import { plainQuery } from '../../bench/nexmark/oracle.ts';
+import { runModule } from '../helpers/run.ts';
+
+const job = fileURLToPath(new URL('../../bench/nexmark/job.ts', import.meta.url));
+/** 2 s of event time at 10 000 events/s: auctions close and windows fire (2 s slides) before the end of input. */
+const N = 20_000;
+
+function plainDigests(): Record<QueryId, Record<string, number>> {
+  const events: Event[] = [];
+  forEachEvent(N, (e) => events.push(e));
+  const out = {} as Record<QueryId, Record<string, number>>;
+  for (const q of QUERY_IDS) {
+    const d = new OutputDigest(q);
+    const plain = plainQuery(q, (o) => d.add(o));
+    for (const e of events) plain.add(e);
+    plain.finish();
+    out[q] = d.result();
+  }
+  return out;
+}
+
+describe('Nexmark queries on weir equal their plain implementations', () => {
+  const want = plainDigests();
+  let dir: string;
+  let file: string;
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'weir-nexmark-test-'));
+    file = join(dir, 'events.jsonl');
+    await writeEventsFile(file, N);
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  it('the plain results have work in them', () => {
+    for (const q of QUERY_IDS) expect(want[q].records, q).toBeGreaterThan(0);
+    // Joined and windowed queries produce more than a handful of records.
+    for (const q of ['q3', 'q4', 'q8', 'q9', 'q11'] as const) expect(want[q].records, q).toBeGreaterThan(10);
+  });
+
+  it.each([
+    { parallelism: 1, workers: 1, source: 'generator' },
+    { parallelism: 2, workers: 2, source: 'generator' },
+    { parallelism: 2, workers: 2, source: 'file' },
+  ])('parallelism $parallelism on $workers worker(s), from the $source', async ({ source, ...config }) => {
+    const r = await runModule(job, { ...config, args: ['all', String(N), source === 'file' ? file : '-', 'collect'] });
+    for (const q of QUERY_IDS) {
+      const d = new OutputDigest(q);
+      for (const o of r.collected(q)) d.add(o);
+      expect(d.result(), q).toEqual(want[q]);
+    }
+  }, 300_000);
+});
