@@ -66,7 +66,7 @@ const VARIANT_TITLES: Record<Variant, string> = {
 export const SUITES = ['throughput', 'checkpoints', 'metrics', 'connectors', 's3', 'nexmark'] as const;
 export type Suite = (typeof SUITES)[number];
 /** What `--suite all` (the default) runs. */
-const ALL_SUITES: readonly Suite[] = ['throughput', 'checkpoints', 'metrics'];
+const ALL_SUITES: readonly Suite[] = ['throughput', 'checkpoints', 'metrics', 'connectors', 's3'];
 
 interface Options {
   readonly suites: readonly Suite[];
