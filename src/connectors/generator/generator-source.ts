@@ -93,11 +93,12 @@ class GeneratorReader<T> implements SourceReader<T, GeneratorSplit> {
   poll(out: ReaderOutput<T>, maxRecords: number): PollStatus {
     const splits = this.splits;
     const count = this.src.count;
-    // Drop exhausted lanes: their event time no longer holds the reader's back.
-    while (splits.length > 0 && this.current < splits.length && splits[this.current]!.next >= count) {
-      out.splitFinished(splits[this.current]!.id);
-      splits.splice(this.current, 1);
-    }
+    // Drop exhausted lanes without splitFinished: a reader whose splits are all finished is idle
+    // until it ends, and an idle input near the end let a downstream window pass records still in
+    // flight from the other subtask (Nexmark q5 on 2 workers lost a window's maximum). Lanes end
+    // together (±1 record), so holding event time at the last lane's watermark until 'end' (MAX)
+    // costs nothing. The general fix (finished is not idle) is open: see the closing note.
+    while (splits.length > 0 && this.current < splits.length && splits[this.current]!.next >= count) splits.splice(this.current, 1);
     if (splits.length === 0) return 'end';
     if (this.current >= splits.length) this.current = 0;
     const n = this.allowance(maxRecords);
