@@ -34,6 +34,24 @@ describe('SplitWatermarks', () => {
     expect(st.current()).toEqual({ idle: true });
   });
 
+  it('a bounded reader whose splits all finished is ending, not idle; unbounded, or never holding a split, it is idle', () => {
+    // Idle before the end-of-input watermark let a downstream operator go idle, and the stage after
+    // it pass the windows it then fired at the end (Nexmark q5 on 2 workers dropped records).
+    const ending = new SplitWatermarks(bounded, { idleTimeoutMs: undefined, maxDriftMs: undefined, bounded: true });
+    expect(ending.current()).toEqual({ idle: true }); // never held a split
+    ending.add('a', 0);
+    ending.start('a', 0);
+    feed(ending, 'a', 5000, 0);
+    ending.finish('a');
+    expect(ending.current()).toEqual({ idle: false, watermark: MIN_WATERMARK });
+    const unbounded = new SplitWatermarks(bounded, { idleTimeoutMs: undefined, maxDriftMs: undefined, bounded: false });
+    unbounded.add('a', 0);
+    unbounded.start('a', 0);
+    feed(unbounded, 'a', 5000, 0);
+    unbounded.finish('a');
+    expect(unbounded.current()).toEqual({ idle: true });
+  });
+
   it('a split being read that is silent for the idle timeout stops holding time back, and holds it again on its next record', () => {
     const st = new SplitWatermarks(bounded.withIdleness(1000), { idleTimeoutMs: 1000, maxDriftMs: undefined });
     for (const id of ['a', 'b']) { st.add(id, 0); st.start(id, 0); }

@@ -97,7 +97,8 @@ class GeneratorReader<T> implements SourceReader<T, GeneratorSplit> {
     // until it ends, and an idle input near the end let a downstream window pass records still in
     // flight from the other subtask (Nexmark q5 on 2 workers lost a window's maximum). Lanes end
     // together (±1 record), so holding event time at the last lane's watermark until 'end' (MAX)
-    // costs nothing. The general fix (finished is not idle) is open: see the closing note.
+    // costs nothing. (Split watermarks now also treat a bounded reader with every split finished
+    // as ending, not idle, for every source.)
     while (splits.length > 0 && this.current < splits.length && splits[this.current]!.next >= count) splits.splice(this.current, 1);
     if (splits.length === 0) return 'end';
     if (this.current >= splits.length) this.current = 0;

@@ -108,7 +108,7 @@ export class SourceOperator extends StreamOperator implements ReaderOutput<unkno
       const w = this.watermarks;
       if (w !== undefined) {
         const now = env.clock.now();
-        const st = new SplitWatermarks(w.strategy, { idleTimeoutMs: w.strategy.idleTimeoutMs, maxDriftMs: w.maxDriftMs });
+        const st = new SplitWatermarks(w.strategy, { idleTimeoutMs: w.strategy.idleTimeoutMs, maxDriftMs: w.maxDriftMs, bounded: this.source.bounded });
         for (const sp of this.assignedSplits) st.add(sp.id, now);
         this.splitTime = st;
         const interval = w.intervalMs();

@@ -21,6 +21,14 @@ import { MIN_WATERMARK } from '../events.ts';
 export interface SplitWatermarkSettings {
   readonly idleTimeoutMs: number | undefined;
   readonly maxDriftMs: number | undefined;
+  /**
+   * A bounded source: a reader whose splits have all finished is ending, not idle. Declaring it
+   * idle let the operators downstream go idle before the end-of-input watermark, and the stage
+   * after them pass the windows they fire at the end (Nexmark q5 on 2 workers lost records).
+   * An unbounded reader with only finished splits (closed Kinesis shards waiting for their
+   * children) stays idle, or it would hold event time back for good.
+   */
+  readonly bounded?: boolean;
 }
 
 class SplitTime implements WatermarkOutput {
@@ -100,8 +108,11 @@ export class SplitWatermarks {
 
   /** The split is read to its end: it no longer holds event time back. */
   finish(id: string): void {
-    this.splits.delete(id);
+    if (this.splits.delete(id)) this.finishedAny = true;
   }
+
+  /** Some split of this reader was read to its end. */
+  private finishedAny = false;
 
   /** Periodic emission for one split (after it gave a batch, so alignment sees it move). */
   emitFor(id: string): void {
@@ -128,7 +139,11 @@ export class SplitWatermarks {
       if (s.started && s.idle) continue;
       if (s.watermark < min) min = s.watermark;
     }
-    return min === Number.POSITIVE_INFINITY ? { idle: true } : { idle: false, watermark: min };
+    if (min !== Number.POSITIVE_INFINITY) return { idle: false, watermark: min };
+    // Ending (bounded, every split finished): active, at no new time, until the end-of-input
+    // watermark. A reader that never held a split is idle, as is an unbounded one.
+    if (this.settings.bounded === true && this.finishedAny && this.splits.size === 0) return { idle: false, watermark: MIN_WATERMARK };
+    return { idle: true };
   }
 
   /**
