@@ -17,61 +17,11 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import {
   ExactlyOnceFileSink, TumblingEventTimeWindows, defineJob, runJob,
-  type Source, type SourceReader, type SourceSplit,
 } from '../../src/index.ts';
-import { punctuated, Signal } from './support.ts';
+import { punctuated, replayable, Signal, type ReplayStep } from './support.ts';
 
 interface E { readonly k: string; readonly ts: number; readonly wm?: number }
-type Step = { readonly emit: E } | { readonly waitFor: Signal } | { readonly run: () => void };
-interface ScriptSplit extends SourceSplit { readonly next: number }
-
-/** A replayable script: one record per poll; the split's position (next step) is checkpointed. */
-function replayable(steps: readonly Step[]): Source<E, ScriptSplit> {
-  return {
-    name: 'replayable script',
-    bounded: true,
-    maxReaders: 1,
-    planSplits: () => [{ id: 'script', next: 0 }],
-    createReader(ctx): SourceReader<E, ScriptSplit> {
-      let i = 0;
-      let waiting = false;
-      return {
-        addSplits(splits) {
-          for (const s of splits) i = s.next;
-        },
-        snapshotSplits: () => [{ id: 'script', next: i }],
-        poll(out) {
-          for (;;) {
-            const s = steps[i];
-            if (s === undefined) {
-              out.splitFinished('script');
-              return 'end';
-            }
-            if ('emit' in s) {
-              i++;
-              out.forSplit('script').collect(s.emit, s.emit.ts);
-              return 'more';
-            }
-            if ('run' in s) {
-              i++;
-              s.run();
-              continue;
-            }
-            if (s.waitFor.isSet) {
-              i++;
-              continue;
-            }
-            if (!waiting) {
-              waiting = true;
-              s.waitFor.onSet(() => ctx.wake());
-            }
-            return 'wait';
-          }
-        },
-      };
-    },
-  };
-}
+type Step = ReplayStep<E>;
 
 const work = mkdtempSync(join(tmpdir(), 'weir-wm-restore-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
@@ -90,17 +40,17 @@ describe('event time across a restore', () => {
     let failures = 0;
     let firstCheckpointAfterFiring: number | undefined;
     const script: Step[] = [
-      { emit: { k: 'a', ts: 100 } },
+      { emit: { k: 'a', ts: 100 }, ts: 100 },
       // Event time passes 999: window [0, 1000) of key a fires and is purged.
-      { emit: { k: 'a', ts: 1500, wm: 1499 } },
+      { emit: { k: 'a', ts: 1500, wm: 1499 }, ts: 1500 },
       // A checkpoint completes with the source positioned here and the window already fired.
       { waitFor: checkpointedAfterFiring },
       // Late for [0, 1000): dropped, and counted.
-      { emit: { k: 'a', ts: 200 } },
-      { emit: { k: 'a', ts: 2500, wm: 2499 } },
+      { emit: { k: 'a', ts: 200 }, ts: 200 },
+      { emit: { k: 'a', ts: 2500, wm: 2499 }, ts: 2500 },
       // The failure: the restore replays from the checkpoint, the late record included.
       { run: () => { if (failures++ === 0) throw new Error('injected failure after the late record'); } },
-      { emit: { k: 'a', ts: 3500, wm: 3499 } },
+      { emit: { k: 'a', ts: 3500, wm: 3499 }, ts: 3500 },
     ];
     const out = join(work, 'out');
     const job = defineJob((env) => {
