@@ -11,7 +11,7 @@ import { isAbsolute } from 'node:path';
 import type { JobDefinition } from '../api/job.ts';
 import { discardOnJobEnd, type CheckpointConfig } from '../checkpoint/config.ts';
 import type { CompletedCheckpointInfo } from '../checkpoint/coordinator.ts';
-import { planRestore } from '../checkpoint/restore-plan.ts';
+import { planRestore, RestoreError, type RestorePlan } from '../checkpoint/restore-plan.ts';
 import { CheckpointStatsTracker, type CheckpointStatsEntry } from '../checkpoint/stats.ts';
 import { CheckpointHistory, parseEntry, type CheckpointHistoryEntry } from '../checkpoint/history.ts';
 import type { CheckpointStorage, CompletedCheckpointRef, StorageResolver } from '../checkpoint/storage.ts';
@@ -36,7 +36,7 @@ import type { JobManagerConfig } from './job-manager-config.ts';
 import { JobResult, NO_PROGRESS, type JobStatus } from './job-result.ts';
 import { defaultRestartStrategy, resolveRestartStrategy, RestartBackoff, type RestartStrategySettings } from './restart-strategy.ts';
 import { resolveStartPoint } from './start-point.ts';
-import type { SerializedError } from './messages.ts';
+import { serializeError, type SerializedError } from './messages.ts';
 import { logger } from '../core/log.ts';
 
 export interface JobMasterSpec {
@@ -402,11 +402,20 @@ export class JobMaster implements JobControl {
   }
 
   private async runAttempt(): Promise<AttemptOutcome> {
-    const { storage, graph } = this.spec;
+    const { storage } = this.spec;
     const restore = this.restoredFrom;
-    const restorePlan = restore ? planRestore(restore.metadata, restore.path, graph, this.plan, this.spec.options.allowNonRestoredState ?? false) : undefined;
+    // The plan is checked against the graph this attempt runs (in one thread, a fresh build with fresh sinks).
+    const execGraph = await this.execGraph();
+    let restorePlan: RestorePlan | undefined;
+    try {
+      restorePlan = restore ? planRestore(restore.metadata, restore.path, execGraph, this.plan, this.spec.options.allowNonRestoredState ?? false) : undefined;
+    } catch (e) {
+      // At a restart the job has run: it fails with the reason (and does not restart, see RecoveryLogic); at the start the caller is told.
+      if (this.attempts > 0 && e instanceof RestoreError) return { status: 'FAILED', error: serializeError(e) };
+      throw e;
+    }
     // Before anything is written: a sink that committed past the restored checkpoint would get that output twice.
-    await checkCommittedOutput(graph, restore?.metadata.checkpointId, this.spec.options.allowDuplicateOutput ?? false, this.log);
+    await checkCommittedOutput(execGraph, restore?.metadata.checkpointId, this.spec.options.allowDuplicateOutput ?? false, this.log);
     if (restore) this.stats.restored(restore.metadata.checkpointId, restore.path, this.spec.clock.now());
     // Ids continue after the restored snapshot's, whichever job took it (as Flink's id counter).
     const firstCheckpointId = Math.max(storage ? await storage.highestId(this.jobId) : 0, restore?.metadata.checkpointId ?? 0) + 1;
@@ -418,7 +427,6 @@ export class JobMaster implements JobControl {
         if (c.metadata.type === 'checkpoint') restoredCompleted.push({ id: c.metadata.checkpointId, timestamp: c.metadata.timestamp, completedAt: c.metadata.completedAt });
       }
     }
-    const execGraph = await this.execGraph();
     const attempt = new Attempt(this.attemptContext(), { number: this.attempts++, restore: restorePlan, restoredRef: restore, firstCheckpointId, restoredCompleted, execGraph });
     this.current = attempt;
     return attempt.run();

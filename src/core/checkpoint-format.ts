@@ -66,6 +66,8 @@ export interface InlineOperatorState {
   splits?: unknown[];
   /** Sinks: prepared work waiting for checkpoint completion (pending files, prepared transactions). */
   committables?: unknown[];
+  /** Sinks: the sink's identity (TwoPhaseCommitSink.identity) when the checkpoint was taken. */
+  sinkIdentity?: string;
 }
 
 /** State a subtask starts from, already redistributed for this subtask by the job manager. */

@@ -143,13 +143,17 @@ export class JetStreamSink<T> implements TwoPhaseCommitSink<T, JetStreamCommitta
     return new JetStreamCommitter(this as JetStreamSink<never>, ctx);
   }
 
-  /** The last checkpoint whose messages `subtask` of this sink published completely (its progress key), or undefined. */
+  /** The jobId names this sink's progress records and prepared work (checked against every restored checkpoint). */
+  identity(): string {
+    return `jobId ${this.options.jobId}`;
+  }
+
   /** The newest checkpoint any subtask of the operator committed (the start-up check against duplicate output). */
   lastCommittedCheckpoint(scope: CommitScope): Promise<number | undefined> {
     return newestCommitted(scope.parallelism, (subtask) => this.lastCommittedCheckpointOf(scope.operatorId, subtask));
   }
 
-  /** Retried like start(): a server down while the job restarts is waited for, to the retry deadline. */
+  /** The last checkpoint whose messages `subtask` of this sink published completely (its progress key), or undefined. Retried like start(): a server down while the job restarts is waited for, to the retry deadline. */
   async lastCommittedCheckpointOf(operatorId: string, subtask: number): Promise<number | undefined> {
     return retrying(this.options.retry, isTransientNats, async () => {
       const s = await this.connect();

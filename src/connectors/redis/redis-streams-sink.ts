@@ -127,13 +127,17 @@ export class RedisStreamsSink<T> implements TwoPhaseCommitSink<T, RedisCommittab
     return new WeirError('CONNECTOR', `redis streams sink ${doing} at ${this.server()} failed: ${messageOf(e)}`); // no cause: an aborted MULTI carries every queued command
   }
 
-  /** The last checkpoint whose entries `subtask` of this sink committed (its progress key), or undefined. */
+  /** The jobId names this sink's progress records and prepared work (checked against every restored checkpoint). */
+  identity(): string {
+    return `jobId ${this.options.jobId}`;
+  }
+
   /** The newest checkpoint any subtask of the operator committed (the start-up check against duplicate output). */
   lastCommittedCheckpoint(scope: CommitScope): Promise<number | undefined> {
     return newestCommitted(scope.parallelism, (subtask) => this.lastCommittedCheckpointOf(scope.operatorId, subtask));
   }
 
-  /** Retried like start(): a server down while the job restarts is waited for, to the retry deadline. */
+  /** The last checkpoint whose entries `subtask` of this sink committed (its progress key), or undefined. Retried like start(): a server down while the job restarts is waited for, to the retry deadline. */
   async lastCommittedCheckpointOf(operatorId: string, subtask: number): Promise<number | undefined> {
     return retrying(this.options.retry, isTransientRedis, async () => {
       const c = await this.connect();
