@@ -6,13 +6,17 @@
  *
  *   <root>/<job-id>/chk-<n>/_metadata          written last; a checkpoint exists iff it verifies
  *   <root>/<job-id>/chk-<n>/<op16>-<i>.state   keyed state and timers of one operator subtask
- *   <root>/<job-id>/shared/, taskowned/        reserved for incremental and task-owned state
+ *   <root>/<job-id>/shared/<op16>-<i>-<n>.state a file of an incremental chain (base or delta), written
+ *                                              by checkpoint n; named in metadata by its plain name,
+ *                                              reference-counted by the job manager (shared-state-registry.ts)
+ *   <root>/<job-id>/taskowned/                 reserved for task-owned state
  *   <root>/<job-id>/checkpoint-history.jsonl   one line of statistics per ended checkpoint
  *   <root>/<job-id>/last-checkpoint-id         highest id ever triggered (ids are never reused)
  *   <target>/savepoint-<job6>-<hex>/           a savepoint: self-contained, relative names inside
  *
  *   blocks of a state file: k/<state>/<kg>     one state's entries of key group kg
  *                           t/<kg>             the timers of key group kg
+ *                           d/<state>/<kg>     keys removed from one state in key group kg (delta files only)
  *
  * References: a place is named by a reference string that travels between the job manager and
  * tasks (in trigger requests and barriers) and into metadata-independent messages. A local
@@ -67,6 +71,21 @@ export function stateFileName(operatorId: string, subtaskIndex: number): string 
   return `${operatorId.slice(0, OPERATOR_ID_CHARS)}-${subtaskIndex}${STATE_FILE_SUFFIX}`;
 }
 
+/**
+ * A file of an incremental chain in the job's shared/ directory: written by checkpoint
+ * `checkpointId` for one operator subtask (ids are never reused, so the name is unique).
+ */
+export function sharedStateFileName(operatorId: string, subtaskIndex: number, checkpointId: number): string {
+  assertId(checkpointId);
+  return `${stateFileName(operatorId, subtaskIndex).slice(0, -STATE_FILE_SUFFIX.length)}-${checkpointId}${STATE_FILE_SUFFIX}`;
+}
+
+/** The checkpoint id that wrote a shared state file (sharedStateFileName), or undefined for any other name. */
+export function parseSharedStateFileName(name: string): number | undefined {
+  const m = /^[^/]+-\d+-(\d+)\.state$/.exec(name);
+  return m ? Number(m[1]) : undefined;
+}
+
 export function isStateFileName(name: string): boolean {
   return name.endsWith(STATE_FILE_SUFFIX) && !name.includes('/');
 }
@@ -76,10 +95,16 @@ export function isStateFileName(name: string): boolean {
 export type BlockName =
   | { readonly kind: 'keyed'; readonly state: string; readonly keyGroup: number }
   | { readonly kind: 'timers'; readonly keyGroup: number }
+  | { readonly kind: 'tombstones'; readonly state: string; readonly keyGroup: number }
   | { readonly kind: 'unknown' };
 
 export function keyedBlockName(state: string, keyGroup: number): string {
   return `k/${state}/${keyGroup}`;
+}
+
+/** Keys removed from `state` in key group `keyGroup` since the chain's previous file (delta files only). */
+export function tombstoneBlockName(state: string, keyGroup: number): string {
+  return `d/${state}/${keyGroup}`;
 }
 
 export function timerBlockName(keyGroup: number): string {
@@ -89,10 +114,10 @@ export function timerBlockName(keyGroup: number): string {
 /** Parses a block name; state names may contain slashes (the key group is after the last one). */
 export function parseBlockName(name: string): BlockName {
   if (name.startsWith('t/')) return { kind: 'timers', keyGroup: Number(name.slice(2)) };
-  if (name.startsWith('k/')) {
+  if (name.startsWith('k/') || name.startsWith('d/')) {
     const i = name.lastIndexOf('/');
     if (i <= 1) return { kind: 'unknown' };
-    return { kind: 'keyed', state: name.slice(2, i), keyGroup: Number(name.slice(i + 1)) };
+    return { kind: name[0] === 'k' ? 'keyed' : 'tombstones', state: name.slice(2, i), keyGroup: Number(name.slice(i + 1)) };
   }
   return { kind: 'unknown' };
 }
@@ -171,6 +196,17 @@ export function tempReference(file: string): string {
 /** A state file named in metadata (relative to the snapshot) as a reference a task can open. */
 export function stateFileReference(snapshot: string, fileName: string): string {
   return childReference(snapshot, fileName);
+}
+
+/** The job's shared/ directory, from one of its checkpoint directories (`<root>/<job-id>/chk-<n>`). */
+export function sharedDirOfCheckpoint(checkpoint: string): string {
+  return childReference(parentReference(checkpoint), SHARED_DIR);
+}
+
+/** A shared state file named in a checkpoint's metadata (a plain name) as a reference a task can open. */
+export function sharedStateReference(checkpoint: string, name: string): string {
+  if (!isPlainName(name)) throw new RangeError(`a shared state file is named by a plain name, got ${JSON.stringify(name)}`);
+  return childReference(sharedDirOfCheckpoint(checkpoint), name);
 }
 
 /** The job id and checkpoint id of `<root>/<job-id>/chk-<n>`, or undefined if `reference` is not one. */

@@ -42,11 +42,27 @@ export interface KeyGroupBlockSource {
   encode(): Iterable<KeyGroupBlock>;
 }
 
+/** One file of an incremental chain, in the job's shared directory. */
+export interface ChainFile {
+  /** The name it was written under (SnapshotTarget.shared.streamName of the checkpoint that wrote it). */
+  readonly name: string;
+  readonly size: number;
+  /** The checkpoint that wrote it. */
+  readonly checkpointId: number;
+  /** 'base': a full state file; 'delta': changes since the chain's previous file. */
+  readonly kind: 'base' | 'delta';
+}
+
 /** What a completed asynchronous phase wrote; goes into the checkpoint acknowledgement. */
 export interface KeyedStateHandle {
   readonly keyGroupRange: KeyGroupRange;
   /** The state streams written, by the name given to CheckpointStreamFactory, with their sizes in bytes. */
   readonly streams: readonly { readonly name: string; readonly size: number }[];
+  /**
+   * Incremental snapshots: the chain that restores this snapshot, base first (streams is then
+   * empty). Every file but the last was written by an earlier, completed checkpoint.
+   */
+  readonly chain?: readonly ChainFile[];
   /** Bytes of state and timer blocks (the streams without their framing and index). */
   readonly stateSize: number;
   /** Entries written, summed over states (a key with two states counts twice). */
@@ -61,6 +77,11 @@ export interface SnapshotTarget {
    * a backend that writes several streams appends "-<n>" to it.
    */
   readonly streamName: string;
+  /**
+   * Where an incremental snapshot writes its one new file (base or delta): the job's shared
+   * directory, and the file's name there. Absent for savepoints: those are always full.
+   */
+  readonly shared?: { readonly streams: CheckpointStreamFactory; readonly streamName: string };
   /**
    * Asks for step() to be called soon, between batches (never inside record processing).
    * Safe to call any number of times, from any callback.
@@ -85,6 +106,24 @@ export interface KeyedStateSnapshot {
    * write() rejects. No effect once write() has resolved.
    */
   abort(): void;
+}
+
+/** Bounds of an incremental chain: past either, the next snapshot is a full one (materialization). */
+export interface IncrementalSettings {
+  /** Most delta files after a base. */
+  readonly maxDeltas: number;
+  /** The chain's delta bytes may reach this many times its base's bytes. */
+  readonly maxDeltaRatio: number;
+}
+
+/** What kind of snapshot the synchronous phase takes. */
+export interface SnapshotOptions {
+  readonly checkpointId: number;
+  /**
+   * Set for a checkpoint with incremental checkpoints on: the snapshot may be a delta on the
+   * last checkpoint the backend knows completed (write() then needs SnapshotTarget.shared).
+   */
+  readonly incremental?: IncrementalSettings;
 }
 
 /**
@@ -140,10 +179,22 @@ export interface KeyedStateBackend {
    * group. A snapshot still in its asynchronous phase is not disturbed (its frozen version is
    * finished first where the backend needs that).
    */
-  snapshot(timers?: KeyGroupBlockSource): KeyedStateSnapshot;
+  snapshot(timers?: KeyGroupBlockSource, options?: SnapshotOptions): KeyedStateSnapshot;
 
   /**
-   * Reads snapshots back (several after rescaling), keeping the key groups of this range:
+   * Incremental backends: checkpoint `checkpointId` completed, so its chain may be the base of
+   * the next delta. A backend keeps the changes since the last checkpoint it knows completed
+   * until it hears of a newer one.
+   */
+  notifyCheckpointComplete?(checkpointId: number): void;
+  /** Incremental backends: checkpoint `checkpointId` was aborted; its chain is never a base. */
+  notifyCheckpointAborted?(checkpointId: number): void;
+  /** True when restore() reads incremental chains (base then deltas, in order); others refuse them. */
+  readonly restoresChains?: boolean;
+
+  /**
+   * Reads snapshots back (several after rescaling), keeping the key groups of this range
+   * (incremental chains come as their files in order, base first, chain after chain):
    * keyed state becomes available to the handles created afterwards; the timer blocks of
    * this range are returned. Must come before any state is registered. The caller opens and
    * closes the inputs.

@@ -2,6 +2,8 @@
  * The heap keyed-state backend (the default): live objects in Maps, one Map per key group
  * and state (state-table.ts). Snapshots freeze groups and serialize them in the background
  * (snapshot.ts); a restore keeps blocks encoded until a descriptor claims them (restore.ts).
+ * With incremental checkpoints, changes are tracked per key and snapshots are a base or a
+ * delta on the last completed checkpoint (incremental.ts).
  */
 import type {
   AggregatingState, AggregatingStateDescriptor, AnyStateDescriptor, ListState, ListStateDescriptor, MapState,
@@ -11,8 +13,9 @@ import type { Clock } from '../../core/clock.ts';
 import type { KeyGroupRange } from '../../core/checkpoint-format.ts';
 import type { StateInputHandle } from '../../core/state-streams.ts';
 import type {
-  KeyedStateBackend, KeyedStateBackendFactory, KeyedStateSnapshot, KeyGroupBlock, KeyGroupBlockSource,
+  KeyedStateBackend, KeyedStateBackendFactory, KeyedStateHandle, KeyedStateSnapshot, KeyGroupBlock, KeyGroupBlockSource, SnapshotOptions, SnapshotTarget,
 } from '../backend.ts';
+import { ChainPlanner } from './incremental.ts';
 import { KeyContext } from '../key-context.ts';
 import { keyGroupOf, normalizeKey, type NormKey } from '../key-groups.ts';
 import { decodeGroupColumns, restoreDecoder } from '../state-codec.ts';
@@ -30,6 +33,9 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
   private readonly restored = new Map<string, RestoredState>();
   /** Snapshots that still have frozen groups. */
   private readonly freezing = new Set<HeapSnapshot>();
+  /** Incremental checkpoints: change epochs and the chain deltas build on. */
+  private readonly chains = new ChainPlanner();
+  readonly restoresChains = true;
 
   constructor(
     readonly keyGroupRange: KeyGroupRange,
@@ -64,7 +70,10 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
       if (r !== undefined) {
         this.decodeRestored(t, r);
         this.restored.delete(desc.name);
+        // The base holds this state as read (its old meta); deltas would hold it as now declared.
+        this.chains.invalidateChains();
       }
+      if (this.chains.isTracking) t.track(this.chains.current);
       this.tables.set(desc.name, t);
     } else if (t.descriptor.kind !== desc.kind) {
       throw this.kindMismatch(t, desc);
@@ -124,9 +133,11 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
   /** A group still frozen by a snapshot in progress is serialized first, so that snapshot keeps it. */
   dropState(name: string): void {
     this.tables.get(name)?.thawAll();
-    this.tables.delete(name);
+    const existed = this.tables.delete(name) || this.restored.has(name);
     this.handles.delete(name);
     this.restored.delete(name);
+    // A delta cannot say "this state is gone": the next incremental snapshot is a base.
+    if (existed) this.chains.invalidateChains();
   }
 
   *keys(stateName: string): IterableIterator<{ key: NormKey; keyGroup: number }> {
@@ -153,10 +164,18 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
     return [...this.restored.keys()];
   }
 
-  snapshot(timers?: KeyGroupBlockSource): KeyedStateSnapshot {
+  snapshot(timers?: KeyGroupBlockSource, options?: SnapshotOptions): KeyedStateSnapshot {
     // Tables hold one frozen version at a time: an older snapshot still serializing in the
     // background finishes its frozen groups now (bounded by what it has left).
     for (const s of [...this.freezing]) s.serializeRemaining();
+    let incremental;
+    if (options?.incremental !== undefined) {
+      if (!this.chains.isTracking) {
+        this.chains.startTracking();
+        for (const t of this.tables.values()) t.track(this.chains.current);
+      }
+      incremental = this.chains.plan(options.checkpointId, options.incremental);
+    }
     const s = new HeapSnapshot({
       tables: this.tables.values(),
       restored: this.restored,
@@ -164,9 +183,27 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
       keyGroupRange: this.keyGroupRange,
       maxParallelism: this.maxParallelism,
       onReleased: (x) => this.freezing.delete(x),
+      ...(incremental !== undefined ? { incremental } : {}),
     });
     if (s.holdsFrozenGroups()) this.freezing.add(s);
-    return s;
+    if (incremental === undefined) return s;
+    const id = incremental.checkpointId;
+    return {
+      write: (target: SnapshotTarget): Promise<KeyedStateHandle> => s.write(target).then((h) => {
+        this.chains.recordWritten(id, h.chain!);
+        return h;
+      }),
+      step: () => s.step(),
+      abort: () => s.abort(),
+    };
+  }
+
+  notifyCheckpointComplete(checkpointId: number): void {
+    this.chains.complete(checkpointId);
+  }
+
+  notifyCheckpointAborted(checkpointId: number): void {
+    this.chains.aborted(checkpointId);
   }
 
   async restore(inputs: readonly StateInputHandle[]): Promise<KeyGroupBlock[]> {

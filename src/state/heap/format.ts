@@ -14,4 +14,10 @@ export interface KeyedSnapshotMeta {
   readonly states: readonly StateMeta[];
   readonly keyGroupRange: KeyGroupRange;
   readonly maxParallelism: number;
+  /**
+   * A delta of an incremental chain: its "k/" blocks hold only changed keys (applied over what
+   * the chain's earlier files hold), "d/" blocks the keys removed; its timers are complete for
+   * its key-group range. Absent: a full (canonical) file.
+   */
+  readonly delta?: true;
 }

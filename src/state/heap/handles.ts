@@ -1,7 +1,9 @@
 /**
  * State handles of the heap backend: each reads and writes the slot of the current key (the
  * backend's KeyContext) in its state's table, through read()/write() so a group frozen by a
- * snapshot in progress is serialized before it is touched.
+ * snapshot in progress is serialized before it is touched. Every change is marked in the
+ * table (StateTable.mark, a no-op unless incremental checkpoints track changes), and so is every
+ * read that hands out a live object the caller could mutate in place.
  */
 import type { AggregatingState, ListState, MapState, ReducingState, ValueState } from '../../core/state.ts';
 import type { KeyContext } from '../key-context.ts';
@@ -12,14 +14,17 @@ export class ValueHandle<T> implements ValueState<T> {
   value(): T | undefined {
     const g = this.t.read(this.ctx.kgIndex);
     const v = g === undefined ? undefined : (g.get(this.ctx.key) as T | undefined);
-    return v === undefined ? this.defaultValue : v;
+    if (v === undefined) return this.defaultValue;
+    if (typeof v === 'object' && v !== null) this.t.mark(this.ctx.kgIndex, this.ctx.key);
+    return v;
   }
   update(value: T): void {
     if (value === undefined) return this.clear();
     this.t.write(this.ctx.kgIndex).set(this.ctx.key, value);
+    this.t.mark(this.ctx.kgIndex, this.ctx.key);
   }
   clear(): void {
-    this.t.read(this.ctx.kgIndex)?.delete(this.ctx.key);
+    if (this.t.read(this.ctx.kgIndex)?.delete(this.ctx.key)) this.t.mark(this.ctx.kgIndex, this.ctx.key);
   }
 }
 
@@ -27,13 +32,17 @@ export class ListHandle<T> implements ListState<T> {
   constructor(private readonly t: StateTable, private readonly ctx: KeyContext) {}
   get(): readonly T[] {
     const g = this.t.read(this.ctx.kgIndex);
-    return ((g?.get(this.ctx.key) as T[] | undefined) ?? EMPTY) as readonly T[];
+    const l = g?.get(this.ctx.key) as T[] | undefined;
+    if (l === undefined) return EMPTY;
+    this.t.mark(this.ctx.kgIndex, this.ctx.key); // the live array is handed out
+    return l;
   }
   add(value: T): void {
     const g = this.t.write(this.ctx.kgIndex);
     const l = g.get(this.ctx.key) as T[] | undefined;
     if (l === undefined) g.set(this.ctx.key, [value]);
     else l.push(value);
+    this.t.mark(this.ctx.kgIndex, this.ctx.key);
   }
   addAll(values: readonly T[]): void {
     if (values.length === 0) return;
@@ -41,13 +50,15 @@ export class ListHandle<T> implements ListState<T> {
     const l = g.get(this.ctx.key) as T[] | undefined;
     if (l === undefined) g.set(this.ctx.key, values.slice());
     else for (const v of values) l.push(v);
+    this.t.mark(this.ctx.kgIndex, this.ctx.key);
   }
   update(values: readonly T[]): void {
     if (values.length === 0) return this.clear();
     this.t.write(this.ctx.kgIndex).set(this.ctx.key, values.slice());
+    this.t.mark(this.ctx.kgIndex, this.ctx.key);
   }
   clear(): void {
-    this.t.read(this.ctx.kgIndex)?.delete(this.ctx.key);
+    if (this.t.read(this.ctx.kgIndex)?.delete(this.ctx.key)) this.t.mark(this.ctx.kgIndex, this.ctx.key);
   }
 }
 export const EMPTY: readonly never[] = Object.freeze([]);
@@ -57,6 +68,12 @@ export class MapHandle<K, V> implements MapState<K, V> {
   private map(): Map<K, V> | undefined {
     return this.t.read(this.ctx.kgIndex)?.get(this.ctx.key) as Map<K, V> | undefined;
   }
+  /** The map, marked changed: its values are handed out (or about to change). */
+  private mapMarked(): Map<K, V> | undefined {
+    const m = this.map();
+    if (m !== undefined) this.t.mark(this.ctx.kgIndex, this.ctx.key);
+    return m;
+  }
   private mapForWrite(): Map<K, V> {
     const g = this.t.write(this.ctx.kgIndex);
     let m = g.get(this.ctx.key) as Map<K, V> | undefined;
@@ -64,10 +81,13 @@ export class MapHandle<K, V> implements MapState<K, V> {
       m = new Map();
       g.set(this.ctx.key, m);
     }
+    this.t.mark(this.ctx.kgIndex, this.ctx.key);
     return m;
   }
   get(key: K): V | undefined {
-    return this.map()?.get(key);
+    const v = this.map()?.get(key);
+    if (typeof v === 'object' && v !== null) this.t.mark(this.ctx.kgIndex, this.ctx.key);
+    return v;
   }
   put(key: K, value: V): void {
     this.mapForWrite().set(key, value);
@@ -77,7 +97,7 @@ export class MapHandle<K, V> implements MapState<K, V> {
     for (const [k, v] of entries) m.set(k, v);
   }
   remove(key: K): void {
-    const m = this.map();
+    const m = this.mapMarked();
     if (m === undefined) return;
     m.delete(key);
     if (m.size === 0) this.clear();
@@ -86,20 +106,20 @@ export class MapHandle<K, V> implements MapState<K, V> {
     return this.map()?.has(key) ?? false;
   }
   entries(): IterableIterator<[K, V]> {
-    return (this.map() ?? new Map<K, V>()).entries();
+    return (this.mapMarked() ?? new Map<K, V>()).entries();
   }
   keys(): IterableIterator<K> {
     return (this.map() ?? new Map<K, V>()).keys();
   }
   values(): IterableIterator<V> {
-    return (this.map() ?? new Map<K, V>()).values();
+    return (this.mapMarked() ?? new Map<K, V>()).values();
   }
   isEmpty(): boolean {
     const m = this.map();
     return m === undefined || m.size === 0;
   }
   clear(): void {
-    this.t.read(this.ctx.kgIndex)?.delete(this.ctx.key);
+    if (this.t.read(this.ctx.kgIndex)?.delete(this.ctx.key)) this.t.mark(this.ctx.kgIndex, this.ctx.key);
   }
 }
 

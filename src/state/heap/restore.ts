@@ -4,12 +4,20 @@
  * State blocks stay encoded until the job registers each state, so serializer checks and
  * migrations run against the descriptor the new code declares; timer blocks go back to the
  * caller as they are.
+ *
+ * Incremental chains come as their files in order, base first (several chains after
+ * rescaling, of disjoint key groups, one after the other). A delta file (meta.delta) is
+ * applied over what came before: its entries replace, its tombstones remove, and its timers
+ * replace every timer of its key-group range. Only the key groups a delta touches are decoded
+ * and encoded again; the others keep the base's bytes.
  */
 import type { KeyGroupRange } from '../../core/checkpoint-format.ts';
 import type { StateInputHandle } from '../../core/state-streams.ts';
 import { StateFileReader } from '../../checkpoint/state-file.ts';
 import type { KeyGroupBlock } from '../backend.ts';
-import type { StateMeta } from '../state-codec.ts';
+import { COLUMNAR_FORMAT, decodeColumns, encodeColumns } from '../columnar-block.ts';
+import type { NormKey } from '../key-groups.ts';
+import { decodeGroupColumns, StateRestoreError, type StateMeta } from '../state-codec.ts';
 import { parseBlockName } from '../../checkpoint/names.ts';
 import type { KeyedSnapshotMeta } from './format.ts';
 
@@ -20,35 +28,80 @@ export interface RestoredState {
   readonly groups: Map<number, Uint8Array>;
 }
 
-/** Adds the state blocks of `range` to `restored`; returns the timer blocks of `range`, file by file. */
+/** Key groups being merged from a chain: raw (serializer-encoded) values by key. */
+type Merging = Map<RestoredState, Map<number, Map<NormKey, unknown>>>;
+
+/** Adds the state blocks of `range` to `restored`; returns the timer blocks of `range`. */
 export async function readStateFiles(
   inputs: readonly StateInputHandle[],
   range: KeyGroupRange,
   maxParallelism: number,
   restored: Map<string, RestoredState>,
 ): Promise<KeyGroupBlock[]> {
-  const timers: KeyGroupBlock[] = [];
+  const timers = new Map<number, Uint8Array>();
+  const merging: Merging = new Map();
   for (const input of inputs) {
     const reader = await StateFileReader.open(input);
     const meta = reader.index.meta as KeyedSnapshotMeta;
     if (meta.maxParallelism !== maxParallelism) {
       throw new Error(`state file ${input.description} was written with max parallelism ${meta.maxParallelism}, the operator now has ${maxParallelism}; the number of key groups cannot change`);
     }
+    const delta = meta.delta === true;
+    if (delta) for (let kg = Math.max(range.start, meta.keyGroupRange.start); kg <= Math.min(range.end, meta.keyGroupRange.end); kg++) timers.delete(kg);
     const metas = new Map<string, StateMeta>(meta.states.map((m) => [m.name, m]));
     for (const b of reader.index.blocks) {
       const block = parseBlockName(b.name);
       if (block.kind === 'unknown' || block.keyGroup < range.start || block.keyGroup > range.end) continue;
       const bytes = await reader.readBlock(b);
       if (block.kind === 'timers') {
-        timers.push({ keyGroup: block.keyGroup, bytes });
+        timers.set(block.keyGroup, bytes);
         continue;
       }
       const m = metas.get(block.state);
       if (m === undefined) throw new Error(`state file ${input.description} has a block for unknown state "${block.state}"`);
-      let r = restored.get(block.state);
-      if (r === undefined) restored.set(block.state, (r = { meta: m, groups: new Map() }));
-      r.groups.set(block.keyGroup, bytes);
+      if (!delta) {
+        if (block.kind !== 'keyed') throw new Error(`state file ${input.description} is a full snapshot with a tombstone block ${b.name}`);
+        let r = restored.get(block.state);
+        if (r === undefined) restored.set(block.state, (r = { meta: m, groups: new Map() }));
+        r.groups.set(block.keyGroup, bytes);
+        merging.get(r)?.delete(block.keyGroup);
+        continue;
+      }
+      applyDelta(restored, merging, m, block.kind, block.keyGroup, bytes, input.description);
     }
   }
-  return timers;
+  for (const [r, groups] of merging) {
+    for (const [kg, entries] of groups) {
+      if (entries.size === 0) r.groups.delete(kg);
+      else r.groups.set(kg, encodeColumns([...entries.keys()], [...entries.values()]));
+    }
+  }
+  return [...timers].map(([keyGroup, bytes]) => ({ keyGroup, bytes }));
+}
+
+function applyDelta(restored: Map<string, RestoredState>, merging: Merging, m: StateMeta, kind: 'keyed' | 'tombstones', kg: number, bytes: Uint8Array, where: string): void {
+  let r = restored.get(m.name);
+  if (r === undefined) restored.set(m.name, (r = { meta: { ...m, blockFormat: COLUMNAR_FORMAT }, groups: new Map() }));
+  checkSameState(r.meta, m, where);
+  let groups = merging.get(r);
+  if (groups === undefined) merging.set(r, (groups = new Map()));
+  let entries = groups.get(kg);
+  if (entries === undefined) {
+    entries = new Map();
+    const before = r.groups.get(kg);
+    if (before !== undefined) {
+      const { keys, values } = decodeGroupColumns(before, r.meta.blockFormat);
+      for (let i = 0; i < keys.length; i++) entries.set(keys[i]!, values[i]);
+    }
+    groups.set(kg, entries);
+  }
+  const { keys, values } = decodeColumns(bytes);
+  if (kind === 'tombstones') for (const k of keys) entries.delete(k);
+  else for (let i = 0; i < keys.length; i++) entries.set(keys[i]!, values[i]);
+}
+
+/** A chain is written by one job run: a state's serializer and layout are the same in all its files. */
+function checkSameState(a: StateMeta, b: StateMeta, where: string): void {
+  const same = a.kind === b.kind && a.ttl === b.ttl && a.serializer.name === b.serializer.name && a.serializer.version === b.serializer.version && (a.blockFormat ?? 1) === COLUMNAR_FORMAT && (b.blockFormat ?? 1) === COLUMNAR_FORMAT;
+  if (!same) throw new StateRestoreError(`${where}: state "${b.name}" is recorded differently in this delta than in its chain's base (${JSON.stringify(a)} vs ${JSON.stringify(b)}); the incremental chain is inconsistent`);
 }

@@ -7,12 +7,20 @@
  * serializes frozen groups a few at a time, and the writer sends them to the state stream
  * with asynchronous I/O. A record that touches a still-frozen group serializes that group
  * first (StateTable.thaw), so what is written is exactly the state at the barrier.
+ *
+ * Incremental checkpoints (src/state/heap/incremental.ts decides which): a 'base' is the full
+ * file written to the job's shared directory; a 'delta' freezes only the groups with keys
+ * changed since its base's epoch and writes, per such group, the changed keys' values at the
+ * barrier ("k/" blocks) and the changed keys now absent ("d/" tombstone blocks), plus every
+ * timer in full. The handle then names the whole chain: the base's chain and this file.
  */
 import type { KeyGroupRange } from '../../core/checkpoint-format.ts';
 import { StateFileWriter } from '../../checkpoint/state-file.ts';
-import type { KeyedStateHandle, KeyedStateSnapshot, KeyGroupBlockSource, SnapshotTarget } from '../backend.ts';
+import type { ChainFile, KeyedStateHandle, KeyedStateSnapshot, KeyGroupBlockSource, SnapshotTarget } from '../backend.ts';
 import { encodeGroup, stateMeta, type StateMeta } from '../state-codec.ts';
-import { keyedBlockName, timerBlockName } from '../../checkpoint/names.ts';
+import { encodeColumns } from '../columnar-block.ts';
+import type { NormKey } from '../key-groups.ts';
+import { keyedBlockName, timerBlockName, tombstoneBlockName } from '../../checkpoint/names.ts';
 import type { KeyedSnapshotMeta } from './format.ts';
 import type { RestoredState } from './restore.ts';
 import type { FrozenGroupSink, StateTable } from './state-table.ts';
@@ -31,6 +39,18 @@ export interface HeapSnapshotSource {
   readonly maxParallelism: number;
   /** Called once no group is frozen by this snapshot any more. */
   readonly onReleased: (s: HeapSnapshot) => void;
+  /** Absent: a full file in the checkpoint's own location (canonical, as savepoints). */
+  readonly incremental?: IncrementalPart;
+}
+
+/** How an incremental snapshot fits its chain. */
+export interface IncrementalPart {
+  readonly checkpointId: number;
+  /** 'base': full, to the shared directory; 'delta': changes after `baseEpoch`. */
+  readonly kind: 'base' | 'delta';
+  readonly baseEpoch: number;
+  /** The files this one follows (empty for a base). */
+  readonly chainBefore: readonly ChainFile[];
 }
 
 export class HeapSnapshot implements KeyedStateSnapshot, FrozenGroupSink {
@@ -51,6 +71,7 @@ export class HeapSnapshot implements KeyedStateSnapshot, FrozenGroupSink {
   private released = false;
   private stateBytes = 0;
   private entries = 0;
+  private readonly incremental: IncrementalPart | undefined;
   private resolve!: (h: KeyedStateHandle) => void;
   private reject!: (e: Error) => void;
   private readonly result: Promise<KeyedStateHandle>;
@@ -66,11 +87,15 @@ export class HeapSnapshot implements KeyedStateSnapshot, FrozenGroupSink {
       this.reject = rej;
     });
     this.result.catch(() => {});
+    this.incremental = src.incremental;
+    const delta = this.incremental?.kind === 'delta' ? this.incremental : undefined;
     for (const table of src.tables) {
       this.metas.push(stateMeta(table.descriptor));
-      for (const kg of table.freeze(this)) this.todo.push({ table, kg });
+      const frozen = delta === undefined ? table.freeze(this) : table.freezeChanged(this, delta.baseEpoch);
+      for (const kg of frozen) this.todo.push({ table, kg });
     }
-    for (const [name, r] of src.restored) {
+    // Restored states no descriptor claimed do not change: a delta has nothing of them (its base has).
+    if (delta === undefined) for (const [name, r] of src.restored) {
       this.metas.push(r.meta);
       for (const [kg, bytes] of r.groups) this.ready.push({ name: keyedBlockName(name, kg), bytes });
     }
@@ -80,16 +105,41 @@ export class HeapSnapshot implements KeyedStateSnapshot, FrozenGroupSink {
   /** Called by a table when a record touches a frozen group: serialize it before it changes. */
   serializeGroup(table: StateTable, kgIndex: number): void {
     const g = table.groups[kgIndex];
+    const kg = table.range.start + kgIndex;
+    if (this.incremental?.kind === 'delta') return this.serializeDelta(table, kgIndex, kg, g);
     const bytes = encodeGroup(table.descriptor, g);
     this.entries += g?.size ?? 0;
-    this.ready.push({ name: keyedBlockName(table.descriptor.name, table.range.start + kgIndex), bytes });
+    this.ready.push({ name: keyedBlockName(table.descriptor.name, kg), bytes });
+  }
+
+  /** The group's keys changed since the base: present ones with their values, absent ones as tombstones. */
+  private serializeDelta(table: StateTable, kgIndex: number, kg: number, g: Map<NormKey, unknown> | undefined): void {
+    const present = new Map<NormKey, unknown>();
+    const removed: NormKey[] = [];
+    for (const k of table.changedSince(kgIndex, this.incremental!.baseEpoch)) {
+      const v = g?.get(k);
+      if (v === undefined) removed.push(k);
+      else present.set(k, v);
+    }
+    const name = table.descriptor.name;
+    if (present.size > 0) {
+      this.entries += present.size;
+      this.ready.push({ name: keyedBlockName(name, kg), bytes: encodeGroup(table.descriptor, present) });
+    }
+    if (removed.length > 0) this.ready.push({ name: tombstoneBlockName(name, kg), bytes: encodeColumns(removed, new Array<number>(removed.length).fill(0)) });
   }
 
   write(target: SnapshotTarget): Promise<KeyedStateHandle> {
     if (this.target !== undefined) throw new Error('a snapshot is written once');
     this.target = target;
     if (this.aborted) return this.result;
-    this.opening = target.streams.createStateStream(target.streamName).then(StateFileWriter.create).then(
+    const streams = this.incremental === undefined ? target.streams : target.shared?.streams;
+    const name = this.incremental === undefined ? target.streamName : target.shared?.streamName;
+    if (streams === undefined || name === undefined) {
+      this.fail(new Error('an incremental snapshot needs a shared directory to write to (savepoints are always full)'));
+      return this.result;
+    }
+    this.opening = streams.createStateStream(name).then(StateFileWriter.create).then(
       (w) => {
         this.writer = w;
         if (this.aborted) void w.abort();
@@ -149,13 +199,18 @@ export class HeapSnapshot implements KeyedStateSnapshot, FrozenGroupSink {
   }
 
   private finish(w: StateFileWriter): void {
-    const meta: KeyedSnapshotMeta = { states: this.metas, keyGroupRange: this.keyGroupRange, maxParallelism: this.maxParallelism };
-    const name = this.target!.streamName;
+    const inc = this.incremental;
+    const meta: KeyedSnapshotMeta = {
+      states: this.metas, keyGroupRange: this.keyGroupRange, maxParallelism: this.maxParallelism, ...(inc?.kind === 'delta' ? { delta: true } : {}),
+    };
+    const name = inc === undefined ? this.target!.streamName : this.target!.shared!.streamName;
     w.close(meta).then(
       (size) => {
         if (this.settled) return;
         this.settled = true;
-        this.resolve({ keyGroupRange: this.keyGroupRange, streams: [{ name, size }], stateSize: this.stateBytes, entries: this.entries });
+        const base = { keyGroupRange: this.keyGroupRange, stateSize: this.stateBytes, entries: this.entries };
+        if (inc === undefined) this.resolve({ ...base, streams: [{ name, size }] });
+        else this.resolve({ ...base, streams: [], chain: [...inc.chainBefore, { name, size, checkpointId: inc.checkpointId, kind: inc.kind }] });
       },
       (e) => this.fail(e),
     );

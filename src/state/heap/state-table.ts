@@ -8,6 +8,12 @@
  * access to a still-frozen group first serializes that group (one group, bounded work), so
  * the snapshot sees the group exactly as it was at the barrier, however the user mutates
  * values in place afterwards.
+ *
+ * Change tracking (incremental checkpoints, on once the backend takes its first incremental
+ * snapshot): every key a handle changes is recorded per key group with the epoch of its last
+ * change (epochs advance at each checkpoint's synchronous phase). A delta holds the keys whose
+ * epoch is above its base's; a key changed again later only gets a higher epoch, so it stays in
+ * every delta that needs it. Marking thaws a frozen group first, like any access.
  */
 import type { AnyStateDescriptor } from '../../core/state.ts';
 import type { KeyGroupRange } from '../../core/checkpoint-format.ts';
@@ -18,8 +24,19 @@ export interface FrozenGroupSink {
   serializeGroup(table: StateTable, kgIndex: number): void;
 }
 
+/** The current change epoch, shared by a backend's tables. */
+export interface ChangeEpoch {
+  epoch: number;
+}
+
 export class StateTable {
   readonly groups: (Map<NormKey, unknown> | undefined)[];
+  /** Set while changes are tracked (incremental checkpoints). */
+  private tracker: ChangeEpoch | undefined;
+  /** Per key group: changed keys with the epoch of their last change. */
+  private changes: (Map<NormKey, number> | undefined)[] = [];
+  /** Per key group: the highest epoch marked. */
+  private maxEpoch: Float64Array | undefined;
   private frozen: Uint8Array | undefined;
   /** Groups still frozen by the snapshot in progress. */
   frozenCount = 0;
@@ -44,6 +61,67 @@ export class StateTable {
       this.groups[kgIndex] = m;
     }
     return m;
+  }
+
+  /** Starts tracking changes (every key changed from now on is recorded). */
+  track(tracker: ChangeEpoch): void {
+    if (this.tracker !== undefined) return;
+    this.tracker = tracker;
+    this.changes = new Array(this.groups.length).fill(undefined);
+    this.maxEpoch = new Float64Array(this.groups.length);
+  }
+
+  get tracking(): boolean {
+    return this.tracker !== undefined;
+  }
+
+  /** Records that `key` of the group changed (or may have: a value read as an object may be mutated in place). */
+  mark(kgIndex: number, key: NormKey): void {
+    const tr = this.tracker;
+    if (tr === undefined) return;
+    if (this.frozenCount > 0 && this.frozen![kgIndex] === 1) this.thaw(kgIndex);
+    let c = this.changes[kgIndex];
+    if (c === undefined) this.changes[kgIndex] = c = new Map();
+    c.set(key, tr.epoch);
+    this.maxEpoch![kgIndex] = tr.epoch;
+  }
+
+  /**
+   * The keys of a group changed after `baseEpoch`; forgets those changed at or before it
+   * (no later delta is based on anything older).
+   */
+  changedSince(kgIndex: number, baseEpoch: number): NormKey[] {
+    const c = this.changes[kgIndex];
+    if (c === undefined) return [];
+    const out: NormKey[] = [];
+    for (const [k, e] of c) {
+      if (e > baseEpoch) out.push(k);
+      else c.delete(k);
+    }
+    if (c.size === 0) this.changes[kgIndex] = undefined;
+    return out;
+  }
+
+  /**
+   * Freezes the groups with changes after `baseEpoch` (possibly empty now: removed keys) for a
+   * delta; drops the change records of the others (all at or before the base). Returns the indices.
+   */
+  freezeChanged(sink: FrozenGroupSink, baseEpoch: number): number[] {
+    if (this.frozenCount > 0) throw new Error(`state "${this.descriptor.name}" is already frozen by a snapshot in progress`);
+    const out: number[] = [];
+    this.frozen ??= new Uint8Array(this.groups.length);
+    for (let i = 0; i < this.groups.length; i++) {
+      if (this.changes[i] === undefined) continue;
+      if (this.maxEpoch![i] > baseEpoch) {
+        this.frozen[i] = 1;
+        out.push(i);
+      } else {
+        this.changes[i] = undefined;
+      }
+    }
+    this.frozenCount = out.length;
+    this.sink = sink;
+    return out;
   }
 
   isFrozen(kgIndex: number): boolean {

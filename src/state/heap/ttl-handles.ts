@@ -1,7 +1,8 @@
 /**
  * TTL state handles of the heap backend: values are stored wrapped with their last-access
  * time ({v, t}, the same form snapshots record); expired values are invisible and removed
- * lazily, when read.
+ * lazily, when read. Any access to an existing entry marks the key changed (StateTable.mark):
+ * a read may remove it, restamp it or hand out a live object.
  */
 import type { ListState, MapState, StateTtlConfig, ValueState } from '../../core/state.ts';
 import type { Clock } from '../../core/clock.ts';
@@ -31,6 +32,7 @@ export class TtlValueHandle<T> implements ValueState<T> {
     const g = this.t.read(this.ctx.kgIndex);
     const s = g?.get(this.ctx.key) as Stamped<T> | undefined;
     if (s === undefined) return this.defaultValue;
+    this.t.mark(this.ctx.kgIndex, this.ctx.key);
     const now = this.clock.now();
     if (ttlExpired(s, this.cfg, now)) {
       if (this.cfg.visibility === 'returnExpiredIfNotCleanedUp') return s.v;
@@ -43,9 +45,10 @@ export class TtlValueHandle<T> implements ValueState<T> {
   update(value: T): void {
     if (value === undefined) return this.clear();
     this.t.write(this.ctx.kgIndex).set(this.ctx.key, { v: value, t: this.clock.now() } satisfies Stamped<T>);
+    this.t.mark(this.ctx.kgIndex, this.ctx.key);
   }
   clear(): void {
-    this.t.read(this.ctx.kgIndex)?.delete(this.ctx.key);
+    if (this.t.read(this.ctx.kgIndex)?.delete(this.ctx.key)) this.t.mark(this.ctx.kgIndex, this.ctx.key);
   }
 }
 
@@ -55,6 +58,7 @@ export class TtlListHandle<T> implements ListState<T> {
     const g = this.t.read(this.ctx.kgIndex);
     const l = g?.get(this.ctx.key) as Stamped<T>[] | undefined;
     if (l === undefined) return EMPTY;
+    this.t.mark(this.ctx.kgIndex, this.ctx.key);
     const now = this.clock.now();
     const live = this.cfg.visibility === 'returnExpiredIfNotCleanedUp' ? l : l.filter((s) => !ttlExpired(s, this.cfg, now));
     if (live.length !== l.length) {
@@ -70,6 +74,7 @@ export class TtlListHandle<T> implements ListState<T> {
     const s = { v: value, t: this.clock.now() };
     if (l === undefined) g.set(this.ctx.key, [s]);
     else l.push(s);
+    this.t.mark(this.ctx.kgIndex, this.ctx.key);
   }
   addAll(values: readonly T[]): void {
     for (const v of values) this.add(v);
@@ -78,16 +83,20 @@ export class TtlListHandle<T> implements ListState<T> {
     if (values.length === 0) return this.clear();
     const now = this.clock.now();
     this.t.write(this.ctx.kgIndex).set(this.ctx.key, values.map((v) => ({ v, t: now })));
+    this.t.mark(this.ctx.kgIndex, this.ctx.key);
   }
   clear(): void {
-    this.t.read(this.ctx.kgIndex)?.delete(this.ctx.key);
+    if (this.t.read(this.ctx.kgIndex)?.delete(this.ctx.key)) this.t.mark(this.ctx.kgIndex, this.ctx.key);
   }
 }
 
 export class TtlMapHandle<K, V> implements MapState<K, V> {
   constructor(private readonly t: StateTable, private readonly ctx: KeyContext, private readonly clock: Clock, private readonly cfg: StateTtlConfig) {}
+  /** The key's map, marked changed when there is one (every caller may restamp, remove or hand out values). */
   private map(): Map<K, Stamped<V>> | undefined {
-    return this.t.read(this.ctx.kgIndex)?.get(this.ctx.key) as Map<K, Stamped<V>> | undefined;
+    const m = this.t.read(this.ctx.kgIndex)?.get(this.ctx.key) as Map<K, Stamped<V>> | undefined;
+    if (m !== undefined) this.t.mark(this.ctx.kgIndex, this.ctx.key);
+    return m;
   }
   private live(): Map<K, Stamped<V>> | undefined {
     const m = this.map();
@@ -121,6 +130,7 @@ export class TtlMapHandle<K, V> implements MapState<K, V> {
       g.set(this.ctx.key, m);
     }
     m.set(key, { v: value, t: this.clock.now() });
+    this.t.mark(this.ctx.kgIndex, this.ctx.key);
   }
   putAll(entries: Iterable<readonly [K, V]>): void {
     for (const [k, v] of entries) this.put(k, v);
@@ -148,6 +158,6 @@ export class TtlMapHandle<K, V> implements MapState<K, V> {
     return this.live() === undefined;
   }
   clear(): void {
-    this.t.read(this.ctx.kgIndex)?.delete(this.ctx.key);
+    if (this.t.read(this.ctx.kgIndex)?.delete(this.ctx.key)) this.t.mark(this.ctx.kgIndex, this.ctx.key);
   }
 }
