@@ -50,6 +50,12 @@ export interface CheckpointConfig {
    * metadata; undefined: the storage's default (memoryThresholdFor).
    */
   readonly memoryThresholdBytes: number | undefined;
+  /** execution.checkpointing.incremental, default off: checkpoints write changed keyed state only. */
+  readonly incremental: boolean;
+  /** state.backend.incremental.max-deltas: deltas after a base before a full base again. */
+  readonly incrementalMaxDeltas: number;
+  /** state.backend.incremental.max-delta-ratio: a chain's delta bytes may reach this times its base's. */
+  readonly incrementalMaxDeltaRatio: number;
 }
 
 export const DEFAULT_CHECKPOINT_CONFIG: CheckpointConfig = Object.freeze({
@@ -64,6 +70,9 @@ export const DEFAULT_CHECKPOINT_CONFIG: CheckpointConfig = Object.freeze({
   dir: undefined,
   savepointDir: undefined,
   memoryThresholdBytes: undefined,
+  incremental: defaultOf(OPTIONS.incrementalCheckpoints),
+  incrementalMaxDeltas: defaultOf(OPTIONS.incrementalMaxDeltas),
+  incrementalMaxDeltaRatio: defaultOf(OPTIONS.incrementalMaxDeltaRatio),
 });
 
 /** The registry's options under checkpoint.*, by field name. */
@@ -83,6 +92,9 @@ export interface CheckpointSettings {
   readonly savepointDir?: string;
   /** Bytes; see CheckpointConfig.memoryThresholdBytes. */
   readonly memoryThreshold?: number;
+  readonly incremental?: boolean;
+  readonly incrementalMaxDeltas?: number;
+  readonly incrementalMaxDeltaRatio?: number;
 }
 
 export class ConfigError extends WeirError {
@@ -111,6 +123,9 @@ export function applyCheckpointSettings(base: CheckpointConfig, s: CheckpointSet
   if (s.dir !== undefined) out.dir = s.dir;
   if (s.savepointDir !== undefined) out.savepointDir = s.savepointDir;
   if (s.memoryThreshold !== undefined) out.memoryThresholdBytes = s.memoryThreshold;
+  if (s.incremental !== undefined) out.incremental = s.incremental;
+  if (s.incrementalMaxDeltas !== undefined) out.incrementalMaxDeltas = s.incrementalMaxDeltas;
+  if (s.incrementalMaxDeltaRatio !== undefined) out.incrementalMaxDeltaRatio = s.incrementalMaxDeltaRatio;
   return out;
 }
 
@@ -120,6 +135,11 @@ export function discardOnJobEnd(retention: CheckpointRetention, status: 'FINISHE
   if (retention === 'none') return true;
   if (retention === 'delete-on-cancel') return status === 'CANCELED';
   return false;
+}
+
+/** The chain bounds tasks get when incremental checkpoints are on; undefined when off. */
+export function incrementalSettingsOf(config: CheckpointConfig): { readonly maxDeltas: number; readonly maxDeltaRatio: number } | undefined {
+  return config.incremental ? { maxDeltas: config.incrementalMaxDeltas, maxDeltaRatio: config.incrementalMaxDeltaRatio } : undefined;
 }
 
 /** Flink's default memory threshold (20 KB), used where a stored object costs a request. */

@@ -66,6 +66,8 @@ export interface CompletedCheckpointInfo {
   readonly id: number;
   readonly timestamp: number;
   readonly completedAt: number;
+  /** Files of the job's shared directory its incremental chains name (rebuilds the shared-state registry). */
+  readonly sharedFiles?: readonly string[];
 }
 
 export class CheckpointCoordinatorLogic {

@@ -9,13 +9,14 @@ import { inlineStateInput } from './inline-state.ts';
 import { existsSync } from 'node:fs';
 import { decodeValue } from '../core/codec.ts';
 import { keyGroupOf, normalizeKey } from '../state/key-groups.ts';
-import { decodeGroup, groupSize, type StateMeta } from '../state/state-codec.ts';
+import { decodeGroup, decodeGroupColumns, groupSize, type StateMeta } from '../state/state-codec.ts';
+import type { NormKey } from '../state/key-groups.ts';
 import type { CheckpointMetadata, OperatorStateMeta } from './metadata.ts';
 import { openStateFile, StateFileReader } from './state-file.ts';
 import { isDirectory, type StorageResolver } from './storage.ts';
 import { storageResolver } from './storage-resolver.ts';
 import { NO_METADATA } from './storage-verify.ts';
-import { keyedBlockName, METADATA_FILE, parseBlockName, schemeOf, stateFileReference } from './names.ts';
+import { keyedBlockName, METADATA_FILE, parseBlockName, schemeOf, sharedStateReference, stateFileReference, tombstoneBlockName } from './names.ts';
 import type { InlineOperatorState } from '../core/checkpoint-format.ts';
 import { WeirError } from '../core/errors.ts';
 
@@ -119,6 +120,10 @@ async function summarizeOperator(dir: string, op: OperatorStateMeta, storages: S
     for (const [name, e] of Object.entries(inline?.broadcast ?? {})) broadcast.set(name, e.length);
     splits += inline?.splits?.length ?? 0;
     committables += inline?.committables?.length ?? 0;
+    if (s.chain !== undefined) {
+      ranges.push(await summarizeChain(dir, s, states, storages));
+      continue;
+    }
     if (s.file === undefined) continue;
     const input = s.fileInline !== undefined ? inlineStateInput(stateFileReference(dir, s.file), s.fileInline) : await openStateFile(storages.workerView, stateFileReference(dir, s.file), s.fileSize);
     try {
@@ -158,6 +163,84 @@ async function summarizeOperator(dir: string, op: OperatorStateMeta, storages: S
   };
 }
 
+/**
+ * One subtask's incremental chain, applied as a restore would: a key counts once however many
+ * files of the chain hold it, a tombstone removes it, a later file's timers replace earlier ones.
+ */
+async function summarizeChain(dir: string, s: OperatorStateMeta['subtasks'][number], states: Map<string, StateSummary>, storages: StorageResolver): Promise<RangeSummary> {
+  const chain = s.chain!;
+  const keys = new Map<string, Map<number, Set<NormKey>>>();
+  const timers = new Map<number, number>();
+  let bytes = 0;
+  for (const c of chain) {
+    const input = await openStateFile(storages.workerView, sharedStateReference(dir, c.name), c.size);
+    try {
+      const reader = await StateFileReader.open(input);
+      const meta = reader.index.meta as { states: StateMeta[] };
+      const formats = new Map(meta.states.map((st) => [st.name, st.blockFormat ?? 1]));
+      for (const st of meta.states) if (!states.has(st.name)) states.set(st.name, { ...st, keys: 0, bytes: 0 });
+      for (const b of reader.index.blocks) {
+        const block = parseBlockName(b.name);
+        bytes += b.length;
+        const data = await reader.readBlock(b);
+        if (block.kind === 'timers') {
+          timers.set(block.keyGroup, decodeValue<unknown[]>(data).length);
+          continue;
+        }
+        if (block.kind === 'unknown') continue;
+        let byKg = keys.get(block.state);
+        if (byKg === undefined) keys.set(block.state, (byKg = new Map()));
+        let set = byKg.get(block.keyGroup);
+        if (set === undefined) byKg.set(block.keyGroup, (set = new Set()));
+        const cols = decodeGroupColumns(data, block.kind === 'tombstones' ? 3 : formats.get(block.state));
+        for (const k of cols.keys) {
+          if (block.kind === 'tombstones') set.delete(k);
+          else set.add(k);
+        }
+        const st = states.get(block.state);
+        if (st) st.bytes += b.length;
+      }
+    } finally {
+      await input.close();
+    }
+  }
+  let total = 0;
+  for (const [name, byKg] of keys) {
+    let n = 0;
+    for (const set of byKg.values()) n += set.size;
+    total += n;
+    const st = states.get(name);
+    if (st) st.keys += n;
+  }
+  let numTimers = 0;
+  for (const n of timers.values()) numTimers += n;
+  return {
+    subtask: s.subtask, keyGroupRange: s.keyGroupRange!, file: chain.map((c) => `shared/${c.name}`).join(' + '), fileSize: chain.reduce((a, c) => a + c.size, 0),
+    keys: total, timers: numTimers, bytes,
+  };
+}
+
+/** The value of `stateName` for key `nk` in a subtask's chain: the last file that holds or removes it decides. */
+async function lookupInChain(path: string, s: OperatorStateMeta['subtasks'][number], stateName: string, nk: NormKey, kg: number, storages: StorageResolver, knownStates: Set<string>): Promise<{ found: boolean; value: unknown }> {
+  let out: { found: boolean; value: unknown } = { found: false, value: undefined };
+  for (const c of s.chain!) {
+    const input = await openStateFile(storages.workerView, sharedStateReference(path, c.name), c.size);
+    try {
+      const reader = await StateFileReader.open(input);
+      const meta = reader.index.meta as { states: StateMeta[] };
+      for (const x of meta.states) knownStates.add(x.name);
+      const fmt = meta.states.find((x) => x.name === stateName)?.blockFormat;
+      const entries = reader.index.blocks.find((b) => b.name === keyedBlockName(stateName, kg));
+      if (entries !== undefined) for (const [k, v] of decodeGroup(await reader.readBlock(entries), fmt)) if (k === nk) out = { found: true, value: v };
+      const removed = reader.index.blocks.find((b) => b.name === tombstoneBlockName(stateName, kg));
+      if (removed !== undefined && decodeGroupColumns(await reader.readBlock(removed), 3).keys.includes(nk)) out = { found: false, value: undefined };
+    } finally {
+      await input.close();
+    }
+  }
+  return out;
+}
+
 /** Finds an operator by uid, exact name, or id prefix; a clear error when none or several match. */
 export function findOperator(m: CheckpointMetadata, q: string): OperatorStateMeta {
   const byUid = m.operators.filter((o) => o.uid === q);
@@ -195,8 +278,15 @@ export async function lookupValue(path: string, operatorQuery: string, stateName
   for (const key of candidates) {
     const nk = normalizeKey(key);
     const kg = keyGroupOf(nk, op.maxParallelism);
-    const s = op.subtasks.find((x) => x.keyGroupRange !== undefined && x.keyGroupRange.start <= kg && kg <= x.keyGroupRange.end && x.file !== undefined);
+    const s = op.subtasks.find((x) => x.keyGroupRange !== undefined && x.keyGroupRange.start <= kg && kg <= x.keyGroupRange.end && (x.file !== undefined || x.chain !== undefined));
     if (s === undefined) continue;
+    if (s.chain !== undefined) {
+      const known = new Set<string>();
+      const r = await lookupInChain(path, s, stateName, nk, kg, storages, known);
+      knownStates = known;
+      if (r.found) return { operator: op.name, state: stateName, key, keyGroup: kg, found: true, value: r.value };
+      continue;
+    }
     const input = s.fileInline !== undefined ? inlineStateInput(stateFileReference(path, s.file!), s.fileInline) : await openStateFile(storages.workerView, stateFileReference(path, s.file!), s.fileSize);
     try {
       const reader = await StateFileReader.open(input);

@@ -5,14 +5,19 @@
  * are relative to the checkpoint's own directory, so savepoints can be moved.
  */
 import { createHash } from 'node:crypto';
-import type { CheckpointType, SubtaskCheckpointStats, KeyGroupRange } from '../core/checkpoint-format.ts';
+import type { ChainFileRef, CheckpointType, SubtaskCheckpointStats, KeyGroupRange } from '../core/checkpoint-format.ts';
 import { WeirError } from '../core/errors.ts';
 
 /** The metadata file's name (names.ts owns every name; re-exported for existing readers). */
 export { METADATA_FILE } from './names.ts';
 export const METADATA_FORMAT = 'weir-checkpoint';
 /** Bumped on incompatible changes; readers refuse newer versions with a clear error. */
-export const METADATA_VERSION = 1;
+export const METADATA_VERSION = 2;
+/**
+ * Version written when no subtask has an incremental chain: such metadata is exactly what
+ * version 1 readers read. Chains (version 2) would look like empty state to them, so they refuse it.
+ */
+export const METADATA_VERSION_WITHOUT_CHAINS = 1;
 
 export interface SubtaskStateMeta {
   readonly subtask: number;
@@ -20,6 +25,11 @@ export interface SubtaskStateMeta {
   readonly fileSize?: number;
   /** The state file's bytes (base64) when it was below the memory threshold: no file exists then. */
   readonly fileInline?: string;
+  /**
+   * Incremental checkpoints: the files (in the job's shared/ directory, by plain name) that
+   * restore this subtask's keyed state, base first, with their sizes; `file` is then absent.
+   */
+  readonly chain?: readonly ChainFileRef[];
   readonly keyGroupRange?: KeyGroupRange;
   readonly inline?: string;
   readonly stateSize: number;
@@ -85,4 +95,11 @@ export function parseMetadata(text: string, path: string): CheckpointMetadata {
   }
   if (digest(JSON.stringify(body)) !== outer.sha256) throw new MetadataError(path, 'metadata checksum mismatch (corrupt)');
   return body;
+}
+
+/** Every file of the job's shared directory the snapshot's incremental chains name. */
+export function sharedFilesOf(m: CheckpointMetadata): string[] {
+  const out: string[] = [];
+  for (const op of m.operators) for (const s of op.subtasks) for (const c of s.chain ?? []) out.push(c.name);
+  return out;
 }

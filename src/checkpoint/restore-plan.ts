@@ -12,7 +12,7 @@
  */
 import { decodeValue } from '../core/codec.ts';
 import type { CheckpointMetadata, OperatorStateMeta } from './metadata.ts';
-import { stateFileReference } from './names.ts';
+import { sharedStateReference, stateFileReference } from './names.ts';
 import type { InlineOperatorState, TaskRestore, KeyGroupRange } from '../core/checkpoint-format.ts';
 import { taskId, type TaskId } from '../core/task-id.ts';
 import { WeirError } from '../core/errors.ts';
@@ -99,7 +99,7 @@ export interface RestoreTargetPlan {
 }
 
 export function planRestore(m: CheckpointMetadata, dir: string, graph: RestoreTargetGraph, plan: RestoreTargetPlan, allowNonRestoredState: boolean): RestorePlan {
-  type Entry = { inline?: InlineOperatorState; keyedFiles?: { path: string; size: number }[]; referencedCommittables?: unknown[]; watermark?: number };
+  type Entry = { inline?: InlineOperatorState; keyedFiles?: { path: string; size: number; inline?: string; chain?: true }[]; referencedCommittables?: unknown[]; watermark?: number };
   const tasks: Record<string, { checkpointId: number; operators: Record<string, Entry> }> = {};
   const splits: Record<TaskId, unknown[]> = {};
   const byId = new Map(m.operators.map((o) => [o.id, o]));
@@ -169,9 +169,13 @@ export function planRestore(m: CheckpointMetadata, dir: string, graph: RestoreTa
         if (broadcast) inline.broadcast = broadcast;
         if (committables.length > 0) inline.committables = committables.filter((_, k) => k % p === st.index);
         if (sinkIdentity !== undefined) inline.sinkIdentity = sinkIdentity;
+        // An incremental chain goes as its files in order (base first); chains of several old
+        // subtasks hold disjoint key groups, so they go one after the other.
         const keyedFiles = old.subtasks
-          .filter((s) => s.file !== undefined && s.keyGroupRange !== undefined && overlaps(s.keyGroupRange, st.keyGroupRange))
-          .map((s) => ({ path: stateFileReference(dir, s.file!), size: s.fileSize!, ...(s.fileInline !== undefined ? { inline: s.fileInline } : {}) }));
+          .filter((s) => (s.file !== undefined || s.chain !== undefined) && s.keyGroupRange !== undefined && overlaps(s.keyGroupRange, st.keyGroupRange))
+          .flatMap((s): { path: string; size: number; inline?: string; chain?: true }[] => s.chain !== undefined
+            ? s.chain.map((c) => ({ path: sharedStateReference(dir, c.name), size: c.size, chain: true as const }))
+            : [{ path: stateFileReference(dir, s.file!), size: s.fileSize!, ...(s.fileInline !== undefined ? { inline: s.fileInline } : {}) }]);
         const entry: Entry = {};
         if (watermark !== undefined) entry.watermark = watermark;
         if (Object.keys(inline).length > 0) entry.inline = inline;

@@ -8,7 +8,7 @@
 import { randomBytes } from 'node:crypto';
 import type { CheckpointType } from '../core/checkpoint-format.ts';
 import type { CheckpointStreamFactory, StateInputHandle } from '../core/state-streams.ts';
-import { serializeMetadata, type CheckpointMetadata } from './metadata.ts';
+import { parseMetadata, serializeMetadata, sharedFilesOf, type CheckpointMetadata } from './metadata.ts';
 import {
   checkpointReference, childReference, HISTORY_FILE, ID_RECORD_FILE, isPlainName, jobDirReference, metadataReference,
   normalizeReference, parseCheckpointDirName, parseCheckpointReference, savepointDirName, SHARED_DIR, TASK_OWNED_DIR,
@@ -251,6 +251,41 @@ export class FsCheckpointStorage extends FsSnapshotStorage implements Checkpoint
       }
     });
     return { reference, entries, unreadable };
+  }
+
+  discardSharedState(jobId: string, name: string): Promise<void> {
+    if (!isPlainName(name)) return Promise.reject(new RangeError(`a shared state file has a plain name, got ${JSON.stringify(name)}`));
+    return this.fs.delete(childReference(childReference(this.jobDir(jobId), SHARED_DIR), name));
+  }
+
+  async collectSharedGarbage(jobId: string): Promise<number> {
+    const shared = childReference(this.jobDir(jobId), SHARED_DIR);
+    const files = (await this.fs.list(shared)).filter((e) => !e.directory).map((e) => e.name);
+    if (files.length === 0) return 0;
+    // Every checkpoint whose metadata parses keeps its files, verified or not: a checkpoint
+    // skipped as corrupt today is not this collector's to break further.
+    const keep = new Set<string>();
+    for (const e of await this.fs.list(this.jobDir(jobId))) {
+      if (parseCheckpointDirName(e.name) === undefined) continue;
+      const ref = metadataReference(childReference(this.jobDir(jobId), e.name));
+      const bytes = await this.fs.readFile(ref).catch(() => undefined);
+      if (bytes === undefined) continue;
+      let m: CheckpointMetadata;
+      try {
+        m = parseMetadata(decoder.decode(bytes), ref);
+      } catch {
+        // Unreadable metadata names nothing we can read; its directory is not a checkpoint.
+        continue;
+      }
+      for (const f of sharedFilesOf(m)) keep.add(f);
+    }
+    let n = 0;
+    for (const f of files) {
+      if (keep.has(f)) continue;
+      await this.fs.delete(childReference(shared, f));
+      n++;
+    }
+    return n;
   }
 
   async collectGarbage(jobId: string, keep: ReadonlySet<number> = new Set()): Promise<number> {

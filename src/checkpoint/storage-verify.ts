@@ -4,7 +4,7 @@
  * verified later, when the state is read. Written once over the file-system primitives, so
  * local, in-memory and object storage agree on it.
  */
-import { metadataReference, stateFileReference } from './names.ts';
+import { metadataReference, sharedStateReference, stateFileReference } from './names.ts';
 import { parseMetadata, type CheckpointMetadata } from './metadata.ts';
 import type { SnapshotFileSystem } from './storage-fs.ts';
 import type { VerifyResult } from './storage.ts';
@@ -29,6 +29,20 @@ export async function verifySnapshot(fs: SnapshotFileSystem, snapshot: string): 
   }
   for (const op of metadata.operators) {
     for (const s of op.subtasks) {
+      for (const c of s.chain ?? []) {
+        // An incremental chain's files live in the job's shared directory: every one is needed.
+        let ref: string;
+        try {
+          ref = sharedStateReference(snapshot, c.name);
+        } catch (e) {
+          return { ok: false, reason: `chain file ${JSON.stringify(c.name)} of operator "${op.name}": ${(e as Error).message}` };
+        }
+        const size = await sizeOrUndefined(fs, ref);
+        if (size === c.size) continue;
+        if ((await sizeOrUndefined(fs, metaRef)) === undefined) return { ok: false, reason: NO_METADATA };
+        if (size === undefined) return { ok: false, reason: `shared state file ${c.name} of operator "${op.name}" subtask ${s.subtask} (incremental chain) is missing` };
+        return { ok: false, reason: `shared state file ${c.name} of operator "${op.name}" subtask ${s.subtask} has ${size} bytes, expected ${c.size} (truncated)` };
+      }
       if (s.file === undefined) continue;
       if (s.fileInline !== undefined) {
         // Kept in the metadata (its checksum covers it): only its length is checked.

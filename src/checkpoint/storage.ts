@@ -119,6 +119,14 @@ export interface CheckpointStorage extends SnapshotStorage {
   readHistory(jobId: string): Promise<HistoryLines>;
   /** Removes checkpoint directories without metadata (interrupted or aborted attempts) not in `keep`. */
   collectGarbage(jobId: string, keep?: ReadonlySet<number>): Promise<number>;
+  /** Removes one file of the job's shared directory (incremental chains). Missing is fine. */
+  discardSharedState(jobId: string, name: string): Promise<void>;
+  /**
+   * Removes the files of the job's shared directory that no checkpoint of the job names (any
+   * whose metadata parses, even one that no longer verifies); returns how many. Only while no
+   * checkpoint of the job is being written (at an attempt's start, at the job's end).
+   */
+  collectSharedGarbage(jobId: string): Promise<number>;
 }
 
 /** Picks the storage that serves a reference (by scheme): savepoints, `--from`, task-side locations. */

@@ -7,7 +7,7 @@
  * checkpoints: their timeout).
  */
 import { isS3Reference } from '../checkpoint/s3/settings.ts';
-import { memoryThresholdFor } from '../checkpoint/config.ts';
+import { incrementalSettingsOf, memoryThresholdFor } from '../checkpoint/config.ts';
 import type { S3Config } from '../checkpoint/s3/settings.ts';
 import { randomBytes } from 'node:crypto';
 import type { CheckpointConfig } from '../checkpoint/config.ts';
@@ -151,7 +151,10 @@ export class Attempt {
       workers: ctx.workers,
       job: { ...ctx.job, fingerprint: ctx.graph.fingerprint },
       graph: this.start.execGraph, plan: ctx.plan, splits, attempt: this.number, credits: ctx.credits, clock: ctx.clock,
-      checkpointing: { mode: ctx.checkpointConfig.mode, periodic: ctx.checkpointing, inlineThresholdBytes: memoryThresholdFor(ctx.checkpointConfig, ctx.storage?.root) },
+      checkpointing: {
+        mode: ctx.checkpointConfig.mode, periodic: ctx.checkpointing, inlineThresholdBytes: memoryThresholdFor(ctx.checkpointConfig, ctx.storage?.root),
+        ...(ctx.checkpointing && incrementalSettingsOf(ctx.checkpointConfig) !== undefined ? { incremental: incrementalSettingsOf(ctx.checkpointConfig) } : {}),
+      },
       stateBackend: ctx.stateBackend,
       deadLetterDir: ctx.deadLetterDir,
       recordCounters: ctx.recordCounters,

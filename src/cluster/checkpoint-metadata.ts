@@ -3,7 +3,7 @@
  * per operator its identity and every subtask's state handle, per subtask its timings; and
  * the line of the job's checkpoint history for a stats entry.
  */
-import { METADATA_VERSION, type CheckpointMetadata, type OperatorStateMeta } from '../checkpoint/metadata.ts';
+import { METADATA_VERSION, METADATA_VERSION_WITHOUT_CHAINS, type CheckpointMetadata, type OperatorStateMeta } from '../checkpoint/metadata.ts';
 import type { CheckpointStatsEntry } from '../checkpoint/stats.ts';
 import type { CheckpointType, TaskAck } from '../core/checkpoint-format.ts';
 import { subtaskOf } from '../core/task-id.ts';
@@ -48,6 +48,7 @@ export function buildCheckpointMetadata(f: MetadataFacts): CheckpointMetadata {
         subtask,
         ...(h.file !== undefined ? { file: h.file, fileSize: h.fileSize!, keyGroupRange: h.keyGroupRange! } : {}),
         ...(h.fileInline !== undefined ? { fileInline: h.fileInline } : {}),
+        ...(h.chain !== undefined ? { chain: h.chain, keyGroupRange: h.keyGroupRange! } : {}),
         ...(h.inline !== undefined ? { inline: h.inline } : {}),
         ...(h.watermark !== undefined ? { watermark: h.watermark } : {}),
         stateSize: h.stateSize,
@@ -58,8 +59,9 @@ export function buildCheckpointMetadata(f: MetadataFacts): CheckpointMetadata {
   // Splits are all assigned at deployment, so no enumerator holds an unassigned one.
   const enumerators: Record<string, unknown[]> = {};
   for (const v of f.graph.vertices) if (v.isSource) enumerators[v.operators[0]!.node.id] = [];
+  const chains = [...byOp.values()].some((o) => o.subtasks.some((s) => s.chain !== undefined));
   return {
-    format: 'weir-checkpoint', version: METADATA_VERSION, jobId: f.jobId, jobName: f.graph.jobName, checkpointId: f.checkpointId, type: f.type,
+    format: 'weir-checkpoint', version: chains ? METADATA_VERSION : METADATA_VERSION_WITHOUT_CHAINS, jobId: f.jobId, jobName: f.graph.jobName, checkpointId: f.checkpointId, type: f.type,
     timestamp: f.timestamp, completedAt: f.completedAt, operators: [...byOp.values()], enumerators, stats: { stateSize, subtasks: subtaskStats },
   };
 }

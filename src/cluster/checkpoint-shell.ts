@@ -5,9 +5,17 @@
  * completion the metadata is published through the location, last. What a request (savepoint,
  * stop, final checkpoint) does next is not decided here: completions, aborts and rejections of
  * requests go to the attempt, which asks the snapshot-request decisions.
+ *
+ * Incremental checkpoints: the shared-state registry (pure) counts the references to files of
+ * the job's shared directory. An ack registers its chain before the coordinator sees it; one
+ * that names a file already given up is declined instead (the subsumption race); an aborted
+ * checkpoint's references go at once, a subsumed one's after its metadata is deleted; a file
+ * nothing references any more is deleted.
  */
 import { CheckpointCoordinatorLogic, type CompletedCheckpointInfo, type CoordinatorEvent, type Decision } from '../checkpoint/coordinator.ts';
-import { describeReason, type CheckpointFailureReason } from '../checkpoint/failure-reason.ts';
+import { CheckpointFailureReason as R, describeReason, type CheckpointFailureReason } from '../checkpoint/failure-reason.ts';
+import { SharedStateRegistry, type SharedFileUse } from '../checkpoint/shared-state-registry.ts';
+import type { TaskAck } from '../core/checkpoint-format.ts';
 import type { CheckpointStorage, CheckpointStorageLocation, StorageResolver } from '../checkpoint/storage.ts';
 import type { CheckpointStatsTracker } from '../checkpoint/stats.ts';
 import type { CheckpointConfig } from '../checkpoint/config.ts';
@@ -51,6 +59,7 @@ const ENDED_LOCATIONS_KEPT = 128;
 
 export class CheckpointShell {
   private readonly coordinator: CheckpointCoordinatorLogic;
+  private readonly shared: SharedStateRegistry;
   private readonly locations = new Map<number, LocationEntry>();
   /** Ids of ended checkpoints whose locations are still kept, oldest first. */
   private readonly endedIds: number[] = [];
@@ -74,12 +83,47 @@ export class CheckpointShell {
     restoredCompleted: readonly CompletedCheckpointInfo[],
   ) {
     this.coordinator = new CheckpointCoordinatorLogic(config, tasks, firstCheckpointId, restoredCompleted);
+    this.shared = new SharedStateRegistry(restoredCompleted.map((c) => ({ checkpointId: c.id, files: c.sharedFiles ?? [] })));
     this.taskCount = tasks.length;
   }
 
   handle(e: CoordinatorEvent): void {
     if (this.ended) return;
+    if (e.type === 'ack' && !this.registerShared(e.id, e.ack)) {
+      const missing = this.shared.registerAck(e.id, sharedUsesOf(e.ack)).missing;
+      this.apply(this.coordinator.handle({
+        type: 'decline', now: e.now, id: e.id, task: e.ack.task, reason: R.CHECKPOINT_DECLINED,
+        message: `its incremental state builds on shared files that were already deleted (${missing.join(', ')}): the task had not yet heard that a newer checkpoint completed; the next checkpoint builds on that one`,
+      }));
+      return;
+    }
     this.apply(this.coordinator.handle(e));
+  }
+
+  /**
+   * Registers the shared files an ack names; false when some are no longer held (the
+   * checkpoint is declined). A late ack's files that nothing references are deleted.
+   */
+  private registerShared(id: number, ack: TaskAck): boolean {
+    const uses = sharedUsesOf(ack);
+    if (uses.length === 0) return true;
+    if (!this.coordinator.pendingIds().includes(id)) {
+      void this.deleteShared(this.shared.unreferenced(uses.map((u) => u.name)));
+      return true;
+    }
+    const files = uses.filter((u) => this.shared.isReferenced(u.name) || u.createdBy === id);
+    if (files.length < uses.length) return false;
+    this.shared.registerAck(id, uses);
+    return true;
+  }
+
+  /** Deletes shared files (tracked, so the attempt ends after them); the promise settles when all are done. */
+  private deleteShared(names: readonly string[]): Promise<unknown> {
+    const storage = this.host.storage;
+    if (storage === undefined || names.length === 0) return Promise.resolve();
+    const all = Promise.all(names.map((n) => storage.discardSharedState(this.host.jobId, n).catch((e) => this.host.log(`weir: cannot delete shared checkpoint file ${n}: ${(e as Error).message}`))));
+    this.track(all);
+    return all;
   }
 
   /** Re-arms the coordinator's timer (after tasks changed state, or decisions were applied). */
@@ -113,6 +157,7 @@ export class CheckpointShell {
       if (d.type !== 'abort') continue;
       this.host.stats.failed(d.id, now, d.reason, describeReason(d.reason));
       this.dispose(d.id);
+      void this.deleteShared(this.shared.release(d.id));
     }
     this.ended = true;
   }
@@ -148,6 +193,7 @@ export class CheckpointShell {
         this.host.stats.failed(d.id, now, d.reason, d.message);
         this.host.broadcast({ type: 'notify-abort', id: d.id });
         this.dispose(d.id);
+        void this.deleteShared(this.shared.release(d.id));
         this.rememberEnded(d.id);
         if (d.requestId !== undefined) this.host.onRequestFailed(d.requestId, d.reason, d.message, 'aborted');
         return;
@@ -246,8 +292,15 @@ export class CheckpointShell {
     const storage = this.host.storage;
     if (storage === undefined) return;
     const reference = storage.checkpointDir(this.host.jobId, id);
-    // A checkpoint that cannot be deleted stays a retained one too many; the job goes on.
-    this.track(storage.discard(reference).catch((e) => this.host.log(`weir: cannot discard subsumed checkpoint ${reference}: ${(e as Error).message}`)));
+    // Its references go now (the decision is made), its files only once its metadata is gone:
+    // never a published checkpoint with a chain file missing.
+    const dead = this.shared.release(id);
+    // A checkpoint that cannot be deleted stays a retained one too many; the job goes on (and
+    // its chain's files stay for the garbage collection at the next start to weigh).
+    this.track(storage.discard(reference).then(
+      () => this.deleteShared(dead),
+      (e) => this.host.log(`weir: cannot discard subsumed checkpoint ${reference}: ${(e as Error).message}`),
+    ));
   }
 
   /** Removes what an aborted checkpoint wrote, once its location exists. */
@@ -263,4 +316,11 @@ export class CheckpointShell {
     void q.finally(() => this.io.delete(q));
   }
 
+}
+
+/** The shared files an acknowledgement's incremental chains name, with the checkpoint that wrote each. */
+function sharedUsesOf(ack: TaskAck): SharedFileUse[] {
+  const out: SharedFileUse[] = [];
+  for (const op of ack.operators) for (const c of op.chain ?? []) out.push({ name: c.name, createdBy: c.checkpointId });
+  return out;
 }

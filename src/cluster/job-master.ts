@@ -23,6 +23,7 @@ import type { JobGraph } from '../graph/job-graph.ts';
 import { DEFAULT_CHANNEL_CREDITS } from '../runtime/channels/channel.ts';
 import { Attempt, type AttemptContext } from './attempt.ts';
 import { historyLine } from './checkpoint-metadata.ts';
+import { sharedFilesOf } from '../checkpoint/metadata.ts';
 import { sleep } from './clock-timers.ts';
 import { RecoveryLogic, type AttemptOutcome } from './decisions/recovery.ts';
 import { ControlError, StartError } from './errors.ts';
@@ -399,6 +400,8 @@ export class JobMaster implements JobControl {
       // A checkpoint that cannot be deleted is left behind, said so; the job's result stands.
       await storage.discard(c.path).catch((e) => this.log(`weir: cannot discard checkpoint ${c.path}: ${(e as Error).message}`));
     }
+    // The chains' files go once no checkpoint names them.
+    await storage.collectSharedGarbage(this.jobId).catch((e) => this.log(`weir: cannot collect shared checkpoint files of job ${this.jobId}: ${(e as Error).message}`));
   }
 
   private async runAttempt(): Promise<AttemptOutcome> {
@@ -423,8 +426,11 @@ export class JobMaster implements JobControl {
     if (storage && this.checkpointing) {
       // Garbage that cannot be removed now is tried again at the next attempt.
       await storage.collectGarbage(this.jobId).catch((e) => this.log(`weir: cannot collect checkpoint garbage of job ${this.jobId}: ${(e as Error).message}`));
+      // Shared files (incremental chains) no checkpoint names: left by aborted or subsumed checkpoints of an earlier run.
+      await storage.collectSharedGarbage(this.jobId).catch((e) => this.log(`weir: cannot collect shared checkpoint files of job ${this.jobId}: ${(e as Error).message}`));
       for (const c of await storage.completed(this.jobId)) {
-        if (c.metadata.type === 'checkpoint') restoredCompleted.push({ id: c.metadata.checkpointId, timestamp: c.metadata.timestamp, completedAt: c.metadata.completedAt });
+        const m = c.metadata;
+        if (m.type === 'checkpoint') restoredCompleted.push({ id: m.checkpointId, timestamp: m.timestamp, completedAt: m.completedAt, sharedFiles: sharedFilesOf(m) });
       }
     }
     const attempt = new Attempt(this.attemptContext(), { number: this.attempts++, restore: restorePlan, restoredRef: restore, firstCheckpointId, restoredCompleted, execGraph });

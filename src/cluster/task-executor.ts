@@ -19,6 +19,7 @@ import type { Clock } from '../core/clock.ts';
 import type { DataPlane } from './data-plane.ts';
 import { serializeError, type FromExecutor, type TaskMetrics, type ToExecutor } from './messages.ts';
 import type { CheckpointingMode } from '../checkpoint/config.ts';
+import type { IncrementalSettings } from '../state/backend.ts';
 import { SubtaskCheckpointer, type TriggerRequest } from '../runtime/checkpointing/subtask-checkpointer.ts';
 import type { TaskRestore } from '../core/checkpoint-format.ts';
 import { taskId, type TaskId } from '../core/task-id.ts';
@@ -39,7 +40,7 @@ export interface ExecutorConfig {
   /** Where print() output goes; the main thread's stdout by default. */
   readonly writeStdout?: (text: string) => void;
   /** `inlineThresholdBytes`: keyed state files up to this size go into the metadata (0 or absent: none). */
-  readonly checkpointing: { readonly mode: CheckpointingMode; readonly periodic: boolean; readonly inlineThresholdBytes?: number };
+  readonly checkpointing: { readonly mode: CheckpointingMode; readonly periodic: boolean; readonly inlineThresholdBytes?: number; readonly incremental?: IncrementalSettings };
   readonly restore: Readonly<Record<TaskId, TaskRestore>>;
   /**
    * The task side of checkpoint storage: the only source of state streams. Locations in trigger
@@ -181,6 +182,7 @@ export class TaskExecutor implements TaskListener {
         decline: (cid, reason, message) => cfg.send({ type: 'decline', id: cid, task: id, reason, message }),
       }, this.scheduler);
       checkpointer.inlineThresholdBytes = cfg.checkpointing.inlineThresholdBytes ?? 0;
+      checkpointer.incremental = cfg.checkpointing.incremental;
       task.barrierHandler = checkpointer;
       this.tasks.push(task);
       this.taskKey.set(task, { vertex: v.index, subtask: st.index });

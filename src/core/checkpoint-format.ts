@@ -16,8 +16,24 @@ export interface KeyGroupRange {
 export type CheckpointType = 'checkpoint' | 'savepoint';
 
 /** Where one operator subtask's state went. */
+/** One file of an incremental chain, in the job's shared directory (names.ts: sharedStateFileName). */
+export interface ChainFileRef {
+  /** Its plain name in the job's shared/ directory. */
+  readonly name: string;
+  readonly size: number;
+  /** The checkpoint that wrote it. */
+  readonly checkpointId: number;
+  /** 'base': a full state file; 'delta': changes since the chain's previous file. */
+  readonly kind: 'base' | 'delta';
+}
+
 export interface OperatorStateHandle {
   readonly operatorId: string;
+  /**
+   * Keyed state and timers of an incremental checkpoint: the chain restoring it, base first
+   * (then `file` is absent).
+   */
+  readonly chain?: readonly ChainFileRef[];
   /** Keyed state and timers: a state file, relative to the job directory. */
   readonly file?: string;
   readonly fileSize?: number;
@@ -77,7 +93,8 @@ export interface TaskRestore {
   readonly operators: Readonly<Record<string, {
     readonly inline?: InlineOperatorState;
     /** `inline`: the file's bytes (base64) from the metadata, when it was kept there instead of stored. */
-    readonly keyedFiles?: readonly { readonly path: string; readonly size: number; readonly inline?: string }[];
+    /** `chain`: a file of an incremental chain (only a backend that restoresChains reads those). */
+    readonly keyedFiles?: readonly { readonly path: string; readonly size: number; readonly inline?: string; readonly chain?: true }[];
     /** Sinks: every committable of the operator in the snapshot, over all old subtasks. */
     readonly referencedCommittables?: readonly unknown[];
     /** Keyed operators: the event time to start from (the minimum over the old subtasks' watermarks). */

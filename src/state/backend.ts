@@ -17,7 +17,7 @@
  * Keyed timers are not keyed state but are snapshotted with it, key group by key group: the
  * runtime hands them over as opaque per-key-group blocks, and gets them back on restore.
  */
-import type { KeyGroupRange } from '../core/checkpoint-format.ts';
+import type { ChainFileRef, KeyGroupRange } from '../core/checkpoint-format.ts';
 import type { Clock } from '../core/clock.ts';
 import type {
   AggregatingState, AggregatingStateDescriptor, ListState, ListStateDescriptor, MapState, MapStateDescriptor,
@@ -42,16 +42,8 @@ export interface KeyGroupBlockSource {
   encode(): Iterable<KeyGroupBlock>;
 }
 
-/** One file of an incremental chain, in the job's shared directory. */
-export interface ChainFile {
-  /** The name it was written under (SnapshotTarget.shared.streamName of the checkpoint that wrote it). */
-  readonly name: string;
-  readonly size: number;
-  /** The checkpoint that wrote it. */
-  readonly checkpointId: number;
-  /** 'base': a full state file; 'delta': changes since the chain's previous file. */
-  readonly kind: 'base' | 'delta';
-}
+/** One file of an incremental chain: its name is SnapshotTarget.shared.streamName of the checkpoint that wrote it. */
+export type ChainFile = ChainFileRef;
 
 /** What a completed asynchronous phase wrote; goes into the checkpoint acknowledgement. */
 export interface KeyedStateHandle {

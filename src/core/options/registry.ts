@@ -96,6 +96,22 @@ export const OPTIONS = {
     description: 'bytes up to which a keyed state file goes inline into the checkpoint metadata instead of being written (fewer objects on S3); 0 writes every file',
   }),
 
+  incrementalCheckpoints: option({
+    flag: 'incremental-checkpoints', key: 'execution.checkpointing.incremental', deprecatedKeys: ['state.backend.incremental'], field: 'checkpoint.incremental', type: onOffValue(), default: false,
+    label: 'incremental checkpoints', commands: ['run'], section: 'Checkpointing',
+    description: 'checkpoints write only the keyed state changed since the last completed one (a chain of a full base and deltas in DIR/<job-id>/shared/, reference-counted); savepoints stay full',
+  }),
+  incrementalMaxDeltas: option({
+    key: 'state.backend.incremental.max-deltas', field: 'checkpoint.incrementalMaxDeltas', type: integer({ min: 0, max: 1000 }), default: 20,
+    label: 'incremental max deltas', commands: ['run'], section: 'Checkpointing',
+    description: 'incremental checkpoints: deltas after a full base before the next checkpoint is a full base again (periodic materialization, bounding restore time)',
+  }),
+  incrementalMaxDeltaRatio: option({
+    key: 'state.backend.incremental.max-delta-ratio', field: 'checkpoint.incrementalMaxDeltaRatio', type: decimal({ min: 0 }), default: 0.5,
+    label: 'incremental max delta ratio', commands: ['run'], section: 'Checkpointing',
+    description: 'incremental checkpoints: once a chain\'s deltas add up to more than this times its base\'s bytes, the next checkpoint is a full base again',
+  }),
+
   // ---- Restart strategy
   restartStrategy: option({
     flag: 'restart-strategy', key: 'restart-strategy.type', deprecatedKeys: ['restart-strategy'], field: 'restart.type',

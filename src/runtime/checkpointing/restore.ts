@@ -19,9 +19,12 @@ export type { RestoredTimers } from './timer-blocks.ts';
  */
 export async function loadKeyedState(
   backend: KeyedStateBackend,
-  files: readonly { path: string; size: number; inline?: string }[],
+  files: readonly { path: string; size: number; inline?: string; chain?: true }[],
   storage: CheckpointStorageWorkerView,
 ): Promise<RestoredTimers> {
+  if (files.some((f) => f.chain) && backend.restoresChains !== true) {
+    throw new Error('this checkpoint is incremental (a chain of base and delta files) and this state backend cannot read such chains; restore it with the backend that wrote it, or take a savepoint (always full) and restore from that');
+  }
   const inputs: StateInputHandle[] = [];
   try {
     for (const f of files) inputs.push(f.inline !== undefined ? inlineStateInput(f.path, f.inline) : await openStateFile(storage, f.path, f.size));

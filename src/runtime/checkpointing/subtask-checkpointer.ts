@@ -22,9 +22,9 @@ import { KeyedOperator } from '../operators/keyed.ts';
 import type { StreamOperator } from '../operators/operator.ts';
 import type { Scheduler } from '../scheduler.ts';
 import type { BarrierHandler, StreamTask } from '../task.ts';
-import type { KeyedStateHandle, KeyedStateSnapshot } from '../../state/backend.ts';
+import type { IncrementalSettings, KeyedStateHandle, KeyedStateSnapshot } from '../../state/backend.ts';
 import type { CheckpointStreamFactory } from '../../core/state-streams.ts';
-import { stateFileName } from '../../checkpoint/names.ts';
+import { sharedDirOfCheckpoint, sharedStateFileName, stateFileName } from '../../checkpoint/names.ts';
 import { runAsyncPhase } from './async-phase.ts';
 import { timerBlocks } from './timer-blocks.ts';
 
@@ -64,6 +64,11 @@ export class SubtaskCheckpointer implements BarrierHandler {
    * storage (state.storage.fs.memory-threshold); 0 stores every file.
    */
   inlineThresholdBytes = 0;
+  /**
+   * Incremental checkpoints (execution.checkpointing.incremental): keyed state of a checkpoint
+   * (never of a savepoint) is a chain in the job's shared directory; undefined: off.
+   */
+  incremental: IncrementalSettings | undefined;
 
   constructor(
     private readonly task: StreamTask,
@@ -175,7 +180,10 @@ export class SubtaskCheckpointer implements BarrierHandler {
   }
 
   notifyComplete(id: number): void {
-    for (const op of this.task.operators) op.notifyCheckpointComplete(id);
+    for (const op of this.task.operators) {
+      if (op instanceof KeyedOperator) op.backend?.notifyCheckpointComplete?.(id);
+      op.notifyCheckpointComplete(id);
+    }
   }
 
   notifyAborted(id: number): void {
@@ -189,7 +197,10 @@ export class SubtaskCheckpointer implements BarrierHandler {
     this.rememberAborted(id);
     const snapshots = this.inFlight.get(id);
     if (snapshots) for (const s of snapshots) s.abort();
-    for (const op of this.task.operators) op.notifyCheckpointAborted(id);
+    for (const op of this.task.operators) {
+      if (op instanceof KeyedOperator) op.backend?.notifyCheckpointAborted?.(id);
+      op.notifyCheckpointAborted(id);
+    }
   }
 
   /** Cancels everything in flight (task cancelled or failed). */
@@ -215,7 +226,7 @@ export class SubtaskCheckpointer implements BarrierHandler {
     // Synchronous phase: small state captured, keyed state frozen; nothing is written yet.
     const parts: OperatorSnapshot[] = [];
     for (const op of task.operators) {
-      const part = this.snapshotSync(op, id);
+      const part = this.snapshotSync(op, id, req.type === 'checkpoint' ? this.incremental : undefined);
       if (part.inline !== undefined || part.keyed !== undefined || part.watermark !== undefined) parts.push(part);
     }
     const syncMs = performance.now() - t0;
@@ -240,7 +251,7 @@ export class SubtaskCheckpointer implements BarrierHandler {
     this.inFlight.set(id, snapshots);
     const t1 = performance.now();
     const streams = snapshots.length > 0 ? new InliningStreamFactory(this.streamsAt(location), this.inlineThresholdBytes) : undefined;
-    const written = parts.map((p) => (p.keyed ? runAsyncPhase(p.keyed.snapshot, streams!, p.keyed.streamName, this.scheduler) : undefined));
+    const written = parts.map((p) => (p.keyed ? runAsyncPhase(p.keyed.snapshot, streams!, p.keyed.streamName, this.scheduler, this.sharedTarget(location, p.keyed)) : undefined));
     const failed = (e: unknown): void => {
       this.inFlight.delete(id);
       // The other snapshots of this checkpoint are of no use any more: stop them, remove what they wrote.
@@ -266,8 +277,14 @@ export class SubtaskCheckpointer implements BarrierHandler {
     }, failed);
   }
 
+  /** Where an incremental snapshot writes its new file: the job's shared directory. */
+  private sharedTarget(location: string, keyed: NonNullable<OperatorSnapshot['keyed']>): { streams: CheckpointStreamFactory; streamName: string } | undefined {
+    if (keyed.sharedName === undefined) return undefined;
+    return { streams: this.streamsAt(sharedDirOfCheckpoint(location)), streamName: keyed.sharedName };
+  }
+
   /** One operator's synchronous phase: its inline state, and its keyed state frozen (with its timers). */
-  private snapshotSync(op: StreamOperator, id: number): OperatorSnapshot {
+  private snapshotSync(op: StreamOperator, id: number, incremental: IncrementalSettings | undefined): OperatorSnapshot {
     const operatorId = op.env.taskInfo.operatorId;
     const inline = op.snapshotInline(id);
     const bytes = inline === undefined ? undefined : encodeValue(inline);
@@ -285,8 +302,12 @@ export class SubtaskCheckpointer implements BarrierHandler {
     const timers = op.timerServiceIfCreated();
     const numTimers = timers === undefined ? 0 : timers.numEventTimers() + timers.numProcessingTimers();
     if (!op.backend.hasStates() && numTimers === 0) return part;
-    const snapshot = op.backend.snapshot(timers === undefined ? undefined : timerBlocks(timers));
-    return { ...part, keyed: { snapshot, streamName: stateFileName(operatorId, this.task.d.subtaskIndex) } };
+    const snapshot = op.backend.snapshot(timers === undefined ? undefined : timerBlocks(timers), { checkpointId: id, ...(incremental !== undefined ? { incremental } : {}) });
+    const subtask = this.task.d.subtaskIndex;
+    return {
+      ...part,
+      keyed: { snapshot, streamName: stateFileName(operatorId, subtask), ...(incremental !== undefined ? { sharedName: sharedStateFileName(operatorId, subtask, id) } : {}) },
+    };
   }
 
   private ackOf(parts: readonly OperatorSnapshot[], handles: readonly (KeyedStateHandle | undefined)[], streams: InliningStreamFactory | undefined, timings: { syncMs: number; asyncMs: number; alignmentMs: number; startDelayMs: number }): TaskAck {
@@ -326,6 +347,8 @@ export class SubtaskCheckpointer implements BarrierHandler {
       if (p.keyed === undefined) continue;
       try {
         await this.task.d.storage.discardState(location, p.keyed.streamName);
+        // Only the file this checkpoint wrote: the older files of its chain belong to completed checkpoints.
+        if (p.keyed.sharedName !== undefined) await this.task.d.storage.discardState(sharedDirOfCheckpoint(location), p.keyed.sharedName);
       } catch {
         // Best effort: what is left has no metadata, and garbage collection removes it.
       }
@@ -339,11 +362,16 @@ interface OperatorSnapshot {
   /** Inline state, msgpack, base64. */
   readonly inline: string | undefined;
   readonly inlineSize: number;
-  readonly keyed?: { readonly snapshot: KeyedStateSnapshot; readonly streamName: string };
+  /** `sharedName`: an incremental snapshot's new file in the job's shared directory. */
+  readonly keyed?: { readonly snapshot: KeyedStateSnapshot; readonly streamName: string; readonly sharedName?: string };
 }
 
-/** The checkpoint metadata records one state file per keyed operator subtask. */
-function stateFileOf(h: KeyedStateHandle, streams: InliningStreamFactory | undefined): Pick<OperatorStateHandle, 'file' | 'fileSize' | 'fileInline' | 'keyGroupRange'> {
+/** The checkpoint metadata records one state file (or one chain) per keyed operator subtask. */
+function stateFileOf(h: KeyedStateHandle, streams: InliningStreamFactory | undefined): Pick<OperatorStateHandle, 'file' | 'fileSize' | 'fileInline' | 'keyGroupRange' | 'chain'> {
+  if (h.chain !== undefined) {
+    if (h.streams.length !== 0 || h.chain.length === 0) throw new Error('an incremental keyed state snapshot names its chain and nothing else');
+    return { chain: h.chain.map((c) => ({ name: c.name, size: c.size, checkpointId: c.checkpointId, kind: c.kind })), keyGroupRange: h.keyGroupRange };
+  }
   if (h.streams.length !== 1) throw new Error(`a keyed state snapshot wrote ${h.streams.length} state streams; the checkpoint metadata records one per operator subtask`);
   const s = h.streams[0]!;
   const inline = streams?.take(s.name);
