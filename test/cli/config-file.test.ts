@@ -45,11 +45,12 @@ describe('parseConfig: checkpoint keys', () => {
       'execution.checkpointing.externalized-checkpoint-retention': 'RETAIN_ON_CANCELLATION',
       'execution.checkpointing.num-retained': 4,
       'execution.checkpointing.dir': '/var/lib/weir/chk',
+      'execution.checkpointing.incremental': true,
       'parallelism.default': 3,
     }, FILE);
     expect(c.checkpoint).toEqual({
       interval: '30 s', mode: 'at-least-once', timeout: '5 min', minPause: 500, maxConcurrent: 2, tolerableFailures: 3,
-      retention: 'retain-on-cancel', numRetained: 4, dir: '/var/lib/weir/chk',
+      retention: 'retain-on-cancel', numRetained: 4, dir: '/var/lib/weir/chk', incremental: true,
     });
     expect(c.parallelism).toBe(3);
     expect(c.restart).toBeUndefined();
@@ -57,8 +58,14 @@ describe('parseConfig: checkpoint keys', () => {
     const cfg = applyCheckpointSettings(DEFAULT_CHECKPOINT_CONFIG, c.checkpoint, 'x');
     expect(cfg).toEqual({
       intervalMs: 30_000, mode: 'at-least-once', timeoutMs: 300_000, minPauseMs: 500, maxConcurrent: 2, tolerableFailures: 3,
-      retention: 'retain-on-cancel', numRetained: 4, dir: '/var/lib/weir/chk',
+      retention: 'retain-on-cancel', numRetained: 4, dir: '/var/lib/weir/chk', incremental: true, incrementalMaxDeltas: 20, incrementalMaxDeltaRatio: 0.5,
     });
+  });
+
+  it('incremental checkpoints: Flink\'s older key state.backend.incremental, and the chain bounds', () => {
+    expect(parseConfig({ 'state.backend.incremental': true }, FILE).checkpoint.incremental).toBe(true);
+    const c = parseConfig({ 'state.backend.incremental.max-deltas': 5, 'state.backend.incremental.max-delta-ratio': 1.5 }, FILE).checkpoint;
+    expect(c).toEqual({ incrementalMaxDeltas: 5, incrementalMaxDeltaRatio: 1.5 });
   });
 
   it('mode: EXACTLY_ONCE / AT_LEAST_ONCE in any case, with - or _', () => {
@@ -134,7 +141,7 @@ describe('parseConfig: errors name the key and the file', () => {
   it('unknown keys', () => {
     expect(error({ 'execution.checkpointing.intervall': '1 s' })).toBe(`${FILE}: unknown configuration key "execution.checkpointing.intervall" (did you mean "execution.checkpointing.interval"?)`);
     expect(error({ 'state.backend': 'rocksdb' })).toBe(`${FILE}: "state.backend": state backend must be hashmap, got "rocksdb"`);
-    expect(error({ 'state.backend.incremental': true })).toBe(`${FILE}: unknown configuration key "state.backend.incremental"`);    // A flag's name used as a key, and an older key misspelt.
+    expect(error({ 'state.backend.incremental.enabled': true })).toMatch(/unknown configuration key "state.backend.incremental.enabled"/);    // A flag's name used as a key, and an older key misspelt.
     expect(error({ 'checkpoint-interval': '1 s' })).toBe(`${FILE}: unknown configuration key "checkpoint-interval" (did you mean "execution.checkpointing.interval"?)`);
     expect(error({ 'state.checkpoint.dir': '/x' })).toBe(`${FILE}: unknown configuration key "state.checkpoint.dir" (did you mean "state.checkpoints.dir"?)`);
   });
