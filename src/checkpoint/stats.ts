@@ -16,9 +16,9 @@ export interface CheckpointStatsEntry {
   latestAckTimestamp: number | undefined;
   /** Trigger to completion (or failure), ms. */
   endToEndDurationMs: number | undefined;
-  /** Full state size, bytes. */
+  /** Full state size, bytes (incremental: what this checkpoint wrote plus the earlier files of its chains). */
   stateSize: number;
-  /** Bytes written by this checkpoint (equals the full size: snapshots are full). */
+  /** Bytes written by this checkpoint (the full size unless incremental: then the deltas, or a new base). */
   checkpointedSize: number;
   numAcknowledged: number;
   readonly numSubtasks: number;
@@ -66,7 +66,9 @@ export class CheckpointStatsTracker {
     e.subtasks[ack.task] = ack.stats;
     e.numAcknowledged++;
     e.latestAckTimestamp = at;
-    e.stateSize += ack.stats.stateSize;
+    let reused = 0;
+    for (const op of ack.operators) for (const c of op.chain ?? []) if (c.checkpointId !== id) reused += c.size;
+    e.stateSize += ack.stats.stateSize + reused;
     e.checkpointedSize += ack.stats.stateSize;
   }
 
