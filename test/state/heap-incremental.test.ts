@@ -74,7 +74,7 @@ function readAll(b: KeyedStateBackend, range: KeyGroupRange): Record<string, unk
 function operate(b: KeyedStateBackend, rng: Rng, clock: ManualClock, keys: readonly string[]): void {
   const k = keys[rng.int(keys.length)]!;
   b.setCurrentKey(k);
-  switch (rng.int(12)) {
+  switch (rng.int(13)) {
     case 0: return b.getValueState(value).update(rng.int(1000));
     case 1: return b.getValueState(value).clear();
     case 2: {
@@ -91,6 +91,8 @@ function operate(b: KeyedStateBackend, rng: Rng, clock: ManualClock, keys: reado
     case 8: return b.getReducingState(sum).add(rng.int(10));
     case 9: return b.getValueState(ttl).update(rng.int(100));
     case 10: return void b.getValueState(ttl).value(); // may expire it
+    case 11: if (rng.bool(0.05)) return b.dropState(rng.bool(0.5) ? 'list' : 'map'); // as a fired window does
+    // falls through
     default: return clock.advanceTo(clock.now() + rng.int(20));
   }
 }
@@ -292,22 +294,33 @@ describe('heap backend: incremental snapshots', () => {
     expect(r.b.getValueState(value).value()).toBe(2);
   });
 
-  it('dropping a state makes the next incremental snapshot a base (a delta cannot remove a whole state)', async () => {
+  it('a dropped state is removed by the next delta (a fired window), also when made again under its name', async () => {
     const clock = new ManualClock(0);
     const shared = new MemoryStreams();
     const b = new HeapKeyedStateBackend(FULL, MAXP, clock, 'b');
     const s: IncrementalSettings = { maxDeltas: 10, maxDeltaRatio: 10 };
-    b.setCurrentKey('a');
-    b.getValueState(value).update(1);
-    b.getListState(list).add(1);
+    for (const k of ['a', 'b', 'c']) {
+      b.setCurrentKey(k);
+      b.getValueState(value).update(1);
+      b.getListState(list).add(1);
+      b.getMapState(map).put('x', 1);
+    }
     const t = (id: number) => ({ streams: shared, streamName: `x${id}`, shared: { streams: shared, streamName: `c${id}` } });
     await write(b.snapshot(undefined, { checkpointId: 1, incremental: s }), t(1), () => {});
     b.notifyCheckpointComplete(1);
     b.dropState('list');
+    b.dropState('map');
+    b.setCurrentKey('b');
+    b.getMapState(map).put('y', 2); // a new state under the old name
     const h = await write(b.snapshot(undefined, { checkpointId: 2, incremental: s }), t(2), () => {});
-    expect(h.chain!.map((c) => c.kind)).toEqual(['base']);
-    const r = await restore(['c2'], shared, FULL, clock);
-    expect(r.b.restoredStateNames()).toEqual(['value']);
+    expect(h.chain!.map((c) => c.kind)).toEqual(['base', 'delta']);
+    const r = await restore(['c1', 'c2'], shared, FULL, clock);
+    expect(r.b.restoredStateNames().sort()).toEqual(['map', 'value']);
+    for (const k of ['a', 'b', 'c']) {
+      r.b.setCurrentKey(k);
+      expect([...r.b.getMapState(map).entries()]).toEqual(k === 'b' ? [['y', 2]] : []);
+      expect(r.b.getValueState(value).value()).toBe(1);
+    }
   });
 
   it('refuses to write an incremental snapshot without a shared directory', async () => {

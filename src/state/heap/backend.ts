@@ -136,8 +136,8 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
     const existed = this.tables.delete(name) || this.restored.has(name);
     this.handles.delete(name);
     this.restored.delete(name);
-    // A delta cannot say "this state is gone": the next incremental snapshot is a base.
-    if (existed) this.chains.invalidateChains();
+    // The next deltas say "this state is gone" (a state of the same name made later is all new keys).
+    if (existed) this.chains.stateDropped(name);
   }
 
   *keys(stateName: string): IterableIterator<{ key: NormKey; keyGroup: number }> {

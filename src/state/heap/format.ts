@@ -20,4 +20,9 @@ export interface KeyedSnapshotMeta {
    * its key-group range. Absent: a full (canonical) file.
    */
   readonly delta?: true;
+  /**
+   * Deltas: states dropped since the chain's base. A restore removes what the earlier files
+   * hold of them (in this file's key-group range) before applying this file's blocks.
+   */
+  readonly droppedStates?: readonly string[];
 }

@@ -32,6 +32,8 @@ export class ChainPlanner {
   private validFromEpoch = 0;
   private confirmed: (WrittenChain & { readonly checkpointId: number }) | undefined;
   private readonly written = new Map<number, WrittenChain>();
+  /** States dropped while tracking, with the epoch of the drop: a delta after them says so. */
+  private readonly dropped = new Map<string, number>();
 
   get isTracking(): boolean {
     return this.tracking;
@@ -43,11 +45,16 @@ export class ChainPlanner {
   }
 
   /**
-   * Something changed that a delta cannot express (a state dropped, a restored state decoded
-   * under a new descriptor): the next base must be taken after now.
+   * Something changed that a delta cannot express (a restored state decoded under a new
+   * descriptor): the next base must be taken after now.
    */
   invalidateChains(): void {
     this.validFromEpoch = this.current.epoch;
+  }
+
+  /** A state was dropped (a window fired): deltas based before now remove it whole. */
+  stateDropped(name: string): void {
+    if (this.tracking) this.dropped.set(name, this.current.epoch);
   }
 
   /** The synchronous phase of checkpoint `checkpointId`: its epoch ends now; base or delta. */
@@ -55,8 +62,8 @@ export class ChainPlanner {
     const epoch = this.current.epoch++;
     const c = this.confirmed;
     const part: IncrementalPart = c === undefined || c.baseEpoch < this.validFromEpoch || mustMaterialize(c.chain, settings)
-      ? { checkpointId, kind: 'base', baseEpoch: 0, chainBefore: [] }
-      : { checkpointId, kind: 'delta', baseEpoch: c.epoch, chainBefore: c.chain };
+      ? { checkpointId, kind: 'base', baseEpoch: 0, chainBefore: [], droppedStates: [] }
+      : { checkpointId, kind: 'delta', baseEpoch: c.epoch, chainBefore: c.chain, droppedStates: [...this.dropped].filter(([, e]) => e > c.epoch).map(([n]) => n) };
     this.pendingEpochs.set(checkpointId, { epoch, baseEpoch: part.kind === 'base' ? epoch : c!.baseEpoch });
     return part;
   }
@@ -77,7 +84,11 @@ export class ChainPlanner {
 
   complete(checkpointId: number): void {
     const w = this.written.get(checkpointId);
-    if (w !== undefined && (this.confirmed === undefined || checkpointId > this.confirmed.checkpointId)) this.confirmed = { ...w, checkpointId };
+    if (w !== undefined && (this.confirmed === undefined || checkpointId > this.confirmed.checkpointId)) {
+      this.confirmed = { ...w, checkpointId };
+      // No delta is based before the confirmed one any more: older drops are in every chain to come.
+      for (const [name, e] of this.dropped) if (e <= w.epoch) this.dropped.delete(name);
+    }
     for (const id of [...this.written.keys()]) if (id <= checkpointId) this.written.delete(id);
     for (const id of [...this.pendingEpochs.keys()]) if (id < checkpointId) this.pendingEpochs.delete(id);
   }

@@ -47,7 +47,10 @@ export async function readStateFiles(
       throw new Error(`state file ${input.description} was written with max parallelism ${meta.maxParallelism}, the operator now has ${maxParallelism}; the number of key groups cannot change`);
     }
     const delta = meta.delta === true;
-    if (delta) for (let kg = Math.max(range.start, meta.keyGroupRange.start); kg <= Math.min(range.end, meta.keyGroupRange.end); kg++) timers.delete(kg);
+    const from = Math.max(range.start, meta.keyGroupRange.start);
+    const to = Math.min(range.end, meta.keyGroupRange.end);
+    if (delta) for (let kg = from; kg <= to; kg++) timers.delete(kg);
+    if (delta) for (const name of meta.droppedStates ?? []) dropState(restored, merging, name, from, to);
     const metas = new Map<string, StateMeta>(meta.states.map((m) => [m.name, m]));
     for (const b of reader.index.blocks) {
       const block = parseBlockName(b.name);
@@ -77,6 +80,21 @@ export async function readStateFiles(
     }
   }
   return [...timers].map(([keyGroup, bytes]) => ({ keyGroup, bytes }));
+}
+
+/** A state dropped since the chain's base: what earlier files held of it in [from, to] goes. */
+function dropState(restored: Map<string, RestoredState>, merging: Merging, name: string, from: number, to: number): void {
+  const r = restored.get(name);
+  if (r === undefined) return;
+  const m = merging.get(r);
+  for (let kg = from; kg <= to; kg++) {
+    r.groups.delete(kg);
+    m?.delete(kg);
+  }
+  if (r.groups.size === 0 && (m === undefined || m.size === 0)) {
+    restored.delete(name);
+    merging.delete(r);
+  }
 }
 
 function applyDelta(restored: Map<string, RestoredState>, merging: Merging, m: StateMeta, kind: 'keyed' | 'tombstones', kg: number, bytes: Uint8Array, where: string): void {

@@ -51,6 +51,8 @@ export interface IncrementalPart {
   readonly baseEpoch: number;
   /** The files this one follows (empty for a base). */
   readonly chainBefore: readonly ChainFile[];
+  /** Deltas: states dropped since the base (a restore removes what earlier files hold of them first). */
+  readonly droppedStates: readonly string[];
 }
 
 export class HeapSnapshot implements KeyedStateSnapshot, FrozenGroupSink {
@@ -201,7 +203,8 @@ export class HeapSnapshot implements KeyedStateSnapshot, FrozenGroupSink {
   private finish(w: StateFileWriter): void {
     const inc = this.incremental;
     const meta: KeyedSnapshotMeta = {
-      states: this.metas, keyGroupRange: this.keyGroupRange, maxParallelism: this.maxParallelism, ...(inc?.kind === 'delta' ? { delta: true } : {}),
+      states: this.metas, keyGroupRange: this.keyGroupRange, maxParallelism: this.maxParallelism,
+      ...(inc?.kind === 'delta' ? { delta: true, ...(inc.droppedStates.length > 0 ? { droppedStates: inc.droppedStates } : {}) } : {}),
     };
     const name = inc === undefined ? this.target!.streamName : this.target!.shared!.streamName;
     w.close(meta).then(
