@@ -8,7 +8,9 @@
  *
  * Incremental checkpoints: the shared-state registry (pure) counts the references to files of
  * the job's shared directory. An ack registers its chain before the coordinator sees it; one
- * that names a file already given up is declined instead (the subsumption race); an aborted
+ * that names a file already given up is declined instead (the subsumption race; reason
+ * CHECKPOINT_DECLINED_SUBSUMED, which does not count toward the tolerable failures: the
+ * checkpoint it built on was subsumed, and the next one builds on the newer); an aborted
  * checkpoint's references go at once, a subsumed one's after its metadata is deleted; a file
  * nothing references any more is deleted.
  */
@@ -92,7 +94,7 @@ export class CheckpointShell {
     if (e.type === 'ack' && !this.registerShared(e.id, e.ack)) {
       const missing = this.shared.registerAck(e.id, sharedUsesOf(e.ack)).missing;
       this.apply(this.coordinator.handle({
-        type: 'decline', now: e.now, id: e.id, task: e.ack.task, reason: R.CHECKPOINT_DECLINED,
+        type: 'decline', now: e.now, id: e.id, task: e.ack.task, reason: R.CHECKPOINT_DECLINED_SUBSUMED,
         message: `its incremental state builds on shared files that were already deleted (${missing.join(', ')}): the task had not yet heard that a newer checkpoint completed; the next checkpoint builds on that one`,
       }));
       return;

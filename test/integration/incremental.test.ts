@@ -19,6 +19,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { committedLines } from '../helpers/output.ts';
 import { LocalCheckpointStorage, type CompletedCheckpointRef } from '../../src/checkpoint/storage.ts';
 import { runJob, type JobResult, type RunOptions } from '../../src/index.ts';
+import { lookupValue, summarize } from '../../src/checkpoint/inspect.ts';
 
 const JOB = join(dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'jobs', 'recoverable-counts.ts');
 const C = 1000;
@@ -90,6 +91,13 @@ describe('incremental checkpoints: restore', () => {
     expect(chains[0]!.length).toBeGreaterThan(2); // a base and several deltas
     expect(chains[0]![0]!.kind).toBe('base');
     expect(chains[0]![0]!.checkpointId).toBeLessThan(kept[0]!.metadata.checkpointId); // the base outlived its checkpoint
+    // Inspection reads the chain: 4 keys once each, and a key's latest count.
+    const summary = await summarize(kept[2]!.path);
+    const counts = summary.operators.find((o) => o.uid === 'counts')!;
+    expect(counts.states.find((st) => st.name === 'count')?.keys).toBe(4);
+    const v = await lookupValue(kept[2]!.path, 'counts', 'count', 'k0');
+    expect(v.found).toBe(true);
+    expect(typeof v.value).toBe('number');
     const second = await run({ out: first.out, chk: first.chk, from: 'latest' });
     expect(second.result.status, second.result.error?.message).toBe('FINISHED');
     expect(second.result.checkpoints.lastRestore?.id).toBe(kept[2]!.metadata.checkpointId);

@@ -91,8 +91,7 @@ function operate(b: KeyedStateBackend, rng: Rng, clock: ManualClock, keys: reado
     case 8: return b.getReducingState(sum).add(rng.int(10));
     case 9: return b.getValueState(ttl).update(rng.int(100));
     case 10: return void b.getValueState(ttl).value(); // may expire it
-    case 11: if (rng.bool(0.05)) return b.dropState(rng.bool(0.5) ? 'list' : 'map'); // as a fired window does
-    // falls through
+    case 11: return rng.bool(0.05) ? b.dropState(rng.bool(0.5) ? 'list' : 'map') : clock.advanceTo(clock.now() + rng.int(20)); // a drop as a fired window does
     default: return clock.advanceTo(clock.now() + rng.int(20));
   }
 }
