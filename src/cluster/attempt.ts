@@ -6,6 +6,7 @@
  * the injected clock, and every wait has a bound (deploy, restore, drain: JobManagerConfig;
  * checkpoints: their timeout).
  */
+import type { WorkerPool } from './worker-pool.ts';
 import { isS3Reference } from '../checkpoint/s3/settings.ts';
 import { memoryThresholdFor } from '../checkpoint/config.ts';
 import type { S3Config } from '../checkpoint/s3/settings.ts';
@@ -48,6 +49,8 @@ export interface AttemptContext {
   /** Records are counted per task and operator (metrics.record-counters.enabled). */
   readonly recordCounters: boolean;
   readonly job: { readonly modulePath: string | undefined; readonly args: readonly string[]; readonly defaultParallelism: number };
+  /** Worker threads booted ahead of this attempt's deploy (workers > 1). */
+  readonly pool: WorkerPool | undefined;
   readonly checkpointConfig: CheckpointConfig;
   /** Periodic checkpoints are on. */
   readonly checkpointing: boolean;
@@ -159,6 +162,7 @@ export class Attempt {
       storage: ctx.snapshots.workerView,
       s3: ctx.s3,
       preloadS3: ctx.storage !== undefined && isS3Reference(ctx.storage.root),
+      pool: ctx.pool,
       onMessage: (m) => this.onMessage(m),
       onWorkerFailure: (e) => this.fail(e),
       isEnded: () => this.ending,
@@ -239,6 +243,8 @@ export class Attempt {
     switch (m.type) {
       case 'deployed':
         return this.onDeployed();
+      case 'preloaded':
+        return; // a booted worker's answer to its pool, arriving after the handover
       case 'executor-failed':
         return this.fail(m.error);
       case 'task-restored':

@@ -5,6 +5,7 @@
  * the job's control surface (JobControl: REST, weir savepoint/stop/cancel), and it owns what
  * outlives an attempt: the job id, collected output, checkpoint statistics and storage.
  */
+import type { WorkerPool } from './worker-pool.ts';
 import type { S3Config } from '../checkpoint/s3/settings.ts';
 import { randomBytes } from 'node:crypto';
 import { isAbsolute } from 'node:path';
@@ -40,6 +41,8 @@ import { serializeError, type SerializedError } from './messages.ts';
 import { logger } from '../core/log.ts';
 
 export interface JobMasterSpec {
+  /** Worker threads booted ahead of each attempt (workers > 1 with a module path). */
+  readonly pool?: WorkerPool;
   readonly graph: JobGraph;
   readonly definition: JobDefinition;
   readonly modulePath: string | undefined;
@@ -372,6 +375,8 @@ export class JobMaster implements JobControl {
         this.restoredFrom = choice.from;
         continue;
       }
+      // The next attempt's workers boot now, while the restart waits for its delay and the listing.
+      this.spec.pool?.prewarm();
       const candidates = storage && this.checkpointing ? await storage.completed(this.jobId, this.log) : undefined;
       const next = recovery.restartFrom(step, candidates, this.restoredFrom);
       this.restoredFrom = next.from;
@@ -451,6 +456,7 @@ export class JobMaster implements JobControl {
       jobId: this.jobId, graph: s.graph, plan: this.plan, workers: s.workers, stateBackend: s.stateBackend, deadLetterDir: s.deadLetterDir,
       recordCounters: this.recordCounters,
       job: { modulePath: s.modulePath, args: s.args, defaultParallelism: s.parallelism },
+      pool: s.pool,
       checkpointConfig: s.checkpointConfig, checkpointing: this.checkpointing, config: s.config, clock: s.clock,
       credits: s.options.credits ?? DEFAULT_CHANNEL_CREDITS, storage: s.storage, snapshots: s.snapshots, s3: s.s3, stats: this.stats,
       onProgress: s.options.onProgress,

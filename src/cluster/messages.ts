@@ -48,6 +48,8 @@ export interface DeployMessage {
 
 export type ToExecutor =
   | DeployMessage
+  /** Sent by the worker pool to a booting worker: import the job module now (see worker-pool.ts). */
+  | { readonly type: 'preload'; readonly modulePath: string }
   | { readonly type: 'start' }
   /** Every task of a restoring attempt has its state: open and run. */
   | { readonly type: 'proceed' }
@@ -78,6 +80,8 @@ export type TaskMetrics = TaskMetricsSample;
 
 export type FromExecutor =
   | { readonly type: 'deployed'; readonly workerIndex: number }
+  /** A booted worker imported the job module (ok) or failed to (the pool drops it). */
+  | { readonly type: 'preloaded'; readonly ok: boolean }
   | { readonly type: 'executor-failed'; readonly workerIndex: number; readonly error: SerializedError }
   | { readonly type: 'task-finished'; readonly vertex: number; readonly subtask: number; readonly metrics: TaskMetrics }
   | { readonly type: 'task-failed'; readonly vertex: number; readonly subtask: number; readonly error: SerializedError }
