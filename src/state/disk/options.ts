@@ -1,0 +1,33 @@
+/**
+ * Settings of the disk state backend (state.backend.disk.* in the option registry): where
+ * each subtask's store goes and how many entries its write-back cache holds.
+ */
+import { tmpdir } from 'node:os';
+import { WeirError } from '../../core/errors.ts';
+
+export interface DiskBackendOptions {
+  /** Directory under which each operator subtask makes its own store directory; default os.tmpdir(). */
+  readonly dir?: string;
+  /** Entries (over all states of a subtask) the write-back cache holds; default DEFAULT_CACHE_ENTRIES. */
+  readonly cacheEntries?: number;
+}
+
+export const DEFAULT_CACHE_ENTRIES = 100_000;
+/** Dirty entries written per store transaction, as a share of the cache (at least 1). */
+const FLUSH_SHARE = 0.25;
+
+export interface ResolvedDiskOptions {
+  readonly dir: string;
+  readonly cacheEntries: number;
+  readonly flushEvery: number;
+}
+
+export function resolveDiskOptions(o: DiskBackendOptions = {}): ResolvedDiskOptions {
+  const dir = o.dir ?? tmpdir();
+  if (typeof dir !== 'string' || dir === '') throw new WeirError('CONFIG', `state.backend.disk.dir must be a non-empty path, got ${JSON.stringify(o.dir)}`);
+  const cacheEntries = o.cacheEntries ?? DEFAULT_CACHE_ENTRIES;
+  if (!Number.isInteger(cacheEntries) || cacheEntries < 1) {
+    throw new WeirError('CONFIG', `state.backend.disk.cache-entries must be a positive integer, got ${String(o.cacheEntries)}`);
+  }
+  return { dir, cacheEntries, flushEvery: Math.max(1, Math.floor(cacheEntries * FLUSH_SHARE)) };
+}
