@@ -24,7 +24,7 @@ import { resolveJobManagerConfig, type JobManagerSettings } from './job-manager-
 import { JobMaster } from './job-master.ts';
 import type { JobResult, Progress } from './job-result.ts';
 import type { RestartStrategySettings } from './restart-strategy.ts';
-import { keyedStateBackendFactory } from '../state/backends.ts';
+import { keyedStateBackendFactory, type StateBackendOptions } from '../state/backends.ts';
 import type { Transformation } from '../graph/transformation.ts';
 
 export { JobResult, type JobStatus, type Progress } from './job-result.ts';
@@ -37,6 +37,8 @@ export interface RunOptions {
   readonly workers?: number;
   /** The keyed state backend by name (state.backend.type); `heap` by default. */
   readonly stateBackend?: string;
+  /** Settings of the state backends (state.backend.disk.dir, state.backend.disk.cache-entries). */
+  readonly stateBackendOptions?: StateBackendOptions;
   readonly args?: readonly string[];
   /** Processing-time clock, and the job manager's only source of time; only for runs in one thread (workers: 1). */
   readonly clock?: Clock;
@@ -119,7 +121,8 @@ export async function runJob(job: string | JobDefinition, options: RunOptions = 
   if (options.clock !== undefined && workers > 1) throw new RangeError('a custom clock needs workers: 1 (it cannot cross threads)');
   if (options.checkpointStorage?.threadLocal && workers > 1) throw new RangeError('in-memory checkpoint storage needs workers: 1 (it cannot cross threads)');
   const config = resolveJobManagerConfig(options.jobManager, 'run options (jobManager)');
-  const stateBackend = keyedStateBackendFactory(options.stateBackend).name;
+  const stateBackendOptions = options.stateBackendOptions ?? {};
+  const stateBackend = keyedStateBackendFactory(options.stateBackend, stateBackendOptions).name; // checks the name and the settings
   const args = options.args ?? [];
   const modulePath = typeof job === 'string' ? resolve(job) : undefined;
   const definition = typeof job === 'string' ? await loadJobModule(job) : job;
@@ -140,7 +143,7 @@ export async function runJob(job: string | JobDefinition, options: RunOptions = 
     );
   }
   const master = new JobMaster({
-    graph, definition, modulePath, args, parallelism, workers, checkpointConfig, config, storage, stateBackend, deadLetterDir,
+    graph, definition, modulePath, args, parallelism, workers, checkpointConfig, config, storage, stateBackend, stateBackendOptions, deadLetterDir,
     restartSettings: options.restartStrategy ?? env.restartSettings,
     snapshots: storageResolver(storage, s3),
     s3,
