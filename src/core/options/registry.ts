@@ -53,7 +53,7 @@ export const OPTIONS = {
     description: 'where the disk state backend makes each subtask\'s store (a directory of its own, removed when the subtask ends); local disk, not the checkpoint directory',
   }),
   stateCacheEntries: option({
-    flag: 'state-cache-entries', key: 'state.backend.disk.cache-entries', field: 'stateBackendOptions.disk.cacheEntries', type: positiveInteger(), default: 100000,
+    flag: 'state-cache-entries', key: 'state.backend.disk.cache-entries', field: 'stateBackendOptions.disk.cacheEntries', type: positiveInteger(), defaultText: '100000, fewer in a heap under 800 MB (heap limit / 8 KiB)',
     label: 'disk state cache entries', commands: ['run'], section: 'Execution',
     description: 'entries (over all states of a subtask) the disk state backend keeps in memory; changes are written to its store in batches of a quarter of it',
   }),

@@ -75,10 +75,18 @@ export class StateCache {
     return e;
   }
 
-  /** Sets the current key's value (undefined removes it). */
+  /** Sets the current key's value (undefined removes it); a blind write: nothing is read from the store. */
   set(value: unknown): void {
-    const e = this.current();
-    e.value = value;
+    const key = this.ctx.key;
+    let e = this.entries.get(key);
+    if (e === undefined) {
+      this.wb.makeRoom();
+      e = { key, keyGroup: this.ctx.keyGroup, value, dirty: false, ref: false, cache: this };
+      this.entries.set(key, e);
+      this.wb.count++;
+    } else {
+      e.value = value;
+    }
     this.wb.markDirty(e);
   }
 
@@ -124,11 +132,15 @@ export class WriteBack {
     if (this.dirty.length === 0) return;
     const batch = this.dirty;
     this.dirty = [];
+    const writes: { k: Buffer; e: Entry }[] = [];
+    for (const e of batch) {
+      e.dirty = false;
+      if (!e.cache.dropped) writes.push({ k: encodeStoreKey(e.keyGroup, e.cache.stateId, e.key), e });
+    }
+    // In key order: LMDB inserts a sorted batch several times faster than a random one.
+    writes.sort((a, b) => Buffer.compare(a.k, b.k));
     this.store.write((w) => {
-      for (const e of batch) {
-        e.dirty = false;
-        if (e.cache.dropped) continue;
-        const k = encodeStoreKey(e.keyGroup, e.cache.stateId, e.key);
+      for (const { k, e } of writes) {
         if (e.value === undefined) w.remove(k);
         else w.put(k, packStored(e.cache.forms.toStored(e.value)));
       }

@@ -55,7 +55,7 @@ export class DiskStore {
       throw new WeirError('STATE_BACKEND', `${where}: cannot make a directory for the disk state backend under ${baseDir}: ${(e as Error).message}`, { cause: e });
     }
     removeAtExit(this.dir);
-    this.db = open<Buffer, Buffer>({ path: this.dir, keyEncoding: 'binary', encoding: 'binary', noSync: true, compression: false, cache: false });
+    this.db = open<Buffer, Buffer>({ path: this.dir, keyEncoding: 'binary', encoding: 'binary', noSync: true, useWritemap: true, compression: false, cache: false });
   }
 
   /** The stored bytes of a key, valid until the next store call (decode them at once). */
