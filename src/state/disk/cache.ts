@@ -27,7 +27,7 @@ export interface Entry {
   /** The value in the handles' form; undefined when the key has no value. */
   value: unknown;
   dirty: boolean;
-  /** Used since the last eviction sweep (CLOCK's reference bit). */
+  /** Used again since it was loaded or last swept (CLOCK's reference bit): a key read and written once is not. */
   ref: boolean;
   readonly cache: StateCache;
 }
@@ -85,6 +85,7 @@ export class StateCache {
       this.entries.set(key, e);
       this.wb.count++;
     } else {
+      e.ref = true;
       e.value = value;
     }
     this.wb.markDirty(e);
@@ -116,7 +117,6 @@ export class WriteBack {
   ) {}
 
   markDirty(e: Entry): void {
-    e.ref = true;
     if (e.dirty) return;
     e.dirty = true;
     this.dirty.push(e);
@@ -132,15 +132,12 @@ export class WriteBack {
     if (this.dirty.length === 0) return;
     const batch = this.dirty;
     this.dirty = [];
-    const writes: { k: Buffer; e: Entry }[] = [];
-    for (const e of batch) {
-      e.dirty = false;
-      if (!e.cache.dropped) writes.push({ k: encodeStoreKey(e.keyGroup, e.cache.stateId, e.key), e });
-    }
-    // In key order: LMDB inserts a sorted batch several times faster than a random one.
-    writes.sort((a, b) => Buffer.compare(a.k, b.k));
+    // Not sorted by key: measured, sorting cost more than it saved (word count, 1M keys).
     this.store.write((w) => {
-      for (const { k, e } of writes) {
+      for (const e of batch) {
+        e.dirty = false;
+        if (e.cache.dropped) continue;
+        const k = encodeStoreKey(e.keyGroup, e.cache.stateId, e.key);
         if (e.value === undefined) w.remove(k);
         else w.put(k, packStored(e.cache.forms.toStored(e.value)));
       }
