@@ -11,6 +11,7 @@ import { isS3Reference } from '../checkpoint/s3/settings.ts';
 import { memoryThresholdFor } from '../checkpoint/config.ts';
 import type { S3Config } from '../checkpoint/s3/settings.ts';
 import { randomBytes } from 'node:crypto';
+import type { StateBackendOptions } from '../state/backends.ts';
 import type { CheckpointConfig } from '../checkpoint/config.ts';
 import type { CompletedCheckpointInfo } from '../checkpoint/coordinator.ts';
 import type { CheckpointFailureReason } from '../checkpoint/failure-reason.ts';
@@ -44,6 +45,7 @@ export interface AttemptContext {
   readonly plan: ExecutionPlan;
   readonly workers: number;
   readonly stateBackend: string;
+  readonly stateBackendOptions: StateBackendOptions;
   /** Where sources write dead letters (undefined: the log). */
   readonly deadLetterDir: string | undefined;
   /** Records are counted per task and operator (metrics.record-counters.enabled). */
@@ -156,6 +158,7 @@ export class Attempt {
       graph: this.start.execGraph, plan: ctx.plan, splits, attempt: this.number, credits: ctx.credits, clock: ctx.clock,
       checkpointing: { mode: ctx.checkpointConfig.mode, periodic: ctx.checkpointing, inlineThresholdBytes: memoryThresholdFor(ctx.checkpointConfig, ctx.storage?.root) },
       stateBackend: ctx.stateBackend,
+      stateBackendOptions: ctx.stateBackendOptions,
       deadLetterDir: ctx.deadLetterDir,
       recordCounters: ctx.recordCounters,
       restore: (this.start.restore?.tasks ?? {}) as Record<TaskId, TaskRestore>,

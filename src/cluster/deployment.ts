@@ -16,6 +16,7 @@ import type { JobGraph } from '../graph/job-graph.ts';
 import { serializeError, type FromExecutor, type SerializedError, type ToExecutor } from './messages.ts';
 import { TaskExecutor } from './task-executor.ts';
 import { WorkerPool } from './worker-pool.ts';
+import type { StateBackendOptions } from '../state/backends.ts';
 
 export interface ExecutorHandle {
   send(m: ToExecutor, transfer?: MessagePort[]): void;
@@ -35,6 +36,8 @@ export interface DeploymentSpec {
   readonly checkpointing: { readonly mode: CheckpointingMode; readonly periodic: boolean; readonly inlineThresholdBytes?: number };
   /** The keyed state backend's name, resolved by each executor. */
   readonly stateBackend: string;
+  /** Its settings (state.backend.<name>.*). */
+  readonly stateBackendOptions: StateBackendOptions;
   readonly deadLetterDir: string | undefined;
   /** Records are counted per task and operator (metrics). */
   readonly recordCounters: boolean;
@@ -93,7 +96,7 @@ export class Deployment {
     const ex = new TaskExecutor({
       workerIndex: 0, graph: s.graph, plan: s.plan, splits: s.splits, attempt: s.attempt, credits: s.credits, clock: s.clock,
       send: (m) => queueMicrotask(() => s.onMessage(m)), dataPlane: undefined, writeStdout: (t) => s.writeStdout(t),
-      checkpointing: s.checkpointing, stateBackend: s.stateBackend, deadLetterDir: s.deadLetterDir, recordCounters: s.recordCounters, restore: s.restore, storage: s.storage,
+      checkpointing: s.checkpointing, stateBackend: s.stateBackend, stateBackendOptions: s.stateBackendOptions, deadLetterDir: s.deadLetterDir, recordCounters: s.recordCounters, restore: s.restore, storage: s.storage,
     });
     this.local = ex;
     this.executors.push({ send: (m) => ex.handle(m), terminate: async () => ex.cancel() });
@@ -125,7 +128,7 @@ export class Deployment {
         type: 'deploy',
         job: { modulePath: s.job.modulePath, args: s.job.args, defaultParallelism: s.job.defaultParallelism },
         workerIndex: w, plan: s.plan, fingerprint: s.job.fingerprint, splits: s.splits, attempt: s.attempt, credits: s.credits,
-        checkpointing: s.checkpointing, stateBackend: s.stateBackend, deadLetterDir: s.deadLetterDir, recordCounters: s.recordCounters, restore: s.restore, s3: s.s3, preloadS3: s.preloadS3, peers, stdoutCredit: credit,
+        checkpointing: s.checkpointing, stateBackend: s.stateBackend, stateBackendOptions: s.stateBackendOptions, deadLetterDir: s.deadLetterDir, recordCounters: s.recordCounters, restore: s.restore, s3: s.s3, preloadS3: s.preloadS3, peers, stdoutCredit: credit,
       };
       worker.postMessage(msg, Object.values(peers));
     }

@@ -26,7 +26,7 @@ import { JobMaster } from './job-master.ts';
 import { WorkerPool } from './worker-pool.ts';
 import type { JobResult, Progress } from './job-result.ts';
 import type { RestartStrategySettings } from './restart-strategy.ts';
-import { keyedStateBackendFactory } from '../state/backends.ts';
+import { keyedStateBackendFactory, type StateBackendOptions } from '../state/backends.ts';
 import type { Transformation } from '../graph/transformation.ts';
 
 export { JobResult, type JobStatus, type Progress } from './job-result.ts';
@@ -39,6 +39,8 @@ export interface RunOptions {
   readonly workers?: number;
   /** The keyed state backend by name (state.backend.type); `heap` by default. */
   readonly stateBackend?: string;
+  /** Settings of the state backends (state.backend.disk.dir, state.backend.disk.cache-entries). */
+  readonly stateBackendOptions?: StateBackendOptions;
   readonly args?: readonly string[];
   /** Processing-time clock, and the job manager's only source of time; only for runs in one thread (workers: 1). */
   readonly clock?: Clock;
@@ -121,14 +123,15 @@ export async function runJob(job: string | JobDefinition, options: RunOptions = 
   if (options.clock !== undefined && workers > 1) throw new RangeError('a custom clock needs workers: 1 (it cannot cross threads)');
   if (options.checkpointStorage?.threadLocal && workers > 1) throw new RangeError('in-memory checkpoint storage needs workers: 1 (it cannot cross threads)');
   const config = resolveJobManagerConfig(options.jobManager, 'run options (jobManager)');
-  const stateBackend = keyedStateBackendFactory(options.stateBackend).name;
+  const stateBackendOptions = options.stateBackendOptions ?? {};
+  const stateBackend = keyedStateBackendFactory(options.stateBackend, stateBackendOptions).name; // checks the name and the settings
   const args = options.args ?? [];
   const modulePath = typeof job === 'string' ? resolve(job) : undefined;
   // Worker threads boot (tsx, weir, the job module) while this thread loads and builds the job.
   const pool = modulePath !== undefined && workers > 1 && existsSync(modulePath) ? new WorkerPool(modulePath, workers) : undefined;
   pool?.prewarm();
   try {
-    return await runWithPool(job, options, { workers, parallelism, config, stateBackend, args, modulePath, pool });
+    return await runWithPool(job, options, { workers, parallelism, config, stateBackend, stateBackendOptions, args, modulePath, pool });
   } finally {
     await pool?.close();
   }
@@ -136,9 +139,12 @@ export async function runJob(job: string | JobDefinition, options: RunOptions = 
 
 async function runWithPool(
   job: string | JobDefinition, options: RunOptions,
-  r: { workers: number; parallelism: number; config: JobManagerConfig; stateBackend: string; args: readonly string[]; modulePath: string | undefined; pool: WorkerPool | undefined },
+  r: {
+    workers: number; parallelism: number; config: JobManagerConfig; stateBackend: string; stateBackendOptions: StateBackendOptions;
+    args: readonly string[]; modulePath: string | undefined; pool: WorkerPool | undefined;
+  },
 ): Promise<JobResult> {
-  const { workers, parallelism, config, stateBackend, args, modulePath, pool } = r;
+  const { workers, parallelism, config, stateBackend, stateBackendOptions, args, modulePath, pool } = r;
   const definition = typeof job === 'string' ? await loadJobModule(job) : job;
   if (modulePath === undefined && workers > 1) throw new RangeError('a job given as a definition runs with workers: 1; pass the module path to use worker threads');
   const { env, graph } = await buildJob(definition, args, parallelism, modulePath);
@@ -157,7 +163,7 @@ async function runWithPool(
     );
   }
   const master = new JobMaster({
-    pool, graph, definition, modulePath, args, parallelism, workers, checkpointConfig, config, storage, stateBackend, deadLetterDir,
+    pool, graph, definition, modulePath, args, parallelism, workers, checkpointConfig, config, storage, stateBackend, stateBackendOptions, deadLetterDir,
     restartSettings: options.restartStrategy ?? env.restartSettings,
     snapshots: storageResolver(storage, s3),
     s3,

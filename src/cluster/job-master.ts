@@ -39,6 +39,7 @@ import { defaultRestartStrategy, resolveRestartStrategy, RestartBackoff, type Re
 import { resolveStartPoint } from './start-point.ts';
 import { serializeError, type SerializedError } from './messages.ts';
 import { logger } from '../core/log.ts';
+import type { StateBackendOptions } from '../state/backends.ts';
 
 export interface JobMasterSpec {
   /** Worker threads booted ahead of each attempt (workers > 1 with a module path). */
@@ -51,6 +52,8 @@ export interface JobMasterSpec {
   readonly workers: number;
   /** The keyed state backend's name (already checked to exist). */
   readonly stateBackend: string;
+  /** Its settings (state.backend.<name>.*), already checked. */
+  readonly stateBackendOptions: StateBackendOptions;
   /** Where sources write dead letters (undefined: the first few go to the log). */
   readonly deadLetterDir: string | undefined;
   readonly checkpointConfig: CheckpointConfig;
@@ -453,7 +456,7 @@ export class JobMaster implements JobControl {
     const s = this.spec;
     const customStdout = s.options.stdout !== undefined;
     return {
-      jobId: this.jobId, graph: s.graph, plan: this.plan, workers: s.workers, stateBackend: s.stateBackend, deadLetterDir: s.deadLetterDir,
+      jobId: this.jobId, graph: s.graph, plan: this.plan, workers: s.workers, stateBackend: s.stateBackend, stateBackendOptions: s.stateBackendOptions, deadLetterDir: s.deadLetterDir,
       recordCounters: this.recordCounters,
       job: { modulePath: s.modulePath, args: s.args, defaultParallelism: s.parallelism },
       pool: s.pool,

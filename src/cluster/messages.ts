@@ -10,6 +10,7 @@ import type { TaskAck, TaskRestore } from '../core/checkpoint-format.ts';
 import type { ExecutionPlan } from '../graph/execution-plan.ts';
 import type { TriggerRequest } from '../runtime/checkpointing/subtask-checkpointer.ts';
 import type { TaskId } from '../core/task-id.ts';
+import type { StateBackendOptions } from '../state/backends.ts';
 import type { TaskMetricsSample } from '../runtime/task-metrics.ts';
 import { errorCode, isUserError, type ErrorCode } from '../core/errors.ts';
 
@@ -34,6 +35,8 @@ export interface DeployMessage {
   readonly checkpointing: { readonly mode: CheckpointingMode; readonly periodic: boolean; readonly inlineThresholdBytes?: number };
   /** The keyed state backend's name (state.backend.type). */
   readonly stateBackend: string;
+  /** Its settings (state.backend.<name>.*). */
+  readonly stateBackendOptions: StateBackendOptions;
   /** Where sources write their dead letters (undefined: to the log). */
   readonly deadLetterDir: string | undefined;
   /** Records are counted per task and operator (metrics.record-counters.enabled). */

@@ -72,6 +72,7 @@ async function deploy(m: DeployMessage & { peers: Record<number, MessagePort>; s
     writeStdout: (text) => writeStdout(text, m.workerIndex, m.stdoutCredit),
     checkpointing: m.checkpointing,
     stateBackend: m.stateBackend,
+    stateBackendOptions: m.stateBackendOptions,
     deadLetterDir: m.deadLetterDir,
     recordCounters: m.recordCounters,
     restore: m.restore,
