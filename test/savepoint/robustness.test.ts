@@ -126,11 +126,11 @@ const cases: Case[] = [
     cli: true,
     make: () => {
       const d = copy('newer');
-      rewriteMetadata(d, (b) => (b['version'] = 2));
+      rewriteMetadata(d, (b) => (b['version'] = 3));
       return d;
     },
-    restore: 'cannot restore from P: P/_metadata: written by a newer weir (metadata version 2, this weir reads up to 1)',
-    inspect: 'P: P/_metadata: written by a newer weir (metadata version 2, this weir reads up to 1)',
+    restore: 'cannot restore from P: P/_metadata: written by a newer weir (metadata version 3, this weir reads up to 2)',
+    inspect: 'P: P/_metadata: written by a newer weir (metadata version 3, this weir reads up to 2)',
   },
   {
     name: 'metadata that is not weir\'s',
