@@ -126,6 +126,19 @@ describe('incremental checkpoints: restore', () => {
   });
 });
 
+describe('incremental checkpoints: other backends', () => {
+  it('the disk backend refuses to restore a chain, clearly, and writes full checkpoints when asked for incremental ones', async () => {
+    const { first } = await failedRun();
+    const second = await run({ out: first.out, chk: first.chk, from: 'latest', stateBackend: 'disk', restartStrategy: { type: 'none' } });
+    expect(second.result.status).toBe('FAILED');
+    expect(second.result.error?.message).toMatch(/incremental .* cannot read such chains; restore it with the backend that wrote it, or take a savepoint/);
+    const fresh = await run({ stateBackend: 'disk' });
+    expect(fresh.result.status, fresh.result.error?.message).toBe('FINISHED');
+    expect(fresh.logs).toContain('weir: incremental checkpoints are implemented by the heap state backend only; the disk backend writes full checkpoints');
+    expect(committedLines(fresh.out)).toEqual(expectedLines());
+  });
+});
+
 describe('incremental checkpoints: shared files', () => {
   // A delta builds on the previous completed checkpoint, so retained chains reference files
   // written by subsumed checkpoints (their base and deltas); files no retained chain names
