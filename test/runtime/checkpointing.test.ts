@@ -12,7 +12,7 @@
  * waits for its stream operations. So "no snapshot, no ack yet" is checked at the exact step,
  * with nothing runnable and no I/O in flight, never after a sleep.
  */
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -466,5 +466,54 @@ describe('asynchronous phase', () => {
     expect(h.acks).toEqual([]);
     expect(h.task.state).toBe('running');
     expect(h.events.filter((e) => e.startsWith('failed'))).toEqual([]);
+  });
+});
+
+describe('incremental checkpoints at the task', () => {
+  it('a checkpoint acks a chain in the job\'s shared directory, a delta once the task heard its base completed; a savepoint stays a full file in its own place', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'weir-task-incr-'));
+    dirs.push(root);
+    const chk = (n: number) => {
+      const d = join(root, 'job', `chk-${n}`);
+      mkdirSync(d, { recursive: true });
+      return d;
+    };
+    mkdirSync(join(root, 'job', 'shared'), { recursive: true });
+    const h = harness('exactly-once', { location: chk(1) });
+    h.checkpointer.incremental = { maxDeltas: 5, maxDeltaRatio: 10 };
+    const barrier = (id: number, type: 'checkpoint' | 'savepoint', location: string): BarrierEvent => ({ kind: 'barrier', checkpointId: id, timestamp: h.clock.now(), type, location });
+    const snapshot = async (id: number, type: 'checkpoint' | 'savepoint', location: string, records: number[]): Promise<TaskAck> => {
+      h.inputs[0]!.push(batch(...records.map((n) => r(n))));
+      for (const c of h.inputs) c.push(barrier(id, type, location));
+      await h.quiesce(() => h.acks.some((a) => a.id === id));
+      return h.acks.find((a) => a.id === id)!.ack;
+    };
+    const keyedOf = (ack: TaskAck) => ack.operators.find((o) => o.chain !== undefined || o.file !== undefined)!;
+
+    const a1 = keyedOf(await snapshot(1, 'checkpoint', chk(1), [1, 2, 3]));
+    expect(a1.file).toBeUndefined();
+    expect(a1.chain!.map((c) => [c.kind, c.checkpointId])).toEqual([['base', 1]]);
+    expect(existsSync(join(root, 'job', 'shared', a1.chain![0]!.name))).toBe(true);
+    expect(readdirSync(join(root, 'job', 'chk-1'))).toEqual([]); // nothing in the checkpoint's own directory
+    // Not yet heard that 1 completed: 2 is a base again.
+    const a2 = keyedOf(await snapshot(2, 'checkpoint', chk(2), [4]));
+    expect(a2.chain!.map((c) => [c.kind, c.checkpointId])).toEqual([['base', 2]]);
+    h.checkpointer.notifyComplete(2);
+    const a3 = keyedOf(await snapshot(3, 'checkpoint', chk(3), [5]));
+    expect(a3.chain!.map((c) => [c.kind, c.checkpointId])).toEqual([['base', 2], ['delta', 3]]);
+    // A savepoint: full, canonical, in its own directory.
+    const sp = join(root, 'savepoint-x');
+    mkdirSync(sp);
+    const a4 = keyedOf(await snapshot(4, 'savepoint', sp, [6]));
+    expect(a4.chain).toBeUndefined();
+    expect(readdirSync(sp)).toEqual([a4.file]);
+    // And the full savepoint restores what the chain of 3 plus record 6 holds.
+    const b = new HeapKeyedStateBackend({ start: 0, end: 127 }, 128, h.clock, 'restored');
+    await loadKeyedState(b, [{ path: join(sp, a4.file!), size: a4.fileSize! }], storageResolver().workerView);
+    const counts = ['k0', 'k1', 'k2'].map((k) => {
+      b.setCurrentKey(k);
+      return b.getValueState(count).value();
+    });
+    expect(counts).toEqual([2, 2, 2]); // records 1..6 over keys n % 3
   });
 });
