@@ -5,7 +5,7 @@
  * job's checkpoint-history.jsonl. Checkpoints taken while the fill source still runs are
  * left out (they see the whole key space change); the rest are the steady state.
  *
- *   node --import tsx bench/incremental.ts [keys=1000000] [seconds=20]
+ *   node --import tsx bench/incremental.ts [keys=1000000] [seconds=20] [heap|disk]
  */
 import { mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -16,6 +16,7 @@ const JOB = join(import.meta.dirname, 'jobs', 'incremental-counts.ts');
 const keys = Number(process.argv[2] ?? 1_000_000);
 const seconds = Number(process.argv[3] ?? 20);
 const perSecond = Math.round(keys / 100);
+const stateBackend = process.argv[4] ?? 'heap';
 
 interface Entry { id: number; status: string; endToEndDurationMs: number; stateSize: number; checkpointedSize: number; subtasks: Record<string, { syncMs: number; asyncMs: number }> }
 
@@ -28,7 +29,7 @@ async function variant(incremental: boolean): Promise<Entry[]> {
   const dir = mkdtempSync(join(tmpdir(), 'weir-bench-incr-'));
   try {
     const r = await runJob(JOB, {
-      workers: 1, parallelism: 1, stdout: () => {}, log: () => {}, args: [String(keys), String(perSecond), String(seconds)],
+      workers: 1, parallelism: 1, stateBackend, stdout: () => {}, log: () => {}, args: [String(keys), String(perSecond), String(seconds)],
       checkpoint: { interval: 1000, dir, incremental, retention: 'retain-on-cancel' },
     });
     if (r.status !== 'FINISHED') throw new Error(`${incremental ? 'incremental' : 'full'} run ${r.status}: ${r.error?.message}`);
@@ -40,7 +41,7 @@ async function variant(incremental: boolean): Promise<Entry[]> {
 }
 
 const mb = (b: number) => `${(b / 1e6).toFixed(2)} MB`;
-console.log(`keys ${keys}, ${perSecond} changes/s (1 %), checkpoint every 1 s, ${seconds} s, 1 worker p=1`);
+console.log(`${stateBackend} backend, keys ${keys}, ${perSecond} changes/s (1 %), checkpoint every 1 s, ${seconds} s, 1 worker p=1`);
 for (const incremental of [false, true]) {
   const all = await variant(incremental);
   // Steady state: from the third completed checkpoint on (the fill source is done by then at 1 M keys), the final one excluded.

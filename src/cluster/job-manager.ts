@@ -162,10 +162,6 @@ async function runWithPool(
       `weir: warning: a checkpoint directory is set (${checkpointConfig.dir}) but no checkpoint interval: no checkpoints will be taken; set --checkpoint-interval (or enableCheckpointing in the job)`,
     );
   }
-  if (checkpointConfig.incremental && checkpointConfig.intervalMs !== undefined && stateBackend !== 'heap') {
-    // Not refused: full checkpoints are correct, only larger. Said once, so nobody counts on deltas.
-    (options.log ?? ((l: string) => logger().line(l)))(`weir: incremental checkpoints are implemented by the heap state backend only; the ${stateBackend} backend writes full checkpoints`);
-  }
   const master = new JobMaster({
     pool, graph, definition, modulePath, args, parallelism, workers, checkpointConfig, config, storage, stateBackend, stateBackendOptions, deadLetterDir,
     restartSettings: options.restartStrategy ?? env.restartSettings,

@@ -126,16 +126,20 @@ describe('incremental checkpoints: restore', () => {
   });
 });
 
-describe('incremental checkpoints: other backends', () => {
-  it('the disk backend refuses to restore a chain, clearly, and writes full checkpoints when asked for incremental ones', async () => {
-    const { first } = await failedRun();
-    const second = await run({ out: first.out, chk: first.chk, from: 'latest', stateBackend: 'disk', restartStrategy: { type: 'none' } });
-    expect(second.result.status).toBe('FAILED');
-    expect(second.result.error?.message).toMatch(/incremental .* cannot read such chains; restore it with the backend that wrote it, or take a savepoint/);
-    const fresh = await run({ stateBackend: 'disk' });
-    expect(fresh.result.status, fresh.result.error?.message).toBe('FINISHED');
-    expect(fresh.logs).toContain('weir: incremental checkpoints are implemented by the heap state backend only; the disk backend writes full checkpoints');
-    expect(committedLines(fresh.out)).toEqual(expectedLines());
+describe('incremental checkpoints: the disk backend', () => {
+  it('writes chains too, resumes exactly once from them, and restores a heap chain (and the heap one of its own)', async () => {
+    const { first, kept } = await failedRun({ stateBackend: 'disk', checkpoint: { incrementalMaxDeltas: 1000, incrementalMaxDeltaRatio: 1000 } });
+    expect(chainsOf(kept[2]!)[0]!.length).toBeGreaterThan(2);
+    const second = await run({ out: first.out, chk: first.chk, from: 'latest', stateBackend: 'disk' });
+    expect(second.result.status, second.result.error?.message).toBe('FINISHED');
+    expect(committedLines(first.out)).toEqual(expectedLines());
+    // Across backends: a heap chain into the disk backend, and a disk chain into the heap backend.
+    for (const [from, to] of [['heap', 'disk'], ['disk', 'heap']] as const) {
+      const f = await failedRun({ stateBackend: from });
+      const s = await run({ out: f.first.out, chk: f.first.chk, from: 'latest', stateBackend: to });
+      expect(s.result.status, s.result.error?.message).toBe('FINISHED');
+      expect(committedLines(f.first.out)).toEqual(expectedLines());
+    }
   });
 });
 

@@ -14,6 +14,11 @@ import type { CheckpointStreamFactory, StateInputHandle, StateOutputStream } fro
 import type { KeyGroupRange } from '../../src/core/checkpoint-format.ts';
 import type { IncrementalSettings, KeyedStateBackend, KeyedStateHandle, KeyedStateSnapshot, KeyGroupBlockSource, SnapshotTarget } from '../../src/state/backend.ts';
 import { HeapKeyedStateBackend } from '../../src/state/heap/backend.ts';
+import { diskBackendFactory } from '../../src/state/disk/backend.ts';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll } from 'vitest';
 import { mustMaterialize } from '../../src/state/heap/incremental.ts';
 import { keyGroupOf, normalizeKey } from '../../src/state/key-groups.ts';
 
@@ -129,8 +134,17 @@ interface Written {
   readonly time: number;
 }
 
-async function restore(files: string[], streams: MemoryStreams, range: KeyGroupRange, clock: ManualClock): Promise<{ b: HeapKeyedStateBackend; timers: Map<number, string> }> {
-  const b = new HeapKeyedStateBackend(range, MAXP, clock, 'restored');
+type Make = (range: KeyGroupRange, clock: ManualClock, where: string) => KeyedStateBackend;
+const makeHeap: Make = (range, clock, where) => new HeapKeyedStateBackend(range, MAXP, clock, where);
+const diskDir = mkdtempSync(join(tmpdir(), 'weir-disk-incr-'));
+afterAll(() => rmSync(diskDir, { recursive: true, force: true }));
+/** The disk backend with a small cache, so values go through the store and eviction too. */
+const makeDisk: Make = (range, clock, where) => diskBackendFactory({ dir: diskDir, cacheEntries: 64 }).create({ keyGroupRange: range, maxParallelism: MAXP, clock, where });
+const made: KeyedStateBackend[] = [];
+const track = (b: KeyedStateBackend): KeyedStateBackend => (made.push(b), b);
+
+async function restore(files: string[], streams: MemoryStreams, range: KeyGroupRange, clock: ManualClock, make: Make = makeHeap): Promise<{ b: KeyedStateBackend; timers: Map<number, string> }> {
+  const b = track(make(range, clock, 'restored'));
   const blocks = await b.restore(files.map((f) => streams.input(f)));
   return { b, timers: new Map(blocks.map((x) => [x.keyGroup, new TextDecoder().decode(x.bytes)])) };
 }
@@ -146,13 +160,13 @@ function restrictTimers(t: Map<number, string>, range: KeyGroupRange): Map<numbe
   return new Map([...t].filter(([kg]) => kg >= range.start && kg <= range.end));
 }
 
-async function runSchedule(seed: number): Promise<{ bases: number; deltas: number }> {
+async function runSchedule(seed: number, make: Make = makeHeap): Promise<{ bases: number; deltas: number }> {
   const rng = new Rng(seed);
   const clock = new ManualClock(1000);
   const shared = new MemoryStreams();
   const own = new MemoryStreams();
   const settings: IncrementalSettings = { maxDeltas: 1 + rng.int(5), maxDeltaRatio: rng.bool(0.5) ? 0.3 : 5 };
-  const backends = HALVES.map((r) => new HeapKeyedStateBackend(r, MAXP, clock, `b${r.start}`));
+  const backends = HALVES.map((r) => track(make(r, clock, `b${r.start}`)));
   const keysOf = HALVES.map((r) => KEYS.filter((k) => {
     const kg = keyGroupOf(normalizeKey(k), MAXP);
     return kg >= r.start && kg <= r.end;
@@ -205,13 +219,13 @@ async function runSchedule(seed: number): Promise<{ bases: number; deltas: numbe
     // What the job manager says next: complete, abort, or nothing yet (maybe later, out of order).
     const r = rng.int(10);
     for (const b of backends) {
-      if (r < 6) b.notifyCheckpointComplete(id);
-      else if (r < 8) b.notifyCheckpointAborted(id);
+      if (r < 6) b.notifyCheckpointComplete!(id);
+      else if (r < 8) b.notifyCheckpointAborted!(id);
     }
     if (r >= 8) unnotified.push(id);
     if (unnotified.length > 0 && rng.bool(0.3)) {
       const late = unnotified.splice(rng.int(unnotified.length), 1)[0]!;
-      for (const b of backends) b.notifyCheckpointComplete(late);
+      for (const b of backends) b.notifyCheckpointComplete!(late);
     }
   }
   // Every chain restores to exactly the full snapshot of the same barrier: at the old
@@ -219,18 +233,19 @@ async function runSchedule(seed: number): Promise<{ bases: number; deltas: numbe
   for (const w of written) {
     const ctx = `seed ${seed} checkpoint ${w.checkpointId} chains ${JSON.stringify(w.chains)}`;
     for (const [i, range] of HALVES.entries()) {
-      const r = await restore(w.chains[i]!, shared, range, new ManualClock(w.time));
+      const r = await restore(w.chains[i]!, shared, range, new ManualClock(w.time), make);
       expect(readAll(r.b, range), ctx).toEqual(restrict(w.model, range));
     }
-    const one = await restore(w.chains.flat(), shared, FULL, new ManualClock(w.time));
+    const one = await restore(w.chains.flat(), shared, FULL, new ManualClock(w.time), make);
     expect(readAll(one.b, FULL), ctx).toEqual(w.model);
     expect(one.timers, ctx).toEqual(w.timers);
     for (const range of THIRDS) {
-      const r = await restore(w.chains.flat(), shared, range, new ManualClock(w.time));
+      const r = await restore(w.chains.flat(), shared, range, new ManualClock(w.time), make);
       expect(readAll(r.b, range), ctx).toEqual(restrict(w.model, range));
       expect(r.timers, ctx).toEqual(restrictTimers(w.timers, range));
     }
   }
+  for (const b of made.splice(0)) b.dispose();
   return { bases, deltas };
 }
 
@@ -248,6 +263,14 @@ describe('heap backend: incremental snapshots', () => {
     // Both kinds happened, so both were compared.
     expect(bases).toBeGreaterThan(0);
     expect(deltas).toBeGreaterThan(bases);
+  });
+
+  it('the disk backend: every chain restores to the full snapshot of the same barrier (same schedules, restored into the disk backend)', async () => {
+    const base = Number(process.env.SEED ?? Math.floor(Math.random() * 1_000_000));
+    console.log(`disk incremental seed=${base} (replay with SEED=${base})`);
+    let deltas = 0;
+    for (let seed = base; seed < base + 4; seed++) deltas += (await runSchedule(seed, makeDisk)).deltas;
+    expect(deltas).toBeGreaterThan(0);
   });
 
   it('a delta holds only the changed keys, and builds only on a completed checkpoint', async () => {
@@ -269,7 +292,7 @@ describe('heap backend: incremental snapshots', () => {
     // Checkpoint 1 not yet known complete: checkpoint 2 is a base again.
     const h2 = await write(b.snapshot(undefined, { checkpointId: 2, incremental: s }), target(2), () => {});
     expect(h2.chain!.map((c) => c.name)).toEqual(['c2']);
-    b.notifyCheckpointComplete(2);
+    b.notifyCheckpointComplete!(2);
     b.setCurrentKey('k2');
     b.getValueState(value).clear();
     b.setCurrentKey('k3');
@@ -277,7 +300,7 @@ describe('heap backend: incremental snapshots', () => {
     const h3 = await write(b.snapshot(undefined, { checkpointId: 3, incremental: s }), target(3), () => {});
     expect(h3.chain!.map((c) => c.name)).toEqual(['c2', 'c3']);
     expect(h3.entries).toBe(0); // k2 is a tombstone, k3 was only read
-    b.notifyCheckpointAborted(3);
+    b.notifyCheckpointAborted!(3);
     b.setCurrentKey('k4');
     b.getValueState(value).update(4);
     // 3 was aborted: 4 builds on 2 and holds k2's removal as well as k4.
@@ -306,7 +329,7 @@ describe('heap backend: incremental snapshots', () => {
     }
     const t = (id: number) => ({ streams: shared, streamName: `x${id}`, shared: { streams: shared, streamName: `c${id}` } });
     await write(b.snapshot(undefined, { checkpointId: 1, incremental: s }), t(1), () => {});
-    b.notifyCheckpointComplete(1);
+    b.notifyCheckpointComplete!(1);
     b.dropState('list');
     b.dropState('map');
     b.setCurrentKey('b');

@@ -19,8 +19,11 @@ import type { KeyGroupRange } from '../../core/checkpoint-format.ts';
 import type { StateInputHandle } from '../../core/state-streams.ts';
 import { WeirError } from '../../core/errors.ts';
 import type {
-  KeyedStateBackend, KeyedStateBackendFactory, KeyedStateSnapshot, KeyGroupBlock, KeyGroupBlockSource,
+  KeyedStateBackend, KeyedStateBackendFactory, KeyedStateHandle, KeyedStateSnapshot, KeyGroupBlock, KeyGroupBlockSource, SnapshotOptions, SnapshotTarget,
 } from '../backend.ts';
+import { ChainPlanner } from '../heap/incremental.ts';
+import { DiskChangeLog } from './changes.ts';
+import { DiskDeltaSnapshot } from './delta-snapshot.ts';
 import { KeyContext } from '../key-context.ts';
 import { keyGroupOf, normalizeKey, type NormKey } from '../key-groups.ts';
 import { BLOCK_FORMAT, restoreDecoder, stateMeta, stateValueEncoder, type StateMeta } from '../state-codec.ts';
@@ -56,7 +59,11 @@ export class DiskKeyedStateBackend implements KeyedStateBackend {
   private wb: WriteBack | undefined;
   private readonly states = new Map<string, Registered>();
   private readonly restored = new Map<string, StoredState>();
-  private readonly inProgress = new Set<DiskSnapshot>();
+  private readonly inProgress = new Set<DiskSnapshot | DiskDeltaSnapshot>();
+  /** Incremental checkpoints: epochs and the chain deltas build on (the heap backend's planner). */
+  private readonly chains = new ChainPlanner();
+  private changes: DiskChangeLog | undefined;
+  readonly restoresChains = true;
   private nextStateId = 1;
 
   constructor(
@@ -146,6 +153,8 @@ export class DiskKeyedStateBackend implements KeyedStateBackend {
     // Checks the restored state against the descriptor (and fails as the heap backend does).
     const decode = restoreDecoder(this.where, r.meta, desc, () => this.clock.now());
     this.restored.delete(desc.name);
+    // The chain's base holds this state as read; deltas would hold it as now declared: a new base.
+    this.chains.invalidateChains();
     const m = r.meta;
     const same = m.serializer.name === desc.serializer.name && m.serializer.version === desc.serializer.version && m.ttl === (desc.ttl !== undefined);
     if (same) return r.stateId;
@@ -212,12 +221,15 @@ export class DiskKeyedStateBackend implements KeyedStateBackend {
       this.writeBack.caches.delete(s.cache);
       s.cache.clear();
       this.rewriteState(s.cache.stateId);
+      this.changes?.forget(s.cache.stateId);
     }
     const r = this.restored.get(name);
     if (r !== undefined) {
       this.restored.delete(name);
       this.rewriteState(r.stateId);
     }
+    // The next deltas say "this state is gone" (a state made later under this name has a new id).
+    if (s !== undefined || r !== undefined) this.chains.stateDropped(name);
   }
 
   *keys(stateName: string): IterableIterator<{ key: NormKey; keyGroup: number }> {
@@ -245,11 +257,65 @@ export class DiskKeyedStateBackend implements KeyedStateBackend {
     return [...this.restored.keys()];
   }
 
-  snapshot(timers?: KeyGroupBlockSource): KeyedStateSnapshot {
+  snapshot(timers?: KeyGroupBlockSource, options?: SnapshotOptions): KeyedStateSnapshot {
     this.writeBack.flush();
     const states: SnapshotState[] = [];
     for (const s of this.states.values()) states.push({ stateId: s.cache.stateId, meta: stateMeta(s.desc), ttl: s.desc.ttl });
     for (const r of this.restored.values()) states.push({ stateId: r.stateId, meta: { ...r.meta, blockFormat: BLOCK_FORMAT }, ttl: undefined });
+    if (options?.incremental === undefined) return this.fullSnapshot(states, timers);
+    if (!this.chains.isTracking) {
+      this.chains.startTracking();
+      this.changes = new DiskChangeLog(this.chains.current);
+      this.writeBack.tracker = this.changes;
+    }
+    const part = this.chains.plan(options.checkpointId, options.incremental);
+    const id = part.checkpointId;
+    let snap: KeyedStateSnapshot;
+    if (part.kind === 'base') {
+      const full = this.fullSnapshot(states, timers);
+      snap = {
+        // The canonical full file, written to the shared directory as the chain's base.
+        write: (t: SnapshotTarget): Promise<KeyedStateHandle> => {
+          const sh = t.shared;
+          if (sh === undefined) {
+            full.abort();
+            return Promise.reject(new Error('an incremental snapshot needs a shared directory to write to (savepoints are always full)'));
+          }
+          return full.write({ ...t, streams: sh.streams, streamName: sh.streamName }).then((h) => ({
+            keyGroupRange: h.keyGroupRange, stateSize: h.stateSize, entries: h.entries, streams: [],
+            chain: [{ name: sh.streamName, size: h.streams[0]!.size, checkpointId: id, kind: 'base' as const }],
+          }));
+        },
+        step: () => full.step(),
+        abort: () => full.abort(),
+      };
+    } else {
+      const d = new DiskDeltaSnapshot({
+        store: this.store,
+        view: this.store.readView(),
+        states: new Map(states.map((x) => [x.stateId, x])),
+        changed: this.changes!.collect(part.baseEpoch),
+        timers,
+        keyGroupRange: this.keyGroupRange,
+        maxParallelism: this.maxParallelism,
+        now: this.clock.now(),
+        part,
+        onReleased: (x) => this.inProgress.delete(x),
+      });
+      this.inProgress.add(d);
+      snap = d;
+    }
+    return {
+      write: (t: SnapshotTarget) => snap.write(t).then((h) => {
+        this.chains.recordWritten(id, h.chain!);
+        return h;
+      }),
+      step: () => snap.step(),
+      abort: () => snap.abort(),
+    };
+  }
+
+  private fullSnapshot(states: SnapshotState[], timers: KeyGroupBlockSource | undefined): DiskSnapshot {
     const s = new DiskSnapshot({
       store: this.store,
       view: this.store.readView(),
@@ -263,6 +329,14 @@ export class DiskKeyedStateBackend implements KeyedStateBackend {
     });
     this.inProgress.add(s);
     return s;
+  }
+
+  notifyCheckpointComplete(checkpointId: number): void {
+    this.chains.complete(checkpointId);
+  }
+
+  notifyCheckpointAborted(checkpointId: number): void {
+    this.chains.aborted(checkpointId);
   }
 
   /**
@@ -280,7 +354,10 @@ export class DiskKeyedStateBackend implements KeyedStateBackend {
         const k = encodeStoreKey(keyGroup, stateId, key);
         const bytes = this.store.get(k);
         if (bytes === undefined) continue;
-        if (storedFullyExpired(unpackStored(bytes), s.desc.kind, s.desc.ttl.ttlMs, now)) w.remove(k);
+        if (storedFullyExpired(unpackStored(bytes), s.desc.kind, s.desc.ttl.ttlMs, now)) {
+          w.remove(k);
+          this.changes?.mark(stateId, keyGroup, key);
+        }
       }
     });
   }

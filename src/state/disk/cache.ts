@@ -107,6 +107,8 @@ export class StateCache {
 export class WriteBack {
   /** Entries cached, over all states. */
   count = 0;
+  /** Incremental checkpoints: told of every change (changes.ts). */
+  tracker: { mark(stateId: number, keyGroup: number, key: NormKey): void } | undefined;
   private dirty: Entry[] = [];
   readonly caches = new Set<StateCache>();
 
@@ -117,6 +119,7 @@ export class WriteBack {
   ) {}
 
   markDirty(e: Entry): void {
+    this.tracker?.mark(e.cache.stateId, e.keyGroup, e.key);
     if (e.dirty) return;
     e.dirty = true;
     this.dirty.push(e);

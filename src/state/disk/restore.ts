@@ -4,7 +4,9 @@
  * key groups are loaded into the store, one write transaction per block, in the form they
  * were written (decoded only when a descriptor claims the state: backend.ts). Only one block
  * is in memory at a time, so a restore needs no more heap than the largest key group.
- * Timer blocks go back to the caller as they are.
+ * Timer blocks go back to the caller as they are. Incremental chains (from either backend)
+ * are applied file by file: a delta's entries are put over what is there, its tombstones
+ * removed.
  */
 import type { KeyGroupRange } from '../../core/checkpoint-format.ts';
 import type { StateInputHandle } from '../../core/state-streams.ts';
@@ -13,7 +15,8 @@ import { parseBlockName } from '../../checkpoint/names.ts';
 import type { KeyGroupBlock } from '../backend.ts';
 import { decodeGroupColumns, type StateMeta } from '../state-codec.ts';
 import type { KeyedSnapshotMeta } from '../heap/format.ts';
-import { encodeStoreKey } from './keys.ts';
+import { encodeStoreKey, storeKeyPrefix } from './keys.ts';
+import type { NormKey } from '../key-groups.ts';
 import { packStored, type DiskStore } from './store.ts';
 import type { StoredState } from './backend.ts';
 
@@ -27,34 +30,73 @@ export interface LoadTarget {
 }
 
 export async function loadStateFiles(inputs: readonly StateInputHandle[], t: LoadTarget): Promise<KeyGroupBlock[]> {
-  const timers: KeyGroupBlock[] = [];
+  const timers = new Map<number, Uint8Array>();
   for (const input of inputs) {
     const reader = await StateFileReader.open(input);
     const meta = reader.index.meta as KeyedSnapshotMeta;
     if (meta.maxParallelism !== t.maxParallelism) {
       throw new Error(`state file ${input.description} was written with max parallelism ${meta.maxParallelism}, the operator now has ${t.maxParallelism}; the number of key groups cannot change`);
     }
-    if (meta.delta === true) {
-      // A file of an incremental chain holds changes only: read alone it would lose state.
-      throw new Error(`state file ${input.description} is a delta of an incremental checkpoint, which the disk backend cannot apply; restore it with the heap backend, or from a savepoint`);
+    // A delta of an incremental chain (heap/format.ts) applies over the files before it: its
+    // timers replace those of its key-group range, dropped states go first, tombstones remove.
+    const delta = meta.delta === true;
+    const from = Math.max(t.range.start, meta.keyGroupRange.start);
+    const to = Math.min(t.range.end, meta.keyGroupRange.end);
+    if (delta) {
+      for (let kg = from; kg <= to; kg++) timers.delete(kg);
+      for (const name of meta.droppedStates ?? []) dropRestored(t, name, from, to);
     }
     const metas = new Map<string, StateMeta>(meta.states.map((m) => [m.name, m]));
     for (const b of reader.index.blocks) {
       const block = parseBlockName(b.name);
-      if (block.kind === 'unknown' || block.kind === 'tombstones' || block.keyGroup < t.range.start || block.keyGroup > t.range.end) continue;
+      if (block.kind === 'unknown' || block.keyGroup < t.range.start || block.keyGroup > t.range.end) continue;
       const bytes = await reader.readBlock(b);
       if (block.kind === 'timers') {
-        timers.push({ keyGroup: block.keyGroup, bytes });
+        timers.set(block.keyGroup, bytes);
         continue;
       }
       const m = metas.get(block.state);
       if (m === undefined) throw new Error(`state file ${input.description} has a block for unknown state "${block.state}"`);
+      if (block.kind === 'tombstones') {
+        if (!delta) throw new Error(`state file ${input.description} is a full snapshot with a tombstone block ${b.name}`);
+        const s = t.restored.get(block.state);
+        if (s !== undefined) removeKeys(t.store, block.keyGroup, s.stateId, decodeGroupColumns(bytes, 3).keys);
+        continue;
+      }
       let s = t.restored.get(block.state);
       if (s === undefined) t.restored.set(block.state, (s = { stateId: t.allocateStateId(), meta: m }));
+      else if (delta) checkSameState(s.meta, m, input.description);
       loadBlock(t.store, block.keyGroup, s.stateId, bytes, m.blockFormat);
     }
   }
-  return timers;
+  return [...timers].map(([keyGroup, bytes]) => ({ keyGroup, bytes }));
+}
+
+/** A state dropped since the chain's base: its entries in [from, to] go; the state too once nothing of it is left. */
+function dropRestored(t: LoadTarget, name: string, from: number, to: number): void {
+  const s = t.restored.get(name);
+  if (s === undefined) return;
+  for (let kg = from; kg <= to; kg++) {
+    const keys = [...t.store.keys(storeKeyPrefix(kg, s.stateId), storeKeyPrefix(kg, s.stateId + 1))].map((k) => Buffer.from(k));
+    if (keys.length > 0) t.store.write((w) => keys.forEach((k) => w.remove(k)));
+  }
+  for (let kg = t.range.start; kg <= t.range.end; kg++) {
+    for (const _ of t.store.keys(storeKeyPrefix(kg, s.stateId), storeKeyPrefix(kg, s.stateId + 1))) return;
+  }
+  t.restored.delete(name);
+}
+
+function removeKeys(store: DiskStore, keyGroup: number, stateId: number, keys: readonly NormKey[]): void {
+  store.write((w) => {
+    for (const k of keys) w.remove(encodeStoreKey(keyGroup, stateId, k));
+  });
+}
+
+/** A chain is written by one job run: a state's serializer and kind are the same in all its files. */
+function checkSameState(a: StateMeta, b: StateMeta, where: string): void {
+  if (a.kind !== b.kind || a.ttl !== b.ttl || a.serializer.name !== b.serializer.name || a.serializer.version !== b.serializer.version) {
+    throw new Error(`${where}: state "${b.name}" is recorded differently in this delta than in its chain's base; the incremental chain is inconsistent`);
+  }
 }
 
 function loadBlock(store: DiskStore, keyGroup: number, stateId: number, bytes: Uint8Array, blockFormat: number | undefined): void {

@@ -241,7 +241,7 @@ export class DiskSnapshot implements KeyedStateSnapshot {
  * A stored TTL value without its expired parts (the stored forms of state-codec.ts: {v, t};
  * lists of them; maps as [key, {v, t}] pairs); undefined when nothing is left.
  */
-function withoutExpired(raw: unknown, kind: string, ttl: StateTtlConfig, now: number): unknown {
+export function withoutExpired(raw: unknown, kind: string, ttl: StateTtlConfig, now: number): unknown {
   switch (kind) {
     case 'list': {
       const l = (raw as { t: number }[]).filter((s) => !ttlExpired(s.t, ttl, now));
