@@ -51,6 +51,7 @@ for (const incremental of [false, true]) {
   console.log(
     `${incremental ? 'incremental' : 'full       '}: ${steady.length} checkpoints; median duration ${median(dur).toFixed(0)} ms (max ${Math.max(...dur).toFixed(0)}), ` +
     `async ${median(async).toFixed(0)} ms; median written ${mb(median(steady.map((e) => e.checkpointedSize)))} (max ${mb(Math.max(...steady.map((e) => e.checkpointedSize)))}), ` +
-    `full state ${mb(median(steady.map((e) => e.stateSize)))}; written per checkpoint ${steady.map((e) => (e.checkpointedSize / 1e6).toFixed(2)).join(' ')}`,
+    `full state ${mb(median(steady.map((e) => e.stateSize)))}; written per checkpoint (MB) ${steady.map((e) => (e.checkpointedSize / 1e6).toFixed(2)).join(' ')}; ` +
+    `durations (ms) ${steady.map((e) => e.endToEndDurationMs.toFixed(0)).join(' ')}`,
   );
 }
