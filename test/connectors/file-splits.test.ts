@@ -14,8 +14,8 @@ import { Rng } from '../../src/core/random.ts';
 import type { MalformedRecord, ReaderOutput, SourceReaderContext } from '../../src/core/source.ts';
 import { byteRanges, MIN_SPLIT_BYTES, RangeLines, targetSplitBytes } from '../../src/connectors/file/file-ranges.ts';
 import { FileSource, rangeSplit, type FileSourceOptions, type FileSplit } from '../../src/connectors/file/file-source.ts';
-import { DEAD_LETTERS } from '../../src/index.ts';
-import { runInline } from '../helpers/run.ts';
+import { DEAD_LETTERS, TumblingEventTimeWindows, WatermarkStrategy } from '../../src/index.ts';
+import { runInline, sorted } from '../helpers/run.ts';
 
 const SEED = Number(process.env.SEED ?? Math.floor(Math.random() * 1e9));
 console.log(`[file-splits] seed=${SEED} (replay with SEED=${SEED})`);
@@ -283,4 +283,36 @@ describe('malformed records in a range name the file and byte offset', () => {
     expect(dead.map((d) => [d.location, d.raw])).toEqual([[`${p}:11`, '{broken'], [`${p} at byte ${byteOf900}`, 'not json']]);
     expect(r.collected('main')).toHaveLength(998);
   });
+});
+
+describe('event time over ranges', () => {
+  it('a time-ordered file read in ranges at parallelism 3 (one range per reader, and many): windows equal the oracle, nothing late', async () => {
+    interface Ev { k: string; ts: number }
+    const T0 = 1_700_000_000_000;
+    const n = 30_000;
+    const events: Ev[] = Array.from({ length: n }, (_, i) => ({ k: `k${i % 5}`, ts: T0 + Math.floor((i * 100_000) / n) }));
+    const p = write('timed.jsonl', events.map((e) => JSON.stringify(e)).join('\n') + '\n');
+    const counts = new Map<string, number>();
+    for (const e of events) {
+      const key = `${e.k}|${Math.floor((e.ts - T0) / 10_000)}`;
+      counts.set(key, (counts.get(key) ?? 0) + 1);
+    }
+    const oracle = sorted([...counts].map(([kw, c]) => [kw.split('|')[0]!, Number(kw.split('|')[1]), c]));
+    for (const splitSize of [undefined, 65_536]) {
+      const r = await runInline((env) => {
+        env.setAutoWatermarkInterval(1);
+        env
+          .fromFile<Ev>(p, { watermarks: WatermarkStrategy.forBoundedOutOfOrderness<Ev>('1 s').withTimestampAssigner((e) => e.ts), ...(splitSize ? { splitSize } : {}) })
+          .keyBy((e) => e.k)
+          .window(TumblingEventTimeWindows.of('10 s'))
+          .aggregate(
+            { createAccumulator: () => 0, add: (_e: Ev, c: number) => c + 1, getResult: (c: number) => c, merge: (a: number, b: number) => a + b },
+            { process: (key: string, ctx, cs: readonly number[], out) => { for (const c of cs) out.collect([key, Math.floor((ctx.window.start - T0) / 10_000), c]); } },
+          )
+          .collect('out');
+      }, { parallelism: 3 });
+      expect(r.progress.lateRecordsDropped ?? 0, `splitSize ${splitSize}`).toBe(0);
+      expect(sorted(r.collected('out')), `splitSize ${splitSize}`).toEqual(oracle);
+    }
+  }, 60_000);
 });
