@@ -54,6 +54,8 @@ export interface FoundLine {
   readonly text: string;
   readonly startOffset: number;
   readonly endOffset: number;
+  /** For the reader to number (0 here): one object per line, not two, on the hot path. */
+  lineNo: number;
 }
 
 /**
@@ -108,11 +110,11 @@ export class RangeLines {
       }
       const nl = data.indexOf(10, from);
       if (nl < 0) break;
-      found.push({ text: decode(data, base, from, nl), startOffset: base + from, endOffset: base + nl + 1 });
+      found.push({ text: decode(data, base, from, nl), startOffset: base + from, endOffset: base + nl + 1, lineNo: 0 });
       from = nl + 1;
     }
     if (atEof) {
-      if (from < data.length) found.push({ text: decode(data, base, from, data.length), startOffset: base + from, endOffset: base + data.length });
+      if (from < data.length) found.push({ text: decode(data, base, from, data.length), startOffset: base + from, endOffset: base + data.length, lineNo: 0 });
       this.finish();
     } else {
       this.carry = from === 0 ? data : Buffer.from(data.subarray(from));

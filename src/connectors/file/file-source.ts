@@ -12,7 +12,7 @@ import { open, readdir, stat, type FileHandle } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { MalformedRecord, PollStatus, ReaderOutput, Source, SourceOutput, SourceReader, SourceReaderContext, SourceSplit } from '../../core/source.ts';
 import { castField, parseCsvLine } from './csv.ts';
-import { byteRanges, DEFAULT_SPLIT_BYTES, MIN_SPLIT_BYTES, RangeLines, targetSplitBytes } from './file-ranges.ts';
+import { byteRanges, DEFAULT_SPLIT_BYTES, MIN_SPLIT_BYTES, RangeLines, targetSplitBytes, type FoundLine } from './file-ranges.ts';
 
 export type FileFormat = 'jsonl' | 'csv';
 
@@ -124,14 +124,8 @@ export function rangeSplit(path: string, start: number, end: number | undefined)
   return end === undefined ? split : { ...split, end };
 }
 
-interface PendingLine {
-  text: string;
-  /** Offset of the line's first byte (for messages about a range not starting at 0). */
-  startOffset: number;
-  /** Offset just after this line: the split position once the record is emitted. */
-  endOffset: number;
-  lineNo: number;
-}
+/** A line of the split not emitted yet; `endOffset` is the split's position once it is. */
+type PendingLine = FoundLine;
 
 /** Most files a reader keeps open at once while alignment pauses the ones ahead. */
 const MAX_OPEN_FILES = 32;
@@ -331,8 +325,8 @@ class FileReader<T> implements SourceReader<T, FileSplit> {
   private splitLines(c: Cursor, chunk: Buffer, atEof: boolean): void {
     const range = c.range!;
     let lineNo = c.lines.length > 0 ? c.lines[c.lines.length - 1]!.lineNo + 1 : c.split.line;
-    const fresh: PendingLine[] = [];
-    for (const l of range.feed(chunk, atEof)) fresh.push({ text: l.text, startOffset: l.startOffset, endOffset: l.endOffset, lineNo: lineNo++ });
+    const fresh = range.feed(chunk, atEof);
+    for (let i = 0; i < fresh.length; i++) fresh[i]!.lineNo = lineNo++;
     if (range.done) c.eof = true;
     if (c.lineIdx >= c.lines.length) {
       c.lines = fresh;
