@@ -112,6 +112,27 @@ describe('the boundary rule (RangeLines), random files and boundaries', () => {
     }
   });
 
+  it('exhaustively: every pair of cut points in a small file with CRLF, blank lines, 4-byte characters and no final newline', () => {
+    const bytes = Buffer.from('😀é\r\n\n{"a":"漢"}\r\n\r\n😀\nx');
+    const starts = lineStarts(bytes);
+    for (let i = 1; i < bytes.length; i++) {
+      for (let j = i; j < bytes.length; j++) {
+        const ranges = rangesFromCuts(i === j ? [i] : [i, j]);
+        const found: number[] = [];
+        const texts: string[] = [];
+        for (const r of ranges) {
+          const rl = new RangeLines(r.start, r.end, r.start);
+          for (const l of rl.feed(bytes.subarray(rl.readFrom), true)) {
+            found.push(l.startOffset);
+            texts.push(l.text);
+          }
+        }
+        expect(found, `cuts ${i}, ${j}`).toEqual(starts);
+        expect(texts, `cuts ${i}, ${j}`).toEqual(['😀é\r', '', '{"a":"漢"}\r', '\r', '😀', 'x']);
+      }
+    }
+  });
+
   it('a range restored at its end finds nothing; restored mid-range it resumes at the line start it recorded', () => {
     const bytes = Buffer.from('aa\nbbb\ncc\ndddd\n');
     const done = new RangeLines(3, 8, 10);
