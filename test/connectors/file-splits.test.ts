@@ -185,7 +185,7 @@ describe('planning', () => {
 });
 
 /** Drives a real FileReader over `splits` until it ends; records and dead letters per split id. */
-async function readSplits(path: string, options: FileSourceOptions, splits: FileSplit[], stopAfter?: number): Promise<{ bySplit: Map<string, unknown[]>; dead: MalformedRecord[]; snapshot: FileSplit[] }> {
+async function readSplits(path: string, options: FileSourceOptions, splits: FileSplit[], stopAfter?: number): Promise<{ bySplit: Map<string, unknown[]>; all: unknown[]; dead: MalformedRecord[]; snapshot: FileSplit[] }> {
   const src = new FileSource<unknown>(path, options);
   let woken = false;
   let wakeUp: (() => void) | undefined;
@@ -199,10 +199,11 @@ async function readSplits(path: string, options: FileSourceOptions, splits: File
   const reader = src.createReader(ctx);
   reader.addSplits(splits);
   const bySplit = new Map<string, unknown[]>();
+  const all: unknown[] = [];
   const dead: MalformedRecord[] = [];
   let emitted = 0;
   const forSplit = (id: string) => ({
-    collect: (v: unknown) => { emitted++; (bySplit.get(id) ?? bySplit.set(id, []).get(id)!).push(v); },
+    collect: (v: unknown) => { emitted++; all.push(v); (bySplit.get(id) ?? bySplit.set(id, []).get(id)!).push(v); },
     malformed: (m: MalformedRecord) => dead.push(m),
   });
   const out: ReaderOutput<unknown> = { ...forSplit(''), forSplit, splitFinished() {} };
@@ -217,7 +218,7 @@ async function readSplits(path: string, options: FileSourceOptions, splits: File
   }
   const snapshot = reader.snapshotSplits();
   await reader.close?.();
-  return { bySplit, dead, snapshot };
+  return { bySplit, all, dead, snapshot };
 }
 
 describe('the reader over real files cut at random places', () => {
@@ -253,6 +254,18 @@ describe('the reader over real files cut at random places', () => {
       const per = (id: string) => [...(first.bySplit.get(id) ?? []), ...(a.bySplit.get(id) ?? []), ...(b.bySplit.get(id) ?? [])];
       expect(splits.flatMap((s) => per(s.id)), `seed ${SEED}, iteration ${iter}, stopped after ${stopAfter}`).toEqual(records);
     }
+  });
+});
+
+describe('reading order', () => {
+  it('a reader reads its ranges in file order whatever order they were assigned in (a restore deals them out again)', async () => {
+    const lines = Array.from({ length: 3000 }, (_, i) => JSON.stringify(i));
+    const p = write('ordered.jsonl', lines.join('\n') + '\n');
+    const splits = byteRanges(statSync(p).size, 2000).map((r) => rangeSplit(p, r.start, r.end));
+    const shuffled = [...splits].reverse();
+    shuffled.push(shuffled.splice(3, 1)[0]!);
+    const { all } = await readSplits(p, {}, shuffled);
+    expect(all).toEqual(lines.map((_, i) => i));
   });
 });
 

@@ -168,8 +168,15 @@ class FileReader<T> implements SourceReader<T, FileSplit> {
 
   constructor(private readonly src: FileSource<T>, private readonly ctx: SourceReaderContext) {}
 
+  /**
+   * Splits are read in file order (path, then range start), whatever order they came in: a
+   * restore deals the ranges out again in another order, and a reader reading a later range
+   * of a time-ordered file before an earlier one would make the earlier one's records late
+   * under a watermark strategy applied after the source (assignTimestampsAndWatermarks).
+   */
   addSplits(splits: FileSplit[]): void {
     for (const s of splits) this.queue.push({ ...s });
+    this.queue.sort(fileOrder);
   }
 
   pauseOrResumeSplits(pause: readonly string[], resume: readonly string[]): void {
@@ -364,6 +371,10 @@ class FileReader<T> implements SourceReader<T, FileSplit> {
       c.fh = undefined;
     }
   }
+}
+
+function fileOrder(a: FileSplit, b: FileSplit): number {
+  return a.path < b.path ? -1 : a.path > b.path ? 1 : (a.start ?? 0) - (b.start ?? 0);
 }
 
 /** "path:line" when the split's line numbers are the file's (it starts at 0), else "path at byte N". */
