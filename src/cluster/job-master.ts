@@ -5,6 +5,7 @@
  * the job's control surface (JobControl: REST, weir savepoint/stop/cancel), and it owns what
  * outlives an attempt: the job id, collected output, checkpoint statistics and storage.
  */
+import type { WorkerPool } from './worker-pool.ts';
 import type { S3Config } from '../checkpoint/s3/settings.ts';
 import { randomBytes } from 'node:crypto';
 import { isAbsolute } from 'node:path';
@@ -38,8 +39,11 @@ import { defaultRestartStrategy, resolveRestartStrategy, RestartBackoff, type Re
 import { resolveStartPoint } from './start-point.ts';
 import { serializeError, type SerializedError } from './messages.ts';
 import { logger } from '../core/log.ts';
+import type { StateBackendOptions } from '../state/backends.ts';
 
 export interface JobMasterSpec {
+  /** Worker threads booted ahead of each attempt (workers > 1 with a module path). */
+  readonly pool?: WorkerPool;
   readonly graph: JobGraph;
   readonly definition: JobDefinition;
   readonly modulePath: string | undefined;
@@ -48,6 +52,8 @@ export interface JobMasterSpec {
   readonly workers: number;
   /** The keyed state backend's name (already checked to exist). */
   readonly stateBackend: string;
+  /** Its settings (state.backend.<name>.*), already checked. */
+  readonly stateBackendOptions: StateBackendOptions;
   /** Where sources write dead letters (undefined: the first few go to the log). */
   readonly deadLetterDir: string | undefined;
   readonly checkpointConfig: CheckpointConfig;
@@ -372,6 +378,8 @@ export class JobMaster implements JobControl {
         this.restoredFrom = choice.from;
         continue;
       }
+      // The next attempt's workers boot now, while the restart waits for its delay and the listing.
+      this.spec.pool?.prewarm();
       const candidates = storage && this.checkpointing ? await storage.completed(this.jobId, this.log) : undefined;
       const next = recovery.restartFrom(step, candidates, this.restoredFrom);
       this.restoredFrom = next.from;
@@ -448,9 +456,10 @@ export class JobMaster implements JobControl {
     const s = this.spec;
     const customStdout = s.options.stdout !== undefined;
     return {
-      jobId: this.jobId, graph: s.graph, plan: this.plan, workers: s.workers, stateBackend: s.stateBackend, deadLetterDir: s.deadLetterDir,
+      jobId: this.jobId, graph: s.graph, plan: this.plan, workers: s.workers, stateBackend: s.stateBackend, stateBackendOptions: s.stateBackendOptions, deadLetterDir: s.deadLetterDir,
       recordCounters: this.recordCounters,
       job: { modulePath: s.modulePath, args: s.args, defaultParallelism: s.parallelism },
+      pool: s.pool,
       checkpointConfig: s.checkpointConfig, checkpointing: this.checkpointing, config: s.config, clock: s.clock,
       credits: s.options.credits ?? DEFAULT_CHANNEL_CREDITS, storage: s.storage, snapshots: s.snapshots, s3: s.s3, stats: this.stats,
       onProgress: s.options.onProgress,
