@@ -130,7 +130,7 @@ type PendingLine = FoundLine;
 /** Most files a reader keeps open at once while alignment pauses the ones ahead. */
 const MAX_OPEN_FILES = 32;
 
-/** One file being read: its handle, bytes read ahead, and whole lines not yet emitted. */
+/** One split (a file, or a byte range of one) being read: its handle, bytes read ahead, and whole lines not yet emitted. */
 class Cursor {
   fh: FileHandle | undefined;
   /** File offset of the first byte not yet read into `range`/`lines`. */
@@ -154,9 +154,10 @@ class Cursor {
 }
 
 /**
- * Reads its files one after the other; with alignment (maxDrift) a file that runs ahead in
- * event time is paused and the next one opened, so several files are read interleaved. Every
- * file the reader holds keeps its own watermark, so reading order never makes a record late.
+ * Reads its splits (files, or byte ranges of them) one after the other, in file order; with
+ * alignment (maxDrift) a split that runs ahead in event time is paused and the next one opened,
+ * so several are read interleaved. Every split the reader holds keeps its own watermark, so
+ * reading order never makes a record late.
  */
 class FileReader<T> implements SourceReader<T, FileSplit> {
   /** Assigned splits not opened yet, in order. */
