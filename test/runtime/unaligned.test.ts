@@ -134,7 +134,7 @@ const recNumber = (v: unknown): number => (typeof v === 'number' ? v : (v as Rec
 
 /** Record numbers of stored elements (batches), in order; events as strings. */
 function numbers(els: readonly StoredElement[] | undefined): (number | string)[] {
-  return (els ?? []).flatMap((e) => (e instanceof Uint8Array ? decodeBatch(e).values.map(recNumber) : [`${e.kind}`]));
+  return (els ?? []).flatMap((e): (number | string)[] => (e instanceof Uint8Array ? decodeBatch(e).values.map(recNumber) : [`${e.kind}`]));
 }
 
 function inputOf(cs: RestoredChannelState | undefined, channel: number): (number | string)[] {
