@@ -306,10 +306,15 @@ export class SubtaskCheckpointer implements BarrierHandler {
   /** Sources and tasks that finished processing start a checkpoint here (no barrier arrives). */
   triggerDirect(req: TriggerRequest): void {
     if (this.aborted.has(req.checkpointId) || req.checkpointId <= this.lastSeen) return;
-    const forward = this.task.state === 'running';
+    const state = this.task.state;
     // A source (or a task whose input ended) has no input channel state, but its barrier still
-    // overtakes the output waiting for credit when the checkpoint is unaligned.
-    const unaligned = forward && barrierHandling(this.unaligned, this.mode, req, this.now()).kind === 'unaligned';
+    // overtakes the output waiting for credit when the checkpoint is unaligned. Unaligned, a task
+    // that has ended its output sends the barrier too, after its end of data: downstream then
+    // checkpoints at once (what is queued before the end is its channel state) instead of only
+    // after processing everything up to the end.
+    const unaligned = (state === 'running' || state === 'finishing' || state === 'waiting-final')
+      && barrierHandling(this.unaligned, this.mode, req, this.now()).kind === 'unaligned';
+    const forward = state === 'running' || unaligned;
     const cap = unaligned ? new ChannelStateCapture(req.checkpointId) : undefined;
     this.perform(req, 0, Math.max(0, this.now() - req.timestamp), forward, cap);
     cap?.seal();
