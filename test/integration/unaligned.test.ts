@@ -21,6 +21,7 @@ const JOB = join(dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'job
 const KEYS = 8;
 /** Records: more than the channels hold, so the sources stay back-pressured for most of the run. */
 const N = 60_000;
+const N_EXPIRY = 40_000;
 
 let work: string;
 let k = 0;
@@ -76,13 +77,15 @@ function persistedInFlight(m: CheckpointMetadata): number {
 
 describe('unaligned checkpoints under heavy backpressure', () => {
   it('aligned checkpoints expire behind the queued data; unaligned ones complete with the same timeout', async () => {
-    const aligned = await run(fresh('out'), fresh('chk'), [String(N)], { checkpoint: { timeout: 500 } });
+    // A slower sink here (4 K records/s per subtask): an aligned barrier waits ~2 s behind the queues.
+    const slow = [String(N_EXPIRY), 'never', '20'];
+    const aligned = await run(fresh('out'), fresh('chk'), slow, { checkpoint: { timeout: 1500 } });
     expect(aligned.result.status, aligned.result.error?.message).toBe('FINISHED');
     const a = aligned.result.checkpoints;
-    const unaligned = await run(fresh('out'), fresh('chk'), [String(N)], { checkpoint: { timeout: 500, unaligned: true } });
+    const unaligned = await run(fresh('out'), fresh('chk'), slow, { checkpoint: { timeout: 1500, unaligned: true } });
     expect(unaligned.result.status, unaligned.result.error?.message).toBe('FINISHED');
     const u = unaligned.result.checkpoints;
-    console.log(`[unaligned] aligned: ${a.counts.completed} completed, ${a.counts.failed} failed; unaligned: ${u.counts.completed} completed, ${u.counts.failed} failed`);
+    console.log(`[unaligned] aligned: ${a.counts.completed} completed, ${a.counts.failed} failed (${aligned.result.durationMs} ms); unaligned: ${u.counts.completed} completed, ${u.counts.failed} failed (${unaligned.result.durationMs} ms)`);
     expect(a.counts.failed).toBeGreaterThanOrEqual(2);
     expect(a.entries().filter((e) => e.status === 'FAILED').every((e) => e.failureReason === R.CHECKPOINT_EXPIRED)).toBe(true);
     expect(u.counts.failed).toBe(0);
