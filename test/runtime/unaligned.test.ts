@@ -22,6 +22,7 @@ import { decodeBatch, decodeValue } from '../../src/core/codec.ts';
 import { InputChannel, OutputChannel } from '../../src/runtime/channels/channel.ts';
 import { SubtaskCheckpointer } from '../../src/runtime/checkpointing/subtask-checkpointer.ts';
 import { readChannelState, type RestoredChannelState, type StoredElement } from '../../src/runtime/checkpointing/channel-state.ts';
+import { loadChannelState } from '../../src/runtime/checkpointing/channel-state-restore.ts';
 import type { UnalignedSettings } from '../../src/runtime/checkpointing/barrier-decision.ts';
 import { isEvent, type BarrierEvent, type ChannelElement } from '../../src/runtime/events.ts';
 import { InputGate } from '../../src/runtime/input-gate.ts';
@@ -251,6 +252,22 @@ describe('unaligned checkpoints at a subtask', () => {
     expect(h.acks[0]!.ack.stats.unaligned).toBeUndefined();
     expect(h.acks[0]!.ack.operators.some((o) => o.channelState !== undefined)).toBe(false);
     expect(h.clock.pendingTimers()).toBe(0);
+  });
+
+  it('small channel state goes inline into the metadata (memory threshold), and loads back from there', async () => {
+    const h = harness(UNALIGNED);
+    h.checkpointer.inlineThresholdBytes = 1 << 20;
+    h.inputs[0]!.push(batch(1, 2));
+    h.inputs[0]!.push(h.barrier(1));
+    h.inputs[1]!.push(batch(3));
+    h.inputs[1]!.push(h.barrier(1));
+    await h.quiesce(() => h.acks.length > 0);
+    const handle = h.acks[0]!.ack.operators.find((o) => o.channelState !== undefined)!.channelState!;
+    expect(handle.fileInline).toBeDefined();
+    expect(readdirSync(h.dir).filter((n) => n.includes('.channels.'))).toEqual([]);
+    const [loaded] = await loadChannelState({ files: [{ path: childReference(h.dir, handle.file), size: handle.fileSize, inline: handle.fileInline!, primary: true }], rescaled: false }, h.io);
+    expect(numbers(loaded!.state.inputs.find((i) => i.channel === 0)?.elements)).toEqual([1, 2]);
+    expect(numbers(loaded!.state.inputs.find((i) => i.channel === 1)?.elements)).toEqual([3]);
   });
 
   it('an abort while channel state is recorded: no ack, no decline, no file; the next checkpoint completes', async () => {
