@@ -16,6 +16,7 @@ import { stateFileReference } from './names.ts';
 import type { ChannelStateRestore, InlineOperatorState, TaskRestore, KeyGroupRange } from '../core/checkpoint-format.ts';
 import { taskId, type TaskId } from '../core/task-id.ts';
 import { WeirError } from '../core/errors.ts';
+import { sinkIdentityChanged } from '../core/sink.ts';
 
 export class RestoreError extends WeirError {
   constructor(message: string) {
@@ -76,6 +77,24 @@ function channelStateFor(head: OperatorStateMeta, index: number, p: number, dir:
   return { files, rescaled };
 }
 
+/**
+ * A sink whose identity (its jobId) changed since the snapshot would not recognise its own
+ * progress records and prepared work: the restored committables would be committed again
+ * under the new identity, duplicating output. Refused; subtasks that recorded none (an older
+ * snapshot, a sink without one) are not checked.
+ */
+function checkSinkIdentity(node: { readonly name: string; readonly transformation: { readonly commitSink?: { identity?(): string } } }, inlines: readonly (InlineOperatorState | undefined)[], dir: string): void {
+  const now = node.transformation.commitSink?.identity?.();
+  for (const i of inlines) {
+    const was: unknown = i?.sinkIdentity;
+    if (was === undefined) continue;
+    if (typeof was !== 'string') throw new RestoreError(`${dir}: sink "${node.name}" records identity ${JSON.stringify(was)}, not a string (corrupt metadata)`);
+    if (now !== undefined && was !== now) {
+      throw new RestoreError(sinkIdentityChanged(node.name, was, now));
+    }
+  }
+}
+
 function overlaps(a: { start: number; end: number }, b: { start: number; end: number }): boolean {
   return a.start <= b.end && b.start <= a.end;
 }
@@ -90,7 +109,7 @@ export interface RestoreTargetGraph {
     readonly index: number;
     readonly parallelism: number;
     readonly operators: readonly {
-      readonly node: { readonly id: string; readonly name: string; readonly maxParallelism: number; readonly transformation: { readonly kind: string } };
+      readonly node: { readonly id: string; readonly name: string; readonly maxParallelism: number; readonly transformation: { readonly kind: string; readonly commitSink?: { identity?(): string } } };
     }[];
   }[];
 }
@@ -132,6 +151,7 @@ export function planRestore(m: CheckpointMetadata, dir: string, graph: RestoreTa
         );
       }
       const inlines = old.subtasks.map((s) => (s.inline ? decodeInline(s.inline) : undefined));
+      checkSinkIdentity(node, inlines, dir);
       const isSource = node.transformation.kind === 'source';
       // Source splits: all positions of all old readers plus unassigned ones, dealt out again.
       if (isSource) {
@@ -146,6 +166,7 @@ export function planRestore(m: CheckpointMetadata, dir: string, graph: RestoreTa
       const listsUnion = new Map<string, unknown[]>();
       let broadcast: Record<string, [unknown, unknown][]> | undefined;
       const committables: unknown[] = [];
+      const sinkIdentity = inlines.find((i) => i?.sinkIdentity !== undefined)?.sinkIdentity;
       inlines.forEach((i) => {
         if (i === undefined) return;
         for (const [name, l] of Object.entries(i.lists ?? {})) {
@@ -174,6 +195,7 @@ export function planRestore(m: CheckpointMetadata, dir: string, graph: RestoreTa
         }
         if (broadcast) inline.broadcast = broadcast;
         if (committables.length > 0) inline.committables = committables.filter((_, k) => k % p === st.index);
+        if (sinkIdentity !== undefined) inline.sinkIdentity = sinkIdentity;
         const keyedFiles = old.subtasks
           .filter((s) => s.file !== undefined && s.keyGroupRange !== undefined && overlaps(s.keyGroupRange, st.keyGroupRange))
           .map((s) => ({ path: stateFileReference(dir, s.file!), size: s.fileSize!, ...(s.fileInline !== undefined ? { inline: s.fileInline } : {}) }));

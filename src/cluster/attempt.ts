@@ -6,10 +6,12 @@
  * the injected clock, and every wait has a bound (deploy, restore, drain: JobManagerConfig;
  * checkpoints: their timeout).
  */
+import type { WorkerPool } from './worker-pool.ts';
 import { isS3Reference } from '../checkpoint/s3/settings.ts';
 import { memoryThresholdFor } from '../checkpoint/config.ts';
 import type { S3Config } from '../checkpoint/s3/settings.ts';
 import { randomBytes } from 'node:crypto';
+import type { StateBackendOptions } from '../state/backends.ts';
 import type { CheckpointConfig } from '../checkpoint/config.ts';
 import type { CompletedCheckpointInfo } from '../checkpoint/coordinator.ts';
 import type { CheckpointFailureReason } from '../checkpoint/failure-reason.ts';
@@ -43,11 +45,14 @@ export interface AttemptContext {
   readonly plan: ExecutionPlan;
   readonly workers: number;
   readonly stateBackend: string;
+  readonly stateBackendOptions: StateBackendOptions;
   /** Where sources write dead letters (undefined: the log). */
   readonly deadLetterDir: string | undefined;
   /** Records are counted per task and operator (metrics.record-counters.enabled). */
   readonly recordCounters: boolean;
   readonly job: { readonly modulePath: string | undefined; readonly args: readonly string[]; readonly defaultParallelism: number };
+  /** Worker threads booted ahead of this attempt's deploy (workers > 1). */
+  readonly pool: WorkerPool | undefined;
   readonly checkpointConfig: CheckpointConfig;
   /** Periodic checkpoints are on. */
   readonly checkpointing: boolean;
@@ -156,12 +161,14 @@ export class Attempt {
         unaligned: { enabled: ctx.checkpointConfig.unaligned, alignedTimeoutMs: ctx.checkpointConfig.alignedCheckpointTimeoutMs },
       },
       stateBackend: ctx.stateBackend,
+      stateBackendOptions: ctx.stateBackendOptions,
       deadLetterDir: ctx.deadLetterDir,
       recordCounters: ctx.recordCounters,
       restore: (this.start.restore?.tasks ?? {}) as Record<TaskId, TaskRestore>,
       storage: ctx.snapshots.workerView,
       s3: ctx.s3,
       preloadS3: ctx.storage !== undefined && isS3Reference(ctx.storage.root),
+      pool: ctx.pool,
       onMessage: (m) => this.onMessage(m),
       onWorkerFailure: (e) => this.fail(e),
       isEnded: () => this.ending,
@@ -242,6 +249,8 @@ export class Attempt {
     switch (m.type) {
       case 'deployed':
         return this.onDeployed();
+      case 'preloaded':
+        return; // a booted worker's answer to its pool, arriving after the handover
       case 'executor-failed':
         return this.fail(m.error);
       case 'task-restored':

@@ -3,7 +3,7 @@
  * shared stdout window per worker), or, with one worker, a task executor in this thread
  * (batches pass by reference, nothing is serialized, the injected clock drives it).
  */
-import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
+import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import type { SourceSplit } from '../core/source.ts';
 import type { TaskRestore } from '../core/checkpoint-format.ts';
 import type { Clock } from '../core/clock.ts';
@@ -16,6 +16,8 @@ import type { ExecutionPlan } from '../graph/execution-plan.ts';
 import type { JobGraph } from '../graph/job-graph.ts';
 import { serializeError, type FromExecutor, type SerializedError, type ToExecutor } from './messages.ts';
 import { TaskExecutor } from './task-executor.ts';
+import { WorkerPool } from './worker-pool.ts';
+import type { StateBackendOptions } from '../state/backends.ts';
 
 export interface ExecutorHandle {
   send(m: ToExecutor, transfer?: MessagePort[]): void;
@@ -35,6 +37,8 @@ export interface DeploymentSpec {
   readonly checkpointing: { readonly mode: CheckpointingMode; readonly periodic: boolean; readonly inlineThresholdBytes?: number; readonly unaligned?: UnalignedSettings };
   /** The keyed state backend's name, resolved by each executor. */
   readonly stateBackend: string;
+  /** Its settings (state.backend.<name>.*). */
+  readonly stateBackendOptions: StateBackendOptions;
   readonly deadLetterDir: string | undefined;
   /** Records are counted per task and operator (metrics). */
   readonly recordCounters: boolean;
@@ -44,6 +48,8 @@ export interface DeploymentSpec {
   /** S3 settings for worker threads (each makes its own client; credentials stay with the SDK). */
   readonly s3: S3Config;
   readonly preloadS3?: boolean;
+  /** Worker threads booted ahead (the job's pool; workers > 1 with a module path). */
+  readonly pool: WorkerPool | undefined;
   readonly onMessage: (m: FromExecutor) => void;
   /** A worker thread failed or exited while the attempt still ran. */
   readonly onWorkerFailure: (e: SerializedError) => void;
@@ -58,6 +64,7 @@ export class Deployment {
   local: TaskExecutor | undefined;
   /** Per worker: KiB of print() output sent to this thread and not yet written (a bounded window). */
   private readonly stdoutCredits: Int32Array[] = [];
+  private fallbackPool: WorkerPool | undefined;
 
   private constructor(private readonly spec: DeploymentSpec) {}
 
@@ -90,7 +97,7 @@ export class Deployment {
     const ex = new TaskExecutor({
       workerIndex: 0, graph: s.graph, plan: s.plan, splits: s.splits, attempt: s.attempt, credits: s.credits, clock: s.clock,
       send: (m) => queueMicrotask(() => s.onMessage(m)), dataPlane: undefined, writeStdout: (t) => s.writeStdout(t),
-      checkpointing: s.checkpointing, stateBackend: s.stateBackend, deadLetterDir: s.deadLetterDir, recordCounters: s.recordCounters, restore: s.restore, storage: s.storage,
+      checkpointing: s.checkpointing, stateBackend: s.stateBackend, stateBackendOptions: s.stateBackendOptions, deadLetterDir: s.deadLetterDir, recordCounters: s.recordCounters, restore: s.restore, storage: s.storage,
     });
     this.local = ex;
     this.executors.push({ send: (m) => ex.handle(m), terminate: async () => ex.cancel() });
@@ -101,7 +108,7 @@ export class Deployment {
     const s = this.spec;
     const peerPorts = this.peerPorts();
     for (let w = 0; w < s.workers; w++) {
-      const worker = new Worker(new URL('./worker-entry.js', import.meta.url), { stdout: false, stderr: false });
+      const worker = (s.pool ?? this.ownPool()).take();
       let exited = false;
       worker.on('message', (m: FromExecutor) => s.onMessage(m));
       worker.on('error', (e) => s.onWorkerFailure(serializeError(e)));
@@ -122,10 +129,18 @@ export class Deployment {
         type: 'deploy',
         job: { modulePath: s.job.modulePath, args: s.job.args, defaultParallelism: s.job.defaultParallelism },
         workerIndex: w, plan: s.plan, fingerprint: s.job.fingerprint, splits: s.splits, attempt: s.attempt, credits: s.credits,
-        checkpointing: s.checkpointing, stateBackend: s.stateBackend, deadLetterDir: s.deadLetterDir, recordCounters: s.recordCounters, restore: s.restore, s3: s.s3, preloadS3: s.preloadS3, peers, stdoutCredit: credit,
+        checkpointing: s.checkpointing, stateBackend: s.stateBackend, stateBackendOptions: s.stateBackendOptions, deadLetterDir: s.deadLetterDir, recordCounters: s.recordCounters, restore: s.restore, s3: s.s3, preloadS3: s.preloadS3, peers, stdoutCredit: credit,
       };
       worker.postMessage(msg, Object.values(peers));
     }
+  }
+
+  /** Without the job's pool (runJob always gives one): workers booted now, at deploy. */
+  private ownPool(): WorkerPool {
+    const path = this.spec.job.modulePath;
+    if (path === undefined) throw new Error('worker threads need the job module path');
+    this.fallbackPool ??= new WorkerPool(path, this.spec.workers);
+    return this.fallbackPool;
   }
 
   /** One MessageChannel per pair of workers: worker i's port to j and j's to i. */

@@ -11,6 +11,7 @@ import type { TaskAck, TaskRestore } from '../core/checkpoint-format.ts';
 import type { ExecutionPlan } from '../graph/execution-plan.ts';
 import type { TriggerRequest } from '../runtime/checkpointing/subtask-checkpointer.ts';
 import type { TaskId } from '../core/task-id.ts';
+import type { StateBackendOptions } from '../state/backends.ts';
 import type { TaskMetricsSample } from '../runtime/task-metrics.ts';
 import { errorCode, isUserError, type ErrorCode } from '../core/errors.ts';
 
@@ -35,6 +36,8 @@ export interface DeployMessage {
   readonly checkpointing: { readonly mode: CheckpointingMode; readonly periodic: boolean; readonly inlineThresholdBytes?: number; readonly unaligned?: UnalignedSettings };
   /** The keyed state backend's name (state.backend.type). */
   readonly stateBackend: string;
+  /** Its settings (state.backend.<name>.*). */
+  readonly stateBackendOptions: StateBackendOptions;
   /** Where sources write their dead letters (undefined: to the log). */
   readonly deadLetterDir: string | undefined;
   /** Records are counted per task and operator (metrics.record-counters.enabled). */
@@ -49,6 +52,8 @@ export interface DeployMessage {
 
 export type ToExecutor =
   | DeployMessage
+  /** Sent by the worker pool to a booting worker: import the job module now (see worker-pool.ts). */
+  | { readonly type: 'preload'; readonly modulePath: string }
   | { readonly type: 'start' }
   /** Every task of a restoring attempt has its state: open and run. */
   | { readonly type: 'proceed' }
@@ -79,6 +84,8 @@ export type TaskMetrics = TaskMetricsSample;
 
 export type FromExecutor =
   | { readonly type: 'deployed'; readonly workerIndex: number }
+  /** A booted worker imported the job module (ok) or failed to (the pool drops it). */
+  | { readonly type: 'preloaded'; readonly ok: boolean }
   | { readonly type: 'executor-failed'; readonly workerIndex: number; readonly error: SerializedError }
   | { readonly type: 'task-finished'; readonly vertex: number; readonly subtask: number; readonly metrics: TaskMetrics }
   | { readonly type: 'task-failed'; readonly vertex: number; readonly subtask: number; readonly error: SerializedError }

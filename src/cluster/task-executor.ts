@@ -24,7 +24,7 @@ import { SubtaskCheckpointer, type TriggerRequest } from '../runtime/checkpointi
 import type { TaskRestore } from '../core/checkpoint-format.ts';
 import { taskId, type TaskId } from '../core/task-id.ts';
 import type { CheckpointStorageWorkerView } from '../checkpoint/storage.ts';
-import { keyedStateBackendFactory } from '../state/backends.ts';
+import { keyedStateBackendFactory, type StateBackendOptions } from '../state/backends.ts';
 
 export interface ExecutorConfig {
   readonly workerIndex: number;
@@ -49,6 +49,8 @@ export interface ExecutorConfig {
   readonly storage: CheckpointStorageWorkerView;
   /** Name of the keyed state backend (state.backend.type); 'heap' when absent. */
   readonly stateBackend?: string;
+  /** Settings of the keyed state backend (state.backend.<name>.*). */
+  readonly stateBackendOptions?: StateBackendOptions;
   /** Where sources' dead letters are written; without one, the first few go to the job's log. */
   readonly deadLetterDir?: string | undefined;
   /** Count records per task and operator (metrics); true when absent. */
@@ -113,7 +115,7 @@ export class TaskExecutor implements TaskListener {
     if (dp) this.scheduler.onEndOfSlice(() => dp.flushCredits());
 
     // Resolved once, before any task exists: an unknown name fails the deployment, not a task.
-    const keyedStateBackend = keyedStateBackendFactory(cfg.stateBackend);
+    const keyedStateBackend = keyedStateBackendFactory(cfg.stateBackend, cfg.stateBackendOptions);
     const services: RuntimeServices = {
       collect: (sink, subtask, values) => cfg.send({ type: 'collect', sink, subtask, values }),
       writeStdout: cfg.writeStdout ?? ((t) => void process.stdout.write(t)),

@@ -84,6 +84,8 @@ export interface InlineOperatorState {
   splits?: unknown[];
   /** Sinks: prepared work waiting for checkpoint completion (pending files, prepared transactions). */
   committables?: unknown[];
+  /** Sinks: the sink's identity (TwoPhaseCommitSink.identity) when the checkpoint was taken. */
+  sinkIdentity?: string;
 }
 
 /** Channel state a subtask replays on restore (see runtime/checkpointing/channel-state-restore.ts). */

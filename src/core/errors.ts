@@ -37,6 +37,8 @@ export const ERROR_CODES = [
   'STORAGE',
   /** A connector's external system failed, refused the request or could not be reached in time (host, port and stream named). */
   'CONNECTOR',
+  /** The local store of the disk state backend failed or refused an entry (directory, key too long). */
+  'STATE_BACKEND',
 ] as const;
 
 export type ErrorCode = (typeof ERROR_CODES)[number];

@@ -97,6 +97,24 @@ export interface TaskDeployment {
   readonly storage: CheckpointStorageWorkerView;
 }
 
+/**
+ * For each chained operator, the predecessor that feeds it alone: the only chained edge into
+ * it, from that predecessor's main output, which has no other target (chained or network).
+ */
+function soleFeeders(ops: readonly { readonly chainedOutputs: readonly { readonly target: number; readonly sideTag: string | undefined }[]; readonly networkOutputs: readonly { readonly sideTag?: string | undefined }[] }[]): (number | undefined)[] {
+  const edgesInto = new Array<number>(ops.length).fill(0);
+  for (const op of ops) for (const c of op.chainedOutputs) edgesInto[c.target]!++;
+  const from: (number | undefined)[] = new Array(ops.length).fill(undefined);
+  ops.forEach((op, p) => {
+    const main = op.chainedOutputs.filter((c) => c.sideTag === undefined);
+    const mainNetwork = op.networkOutputs.filter((e) => e.sideTag === undefined);
+    if (main.length !== 1 || mainNetwork.length > 0) return;
+    const target = main[0]!.target;
+    if (edgesInto[target] === 1) from[target] = p;
+  });
+  return from;
+}
+
 /** Feeds a chained operator from its predecessor's Output. */
 class ChainedInput implements BatchConsumer {
   declare processRecord?: (value: unknown, timestamp: number) => void;
@@ -132,7 +150,8 @@ class RecordChainedInput extends ChainedInput {
   override readonly processRecord: (value: unknown, timestamp: number) => void;
   constructor(op: StreamOperator, task: StreamTask, index: number) {
     super(op, task, index);
-    const count = task.countsRecords ? `counts[${index | 0}]++; ` : '';
+    // An operator fed by one predecessor's main output alone gets its count from that output's (metricsSample).
+    const count = task.countsRecords && task.recordsInFrom[index] === undefined ? `counts[${index | 0}]++; ` : '';
     this.processRecord = specialize('toOperator', 'op', 'counts', `${count}op.processRecord(value, timestamp);`)(op, task.recordsIn);
   }
 }
@@ -153,6 +172,12 @@ export class StreamTask implements Schedulable {
   barrierHandler: BarrierHandler | undefined;
   /** Records taken in per operator index (metrics); all 0 when records are not counted. */
   readonly recordsIn: number[];
+  /**
+   * Per operator: the chained predecessor whose main output is its only input and has no other
+   * target, or undefined. Its records in are that output's records out, so the per-record path
+   * counts once per hand-over instead of twice.
+   */
+  readonly recordsInFrom: (number | undefined)[];
   /** Records are counted (metrics.record-counters.enabled); read when the chain is built and per batch. */
   readonly countsRecords: boolean;
   /** Malformed records this task's source sent to the dead letters (0 for other tasks). */
@@ -171,6 +196,7 @@ export class StreamTask implements Schedulable {
     this.writers = [...d.writers.values()];
     this.recordsIn = new Array(v.operators.length).fill(0);
     this.countsRecords = d.recordCounters;
+    this.recordsInFrom = soleFeeders(v.operators);
     // Build operators children-first so every Output can point at its targets.
     const built: StreamOperator[] = new Array(v.operators.length);
     const inputs: ChainedInput[] = new Array(v.operators.length);
@@ -509,7 +535,10 @@ export class StreamTask implements Schedulable {
     const ops = this.operators;
     return {
       vertex, subtask, state: this.state, sampledAt: performance.timeOrigin + now,
-      recordsIn: [...this.recordsIn],
+      recordsIn: this.recordsIn.map((n, i) => {
+        const from = this.recordsInFrom[i];
+        return from !== undefined && this.countsRecords ? ops[from]!.output.count : n;
+      }),
       // A rate-limited source counts for its pacing even when records are not counted for metrics.
       recordsOut: this.countsRecords ? ops.map((o) => o.output.count) : ops.map(() => 0),
       taskRecordsOut, bytesOut,

@@ -5,15 +5,25 @@
 import { WeirError } from '../core/errors.ts';
 import type { KeyedStateBackendFactory } from './backend.ts';
 import { heapBackendFactory } from './heap/backend.ts';
+import { diskBackendFactory } from './disk/backend.ts';
+import type { DiskBackendOptions } from './disk/options.ts';
 
 export const DEFAULT_KEYED_STATE_BACKEND = 'heap';
 
-const FACTORIES: ReadonlyMap<string, KeyedStateBackendFactory> = new Map([[heapBackendFactory.name, heapBackendFactory]]);
+/** Settings of the backends that have any (state.backend.<name>.* keys). */
+export interface StateBackendOptions {
+  readonly disk?: DiskBackendOptions;
+}
 
-export function keyedStateBackendFactory(name: string = DEFAULT_KEYED_STATE_BACKEND): KeyedStateBackendFactory {
+const FACTORIES: ReadonlyMap<string, (o: StateBackendOptions) => KeyedStateBackendFactory> = new Map([
+  [heapBackendFactory.name, () => heapBackendFactory],
+  ['disk', (o: StateBackendOptions) => diskBackendFactory(o.disk)],
+]);
+
+export function keyedStateBackendFactory(name: string = DEFAULT_KEYED_STATE_BACKEND, options: StateBackendOptions = {}): KeyedStateBackendFactory {
   const f = FACTORIES.get(name);
   if (f === undefined) {
     throw new WeirError('CONFIG', `unknown state backend "${name}"; available: ${[...FACTORIES.keys()].join(', ')}`);
   }
-  return f;
+  return f(options);
 }

@@ -32,6 +32,14 @@ export function stateMeta(d: AnyStateDescriptor): StateMeta {
 
 type Enc = (v: unknown) => unknown;
 
+/**
+ * The encoder from a state's values as the heap holds them (TTL values as {v, t}, map state as
+ * a Map) to the form a block records (the serializer's encoding; maps as [key, value] pairs).
+ */
+export function stateValueEncoder(d: AnyStateDescriptor): (v: unknown) => unknown {
+  return valueEncoder(d);
+}
+
 function valueEncoder(d: AnyStateDescriptor): Enc {
   const s = d.serializer;
   const base: Enc = s.encode ? (v) => s.encode!(v) : (v) => v;

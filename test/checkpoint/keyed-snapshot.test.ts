@@ -1,5 +1,5 @@
 /**
- * Keyed state snapshots of the heap backend as the runtime takes them (synchronous freeze,
+ * Keyed state snapshots of the heap and the disk backend as the runtime takes them (synchronous freeze,
  * asynchronous serialization as scheduler steps through runAsyncPhase, timers as key-group
  * blocks, state streams from checkpoint storage's worker view over a local directory) and
  * their restore with loadKeyedState (state files opened through the same view):
@@ -28,7 +28,9 @@ import type { KeyedStateHandle, KeyedStateSnapshot } from '../../src/state/backe
 import { Scheduler } from '../../src/runtime/scheduler.ts';
 import { InternalTimerService, type Timer } from '../../src/runtime/timers.ts';
 import { ManualClock } from '../../src/core/clock.ts';
-import { HeapKeyedStateBackend } from '../../src/state/heap/backend.ts';
+import { HeapKeyedStateBackend, heapBackendFactory } from '../../src/state/heap/backend.ts';
+import { diskBackendFactory } from '../../src/state/disk/backend.ts';
+import type { KeyedStateBackend, KeyedStateBackendFactory } from '../../src/state/backend.ts';
 import { keyGroupOf, keyGroupRangeForSubtask, normalizeKey } from '../../src/state/key-groups.ts';
 import { StateRestoreError } from '../../src/state/state-codec.ts';
 import { ManualScheduler, TrackedIo } from '../helpers/stepping.ts';
@@ -67,18 +69,41 @@ const d = {
   ttlMap: new MapStateDescriptor<string, number>('ttl-map', { ttl: TTL }),
 };
 
-function backend(range: KeyGroupRange, clock: ManualClock, where = 'test operator'): HeapKeyedStateBackend {
+/** The backends every test but the heap's copy-on-write ones runs on (the disk one with a small cache: most reads go to its store). */
+const BACKENDS: readonly KeyedStateBackendFactory[] = [heapBackendFactory, diskBackendFactory({ cacheEntries: 16 })];
+let factory: KeyedStateBackendFactory = heapBackendFactory;
+
+function backend(range: KeyGroupRange, clock: ManualClock, where = 'test operator', maxParallelism = MAXP): KeyedStateBackend {
+  return factory.create({ keyGroupRange: range, maxParallelism, clock, where });
+}
+
+function heapBackend(range: KeyGroupRange, clock: ManualClock, where = 'test operator'): HeapKeyedStateBackend {
   return new HeapKeyedStateBackend(range, MAXP, clock, where);
 }
 
-function timerService(b: HeapKeyedStateBackend, clock: ManualClock): InternalTimerService {
+/** Registers `body`'s tests once per backend. */
+function onEveryBackend(title: string, body: () => void): void {
+  for (const f of BACKENDS) {
+    describe(`${title} (${f.name})`, () => {
+      beforeAll(() => {
+        factory = f;
+      });
+      afterAll(() => {
+        factory = heapBackendFactory;
+      });
+      body();
+    });
+  }
+}
+
+function timerService(b: KeyedStateBackend, clock: ManualClock): InternalTimerService {
   return new InternalTimerService(b, { onEventTime() {}, onProcessingTime() {} }, () => clock.now(), (at, fn) => clock.schedule(at, fn));
 }
 
 const KEYS = Array.from({ length: 60 }, (_, i) => `key-${i}`);
 
 /** Fills every state kind for every key; returns what each key's state must read back as. */
-function fill(b: HeapKeyedStateBackend, timers: InternalTimerService | undefined, keys: readonly unknown[] = KEYS): void {
+function fill(b: KeyedStateBackend, timers: InternalTimerService | undefined, keys: readonly unknown[] = KEYS): void {
   keys.forEach((k, i) => {
     b.setCurrentKey(k);
     b.getValueState(d.value).update({ count: i, tags: [`t${i}`] });
@@ -100,7 +125,7 @@ function fill(b: HeapKeyedStateBackend, timers: InternalTimerService | undefined
 }
 
 /** Everything a key's states read as, through the public handles. */
-function read(b: HeapKeyedStateBackend, k: unknown): unknown {
+function read(b: KeyedStateBackend, k: unknown): unknown {
   b.setCurrentKey(k);
   return {
     value: b.getValueState(d.value).value(),
@@ -136,7 +161,7 @@ function writeAsync(s: KeyedStateSnapshot, path: string, scheduler = new Schedul
 }
 
 /** Runs a snapshot to the end; `between` runs right after the synchronous phase. */
-async function snapshot(b: HeapKeyedStateBackend, timers: InternalTimerService | undefined, between: () => void = () => {}): Promise<{ path: string; size: number; keys: number }> {
+async function snapshot(b: KeyedStateBackend, timers: InternalTimerService | undefined, between: () => void = () => {}): Promise<{ path: string; size: number; keys: number }> {
   const path = nextPath();
   const s = b.snapshot(timers === undefined ? undefined : timerBlocks(timers));
   between();
@@ -149,7 +174,7 @@ function timerView(t: readonly Pick<Timer, 'timestamp' | 'key' | 'keyGroup' | 'n
   return t.map((x) => `${x.timestamp}|${String(x.key)}|${x.keyGroup}|${String(x.namespace)}`).sort();
 }
 
-describe('keyed snapshot round trip', () => {
+onEveryBackend('keyed snapshot round trip', () => {
   it('restores value, list, map, reducing, aggregating (with and without TTL) and timers equal', async () => {
     const clock = new ManualClock(100);
     const b = backend(FULL, clock);
@@ -224,10 +249,10 @@ describe('keyed snapshot round trip', () => {
   });
 });
 
-describe('copy-on-write: the snapshot is the state at the synchronous phase', () => {
+describe('heap copy-on-write: the snapshot is the state at the synchronous phase', () => {
   it('in-place mutations after the freeze (through handles that read, then mutate) stay out of the snapshot', async () => {
     const clock = new ManualClock(100);
-    const b = backend(FULL, clock);
+    const b = heapBackend(FULL, clock);
     const timers = timerService(b, clock);
     fill(b, timers);
     const snap = await snapshot(b, timers, () => {
@@ -251,7 +276,7 @@ describe('copy-on-write: the snapshot is the state at the synchronous phase', ()
       b.getValueState(d.value).update({ count: 1, tags: [] });
     });
 
-    const r = backend(FULL, new ManualClock(600));
+    const r = heapBackend(FULL, new ManualClock(600));
     const restoredTimers = await loadKeyedState(r, [snap], storage);
     KEYS.forEach((k, i) => expect(read(r, k), k).toEqual(expected(i)));
     r.setCurrentKey('brand-new');
@@ -276,7 +301,7 @@ describe('copy-on-write: the snapshot is the state at the synchronous phase', ()
     // Many keys in all key groups: the asynchronous phase takes 32 steps of 4 groups each. The
     // test runs them one at a time and, between steps, changes a key of a group not written yet.
     const clock = new ManualClock(0);
-    const b = backend(FULL, clock);
+    const b = heapBackend(FULL, clock);
     const keys = Array.from({ length: 2000 }, (_, i) => `k${i}`);
     keys.forEach((k, i) => {
       b.setCurrentKey(k);
@@ -326,7 +351,7 @@ describe('copy-on-write: the snapshot is the state at the synchronous phase', ()
     expect(mutatedWhileFrozen).toBe(Math.ceil(MAXP / (perStep + 1)) - (MAXP % (perStep + 1) === 0 ? 0 : 1));
     expect(b.frozenGroups()).toBe(0);
     const res = await result;
-    const r = backend(FULL, clock);
+    const r = heapBackend(FULL, clock);
     await loadKeyedState(r, [{ path, size: res.streams[0]!.size }], storage);
     keys.forEach((k, i) => {
       r.setCurrentKey(k);
@@ -342,7 +367,7 @@ describe('copy-on-write: the snapshot is the state at the synchronous phase', ()
 
   it('an aborted snapshot releases its frozen groups: the next snapshot can freeze again', async () => {
     const clock = new ManualClock(0);
-    const b = backend(FULL, clock);
+    const b = heapBackend(FULL, clock);
     fill(b, undefined, KEYS.slice(0, 10));
     const path = nextPath();
     const scheduler = new ManualScheduler();
@@ -361,14 +386,14 @@ describe('copy-on-write: the snapshot is the state at the synchronous phase', ()
     b.setCurrentKey(KEYS[0]);
     b.getValueState(d.value).update({ count: 77, tags: [] });
     const snap = await snapshot(b, undefined);
-    const r = backend(FULL, clock);
+    const r = heapBackend(FULL, clock);
     await loadKeyedState(r, [snap], storage);
     r.setCurrentKey(KEYS[0]);
     expect(r.getValueState(d.value).value()).toEqual({ count: 77, tags: [] });
   });
 });
 
-describe('rescaling: split key-group ranges', () => {
+onEveryBackend('rescaling: split key-group ranges', () => {
   const manyKeys = Array.from({ length: 500 }, (_, i) => `user-${i}`);
 
   async function fullSnapshot(): Promise<{ path: string; size: number }> {
@@ -447,7 +472,7 @@ describe('rescaling: split key-group ranges', () => {
 
   it('a different max parallelism is refused', async () => {
     const snap = await fullSnapshot();
-    const r = new HeapKeyedStateBackend({ start: 0, end: 255 }, 256, new ManualClock(0), 'op');
+    const r = backend({ start: 0, end: 255 }, new ManualClock(0), 'op', 256);
     await expect(loadKeyedState(r, [snap], storage)).rejects.toThrow(/max parallelism 128, the operator now has 256/);
   });
 
@@ -465,7 +490,7 @@ describe('rescaling: split key-group ranges', () => {
   });
 });
 
-describe('serializers at restore', () => {
+onEveryBackend('serializers at restore', () => {
   interface V1 { name: string }
   interface V2 { first: string; last: string }
   const v1: StateSerializer<V1> = { name: 'person', version: 1, encode: (v) => [v.name] };
@@ -542,7 +567,9 @@ describe('serializers at restore', () => {
     r.setCurrentKey('k');
     expect(r.getValueState(new ValueStateDescriptor<V2>('person', { serializer: v2 })).value()).toEqual({ first: 'Ada', last: 'Lovelace' });
     expect(r.getListState(new ListStateDescriptor<V2>('people', { serializer: v2 })).get()).toEqual([{ first: 'Alan', last: 'Turing' }]);
-    expect(versions).toEqual([1, 1]);
+    // Each v1 datum is migrated once (the disk backend then reads its v2 form back through decode(_, 2)).
+    expect(versions.filter((v) => v === 1)).toEqual([1, 1]);
+    const before = versions.length;
 
     // Written again, it is v2 data now, and reads back through decode(_, 2).
     const again = await snapshot(r, undefined);
@@ -550,7 +577,8 @@ describe('serializers at restore', () => {
     await loadKeyedState(r2, [again], storage);
     r2.setCurrentKey('k');
     expect(r2.getValueState(new ValueStateDescriptor<V2>('person', { serializer: v2 })).value()).toEqual({ first: 'Ada', last: 'Lovelace' });
-    expect(versions.slice(2)).toEqual([2]);
+    expect(versions.slice(before)).toContain(2);
+    expect(versions.slice(before)).not.toContain(1);
   });
 
   it('TTL turned on at restore stamps values with the backend clock\'s time', async () => {

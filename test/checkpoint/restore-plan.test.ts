@@ -18,6 +18,7 @@ import { encodeValue } from '../../src/core/codec.ts';
 import { keyGroupRangeForSubtask } from '../../src/state/key-groups.ts';
 import { taskId } from '../../src/core/task-id.ts';
 import type { InlineOperatorState } from '../../src/core/checkpoint-format.ts';
+import type { TwoPhaseCommitSink } from '../../src/core/sink.ts';
 
 const DIR = '/checkpoints/job/chk-7';
 
@@ -476,5 +477,50 @@ describe('channel state of unaligned checkpoints', () => {
       { reads: [0, 2], primary: [0, 2], rescaled: true },
       { reads: [1], primary: [1], rescaled: true },
     ]);
+  });
+});
+
+describe('a two-phase sink\'s identity (its jobId)', () => {
+  /** source(uid src) -> sinkTo(a two-phase sink named by `identity`, uid sink). */
+  function sinkJob(identity: string | undefined): ReturnType<typeof job> {
+    const env = new StreamExecutionEnvironment({ defaultParallelism: 1 });
+    const sink: TwoPhaseCommitSink<number, unknown> = {
+      name: 'orders',
+      createWriter: () => ({ write() {}, prepareCommit: () => [] }),
+      createCommitter: () => ({ commit() {} }),
+      ...(identity !== undefined ? { identity: () => identity } : {}),
+    };
+    env.fromGenerator((i) => i, { count: 10 }).uid('src').sinkTo(sink).uid('sink');
+    const graph = buildJobGraph(env);
+    const all = graph.vertices.flatMap((v) => v.operators.map((o) => ({ v: v.index, node: o.node })));
+    const find = (uid: string) => all.find((x) => x.node.transformation.uid === uid)!;
+    return { graph, node: (uid) => find(uid).node, vertexOf: (uid) => find(uid).v };
+  }
+  const snapshotOf = (j: ReturnType<typeof job>, recorded: unknown) =>
+    metadata([op(j.node('sink'), 1, 128, false, [{ subtask: 0, inline: inline({ committables: [{ rows: 1 }], sinkIdentity: recorded as string }), stateSize: 10 }])]);
+
+  it('the same identity restores, with the committables', () => {
+    const j = sinkJob('jobId orders-1');
+    const r = plan(snapshotOf(j, 'jobId orders-1'), j);
+    expect(inlineOf(r, j.vertexOf('sink'), 0, j.node('sink').id)?.committables).toEqual([{ rows: 1 }]);
+  });
+
+  it('a changed identity is refused: the committables would be committed again under the new one', () => {
+    const j = sinkJob('jobId orders-2');
+    expect(() => plan(snapshotOf(j, 'jobId orders-1'), j)).toThrow(
+      /sink "orders" was checkpointed with jobId orders-1 and now has jobId orders-2: .*write output twice; keep the sink's jobId the same across restarts/,
+    );
+  });
+
+  it('a snapshot without a recorded identity (older format) or a sink without one is not checked', () => {
+    const j = sinkJob('jobId orders-2');
+    expect(() => plan(snapshotOf(j, undefined), j)).not.toThrow();
+    const k = sinkJob(undefined);
+    expect(() => plan(snapshotOf(k, 'jobId orders-1'), k)).not.toThrow();
+  });
+
+  it('a recorded identity that is not a string is corrupt metadata, named', () => {
+    const j = sinkJob('jobId orders-1');
+    expect(() => plan(snapshotOf(j, 42), j)).toThrow(`${DIR}: sink "orders" records identity 42, not a string (corrupt metadata)`);
   });
 });

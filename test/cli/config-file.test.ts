@@ -137,6 +137,13 @@ describe('parseConfig: restart-strategy keys', () => {
     expect(parseConfig({ 'restart-strategy': 'fixed-delay' }, FILE).restart!.type).toBe('fixed-delay');
   });
 
+  it("state backend keys: Flink's rocksdb is weir's disk backend, its local directory and cache", () => {
+    expect(parseConfig({ 'state.backend.type': 'rocksdb', 'state.backend.rocksdb.localdir': '/x', 'state.backend.disk.cache-entries': 5 }, FILE)).toMatchObject({
+      stateBackend: 'disk', stateBackendOptions: { disk: { dir: '/x', cacheEntries: 5 } },
+    });
+    expect(parseConfig({ 'state.backend.type': 'hashmap' }, FILE)).toMatchObject({ stateBackend: 'heap' });
+  });
+
   it('the order of keys does not matter (a backoff bound before the other)', () => {
     const c = parseConfig({ 'restart-strategy.exponential-delay.initial-backoff': '2 min', 'restart-strategy.exponential-delay.max-backoff': '10 min' }, FILE);
     expect(resolveRestartStrategy(c.restart!, 'x')).toMatchObject({ initialBackoffMs: 120_000, maxBackoffMs: 600_000 });
@@ -146,7 +153,7 @@ describe('parseConfig: restart-strategy keys', () => {
 describe('parseConfig: errors name the key and the file', () => {
   it('unknown keys', () => {
     expect(error({ 'execution.checkpointing.intervall': '1 s' })).toBe(`${FILE}: unknown configuration key "execution.checkpointing.intervall" (did you mean "execution.checkpointing.interval"?)`);
-    expect(error({ 'state.backend': 'rocksdb' })).toBe(`${FILE}: "state.backend": state backend must be hashmap, got "rocksdb"`);
+    expect(error({ 'state.backend': 'forst' })).toBe(`${FILE}: "state.backend": state backend must be hashmap or rocksdb, got "forst"`);
     expect(error({ 'state.backend.incremental': true })).toBe(`${FILE}: unknown configuration key "state.backend.incremental"`);    // A flag's name used as a key, and an older key misspelt.
     expect(error({ 'checkpoint-interval': '1 s' })).toBe(`${FILE}: unknown configuration key "checkpoint-interval" (did you mean "execution.checkpointing.interval"?)`);
     expect(error({ 'state.checkpoint.dir': '/x' })).toBe(`${FILE}: unknown configuration key "state.checkpoint.dir" (did you mean "state.checkpoints.dir"?)`);

@@ -43,13 +43,15 @@ describe('a savepoint from an earlier weir (format version 1)', () => {
     expect(fingerprint(sp)).toEqual(fingerprint(GOLDEN));
   });
 
-  it('is restored exactly (at another parallelism): counts continue, every later record once', async () => {
-    const sp = tmp.fresh('golden');
-    cpSync(GOLDEN, sp, { recursive: true });
-    const r = await runJob(fixture('savepoint-app.ts'), { workers: 1, parallelism: 3, args: ['v1', '400', '0'], from: sp, stdout: () => {}, log: () => {} });
-    expect(r.status, r.error?.message).toBe('FINISHED');
-    expect(r.collected<Out>('out').sort((a, b) => a.i - b.i)).toEqual(
-      Array.from({ length: 400 - 146 }, (_, j) => j + 146).map((i) => ({ i, key: `k${i % 4}`, n: Math.floor(i / 4) + 1, v: 'v1' })),
-    );
-  });
+  for (const stateBackend of ['heap', 'disk']) {
+    it(`is restored exactly (at another parallelism, ${stateBackend} backend): counts continue, every later record once`, async () => {
+      const sp = tmp.fresh('golden');
+      cpSync(GOLDEN, sp, { recursive: true });
+      const r = await runJob(fixture('savepoint-app.ts'), { workers: 1, parallelism: 3, stateBackend, args: ['v1', '400', '0'], from: sp, stdout: () => {}, log: () => {} });
+      expect(r.status, r.error?.message).toBe('FINISHED');
+      expect(r.collected<Out>('out').sort((a, b) => a.i - b.i)).toEqual(
+        Array.from({ length: 400 - 146 }, (_, j) => j + 146).map((i) => ({ i, key: `k${i % 4}`, n: Math.floor(i / 4) + 1, v: 'v1' })),
+      );
+    });
+  }
 });

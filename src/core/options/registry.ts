@@ -42,8 +42,20 @@ export const OPTIONS = {
   }),
 
   stateBackend: option({
-    flag: 'state-backend', key: 'state.backend.type', deprecatedKeys: ['state.backend'], field: 'stateBackend', type: choice('NAME', [{ value: 'heap', flink: 'hashmap' }] as const), default: 'heap',
-    label: 'state backend', description: 'where keyed state lives: heap (JavaScript objects, snapshotted copy-on-write)', commands: ['run'], section: 'Execution',
+    flag: 'state-backend', key: 'state.backend.type', deprecatedKeys: ['state.backend'], field: 'stateBackend',
+    type: choice('NAME', [{ value: 'heap', flink: 'hashmap' }, { value: 'disk', flink: 'rocksdb' }] as const), default: 'heap',
+    label: 'state backend', commands: ['run'], section: 'Execution',
+    description: 'where keyed state lives: heap (JavaScript objects, snapshotted copy-on-write) or disk (an embedded LMDB store per subtask behind a write-back cache: state larger than memory); checkpoints of either restore into the other',
+  }),
+  stateDir: option({
+    flag: 'state-dir', key: 'state.backend.disk.dir', deprecatedKeys: ['state.backend.rocksdb.localdir'], field: 'stateBackendOptions.disk.dir', type: path(), defaultText: 'the system temp directory',
+    label: 'disk state directory', commands: ['run'], section: 'Execution',
+    description: 'where the disk state backend makes each subtask\'s store (a directory of its own, removed when the subtask ends); local disk, not the checkpoint directory',
+  }),
+  stateCacheEntries: option({
+    flag: 'state-cache-entries', key: 'state.backend.disk.cache-entries', field: 'stateBackendOptions.disk.cacheEntries', type: positiveInteger(), defaultText: '100000, fewer in a heap under 800 MB (heap limit / 8 KiB)',
+    label: 'disk state cache entries', commands: ['run'], section: 'Execution',
+    description: 'entries (over all states of a subtask) the disk state backend keeps in memory; changes are written to its store in batches of a quarter of it',
   }),
 
   // ---- Checkpointing

@@ -1,0 +1,329 @@
+/**
+ * The disk keyed-state backend: keyed state in an embedded LMDB store on local disk
+ * (store.ts), one per operator subtask, with a bounded write-back cache in front of it
+ * (cache.ts), so state can be many times larger than the JS heap while user code keeps
+ * synchronous state access. Keys are laid out key group first (keys.ts); snapshots read a
+ * point-in-time view of the store and write the same state files as the heap backend
+ * (snapshot.ts); a restore loads the blocks of this subtask's key groups into the store.
+ *
+ * Each state has an id in the store's keys. A restored state keeps its stored form until a
+ * descriptor claims it: then it is adopted as it is when the serializer, its version, the kind
+ * and TTL are unchanged, or rewritten through the serializer's migration otherwise.
+ */
+import type {
+  AggregatingState, AggregatingStateDescriptor, AnyStateDescriptor, ListState, ListStateDescriptor, MapState,
+  MapStateDescriptor, ReducingState, ReducingStateDescriptor, ValueState, ValueStateDescriptor,
+} from '../../core/state.ts';
+import type { Clock } from '../../core/clock.ts';
+import type { KeyGroupRange } from '../../core/checkpoint-format.ts';
+import type { StateInputHandle } from '../../core/state-streams.ts';
+import { WeirError } from '../../core/errors.ts';
+import type {
+  KeyedStateBackend, KeyedStateBackendFactory, KeyedStateSnapshot, KeyGroupBlock, KeyGroupBlockSource,
+} from '../backend.ts';
+import { KeyContext } from '../key-context.ts';
+import { keyGroupOf, normalizeKey, type NormKey } from '../key-groups.ts';
+import { BLOCK_FORMAT, restoreDecoder, stateMeta, stateValueEncoder, type StateMeta } from '../state-codec.ts';
+import { AggregatingHandle, ReducingHandle } from '../heap/handles.ts';
+import { StateCache, WriteBack, type ValueForms } from './cache.ts';
+import {
+  DiskListHandle, DiskMapHandle, DiskTtlListHandle, DiskTtlMapHandle, DiskTtlValueHandle, DiskValueHandle, ttlExpired,
+} from './handles.ts';
+import { encodeStoreKey, MAX_STATE_ID, normKeyOfStoreKey, storeKeyPrefix } from './keys.ts';
+import { loadStateFiles } from './restore.ts';
+import { DiskSnapshot, type ExpiredKey, type SnapshotState } from './snapshot.ts';
+import { DiskStore, packStored, unpackStored } from './store.ts';
+import { resolveDiskOptions, type DiskBackendOptions, type ResolvedDiskOptions } from './options.ts';
+
+interface Registered {
+  readonly desc: AnyStateDescriptor;
+  readonly cache: StateCache;
+  readonly handle: unknown;
+}
+
+/** A restored state no descriptor has claimed yet: in the store under its id, in the form it was written. */
+export interface StoredState {
+  readonly stateId: number;
+  readonly meta: StateMeta;
+}
+
+/** Entries moved per write transaction when a restored state is migrated or a state dropped. */
+const BATCH_ENTRIES = 10_000;
+
+export class DiskKeyedStateBackend implements KeyedStateBackend {
+  readonly ctx: KeyContext;
+  private storeOrUndefined: DiskStore | undefined;
+  private wb: WriteBack | undefined;
+  private readonly states = new Map<string, Registered>();
+  private readonly restored = new Map<string, StoredState>();
+  private readonly inProgress = new Set<DiskSnapshot>();
+  private nextStateId = 1;
+
+  constructor(
+    readonly keyGroupRange: KeyGroupRange,
+    readonly maxParallelism: number,
+    private readonly clock: Clock,
+    private readonly where: string,
+    private readonly options: ResolvedDiskOptions,
+  ) {
+    this.ctx = new KeyContext(keyGroupRange, where);
+  }
+
+  /** The store, made on first use (a keyed operator that never uses state makes no directory). */
+  private get store(): DiskStore {
+    if (this.storeOrUndefined === undefined) {
+      this.storeOrUndefined = new DiskStore(this.options.dir, this.where);
+      this.wb = new WriteBack(this.storeOrUndefined, this.options.cacheEntries, this.options.flushEvery);
+    }
+    return this.storeOrUndefined;
+  }
+
+  private get writeBack(): WriteBack {
+    void this.store;
+    return this.wb!;
+  }
+
+  /** The store's directory (diagnostics and tests); undefined before first use. */
+  storeDir(): string | undefined {
+    return this.storeOrUndefined?.dir;
+  }
+
+  /** Entries in the write-back cache (diagnostics and tests). */
+  cachedEntries(): number {
+    return this.wb?.count ?? 0;
+  }
+
+  setCurrentKey(originalKey: unknown): number {
+    const k = normalizeKey(originalKey);
+    const kg = keyGroupOf(k, this.maxParallelism);
+    this.ctx.set(k, kg, originalKey);
+    return kg;
+  }
+
+  setCurrentKeyInGroup(originalKey: unknown, keyGroup: number): void {
+    this.ctx.set(normalizeKey(originalKey), keyGroup, originalKey);
+  }
+
+  setCurrentNormalizedKey(key: NormKey, keyGroup: number, originalKey: unknown): void {
+    this.ctx.set(key, keyGroup, originalKey);
+  }
+
+  private allocateStateId(): number {
+    if (this.nextStateId > MAX_STATE_ID) throw new WeirError('STATE_BACKEND', `${this.where}: more than ${MAX_STATE_ID} states registered and dropped in one subtask`);
+    return this.nextStateId++;
+  }
+
+  private handle<H>(desc: AnyStateDescriptor, make: (c: StateCache) => H): H {
+    const existing = this.states.get(desc.name);
+    if (existing !== undefined) {
+      if (existing.desc.kind !== desc.kind) throw this.kindMismatch(existing.desc, desc);
+      return existing.handle as H;
+    }
+    const forms: ValueForms = {
+      toStored: stateValueEncoder(desc),
+      fromStored: restoreDecoder(this.where, stateMeta(desc), desc, () => this.clock.now()),
+    };
+    const stateId = this.claimRestored(desc, forms) ?? this.allocateStateId();
+    const cache = new StateCache(this.writeBack, stateId, this.ctx, forms);
+    this.writeBack.caches.add(cache);
+    const h = make(cache);
+    this.states.set(desc.name, { desc, cache, handle: h });
+    return h;
+  }
+
+  private kindMismatch(registered: AnyStateDescriptor, desc: AnyStateDescriptor): Error {
+    return new Error(`${this.where}: state "${desc.name}" is registered as ${registered.kind} state and cannot be used as ${desc.kind} state`);
+  }
+
+  /**
+   * The store id of the restored state of this name, adopted when its stored form is the one
+   * `desc` writes, else rewritten under a new id through the serializer's migration; undefined
+   * when nothing of this name was restored.
+   */
+  private claimRestored(desc: AnyStateDescriptor, forms: ValueForms): number | undefined {
+    const r = this.restored.get(desc.name);
+    if (r === undefined) return undefined;
+    // Checks the restored state against the descriptor (and fails as the heap backend does).
+    const decode = restoreDecoder(this.where, r.meta, desc, () => this.clock.now());
+    this.restored.delete(desc.name);
+    const m = r.meta;
+    const same = m.serializer.name === desc.serializer.name && m.serializer.version === desc.serializer.version && m.ttl === (desc.ttl !== undefined);
+    if (same) return r.stateId;
+    const stateId = this.allocateStateId();
+    this.rewriteState(r.stateId, (w, keyGroup, key, raw) => {
+      w.put(encodeStoreKey(keyGroup, stateId, key), packStored(forms.toStored(decode(raw))));
+    });
+    return stateId;
+  }
+
+  /**
+   * Visits every stored entry of a state (key group by key group, a batch per write
+   * transaction), removing it after `each` ran for it.
+   */
+  private rewriteState(stateId: number, each?: (w: { put(k: Buffer, v: Buffer): void }, keyGroup: number, key: NormKey, raw: unknown) => void): void {
+    const store = this.store;
+    for (let kg = this.keyGroupRange.start; kg <= this.keyGroupRange.end; kg++) {
+      const start = storeKeyPrefix(kg, stateId);
+      const end = storeKeyPrefix(kg, stateId + 1);
+      for (;;) {
+        const batch: { key: Buffer; value: Buffer }[] = [];
+        for (const e of store.range(start, end)) {
+          batch.push({ key: Buffer.from(e.key), value: Buffer.from(e.value) });
+          if (batch.length >= BATCH_ENTRIES) break;
+        }
+        if (batch.length === 0) break;
+        store.write((w) => {
+          for (const e of batch) {
+            each?.(w, kg, normKeyOfStoreKey(e.key), unpackStored(e.value));
+            w.remove(e.key);
+          }
+        });
+      }
+    }
+  }
+
+  getValueState<T>(desc: ValueStateDescriptor<T>): ValueState<T> {
+    return this.handle(desc, (c) => (desc.ttl ? new DiskTtlValueHandle<T>(c, desc.defaultValue, this.clock, desc.ttl) : new DiskValueHandle<T>(c, desc.defaultValue)));
+  }
+  getListState<T>(desc: ListStateDescriptor<T>): ListState<T> {
+    return this.handle(desc, (c) => (desc.ttl ? new DiskTtlListHandle<T>(c, this.clock, desc.ttl) : new DiskListHandle<T>(c)));
+  }
+  getMapState<K, V>(desc: MapStateDescriptor<K, V>): MapState<K, V> {
+    return this.handle(desc, (c) => (desc.ttl ? new DiskTtlMapHandle<K, V>(c, this.clock, desc.ttl) : new DiskMapHandle<K, V>(c)));
+  }
+  getReducingState<T>(desc: ReducingStateDescriptor<T>): ReducingState<T> {
+    return this.handle(desc, (c) => {
+      const inner = desc.ttl ? new DiskTtlValueHandle<T>(c, undefined, this.clock, desc.ttl) : new DiskValueHandle<T>(c, undefined);
+      return new ReducingHandle<T>(inner, desc.reduce);
+    });
+  }
+  getAggregatingState<IN, ACC, OUT>(desc: AggregatingStateDescriptor<IN, ACC, OUT>): AggregatingState<IN, OUT> {
+    return this.handle(desc, (c) => {
+      const inner = desc.ttl ? new DiskTtlValueHandle<ACC>(c, undefined, this.clock, desc.ttl) : new DiskValueHandle<ACC>(c, undefined);
+      return new AggregatingHandle<IN, ACC, OUT>(inner, desc.aggregate);
+    });
+  }
+
+  /** Removes the state's entries from the store; a snapshot in progress still reads them in its view. */
+  dropState(name: string): void {
+    const s = this.states.get(name);
+    if (s !== undefined) {
+      this.states.delete(name);
+      this.writeBack.caches.delete(s.cache);
+      s.cache.clear();
+      this.rewriteState(s.cache.stateId);
+    }
+    const r = this.restored.get(name);
+    if (r !== undefined) {
+      this.restored.delete(name);
+      this.rewriteState(r.stateId);
+    }
+  }
+
+  *keys(stateName: string): IterableIterator<{ key: NormKey; keyGroup: number }> {
+    for (let kg = this.keyGroupRange.start; kg <= this.keyGroupRange.end; kg++) {
+      for (const key of this.keysInGroup(stateName, kg)) yield { key, keyGroup: kg };
+    }
+  }
+
+  /** The group's keys as they are now (changes not yet written back are written first). */
+  keysInGroup(stateName: string, keyGroup: number): Iterable<NormKey> {
+    const s = this.states.get(stateName);
+    if (s === undefined) return [];
+    this.writeBack.flush();
+    const out: NormKey[] = [];
+    const id = s.cache.stateId;
+    for (const k of this.store.keys(storeKeyPrefix(keyGroup, id), storeKeyPrefix(keyGroup, id + 1))) out.push(normKeyOfStoreKey(k));
+    return out;
+  }
+
+  hasStates(): boolean {
+    return this.states.size > 0 || this.restored.size > 0;
+  }
+
+  restoredStateNames(): string[] {
+    return [...this.restored.keys()];
+  }
+
+  snapshot(timers?: KeyGroupBlockSource): KeyedStateSnapshot {
+    this.writeBack.flush();
+    const states: SnapshotState[] = [];
+    for (const s of this.states.values()) states.push({ stateId: s.cache.stateId, meta: stateMeta(s.desc), ttl: s.desc.ttl });
+    for (const r of this.restored.values()) states.push({ stateId: r.stateId, meta: { ...r.meta, blockFormat: BLOCK_FORMAT }, ttl: undefined });
+    const s = new DiskSnapshot({
+      store: this.store,
+      view: this.store.readView(),
+      states,
+      timers,
+      keyGroupRange: this.keyGroupRange,
+      maxParallelism: this.maxParallelism,
+      now: this.clock.now(),
+      onExpired: (keys) => this.removeExpired(keys),
+      onReleased: (x) => this.inProgress.delete(x),
+    });
+    this.inProgress.add(s);
+    return s;
+  }
+
+  /**
+   * Cleanup on snapshot: removes from the store the keys a snapshot found expired, unless they
+   * were written since (the cache holds them, or the stored value is no longer expired).
+   */
+  private removeExpired(keys: readonly ExpiredKey[]): void {
+    const byId = new Map<number, Registered>();
+    for (const s of this.states.values()) byId.set(s.cache.stateId, s);
+    const now = this.clock.now();
+    this.store.write((w) => {
+      for (const { stateId, keyGroup, key } of keys) {
+        const s = byId.get(stateId);
+        if (s === undefined || s.desc.ttl === undefined || s.cache.peek(key) !== undefined) continue;
+        const k = encodeStoreKey(keyGroup, stateId, key);
+        const bytes = this.store.get(k);
+        if (bytes === undefined) continue;
+        if (storedFullyExpired(unpackStored(bytes), s.desc.kind, s.desc.ttl.ttlMs, now)) w.remove(k);
+      }
+    });
+  }
+
+  async restore(inputs: readonly StateInputHandle[]): Promise<KeyGroupBlock[]> {
+    if (this.states.size > 0) throw new Error(`${this.where}: state is restored before any state is registered`);
+    return loadStateFiles(inputs, {
+      store: this.store,
+      range: this.keyGroupRange,
+      maxParallelism: this.maxParallelism,
+      restored: this.restored,
+      allocateStateId: () => this.allocateStateId(),
+    });
+  }
+
+  dispose(): void {
+    for (const s of [...this.inProgress]) s.abort();
+    this.states.clear();
+    this.restored.clear();
+    this.storeOrUndefined?.dispose();
+    this.storeOrUndefined = undefined;
+    this.wb = undefined;
+  }
+}
+
+/** Whether nothing of a stored TTL value is live any more (stored forms of state-codec.ts). */
+function storedFullyExpired(raw: unknown, kind: string, ttlMs: number, now: number): boolean {
+  const cfg = { ttlMs };
+  switch (kind) {
+    case 'list':
+      return (raw as { t: number }[]).every((s) => ttlExpired(s.t, cfg, now));
+    case 'map':
+      return (raw as [unknown, { t: number }][]).every(([, s]) => ttlExpired(s.t, cfg, now));
+    default:
+      return ttlExpired((raw as { t: number }).t, cfg, now);
+  }
+}
+
+/** A disk backend factory with its settings (state.backend.disk.*). */
+export function diskBackendFactory(options: DiskBackendOptions = {}): KeyedStateBackendFactory {
+  const resolved = resolveDiskOptions(options);
+  return {
+    name: 'disk',
+    create: (p) => new DiskKeyedStateBackend(p.keyGroupRange, p.maxParallelism, p.clock, p.where, resolved),
+  };
+}

@@ -1,0 +1,78 @@
+/**
+ * How the disk backend lays out its keys in the store: key group (u16 big-endian), state id
+ * (u16 big-endian), then the normalised key. Big-endian prefixes make the store's byte order
+ * group by group and state by state, so a snapshot or a rescale reads one key group as one
+ * contiguous range and a state's entries of a group stay together.
+ *
+ * The normalised key (a string or a finite number, key-groups.ts) follows a tag byte:
+ * 1 = float64 big-endian (-0 written as 0: a Map treats them as one key, so does the store);
+ * 2 = Latin-1 string (one byte per character); 3 = UTF-16LE string (any other string, lone
+ * surrogates included, comes back exactly). The same key always gives the same bytes.
+ */
+import { WeirError } from '../../core/errors.ts';
+import type { NormKey } from '../key-groups.ts';
+
+/** Bytes before the normalised key: key group, state id, tag. */
+export const KEY_PREFIX_BYTES = 5;
+/** LMDB's largest key (lmdb-js is built with 1978). */
+export const MAX_STORE_KEY_BYTES = 1978;
+/** State ids fit the u16 of the key prefix. */
+export const MAX_STATE_ID = 0xffff;
+
+const TAG_NUMBER = 1;
+const TAG_LATIN1 = 2;
+const TAG_UTF16 = 3;
+const NOT_LATIN1 = /[^\u0000-\u00ff]/;
+
+export function encodeStoreKey(keyGroup: number, stateId: number, key: NormKey): Buffer {
+  let b: Buffer;
+  if (typeof key === 'number') {
+    b = Buffer.allocUnsafe(KEY_PREFIX_BYTES + 8);
+    b[4] = TAG_NUMBER;
+    b.writeDoubleBE(key === 0 ? 0 : key, KEY_PREFIX_BYTES);
+  } else if (!NOT_LATIN1.test(key)) {
+    b = Buffer.allocUnsafe(KEY_PREFIX_BYTES + key.length);
+    b[4] = TAG_LATIN1;
+    b.write(key, KEY_PREFIX_BYTES, 'latin1');
+  } else {
+    b = Buffer.allocUnsafe(KEY_PREFIX_BYTES + key.length * 2);
+    b[4] = TAG_UTF16;
+    b.write(key, KEY_PREFIX_BYTES, 'utf16le');
+  }
+  if (b.length > MAX_STORE_KEY_BYTES) {
+    throw new WeirError('STATE_BACKEND', `a key of ${b.length - KEY_PREFIX_BYTES} bytes is too long for the disk state backend (at most ${MAX_STORE_KEY_BYTES - KEY_PREFIX_BYTES}); use a shorter key or the heap backend`);
+  }
+  b.writeUInt16BE(keyGroup, 0);
+  b.writeUInt16BE(stateId, 2);
+  return b;
+}
+
+/** The first key of (keyGroup, stateId), or of keyGroup alone when stateId is 0. */
+export function storeKeyPrefix(keyGroup: number, stateId = 0): Buffer {
+  const b = Buffer.allocUnsafe(4);
+  b.writeUInt16BE(keyGroup, 0);
+  b.writeUInt16BE(stateId, 2);
+  return b;
+}
+
+export function keyGroupOfStoreKey(b: Uint8Array): number {
+  return (b[0]! << 8) | b[1]!;
+}
+
+export function stateIdOfStoreKey(b: Uint8Array): number {
+  return (b[2]! << 8) | b[3]!;
+}
+
+export function normKeyOfStoreKey(b: Uint8Array): NormKey {
+  const buf = Buffer.isBuffer(b) ? b : Buffer.from(b.buffer, b.byteOffset, b.byteLength);
+  switch (buf[4]) {
+    case TAG_NUMBER:
+      return buf.readDoubleBE(KEY_PREFIX_BYTES);
+    case TAG_LATIN1:
+      return buf.toString('latin1', KEY_PREFIX_BYTES);
+    case TAG_UTF16:
+      return buf.toString('utf16le', KEY_PREFIX_BYTES);
+    default:
+      throw new WeirError('STATE_BACKEND', `corrupt key in the disk state store (tag ${buf[4]})`);
+  }
+}

@@ -1,0 +1,105 @@
+/**
+ * The disk backend's store: one LMDB environment (lmdb-js) in a directory of its own, made
+ * for one operator subtask and removed when it is disposed (or when the process exits).
+ * The store is a local working copy, never the durable state: checkpoints write state files
+ * (snapshot.ts), so the store is opened without fsync (noSync) and thrown away on failure.
+ *
+ * Everything here is synchronous: reads are point gets on the memory map, writes are batches
+ * in one synchronous write transaction (WriteBack decides when), and a snapshot reads through
+ * a read transaction, LMDB's MVCC view of the store as it was when it began, while writes go on.
+ */
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import { open, type Database, type Transaction } from 'lmdb';
+import { Packr } from 'msgpackr';
+import { WeirError } from '../../core/errors.ts';
+
+/**
+ * Values as stored: the same msgpack options as snapshot data (core/codec.ts), so a value
+ * read from the store goes into a snapshot block as the heap backend would write it. Buffers
+ * in values are copied out: the store's read buffer is reused by the next read.
+ */
+const packr = new Packr({ useRecords: true, moreTypes: true, structuredClone: false, largeBigIntToFloat: false, copyBuffers: true } as never);
+
+export function packStored(raw: unknown): Buffer {
+  return packr.pack(raw);
+}
+
+export function unpackStored(bytes: Uint8Array): unknown {
+  return packr.unpack(bytes);
+}
+
+/** Directories of stores still open in this process: removed at exit if nobody disposed them. */
+const openDirs = new Set<string>();
+let exitHookInstalled = false;
+
+function removeAtExit(dir: string): void {
+  openDirs.add(dir);
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  process.once('exit', () => {
+    for (const d of openDirs) rmSync(d, { recursive: true, force: true });
+  });
+}
+
+export class DiskStore {
+  readonly dir: string;
+  private readonly db: Database<Buffer, Buffer>;
+  private closed = false;
+
+  constructor(baseDir: string, where: string) {
+    try {
+      mkdirSync(baseDir, { recursive: true });
+      this.dir = mkdtempSync(join(baseDir, 'weir-state-'));
+    } catch (e) {
+      throw new WeirError('STATE_BACKEND', `${where}: cannot make a directory for the disk state backend under ${baseDir}: ${(e as Error).message}`, { cause: e });
+    }
+    removeAtExit(this.dir);
+    this.db = open<Buffer, Buffer>({ path: this.dir, keyEncoding: 'binary', encoding: 'binary', noSync: true, useWritemap: true, compression: false, cache: false });
+  }
+
+  /** The stored bytes of a key, valid until the next store call (decode them at once). */
+  get(key: Buffer): Uint8Array | undefined {
+    return this.db.getBinaryFast(key) ?? undefined;
+  }
+
+  /** Runs `fn` in one synchronous write transaction (its puts and removes commit together). */
+  write(fn: (w: StoreWriter) => void): void {
+    this.db.transactionSync(() => fn(this.writer));
+  }
+
+  private readonly writer: StoreWriter = {
+    put: (key, value) => void this.db.putSync(key, value),
+    remove: (key) => void this.db.removeSync(key),
+  };
+
+  /** A read-only view of the store as it is now; release it with done(). */
+  readView(): Transaction {
+    return this.db.useReadTransaction();
+  }
+
+  /** Entries with start <= key < end, in key order, from `view` (or the store as it is now). */
+  range(start: Buffer, end: Buffer, view?: Transaction): Iterable<{ key: Buffer; value: Buffer }> {
+    return this.db.getRange(view === undefined ? { start, end } : { start, end, transaction: view }) as Iterable<{ key: Buffer; value: Buffer }>;
+  }
+
+  /** Keys with start <= key < end, as they are now. */
+  keys(start: Buffer, end: Buffer): Iterable<Buffer> {
+    return this.db.getKeys({ start, end }) as Iterable<Buffer>;
+  }
+
+  /** Closes the store and deletes its directory (a read view still open is abandoned). */
+  dispose(): void {
+    if (this.closed) return;
+    this.closed = true;
+    openDirs.delete(this.dir);
+    // The mapping stays valid for anything still reading until close finishes; the files go now.
+    void this.db.close().catch(() => {});
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+export interface StoreWriter {
+  put(key: Buffer, value: Buffer): void;
+  remove(key: Buffer): void;
+}

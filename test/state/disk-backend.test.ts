@@ -1,0 +1,207 @@
+/**
+ * The disk backend: the KeyedStateBackend contract (backend-contract.ts) with a write-back
+ * cache big enough to hold everything, and again with a tiny one (every access goes through
+ * the store: eviction, flushes and misses); then what only the disk backend has: state far
+ * beyond the cache, checkpoints that restore across backends (heap -> disk -> heap),
+ * snapshot isolation against the store itself, TTL cleanup on snapshot, and its directory.
+ */
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { ManualClock } from '../../src/core/clock.ts';
+import { MapStateDescriptor, ValueStateDescriptor } from '../../src/core/state.ts';
+import type { KeyedStateBackend, KeyedStateBackendFactory, KeyedStateHandle } from '../../src/state/backend.ts';
+import { DiskKeyedStateBackend, diskBackendFactory } from '../../src/state/disk/backend.ts';
+import { heapBackendFactory } from '../../src/state/heap/backend.ts';
+import { keyGroupRangeForSubtask } from '../../src/state/key-groups.ts';
+import { keyedStateBackendFactory } from '../../src/state/backends.ts';
+import type { KeyGroupRange } from '../../src/core/checkpoint-format.ts';
+import {
+  backendContract, d, expected, fill, FULL, KEYS, kgOf, MAXP, MemoryStreams, read, TTL, writeSnapshot,
+} from './backend-contract.ts';
+
+const base = mkdtempSync(join(tmpdir(), 'weir-disk-test-'));
+afterAll(() => rmSync(base, { recursive: true, force: true }));
+
+backendContract(diskBackendFactory({ dir: base }));
+backendContract({ ...diskBackendFactory({ dir: base, cacheEntries: 7 }), name: 'disk (cache of 7 entries)' });
+
+function make(factory: KeyedStateBackendFactory, range: KeyGroupRange = FULL, clock = new ManualClock(100)): KeyedStateBackend {
+  return factory.create({ keyGroupRange: range, maxParallelism: MAXP, clock, where: 'operator "t" (subtask 1/1)' });
+}
+
+async function roundTrip(from: KeyedStateBackend, to: KeyedStateBackendFactory, range = FULL, clock = new ManualClock(600)): Promise<KeyedStateBackend> {
+  const streams = new MemoryStreams();
+  const h = await writeSnapshot(from.snapshot(), streams);
+  const r = make(to, range, clock);
+  await r.restore(h.streams.map((s) => streams.input(s.name)));
+  return r;
+}
+
+describe('disk backend', () => {
+  const small = diskBackendFactory({ dir: base, cacheEntries: 50 });
+
+  it('holds far more entries than its cache, every one readable, and the cache stays bounded', () => {
+    const b = make(small) as DiskKeyedStateBackend;
+    const v = b.getValueState(new ValueStateDescriptor<string>('v'));
+    const n = 20_000;
+    for (let i = 0; i < n; i++) {
+      b.setCurrentKey(`k${i}`);
+      v.update(`value ${i} `.repeat(3));
+      expect(b.cachedEntries()).toBeLessThanOrEqual(50);
+    }
+    for (let i = n - 1; i >= 0; i -= 7) {
+      b.setCurrentKey(`k${i}`);
+      expect(v.value()).toBe(`value ${i} `.repeat(3));
+    }
+    expect([...b.keys('v')].length).toBe(n);
+    b.dispose();
+  });
+
+  it('heap -> disk -> heap: a checkpoint of either backend restores into the other, every kind and key equal', async () => {
+    const heap = make(heapBackendFactory);
+    fill(heap);
+    const disk = await roundTrip(heap, small);
+    KEYS.forEach((k, i) => expect(read(disk, k), String(k)).toEqual(expected(i)));
+    // Changed on disk, then back to the heap.
+    disk.setCurrentKey(KEYS[5]);
+    disk.getValueState(d.value).update({ n: 555, tags: ['disk'] });
+    const back = await roundTrip(disk, heapBackendFactory);
+    KEYS.forEach((k, i) => {
+      if (i !== 5) expect(read(back, k), String(k)).toEqual(expected(i));
+    });
+    back.setCurrentKey(KEYS[5]);
+    expect(back.getValueState(d.value).value()).toEqual({ n: 555, tags: ['disk'] });
+    disk.dispose();
+  });
+
+  it('rescale 2 -> 3 and 3 -> 1 across backends: every key once, in the right range', async () => {
+    const subsets: unknown[][] = [];
+    const parts2 = [0, 1].map((i) => {
+      const range = keyGroupRangeForSubtask(MAXP, 2, i);
+      const b = make(i === 0 ? small : heapBackendFactory, range);
+      subsets.push(KEYS.filter((k) => kgOf(k) >= range.start && kgOf(k) <= range.end));
+      fill(b, subsets[i]);
+      return b;
+    });
+    const snaps: { s: MemoryStreams; h: KeyedStateHandle }[] = [];
+    for (const b of parts2) {
+      const s = new MemoryStreams();
+      snaps.push({ s, h: await writeSnapshot(b.snapshot(), s) });
+    }
+    const inputs = () => snaps.flatMap(({ s, h }) => h.streams.map((x) => s.input(x.name)));
+    const three: KeyedStateBackend[] = [];
+    for (let i = 0; i < 3; i++) {
+      const range = keyGroupRangeForSubtask(MAXP, 3, i);
+      const b = make(small, range, new ManualClock(600));
+      await b.restore(inputs());
+      const mine = KEYS.filter((k) => kgOf(k) >= range.start && kgOf(k) <= range.end);
+      b.getValueState(d.value);
+      expect([...b.keys(d.value.name)].length).toBe(mine.length);
+      three.push(b);
+    }
+    const s3: { s: MemoryStreams; h: KeyedStateHandle }[] = [];
+    for (const b of three) {
+      const s = new MemoryStreams();
+      s3.push({ s, h: await writeSnapshot(b.snapshot(), s) });
+    }
+    const one = make(small, FULL, new ManualClock(600));
+    await one.restore(s3.flatMap(({ s, h }) => h.streams.map((x) => s.input(x.name))));
+    for (const subset of subsets) subset.forEach((k, i) => expect(read(one, k), String(k)).toEqual(expected(i)));
+    expect([...one.keys(d.value.name)].length).toBe(KEYS.length);
+  });
+
+  it('the snapshot is the store at the synchronous phase, even when changes are flushed and evicted meanwhile', async () => {
+    const b = make(small);
+    const v = b.getValueState(new ValueStateDescriptor<number>('n'));
+    for (let i = 0; i < 2000; i++) {
+      b.setCurrentKey(i);
+      v.update(i);
+    }
+    const streams = new MemoryStreams();
+    const h = await writeSnapshot(b.snapshot(), streams, 'op-0.state', (step) => {
+      // Far more writes than the cache holds: they reach the store while the snapshot reads it.
+      for (let i = 0; i < 2000; i++) {
+        b.setCurrentKey(i);
+        if (i % 3 === 0) v.clear();
+        else v.update(-step - 1);
+      }
+      b.setCurrentKey(`new-${step}`);
+      v.update(7);
+    });
+    const r = make(heapBackendFactory);
+    await r.restore([streams.input(h.streams[0]!.name)]);
+    const rv = r.getValueState(new ValueStateDescriptor<number>('n'));
+    for (let i = 0; i < 2000; i++) {
+      r.setCurrentKey(i);
+      expect(rv.value()).toBe(i);
+    }
+    expect([...r.keys('n')].length).toBe(2000);
+  });
+
+  it('TTL: a snapshot leaves expired entries out and removes them from the store; live ones stay', async () => {
+    const clock = new ManualClock(0);
+    const b = make(small, FULL, clock);
+    const tv = b.getValueState(new ValueStateDescriptor<string>('tv', { ttl: TTL }));
+    const tm = b.getMapState(new MapStateDescriptor<string, number>('tm', { ttl: TTL }));
+    const write = (i: number): void => {
+      b.setCurrentKey(i);
+      tv.update(`x${i}`);
+      tm.put('a', i);
+    };
+    for (let i = 0; i < 200; i++) write(i);
+    clock.advanceTo(900);
+    for (let i = 200; i < 300; i++) write(i);
+    for (let i = 0; i < 200; i += 2) {
+      b.setCurrentKey(i);
+      tm.put('b', i); // a map entry written later: the key stays, with 'b' only
+    }
+    clock.advanceTo(1500); // written at 0: expired; at 900: live
+    const streams = new MemoryStreams();
+    const h = await writeSnapshot(b.snapshot(), streams);
+    expect(h.entries).toBe(100 + 200);
+    expect([...b.keys('tv')].length).toBe(100); // expired values removed by the snapshot
+    expect([...b.keys('tm')].length).toBe(200);
+    const r = make(heapBackendFactory, FULL, new ManualClock(1500));
+    await r.restore([streams.input(h.streams[0]!.name)]);
+    const rv = r.getValueState(new ValueStateDescriptor<string>('tv', { ttl: TTL }));
+    const rm = r.getMapState(new MapStateDescriptor<string, number>('tm', { ttl: TTL }));
+    expect([...r.keys('tv')].length).toBe(100);
+    r.setCurrentKey(250);
+    expect(rv.value()).toBe('x250');
+    r.setCurrentKey(10);
+    expect([...rm.entries()]).toEqual([['b', 10]]);
+    r.setCurrentKey(11);
+    expect([...rm.entries()]).toEqual([]);
+    // Never returned once expired, whether read from the cache or the store.
+    clock.advanceTo(1900);
+    for (let i = 0; i < 300; i++) {
+      b.setCurrentKey(i);
+      expect(tv.value()).toBeUndefined();
+    }
+  });
+
+  it('makes its store in a directory of its own under the configured one, removed on dispose', () => {
+    const dir = join(base, 'nested', 'place');
+    const b = make(diskBackendFactory({ dir })) as DiskKeyedStateBackend;
+    expect(b.storeDir()).toBeUndefined(); // nothing made before state is used
+    b.getValueState(new ValueStateDescriptor<number>('x'));
+    const own = b.storeDir()!;
+    expect(own.startsWith(dir)).toBe(true);
+    expect(existsSync(join(own, 'data.mdb'))).toBe(true);
+    b.dispose();
+    expect(existsSync(own)).toBe(false);
+  });
+
+  it('refuses bad settings and keys too long for the store', () => {
+    expect(() => diskBackendFactory({ cacheEntries: 0 })).toThrow(/cache-entries must be a positive integer/);
+    expect(() => diskBackendFactory({ dir: '' })).toThrow(/must be a non-empty path/);
+    expect(keyedStateBackendFactory('disk', { disk: { dir: base } }).name).toBe('disk');
+    const b = make(small);
+    const v = b.getValueState(new ValueStateDescriptor<number>('x'));
+    b.setCurrentKey('k'.repeat(5000));
+    expect(() => v.value()).toThrow(/too long for the disk state backend/);
+    b.dispose();
+  });
+});
