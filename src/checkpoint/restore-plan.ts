@@ -13,7 +13,7 @@
 import { decodeValue } from '../core/codec.ts';
 import type { CheckpointMetadata, OperatorStateMeta } from './metadata.ts';
 import { stateFileReference } from './names.ts';
-import type { InlineOperatorState, TaskRestore, KeyGroupRange } from '../core/checkpoint-format.ts';
+import type { ChannelStateRestore, InlineOperatorState, TaskRestore, KeyGroupRange } from '../core/checkpoint-format.ts';
 import { taskId, type TaskId } from '../core/task-id.ts';
 import { WeirError } from '../core/errors.ts';
 import { sinkIdentityChanged } from '../core/sink.ts';
@@ -55,6 +55,26 @@ function restoredWatermark(old: OperatorStateMeta, dir: string): number | undefi
     recorded++;
   }
   return recorded === old.parallelism ? min : undefined;
+}
+
+/**
+ * The channel state (unaligned checkpoints) subtask `index` of `p` replays: at the same
+ * parallelism its own old subtask's; rescaled, a keyed head reads every old subtask's (it keeps
+ * the records of its own key groups) and any other head the old subtasks k with k mod p = index.
+ * Each old file is `primary` (its output and non-keyed input state replayed) at exactly one
+ * new subtask, so nothing is replayed twice.
+ */
+function channelStateFor(head: OperatorStateMeta, index: number, p: number, dir: string): ChannelStateRestore | undefined {
+  const withState = head.subtasks.filter((s) => s.channelState !== undefined);
+  if (withState.length === 0) return undefined;
+  const rescaled = head.parallelism !== p;
+  const chosen = withState.filter((s) => (!rescaled ? s.subtask === index : head.keyed || s.subtask % p === index));
+  if (chosen.length === 0) return undefined;
+  const files = chosen.map((s) => {
+    const c = s.channelState!;
+    return { path: stateFileReference(dir, c.file), size: c.fileSize, ...(c.fileInline !== undefined ? { inline: c.fileInline } : {}), primary: s.subtask % p === index };
+  });
+  return { files, rescaled };
 }
 
 /**
@@ -100,13 +120,20 @@ export interface RestoreTargetPlan {
 
 export function planRestore(m: CheckpointMetadata, dir: string, graph: RestoreTargetGraph, plan: RestoreTargetPlan, allowNonRestoredState: boolean): RestorePlan {
   type Entry = { inline?: InlineOperatorState; keyedFiles?: { path: string; size: number }[]; referencedCommittables?: unknown[]; watermark?: number };
-  const tasks: Record<string, { checkpointId: number; operators: Record<string, Entry> }> = {};
+  const tasks: Record<string, { checkpointId: number; operators: Record<string, Entry>; channelState?: ChannelStateRestore }> = {};
   const splits: Record<TaskId, unknown[]> = {};
   const byId = new Map(m.operators.map((o) => [o.id, o]));
   const seen = new Set<string>();
 
   for (const v of graph.vertices) {
     const subtasks = plan.subtasks.filter((s) => s.vertex === v.index);
+    const head = v.operators[0] === undefined ? undefined : byId.get(v.operators[0].node.id);
+    if (head !== undefined) {
+      for (const st of subtasks) {
+        const cs = channelStateFor(head, st.index, v.parallelism, dir);
+        if (cs !== undefined) (tasks[taskId(v.index, st.index)] ??= { checkpointId: m.checkpointId, operators: {} }).channelState = cs;
+      }
+    }
     for (const chained of v.operators) {
       const node = chained.node;
       const old = byId.get(node.id);

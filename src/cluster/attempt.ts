@@ -156,7 +156,10 @@ export class Attempt {
       workers: ctx.workers,
       job: { ...ctx.job, fingerprint: ctx.graph.fingerprint },
       graph: this.start.execGraph, plan: ctx.plan, splits, attempt: this.number, credits: ctx.credits, clock: ctx.clock,
-      checkpointing: { mode: ctx.checkpointConfig.mode, periodic: ctx.checkpointing, inlineThresholdBytes: memoryThresholdFor(ctx.checkpointConfig, ctx.storage?.root) },
+      checkpointing: {
+        mode: ctx.checkpointConfig.mode, periodic: ctx.checkpointing, inlineThresholdBytes: memoryThresholdFor(ctx.checkpointConfig, ctx.storage?.root),
+        unaligned: { enabled: ctx.checkpointConfig.unaligned, alignedTimeoutMs: ctx.checkpointConfig.alignedCheckpointTimeoutMs },
+      },
       stateBackend: ctx.stateBackend,
       stateBackendOptions: ctx.stateBackendOptions,
       deadLetterDir: ctx.deadLetterDir,

@@ -438,6 +438,48 @@ describe('event time of keyed operators (the watermark at the snapshot)', () => 
   });
 });
 
+describe('channel state of unaligned checkpoints', () => {
+  const cs = (subtask: number): SubtaskStateMeta => ({ subtask, stateSize: 10, channelState: { file: `h-${subtask}.channels.state`, fileSize: 10, persistedBytes: 8 } });
+  /** Per new subtask of `uid`'s vertex: the old subtasks whose files it reads, and those it is primary for. */
+  function channelFiles(p: RestorePlan, j: ReturnType<typeof job>, uid: string, parallelism: number) {
+    const v = j.vertexOf(uid);
+    return Array.from({ length: parallelism }, (_, i) => {
+      const r = p.tasks[taskId(v, i)]?.channelState;
+      const old = (path: string) => Number(/h-(\d+)\./.exec(path)![1]);
+      return { reads: (r?.files ?? []).map((f) => old(f.path)), primary: (r?.files ?? []).filter((f) => f.primary).map((f) => old(f.path)), rescaled: r?.rescaled };
+    });
+  }
+
+  it('same parallelism: each subtask gets its own file, primary, not rescaled', () => {
+    const j = job({ sourceP: 2, mapP: 2, keyedP: 3, sinkP: 2 });
+    const p = plan(metadata([op(j.node('keyed'), 3, 128, true, [cs(0), cs(1), cs(2)])]), j);
+    expect(channelFiles(p, j, 'keyed', 3)).toEqual([0, 1, 2].map((i) => ({ reads: [i], primary: [i], rescaled: false })));
+    expect(p.tasks[taskId(j.vertexOf('keyed'), 0)]!.channelState!.files[0]!.path).toBe(join(DIR, 'h-0.channels.state'));
+  });
+
+  it('a keyed head at a new parallelism reads every old file (it keeps its own key groups); each old file is primary at exactly one subtask', () => {
+    for (const [oldP, newP] of [[3, 2], [2, 5]] as const) {
+      const j = job({ sourceP: 2, mapP: 2, keyedP: newP, sinkP: 2 });
+      const p = plan(metadata([op(j.node('keyed'), oldP, 128, true, Array.from({ length: oldP }, (_, i) => cs(i)))]), j);
+      const got = channelFiles(p, j, 'keyed', newP);
+      for (const g of got) {
+        expect(g.reads).toEqual(Array.from({ length: oldP }, (_, i) => i));
+        expect(g.rescaled).toBe(true);
+      }
+      expect(got.flatMap((g) => g.primary).sort()).toEqual(Array.from({ length: oldP }, (_, i) => i));
+    }
+  });
+
+  it('a non-keyed head at a new parallelism: old subtask k goes to new subtask k mod p only', () => {
+    const j = job({ sourceP: 1, mapP: 2, keyedP: 2, sinkP: 2 }); // the map heads its own vertex
+    const p = plan(metadata([op(j.node('map'), 3, 128, false, [cs(0), cs(1), cs(2)])]), j);
+    expect(channelFiles(p, j, 'map', 2)).toEqual([
+      { reads: [0, 2], primary: [0, 2], rescaled: true },
+      { reads: [1], primary: [1], rescaled: true },
+    ]);
+  });
+});
+
 describe('a two-phase sink\'s identity (its jobId)', () => {
   /** source(uid src) -> sinkTo(a two-phase sink named by `identity`, uid sink). */
   function sinkJob(identity: string | undefined): ReturnType<typeof job> {
