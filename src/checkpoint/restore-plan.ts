@@ -37,24 +37,38 @@ function decodeInline(b64: string): InlineOperatorState {
 }
 
 /**
- * The event time a keyed operator restarts from: the minimum over its old subtasks. With aligned
- * barriers they are equal (every subtask saw the same watermarks before the barrier on every
- * channel); the minimum is the safe side otherwise. None unless every old subtask recorded one
- * (a subtask that had seen no event time yet, or a snapshot from before the field existed).
+ * The event time each new subtask of a keyed operator restarts from. With aligned barriers the
+ * old subtasks recorded the same watermark (every subtask saw the same watermarks before the
+ * barrier on every channel). An unaligned checkpoint snapshots each subtask as its first barrier
+ * arrives, so they can differ; then a subtask must restart at its own: lower, a record it had
+ * dropped as late would open and fire a purged window again (output twice); higher, records
+ * still due would be dropped. At the same parallelism each new subtask is its old self and gets
+ * its own. Rescaled, a new subtask's key groups come from old subtasks at different event times,
+ * and no single watermark is right for all of them: refused, unless the user accepts duplicate
+ * output (then the minimum, Flink's choice). None unless every old subtask recorded one (a
+ * subtask that had seen no event time yet, or a snapshot from before the field existed).
  */
-function restoredWatermark(old: OperatorStateMeta, dir: string): number | undefined {
-  let min: number | undefined;
-  let recorded = 0;
+function restoredWatermarks(old: OperatorStateMeta, dir: string, parallelism: number, allowDuplicateOutput: boolean): (subtask: number) => number | undefined {
+  const bySubtask = new Map<number, number>();
   for (const s of old.subtasks) {
     const w: unknown = s.watermark;
-    if (w === undefined) return undefined;
+    if (w === undefined) return () => undefined;
     if (typeof w !== 'number' || !Number.isFinite(w)) {
       throw new RestoreError(`${dir}: operator "${old.name}" subtask ${s.subtask} records watermark ${JSON.stringify(w)}, not a finite number (corrupt metadata)`);
     }
-    if (min === undefined || w < min) min = w;
-    recorded++;
+    bySubtask.set(s.subtask, w);
   }
-  return recorded === old.parallelism ? min : undefined;
+  if (bySubtask.size !== old.parallelism) return () => undefined;
+  const all = [...bySubtask.values()];
+  const min = Math.min(...all);
+  const max = Math.max(...all);
+  if (min === max) return () => min;
+  if (parallelism === old.parallelism) return (subtask) => bySubtask.get(subtask);
+  if (allowDuplicateOutput) return () => min;
+  throw new RestoreError(
+    `operator "${old.name}" was snapshotted with its ${old.parallelism} subtasks at different event times (watermarks ${min} to ${max}; an unaligned checkpoint), and restoring it at parallelism ${parallelism} could fire a window twice or drop records: ` +
+      `restore it at parallelism ${old.parallelism} and take a savepoint (always aligned) to rescale from, or pass --allow-duplicate-output to restart every subtask at the lowest`,
+  );
 }
 
 /**
@@ -118,7 +132,7 @@ export interface RestoreTargetPlan {
   readonly subtasks: readonly { readonly vertex: number; readonly index: number; readonly keyGroupRange: KeyGroupRange }[];
 }
 
-export function planRestore(m: CheckpointMetadata, dir: string, graph: RestoreTargetGraph, plan: RestoreTargetPlan, allowNonRestoredState: boolean): RestorePlan {
+export function planRestore(m: CheckpointMetadata, dir: string, graph: RestoreTargetGraph, plan: RestoreTargetPlan, allowNonRestoredState: boolean, allowDuplicateOutput = false): RestorePlan {
   type Entry = { inline?: InlineOperatorState; keyedFiles?: { path: string; size: number }[]; referencedCommittables?: unknown[]; watermark?: number };
   const tasks: Record<string, { checkpointId: number; operators: Record<string, Entry>; channelState?: ChannelStateRestore }> = {};
   const splits: Record<TaskId, unknown[]> = {};
@@ -178,7 +192,7 @@ export function planRestore(m: CheckpointMetadata, dir: string, graph: RestoreTa
         if (i.broadcast && broadcast === undefined) broadcast = i.broadcast;
         for (const c of i.committables ?? []) committables.push(c);
       });
-      const watermark = restoredWatermark(old, dir);
+      const watermarkOf = restoredWatermarks(old, dir, v.parallelism, allowDuplicateOutput);
       const p = subtasks.length;
       for (const st of subtasks) {
         const key = taskId(v.index, st.index);
@@ -200,6 +214,7 @@ export function planRestore(m: CheckpointMetadata, dir: string, graph: RestoreTa
           .filter((s) => s.file !== undefined && s.keyGroupRange !== undefined && overlaps(s.keyGroupRange, st.keyGroupRange))
           .map((s) => ({ path: stateFileReference(dir, s.file!), size: s.fileSize!, ...(s.fileInline !== undefined ? { inline: s.fileInline } : {}) }));
         const entry: Entry = {};
+        const watermark = watermarkOf(st.index);
         if (watermark !== undefined) entry.watermark = watermark;
         if (Object.keys(inline).length > 0) entry.inline = inline;
         if (keyedFiles.length > 0) entry.keyedFiles = keyedFiles;

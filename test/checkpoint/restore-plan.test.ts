@@ -406,10 +406,31 @@ describe('event time of keyed operators (the watermark at the snapshot)', () => 
     wms.map((w, i) => ({ subtask: i, file: `keyed-${i}.state`, fileSize: 10, keyGroupRange: old[i]!, stateSize: 5, ...(w !== undefined ? { watermark: w } : {}) }));
 
   for (const p of [1, 2, 3]) {
-    it(`2 -> ${p}: every new subtask starts at the minimum over the old subtasks`, () => {
+    it(`2 -> ${p}: the old subtasks agreed (aligned barriers): every new subtask starts there`, () => {
       const j = job({ sourceP: 1, mapP: 1, keyedP: p, sinkP: 1, maxP: 128 });
       const keyed = j.node('keyed');
-      const r = plan(metadata([op(keyed, 2, 128, true, withWatermarks([4999, 4000]))]), j);
+      const r = plan(metadata([op(keyed, 2, 128, true, withWatermarks([4000, 4000]))]), j);
+      for (let i = 0; i < p; i++) expect(r.tasks[taskId(j.vertexOf('keyed'), i)]!.operators[keyed.id]!.watermark).toBe(4000);
+    });
+  }
+
+  it('2 -> 2, the old subtasks at different event times (unaligned): each new subtask starts at its own old one\'s', () => {
+    const j = job({ sourceP: 1, mapP: 1, keyedP: 2, sinkP: 1, maxP: 128 });
+    const keyed = j.node('keyed');
+    const r = plan(metadata([op(keyed, 2, 128, true, withWatermarks([4999, 4000]))]), j);
+    expect([0, 1].map((i) => r.tasks[taskId(j.vertexOf('keyed'), i)]!.operators[keyed.id]!.watermark)).toEqual([4999, 4000]);
+  });
+
+  for (const p of [1, 3]) {
+    it(`2 -> ${p}, the old subtasks at different event times: refused (a window could fire twice, or records be dropped), unless duplicates are accepted (then the minimum)`, () => {
+      const j = job({ sourceP: 1, mapP: 1, keyedP: p, sinkP: 1, maxP: 128 });
+      const keyed = j.node('keyed');
+      const m = metadata([op(keyed, 2, 128, true, withWatermarks([4999, 4000]))]);
+      expect(() => plan(m, j)).toThrow(RestoreError);
+      expect(() => plan(m, j)).toThrow(
+        new RegExp(`subtasks at different event times \\(watermarks 4000 to 4999; an unaligned checkpoint\\), and restoring it at parallelism ${p} could fire a window twice or drop records: restore it at parallelism 2 and take a savepoint`),
+      );
+      const r = planRestore(m, DIR, j.graph, planExecution(j.graph, 2), false, true);
       for (let i = 0; i < p; i++) expect(r.tasks[taskId(j.vertexOf('keyed'), i)]!.operators[keyed.id]!.watermark).toBe(4000);
     });
   }
