@@ -22,6 +22,8 @@
  * nexmark (bench/nexmark/suite.ts): the Nexmark queries on weir (1 and 2 workers) and in plain
  * TypeScript, from a generator and from a JSON-lines file; the same conventions, its own
  * section. Not part of `all` (it takes long): ask for it with --suite nexmark.
+ * state (bench/state.ts): the heap and the disk keyed-state backend on the keyed running count,
+ * side by side; printed, not written to BENCHMARKS.md. Not part of `all`: --suite state.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -34,6 +36,7 @@ import { runS3Suite, S3_PARTS, type S3Part } from './s3.ts';
 import { METRICS_VARIANTS, runMetricsSuite, type MetricsVariant } from './metrics.ts';
 import { QUERY_IDS, type QueryId } from './nexmark/check.ts';
 import { runNexmarkSuite } from './nexmark/suite.ts';
+import { runStateSuite } from './state.ts';
 import {
   BENCH_DIR, BenchFailure, fmtInt, fmtMs, fmtRate, fmtX, machine, machineLine, MAX_FOREIGN_CPU, MD_PATH, median, noiseLine,
   RESULTS_DIR, ROOT, sourceRevision, spawnChild, targetTable, withRetries, writeMarkdownSection, type Machine, type Target,
@@ -63,7 +66,7 @@ const VARIANT_TITLES: Record<Variant, string> = {
   streams: 'Node object-mode streams',
 };
 
-export const SUITES = ['throughput', 'checkpoints', 'metrics', 'connectors', 's3', 'nexmark'] as const;
+export const SUITES = ['throughput', 'checkpoints', 'metrics', 'connectors', 's3', 'nexmark', 'state'] as const;
 export type Suite = (typeof SUITES)[number];
 /** What `--suite all` (the default) runs. */
 const ALL_SUITES: readonly Suite[] = ['throughput', 'checkpoints', 'metrics', 'connectors', 's3'];
@@ -143,7 +146,9 @@ function options(argv: string[]): Options {
         '  --minutes M        length of the files-per-hour run (default 5)\n' +
         'nexmark suite (default 3 runs, 1,000,000 events; quick: 1 run, 50,000 events):\n' +
         `  --queries a,b      subset of ${QUERY_IDS.join(', ')}\n` +
-        '  --events N         events per run (a multiple of 1000)\n',
+        '  --events N         events per run (a multiple of 1000)\n' +
+        'state suite (heap vs disk keyed state backend, keyed running count, 1 worker; default 3 runs of\n' +
+        '  1,000,000 records with 10,000 and 1,000,000 keys; quick: 1 run, 200,000 records; prints, does not write BENCHMARKS.md)\n',
     );
     process.exit(0);
   }
@@ -435,6 +440,7 @@ async function main(): Promise<void> {
     await runConnectorSuite({ quick: opts.quick, runs: opts.runs, connectors: opts.connectors, write: opts.write, timeoutMs: opts.timeoutMs, tries: opts.tries, command }, m, revision);
   }
   if (opts.suites.includes('s3')) await runS3Suite({ quick: opts.quick, runs: opts.runs, parts: opts.s3Parts, minutes: opts.s3Minutes, write: opts.write }, m, revision);
+  if (opts.suites.includes('state')) await runStateSuite({ quick: opts.quick, runs: opts.runs, timeoutMs: opts.timeoutMs }, m, revision);
   if (opts.suites.includes('nexmark')) {
     await runNexmarkSuite({ quick: opts.quick, runs: opts.runs, queries: opts.queries, events: opts.events, write: opts.write, timeoutMs: opts.timeoutMs, tries: opts.tries, command }, m, revision);
   }
