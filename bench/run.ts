@@ -22,6 +22,9 @@
  * nexmark (bench/nexmark/suite.ts): the Nexmark queries on weir (1 and 2 workers) and in plain
  * TypeScript, from a generator and from a JSON-lines file; the same conventions, its own
  * section. Not part of `all` (it takes long): ask for it with --suite nexmark.
+ * soak (bench/soak.ts): checkpoint duration and size over 20 minutes per variant (heap/disk,
+ * full/incremental, a TTL over an ever-growing key space), plotted in docs/images; not part of
+ * `all` either: --suite soak [--minutes M] [--soak-variants a,b].
  * state (bench/state.ts): the heap and the disk keyed-state backend on the keyed running count,
  * side by side; printed, not written to BENCHMARKS.md. Not part of `all`: --suite state.
  */
@@ -36,6 +39,7 @@ import { runS3Suite, S3_PARTS, type S3Part } from './s3.ts';
 import { METRICS_VARIANTS, runMetricsSuite, type MetricsVariant } from './metrics.ts';
 import { QUERY_IDS, type QueryId } from './nexmark/check.ts';
 import { runNexmarkSuite } from './nexmark/suite.ts';
+import { runSoakSuite, SOAK_VARIANT_IDS } from './soak.ts';
 import { runStateSuite } from './state.ts';
 import {
   BENCH_DIR, BenchFailure, fmtInt, fmtMs, fmtRate, fmtX, machine, machineLine, MAX_FOREIGN_CPU, MD_PATH, median, noiseLine,
@@ -66,7 +70,7 @@ const VARIANT_TITLES: Record<Variant, string> = {
   streams: 'Node object-mode streams',
 };
 
-export const SUITES = ['throughput', 'checkpoints', 'metrics', 'connectors', 's3', 'nexmark', 'state'] as const;
+export const SUITES = ['throughput', 'checkpoints', 'metrics', 'connectors', 's3', 'nexmark', 'soak', 'state'] as const;
 export type Suite = (typeof SUITES)[number];
 /** What `--suite all` (the default) runs. */
 const ALL_SUITES: readonly Suite[] = ['throughput', 'checkpoints', 'metrics', 'connectors', 's3'];
@@ -87,6 +91,8 @@ interface Options {
   readonly s3Parts: readonly S3Part[];
   readonly s3Minutes: number | undefined;
   readonly queries: readonly QueryId[];
+  /** Soak: the variants to run. */
+  readonly soakVariants: readonly string[];
   /** Nexmark: events per run; undefined: the suite's default. */
   readonly events: number | undefined;
   /** undefined: each suite writes its section after a full run of itself. */
@@ -109,6 +115,7 @@ function options(argv: string[]): Options {
       keys: { type: 'string' },
       connectors: { type: 'string' },
       's3-parts': { type: 'string' },
+      'soak-variants': { type: 'string' },
       minutes: { type: 'string' },
       queries: { type: 'string' },
       events: { type: 'string' },
@@ -147,6 +154,9 @@ function options(argv: string[]): Options {
         'nexmark suite (default 3 runs, 1,000,000 events; quick: 1 run, 50,000 events):\n' +
         `  --queries a,b      subset of ${QUERY_IDS.join(', ')}\n` +
         '  --events N         events per run (a multiple of 1000)\n' +
+        'soak suite (weir run for M minutes per variant, one at a time; see bench/soak.ts):\n' +
+        `  --soak-variants a,b subset of ${SOAK_VARIANT_IDS.join(', ')}\n` +
+        '  --minutes M        minutes per variant (default 20; quick: 3)\n' +
         'state suite (heap vs disk keyed state backend, keyed running count, 1 worker; default 3 runs of\n' +
         '  1,000,000 records with 10,000 and 1,000,000 keys; quick: 1 run, 200,000 records; prints, does not write BENCHMARKS.md)\n',
     );
@@ -154,7 +164,8 @@ function options(argv: string[]): Options {
   }
   // Options of one suite alone select that suite (unless --suite says otherwise).
   const implied =
-    values['s3-parts'] !== undefined || values.minutes !== undefined ? 's3'
+    values['soak-variants'] !== undefined ? 'soak'
+    : values['s3-parts'] !== undefined || values.minutes !== undefined ? 's3'
     : values.jobs !== undefined || values.variants !== undefined ? 'throughput'
     : values.parts !== undefined || values.keys !== undefined ? 'checkpoints'
     : values.connectors !== undefined ? 'connectors'
@@ -189,13 +200,14 @@ function options(argv: string[]): Options {
   const s3Minutes = values.minutes === undefined ? undefined : Number(values.minutes);
   if (s3Minutes !== undefined && !(s3Minutes > 0)) throw new BenchFailure(`--minutes must be a positive number, got ${values.minutes}`);
   const queries = list(values.queries, QUERY_IDS, 'query');
+  const soakVariants = list(values['soak-variants'], SOAK_VARIANT_IDS, 'soak variant');
   const events = values.events === undefined ? undefined : Number(values.events.replace(/_/g, ''));
   if (events !== undefined && !(Number.isSafeInteger(events) && events > 0 && events % 1000 === 0)) throw new BenchFailure(`--events must be a positive multiple of 1000, got ${values.events}`);
   const write = values['no-write'] ? false : values.write === true ? true : undefined;
   const timeoutS = Number(values['timeout-s'] ?? 900);
   const tries = Number(values.tries ?? 3);
   if (!Number.isInteger(tries) || tries < 1) throw new BenchFailure(`--tries must be a positive integer, got ${values.tries}`);
-  return { suites, quick, runs, jobs, variants: VARIANTS.filter((v) => variants.includes(v)), metricsVariants, cpParts, cpKeys, connectors, s3Parts, s3Minutes, queries, events, write, timeoutMs: timeoutS * 1000, tries };
+  return { suites, quick, runs, jobs, variants: VARIANTS.filter((v) => variants.includes(v)), metricsVariants, cpParts, cpKeys, connectors, s3Parts, s3Minutes, queries, soakVariants, events, write, timeoutMs: timeoutS * 1000, tries };
 }
 
 // ---- one child process ---------------------------------------------------------------
@@ -440,6 +452,7 @@ async function main(): Promise<void> {
     await runConnectorSuite({ quick: opts.quick, runs: opts.runs, connectors: opts.connectors, write: opts.write, timeoutMs: opts.timeoutMs, tries: opts.tries, command }, m, revision);
   }
   if (opts.suites.includes('s3')) await runS3Suite({ quick: opts.quick, runs: opts.runs, parts: opts.s3Parts, minutes: opts.s3Minutes, write: opts.write }, m, revision);
+  if (opts.suites.includes('soak')) await runSoakSuite({ minutes: opts.s3Minutes, variants: opts.soakVariants, write: opts.write, quick: opts.quick }, m, revision);
   if (opts.suites.includes('state')) await runStateSuite({ quick: opts.quick, runs: opts.runs, timeoutMs: opts.timeoutMs }, m, revision);
   if (opts.suites.includes('nexmark')) {
     await runNexmarkSuite({ quick: opts.quick, runs: opts.runs, queries: opts.queries, events: opts.events, write: opts.write, timeoutMs: opts.timeoutMs, tries: opts.tries, command }, m, revision);

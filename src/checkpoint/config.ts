@@ -50,6 +50,14 @@ export interface CheckpointConfig {
    * metadata; undefined: the storage's default (memoryThresholdFor).
    */
   readonly memoryThresholdBytes: number | undefined;
+  /** execution.checkpointing.unaligned.enabled, default false (exactly-once only). */
+  readonly unaligned: boolean;
+  /**
+   * execution.checkpointing.aligned-checkpoint-timeout, default 0: with unaligned checkpoints, a
+   * checkpoint starts aligned and a subtask switches to unaligned once this long has passed since
+   * the trigger; 0 is unaligned from the start.
+   */
+  readonly alignedCheckpointTimeoutMs: number;
 }
 
 export const DEFAULT_CHECKPOINT_CONFIG: CheckpointConfig = Object.freeze({
@@ -64,6 +72,8 @@ export const DEFAULT_CHECKPOINT_CONFIG: CheckpointConfig = Object.freeze({
   dir: undefined,
   savepointDir: undefined,
   memoryThresholdBytes: undefined,
+  unaligned: defaultOf(OPTIONS.unalignedCheckpoints),
+  alignedCheckpointTimeoutMs: toMillis(defaultOf(OPTIONS.alignedCheckpointTimeout), 'default aligned checkpoint timeout'),
 });
 
 /** The registry's options under checkpoint.*, by field name. */
@@ -83,6 +93,8 @@ export interface CheckpointSettings {
   readonly savepointDir?: string;
   /** Bytes; see CheckpointConfig.memoryThresholdBytes. */
   readonly memoryThreshold?: number;
+  readonly unaligned?: boolean;
+  readonly alignedCheckpointTimeout?: Duration;
 }
 
 export class ConfigError extends WeirError {
@@ -111,7 +123,23 @@ export function applyCheckpointSettings(base: CheckpointConfig, s: CheckpointSet
   if (s.dir !== undefined) out.dir = s.dir;
   if (s.savepointDir !== undefined) out.savepointDir = s.savepointDir;
   if (s.memoryThreshold !== undefined) out.memoryThresholdBytes = s.memoryThreshold;
+  if (s.unaligned !== undefined) out.unaligned = s.unaligned;
+  if (s.alignedCheckpointTimeout !== undefined) out.alignedCheckpointTimeoutMs = toMillis(s.alignedCheckpointTimeout, where);
+  const problem = unalignedProblem(out);
+  if (problem !== undefined) throw new ConfigError(`${where}: ${problem}`);
   return out;
+}
+
+/**
+ * Why a configuration cannot take unaligned checkpoints, or undefined. As in Flink: in-flight data
+ * is only worth storing when records are processed exactly once, and channel state is recorded
+ * for one checkpoint at a time.
+ */
+export function unalignedProblem(c: CheckpointConfig): string | undefined {
+  if (!c.unaligned) return undefined;
+  if (c.mode !== 'exactly-once') return 'unaligned checkpoints (execution.checkpointing.unaligned.enabled) need checkpoint mode exactly-once, not at-least-once';
+  if (c.maxConcurrent > 1) return `unaligned checkpoints (execution.checkpointing.unaligned.enabled) need max-concurrent-checkpoints 1, not ${c.maxConcurrent}`;
+  return undefined;
 }
 
 /** Whether completed checkpoints are discarded when the job ends in `status` (Flink's CheckpointProperties). */

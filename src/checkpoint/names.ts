@@ -6,6 +6,7 @@
  *
  *   <root>/<job-id>/chk-<n>/_metadata          written last; a checkpoint exists iff it verifies
  *   <root>/<job-id>/chk-<n>/<op16>-<i>.state   keyed state and timers of one operator subtask
+ *   <root>/<job-id>/chk-<n>/<op16>-<i>.channels.state  in-flight data of one subtask (unaligned)
  *   <root>/<job-id>/shared/, taskowned/        reserved for incremental and task-owned state
  *   <root>/<job-id>/checkpoint-history.jsonl   one line of statistics per ended checkpoint
  *   <root>/<job-id>/last-checkpoint-id         highest id ever triggered (ids are never reused)
@@ -38,6 +39,7 @@ export const DIRECTORY_MARKER_SUFFIX = '/';
 
 const CHECKPOINT_DIR = /^chk-(\d+)$/;
 const STATE_FILE_SUFFIX = '.state';
+const CHANNEL_STATE_SUFFIX = '.channels.state';
 /** Characters of an operator id kept in a state file name (ids are hex hashes or uids' hashes). */
 const OPERATOR_ID_CHARS = 16;
 const SAVEPOINT_JOB_CHARS = 6;
@@ -65,6 +67,11 @@ export function savepointDirName(jobId: string, randomHex: string): string {
 export function stateFileName(operatorId: string, subtaskIndex: number): string {
   if (!Number.isInteger(subtaskIndex) || subtaskIndex < 0) throw new RangeError(`subtask index must be an integer >= 0, got ${subtaskIndex}`);
   return `${operatorId.slice(0, OPERATOR_ID_CHARS)}-${subtaskIndex}${STATE_FILE_SUFFIX}`;
+}
+
+/** The channel state (unaligned checkpoints: in-flight data) of one subtask, named after its chain's head operator. */
+export function channelStateFileName(headOperatorId: string, subtaskIndex: number): string {
+  return stateFileName(headOperatorId, subtaskIndex).slice(0, -STATE_FILE_SUFFIX.length) + CHANNEL_STATE_SUFFIX;
 }
 
 export function isStateFileName(name: string): boolean {

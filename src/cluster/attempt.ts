@@ -6,6 +6,7 @@
  * the injected clock, and every wait has a bound (deploy, restore, drain: JobManagerConfig;
  * checkpoints: their timeout).
  */
+import type { WorkerPool } from './worker-pool.ts';
 import { isS3Reference } from '../checkpoint/s3/settings.ts';
 import { memoryThresholdFor } from '../checkpoint/config.ts';
 import type { S3Config } from '../checkpoint/s3/settings.ts';
@@ -50,6 +51,8 @@ export interface AttemptContext {
   /** Records are counted per task and operator (metrics.record-counters.enabled). */
   readonly recordCounters: boolean;
   readonly job: { readonly modulePath: string | undefined; readonly args: readonly string[]; readonly defaultParallelism: number };
+  /** Worker threads booted ahead of this attempt's deploy (workers > 1). */
+  readonly pool: WorkerPool | undefined;
   readonly checkpointConfig: CheckpointConfig;
   /** Periodic checkpoints are on. */
   readonly checkpointing: boolean;
@@ -153,7 +156,10 @@ export class Attempt {
       workers: ctx.workers,
       job: { ...ctx.job, fingerprint: ctx.graph.fingerprint },
       graph: this.start.execGraph, plan: ctx.plan, splits, attempt: this.number, credits: ctx.credits, clock: ctx.clock,
-      checkpointing: { mode: ctx.checkpointConfig.mode, periodic: ctx.checkpointing, inlineThresholdBytes: memoryThresholdFor(ctx.checkpointConfig, ctx.storage?.root) },
+      checkpointing: {
+        mode: ctx.checkpointConfig.mode, periodic: ctx.checkpointing, inlineThresholdBytes: memoryThresholdFor(ctx.checkpointConfig, ctx.storage?.root),
+        unaligned: { enabled: ctx.checkpointConfig.unaligned, alignedTimeoutMs: ctx.checkpointConfig.alignedCheckpointTimeoutMs },
+      },
       stateBackend: ctx.stateBackend,
       stateBackendOptions: ctx.stateBackendOptions,
       deadLetterDir: ctx.deadLetterDir,
@@ -162,6 +168,7 @@ export class Attempt {
       storage: ctx.snapshots.workerView,
       s3: ctx.s3,
       preloadS3: ctx.storage !== undefined && isS3Reference(ctx.storage.root),
+      pool: ctx.pool,
       onMessage: (m) => this.onMessage(m),
       onWorkerFailure: (e) => this.fail(e),
       isEnded: () => this.ending,
@@ -242,6 +249,8 @@ export class Attempt {
     switch (m.type) {
       case 'deployed':
         return this.onDeployed();
+      case 'preloaded':
+        return; // a booted worker's answer to its pool, arriving after the handover
       case 'executor-failed':
         return this.fail(m.error);
       case 'task-restored':

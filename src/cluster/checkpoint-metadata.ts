@@ -50,6 +50,7 @@ export function buildCheckpointMetadata(f: MetadataFacts): CheckpointMetadata {
         ...(h.fileInline !== undefined ? { fileInline: h.fileInline } : {}),
         ...(h.inline !== undefined ? { inline: h.inline } : {}),
         ...(h.watermark !== undefined ? { watermark: h.watermark } : {}),
+        ...(h.channelState !== undefined ? { channelState: h.channelState } : {}),
         stateSize: h.stateSize,
       });
     }

@@ -3,18 +3,20 @@
  * shared stdout window per worker), or, with one worker, a task executor in this thread
  * (batches pass by reference, nothing is serialized, the injected clock drives it).
  */
-import { MessageChannel, Worker, type MessagePort } from 'node:worker_threads';
+import { MessageChannel, type MessagePort } from 'node:worker_threads';
 import type { SourceSplit } from '../core/source.ts';
 import type { TaskRestore } from '../core/checkpoint-format.ts';
 import type { Clock } from '../core/clock.ts';
 import type { TaskId } from '../core/task-id.ts';
 import type { CheckpointingMode } from '../checkpoint/config.ts';
+import type { UnalignedSettings } from '../runtime/checkpointing/barrier-decision.ts';
 import type { CheckpointStorageWorkerView } from '../checkpoint/storage.ts';
 import type { S3Config } from '../checkpoint/s3/settings.ts';
 import type { ExecutionPlan } from '../graph/execution-plan.ts';
 import type { JobGraph } from '../graph/job-graph.ts';
 import { serializeError, type FromExecutor, type SerializedError, type ToExecutor } from './messages.ts';
 import { TaskExecutor } from './task-executor.ts';
+import { WorkerPool } from './worker-pool.ts';
 import type { StateBackendOptions } from '../state/backends.ts';
 
 export interface ExecutorHandle {
@@ -32,7 +34,7 @@ export interface DeploymentSpec {
   readonly attempt: number;
   readonly credits: number;
   readonly clock: Clock;
-  readonly checkpointing: { readonly mode: CheckpointingMode; readonly periodic: boolean; readonly inlineThresholdBytes?: number };
+  readonly checkpointing: { readonly mode: CheckpointingMode; readonly periodic: boolean; readonly inlineThresholdBytes?: number; readonly unaligned?: UnalignedSettings };
   /** The keyed state backend's name, resolved by each executor. */
   readonly stateBackend: string;
   /** Its settings (state.backend.<name>.*). */
@@ -46,6 +48,8 @@ export interface DeploymentSpec {
   /** S3 settings for worker threads (each makes its own client; credentials stay with the SDK). */
   readonly s3: S3Config;
   readonly preloadS3?: boolean;
+  /** Worker threads booted ahead (the job's pool; workers > 1 with a module path). */
+  readonly pool: WorkerPool | undefined;
   readonly onMessage: (m: FromExecutor) => void;
   /** A worker thread failed or exited while the attempt still ran. */
   readonly onWorkerFailure: (e: SerializedError) => void;
@@ -60,6 +64,7 @@ export class Deployment {
   local: TaskExecutor | undefined;
   /** Per worker: KiB of print() output sent to this thread and not yet written (a bounded window). */
   private readonly stdoutCredits: Int32Array[] = [];
+  private fallbackPool: WorkerPool | undefined;
 
   private constructor(private readonly spec: DeploymentSpec) {}
 
@@ -103,7 +108,7 @@ export class Deployment {
     const s = this.spec;
     const peerPorts = this.peerPorts();
     for (let w = 0; w < s.workers; w++) {
-      const worker = new Worker(new URL('./worker-entry.js', import.meta.url), { stdout: false, stderr: false });
+      const worker = (s.pool ?? this.ownPool()).take();
       let exited = false;
       worker.on('message', (m: FromExecutor) => s.onMessage(m));
       worker.on('error', (e) => s.onWorkerFailure(serializeError(e)));
@@ -128,6 +133,14 @@ export class Deployment {
       };
       worker.postMessage(msg, Object.values(peers));
     }
+  }
+
+  /** Without the job's pool (runJob always gives one): workers booted now, at deploy. */
+  private ownPool(): WorkerPool {
+    const path = this.spec.job.modulePath;
+    if (path === undefined) throw new Error('worker threads need the job module path');
+    this.fallbackPool ??= new WorkerPool(path, this.spec.workers);
+    return this.fallbackPool;
   }
 
   /** One MessageChannel per pair of workers: worker i's port to j and j's to i. */

@@ -4,6 +4,7 @@
  * JobMaster, which runs the attempts (job-master.ts; one attempt: attempt.ts; its threads:
  * deployment.ts; its decisions: decisions/).
  */
+import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import type { JobDefinition } from '../api/job.ts';
@@ -20,8 +21,9 @@ import { codeProblem } from '../core/options/values.ts';
 import { StartError } from './errors.ts';
 import type { JobService } from './job-control.ts';
 import { buildJob, loadJobModule } from './job-loader.ts';
-import { resolveJobManagerConfig, type JobManagerSettings } from './job-manager-config.ts';
+import { resolveJobManagerConfig, type JobManagerConfig, type JobManagerSettings } from './job-manager-config.ts';
 import { JobMaster } from './job-master.ts';
+import { WorkerPool } from './worker-pool.ts';
 import type { JobResult, Progress } from './job-result.ts';
 import type { RestartStrategySettings } from './restart-strategy.ts';
 import { keyedStateBackendFactory, type StateBackendOptions } from '../state/backends.ts';
@@ -125,6 +127,24 @@ export async function runJob(job: string | JobDefinition, options: RunOptions = 
   const stateBackend = keyedStateBackendFactory(options.stateBackend, stateBackendOptions).name; // checks the name and the settings
   const args = options.args ?? [];
   const modulePath = typeof job === 'string' ? resolve(job) : undefined;
+  // Worker threads boot (tsx, weir, the job module) while this thread loads and builds the job.
+  const pool = modulePath !== undefined && workers > 1 && existsSync(modulePath) ? new WorkerPool(modulePath, workers) : undefined;
+  pool?.prewarm();
+  try {
+    return await runWithPool(job, options, { workers, parallelism, config, stateBackend, stateBackendOptions, args, modulePath, pool });
+  } finally {
+    await pool?.close();
+  }
+}
+
+async function runWithPool(
+  job: string | JobDefinition, options: RunOptions,
+  r: {
+    workers: number; parallelism: number; config: JobManagerConfig; stateBackend: string; stateBackendOptions: StateBackendOptions;
+    args: readonly string[]; modulePath: string | undefined; pool: WorkerPool | undefined;
+  },
+): Promise<JobResult> {
+  const { workers, parallelism, config, stateBackend, stateBackendOptions, args, modulePath, pool } = r;
   const definition = typeof job === 'string' ? await loadJobModule(job) : job;
   if (modulePath === undefined && workers > 1) throw new RangeError('a job given as a definition runs with workers: 1; pass the module path to use worker threads');
   const { env, graph } = await buildJob(definition, args, parallelism, modulePath);
@@ -143,7 +163,7 @@ export async function runJob(job: string | JobDefinition, options: RunOptions = 
     );
   }
   const master = new JobMaster({
-    graph, definition, modulePath, args, parallelism, workers, checkpointConfig, config, storage, stateBackend, stateBackendOptions, deadLetterDir,
+    pool, graph, definition, modulePath, args, parallelism, workers, checkpointConfig, config, storage, stateBackend, stateBackendOptions, deadLetterDir,
     restartSettings: options.restartStrategy ?? env.restartSettings,
     snapshots: storageResolver(storage, s3),
     s3,

@@ -5,13 +5,14 @@
  * the job's control surface (JobControl: REST, weir savepoint/stop/cancel), and it owns what
  * outlives an attempt: the job id, collected output, checkpoint statistics and storage.
  */
+import type { WorkerPool } from './worker-pool.ts';
 import type { S3Config } from '../checkpoint/s3/settings.ts';
 import { randomBytes } from 'node:crypto';
 import { isAbsolute } from 'node:path';
 import type { JobDefinition } from '../api/job.ts';
 import { discardOnJobEnd, type CheckpointConfig } from '../checkpoint/config.ts';
 import type { CompletedCheckpointInfo } from '../checkpoint/coordinator.ts';
-import { planRestore } from '../checkpoint/restore-plan.ts';
+import { planRestore, RestoreError, type RestorePlan } from '../checkpoint/restore-plan.ts';
 import { CheckpointStatsTracker, type CheckpointStatsEntry } from '../checkpoint/stats.ts';
 import { CheckpointHistory, parseEntry, type CheckpointHistoryEntry } from '../checkpoint/history.ts';
 import type { CheckpointStorage, CompletedCheckpointRef, StorageResolver } from '../checkpoint/storage.ts';
@@ -36,11 +37,13 @@ import type { JobManagerConfig } from './job-manager-config.ts';
 import { JobResult, NO_PROGRESS, type JobStatus } from './job-result.ts';
 import { defaultRestartStrategy, resolveRestartStrategy, RestartBackoff, type RestartStrategySettings } from './restart-strategy.ts';
 import { resolveStartPoint } from './start-point.ts';
-import type { SerializedError } from './messages.ts';
+import { serializeError, type SerializedError } from './messages.ts';
 import { logger } from '../core/log.ts';
 import type { StateBackendOptions } from '../state/backends.ts';
 
 export interface JobMasterSpec {
+  /** Worker threads booted ahead of each attempt (workers > 1 with a module path). */
+  readonly pool?: WorkerPool;
   readonly graph: JobGraph;
   readonly definition: JobDefinition;
   readonly modulePath: string | undefined;
@@ -307,7 +310,7 @@ export class JobMaster implements JobControl {
     this.restoredFrom = ref;
     // Resuming our own checkpoints continues the same job: same id, numbering goes on.
     if (start.own) this.jobIdValue = ref.metadata.jobId;
-    const plan = planRestore(ref.metadata, ref.path, this.spec.graph, this.plan, o.allowNonRestoredState ?? false);
+    const plan = planRestore(ref.metadata, ref.path, this.spec.graph, this.plan, o.allowNonRestoredState ?? false, o.allowDuplicateOutput ?? false);
     if (plan.unmatched.length > 0) {
       const names = ref.metadata.operators.filter((op) => plan.unmatched.includes(op.id)).map((op) => `"${op.name}"${op.uid ? ` (uid ${op.uid})` : ''}`);
       this.log(`weir: dropping the state of operators the job no longer has (--allow-non-restored-state): ${names.join(', ')}`);
@@ -375,6 +378,8 @@ export class JobMaster implements JobControl {
         this.restoredFrom = choice.from;
         continue;
       }
+      // The next attempt's workers boot now, while the restart waits for its delay and the listing.
+      this.spec.pool?.prewarm();
       const candidates = storage && this.checkpointing ? await storage.completed(this.jobId, this.log) : undefined;
       const next = recovery.restartFrom(step, candidates, this.restoredFrom);
       this.restoredFrom = next.from;
@@ -405,11 +410,20 @@ export class JobMaster implements JobControl {
   }
 
   private async runAttempt(): Promise<AttemptOutcome> {
-    const { storage, graph } = this.spec;
+    const { storage } = this.spec;
     const restore = this.restoredFrom;
-    const restorePlan = restore ? planRestore(restore.metadata, restore.path, graph, this.plan, this.spec.options.allowNonRestoredState ?? false) : undefined;
+    // The plan is checked against the graph this attempt runs (in one thread, a fresh build with fresh sinks).
+    const execGraph = await this.execGraph();
+    let restorePlan: RestorePlan | undefined;
+    try {
+      restorePlan = restore ? planRestore(restore.metadata, restore.path, execGraph, this.plan, this.spec.options.allowNonRestoredState ?? false, this.spec.options.allowDuplicateOutput ?? false) : undefined;
+    } catch (e) {
+      // At a restart the job has run: it fails with the reason (and does not restart, see RecoveryLogic); at the start the caller is told.
+      if (this.attempts > 0 && e instanceof RestoreError) return { status: 'FAILED', error: serializeError(e) };
+      throw e;
+    }
     // Before anything is written: a sink that committed past the restored checkpoint would get that output twice.
-    await checkCommittedOutput(graph, restore?.metadata.checkpointId, this.spec.options.allowDuplicateOutput ?? false, this.log);
+    await checkCommittedOutput(execGraph, restore?.metadata.checkpointId, this.spec.options.allowDuplicateOutput ?? false, this.log);
     if (restore) this.stats.restored(restore.metadata.checkpointId, restore.path, this.spec.clock.now());
     // Ids continue after the restored snapshot's, whichever job took it (as Flink's id counter).
     const firstCheckpointId = Math.max(storage ? await storage.highestId(this.jobId) : 0, restore?.metadata.checkpointId ?? 0) + 1;
@@ -421,7 +435,6 @@ export class JobMaster implements JobControl {
         if (c.metadata.type === 'checkpoint') restoredCompleted.push({ id: c.metadata.checkpointId, timestamp: c.metadata.timestamp, completedAt: c.metadata.completedAt });
       }
     }
-    const execGraph = await this.execGraph();
     const attempt = new Attempt(this.attemptContext(), { number: this.attempts++, restore: restorePlan, restoredRef: restore, firstCheckpointId, restoredCompleted, execGraph });
     this.current = attempt;
     return attempt.run();
@@ -446,6 +459,7 @@ export class JobMaster implements JobControl {
       jobId: this.jobId, graph: s.graph, plan: this.plan, workers: s.workers, stateBackend: s.stateBackend, stateBackendOptions: s.stateBackendOptions, deadLetterDir: s.deadLetterDir,
       recordCounters: this.recordCounters,
       job: { modulePath: s.modulePath, args: s.args, defaultParallelism: s.parallelism },
+      pool: s.pool,
       checkpointConfig: s.checkpointConfig, checkpointing: this.checkpointing, config: s.config, clock: s.clock,
       credits: s.options.credits ?? DEFAULT_CHANNEL_CREDITS, storage: s.storage, snapshots: s.snapshots, s3: s.s3, stats: this.stats,
       onProgress: s.options.onProgress,

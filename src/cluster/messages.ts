@@ -5,6 +5,7 @@
 import type { S3Config } from '../checkpoint/s3/settings.ts';
 import type { SourceSplit } from '../core/source.ts';
 import type { CheckpointingMode } from '../checkpoint/config.ts';
+import type { UnalignedSettings } from '../runtime/checkpointing/barrier-decision.ts';
 import type { CheckpointFailureReason } from '../checkpoint/failure-reason.ts';
 import type { TaskAck, TaskRestore } from '../core/checkpoint-format.ts';
 import type { ExecutionPlan } from '../graph/execution-plan.ts';
@@ -32,7 +33,7 @@ export interface DeployMessage {
   readonly attempt: number;
   readonly credits: number;
   /** Snapshot settings: mode (alignment), and whether periodic checkpoints are on. */
-  readonly checkpointing: { readonly mode: CheckpointingMode; readonly periodic: boolean; readonly inlineThresholdBytes?: number };
+  readonly checkpointing: { readonly mode: CheckpointingMode; readonly periodic: boolean; readonly inlineThresholdBytes?: number; readonly unaligned?: UnalignedSettings };
   /** The keyed state backend's name (state.backend.type). */
   readonly stateBackend: string;
   /** Its settings (state.backend.<name>.*). */
@@ -51,6 +52,8 @@ export interface DeployMessage {
 
 export type ToExecutor =
   | DeployMessage
+  /** Sent by the worker pool to a booting worker: import the job module now (see worker-pool.ts). */
+  | { readonly type: 'preload'; readonly modulePath: string }
   | { readonly type: 'start' }
   /** Every task of a restoring attempt has its state: open and run. */
   | { readonly type: 'proceed' }
@@ -81,6 +84,8 @@ export type TaskMetrics = TaskMetricsSample;
 
 export type FromExecutor =
   | { readonly type: 'deployed'; readonly workerIndex: number }
+  /** A booted worker imported the job module (ok) or failed to (the pool drops it). */
+  | { readonly type: 'preloaded'; readonly ok: boolean }
   | { readonly type: 'executor-failed'; readonly workerIndex: number; readonly error: SerializedError }
   | { readonly type: 'task-finished'; readonly vertex: number; readonly subtask: number; readonly metrics: TaskMetrics }
   | { readonly type: 'task-failed'; readonly vertex: number; readonly subtask: number; readonly error: SerializedError }

@@ -87,6 +87,10 @@ async function deploy(m: DeployMessage & { peers: Record<number, MessagePort>; s
 
 port.on('message', (m: ToExecutor & { peers?: Record<number, MessagePort> }) => {
   switch (m.type) {
+    case 'preload':
+      // Booted ahead of its deploy (worker-pool.ts): the deploy's own import then finds the module loaded.
+      loadJobModule(m.modulePath).then(() => send({ type: 'preloaded', ok: true }), () => send({ type: 'preloaded', ok: false }));
+      return;
     case 'deploy':
       deploy(m as DeployMessage & { peers: Record<number, MessagePort>; stdoutCredit?: Int32Array }).catch((e) =>
         send({ type: 'executor-failed', workerIndex: m.workerIndex, error: serializeError(e) }),

@@ -88,6 +88,23 @@ export interface TwoPhaseCommitSink<T, C> {
    * it); a holder that died is taken over. `owner` names this job in the holder's record.
    */
   lease?(owner: string): { release(): void };
+  /**
+   * Optional: what names this sink's output and progress records outside weir (a database
+   * sink's jobId). Recorded in every checkpoint; a restore refuses a checkpoint taken under
+   * another identity, because the progress records and prepared work of the old one would not
+   * be recognised and the restored output would be committed a second time. It must therefore
+   * stay the same across restarts: never generated per run.
+   */
+  identity?(): string;
+}
+
+/**
+ * The refusal when a sink's identity changed since the snapshot being restored (the restore
+ * plan checks the job's sink objects, each subtask its own: a jobId generated per module
+ * evaluation differs between the job manager and the workers too).
+ */
+export function sinkIdentityChanged(sinkName: string, was: string, now: string): string {
+  return `sink "${sinkName}" was checkpointed with ${was} and now has ${now}: its committed progress and prepared work are recorded under the old one, so a restore would write output twice; keep the sink's jobId the same across restarts (never generate it per run), or start without this checkpoint`;
 }
 
 /** Which sink operator is asked: its operator id (as in SinkContext.operatorId) and parallelism. */

@@ -19,6 +19,8 @@ import type { InputGate, ValveOutput } from './input-gate.ts';
 import type { StreamOperator, RuntimeServices } from './operators/operator.ts';
 import { KeyedOperator } from './operators/keyed.ts';
 import { loadKeyedState, type RestoredTimers } from './checkpointing/restore.ts';
+import { loadChannelState, replayChannelState, type LoadedChannelState, type ReplayTarget } from './checkpointing/channel-state-restore.ts';
+import { keyGroupOf, normalizeKey } from '../state/key-groups.ts';
 import { SourceOperator } from './operators/source.ts';
 import type { SourceMetricsSnapshot } from './operators/source-metrics.ts';
 import { Output, specialize, type BatchConsumer } from './output.ts';
@@ -95,6 +97,24 @@ export interface TaskDeployment {
   readonly storage: CheckpointStorageWorkerView;
 }
 
+/**
+ * For each chained operator, the predecessor that feeds it alone: the only chained edge into
+ * it, from that predecessor's main output, which has no other target (chained or network).
+ */
+function soleFeeders(ops: readonly { readonly chainedOutputs: readonly { readonly target: number; readonly sideTag: string | undefined }[]; readonly networkOutputs: readonly { readonly sideTag?: string | undefined }[] }[]): (number | undefined)[] {
+  const edgesInto = new Array<number>(ops.length).fill(0);
+  for (const op of ops) for (const c of op.chainedOutputs) edgesInto[c.target]!++;
+  const from: (number | undefined)[] = new Array(ops.length).fill(undefined);
+  ops.forEach((op, p) => {
+    const main = op.chainedOutputs.filter((c) => c.sideTag === undefined);
+    const mainNetwork = op.networkOutputs.filter((e) => e.sideTag === undefined);
+    if (main.length !== 1 || mainNetwork.length > 0) return;
+    const target = main[0]!.target;
+    if (edgesInto[target] === 1) from[target] = p;
+  });
+  return from;
+}
+
 /** Feeds a chained operator from its predecessor's Output. */
 class ChainedInput implements BatchConsumer {
   declare processRecord?: (value: unknown, timestamp: number) => void;
@@ -130,7 +150,8 @@ class RecordChainedInput extends ChainedInput {
   override readonly processRecord: (value: unknown, timestamp: number) => void;
   constructor(op: StreamOperator, task: StreamTask, index: number) {
     super(op, task, index);
-    const count = task.countsRecords ? `counts[${index | 0}]++; ` : '';
+    // An operator fed by one predecessor's main output alone gets its count from that output's (metricsSample).
+    const count = task.countsRecords && task.recordsInFrom[index] === undefined ? `counts[${index | 0}]++; ` : '';
     this.processRecord = specialize('toOperator', 'op', 'counts', `${count}op.processRecord(value, timestamp);`)(op, task.recordsIn);
   }
 }
@@ -151,6 +172,12 @@ export class StreamTask implements Schedulable {
   barrierHandler: BarrierHandler | undefined;
   /** Records taken in per operator index (metrics); all 0 when records are not counted. */
   readonly recordsIn: number[];
+  /**
+   * Per operator: the chained predecessor whose main output is its only input and has no other
+   * target, or undefined. Its records in are that output's records out, so the per-record path
+   * counts once per hand-over instead of twice.
+   */
+  readonly recordsInFrom: (number | undefined)[];
   /** Records are counted (metrics.record-counters.enabled); read when the chain is built and per batch. */
   readonly countsRecords: boolean;
   /** Malformed records this task's source sent to the dead letters (0 for other tasks). */
@@ -169,6 +196,7 @@ export class StreamTask implements Schedulable {
     this.writers = [...d.writers.values()];
     this.recordsIn = new Array(v.operators.length).fill(0);
     this.countsRecords = d.recordCounters;
+    this.recordsInFrom = soleFeeders(v.operators);
     // Build operators children-first so every Output can point at its targets.
     const built: StreamOperator[] = new Array(v.operators.length);
     const inputs: ChainedInput[] = new Array(v.operators.length);
@@ -278,7 +306,8 @@ export class StreamTask implements Schedulable {
     }
     this.state = 'restoring';
     // Reading state files is asynchronous; the task opens when everything is in memory.
-    Promise.all(
+    const channelState = r.channelState === undefined ? Promise.resolve(undefined) : loadChannelState(r.channelState, this.d.storage);
+    const keyed = Promise.all(
       this.operators.map(async (op) => {
         const spec = r.operators[op.env.taskInfo.operatorId];
         if (spec?.inline) op.restoreInline(spec.inline);
@@ -288,9 +317,11 @@ export class StreamTask implements Schedulable {
         if (op.env.keyedBackend === undefined) throw new Error(`operator "${op.env.taskInfo.operatorName}" has keyed state in the checkpoint but is not keyed now`);
         return [op, await loadKeyedState(op.env.keyedBackend, files, this.d.storage)] as const;
       }),
-    ).then(
-      (loaded) => {
+    );
+    Promise.all([keyed, channelState]).then(
+      ([loaded, cs]) => {
         if (this.state !== 'restoring') return;
+        this.restoredChannels = cs;
         const timers = new Map(loaded.filter(([, t]) => t !== undefined) as [StreamOperator, RestoredTimers][]);
         if (this.d.gated) this.restored(timers);
         else this.open(timers);
@@ -300,6 +331,8 @@ export class StreamTask implements Schedulable {
   }
 
   private restoredTimers: Map<StreamOperator, RestoredTimers> | undefined;
+  /** In-flight data of an unaligned checkpoint, replayed when the task opens. */
+  private restoredChannels: LoadedChannelState[] | undefined;
 
   private restored(timers: Map<StreamOperator, RestoredTimers>): void {
     this.state = 'restored';
@@ -318,6 +351,10 @@ export class StreamTask implements Schedulable {
   private open(timers: Map<StreamOperator, RestoredTimers>): void {
     this.state = 'running';
     try {
+      // In-flight data of the restored checkpoint goes before anything new, in and out.
+      const cs = this.restoredChannels;
+      this.restoredChannels = undefined;
+      if (cs !== undefined) replayChannelState(cs, this.d.restore?.channelState?.rescaled ?? false, this.replayTarget());
       for (const op of this.operators) {
         op.open();
         const t = timers.get(op);
@@ -337,6 +374,22 @@ export class StreamTask implements Schedulable {
       this.mail(() => this.finishChain());
     }
     this.wake();
+  }
+
+  /** Where restored channel state goes; a keyed head keeps only records of its own key groups. */
+  private replayTarget(): ReplayTarget {
+    const env = this.head.env;
+    const range = this.d.keyGroupRange;
+    const maxP = env.taskInfo.maxParallelism;
+    const owns = this.gates.map((_, g) => {
+      const sel = env.keyedBackend === undefined ? undefined : env.keySelectors[g];
+      if (sel === undefined) return undefined;
+      return (value: unknown, keyGroup: number | undefined): boolean => {
+        const kg = keyGroup ?? keyGroupOf(normalizeKey(sel(value)), maxP);
+        return kg >= range.start && kg <= range.end;
+      };
+    });
+    return { gates: this.gates, writers: this.d.writers, owns, taskName: this.name };
   }
 
   step(): boolean {
@@ -482,7 +535,10 @@ export class StreamTask implements Schedulable {
     const ops = this.operators;
     return {
       vertex, subtask, state: this.state, sampledAt: performance.timeOrigin + now,
-      recordsIn: [...this.recordsIn],
+      recordsIn: this.recordsIn.map((n, i) => {
+        const from = this.recordsInFrom[i];
+        return from !== undefined && this.countsRecords ? ops[from]!.output.count : n;
+      }),
       // A rate-limited source counts for its pacing even when records are not counted for metrics.
       recordsOut: this.countsRecords ? ops.map((o) => o.output.count) : ops.map(() => 0),
       taskRecordsOut, bytesOut,

@@ -23,7 +23,19 @@ export interface Timer {
   readonly seq: number;
 }
 
-type Bucket = Map<string | number, Map<NormKey, Timer>>;
+/**
+ * The timers of one timestamp. Most timestamps hold one timer (a session window's end, a
+ * per-record deadline): that one is stored as itself, with no maps; a second timer at the same
+ * time turns the bucket into namespace -> key -> timer. EMPTY marks a timestamp whose timers
+ * were all deleted while it is still in the heap, so registering there again does not push it twice.
+ */
+type Nested = Map<string | number, Map<NormKey, Timer>>;
+type Bucket = Timer | Nested;
+const EMPTY: Nested = new Map();
+
+function isTimer(b: Bucket): b is Timer {
+  return !(b instanceof Map);
+}
 
 /** A binary min-heap of distinct numbers. */
 class NumberHeap {
@@ -69,41 +81,48 @@ class NumberHeap {
 }
 
 /** Timers of one time domain. */
-class TimerQueue {
+export class TimerQueue {
   private readonly buckets = new Map<number, Bucket>();
   private readonly heap = new NumberHeap();
   size = 0;
 
   add(t: Timer): boolean {
-    let b = this.buckets.get(t.timestamp);
-    if (b === undefined) {
-      b = new Map();
-      this.buckets.set(t.timestamp, b);
-      this.heap.push(t.timestamp);
-    }
-    let byKey = b.get(t.namespace);
-    if (byKey === undefined) {
-      byKey = new Map();
-      b.set(t.namespace, byKey);
-    } else if (byKey.has(t.key)) {
+    const b = this.buckets.get(t.timestamp);
+    if (b === undefined || b === EMPTY) {
+      if (b === undefined) this.heap.push(t.timestamp);
+      this.buckets.set(t.timestamp, t);
+    } else if (isTimer(b)) {
+      if (b.namespace === t.namespace && b.key === t.key) return false;
+      // Registration order stays: the first timer's namespace and key come first.
+      const nested: Nested = new Map([[b.namespace, new Map([[b.key, b]])]]);
+      this.buckets.set(t.timestamp, nested);
+      if (!addNested(nested, t)) return false;
+    } else if (!addNested(b, t)) {
       return false;
     }
-    byKey.set(t.key, t);
     this.size++;
     return true;
   }
 
   has(ts: number, ns: string | number, key: NormKey): boolean {
-    return this.buckets.get(ts)?.get(ns)?.has(key) ?? false;
+    const b = this.buckets.get(ts);
+    if (b === undefined) return false;
+    return isTimer(b) ? b.namespace === ns && b.key === key : (b.get(ns)?.has(key) ?? false);
   }
 
   delete(ts: number, ns: string | number, key: NormKey): void {
     const b = this.buckets.get(ts);
-    const byKey = b?.get(ns);
-    if (byKey === undefined || !byKey.delete(key)) return;
+    if (b === undefined) return;
+    if (isTimer(b)) {
+      if (b.namespace !== ns || b.key !== key) return;
+      // The timestamp stays in the heap; it is skipped when its time comes.
+      this.buckets.set(ts, EMPTY);
+    } else {
+      const byKey = b.get(ns);
+      if (byKey === undefined || !byKey.delete(key)) return;
+      if (byKey.size === 0) b.delete(ns);
+    }
     this.size--;
-    if (byKey.size === 0) b!.delete(ns);
-    // An emptied bucket stays in the heap; it is skipped when its time comes.
   }
 
   /** Earliest timestamp that still has timers. */
@@ -112,7 +131,7 @@ class TimerQueue {
       const ts = this.heap.peek();
       if (ts === undefined) return undefined;
       const b = this.buckets.get(ts);
-      if (b !== undefined && b.size > 0) return ts;
+      if (b !== undefined && (isTimer(b) || b.size > 0)) return ts;
       this.heap.pop();
       this.buckets.delete(ts);
     }
@@ -123,22 +142,40 @@ class TimerQueue {
    * timer registered by a firing timer (at a due time) fires in the same pass.
    */
   pollDue(upTo: number): Timer | undefined {
-    for (;;) {
-      const ts = this.peekTime();
-      if (ts === undefined || ts > upTo) return undefined;
-      const b = this.buckets.get(ts)!;
-      const [ns, byKey] = b.entries().next().value as [string | number, Map<NormKey, Timer>];
-      const [key, t] = byKey.entries().next().value as [NormKey, Timer];
-      byKey.delete(key);
-      if (byKey.size === 0) b.delete(ns);
-      this.size--;
-      return t;
+    const ts = this.peekTime();
+    if (ts === undefined || ts > upTo) return undefined;
+    const b = this.buckets.get(ts)!;
+    this.size--;
+    if (isTimer(b)) {
+      this.buckets.set(ts, EMPTY);
+      return b;
     }
+    const [ns, byKey] = b.entries().next().value as [string | number, Map<NormKey, Timer>];
+    const [key, t] = byKey.entries().next().value as [NormKey, Timer];
+    byKey.delete(key);
+    if (byKey.size === 0) b.delete(ns);
+    return t;
   }
 
   *all(): IterableIterator<Timer> {
-    for (const b of this.buckets.values()) for (const byKey of b.values()) yield* byKey.values();
+    for (const b of this.buckets.values()) {
+      if (isTimer(b)) yield b;
+      else for (const byKey of b.values()) yield* byKey.values();
+    }
   }
+}
+
+/** Adds `t` to a nested bucket; false when that (namespace, key) is there already. */
+function addNested(b: Nested, t: Timer): boolean {
+  let byKey = b.get(t.namespace);
+  if (byKey === undefined) {
+    byKey = new Map();
+    b.set(t.namespace, byKey);
+  } else if (byKey.has(t.key)) {
+    return false;
+  }
+  byKey.set(t.key, t);
+  return true;
 }
 
 export interface TimerTarget {

@@ -41,17 +41,24 @@ async function runNode(args: string[]): Promise<number | null> {
 }
 
 describe('chaos: SIGKILL and resume from the latest checkpoint', () => {
-  for (const [name, parallelism, mode] of [['p2', '2', 'exactly-once'], ['p3', '3', 'exactly-once']] as const) {
-    it(`committed output equals the failure-free run after 10 kills (${name}, ${mode}, 2 workers)`, async () => {
+  // The unaligned variant: barriers overtake in-flight data, which every restore replays (with
+  // the windows' watermarks in it); fewer kills to keep the suite's time.
+  const variants = [
+    ['p2', '2', 'exactly-once', [], 10],
+    ['p3', '3', 'exactly-once', [], 10],
+    ['p2-unaligned', '2', 'exactly-once', ['--unaligned-checkpoints', 'on'], 6],
+  ] as const;
+  for (const [name, parallelism, mode, extra, kills] of variants) {
+    it(`committed output equals the failure-free run after ${kills} kills (${name}, ${mode}, 2 workers)`, async () => {
       const seed = chaosSeed(name);
       const rng = new Rng(seed);
       const out = join(work, `out-${name}`);
       const chk = join(work, `chk-${name}`);
       const args = () => ['run', 'examples/exactly-once.ts', '-p', parallelism, '-w', '2', '--checkpoint-dir', chk, '--checkpoint-interval', '150ms',
-        '--checkpoint-mode', mode, '--from', 'latest-or-empty', '--', input, out, RATE];
-      const killed = await killAndResume(args, 10, rng, 500, 1600, (s) => console.log(`[chaos ${name}] ${s}`));
+        '--checkpoint-mode', mode, ...extra, '--from', 'latest-or-empty', '--', input, out, RATE];
+      const killed = await killAndResume(args, kills, rng, 500, 1600, (s) => console.log(`[chaos ${name}] ${s}`));
       console.log(`[chaos ${name}] ${killed} runs killed mid-way`);
-      expect(killed).toBeGreaterThanOrEqual(8);
+      expect(killed).toBeGreaterThanOrEqual(kills - 2);
       const got = committedLines(out);
       expect(got.length).toBe(expected.length);
       expect(got).toEqual(expected);

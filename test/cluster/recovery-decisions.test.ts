@@ -167,3 +167,17 @@ function simulate(rng: Rng, label: string): void {
     clock.advance(s.delayMs);
   }
 }
+
+describe('a checkpoint that does not fit the job (RESTORE)', () => {
+  it('ends the job without spending restarts: every restart would be refused the same way', () => {
+    const r = recovery({ type: 'fixed-delay', attempts: 5, delay: 100 });
+    const error: SerializedError = { name: 'RestoreError', code: 'RESTORE', message: 'sink "s" was checkpointed with jobId a and now has jobId b', stack: undefined, user: true };
+    const step = r.afterAttempt({ status: 'FAILED', error }, false, 0);
+    expect(step).toEqual({
+      type: 'end', outcome: { status: 'FAILED', error },
+      log: 'weir: job failed and will not restart: the checkpoint cannot be restored into this job (sink "s" was checkpointed with jobId a and now has jobId b)',
+    });
+    // Other failures still restart.
+    expect(r.afterAttempt(failed, false, 0)).toMatchObject({ type: 'restart' });
+  });
+});

@@ -283,6 +283,43 @@ describe('on s3rver', () => {
     }
   });
 
+  it('a slow store pushes back on the task instead of failing it: unavailable at 8 parts waiting, woken when an upload ends, every line committed', async () => {
+    const ref = out();
+    let wakes = 0;
+    const c = { ...ctx(), wake: () => void wakes++ };
+    const sink = new ExactlyOnceFileSink<string>(ref, { s3: settings, maxPartSize: 256 * MiB });
+    const w = sink.createWriter(c);
+    // Every part upload takes 400 ms: the writer's input outruns the store.
+    server.fault = (r) => (r.method === 'PUT' && r.query.includes('partNumber') ? { kind: 'delay', ms: 400 } : undefined);
+    const all: string[] = [];
+    try {
+      // As a task does: a batch only while the writer has room (bounded: 12 parts' worth at most).
+      while (w.isAvailable!() && all.length < 12 * (PART / 1024)) {
+        const batch = lines(all.length, 256);
+        write(w, batch);
+        all.push(...batch);
+      }
+      expect(w.isAvailable!()).toBe(false);
+      expect(all.length * 1024).toBeGreaterThanOrEqual(8 * PART); // 8 parts wait: it pushes back there, it does not fail
+      expect(all.length * 1024).toBeLessThan(10 * PART);
+      expect(wakes).toBe(0);
+      for (let i = 0; i < 200 && wakes === 0; i++) await new Promise((res) => setTimeout(res, 25));
+      expect(wakes).toBe(1);
+      expect(w.isAvailable!()).toBe(true);
+      write(w, lines(all.length, 256));
+      all.push(...lines(all.length, 256));
+    } finally {
+      server.fault = () => undefined;
+    }
+    w.finish?.();
+    const c1 = w.prepareCommit(1);
+    await w.whenPrepared?.(1);
+    await sink.createCommitter(ctx()).commit(c1, 1);
+    const objs = await objects(ref);
+    expect([...objs.values()].join('')).toBe(body(all));
+    w.close?.();
+  });
+
   it('a part upload that keeps failing declines the checkpoint (whenPrepared rejects, naming the output) and fails the writer at its next call', async () => {
     const ref = out();
     const sink = new ExactlyOnceFileSink<string>(ref, { s3: settings });

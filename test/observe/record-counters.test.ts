@@ -13,6 +13,7 @@ import { statusText } from '../../src/cli/run.ts';
 import { NO_PROGRESS } from '../../src/cluster/job-result.ts';
 import { OutputTag, type StreamExecutionEnvironment } from '../../src/index.ts';
 import { runInlineResult } from '../api/util.ts';
+import type { JobControl, JobService } from '../../src/cluster/job-control.ts';
 import { fixture, sleep, start, tempDir, type Handle } from '../savepoint/helpers.ts';
 
 const tmp = tempDir('record-counters');
@@ -83,6 +84,35 @@ describe('record counters on and off', () => {
     expect(off.progress.recordsIn).toBe(0);
     expect(off.progress.recordsOut).toBe(0);
     expect(off.progress.recordCounters).toBe(false);
+  });
+
+  it('each operator of a chain counts what it took and handed on, whether it counts itself or takes its sole feeder\'s output count', async () => {
+    // Read when the job has ended, through the control API (the REST views serve the same objects).
+    let control: JobControl | undefined;
+    let operators: [string, unknown, unknown][][] = [];
+    const probe: JobService = {
+      start: async (c) => void (control = c),
+      stop: async () => {
+        operators = control!.metrics().subtasks.map((t) => t.operators.map((o) => [o.name, o.metrics['numRecordsIn'], o.metrics['numRecordsOut']]));
+      },
+    };
+    const r = await runInlineResult(pipeline, { services: [probe] });
+    expect(r.status, r.error?.message).toBe('FINISHED');
+    const thirds = Math.ceil(N / 3);
+    expect(operators).toEqual([
+      [
+        ['generator', N, N],
+        ['Map', N, N], // fed by the source alone: its count is the source's output count
+        ['Filter', N, thirds], // the map's output has two chained targets: counted by the filter itself
+        ['Collect thirds', thirds, 0], // fed by the filter alone
+        ['Process', N, N / 2],
+        ['Collect odd', N / 2, 0], // fed by a side output: counted itself
+      ],
+      [
+        ['Reduce', N / 2, N / 2],
+        ['Collect sums', N / 2, 0],
+      ],
+    ]);
   });
 
   it('off: the status line says records are not counted instead of showing 0 records/s', () => {

@@ -62,6 +62,11 @@ export class RecoveryLogic {
       return { type: 'fall-back', corrupt, error: outcome.error };
     }
     this.fallbacksInRow = 0;
+    if (outcome.error.code === 'RESTORE') {
+      // The snapshot does not fit the job (a sink's identity changed, state of a removed operator):
+      // every restart would be refused the same way.
+      return { type: 'end', outcome, log: `weir: job failed and will not restart: the checkpoint cannot be restored into this job (${outcome.error.message})` };
+    }
     const d = this.restart.onFailure(now);
     if (!d.restart) {
       // With restarts configured, say why they stopped; without, the caller reports the error.

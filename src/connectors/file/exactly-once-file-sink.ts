@@ -249,6 +249,11 @@ class FileWriter<T> implements SinkWriter<T, FileCommittable> {
     return this.session.whenPrepared?.(checkpointId);
   }
 
+  /** The task takes no input while the storage's uploads are behind (S3: parts waiting). */
+  isAvailable(): boolean {
+    return this.session.isAvailable?.() ?? true;
+  }
+
   /** End of input: the open part is closed, so the final checkpoint commits it. */
   finish(): void {
     this.roll();

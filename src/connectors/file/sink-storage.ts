@@ -35,6 +35,11 @@ export interface WriterSession<C> {
   whenPrepared?(checkpointId: number): Promise<void> | undefined;
   /** Throws what went wrong in the background (a failed upload), if anything. */
   check?(): void;
+  /**
+   * Back-pressure: false while the session holds as many bytes waiting for the store as it may;
+   * it calls ctx.wake() when there is room again (SinkWriter.isAvailable).
+   */
+  isAvailable?(): boolean;
   close(): void;
 }
 

@@ -14,7 +14,7 @@
  * detected (the progress key holds when publishing began) and reported in the job's log, as
  * its repeats may then be duplicates.
  */
-import { connect, type JetStreamClient, type KV, type NatsConnection, type PubAck } from 'nats';
+import type { JetStreamClient, KV, NatsConnection, PubAck } from 'nats';
 import { WeirError } from '../../core/errors.ts';
 import type { CommitScope, SinkCommitter, SinkContext, SinkWriter, TwoPhaseCommitSink } from '../../core/sink.ts';
 import { foreignProgressError, newestCommitted, operatorKey, type ProgressKey } from '../common/progress.ts';
@@ -84,6 +84,8 @@ export class JetStreamSink<T> implements TwoPhaseCommitSink<T, JetStreamCommitta
 
   async connect(): Promise<Session> {
     const o = this.options;
+    // Loaded on first use: every thread of every job imports the connectors, few use this one.
+    const { connect } = await import('nats');
     const nc = await connect({
       servers: o.servers, user: o.user, pass: o.pass, token: o.token, timeout: o.connectTimeoutMs,
       name: `weir-sink-${o.jobId}`, maxReconnectAttempts: -1, reconnectTimeWait: 250,
@@ -143,13 +145,17 @@ export class JetStreamSink<T> implements TwoPhaseCommitSink<T, JetStreamCommitta
     return new JetStreamCommitter(this as JetStreamSink<never>, ctx);
   }
 
-  /** The last checkpoint whose messages `subtask` of this sink published completely (its progress key), or undefined. */
+  /** The jobId names this sink's progress records and prepared work (checked against every restored checkpoint). */
+  identity(): string {
+    return `jobId ${this.options.jobId}`;
+  }
+
   /** The newest checkpoint any subtask of the operator committed (the start-up check against duplicate output). */
   lastCommittedCheckpoint(scope: CommitScope): Promise<number | undefined> {
     return newestCommitted(scope.parallelism, (subtask) => this.lastCommittedCheckpointOf(scope.operatorId, subtask));
   }
 
-  /** Retried like start(): a server down while the job restarts is waited for, to the retry deadline. */
+  /** The last checkpoint whose messages `subtask` of this sink published completely (its progress key), or undefined. Retried like start(): a server down while the job restarts is waited for, to the retry deadline. */
   async lastCommittedCheckpointOf(operatorId: string, subtask: number): Promise<number | undefined> {
     return retrying(this.options.retry, isTransientNats, async () => {
       const s = await this.connect();

@@ -3,7 +3,7 @@
  * timeout, transient failures told apart from the rest, errors worded with the server
  * (host:port/database, never the password) and, for schema errors, the table and column.
  */
-import pg from 'pg';
+import type pg from 'pg';
 import { WeirError } from '../../core/errors.ts';
 import { isSocketError, messageOf, retrying, withTimeout } from '../common/retry.ts';
 import type { ResolvedPostgresOptions } from './options.ts';
@@ -30,7 +30,9 @@ export function isTransient(e: unknown): boolean {
 
 /** Connects once: a client with query timeouts, or an error naming the server. */
 export async function connectOnce(o: ResolvedPostgresOptions): Promise<PgClient> {
-  const c = new pg.Client({
+  // Loaded on first use: every thread of every job imports the connectors, few use this one.
+  const { default: driver } = await import('pg');
+  const c = new driver.Client({
     host: o.connection.host,
     port: o.connection.port,
     user: o.connection.user,

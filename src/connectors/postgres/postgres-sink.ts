@@ -124,12 +124,17 @@ export class PostgresSink<T> implements TwoPhaseCommitSink<T, PostgresCommittabl
     }
   }
 
-  /** The last checkpoint whose output `subtask` of this sink committed (from the progress table), or undefined. */
+  /** The jobId names this sink's progress records and prepared work (checked against every restored checkpoint). */
+  identity(): string {
+    return `jobId ${this.options.jobId}`;
+  }
+
   /** The newest checkpoint any subtask of the operator committed (the start-up check against duplicate output). */
   lastCommittedCheckpoint(scope: CommitScope): Promise<number | undefined> {
     return newestCommitted(scope.parallelism, (subtask) => this.lastCommittedCheckpointOf(scope.operatorId, subtask));
   }
 
+  /** The last checkpoint whose output `subtask` of this sink committed (from the progress table), or undefined. */
   async lastCommittedCheckpointOf(operatorId: string, subtask: number): Promise<number | undefined> {
     const o = this.options;
     const key = this.key({ operatorId } as SinkContext, subtask);

@@ -9,7 +9,7 @@
  * connection (a broken connection is never reused, so a WATCH is never lost silently).
  * Entry ids are the server's (`*`): ids of a re-run differ, content and order do not.
  */
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { WeirError } from '../../core/errors.ts';
 import type { CommitScope, SinkCommitter, SinkContext, SinkWriter, TwoPhaseCommitSink } from '../../core/sink.ts';
 import { foreignProgressError, newestCommitted, operatorKey, type ProgressKey } from '../common/progress.ts';
@@ -103,7 +103,9 @@ export class RedisStreamsSink<T> implements TwoPhaseCommitSink<T, RedisCommittab
   /** A connected client that is never reused after it breaks (no reconnects, no offline queue). */
   async connect(): Promise<Redis> {
     const o = this.options;
-    const c = new Redis({
+    // Loaded on first use: every thread of every job imports the connectors, few use this one.
+    const { Redis: Client } = await import('ioredis');
+    const c = new Client({
       host: o.connection.host, port: o.connection.port, username: o.connection.username, password: o.connection.password, db: o.connection.db,
       lazyConnect: true, connectTimeout: o.connectTimeoutMs, commandTimeout: o.commandTimeoutMs,
       retryStrategy: () => null, maxRetriesPerRequest: 0, enableOfflineQueue: false, autoResendUnfulfilledCommands: false,
@@ -127,13 +129,17 @@ export class RedisStreamsSink<T> implements TwoPhaseCommitSink<T, RedisCommittab
     return new WeirError('CONNECTOR', `redis streams sink ${doing} at ${this.server()} failed: ${messageOf(e)}`); // no cause: an aborted MULTI carries every queued command
   }
 
-  /** The last checkpoint whose entries `subtask` of this sink committed (its progress key), or undefined. */
+  /** The jobId names this sink's progress records and prepared work (checked against every restored checkpoint). */
+  identity(): string {
+    return `jobId ${this.options.jobId}`;
+  }
+
   /** The newest checkpoint any subtask of the operator committed (the start-up check against duplicate output). */
   lastCommittedCheckpoint(scope: CommitScope): Promise<number | undefined> {
     return newestCommitted(scope.parallelism, (subtask) => this.lastCommittedCheckpointOf(scope.operatorId, subtask));
   }
 
-  /** Retried like start(): a server down while the job restarts is waited for, to the retry deadline. */
+  /** The last checkpoint whose entries `subtask` of this sink committed (its progress key), or undefined. Retried like start(): a server down while the job restarts is waited for, to the retry deadline. */
   async lastCommittedCheckpointOf(operatorId: string, subtask: number): Promise<number | undefined> {
     return retrying(this.options.retry, isTransientRedis, async () => {
       const c = await this.connect();

@@ -9,7 +9,8 @@
  * Commits run strictly in checkpoint order, one batch at a time; an async commit that fails
  * fails the task.
  */
-import type { SinkCommitter, SinkContext, SinkWriter, TwoPhaseCommitSink } from '../../core/sink.ts';
+import { sinkIdentityChanged, type SinkCommitter, type SinkContext, type SinkWriter, type TwoPhaseCommitSink } from '../../core/sink.ts';
+import { WeirError } from '../../core/errors.ts';
 import type { Batch } from '../../core/batch.ts';
 import { CommitLedger, type CommitBatch } from './commit-ledger.ts';
 import { StreamOperator } from './operator.ts';
@@ -33,6 +34,7 @@ export class CommitSinkOperator extends StreamOperator {
   /** Committables not yet committed, by the checkpoint that prepared them. */
   private readonly ledger = new CommitLedger<unknown>();
   private restored: unknown[] = [];
+  private restoredIdentity: string | undefined;
   private restoredId: number | undefined;
   private commitChain: Promise<void> = Promise.resolve();
   private failed: unknown;
@@ -44,6 +46,7 @@ export class CommitSinkOperator extends StreamOperator {
   override restoreInline(state: InlineOperatorState): void {
     super.restoreInline(state);
     this.restored = state.committables ?? [];
+    this.restoredIdentity = state.sinkIdentity;
   }
 
   private ctx(): SinkContext {
@@ -69,6 +72,11 @@ export class CommitSinkOperator extends StreamOperator {
 
   protected override setUp(): void {
     this.restoredId = this.env.restoredCheckpointId;
+    const identity = this.sink.identity?.();
+    if (this.restoredIdentity !== undefined && identity !== undefined && identity !== this.restoredIdentity) {
+      // Before anything is committed: under the new identity the restored output would be committed again.
+      throw new WeirError('RESTORE', sinkIdentityChanged(this.sink.name, this.restoredIdentity, identity));
+    }
     const ctx = this.ctx();
     try {
       this.committer = this.sink.createCommitter(ctx);
@@ -104,7 +112,8 @@ export class CommitSinkOperator extends StreamOperator {
     }
     this.ledger.prepared(checkpointId, fresh);
     const base = super.snapshotInline(checkpointId) ?? {};
-    return { ...base, committables: this.ledger.snapshot() };
+    const identity = this.sink.identity?.();
+    return { ...base, committables: this.ledger.snapshot(), ...(identity !== undefined ? { sinkIdentity: identity } : {}) };
   }
 
   override durableBeforeAck(checkpointId: number): Promise<void> | undefined {

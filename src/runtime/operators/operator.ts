@@ -3,6 +3,7 @@
  * subtask's mailbox loop, one at a time, so operators never need locks. Input arrives as
  * batches; watermarks, status changes and end-of-input arrive between batches.
  */
+import { copyValue } from '../../core/copy.ts';
 import type { RuntimeContext, TaskInfo } from '../../core/functions.ts';
 import type { ListStateDescriptor } from '../../core/state.ts';
 import type { Clock } from '../../core/clock.ts';
@@ -266,7 +267,7 @@ export abstract class StreamOperator {
   /** A result this operator keeps using (an accumulator), made safe to emit: copied unless object reuse is on. */
   protected detached<T>(v: T): T {
     if (this.env.objectReuse || v === null || typeof v !== 'object') return v;
-    return structuredClone(v);
+    return copyValue(v);
   }
 
   /** Work still running asynchronously (e.g. commits) that must end before the task finishes. */

@@ -3,8 +3,9 @@
  * without small files. A part file stays open across checkpoints as one multipart upload to
  * its final key, `<prefix>/part-<sub>-<run>-<n>.<jsonl|csv|parquet>`:
  * - as records arrive, every `s3.upload.part-size` bytes (at least S3's 5 MiB minimum) go up
- *   as a part in the background (at most 4 requests at once; more than 8 parts' worth waiting
- *   fails the writer with a message, the queue is bounded);
+ *   as a part in the background (at most 4 requests at once); from 8 parts' worth waiting the
+ *   writer pushes back (its task takes no input until an upload ends), so a slow store slows the
+ *   job instead of failing it; 32 parts' worth (one huge batch) fails the writer (bounded memory);
  * - at a barrier, the part's state is a committable {upload, parts uploaded, tail}: the bytes
  *   short of a full part travel in the checkpoint itself, followed by the bytes that would close
  *   the file now (Parquet: the footer of the row groups so far; the writer flushed a row group); the checkpoint is acknowledged only
@@ -35,8 +36,13 @@ import {
 
 /** Requests one writer has in flight at most. */
 const MAX_CONCURRENT_UPLOADS = 4;
-/** Bytes waiting for upload (queued and in flight) one writer allows, in parts. */
+/** Bytes waiting for upload (queued and in flight) before the writer pushes back on its task, in parts. */
 const MAX_WAITING_PARTS = 8;
+/**
+ * Waiting bytes that fail the writer, in parts: only reached when one batch of records is larger
+ * than this many parts (the task checks isAvailable between batches), a bound on memory all the same.
+ */
+const FAIL_WAITING_PARTS = 4 * MAX_WAITING_PARTS;
 const RECORD_PREFIX = '.weir-committed-';
 const RECORD_RE = /^\.weir-committed-(\d+)$/;
 /** A compaction's intent (`.weir-compact-<sub>-<run>-<k>`) and, once its sources are deleted, its record (`.weir-compacted-...`). */
@@ -389,6 +395,8 @@ class S3CommitterSession implements CommitterSession {
 class S3WriterSession implements WriterSession<FileCommittable> {
   private failed: unknown;
   private waitingBytes = 0;
+  /** isAvailable() said false: the task waits for a wake(). */
+  private pushingBack = false;
   private active = 0;
   private readonly queue: (() => void)[] = [];
   private readonly running = new Set<Promise<void>>();
@@ -415,12 +423,22 @@ class S3WriterSession implements WriterSession<FileCommittable> {
     void fn().catch((e) => this.ctx.log(`weir: exactly-once file sink ${this.storage.location}: cleanup of earlier attempts' uploads failed (they stay until the next start): ${(e as Error).message}`));
   }
 
-  /** Queues a request carrying `bytes`; throws when too many bytes already wait (bounded). */
+  /**
+   * Back-pressure: false from MAX_WAITING_PARTS parts waiting (queued and in flight); the task
+   * then takes no input, and is woken when an upload ends below it.
+   */
+  isAvailable(): boolean {
+    if (this.waitingBytes < MAX_WAITING_PARTS * this.partSize) return true;
+    this.pushingBack = true;
+    return false;
+  }
+
+  /** Queues a request carrying `bytes`; throws when far too many bytes already wait (bounded). */
   enqueue(bytes: number, fn: () => Promise<void>): void {
     this.check();
-    const limit = MAX_WAITING_PARTS * this.partSize;
+    const limit = FAIL_WAITING_PARTS * this.partSize;
     if (this.waitingBytes > 0 && this.waitingBytes + bytes > limit) {
-      throw new WeirError('CONNECTOR', `exactly-once file sink ${this.storage.location}: uploads to S3 fall behind the input (more than ${limit} bytes waiting); the store is slow or unreachable`);
+      throw new WeirError('CONNECTOR', `exactly-once file sink ${this.storage.location}: more than ${limit} bytes wait for upload to S3 in spite of back-pressure (one batch of records larger than that?); the store is slow or unreachable`);
     }
     this.waitingBytes += bytes;
     const p = new Promise<void>((resolve) => this.queue.push(resolve))
@@ -436,6 +454,11 @@ class S3WriterSession implements WriterSession<FileCommittable> {
         this.active--;
         this.running.delete(p);
         this.pump();
+        if (this.pushingBack && (this.isAvailable() || this.failed !== undefined)) {
+          // Room again (or a failure the task must see at its next call): wake the task.
+          this.pushingBack = false;
+          this.ctx.wake?.();
+        }
       });
     this.running.add(p);
     this.pump();
