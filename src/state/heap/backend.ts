@@ -21,6 +21,7 @@ import { readStateFiles, type RestoredState } from './restore.ts';
 import { HeapSnapshot } from './snapshot.ts';
 import { StateTable } from './state-table.ts';
 import { TtlListHandle, TtlMapHandle, TtlValueHandle } from './ttl-handles.ts';
+import { TtlSweep } from './ttl-sweep.ts';
 
 export class HeapKeyedStateBackend implements KeyedStateBackend {
   readonly ctx: KeyContext;
@@ -30,6 +31,8 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
   private readonly restored = new Map<string, RestoredState>();
   /** Snapshots that still have frozen groups. */
   private readonly freezing = new Set<HeapSnapshot>();
+  /** Incremental cleanup of the states with a TTL, a few entries per record (ttl-sweep.ts). */
+  private sweeps: { readonly name: string; readonly sweep: TtlSweep }[] = [];
 
   constructor(
     readonly keyGroupRange: KeyGroupRange,
@@ -44,11 +47,19 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
     const k = normalizeKey(originalKey);
     const kg = keyGroupOf(k, this.maxParallelism);
     this.ctx.set(k, kg, originalKey);
+    if (this.sweeps.length !== 0) this.sweep();
     return kg;
   }
 
   setCurrentKeyInGroup(originalKey: unknown, keyGroup: number): void {
     this.ctx.set(normalizeKey(originalKey), keyGroup, originalKey);
+    if (this.sweeps.length !== 0) this.sweep();
+  }
+
+  /** A record's share of TTL cleanup: a few entries of each TTL state (before the record touches state). */
+  private sweep(): void {
+    const now = this.clock.now();
+    for (const s of this.sweeps) s.sweep.step(now);
   }
 
   setCurrentNormalizedKey(key: NormKey, keyGroup: number, originalKey: unknown): void {
@@ -66,6 +77,7 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
         this.restored.delete(desc.name);
       }
       this.tables.set(desc.name, t);
+      if (desc.ttl !== undefined) this.sweeps.push({ name: desc.name, sweep: new TtlSweep(t, desc.ttl) });
     } else if (t.descriptor.kind !== desc.kind) {
       throw this.kindMismatch(t, desc);
     }
@@ -125,6 +137,7 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
   dropState(name: string): void {
     this.tables.get(name)?.thawAll();
     this.tables.delete(name);
+    this.sweeps = this.sweeps.filter((s) => s.name !== name);
     this.handles.delete(name);
     this.restored.delete(name);
   }
