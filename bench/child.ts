@@ -1,5 +1,5 @@
 /**
- * One measurement, in a fresh process: node --import tsx bench/child.ts <job> <variant> <n> <keys> [counters=off]
+ * One measurement, in a fresh process: node --import tsx bench/child.ts <job> <variant> <n> <keys> [counters=off] [backend=disk]
  * Times the processing only (after imports and module loading), from just before the job
  * starts until it has finished, and prints one RESULT_MARK line on stdout. `counters=off` runs a
  * weir variant with record counting off (runJob's recordCounters: false; the metrics suite). weir sinks report
@@ -51,9 +51,14 @@ function cpuSince(start?: NodeJS.CpuUsage): number {
 }
 
 async function main(argv: string[]): Promise<void> {
-  const [job, variant, nArg, keysArg, countersArg] = argv as [JobId, Variant, string, string, string | undefined];
-  if (countersArg !== undefined && countersArg !== 'counters=off' && countersArg !== 'counters=on') throw new Error(`fifth argument: counters=on or counters=off, got ${countersArg}`);
-  const recordCounters = countersArg !== 'counters=off';
+  const [job, variant, nArg, keysArg, ...settings] = argv as [JobId, Variant, string, string, ...string[]];
+  let recordCounters = true;
+  let stateBackend = 'heap';
+  for (const s of settings) {
+    if (s === 'counters=off' || s === 'counters=on') recordCounters = s === 'counters=on';
+    else if (s === 'backend=heap' || s === 'backend=disk') stateBackend = s.slice('backend='.length);
+    else throw new Error(`settings after <keys>: counters=on|off, backend=heap|disk; got ${s}`);
+  }
   if (!JOB_IDS.includes(job)) throw new Error(`unknown job ${job}; one of ${JOB_IDS.join(', ')}`);
   if (!VARIANTS.includes(variant)) throw new Error(`unknown variant ${variant}; one of ${VARIANTS.join(', ')}`);
   const n = Number(nArg);
@@ -67,7 +72,7 @@ async function main(argv: string[]): Promise<void> {
     await import(pathToFileURL(modulePath).href);
     const c0 = process.cpuUsage();
     const t0 = performance.now();
-    const r = await runJob(modulePath, { workers, parallelism: workers, args: [nArg, keysArg], recordCounters });
+    const r = await runJob(modulePath, { workers, parallelism: workers, args: [nArg, keysArg], recordCounters, stateBackend });
     const ms = performance.now() - t0;
     const cpuMs = cpuSince(c0);
     if (r.status !== 'FINISHED') throw new Error(`weir job ${job} ${r.status}: ${r.error?.message ?? 'unknown reason'}\n${r.error?.stack ?? ''}`);

@@ -4,6 +4,8 @@
  *   weir run bench/nexmark/job.ts -w 1 -- <query> <events> [<events.jsonl> | -] [collect]
  * The sink hashes the output (check.ts) and reports its partial digest on stderr. With
  * `collect` (tests), query may be `all`: every query's output is collected under its name.
+ * NEXMARK_SPLIT_SIZE=<bytes|Infinity> sets the file source's splitSize (Infinity: the file read
+ * by one subtask, as before block splitting), for comparing the two.
  */
 import { defineJob, WatermarkStrategy, type DataStream } from 'weir';
 import { partialSink } from '../workloads.ts';
@@ -24,7 +26,7 @@ export default defineJob((env, args) => {
   const watermarks = WatermarkStrategy.forBoundedOutOfOrderness<Event>(OUT_OF_ORDERNESS_MS).withTimestampAssigner((e) => e.dateTime);
   const events: DataStream<Event> = file === undefined
     ? env.fromGenerator(nexmarkEvent, { count: n, seed: SEED, watermarks, name: 'nexmark generator' })
-    : env.fromFile<Event>(file, { watermarks, name: 'nexmark events file' });
+    : env.fromFile<Event>(file, { watermarks, name: 'nexmark events file', ...(process.env.NEXMARK_SPLIT_SIZE ? { splitSize: Number(process.env.NEXMARK_SPLIT_SIZE) } : {}) });
   if (collect) for (const query of q === 'all' ? QUERY_IDS : [q]) buildQuery(query, events).collect(query);
   else buildQuery(q as QueryId, events).addSink(partialSink(new OutputDigest(q as QueryId))).name(`check ${q}`);
 });

@@ -56,6 +56,14 @@ export interface CheckpointConfig {
   readonly incrementalMaxDeltas: number;
   /** state.backend.incremental.max-delta-ratio: a chain's delta bytes may reach this times its base's. */
   readonly incrementalMaxDeltaRatio: number;
+  /** execution.checkpointing.unaligned.enabled, default false (exactly-once only). */
+  readonly unaligned: boolean;
+  /**
+   * execution.checkpointing.aligned-checkpoint-timeout, default 0: with unaligned checkpoints, a
+   * checkpoint starts aligned and a subtask switches to unaligned once this long has passed since
+   * the trigger; 0 is unaligned from the start.
+   */
+  readonly alignedCheckpointTimeoutMs: number;
 }
 
 export const DEFAULT_CHECKPOINT_CONFIG: CheckpointConfig = Object.freeze({
@@ -73,6 +81,8 @@ export const DEFAULT_CHECKPOINT_CONFIG: CheckpointConfig = Object.freeze({
   incremental: defaultOf(OPTIONS.incrementalCheckpoints),
   incrementalMaxDeltas: defaultOf(OPTIONS.incrementalMaxDeltas),
   incrementalMaxDeltaRatio: defaultOf(OPTIONS.incrementalMaxDeltaRatio),
+  unaligned: defaultOf(OPTIONS.unalignedCheckpoints),
+  alignedCheckpointTimeoutMs: toMillis(defaultOf(OPTIONS.alignedCheckpointTimeout), 'default aligned checkpoint timeout'),
 });
 
 /** The registry's options under checkpoint.*, by field name. */
@@ -95,6 +105,8 @@ export interface CheckpointSettings {
   readonly incremental?: boolean;
   readonly incrementalMaxDeltas?: number;
   readonly incrementalMaxDeltaRatio?: number;
+  readonly unaligned?: boolean;
+  readonly alignedCheckpointTimeout?: Duration;
 }
 
 export class ConfigError extends WeirError {
@@ -126,7 +138,23 @@ export function applyCheckpointSettings(base: CheckpointConfig, s: CheckpointSet
   if (s.incremental !== undefined) out.incremental = s.incremental;
   if (s.incrementalMaxDeltas !== undefined) out.incrementalMaxDeltas = s.incrementalMaxDeltas;
   if (s.incrementalMaxDeltaRatio !== undefined) out.incrementalMaxDeltaRatio = s.incrementalMaxDeltaRatio;
+  if (s.unaligned !== undefined) out.unaligned = s.unaligned;
+  if (s.alignedCheckpointTimeout !== undefined) out.alignedCheckpointTimeoutMs = toMillis(s.alignedCheckpointTimeout, where);
+  const problem = unalignedProblem(out);
+  if (problem !== undefined) throw new ConfigError(`${where}: ${problem}`);
   return out;
+}
+
+/**
+ * Why a configuration cannot take unaligned checkpoints, or undefined. As in Flink: in-flight data
+ * is only worth storing when records are processed exactly once, and channel state is recorded
+ * for one checkpoint at a time.
+ */
+export function unalignedProblem(c: CheckpointConfig): string | undefined {
+  if (!c.unaligned) return undefined;
+  if (c.mode !== 'exactly-once') return 'unaligned checkpoints (execution.checkpointing.unaligned.enabled) need checkpoint mode exactly-once, not at-least-once';
+  if (c.maxConcurrent > 1) return `unaligned checkpoints (execution.checkpointing.unaligned.enabled) need max-concurrent-checkpoints 1, not ${c.maxConcurrent}`;
+  return undefined;
 }
 
 /** Whether completed checkpoints are discarded when the job ends in `status` (Flink's CheckpointProperties). */

@@ -5,7 +5,7 @@
  * are relative to the checkpoint's own directory, so savepoints can be moved.
  */
 import { createHash } from 'node:crypto';
-import type { ChainFileRef, CheckpointType, SubtaskCheckpointStats, KeyGroupRange } from '../core/checkpoint-format.ts';
+import type { ChainFileRef, ChannelStateHandle, CheckpointType, SubtaskCheckpointStats, KeyGroupRange } from '../core/checkpoint-format.ts';
 import { WeirError } from '../core/errors.ts';
 
 /** The metadata file's name (names.ts owns every name; re-exported for existing readers). */
@@ -35,6 +35,8 @@ export interface SubtaskStateMeta {
   readonly stateSize: number;
   /** Keyed operators: the subtask's event time at the snapshot (OperatorStateHandle.watermark). */
   readonly watermark?: number;
+  /** Unaligned checkpoints, head operator of a chain: the subtask's in-flight data (OperatorStateHandle.channelState). */
+  readonly channelState?: ChannelStateHandle;
 }
 
 export interface OperatorStateMeta {

@@ -6,6 +6,7 @@
  *
  *   <root>/<job-id>/chk-<n>/_metadata          written last; a checkpoint exists iff it verifies
  *   <root>/<job-id>/chk-<n>/<op16>-<i>.state   keyed state and timers of one operator subtask
+ *   <root>/<job-id>/chk-<n>/<op16>-<i>.channels.state  in-flight data of one subtask (unaligned)
  *   <root>/<job-id>/shared/<op16>-<i>-<n>.state a file of an incremental chain (base or delta), written
  *                                              by checkpoint n; named in metadata by its plain name,
  *                                              reference-counted by the job manager (shared-state-registry.ts)
@@ -42,6 +43,7 @@ export const DIRECTORY_MARKER_SUFFIX = '/';
 
 const CHECKPOINT_DIR = /^chk-(\d+)$/;
 const STATE_FILE_SUFFIX = '.state';
+const CHANNEL_STATE_SUFFIX = '.channels.state';
 /** Characters of an operator id kept in a state file name (ids are hex hashes or uids' hashes). */
 const OPERATOR_ID_CHARS = 16;
 const SAVEPOINT_JOB_CHARS = 6;
@@ -84,6 +86,11 @@ export function sharedStateFileName(operatorId: string, subtaskIndex: number, ch
 export function parseSharedStateFileName(name: string): number | undefined {
   const m = /^[^/]+-\d+-(\d+)\.state$/.exec(name);
   return m ? Number(m[1]) : undefined;
+}
+
+/** The channel state (unaligned checkpoints: in-flight data) of one subtask, named after its chain's head operator. */
+export function channelStateFileName(headOperatorId: string, subtaskIndex: number): string {
+  return stateFileName(headOperatorId, subtaskIndex).slice(0, -STATE_FILE_SUFFIX.length) + CHANNEL_STATE_SUFFIX;
 }
 
 export function isStateFileName(name: string): boolean {

@@ -43,7 +43,13 @@ export async function verifySnapshot(fs: SnapshotFileSystem, snapshot: string): 
         if (size === undefined) return { ok: false, reason: `shared state file ${c.name} of operator "${op.name}" subtask ${s.subtask} (incremental chain) is missing` };
         return { ok: false, reason: `shared state file ${c.name} of operator "${op.name}" subtask ${s.subtask} has ${size} bytes, expected ${c.size} (truncated)` };
       }
-      if (s.file === undefined) continue;
+    }
+    // Keyed state files and channel state files (unaligned checkpoints) are checked alike.
+    const files = op.subtasks.flatMap((s) => [
+      ...(s.file !== undefined ? [{ file: s.file, fileSize: s.fileSize, fileInline: s.fileInline }] : []),
+      ...(s.channelState !== undefined ? [s.channelState] : []),
+    ]);
+    for (const s of files) {
       if (s.fileInline !== undefined) {
         // Kept in the metadata (its checksum covers it): only its length is checked.
         if (Buffer.from(s.fileInline, 'base64').byteLength !== s.fileSize) return { ok: false, reason: `inline state ${s.file} of operator "${op.name}" does not have the recorded ${s.fileSize} bytes` };

@@ -159,6 +159,7 @@ export class Attempt {
       checkpointing: {
         mode: ctx.checkpointConfig.mode, periodic: ctx.checkpointing, inlineThresholdBytes: memoryThresholdFor(ctx.checkpointConfig, ctx.storage?.root),
         ...(ctx.checkpointing && incrementalSettingsOf(ctx.checkpointConfig) !== undefined ? { incremental: incrementalSettingsOf(ctx.checkpointConfig) } : {}),
+        unaligned: { enabled: ctx.checkpointConfig.unaligned, alignedTimeoutMs: ctx.checkpointConfig.alignedCheckpointTimeoutMs },
       },
       stateBackend: ctx.stateBackend,
       stateBackendOptions: ctx.stateBackendOptions,

@@ -51,6 +51,7 @@ export function buildCheckpointMetadata(f: MetadataFacts): CheckpointMetadata {
         ...(h.chain !== undefined ? { chain: h.chain, keyGroupRange: h.keyGroupRange! } : {}),
         ...(h.inline !== undefined ? { inline: h.inline } : {}),
         ...(h.watermark !== undefined ? { watermark: h.watermark } : {}),
+        ...(h.channelState !== undefined ? { channelState: h.channelState } : {}),
         stateSize: h.stateSize,
       });
     }

@@ -205,7 +205,10 @@ export class CheckpointShell {
       case 'discard-ack': {
         const entry = this.locations.get(d.id);
         if (entry === undefined) return;
-        for (const op of d.ack.operators) if (op.file !== undefined) this.track(entry.created.then((l) => l.discardState(op.file!)));
+        for (const op of d.ack.operators) {
+          if (op.file !== undefined) this.track(entry.created.then((l) => l.discardState(op.file!)));
+          if (op.channelState !== undefined) this.track(entry.created.then((l) => l.discardState(op.channelState!.file)));
+        }
         return;
       }
       case 'fail-job':

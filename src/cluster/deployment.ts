@@ -10,6 +10,7 @@ import type { Clock } from '../core/clock.ts';
 import type { TaskId } from '../core/task-id.ts';
 import type { CheckpointingMode } from '../checkpoint/config.ts';
 import type { IncrementalSettings } from '../state/backend.ts';
+import type { UnalignedSettings } from '../runtime/checkpointing/barrier-decision.ts';
 import type { CheckpointStorageWorkerView } from '../checkpoint/storage.ts';
 import type { S3Config } from '../checkpoint/s3/settings.ts';
 import type { ExecutionPlan } from '../graph/execution-plan.ts';
@@ -34,7 +35,7 @@ export interface DeploymentSpec {
   readonly attempt: number;
   readonly credits: number;
   readonly clock: Clock;
-  readonly checkpointing: { readonly mode: CheckpointingMode; readonly periodic: boolean; readonly inlineThresholdBytes?: number; readonly incremental?: IncrementalSettings };
+  readonly checkpointing: { readonly mode: CheckpointingMode; readonly periodic: boolean; readonly inlineThresholdBytes?: number; readonly incremental?: IncrementalSettings; readonly unaligned?: UnalignedSettings };
   /** The keyed state backend's name, resolved by each executor. */
   readonly stateBackend: string;
   /** Its settings (state.backend.<name>.*). */

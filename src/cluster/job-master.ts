@@ -311,7 +311,7 @@ export class JobMaster implements JobControl {
     this.restoredFrom = ref;
     // Resuming our own checkpoints continues the same job: same id, numbering goes on.
     if (start.own) this.jobIdValue = ref.metadata.jobId;
-    const plan = planRestore(ref.metadata, ref.path, this.spec.graph, this.plan, o.allowNonRestoredState ?? false);
+    const plan = planRestore(ref.metadata, ref.path, this.spec.graph, this.plan, o.allowNonRestoredState ?? false, o.allowDuplicateOutput ?? false);
     if (plan.unmatched.length > 0) {
       const names = ref.metadata.operators.filter((op) => plan.unmatched.includes(op.id)).map((op) => `"${op.name}"${op.uid ? ` (uid ${op.uid})` : ''}`);
       this.log(`weir: dropping the state of operators the job no longer has (--allow-non-restored-state): ${names.join(', ')}`);
@@ -419,7 +419,7 @@ export class JobMaster implements JobControl {
     const execGraph = await this.execGraph();
     let restorePlan: RestorePlan | undefined;
     try {
-      restorePlan = restore ? planRestore(restore.metadata, restore.path, execGraph, this.plan, this.spec.options.allowNonRestoredState ?? false) : undefined;
+      restorePlan = restore ? planRestore(restore.metadata, restore.path, execGraph, this.plan, this.spec.options.allowNonRestoredState ?? false, this.spec.options.allowDuplicateOutput ?? false) : undefined;
     } catch (e) {
       // At a restart the job has run: it fails with the reason (and does not restart, see RecoveryLogic); at the start the caller is told.
       if (this.attempts > 0 && e instanceof RestoreError) return { status: 'FAILED', error: serializeError(e) };

@@ -6,6 +6,7 @@ import type { S3Config } from '../checkpoint/s3/settings.ts';
 import type { SourceSplit } from '../core/source.ts';
 import type { CheckpointingMode } from '../checkpoint/config.ts';
 import type { IncrementalSettings } from '../state/backend.ts';
+import type { UnalignedSettings } from '../runtime/checkpointing/barrier-decision.ts';
 import type { CheckpointFailureReason } from '../checkpoint/failure-reason.ts';
 import type { TaskAck, TaskRestore } from '../core/checkpoint-format.ts';
 import type { ExecutionPlan } from '../graph/execution-plan.ts';
@@ -33,7 +34,7 @@ export interface DeployMessage {
   readonly attempt: number;
   readonly credits: number;
   /** Snapshot settings: mode (alignment), and whether periodic checkpoints are on. */
-  readonly checkpointing: { readonly mode: CheckpointingMode; readonly periodic: boolean; readonly inlineThresholdBytes?: number; readonly incremental?: IncrementalSettings };
+  readonly checkpointing: { readonly mode: CheckpointingMode; readonly periodic: boolean; readonly inlineThresholdBytes?: number; readonly incremental?: IncrementalSettings; readonly unaligned?: UnalignedSettings };
   /** The keyed state backend's name (state.backend.type). */
   readonly stateBackend: string;
   /** Its settings (state.backend.<name>.*). */

@@ -20,6 +20,7 @@ import type { DataPlane } from './data-plane.ts';
 import { serializeError, type FromExecutor, type TaskMetrics, type ToExecutor } from './messages.ts';
 import type { CheckpointingMode } from '../checkpoint/config.ts';
 import type { IncrementalSettings } from '../state/backend.ts';
+import type { UnalignedSettings } from '../runtime/checkpointing/barrier-decision.ts';
 import { SubtaskCheckpointer, type TriggerRequest } from '../runtime/checkpointing/subtask-checkpointer.ts';
 import type { TaskRestore } from '../core/checkpoint-format.ts';
 import { taskId, type TaskId } from '../core/task-id.ts';
@@ -40,7 +41,7 @@ export interface ExecutorConfig {
   /** Where print() output goes; the main thread's stdout by default. */
   readonly writeStdout?: (text: string) => void;
   /** `inlineThresholdBytes`: keyed state files up to this size go into the metadata (0 or absent: none). */
-  readonly checkpointing: { readonly mode: CheckpointingMode; readonly periodic: boolean; readonly inlineThresholdBytes?: number; readonly incremental?: IncrementalSettings };
+  readonly checkpointing: { readonly mode: CheckpointingMode; readonly periodic: boolean; readonly inlineThresholdBytes?: number; readonly incremental?: IncrementalSettings; readonly unaligned?: UnalignedSettings };
   readonly restore: Readonly<Record<TaskId, TaskRestore>>;
   /**
    * The task side of checkpoint storage: the only source of state streams. Locations in trigger
@@ -132,7 +133,9 @@ export class TaskExecutor implements TaskListener {
       const gates: InputGate[] = [];
       for (let g = 0; g < numGates; g++) {
         const ids = (byConsumer.get(`${v.index}:${st.index}:${g}`) ?? []);
-        gates.push(new InputGate(g, ids.map((id) => inputs.get(id)!)));
+        const gate = new InputGate(g, ids.map((id) => inputs.get(id)!));
+        gate.broadcastFed = graph.edges.some((e) => e.target.index === v.index && e.inputIndex === g && e.partition.kind === 'broadcast');
+        gates.push(gate);
       }
       // Record writers: one per network edge leaving any operator of the chain.
       const writers = new Map<number, RecordWriter>();
@@ -182,9 +185,10 @@ export class TaskExecutor implements TaskListener {
       const checkpointer = new SubtaskCheckpointer(task, id, cfg.checkpointing.mode, {
         ack: (cid, ack) => cfg.send({ type: 'ack', id: cid, ack }),
         decline: (cid, reason, message) => cfg.send({ type: 'decline', id: cid, task: id, reason, message }),
-      }, this.scheduler);
+      }, this.scheduler, () => cfg.clock.now());
       checkpointer.inlineThresholdBytes = cfg.checkpointing.inlineThresholdBytes ?? 0;
       checkpointer.incremental = cfg.checkpointing.incremental;
+      if (cfg.checkpointing.unaligned !== undefined) checkpointer.configureUnaligned(cfg.checkpointing.unaligned);
       task.barrierHandler = checkpointer;
       this.tasks.push(task);
       this.taskKey.set(task, { vertex: v.index, subtask: st.index });

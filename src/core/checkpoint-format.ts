@@ -54,6 +54,20 @@ export interface OperatorStateHandle {
    * cannot fire a second time from replayed records (Flink's FLINK-5601).
    */
   readonly watermark?: number;
+  /**
+   * Unaligned checkpoints, on the head operator of a subtask's chain: the subtask's channel state
+   * (in-flight data the barrier overtook), a state file like keyed state, inline when small.
+   */
+  readonly channelState?: ChannelStateHandle;
+}
+
+export interface ChannelStateHandle {
+  readonly file: string;
+  readonly fileSize: number;
+  /** The file's bytes, base64, when at or below the memory threshold (no file was written). */
+  readonly fileInline?: string;
+  /** Bytes of records in flight it holds (Flink's persisted in-flight data). */
+  readonly persistedBytes: number;
 }
 
 export interface SubtaskCheckpointStats {
@@ -66,6 +80,10 @@ export interface SubtaskCheckpointStats {
   /** Barrier creation to its first arrival at this subtask, ms. */
   readonly startDelayMs: number;
   readonly stateSize: number;
+  /** The subtask took this checkpoint unaligned (its barrier overtook in-flight data). */
+  readonly unaligned?: boolean;
+  /** Bytes of in-flight records stored as channel state (unaligned only). */
+  readonly persistedInFlightBytes?: number;
 }
 
 export interface TaskAck {
@@ -86,9 +104,18 @@ export interface InlineOperatorState {
   sinkIdentity?: string;
 }
 
+/** Channel state a subtask replays on restore (see runtime/checkpointing/channel-state-restore.ts). */
+export interface ChannelStateRestore {
+  /** `primary`: this subtask replays the file's output state and its non-keyed input state. */
+  readonly files: readonly { readonly path: string; readonly size: number; readonly inline?: string; readonly primary: boolean }[];
+  /** The subtask's vertex had another parallelism when the files were written. */
+  readonly rescaled: boolean;
+}
+
 /** State a subtask starts from, already redistributed for this subtask by the job manager. */
 export interface TaskRestore {
   readonly checkpointId: number;
+  readonly channelState?: ChannelStateRestore;
   /** Per operator id. */
   readonly operators: Readonly<Record<string, {
     readonly inline?: InlineOperatorState;

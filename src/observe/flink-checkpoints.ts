@@ -75,7 +75,8 @@ export function checkpointStatistics(e: CheckpointHistoryEntry, vertices: readon
     end_to_end_duration: e.endToEndDurationMs ?? -1,
     alignment_buffered: 0,
     processed_data: 0,
-    persisted_data: 0,
+    // Unaligned checkpoints: the in-flight data stored as channel state.
+    persisted_data: subs.reduce((a, s) => a + (s.persistedInFlightBytes ?? 0), 0),
     num_subtasks: e.numSubtasks,
     num_acknowledged_subtasks: e.numAcknowledged,
     tasks: perVertex(e, vertices),
@@ -117,7 +118,7 @@ export function checkpointingStatistics(v: CheckpointStatsView, vertices: readon
       end_to_end_duration: statsSummary(completed.map((e) => e.endToEndDurationMs ?? 0)),
       alignment_buffered: statsSummary([]),
       processed_data: statsSummary([]),
-      persisted_data: statsSummary([]),
+      persisted_data: statsSummary(completed.map((e) => Object.values(e.subtasks ?? {}).reduce((a, s) => a + (s.persistedInFlightBytes ?? 0), 0))),
     },
     latest: {
       completed: lastOf(all, (e) => e.status === 'COMPLETED' && e.type === 'checkpoint'),
@@ -147,9 +148,9 @@ function subtaskJson(index: number, e: CheckpointHistoryEntry, s: SubtaskCheckpo
     end_to_end_duration: s.startDelayMs + s.alignmentMs + s.syncMs + s.asyncMs,
     state_size: s.stateSize, checkpointed_size: s.stateSize,
     checkpoint: { sync: s.syncMs, async: s.asyncMs },
-    alignment: { buffered: 0, processed: 0, persisted: 0, duration: s.alignmentMs },
+    alignment: { buffered: 0, processed: 0, persisted: s.persistedInFlightBytes ?? 0, duration: s.alignmentMs },
     start_delay: s.startDelayMs,
-    unaligned_checkpoint: false,
+    unaligned_checkpoint: s.unaligned === true,
     aborted: false,
   };
 }
@@ -175,7 +176,7 @@ export function subtaskDetails(v: CheckpointStatsView, vertex: VertexRef, id: nu
       checkpointed_size: stat((s) => s.stateSize),
       end_to_end_duration: stat((s) => s.startDelayMs + s.alignmentMs + s.syncMs + s.asyncMs),
       checkpoint_duration: { sync: stat((s) => s.syncMs), async: stat((s) => s.asyncMs) },
-      alignment: { buffered: statsSummary([]), processed: statsSummary([]), persisted: statsSummary([]), duration: stat((s) => s.alignmentMs) },
+      alignment: { buffered: statsSummary([]), processed: statsSummary([]), persisted: stat((s) => s.persistedInFlightBytes ?? 0), duration: stat((s) => s.alignmentMs) },
       start_delay: stat((s) => s.startDelayMs),
     },
     subtasks,
@@ -194,9 +195,9 @@ export function checkpointConfigJson(v: CheckpointStatsView): Record<string, unk
     externalization: { enabled: c.retention !== 'none', delete_on_cancellation: c.retention !== 'retain-on-cancel' },
     state_backend: v.stateBackend,
     checkpoint_storage: c.dir !== undefined ? `file: ${c.dir}` : 'none',
-    unaligned_checkpoints: false,
+    unaligned_checkpoints: c.unaligned ?? false,
     tolerable_failed_checkpoints: c.tolerableFailures,
-    aligned_checkpoint_timeout: 0,
+    aligned_checkpoint_timeout: c.alignedCheckpointTimeoutMs ?? 0,
     checkpoints_after_tasks_finish: true,
     retained: c.numRetained,
   };

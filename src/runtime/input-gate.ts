@@ -36,6 +36,13 @@ export class InputGate implements ChannelOwner {
   listener: GateListener | undefined;
   /** Channel of the element most recently returned by poll(). */
   lastChannel = -1;
+  /**
+   * In-flight data restored from an unaligned checkpoint (input channel state), per channel in
+   * arrival order: handed out before anything the channels receive now. It costs no credit.
+   */
+  private readonly replay = new Deque<{ readonly channel: number; readonly el: ChannelElement }>();
+  /** Some channel of this gate is fed by a broadcast edge (its in-flight data cannot be redistributed on rescaling). */
+  broadcastFed = false;
 
   constructor(readonly index: number, readonly channels: InputChannel[]) {
     const n = channels.length;
@@ -57,6 +64,11 @@ export class InputGate implements ChannelOwner {
 
   /** The next element from some channel with data, or undefined. */
   poll(): ChannelElement | undefined {
+    if (this.replay.length > 0) {
+      const r = this.replay.shift()!;
+      this.lastChannel = r.channel;
+      return r.el;
+    }
     for (;;) {
       const c = this.ready.shift();
       if (c === undefined) return undefined;
@@ -75,7 +87,19 @@ export class InputGate implements ChannelOwner {
   }
 
   hasData(): boolean {
-    return this.ready.length > 0;
+    return this.ready.length > 0 || this.replay.length > 0;
+  }
+
+  /** Restored in-flight data for `channel`, handed out before live input (see `replay`). */
+  addReplay(channel: number, el: ChannelElement): void {
+    const wasEmpty = this.replay.length === 0 && this.ready.length === 0;
+    this.replay.push({ channel, el });
+    if (wasEmpty) this.listener?.onGateNonEmpty();
+  }
+
+  /** Restored in-flight data not handed out yet, oldest first (it is still before every barrier). */
+  pendingReplay(): readonly { readonly channel: number; readonly el: ChannelElement }[] {
+    return [...this.replay];
   }
 
   block(channel: number): void {

@@ -7,7 +7,7 @@
 import { DEFAULT_BATCH_SIZE, type Batch } from '../core/batch.ts';
 import type { AvailabilityListener, OutputChannel } from './channels/channel.ts';
 import { attribute, type ErrorLocation } from '../core/errors.ts';
-import { END_OF_DATA, END_OF_DATA_STOP, STATUS_ACTIVE, STATUS_IDLE, watermark, type StreamEvent } from './events.ts';
+import { END_OF_DATA, END_OF_DATA_STOP, STATUS_ACTIVE, STATUS_IDLE, watermark, type ChannelElement, type StreamEvent } from './events.ts';
 import type { BatchConsumer } from './output.ts';
 import type { KeySelectorFn } from '../core/partitioning.ts';
 import type { PartitionKind } from '../core/partitioning.ts';
@@ -152,6 +152,15 @@ export class RecordWriter implements BatchConsumer, AvailabilityListener {
   broadcastEvent(e: StreamEvent): void {
     this.flushAll();
     for (const c of this.channels) c.send(e);
+  }
+
+  /**
+   * Unaligned checkpoints: sends `e` (a barrier) on every channel ahead of what waits for credit;
+   * returns per channel what it overtook (to be stored as output channel state).
+   */
+  broadcastFirst(e: StreamEvent): ChannelElement[][] {
+    this.flushAll();
+    return this.channels.map((c) => c.sendFirst(e));
   }
 
   processWatermark(timestamp: number): void {

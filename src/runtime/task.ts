@@ -19,6 +19,8 @@ import type { InputGate, ValveOutput } from './input-gate.ts';
 import type { StreamOperator, RuntimeServices } from './operators/operator.ts';
 import { KeyedOperator } from './operators/keyed.ts';
 import { loadKeyedState, type RestoredTimers } from './checkpointing/restore.ts';
+import { loadChannelState, replayChannelState, type LoadedChannelState, type ReplayTarget } from './checkpointing/channel-state-restore.ts';
+import { keyGroupOf, normalizeKey } from '../state/key-groups.ts';
 import { SourceOperator } from './operators/source.ts';
 import type { SourceMetricsSnapshot } from './operators/source-metrics.ts';
 import { Output, specialize, type BatchConsumer } from './output.ts';
@@ -304,7 +306,8 @@ export class StreamTask implements Schedulable {
     }
     this.state = 'restoring';
     // Reading state files is asynchronous; the task opens when everything is in memory.
-    Promise.all(
+    const channelState = r.channelState === undefined ? Promise.resolve(undefined) : loadChannelState(r.channelState, this.d.storage);
+    const keyed = Promise.all(
       this.operators.map(async (op) => {
         const spec = r.operators[op.env.taskInfo.operatorId];
         if (spec?.inline) op.restoreInline(spec.inline);
@@ -314,9 +317,11 @@ export class StreamTask implements Schedulable {
         if (op.env.keyedBackend === undefined) throw new Error(`operator "${op.env.taskInfo.operatorName}" has keyed state in the checkpoint but is not keyed now`);
         return [op, await loadKeyedState(op.env.keyedBackend, files, this.d.storage)] as const;
       }),
-    ).then(
-      (loaded) => {
+    );
+    Promise.all([keyed, channelState]).then(
+      ([loaded, cs]) => {
         if (this.state !== 'restoring') return;
+        this.restoredChannels = cs;
         const timers = new Map(loaded.filter(([, t]) => t !== undefined) as [StreamOperator, RestoredTimers][]);
         if (this.d.gated) this.restored(timers);
         else this.open(timers);
@@ -326,6 +331,8 @@ export class StreamTask implements Schedulable {
   }
 
   private restoredTimers: Map<StreamOperator, RestoredTimers> | undefined;
+  /** In-flight data of an unaligned checkpoint, replayed when the task opens. */
+  private restoredChannels: LoadedChannelState[] | undefined;
 
   private restored(timers: Map<StreamOperator, RestoredTimers>): void {
     this.state = 'restored';
@@ -344,6 +351,10 @@ export class StreamTask implements Schedulable {
   private open(timers: Map<StreamOperator, RestoredTimers>): void {
     this.state = 'running';
     try {
+      // In-flight data of the restored checkpoint goes before anything new, in and out.
+      const cs = this.restoredChannels;
+      this.restoredChannels = undefined;
+      if (cs !== undefined) replayChannelState(cs, this.d.restore?.channelState?.rescaled ?? false, this.replayTarget());
       for (const op of this.operators) {
         op.open();
         const t = timers.get(op);
@@ -363,6 +374,22 @@ export class StreamTask implements Schedulable {
       this.mail(() => this.finishChain());
     }
     this.wake();
+  }
+
+  /** Where restored channel state goes; a keyed head keeps only records of its own key groups. */
+  private replayTarget(): ReplayTarget {
+    const env = this.head.env;
+    const range = this.d.keyGroupRange;
+    const maxP = env.taskInfo.maxParallelism;
+    const owns = this.gates.map((_, g) => {
+      const sel = env.keyedBackend === undefined ? undefined : env.keySelectors[g];
+      if (sel === undefined) return undefined;
+      return (value: unknown, keyGroup: number | undefined): boolean => {
+        const kg = keyGroup ?? keyGroupOf(normalizeKey(sel(value)), maxP);
+        return kg >= range.start && kg <= range.end;
+      };
+    });
+    return { gates: this.gates, writers: this.d.writers, owns, taskName: this.name };
   }
 
   step(): boolean {

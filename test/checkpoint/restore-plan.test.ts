@@ -406,10 +406,31 @@ describe('event time of keyed operators (the watermark at the snapshot)', () => 
     wms.map((w, i) => ({ subtask: i, file: `keyed-${i}.state`, fileSize: 10, keyGroupRange: old[i]!, stateSize: 5, ...(w !== undefined ? { watermark: w } : {}) }));
 
   for (const p of [1, 2, 3]) {
-    it(`2 -> ${p}: every new subtask starts at the minimum over the old subtasks`, () => {
+    it(`2 -> ${p}: the old subtasks agreed (aligned barriers): every new subtask starts there`, () => {
       const j = job({ sourceP: 1, mapP: 1, keyedP: p, sinkP: 1, maxP: 128 });
       const keyed = j.node('keyed');
-      const r = plan(metadata([op(keyed, 2, 128, true, withWatermarks([4999, 4000]))]), j);
+      const r = plan(metadata([op(keyed, 2, 128, true, withWatermarks([4000, 4000]))]), j);
+      for (let i = 0; i < p; i++) expect(r.tasks[taskId(j.vertexOf('keyed'), i)]!.operators[keyed.id]!.watermark).toBe(4000);
+    });
+  }
+
+  it('2 -> 2, the old subtasks at different event times (unaligned): each new subtask starts at its own old one\'s', () => {
+    const j = job({ sourceP: 1, mapP: 1, keyedP: 2, sinkP: 1, maxP: 128 });
+    const keyed = j.node('keyed');
+    const r = plan(metadata([op(keyed, 2, 128, true, withWatermarks([4999, 4000]))]), j);
+    expect([0, 1].map((i) => r.tasks[taskId(j.vertexOf('keyed'), i)]!.operators[keyed.id]!.watermark)).toEqual([4999, 4000]);
+  });
+
+  for (const p of [1, 3]) {
+    it(`2 -> ${p}, the old subtasks at different event times: refused (a window could fire twice, or records be dropped), unless duplicates are accepted (then the minimum)`, () => {
+      const j = job({ sourceP: 1, mapP: 1, keyedP: p, sinkP: 1, maxP: 128 });
+      const keyed = j.node('keyed');
+      const m = metadata([op(keyed, 2, 128, true, withWatermarks([4999, 4000]))]);
+      expect(() => plan(m, j)).toThrow(RestoreError);
+      expect(() => plan(m, j)).toThrow(
+        new RegExp(`subtasks at different event times \\(watermarks 4000 to 4999; an unaligned checkpoint\\), and restoring it at parallelism ${p} could fire a window twice or drop records: restore it at parallelism 2 and take a savepoint`),
+      );
+      const r = planRestore(m, DIR, j.graph, planExecution(j.graph, 2), false, true);
       for (let i = 0; i < p; i++) expect(r.tasks[taskId(j.vertexOf('keyed'), i)]!.operators[keyed.id]!.watermark).toBe(4000);
     });
   }
@@ -435,6 +456,48 @@ describe('event time of keyed operators (the watermark at the snapshot)', () => 
     const keyed = j.node('keyed');
     const bad = [{ subtask: 0, stateSize: 0, watermark: 'soon' as unknown as number }];
     expect(() => plan(metadata([op(keyed, 1, 128, true, bad)]), j)).toThrow(/chk-7: operator ".*" subtask 0 records watermark "soon", not a finite number/);
+  });
+});
+
+describe('channel state of unaligned checkpoints', () => {
+  const cs = (subtask: number): SubtaskStateMeta => ({ subtask, stateSize: 10, channelState: { file: `h-${subtask}.channels.state`, fileSize: 10, persistedBytes: 8 } });
+  /** Per new subtask of `uid`'s vertex: the old subtasks whose files it reads, and those it is primary for. */
+  function channelFiles(p: RestorePlan, j: ReturnType<typeof job>, uid: string, parallelism: number) {
+    const v = j.vertexOf(uid);
+    return Array.from({ length: parallelism }, (_, i) => {
+      const r = p.tasks[taskId(v, i)]?.channelState;
+      const old = (path: string) => Number(/h-(\d+)\./.exec(path)![1]);
+      return { reads: (r?.files ?? []).map((f) => old(f.path)), primary: (r?.files ?? []).filter((f) => f.primary).map((f) => old(f.path)), rescaled: r?.rescaled };
+    });
+  }
+
+  it('same parallelism: each subtask gets its own file, primary, not rescaled', () => {
+    const j = job({ sourceP: 2, mapP: 2, keyedP: 3, sinkP: 2 });
+    const p = plan(metadata([op(j.node('keyed'), 3, 128, true, [cs(0), cs(1), cs(2)])]), j);
+    expect(channelFiles(p, j, 'keyed', 3)).toEqual([0, 1, 2].map((i) => ({ reads: [i], primary: [i], rescaled: false })));
+    expect(p.tasks[taskId(j.vertexOf('keyed'), 0)]!.channelState!.files[0]!.path).toBe(join(DIR, 'h-0.channels.state'));
+  });
+
+  it('a keyed head at a new parallelism reads every old file (it keeps its own key groups); each old file is primary at exactly one subtask', () => {
+    for (const [oldP, newP] of [[3, 2], [2, 5]] as const) {
+      const j = job({ sourceP: 2, mapP: 2, keyedP: newP, sinkP: 2 });
+      const p = plan(metadata([op(j.node('keyed'), oldP, 128, true, Array.from({ length: oldP }, (_, i) => cs(i)))]), j);
+      const got = channelFiles(p, j, 'keyed', newP);
+      for (const g of got) {
+        expect(g.reads).toEqual(Array.from({ length: oldP }, (_, i) => i));
+        expect(g.rescaled).toBe(true);
+      }
+      expect(got.flatMap((g) => g.primary).sort()).toEqual(Array.from({ length: oldP }, (_, i) => i));
+    }
+  });
+
+  it('a non-keyed head at a new parallelism: old subtask k goes to new subtask k mod p only', () => {
+    const j = job({ sourceP: 1, mapP: 2, keyedP: 2, sinkP: 2 }); // the map heads its own vertex
+    const p = plan(metadata([op(j.node('map'), 3, 128, false, [cs(0), cs(1), cs(2)])]), j);
+    expect(channelFiles(p, j, 'map', 2)).toEqual([
+      { reads: [0, 2], primary: [0, 2], rescaled: true },
+      { reads: [1], primary: [1], rescaled: true },
+    ]);
   });
 });
 

@@ -58,7 +58,7 @@ describe('parseConfig: checkpoint keys', () => {
     const cfg = applyCheckpointSettings(DEFAULT_CHECKPOINT_CONFIG, c.checkpoint, 'x');
     expect(cfg).toEqual({
       intervalMs: 30_000, mode: 'at-least-once', timeoutMs: 300_000, minPauseMs: 500, maxConcurrent: 2, tolerableFailures: 3,
-      retention: 'retain-on-cancel', numRetained: 4, dir: '/var/lib/weir/chk', incremental: true, incrementalMaxDeltas: 20, incrementalMaxDeltaRatio: 0.5,
+      retention: 'retain-on-cancel', numRetained: 4, dir: '/var/lib/weir/chk', incremental: true, incrementalMaxDeltas: 20, incrementalMaxDeltaRatio: 0.5, unaligned: false, alignedCheckpointTimeoutMs: 0,
     });
   });
 
@@ -66,6 +66,19 @@ describe('parseConfig: checkpoint keys', () => {
     expect(parseConfig({ 'state.backend.incremental': true }, FILE).checkpoint.incremental).toBe(true);
     const c = parseConfig({ 'state.backend.incremental.max-deltas': 5, 'state.backend.incremental.max-delta-ratio': 1.5 }, FILE).checkpoint;
     expect(c).toEqual({ incrementalMaxDeltas: 5, incrementalMaxDeltaRatio: 1.5 });
+  });
+
+  it('unaligned checkpoints: Flink\'s keys (and the older ones); refused with at-least-once or concurrent checkpoints', () => {
+    const c = parseConfig({ 'execution.checkpointing.unaligned.enabled': 'true', 'execution.checkpointing.aligned-checkpoint-timeout': '2 s' }, FILE);
+    expect(c.checkpoint).toEqual({ unaligned: true, alignedCheckpointTimeout: '2 s' });
+    const cfg = applyCheckpointSettings(DEFAULT_CHECKPOINT_CONFIG, c.checkpoint, 'x');
+    expect([cfg.unaligned, cfg.alignedCheckpointTimeoutMs]).toEqual([true, 2000]);
+    const old = parseConfig({ 'execution.checkpointing.unaligned': true, 'execution.checkpointing.alignment-timeout': 500 }, FILE);
+    expect(old.checkpoint).toEqual({ unaligned: true, alignedCheckpointTimeout: 500 });
+    expect(() => applyCheckpointSettings(DEFAULT_CHECKPOINT_CONFIG, { unaligned: true, mode: 'at-least-once' }, 'run options'))
+      .toThrow('run options: unaligned checkpoints (execution.checkpointing.unaligned.enabled) need checkpoint mode exactly-once, not at-least-once');
+    expect(() => applyCheckpointSettings(DEFAULT_CHECKPOINT_CONFIG, { unaligned: true, maxConcurrent: 2 }, 'x')).toThrow(/need max-concurrent-checkpoints 1, not 2/);
+    expect(applyCheckpointSettings(DEFAULT_CHECKPOINT_CONFIG, { unaligned: false, mode: 'at-least-once' }, 'x').mode).toBe('at-least-once');
   });
 
   it('mode: EXACTLY_ONCE / AT_LEAST_ONCE in any case, with - or _', () => {

@@ -212,9 +212,28 @@ describe('directories', () => {
   });
 
   it('one file with more readers than files: the idle readers end, every record is read once', async () => {
+    // splitSize Infinity: one split per file (by default this ~10 KB file would be cut into ranges).
     const p = file('single.jsonl', Array.from({ length: 2000 }, (_, i) => JSON.stringify(i)).join('\n'));
-    const { main } = await read<number>((env) => void env.fromFile(p, { chunkSize: 128 }).collect('main'), 4);
+    const { main } = await read<number>((env) => void env.fromFile(p, { chunkSize: 128, splitSize: Infinity }).collect('main'), 4);
     expect(main).toEqual(Array.from({ length: 2000 }, (_, i) => i));
+  });
+
+  it('one file at parallelism 4 is cut into byte ranges read by several readers; every record is read once', async () => {
+    const p = file('ranges.jsonl', Array.from({ length: 2000 }, (_, i) => JSON.stringify(i)).join('\n'));
+    const r = await runInline((env) => {
+      env.fromFile<number>(p, { chunkSize: 128 }).process<[number, number]>({
+        open(ctx) {
+          (this as unknown as { sub: number }).sub = ctx.taskInfo.subtaskIndex;
+        },
+        processElement(v, _ctx, out) {
+          out.collect([(this as unknown as { sub: number }).sub, v]);
+        },
+      }).collect('main');
+    }, { parallelism: 4 });
+    const out = r.collected<[number, number]>('main');
+    expect(out.map((x) => x[1]).sort((a, b) => a - b)).toEqual(Array.from({ length: 2000 }, (_, i) => i));
+    // ~9.9 KB over 4 readers: ranges of at least 4 KiB, so 3 ranges on 3 readers.
+    expect(new Set(out.map((x) => x[0])).size).toBe(3);
   });
 
   it('an empty directory gives no records', async () => {
@@ -291,6 +310,7 @@ describe('bad paths and options', () => {
   it('options are validated with messages naming them', async () => {
     await expect(runInline((env) => void env.fromFile(''))).rejects.toThrow('fromFile needs a file or directory path');
     await expect(runInline((env) => void env.fromFile('x.jsonl', { chunkSize: 10 }))).rejects.toThrow('fromFile: chunkSize must be an integer >= 64, got 10');
+    await expect(runInline((env) => void env.fromFile('x.jsonl', { splitSize: 1024 }))).rejects.toThrow('fromFile: splitSize must be an integer number of bytes >= 4096 (or Infinity for one split per file), got 1024');
     await expect(runInline((env) => void env.fromFile('x.txt', { format: 'xml' as never }))).rejects.toThrow('fromFile: format must be "jsonl" or "csv", got "xml"');
     await expect(runInline((env) => void env.fromFile('x.csv', { csv: { delimiter: '"' } }))).rejects.toThrow('fromFile: invalid CSV delimiter "\\""');
     await expect(runInline((env) => void env.fromFile('x.csv', { csv: { delimiter: '' } }))).rejects.toThrow('fromFile: invalid CSV delimiter ""');

@@ -42,17 +42,17 @@ function hidden(dir: string): string[] {
 interface Run { result: JobResult; out: string; chk: string; logs: string[] }
 
 /** Runs the fixture; args after the output dir: count, rate, fail mode, input file, spin µs. */
-async function run(options: RunOptions & { out?: string; chk?: string; fail?: string; input?: string; spinMicros?: number; chunkSize?: number; count?: number; rate?: number } = {}): Promise<Run> {
+async function run(options: RunOptions & { out?: string; chk?: string; fail?: string; input?: string; spinMicros?: number; chunkSize?: number; splitSize?: number; count?: number; rate?: number } = {}): Promise<Run> {
   const out = options.out ?? fresh('out');
   const chk = options.chk ?? fresh('chk');
   const logs: string[] = [];
-  const { fail = 'never', input, spinMicros = 0, chunkSize, count = N, rate = RATE, out: _o, chk: _c, ...rest } = options;
+  const { fail = 'never', input, spinMicros = 0, chunkSize, splitSize, count = N, rate = RATE, out: _o, chk: _c, ...rest } = options;
   const result = await runJob(JOB, {
     workers: 1,
     parallelism: 1,
     stdout: () => {},
     log: (l) => logs.push(l),
-    args: [out, String(count), input === undefined ? String(rate) : '0', fail, input ?? '-', String(spinMicros), ...(chunkSize !== undefined ? [String(chunkSize)] : [])],
+    args: [out, String(count), input === undefined ? String(rate) : '0', fail, input ?? '-', String(spinMicros), chunkSize !== undefined ? String(chunkSize) : '', ...(splitSize !== undefined ? [String(splitSize)] : [])],
     ...rest,
     checkpoint: { interval: 20, dir: chk, ...rest.checkpoint },
   });
@@ -133,10 +133,12 @@ describe('sources resume exactly at their recorded positions', () => {
       // Small reads (128 bytes, a few lines each, asynchronous) and a 100 µs map per record:
       // the input takes a few hundred ms and the thread turns between records, so checkpoints
       // complete mid-file. The task fails at the first record after a completed checkpoint, and
-      // the restart resumes the file from the offset that checkpoint recorded.
+      // the restart resumes the file from the offset that checkpoint recorded. One split for the
+      // file (splitSize Infinity) keeps each key's records in order, so n = floor(i/4) + 1; byte
+      // ranges read in parallel are covered by test/integration/file-splits-recovery.test.ts.
       const n = 3000;
       writeFileSync(input, Array.from({ length: n }, (_, i) => JSON.stringify({ i, key: `k${i % 4}` })).join('\n') + '\n');
-      const r = await run({ workers, parallelism: workers, count: n, input, spinMicros: 100, chunkSize: 128, fail: 'once@1', restartStrategy: { type: 'fixed-delay', attempts: 1, delay: 0 } });
+      const r = await run({ workers, parallelism: workers, count: n, input, spinMicros: 100, chunkSize: 128, splitSize: Infinity, fail: 'once@1', restartStrategy: { type: 'fixed-delay', attempts: 1, delay: 0 } });
       expect(r.result.status, r.result.error?.message).toBe('FINISHED');
       expect(r.result.attempts).toBe(2);
       expect(r.logs.some((l) => /from checkpoint \d+/.test(l))).toBe(true);

@@ -4,7 +4,7 @@ import { CheckpointHistory, parseEntry } from '../../src/checkpoint/history.ts';
 import { DEFAULT_CHECKPOINT_CONFIG } from '../../src/checkpoint/config.ts';
 import type { CheckpointStatsView } from '../../src/cluster/job-control.ts';
 import type { SubtaskMetricsView } from '../../src/cluster/metric-store.ts';
-import { checkpointingStatistics, statsSummary, subtaskDetails } from '../../src/observe/flink-checkpoints.ts';
+import { checkpointConfigJson, checkpointingStatistics, statsSummary, subtaskDetails } from '../../src/observe/flink-checkpoints.ts';
 import { aggregatedJson, backpressureJson, backpressureLevel, parseRanges } from '../../src/observe/flink-metrics.ts';
 import { escapeLabel, metricName, prometheusText } from '../../src/observe/prometheus.ts';
 
@@ -56,6 +56,20 @@ describe('checkpoint views in Flink shape', () => {
     expect(d.subtasks.map((s: any) => [s.index, s.start_delay, s.alignment.duration, s.checkpoint.sync, s.checkpoint.async, s.end_to_end_duration])).toEqual([[0, 6, 5, 3, 4, 18], [1, 10, 9, 7, 8, 34]]);
     expect(d.summary.start_delay).toMatchObject({ min: 6, max: 10, avg: 8 });
     expect(subtaskDetails(view([entry(3)]), VERTICES[1]!, 4)).toBeUndefined();
+  });
+
+  it('unaligned checkpoints: persisted in-flight data per checkpoint and subtask, the unaligned flag, the config', () => {
+    const e = entry(4, { subtasks: {
+      '0:0': { syncMs: 1, asyncMs: 2, alignmentMs: 0, startDelayMs: 0, stateSize: 10, unaligned: true, persistedInFlightBytes: 100 },
+      '1:0': { syncMs: 3, asyncMs: 4, alignmentMs: 5, startDelayMs: 6, stateSize: 20, unaligned: true, persistedInFlightBytes: 2000 },
+      '1:1': { syncMs: 7, asyncMs: 8, alignmentMs: 9, startDelayMs: 10, stateSize: 30 },
+    } });
+    const s = checkpointingStatistics(view([e]), VERTICES, 10) as any;
+    expect(s.history[0].persisted_data).toBe(2100);
+    expect(s.summary.persisted_data.max).toBe(2100);
+    const d = subtaskDetails(view([e]), VERTICES[1]!, 4) as any;
+    expect(d.subtasks.map((x: any) => [x.unaligned_checkpoint, x.alignment.persisted])).toEqual([[true, 2000], [false, 0]]);
+    expect(checkpointConfigJson({ ...view([]), config: { ...DEFAULT_CHECKPOINT_CONFIG, unaligned: true, alignedCheckpointTimeoutMs: 3000 } })).toMatchObject({ unaligned_checkpoints: true, aligned_checkpoint_timeout: 3000 });
   });
 
   it('history lines read back: damaged or foreign lines are skipped and counted, ids are not doubled', () => {

@@ -278,6 +278,30 @@ export function backendContract(factory: KeyedStateBackendFactory): void {
       expect(r.getValueState(d.value).value()).toEqual({ n: 0, tags: ['t0'] }); // no TTL
     });
 
+    it('TTL over an ever-growing key space: a snapshot holds about what the TTL keeps alive, not every key ever written', async () => {
+      // A new key every ms, each written once and never read again, TTL 1 s: about 1,000 are alive at any time.
+      const clock = new ManualClock(0);
+      const b = make(FULL, clock);
+      const written = 30_000;
+      for (let i = 0; i < written; i++) {
+        clock.advance(1);
+        b.setCurrentKey(`session-${i}`);
+        b.getValueState(d.ttlValue).update(`v${i}`);
+        b.getListState(d.ttlList).add(`l${i}`);
+        b.getMapState(d.ttlMap).put('m', i);
+      }
+      const s = new MemoryStreams();
+      const h = await writeSnapshot(b.snapshot(), s);
+      expect(h.entries).toBeGreaterThanOrEqual(3 * TTL.ttlMs); // the live ones stay
+      expect(h.entries).toBeLessThan((3 * written) / 4); // every key ever written: 90,000 entries
+      // And they are the live ones: the newest key is there, the oldest is not.
+      const { b: r } = await restored([{ streams: s, handle: h }], FULL, clock);
+      r.setCurrentKey(`session-${written - 1}`);
+      expect(r.getValueState(d.ttlValue).value()).toBe(`v${written - 1}`);
+      r.setCurrentKey('session-0');
+      expect(r.getValueState(d.ttlValue).value()).toBeUndefined();
+    });
+
     it('records during the asynchronous phase leave the snapshot as it was at the synchronous phase', async () => {
       const b = make();
       fill(b);

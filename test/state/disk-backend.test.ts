@@ -182,6 +182,30 @@ describe('disk backend', () => {
     }
   });
 
+  it('TTL: expired entries leave the store by the incremental cleanup, without reads or snapshots', () => {
+    const clock = new ManualClock(0);
+    const b = make(diskBackendFactory({ dir: base, cacheEntries: 40 }), FULL, clock) as DiskKeyedStateBackend;
+    const tv = b.getValueState(new ValueStateDescriptor<number>('tv', { ttl: TTL }));
+    const other = b.getValueState(new ValueStateDescriptor<number>('other'));
+    for (let i = 0; i < 3000; i++) {
+      b.setCurrentKey(i);
+      tv.update(i);
+    }
+    expect([...b.keys('tv')].length).toBe(3000);
+    clock.advanceTo(1000); // every tv entry expired
+    b.setCurrentKey(5);
+    tv.update(5); // one live again
+    // Unrelated writes: each flush of the cache (every 10 dirty entries) looks at 20 stored entries.
+    for (let i = 0; i < 2000; i++) {
+      b.setCurrentKey(`o${i}`);
+      other.update(i);
+    }
+    expect([...b.keys('tv')].map((x) => x.key)).toEqual([5]);
+    expect([...b.keys('other')].length).toBe(2000);
+    b.setCurrentKey(5);
+    expect(tv.value()).toBe(5);
+  });
+
   it('makes its store in a directory of its own under the configured one, removed on dispose', () => {
     const dir = join(base, 'nested', 'place');
     const b = make(diskBackendFactory({ dir })) as DiskKeyedStateBackend;

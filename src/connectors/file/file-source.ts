@@ -1,15 +1,18 @@
 /**
- * Bounded file source: JSON lines or CSV, from one file or every file of a directory. Each
- * file is a split whose position is the byte offset of the next unread line, so a restore
- * resumes at the exact record. Reads are asynchronous in large chunks (never per record);
- * the reader answers 'wait' while a chunk is in flight and wakes its task when it lands.
- * Each file is its own split output, so with fromFile's `watermarks` each file keeps its own
- * watermark and files read one after the other do not make each other's records late.
+ * Bounded file source: JSON lines or CSV, from one file or every file of a directory. A file
+ * larger than the split size is cut into byte ranges (file-ranges.ts) that parallel readers
+ * read at once; each range, or each smaller file, is a split whose position is the byte offset
+ * of the next unread line, so a restore resumes at the exact record, at any parallelism.
+ * Reads are asynchronous in large chunks (never per record); the reader answers 'wait' while a
+ * chunk is in flight and wakes its task when it lands. Each split is its own split output, so
+ * with fromFile's `watermarks` each range keeps its own watermark and ranges read one after the
+ * other do not make each other's records late.
  */
 import { open, readdir, stat, type FileHandle } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { MalformedRecord, PollStatus, ReaderOutput, Source, SourceOutput, SourceReader, SourceReaderContext, SourceSplit } from '../../core/source.ts';
 import { castField, parseCsvLine } from './csv.ts';
+import { byteRanges, DEFAULT_SPLIT_BYTES, MIN_SPLIT_BYTES, RangeLines, targetSplitBytes, type FoundLine } from './file-ranges.ts';
 
 export type FileFormat = 'jsonl' | 'csv';
 
@@ -28,13 +31,22 @@ export interface FileSourceOptions {
   readonly csv?: CsvOptions;
   /** Bytes per read (default 1 MiB). */
   readonly chunkSize?: number;
+  /**
+   * Largest byte range of a file one split reads (default 32 MiB; less when the input divided by
+   * the parallelism is smaller, never below 4 KiB). Infinity: one split per file.
+   */
+  readonly splitSize?: number;
 }
 
 export interface FileSplit extends SourceSplit {
   readonly path: string;
-  /** Byte offset of the next line to read. */
+  /** First byte of the range this split reads (absent: 0, the whole file). */
+  readonly start?: number;
+  /** End of the range, exclusive: the split reads the lines starting before it (absent: to the end of the file). */
+  readonly end?: number;
+  /** Byte offset of the next line to read (the range's start before its first line is found). */
   offset: number;
-  /** 1-based number of that line, for error messages. */
+  /** 1-based number of that line: in the file when the range starts at 0, else within the range. */
   line: number;
 }
 
@@ -43,6 +55,7 @@ export class FileSource<T> implements Source<T, FileSplit> {
   readonly bounded = true;
   readonly format: FileFormat;
   readonly chunkSize: number;
+  readonly splitSize: number;
   readonly csv: Required<Omit<CsvOptions, 'columns'>> & { columns: readonly string[] | undefined };
 
   constructor(readonly path: string, options: FileSourceOptions = {}) {
@@ -52,6 +65,10 @@ export class FileSource<T> implements Source<T, FileSplit> {
     this.format = format;
     this.chunkSize = options.chunkSize ?? 1 << 20;
     if (!(Number.isInteger(this.chunkSize) && this.chunkSize >= 64)) throw new RangeError(`fromFile: chunkSize must be an integer >= 64, got ${this.chunkSize}`);
+    this.splitSize = options.splitSize ?? DEFAULT_SPLIT_BYTES;
+    if (!((Number.isInteger(this.splitSize) && this.splitSize >= MIN_SPLIT_BYTES) || this.splitSize === Number.POSITIVE_INFINITY)) {
+      throw new RangeError(`fromFile: splitSize must be an integer number of bytes >= ${MIN_SPLIT_BYTES} (or Infinity for one split per file), got ${this.splitSize}`);
+    }
     const c = options.csv ?? {};
     this.csv = { header: c.header ?? c.columns === undefined, columns: c.columns, delimiter: c.delimiter ?? ',', cast: c.cast ?? true };
     if (this.csv.delimiter.length === 0 || this.csv.delimiter.includes('"') || this.csv.delimiter.includes('\n')) {
@@ -60,7 +77,21 @@ export class FileSource<T> implements Source<T, FileSplit> {
     this.name = `file:${path}`;
   }
 
-  async planSplits(): Promise<FileSplit[]> {
+  /** Every file, cut into ranges so that `parallelism` readers share the bytes. */
+  async planSplits(parallelism = 1): Promise<FileSplit[]> {
+    const files = await this.listFiles();
+    const sizes = await Promise.all(files.map(async (p) => (await stat(p)).size));
+    const target = targetSplitBytes(sizes.reduce((a, b) => a + b, 0), parallelism, this.splitSize);
+    const out: FileSplit[] = [];
+    files.forEach((path, i) => {
+      const ranges = byteRanges(sizes[i]!, target);
+      if (ranges.length === 1) out.push({ id: path, path, offset: 0, line: 1 });
+      else for (const r of ranges) out.push(rangeSplit(path, r.start, r.end));
+    });
+    return out;
+  }
+
+  private async listFiles(): Promise<string[]> {
     const abs = resolve(this.path);
     let st;
     try {
@@ -79,7 +110,7 @@ export class FileSource<T> implements Source<T, FileSplit> {
     } else {
       throw new Error(`fromFile: ${this.path} is neither a file nor a directory`);
     }
-    return files.map((p) => ({ id: p, path: p, offset: 0, line: 1 }));
+    return files;
   }
 
   createReader(ctx: SourceReaderContext): SourceReader<T, FileSplit> {
@@ -87,22 +118,25 @@ export class FileSource<T> implements Source<T, FileSplit> {
   }
 }
 
-interface PendingLine {
-  text: string;
-  /** Offset just after this line: the split position once the record is emitted. */
-  endOffset: number;
-  lineNo: number;
+/** A split reading [start, end) of the file at `path`; its id names the range. */
+export function rangeSplit(path: string, start: number, end: number | undefined): FileSplit {
+  const split: FileSplit = { id: `${path}#${start}-${end ?? ''}`, path, start, offset: start, line: 1 };
+  return end === undefined ? split : { ...split, end };
 }
+
+/** A line of the split not emitted yet; `endOffset` is the split's position once it is. */
+type PendingLine = FoundLine;
 
 /** Most files a reader keeps open at once while alignment pauses the ones ahead. */
 const MAX_OPEN_FILES = 32;
 
-/** One file being read: its handle, bytes read ahead, and whole lines not yet emitted. */
+/** One split (a file, or a byte range of one) being read: its handle, bytes read ahead, and whole lines not yet emitted. */
 class Cursor {
   fh: FileHandle | undefined;
-  /** File offset of the first byte not yet read into `carry`/`lines`. */
-  readOffset: number;
-  carry: Buffer = Buffer.alloc(0);
+  /** File offset of the first byte not yet read into `range`/`lines`. */
+  readOffset = 0;
+  /** The split's boundary rule; set once the header (CSV) is read and the position is known. */
+  range: RangeLines | undefined;
   lines: PendingLine[] = [];
   lineIdx = 0;
   eof = false;
@@ -111,7 +145,6 @@ class Cursor {
   headerPending: boolean;
   out: SourceOutput<unknown> | undefined;
   constructor(readonly split: FileSplit, src: FileSource<unknown>) {
-    this.readOffset = split.offset;
     this.columns = src.csv.columns;
     this.headerPending = src.format === 'csv' && src.csv.header;
   }
@@ -121,9 +154,10 @@ class Cursor {
 }
 
 /**
- * Reads its files one after the other; with alignment (maxDrift) a file that runs ahead in
- * event time is paused and the next one opened, so several files are read interleaved. Every
- * file the reader holds keeps its own watermark, so reading order never makes a record late.
+ * Reads its splits (files, or byte ranges of them) one after the other, in file order; with
+ * alignment (maxDrift) a split that runs ahead in event time is paused and the next one opened,
+ * so several are read interleaved. Every split the reader holds keeps its own watermark, so
+ * reading order never makes a record late.
  */
 class FileReader<T> implements SourceReader<T, FileSplit> {
   /** Assigned splits not opened yet, in order. */
@@ -135,8 +169,15 @@ class FileReader<T> implements SourceReader<T, FileSplit> {
 
   constructor(private readonly src: FileSource<T>, private readonly ctx: SourceReaderContext) {}
 
+  /**
+   * Splits are read in file order (path, then range start), whatever order they came in: a
+   * restore deals the ranges out again in another order, and a reader reading a later range
+   * of a time-ordered file before an earlier one would make the earlier one's records late
+   * under a watermark strategy applied after the source (assignTimestampsAndWatermarks).
+   */
   addSplits(splits: FileSplit[]): void {
     for (const s of splits) this.queue.push({ ...s });
+    this.queue.sort(fileOrder);
   }
 
   pauseOrResumeSplits(pause: readonly string[], resume: readonly string[]): void {
@@ -199,7 +240,7 @@ class FileReader<T> implements SourceReader<T, FileSplit> {
     } catch (e) {
       const record: MalformedRecord = {
         source: this.src.name,
-        location: `${c.split.path}:${l.lineNo}`,
+        location: lineLocation(c.split, l),
         raw: text,
         error: e instanceof Error ? e.message : String(e),
       };
@@ -228,8 +269,15 @@ class FileReader<T> implements SourceReader<T, FileSplit> {
       .then(async (fh) => {
         c.fh = fh;
         if (c.headerPending) await this.readHeader(c, fh);
+        const split = c.split;
+        c.range = new RangeLines(split.start ?? 0, split.end, split.offset);
+        c.readOffset = c.range.readFrom;
         c.reading = false;
-        this.readMore(c);
+        if (c.range.done) {
+          // Restored at its end: nothing to read, finish on the next poll.
+          c.eof = true;
+          this.ctx.wake();
+        } else this.readMore(c);
       })
       .catch((e) => this.failRead(c, e, `cannot open ${split.path}`));
   }
@@ -256,7 +304,6 @@ class FileReader<T> implements SourceReader<T, FileSplit> {
     if (split.offset === 0) {
       split.offset = headerBytes;
       split.line = 2;
-      c.readOffset = headerBytes;
     }
     c.headerPending = false;
   }
@@ -265,8 +312,11 @@ class FileReader<T> implements SourceReader<T, FileSplit> {
     if (c.reading || c.eof || c.fh === undefined) return;
     c.reading = true;
     const fh = c.fh;
-    const buf = Buffer.allocUnsafe(this.src.chunkSize);
     const at = c.readOffset;
+    // Up to a little past the range's end (the line crossing it), then whole chunks again.
+    const end = c.split.end;
+    const size = end !== undefined && at < end ? Math.min(this.src.chunkSize, end - at + 4096) : this.src.chunkSize;
+    const buf = Buffer.allocUnsafe(size);
     fh.read(buf, 0, buf.length, at)
       .then(({ bytesRead }) => {
         c.reading = false;
@@ -279,32 +329,13 @@ class FileReader<T> implements SourceReader<T, FileSplit> {
       .catch((e) => this.failRead(c, e, `cannot read ${c.split.path}`));
   }
 
-  /** Turns newly read bytes into whole lines; an incomplete last line waits for the next chunk. */
+  /** Turns newly read bytes into the whole lines the split owns; an incomplete last line waits for the next chunk. */
   private splitLines(c: Cursor, chunk: Buffer, atEof: boolean): void {
-    const data = c.carry.length > 0 ? Buffer.concat([c.carry, chunk]) : chunk;
-    const base = c.readOffset - data.length; // file offset of data[0]
+    const range = c.range!;
     let lineNo = c.lines.length > 0 ? c.lines[c.lines.length - 1]!.lineNo + 1 : c.split.line;
-    let start = 0;
-    const fresh: PendingLine[] = [];
-    // A UTF-8 byte order mark opens the file, not the first record (the CSV header reader
-    // strips it too; without this, the first JSON line or headerless CSV row is corrupted).
-    const text = (from: number, to: number): string => {
-      const t = data.toString('utf8', from, to);
-      return base + from === 0 && t.charCodeAt(0) === 0xfeff ? t.slice(1) : t;
-    };
-    for (;;) {
-      const nl = data.indexOf(10, start);
-      if (nl < 0) break;
-      fresh.push({ text: text(start, nl), endOffset: base + nl + 1, lineNo: lineNo++ });
-      start = nl + 1;
-    }
-    if (atEof) {
-      if (start < data.length) fresh.push({ text: text(start, data.length), endOffset: base + data.length, lineNo: lineNo++ });
-      c.carry = Buffer.alloc(0);
-      c.eof = true;
-    } else {
-      c.carry = Buffer.from(data.subarray(start));
-    }
+    const fresh = range.feed(chunk, atEof);
+    for (let i = 0; i < fresh.length; i++) fresh[i]!.lineNo = lineNo++;
+    if (range.done) c.eof = true;
     if (c.lineIdx >= c.lines.length) {
       c.lines = fresh;
       c.lineIdx = 0;
@@ -341,4 +372,13 @@ class FileReader<T> implements SourceReader<T, FileSplit> {
       c.fh = undefined;
     }
   }
+}
+
+function fileOrder(a: FileSplit, b: FileSplit): number {
+  return a.path < b.path ? -1 : a.path > b.path ? 1 : (a.start ?? 0) - (b.start ?? 0);
+}
+
+/** "path:line" when the split's line numbers are the file's (it starts at 0), else "path at byte N". */
+function lineLocation(split: FileSplit, l: PendingLine): string {
+  return (split.start ?? 0) === 0 ? `${split.path}:${l.lineNo}` : `${split.path} at byte ${l.startOffset}`;
 }

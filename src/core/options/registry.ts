@@ -102,6 +102,16 @@ export const OPTIONS = {
     flag: 'checkpoints-retained', key: 'execution.checkpointing.num-retained', deprecatedKeys: ['state.checkpoints.num-retained'], field: 'checkpoint.numRetained',
     type: integer({ min: 1 }), default: 1, label: 'number of retained checkpoints', description: 'completed checkpoints kept', commands: ['run'], section: 'Checkpointing',
   }),
+  unalignedCheckpoints: option({
+    flag: 'unaligned-checkpoints', key: 'execution.checkpointing.unaligned.enabled', deprecatedKeys: ['execution.checkpointing.unaligned'], field: 'checkpoint.unaligned',
+    type: onOffValue(), default: false, label: 'unaligned checkpoints', commands: ['run'], section: 'Checkpointing',
+    description: 'barriers overtake in-flight data, which is stored with the checkpoint as channel state and replayed on restore: checkpoints stay short under backpressure (exactly-once only)',
+  }),
+  alignedCheckpointTimeout: option({
+    flag: 'aligned-checkpoint-timeout', key: 'execution.checkpointing.aligned-checkpoint-timeout', deprecatedKeys: ['execution.checkpointing.alignment-timeout'], field: 'checkpoint.alignedCheckpointTimeout',
+    type: duration(), default: 0, label: 'aligned checkpoint timeout', commands: ['run'], section: 'Checkpointing',
+    description: 'with unaligned checkpoints: a checkpoint starts aligned and switches to unaligned at a subtask once D has passed since it was triggered; 0 is unaligned from the start',
+  }),
   memoryThreshold: option({
     key: 'state.storage.fs.memory-threshold', field: 'checkpoint.memoryThreshold', type: integer({ min: 0, max: 1024 * 1024 }), defaultText: '20480 (Flink\'s 20 KB) for s3:// checkpoint directories, 0 for local ones',
     label: 'state memory threshold', commands: ['run'], section: 'Checkpointing',

@@ -68,6 +68,17 @@ export class OutputChannel {
     if (wasBlocked && this.backlog.length === 0) this.listener?.onChannelAvailable();
   }
 
+  /**
+   * Unaligned checkpoints: sends `el` (a barrier) ahead of everything waiting for credit and
+   * returns what it overtook. Those elements still go out after it, in order; the caller stores
+   * them as output channel state, since the consumer will count them after the checkpoint.
+   */
+  sendFirst(el: ChannelElement): ChannelElement[] {
+    const overtaken = [...this.backlog];
+    this.transmit(el);
+    return overtaken;
+  }
+
   /** True when nothing waits for credit: the producer may take more input. */
   isAvailable(): boolean {
     return this.backlog.length === 0;
@@ -91,6 +102,12 @@ export class InputChannel {
   private readonly queue = new Deque<ChannelElement | Uint8Array>();
   owner: ChannelOwner | undefined;
   ended = false;
+  /**
+   * Sees every element as it arrives, after it is queued (unaligned checkpoints: a barrier is
+   * noticed before the task reaches it, and in-flight data is recorded until it comes). Called
+   * in the producer's turn: it may record and post mail, never process.
+   */
+  arrivals: ((indexInGate: number, el: ChannelElement | Uint8Array) => void) | undefined;
 
   constructor(
     readonly id: number,
@@ -106,6 +123,12 @@ export class InputChannel {
     const wasEmpty = this.queue.length === 0;
     this.queue.push(el);
     if (wasEmpty) this.owner?.notifyNonEmpty(this.indexInGate);
+    if (this.arrivals !== undefined) this.arrivals(this.indexInGate, el);
+  }
+
+  /** The queued elements, oldest first (encoded ones still as bytes); the queue is unchanged. */
+  queued(): (ChannelElement | Uint8Array)[] {
+    return [...this.queue];
   }
 
   poll(): ChannelElement | undefined {

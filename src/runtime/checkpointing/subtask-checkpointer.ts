@@ -16,7 +16,7 @@ import type { OperatorStateHandle, TaskAck } from '../../core/checkpoint-format.
 import type { TaskId } from '../../core/task-id.ts';
 import type { CheckpointingMode } from '../../checkpoint/config.ts';
 import { encodeValue } from '../../core/codec.ts';
-import { MAX_WATERMARK, MIN_WATERMARK, type BarrierEvent, type StreamEvent } from '../events.ts';
+import { isEvent, MAX_WATERMARK, MIN_WATERMARK, type BarrierEvent, type ChannelElement, type StreamEvent } from '../events.ts';
 import type { InputGate } from '../input-gate.ts';
 import { KeyedOperator } from '../operators/keyed.ts';
 import type { StreamOperator } from '../operators/operator.ts';
@@ -24,7 +24,10 @@ import type { Scheduler } from '../scheduler.ts';
 import type { BarrierHandler, StreamTask } from '../task.ts';
 import type { IncrementalSettings, KeyedStateHandle, KeyedStateSnapshot } from '../../state/backend.ts';
 import type { CheckpointStreamFactory } from '../../core/state-streams.ts';
-import { sharedDirOfCheckpoint, sharedStateFileName, stateFileName } from '../../checkpoint/names.ts';
+import { channelStateFileName, sharedDirOfCheckpoint, sharedStateFileName, stateFileName } from '../../checkpoint/names.ts';
+import { ALIGNED_ONLY, barrierHandling, watchesArrivals, type UnalignedSettings } from './barrier-decision.ts';
+import { ChannelStateCapture, writeChannelState } from './channel-state.ts';
+import { layoutOf } from './channel-state-restore.ts';
 import { runAsyncPhase } from './async-phase.ts';
 import { timerBlocks } from './timer-blocks.ts';
 
@@ -69,6 +72,11 @@ export class SubtaskCheckpointer implements BarrierHandler {
    * (never of a savepoint) is a chain in the job's shared directory; undefined: off.
    */
   incremental: IncrementalSettings | undefined;
+  private unaligned: UnalignedSettings = ALIGNED_ONLY;
+  /** The unaligned checkpoint whose input channel state is being recorded (one at a time). */
+  private capture: ChannelStateCapture | undefined;
+  /** The aligned-checkpoint timeout of the checkpoint in progress: when it fires, switch to unaligned. */
+  private switchTimer: { readonly checkpointId: number; readonly handle: { cancel(): void } } | undefined;
 
   constructor(
     private readonly task: StreamTask,
@@ -83,6 +91,120 @@ export class SubtaskCheckpointer implements BarrierHandler {
       this.gateOffsets.push(off);
       off += g.numChannels();
     }
+  }
+
+  /**
+   * Unaligned checkpoints (execution.checkpointing.unaligned.enabled): every input channel then
+   * reports arrivals, so a barrier is seen when it arrives, not when the task reaches it.
+   */
+  configureUnaligned(settings: UnalignedSettings): void {
+    this.unaligned = settings;
+    if (!watchesArrivals(settings, this.mode)) return;
+    this.task.gates.forEach((gate, g) => {
+      for (const ch of gate.channels) ch.arrivals = (c, el) => this.onArrival(g, c, el);
+    });
+  }
+
+  /** Runs in the producer's turn: records in-flight data, and posts arriving barriers to the mailbox. */
+  private onArrival(gate: number, channel: number, el: ChannelElement | Uint8Array): void {
+    const ev = el instanceof Uint8Array || !isEvent(el) ? undefined : el;
+    const cap = this.capture;
+    if (cap !== undefined && cap.isRecording(gate, channel)) {
+      if (ev !== undefined && ((ev.kind === 'barrier' && ev.checkpointId >= cap.checkpointId) || ev.kind === 'end')) cap.stopRecording(gate, channel);
+      else cap.addInput(gate, channel, el);
+    }
+    if (ev?.kind === 'barrier') this.task.mail(() => this.onBarrierArrived(ev));
+  }
+
+  /** A barrier arrived in some input channel (possibly behind queued data). */
+  private onBarrierArrived(b: BarrierEvent): void {
+    if (this.task.state !== 'running') return;
+    const id = b.checkpointId;
+    if (this.aborted.has(id) || id <= this.lastSeen) return;
+    const h = barrierHandling(this.unaligned, this.mode, b, this.now());
+    if (h.kind === 'unaligned') this.startUnaligned(b, undefined);
+    else if (h.kind === 'aligned-until') this.scheduleSwitch(b, h.switchAtMs);
+  }
+
+  private scheduleSwitch(b: BarrierEvent, atMs: number): void {
+    if (this.switchTimer?.checkpointId === b.checkpointId) return;
+    this.cancelSwitch();
+    const handle = this.task.scheduleMail(atMs, () => {
+      this.switchTimer = undefined;
+      const id = b.checkpointId;
+      if (this.task.state !== 'running' || this.aborted.has(id) || id <= this.lastSeen) return;
+      this.startUnaligned(b, undefined);
+    });
+    this.switchTimer = { checkpointId: b.checkpointId, handle };
+  }
+
+  private cancelSwitch(): void {
+    this.switchTimer?.handle.cancel();
+    this.switchTimer = undefined;
+  }
+
+  /**
+   * The barrier overtakes: channels that already delivered it (aligned so far, `arrivedNow` just
+   * now) hold only later data; on every other channel, what is queued before its barrier, and
+   * what arrives until the barrier does, is recorded as channel state. The snapshot is taken now.
+   */
+  private startUnaligned(b: BarrierEvent, arrivedNow: number | undefined): void {
+    const id = b.checkpointId;
+    this.abortCapture(R.CHECKPOINT_DECLINED_SUBSUMED, `barrier ${id} arrived while recording channel state of an older checkpoint`);
+    let a = this.alignment;
+    if (a !== undefined && a.barrier.checkpointId !== id) {
+      this.abortAlignment(R.CHECKPOINT_DECLINED_SUBSUMED, `barrier ${id} arrived while aligning checkpoint ${a.barrier.checkpointId}`);
+      a = undefined;
+    }
+    this.alignment = undefined;
+    this.cancelSwitch();
+    const arrived = new Set(a?.arrived ?? []);
+    if (arrivedNow !== undefined) arrived.add(arrivedNow);
+    const cap = new ChannelStateCapture(id);
+    const gates = this.task.gates;
+    // Restored in-flight data not handed out yet comes before every barrier.
+    gates.forEach((gate, g) => {
+      for (const r of gate.pendingReplay()) cap.addInput(g, r.channel, r.el);
+    });
+    for (let g = 0; g < gates.length; g++) {
+      const gate = gates[g]!;
+      for (let c = 0; c < gate.numChannels(); c++) {
+        const ch = gate.channels[c]!;
+        if (ch.ended || arrived.has(this.gateOffsets[g]! + c)) continue;
+        let reached = false;
+        for (const el of ch.queued()) {
+          const ev = el instanceof Uint8Array || !isEvent(el) ? undefined : el;
+          if (ev !== undefined && ((ev.kind === 'barrier' && ev.checkpointId >= id) || ev.kind === 'end')) {
+            reached = true;
+            break;
+          }
+          cap.addInput(g, c, el);
+        }
+        if (!reached) cap.startRecording(g, c);
+      }
+    }
+    for (const gate of gates) gate.unblockAll();
+    this.capture = cap;
+    const now = this.now();
+    const alignmentMs = a === undefined ? 0 : now - a.firstArrivalAt;
+    const startDelayMs = Math.max(0, (a?.firstArrivalAt ?? now) - b.timestamp);
+    this.perform({ checkpointId: id, timestamp: b.timestamp, type: b.type, location: b.location }, alignmentMs, startDelayMs, true, cap);
+    cap.seal();
+    void cap.done.then(() => {
+      if (this.capture === cap) this.capture = undefined;
+    });
+  }
+
+  /** Stops recording channel state of the checkpoint in progress (declined with `reason`, unless already aborted). */
+  private abortCapture(reason: CheckpointFailureReason | undefined, message: string): void {
+    const cap = this.capture;
+    if (cap === undefined) return;
+    this.capture = undefined;
+    cap.cancel();
+    if (reason === undefined || this.aborted.has(cap.checkpointId)) return;
+    this.rememberAborted(cap.checkpointId);
+    this.reporter.decline(cap.checkpointId, reason, message);
+    this.forwardCancel(cap.checkpointId);
   }
 
   // ---- in-band events
@@ -100,11 +222,18 @@ export class SubtaskCheckpointer implements BarrierHandler {
       // A newer barrier overtook an alignment in progress: the older checkpoint cannot complete here.
       this.abortAlignment(R.CHECKPOINT_DECLINED_SUBSUMED, `barrier ${id} arrived while aligning checkpoint ${cur.barrier.checkpointId}`);
     }
+    this.abortCapture(R.CHECKPOINT_DECLINED_SUBSUMED, `barrier ${id} arrived while recording channel state of an older checkpoint`);
+    const h = barrierHandling(this.unaligned, this.mode, b, this.now());
+    if (h.kind === 'unaligned') {
+      this.startUnaligned(b, this.gateOffsets[gate.index]! + channel);
+      return;
+    }
     if (this.alignment === undefined) this.alignment = { barrier: b, arrived: new Set(), firstArrivalAt: this.now() };
     const a = this.alignment!;
     a.arrived.add(this.gateOffsets[gate.index]! + channel);
     // Savepoints are always aligned, whatever the checkpointing mode (as in Flink).
-    if (this.mode === 'exactly-once' || b.type === 'savepoint') gate.block(channel);
+    if (h.kind !== 'none') gate.block(channel);
+    if (h.kind === 'aligned-until') this.scheduleSwitch(b, h.switchAtMs);
     this.maybeAligned();
   }
 
@@ -124,6 +253,7 @@ export class SubtaskCheckpointer implements BarrierHandler {
       }
     }
     this.alignment = undefined;
+    this.cancelSwitch();
     for (const gate of gates) gate.unblockAll();
     const alignmentMs = this.now() - a.firstArrivalAt;
     const startDelayMs = Math.max(0, a.firstArrivalAt - a.barrier.timestamp);
@@ -138,6 +268,12 @@ export class SubtaskCheckpointer implements BarrierHandler {
   private onCancelMarker(id: number): void {
     if (this.alignment?.barrier.checkpointId === id) {
       this.releaseAlignment();
+    }
+    if (this.capture?.checkpointId === id) {
+      // Upstream gave the checkpoint up before its barrier came: the channel state cannot complete.
+      this.abortCapture(undefined, '');
+      this.rememberAborted(id);
+      this.forwardCancel(id);
     }
     if (!this.aborted.has(id) && id > this.lastSeen) {
       this.rememberAborted(id);
@@ -156,6 +292,7 @@ export class SubtaskCheckpointer implements BarrierHandler {
 
   private releaseAlignment(): void {
     this.alignment = undefined;
+    this.cancelSwitch();
     for (const gate of this.task.gates) gate.unblockAll();
   }
 
@@ -174,8 +311,18 @@ export class SubtaskCheckpointer implements BarrierHandler {
   /** Sources and tasks that finished processing start a checkpoint here (no barrier arrives). */
   triggerDirect(req: TriggerRequest): void {
     if (this.aborted.has(req.checkpointId) || req.checkpointId <= this.lastSeen) return;
-    const forward = this.task.state === 'running';
-    this.perform(req, 0, Math.max(0, this.now() - req.timestamp), forward);
+    const state = this.task.state;
+    // A source (or a task whose input ended) has no input channel state, but its barrier still
+    // overtakes the output waiting for credit when the checkpoint is unaligned. Unaligned, a task
+    // that has ended its output sends the barrier too, after its end of data: downstream then
+    // checkpoints at once (what is queued before the end is its channel state) instead of only
+    // after processing everything up to the end.
+    const unaligned = (state === 'running' || state === 'finishing' || state === 'waiting-final')
+      && barrierHandling(this.unaligned, this.mode, req, this.now()).kind === 'unaligned';
+    const forward = state === 'running' || unaligned;
+    const cap = unaligned ? new ChannelStateCapture(req.checkpointId) : undefined;
+    this.perform(req, 0, Math.max(0, this.now() - req.timestamp), forward, cap);
+    cap?.seal();
     if (req.suspendSourceAfter) this.task.suspendSource();
   }
 
@@ -187,6 +334,10 @@ export class SubtaskCheckpointer implements BarrierHandler {
   }
 
   notifyAborted(id: number): void {
+    if (this.capture?.checkpointId === id) {
+      this.abortCapture(undefined, '');
+      if (!this.aborted.has(id)) this.forwardCancel(id);
+    }
     if (this.alignment?.barrier.checkpointId === id) {
       this.releaseAlignment();
       this.forwardCancel(id);
@@ -206,13 +357,16 @@ export class SubtaskCheckpointer implements BarrierHandler {
   /** Cancels everything in flight (task cancelled or failed). */
   dispose(): void {
     this.alignment = undefined;
+    this.cancelSwitch();
+    this.capture?.cancel();
+    this.capture = undefined;
     for (const snapshots of this.inFlight.values()) for (const s of snapshots) s.abort();
     this.inFlight.clear();
   }
 
   // ---- the checkpoint itself
 
-  private perform(req: TriggerRequest, alignmentMs: number, startDelayMs: number, forwardBarrier: boolean): void {
+  private perform(req: TriggerRequest, alignmentMs: number, startDelayMs: number, forwardBarrier: boolean, channel?: ChannelStateCapture): void {
     const id = req.checkpointId;
     this.lastSeen = Math.max(this.lastSeen, id);
     const task = this.task;
@@ -221,13 +375,23 @@ export class SubtaskCheckpointer implements BarrierHandler {
     for (const op of task.operators) op.output.flush();
     if (forwardBarrier) {
       const barrier: BarrierEvent = { kind: 'barrier', checkpointId: id, timestamp: req.timestamp, type: req.type, location: req.location };
-      for (const w of task.writers) w.broadcastEvent(barrier);
+      if (channel === undefined) {
+        for (const w of task.writers) w.broadcastEvent(barrier);
+      } else {
+        // Unaligned: the barrier goes first; what it overtook is output channel state.
+        for (const [edge, w] of task.d.writers) {
+          w.broadcastFirst(barrier).forEach((overtaken, c) => {
+            for (const el of overtaken) channel.addOutput(edge, c, el);
+          });
+        }
+      }
     }
     // Synchronous phase: small state captured, keyed state frozen; nothing is written yet.
     const parts: OperatorSnapshot[] = [];
     for (const op of task.operators) {
       const part = this.snapshotSync(op, id, req.type === 'checkpoint' ? this.incremental : undefined);
-      if (part.inline !== undefined || part.keyed !== undefined || part.watermark !== undefined) parts.push(part);
+      // The head operator carries the subtask's channel state, if there is any.
+      if (part.inline !== undefined || part.keyed !== undefined || part.watermark !== undefined || (channel !== undefined && op === task.head)) parts.push(part);
     }
     const syncMs = performance.now() - t0;
     // Operators whose snapshot names external work (a prepared transaction) that must be durable first.
@@ -236,7 +400,7 @@ export class SubtaskCheckpointer implements BarrierHandler {
       const p = op.durableBeforeAck(id);
       if (p !== undefined) durable.push(p);
     }
-    this.writeAsync(id, req.location, parts, { syncMs, alignmentMs, startDelayMs }, durable);
+    this.writeAsync(id, req.location, parts, { syncMs, alignmentMs, startDelayMs }, durable, channel);
   }
 
   /**
@@ -246,29 +410,38 @@ export class SubtaskCheckpointer implements BarrierHandler {
   private writeAsync(
     id: number, location: string, parts: readonly OperatorSnapshot[], timings: { syncMs: number; alignmentMs: number; startDelayMs: number },
     durable: readonly Promise<void>[] = [],
+    channel?: ChannelStateCapture,
   ): void {
     const snapshots = parts.flatMap((p) => (p.keyed ? [p.keyed.snapshot] : []));
     this.inFlight.set(id, snapshots);
     const t1 = performance.now();
-    const streams = snapshots.length > 0 ? new InliningStreamFactory(this.streamsAt(location), this.inlineThresholdBytes) : undefined;
+    const streams = snapshots.length > 0 || channel !== undefined ? new InliningStreamFactory(this.streamsAt(location), this.inlineThresholdBytes) : undefined;
     const written = parts.map((p) => (p.keyed ? runAsyncPhase(p.keyed.snapshot, streams!, p.keyed.streamName, this.scheduler, this.sharedTarget(location, p.keyed)) : undefined));
+    const channelName = channelStateFileName(this.task.head.env.taskInfo.operatorId, this.task.d.subtaskIndex);
+    // Channel state is complete when every input channel delivered its barrier; then it is written.
+    const channelWritten = channel === undefined ? Promise.resolve(undefined) : channel.done.then(async (complete): Promise<WrittenChannelState | undefined> => {
+      if (!complete) throw new Error(`checkpoint ${id} was aborted while its channel state was recorded`);
+      if (channel.isEmpty()) return undefined;
+      const size = await writeChannelState(channel, layoutOf(this.task.gates, this.task.d.writers), streams!, channelName);
+      return { name: channelName, size, persistedBytes: channel.bytes };
+    });
     const failed = (e: unknown): void => {
       this.inFlight.delete(id);
       // The other snapshots of this checkpoint are of no use any more: stop them, remove what they wrote.
       for (const s of snapshots) s.abort();
-      void this.discard(location, parts);
+      void this.discard(location, parts, channel === undefined ? undefined : channelName);
       if (this.aborted.has(id)) return;
       this.reporter.decline(id, R.CHECKPOINT_ASYNC_EXCEPTION, `asynchronous phase failed in ${this.task.name}: ${e instanceof Error ? e.message : String(e)}`);
     };
-    Promise.all([Promise.all(written), Promise.all(durable)]).then(([handles]) => {
+    Promise.all([Promise.all(written), Promise.all(durable), channelWritten]).then(([handles, , channelState]) => {
       this.inFlight.delete(id);
       if (this.aborted.has(id)) {
-        void this.discard(location, parts);
+        void this.discard(location, parts, channel === undefined ? undefined : channelName);
         return;
       }
       let ack: TaskAck;
       try {
-        ack = this.ackOf(parts, handles, streams, { ...timings, asyncMs: performance.now() - t1 });
+        ack = this.ackOf(parts, handles, streams, { ...timings, asyncMs: performance.now() - t1 }, channel === undefined ? undefined : { written: channelState });
       } catch (e) {
         failed(e);
         return;
@@ -310,22 +483,32 @@ export class SubtaskCheckpointer implements BarrierHandler {
     };
   }
 
-  private ackOf(parts: readonly OperatorSnapshot[], handles: readonly (KeyedStateHandle | undefined)[], streams: InliningStreamFactory | undefined, timings: { syncMs: number; asyncMs: number; alignmentMs: number; startDelayMs: number }): TaskAck {
+  private ackOf(
+    parts: readonly OperatorSnapshot[], handles: readonly (KeyedStateHandle | undefined)[], streams: InliningStreamFactory | undefined,
+    timings: { syncMs: number; asyncMs: number; alignmentMs: number; startDelayMs: number },
+    /** Present when the checkpoint was unaligned here; `written` when there was in-flight data. */
+    unaligned?: { readonly written: WrittenChannelState | undefined },
+  ): TaskAck {
     let stateSize = 0;
+    const headId = this.task.head.env.taskInfo.operatorId;
+    const ch = unaligned?.written;
     const operators: OperatorStateHandle[] = parts.map((p, i) => {
       const h = handles[i];
-      const size = p.inlineSize + (h?.stateSize ?? 0);
+      const channelHere = ch !== undefined && p.operatorId === headId ? ch : undefined;
+      const size = p.inlineSize + (h?.stateSize ?? 0) + (channelHere?.size ?? 0);
       stateSize += size;
       return {
         operatorId: p.operatorId,
         ...(p.inline !== undefined ? { inline: p.inline } : {}),
         ...(p.watermark !== undefined ? { watermark: p.watermark } : {}),
         ...(h !== undefined ? stateFileOf(h, streams) : {}),
+        ...(channelHere !== undefined ? { channelState: channelStateOf(channelHere, streams) } : {}),
         stateSize: size,
       };
     });
     const { syncMs, asyncMs, alignmentMs, startDelayMs } = timings;
-    return { task: this.taskId, operators, stats: { syncMs, asyncMs, alignmentMs, startDelayMs, stateSize } };
+    const u = unaligned === undefined ? {} : { unaligned: true, persistedInFlightBytes: ch?.persistedBytes ?? 0 };
+    return { task: this.taskId, operators, stats: { syncMs, asyncMs, alignmentMs, startDelayMs, stateSize, ...u } };
   }
 
   /**
@@ -342,13 +525,14 @@ export class SubtaskCheckpointer implements BarrierHandler {
   }
 
   /** Removes the state files of a checkpoint this subtask will not acknowledge (missing ones are fine); never throws. */
-  private async discard(location: string, parts: readonly OperatorSnapshot[]): Promise<void> {
-    for (const p of parts) {
-      if (p.keyed === undefined) continue;
+  private async discard(location: string, parts: readonly OperatorSnapshot[], channelFile?: string): Promise<void> {
+    const names = parts.flatMap((p) => (p.keyed === undefined ? [] : [{ dir: location, name: p.keyed.streamName }]));
+    // Only the file this checkpoint wrote to the shared directory: the older files of its chain belong to completed checkpoints.
+    for (const p of parts) if (p.keyed?.sharedName !== undefined) names.push({ dir: sharedDirOfCheckpoint(location), name: p.keyed.sharedName });
+    if (channelFile !== undefined) names.push({ dir: location, name: channelFile });
+    for (const { dir, name } of names) {
       try {
-        await this.task.d.storage.discardState(location, p.keyed.streamName);
-        // Only the file this checkpoint wrote: the older files of its chain belong to completed checkpoints.
-        if (p.keyed.sharedName !== undefined) await this.task.d.storage.discardState(sharedDirOfCheckpoint(location), p.keyed.sharedName);
+        await this.task.d.storage.discardState(dir, name);
       } catch {
         // Best effort: what is left has no metadata, and garbage collection removes it.
       }
@@ -364,6 +548,17 @@ interface OperatorSnapshot {
   readonly inlineSize: number;
   /** `sharedName`: an incremental snapshot's new file in the job's shared directory. */
   readonly keyed?: { readonly snapshot: KeyedStateSnapshot; readonly streamName: string; readonly sharedName?: string };
+}
+
+interface WrittenChannelState {
+  readonly name: string;
+  readonly size: number;
+  readonly persistedBytes: number;
+}
+
+function channelStateOf(w: WrittenChannelState, streams: InliningStreamFactory | undefined): NonNullable<OperatorStateHandle['channelState']> {
+  const inline = streams?.take(w.name);
+  return { file: w.name, fileSize: w.size, persistedBytes: w.persistedBytes, ...(inline !== undefined ? { fileInline: Buffer.from(inline).toString('base64') } : {}) };
 }
 
 /** The checkpoint metadata records one state file (or one chain) per keyed operator subtask. */

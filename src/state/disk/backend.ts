@@ -32,7 +32,9 @@ import { StateCache, WriteBack, type ValueForms } from './cache.ts';
 import {
   DiskListHandle, DiskMapHandle, DiskTtlListHandle, DiskTtlMapHandle, DiskTtlValueHandle, DiskValueHandle, ttlExpired,
 } from './handles.ts';
-import { encodeStoreKey, MAX_STATE_ID, normKeyOfStoreKey, storeKeyPrefix } from './keys.ts';
+import {
+  encodeStoreKey, keyGroupOfStoreKey, MAX_STATE_ID, normKeyOfStoreKey, stateIdOfStoreKey, storeKeyPrefix,
+} from './keys.ts';
 import { loadStateFiles } from './restore.ts';
 import { DiskSnapshot, type ExpiredKey, type SnapshotState } from './snapshot.ts';
 import { DiskStore, packStored, unpackStored } from './store.ts';
@@ -52,6 +54,12 @@ export interface StoredState {
 
 /** Entries moved per write transaction when a restored state is migrated or a state dropped. */
 const BATCH_ENTRIES = 10_000;
+/**
+ * Store entries the incremental TTL cleanup looks at per entry the cache wrote back (so it
+ * costs a fixed share of the writes), and at most per flush.
+ */
+const CLEANUP_ENTRIES_PER_WRITE = 2;
+const MAX_CLEANUP_ENTRIES = 1000;
 
 export class DiskKeyedStateBackend implements KeyedStateBackend {
   readonly ctx: KeyContext;
@@ -65,6 +73,8 @@ export class DiskKeyedStateBackend implements KeyedStateBackend {
   private changes: DiskChangeLog | undefined;
   readonly restoresChains = true;
   private nextStateId = 1;
+  /** Where the incremental TTL cleanup goes on (a store key; undefined: from the start). */
+  private cleanupFrom: Buffer | undefined;
 
   constructor(
     readonly keyGroupRange: KeyGroupRange,
@@ -81,6 +91,7 @@ export class DiskKeyedStateBackend implements KeyedStateBackend {
     if (this.storeOrUndefined === undefined) {
       this.storeOrUndefined = new DiskStore(this.options.dir, this.where);
       this.wb = new WriteBack(this.storeOrUndefined, this.options.cacheEntries, this.options.flushEvery);
+      this.wb.afterFlush = (written) => this.cleanupSome(Math.min(MAX_CLEANUP_ENTRIES, written * CLEANUP_ENTRIES_PER_WRITE));
     }
     return this.storeOrUndefined;
   }
@@ -362,6 +373,34 @@ export class DiskKeyedStateBackend implements KeyedStateBackend {
     });
   }
 
+  /**
+   * Incremental TTL cleanup: looks at the next `budget` entries of the store (going round it,
+   * flush after flush) and removes those of TTL states that have fully expired, so expired
+   * state does not wait for a read or a snapshot to leave the disk. Bounded work.
+   */
+  private cleanupSome(budget: number): void {
+    const ttlIds = new Map<number, Registered>();
+    for (const s of this.states.values()) if (s.desc.ttl !== undefined) ttlIds.set(s.cache.stateId, s);
+    if (ttlIds.size === 0) return;
+    const start = this.cleanupFrom ?? storeKeyPrefix(this.keyGroupRange.start);
+    const end = storeKeyPrefix(this.keyGroupRange.end + 1);
+    const expired: ExpiredKey[] = [];
+    let seen = 0;
+    let last: Buffer | undefined;
+    for (const { key, value } of this.store.range(start, end)) {
+      if (seen++ >= budget) break;
+      last = Buffer.from(key);
+      const s = ttlIds.get(stateIdOfStoreKey(key));
+      if (s === undefined) continue;
+      if (storedFullyExpired(unpackStored(value), s.desc.kind, s.desc.ttl!.ttlMs, this.clock.now())) {
+        expired.push({ stateId: s.cache.stateId, keyGroup: keyGroupOfStoreKey(key), key: normKeyOfStoreKey(key) });
+      }
+    }
+    // Past the last key seen next time (a key is never empty: 0x00 after it is the next possible key); round again at the end.
+    this.cleanupFrom = last === undefined || seen <= budget ? undefined : Buffer.concat([last, ZERO]);
+    if (expired.length > 0) this.removeExpired(expired);
+  }
+
   async restore(inputs: readonly StateInputHandle[]): Promise<KeyGroupBlock[]> {
     if (this.states.size > 0) throw new Error(`${this.where}: state is restored before any state is registered`);
     return loadStateFiles(inputs, {
@@ -382,6 +421,8 @@ export class DiskKeyedStateBackend implements KeyedStateBackend {
     this.wb = undefined;
   }
 }
+
+const ZERO = Buffer.from([0]);
 
 /** Whether nothing of a stored TTL value is live any more (stored forms of state-codec.ts). */
 function storedFullyExpired(raw: unknown, kind: string, ttlMs: number, now: number): boolean {

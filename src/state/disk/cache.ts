@@ -112,6 +112,9 @@ export class WriteBack {
   private dirty: Entry[] = [];
   readonly caches = new Set<StateCache>();
 
+  /** Runs after every flush with the number of entries written (the backend's incremental TTL cleanup). */
+  afterFlush: ((written: number) => void) | undefined;
+
   constructor(
     readonly store: DiskStore,
     private readonly maxEntries: number,
@@ -145,6 +148,7 @@ export class WriteBack {
         else w.put(k, packStored(e.cache.forms.toStored(e.value)));
       }
     });
+    this.afterFlush?.(batch.length);
   }
 
   /** Called before an entry is added: evicts about a tenth of the entries once the cache is full. */

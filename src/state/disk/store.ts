@@ -55,7 +55,9 @@ export class DiskStore {
       throw new WeirError('STATE_BACKEND', `${where}: cannot make a directory for the disk state backend under ${baseDir}: ${(e as Error).message}`, { cause: e });
     }
     removeAtExit(this.dir);
-    this.db = open<Buffer, Buffer>({ path: this.dir, keyEncoding: 'binary', encoding: 'binary', noSync: true, useWritemap: true, compression: false, cache: false });
+    // Not useWritemap: ~20% faster random writes, but with MDB_WRITEMAP LMDB can abort in
+    // mdb_freelist_save ("Assertion 'x <= dl[0].mid' failed"); the integration test hit it once.
+    this.db = open<Buffer, Buffer>({ path: this.dir, keyEncoding: 'binary', encoding: 'binary', noSync: true, compression: false, cache: false });
   }
 
   /** The stored bytes of a key, valid until the next store call (decode them at once). */

@@ -24,6 +24,7 @@ import { readStateFiles, type RestoredState } from './restore.ts';
 import { HeapSnapshot } from './snapshot.ts';
 import { StateTable } from './state-table.ts';
 import { TtlListHandle, TtlMapHandle, TtlValueHandle } from './ttl-handles.ts';
+import { TtlSweep } from './ttl-sweep.ts';
 
 export class HeapKeyedStateBackend implements KeyedStateBackend {
   readonly ctx: KeyContext;
@@ -36,6 +37,8 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
   /** Incremental checkpoints: change epochs and the chain deltas build on. */
   private readonly chains = new ChainPlanner();
   readonly restoresChains = true;
+  /** Incremental cleanup of the states with a TTL, a few entries per record (ttl-sweep.ts). */
+  private sweeps: { readonly name: string; readonly sweep: TtlSweep }[] = [];
 
   constructor(
     readonly keyGroupRange: KeyGroupRange,
@@ -50,11 +53,19 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
     const k = normalizeKey(originalKey);
     const kg = keyGroupOf(k, this.maxParallelism);
     this.ctx.set(k, kg, originalKey);
+    if (this.sweeps.length !== 0) this.sweep();
     return kg;
   }
 
   setCurrentKeyInGroup(originalKey: unknown, keyGroup: number): void {
     this.ctx.set(normalizeKey(originalKey), keyGroup, originalKey);
+    if (this.sweeps.length !== 0) this.sweep();
+  }
+
+  /** A record's share of TTL cleanup: a few entries of each TTL state (before the record touches state). */
+  private sweep(): void {
+    const now = this.clock.now();
+    for (const s of this.sweeps) s.sweep.step(now);
   }
 
   setCurrentNormalizedKey(key: NormKey, keyGroup: number, originalKey: unknown): void {
@@ -75,6 +86,7 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
       }
       if (this.chains.isTracking) t.track(this.chains.current);
       this.tables.set(desc.name, t);
+      if (desc.ttl !== undefined) this.sweeps.push({ name: desc.name, sweep: new TtlSweep(t, desc.ttl) });
     } else if (t.descriptor.kind !== desc.kind) {
       throw this.kindMismatch(t, desc);
     }
@@ -134,6 +146,7 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
   dropState(name: string): void {
     this.tables.get(name)?.thawAll();
     const existed = this.tables.delete(name) || this.restored.has(name);
+    this.sweeps = this.sweeps.filter((s) => s.name !== name);
     this.handles.delete(name);
     this.restored.delete(name);
     // The next deltas say "this state is gone" (a state of the same name made later is all new keys).

@@ -130,14 +130,14 @@ describe('RedisStreamsSource', () => {
   }, 60_000);
 
   it('an unreachable server fails the job after bounded retries, naming host and port and never the password', async () => {
-    const started = Date.now();
     const job = runInline((env) => {
       env.fromSource(new RedisStreamsSource({ url: 'redis://:s3cret-pw@127.0.0.1:6391', streams: ['x'], stopAt: 'latest', connectBudgetMs: 1500, timeoutMs: 1000 })).collect('x');
     });
     const e = await job.then(() => undefined, (err: Error) => err);
     expect(e?.message).toMatch(/^cannot connect to Redis at 127\.0\.0\.1:6391: .*ECONNREFUSED.* \(gave up after \d+ tries/);
     expect(e?.message).not.toContain('s3cret-pw');
-    expect(Date.now() - started).toBeLessThan(60_000);
+    // Retried (a refused connection is transient), then given up within its budget.
+    expect(Number(/gave up after (\d+) tries/.exec(e!.message)![1])).toBeGreaterThan(1);
   }, 90_000);
 
   it('rejects bad options with one clear message', () => {

@@ -1,0 +1,135 @@
+/**
+ * Block splitting of files (Flink's FileSource with block-splittable formats): a large file is
+ * cut into byte ranges that parallel readers read at once. Pure planning and the boundary rule,
+ * apart from I/O, so both can be tested over random files.
+ *
+ * The boundary rule: a range [start, end) owns every line that *starts* inside it. A line starts
+ * at offset 0 or right after a "\n". So a range that begins mid-line skips to the first line
+ * starting at or after `start` (it reads from start - 1 and drops everything up to and including
+ * the first "\n": when byte start - 1 is itself the "\n", `start` is a line start and nothing
+ * else is dropped), and it reads the line that crosses `end` to that line's "\n" (or the end of
+ * the file). Every line is read by exactly one range. Only "\n" (0x0A) separates lines: it never
+ * occurs inside a multi-byte UTF-8 character, and "\r\n" splits like "\n" (the "\r" stays with
+ * its line and is stripped when the line is decoded).
+ */
+
+/** Smallest range a file is cut into (smaller ones cost more in opens and reads than they bring). */
+export const MIN_SPLIT_BYTES = 4096;
+/** Default largest range (Flink reads block-sized splits; 32 MiB keeps a split a few hundred ms of work). */
+export const DEFAULT_SPLIT_BYTES = 32 * 2 ** 20;
+
+export interface ByteRange {
+  readonly start: number;
+  /** Exclusive; undefined: to the end of the file (the last range, or a whole file). */
+  readonly end: number | undefined;
+}
+
+/**
+ * The size of the ranges for `totalBytes` of input and `parallelism` readers: `splitBytes` (the
+ * option), or less so that every reader gets a range, never below MIN_SPLIT_BYTES. Infinity
+ * (the option's "one split per file") stays Infinity.
+ */
+export function targetSplitBytes(totalBytes: number, parallelism: number, splitBytes: number): number {
+  if (splitBytes === Number.POSITIVE_INFINITY) return splitBytes;
+  const perReader = Math.ceil(totalBytes / Math.max(1, parallelism));
+  return Math.max(MIN_SPLIT_BYTES, Math.min(splitBytes, perReader));
+}
+
+/**
+ * A file of `size` bytes as ranges of about `target` bytes, all of the same size (so readers
+ * get equal work); one range to the end of the file when it is not larger than `target`.
+ */
+export function byteRanges(size: number, target: number): ByteRange[] {
+  const n = Number.isFinite(target) && target > 0 ? Math.max(1, Math.ceil(size / target)) : 1;
+  if (n === 1) return [{ start: 0, end: undefined }];
+  const out: ByteRange[] = [];
+  for (let k = 0; k < n; k++) {
+    out.push({ start: Math.floor((k * size) / n), end: k === n - 1 ? undefined : Math.floor(((k + 1) * size) / n) });
+  }
+  return out;
+}
+
+/** A whole line found in a range: [startOffset, endOffset) in the file, the "\n" included. */
+export interface FoundLine {
+  readonly text: string;
+  readonly startOffset: number;
+  readonly endOffset: number;
+  /** For the reader to number (0 here): one object per line, not two, on the hot path. */
+  lineNo: number;
+}
+
+/**
+ * Finds the lines a range owns in the bytes read for it, chunk by chunk, in order. Begin reading
+ * at `readFrom(...)`; feed every chunk read after the previous one, the last with atEof.
+ */
+export class RangeLines {
+  private carry: Buffer = Buffer.alloc(0);
+  /** Still dropping the line that started before the range. */
+  private skipping: boolean;
+  /** File offset of the next byte fed. */
+  private at: number;
+  done = false;
+
+  /**
+   * `offset`: where to resume (a line start), or the range's start on a fresh range (a line
+   * start only if the byte before it is a "\n", which reading from start - 1 finds out).
+   */
+  constructor(readonly start: number, readonly end: number | undefined, offset: number) {
+    this.skipping = start > 0 && offset === start;
+    this.at = this.skipping ? start - 1 : offset;
+    if (end !== undefined && !this.skipping && offset >= end) this.done = true;
+  }
+
+  /** The file offset to read from first. */
+  get readFrom(): number {
+    return this.at;
+  }
+
+  /** The lines completed by `chunk` (read at the offset after the previous one). */
+  feed(chunk: Buffer, atEof: boolean): FoundLine[] {
+    const found: FoundLine[] = [];
+    if (this.done) return found;
+    const data = this.carry.length > 0 ? Buffer.concat([this.carry, chunk]) : chunk;
+    const base = this.at - this.carry.length; // file offset of data[0]
+    this.at += chunk.length;
+    let from = 0;
+    if (this.skipping) {
+      const nl = data.indexOf(10);
+      if (nl < 0) {
+        this.carry = Buffer.alloc(0);
+        if (atEof) this.done = true;
+        return found;
+      }
+      this.skipping = false;
+      from = nl + 1;
+    }
+    for (;;) {
+      if (this.end !== undefined && base + from >= this.end) {
+        this.finish();
+        return found;
+      }
+      const nl = data.indexOf(10, from);
+      if (nl < 0) break;
+      found.push({ text: decode(data, base, from, nl), startOffset: base + from, endOffset: base + nl + 1, lineNo: 0 });
+      from = nl + 1;
+    }
+    if (atEof) {
+      if (from < data.length) found.push({ text: decode(data, base, from, data.length), startOffset: base + from, endOffset: base + data.length, lineNo: 0 });
+      this.finish();
+    } else {
+      this.carry = from === 0 ? data : Buffer.from(data.subarray(from));
+    }
+    return found;
+  }
+
+  private finish(): void {
+    this.carry = Buffer.alloc(0);
+    this.done = true;
+  }
+}
+
+/** A line's text; a UTF-8 byte order mark opening the file is not part of its first line. */
+function decode(data: Buffer, base: number, from: number, to: number): string {
+  const t = data.toString('utf8', from, to);
+  return base + from === 0 && t.charCodeAt(0) === 0xfeff ? t.slice(1) : t;
+}

@@ -1,0 +1,84 @@
+/**
+ * Incremental TTL cleanup of the heap backend (Flink's "incremental cleanup" for heap state).
+ * Expired values are invisible when read, but a key that is never read again would stay in
+ * memory and in every snapshot for ever: with an ever-growing key space (a session id, a
+ * request id) state under a TTL grew without bound. So every time the backend is given a new
+ * current key (once per record of a keyed operator), the sweep looks at a few entries of the
+ * TTL states, going round every key group, and removes those that are wholly expired (a value;
+ * a list or map all of whose elements are). Looking at more entries per record than records
+ * add keys keeps the state at about what the TTL allows.
+ *
+ * Removal goes through StateTable.write, so a group frozen by a snapshot in progress is
+ * serialized first (the snapshot keeps what it froze).
+ */
+import type { StateTtlConfig } from '../../core/state.ts';
+import type { NormKey } from '../key-groups.ts';
+import type { StateTable } from './state-table.ts';
+
+/** Entries looked at per call: more than one record can add, so the sweep keeps ahead. */
+export const ENTRIES_PER_STEP = 2;
+
+export class TtlSweep {
+  /** Key group being swept and the position in it (a live Map iterator: deletions are safe). */
+  private kgIndex = 0;
+  private cursor: Iterator<[NormKey, unknown]> | undefined;
+  /** Entries removed so far (tests, metrics). */
+  removed = 0;
+
+  constructor(
+    private readonly table: StateTable,
+    private readonly ttl: StateTtlConfig,
+  ) {}
+
+  /** Looks at up to `entries` entries (bounded: at most one pass over the groups when they are empty). */
+  step(nowMs: number, entries = ENTRIES_PER_STEP): void {
+    const groups = this.table.groups;
+    let looked = 0;
+    for (let emptyGroups = 0; looked < entries && emptyGroups <= groups.length; ) {
+      if (this.cursor === undefined) {
+        const g = groups[this.kgIndex];
+        if (g === undefined || g.size === 0) {
+          emptyGroups++;
+          this.next();
+          continue;
+        }
+        this.cursor = g.entries();
+      }
+      const r = this.cursor.next();
+      if (r.done === true) {
+        this.next();
+        continue;
+      }
+      looked++;
+      const [key, value] = r.value;
+      if (whollyExpired(value, this.table.descriptor.kind, this.ttl.ttlMs, nowMs)) {
+        this.table.write(this.kgIndex).delete(key);
+        this.table.mark(this.kgIndex, key); // incremental checkpoints: the next delta removes it too
+        this.removed++;
+      }
+    }
+  }
+
+  private next(): void {
+    this.cursor = undefined;
+    this.kgIndex = this.kgIndex + 1 >= this.table.groups.length ? 0 : this.kgIndex + 1;
+  }
+}
+
+interface Stamped {
+  readonly t: number;
+}
+
+/** A stored TTL value ({v, t}; a list of them; a Map of them) none of whose parts is still alive. */
+function whollyExpired(stored: unknown, kind: string, ttlMs: number, nowMs: number): boolean {
+  const dead = (s: Stamped) => s.t + ttlMs <= nowMs;
+  switch (kind) {
+    case 'list':
+      return (stored as Stamped[]).every(dead);
+    case 'map':
+      for (const s of (stored as Map<unknown, Stamped>).values()) if (!dead(s)) return false;
+      return true;
+    default:
+      return dead(stored as Stamped);
+  }
+}
