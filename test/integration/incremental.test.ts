@@ -117,6 +117,14 @@ describe('incremental checkpoints: restore', () => {
     expect(committedLines(first.out)).toEqual(expectedLines());
   });
 
+  it('with unaligned checkpoints too: resumes exactly once', async () => {
+    const { first, kept } = await failedRun({ workers: 2, parallelism: 2, checkpoint: { unaligned: true, incrementalMaxDeltas: 1000, incrementalMaxDeltaRatio: 1000 } });
+    expect(chainsOf(kept[2]!).every((ch) => ch.length > 1)).toBe(true);
+    const second = await run({ out: first.out, chk: first.chk, from: 'latest', workers: 2, parallelism: 2, checkpoint: { unaligned: true } });
+    expect(second.result.status, second.result.error?.message).toBe('FINISHED');
+    expect(committedLines(first.out)).toEqual(expectedLines());
+  });
+
   it('rescales 2 -> 3 from incremental chains', async () => {
     const { first, kept } = await failedRun({ workers: 2, parallelism: 2 });
     expect(chainsOf(kept[2]!).length).toBe(2);
