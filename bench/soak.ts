@@ -45,6 +45,7 @@ export const SOAK_VARIANTS: readonly SoakVariant[] = [
   { id: 'heap-full', label: 'heap backend, full checkpoints', flags: ['--state-backend', 'heap'], mode: ['steady'] },
   { id: 'heap-incremental', label: 'heap backend, incremental checkpoints', flags: ['--state-backend', 'heap', '--incremental-checkpoints', 'on'], mode: ['steady'] },
   { id: 'disk-full', label: 'disk backend, full checkpoints', flags: ['--state-backend', 'disk'], mode: ['steady'] },
+  { id: 'disk-incremental', label: 'disk backend, incremental checkpoints', flags: ['--state-backend', 'disk', '--incremental-checkpoints', 'on'], mode: ['steady'] },
   { id: 'heap-ttl', label: 'heap backend, full checkpoints, a new key per record with a 60 s TTL', flags: ['--state-backend', 'heap'], mode: ['growing', String(TTL_SECONDS)] },
 ];
 export const SOAK_VARIANT_IDS = SOAK_VARIANTS.map((v) => v.id);
