@@ -46,6 +46,13 @@ export function writeConsumerProject(repo: string, dir: string, tarball: string,
     const e = entry(name);
     packages[`node_modules/${name}`] = e;
     todo.push(...Object.keys({ ...e.dependencies, ...e.optionalDependencies }));
+    // A version of a dependency nested under this package (lmdb keeps its own msgpackr 1.x beside
+    // weir's 2.x): copied as it is, and what it depends on is looked up at the top level too.
+    for (const [path, nested] of Object.entries(repoLock.packages)) {
+      if (!path.startsWith(`node_modules/${name}/node_modules/`)) continue;
+      packages[path] = nested;
+      todo.push(...Object.keys({ ...nested.dependencies, ...nested.optionalDependencies }).filter((d) => repoLock.packages[`${path}/node_modules/${d}`] === undefined));
+    }
   }
   writeFileSync(join(dir, 'package.json'), JSON.stringify(pkg, null, 2));
   writeFileSync(join(dir, 'package-lock.json'), JSON.stringify({ name: pkg.name, version: pkg.version, lockfileVersion: 3, requires: true, packages }, null, 2));
