@@ -64,7 +64,7 @@ describe('option registry', () => {
     expect(byShort('run', 'p')).toBe(OPTIONS.parallelism);
     expect(byFlag('list', 'parallelism')).toBeUndefined();
     expect([...fieldsUnder('checkpoint').keys()].sort()).toEqual(
-      ['alignedCheckpointTimeout', 'dir', 'interval', 'maxConcurrent', 'memoryThreshold', 'minPause', 'mode', 'numRetained', 'retention', 'savepointDir', 'timeout', 'tolerableFailures', 'unaligned'],
+      ['alignedCheckpointTimeout', 'dir', 'incremental', 'incrementalMaxDeltaRatio', 'incrementalMaxDeltas', 'interval', 'maxConcurrent', 'memoryThreshold', 'minPause', 'mode', 'numRetained', 'retention', 'savepointDir', 'timeout', 'tolerableFailures', 'unaligned'],
     );
     // Two keys share restart.delay (fixed-delay and failure-rate); the flag's option stands for it.
     expect(fieldsUnder('restart').get('delay')).toBe(OPTIONS.restartDelay);
