@@ -55,7 +55,10 @@ interface Point {
   /** Minutes since the run started. */
   readonly atMin: number;
   readonly durationMs: number;
+  /** The whole state the checkpoint restores (with incremental checkpoints: the base and its deltas). */
   readonly stateBytes: number;
+  /** What this checkpoint wrote (incremental: only its delta, or a new base). */
+  readonly writtenBytes: number;
 }
 
 interface SoakRun {
@@ -105,7 +108,8 @@ async function runVariant(v: SoakVariant, minutes: number, keys: number): Promis
       id: Number(e['id']),
       atMin: (Number(e['triggerTimestamp']) - t0) / 60_000,
       durationMs: Number(e['endToEndDurationMs']),
-      stateBytes: Number(e['checkpointedSize'] ?? e['stateSize']),
+      stateBytes: Number(e['stateSize']),
+      writtenBytes: Number(e['checkpointedSize'] ?? e['stateSize']),
     }));
     for (const p of points) if (!(Number.isFinite(p.durationMs) && Number.isFinite(p.stateBytes))) throw new BenchFailure(`soak ${v.id}: checkpoint ${p.id} has no duration or size in the history`);
     const warmupMin = v.mode[0] === 'growing' ? (TTL_SECONDS * 2) / 60 : ((keys / RATE) * 1.5) / 60;
@@ -172,7 +176,7 @@ export function soakSvg(r: SoakRun): string {
     `<svg xmlns="http://www.w3.org/2000/svg" width="${W}" height="${2 * H + 20}" font-family="sans-serif">`,
     `<title>weir soak: ${r.variant.label}</title>`,
     panel(`checkpoint duration (ms): ${r.variant.label}`, r.points.map((p) => p.durationMs), (v) => `${v.toFixed(0)} ms`, 0),
-    panel('checkpointed size', r.points.map((p) => p.stateBytes), mib, H + 10),
+    panel('state size (the whole state a restore reads)', r.points.map((p) => p.stateBytes), mib, H + 10),
     '</svg>',
     '',
   ].join('\n');
@@ -199,10 +203,10 @@ export async function runSoakSuite(opts: SoakOptions, m: Machine, revision: stri
   if (!write) return;
   const lines: string[] = [];
   lines.push(`Run of ${when}, weir at ${revision}: ${machineLine(m)}. \`weir run bench/jobs/soak.ts\` on 2 workers, source p=1, keyed p=3, sink p=2, ${RATE.toLocaleString('en')} records/s over ${(runs[0]?.keys ?? KEYS).toLocaleString('en')} keys (steady) or a new key per record (TTL), a checkpoint every ${INTERVAL}, ${minutes} minutes per variant, one variant at a time. Raw data: \`${relative(ROOT, rawFile)}\`.`, '');
-  lines.push('| Variant | Checkpoints (failed) | Median duration, first / last half | Median size, first / last half | Load avg at start |', '|---|---:|---|---|---:|');
+  lines.push('| Variant | Checkpoints (failed) | Median duration, first / last half | Median state size, first / last half | Median written per checkpoint | Load avg at start |', '|---|---:|---|---|---|---:|');
   for (const r of runs) {
     const [first, last] = halves(r);
-    lines.push(`| ${r.variant.label} | ${r.points.length} (${r.failed}) | ${median(first.map((p) => p.durationMs)).toFixed(0)} / ${median(last.map((p) => p.durationMs)).toFixed(0)} ms | ${mib(median(first.map((p) => p.stateBytes)))} / ${mib(median(last.map((p) => p.stateBytes)))} | ${r.load.toFixed(2)} |`);
+    lines.push(`| ${r.variant.label} | ${r.points.length} (${r.failed}) | ${median(first.map((p) => p.durationMs)).toFixed(0)} / ${median(last.map((p) => p.durationMs)).toFixed(0)} ms | ${mib(median(first.map((p) => p.stateBytes)))} / ${mib(median(last.map((p) => p.stateBytes)))} | ${mib(median(r.points.map((p) => p.writtenBytes)))} | ${r.load.toFixed(2)} |`);
     const svg = join(ROOT, 'docs', 'images', `soak-${r.variant.id}.svg`);
     writeFileSync(svg, soakSvg(r));
     lines.push('', `![${r.variant.label}](${relative(ROOT, svg)})`, '');
