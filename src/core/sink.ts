@@ -56,6 +56,11 @@ export interface SinkCommitter<C> {
    * never says less than what is visible.
    */
   commit(committables: readonly C[], checkpointId?: number): void | Promise<void>;
+  /**
+   * Resolves once background work a commit started (the file sink's compaction on S3) has ended;
+   * the task waits for it before it finishes, so a finished job leaves nothing half done.
+   */
+  settle?(): Promise<void>;
   close?(): void | Promise<void>;
 }
 

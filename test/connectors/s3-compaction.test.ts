@@ -16,6 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { csv, ExactlyOnceFileSink, ManualClock, parquet, type FileCommittable } from '../../src/index.ts';
 import { parquetLayout, readParquet } from '../helpers/duckdb.ts';
+import { runInline } from '../helpers/run.ts';
 import { startS3Server, type S3Request, type S3TestServer } from '../helpers/s3rver.ts';
 
 describe('compaction decisions (pure)', () => {
@@ -250,4 +251,26 @@ describe('on s3rver', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+  it('a finished job leaves no compaction half done: the task waits for the one its last commit started', async () => {
+    // Every compaction's intent PUT takes 1.5 s, so the one the final commit starts is still
+    // running when the job's input has ended; the job must not report FINISHED before it ends.
+    logged = [];
+    const ref = `s3://${server.bucket}/cmp-${n++}`;
+    const prefix = prefixOf(ref);
+    server.fault = (r) => (r.method === 'PUT' && r.path.includes(`/${prefix}/.weir-compact-`) ? { kind: 'delay', ms: 1500 } : undefined);
+    try {
+      const result = await runInline((env) => {
+        env.fromGenerator((i) => ({ id: i }), { count: 600, ratePerSecond: 1000 })
+          .sinkTo(new ExactlyOnceFileSink(ref, { s3: settings, compactBelow: 1024 * 1024, compactMinFiles: 2, maxPartSize: 1000 }));
+      }, { checkpoint: { interval: '100ms', dir: `s3://${server.bucket}/chk-${prefix}` }, s3: settings });
+      expect(result.status).toBe('FINISHED');
+      const all = await keys(ref);
+      expect(all.filter((k) => k.startsWith('.weir-compact-'))).toEqual([]);
+      expect(all.some((k) => k.startsWith('.weir-compacted-'))).toBe(true);
+      const ids = (await visibleLines(ref)).map((l) => (JSON.parse(l) as { id: number }).id).sort((a, b) => a - b);
+      expect(ids).toEqual(Array.from({ length: 600 }, (_, i) => i));
+    } finally {
+      server.fault = () => undefined;
+    }
+  }, 60_000);
 });

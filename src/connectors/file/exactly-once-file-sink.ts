@@ -280,6 +280,10 @@ class FileCommitter implements SinkCommitter<FileCommittable> {
     return andThen(chain, () => this.session.afterCommit(visible.length));
   }
 
+  settle(): Promise<void> {
+    return this.session.settle?.() ?? Promise.resolve();
+  }
+
   close(): void | Promise<void> {
     return this.session.close();
   }

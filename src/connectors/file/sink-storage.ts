@@ -47,6 +47,8 @@ export interface WriterSession<C> {
 export interface CommitterSession {
   /** After a commit's publishes (local: fsync of the directory, compaction). */
   afterCommit(published: number): void | Promise<void>;
+  /** Background work afterCommit started has ended (S3: a compaction; local waits in afterCommit). */
+  settle?(): Promise<void>;
   close(): void | Promise<void>;
 }
 

@@ -60,10 +60,15 @@ export class CommitSinkOperator extends StreamOperator {
     };
   }
 
-  /** Commits still running must end before the task does (the final checkpoint's output). */
+  /**
+   * Commits still running must end before the task does (the final checkpoint's output), and so
+   * must the work they started in the background (a compaction), or the process could exit in
+   * the middle of it.
+   */
   override quiesce(): Promise<void> | undefined {
     const drained = this.writer?.drain?.();
-    return Promise.all([this.commitChain, drained]).then(() => this.rethrow());
+    const committed = this.commitChain.then(() => this.committer?.settle?.());
+    return Promise.all([committed, drained]).then(() => this.rethrow());
   }
 
   override hasRoom(): boolean {

@@ -270,7 +270,6 @@ export abstract class StreamOperator {
     return copyValue(v);
   }
 
-  /** Work still running asynchronously (e.g. commits) that must end before the task finishes. */
   /**
    * False while the operator cannot take more input (a sink whose bounded buffer of unacknowledged
    * writes is full): the task stops taking input until the operator wakes it. Asked once per batch.
@@ -279,6 +278,7 @@ export abstract class StreamOperator {
     return true;
   }
 
+  /** Work still running asynchronously (e.g. commits) that must end before the task finishes. */
   quiesce(): Promise<void> | undefined {
     return undefined;
   }

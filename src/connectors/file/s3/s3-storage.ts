@@ -335,7 +335,8 @@ export class S3SinkStorage implements FileSinkStorage<FileCommittable> {
 
 /**
  * After commits: compaction of this subtask's small committed files, in the background (off the
- * record path and off the commit: a commit does not wait for it; close() does). Steps, each
+ * record path and off the commit: a commit does not wait for it; the task's end does, through
+ * settle(), so a finished job leaves no intent behind). Steps, each
  * crash-safe (resolveIntents): earlier intents resolved; sources chosen and read (at most
  * MAX_MERGE_BYTES); the intent PUT; the merged file PUT under its final key (one request: it
  * exists whole or not at all); the sources deleted; the record PUT, the intent deleted.
@@ -384,6 +385,11 @@ class S3CommitterSession implements CommitterSession {
     await store.putObject(bucket, intentKey, Buffer.from(JSON.stringify(record) + '\n'));
     await store.putObject(bucket, target, Buffer.concat(mergedFile(format, contents)));
     await st.finishCompaction(intentKey, record);
+  }
+
+  /** The compaction running, if any, has ended (its failure was logged, never thrown). */
+  async settle(): Promise<void> {
+    await this.compacting;
   }
 
   async close(): Promise<void> {
