@@ -294,7 +294,9 @@ export class FsCheckpointStorage extends FsSnapshotStorage implements Checkpoint
       const id = parseCheckpointDirName(e.name);
       if (id === undefined || keep.has(id)) continue;
       const dir = childReference(this.jobDir(jobId), e.name);
-      if ((await this.fs.size(metadataReference(dir)).catch(() => undefined)) !== undefined) continue;
+      // Only a metadata file that is not there makes a directory garbage: a storage that fails
+      // to answer throws (the caller logs it), it never gets a good checkpoint deleted.
+      if ((await this.fs.size(metadataReference(dir))) !== undefined) continue;
       await this.fs.deleteRecursively(dir);
       n++;
     }

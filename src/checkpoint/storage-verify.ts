@@ -6,19 +6,29 @@
  */
 import { metadataReference, sharedStateReference, stateFileReference } from './names.ts';
 import { parseMetadata, type CheckpointMetadata } from './metadata.ts';
+import { messageOf, StorageError } from './storage-error.ts';
 import type { SnapshotFileSystem } from './storage-fs.ts';
 import type { VerifyResult } from './storage.ts';
 
 /** The reason a snapshot without metadata gives: normal garbage, not corruption. */
 export const NO_METADATA = 'no metadata';
 
+/**
+ * Whether `snapshot` is a complete checkpoint or savepoint. Only a metadata file that is not
+ * there makes it "no metadata" (garbage to skip or collect); a storage that fails to answer
+ * (a timeout, a 5xx after the retries, no permission) throws a StorageError instead: taken
+ * for absent, it would make `--from latest` start the job fresh (its output written again)
+ * or the garbage collector delete a good checkpoint.
+ */
 export async function verifySnapshot(fs: SnapshotFileSystem, snapshot: string): Promise<VerifyResult> {
   const metaRef = metadataReference(snapshot);
   let bytes: Uint8Array | undefined;
   try {
     bytes = await fs.readFile(metaRef);
-  } catch {
-    bytes = undefined; // unreadable (a directory in its place, no permission): not a snapshot
+  } catch (e) {
+    // A directory in the metadata's place is not a snapshot; any other failure is the storage's.
+    if ((e as NodeJS.ErrnoException | null)?.code === 'EISDIR') return { ok: false, reason: NO_METADATA };
+    throw new StorageError(`cannot read ${metaRef}: ${messageOf(e)}`, { cause: e });
   }
   if (bytes === undefined) return { ok: false, reason: NO_METADATA };
   let metadata: CheckpointMetadata;
@@ -67,10 +77,11 @@ export async function verifySnapshot(fs: SnapshotFileSystem, snapshot: string): 
   return { ok: true, metadata };
 }
 
+/** The file's size, undefined when it does not exist; a storage failure throws (named). */
 async function sizeOrUndefined(fs: SnapshotFileSystem, file: string): Promise<number | undefined> {
   try {
     return await fs.size(file);
-  } catch {
-    return undefined;
+  } catch (e) {
+    throw new StorageError(`cannot read the size of ${file}: ${messageOf(e)}`, { cause: e });
   }
 }

@@ -90,6 +90,23 @@ describe('S3 storage', () => {
     expect(await s.collectGarbage(JOB)).toBe(1);
   });
 
+  it('a checkpoint the server fails to answer for is an error, never taken for absent: --from latest does not start fresh, garbage collection deletes nothing', async () => {
+    const s = make({ retryMaxAttempts: 2 });
+    const ref = await checkpoint(s, 1);
+    // Reads of the metadata fail (GET and HEAD): taken for "no metadata", the job would start
+    // fresh and write its output again, and the collector would delete a good checkpoint.
+    server.fault = (r) => ((r.method === 'GET' || r.method === 'HEAD') && r.path.endsWith('/chk-1/_metadata') ? { kind: 'fail', status: 500 } : undefined);
+    try {
+      const e = await s.latest().catch((x: unknown) => x);
+      expect(errorCode(e)).toBe('STORAGE');
+      expect((e as Error).message).toMatch(/^cannot read s3:\/\/weir-test\/run-\d+\/chk\/.*\/chk-1\/_metadata: .*HTTP 500/);
+      await expect(s.collectGarbage(JOB)).rejects.toThrow(/chk-1\/_metadata/);
+    } finally {
+      server.fault = () => undefined;
+    }
+    expect((await s.latest())?.path).toBe(ref);
+  });
+
   it('a slow request times out (s3.request.timeout) and fails with STORAGE', async () => {
     const s = make({ requestTimeout: 300, retryMaxAttempts: 1 });
     server.fault = (r) => (r.method === 'PUT' && r.path.endsWith('/_metadata') ? { kind: 'delay', ms: 3000 } : undefined);
