@@ -19,7 +19,7 @@ import type { KeyGroupRange } from '../../core/checkpoint-format.ts';
 import type { StateInputHandle } from '../../core/state-streams.ts';
 import { WeirError } from '../../core/errors.ts';
 import type {
-  KeyedStateBackend, KeyedStateBackendFactory, KeyedStateHandle, KeyedStateSnapshot, KeyGroupBlock, KeyGroupBlockSource, SnapshotOptions, SnapshotTarget,
+  KeyedStateBackend, KeyedStateBackendFactory, KeyedStateSnapshot, KeyGroupBlock, KeyGroupBlockSource, SnapshotOptions, SnapshotTarget,
 } from '../backend.ts';
 import { ChainPlanner } from '../heap/incremental.ts';
 import { DiskChangeLog } from './changes.ts';
@@ -37,6 +37,7 @@ import {
 } from './keys.ts';
 import { loadStateFiles } from './restore.ts';
 import { DiskSnapshot, type ExpiredKey, type SnapshotState } from './snapshot.ts';
+import type { IncrementalPart } from '../state-file-write.ts';
 import { DiskStore, packStored, unpackStored } from './store.ts';
 import { resolveDiskOptions, type DiskBackendOptions, type ResolvedDiskOptions } from './options.ts';
 
@@ -283,23 +284,8 @@ export class DiskKeyedStateBackend implements KeyedStateBackend {
     const id = part.checkpointId;
     let snap: KeyedStateSnapshot;
     if (part.kind === 'base') {
-      const full = this.fullSnapshot(states, timers);
-      snap = {
-        // The canonical full file, written to the shared directory as the chain's base.
-        write: (t: SnapshotTarget): Promise<KeyedStateHandle> => {
-          const sh = t.shared;
-          if (sh === undefined) {
-            full.abort();
-            return Promise.reject(new Error('an incremental snapshot needs a shared directory to write to (savepoints are always full)'));
-          }
-          return full.write({ ...t, streams: sh.streams, streamName: sh.streamName }).then((h) => ({
-            keyGroupRange: h.keyGroupRange, stateSize: h.stateSize, entries: h.entries, streams: [],
-            chain: [{ name: sh.streamName, size: h.streams[0]!.size, checkpointId: id, kind: 'base' as const }],
-          }));
-        },
-        step: () => full.step(),
-        abort: () => full.abort(),
-      };
+      // The canonical full file, written to the shared directory as the chain's base.
+      snap = this.fullSnapshot(states, timers, part);
     } else {
       const d = new DiskDeltaSnapshot({
         store: this.store,
@@ -326,8 +312,9 @@ export class DiskKeyedStateBackend implements KeyedStateBackend {
     };
   }
 
-  private fullSnapshot(states: SnapshotState[], timers: KeyGroupBlockSource | undefined): DiskSnapshot {
+  private fullSnapshot(states: SnapshotState[], timers: KeyGroupBlockSource | undefined, base?: IncrementalPart): DiskSnapshot {
     const s = new DiskSnapshot({
+      ...(base !== undefined ? { base } : {}),
       store: this.store,
       view: this.store.readView(),
       states,

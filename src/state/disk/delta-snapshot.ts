@@ -5,14 +5,13 @@
  * are looked up one by one in the store's read view opened at the barrier; a key absent there,
  * or whose TTL value had expired, is a tombstone (a full snapshot leaves it out).
  */
-import { StateFileWriter } from '../../checkpoint/state-file.ts';
-import { keyedBlockName, timerBlockName, tombstoneBlockName } from '../../checkpoint/names.ts';
+import { keyedBlockName, tombstoneBlockName } from '../../checkpoint/names.ts';
 import type { KeyGroupRange } from '../../core/checkpoint-format.ts';
 import type { KeyedStateHandle, KeyedStateSnapshot, KeyGroupBlockSource, SnapshotTarget } from '../backend.ts';
 import { encodeColumns } from '../columnar-block.ts';
 import type { NormKey } from '../key-groups.ts';
 import type { KeyedSnapshotMeta } from '../heap/format.ts';
-import type { IncrementalPart } from '../heap/snapshot.ts';
+import { StateFileWrite, type IncrementalPart } from '../state-file-write.ts';
 import type { ChangedGroup } from './changes.ts';
 import { encodeStoreKey } from './keys.ts';
 import { unpackStored, type DiskStore } from './store.ts';
@@ -20,7 +19,6 @@ import { withoutExpired, type SnapshotState } from './snapshot.ts';
 
 /** Keys looked up per step. */
 const KEYS_PER_STEP = 2048;
-const MAX_PENDING_BYTES = 16 << 20;
 
 export interface DiskDeltaSource {
   readonly store: DiskStore;
@@ -41,78 +39,30 @@ export class DiskDeltaSnapshot implements KeyedStateSnapshot {
   private index = 0;
   private present: { keys: NormKey[]; values: unknown[] } = { keys: [], values: [] };
   private removed: NormKey[] = [];
-  private target: SnapshotTarget | undefined;
-  private writer: StateFileWriter | undefined;
-  private opening: Promise<void> | undefined;
-  private waitingIo = false;
-  private done = false;
-  private aborted = false;
-  private settled = false;
+  private readonly file: StateFileWrite;
   private released = false;
-  private stateBytes = 0;
-  private entries = 0;
-  private resolve!: (h: KeyedStateHandle) => void;
-  private reject!: (e: Error) => void;
-  private readonly result: Promise<KeyedStateHandle>;
 
   constructor(private readonly src: DiskDeltaSource) {
-    this.result = new Promise((res, rej) => {
-      this.resolve = res;
-      this.reject = rej;
-    });
-    this.result.catch(() => {});
+    this.file = new StateFileWrite(src.keyGroupRange, src.part, () => this.release());
   }
 
   write(target: SnapshotTarget): Promise<KeyedStateHandle> {
-    if (this.target !== undefined) throw new Error('a snapshot is written once');
-    this.target = target;
-    if (this.aborted) return this.result;
-    const shared = target.shared;
-    if (shared === undefined) {
-      this.fail(new Error('an incremental snapshot needs a shared directory to write to (savepoints are always full)'));
-      return this.result;
-    }
-    this.opening = shared.streams.createStateStream(shared.streamName).then(StateFileWriter.create).then(
-      (w) => {
-        this.writer = w;
-        if (this.aborted) void w.abort();
-        else target.wake();
-      },
-      (e) => this.fail(e),
-    );
-    return this.result;
+    return this.file.open(target);
   }
 
   step(): boolean {
-    if (this.done || this.aborted || this.writer === undefined || this.waitingIo) return false;
-    try {
-      const w = this.writer;
-      const more = this.readSome(w);
-      if (w.pendingBytes() >= MAX_PENDING_BYTES) {
-        this.waitIo(w.drain());
-        return false;
-      }
-      if (more) return true;
-      this.writeTimers(w);
-      this.done = true;
-      this.release();
-      this.finish(w);
-      return false;
-    } catch (e) {
-      this.fail(e);
-      return false;
-    }
+    return this.file.step(() => this.readSome(), () => this.finish());
   }
 
   /** Looks up to KEYS_PER_STEP changed keys in the view; false once every group is written. */
-  private readSome(w: StateFileWriter): boolean {
+  private readSome(): boolean {
     const groups = this.src.changed;
     for (let n = 0; n < KEYS_PER_STEP; n++) {
       const g = groups[this.group];
       if (g === undefined) return false;
       const state = this.src.states.get(g.stateId);
       if (state === undefined || this.index >= g.keys.length) {
-        if (state !== undefined) this.emit(w, state, g.keyGroup);
+        if (state !== undefined) this.emit(state, g.keyGroup);
         this.group++;
         this.index = 0;
         continue;
@@ -136,79 +86,30 @@ export class DiskDeltaSnapshot implements KeyedStateSnapshot {
     return undefined;
   }
 
-  private emit(w: StateFileWriter, state: SnapshotState, keyGroup: number): void {
+  private emit(state: SnapshotState, keyGroup: number): void {
     const name = state.meta.name;
-    if (this.present.keys.length > 0) {
-      const bytes = encodeColumns(this.present.keys, this.present.values);
-      this.entries += this.present.keys.length;
-      this.stateBytes += bytes.byteLength;
-      w.addBlock(keyedBlockName(name, keyGroup), bytes);
-    }
-    if (this.removed.length > 0) {
-      const bytes = encodeColumns(this.removed, new Array<number>(this.removed.length).fill(0));
-      this.stateBytes += bytes.byteLength;
-      w.addBlock(tombstoneBlockName(name, keyGroup), bytes);
-    }
+    if (this.present.keys.length > 0) this.file.add(keyedBlockName(name, keyGroup), encodeColumns(this.present.keys, this.present.values), this.present.keys.length);
+    if (this.removed.length > 0) this.file.add(tombstoneBlockName(name, keyGroup), encodeColumns(this.removed, new Array<number>(this.removed.length).fill(0)));
     this.present = { keys: [], values: [] };
     this.removed = [];
   }
 
-  private writeTimers(w: StateFileWriter): void {
-    if (this.src.timers === undefined) return;
-    for (const { keyGroup, bytes } of this.src.timers.encode()) {
-      this.stateBytes += bytes.byteLength;
-      w.addBlock(timerBlockName(keyGroup), bytes);
-    }
-  }
-
-  private finish(w: StateFileWriter): void {
-    const range = { start: this.src.keyGroupRange.start, end: this.src.keyGroupRange.end };
+  private finish(): void {
+    this.file.addTimers(this.src.timers);
+    this.release();
     const part = this.src.part;
     const meta: KeyedSnapshotMeta = {
-      states: [...this.src.states.values()].map((s) => s.meta), keyGroupRange: range, maxParallelism: this.src.maxParallelism, delta: true,
+      states: [...this.src.states.values()].map((s) => s.meta),
+      keyGroupRange: { start: this.src.keyGroupRange.start, end: this.src.keyGroupRange.end },
+      maxParallelism: this.src.maxParallelism,
+      delta: true,
       ...(part.droppedStates.length > 0 ? { droppedStates: part.droppedStates } : {}),
     };
-    const name = this.target!.shared!.streamName;
-    w.close(meta).then(
-      (size) => {
-        if (this.settled) return;
-        this.settled = true;
-        this.resolve({
-          keyGroupRange: range, streams: [], stateSize: this.stateBytes, entries: this.entries,
-          chain: [...part.chainBefore, { name, size, checkpointId: part.checkpointId, kind: 'delta' }],
-        });
-      },
-      (e) => this.fail(e),
-    );
-  }
-
-  private waitIo(p: Promise<void>): void {
-    this.waitingIo = true;
-    p.then(
-      () => {
-        this.waitingIo = false;
-        this.target!.wake();
-      },
-      (e) => this.fail(e),
-    );
-  }
-
-  private fail(e: unknown): void {
-    if (this.settled) return;
-    this.abortWith(e instanceof Error ? e : new Error(String(e)));
+    this.file.close(meta);
   }
 
   abort(): void {
-    if (this.settled) return;
-    this.abortWith(new Error('snapshot aborted'));
-  }
-
-  private abortWith(e: Error): void {
-    this.aborted = true;
-    this.settled = true;
-    this.reject(e);
-    this.release();
-    void this.opening?.then(() => this.writer?.abort());
+    this.file.abort();
   }
 
   release(): void {

@@ -14,8 +14,7 @@
  */
 import type { KeyGroupRange } from '../../core/checkpoint-format.ts';
 import type { StateTtlConfig } from '../../core/state.ts';
-import { StateFileWriter } from '../../checkpoint/state-file.ts';
-import { keyedBlockName, timerBlockName } from '../../checkpoint/names.ts';
+import { keyedBlockName } from '../../checkpoint/names.ts';
 import type { KeyedStateHandle, KeyedStateSnapshot, KeyGroupBlockSource, SnapshotTarget } from '../backend.ts';
 import type { NormKey } from '../key-groups.ts';
 import { encodeColumns } from '../columnar-block.ts';
@@ -24,11 +23,10 @@ import type { KeyedSnapshotMeta } from '../heap/format.ts';
 import { keyGroupOfStoreKey, normKeyOfStoreKey, stateIdOfStoreKey, storeKeyPrefix } from './keys.ts';
 import { unpackStored, type DiskStore } from './store.ts';
 import { ttlExpired } from './handles.ts';
+import { StateFileWrite, type IncrementalPart } from '../state-file-write.ts';
 
 /** Store entries read per step: keeps each step short so records keep flowing. */
 const ENTRIES_PER_STEP = 4096;
-/** Serialized bytes allowed to wait for the stream before reading pauses. */
-const MAX_PENDING_BYTES = 16 << 20;
 
 /** One state as the snapshot records it. */
 export interface SnapshotState {
@@ -59,73 +57,32 @@ export interface DiskSnapshotSource {
   readonly onExpired: (keys: ExpiredKey[]) => void;
   /** Called once the read view is released. */
   readonly onReleased: (s: DiskSnapshot) => void;
+  /** An incremental chain's base: the same file, in the job's shared directory. Absent: the checkpoint's own location. */
+  readonly base?: IncrementalPart;
 }
 
 export class DiskSnapshot implements KeyedStateSnapshot {
   private readonly bySid = new Map<number, SnapshotState>();
   private it: Iterator<{ key: Buffer; value: Buffer }> | undefined;
   private block: { state: SnapshotState; keyGroup: number; keys: NormKey[]; values: unknown[] } | undefined;
-  private target: SnapshotTarget | undefined;
-  private writer: StateFileWriter | undefined;
-  private opening: Promise<void> | undefined;
-  private waitingIo = false;
-  private done = false;
-  private aborted = false;
-  private settled = false;
+  private readonly file: StateFileWrite;
   private released = false;
-  private stateBytes = 0;
-  private entries = 0;
-  private resolve!: (h: KeyedStateHandle) => void;
-  private reject!: (e: Error) => void;
-  private readonly result: Promise<KeyedStateHandle>;
 
   constructor(private readonly src: DiskSnapshotSource) {
     for (const s of src.states) this.bySid.set(s.stateId, s);
-    this.result = new Promise((res, rej) => {
-      this.resolve = res;
-      this.reject = rej;
-    });
-    this.result.catch(() => {});
+    this.file = new StateFileWrite(src.keyGroupRange, src.base, () => this.release());
   }
 
   write(target: SnapshotTarget): Promise<KeyedStateHandle> {
-    if (this.target !== undefined) throw new Error('a snapshot is written once');
-    this.target = target;
-    if (this.aborted) return this.result;
-    this.opening = target.streams.createStateStream(target.streamName).then(StateFileWriter.create).then(
-      (w) => {
-        this.writer = w;
-        if (this.aborted) void w.abort();
-        else target.wake();
-      },
-      (e) => this.fail(e),
-    );
-    return this.result;
+    return this.file.open(target);
   }
 
   step(): boolean {
-    if (this.done || this.aborted || this.writer === undefined || this.waitingIo) return false;
-    try {
-      const w = this.writer;
-      const more = this.readSome(w);
-      if (w.pendingBytes() >= MAX_PENDING_BYTES) {
-        this.waitIo(w.drain());
-        return false;
-      }
-      if (more) return true;
-      this.writeTimers(w);
-      this.done = true;
-      this.release();
-      this.finish(w);
-      return false;
-    } catch (e) {
-      this.fail(e);
-      return false;
-    }
+    return this.file.step(() => this.readSome(), () => this.finish());
   }
 
   /** Reads up to ENTRIES_PER_STEP entries of the view into blocks; false once the view is read. */
-  private readSome(w: StateFileWriter): boolean {
+  private readSome(): boolean {
     const r = this.src.keyGroupRange;
     this.it ??= this.src.store.range(storeKeyPrefix(r.start), storeKeyPrefix(r.end + 1), this.src.view as never)[Symbol.iterator]();
     const expired: ExpiredKey[] = [];
@@ -133,7 +90,7 @@ export class DiskSnapshot implements KeyedStateSnapshot {
       const next = this.it.next();
       if (next.done === true) {
         this.it = undefined;
-        this.emit(w);
+        this.emit();
         this.reportExpired(expired);
         return false;
       }
@@ -142,7 +99,7 @@ export class DiskSnapshot implements KeyedStateSnapshot {
       if (state === undefined) continue; // registered after the synchronous phase, or dropped
       const keyGroup = keyGroupOfStoreKey(key);
       if (this.block === undefined || this.block.state !== state || this.block.keyGroup !== keyGroup) {
-        this.emit(w);
+        this.emit();
         this.block = { state, keyGroup, keys: [], values: [] };
       }
       let raw = unpackStored(value);
@@ -165,65 +122,22 @@ export class DiskSnapshot implements KeyedStateSnapshot {
   }
 
   /** Writes the block being built (if it holds anything). */
-  private emit(w: StateFileWriter): void {
+  private emit(): void {
     const b = this.block;
     this.block = undefined;
     if (b === undefined || b.keys.length === 0) return;
-    const bytes = encodeColumns(b.keys, b.values);
-    this.entries += b.keys.length;
-    this.stateBytes += bytes.byteLength;
-    w.addBlock(keyedBlockName(b.state.meta.name, b.keyGroup), bytes);
+    this.file.add(keyedBlockName(b.state.meta.name, b.keyGroup), encodeColumns(b.keys, b.values), b.keys.length);
   }
 
-  private writeTimers(w: StateFileWriter): void {
-    if (this.src.timers === undefined) return;
-    for (const { keyGroup, bytes } of this.src.timers.encode()) {
-      this.stateBytes += bytes.byteLength;
-      w.addBlock(timerBlockName(keyGroup), bytes);
-    }
-  }
-
-  private finish(w: StateFileWriter): void {
+  private finish(): void {
+    this.file.addTimers(this.src.timers);
+    this.release();
     const range = { start: this.src.keyGroupRange.start, end: this.src.keyGroupRange.end };
-    const meta: KeyedSnapshotMeta = { states: this.src.states.map((s) => s.meta), keyGroupRange: range, maxParallelism: this.src.maxParallelism };
-    const name = this.target!.streamName;
-    w.close(meta).then(
-      (size) => {
-        if (this.settled) return;
-        this.settled = true;
-        this.resolve({ keyGroupRange: range, streams: [{ name, size }], stateSize: this.stateBytes, entries: this.entries });
-      },
-      (e) => this.fail(e),
-    );
-  }
-
-  private waitIo(p: Promise<void>): void {
-    this.waitingIo = true;
-    p.then(
-      () => {
-        this.waitingIo = false;
-        this.target!.wake();
-      },
-      (e) => this.fail(e),
-    );
-  }
-
-  private fail(e: unknown): void {
-    if (this.settled) return;
-    this.abortWith(e instanceof Error ? e : new Error(String(e)));
+    this.file.close({ states: this.src.states.map((s) => s.meta), keyGroupRange: range, maxParallelism: this.src.maxParallelism });
   }
 
   abort(): void {
-    if (this.settled) return;
-    this.abortWith(new Error('snapshot aborted'));
-  }
-
-  private abortWith(e: Error): void {
-    this.aborted = true;
-    this.settled = true;
-    this.reject(e);
-    this.release();
-    void this.opening?.then(() => this.writer?.abort());
+    this.file.abort();
   }
 
   /** Closes the read (if open) and releases the store's read view. */

@@ -15,20 +15,20 @@
  * timer in full. The handle then names the whole chain: the base's chain and this file.
  */
 import type { KeyGroupRange } from '../../core/checkpoint-format.ts';
-import { StateFileWriter } from '../../checkpoint/state-file.ts';
-import type { ChainFile, KeyedStateHandle, KeyedStateSnapshot, KeyGroupBlockSource, SnapshotTarget } from '../backend.ts';
+import type { KeyedStateHandle, KeyedStateSnapshot, KeyGroupBlockSource, SnapshotTarget } from '../backend.ts';
 import { encodeGroup, stateMeta, type StateMeta } from '../state-codec.ts';
 import { encodeColumns } from '../columnar-block.ts';
 import type { NormKey } from '../key-groups.ts';
-import { keyedBlockName, timerBlockName, tombstoneBlockName } from '../../checkpoint/names.ts';
+import { keyedBlockName, tombstoneBlockName } from '../../checkpoint/names.ts';
+import { StateFileWrite, type IncrementalPart } from '../state-file-write.ts';
 import type { KeyedSnapshotMeta } from './format.ts';
 import type { RestoredState } from './restore.ts';
 import type { FrozenGroupSink, StateTable } from './state-table.ts';
 
+export type { IncrementalPart } from '../state-file-write.ts';
+
 /** Groups serialized per step; keeps each step short so records keep flowing. */
 const GROUPS_PER_STEP = 4;
-/** Serialized bytes allowed to wait for the stream before serialization pauses. */
-const MAX_PENDING_BYTES = 16 << 20;
 
 export interface HeapSnapshotSource {
   readonly tables: Iterable<StateTable>;
@@ -43,40 +43,18 @@ export interface HeapSnapshotSource {
   readonly incremental?: IncrementalPart;
 }
 
-/** How an incremental snapshot fits its chain. */
-export interface IncrementalPart {
-  readonly checkpointId: number;
-  /** 'base': full, to the shared directory; 'delta': changes after `baseEpoch`. */
-  readonly kind: 'base' | 'delta';
-  readonly baseEpoch: number;
-  /** The files this one follows (empty for a base). */
-  readonly chainBefore: readonly ChainFile[];
-  /** Deltas: states dropped since the base (a restore removes what earlier files hold of them first). */
-  readonly droppedStates: readonly string[];
-}
-
 export class HeapSnapshot implements KeyedStateSnapshot, FrozenGroupSink {
   private readonly todo: { table: StateTable; kg: number }[] = [];
-  private readonly ready: { name: string; bytes: Uint8Array }[] = [];
+  /** Serialized blocks waiting for the file: (name, bytes, entries). */
+  private readonly ready: { name: string; bytes: Uint8Array; entries: number }[] = [];
   private readonly metas: StateMeta[] = [];
   private readonly timers: KeyGroupBlockSource | undefined;
   private readonly keyGroupRange: KeyGroupRange;
   private readonly maxParallelism: number;
   private readonly onReleased: (s: HeapSnapshot) => void;
-  private target: SnapshotTarget | undefined;
-  private writer: StateFileWriter | undefined;
-  private opening: Promise<void> | undefined;
-  private waitingIo = false;
-  private done = false;
-  private aborted = false;
-  private settled = false;
-  private released = false;
-  private stateBytes = 0;
-  private entries = 0;
   private readonly incremental: IncrementalPart | undefined;
-  private resolve!: (h: KeyedStateHandle) => void;
-  private reject!: (e: Error) => void;
-  private readonly result: Promise<KeyedStateHandle>;
+  private readonly file: StateFileWrite;
+  private released = false;
 
   /** The synchronous phase: freezes only. */
   constructor(src: HeapSnapshotSource) {
@@ -84,12 +62,8 @@ export class HeapSnapshot implements KeyedStateSnapshot, FrozenGroupSink {
     this.keyGroupRange = { start: src.keyGroupRange.start, end: src.keyGroupRange.end };
     this.maxParallelism = src.maxParallelism;
     this.onReleased = src.onReleased;
-    this.result = new Promise((res, rej) => {
-      this.resolve = res;
-      this.reject = rej;
-    });
-    this.result.catch(() => {});
     this.incremental = src.incremental;
+    this.file = new StateFileWrite(this.keyGroupRange, this.incremental, () => this.unfreezeAll());
     const delta = this.incremental?.kind === 'delta' ? this.incremental : undefined;
     for (const table of src.tables) {
       this.metas.push(stateMeta(table.descriptor));
@@ -99,7 +73,7 @@ export class HeapSnapshot implements KeyedStateSnapshot, FrozenGroupSink {
     // Restored states no descriptor claimed do not change: a delta has nothing of them (its base has).
     if (delta === undefined) for (const [name, r] of src.restored) {
       this.metas.push(r.meta);
-      for (const [kg, bytes] of r.groups) this.ready.push({ name: keyedBlockName(name, kg), bytes });
+      for (const [kg, bytes] of r.groups) this.ready.push({ name: keyedBlockName(name, kg), bytes, entries: 0 });
     }
     if (this.todo.length === 0) this.release();
   }
@@ -109,9 +83,7 @@ export class HeapSnapshot implements KeyedStateSnapshot, FrozenGroupSink {
     const g = table.groups[kgIndex];
     const kg = table.range.start + kgIndex;
     if (this.incremental?.kind === 'delta') return this.serializeDelta(table, kgIndex, kg, g);
-    const bytes = encodeGroup(table.descriptor, g);
-    this.entries += g?.size ?? 0;
-    this.ready.push({ name: keyedBlockName(table.descriptor.name, kg), bytes });
+    this.ready.push({ name: keyedBlockName(table.descriptor.name, kg), bytes: encodeGroup(table.descriptor, g), entries: g?.size ?? 0 });
   }
 
   /** The group's keys changed since the base: present ones with their values, absent ones as tombstones. */
@@ -124,32 +96,12 @@ export class HeapSnapshot implements KeyedStateSnapshot, FrozenGroupSink {
       else present.set(k, v);
     }
     const name = table.descriptor.name;
-    if (present.size > 0) {
-      this.entries += present.size;
-      this.ready.push({ name: keyedBlockName(name, kg), bytes: encodeGroup(table.descriptor, present) });
-    }
-    if (removed.length > 0) this.ready.push({ name: tombstoneBlockName(name, kg), bytes: encodeColumns(removed, new Array<number>(removed.length).fill(0)) });
+    if (present.size > 0) this.ready.push({ name: keyedBlockName(name, kg), bytes: encodeGroup(table.descriptor, present), entries: present.size });
+    if (removed.length > 0) this.ready.push({ name: tombstoneBlockName(name, kg), bytes: encodeColumns(removed, new Array<number>(removed.length).fill(0)), entries: 0 });
   }
 
   write(target: SnapshotTarget): Promise<KeyedStateHandle> {
-    if (this.target !== undefined) throw new Error('a snapshot is written once');
-    this.target = target;
-    if (this.aborted) return this.result;
-    const streams = this.incremental === undefined ? target.streams : target.shared?.streams;
-    const name = this.incremental === undefined ? target.streamName : target.shared?.streamName;
-    if (streams === undefined || name === undefined) {
-      this.fail(new Error('an incremental snapshot needs a shared directory to write to (savepoints are always full)'));
-      return this.result;
-    }
-    this.opening = streams.createStateStream(name).then(StateFileWriter.create).then(
-      (w) => {
-        this.writer = w;
-        if (this.aborted) void w.abort();
-        else target.wake();
-      },
-      (e) => this.fail(e),
-    );
-    return this.result;
+    return this.file.open(target);
   }
 
   /** Serializes everything still frozen, right now (a newer snapshot needs the tables). */
@@ -162,93 +114,40 @@ export class HeapSnapshot implements KeyedStateSnapshot, FrozenGroupSink {
   }
 
   step(): boolean {
-    if (this.done || this.aborted || this.writer === undefined || this.waitingIo) return false;
-    try {
-      const w = this.writer;
-      let n = 0;
-      while (n < GROUPS_PER_STEP && this.todo.length > 0 && w.pendingBytes() < MAX_PENDING_BYTES) {
-        const { table, kg } = this.todo.shift()!;
-        if (table.isFrozen(kg)) table.thaw(kg); // else a record already serialized it
-        n++;
-      }
-      if (this.todo.length === 0) this.release();
-      for (const b of this.ready) {
-        this.stateBytes += b.bytes.byteLength;
-        w.addBlock(b.name, b.bytes);
-      }
-      this.ready.length = 0;
-      if (w.pendingBytes() >= MAX_PENDING_BYTES) {
-        this.waitIo(w.drain());
-        return false;
-      }
-      if (this.todo.length > 0) return true;
-      this.writeTimers(w);
-      this.done = true;
-      this.finish(w);
-      return false;
-    } catch (e) {
-      this.fail(e);
-      return false;
-    }
+    return this.file.step(() => this.serializeSome(), () => this.finish());
   }
 
-  private writeTimers(w: StateFileWriter): void {
-    if (this.timers === undefined) return;
-    for (const { keyGroup, bytes } of this.timers.encode()) {
-      this.stateBytes += bytes.byteLength;
-      w.addBlock(timerBlockName(keyGroup), bytes);
+  /** Serializes up to GROUPS_PER_STEP frozen groups and adds every ready block; true while groups remain. */
+  private serializeSome(): boolean {
+    for (let n = 0; n < GROUPS_PER_STEP && this.todo.length > 0 && this.file.hasRoom(); n++) {
+      const { table, kg } = this.todo.shift()!;
+      if (table.isFrozen(kg)) table.thaw(kg); // else a record already serialized it
     }
+    if (this.todo.length === 0) this.release();
+    for (const b of this.ready) this.file.add(b.name, b.bytes, b.entries);
+    this.ready.length = 0;
+    return this.todo.length > 0;
   }
 
-  private finish(w: StateFileWriter): void {
+  private finish(): void {
+    this.file.addTimers(this.timers);
     const inc = this.incremental;
     const meta: KeyedSnapshotMeta = {
       states: this.metas, keyGroupRange: this.keyGroupRange, maxParallelism: this.maxParallelism,
       ...(inc?.kind === 'delta' ? { delta: true, ...(inc.droppedStates.length > 0 ? { droppedStates: inc.droppedStates } : {}) } : {}),
     };
-    const name = inc === undefined ? this.target!.streamName : this.target!.shared!.streamName;
-    w.close(meta).then(
-      (size) => {
-        if (this.settled) return;
-        this.settled = true;
-        const base = { keyGroupRange: this.keyGroupRange, stateSize: this.stateBytes, entries: this.entries };
-        if (inc === undefined) this.resolve({ ...base, streams: [{ name, size }] });
-        else this.resolve({ ...base, streams: [], chain: [...inc.chainBefore, { name, size, checkpointId: inc.checkpointId, kind: inc.kind }] });
-      },
-      (e) => this.fail(e),
-    );
-  }
-
-  private waitIo(p: Promise<void>): void {
-    this.waitingIo = true;
-    p.then(
-      () => {
-        this.waitingIo = false;
-        this.target!.wake();
-      },
-      (e) => this.fail(e),
-    );
-  }
-
-  private fail(e: unknown): void {
-    if (this.settled) return;
-    this.abortWith(e instanceof Error ? e : new Error(String(e)));
+    this.file.close(meta);
   }
 
   abort(): void {
-    if (this.settled) return;
-    this.abortWith(new Error('snapshot aborted'));
+    this.file.abort();
   }
 
-  /** Releases frozen groups without serializing them, abandons the stream, rejects. */
-  private abortWith(e: Error): void {
-    this.aborted = true;
-    this.settled = true;
-    this.reject(e);
+  /** On a failure or abort: releases frozen groups without serializing them. */
+  private unfreezeAll(): void {
     for (const { table, kg } of this.todo) table.unfreeze(kg);
     this.todo.length = 0;
     this.release();
-    void this.opening?.then(() => this.writer?.abort());
   }
 
   /** False once every group this snapshot froze is serialized or released. */
