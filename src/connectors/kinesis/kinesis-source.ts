@@ -143,7 +143,10 @@ export class KinesisSource<T = unknown> implements Source<T, KinesisShardSplit> 
   /** Every shard of the stream (ListShards, paged), retried while transient. */
   async listShards(client: KinesisClient, log?: (line: string) => void): Promise<ShardInfo[]> {
     const { ListShardsCommand } = await import('@aws-sdk/client-kinesis');
+    let tries = 0;
+    const began = Date.now();
     return retrying(this.retry, isTransientKinesis, async () => {
+      tries++;
       const out: ShardInfo[] = [];
       let token: string | undefined;
       // Bounded: each page names the next; a stream has at most tens of thousands of shards.
@@ -160,7 +163,10 @@ export class KinesisSource<T = unknown> implements Source<T, KinesisShardSplit> 
       }
       throw new WeirError('CONNECTOR', `Kinesis at ${this.conn.label}: ListShards of stream "${this.stream}" did not end after 10,000 pages`);
     }, { onRetry: (e, _a, d) => log?.(`ListShards of stream "${this.stream}": ${(e as Error).message ?? e}; retrying in ${d} ms`) }).catch((e) => {
-      throw kinesisError(this.conn, `ListShards of stream "${this.stream}"`, e);
+      const err = kinesisError(this.conn, `ListShards of stream "${this.stream}"`, e);
+      if (tries <= 1) throw err;
+      // Given up after retries (an unreachable endpoint, throttling): one line saying how long it tried.
+      throw new WeirError(err.code, `${err.message} (gave up after ${tries} tries in ${Math.round((Date.now() - began) / 100) / 10} s)`, { cause: e });
     });
   }
 
