@@ -102,6 +102,10 @@ describe('shard discovery', () => {
     expect(isTransientKinesis(Object.assign(new Error('refused'), { code: 'ECONNREFUSED' }))).toBe(true);
     expect(isTransientKinesis({ name: 'ResourceNotFoundException', $metadata: { httpStatusCode: 400 } })).toBe(false);
     expect(isTransientKinesis({ name: 'UnrecognizedClientException', $metadata: { httpStatusCode: 400 } })).toBe(false);
+    // Bad credentials (AWS's answers; kinesalite never checks signatures, so no server test can show them).
+    expect(isTransientKinesis({ name: 'InvalidSignatureException', $metadata: { httpStatusCode: 400 } })).toBe(false);
+    expect(isTransientKinesis({ name: 'AccessDeniedException', $metadata: { httpStatusCode: 403 } })).toBe(false);
+    expect(isTransientKinesis({ name: 'ExpiredTokenException', $metadata: { httpStatusCode: 400 } })).toBe(false);
   });
 });
 
