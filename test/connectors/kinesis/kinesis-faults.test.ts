@@ -155,4 +155,22 @@ describe('Kinesis unreachable at start', () => {
       await proxy.close();
     }
   }, 60_000);
+
+  it('the Kinesis sink retries its PutRecords within retryDeadlineMs, then fails the job naming host, port and stream', async () => {
+    const proxy = await startTcpProxy(Number(new URL(k.endpoint).port));
+    const port = proxy.port;
+    await proxy.cut();
+    try {
+      const logs: string[] = [];
+      const r = await runJob(defineJob((env) => {
+        env.fromElements(1, 2, 3).sinkTo(new KinesisSink<number>({ stream: 'nowhere', endpoint: `http://127.0.0.1:${port}`, region: REGION, credentials: CREDENTIALS, partitionKey: (i) => `k${i}`, retryDeadlineMs: 1500, timeoutMs: 1000 }));
+      }), { workers: 1, parallelism: 1, stdout: () => {}, log: (l) => logs.push(l), restartStrategy: { type: 'none' } });
+      expect(r.status).toBe('FAILED');
+      const message = r.error?.message ?? '';
+      expect(message).toMatch(new RegExp(`Kinesis at 127\\.0\\.0\\.1:${port}: PutRecords to stream "nowhere" \\(a record still failing after \\d+ s\\): .*ECONNREFUSED`));
+      expect(message).not.toContain(CREDENTIALS.secretAccessKey);
+    } finally {
+      await proxy.close();
+    }
+  }, 60_000);
 });
