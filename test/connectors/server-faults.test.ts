@@ -8,9 +8,10 @@
  * - a stream deleted while the job reads it: Redis (DEL of the key) and JetStream (the stream
  *   deleted): the job fails with an error naming the stream.
  * - bad credentials: a Redis ACL user made for the test, a private nats-server started with a
- *   user and password (the shared one has no auth), a PostgreSQL role that does not exist (the
- *   shared server trusts 127.0.0.1, so no password is ever checked): each fails at the first
- *   try (another try cannot help), naming the server and never the password.
+ *   user and password (the shared one has no auth), a wrong password for a role of a private
+ *   PostgreSQL cluster with scram-sha-256 (the shared server trusts 127.0.0.1, so no password is
+ *   ever checked there) and a role that does not exist: each fails at the first try (another
+ *   try cannot help), naming the server and never the password.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
