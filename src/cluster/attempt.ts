@@ -328,6 +328,10 @@ export class Attempt {
             if (this.ending || !(subtask >= 0 && subtask < v.parallelism)) return;
             this.broadcast({ type: 'add-splits', task: taskId(v.index, subtask), splits });
           },
+          sendEventToReader: (subtask, event) => {
+            if (this.ending || !(subtask >= 0 && subtask < v.parallelism)) return;
+            this.broadcast({ type: 'reader-event', task: taskId(v.index, subtask), event });
+          },
           now: () => this.ctx.clock.now(),
           schedule: (delayMs, fn) => {
             const c = after(this.ctx.clock, delayMs, () => {

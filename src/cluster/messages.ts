@@ -68,7 +68,9 @@ export type ToExecutor =
   /** A stop-with-savepoint failed: suspended sources read on. */
   | { readonly type: 'resume-sources' }
   /** A split enumerator assigned splits to a source task (ordered with 'trigger' on the same port). */
-  | { readonly type: 'add-splits'; readonly task: TaskId; readonly splits: readonly SourceSplit[] };
+  | { readonly type: 'add-splits'; readonly task: TaskId; readonly splits: readonly SourceSplit[] }
+  /** A split enumerator's event to one source task (SplitEnumeratorContext.sendEventToReader). */
+  | { readonly type: 'reader-event'; readonly task: TaskId; readonly event: unknown };
 
 export interface SerializedError {
   readonly name: string;

@@ -259,6 +259,11 @@ export class TaskExecutor implements TaskListener {
         if (t?.source) t.mail(() => t.source!.addSplits([...m.splits]));
         return;
       }
+      case 'reader-event': {
+        const t = this.byId.get(m.task)?.task;
+        if (t?.source) t.mail(() => t.source!.handleReaderEvent(m.event));
+        return;
+      }
       default:
         return;
     }

@@ -105,6 +105,7 @@ port.on('message', (m: ToExecutor & { peers?: Record<number, MessagePort> }) => 
     case 'end-sources':
     case 'resume-sources':
     case 'add-splits':
+    case 'reader-event':
       executor?.handle(m);
       return;
     case 'cancel':

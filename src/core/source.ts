@@ -78,10 +78,12 @@ export interface SourceReader<T, S extends SourceSplit> {
    * `resume`. A reader that cannot pause splits leaves this out, and alignment is then off for it.
    */
   pauseOrResumeSplits?(pause: readonly string[], resume: readonly string[]): void;
-  /** The assigned splits with their current positions (the reader's checkpoint). */
-  snapshotSplits(): S[];
+  /** The assigned splits with their current positions: the reader's part of checkpoint `checkpointId` (given by the runtime; tests may leave it out). */
+  snapshotSplits(checkpointId?: number): S[];
   /** A checkpoint completed: positions up to it are durable (a reader may release what it held for it). */
   notifyCheckpointComplete?(checkpointId: number): void;
+  /** An event the source's split enumerator sent this reader (sendEventToReader), in the mailbox between polls. */
+  handleSourceEvent?(event: unknown): void;
   /** Releases connections and timers; may be asynchronous (bounded by the reader's own timeouts). */
   close?(): void | Promise<void>;
 }
@@ -112,6 +114,8 @@ export interface SplitEnumeratorContext<S> {
    * checkpoint triggered before this call never holds the splits, one triggered after always does.
    */
   assignSplits(subtask: number, splits: S[]): void;
+  /** A message to reader `subtask` (its handleSourceEvent); like assignSplits, lost if the attempt ends first. */
+  sendEventToReader?(subtask: number, event: unknown): void;
   now(): number;
   /** Runs fn after delayMs on the job manager; cancelled when the enumerator closes. */
   schedule(delayMs: number, fn: () => void): { cancel(): void };

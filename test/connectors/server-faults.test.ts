@@ -8,9 +8,10 @@
  * - a stream deleted while the job reads it: Redis (DEL of the key) and JetStream (the stream
  *   deleted): the job fails with an error naming the stream.
  * - bad credentials: a Redis ACL user made for the test, a private nats-server started with a
- *   user and password (the shared one has no auth), a PostgreSQL role that does not exist (the
- *   shared server trusts 127.0.0.1, so no password is ever checked): each fails at the first
- *   try (another try cannot help), naming the server and never the password.
+ *   user and password (the shared one has no auth), a wrong password for a role of a private
+ *   PostgreSQL cluster with scram-sha-256 (the shared server trusts 127.0.0.1, so no password is
+ *   ever checked there) and a role that does not exist: each fails at the first try (another
+ *   try cannot help), naming the server and never the password.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -21,7 +22,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { connect, type JetStreamManager, type NatsConnection } from 'nats';
 import { defineJob, JetStreamSink, JetStreamSource, PostgresSink, RedisStreamsSink, RedisStreamsSource, runJob } from '../../src/index.ts';
-import { freePort, SHARED_URL, sql, uniqueName } from './postgres/helpers.ts';
+import { freePort, SHARED_URL, sql, startCluster, uniqueName, type Cluster } from './postgres/helpers.ts';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.ts';
 
 const COUNT = 6000;
@@ -69,6 +70,13 @@ async function failureOf(job: ReturnType<typeof runJob>): Promise<string> {
   if (r instanceof Error) return r.message;
   expect(r.status).toBe('FAILED');
   return r.error?.message ?? '';
+}
+
+/** The job's failure message, or its result when it did not fail. */
+async function failureOrResult(job: ReturnType<typeof runJob>): Promise<string | Awaited<ReturnType<typeof runJob>>> {
+  const r = await job.then((x) => x, (e: Error) => e);
+  if (r instanceof Error) return r.message;
+  return r.status === 'FAILED' ? r.error?.message ?? '' : r;
 }
 
 /** Every i of 0..n-1 exactly once. */
@@ -303,6 +311,41 @@ describe('bad credentials fail at the first try, naming the server and never the
       } finally {
         await proxy.close();
       }
+    }, 60_000);
+  });
+
+  describe('PostgreSQL: a private cluster where a role must give its password (scram-sha-256)', () => {
+    let cluster: Cluster;
+    const user = 'weir_pw';
+    beforeAll(async () => {
+      cluster = await startCluster({ passwordUser: { user, password: 'right-pw-6' } });
+      await sql(cluster.url, 'CREATE TABLE auth_out (i bigint); GRANT ALL ON auth_out TO weir_pw');
+    }, 120_000);
+    afterAll(() => cluster?.stop(), 60_000);
+
+    const job = (port: number, password: string, retryDeadlineMs?: number) => failureOrResult(runJob(defineJob((env) => {
+      env.fromElements(1, 2, 3).map((i) => ({ i }))
+        .sinkTo(new PostgresSink<{ i: number }>({ connection: `postgres://${user}:${password}@127.0.0.1:${port}/postgres`, table: 'auth_out', jobId: uniqueName('auth'), columns: ['i'], ...(retryDeadlineMs !== undefined ? { retryDeadlineMs } : {}) }));
+    }), { workers: 1, parallelism: 1, stdout: () => {}, checkpoint: { interval: 100, dir: chkDir() }, restartStrategy: { type: 'none' } }));
+
+    it('the right password writes; a wrong one fails the job at the first try, naming host:port and the user, never the password', async () => {
+      // The role is real and password auth is on: the right password writes every row.
+      const ok = await job(cluster.port, 'right-pw-6');
+      expect(ok, typeof ok === 'string' ? ok : ok.error?.message).toMatchObject({ status: 'FINISHED' });
+      expect((await sql<{ i: string }>(cluster.url, 'SELECT i FROM auth_out ORDER BY i')).map((r) => Number(r.i))).toEqual([1, 2, 3]);
+      // Through a proxy that counts connections: one, though the retry deadline is 30 s.
+      const proxy = await startTcpProxy(cluster.port);
+      try {
+        const bad = await job(proxy.port, 'wrong-pw-7', 30_000);
+        expect(typeof bad).toBe('string');
+        expect(bad).toMatch(new RegExp(`127\\.0\\.0\\.1:${proxy.port}/postgres.*password authentication failed for user "${user}".*\\[28P01\\]`));
+        expect(bad).not.toContain('wrong-pw-7');
+        console.log(`wrong PostgreSQL password: ${String(bad)}`);
+        expect(proxy.accepted).toBe(1); // not retried: another try cannot help
+      } finally {
+        await proxy.close();
+      }
+      expect((await sql<{ n: string }>(cluster.url, 'SELECT count(*) AS n FROM auth_out'))[0]!.n).toBe('3');
     }, 60_000);
   });
 

@@ -29,7 +29,7 @@ import { WeirError } from '../../core/errors.ts';
 import { nextRetryDelay, retrying, type RetryPolicy } from '../common/retry.ts';
 import { call, createKinesisClient, errorName, isTransientKinesis, kinesisError, resolveConnection, type KinesisConnectionOptions, type ResolvedConnection } from './client.ts';
 import { deaggregate, type SubRecord } from './kpl.ts';
-import { closedAtStartAreFinished, decideDiscovery, isSequenceNumber, leastLoaded, nextFetchAt, type ShardInfo, type ShardStart } from './shards.ts';
+import { closedAtStartAreFinished, decideDiscovery, decidePruning, isSequenceNumber, leastLoaded, nextFetchAt, type ShardInfo, type ShardStart } from './shards.ts';
 
 export type KinesisInitialPosition = 'LATEST' | 'TRIM_HORIZON' | 'AT_TIMESTAMP';
 export type KinesisFormat = 'json' | 'string' | 'bytes';
@@ -83,9 +83,20 @@ export interface KinesisShardSplit extends SourceSplit {
   finished?: boolean;
 }
 
-/** A reader's report to the enumerator. */
+/** A reader's report to the enumerator: shards read to their end. */
 interface FinishedEvent {
   readonly finished: readonly string[];
+}
+
+/** A reader's report after a completed checkpoint: the splits it held in that checkpoint (not reported before), and which of them were tombstones. */
+interface DurableEvent {
+  readonly durable: readonly string[];
+  readonly durableTombstones: readonly string[];
+}
+
+/** The enumerator's word to a reader: drop these tombstones from your state. */
+interface PruneEvent {
+  readonly prune: readonly string[];
 }
 
 const MAX_LIMIT = 10_000;
@@ -143,7 +154,10 @@ export class KinesisSource<T = unknown> implements Source<T, KinesisShardSplit> 
   /** Every shard of the stream (ListShards, paged), retried while transient. */
   async listShards(client: KinesisClient, log?: (line: string) => void): Promise<ShardInfo[]> {
     const { ListShardsCommand } = await import('@aws-sdk/client-kinesis');
+    let tries = 0;
+    const began = Date.now();
     return retrying(this.retry, isTransientKinesis, async () => {
+      tries++;
       const out: ShardInfo[] = [];
       let token: string | undefined;
       // Bounded: each page names the next; a stream has at most tens of thousands of shards.
@@ -160,7 +174,10 @@ export class KinesisSource<T = unknown> implements Source<T, KinesisShardSplit> 
       }
       throw new WeirError('CONNECTOR', `Kinesis at ${this.conn.label}: ListShards of stream "${this.stream}" did not end after 10,000 pages`);
     }, { onRetry: (e, _a, d) => log?.(`ListShards of stream "${this.stream}": ${(e as Error).message ?? e}; retrying in ${d} ms`) }).catch((e) => {
-      throw kinesisError(this.conn, `ListShards of stream "${this.stream}"`, e);
+      const err = kinesisError(this.conn, `ListShards of stream "${this.stream}"`, e);
+      if (tries <= 1) throw err;
+      // Given up after retries (an unreachable endpoint, throttling): one line saying how long it tried.
+      throw new WeirError(err.code, `${err.message} (gave up after ${tries} tries in ${Math.round((Date.now() - began) / 100) / 10} s)`, { cause: e });
     });
   }
 
@@ -204,6 +221,9 @@ export class KinesisSource<T = unknown> implements Source<T, KinesisShardSplit> 
 class KinesisEnumerator implements SplitEnumerator {
   private readonly known = new Set<string>();
   private readonly finished = new Set<string>();
+  /** From the readers' reports after completed checkpoints: shards in one, and tombstones in one with the reader holding each. */
+  private readonly durable = new Set<string>();
+  private readonly durableTombstones = new Map<string, number>();
   private readonly load: number[];
   private listing: ShardInfo[] | undefined;
   private client: KinesisClient | undefined;
@@ -245,6 +265,7 @@ class KinesisEnumerator implements SplitEnumerator {
       if (this.closed) return;
       this.listing = listed;
       this.assignNew();
+      this.prune();
     })().then(() => {
       this.listing$ = undefined;
       if (this.closed) return;
@@ -273,7 +294,37 @@ class KinesisEnumerator implements SplitEnumerator {
     this.waitingLogged = w;
   }
 
+  /**
+   * Tells readers to drop the tombstones decidePruning lets go, and forgets them here too
+   * (decideDiscovery then skips such a shard through its known descendants, or it is gone).
+   */
+  private prune(): void {
+    if (this.ctx.sendEventToReader === undefined || this.durableTombstones.size === 0) return;
+    const bySubtask = new Map<number, string[]>();
+    for (const p of decidePruning({ listed: this.listing, durableTombstones: this.durableTombstones.keys(), durable: this.durable })) {
+      const sub = this.durableTombstones.get(p.shardId)!;
+      this.durableTombstones.delete(p.shardId);
+      this.durable.delete(p.shardId);
+      this.finished.delete(p.shardId);
+      this.known.delete(p.shardId);
+      const l = bySubtask.get(sub) ?? [];
+      l.push(p.shardId);
+      bySubtask.set(sub, l);
+    }
+    for (const [sub, prune] of bySubtask) {
+      this.ctx.sendEventToReader(sub, { prune } satisfies PruneEvent);
+      this.ctx.log(`tombstone${prune.length > 1 ? 's' : ''} of shard${prune.length > 1 ? 's' : ''} ${prune.join(', ')} of stream "${this.src.stream}" pruned from the state of subtask ${sub + 1}`);
+    }
+  }
+
   handleSourceEvent(subtask: number, event: unknown): void {
+    const d = event as DurableEvent | null;
+    if (d !== null && typeof d === 'object' && Array.isArray(d.durable) && Array.isArray(d.durableTombstones)) {
+      for (const id of d.durable) if (typeof id === 'string') this.durable.add(id);
+      for (const id of d.durableTombstones) if (typeof id === 'string') this.durableTombstones.set(id, subtask);
+      this.prune();
+      return;
+    }
     const f = (event as FinishedEvent | null)?.finished;
     if (!Array.isArray(f)) return;
     for (const id of f) {
@@ -309,6 +360,8 @@ interface ShardState {
   /** The shard has no more records after the buffer (closed and read to its end). */
   ended: boolean;
   reported: boolean;
+  /** The enumerator said to drop this tombstone: it goes once its end has been reported. */
+  prune: boolean;
   inFlight: boolean;
   timer: { cancel(): void } | undefined;
   nextAt: number;
@@ -327,6 +380,11 @@ class KinesisReader<T> implements SourceReader<T, KinesisShardSplit> {
   private closed = false;
   private error: Error | undefined;
   private rr = 0;
+  /** Per checkpoint taken and not yet completed or superseded: the splits it held, and which were tombstones. */
+  private snapshots: { id: number; ids: string[]; tombstones: string[] }[] = [];
+  /** Splits (and tombstones) held now already reported to the enumerator as in a completed checkpoint. */
+  private readonly reportedDurable = new Set<string>();
+  private readonly reportedTombstones = new Set<string>();
 
   constructor(private readonly src: KinesisSource<T>, private readonly ctx: SourceReaderContext) {}
 
@@ -338,7 +396,7 @@ class KinesisReader<T> implements SourceReader<T, KinesisShardSplit> {
       this.states.set(s.id, {
         split: { ...s, parents: [...s.parents] }, iterator: undefined, fetchedSeq: s.lastSeq, buffer: [], at: 0, subs: undefined, sub: 0,
         resumeInside: this.src.deaggregate && s.lastSub !== undefined && s.lastSeq !== undefined && s.finished !== true, ended: s.finished === true,
-        reported: false, inFlight: false, timer: undefined, nextAt: 0, failures: 0, failingSince: undefined, out: undefined,
+        reported: false, prune: false, inFlight: false, timer: undefined, nextAt: 0, failures: 0, failingSince: undefined, out: undefined,
       });
     }
   }
@@ -359,6 +417,7 @@ class KinesisReader<T> implements SourceReader<T, KinesisShardSplit> {
         finished.push(st.split.shardId);
       }
       out.splitFinished(st.split.id);
+      if (st.prune) this.drop(st.split.id);
     }
     if (finished.length > 0) {
       this.ctx.log(`shard${finished.length > 1 ? 's' : ''} ${finished.join(', ')} of stream "${this.src.stream}" read to the end`);
@@ -544,8 +603,49 @@ class KinesisReader<T> implements SourceReader<T, KinesisShardSplit> {
     });
   }
 
-  snapshotSplits(): KinesisShardSplit[] {
-    return [...this.states.values()].map((s) => ({ ...s.split, parents: [...s.split.parents] }));
+  snapshotSplits(checkpointId?: number): KinesisShardSplit[] {
+    const splits = [...this.states.values()].map((s) => ({ ...s.split, parents: [...s.split.parents] }));
+    if (checkpointId !== undefined && this.ctx.sendSourceEvent !== undefined) {
+      // Bounded: entries go when a checkpoint completes (it supersedes the older ones); a run of aborted ones is capped.
+      if (this.snapshots.length >= 64) this.snapshots.shift();
+      this.snapshots.push({ id: checkpointId, ids: splits.map((s) => s.id), tombstones: splits.filter((s) => s.finished === true).map((s) => s.id) });
+    }
+    return splits;
+  }
+
+  /** Reports to the enumerator what the completed checkpoint holds that it has not heard of (it decides pruning from that). */
+  notifyCheckpointComplete(checkpointId: number): void {
+    const k = this.snapshots.findIndex((x) => x.id === checkpointId);
+    if (k < 0) return;
+    const snap = this.snapshots[k]!;
+    this.snapshots = this.snapshots.slice(k + 1);
+    const durable = snap.ids.filter((id) => this.states.has(id) && !this.reportedDurable.has(id));
+    const durableTombstones = snap.tombstones.filter((id) => this.states.has(id) && !this.reportedTombstones.has(id));
+    if (durable.length === 0 && durableTombstones.length === 0) return;
+    for (const id of durable) this.reportedDurable.add(id);
+    for (const id of durableTombstones) this.reportedTombstones.add(id);
+    this.ctx.sendSourceEvent?.({ durable, durableTombstones } satisfies DurableEvent);
+  }
+
+  /** The enumerator's word to drop tombstones (only finished splits ever go). */
+  handleSourceEvent(event: unknown): void {
+    const ids = (event as PruneEvent | null)?.prune;
+    if (!Array.isArray(ids)) return;
+    for (const id of ids) {
+      const st = typeof id === 'string' ? this.states.get(id) : undefined;
+      if (st === undefined || st.split.finished !== true) continue;
+      if (st.reported) this.drop(id);
+      else st.prune = true;
+    }
+  }
+
+  private drop(id: string): void {
+    const st = this.states.get(id);
+    st?.timer?.cancel();
+    this.states.delete(id);
+    this.paused.delete(id);
+    this.reportedDurable.delete(id);
+    this.reportedTombstones.delete(id);
   }
 
   close(): void {

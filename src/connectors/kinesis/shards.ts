@@ -105,3 +105,65 @@ export function isSequenceNumber(s: unknown): s is string {
 export function nextFetchAt(lastCallAt: number, lastWasEmpty: boolean, minIntervalMs: number, emptyIntervalMs: number): number {
   return lastCallAt + Math.max(minIntervalMs, lastWasEmpty ? emptyIntervalMs : 0);
 }
+
+/**
+ * What the enumerator knows, from the readers' reports after completed checkpoints, when it
+ * decides which tombstones (finished shards kept in the readers' state) can go.
+ */
+export interface PruneFacts {
+  /** The last complete ListShards answer; undefined before the first (then nothing is pruned). */
+  readonly listed: readonly ShardInfo[] | undefined;
+  /**
+   * Tombstones in a completed checkpoint: the checkpoint that finished the shard completed
+   * (FLINK-37627: until it has, a restore needs the tombstone). The candidates.
+   */
+  readonly durableTombstones: Iterable<string>;
+  /** Shards whose split (live or finished) was in a completed checkpoint. */
+  readonly durable: ReadonlySet<string>;
+}
+
+export interface PruneDecision {
+  readonly shardId: string;
+  /** 'children': every child is in a completed checkpoint (or has a descendant there); 'gone': ListShards no longer lists it (past retention). */
+  readonly reason: 'children' | 'gone';
+}
+
+/**
+ * Which tombstones can be dropped from the checkpoint without a restore ever reading the shard
+ * again or losing a child. A tombstone exists so that, after a restore, the enumerator (a) does
+ * not assign the finished shard again and (b) lets its children be assigned. Once a checkpoint
+ * holds each child (or, for a child itself pruned since, a descendant of it), every later
+ * checkpoint does too, and decideDiscovery then skips the shard (a known descendant: read
+ * before) and treats it as done for its children; a shard no longer listed is never assigned,
+ * and is done for any child still listed. So a durable tombstone goes when either holds:
+ * - it is gone from ListShards (past the stream's retention), or
+ * - it has at least one child in the listing, and every child is covered: in a completed
+ *   checkpoint, or with a descendant that is (children are listed only after their parent
+ *   closed, so a closed shard with no listed child keeps its tombstone until the next listing).
+ */
+export function decidePruning(f: PruneFacts): PruneDecision[] {
+  if (f.listed === undefined) return [];
+  const listedIds = new Set(f.listed.map((s) => s.shardId));
+  const children = new Map<string, string[]>();
+  for (const s of f.listed) for (const p of s.parents) {
+    const l = children.get(p) ?? [];
+    l.push(s.shardId);
+    children.set(p, l);
+  }
+  const covered = (id: string, seen: Set<string>): boolean => {
+    if (f.durable.has(id)) return true;
+    if (seen.has(id)) return false;
+    seen.add(id);
+    return (children.get(id) ?? []).some((c) => covered(c, seen));
+  };
+  const out: PruneDecision[] = [];
+  for (const t of f.durableTombstones) {
+    if (!listedIds.has(t)) {
+      out.push({ shardId: t, reason: 'gone' });
+      continue;
+    }
+    const cs = children.get(t) ?? [];
+    if (cs.length > 0 && cs.every((c) => covered(c, new Set()))) out.push({ shardId: t, reason: 'children' });
+  }
+  return out;
+}

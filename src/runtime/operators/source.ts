@@ -142,6 +142,17 @@ export class SourceOperator extends StreamOperator implements ReaderOutput<unkno
     this.wake();
   }
 
+  /** An event from the source's split enumerator (in the mailbox, between polls). */
+  handleReaderEvent(event: unknown): void {
+    if (this.reader === undefined || this.reader.handleSourceEvent === undefined) return;
+    try {
+      this.reader.handleSourceEvent(event);
+    } catch (e) {
+      throw this.fail(e, `source "${this.source.name}" handleSourceEvent`);
+    }
+    this.wake();
+  }
+
   private schedulePeriodic(at: number, interval: number): void {
     this.periodic = this.env.scheduleMail(at, () => {
       if (!this.ended && !this.env.isSuspended()) {
@@ -316,7 +327,7 @@ export class SourceOperator extends StreamOperator implements ReaderOutput<unkno
   /** A source's checkpoint: its splits with their positions at the barrier. */
   override snapshotInline(checkpointId: number): InlineOperatorState | undefined {
     const base = super.snapshotInline(checkpointId) ?? {};
-    return { ...base, splits: this.reader.snapshotSplits() };
+    return { ...base, splits: this.reader.snapshotSplits(checkpointId) };
   }
 
   override notifyCheckpointComplete(checkpointId: number): void {

@@ -4,7 +4,7 @@
  * limits, partial-failure answers and barriers. Randomised cases print their seed.
  */
 import { describe, expect, it } from 'vitest';
-import { compareSequence, decideDiscovery, leastLoaded, nextFetchAt, type ShardInfo } from '../../../src/connectors/kinesis/shards.ts';
+import { compareSequence, decideDiscovery, decidePruning, leastLoaded, nextFetchAt, type ShardInfo } from '../../../src/connectors/kinesis/shards.ts';
 import { Barriers, batchSize, PUT_RECORDS_MAX_BYTES, PUT_RECORDS_MAX_RECORDS, shouldSend, splitAnswer, type SinkEntry } from '../../../src/connectors/kinesis/batching.ts';
 import { isTransientKinesis } from '../../../src/connectors/kinesis/client.ts';
 import { Rng } from '../../../src/core/random.ts';
@@ -102,6 +102,10 @@ describe('shard discovery', () => {
     expect(isTransientKinesis(Object.assign(new Error('refused'), { code: 'ECONNREFUSED' }))).toBe(true);
     expect(isTransientKinesis({ name: 'ResourceNotFoundException', $metadata: { httpStatusCode: 400 } })).toBe(false);
     expect(isTransientKinesis({ name: 'UnrecognizedClientException', $metadata: { httpStatusCode: 400 } })).toBe(false);
+    // Bad credentials (AWS's answers; kinesalite never checks signatures, so no server test can show them).
+    expect(isTransientKinesis({ name: 'InvalidSignatureException', $metadata: { httpStatusCode: 400 } })).toBe(false);
+    expect(isTransientKinesis({ name: 'AccessDeniedException', $metadata: { httpStatusCode: 403 } })).toBe(false);
+    expect(isTransientKinesis({ name: 'ExpiredTokenException', $metadata: { httpStatusCode: 400 } })).toBe(false);
   });
 });
 
@@ -158,5 +162,114 @@ describe('PutRecords batching', () => {
     expect(done).toBe(true);
     expect(b.size).toBe(0);
     await expect(b.add(1, 0)).resolves.toBeUndefined();
+  });
+});
+
+describe('tombstone pruning', () => {
+  // s0 split into s2, s3; s3 merged with s1 into s4.
+  const lineage = [sh('s0', [], true), sh('s1', [], true), sh('s2', ['s0']), sh('s3', ['s0'], true), sh('s4', ['s3', 's1'])];
+  const facts = (durableTombstones: string[], durable: string[], listed: ShardInfo[] | undefined = lineage) => ({ listed, durableTombstones, durable: new Set(durable) });
+  const ids = (d: { shardId: string; reason: string }[]) => d.map((x) => `${x.shardId}:${x.reason}`).sort();
+
+  it('keeps a tombstone until the checkpoint that finished the shard completed (FLINK-37627)', () => {
+    // s0 finished and both children durable, but s0's tombstone is in no completed checkpoint yet.
+    expect(decidePruning(facts([], ['s0', 's2', 's3']))).toEqual([]);
+    expect(ids(decidePruning(facts(['s0'], ['s0', 's2', 's3'])))).toEqual(['s0:children']);
+  });
+
+  it('keeps a tombstone until every child is in a completed checkpoint', () => {
+    expect(decidePruning(facts(['s0'], ['s0', 's2']))).toEqual([]);
+    // A merge parent: its one child s4 is not durable yet.
+    expect(decidePruning(facts(['s1', 's3'], ['s1', 's3', 's2']))).toEqual([]);
+    expect(ids(decidePruning(facts(['s1', 's3'], ['s1', 's3', 's2', 's4'])))).toEqual(['s1:children', 's3:children']);
+  });
+
+  it('a child pruned earlier counts through its own durable descendants', () => {
+    // s3 (child of s0) was pruned after a restore from which only s4 (its child) came back durable.
+    expect(ids(decidePruning(facts(['s0'], ['s0', 's2', 's4'])))).toEqual(['s0:children']);
+    expect(decidePruning(facts(['s0'], ['s0', 's2']))).toEqual([]);
+  });
+
+  it('keeps a closed shard whose children are not listed yet; prunes nothing before the first listing', () => {
+    expect(decidePruning(facts(['s0'], ['s0'], [sh('s0', [], true), sh('s1')]))).toEqual([]);
+    expect(decidePruning({ listed: undefined, durableTombstones: ['s0'], durable: new Set(['s0', 's2', 's3']) })).toEqual([]);
+  });
+
+  it('drops a tombstone whose shard is gone from ListShards (past retention), children or not', () => {
+    const later = lineage.filter((s) => s.shardId !== 's0' && s.shardId !== 's1');
+    expect(ids(decidePruning(facts(['s0', 's1'], ['s0', 's1'], later)))).toEqual(['s0:gone', 's1:gone']);
+  });
+
+  it('randomised histories: a restore from any checkpoint after pruning assigns exactly what it would without pruning, and no finished shard again (seeded)', () => {
+    const seed = Date.now() % 100_000;
+    console.log(`tombstone pruning seed ${seed}`);
+    const rng = new Rng(seed);
+    let prunedTotal = 0;
+    for (let round = 0; round < 100; round++) {
+      const shards: ShardInfo[] = [sh('a0'), sh('a1'), sh('a2')];
+      let next = 3;
+      for (let k = 0; k < 8; k++) {
+        const o = shards.filter((s) => !s.closed);
+        const i = shards.indexOf(o[rng.int(o.length)]!);
+        if (rng.next() < 0.5 || o.length < 2) {
+          shards[i] = { ...shards[i]!, closed: true };
+          shards.push(sh(`a${next++}`, [shards[i]!.shardId]), sh(`a${next++}`, [shards[i]!.shardId]));
+        } else {
+          const j = shards.indexOf(o.find((s) => s !== shards[i])!);
+          shards[i] = { ...shards[i]!, closed: true };
+          shards[j] = { ...shards[j]!, closed: true };
+          shards.push(sh(`a${next++}`, [shards[i]!.shardId, shards[j]!.shardId]));
+        }
+      }
+      const gone = new Set<string>();
+      const listed = () => shards.filter((s) => !gone.has(s.shardId));
+      // The truth (nothing ever pruned) and what the readers hold (pruned tombstones dropped).
+      const known = new Set<string>();
+      const finished = new Set<string>();
+      const pruned = new Set<string>();
+      const checkpoints: { known: Set<string>; finished: Set<string>; pruned: Set<string> }[] = [];
+      const durable = new Set<string>();
+      const durableTombstones = new Set<string>();
+      const heldView = (c: { known: Set<string>; finished: Set<string>; pruned: Set<string> }) => ({
+        known: new Set([...c.known].filter((x) => !c.pruned.has(x))), finished: new Set([...c.finished].filter((x) => !c.pruned.has(x))),
+      });
+      for (let step = 0; step < 120; step++) {
+        const live = heldView({ known, finished, pruned });
+        const d = decideDiscovery(listed(), live);
+        const truth = decideDiscovery(listed(), { known, finished });
+        expect(d.assign.map((s) => s.shardId), `live assignment (seed ${seed})`).toEqual(truth.assign.map((s) => s.shardId));
+        for (const s of d.assign) known.add(s.shardId);
+        const r = rng.next();
+        if (r < 0.3) {
+          const closedLive = [...known].filter((id) => !finished.has(id) && shards.find((s) => s.shardId === id)!.closed);
+          if (closedLive.length > 0) finished.add(closedLive[rng.int(closedLive.length)]!);
+        } else if (r < 0.5) {
+          checkpoints.push({ known: new Set(known), finished: new Set(finished), pruned: new Set(pruned) });
+        } else if (r < 0.7 && checkpoints.length > 0) {
+          // The latest checkpoint completes: what it held is durable (the readers report it).
+          const c = heldView(checkpoints[checkpoints.length - 1]!);
+          for (const x of c.known) durable.add(x);
+          for (const x of c.finished) durableTombstones.add(x);
+        } else if (r < 0.75) {
+          // Retention: the oldest finished shard whose parents are gone leaves the listing.
+          const old = shards.find((s) => finished.has(s.shardId) && !gone.has(s.shardId) && s.parents.every((p) => gone.has(p)));
+          if (old !== undefined) gone.add(old.shardId);
+        } else {
+          for (const p of decidePruning({ listed: listed(), durableTombstones: [...durableTombstones].filter((x) => !pruned.has(x)), durable })) {
+            expect(finished.has(p.shardId), `only tombstones are pruned (seed ${seed})`).toBe(true);
+            pruned.add(p.shardId);
+            prunedTotal++;
+          }
+        }
+        // A restore from any checkpoint taken so far decides as it would have without pruning.
+        for (const c of checkpoints.slice(-4)) {
+          const restored = heldView(c);
+          const got = decideDiscovery(listed(), restored).assign.map((s) => s.shardId);
+          expect(got, `restore (seed ${seed})`).toEqual(decideDiscovery(listed(), { known: c.known, finished: c.finished }).assign.map((s) => s.shardId));
+          for (const id of got) expect(c.finished.has(id), `finished shard ${id} assigned again (seed ${seed})`).toBe(false);
+        }
+      }
+    }
+    expect(prunedTotal).toBeGreaterThan(50);
   });
 });

@@ -9,9 +9,11 @@
  * - LATEST skips what was in the stream before the job started;
  * - KPL aggregates de-aggregated, and a restore inside an aggregate emits nothing twice.
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { openSnapshot } from '../../../src/checkpoint/inspect.ts';
+import { decodeValue } from '../../../src/core/codec.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEAD_LETTERS, defineJob, KinesisSource, runJob, ValueStateDescriptor, type Collector, type JobResult, type KeyedContext, type KeyedProcessFunction, type KeyedRuntimeContext, type MalformedRecord } from '../../../src/index.ts';
 import { CREDENTIALS, REGION, createStream, listShards, mergeShards, putJson, splitShard, startFaultProxy, startKinesalite, type Kinesalite } from '../../helpers/kinesalite.ts';
@@ -102,6 +104,15 @@ function maxima(out: readonly Out[]): Map<string, number> {
   return m;
 }
 
+/** The source splits (with uid `uid`) of every subtask in the newest checkpoint under `root`. */
+async function latestSplits(root: string, uid: string): Promise<{ shardId: string; finished?: boolean }[]> {
+  const chks = readdirSync(root, { recursive: true, encoding: 'utf8' }).filter((f) => /(^|\/)chk-\d+\/_metadata$/.test(f));
+  const newest = chks.sort((a, b) => Number(/chk-(\d+)/.exec(b)![1]) - Number(/chk-(\d+)/.exec(a)![1]))[0]!;
+  const m = await openSnapshot(join(root, dirname(newest)));
+  const op = m.operators.find((o) => o.uid === uid)!;
+  return op.subtasks.flatMap((st) => (st.inline === undefined ? [] : decodeValue<{ splits?: { shardId: string; finished?: boolean }[] }>(Buffer.from(st.inline, 'base64')).splits ?? []));
+}
+
 function resetSeen(): void {
   seen.completed = 0;
   seen.failAtOrAbove = Number.POSITIVE_INFINITY;
@@ -172,6 +183,48 @@ describe('KinesisSource', () => {
     const shards = await listShards(k.client, stream);
     expect(shards.map((s) => s.ShardId)).toEqual(['shardId-000000000000', 'shardId-000000000001', 'shardId-000000000002', 'shardId-000000000003', 'shardId-000000000004']);
     expect(job.logs.some((l) => /shard shardId-000000000004 .*child of shardId-000000000003 and shardId-000000000001/.test(l)), job.logs.join('\n')).toBe(true);
+  }, 120_000);
+
+  it('prunes the tombstones of split shards once their children are in a completed checkpoint; a restore after that reads no shard twice', async () => {
+    resetSeen();
+    const stream = streamName('prune');
+    await createStream(k.client, stream, 1);
+    const KEYS = 8;
+    await putJson(k.client, stream, records(0, 200, KEYS));
+    const job = start(stream, 2, k.endpoint, { discoveryIntervalMs: 300 });
+    const pruned = (id: string) => job.logs.some((l) => new RegExp(`tombstones? of shards? .*${id}.* pruned`).test(l));
+    try {
+      await until('phase 1 counted', () => job.out.length >= 200);
+      // shard 0 -> shards 1 and 2; then shard 1 -> shards 3 and 4.
+      await splitShard(k.client, stream, 'shardId-000000000000');
+      await putJson(k.client, stream, records(200, 200, KEYS));
+      await until('phase 2 counted', () => job.out.length >= 400);
+      await splitShard(k.client, stream, 'shardId-000000000001');
+      await putJson(k.client, stream, records(400, 200, KEYS));
+      await until('phase 3 counted', () => job.out.length >= 600);
+      await until('both tombstones pruned', () => pruned('shardId-000000000000') && pruned('shardId-000000000001'));
+      const before = seen.completed;
+      await until('two checkpoints after the pruning', () => seen.completed >= before + 2);
+      // The restore is from a checkpoint without those tombstones: shards 0 and 1 must not be read again.
+      seen.failAtOrAbove = 600;
+      await putJson(k.client, stream, records(600, 200, KEYS));
+      await until('every key counted to 100', () => [...maxima(job.out).values()].filter((n) => n >= 100).length === KEYS);
+    } finally {
+      const r = await job.stop();
+      expect(r.status, job.logs.join('\n')).toBe('CANCELED');
+    }
+    expect(seen.failed).toBe(true);
+    expect([...seen.attempts]).toContain(1);
+    // Exact counts: a parent read again from TRIM_HORIZON would count its records twice.
+    for (const [key, n] of maxima(job.out)) expect(n, `count of ${key}\n${job.logs.join('\n')}`).toBe(100);
+    for (const o of job.out.filter((x) => x.attempt === 1)) expect(o.i).toBeGreaterThanOrEqual(600);
+    const assigned = (id: string) => job.logs.filter((l) => l.includes(`shard ${id} of stream`) && l.includes('assigned to subtask')).length;
+    expect(assigned('shardId-000000000000'), job.logs.join('\n')).toBe(0); // planned at the start, never assigned again
+    expect(assigned('shardId-000000000001'), job.logs.join('\n')).toBe(1);
+    expect(assigned('shardId-000000000002'), job.logs.join('\n')).toBe(1);
+    // The last checkpoint holds the shards being read and no tombstone of the pruned ones.
+    const held = await latestSplits(join(work, stream), 'kinesis');
+    expect(held.map((x) => `${x.shardId}${x.finished === true ? ' (finished)' : ''}`).sort()).toEqual(['shardId-000000000002', 'shardId-000000000003', 'shardId-000000000004']);
   }, 120_000);
 
   it('sends malformed records to the dead letters, naming stream, shard and sequence number; retries throttled GetRecords', async () => {

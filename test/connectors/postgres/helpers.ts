@@ -4,7 +4,7 @@
  * server at 5432 has max_prepared_transactions = 0).
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -52,9 +52,11 @@ export interface Cluster {
 
 /**
  * Starts a throwaway PostgreSQL 15 cluster on a free port with max_prepared_transactions = 16,
- * as the `postgres` user when run as root (the server refuses root). Trust auth on 127.0.0.1.
+ * as the `postgres` user when run as root (the server refuses root). Trust auth on 127.0.0.1,
+ * except for `passwordUser`: a login role with that password, which must authenticate
+ * (scram-sha-256 in pg_hba.conf, ahead of the trust lines).
  */
-export async function startCluster(): Promise<Cluster> {
+export async function startCluster(o: { passwordUser?: { readonly user: string; readonly password: string } } = {}): Promise<Cluster> {
   const dir = mkdtempSync(join(tmpdir(), 'weir-pg-'));
   chmodSync(dir, 0o777);
   const data = join(dir, 'data');
@@ -66,9 +68,17 @@ export async function startCluster(): Promise<Cluster> {
     if (r.status !== 0) throw new Error(`${args.join(' ')} failed: ${r.stderr || r.stdout}`);
   };
   run([`${BIN}/initdb`, '-D', data, '-A', 'trust', '-U', 'postgres', '--no-sync']);
+  const pu = o.passwordUser;
+  if (pu !== undefined) {
+    if (!/^[a-z_][a-z0-9_]*$/.test(pu.user) || pu.password.includes("'")) throw new Error('startCluster: passwordUser must be a plain identifier and a password without quotes');
+    // pg_hba.conf is read top down, first match wins: this user must give its password.
+    const hba = join(data, 'pg_hba.conf');
+    writeFileSync(hba, `host all ${pu.user} 127.0.0.1/32 scram-sha-256\n${readFileSync(hba, 'utf8')}`);
+  }
   run([`${BIN}/pg_ctl`, '-D', data, '-l', join(dir, 'log'), '-w', '-t', '120', '-o',
     `-p ${port} -c listen_addresses=127.0.0.1 -c unix_socket_directories=${dir} -c max_prepared_transactions=16 -c fsync=off`, 'start']);
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
+  if (pu !== undefined) await sql(url, `CREATE ROLE ${pu.user} LOGIN PASSWORD '${pu.password}'; GRANT ALL ON SCHEMA public TO ${pu.user}`);
   return {
     url,
     port,
