@@ -12,22 +12,28 @@
  * and the example with compaction on S3 (compactBelow 8 MiB from 2 files), so kills can land
  * inside compactions (not checked that one did): the merged output still equals the oracle and
  * no intent is left.
- * Seeded; prints the seed.
+ * Each run is killed after a checkpoint whose sink state holds an open part with bytes, so
+ * every resume completes a file from a checkpoint. Seeded; prints the seed.
  */
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { S3ObjectStore } from '../../src/checkpoint/s3/object-store.ts';
 import { resolveS3Config } from '../../src/checkpoint/s3/settings.ts';
+import { parseMetadata, type CheckpointMetadata } from '../../src/checkpoint/metadata.ts';
+import { decodeValue } from '../../src/core/codec.ts';
 import { Rng } from '../../src/core/random.ts';
 import { readParquet } from '../helpers/duckdb.ts';
 import { startS3Server, type S3TestServer } from '../helpers/s3rver.ts';
 import { chaosSeed, committedLines, ROOT, runWeir, startWeir } from './harness.ts';
 
 const EVENTS = 150_000;
-const RATE = '40000';
+// Read slowly enough that a run is killed 4 times before the job ends: a kill waits for a
+// checkpoint holding an open part with bytes, and at 40,000 records/s the job often finished
+// after one or two kills.
+const RATE = '15000';
 let work: string;
 let input: string;
 let expected: string[];
@@ -76,37 +82,71 @@ async function committedS3ParquetLines(prefix: string): Promise<string[]> {
   return rows.map((r) => JSON.stringify({ key: r.key, windowStart: Number(r.windowStart), sum: r.sum, count: Number(r.count), total: r.total })).sort();
 }
 
-/** Checkpoint metadata objects s3rver holds under `prefix` (its store is a directory tree). */
+/** Checkpoint metadata objects s3rver holds under `prefix` (its store is a directory tree), by path. */
 function checkpointsOnS3(prefix: string): Set<string> {
   const dir = join(server.directory, server.bucket, prefix);
   if (!existsSync(dir)) return new Set();
-  return new Set(readdirSync(dir, { recursive: true }).map(String).filter((f) => f.endsWith('_metadata._S3rver_object')));
+  // A checkpoint directory deleted while it is read (the job subsumes checkpoints): read again.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return new Set(readdirSync(dir, { recursive: true }).map(String).filter((f) => f.endsWith('_metadata._S3rver_object')).map((f) => join(dir, f)));
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'ENOENT' || attempt >= 20) throw e;
+    }
+  }
+}
+
+/**
+ * Whether a checkpoint's metadata (s3rver's object file) names an open part file with bytes in
+ * it: a resume from it must complete that file from the checkpoint (what the test is after).
+ * False while s3rver is still writing the object (it does not parse yet).
+ */
+function holdsOpenPart(metadataFile: string): boolean {
+  let m: CheckpointMetadata;
+  try {
+    m = parseMetadata(readFileSync(metadataFile, 'utf8'), metadataFile);
+  } catch {
+    return false;
+  }
+  for (const op of m.operators) {
+    for (const st of op.subtasks) {
+      if (st.inline === undefined) continue;
+      const inline = decodeValue<{ committables?: { s3?: { kind: string; parts: number; tail?: string } }[] }>(Buffer.from(st.inline, 'base64'));
+      if ((inline.committables ?? []).some((c) => c.s3?.kind === 'open' && (c.s3.parts > 0 || (c.s3.tail ?? '') !== ''))) return true;
+    }
+  }
+  return false;
 }
 
 /**
  * Runs the job `kills` times, each killed a seeded 0 to 1,500 ms after a checkpoint it took
- * reached S3 (so every resume restores one, with parts open), then once to the end. Returns
- * how many runs were killed that way (a run may finish first).
+ * reached S3 holding an open part with bytes (so every resume restores one and completes its
+ * file: on a loaded machine the first checkpoints of a run can have none yet), then once to the
+ * end. Returns how many runs were killed that way (a run may finish first).
  */
 async function killAfterCheckpoints(args: () => string[], chkPrefix: string, kills: number, rng: Rng, log: (s: string) => void): Promise<number> {
   let killed = 0;
   for (let k = 0; k < kills; k++) {
-    const before = checkpointsOnS3(chkPrefix);
+    const seen = checkpointsOnS3(chkPrefix);
     const extraMs = rng.int(1500);
     const { child, done } = startWeir(args());
     let fired = false;
     const poll = setInterval(() => {
-      if (fired || ![...checkpointsOnS3(chkPrefix)].some((c) => !before.has(c))) return;
-      fired = true;
-      setTimeout(() => child.kill('SIGKILL'), extraMs);
-    }, 20);
+      if (fired) return;
+      for (const c of checkpointsOnS3(chkPrefix)) {
+        if (seen.has(c) || !holdsOpenPart(c)) continue;
+        fired = true;
+        setTimeout(() => child.kill('SIGKILL'), extraMs);
+        return;
+      }
+    }, 50);
     const fallback = setTimeout(() => child.kill('SIGKILL'), 60_000);
     const r = await done;
     clearInterval(poll);
     clearTimeout(fallback);
     if (r.signal === 'SIGKILL' && fired) killed++;
     else if (r.code !== 0) throw new Error(`run ${k} failed (code ${r.code}, signal ${r.signal}):\n${r.stderr}`);
-    log(`run ${k}: ${r.signal === 'SIGKILL' ? (fired ? `killed ${extraMs} ms after a new checkpoint reached S3` : 'killed with no checkpoint in 60 s') : 'finished before the kill'}`);
+    log(`run ${k}: ${r.signal === 'SIGKILL' ? (fired ? `killed ${extraMs} ms after a new checkpoint with an open part reached S3` : 'killed with no such checkpoint in 60 s') : 'finished before the kill'}`);
     if (r.code === 0) return killed;
   }
   const last = await runWeir(args(), 120_000);
@@ -119,10 +159,8 @@ describe('chaos on S3: SIGKILL and resume, checkpoints and the exactly-once file
     ['example', 'examples/exactly-once.ts', [RATE]],
     ['padded', 'test/fixtures/jobs/compacting-totals.ts', [RATE, '3000', '0']],
     ['parquet', 'test/fixtures/jobs/parquet-totals.ts', [RATE]],
-    // Compaction on S3 (compactBelow 8 MiB, from 2 files): kills can land inside compactions. Read
-    // slower than the others so that the runs killed (and the files they leave to merge) are
-    // many before the job ends: at 40,000 records/s it finished after 2 kills, before a compaction.
-    ['compacting', 'test/fixtures/jobs/compacting-totals.ts', ['15000', '0', '8']],
+    // Compaction on S3 (compactBelow 8 MiB, from 2 files): kills can land inside compactions.
+    ['compacting', 'test/fixtures/jobs/compacting-totals.ts', [RATE, '0', '8']],
   ] as const) {
     it(`committed objects equal the failure-free run after 4 kills, no upload left (${name}, p2, 2 workers)`, async () => {
       const seed = chaosSeed(`s3-${name}`);
@@ -137,7 +175,7 @@ describe('chaos on S3: SIGKILL and resume, checkpoints and the exactly-once file
       expect(got).toEqual(expected);
       expect(await store.listMultipartUploads(server.bucket, `${out}/`)).toEqual([]);
       const files = (await store.list(server.bucket, `${out}/part-`)).objects;
-      console.log(`[chaos s3-${name}] ${files.length} files committed, ${files.reduce((a, o) => a + o.size, 0)} bytes`);
+      console.log(`[chaos s3-${name}] ${files.length} files committed, ${files.reduce((a, o) => a + o.size, 0)} bytes: ${files.map((o) => `${o.key.slice(out.length + 1)} (${o.size} B)`).join(', ')}`);
       if (name === 'compacting') {
         // Small files were merged, and no compaction was left half done (its intent resolved by the next one).
         const records = (await store.list(server.bucket, `${out}/.weir-compact`)).objects.map((o) => o.key.slice(out.length + 1));
