@@ -2,15 +2,20 @@
 // weir's command line. A job file in TypeScript loads through tsx, without a build step. From a
 // checkout (src/ present) weir runs from its sources, with the 'weir-source' condition so that a
 // job's `import 'weir'` gets those same modules; from an installed package it runs dist/.
+// `weir run`'s worker threads start first (early-workers.js): they load weir meanwhile.
 import { existsSync } from 'node:fs';
-import { register as registerHooks } from 'node:module';
-import { register } from 'tsx/esm/api';
 
-register();
 const source = new URL('../src/cli/main.ts', import.meta.url);
-if (existsSync(source)) {
+const fromSource = existsSync(source);
+const { startEarlyWorkers } = await import(fromSource ? '../src/cluster/early-workers.js' : '../dist/cluster/early-workers.js');
+startEarlyWorkers(process.argv.slice(2));
+
+const { register: registerHooks } = await import('node:module');
+const { register } = await import('tsx/esm/api');
+register();
+if (fromSource) {
   registerHooks('../src/cluster/source-condition-hooks.js', import.meta.url);
   await import(source.href);
 } else {
-  await import('../dist/cli/main.js');
+  await import('../dist/cli.js');
 }

@@ -17,13 +17,14 @@ export class JobLoadError extends WeirError {
   }
 }
 
-export async function loadJobModule(path: string): Promise<JobDefinition> {
+/** `url`: what to import instead of the file (the job bundled for a worker: job-bundle.ts). */
+export async function loadJobModule(path: string, url?: string): Promise<JobDefinition> {
   const abs = resolve(path);
   if (!existsSync(abs)) throw new JobLoadError(`job file not found: ${path}`);
   if (!statSync(abs).isFile()) throw new JobLoadError(`job path is not a file: ${path}`);
   let mod: Record<string, unknown>;
   try {
-    mod = (await import(pathToFileURL(abs).href)) as Record<string, unknown>;
+    mod = (await import(url ?? pathToFileURL(abs).href)) as Record<string, unknown>;
   } catch (e) {
     let why = e instanceof Error ? e.message : String(e);
     if (/require\(\) ES Module|ERR_REQUIRE_(CYCLE_)?ESM/.test(why)) {

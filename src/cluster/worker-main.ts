@@ -11,6 +11,7 @@ import { setJobS3Config } from '../checkpoint/s3/settings.ts';
 import { every } from './clock-timers.ts';
 import { DataPlane } from './data-plane.ts';
 import { buildJob, loadJobModule } from './job-loader.ts';
+import { RUNTIME_IS_COMPILED } from './job-bundle.ts';
 import { serializeError, type DeployMessage, type FromExecutor, type ToExecutor } from './messages.ts';
 import { TaskExecutor } from './task-executor.ts';
 
@@ -19,6 +20,25 @@ const send = (m: FromExecutor) => port.postMessage(m);
 let executor: TaskExecutor | undefined;
 let dataPlane: DataPlane | undefined;
 let metricsTimer: Cancellable | undefined;
+
+/**
+ * What this worker imports as the job module, from the pool's 'preload' message (every pooled
+ * worker gets one, maybe after its deploy message: the pool sends it once the job's bundle is
+ * ready). Without a bundle, a compiled weir registers tsx here, for the job file only.
+ */
+let jobUrlFound: (url: Promise<string | undefined>) => void = () => {};
+const jobUrl = new Promise<string | undefined>((found) => (jobUrlFound = found));
+
+async function jobModuleUrl(m: { modulePath: string; moduleUrl?: string | undefined }): Promise<string | undefined> {
+  if (m.moduleUrl !== undefined) {
+    // Stacks of the job's functions point into its sources (the bundle's inline source map).
+    process.setSourceMapsEnabled(true);
+  } else if (RUNTIME_IS_COMPILED) {
+    const { register } = await import('tsx/esm/api');
+    register();
+  }
+  return m.moduleUrl;
+}
 
 /** KiB of print() output a worker may have in flight to the main thread before print blocks. */
 const STDOUT_WINDOW_KIB = 4096;
@@ -51,7 +71,7 @@ async function deploy(m: DeployMessage & { peers: Record<number, MessagePort>; s
   if (m.job.modulePath === undefined) throw new Error('a worker thread needs the job module path');
   if (m.preloadS3 === true) preloadS3Sdk();
   setJobS3Config(m.s3);
-  const def = await loadJobModule(m.job.modulePath);
+  const def = await loadJobModule(m.job.modulePath, await jobUrl);
   const { graph } = await buildJob(def, m.job.args, m.job.defaultParallelism, m.job.modulePath);
   if (graph.fingerprint !== m.fingerprint) {
     throw new Error('the job graph built in this worker differs from the job manager\'s: building the job must be deterministic (same operators, order and settings every time)');
@@ -87,10 +107,13 @@ async function deploy(m: DeployMessage & { peers: Record<number, MessagePort>; s
 
 port.on('message', (m: ToExecutor & { peers?: Record<number, MessagePort> }) => {
   switch (m.type) {
-    case 'preload':
+    case 'preload': {
       // Booted ahead of its deploy (worker-pool.ts): the deploy's own import then finds the module loaded.
-      loadJobModule(m.modulePath).then(() => send({ type: 'preloaded', ok: true }), () => send({ type: 'preloaded', ok: false }));
+      const url = jobModuleUrl(m);
+      jobUrlFound(url);
+      url.then((u) => loadJobModule(m.modulePath, u)).then(() => send({ type: 'preloaded', ok: true }), () => send({ type: 'preloaded', ok: false }));
       return;
+    }
     case 'deploy':
       deploy(m as DeployMessage & { peers: Record<number, MessagePort>; stdoutCredit?: Int32Array }).catch((e) =>
         send({ type: 'executor-failed', workerIndex: m.workerIndex, error: serializeError(e) }),

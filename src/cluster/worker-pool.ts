@@ -9,8 +9,13 @@
  * failed attempt left in module state carries over (the same rule as before). A booted worker
  * only imported the module; it runs nothing until deployed. One whose preload failed is
  * dropped: the deploy then boots a fresh one, which reports the failure as it always did.
+ *
+ * Every worker it hands out gets a 'preload' message naming the job module, with the job bundled
+ * for workers when weir runs compiled (job-bundle.ts); the bundle lives as long as the pool.
+ * Workers started in weir's first lines (early-workers.js) are adopted before new ones boot.
  */
 import { Worker } from 'node:worker_threads';
+import { bundleJob, type JobBundle } from './job-bundle.ts';
 
 /** The script every worker thread starts with (it loads worker-main from sources or dist/). */
 export const WORKER_ENTRY = new URL('./worker-entry.js', import.meta.url);
@@ -23,9 +28,25 @@ interface Booted {
   readonly detach: () => void;
 }
 
+/** Where bin/weir.js leaves the workers it started (early-workers.js; shared through globalThis). */
+const EARLY = Symbol.for('weir.early-workers');
+interface EarlyWorker { readonly worker: Worker; readonly entry: string; gone: boolean }
+
+/** A worker started early for this entry and still alive, if any is left. */
+function takeEarly(entry: URL): Worker | undefined {
+  const early = (globalThis as { [EARLY]?: EarlyWorker[] })[EARLY] ?? [];
+  for (let e = early.shift(); e !== undefined; e = early.shift()) {
+    if (!e.gone && e.entry === entry.href) return e.worker;
+    void e.worker.terminate().catch(() => 0);
+  }
+  return undefined;
+}
+
 export class WorkerPool {
   private idle: Booted[] = [];
   private closed = false;
+  /** The job module as workers import it (undefined: the job file itself). */
+  private readonly bundle: Promise<JobBundle | undefined>;
 
   /** `size`: workers per attempt; `modulePath`: the job module every worker imports. */
   constructor(
@@ -34,6 +55,7 @@ export class WorkerPool {
     private readonly entry: URL = WORKER_ENTRY,
   ) {
     if (!(Number.isInteger(size) && size >= 1)) throw new RangeError(`worker pool size must be a positive integer, got ${size}`);
+    this.bundle = bundleJob(modulePath);
   }
 
   /** Boots workers until `size` are idle (nothing when closed). */
@@ -44,8 +66,7 @@ export class WorkerPool {
   /** An idle booted worker (its preload failed ones skipped), else a new one, booting. */
   take(): Worker {
     for (;;) {
-      const b = this.idle.shift();
-      if (b === undefined) return new Worker(this.entry, { stdout: false, stderr: false });
+      const b = this.idle.shift() ?? this.boot();
       if (b.ok === false) {
         void b.worker.terminate().catch(() => 0);
         continue;
@@ -63,10 +84,11 @@ export class WorkerPool {
     const idle = this.idle;
     this.idle = [];
     await Promise.all(idle.map((b) => b.worker.terminate().catch(() => 0)));
+    (await this.bundle)?.dispose();
   }
 
   private boot(): Booted {
-    const worker = new Worker(this.entry, { stdout: false, stderr: false });
+    const worker = takeEarly(this.entry) ?? new Worker(this.entry, { stdout: false, stderr: false });
     const onMessage = (m: { type?: string; ok?: boolean }) => {
       if (m.type === 'preloaded') b.ok = m.ok === true;
     };
@@ -84,7 +106,8 @@ export class WorkerPool {
     worker.on('message', onMessage);
     worker.on('error', onGone);
     worker.on('exit', onGone);
-    worker.postMessage({ type: 'preload', modulePath: this.modulePath });
+    // Sent once the bundle is there; a worker's deploy waits for it (worker-main.ts).
+    void this.bundle.then((bundle) => worker.postMessage({ type: 'preload', modulePath: this.modulePath, moduleUrl: bundle?.url }));
     return b;
   }
 }

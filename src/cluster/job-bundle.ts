@@ -1,0 +1,95 @@
+/**
+ * The job module for worker threads, as one plain JavaScript file, so that a worker of an
+ * installed weir (dist/, plain JavaScript) loads without tsx: registering tsx costs a worker
+ * ~200 ms (it starts a hooks thread) and every module then goes through that thread. The main
+ * thread bundles the job once with esbuild (~50 ms); workers import the result.
+ *
+ * The bundle keeps the job's meaning: its own files (relative imports, tsconfig path aliases)
+ * are inlined with their import.meta.url/filename/dirname; every package stays external and is
+ * imported by the absolute URL Node's resolution finds from the job's own file, and `weir`
+ * is the runtime's own entry (one instance of every class in the thread). Stacks point into
+ * the job's sources (inline source map). import.meta.resolve in a job file resolves from the
+ * bundle's place, not the file's (a known difference).
+ *
+ * From a checkout the runtime runs from its TypeScript sources and every worker registers tsx
+ * anyway (worker-entry.js): then there is nothing to gain and nothing is bundled. Whatever
+ * esbuild cannot bundle leaves the job as it is: the worker then registers tsx (worker-main.ts).
+ */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { isBuiltin } from 'node:module';
+import { tmpdir } from 'node:os';
+import { dirname, join, sep } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { Plugin } from 'esbuild';
+import { logger } from '../core/log.ts';
+
+/** Built into dist/ (scripts/build.ts), this module's own URL ends in .js; from sources, in .ts. */
+export const RUNTIME_IS_COMPILED = import.meta.url.endsWith('.js');
+
+/** The runtime's entry, as the job's `import 'weir'` in a worker must get it (dist/index.js). */
+const WEIR_ENTRY = new URL('../index.js', import.meta.url).href;
+
+export interface JobBundle {
+  /** What a worker imports instead of the job file. */
+  readonly url: string;
+  /** Deletes the bundle (when the job's workers are done). */
+  readonly dispose: () => void;
+}
+
+/** The job bundled for workers; undefined from a checkout, or when esbuild cannot bundle it. */
+export async function bundleJob(modulePath: string): Promise<JobBundle | undefined> {
+  if (!RUNTIME_IS_COMPILED) return undefined;
+  const dir = mkdtempSync(join(tmpdir(), 'weir-job-'));
+  const dispose = () => rmSync(dir, { recursive: true, force: true });
+  const outfile = join(dir, 'job.mjs');
+  try {
+    // Loaded here, not at the top: only a run with worker threads needs it.
+    const { build } = await import('esbuild');
+    await build({
+      entryPoints: [modulePath], outfile, bundle: true, format: 'esm', platform: 'node', target: 'node20',
+      sourcemap: 'inline', sourcesContent: false, keepNames: true, logLevel: 'silent',
+      // Only Node's own conditions ('node', 'import'): esbuild would add bundlers' 'module'.
+      conditions: ['node'],
+      plugins: [packagesByUrl, ownImportMeta],
+    });
+    return { url: pathToFileURL(outfile).href, dispose };
+  } catch (e) {
+    dispose();
+    logger().debug(`the job module is not bundled for worker threads (they load it through tsx): ${e instanceof Error ? e.message : String(e)}`);
+    return undefined;
+  }
+}
+
+const RESOLVING = Symbol('resolving');
+
+/** A package stays outside the bundle, imported by its absolute URL; 'weir' is the runtime. */
+const packagesByUrl: Plugin = {
+  name: 'packages-by-url',
+  setup(b) {
+    b.onResolve({ filter: /^[^./]/ }, async (args) => {
+      if (args.pluginData === RESOLVING) return undefined;
+      if (args.path === 'weir') return { path: WEIR_ENTRY, external: true };
+      if (isBuiltin(args.path)) return { path: args.path, external: true };
+      const r = await b.resolve(args.path, { kind: args.kind, resolveDir: args.resolveDir, importer: args.importer, pluginData: RESOLVING });
+      if (r.errors.length > 0) return { errors: r.errors };
+      // Not in node_modules: a path alias to the job's own sources, which are bundled.
+      if (!r.path.split(sep).includes('node_modules')) return { path: r.path };
+      return { path: pathToFileURL(r.path).href, external: true };
+    });
+  },
+};
+
+/** The job's own files keep their import.meta.url, filename and dirname. */
+const ownImportMeta: Plugin = {
+  name: 'own-import-meta',
+  setup(b) {
+    b.onLoad({ filter: /\.[cm]?[jt]sx?$/ }, (args) => {
+      const text = readFileSync(args.path, 'utf8');
+      if (!text.includes('import.meta')) return undefined;
+      const own: Record<string, string> = { url: pathToFileURL(args.path).href, filename: args.path, dirname: dirname(args.path) };
+      const contents = text.replace(/\bimport\.meta\.(url|filename|dirname)\b/g, (_m, k: string) => JSON.stringify(own[k]));
+      const ext = /\.[cm]?([jt]sx?)$/.exec(args.path)![1] as 'js' | 'jsx' | 'ts' | 'tsx';
+      return { contents, loader: ext };
+    });
+  },
+};
