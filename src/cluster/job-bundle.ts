@@ -39,6 +39,16 @@ export interface JobBundle {
 /** The job bundled for workers; undefined from a checkout, or when esbuild cannot bundle it. */
 export async function bundleJob(modulePath: string): Promise<JobBundle | undefined> {
   if (!RUNTIME_IS_COMPILED) return undefined;
+  try {
+    return await bundleJobAs(modulePath, WEIR_ENTRY);
+  } catch (e) {
+    logger().debug(`the job module is not bundled for worker threads (they load it through tsx): ${e instanceof Error ? e.message : String(e)}`);
+    return undefined;
+  }
+}
+
+/** The job bundled in a new temporary directory, its `import 'weir'` turned into `weirEntry`. */
+export async function bundleJobAs(modulePath: string, weirEntry: string): Promise<JobBundle> {
   const dir = mkdtempSync(join(tmpdir(), 'weir-job-'));
   const dispose = () => rmSync(dir, { recursive: true, force: true });
   const outfile = join(dir, 'job.mjs');
@@ -50,34 +60,35 @@ export async function bundleJob(modulePath: string): Promise<JobBundle | undefin
       sourcemap: 'inline', sourcesContent: false, keepNames: true, logLevel: 'silent',
       // Only Node's own conditions ('node', 'import'): esbuild would add bundlers' 'module'.
       conditions: ['node'],
-      plugins: [packagesByUrl, ownImportMeta],
+      plugins: [packagesByUrl(weirEntry), ownImportMeta],
     });
     return { url: pathToFileURL(outfile).href, dispose };
   } catch (e) {
     dispose();
-    logger().debug(`the job module is not bundled for worker threads (they load it through tsx): ${e instanceof Error ? e.message : String(e)}`);
-    return undefined;
+    throw e;
   }
 }
 
 const RESOLVING = Symbol('resolving');
 
 /** A package stays outside the bundle, imported by its absolute URL; 'weir' is the runtime. */
-const packagesByUrl: Plugin = {
-  name: 'packages-by-url',
-  setup(b) {
-    b.onResolve({ filter: /^[^./]/ }, async (args) => {
-      if (args.pluginData === RESOLVING) return undefined;
-      if (args.path === 'weir') return { path: WEIR_ENTRY, external: true };
-      if (isBuiltin(args.path)) return { path: args.path, external: true };
-      const r = await b.resolve(args.path, { kind: args.kind, resolveDir: args.resolveDir, importer: args.importer, pluginData: RESOLVING });
-      if (r.errors.length > 0) return { errors: r.errors };
-      // Not in node_modules: a path alias to the job's own sources, which are bundled.
-      if (!r.path.split(sep).includes('node_modules')) return { path: r.path };
-      return { path: pathToFileURL(r.path).href, external: true };
-    });
-  },
-};
+function packagesByUrl(weirEntry: string): Plugin {
+  return {
+    name: 'packages-by-url',
+    setup(b) {
+      b.onResolve({ filter: /^[^./]/ }, async (args) => {
+        if (args.pluginData === RESOLVING) return undefined;
+        if (args.path === 'weir') return { path: weirEntry, external: true };
+        if (isBuiltin(args.path)) return { path: args.path, external: true };
+        const r = await b.resolve(args.path, { kind: args.kind, resolveDir: args.resolveDir, importer: args.importer, pluginData: RESOLVING });
+        if (r.errors.length > 0) return { errors: r.errors };
+        // Not in node_modules: a path alias to the job's own sources, which are bundled.
+        if (!r.path.split(sep).includes('node_modules')) return { path: r.path };
+        return { path: pathToFileURL(r.path).href, external: true };
+      });
+    },
+  };
+}
 
 /** The job's own files keep their import.meta.url, filename and dirname. */
 const ownImportMeta: Plugin = {
