@@ -1,8 +1,10 @@
 #!/usr/bin/env node
 // weir's command line. A job file in TypeScript loads through tsx, without a build step. From a
-// checkout (src/ present) weir runs from its sources, with the 'weir-source' condition so that a
-// job's `import 'weir'` gets those same modules; from an installed package it runs dist/.
-// `weir run`'s worker threads start first (early-workers.js): they load weir meanwhile.
+// checkout (src/ present) weir runs from its sources, through tsx with the 'weir-source'
+// condition so that a job's `import 'weir'` gets those same modules. From an installed package
+// it runs dist/ as plain JavaScript, and tsx is registered only to load the job
+// (src/cluster/typescript-jobs.ts). `weir run`'s worker threads start first (early-workers.js):
+// they load weir meanwhile.
 import { existsSync } from 'node:fs';
 
 const source = new URL('../src/cli/main.ts', import.meta.url);
@@ -10,10 +12,10 @@ const fromSource = existsSync(source);
 const { startEarlyWorkers } = await import(fromSource ? '../src/cluster/early-workers.js' : '../dist/cluster/early-workers.js');
 startEarlyWorkers(process.argv.slice(2));
 
-const { register: registerHooks } = await import('node:module');
-const { register } = await import('tsx/esm/api');
-register();
 if (fromSource) {
+  const { register: registerHooks } = await import('node:module');
+  const { register } = await import('tsx/esm/api');
+  register();
   registerHooks('../src/cluster/source-condition-hooks.js', import.meta.url);
   await import(source.href);
 } else {

@@ -13,7 +13,7 @@
  *
  * From a checkout the runtime runs from its TypeScript sources and every worker registers tsx
  * anyway (worker-entry.js): then there is nothing to gain and nothing is bundled. Whatever
- * esbuild cannot bundle leaves the job as it is: the worker then registers tsx (worker-main.ts).
+ * esbuild cannot bundle leaves the job as it is: the worker then registers tsx (typescript-jobs.ts).
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { isBuiltin } from 'node:module';
@@ -22,12 +22,8 @@ import { dirname, join, sep } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Plugin } from 'esbuild';
 import { logger } from '../core/log.ts';
+import { RUNTIME_IS_COMPILED, WEIR_ENTRY } from './typescript-jobs.ts';
 
-/** Built into dist/ (scripts/build.ts), this module's own URL ends in .js; from sources, in .ts. */
-export const RUNTIME_IS_COMPILED = import.meta.url.endsWith('.js');
-
-/** The runtime's entry, as the job's `import 'weir'` in a worker must get it (dist/index.js). */
-const WEIR_ENTRY = new URL('../index.js', import.meta.url).href;
 
 export interface JobBundle {
   /** What a worker imports instead of the job file. */

@@ -9,6 +9,7 @@ import { StreamExecutionEnvironment } from '../api/environment.ts';
 import { isJobDefinition, type JobDefinition } from '../api/job.ts';
 import { buildJobGraph, type JobGraph } from '../graph/job-graph.ts';
 import { JobDefinitionError, WeirError } from '../core/errors.ts';
+import { typeScriptJobs } from './typescript-jobs.ts';
 
 /** A job module that cannot be loaded: a job definition error, reported in one line. */
 export class JobLoadError extends WeirError {
@@ -24,6 +25,7 @@ export async function loadJobModule(path: string, url?: string): Promise<JobDefi
   if (!statSync(abs).isFile()) throw new JobLoadError(`job path is not a file: ${path}`);
   let mod: Record<string, unknown>;
   try {
+    if (url === undefined) await typeScriptJobs();
     mod = (await import(url ?? pathToFileURL(abs).href)) as Record<string, unknown>;
   } catch (e) {
     let why = e instanceof Error ? e.message : String(e);

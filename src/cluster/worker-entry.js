@@ -2,7 +2,7 @@
 // this file) through tsx, with the 'weir-source' condition so that a job's `import 'weir'` gets
 // those same modules. From an installed package it runs dist/'s bundle (worker.js at dist/'s
 // top) as plain JavaScript, without tsx: the job module arrives bundled as JavaScript by the
-// main thread (job-bundle.ts), and tsx is registered only if it does not (worker-main.ts).
+// main thread (job-bundle.ts), and tsx is registered only if it does not (typescript-jobs.ts).
 import { existsSync } from 'node:fs';
 
 const source = new URL('./worker-main.ts', import.meta.url);

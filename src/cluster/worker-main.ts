@@ -11,7 +11,6 @@ import { setJobS3Config } from '../checkpoint/s3/settings.ts';
 import { every } from './clock-timers.ts';
 import { DataPlane } from './data-plane.ts';
 import { buildJob, loadJobModule } from './job-loader.ts';
-import { RUNTIME_IS_COMPILED } from './job-bundle.ts';
 import { serializeError, type DeployMessage, type FromExecutor, type ToExecutor } from './messages.ts';
 import { TaskExecutor } from './task-executor.ts';
 
@@ -24,19 +23,14 @@ let metricsTimer: Cancellable | undefined;
 /**
  * What this worker imports as the job module, from the pool's 'preload' message (every pooled
  * worker gets one, maybe after its deploy message: the pool sends it once the job's bundle is
- * ready). Without a bundle, a compiled weir registers tsx here, for the job file only.
+ * ready). Without a bundle, the job file itself (through tsx: typescript-jobs.ts).
  */
 let jobUrlFound: (url: Promise<string | undefined>) => void = () => {};
 const jobUrl = new Promise<string | undefined>((found) => (jobUrlFound = found));
 
 async function jobModuleUrl(m: { modulePath: string; moduleUrl?: string | undefined }): Promise<string | undefined> {
-  if (m.moduleUrl !== undefined) {
-    // Stacks of the job's functions point into its sources (the bundle's inline source map).
-    process.setSourceMapsEnabled(true);
-  } else if (RUNTIME_IS_COMPILED) {
-    const { register } = await import('tsx/esm/api');
-    register();
-  }
+  // Stacks of the job's functions point into its sources (the bundle's inline source map).
+  if (m.moduleUrl !== undefined) process.setSourceMapsEnabled(true);
   return m.moduleUrl;
 }
 
