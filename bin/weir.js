@@ -2,8 +2,8 @@
 // weir's command line. A job file in TypeScript loads through tsx, without a build step. From a
 // checkout (src/ present) weir runs from its sources, through tsx with the 'weir-source'
 // condition so that a job's `import 'weir'` gets those same modules. From an installed package
-// it runs dist/ as plain JavaScript, and tsx is registered only to load the job
-// (src/cluster/typescript-jobs.ts). `weir run`'s worker threads start first (early-workers.js):
+// it runs dist/ as plain JavaScript, and the job bundled as JavaScript by esbuild
+// (src/cluster/job-bundle.ts; tsx only if that fails: src/cluster/typescript-jobs.ts). `weir run`'s worker threads start first (early-workers.js):
 // they load weir meanwhile.
 import { existsSync } from 'node:fs';
 

@@ -1,8 +1,9 @@
 /**
- * The job module for worker threads, as one plain JavaScript file, so that a worker of an
- * installed weir (dist/, plain JavaScript) loads without tsx: registering tsx costs a worker
- * ~200 ms (it starts a hooks thread) and every module then goes through that thread. The main
- * thread bundles the job once with esbuild (~50 ms); workers import the result.
+ * The job module as one plain JavaScript file, so that an installed weir (dist/, plain
+ * JavaScript) runs a TypeScript job without tsx: registering tsx costs a thread ~200 ms of CPU
+ * (it starts a hooks thread, and that its own esbuild process), and every module loaded after
+ * goes through that thread. runJob bundles the job once with esbuild; the main thread and every
+ * worker import the result.
  *
  * The bundle keeps the job's meaning: its own files (relative imports, tsconfig path aliases)
  * are inlined with their import.meta.url/filename/dirname; every package stays external and is
@@ -11,9 +12,10 @@
  * the job's sources (inline source map). import.meta.resolve in a job file resolves from the
  * bundle's place, not the file's (a known difference).
  *
- * From a checkout the runtime runs from its TypeScript sources and every worker registers tsx
- * anyway (worker-entry.js): then there is nothing to gain and nothing is bundled. Whatever
- * esbuild cannot bundle leaves the job as it is: the worker then registers tsx (typescript-jobs.ts).
+ * From a checkout the runtime runs from its TypeScript sources and every thread registers tsx
+ * anyway (bin/weir.js, worker-entry.js): then there is nothing to gain and nothing is bundled.
+ * A job esbuild cannot bundle is loaded as it is, through tsx (typescript-jobs.ts), which then
+ * reports what is wrong with it as before.
  */
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { isBuiltin } from 'node:module';
@@ -24,21 +26,20 @@ import type { Plugin } from 'esbuild';
 import { logger } from '../core/log.ts';
 import { RUNTIME_IS_COMPILED, WEIR_ENTRY } from './typescript-jobs.ts';
 
-
 export interface JobBundle {
-  /** What a worker imports instead of the job file. */
+  /** What a thread imports instead of the job file. */
   readonly url: string;
-  /** Deletes the bundle (when the job's workers are done). */
+  /** Deletes the bundle (when the job is done). */
   readonly dispose: () => void;
 }
 
-/** The job bundled for workers; undefined from a checkout, or when esbuild cannot bundle it. */
+/** The job bundled; undefined from a checkout, or when esbuild cannot bundle it. */
 export async function bundleJob(modulePath: string): Promise<JobBundle | undefined> {
   if (!RUNTIME_IS_COMPILED) return undefined;
   try {
     return await bundleJobAs(modulePath, WEIR_ENTRY);
   } catch (e) {
-    logger().debug(`the job module is not bundled for worker threads (they load it through tsx): ${e instanceof Error ? e.message : String(e)}`);
+    logger().debug(`the job module is not bundled (it loads through tsx): ${e instanceof Error ? e.message : String(e)}`);
     return undefined;
   }
 }
@@ -49,7 +50,7 @@ export async function bundleJobAs(modulePath: string, weirEntry: string): Promis
   const dispose = () => rmSync(dir, { recursive: true, force: true });
   const outfile = join(dir, 'job.mjs');
   try {
-    // Loaded here, not at the top: only a run with worker threads needs it.
+    // Loaded here, not at the top: only `weir run` of an installed weir needs it.
     const { build } = await import('esbuild');
     await build({
       entryPoints: [modulePath], outfile, bundle: true, format: 'esm', platform: 'node', target: 'node20',

@@ -25,7 +25,9 @@ export async function loadJobModule(path: string, url?: string): Promise<JobDefi
   if (!statSync(abs).isFile()) throw new JobLoadError(`job path is not a file: ${path}`);
   let mod: Record<string, unknown>;
   try {
-    if (url === undefined) await typeScriptJobs();
+    // A bundle's stacks point into the job's sources (its inline source map); a file may need tsx.
+    if (url !== undefined) process.setSourceMapsEnabled(true);
+    else await typeScriptJobs();
     mod = (await import(url ?? pathToFileURL(abs).href)) as Record<string, unknown>;
   } catch (e) {
     let why = e instanceof Error ? e.message : String(e);

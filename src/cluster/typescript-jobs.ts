@@ -1,5 +1,6 @@
 /**
- * TypeScript job modules for an installed weir, which runs as plain JavaScript (dist/). tsx is
+ * TypeScript job modules for an installed weir, which runs as plain JavaScript (dist/), when
+ * the job could not be bundled (job-bundle.ts), or is loaded by another way than runJob. tsx is
  * registered in a thread when it first loads a job module by path, not at start: registered
  * first, its hooks would also see all of weir's own modules (the CLI then took about three
  * times as long to load, most of it parsing the source maps tsx attaches). Before registering,

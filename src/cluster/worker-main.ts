@@ -28,11 +28,6 @@ let metricsTimer: Cancellable | undefined;
 let jobUrlFound: (url: Promise<string | undefined>) => void = () => {};
 const jobUrl = new Promise<string | undefined>((found) => (jobUrlFound = found));
 
-async function jobModuleUrl(m: { modulePath: string; moduleUrl?: string | undefined }): Promise<string | undefined> {
-  // Stacks of the job's functions point into its sources (the bundle's inline source map).
-  if (m.moduleUrl !== undefined) process.setSourceMapsEnabled(true);
-  return m.moduleUrl;
-}
 
 /** KiB of print() output a worker may have in flight to the main thread before print blocks. */
 const STDOUT_WINDOW_KIB = 4096;
@@ -103,7 +98,7 @@ port.on('message', (m: ToExecutor & { peers?: Record<number, MessagePort> }) => 
   switch (m.type) {
     case 'preload': {
       // Booted ahead of its deploy (worker-pool.ts): the deploy's own import then finds the module loaded.
-      const url = jobModuleUrl(m);
+      const url = Promise.resolve(m.moduleUrl);
       jobUrlFound(url);
       url.then((u) => loadJobModule(m.modulePath, u)).then(() => send({ type: 'preloaded', ok: true }), () => send({ type: 'preloaded', ok: false }));
       return;

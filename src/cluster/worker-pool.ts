@@ -10,12 +10,11 @@
  * only imported the module; it runs nothing until deployed. One whose preload failed is
  * dropped: the deploy then boots a fresh one, which reports the failure as it always did.
  *
- * Every worker it hands out gets a 'preload' message naming the job module, with the job bundled
- * for workers when weir runs compiled (job-bundle.ts); the bundle lives as long as the pool.
+ * Every worker it hands out gets a 'preload' message naming the job module, and the URL of the
+ * job bundled as JavaScript when there is one (job-bundle.ts; its maker, runJob, deletes it).
  * Workers started in weir's first lines (early-workers.js) are adopted before new ones boot.
  */
 import { Worker } from 'node:worker_threads';
-import { bundleJob, type JobBundle } from './job-bundle.ts';
 
 /** The script every worker thread starts with (it loads worker-main from sources or dist/). */
 export const WORKER_ENTRY = new URL('./worker-entry.js', import.meta.url);
@@ -45,17 +44,17 @@ function takeEarly(entry: URL): Worker | undefined {
 export class WorkerPool {
   private idle: Booted[] = [];
   private closed = false;
-  /** The job module as workers import it (undefined: the job file itself). */
-  private readonly bundle: Promise<JobBundle | undefined>;
-
-  /** `size`: workers per attempt; `modulePath`: the job module every worker imports. */
+  /**
+   * `size`: workers per attempt; `modulePath`: the job module every worker imports; `moduleUrl`:
+   * what they import instead (the job bundled: job-bundle.ts; undefined: the file itself).
+   */
   constructor(
     private readonly modulePath: string,
     private readonly size: number,
+    private readonly moduleUrl: Promise<string | undefined> = Promise.resolve(undefined),
     private readonly entry: URL = WORKER_ENTRY,
   ) {
     if (!(Number.isInteger(size) && size >= 1)) throw new RangeError(`worker pool size must be a positive integer, got ${size}`);
-    this.bundle = bundleJob(modulePath);
   }
 
   /** Boots workers until `size` are idle (nothing when closed). */
@@ -84,7 +83,6 @@ export class WorkerPool {
     const idle = this.idle;
     this.idle = [];
     await Promise.all(idle.map((b) => b.worker.terminate().catch(() => 0)));
-    (await this.bundle)?.dispose();
   }
 
   private boot(): Booted {
@@ -107,7 +105,7 @@ export class WorkerPool {
     worker.on('error', onGone);
     worker.on('exit', onGone);
     // Sent once the bundle is there; a worker's deploy waits for it (worker-main.ts).
-    void this.bundle.then((bundle) => worker.postMessage({ type: 'preload', modulePath: this.modulePath, moduleUrl: bundle?.url }));
+    void this.moduleUrl.then((moduleUrl) => worker.postMessage({ type: 'preload', modulePath: this.modulePath, moduleUrl }));
     return b;
   }
 }
