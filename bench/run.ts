@@ -27,6 +27,8 @@
  * `all` either: --suite soak [--minutes M] [--soak-variants a,b].
  * state (bench/state.ts): the heap and the disk keyed-state backend on the keyed running count,
  * side by side; printed, not written to BENCHMARKS.md. Not part of `all`: --suite state.
+ * startup (bench/startup.ts): wall time of `weir run` on a tiny job, 1 and 2 workers, from the
+ * checkout and from the package; its own section. Not part of `all`: --suite startup.
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
@@ -41,6 +43,7 @@ import { QUERY_IDS, type QueryId } from './nexmark/check.ts';
 import { runNexmarkSuite } from './nexmark/suite.ts';
 import { runSoakSuite, SOAK_VARIANT_IDS } from './soak.ts';
 import { runStateSuite } from './state.ts';
+import { runStartupSuite } from './startup.ts';
 import {
   BENCH_DIR, BenchFailure, fmtInt, fmtMs, fmtRate, fmtX, machine, machineLine, MAX_FOREIGN_CPU, MD_PATH, median, noiseLine,
   RESULTS_DIR, ROOT, sourceRevision, spawnChild, targetTable, withRetries, writeMarkdownSection, type Machine, type Target,
@@ -70,7 +73,7 @@ const VARIANT_TITLES: Record<Variant, string> = {
   streams: 'Node object-mode streams',
 };
 
-export const SUITES = ['throughput', 'checkpoints', 'metrics', 'connectors', 's3', 'nexmark', 'soak', 'state'] as const;
+export const SUITES = ['throughput', 'checkpoints', 'metrics', 'connectors', 's3', 'nexmark', 'soak', 'state', 'startup'] as const;
 export type Suite = (typeof SUITES)[number];
 /** What `--suite all` (the default) runs. */
 const ALL_SUITES: readonly Suite[] = ['throughput', 'checkpoints', 'metrics', 'connectors', 's3'];
@@ -158,7 +161,8 @@ function options(argv: string[]): Options {
         `  --soak-variants a,b subset of ${SOAK_VARIANT_IDS.join(', ')}\n` +
         '  --minutes M        minutes per variant (default 20; quick: 3)\n' +
         'state suite (heap vs disk keyed state backend, keyed running count, 1 worker; default 3 runs of\n' +
-        '  1,000,000 records with 10,000 and 1,000,000 keys; quick: 1 run, 200,000 records; prints, does not write BENCHMARKS.md)\n',
+        '  1,000,000 records with 10,000 and 1,000,000 keys; quick: 1 run, 200,000 records; prints, does not write BENCHMARKS.md)\n' +
+        'startup suite (weir run examples/word-count.ts -- 10 on 1 and 2 workers, checkout and package; default 7 runs)\n',
     );
     process.exit(0);
   }
@@ -454,6 +458,7 @@ async function main(): Promise<void> {
   if (opts.suites.includes('s3')) await runS3Suite({ quick: opts.quick, runs: opts.runs, parts: opts.s3Parts, minutes: opts.s3Minutes, write: opts.write }, m, revision);
   if (opts.suites.includes('soak')) await runSoakSuite({ minutes: opts.s3Minutes, variants: opts.soakVariants, write: opts.write, quick: opts.quick }, m, revision);
   if (opts.suites.includes('state')) await runStateSuite({ quick: opts.quick, runs: opts.runs, timeoutMs: opts.timeoutMs }, m, revision);
+  if (opts.suites.includes('startup')) await runStartupSuite({ runs: opts.runs, timeoutMs: opts.timeoutMs, write: opts.write }, m, revision);
   if (opts.suites.includes('nexmark')) {
     await runNexmarkSuite({ quick: opts.quick, runs: opts.runs, queries: opts.queries, events: opts.events, write: opts.write, timeoutMs: opts.timeoutMs, tries: opts.tries, command }, m, revision);
   }

@@ -1,13 +1,19 @@
 /**
- * Builds the published package: dist/ with compiled JavaScript and .d.ts files (npm run build;
- * `prepare` runs it, so `npm ci` and `npm pack` produce dist/). `weir run` still loads job
- * files in TypeScript without a build step; this is for projects that import 'weir'.
+ * Builds the published package (npm run build; `prepare` runs it, so `npm ci` and `npm pack`
+ * produce dist/): weir's JavaScript as an esbuild bundle and tsc's .d.ts files. `weir run`
+ * still loads job files in TypeScript without a build step; this is for the runtime itself.
+ *
+ * Why a bundle: every module Node loads costs a resolution and a read, and every worker thread
+ * loads weir anew (~225 modules as files: ~150 ms per thread; bundled: ~100 ms). The three
+ * entry points (the API, the CLI, a worker thread's body) share chunks, so a job's
+ * `import 'weir'` and the runtime in the same thread get one instance of every class.
  */
 import { execFileSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { build, type Plugin } from 'esbuild';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const SRC = join(ROOT, 'src');
@@ -20,8 +26,43 @@ function files(dir: string): string[] {
   });
 }
 
+/**
+ * A module's import.meta.url, as if it were still its own file (src/x/y.ts -> dist/x/y.js):
+ * the few modules that find files beside them (the worker bootstrap, the dashboard's page, the
+ * bin script) keep finding them, although the bundle put their code in a chunk. Every output
+ * file sits at dist/'s top, so the path relative to the chunk is the path relative to dist/.
+ */
+const ownUrls: Plugin = {
+  name: 'own-import-meta-url',
+  setup(b) {
+    b.onLoad({ filter: /\.ts$/ }, (args) => {
+      const text = readFileSync(args.path, 'utf8');
+      if (!text.includes('import.meta.url')) return undefined;
+      const own = `./${relative(SRC, args.path).split('\\').join('/').replace(/\.ts$/, '.js')}`;
+      return { contents: text.replaceAll('import.meta.url', `new URL(${JSON.stringify(own)}, import.meta.url).href`), loader: 'ts' };
+    });
+  },
+};
+
 // A clean dist/: files of deleted sources must not linger in the package.
 rmSync(DIST, { recursive: true, force: true });
+await build({
+  entryPoints: { index: join(SRC, 'index.ts'), cli: join(SRC, 'cli/main.ts'), worker: join(SRC, 'cluster/worker-main.ts') },
+  outdir: DIST,
+  bundle: true,
+  splitting: true,
+  format: 'esm',
+  platform: 'node',
+  target: 'node20',
+  // Dependencies stay packages of their own (installed beside weir, some native).
+  packages: 'external',
+  chunkNames: 'chunk-[hash]',
+  // Class and function names stay as written: error messages and stacks name them.
+  keepNames: true,
+  plugins: [ownUrls],
+  logLevel: 'warning',
+});
+
 const tsc = createRequire(import.meta.url).resolve('typescript/bin/tsc');
 execFileSync(process.execPath, [tsc, '-p', join(ROOT, 'tsconfig.build.json')], { stdio: 'inherit' });
 
@@ -39,7 +80,7 @@ for (const f of files(DIST).filter((p) => p.endsWith('.d.ts'))) {
 }
 
 // Everything in src/ that is not TypeScript (the worker bootstrap and its resolution hook, the
-// dashboard's page, script and styles) is copied as is.
+// dashboard's page, script and styles) is copied as is, where ownUrls says its users look.
 const copied = files(SRC).filter((p) => !p.endsWith('.ts'));
 for (const f of copied) {
   const to = join(DIST, relative(SRC, f));

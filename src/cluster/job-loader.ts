@@ -9,6 +9,7 @@ import { StreamExecutionEnvironment } from '../api/environment.ts';
 import { isJobDefinition, type JobDefinition } from '../api/job.ts';
 import { buildJobGraph, type JobGraph } from '../graph/job-graph.ts';
 import { JobDefinitionError, WeirError } from '../core/errors.ts';
+import { typeScriptJobs } from './typescript-jobs.ts';
 
 /** A job module that cannot be loaded: a job definition error, reported in one line. */
 export class JobLoadError extends WeirError {
@@ -17,13 +18,17 @@ export class JobLoadError extends WeirError {
   }
 }
 
-export async function loadJobModule(path: string): Promise<JobDefinition> {
+/** `url`: what to import instead of the file (the job bundled for a worker: job-bundle.ts). */
+export async function loadJobModule(path: string, url?: string): Promise<JobDefinition> {
   const abs = resolve(path);
   if (!existsSync(abs)) throw new JobLoadError(`job file not found: ${path}`);
   if (!statSync(abs).isFile()) throw new JobLoadError(`job path is not a file: ${path}`);
   let mod: Record<string, unknown>;
   try {
-    mod = (await import(pathToFileURL(abs).href)) as Record<string, unknown>;
+    // A bundle's stacks point into the job's sources (its inline source map); a file may need tsx.
+    if (url !== undefined) process.setSourceMapsEnabled(true);
+    else await typeScriptJobs();
+    mod = (await import(url ?? pathToFileURL(abs).href)) as Record<string, unknown>;
   } catch (e) {
     let why = e instanceof Error ? e.message : String(e);
     if (/require\(\) ES Module|ERR_REQUIRE_(CYCLE_)?ESM/.test(why)) {

@@ -20,6 +20,7 @@ import { OPTIONS } from '../core/options/registry.ts';
 import { codeProblem } from '../core/options/values.ts';
 import { StartError } from './errors.ts';
 import type { JobService } from './job-control.ts';
+import { bundleJob } from './job-bundle.ts';
 import { buildJob, loadJobModule } from './job-loader.ts';
 import { resolveJobManagerConfig, type JobManagerConfig, type JobManagerSettings } from './job-manager-config.ts';
 import { JobMaster } from './job-master.ts';
@@ -127,13 +128,19 @@ export async function runJob(job: string | JobDefinition, options: RunOptions = 
   const stateBackend = keyedStateBackendFactory(options.stateBackend, stateBackendOptions).name; // checks the name and the settings
   const args = options.args ?? [];
   const modulePath = typeof job === 'string' ? resolve(job) : undefined;
-  // Worker threads boot (tsx, weir, the job module) while this thread loads and builds the job.
-  const pool = modulePath !== undefined && workers > 1 && existsSync(modulePath) ? new WorkerPool(modulePath, workers) : undefined;
+  const found = modulePath !== undefined && existsSync(modulePath);
+  // An installed weir imports the job bundled as JavaScript, in this thread and in every worker
+  // (job-bundle.ts: no tsx at all); from a checkout there is no bundle, and tsx loads the file.
+  const bundle = found ? bundleJob(modulePath) : Promise.resolve(undefined);
+  const moduleUrl = bundle.then((b) => b?.url);
+  // Worker threads boot (weir, the job module) while this thread loads and builds the job.
+  const pool = found && workers > 1 ? new WorkerPool(modulePath, workers, moduleUrl) : undefined;
   pool?.prewarm();
   try {
-    return await runWithPool(job, options, { workers, parallelism, config, stateBackend, stateBackendOptions, args, modulePath, pool });
+    return await runWithPool(job, options, { workers, parallelism, config, stateBackend, stateBackendOptions, args, modulePath, moduleUrl, pool });
   } finally {
     await pool?.close();
+    (await bundle)?.dispose();
   }
 }
 
@@ -141,11 +148,11 @@ async function runWithPool(
   job: string | JobDefinition, options: RunOptions,
   r: {
     workers: number; parallelism: number; config: JobManagerConfig; stateBackend: string; stateBackendOptions: StateBackendOptions;
-    args: readonly string[]; modulePath: string | undefined; pool: WorkerPool | undefined;
+    args: readonly string[]; modulePath: string | undefined; moduleUrl: Promise<string | undefined>; pool: WorkerPool | undefined;
   },
 ): Promise<JobResult> {
   const { workers, parallelism, config, stateBackend, stateBackendOptions, args, modulePath, pool } = r;
-  const definition = typeof job === 'string' ? await loadJobModule(job) : job;
+  const definition = typeof job === 'string' ? await loadJobModule(job, await r.moduleUrl) : job;
   if (modulePath === undefined && workers > 1) throw new RangeError('a job given as a definition runs with workers: 1; pass the module path to use worker threads');
   const { env, graph } = await buildJob(definition, args, parallelism, modulePath);
   for (const t of env.transformations) if (t.kind === 'one-input') t.preflight?.();

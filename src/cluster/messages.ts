@@ -53,8 +53,11 @@ export interface DeployMessage {
 
 export type ToExecutor =
   | DeployMessage
-  /** Sent by the worker pool to a booting worker: import the job module now (see worker-pool.ts). */
-  | { readonly type: 'preload'; readonly modulePath: string }
+  /**
+   * Sent by the worker pool to every worker it boots: import the job module now (see
+   * worker-pool.ts); `moduleUrl`: the job bundled as plain JavaScript, imported instead of the file.
+   */
+  | { readonly type: 'preload'; readonly modulePath: string; readonly moduleUrl?: string | undefined }
   | { readonly type: 'start' }
   /** Every task of a restoring attempt has its state: open and run. */
   | { readonly type: 'proceed' }

@@ -20,6 +20,15 @@ let executor: TaskExecutor | undefined;
 let dataPlane: DataPlane | undefined;
 let metricsTimer: Cancellable | undefined;
 
+/**
+ * What this worker imports as the job module, from the pool's 'preload' message (every pooled
+ * worker gets one, maybe after its deploy message: the pool sends it once the job's bundle is
+ * ready). Without a bundle, the job file itself (through tsx: typescript-jobs.ts).
+ */
+let jobUrlFound: (url: Promise<string | undefined>) => void = () => {};
+const jobUrl = new Promise<string | undefined>((found) => (jobUrlFound = found));
+
+
 /** KiB of print() output a worker may have in flight to the main thread before print blocks. */
 const STDOUT_WINDOW_KIB = 4096;
 const STDOUT_WAIT_MS = 60_000;
@@ -51,7 +60,7 @@ async function deploy(m: DeployMessage & { peers: Record<number, MessagePort>; s
   if (m.job.modulePath === undefined) throw new Error('a worker thread needs the job module path');
   if (m.preloadS3 === true) preloadS3Sdk();
   setJobS3Config(m.s3);
-  const def = await loadJobModule(m.job.modulePath);
+  const def = await loadJobModule(m.job.modulePath, await jobUrl);
   const { graph } = await buildJob(def, m.job.args, m.job.defaultParallelism, m.job.modulePath);
   if (graph.fingerprint !== m.fingerprint) {
     throw new Error('the job graph built in this worker differs from the job manager\'s: building the job must be deterministic (same operators, order and settings every time)');
@@ -87,10 +96,13 @@ async function deploy(m: DeployMessage & { peers: Record<number, MessagePort>; s
 
 port.on('message', (m: ToExecutor & { peers?: Record<number, MessagePort> }) => {
   switch (m.type) {
-    case 'preload':
+    case 'preload': {
       // Booted ahead of its deploy (worker-pool.ts): the deploy's own import then finds the module loaded.
-      loadJobModule(m.modulePath).then(() => send({ type: 'preloaded', ok: true }), () => send({ type: 'preloaded', ok: false }));
+      const url = Promise.resolve(m.moduleUrl);
+      jobUrlFound(url);
+      url.then((u) => loadJobModule(m.modulePath, u)).then(() => send({ type: 'preloaded', ok: true }), () => send({ type: 'preloaded', ok: false }));
       return;
+    }
     case 'deploy':
       deploy(m as DeployMessage & { peers: Record<number, MessagePort>; stdoutCredit?: Int32Array }).catch((e) =>
         send({ type: 'executor-failed', workerIndex: m.workerIndex, error: serializeError(e) }),

@@ -9,6 +9,10 @@
  * failed attempt left in module state carries over (the same rule as before). A booted worker
  * only imported the module; it runs nothing until deployed. One whose preload failed is
  * dropped: the deploy then boots a fresh one, which reports the failure as it always did.
+ *
+ * Every worker it hands out gets a 'preload' message naming the job module, and the URL of the
+ * job bundled as JavaScript when there is one (job-bundle.ts; its maker, runJob, deletes it).
+ * Workers started in weir's first lines (early-workers.js) are adopted before new ones boot.
  */
 import { Worker } from 'node:worker_threads';
 
@@ -23,14 +27,31 @@ interface Booted {
   readonly detach: () => void;
 }
 
+/** Where bin/weir.js leaves the workers it started (early-workers.js; shared through globalThis). */
+const EARLY = Symbol.for('weir.early-workers');
+interface EarlyWorker { readonly worker: Worker; readonly entry: string; gone: boolean }
+
+/** A worker started early for this entry and still alive, if any is left. */
+function takeEarly(entry: URL): Worker | undefined {
+  const early = (globalThis as { [EARLY]?: EarlyWorker[] })[EARLY] ?? [];
+  for (let e = early.shift(); e !== undefined; e = early.shift()) {
+    if (!e.gone && e.entry === entry.href) return e.worker;
+    void e.worker.terminate().catch(() => 0);
+  }
+  return undefined;
+}
+
 export class WorkerPool {
   private idle: Booted[] = [];
   private closed = false;
-
-  /** `size`: workers per attempt; `modulePath`: the job module every worker imports. */
+  /**
+   * `size`: workers per attempt; `modulePath`: the job module every worker imports; `moduleUrl`:
+   * what they import instead (the job bundled: job-bundle.ts; undefined: the file itself).
+   */
   constructor(
     private readonly modulePath: string,
     private readonly size: number,
+    private readonly moduleUrl: Promise<string | undefined> = Promise.resolve(undefined),
     private readonly entry: URL = WORKER_ENTRY,
   ) {
     if (!(Number.isInteger(size) && size >= 1)) throw new RangeError(`worker pool size must be a positive integer, got ${size}`);
@@ -44,8 +65,7 @@ export class WorkerPool {
   /** An idle booted worker (its preload failed ones skipped), else a new one, booting. */
   take(): Worker {
     for (;;) {
-      const b = this.idle.shift();
-      if (b === undefined) return new Worker(this.entry, { stdout: false, stderr: false });
+      const b = this.idle.shift() ?? this.boot();
       if (b.ok === false) {
         void b.worker.terminate().catch(() => 0);
         continue;
@@ -66,7 +86,7 @@ export class WorkerPool {
   }
 
   private boot(): Booted {
-    const worker = new Worker(this.entry, { stdout: false, stderr: false });
+    const worker = takeEarly(this.entry) ?? new Worker(this.entry, { stdout: false, stderr: false });
     const onMessage = (m: { type?: string; ok?: boolean }) => {
       if (m.type === 'preloaded') b.ok = m.ok === true;
     };
@@ -84,7 +104,8 @@ export class WorkerPool {
     worker.on('message', onMessage);
     worker.on('error', onGone);
     worker.on('exit', onGone);
-    worker.postMessage({ type: 'preload', modulePath: this.modulePath });
+    // Sent once the bundle is there; a worker's deploy waits for it (worker-main.ts).
+    void this.moduleUrl.then((moduleUrl) => worker.postMessage({ type: 'preload', modulePath: this.modulePath, moduleUrl }));
     return b;
   }
 }

@@ -48,10 +48,10 @@ describe('worker pool', () => {
       const b = pool.take();
       expect(a).not.toBe(b);
       expect(readdirSync(dir).sort()).toEqual([`thread-${a.threadId}`, `thread-${b.threadId}`].sort());
-      // Empty now: a third is a fresh worker, not booted (it imports nothing until deployed).
+      // Empty now: a third is a fresh worker, booting; it is told the job module as every pooled
+      // worker is (its deploy waits for that message: worker-main.ts), and imports it at once.
       const c = pool.take();
-      await new Promise((r) => setTimeout(r, 300));
-      expect(existsSync(join(dir, `thread-${c.threadId}`))).toBe(false);
+      await until('the fresh worker to import the module', () => existsSync(join(dir, `thread-${c.threadId}`)));
       await Promise.all([a.terminate(), b.terminate(), c.terminate()]);
     } finally {
       await pool.close();

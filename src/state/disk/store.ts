@@ -9,10 +9,19 @@
  * a read transaction, LMDB's MVCC view of the store as it was when it began, while writes go on.
  */
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
-import { open, type Database, type Transaction } from 'lmdb';
+import type { Database, Transaction } from 'lmdb';
 import { Packr } from 'msgpackr';
 import { WeirError } from '../../core/errors.ts';
+
+/**
+ * lmdb, loaded when the first store opens: loading it (a native addon) costs ~70 ms of CPU,
+ * which every worker thread of every job paid at start, disk backend or not. Its CommonJS
+ * build, so that loading stays synchronous like the store.
+ */
+let lmdb: typeof import('lmdb') | undefined;
+const lmdbLib = (): typeof import('lmdb') => (lmdb ??= createRequire(import.meta.url)('lmdb') as typeof import('lmdb'));
 
 /**
  * Values as stored: the same msgpack options as snapshot data (core/codec.ts), so a value
@@ -57,7 +66,7 @@ export class DiskStore {
     removeAtExit(this.dir);
     // Not useWritemap: ~20% faster random writes, but with MDB_WRITEMAP LMDB can abort in
     // mdb_freelist_save ("Assertion 'x <= dl[0].mid' failed"); the integration test hit it once.
-    this.db = open<Buffer, Buffer>({ path: this.dir, keyEncoding: 'binary', encoding: 'binary', noSync: true, compression: false, cache: false });
+    this.db = lmdbLib().open<Buffer, Buffer>({ path: this.dir, keyEncoding: 'binary', encoding: 'binary', noSync: true, compression: false, cache: false });
   }
 
   /** The stored bytes of a key, valid until the next store call (decode them at once). */

@@ -22,10 +22,40 @@
  * their offsets moved by where their bytes now start (footers read with hyparquet). Only files
  * with this format's schema are merged.
  */
-import { parquetMetadata, type FileMetaData } from 'hyparquet';
-import { ByteWriter, ParquetWriter, schemaFromColumnData, type ColumnSource } from 'hyparquet-writer';
-import { writeMetadata } from 'hyparquet-writer/src/metadata.js';
+import { createRequire } from 'node:module';
+import type { FileMetaData } from 'hyparquet';
+import type { ByteWriter, ColumnSource, ParquetWriter, schemaFromColumnData } from 'hyparquet-writer';
+import type { writeMetadata } from 'hyparquet-writer/src/metadata.js';
 import type { FileFormat, PartEncoder, RejectRecord } from '../formats.ts';
+
+/**
+ * hyparquet and hyparquet-writer, loaded when a job first uses this format: loading them cost
+ * every thread of every job ~45 ms of CPU at start (weir's API module imports this one).
+ * Synchronously (require of an ES module, Node >= 20.19), as the format is made in a job's
+ * synchronous builder; this module is their only user, so it always gets the same instances.
+ */
+interface Libs {
+  readonly parquetMetadata: typeof import('hyparquet').parquetMetadata;
+  readonly ByteWriter: typeof ByteWriter;
+  readonly ParquetWriter: typeof ParquetWriter;
+  readonly schemaFromColumnData: typeof schemaFromColumnData;
+  readonly writeMetadata: typeof writeMetadata;
+}
+let libs: Libs | undefined;
+function lib(): Libs {
+  if (libs === undefined) {
+    const require = createRequire(import.meta.url);
+    const writer = require('hyparquet-writer') as typeof import('hyparquet-writer');
+    libs = {
+      parquetMetadata: (require('hyparquet') as typeof import('hyparquet')).parquetMetadata,
+      ByteWriter: writer.ByteWriter,
+      ParquetWriter: writer.ParquetWriter,
+      schemaFromColumnData: writer.schemaFromColumnData,
+      writeMetadata: (require('hyparquet-writer/src/metadata.js') as typeof import('hyparquet-writer/src/metadata.js')).writeMetadata,
+    };
+  }
+  return libs;
+}
 
 export type ParquetColumnType = 'string' | 'int32' | 'int64' | 'float' | 'double' | 'boolean' | 'timestamp' | 'json';
 
@@ -109,7 +139,7 @@ export function parquet(options: ParquetFormatOptions): FileFormat {
   if (!(Number.isInteger(rowGroupRows) && rowGroupRows > 0)) throw new RangeError(`parquet: rowGroupRows must be a positive integer, got ${String(options.rowGroupRows)}`);
   const codec = options.codec ?? 'SNAPPY';
   if (codec !== 'SNAPPY' && codec !== 'UNCOMPRESSED') throw new RangeError(`parquet: codec must be "SNAPPY" or "UNCOMPRESSED", got ${JSON.stringify(codec)}`);
-  const schema = schemaFromColumnData({ columnData: columns.map((c) => ({ name: c.name, data: [], type: BASIC[c.type], nullable: c.nullable })) });
+  const schema = lib().schemaFromColumnData({ columnData: columns.map((c) => ({ name: c.name, data: [], type: BASIC[c.type], nullable: c.nullable })) });
   return {
     name: 'Parquet',
     extension: 'parquet',
@@ -127,7 +157,7 @@ function schemaKey(schema: readonly { name: string; type?: string; repetition_ty
 
 function metadataOf(file: Uint8Array): FileMetaData | undefined {
   try {
-    return parquetMetadata(file);
+    return lib().parquetMetadata(file);
   } catch {
     return undefined;
   }
@@ -147,7 +177,7 @@ export function mergeParquet(files: readonly Uint8Array[], schema: Schema): Uint
   let numRows = 0n;
   const rowGroups: FileMetaData['row_groups'] = [];
   for (const f of files) {
-    const m = parquetMetadata(f);
+    const m = lib().parquetMetadata(f);
     const view = new DataView(f.buffer, f.byteOffset, f.byteLength);
     const dataEnd = f.byteLength - 8 - view.getUint32(f.byteLength - 8, true);
     const by = BigInt(offset - 4);
@@ -174,21 +204,21 @@ export function mergeParquet(files: readonly Uint8Array[], schema: Schema): Uint
     offset += dataEnd - 4;
     numRows += BigInt(m.num_rows);
   }
-  const w = new ByteWriter(4096);
-  writeMetadata(w, { version: 2, created_by: 'weir (hyparquet-writer)', schema, num_rows: numRows, row_groups: rowGroups } as unknown as Parameters<typeof writeMetadata>[1]);
+  const w = new (lib().ByteWriter)(4096);
+  lib().writeMetadata(w, { version: 2, created_by: 'weir (hyparquet-writer)', schema, num_rows: numRows, row_groups: rowGroups } as unknown as Parameters<typeof writeMetadata>[1]);
   w.appendUint32(MAGIC);
   out.push(Buffer.from(w.getBytes()));
   return Buffer.concat(out);
 }
 
 class ParquetEncoder implements PartEncoder {
-  private readonly out = new ByteWriter(64 * 1024);
+  private readonly out = new (lib().ByteWriter)(64 * 1024);
   private readonly writer: ParquetWriter;
   private data: unknown[][];
   bufferedRows = 0;
 
   constructor(private readonly columns: readonly Column[], private readonly schema: ReturnType<typeof schemaFromColumnData>, private readonly rowGroupRows: number, codec: 'SNAPPY' | 'UNCOMPRESSED') {
-    this.writer = new ParquetWriter({ writer: this.out, schema, codec, createdBy: 'weir (hyparquet-writer)' });
+    this.writer = new (lib().ParquetWriter)({ writer: this.out, schema, codec, createdBy: 'weir (hyparquet-writer)' });
     this.data = columns.map(() => []);
   }
 
@@ -251,8 +281,8 @@ class ParquetEncoder implements PartEncoder {
   }
 
   closing(): Uint8Array {
-    const w = new ByteWriter(4096);
-    writeMetadata(w, {
+    const w = new (lib().ByteWriter)(4096);
+    lib().writeMetadata(w, {
       version: 2,
       created_by: this.writer.createdBy,
       schema: this.schema,

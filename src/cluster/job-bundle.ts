@@ -1,0 +1,103 @@
+/**
+ * The job module as one plain JavaScript file, so that an installed weir (dist/, plain
+ * JavaScript) runs a TypeScript job without tsx: registering tsx costs a thread ~200 ms of CPU
+ * (it starts a hooks thread, and that its own esbuild process), and every module loaded after
+ * goes through that thread. runJob bundles the job once with esbuild; the main thread and every
+ * worker import the result.
+ *
+ * The bundle keeps the job's meaning: its own files (relative imports, tsconfig path aliases)
+ * are inlined with their import.meta.url/filename/dirname; every package stays external and is
+ * imported by the absolute URL Node's resolution finds from the job's own file, and `weir`
+ * is the runtime's own entry (one instance of every class in the thread). Stacks point into
+ * the job's sources (inline source map). import.meta.resolve in a job file resolves from the
+ * bundle's place, not the file's (a known difference).
+ *
+ * From a checkout the runtime runs from its TypeScript sources and every thread registers tsx
+ * anyway (bin/weir.js, worker-entry.js): then there is nothing to gain and nothing is bundled.
+ * A job esbuild cannot bundle is loaded as it is, through tsx (typescript-jobs.ts), which then
+ * reports what is wrong with it as before.
+ */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { isBuiltin } from 'node:module';
+import { tmpdir } from 'node:os';
+import { dirname, join, sep } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { Plugin } from 'esbuild';
+import { logger } from '../core/log.ts';
+import { RUNTIME_IS_COMPILED, WEIR_ENTRY } from './typescript-jobs.ts';
+
+export interface JobBundle {
+  /** What a thread imports instead of the job file. */
+  readonly url: string;
+  /** Deletes the bundle (when the job is done). */
+  readonly dispose: () => void;
+}
+
+/** The job bundled; undefined from a checkout, or when esbuild cannot bundle it. */
+export async function bundleJob(modulePath: string): Promise<JobBundle | undefined> {
+  if (!RUNTIME_IS_COMPILED) return undefined;
+  try {
+    return await bundleJobAs(modulePath, WEIR_ENTRY);
+  } catch (e) {
+    logger().debug(`the job module is not bundled (it loads through tsx): ${e instanceof Error ? e.message : String(e)}`);
+    return undefined;
+  }
+}
+
+/** The job bundled in a new temporary directory, its `import 'weir'` turned into `weirEntry`. */
+export async function bundleJobAs(modulePath: string, weirEntry: string): Promise<JobBundle> {
+  const dir = mkdtempSync(join(tmpdir(), 'weir-job-'));
+  const dispose = () => rmSync(dir, { recursive: true, force: true });
+  const outfile = join(dir, 'job.mjs');
+  try {
+    // Loaded here, not at the top: only `weir run` of an installed weir needs it.
+    const { build } = await import('esbuild');
+    await build({
+      entryPoints: [modulePath], outfile, bundle: true, format: 'esm', platform: 'node', target: 'node20',
+      sourcemap: 'inline', sourcesContent: false, keepNames: true, logLevel: 'silent',
+      // Only Node's own conditions ('node', 'import'): esbuild would add bundlers' 'module'.
+      conditions: ['node'],
+      plugins: [packagesByUrl(weirEntry), ownImportMeta],
+    });
+    return { url: pathToFileURL(outfile).href, dispose };
+  } catch (e) {
+    dispose();
+    throw e;
+  }
+}
+
+const RESOLVING = Symbol('resolving');
+
+/** A package stays outside the bundle, imported by its absolute URL; 'weir' is the runtime. */
+function packagesByUrl(weirEntry: string): Plugin {
+  return {
+    name: 'packages-by-url',
+    setup(b) {
+      b.onResolve({ filter: /^[^./]/ }, async (args) => {
+        if (args.pluginData === RESOLVING) return undefined;
+        if (args.path === 'weir') return { path: weirEntry, external: true };
+        if (isBuiltin(args.path)) return { path: args.path, external: true };
+        const r = await b.resolve(args.path, { kind: args.kind, resolveDir: args.resolveDir, importer: args.importer, pluginData: RESOLVING });
+        if (r.errors.length > 0) return { errors: r.errors };
+        // Not in node_modules: a path alias to the job's own sources, which are bundled.
+        if (!r.path.split(sep).includes('node_modules')) return { path: r.path };
+        return { path: pathToFileURL(r.path).href, external: true };
+      });
+    },
+  };
+}
+
+/** The job's own files keep their import.meta.url, filename and dirname. */
+const ownImportMeta: Plugin = {
+  name: 'own-import-meta',
+  setup(b) {
+    b.onLoad({ filter: /\.[cm]?[jt]sx?$/ }, (args) => {
+      const text = readFileSync(args.path, 'utf8');
+      if (!text.includes('import.meta')) return undefined;
+      const own: Record<string, string> = { url: pathToFileURL(args.path).href, filename: args.path, dirname: dirname(args.path) };
+      const contents = text.replace(/\bimport\.meta\.(url|filename|dirname)\b/g, (_m, k: string) => JSON.stringify(own[k]));
+      const ext = /\.[cm]?([jt]sx?)$/.exec(args.path)![1] as 'js' | 'jsx' | 'ts' | 'tsx';
+      return { contents, loader: ext };
+    });
+  },
+};
