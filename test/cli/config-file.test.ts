@@ -302,9 +302,10 @@ describe.concurrent('weir run --config', () => {
       'restart-strategy.type': 'fixed-delay', 'restart-strategy.fixed-delay.attempts': 1, 'restart-strategy.fixed-delay.delay': '0 s',
     }));
     const [restarted, overridden] = await Promise.all([
-      // 0.8 s of input at 1000 records/s: the task fails at the first record after a checkpoint completed.
-      weir('run', JOB, '-w', '1', '--config', cfg, '--', join(dir, 'run2-out-a'), '800', '1000', 'once@1'),
-      weir('run', JOB, '-w', '1', '--config', cfg, '--restart-strategy', 'none', '--', join(dir, 'run2-out-b'), '800', '1000', 'once@1'),
+      // 2.7 s of input at 300 records/s: the task fails at the first record after a checkpoint
+      // completed, which a loaded machine can take longer than a second to see.
+      weir('run', JOB, '-w', '1', '--config', cfg, '--', join(dir, 'run2-out-a'), '800', '300', 'once@1'),
+      weir('run', JOB, '-w', '1', '--config', cfg, '--restart-strategy', 'none', '--', join(dir, 'run2-out-b'), '800', '300', 'once@1'),
     ]);
     expect(restarted.code, restarted.stderr).toBe(0);
     expect(restarted.stderr).toMatch(/restarting in 0 ms \(attempt 1 of 1\) from checkpoint \d+/);

@@ -82,7 +82,9 @@ describe('restart from the latest completed checkpoint', () => {
 
   for (const workers of [1, 2]) {
     it(`a task failing once restarts (fixed-delay, delay 0) and commits exactly the failure-free output (${workers} worker(s))`, async () => {
-      const r = await run({ workers, parallelism: workers, fail: 'once@1', restartStrategy: { type: 'fixed-delay', attempts: 1, delay: 0 } });
+      // Read slowly (2 s): the failure comes at the first record after a checkpoint completed, and on
+      // a loaded machine the 400 records at the default rate could all be read before one does.
+      const r = await run({ workers, parallelism: workers, rate: 200, fail: 'once@1', restartStrategy: { type: 'fixed-delay', attempts: 1, delay: 0 } });
       expect(r.result.status, r.result.error?.message).toBe('FINISHED');
       expect(r.result.attempts).toBe(2);
       const restart = r.logs.find((l) => /restarting in/.test(l));
