@@ -37,7 +37,7 @@ import { parseArgs } from 'node:util';
 import type { ChildReport } from './child.ts';
 import { CHECKPOINT_PARTS, checkpointDefaults, runCheckpointSuite, type CheckpointPart } from './checkpoints.ts';
 import { CONNECTOR_CASES, runConnectorSuite } from './connectors.ts';
-import { runS3Suite, S3_PARTS, type S3Part } from './s3.ts';
+import { runS3Suite, S3_PARTS, SINK_LAYOUTS, type S3Part, type SinkLayout } from './s3.ts';
 import { METRICS_VARIANTS, runMetricsSuite, type MetricsVariant } from './metrics.ts';
 import { QUERY_IDS, type QueryId } from './nexmark/check.ts';
 import { runNexmarkSuite } from './nexmark/suite.ts';
@@ -92,6 +92,7 @@ interface Options {
   /** Connectors suite: the cases (source:redis, sink:postgres, ...) to run. */
   readonly connectors: readonly string[];
   readonly s3Parts: readonly S3Part[];
+  readonly s3Layouts: readonly SinkLayout[];
   readonly s3Minutes: number | undefined;
   readonly queries: readonly QueryId[];
   /** Soak: the variants to run. */
@@ -118,6 +119,7 @@ function options(argv: string[]): Options {
       keys: { type: 'string' },
       connectors: { type: 'string' },
       's3-parts': { type: 'string' },
+      's3-server': { type: 'string' },
       'soak-variants': { type: 'string' },
       minutes: { type: 'string' },
       queries: { type: 'string' },
@@ -153,6 +155,7 @@ function options(argv: string[]): Options {
         `  --connectors a,b   subset of ${CONNECTOR_CASES.join(', ')} (default all; a subset leaves BENCHMARKS.md alone unless --write)\n` +
         's3 suite (s3rver in this process; see bench/s3.ts):\n' +
         `  --s3-parts a,b     subset of ${S3_PARTS.join(', ')}\n` +
+        `  --s3-server a,b    where s3rver runs for the sink comparison: ${SINK_LAYOUTS.join(', ')} (default both)\n` +
         '  --minutes M        length of the files-per-hour run (default 5)\n' +
         'nexmark suite (default 3 runs, 1,000,000 events; quick: 1 run, 50,000 events):\n' +
         `  --queries a,b      subset of ${QUERY_IDS.join(', ')}\n` +
@@ -201,6 +204,7 @@ function options(argv: string[]): Options {
     for (const k of cpKeys) if (!Number.isSafeInteger(k) || k < 1) throw new BenchFailure(`--keys must be positive integers, got ${values.keys}`);
   }
   const s3Parts = list(values['s3-parts'], S3_PARTS, 's3 part');
+  const s3Layouts = list(values['s3-server'], SINK_LAYOUTS, 's3 server layout');
   const s3Minutes = values.minutes === undefined ? undefined : Number(values.minutes);
   if (s3Minutes !== undefined && !(s3Minutes > 0)) throw new BenchFailure(`--minutes must be a positive number, got ${values.minutes}`);
   const queries = list(values.queries, QUERY_IDS, 'query');
@@ -211,7 +215,7 @@ function options(argv: string[]): Options {
   const timeoutS = Number(values['timeout-s'] ?? 900);
   const tries = Number(values.tries ?? 3);
   if (!Number.isInteger(tries) || tries < 1) throw new BenchFailure(`--tries must be a positive integer, got ${values.tries}`);
-  return { suites, quick, runs, jobs, variants: VARIANTS.filter((v) => variants.includes(v)), metricsVariants, cpParts, cpKeys, connectors, s3Parts, s3Minutes, queries, soakVariants, events, write, timeoutMs: timeoutS * 1000, tries };
+  return { suites, quick, runs, jobs, variants: VARIANTS.filter((v) => variants.includes(v)), metricsVariants, cpParts, cpKeys, connectors, s3Parts, s3Layouts, s3Minutes, queries, soakVariants, events, write, timeoutMs: timeoutS * 1000, tries };
 }
 
 // ---- one child process ---------------------------------------------------------------
@@ -455,7 +459,7 @@ async function main(): Promise<void> {
   if (opts.suites.includes('connectors')) {
     await runConnectorSuite({ quick: opts.quick, runs: opts.runs, connectors: opts.connectors, write: opts.write, timeoutMs: opts.timeoutMs, tries: opts.tries, command }, m, revision);
   }
-  if (opts.suites.includes('s3')) await runS3Suite({ quick: opts.quick, runs: opts.runs, parts: opts.s3Parts, minutes: opts.s3Minutes, write: opts.write }, m, revision);
+  if (opts.suites.includes('s3')) await runS3Suite({ quick: opts.quick, runs: opts.runs, parts: opts.s3Parts, layouts: opts.s3Layouts, minutes: opts.s3Minutes, write: opts.write }, m, revision);
   if (opts.suites.includes('soak')) await runSoakSuite({ minutes: opts.s3Minutes, variants: opts.soakVariants, write: opts.write, quick: opts.quick }, m, revision);
   if (opts.suites.includes('state')) await runStateSuite({ quick: opts.quick, runs: opts.runs, timeoutMs: opts.timeoutMs }, m, revision);
   if (opts.suites.includes('startup')) await runStartupSuite({ runs: opts.runs, timeoutMs: opts.timeoutMs, write: opts.write }, m, revision);

@@ -194,7 +194,15 @@ class FileWriter<T> implements SinkWriter<T, FileCommittable> {
     return { size: this.current!.size, openedAt: this.openedAt, lastWriteAt: this.lastWriteAt };
   }
 
+  /** Why a write failed part-way (encodeInto threw): no write or barrier succeeds after it. */
+  private broken: unknown;
+
+  private checkBroken(): void {
+    if (this.broken !== undefined) throw new WeirError('CONNECTOR', `exactly-once file sink ${this.sink.dir}: an earlier write failed part-way (${(this.broken as Error)?.message ?? String(this.broken)}); the writer cannot go on`, { cause: this.broken });
+  }
+
   write(values: readonly T[]): void {
+    this.checkBroken();
     this.session.check?.();
     if (values.length === 0) return;
     const now = this.ctx.now();
@@ -204,9 +212,23 @@ class FileWriter<T> implements SinkWriter<T, FileCommittable> {
       this.encoder = this.sink.format.open(this.sink.name);
       this.openedAt = now;
     }
-    const bytes = this.encoder!.encode(values, this.reject);
+    const encoder = this.encoder!;
+    const out = this.current.out;
+    if (out !== undefined && encoder.encodeInto !== undefined) {
+      // Straight into the part's buffer. A throw (a format function failing, a record rejected
+      // with malformed: 'fail') may leave part of the batch written: the writer is unusable
+      // from then on (its task fails; nothing after the last checkpoint is ever committed).
+      try {
+        encoder.encodeInto(values, this.reject, out);
+      } catch (e) {
+        this.broken = e;
+        throw e;
+      }
+    } else {
+      const bytes = encoder.encode(values, this.reject);
+      if (bytes !== undefined && bytes.byteLength > 0) this.current.append(bytes as Buffer);
+    }
     if (this.letters.length > 0) this.flushLetters();
-    if (bytes !== undefined && bytes.byteLength > 0) this.current.append(bytes as Buffer);
     this.lastWriteAt = now;
     if (rollAfterWrite(this.progress(), this.sink.policy) !== undefined) this.roll();
   }
@@ -232,6 +254,7 @@ class FileWriter<T> implements SinkWriter<T, FileCommittable> {
   }
 
   prepareCommit(checkpointId: number): FileCommittable[] {
+    this.checkBroken();
     this.session.check?.();
     if (this.current !== undefined && rollAtBarrier(this.progress(), this.ctx.now(), this.sink.policy) !== undefined) this.roll();
     const out: FileCommittable[] = [];

@@ -17,12 +17,31 @@
 /** A record that does not fit the format (a Parquet record missing a column, or with one of the wrong type). */
 export type RejectRecord = (value: unknown, error: string) => void;
 
+/**
+ * Where a row format writes a batch's bytes directly: the part's own buffer (S3: the bytes of
+ * the next part to upload), so a record's text is encoded once, into the bytes that are sent,
+ * with no batch string or Buffer in between.
+ */
+export interface ByteWriter {
+  /** Appends the UTF-8 bytes of `s`. */
+  writeString(s: string): void;
+  /** Appends one byte (an ASCII character: a line break). */
+  writeByte(b: number): void;
+  /** Appends bytes (copied). */
+  write(bytes: Uint8Array): void;
+}
+
 export interface PartEncoder {
   /**
    * Encodes a batch: returns the bytes to append now (a bulk format may return none and keep
    * the rows). A record that does not fit goes to `reject` and is left out.
    */
   encode(values: readonly unknown[], reject: RejectRecord): Uint8Array | undefined;
+  /**
+   * Row formats: encodes a batch straight into `out`, the same bytes encode() returns (used when
+   * the part offers a ByteWriter; encode() otherwise). Bulk formats have none.
+   */
+  encodeInto?(values: readonly unknown[], reject: RejectRecord, out: ByteWriter): void;
   /** Rows taken but not yet in bytes (a bulk format's open block). */
   readonly bufferedRows: number;
   /** Turns the buffered rows into bytes (a Parquet row group); undefined when there are none. */
@@ -61,6 +80,13 @@ export function jsonLines(format: (value: unknown) => string = (v) => JSON.strin
         let text = '';
         for (let i = 0; i < values.length; i++) text += format(values[i]) + '\n';
         return Buffer.from(text);
+      },
+      encodeInto(values: readonly unknown[], _reject: RejectRecord, out: ByteWriter): void {
+        for (let i = 0; i < values.length; i++) {
+          const s = format(values[i]);
+          out.writeString(typeof s === 'string' ? s : String(s));
+          out.writeByte(0x0a);
+        }
       },
       flush: () => undefined,
       closing: () => undefined,
@@ -103,23 +129,36 @@ export function csv(options: CsvFormatOptions): FileFormat {
     mergeable: header === undefined ? undefined : (file) => Buffer.from(file.buffer, file.byteOffset, Math.min(file.byteLength, header.byteLength)).equals(header),
     open: () => {
       let first = true;
+      const line = (v: unknown, reject: RejectRecord): string | undefined => {
+        if (typeof v !== 'object' || v === null) {
+          reject(v, `a CSV record must be an object with the columns as fields, got ${v === null ? 'null' : typeof v}`);
+          return undefined;
+        }
+        const r = v as Record<string, unknown>;
+        let text = '';
+        for (let c = 0; c < columns.length; c++) text += (c === 0 ? '' : delimiter) + field(r[columns[c]!]);
+        return text;
+      };
       return {
         bufferedRows: 0,
         encode(values: readonly unknown[], reject: RejectRecord): Uint8Array {
           let text = first && header !== undefined ? header.toString() : '';
           first = false;
           for (let i = 0; i < values.length; i++) {
-            const v = values[i];
-            if (typeof v !== 'object' || v === null) {
-              reject(v, `a CSV record must be an object with the columns as fields, got ${v === null ? 'null' : typeof v}`);
-              continue;
-            }
-            const r = v as Record<string, unknown>;
-            let line = '';
-            for (let c = 0; c < columns.length; c++) line += (c === 0 ? '' : delimiter) + field(r[columns[c]!]);
-            text += line + '\n';
+            const l = line(values[i], reject);
+            if (l !== undefined) text += l + '\n';
           }
           return Buffer.from(text);
+        },
+        encodeInto(values: readonly unknown[], reject: RejectRecord, out: ByteWriter): void {
+          if (first && header !== undefined) out.write(header);
+          first = false;
+          for (let i = 0; i < values.length; i++) {
+            const l = line(values[i], reject);
+            if (l === undefined) continue;
+            out.writeString(l);
+            out.writeByte(0x0a);
+          }
         },
         flush: () => undefined,
         closing: () => undefined,

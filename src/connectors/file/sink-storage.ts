@@ -9,6 +9,7 @@
  * where they always were); S3 ones return promises. `andThen()` chains either (a module must not export `then`: it would be a thenable).
  */
 import type { SinkContext } from '../../core/sink.ts';
+import type { ByteWriter } from './formats.ts';
 
 /** One part file being written by a writer. */
 export interface OpenPart<C> {
@@ -16,6 +17,8 @@ export interface OpenPart<C> {
   readonly size: number;
   /** Appends bytes (synchronous; a storage may upload in the background). */
   append(bytes: Buffer): void;
+  /** Where a row format may encode records directly (formats.ts ByteWriter): the same as append() of their bytes, without them as a Buffer first. */
+  readonly out?: ByteWriter;
   /** Nothing more is written to the part: made durable (or its upload started). False when it held nothing (and is gone). */
   close(): boolean;
   /** The committable of a closed part, at the barrier of checkpoint `checkpointId`. */

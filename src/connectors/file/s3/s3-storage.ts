@@ -29,7 +29,7 @@ import { S3ObjectStore, type CompletedPart } from '../../../checkpoint/s3/object
 import { currentJobS3Config, parseS3Reference, resolveS3Config, type S3Config, type S3Settings } from '../../../checkpoint/s3/settings.ts';
 import type { FileCommittable } from '../exactly-once-file-sink.ts';
 import { ownsSubtask, type CommitterSession, type FileSinkStorage, type OpenPart, type WriterSession } from '../sink-storage.ts';
-import { jsonLines, MAX_MERGE_BYTES, mergedFile, type FileFormat } from '../formats.ts';
+import { jsonLines, MAX_MERGE_BYTES, mergedFile, type ByteWriter, type FileFormat } from '../formats.ts';
 import {
   compactedAway, decideCompletion, opensToComplete, orphanUploads, parsePartKey, partKey, resolveIntent, smallCommittedFiles, type CompactionRecord,
 } from './protocol.ts';
@@ -43,6 +43,8 @@ const MAX_WAITING_PARTS = 8;
  * than this many parts (the task checks isAvailable between batches), a bound on memory all the same.
  */
 const FAIL_WAITING_PARTS = 4 * MAX_WAITING_PARTS;
+/** Uploaded part buffers a writer keeps for its next parts. */
+const MAX_SPARE_BUFFERS = 2;
 const RECORD_PREFIX = '.weir-committed-';
 const RECORD_RE = /^\.weir-committed-(\d+)$/;
 /** A compaction's intent (`.weir-compact-<sub>-<run>-<k>`) and, once its sources are deleted, its record (`.weir-compacted-...`). */
@@ -407,6 +409,14 @@ class S3WriterSession implements WriterSession<FileCommittable> {
   private readonly queue: (() => void)[] = [];
   private readonly running = new Set<Promise<void>>();
   readonly partSize: number;
+  /** A part file of this writer filled a whole part: the next ones start with whole-part buffers. */
+  bigFiles = false;
+  /**
+   * Whole-part buffers whose upload succeeded, for the next parts: a job writing big files
+   * reuses a few buffers instead of allocating (and collecting) one per part. A buffer comes
+   * back only once its UploadPart has answered (the store has every byte; the request is over).
+   */
+  private readonly spare: Buffer[] = [];
   private readonly run: string[] = [];
 
   constructor(readonly storage: S3SinkStorage, readonly ctx: SinkContext) {
@@ -470,6 +480,16 @@ class S3WriterSession implements WriterSession<FileCommittable> {
     this.pump();
   }
 
+  /** A buffer of the part size (its contents are garbage). */
+  partBuffer(): Buffer {
+    return this.spare.pop() ?? Buffer.allocUnsafeSlow(this.partSize);
+  }
+
+  /** `buf`'s upload is over: it may hold the next part. */
+  recycle(buf: Buffer): void {
+    if (buf.byteLength === this.partSize && this.spare.length < MAX_SPARE_BUFFERS) this.spare.push(buf);
+  }
+
   private pump(): void {
     while (this.active < MAX_CONCURRENT_UPLOADS && this.queue.length > 0) {
       this.active++;
@@ -488,50 +508,119 @@ class S3WriterSession implements WriterSession<FileCommittable> {
 
   close(): void {
     for (const r of this.run) this.storage.liveRuns.delete(r);
+    this.spare.length = 0;
   }
 }
 
-/** A part file being written: one multipart upload, created with its first part. */
-class S3Part implements OpenPart<FileCommittable> {
+/** The first buffer of a part file starts this small and doubles up to the part size (a small file holds little memory). */
+const FIRST_BUFFER_BYTES = 64 * 1024;
+/** UTF-8 bytes one UTF-16 code unit takes at most: a string of n units fits in 3n bytes. */
+const MAX_UTF8_PER_UNIT = 3;
+
+/**
+ * A part file being written: one multipart upload, created with its first part. Bytes go
+ * straight into the buffer of the next part to upload (a row format encodes its records into it
+ * through `out`), and a full buffer is that part's body as it is: one copy of each byte, no
+ * batch strings or Buffers joined at the cut. Parts are exactly the part size (the last one
+ * shorter), as the SDK's Upload cuts them.
+ */
+class S3Part implements OpenPart<FileCommittable>, ByteWriter {
   size = 0;
-  private buffered: Buffer[] = [];
-  private bufferedBytes = 0;
+  /** The bytes of the next part: buf[0, filled). */
+  private buf: Buffer | undefined;
+  private filled = 0;
   private partCount = 0;
   private creating: Promise<string> | undefined;
+  readonly out: ByteWriter = this;
 
   constructor(private readonly session: S3WriterSession, private readonly key: string, private readonly known: KnownUpload) {}
 
-  append(bytes: Buffer): void {
-    this.buffered.push(bytes);
-    this.bufferedBytes += bytes.byteLength;
-    this.size += bytes.byteLength;
-    if (this.bufferedBytes >= this.session.partSize) this.cut();
+  /** The buffer to write into, with room for at least one byte (a full one was cut right away). */
+  private room(): Buffer {
+    if (this.buf !== undefined) return this.buf;
+    const partSize = this.session.partSize;
+    // A file already past its first part (or a writer whose files grow that large) takes whole parts at once.
+    this.buf = this.partCount > 0 || this.session.bigFiles ? this.session.partBuffer() : Buffer.allocUnsafeSlow(Math.min(FIRST_BUFFER_BYTES, partSize));
+    return this.buf;
   }
 
-  /** Sends what is buffered as the next part. */
+  /** After writing `n` bytes at `filled`: a full part goes up. */
+  private advance(n: number): void {
+    this.filled += n;
+    this.size += n;
+    if (this.filled === this.session.partSize) this.cut();
+  }
+
+  /** Makes room for `n` more bytes by growing the first buffer (doubling, up to the part size); false when a whole part would not hold them. */
+  private grow(n: number): boolean {
+    const buf = this.room();
+    const partSize = this.session.partSize;
+    if (this.filled + n > partSize) return false;
+    if (this.filled + n <= buf.byteLength) return true;
+    let cap = buf.byteLength;
+    while (cap < this.filled + n) cap *= 2;
+    const bigger = cap >= partSize ? this.session.partBuffer() : Buffer.allocUnsafeSlow(cap);
+    buf.copy(bigger, 0, 0, this.filled);
+    this.buf = bigger;
+    return true;
+  }
+
+  write(bytes: Uint8Array): void {
+    let off = 0;
+    while (off < bytes.byteLength) {
+      const partSize = this.session.partSize;
+      const n = Math.min(bytes.byteLength - off, partSize - this.filled);
+      this.grow(n);
+      this.buf!.set(off === 0 && n === bytes.byteLength ? bytes : bytes.subarray(off, off + n), this.filled);
+      off += n;
+      this.advance(n);
+    }
+  }
+
+  writeString(s: string): void {
+    const buf = this.room();
+    if (this.filled + s.length * MAX_UTF8_PER_UNIT <= buf.byteLength) {
+      this.advance(buf.write(s, this.filled));
+      return;
+    }
+    const n = Buffer.byteLength(s);
+    if (this.grow(n)) this.advance(this.buf!.write(s, this.filled));
+    else this.write(Buffer.from(s)); // across the cut
+  }
+
+  writeByte(b: number): void {
+    const buf = this.room();
+    if (this.filled === buf.byteLength) this.grow(1);
+    this.buf![this.filled] = b;
+    this.advance(1);
+  }
+
+  append(bytes: Buffer): void {
+    this.write(bytes);
+  }
+
+  /** Sends the buffered bytes as the next part. */
   private cut(): void {
-    const body = this.takeBuffered();
+    const body = this.filled === this.buf!.byteLength ? this.buf! : this.buf!.subarray(0, this.filled);
+    this.buf = undefined;
+    this.filled = 0;
     const n = ++this.partCount;
-    const { store, bucket } = this.session.storage;
+    if (body.byteLength === this.session.partSize) this.session.bigFiles = true;
+    const session = this.session;
+    const { store, bucket } = session.storage;
     this.creating ??= store.createMultipartUpload(bucket, this.key).then((id) => (this.known.uploadId = id));
     const creating = this.creating;
-    this.session.enqueue(body.byteLength, async () => {
+    session.enqueue(body.byteLength, async () => {
       const id = await creating;
       const part = await store.uploadPart(bucket, this.key, id, n, body);
       this.known.etags[n - 1] = part.etag;
+      session.recycle(body);
     });
-  }
-
-  private takeBuffered(): Buffer {
-    const body = this.buffered.length === 1 ? this.buffered[0]! : Buffer.concat(this.buffered, this.bufferedBytes);
-    this.buffered = [];
-    this.bufferedBytes = 0;
-    return body;
   }
 
   close(): boolean {
     if (this.size === 0) return false;
-    if (this.bufferedBytes > 0) this.cut();
+    if (this.filled > 0) this.cut();
     return true;
   }
 
@@ -540,8 +629,10 @@ class S3Part implements OpenPart<FileCommittable> {
   }
 
   snapshot(checkpointId: number, closing?: Buffer): FileCommittable {
-    const rest = closing !== undefined && closing.byteLength > 0 ? [...this.buffered, closing] : this.buffered;
-    const tail = rest.length === 0 ? '' : Buffer.concat(rest).toString('base64');
+    const buffered = this.buf === undefined ? [] : [this.buf.subarray(0, this.filled)];
+    const rest = closing !== undefined && closing.byteLength > 0 ? [...buffered, closing] : buffered;
+    const one = rest.length === 1 ? rest[0]! : undefined;
+    const tail = rest.length === 0 ? '' : one !== undefined ? Buffer.from(one.buffer, one.byteOffset, one.byteLength).toString('base64') : Buffer.concat(rest).toString('base64');
     return { pending: this.known.uploadId ?? '', final: this.key, s3: { kind: 'open', parts: this.partCount, tail, subtask: this.session.ctx.subtaskIndex, checkpointId } };
   }
 }
