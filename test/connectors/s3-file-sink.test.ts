@@ -315,9 +315,10 @@ describe('on s3rver', () => {
     const work = mkdtempSync(join(tmpdir(), 'weir-s3-sink-'));
     try {
       const count = 3000;
+      // 1 s of input with a checkpoint every 30 ms: several checkpoints even on a loaded machine.
       const r = await runInline(
         (env) => {
-          env.fromGenerator((i) => ({ i }), { count, ratePerSecond: 10_000 }).sinkTo(new ExactlyOnceFileSink<{ i: number }>(ref));
+          env.fromGenerator((i) => ({ i }), { count, ratePerSecond: 3_000 }).sinkTo(new ExactlyOnceFileSink<{ i: number }>(ref));
         },
         { parallelism: 2, checkpoint: { interval: 30, dir: join(work, 'chk') }, s3: settings },
       );
