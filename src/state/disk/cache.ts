@@ -22,7 +22,7 @@
 import type { KeyContext } from '../key-context.ts';
 import type { NormKey } from '../key-groups.ts';
 import type { KeyFilter } from './key-filter.ts';
-import { encodeStoreKey } from './keys.ts';
+import { checkStoreKeyLength, encodeStoreKey } from './keys.ts';
 import { packStored, unpackStored, type DiskStore } from './store.ts';
 
 export interface Entry {
@@ -89,7 +89,9 @@ export class StateCache {
       if (e !== undefined) this.pending.delete(key);
     }
     if (e === undefined) {
-      const bytes = this.filter !== undefined && !this.filter.mayHave(key) ? undefined : this.wb.store.get(encodeStoreKey(keyGroup, this.stateId, key));
+      let bytes: Uint8Array | undefined;
+      if (this.filter !== undefined && !this.filter.mayHave(key)) checkStoreKeyLength(key); // never written: not in the store
+      else bytes = this.wb.store.get(encodeStoreKey(keyGroup, this.stateId, key));
       e = newEntry(key, keyGroup, bytes === undefined ? undefined : this.forms.fromStored(unpackStored(bytes)), this);
     }
     this.entries.set(key, e);
