@@ -35,6 +35,7 @@ import {
 import {
   encodeStoreKey, keyGroupOfStoreKey, MAX_STATE_ID, normKeyOfStoreKey, stateIdOfStoreKey, storeKeyPrefix,
 } from './keys.ts';
+import { KeyFilter } from './key-filter.ts';
 import { loadStateFiles } from './restore.ts';
 import { DiskSnapshot, type ExpiredKey, type SnapshotState } from './snapshot.ts';
 import type { IncrementalPart } from '../state-file-write.ts';
@@ -142,8 +143,11 @@ export class DiskKeyedStateBackend implements KeyedStateBackend {
       toStored: stateValueEncoder(desc),
       fromStored: restoreDecoder(this.where, stateMeta(desc), desc, () => this.clock.now()),
     };
-    const stateId = this.claimRestored(desc, forms) ?? this.allocateStateId();
-    const cache = new StateCache(this.writeBack, stateId, this.ctx, forms);
+    const claimed = this.claimRestored(desc, forms);
+    const stateId = claimed ?? this.allocateStateId();
+    // A new id has nothing in the store but what the cache writes: its key filter is exact.
+    const filter = claimed === undefined ? new KeyFilter(this.options.cacheEntries) : undefined;
+    const cache = new StateCache(this.writeBack, stateId, this.ctx, forms, filter);
     this.writeBack.caches.add(cache);
     const h = make(cache);
     this.states.set(desc.name, { desc, cache, handle: h });

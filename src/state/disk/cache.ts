@@ -3,22 +3,26 @@
  *
  * Each registered state has a StateCache: a Map from key to Entry holding the value in the
  * form the handles use (the heap backend's form: TTL values as {v, t}, map state as a Map).
- * A read that misses loads the key from the store (one synchronous point get; a missing key
- * is cached as absent too). A write changes the entry and marks it dirty; dirty entries go to
+ * A read that misses loads the key from the store (one synchronous point get, skipped when
+ * the state's key filter says the key was never written; a missing key is cached as absent too). A write changes the entry and marks it dirty; dirty entries go to
  * the store in one write transaction per `flushEvery` of them (never one per record), and all
  * of them before a snapshot, keys() and eviction.
  *
- * The entries of all states together are bounded (`maxEntries`): past it, about a tenth of
- * them is evicted by the CLOCK rule (an entry read or written since the last sweep gets a
- * second chance), each state in proportion to its size. So the JS heap holds a bounded
- * working set, whatever the size of the state.
+ * The entries of all states together are bounded (`maxEntries`): past it, each entry loaded
+ * takes the place of one evicted by the CLOCK rule (a ring of all cached entries and a hand
+ * going round it; an entry read or written since the hand last passed gets a second chance),
+ * so states lose entries in proportion to their size. A dirty entry evicted waits in its
+ * state's `pending` map until the next flush writes it (reads look there before the store),
+ * so eviction never forces a small write transaction. So the JS heap holds a bounded working
+ * set (at most `maxEntries` cached plus `flushEvery` pending), whatever the size of the state.
  *
  * Like Flink's RocksDB backend, a value changed in place without an update() (or add(), put())
  * may be lost once its entry is evicted; the handles of this backend always mark what they change.
  */
 import type { KeyContext } from '../key-context.ts';
 import type { NormKey } from '../key-groups.ts';
-import { encodeStoreKey } from './keys.ts';
+import type { KeyFilter } from './key-filter.ts';
+import { checkStoreKeyLength, encodeStoreKey } from './keys.ts';
 import { packStored, unpackStored, type DiskStore } from './store.ts';
 
 export interface Entry {
@@ -32,6 +36,10 @@ export interface Entry {
   readonly cache: StateCache;
 }
 
+function newEntry(key: NormKey, keyGroup: number, value: unknown, cache: StateCache): Entry {
+  return { key, keyGroup, value, dirty: false, ref: false, cache };
+}
+
 /** Converts between the handles' form of a value and the form stored (and snapshotted). */
 export interface ValueForms {
   toStored(live: unknown): unknown;
@@ -40,6 +48,12 @@ export interface ValueForms {
 
 export class StateCache {
   readonly entries = new Map<NormKey, Entry>();
+  /**
+   * Dirty entries evicted before they were written back: the store does not have their value
+   * yet, so a read of their key comes here first. Emptied by every flush (so at most
+   * `flushEvery` entries over all states).
+   */
+  readonly pending = new Map<NormKey, Entry>();
   dropped = false;
 
   constructor(
@@ -47,6 +61,8 @@ export class StateCache {
     readonly stateId: number,
     readonly ctx: KeyContext,
     readonly forms: ValueForms,
+    /** Keys this state may have in the store; undefined: any key may be there (ask the store). */
+    readonly filter: KeyFilter | undefined,
   ) {}
 
   /** The entry of the current key, loaded from the store on a miss. */
@@ -62,16 +78,24 @@ export class StateCache {
 
   /** The entry of a key (iteration over keys; snapshot cleanup checks). */
   peek(key: NormKey): Entry | undefined {
-    return this.entries.get(key);
+    return this.entries.get(key) ?? this.pending.get(key);
   }
 
   private load(key: NormKey, keyGroup: number): Entry {
-    this.wb.makeRoom();
-    const bytes = this.wb.store.get(encodeStoreKey(keyGroup, this.stateId, key));
-    const value = bytes === undefined ? undefined : this.forms.fromStored(unpackStored(bytes));
-    const e: Entry = { key, keyGroup, value, dirty: false, ref: false, cache: this };
+    let e: Entry | undefined;
+    if (this.pending.size > 0) {
+      // Evicted while dirty: still in the write-back list, its value newer than the store's.
+      e = this.pending.get(key);
+      if (e !== undefined) this.pending.delete(key);
+    }
+    if (e === undefined) {
+      let bytes: Uint8Array | undefined;
+      if (this.filter !== undefined && !this.filter.mayHave(key)) checkStoreKeyLength(key); // never written: not in the store
+      else bytes = this.wb.store.get(encodeStoreKey(keyGroup, this.stateId, key));
+      e = newEntry(key, keyGroup, bytes === undefined ? undefined : this.forms.fromStored(unpackStored(bytes)), this);
+    }
     this.entries.set(key, e);
-    this.wb.count++;
+    this.wb.admit(e);
     return e;
   }
 
@@ -79,14 +103,19 @@ export class StateCache {
   set(value: unknown): void {
     const key = this.ctx.key;
     let e = this.entries.get(key);
-    if (e === undefined) {
-      this.wb.makeRoom();
-      e = { key, keyGroup: this.ctx.keyGroup, value, dirty: false, ref: false, cache: this };
-      this.entries.set(key, e);
-      this.wb.count++;
-    } else {
+    if (e !== undefined) {
       e.ref = true;
       e.value = value;
+    } else {
+      e = this.pending.size > 0 ? this.pending.get(key) : undefined;
+      if (e !== undefined) {
+        this.pending.delete(key);
+        e.value = value;
+      } else {
+        e = newEntry(key, this.ctx.keyGroup, value, this);
+      }
+      this.entries.set(key, e);
+      this.wb.admit(e);
     }
     this.wb.markDirty(e);
   }
@@ -98,15 +127,18 @@ export class StateCache {
 
   /** Forgets every entry (the state was dropped; its stored entries are removed by the backend). */
   clear(): void {
-    this.wb.count -= this.entries.size;
     this.entries.clear();
+    this.pending.clear();
     this.dropped = true;
+    this.wb.forget(this);
   }
 }
 
 export class WriteBack {
-  /** Entries cached, over all states. */
-  count = 0;
+  /** Every entry cached, over all states: CLOCK's ring (at most maxEntries long). */
+  private ring: Entry[] = [];
+  /** CLOCK's hand: the next entry of the ring to look at when one must go. */
+  private hand = 0;
   /** Incremental checkpoints: told of every change (changes.ts). */
   tracker: { mark(stateId: number, keyGroup: number, key: NormKey): void } | undefined;
   private dirty: Entry[] = [];
@@ -129,6 +161,11 @@ export class WriteBack {
     if (this.dirty.length >= this.flushEvery) this.flush();
   }
 
+  /** Entries cached, over all states. */
+  get count(): number {
+    return this.ring.length;
+  }
+
   dirtyCount(): number {
     return this.dirty.length;
   }
@@ -138,6 +175,7 @@ export class WriteBack {
     if (this.dirty.length === 0) return;
     const batch = this.dirty;
     this.dirty = [];
+    for (const c of this.caches) if (c.pending.size > 0) c.pending.clear();
     // Not sorted by key: measured, sorting cost more than it saved (word count, 1M keys).
     this.store.write((w) => {
       for (const e of batch) {
@@ -145,33 +183,47 @@ export class WriteBack {
         if (e.cache.dropped) continue;
         const k = encodeStoreKey(e.keyGroup, e.cache.stateId, e.key);
         if (e.value === undefined) w.remove(k);
-        else w.put(k, packStored(e.cache.forms.toStored(e.value)));
+        else {
+          w.put(k, packStored(e.cache.forms.toStored(e.value)));
+          e.cache.filter?.add(e.key);
+        }
       }
     });
     this.afterFlush?.(batch.length);
   }
 
-  /** Called before an entry is added: evicts about a tenth of the entries once the cache is full. */
-  makeRoom(): void {
-    if (this.count < this.maxEntries) return;
-    this.flush();
-    const target = Math.floor(this.maxEntries * 0.9);
-    const fraction = (this.count - target) / this.count;
-    for (const c of this.caches) {
-      let n = Math.ceil(c.entries.size * fraction);
-      // CLOCK: an entry used since the last sweep moves to the back with its bit cleared.
-      for (const e of c.entries.values()) {
-        if (n <= 0) break;
-        if (e.ref) {
-          e.ref = false;
-          c.entries.delete(e.key);
-          c.entries.set(e.key, e);
-        } else {
-          c.entries.delete(e.key);
-          this.count--;
-          n--;
-        }
-      }
+  /**
+   * A new entry is in its state's map: puts it in the ring, in the place of one evicted by
+   * CLOCK once the ring is full (the hand clears the reference bit of every entry it passes
+   * that has it set, and evicts the first that has not). An evicted dirty entry moves to its
+   * state's `pending` map until the next flush.
+   */
+  admit(e: Entry): void {
+    const ring = this.ring;
+    if (ring.length < this.maxEntries) {
+      ring.push(e);
+      return;
     }
+    let h = this.hand;
+    for (;;) {
+      if (h >= ring.length) h = 0;
+      const v = ring[h]!;
+      if (v.ref) {
+        v.ref = false;
+        h++;
+        continue;
+      }
+      v.cache.entries.delete(v.key);
+      if (v.dirty) v.cache.pending.set(v.key, v);
+      ring[h] = e;
+      this.hand = h + 1;
+      return;
+    }
+  }
+
+  /** Takes the entries of a dropped state out of the ring. */
+  forget(c: StateCache): void {
+    this.ring = this.ring.filter((e) => e.cache !== c);
+    if (this.hand >= this.ring.length) this.hand = 0;
   }
 }

@@ -47,6 +47,11 @@ export function encodeStoreKey(keyGroup: number, stateId: number, key: NormKey):
   return b;
 }
 
+/** Throws as encodeStoreKey does for a key too long for the store (cheap for short keys). */
+export function checkStoreKeyLength(key: NormKey): void {
+  if (typeof key === 'string' && KEY_PREFIX_BYTES + key.length * 2 > MAX_STORE_KEY_BYTES) encodeStoreKey(0, 0, key);
+}
+
 /** The first key of (keyGroup, stateId), or of keyGroup alone when stateId is 0. */
 export function storeKeyPrefix(keyGroup: number, stateId = 0): Buffer {
   const b = Buffer.allocUnsafe(4);
