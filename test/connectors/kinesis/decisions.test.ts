@@ -11,6 +11,26 @@ import { Rng } from '../../../src/core/random.ts';
 import { WeirError } from '../../../src/core/errors.ts';
 
 const sh = (shardId: string, parents: string[] = [], closed = false): ShardInfo => ({ shardId, parents, closed });
+
+/** A random history of `steps` splits and merges from three shards (a0..a2; children a3, a4, ...). */
+function reshardHistory(rng: Rng, steps: number): ShardInfo[] {
+  const shards: ShardInfo[] = [sh('a0'), sh('a1'), sh('a2')];
+  let next = 3;
+  for (let k = 0; k < steps; k++) {
+    const o = shards.filter((s) => !s.closed);
+    const i = shards.indexOf(o[rng.int(o.length)]!);
+    if (rng.next() < 0.5 || o.length < 2) {
+      shards[i] = { ...shards[i]!, closed: true };
+      shards.push(sh(`a${next++}`, [shards[i]!.shardId]), sh(`a${next++}`, [shards[i]!.shardId]));
+    } else {
+      const j = shards.indexOf(o.find((s) => s !== shards[i])!);
+      shards[i] = { ...shards[i]!, closed: true };
+      shards[j] = { ...shards[j]!, closed: true };
+      shards.push(sh(`a${next++}`, [shards[i]!.shardId, shards[j]!.shardId]));
+    }
+  }
+  return shards;
+}
 const view = (known: string[], finished: string[] = []) => ({ known: new Set(known), finished: new Set(finished) });
 
 describe('shard discovery', () => {
@@ -49,22 +69,7 @@ describe('shard discovery', () => {
     const rng = new Rng(seed);
     for (let round = 0; round < 200; round++) {
       // A random history of splits and merges.
-      const shards: ShardInfo[] = [sh('a0'), sh('a1'), sh('a2')];
-      let next = 3;
-      const open = () => shards.filter((s) => !s.closed);
-      for (let k = 0; k < 6; k++) {
-        const o = open();
-        const i = shards.indexOf(o[rng.int(o.length)]!);
-        if (rng.next() < 0.5 || o.length < 2) {
-          shards[i] = { ...shards[i]!, closed: true };
-          shards.push(sh(`a${next++}`, [shards[i]!.shardId]), sh(`a${next++}`, [shards[i]!.shardId]));
-        } else {
-          const j = shards.indexOf(o.find((s) => s !== shards[i])!);
-          shards[i] = { ...shards[i]!, closed: true };
-          shards[j] = { ...shards[j]!, closed: true };
-          shards.push(sh(`a${next++}`, [shards[i]!.shardId, shards[j]!.shardId]));
-        }
-      }
+      const shards = reshardHistory(rng, 6);
       // Readers finish shards in a random order; the enumerator assigns what the decision says.
       const known = new Set<string>();
       const finished = new Set<string>();
@@ -206,21 +211,7 @@ describe('tombstone pruning', () => {
     const rng = new Rng(seed);
     let prunedTotal = 0;
     for (let round = 0; round < 100; round++) {
-      const shards: ShardInfo[] = [sh('a0'), sh('a1'), sh('a2')];
-      let next = 3;
-      for (let k = 0; k < 8; k++) {
-        const o = shards.filter((s) => !s.closed);
-        const i = shards.indexOf(o[rng.int(o.length)]!);
-        if (rng.next() < 0.5 || o.length < 2) {
-          shards[i] = { ...shards[i]!, closed: true };
-          shards.push(sh(`a${next++}`, [shards[i]!.shardId]), sh(`a${next++}`, [shards[i]!.shardId]));
-        } else {
-          const j = shards.indexOf(o.find((s) => s !== shards[i])!);
-          shards[i] = { ...shards[i]!, closed: true };
-          shards[j] = { ...shards[j]!, closed: true };
-          shards.push(sh(`a${next++}`, [shards[i]!.shardId, shards[j]!.shardId]));
-        }
-      }
+      const shards = reshardHistory(rng, 8);
       const gone = new Set<string>();
       const listed = () => shards.filter((s) => !gone.has(s.shardId));
       // The truth (nothing ever pruned) and what the readers hold (pruned tombstones dropped).
