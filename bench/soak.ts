@@ -134,18 +134,64 @@ function halves(r: SoakRun): [Point[], Point[]] {
   return [after.filter((p) => p.atMin < mid), after.filter((p) => p.atMin >= mid)];
 }
 
-function targets(r: SoakRun): Target[] {
+/** One variant's latest full run, as kept in SUMMARY_FILE (committed, so a section survives machines). */
+export interface SoakSummary {
+  readonly id: string;
+  readonly label: string;
+  /** Run start, ISO minute precision, and the revision it ran. */
+  readonly when: string;
+  readonly revision: string;
+  readonly minutes: number;
+  readonly keys: number;
+  readonly checkpoints: number;
+  readonly failed: number;
+  /** Medians of the first and the last half after the warm-up. */
+  readonly durationMs: readonly [number, number];
+  readonly stateBytes: readonly [number, number];
+  readonly writtenBytes: number;
+  readonly loadAtStart: number;
+  /** What differs from a run of today's suite, if anything (written by hand). */
+  readonly note?: string;
+}
+
+function summarize(r: SoakRun, when: string, revision: string): SoakSummary {
   const [first, last] = halves(r);
   if (first.length === 0 || last.length === 0) throw new BenchFailure(`soak ${r.variant.id}: too few checkpoints after the ${r.warmupMin.toFixed(1)}-minute warm-up to compare halves`);
-  const d1 = median(first.map((p) => p.durationMs));
-  const d2 = median(last.map((p) => p.durationMs));
-  const s1 = median(first.map((p) => p.stateBytes));
-  const s2 = median(last.map((p) => p.stateBytes));
+  return {
+    id: r.variant.id, label: r.variant.label, when, revision, minutes: r.minutes, keys: r.keys,
+    checkpoints: r.points.length, failed: r.failed,
+    durationMs: [median(first.map((p) => p.durationMs)), median(last.map((p) => p.durationMs))],
+    stateBytes: [median(first.map((p) => p.stateBytes)), median(last.map((p) => p.stateBytes))],
+    writtenBytes: median(r.points.map((p) => p.writtenBytes)), loadAtStart: r.load,
+  };
+}
+
+function targets(s: SoakSummary): Target[] {
+  const [d1, d2] = s.durationMs;
+  const [s1, s2] = s.stateBytes;
   return [
-    { text: `${r.variant.id}: no failed checkpoint`, measured: `${r.failed} failed of ${r.points.length + r.failed}`, met: r.failed === 0 },
-    { text: `${r.variant.id}: median duration, last half ≤ 1.2× first half`, measured: `${d2.toFixed(0)} ms vs ${d1.toFixed(0)} ms (${(d2 / d1).toFixed(2)}×)`, met: d2 <= 1.2 * d1 },
-    { text: `${r.variant.id}: state size flat (last half within 10 % of first)`, measured: `${mib(s2)} vs ${mib(s1)} (${(s2 / s1).toFixed(2)}×)`, met: Math.abs(s2 / s1 - 1) <= 0.1 },
+    { text: `${s.id}: no failed checkpoint`, measured: `${s.failed} failed of ${s.checkpoints + s.failed}`, met: s.failed === 0 },
+    { text: `${s.id}: median duration, last half ≤ 1.2× first half`, measured: `${d2.toFixed(0)} ms vs ${d1.toFixed(0)} ms (${(d2 / d1).toFixed(2)}×)`, met: d2 <= 1.2 * d1 },
+    { text: `${s.id}: state size flat (last half within 10 % of first)`, measured: `${mib(s2)} vs ${mib(s1)} (${(s2 / s1).toFixed(2)}×)`, met: Math.abs(s2 / s1 - 1) <= 0.1 },
   ];
+}
+
+/** Every variant's latest full run, committed beside the suite: the section shows all of them, not only this run's. */
+const SUMMARY_FILE = join(ROOT, 'bench', 'soak-summary.json');
+
+function readSummaries(): SoakSummary[] {
+  if (!existsSync(SUMMARY_FILE)) return [];
+  const parsed = JSON.parse(readFileSync(SUMMARY_FILE, 'utf8')) as unknown;
+  if (!Array.isArray(parsed)) throw new BenchFailure(`${SUMMARY_FILE}: expected an array of variant summaries`);
+  return parsed as SoakSummary[];
+}
+
+/** This run's variants replace their earlier summaries; the others stay; in the suite's variant order. */
+function mergeSummaries(earlier: readonly SoakSummary[], now: readonly SoakSummary[]): SoakSummary[] {
+  const byId = new Map(earlier.map((s) => [s.id, s]));
+  for (const s of now) byId.set(s.id, s);
+  const order = (id: string) => SOAK_VARIANT_IDS.indexOf(id);
+  return [...byId.values()].sort((a, b) => order(a.id) - order(b.id));
 }
 
 const mib = (b: number) => `${(b / 2 ** 20).toFixed(1)} MiB`;
@@ -198,19 +244,20 @@ export async function runSoakSuite(opts: SoakOptions, m: Machine, revision: stri
   mkdirSync(RESULTS_DIR, { recursive: true });
   const rawFile = join(RESULTS_DIR, `soak-${when.replace(/:/g, '-')}${opts.quick ? '-quick' : ''}.json`);
   writeFileSync(rawFile, JSON.stringify({ suite: 'soak', started: when, revision, machine: m, minutes, rate: RATE, interval: INTERVAL, runs }, null, 2) + '\n');
-  const all = runs.flatMap(targets);
   const write = opts.write ?? !opts.quick;
   if (!write) return;
+  const summaries = mergeSummaries(readSummaries(), runs.map((r) => summarize(r, when, revision)));
+  writeFileSync(SUMMARY_FILE, JSON.stringify(summaries, null, 2) + '\n');
+  for (const r of runs) writeFileSync(join(ROOT, 'docs', 'images', `soak-${r.variant.id}.svg`), soakSvg(r));
   const lines: string[] = [];
-  lines.push(`Run of ${when}, weir at ${revision}: ${machineLine(m)}. \`weir run bench/jobs/soak.ts\` on 2 workers, source p=1, keyed p=3, sink p=2, ${RATE.toLocaleString('en')} records/s over ${(runs[0]?.keys ?? KEYS).toLocaleString('en')} keys (steady) or a new key per record (TTL), a checkpoint every ${INTERVAL}, ${minutes} minutes per variant, one variant at a time. Raw data: \`${relative(ROOT, rawFile)}\`.`, '');
-  lines.push('| Variant | Checkpoints (failed) | Median duration, first / last half | Median state size, first / last half | Median written per checkpoint | Load avg at start |', '|---|---:|---|---|---|---:|');
-  for (const r of runs) {
-    const [first, last] = halves(r);
-    lines.push(`| ${r.variant.label} | ${r.points.length} (${r.failed}) | ${median(first.map((p) => p.durationMs)).toFixed(0)} / ${median(last.map((p) => p.durationMs)).toFixed(0)} ms | ${mib(median(first.map((p) => p.stateBytes)))} / ${mib(median(last.map((p) => p.stateBytes)))} | ${mib(median(r.points.map((p) => p.writtenBytes)))} | ${r.load.toFixed(2)} |`);
-    const svg = join(ROOT, 'docs', 'images', `soak-${r.variant.id}.svg`);
-    writeFileSync(svg, soakSvg(r));
-    lines.push('', `![${r.variant.label}](${relative(ROOT, svg)})`, '');
+  lines.push(`Latest run of each variant (this run: ${when}, weir at ${revision}: ${machineLine(m)}; earlier rows are kept in \`${relative(ROOT, SUMMARY_FILE)}\`). \`weir run bench/jobs/soak.ts\` on 2 workers, source p=1, keyed p=3, sink p=2, ${RATE.toLocaleString('en')} records/s over ${KEYS.toLocaleString('en')} keys (steady) or a new key per record (TTL), a checkpoint every ${INTERVAL}, one variant at a time. Raw data of this run: \`${relative(ROOT, rawFile)}\` (not committed).`, '');
+  lines.push('| Variant | Run (start, revision) | Minutes | Checkpoints (failed) | Median duration, first / last half | Median state size, first / last half | Median written per checkpoint | Load avg at start |', '|---|---|---:|---:|---|---|---|---:|');
+  for (const s of summaries) {
+    const note = s.note === undefined ? '' : ` (${s.note})`;
+    lines.push(`| ${s.label}${note} | ${s.when}, ${s.revision} | ${s.minutes} | ${s.checkpoints} (${s.failed}) | ${s.durationMs[0].toFixed(0)} / ${s.durationMs[1].toFixed(0)} ms | ${mib(s.stateBytes[0])} / ${mib(s.stateBytes[1])} | ${mib(s.writtenBytes)} | ${s.loadAtStart.toFixed(2)} |`);
   }
-  lines.push('', ...targetTable(all));
+  lines.push('');
+  for (const s of summaries) lines.push(`![${s.label}](docs/images/soak-${s.id}.svg)`, '');
+  lines.push(...targetTable(summaries.flatMap(targets)));
   writeMarkdownSection(BEGIN, END, lines.join('\n'), '');
 }

@@ -17,6 +17,7 @@ import { CheckpointStatsTracker, type CheckpointStatsEntry } from '../checkpoint
 import { CheckpointHistory, parseEntry, type CheckpointHistoryEntry } from '../checkpoint/history.ts';
 import type { CheckpointStorage, CompletedCheckpointRef, StorageResolver } from '../checkpoint/storage.ts';
 import type { Clock } from '../core/clock.ts';
+import { errorCode } from '../core/errors.ts';
 import { planExecution, type ExecutionPlan } from '../graph/execution-plan.ts';
 import { defaultOf } from '../core/options/option.ts';
 import { OPTIONS } from '../core/options/registry.ts';
@@ -361,10 +362,17 @@ export class JobMaster implements JobControl {
   }
 
   private async attemptsUntilEnd(recovery: RecoveryLogic): Promise<AttemptOutcome> {
+    // Set when the storage failed while a restart was being prepared: decided on like a failed
+    // attempt (the restart strategy counts it and waits its backoff), without running one.
+    let failedPreparing: AttemptOutcome | undefined;
     for (;;) {
-      this.state = this.attempts === 0 ? 'INITIALIZING' : 'RESTARTING';
-      const outcome: AttemptOutcome = this.cancelled ? { status: 'CANCELED' } : await this.runAttempt();
-      this.runningSince = undefined;
+      let outcome = failedPreparing;
+      failedPreparing = undefined;
+      if (outcome === undefined) {
+        this.state = this.attempts === 0 ? 'INITIALIZING' : 'RESTARTING';
+        outcome = this.cancelled ? { status: 'CANCELED' } : await this.runAttempt();
+        this.runningSince = undefined;
+      }
       if (outcome.status === 'FAILED') this.recordException(outcome.error);
       const step = recovery.afterAttempt(outcome, this.cancelled, this.spec.clock.now());
       if (step.type === 'end') {
@@ -373,7 +381,12 @@ export class JobMaster implements JobControl {
       }
       const storage = this.spec.storage;
       if (step.type === 'fall-back') {
-        const choice = recovery.chooseFallback(step, storage ? await storage.completed(this.jobId, this.log) : [], this.restoredFrom);
+        const listed = await this.listForRestart(storage);
+        if ('failed' in listed) {
+          failedPreparing = listed.failed;
+          continue;
+        }
+        const choice = recovery.chooseFallback(step, listed.candidates ?? [], this.restoredFrom);
         if (choice.type === 'end') return choice.outcome;
         this.log(choice.log);
         this.restoredFrom = choice.from;
@@ -381,15 +394,35 @@ export class JobMaster implements JobControl {
       }
       // The next attempt's workers boot now, while the restart waits for its delay and the listing.
       this.spec.pool?.prewarm();
-      const candidates = storage && this.checkpointing ? await storage.completed(this.jobId, this.log) : undefined;
-      const next = recovery.restartFrom(step, candidates, this.restoredFrom);
-      this.restoredFrom = next.from;
-      this.log(next.log);
+      const listed = await this.listForRestart(this.checkpointing ? storage : undefined);
+      if ('failed' in listed) failedPreparing = listed.failed;
+      else {
+        const next = recovery.restartFrom(step, listed.candidates, this.restoredFrom);
+        this.restoredFrom = next.from;
+        this.log(next.log);
+      }
       this.state = 'RESTARTING';
       const wait = sleep(this.spec.clock, step.delayMs);
       this.restartWait = wait;
       await wait.done; // cancel() ends the wait early
       this.restartWait = undefined;
+    }
+  }
+
+  /**
+   * The job's completed checkpoints for a restart to choose from. Storage that cannot list them
+   * (an object store still failing after its own retries) fails this restart, never the job
+   * outright and never by restarting from an older checkpoint or none: the restart strategy
+   * decides whether and when to try again.
+   */
+  private async listForRestart(storage: CheckpointStorage | undefined): Promise<{ candidates: readonly CompletedCheckpointRef[] | undefined } | { failed: AttemptOutcome }> {
+    if (storage === undefined) return { candidates: undefined };
+    try {
+      return { candidates: await storage.completed(this.jobId, this.log) };
+    } catch (e) {
+      if (errorCode(e) !== 'STORAGE') throw e;
+      this.log(`weir: cannot list the checkpoints of job ${this.jobId} to restart from (${(e as Error).message}); this restart failed`);
+      return { failed: { status: 'FAILED', error: serializeError(e) } };
     }
   }
 
@@ -428,6 +461,23 @@ export class JobMaster implements JobControl {
     // Before anything is written: a sink that committed past the restored checkpoint would get that output twice.
     await checkCommittedOutput(execGraph, restore?.metadata.checkpointId, this.spec.options.allowDuplicateOutput ?? false, this.log);
     if (restore) this.stats.restored(restore.metadata.checkpointId, restore.path, this.spec.clock.now());
+    let firstCheckpointId: number;
+    let restoredCompleted: CompletedCheckpointInfo[];
+    try {
+      ({ firstCheckpointId, restoredCompleted } = await this.storageFactsForAttempt(restore));
+    } catch (e) {
+      // At a restart, storage failing (after its own retries) fails this attempt: the restart strategy decides; at the start the caller is told.
+      if (this.attempts > 0 && errorCode(e) === 'STORAGE') return { status: 'FAILED', error: serializeError(e) };
+      throw e;
+    }
+    const attempt = new Attempt(this.attemptContext(), { number: this.attempts++, restore: restorePlan, restoredRef: restore, firstCheckpointId, restoredCompleted, execGraph });
+    this.current = attempt;
+    return attempt.run();
+  }
+
+  /** What an attempt needs from the storage before it starts: where checkpoint ids continue, and the checkpoints already completed. */
+  private async storageFactsForAttempt(restore: CompletedCheckpointRef | undefined): Promise<{ firstCheckpointId: number; restoredCompleted: CompletedCheckpointInfo[] }> {
+    const storage = this.spec.storage;
     // Ids continue after the restored snapshot's, whichever job took it (as Flink's id counter).
     const firstCheckpointId = Math.max(storage ? await storage.highestId(this.jobId) : 0, restore?.metadata.checkpointId ?? 0) + 1;
     const restoredCompleted: CompletedCheckpointInfo[] = [];
@@ -441,9 +491,7 @@ export class JobMaster implements JobControl {
         if (m.type === 'checkpoint') restoredCompleted.push({ id: m.checkpointId, timestamp: m.timestamp, completedAt: m.completedAt, sharedFiles: sharedFilesOf(m) });
       }
     }
-    const attempt = new Attempt(this.attemptContext(), { number: this.attempts++, restore: restorePlan, restoredRef: restore, firstCheckpointId, restoredCompleted, execGraph });
-    this.current = attempt;
-    return attempt.run();
+    return { firstCheckpointId, restoredCompleted };
   }
 
   /**

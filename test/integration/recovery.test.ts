@@ -15,6 +15,8 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { committedLines } from '../helpers/output.ts';
 import { LocalCheckpointStorage } from '../../src/checkpoint/storage.ts';
+import { MemoryCheckpointStorage } from '../../src/checkpoint/memory/memory-storage.ts';
+import { StorageFaults } from '../../src/checkpoint/memory/faults.ts';
 import { defineJob, runJob, type Collector, type JobResult, type ProcessContext, type ProcessFunction, type RunOptions, type RuntimeContext } from '../../src/index.ts';
 
 const JOB = join(dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'jobs', 'recoverable-counts.ts');
@@ -95,6 +97,42 @@ describe('restart from the latest completed checkpoint', () => {
       expect(hidden(r.out)).toEqual([]);
     });
   }
+
+  /** Memory storage whose listings of the job's directory fail (`times` at most) once a checkpoint has completed. */
+  function listingFailsAfterFirstCheckpoint(times?: number): MemoryCheckpointStorage {
+    const faults = new StorageFaults();
+    const storage = new MemoryCheckpointStorage({ faults });
+    const completed = () => storage.files.listFiles().some((f) => /\/chk-\d+\/_metadata$/.test(f.reference));
+    // The job's own directory only (…/<job id>): never its shared/ folder or a checkpoint's.
+    faults.inject({ kind: 'fail-list', match: /\/[0-9a-f]{32}$/, armed: completed, ...(times !== undefined ? { times } : {}) });
+    return storage;
+  }
+
+  it('storage that cannot list the checkpoints at a restart fails that restart (the restart strategy counts it); listing again, the job restarts from the newest checkpoint exactly once', async () => {
+    const storage = listingFailsAfterFirstCheckpoint(2);
+    const r = await run({ rate: 200, fail: 'once@1', checkpointStorage: storage, restartStrategy: { type: 'fixed-delay', attempts: 3, delay: 0 } });
+    expect(r.result.status, r.result.error?.message).toBe('FINISHED');
+    expect(storage.faults.count('fail-list')).toBe(2);
+    const failedRestarts = r.logs.filter((l) => /cannot list the checkpoints of job [0-9a-f]+ to restart from \(injected fault \(fail-list\).*\); this restart failed/.test(l));
+    expect(failedRestarts, r.logs.join('\n')).toHaveLength(2);
+    // Two restarts spent on the listing, the third runs: one attempt after the first, from a checkpoint (never from the beginning).
+    expect(r.result.attempts).toBe(2);
+    expect(r.logs.find((l) => /restarting in/.test(l))).toMatch(/restarting in 0 ms \(attempt 3 of 3\) from checkpoint \d+/);
+    expect(r.result.checkpoints.counts.restored).toBe(1);
+    expect(committedLines(r.out)).toEqual(failureFree[1]);
+  });
+
+  it('storage that never lists again: the restarts run out and the job fails with the STORAGE error', async () => {
+    const storage = listingFailsAfterFirstCheckpoint();
+    const r = await run({ count: ENDLESS, fail: 'once@1', checkpointStorage: storage, restartStrategy: { type: 'fixed-delay', attempts: 2, delay: 0 } });
+    expect(r.result.status).toBe('FAILED');
+    expect(r.result.error?.code).toBe('STORAGE');
+    expect(r.result.error?.message).toMatch(/injected fault \(fail-list\)/);
+    expect(r.result.attempts).toBe(1);
+    // The task's failure and both listings each spend an attempt of 2: the third failure ends the job.
+    expect(r.logs.filter((l) => /this restart failed/.test(l))).toHaveLength(2);
+    expect(r.logs.some((l) => /will not restart again \(fixed-delay restart strategy exhausted its 2 attempt\(s\)\)/.test(l)), r.logs.join('\n')).toBe(true);
+  });
 
   it('restart strategy none: the failure fails the job', async () => {
     const r = await run({ count: ENDLESS, fail: 'once@2', restartStrategy: { type: 'none' } });

@@ -8,21 +8,23 @@
  * - short-write: a write keeps only part of its bytes and reports success (a torn write);
  * - hold-write:  a write waits until the test releases it (a slow disk, with no wall clock);
  * - lose-rename: publishing a file (the rename after its temp file) silently does not happen;
- * - fail-delete: a delete rejects.
+ * - fail-delete: a delete rejects;
+ * - fail-list:   listing a directory rejects (an object store's listing failing after its own retries).
  */
 import { Rng } from '../../core/random.ts';
 import { StorageError } from '../storage-error.ts';
 
-export type FaultKind = 'fail-write' | 'short-write' | 'hold-write' | 'lose-rename' | 'fail-delete';
+export type FaultKind = 'fail-write' | 'short-write' | 'hold-write' | 'lose-rename' | 'fail-delete' | 'fail-list';
 
 /** The operations faults apply to. */
-export type FaultedOperation = 'create' | 'write' | 'publish' | 'delete';
+export type FaultedOperation = 'create' | 'write' | 'publish' | 'delete' | 'list';
 
 const KINDS_BY_OPERATION: Readonly<Record<FaultedOperation, readonly FaultKind[]>> = {
   create: ['fail-write'],
   write: ['fail-write', 'short-write', 'hold-write'],
   publish: ['lose-rename'],
   delete: ['fail-delete'],
+  list: ['fail-list'],
 };
 
 export interface FaultRule {
@@ -33,6 +35,8 @@ export interface FaultRule {
   readonly probability?: number;
   /** Hits at most this many times (default: no limit). */
   readonly times?: number;
+  /** Applies only while this says so (a test's condition, e.g. "a checkpoint has completed"); asked at each operation. */
+  readonly armed?: () => boolean;
 }
 
 export interface InjectedFault {
@@ -86,6 +90,7 @@ export class StorageFaults {
     for (const r of this.rules) {
       if (r.left <= 0 || !kinds.includes(r.rule.kind)) continue;
       if (r.rule.match !== undefined && !r.rule.match.test(reference)) continue;
+      if (r.rule.armed !== undefined && !r.rule.armed()) continue;
       const p = r.rule.probability ?? 1;
       if (p < 1 && !this.rng.bool(p)) continue;
       r.left--;

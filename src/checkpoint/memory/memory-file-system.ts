@@ -112,6 +112,7 @@ export class MemoryFileSystem implements SnapshotFileSystem {
   }
 
   async list(dir: string): Promise<readonly DirectoryEntry[]> {
+    if (this.faults.decide('list', dir) === 'fail-list') throw injectedFailure('fail-list', dir);
     const prefix = `${dir.replace(/\/+$/, '')}/`;
     const out = new Map<string, boolean>();
     for (const d of this.dirs) if (d.startsWith(prefix)) out.set(d.slice(prefix.length).split('/')[0]!, true);
