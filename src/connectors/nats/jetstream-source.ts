@@ -7,6 +7,7 @@
  * a subscription callback (no promise per message) and poll() emits them in batches.
  */
 import type { JetStreamManager, Msg, NatsConnection, Subscription } from 'nats';
+import { BufferedSplits } from '../common/buffered-splits.ts';
 import type { MalformedRecord, PollStatus, ReaderOutput, Source, SourceOutput, SourceReader, SourceReaderContext, SourceSplit } from '../../core/source.ts';
 import { connectNats, natsError, natsLabel, validateServers, type NatsConnectionOptions } from './connection.ts';
 import { withTimeout } from '../common/retry.ts';
@@ -150,14 +151,12 @@ interface SplitState {
 }
 
 class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
-  private readonly states = new Map<string, SplitState>();
-  private readonly paused = new Set<string>();
+  private readonly splits = new BufferedSplits<SplitState>();
   private nc: NatsConnection | undefined;
   private jsm: JetStreamManager | undefined;
   private connecting = false;
   private closed = false;
   private error: Error | undefined;
-  private rr = 0;
   private readonly decoder = new TextDecoder();
 
   constructor(private readonly src: JetStreamSource<T>, private readonly ctx: SourceReaderContext) {}
@@ -171,40 +170,22 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
         split: { ...s }, fetchedSeq: s.lastSeq, buffer: [], at: 0, out: undefined, done: s.endSeq !== undefined && s.lastSeq >= s.endSeq,
         consumer: undefined, creating: false, sub: undefined, outstanding: 0, pullTimer: undefined, lastDseq: 0,
       };
-      this.states.set(s.id, st);
+      this.splits.add(st);
     }
   }
 
   pauseOrResumeSplits(pause: readonly string[], resume: readonly string[]): void {
-    for (const id of pause) this.paused.add(id);
-    for (const id of resume) this.paused.delete(id);
+    this.splits.pauseOrResume(pause, resume);
   }
 
   poll(out: ReaderOutput<T>, maxRecords: number): PollStatus {
     if (this.error) throw this.error;
-    for (const [id, st] of this.states) {
-      if (st.done && st.at >= st.buffer.length) {
-        this.release(st);
-        this.states.delete(id);
-        out.splitFinished(id);
-      }
-    }
-    if (this.states.size === 0) return this.src.bounded ? 'end' : 'wait';
-    let emitted = 0;
-    const list = [...this.states.values()];
-    for (let k = 0; k < list.length && emitted < maxRecords; k++) {
-      const st = list[(this.rr + k) % list.length]!;
-      if (st.at >= st.buffer.length || this.paused.has(st.split.id)) continue;
-      emitted += this.emit(st, out, maxRecords - emitted);
-    }
-    this.rr = (this.rr + 1) % list.length;
+    this.splits.finishDrained(out, (st) => this.release(st));
+    if (this.splits.size === 0) return this.src.bounded ? 'end' : 'wait';
+    this.splits.emitRoundRobin(maxRecords, (st, max) => this.emit(st, out, max));
     if (this.nc === undefined) this.connect();
-    else for (const st of this.states.values()) this.pull(st);
-    for (const st of this.states.values()) {
-      if (st.at < st.buffer.length && !this.paused.has(st.split.id)) return 'more';
-      if (st.done && st.at >= st.buffer.length) return 'more'; // to report it finished
-    }
-    return 'wait';
+    else for (const st of this.splits.states.values()) this.pull(st);
+    return this.splits.status();
   }
 
   private emit(st: SplitState, out: ReaderOutput<T>, max: number): number {
@@ -238,10 +219,7 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
       o.collect(v as T, m.ts);
       n++;
     }
-    if (st.at >= st.buffer.length) {
-      st.buffer = [];
-      st.at = 0;
-    }
+    BufferedSplits.dropEmitted(st);
     this.ctx.metrics.addBytesRead(bytes);
     return n;
   }
@@ -312,7 +290,7 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
 
   /** One pull in flight per split, for the room left in its buffer. */
   private pull(st: SplitState): void {
-    if (this.closed || this.error || st.done || st.outstanding > 0 || this.paused.has(st.split.id)) return;
+    if (this.closed || this.error || st.done || st.outstanding > 0 || this.splits.isPaused(st)) return;
     if (st.consumer === undefined || st.sub === undefined) {
       this.createConsumer(st);
       return;
@@ -408,13 +386,13 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
   }
 
   snapshotSplits(): JetStreamSplit[] {
-    return [...this.states.values()].map((s) => ({ ...s.split }));
+    return [...this.splits.states.values()].map((s) => ({ ...s.split }));
   }
 
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    for (const st of this.states.values()) this.release(st);
+    for (const st of this.splits.states.values()) this.release(st);
     const nc = this.nc;
     this.nc = undefined;
     if (nc !== undefined) await withTimeout(nc.drain().catch(() => nc.close()), this.src.conn.timeoutMs, `NATS at ${this.src.label}: close`).catch(() => nc.close());

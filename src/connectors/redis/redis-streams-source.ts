@@ -7,6 +7,7 @@
  * batches by poll(), never awaited per record.
  */
 import type { Redis } from 'ioredis';
+import { BufferedSplits } from '../common/buffered-splits.ts';
 import type { MalformedRecord, PollStatus, ReaderOutput, Source, SourceOutput, SourceReader, SourceReaderContext, SourceSplit } from '../../core/source.ts';
 import { compareEntryIds, entryIdMillis, isEntryId } from './entry-id.ts';
 import { connectRedis, redisError, redisLabel, validateRedisUrl, type RedisConnectionOptions } from './connection.ts';
@@ -140,8 +141,7 @@ interface SplitState {
 }
 
 class RedisStreamsReader<T> implements SourceReader<T, RedisStreamSplit> {
-  private readonly states = new Map<string, SplitState>();
-  private readonly paused = new Set<string>();
+  private readonly splits = new BufferedSplits<SplitState>();
   private conn: Redis | undefined;
   private connecting = false;
   private inFlight = false;
@@ -149,7 +149,6 @@ class RedisStreamsReader<T> implements SourceReader<T, RedisStreamSplit> {
   private error: Error | undefined;
   /** Splits finished since the last poll, to report to the output. */
   private readonly finished: string[] = [];
-  private rr = 0;
 
   constructor(private readonly src: RedisStreamsSource<T>, private readonly ctx: SourceReaderContext) {}
 
@@ -160,38 +159,21 @@ class RedisStreamsReader<T> implements SourceReader<T, RedisStreamSplit> {
       }
       const st: SplitState = { split: { ...s }, fetchedId: s.lastId, buffer: [], at: 0, out: undefined, done: false };
       if (s.endId !== undefined && compareEntryIds(s.lastId, s.endId) >= 0) st.done = true;
-      this.states.set(s.id, st);
+      this.splits.add(st);
     }
   }
 
   pauseOrResumeSplits(pause: readonly string[], resume: readonly string[]): void {
-    for (const id of pause) this.paused.add(id);
-    for (const id of resume) this.paused.delete(id);
+    this.splits.pauseOrResume(pause, resume);
   }
 
   poll(out: ReaderOutput<T>, maxRecords: number): PollStatus {
     if (this.error) throw this.error;
-    for (const [id, st] of this.states) {
-      if (st.done && st.at >= st.buffer.length) {
-        this.states.delete(id);
-        out.splitFinished(id);
-      }
-    }
-    if (this.states.size === 0) return this.src.bounded ? 'end' : 'wait';
-    let emitted = 0;
-    const list = [...this.states.values()];
-    for (let k = 0; k < list.length && emitted < maxRecords; k++) {
-      const st = list[(this.rr + k) % list.length]!;
-      if (st.at >= st.buffer.length || this.paused.has(st.split.id)) continue;
-      emitted += this.emit(st, out, maxRecords - emitted);
-    }
-    this.rr = (this.rr + 1) % list.length;
+    this.splits.finishDrained(out);
+    if (this.splits.size === 0) return this.src.bounded ? 'end' : 'wait';
+    this.splits.emitRoundRobin(maxRecords, (st, max) => this.emit(st, out, max));
     this.fetch();
-    for (const st of this.states.values()) {
-      if (st.at < st.buffer.length && !this.paused.has(st.split.id)) return 'more';
-      if (st.done && st.at >= st.buffer.length) return 'more'; // to report it finished
-    }
-    return 'wait';
+    return this.splits.status();
   }
 
   private emit(st: SplitState, out: ReaderOutput<T>, max: number): number {
@@ -209,10 +191,7 @@ class RedisStreamsReader<T> implements SourceReader<T, RedisStreamSplit> {
       if (v !== MALFORMED) o.collect(v as T, entryIdMillis(id));
       n++;
     }
-    if (st.at >= st.buffer.length) {
-      st.buffer = [];
-      st.at = 0;
-    }
+    BufferedSplits.dropEmitted(st);
     this.ctx.metrics.addBytesRead(bytes);
     return n;
   }
@@ -255,9 +234,9 @@ class RedisStreamsReader<T> implements SourceReader<T, RedisStreamSplit> {
     const keys: string[] = [];
     const ids: string[] = [];
     const n = this.src.batchSize;
-    for (const st of this.states.values()) {
+    for (const st of this.splits.states.values()) {
       // Read ahead up to two batches per split: the next XREAD is on the wire while poll emits.
-      if (st.done || this.paused.has(st.split.id) || st.buffer.length - st.at >= 2 * n) continue;
+      if (st.done || this.splits.isPaused(st) || st.buffer.length - st.at >= 2 * n) continue;
       keys.push(st.split.stream);
       ids.push(st.fetchedId);
     }
@@ -292,7 +271,7 @@ class RedisStreamsReader<T> implements SourceReader<T, RedisStreamSplit> {
       if (this.closed) return;
       const gone = keys.filter((_, i) => res?.[i]?.[1] === 0);
       if (gone.length > 0) {
-        const st = this.states.get(gone[0]!);
+        const st = this.splits.states.get(gone[0]!);
         this.error = new WeirError('CONNECTOR', `Redis at ${this.src.label}: stream "${gone[0]}" no longer exists (deleted while the job read it, after entry ${st?.fetchedId ?? '?'})`);
       } else {
         this.fetch();
@@ -307,7 +286,7 @@ class RedisStreamsReader<T> implements SourceReader<T, RedisStreamSplit> {
   }
 
   private received(key: string, entries: Entry[]): void {
-    const st = this.states.get(key);
+    const st = this.splits.states.get(key);
     if (st === undefined || entries.length === 0) return;
     const endId = st.split.endId;
     let take = entries;
@@ -354,7 +333,7 @@ class RedisStreamsReader<T> implements SourceReader<T, RedisStreamSplit> {
   }
 
   snapshotSplits(): RedisStreamSplit[] {
-    return [...this.states.values()].map((s) => ({ ...s.split }));
+    return [...this.splits.states.values()].map((s) => ({ ...s.split }));
   }
 
   close(): void {
