@@ -14,10 +14,13 @@ import { createRequire } from 'node:module';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build, type Plugin } from 'esbuild';
+import { sourceStamp } from '../src/cli/dist-current.js';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const SRC = join(ROOT, 'src');
 const DIST = join(ROOT, 'dist');
+/** Beside dist/'s files; bin/weir.js reads it (the same name there). */
+const SOURCE_STAMP = 'source-stamp.json';
 
 function files(dir: string): string[] {
   return readdirSync(dir).flatMap((n) => {
@@ -87,4 +90,8 @@ for (const f of copied) {
   mkdirSync(dirname(to), { recursive: true });
   copyFileSync(f, to);
 }
+// What bin/weir.js checks in a checkout to run dist/ instead of the sources: the sources this
+// build saw (their number and newest modification). Any source edited, added or removed since
+// makes it stale, and the checkout runs from src/ again.
+writeFileSync(join(DIST, SOURCE_STAMP), JSON.stringify(sourceStamp(SRC)) + '\n');
 process.stdout.write(`built dist/: ${files(DIST).length} files (${rewritten} declarations with rewritten paths, ${copied.length} copied)\n`);

@@ -95,13 +95,22 @@ export function isPhysical(t: Transformation): t is PhysicalTransformation {
   return t.kind === 'source' || t.kind === 'one-input' || t.kind === 'two-input';
 }
 
-/** The first frame of the stack outside weir itself: where the user declared an operator. */
+/**
+ * weir's own code, as a file URL prefix: src/ in a checkout, dist/ when built (the bundle keeps
+ * each module's own import.meta.url, scripts/build.ts), so the API's frames are skipped wherever
+ * weir runs from; a chunk of dist/ sits at its top, beside the folders.
+ */
+const OWN_CODE = new URL('..', import.meta.url).href;
+
+/** The first frame of the stack outside weir itself and Node: where the user declared an operator. */
 export function callerLocation(): string | undefined {
   const stack = new Error().stack?.split('\n').slice(1) ?? [];
   for (const line of stack) {
-    if (line.includes('/src/api/') || line.includes('/src/graph/') || line.includes('node:internal')) continue;
     const m = /\(?((?:file:\/\/)?[^()\s]+:\d+:\d+)\)?\s*$/.exec(line.trim());
-    if (m) return m[1]!.replace(/^file:\/\//, '');
+    if (!m) continue;
+    const frame = m[1]!;
+    if (frame.startsWith('node:') || frame.startsWith(OWN_CODE) || frame.startsWith(OWN_CODE.replace(/^file:\/\//, ''))) continue;
+    return frame.replace(/^file:\/\//, '');
   }
   return undefined;
 }
