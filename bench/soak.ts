@@ -69,6 +69,8 @@ interface SoakRun {
   readonly failed: number;
   readonly warmupMin: number;
   readonly load: number;
+  /** When this variant started (ISO, minutes). */
+  readonly startedAt: string;
 }
 
 export interface SoakOptions {
@@ -113,7 +115,7 @@ async function runVariant(v: SoakVariant, minutes: number, keys: number): Promis
     }));
     for (const p of points) if (!(Number.isFinite(p.durationMs) && Number.isFinite(p.stateBytes))) throw new BenchFailure(`soak ${v.id}: checkpoint ${p.id} has no duration or size in the history`);
     const warmupMin = v.mode[0] === 'growing' ? (TTL_SECONDS * 2) / 60 : ((keys / RATE) * 1.5) / 60;
-    return { variant: v, minutes, keys, points, failed, warmupMin, load };
+    return { variant: v, minutes, keys, points, failed, warmupMin, load, startedAt: new Date(started).toISOString().replace(/:\d\d\.\d+Z$/, 'Z') };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -154,11 +156,11 @@ export interface SoakSummary {
   readonly note?: string;
 }
 
-function summarize(r: SoakRun, when: string, revision: string): SoakSummary {
+function summarize(r: SoakRun, revision: string): SoakSummary {
   const [first, last] = halves(r);
   if (first.length === 0 || last.length === 0) throw new BenchFailure(`soak ${r.variant.id}: too few checkpoints after the ${r.warmupMin.toFixed(1)}-minute warm-up to compare halves`);
   return {
-    id: r.variant.id, label: r.variant.label, when, revision, minutes: r.minutes, keys: r.keys,
+    id: r.variant.id, label: r.variant.label, when: r.startedAt, revision, minutes: r.minutes, keys: r.keys,
     checkpoints: r.points.length, failed: r.failed,
     durationMs: [median(first.map((p) => p.durationMs)), median(last.map((p) => p.durationMs))],
     stateBytes: [median(first.map((p) => p.stateBytes)), median(last.map((p) => p.stateBytes))],
@@ -246,7 +248,7 @@ export async function runSoakSuite(opts: SoakOptions, m: Machine, revision: stri
   writeFileSync(rawFile, JSON.stringify({ suite: 'soak', started: when, revision, machine: m, minutes, rate: RATE, interval: INTERVAL, runs }, null, 2) + '\n');
   const write = opts.write ?? !opts.quick;
   if (!write) return;
-  const summaries = mergeSummaries(readSummaries(), runs.map((r) => summarize(r, when, revision)));
+  const summaries = mergeSummaries(readSummaries(), runs.map((r) => summarize(r, revision)));
   writeFileSync(SUMMARY_FILE, JSON.stringify(summaries, null, 2) + '\n');
   for (const r of runs) writeFileSync(join(ROOT, 'docs', 'images', `soak-${r.variant.id}.svg`), soakSvg(r));
   const lines: string[] = [];
