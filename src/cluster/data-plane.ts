@@ -1,6 +1,7 @@
 /**
  * Data exchange between worker threads: one MessagePort per pair of workers carries batches
- * (msgpack bytes, transferred, not copied), in-band events, and credits flowing back.
+ * (encoded by core/codec.ts into a buffer of their own, transferred, not copied), in-band events,
+ * and credits flowing back.
  * Credits are gathered during a scheduler slice and sent in one message per peer.
  */
 import type { MessagePort } from 'node:worker_threads';
