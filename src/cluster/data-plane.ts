@@ -1,9 +1,10 @@
 /**
  * Data exchange between worker threads: one MessagePort per pair of workers carries batches
- * (msgpack bytes, transferred, not copied), in-band events, and credits flowing back.
+ * (encoded by core/codec.ts into a buffer of their own, transferred, not copied), in-band events,
+ * and credits flowing back.
  * Credits are gathered during a scheduler slice and sent in one message per peer.
  */
-import type { MessagePort } from 'node:worker_threads';
+import { receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
 import type { OutputChannel, InputChannel } from '../runtime/channels/channel.ts';
 import { encodeBatch } from '../core/codec.ts';
 import { isEvent, type ChannelElement } from '../runtime/events.ts';
@@ -21,9 +22,28 @@ export class DataPlane {
   private readonly pendingCredits = new Map<number, Map<number, number>>();
   bytesSent = 0;
 
+  private readonly portList: MessagePort[] = [];
+  private closed = false;
+
   addPeer(worker: number, port: MessagePort): void {
     this.ports.set(worker, port);
+    this.portList.push(port);
     port.on('message', (m: Wire) => this.receive(m));
+  }
+
+  /**
+   * Takes the messages waiting on every port now, in order (the same queue the 'message'
+   * listener reads, so nothing is seen twice or out of order). Called between the scheduler's
+   * steps: a batch or credit sent by another thread reaches its channel within a step instead
+   * of at the end of the slice, which keeps the producer on the other side supplied.
+   */
+  poll(): void {
+    if (this.closed) return;
+    const ports = this.portList;
+    for (let i = 0; i < ports.length; i++) {
+      const port = ports[i]!;
+      for (let r = receiveMessageOnPort(port); r !== undefined; r = receiveMessageOnPort(port)) this.receive(r.message as Wire);
+    }
   }
 
   registerInput(ch: InputChannel): void {
@@ -98,6 +118,7 @@ export class DataPlane {
   }
 
   close(): void {
+    this.closed = true;
     for (const p of this.ports.values()) p.close();
     this.ports.clear();
   }

@@ -113,7 +113,10 @@ export class TaskExecutor implements TaskListener {
         inputs.set(ch.id, input);
       }
     }
-    if (dp) this.scheduler.onEndOfSlice(() => dp.flushCredits());
+    if (dp) {
+      this.scheduler.onEndOfSlice(() => dp.flushCredits());
+      this.scheduler.onAfterStep(() => dp.poll());
+    }
 
     // Resolved once, before any task exists: an unknown name fails the deployment, not a task.
     const keyedStateBackend = keyedStateBackendFactory(cfg.stateBackend, cfg.stateBackendOptions);

@@ -1,22 +1,34 @@
 /**
- * The one binary encoding of batches between threads (and, later, between processes):
- * msgpack with record structures carried inside each message, so sender and receiver need
- * no shared schema. Values must be plain data: objects, arrays, strings, numbers, booleans,
- * null, bigint, Date, Map, Set, typed arrays; class instances arrive as plain objects.
+ * The one binary encoding of batches between threads (and, later, between processes), also
+ * used for in-flight data in unaligned checkpoints: columnar when the records share one shape
+ * (batch-codec.ts), else msgpack with record structures carried inside each message, so sender
+ * and receiver need no shared schema. Values must be plain data: objects, arrays, strings,
+ * numbers, booleans, null, bigint, Date, Map, Set, typed arrays; class instances arrive as
+ * plain objects. Decoding reads both forms (the first byte tells them apart), so in-flight
+ * data stored by earlier versions, all msgpack, still restores.
  */
 import { Packr } from 'msgpackr';
 import type { Batch } from './batch.ts';
+import { COLUMNAR_TAG, decodeColumnar, encodeColumnar, type ValuePacker } from './batch-codec.ts';
 
 const packr = new Packr({ useRecords: true, moreTypes: true, structuredClone: false, largeBigIntToFloat: false } as never);
 
+const columnPacker: ValuePacker = { pack: (v) => packr.pack(v), unpack: (b) => packr.unpack(b) };
+
 /** Encodes a batch into a standalone buffer that can be transferred to another thread. */
 export function encodeBatch(batch: Batch): Uint8Array {
+  return encodeColumnar(batch, columnPacker) ?? encodeBatchMsgpack(batch);
+}
+
+/** The msgpack form (every batch before the columnar one; now the fallback). */
+export function encodeBatchMsgpack(batch: Batch): Uint8Array {
   const packed = packr.pack(batch.keyGroups === undefined ? [batch.values, batch.timestamps] : [batch.values, batch.timestamps, batch.keyGroups]);
   // pack() returns a view into a shared scratch buffer; copy so the transfer owns its memory.
   return new Uint8Array(packed);
 }
 
 export function decodeBatch(bytes: Uint8Array): Batch {
+  if (bytes[0] === COLUMNAR_TAG) return decodeColumnar(bytes, columnPacker);
   const [values, timestamps, keyGroups] = packr.unpack(bytes) as [unknown[], number[], number[] | undefined];
   return keyGroups === undefined ? { values, timestamps } : { values, timestamps, keyGroups };
 }

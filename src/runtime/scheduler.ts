@@ -16,6 +16,7 @@ export class Scheduler {
   private head = 0;
   private pending = false;
   private readonly endOfSliceHooks: (() => void)[] = [];
+  private readonly afterStepHooks: (() => void)[] = [];
 
   constructor(private readonly sliceMs = 8) {}
 
@@ -30,6 +31,15 @@ export class Scheduler {
   /** Runs after every slice, e.g. to send accumulated credits. */
   onEndOfSlice(fn: () => void): void {
     this.endOfSliceHooks.push(fn);
+  }
+
+  /**
+   * Runs after every step inside a slice; must be cheap (a step is a batch). The data plane
+   * takes the messages other threads sent meanwhile (batches, credits): waiting for the end of
+   * the slice would add up to a slice to every hop of the credit loop between two threads.
+   */
+  onAfterStep(fn: () => void): void {
+    this.afterStepHooks.push(fn);
   }
 
   private arm(): void {
@@ -49,6 +59,8 @@ export class Scheduler {
         t.queued = true;
         this.queue.push(t);
       }
+      const hooks = this.afterStepHooks;
+      for (let i = 0; i < hooks.length; i++) hooks[i]!();
       // A step is a whole batch, so reading the clock after each one costs little and keeps
       // slices short even when batches are slow (I/O and control messages wait no longer).
       if (performance.now() >= deadline) break;

@@ -1,0 +1,142 @@
+/**
+ * Batches between threads: the columnar encoding round-trips every batch exactly (values,
+ * field order, timestamps, key groups, -0, NaN, non-ASCII strings), batches that do not fit
+ * it go to msgpack, and msgpack batches from before (kept in checkpoints) still decode.
+ */
+import { describe, expect, it } from 'vitest';
+import { decodeBatch, encodeBatch, encodeBatchMsgpack } from '../../src/core/codec.ts';
+import { COLUMNAR_TAG } from '../../src/core/batch-codec.ts';
+import { NO_TIMESTAMP, type Batch } from '../../src/core/batch.ts';
+import { Rng } from '../../src/index.ts';
+import { testSeed } from '../api/util.ts';
+
+/** Same values, same own field order, same number signs (toEqual alone treats -0 as 0 and ignores key order). */
+function expectSame(back: Batch, batch: Batch): void {
+  expect(back.values).toEqual(batch.values);
+  expect(back.timestamps).toEqual(batch.timestamps);
+  expect(back.keyGroups).toEqual(batch.keyGroups);
+  for (let i = 0; i < batch.values.length; i++) {
+    const v = batch.values[i];
+    const b = back.values[i];
+    if (typeof v === 'object' && v !== null) {
+      expect(Object.keys(b as object)).toEqual(Object.keys(v));
+      for (const k of Object.keys(v)) expect(Object.is((b as Record<string, unknown>)[k], (v as Record<string, unknown>)[k]) || typeof (v as Record<string, unknown>)[k] === 'object').toBe(true);
+    } else {
+      expect(Object.is(b, v)).toBe(true);
+    }
+    expect(Object.is(back.timestamps[i], batch.timestamps[i])).toBe(true);
+  }
+}
+
+function roundTrip(batch: Batch, columnar: boolean): Batch {
+  const bytes = encodeBatch(batch);
+  expect(bytes[0] === COLUMNAR_TAG, 'columnar encoding').toBe(columnar);
+  expect(bytes.byteOffset).toBe(0);
+  expect(bytes.byteLength).toBe(bytes.buffer.byteLength); // owns its buffer: transferable as is
+  const back = decodeBatch(bytes);
+  expectSame(back, batch);
+  return back;
+}
+
+describe('batch encoding between threads', () => {
+  it('encodes records of one shape as columns', () => {
+    const values = [{ key: 'w1', count: 1 }, { key: 'w22', count: 2 }, { key: '', count: -3 }];
+    roundTrip({ values, timestamps: values.map(() => NO_TIMESTAMP) }, true);
+    roundTrip({ values, timestamps: [1, 2, 3], keyGroups: [0, 127, 65535] }, true);
+  });
+
+  it('keeps number kinds, signs and special values exactly', () => {
+    const values = [
+      { i: 1, f: 0.5, b: true, s: 'a' },
+      { i: -2_147_483_648, f: -0, b: false, s: 'é€😀' },
+      { i: 2_147_483_647, f: Number.NaN, b: true, s: '\uFEFFbom' },
+      { i: 0, f: Number.POSITIVE_INFINITY, b: false, s: 'x'.repeat(100) },
+    ];
+    roundTrip({ values, timestamps: [0, -0, Number.NaN, 5] }, true);
+    // -0 among int32 values is not an int32
+    roundTrip({ values: [{ n: 1 }, { n: -0 }], timestamps: [0, 0] }, true);
+    // -0 after 0 in a constant-looking timestamp column
+    roundTrip({ values: [1, 2], timestamps: [0, -0] }, true);
+    roundTrip({ values: [1, 2], timestamps: [-0, -0] }, true);
+  });
+
+  it('carries fields of other types as msgpack columns, and primitives as one column', () => {
+    const values = [
+      { k: 'a', when: new Date(5), tags: ['x'], nested: { a: 1 }, maybe: null, big: 10n, u: undefined },
+      { k: 'b', when: new Date(6), tags: [], nested: { a: 2 }, maybe: 3, big: -1n, u: 1 },
+    ];
+    roundTrip({ values, timestamps: [1, 2] }, true);
+    roundTrip({ values: ['a', 'bé', ''], timestamps: [1, 1, 1] }, true);
+    roundTrip({ values: [1, 2.5, -0], timestamps: [1, 1, 1] }, true);
+    roundTrip({ values: [true, false], timestamps: [1, 1] }, true);
+  });
+
+  it('falls back to msgpack when records differ in shape or are not plain objects', () => {
+    roundTrip({ values: [{ a: 1, b: 2 }, { b: 2, a: 1 }], timestamps: [1, 2] }, false); // field order
+    roundTrip({ values: [{ a: 1 }, { a: 1, b: 2 }], timestamps: [1, 2] }, false); // extra field
+    roundTrip({ values: [{ a: 1, b: 2 }, { a: 1 }], timestamps: [1, 2] }, false); // missing field
+    roundTrip({ values: [{ a: 1 }, 'x'], timestamps: [1, 2] }, false);
+    roundTrip({ values: [[1, 2], [3]], timestamps: [1, 2] }, false);
+    roundTrip({ values: [null, null], timestamps: [1, 2] }, false);
+    // What msgpack did with these before, it still does (exactly the same bytes).
+    const inherited = Object.create({ hidden: 1 }) as Record<string, unknown>;
+    inherited.a = 1;
+    for (const values of [
+      [{ s: 'ok' }, { s: 'lone \uD800 surrogate' }], // UTF-8 cannot carry it
+      [{ a: 1 }, inherited],
+      JSON.parse('[{"__proto__": 1, "a": 2}]') as unknown[], // an own field named __proto__
+    ]) {
+      const batch = { values, timestamps: values.map(() => 1) };
+      expect(encodeBatch(batch)).toEqual(encodeBatchMsgpack(batch));
+    }
+  });
+
+  it('copes with field names that are not identifiers', () => {
+    const values = [{ 'a-b': 1, 'the key': 'x', '0': true }, { 'a-b': 2, 'the key': 'y', '0': false }];
+    roundTrip({ values, timestamps: [1, 2] }, true);
+  });
+
+  it('still decodes msgpack batches (in-flight data in checkpoints written before)', () => {
+    const batch = { values: [{ key: 'w1', count: 1 }], timestamps: [7], keyGroups: [3] };
+    const old = encodeBatchMsgpack(batch);
+    expect(old[0]).not.toBe(COLUMNAR_TAG);
+    expectSame(decodeBatch(old), batch);
+  });
+
+  it('decodes bytes at any offset (blocks read back from a state file)', () => {
+    const batch = { values: [{ key: 'w1', n: 1.5 }, { key: 'w2', n: 2 }], timestamps: [7, 8], keyGroups: [3, 4] };
+    const bytes = encodeBatch(batch);
+    for (let shift = 1; shift < 8; shift++) {
+      const host = new Uint8Array(bytes.length + shift);
+      host.set(bytes, shift);
+      expectSame(decodeBatch(host.subarray(shift)), batch);
+    }
+  });
+
+  it('round-trips random batches (seeded)', () => {
+    const seed = testSeed('batch-codec');
+    const rng = new Rng(seed);
+    // ASCII, then BMP below the surrogates, then astral code points (surrogate pairs in UTF-16)
+    const codePoint = (): number => [() => 0x20 + rng.int(0x5f), () => 0x80 + rng.int(0xd800 - 0x80), () => 0x10000 + rng.int(0x1000)][rng.int(4) % 3]!();
+    const str = (): string => String.fromCodePoint(...Array.from({ length: rng.int(40) }, codePoint));
+    for (let round = 0; round < 200; round++) {
+      const n = 1 + rng.int(300);
+      const fields = ['id', 'name', 'score', 'ok', 'extra'].slice(0, 1 + rng.int(5));
+      const kinds = fields.map(() => rng.int(6));
+      const values: unknown[] = [];
+      for (let i = 0; i < n; i++) {
+        const o: Record<string, unknown> = {};
+        fields.forEach((f, j) => {
+          const k = kinds[j] === 5 ? rng.int(5) : kinds[j];
+          o[f] = k === 0 ? rng.int(1e6) - 5e5 : k === 1 ? rng.next() * 1e9 : k === 2 ? str() : k === 3 ? rng.int(2) === 0 : { x: rng.int(9) };
+        });
+        values.push(o);
+      }
+      const constTs = rng.int(2) === 0;
+      const timestamps = values.map(() => (constTs ? NO_TIMESTAMP : rng.int(1e12)));
+      const keyGroups = rng.int(2) === 0 ? values.map(() => rng.int(32768)) : undefined;
+      const batch: Batch = keyGroups === undefined ? { values, timestamps } : { values, timestamps, keyGroups };
+      roundTrip(batch, true);
+    }
+  });
+});
