@@ -17,8 +17,12 @@
 /** Bytes per slab; larger blocks get memory of their own (not pooled). */
 export const SLAB_BYTES = 4 << 20;
 const MAX_BLOCK_BYTES = SLAB_BYTES >> 1;
-/** Free slabs kept for the next blocks (the rest are left to the garbage collector). */
-const MAX_FREE_SLABS = 6;
+/**
+ * Free slabs kept for the next blocks (the rest are left to the garbage collector): enough
+ * for what a snapshot holds at once, up to MAX_PENDING_BYTES (16 MiB) queued plus a write of
+ * as much in flight. With fewer, a 10 M-key snapshot still made a new slab every few blocks.
+ */
+const MAX_FREE_SLABS = 10;
 
 interface Slab {
   readonly buf: ArrayBuffer;
