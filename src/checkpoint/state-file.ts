@@ -51,6 +51,8 @@ export class StateFileWriter {
   private offset = HEAD.length;
   private readonly blocks: BlockEntry[] = [];
   private queue: Buffer[] = [];
+  /** Called with a queued block once the write that carries it resolved (the caller may reuse its memory). */
+  private written: { readonly data: Uint8Array; readonly done: (data: Uint8Array) => void }[] = [];
   private queuedBytes = 0;
   private writing: Promise<void> = Promise.resolve();
   private failed: Error | undefined;
@@ -73,12 +75,14 @@ export class StateFileWriter {
     return this.queuedBytes;
   }
 
-  addBlock(name: string, data: Uint8Array): void {
+  /** `onWritten`: called once the stream has taken the bytes (never when the file fails or is abandoned first). */
+  addBlock(name: string, data: Uint8Array, onWritten?: (data: Uint8Array) => void): void {
     if (this.failed) throw this.failed;
     const buf = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
     this.blocks.push({ name, offset: this.offset, length: buf.length, crc: crc32(buf) });
     this.offset += buf.length;
     this.queue.push(buf);
+    if (onWritten !== undefined) this.written.push({ data, done: onWritten });
     this.queuedBytes += buf.length;
     if (this.queuedBytes >= DRAIN_AT_BYTES) void this.drain();
   }
@@ -87,10 +91,14 @@ export class StateFileWriter {
   drain(): Promise<void> {
     if (this.queue.length === 0) return this.writing;
     const chunks = this.queue;
+    const written = this.written;
     this.queue = [];
+    this.written = [];
     this.queuedBytes = 0;
     this.writing = this.writing.then(() => this.out.write(chunks));
-    this.writing.catch((e) => (this.failed = e instanceof Error ? e : new Error(String(e))));
+    this.writing.then(() => {
+      for (const w of written) w.done(w.data);
+    }, (e) => (this.failed = e instanceof Error ? e : new Error(String(e))));
     return this.writing;
   }
 

@@ -12,7 +12,10 @@
 
 /** One state file being written. Not safe for concurrent writes: one write in flight at a time. */
 export interface StateOutputStream {
-  /** Appends the chunks in order (a gathering write: no concatenation needed). */
+  /**
+   * Appends the chunks in order (a gathering write: no concatenation needed). Once it
+   * resolves the stream holds no reference to them: the caller reuses their memory.
+   */
   write(chunks: readonly Uint8Array[]): Promise<void>;
   /** Makes everything durable and closes; resolves with the stream's total size in bytes. */
   close(): Promise<number>;

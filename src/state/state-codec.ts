@@ -6,7 +6,9 @@
  */
 import type { AnyStateDescriptor, StateKind } from '../core/state.ts';
 import { decodeValue } from '../core/codec.ts';
-import { COLUMNAR_FORMAT, columnarSize, decodeColumns, encodeColumns } from './columnar-block.ts';
+import { COLUMNAR_FORMAT, columnarSize, decodeColumns } from './columnar-block.ts';
+import { encodeMapColumns } from './columnar-map.ts';
+import { allocBlock } from './block-pool.ts';
 import type { NormKey } from './key-groups.ts';
 import { WeirError } from '../core/errors.ts';
 
@@ -56,32 +58,16 @@ function valueEncoder(d: AnyStateDescriptor): Enc {
 
 /**
  * Encodes one key group of a state (its entries as the heap holds them: TTL values as
- * {v, t}) as a block: keys and encoded values as two columns (no array per entry: snapshots
- * of millions of keys allocate and encode far less).
+ * {v, t}) as a block: keys and encoded values as two columns, written straight from the Map
+ * (columnar-map.ts: no array per entry, no intermediate arrays per group), into pooled
+ * memory (block-pool.ts) that the state file releases once written: snapshots only.
  */
 export function encodeGroup(descriptor: AnyStateDescriptor, g: ReadonlyMap<NormKey, unknown> | undefined): Uint8Array {
-  const n = g?.size ?? 0;
-  const keys: NormKey[] = new Array(n);
-  const values: unknown[] = new Array(n);
-  if (g !== undefined) {
-    let i = 0;
-    const s = descriptor.serializer;
-    // forEach, not for-of: no [key, value] array per entry.
-    if (descriptor.kind === 'value' && s.encode === undefined && descriptor.ttl === undefined) {
-      g.forEach((v, k) => {
-        keys[i] = k;
-        values[i++] = v;
-      });
-    } else {
-      const enc = valueEncoder(descriptor);
-      g.forEach((v, k) => {
-        keys[i] = k;
-        values[i++] = enc(v);
-      });
-    }
-  }
-  return encodeColumns(keys, values);
+  const plain = descriptor.kind === 'value' && descriptor.serializer.encode === undefined && descriptor.ttl === undefined;
+  return encodeMapColumns(g ?? EMPTY, plain ? undefined : valueEncoder(descriptor), allocBlock);
 }
+
+const EMPTY: ReadonlyMap<NormKey, unknown> = new Map();
 
 export class StateRestoreError extends WeirError {
   constructor(message: string) {

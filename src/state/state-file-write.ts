@@ -14,6 +14,7 @@ import { timerBlockName } from '../checkpoint/names.ts';
 import type { KeyGroupRange } from '../core/checkpoint-format.ts';
 import type { ChainFile, KeyedStateHandle, KeyGroupBlockSource, SnapshotTarget } from './backend.ts';
 import type { KeyedSnapshotMeta } from './heap/format.ts';
+import { releaseBlock } from './block-pool.ts';
 
 /** Encoded bytes allowed to wait for the stream before a snapshot's steps pause. */
 export const MAX_PENDING_BYTES = 16 << 20;
@@ -113,11 +114,11 @@ export class StateFileWrite {
     return this.writer !== undefined && this.writer.pendingBytes() < MAX_PENDING_BYTES;
   }
 
-  /** Adds a block of `entries` state entries (0 for timers and tombstones). */
+  /** Adds a block of `entries` state entries (0 for timers and tombstones); pooled memory (block-pool.ts) goes back once written. */
   add(name: string, bytes: Uint8Array, entries = 0): void {
     this.stateBytes += bytes.byteLength;
     this.entries += entries;
-    this.writer!.addBlock(name, bytes);
+    this.writer!.addBlock(name, bytes, releaseBlock);
   }
 
   /** Adds every key group's timer block. */

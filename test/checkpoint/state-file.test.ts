@@ -321,6 +321,28 @@ describe('writes through any state stream', () => {
     expect(stream.bytes().equals(readFileSync(local.path))).toBe(true);
   });
 
+  it('a block is handed back (onWritten) only once the write carrying it resolved, never on a failed write', async () => {
+    const stream = new TestStream();
+    const w = await StateFileWriter.create(stream);
+    let release!: () => void;
+    stream.gate = new Promise((r) => (release = r));
+    const back: Uint8Array[] = [];
+    for (const [name, data] of blocks) w.addBlock(name, data, (d) => back.push(d));
+    await new Promise((r) => setImmediate(r));
+    expect(back).toHaveLength(0); // the first drain is held by the stream: nothing may be reused yet
+    release();
+    await w.close({ kind: 'test' });
+    expect(back).toEqual(blocks.map(([, data]) => data)); // each exactly once, in order
+
+    const failing = new TestStream();
+    failing.failAt = 1;
+    const f = await StateFileWriter.create(failing);
+    const lost: Uint8Array[] = [];
+    for (const [name, data] of blocks) f.addBlock(name, data, (d) => lost.push(d));
+    await expect(f.close({ kind: 'test' })).rejects.toThrow(/injected failure/);
+    expect(lost.length).toBeLessThan(blocks.length); // the failed write's blocks are never handed back
+  });
+
   it('a failing write fails close() with its error; abort() abandons the stream', async () => {
     const stream = new TestStream();
     stream.failAt = 1; // the first block write, after the header
