@@ -187,6 +187,8 @@ export class DiskKeyedStateBackend implements KeyedStateBackend {
    */
   private rewriteState(stateId: number, each?: (w: { put(k: Buffer, v: Buffer): void }, keyGroup: number, key: NormKey, raw: unknown) => void): void {
     const store = this.store;
+    // The ranges read below must hold the write thread's batches (a dropped state's last writes).
+    store.drain();
     for (let kg = this.keyGroupRange.start; kg <= this.keyGroupRange.end; kg++) {
       const start = storeKeyPrefix(kg, stateId);
       const end = storeKeyPrefix(kg, stateId + 1);
