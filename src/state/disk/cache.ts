@@ -69,6 +69,11 @@ export class StateCache {
    */
   readonly pending = new Map<NormKey, Entry>();
   dropped = false;
+  /**
+   * The entry current() or set() found last, while it is cached: a record usually reads its
+   * key's value and then writes it, and this spares the second lookup in `entries`.
+   */
+  last: Entry | undefined;
 
   constructor(
     private readonly wb: WriteBack,
@@ -82,12 +87,17 @@ export class StateCache {
   /** The entry of the current key, loaded from the store on a miss. */
   current(): Entry {
     const key = this.ctx.key;
+    const l = this.last;
+    if (l !== undefined && l.key === key) {
+      l.ref = true;
+      return l;
+    }
     const e = this.entries.get(key);
     if (e !== undefined) {
       e.ref = true;
-      return e;
+      return (this.last = e);
     }
-    return this.load(key, this.ctx.keyGroup);
+    return (this.last = this.load(key, this.ctx.keyGroup));
   }
 
   /** The entry of a key (iteration over keys; snapshot cleanup checks). */
@@ -119,7 +129,8 @@ export class StateCache {
   /** Sets the current key's value (undefined removes it); a blind write: nothing is read from the store. */
   set(value: unknown): void {
     const key = this.ctx.key;
-    let e = this.entries.get(key);
+    const l = this.last;
+    let e = l !== undefined && l.key === key ? l : this.entries.get(key);
     if (e !== undefined) {
       e.ref = true;
       e.value = value;
@@ -135,6 +146,7 @@ export class StateCache {
       this.entries.set(key, e);
       this.wb.admit(e);
     }
+    this.last = e;
     this.wb.markDirty(e);
   }
 
@@ -145,6 +157,7 @@ export class StateCache {
 
   /** Forgets every entry (the state was dropped; its stored entries are removed by the backend). */
   clear(): void {
+    this.last = undefined;
     this.entries.clear();
     this.pending.clear();
     this.dropped = true;
@@ -301,6 +314,7 @@ export class WriteBack {
         continue;
       }
       v.cache.entries.delete(v.key);
+      if (v.cache.last === v) v.cache.last = undefined;
       if (v.dirty || v.behind !== 0) {
         v.cache.pending.set(v.key, v);
         v.inPending = true;
