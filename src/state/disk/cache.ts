@@ -12,10 +12,11 @@
  * The entries of all states together are bounded (`maxEntries`): past it, each entry loaded
  * takes the place of one evicted by the CLOCK rule (a ring of all cached entries and a hand
  * going round it; an entry read or written since the hand last passed gets a second chance),
- * so states lose entries in proportion to their size. A dirty entry evicted waits in its
- * state's `pending` map until the next flush writes it and that write has committed (reads
- * look there before the store, whose reads do not see a batch before it commits), so eviction
- * never forces a small write transaction. So the JS heap holds a bounded working set (at most
+ * so states lose entries in proportion to their size. An entry evicted whose value the store
+ * does not have yet (dirty, or in a batch on the write thread: the store's reads do not see a
+ * batch before it commits) leaves the ring but stays in its state's map, pending, until the
+ * flush writes it and that write has committed; a read of its key finds it there and puts it
+ * back in the ring. So eviction never forces a small write transaction. So the JS heap holds a bounded working set (at most
  * `maxEntries` cached plus `flushEvery` dirty plus MAX_BATCHES_BEHIND batches being written),
  * whatever the size of the state.
  *
@@ -31,7 +32,7 @@ import { BatchWriter } from './write-thread.ts';
 
 /**
  * Batches on the write thread at most: a flush past it waits for the oldest to commit, which
- * bounds the memory of batches and of the entries they keep in the pending maps.
+ * bounds the memory of batches and of the pending entries they keep in the states' maps.
  */
 const MAX_BATCHES_BEHIND = 2;
 
@@ -45,13 +46,13 @@ export interface Entry {
   ref: boolean;
   /** The write-thread batch holding its last value written, until that batch commits (0: none). */
   behind: number;
-  /** In its state's `pending` map (evicted before its value is committed to the store). */
-  inPending: boolean;
+  /** In CLOCK's ring; false: evicted, still in its state's map until its value is committed to the store. */
+  inRing: boolean;
   readonly cache: StateCache;
 }
 
 function newEntry(key: NormKey, keyGroup: number, value: unknown, cache: StateCache): Entry {
-  return { key, keyGroup, value, dirty: false, ref: false, behind: 0, inPending: false, cache };
+  return { key, keyGroup, value, dirty: false, ref: false, behind: 0, inRing: false, cache };
 }
 
 /** Converts between the handles' form of a value and the form stored (and snapshotted). */
@@ -61,13 +62,13 @@ export interface ValueForms {
 }
 
 export class StateCache {
-  readonly entries = new Map<NormKey, Entry>();
   /**
-   * Entries evicted before their value was committed to the store (dirty, or in a batch on the
-   * write thread): a read of their key comes here first. An entry leaves when it is read or
-   * written again or when its batch commits.
+   * The state's entries in the ring, and those evicted before their value was committed to
+   * the store (pending: dirty, or in a batch on the write thread), which leave when their batch
+   * commits or go back in the ring when their key is used again. One map for both: a miss
+   * costs one lookup.
    */
-  readonly pending = new Map<NormKey, Entry>();
+  readonly entries = new Map<NormKey, Entry>();
   dropped = false;
   /**
    * The entry current() or set() found last, while it is cached: a record usually reads its
@@ -94,33 +95,24 @@ export class StateCache {
     }
     const e = this.entries.get(key);
     if (e !== undefined) {
-      e.ref = true;
+      // Pending: its value is newer than the store's; back in the ring.
+      if (e.inRing) e.ref = true;
+      else this.wb.admit(e);
       return (this.last = e);
     }
     return (this.last = this.load(key, this.ctx.keyGroup));
   }
 
-  /** The entry of a key (iteration over keys; snapshot cleanup checks). */
+  /** The entry of a key, cached or pending (snapshot cleanup checks). */
   peek(key: NormKey): Entry | undefined {
-    return this.entries.get(key) ?? this.pending.get(key);
+    return this.entries.get(key);
   }
 
   private load(key: NormKey, keyGroup: number): Entry {
-    let e: Entry | undefined;
-    if (this.pending.size > 0) {
-      // Evicted while dirty: still in the write-back list, its value newer than the store's.
-      e = this.pending.get(key);
-      if (e !== undefined) {
-        this.pending.delete(key);
-        e.inPending = false;
-      }
-    }
-    if (e === undefined) {
-      let bytes: Uint8Array | undefined;
-      if (this.filter !== undefined && !this.filter.mayHave(key)) checkStoreKeyLength(key); // never written: not in the store
-      else bytes = this.wb.store.get(encodeStoreKey(keyGroup, this.stateId, key));
-      e = newEntry(key, keyGroup, bytes === undefined ? undefined : this.forms.fromStored(unpackStored(bytes)), this);
-    }
+    let bytes: Uint8Array | undefined;
+    if (this.filter !== undefined && !this.filter.mayHave(key)) checkStoreKeyLength(key); // never written: not in the store
+    else bytes = this.wb.store.get(encodeStoreKey(keyGroup, this.stateId, key));
+    const e = newEntry(key, keyGroup, bytes === undefined ? undefined : this.forms.fromStored(unpackStored(bytes)), this);
     this.entries.set(key, e);
     this.wb.admit(e);
     return e;
@@ -132,17 +124,11 @@ export class StateCache {
     const l = this.last;
     let e = l !== undefined && l.key === key ? l : this.entries.get(key);
     if (e !== undefined) {
-      e.ref = true;
       e.value = value;
+      if (e.inRing) e.ref = true;
+      else this.wb.admit(e);
     } else {
-      e = this.pending.size > 0 ? this.pending.get(key) : undefined;
-      if (e !== undefined) {
-        this.pending.delete(key);
-        e.inPending = false;
-        e.value = value;
-      } else {
-        e = newEntry(key, this.ctx.keyGroup, value, this);
-      }
+      e = newEntry(key, this.ctx.keyGroup, value, this);
       this.entries.set(key, e);
       this.wb.admit(e);
     }
@@ -159,7 +145,6 @@ export class StateCache {
   clear(): void {
     this.last = undefined;
     this.entries.clear();
-    this.pending.clear();
     this.dropped = true;
     this.wb.forget(this);
   }
@@ -230,18 +215,15 @@ export class WriteBack {
         }
       }
     });
-    // Every entry evicted is now clean and in the store.
-    for (const c of this.caches) {
-      if (c.pending.size === 0) continue;
-      for (const e of c.pending.values()) e.inPending = false;
-      c.pending.clear();
-    }
+    // Every entry is now clean and in the store: the pending ones (all in this batch: the
+    // write thread's batches have committed) can go.
+    for (const e of batch) if (!e.inRing && !e.cache.dropped) e.cache.entries.delete(e.key);
     this.afterFlush?.(batch.length);
   }
 
   /**
    * Sends the dirty entries to the write thread as one batch (one transaction there); they
-   * stay readable from the cache or the pending maps until it commits. Waits first when
+   * stay readable from their state's map (cached or pending) until it commits. Waits first when
    * MAX_BATCHES_BEHIND batches are still being written.
    */
   private flushBehind(): void {
@@ -271,23 +253,20 @@ export class WriteBack {
 
   /**
    * Takes in the batches the write thread has committed: their entries' values are in the
-   * store now, so those evicted and not changed since leave the pending maps.
+   * store now, so those pending (evicted) and not changed since leave their state's map.
    */
   private settle(): void {
     if (this.behind.length === 0) return;
     const committed = this.store.committedBehind();
     if (this.behind[0]!.seq > committed) return;
-    // Before any entry leaves a pending map: later reads must see the commits.
+    // Before any pending entry leaves: later reads must see the commits.
     this.store.renewReads();
     while (this.behind.length > 0 && this.behind[0]!.seq <= committed) {
       const { seq, entries } = this.behind.shift()!;
       for (const e of entries) {
         if (e.behind !== seq) continue; // written again in a later batch
         e.behind = 0;
-        if (e.inPending && !e.dirty) {
-          e.cache.pending.delete(e.key);
-          e.inPending = false;
-        }
+        if (!e.inRing && !e.dirty && !e.cache.dropped) e.cache.entries.delete(e.key);
       }
     }
   }
@@ -296,10 +275,11 @@ export class WriteBack {
    * A new entry is in its state's map: puts it in the ring, in the place of one evicted by
    * CLOCK once the ring is full (the hand clears the reference bit of every entry it passes
    * that has it set, and evicts the first that has not). An evicted entry whose value is not
-   * committed to the store yet moves to its state's `pending` map until it is.
+   * committed to the store yet stays in its state's map, pending, until it is.
    */
   admit(e: Entry): void {
     const ring = this.ring;
+    e.inRing = true;
     if (ring.length < this.maxEntries) {
       ring.push(e);
       return;
@@ -313,12 +293,10 @@ export class WriteBack {
         h++;
         continue;
       }
-      v.cache.entries.delete(v.key);
+      v.inRing = false;
       if (v.cache.last === v) v.cache.last = undefined;
-      if (v.dirty || v.behind !== 0) {
-        v.cache.pending.set(v.key, v);
-        v.inPending = true;
-      }
+      // Pending while the store does not have its value; else gone.
+      if (!v.dirty && v.behind === 0) v.cache.entries.delete(v.key);
       ring[h] = e;
       this.hand = h + 1;
       return;
