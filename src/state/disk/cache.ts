@@ -195,10 +195,8 @@ export class WriteBack {
    * (a snapshot's read view, keys()).
    */
   flush(): void {
-    if (this.behind.length > 0) {
-      this.store.drain();
-      this.settle();
-    }
+    this.store.drain(); // this cache's batches, and the backend's batches of TTL removals
+    this.settle();
     if (this.dirty.length === 0) return;
     const batch = this.dirty;
     this.dirty = [];
