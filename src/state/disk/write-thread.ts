@@ -97,16 +97,40 @@ parentPort.on('message', (m) => {
 
 let thread: Worker | undefined;
 let nextStoreId = 1;
+let exitHookInstalled = false;
+/** The stores open on the thread: told when it exits (one listener, not one per store). */
+const open = new Set<WriteBehind>();
+/**
+ * How long the process's exit waits for the batches still on the way. A thread stopped
+ * while lmdb-js has a batch open leaves lmdb-js's native writer waiting for the batch's end,
+ * and Node's exit waits for that writer for ever: so the exit lets them commit first.
+ */
+const EXIT_DRAIN_MS = 10_000;
+
+function drainAtExit(): void {
+  for (const s of open) {
+    try {
+      s.drain(EXIT_DRAIN_MS);
+    } catch {
+      // a failed or stuck thread: nothing more to do at exit
+    }
+  }
+}
 
 function writeThread(): Worker {
   if (thread !== undefined) return thread;
   const lmdbPath = createRequire(import.meta.url).resolve('lmdb');
   const w = new Worker(THREAD_SOURCE, { eval: true, workerData: { lmdbPath }, stdout: false, stderr: false });
   w.unref();
+  if (!exitHookInstalled) {
+    exitHookInstalled = true;
+    process.once('exit', drainAtExit);
+  }
   // A thread that dies takes its stores' batches with it: their waits time out or see FAILED
   // (set below); the next store starts a new thread.
   w.once('exit', () => {
     if (thread === w) thread = undefined;
+    for (const s of [...open]) s.lost(w);
   });
   w.on('error', () => {});
   thread = w;
@@ -126,7 +150,7 @@ export class WriteBehind {
   constructor(options: object, private readonly where: string) {
     this.thread = writeThread();
     this.thread.postMessage({ t: 'open', id: this.id, options, ctl: this.ctl.buffer, err: this.err.buffer });
-    this.thread.once('exit', () => this.lost());
+    open.add(this);
   }
 
   /** Sends a batch (`len` bytes of `buf`, which is transferred); its sequence number. */
@@ -168,10 +192,19 @@ export class WriteBehind {
     return this.sent > Atomics.load(this.ctl, COMMITTED);
   }
 
-  /** Tells the thread to close its handle on the store once the batches sent before are written. */
+  /**
+   * Waits (bounded) for the batches sent, then tells the thread to close its handle on the
+   * store: a thread ended with a batch open would hang its process's exit (EXIT_DRAIN_MS).
+   */
   close(): void {
     if (this.closed) return;
+    try {
+      this.drain(EXIT_DRAIN_MS);
+    } catch {
+      // failed or stuck: the store is thrown away anyway
+    }
     this.closed = true;
+    open.delete(this);
     this.thread.postMessage({ t: 'close', id: this.id });
   }
 
@@ -181,8 +214,10 @@ export class WriteBehind {
     throw new WeirError('STATE_BACKEND', `${this.where}: the disk state store's write thread failed: ${text}`);
   }
 
-  /** The thread exited: batches not committed will never be. */
-  private lost(): void {
+  /** A thread exited: if it was this store's, batches not committed will never be. */
+  lost(exited: Worker): void {
+    if (exited !== this.thread) return;
+    open.delete(this);
     if (this.closed || !this.busy()) return;
     const text = Buffer.from('the write thread exited');
     this.err.set(text);
