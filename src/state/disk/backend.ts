@@ -356,18 +356,27 @@ export class DiskKeyedStateBackend implements KeyedStateBackend {
     // Sent as a batch to the write thread, after the batches before it: a key neither cached
     // nor pending has no write on the way, so the store's value read here is its last one,
     // and nothing waits for the write thread (the cleanup runs after every flush).
-    const w = new BatchWriter(1024);
-    for (const { stateId, keyGroup, key } of keys) {
-      const s = byId.get(stateId);
-      if (s === undefined || s.desc.ttl === undefined || s.cache.peek(key) !== undefined) continue;
-      const bytes = this.store.get(encodeStoreKey(keyGroup, stateId, key));
+    const gone: ExpiredKey[] = [];
+    for (const x of keys) {
+      const s = byId.get(x.stateId);
+      if (s === undefined || s.desc.ttl === undefined || s.cache.peek(x.key) !== undefined) continue;
+      const bytes = this.store.get(encodeStoreKey(x.keyGroup, x.stateId, x.key));
       if (bytes === undefined) continue;
       if (storedFullyExpired(unpackStored(bytes), s.desc.kind, s.desc.ttl.ttlMs, now)) {
-        w.remove(keyGroup, stateId, key);
-        this.changes?.mark(stateId, keyGroup, key);
+        gone.push(x);
+        this.changes?.mark(x.stateId, x.keyGroup, x.key);
       }
     }
-    if (w.count > 0) this.store.writeBehind(w.take());
+    if (gone.length === 0) return;
+    if (this.store.writesBehind) {
+      const w = new BatchWriter(1024);
+      for (const x of gone) w.remove(x.keyGroup, x.stateId, x.key);
+      this.store.writeBehind(w.take());
+    } else {
+      this.store.write((w) => {
+        for (const x of gone) w.remove(encodeStoreKey(x.keyGroup, x.stateId, x.key));
+      });
+    }
   }
 
   /**

@@ -177,7 +177,10 @@ export class WriteBack {
     if (e.dirty) return;
     e.dirty = true;
     this.dirty.push(e);
-    if (this.dirty.length >= this.flushEvery) this.flushBehind();
+    if (this.dirty.length >= this.flushEvery) {
+      if (this.store.writesBehind) this.flushBehind();
+      else this.flush();
+    }
   }
 
   /** Entries cached, over all states. */

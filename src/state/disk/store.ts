@@ -12,6 +12,7 @@
  * as it was when it began, while writes go on.
  */
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { isMainThread } from 'node:worker_threads';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import type { Database, Transaction } from 'lmdb';
@@ -62,6 +63,13 @@ function removeAtExit(dir: string): void {
 const WRITE_BEHIND_TIMEOUT_MS = 120_000;
 
 export class DiskStore {
+  /**
+   * Whether batches go to the write thread: on the main thread only. A worker thread is
+   * ended by terminate() (a job's attempt ending), which runs no JS first, and a write thread
+   * nested in it ended with a batch open hangs that termination; so there flushes stay
+   * synchronous, as before the write thread. The main thread's exit waits for its batches.
+   */
+  readonly writesBehind = isMainThread;
   readonly dir: string;
   private readonly db: Database<Buffer, Buffer>;
   private readonly openOptions: object;
