@@ -1,10 +1,11 @@
 /**
- * One measurement, in a fresh process: node --import tsx bench/child.ts <job> <variant> <n> <keys> [counters=off] [backend=disk]
+ * One measurement, in a fresh process: node --import tsx bench/child.ts <job> <variant> <n> <keys> [counters=off] [backend=disk] [keys=zipf]
  * Times the processing only (after imports and module loading), from just before the job
  * starts until it has finished, and prints one RESULT_MARK line on stdout. `counters=off` runs a
  * weir variant with record counting off (runJob's recordCounters: false; the metrics suite). weir sinks report
  * their checks on stderr (PARTIAL_MARK lines), which the runner sums.
  */
+import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -23,6 +24,12 @@ export interface ChildReport {
   readonly cpuMs: number;
   /** Baselines: the checks. weir: undefined (its sinks report on stderr). */
   readonly result: Result | undefined;
+  /**
+   * CPU time of the main thread alone over the same span, ms (Linux; undefined elsewhere): with
+   * 1 worker the job's tasks run there, so it is the task's share when other threads (the disk
+   * state backend's write thread) work beside it.
+   */
+  readonly mainThreadCpuMs?: number;
   /** CPU time of the whole child process up to the report (start-up included), ms. */
   readonly processCpuMs: number;
   /** weir only: records the sources emitted (0 with record counting off), and the job's own duration. */
@@ -45,6 +52,18 @@ async function baseline(variant: Variant): Promise<Baseline> {
   }
 }
 
+/** The main thread's CPU time so far, ms, from /proc (its thread id is the process id); undefined off Linux. */
+function mainThreadCpu(): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/self/task/${process.pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // utime and stime are fields 14 and 15 of stat(5), in clock ticks (100 per second on Linux).
+    return ((Number(f[11]) + Number(f[12])) * 1000) / 100;
+  } catch {
+    return undefined;
+  }
+}
+
 function cpuSince(start?: NodeJS.CpuUsage): number {
   const d = process.cpuUsage(start);
   return (d.user + d.system) / 1000;
@@ -54,10 +73,12 @@ async function main(argv: string[]): Promise<void> {
   const [job, variant, nArg, keysArg, ...settings] = argv as [JobId, Variant, string, string, ...string[]];
   let recordCounters = true;
   let stateBackend = 'heap';
+  let dist = 'uniform';
   for (const s of settings) {
     if (s === 'counters=off' || s === 'counters=on') recordCounters = s === 'counters=on';
     else if (s === 'backend=heap' || s === 'backend=disk') stateBackend = s.slice('backend='.length);
-    else throw new Error(`settings after <keys>: counters=on|off, backend=heap|disk; got ${s}`);
+    else if (s === 'keys=uniform' || s === 'keys=zipf') dist = s.slice('keys='.length);
+    else throw new Error(`settings after <keys>: counters=on|off, backend=heap|disk, keys=uniform|zipf; got ${s}`);
   }
   if (!JOB_IDS.includes(job)) throw new Error(`unknown job ${job}; one of ${JOB_IDS.join(', ')}`);
   if (!VARIANTS.includes(variant)) throw new Error(`unknown variant ${variant}; one of ${VARIANTS.join(', ')}`);
@@ -71,13 +92,17 @@ async function main(argv: string[]): Promise<void> {
     // it is not timed; worker threads of weir-2 still load it themselves, inside the timing.
     await import(pathToFileURL(modulePath).href);
     const c0 = process.cpuUsage();
+    const m0 = mainThreadCpu();
     const t0 = performance.now();
-    const r = await runJob(modulePath, { workers, parallelism: workers, args: [nArg, keysArg], recordCounters, stateBackend });
+    const r = await runJob(modulePath, { workers, parallelism: workers, args: [nArg, keysArg, dist], recordCounters, stateBackend });
     const ms = performance.now() - t0;
     const cpuMs = cpuSince(c0);
+    const m1 = mainThreadCpu();
+    const mainThreadCpuMs = m0 === undefined || m1 === undefined ? undefined : m1 - m0;
     if (r.status !== 'FINISHED') throw new Error(`weir job ${job} ${r.status}: ${r.error?.message ?? 'unknown reason'}\n${r.error?.stack ?? ''}`);
-    report = { job, variant, n, keys, ms, cpuMs, result: undefined, recordsIn: r.progress.recordsIn, recordCounters: r.progress.recordCounters !== false, jobMs: r.durationMs };
+    report = { job, variant, n, keys, ms, cpuMs, ...(mainThreadCpuMs !== undefined ? { mainThreadCpuMs } : {}), result: undefined, recordsIn: r.progress.recordsIn, recordCounters: r.progress.recordCounters !== false, jobMs: r.durationMs };
   } else {
+    if (dist !== 'uniform') throw new Error('keys=zipf: weir variants only');
     const run = (await baseline(variant))[job];
     const c0 = process.cpuUsage();
     const t0 = performance.now();

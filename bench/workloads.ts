@@ -22,7 +22,11 @@ export interface Size {
   readonly n: number;
   /** Distinct keys (word-count, window-count); 0 for map-filter. */
   readonly keys: number;
+  /** How word-count draws its keys: uniformly (default), or Zipf-distributed like the words of a text (genBZipf). */
+  readonly dist?: KeyDist;
 }
+
+export type KeyDist = 'uniform' | 'zipf';
 
 export const FULL_SIZES: Record<JobId, Size> = {
   'map-filter': { n: 10_000_000, keys: 0 },
@@ -36,14 +40,17 @@ export const QUICK_SIZES: Record<JobId, Size> = {
   'window-count': { n: 500_000, keys: 10_000 },
 };
 
-/** Reads `<n> <keys>` job arguments (weir jobs get them after `--`). */
+/** Reads `<n> <keys> [uniform|zipf]` job arguments (weir jobs get them after `--`). */
 export function sizeFromArgs(job: JobId, args: readonly string[]): Size {
   const d = FULL_SIZES[job];
   const n = args[0] === undefined ? d.n : Number(args[0]);
   const keys = args[1] === undefined ? d.keys : Number(args[1]);
   if (!Number.isSafeInteger(n) || n < 0) throw new RangeError(`${job}: record count must be a non-negative integer, got ${args[0]}`);
   if (!Number.isSafeInteger(keys) || keys < 0 || (job !== 'map-filter' && keys < 1)) throw new RangeError(`${job}: key count must be a positive integer, got ${args[1]}`);
-  return { n, keys };
+  const dist = args[2];
+  if (dist === undefined) return { n, keys };
+  if (dist !== 'uniform' && dist !== 'zipf') throw new RangeError(`${job}: key distribution must be uniform or zipf, got ${dist}`);
+  return { n, keys, dist };
 }
 
 /** Results are flat objects of additive numbers, so partial results of parallel subtasks sum up. */
@@ -100,6 +107,36 @@ export interface RecB {
 export const SEED_B = 7;
 /** A word drawn uniformly from `keys` distinct strings. */
 export const genB = (keys: number) => (_i: number, rng: Rng): RecB => ({ key: 'w' + rng.int(keys), count: 1 });
+
+/** Zipf's exponent of genBZipf: word frequencies of natural-language text are close to 1. */
+export const ZIPF_S = 1;
+
+/**
+ * A word drawn from `keys` distinct strings with Zipf-distributed frequencies (exponent
+ * ZIPF_S): the k-th most frequent has weight 1/k^s, as words in a text (with 1 M possible
+ * words and s = 1, the top 100 are ~36 % of the records and most words are rare). Inverse
+ * transform over a table of the cumulative weights (8 bytes per key, built once).
+ */
+export function genBZipf(keys: number): (i: number, rng: Rng) => RecB {
+  const cdf = new Float64Array(keys);
+  let sum = 0;
+  for (let k = 0; k < keys; k++) cdf[k] = sum += 1 / Math.pow(k + 1, ZIPF_S);
+  for (let k = 0; k < keys; k++) cdf[k]! /= sum;
+  return (_i, rng) => {
+    const u = rng.next();
+    let lo = 0;
+    let hi = keys - 1;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (cdf[mid]! > u) hi = mid;
+      else lo = mid + 1;
+    }
+    return { key: 'w' + lo, count: 1 };
+  };
+}
+
+/** The word-count generator of a size: genB, or genBZipf with dist 'zipf'. */
+export const genBOf = (size: Size): ((i: number, rng: Rng) => RecB) => (size.dist === 'zipf' ? genBZipf(size.keys) : genB(size.keys));
 
 /** Checks the running counts: every record yields one output; sums are order-independent per key. */
 export class WordCountAccumulator implements Accumulator<RecB> {

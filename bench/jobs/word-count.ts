@@ -2,12 +2,12 @@
  * Benchmark (b): keyed running count (word count), emitting {key, running count} per record.
  * The count per key is a number in ValueState, as the baselines keep a number per key in a
  * Map (a reduce() over the records would keep a record object per key instead: more GC).
- *   weir run bench/jobs/word-count.ts -w 1 -- <records> <distinct keys>
+ *   weir run bench/jobs/word-count.ts -w 1 -- <records> <distinct keys> [uniform|zipf]
  */
 import {
   defineJob, ValueStateDescriptor, type Collector, type KeyedProcessFunction, type KeyedRuntimeContext, type ValueState,
 } from 'weir';
-import { genB, partialSink, SEED_B, sizeFromArgs, WordCountAccumulator, type RecB } from '../workloads.ts';
+import { genBOf, partialSink, SEED_B, sizeFromArgs, WordCountAccumulator, type RecB } from '../workloads.ts';
 
 /** One instance per subtask: the job builder creates it, and a worker hosts one subtask of the operator. */
 class RunningCount implements KeyedProcessFunction<string, RecB, RecB> {
@@ -23,10 +23,10 @@ class RunningCount implements KeyedProcessFunction<string, RecB, RecB> {
 }
 
 export default defineJob((env, args) => {
-  const { n, keys } = sizeFromArgs('word-count', args);
+  const size = sizeFromArgs('word-count', args);
   env.setJobName('bench word-count');
   env
-    .fromGenerator(genB(keys), { count: n, seed: SEED_B })
+    .fromGenerator(genBOf(size), { count: size.n, seed: SEED_B })
     .name('words')
     .keyBy((r: RecB) => r.key)
     .process(new RunningCount())

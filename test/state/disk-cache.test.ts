@@ -1,7 +1,7 @@
 /**
  * The disk backend's write-back cache against a Map: random reads, writes and clears over
- * many more keys than a tiny cache holds (dirty entries are evicted into the pending map
- * before the flush writes them), with snapshots restored midway into a new backend (whose
+ * many more keys than a tiny cache holds (dirty entries are evicted, pending, before the flush
+ * writes them, and stay readable until the write thread commits their batch), with snapshots restored midway into a new backend (whose
  * restored state has no key filter), string and number keys (0 and -0 are one key). Seeded.
  */
 import { mkdtempSync, rmSync } from 'node:fs';

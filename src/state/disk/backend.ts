@@ -40,6 +40,7 @@ import { loadStateFiles } from './restore.ts';
 import { DiskSnapshot, type ExpiredKey, type SnapshotState } from './snapshot.ts';
 import type { IncrementalPart } from '../state-file-write.ts';
 import { DiskStore, packStored, unpackStored } from './store.ts';
+import { BatchWriter } from './write-thread.ts';
 import { resolveDiskOptions, type DiskBackendOptions, type ResolvedDiskOptions } from './options.ts';
 
 interface Registered {
@@ -187,6 +188,8 @@ export class DiskKeyedStateBackend implements KeyedStateBackend {
    */
   private rewriteState(stateId: number, each?: (w: { put(k: Buffer, v: Buffer): void }, keyGroup: number, key: NormKey, raw: unknown) => void): void {
     const store = this.store;
+    // The ranges read below must hold the write thread's batches (a dropped state's last writes).
+    store.drain();
     for (let kg = this.keyGroupRange.start; kg <= this.keyGroupRange.end; kg++) {
       const start = storeKeyPrefix(kg, stateId);
       const end = storeKeyPrefix(kg, stateId + 1);
@@ -342,26 +345,38 @@ export class DiskKeyedStateBackend implements KeyedStateBackend {
   }
 
   /**
-   * Cleanup on snapshot: removes from the store the keys a snapshot found expired, unless they
-   * were written since (the cache holds them, or the stored value is no longer expired).
+   * Cleanup on snapshot (and the incremental cleanup): removes from the store the keys found
+   * expired, unless they were written since (the cache holds them, cached or pending, or the
+   * stored value is no longer expired).
    */
   private removeExpired(keys: readonly ExpiredKey[]): void {
     const byId = new Map<number, Registered>();
     for (const s of this.states.values()) byId.set(s.cache.stateId, s);
     const now = this.clock.now();
-    this.store.write((w) => {
-      for (const { stateId, keyGroup, key } of keys) {
-        const s = byId.get(stateId);
-        if (s === undefined || s.desc.ttl === undefined || s.cache.peek(key) !== undefined) continue;
-        const k = encodeStoreKey(keyGroup, stateId, key);
-        const bytes = this.store.get(k);
-        if (bytes === undefined) continue;
-        if (storedFullyExpired(unpackStored(bytes), s.desc.kind, s.desc.ttl.ttlMs, now)) {
-          w.remove(k);
-          this.changes?.mark(stateId, keyGroup, key);
-        }
+    // Sent as a batch to the write thread, after the batches before it: a key neither cached
+    // nor pending has no write on the way, so the store's value read here is its last one,
+    // and nothing waits for the write thread (the cleanup runs after every flush).
+    const gone: ExpiredKey[] = [];
+    for (const x of keys) {
+      const s = byId.get(x.stateId);
+      if (s === undefined || s.desc.ttl === undefined || s.cache.peek(x.key) !== undefined) continue;
+      const bytes = this.store.get(encodeStoreKey(x.keyGroup, x.stateId, x.key));
+      if (bytes === undefined) continue;
+      if (storedFullyExpired(unpackStored(bytes), s.desc.kind, s.desc.ttl.ttlMs, now)) {
+        gone.push(x);
+        this.changes?.mark(x.stateId, x.keyGroup, x.key);
       }
-    });
+    }
+    if (gone.length === 0) return;
+    if (this.store.writesBehind) {
+      const w = new BatchWriter(1024);
+      for (const x of gone) w.remove(x.keyGroup, x.stateId, x.key);
+      this.store.writeBehind(w.take());
+    } else {
+      this.store.write((w) => {
+        for (const x of gone) w.remove(encodeStoreKey(x.keyGroup, x.stateId, x.key));
+      });
+    }
   }
 
   /**

@@ -5,16 +5,20 @@
  * form the handles use (the heap backend's form: TTL values as {v, t}, map state as a Map).
  * A read that misses loads the key from the store (one synchronous point get, skipped when
  * the state's key filter says the key was never written; a missing key is cached as absent too). A write changes the entry and marks it dirty; dirty entries go to
- * the store in one write transaction per `flushEvery` of them (never one per record), and all
- * of them before a snapshot, keys() and eviction.
+ * the store in one write transaction per `flushEvery` of them (never one per record), written
+ * by the store's write thread (write-thread.ts) while the task goes on; and all of them, with
+ * every batch still on the write thread committed, before a snapshot and keys().
  *
  * The entries of all states together are bounded (`maxEntries`): past it, each entry loaded
  * takes the place of one evicted by the CLOCK rule (a ring of all cached entries and a hand
  * going round it; an entry read or written since the hand last passed gets a second chance),
- * so states lose entries in proportion to their size. A dirty entry evicted waits in its
- * state's `pending` map until the next flush writes it (reads look there before the store),
- * so eviction never forces a small write transaction. So the JS heap holds a bounded working
- * set (at most `maxEntries` cached plus `flushEvery` pending), whatever the size of the state.
+ * so states lose entries in proportion to their size. An entry evicted whose value the store
+ * does not have yet (dirty, or in a batch on the write thread: the store's reads do not see a
+ * batch before it commits) leaves the ring but stays in its state's map, pending, until the
+ * flush writes it and that write has committed; a read of its key finds it there and puts it
+ * back in the ring. So eviction never forces a small write transaction. So the JS heap holds a bounded working set (at most
+ * `maxEntries` cached plus `flushEvery` dirty plus MAX_BATCHES_BEHIND batches being written),
+ * whatever the size of the state.
  *
  * Like Flink's RocksDB backend, a value changed in place without an update() (or add(), put())
  * may be lost once its entry is evicted; the handles of this backend always mark what they change.
@@ -24,6 +28,13 @@ import type { NormKey } from '../key-groups.ts';
 import type { KeyFilter } from './key-filter.ts';
 import { checkStoreKeyLength, encodeStoreKey } from './keys.ts';
 import { packStored, unpackStored, type DiskStore } from './store.ts';
+import { BatchWriter } from './write-thread.ts';
+
+/**
+ * Batches on the write thread at most: a flush past it waits for the oldest to commit, which
+ * bounds the memory of batches and of the pending entries they keep in the states' maps.
+ */
+const MAX_BATCHES_BEHIND = 2;
 
 export interface Entry {
   readonly key: NormKey;
@@ -33,11 +44,15 @@ export interface Entry {
   dirty: boolean;
   /** Used again since it was loaded or last swept (CLOCK's reference bit): a key read and written once is not. */
   ref: boolean;
+  /** The write-thread batch holding its last value written, until that batch commits (0: none). */
+  behind: number;
+  /** In CLOCK's ring; false: evicted, still in its state's map until its value is committed to the store. */
+  inRing: boolean;
   readonly cache: StateCache;
 }
 
 function newEntry(key: NormKey, keyGroup: number, value: unknown, cache: StateCache): Entry {
-  return { key, keyGroup, value, dirty: false, ref: false, cache };
+  return { key, keyGroup, value, dirty: false, ref: false, behind: 0, inRing: false, cache };
 }
 
 /** Converts between the handles' form of a value and the form stored (and snapshotted). */
@@ -47,14 +62,19 @@ export interface ValueForms {
 }
 
 export class StateCache {
-  readonly entries = new Map<NormKey, Entry>();
   /**
-   * Dirty entries evicted before they were written back: the store does not have their value
-   * yet, so a read of their key comes here first. Emptied by every flush (so at most
-   * `flushEvery` entries over all states).
+   * The state's entries in the ring, and those evicted before their value was committed to
+   * the store (pending: dirty, or in a batch on the write thread), which leave when their batch
+   * commits or go back in the ring when their key is used again. One map for both: a miss
+   * costs one lookup.
    */
-  readonly pending = new Map<NormKey, Entry>();
+  readonly entries = new Map<NormKey, Entry>();
   dropped = false;
+  /**
+   * The entry current() or set() found last, while it is cached: a record usually reads its
+   * key's value and then writes it, and this spares the second lookup in `entries`.
+   */
+  last: Entry | undefined;
 
   constructor(
     private readonly wb: WriteBack,
@@ -68,32 +88,31 @@ export class StateCache {
   /** The entry of the current key, loaded from the store on a miss. */
   current(): Entry {
     const key = this.ctx.key;
+    const l = this.last;
+    if (l !== undefined && l.key === key) {
+      l.ref = true;
+      return l;
+    }
     const e = this.entries.get(key);
     if (e !== undefined) {
-      e.ref = true;
-      return e;
+      // Pending: its value is newer than the store's; back in the ring.
+      if (e.inRing) e.ref = true;
+      else this.wb.admit(e);
+      return (this.last = e);
     }
-    return this.load(key, this.ctx.keyGroup);
+    return (this.last = this.load(key, this.ctx.keyGroup));
   }
 
-  /** The entry of a key (iteration over keys; snapshot cleanup checks). */
+  /** The entry of a key, cached or pending (snapshot cleanup checks). */
   peek(key: NormKey): Entry | undefined {
-    return this.entries.get(key) ?? this.pending.get(key);
+    return this.entries.get(key);
   }
 
   private load(key: NormKey, keyGroup: number): Entry {
-    let e: Entry | undefined;
-    if (this.pending.size > 0) {
-      // Evicted while dirty: still in the write-back list, its value newer than the store's.
-      e = this.pending.get(key);
-      if (e !== undefined) this.pending.delete(key);
-    }
-    if (e === undefined) {
-      let bytes: Uint8Array | undefined;
-      if (this.filter !== undefined && !this.filter.mayHave(key)) checkStoreKeyLength(key); // never written: not in the store
-      else bytes = this.wb.store.get(encodeStoreKey(keyGroup, this.stateId, key));
-      e = newEntry(key, keyGroup, bytes === undefined ? undefined : this.forms.fromStored(unpackStored(bytes)), this);
-    }
+    let bytes: Uint8Array | undefined;
+    if (this.filter !== undefined && !this.filter.mayHave(key)) checkStoreKeyLength(key); // never written: not in the store
+    else bytes = this.wb.store.get(encodeStoreKey(keyGroup, this.stateId, key));
+    const e = newEntry(key, keyGroup, bytes === undefined ? undefined : this.forms.fromStored(unpackStored(bytes)), this);
     this.entries.set(key, e);
     this.wb.admit(e);
     return e;
@@ -102,21 +121,18 @@ export class StateCache {
   /** Sets the current key's value (undefined removes it); a blind write: nothing is read from the store. */
   set(value: unknown): void {
     const key = this.ctx.key;
-    let e = this.entries.get(key);
+    const l = this.last;
+    let e = l !== undefined && l.key === key ? l : this.entries.get(key);
     if (e !== undefined) {
-      e.ref = true;
       e.value = value;
+      if (e.inRing) e.ref = true;
+      else this.wb.admit(e);
     } else {
-      e = this.pending.size > 0 ? this.pending.get(key) : undefined;
-      if (e !== undefined) {
-        this.pending.delete(key);
-        e.value = value;
-      } else {
-        e = newEntry(key, this.ctx.keyGroup, value, this);
-      }
+      e = newEntry(key, this.ctx.keyGroup, value, this);
       this.entries.set(key, e);
       this.wb.admit(e);
     }
+    this.last = e;
     this.wb.markDirty(e);
   }
 
@@ -127,8 +143,8 @@ export class StateCache {
 
   /** Forgets every entry (the state was dropped; its stored entries are removed by the backend). */
   clear(): void {
+    this.last = undefined;
     this.entries.clear();
-    this.pending.clear();
     this.dropped = true;
     this.wb.forget(this);
   }
@@ -143,6 +159,9 @@ export class WriteBack {
   tracker: { mark(stateId: number, keyGroup: number, key: NormKey): void } | undefined;
   private dirty: Entry[] = [];
   readonly caches = new Set<StateCache>();
+  /** Batches sent to the write thread and not yet seen committed, oldest first. */
+  private readonly behind: { seq: number; entries: Entry[] }[] = [];
+  private readonly batch = new BatchWriter();
 
   /** Runs after every flush with the number of entries written (the backend's incremental TTL cleanup). */
   afterFlush: ((written: number) => void) | undefined;
@@ -158,7 +177,10 @@ export class WriteBack {
     if (e.dirty) return;
     e.dirty = true;
     this.dirty.push(e);
-    if (this.dirty.length >= this.flushEvery) this.flush();
+    if (this.dirty.length >= this.flushEvery) {
+      if (this.store.writesBehind) this.flushBehind();
+      else this.flush();
+    }
   }
 
   /** Entries cached, over all states. */
@@ -170,12 +192,17 @@ export class WriteBack {
     return this.dirty.length;
   }
 
-  /** Writes every dirty entry to the store in one transaction. */
+  /**
+   * Writes every dirty entry to the store in one synchronous transaction, after every batch on
+   * the write thread has committed: then the store holds every change and its reads see them
+   * (a snapshot's read view, keys()).
+   */
   flush(): void {
+    this.store.drain(); // this cache's batches, and the backend's batches of TTL removals
+    this.settle();
     if (this.dirty.length === 0) return;
     const batch = this.dirty;
     this.dirty = [];
-    for (const c of this.caches) if (c.pending.size > 0) c.pending.clear();
     // Not sorted by key: measured, sorting cost more than it saved (word count, 1M keys).
     this.store.write((w) => {
       for (const e of batch) {
@@ -189,17 +216,71 @@ export class WriteBack {
         }
       }
     });
+    // Every entry is now clean and in the store: the pending ones (all in this batch: the
+    // write thread's batches have committed) can go.
+    for (const e of batch) if (!e.inRing && !e.cache.dropped) e.cache.entries.delete(e.key);
     this.afterFlush?.(batch.length);
+  }
+
+  /**
+   * Sends the dirty entries to the write thread as one batch (one transaction there); they
+   * stay readable from their state's map (cached or pending) until it commits. Waits first when
+   * MAX_BATCHES_BEHIND batches are still being written.
+   */
+  private flushBehind(): void {
+    this.settle();
+    while (this.behind.length >= MAX_BATCHES_BEHIND) {
+      this.store.waitBehind(this.behind[0]!.seq);
+      this.settle();
+    }
+    const batch = this.dirty;
+    this.dirty = [];
+    const w = this.batch;
+    for (const e of batch) {
+      e.dirty = false;
+      const c = e.cache;
+      if (c.dropped) continue;
+      if (e.value === undefined) w.remove(e.keyGroup, c.stateId, e.key);
+      else {
+        w.put(e.keyGroup, c.stateId, e.key, packStored(c.forms.toStored(e.value)));
+        c.filter?.add(e.key);
+      }
+    }
+    const seq = this.store.writeBehind(w.take());
+    for (const e of batch) e.behind = seq;
+    this.behind.push({ seq, entries: batch });
+    this.afterFlush?.(batch.length);
+  }
+
+  /**
+   * Takes in the batches the write thread has committed: their entries' values are in the
+   * store now, so those pending (evicted) and not changed since leave their state's map.
+   */
+  private settle(): void {
+    if (this.behind.length === 0) return;
+    const committed = this.store.committedBehind();
+    if (this.behind[0]!.seq > committed) return;
+    // Before any pending entry leaves: later reads must see the commits.
+    this.store.renewReads();
+    while (this.behind.length > 0 && this.behind[0]!.seq <= committed) {
+      const { seq, entries } = this.behind.shift()!;
+      for (const e of entries) {
+        if (e.behind !== seq) continue; // written again in a later batch
+        e.behind = 0;
+        if (!e.inRing && !e.dirty && !e.cache.dropped) e.cache.entries.delete(e.key);
+      }
+    }
   }
 
   /**
    * A new entry is in its state's map: puts it in the ring, in the place of one evicted by
    * CLOCK once the ring is full (the hand clears the reference bit of every entry it passes
-   * that has it set, and evicts the first that has not). An evicted dirty entry moves to its
-   * state's `pending` map until the next flush.
+   * that has it set, and evicts the first that has not). An evicted entry whose value is not
+   * committed to the store yet stays in its state's map, pending, until it is.
    */
   admit(e: Entry): void {
     const ring = this.ring;
+    e.inRing = true;
     if (ring.length < this.maxEntries) {
       ring.push(e);
       return;
@@ -213,8 +294,10 @@ export class WriteBack {
         h++;
         continue;
       }
-      v.cache.entries.delete(v.key);
-      if (v.dirty) v.cache.pending.set(v.key, v);
+      v.inRing = false;
+      if (v.cache.last === v) v.cache.last = undefined;
+      // Pending while the store does not have its value; else gone.
+      if (!v.dirty && v.behind === 0) v.cache.entries.delete(v.key);
       ring[h] = e;
       this.hand = h + 1;
       return;

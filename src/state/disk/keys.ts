@@ -25,26 +25,45 @@ const TAG_UTF16 = 3;
 const NOT_LATIN1 = /[^\u0000-\u00ff]/;
 
 export function encodeStoreKey(keyGroup: number, stateId: number, key: NormKey): Buffer {
-  let b: Buffer;
-  if (typeof key === 'number') {
-    b = Buffer.allocUnsafe(KEY_PREFIX_BYTES + 8);
-    b[4] = TAG_NUMBER;
-    b.writeDoubleBE(key === 0 ? 0 : key, KEY_PREFIX_BYTES);
-  } else if (!NOT_LATIN1.test(key)) {
-    b = Buffer.allocUnsafe(KEY_PREFIX_BYTES + key.length);
-    b[4] = TAG_LATIN1;
-    b.write(key, KEY_PREFIX_BYTES, 'latin1');
-  } else {
-    b = Buffer.allocUnsafe(KEY_PREFIX_BYTES + key.length * 2);
-    b[4] = TAG_UTF16;
-    b.write(key, KEY_PREFIX_BYTES, 'utf16le');
-  }
-  if (b.length > MAX_STORE_KEY_BYTES) {
-    throw new WeirError('STATE_BACKEND', `a key of ${b.length - KEY_PREFIX_BYTES} bytes is too long for the disk state backend (at most ${MAX_STORE_KEY_BYTES - KEY_PREFIX_BYTES}); use a shorter key or the heap backend`);
-  }
-  b.writeUInt16BE(keyGroup, 0);
-  b.writeUInt16BE(stateId, 2);
+  const b = Buffer.allocUnsafe(storeKeyBytes(key));
+  writeStoreKey(b, 0, keyGroup, stateId, key);
   return b;
+}
+
+/** The store key's length in bytes; throws for a key too long for the store. */
+function storeKeyBytes(key: NormKey): number {
+  const n = KEY_PREFIX_BYTES + (typeof key === 'number' ? 8 : NOT_LATIN1.test(key) ? key.length * 2 : key.length);
+  if (n > MAX_STORE_KEY_BYTES) {
+    throw new WeirError('STATE_BACKEND', `a key of ${n - KEY_PREFIX_BYTES} bytes is too long for the disk state backend (at most ${MAX_STORE_KEY_BYTES - KEY_PREFIX_BYTES}); use a shorter key or the heap backend`);
+  }
+  return n;
+}
+
+/** Room enough for the store key (without looking at its characters). */
+export function storeKeyBytesAtMost(key: NormKey): number {
+  return KEY_PREFIX_BYTES + (typeof key === 'number' ? 8 : key.length * 2);
+}
+
+/** Writes the store key at `at` of `b` (room: storeKeyBytesAtMost); the offset after it. Throws for a key too long. */
+export function writeStoreKey(b: Buffer, at: number, keyGroup: number, stateId: number, key: NormKey): number {
+  b.writeUInt16BE(keyGroup, at);
+  b.writeUInt16BE(stateId, at + 2);
+  const k = at + KEY_PREFIX_BYTES;
+  if (typeof key === 'number') {
+    b[at + 4] = TAG_NUMBER;
+    b.writeDoubleBE(key === 0 ? 0 : key, k);
+    return k + 8;
+  }
+  let end: number;
+  if (!NOT_LATIN1.test(key)) {
+    b[at + 4] = TAG_LATIN1;
+    end = k + b.write(key, k, 'latin1');
+  } else {
+    b[at + 4] = TAG_UTF16;
+    end = k + b.write(key, k, 'utf16le');
+  }
+  if (end - at > MAX_STORE_KEY_BYTES) storeKeyBytes(key);
+  return end;
 }
 
 /** Throws as encodeStoreKey does for a key too long for the store (cheap for short keys). */

@@ -4,16 +4,21 @@
  * The store is a local working copy, never the durable state: checkpoints write state files
  * (snapshot.ts), so the store is opened without fsync (noSync) and thrown away on failure.
  *
- * Everything here is synchronous: reads are point gets on the memory map, writes are batches
- * in one synchronous write transaction (WriteBack decides when), and a snapshot reads through
- * a read transaction, LMDB's MVCC view of the store as it was when it began, while writes go on.
+ * Reads are point gets on the memory map. Writes are batches, each in one write transaction
+ * (WriteBack decides when): either synchronous (write) or sent to the write thread
+ * (writeBehind, write-thread.ts), whose batches commit in order and are seen by reads once
+ * committed. A synchronous write first waits for every batch sent, so writes land in the order
+ * they were made. A snapshot reads through a read transaction, LMDB's MVCC view of the store
+ * as it was when it began, while writes go on.
  */
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { isMainThread } from 'node:worker_threads';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import type { Database, Transaction } from 'lmdb';
 import { Packr } from 'msgpackr';
 import { WeirError } from '../../core/errors.ts';
+import { WriteBehind } from './write-thread.ts';
 
 /**
  * lmdb, loaded when the first store opens: loading it (a native addon) costs ~70 ms of CPU,
@@ -51,12 +56,28 @@ function removeAtExit(dir: string): void {
   });
 }
 
+/**
+ * How long a write waits for the write thread's batches before it gives up (a batch of the
+ * cache's flush commits in well under a second; this is a thread stuck or starved).
+ */
+const WRITE_BEHIND_TIMEOUT_MS = 120_000;
+
 export class DiskStore {
+  /**
+   * Whether batches go to the write thread: on the main thread only. A worker thread is
+   * ended by terminate() (a job's attempt ending), which runs no JS first, and a write thread
+   * nested in it ended with a batch open hangs that termination; so there flushes stay
+   * synchronous, as before the write thread. The main thread's exit waits for its batches.
+   */
+  readonly writesBehind = isMainThread;
   readonly dir: string;
   private readonly db: Database<Buffer, Buffer>;
+  private readonly openOptions: object;
+  /** The line to the write thread, opened with the first batch sent. */
+  private behind: WriteBehind | undefined;
   private closed = false;
 
-  constructor(baseDir: string, where: string) {
+  constructor(baseDir: string, private readonly where: string) {
     try {
       mkdirSync(baseDir, { recursive: true });
       this.dir = mkdtempSync(join(baseDir, 'weir-state-'));
@@ -66,7 +87,8 @@ export class DiskStore {
     removeAtExit(this.dir);
     // Not useWritemap: ~20% faster random writes, but with MDB_WRITEMAP LMDB can abort in
     // mdb_freelist_save ("Assertion 'x <= dl[0].mid' failed"); the integration test hit it once.
-    this.db = lmdbLib().open<Buffer, Buffer>({ path: this.dir, keyEncoding: 'binary', encoding: 'binary', noSync: true, compression: false, cache: false });
+    this.openOptions = { path: this.dir, keyEncoding: 'binary', encoding: 'binary', noSync: true, compression: false, cache: false };
+    this.db = lmdbLib().open<Buffer, Buffer>(this.openOptions);
   }
 
   /** The stored bytes of a key, valid until the next store call (decode them at once). */
@@ -74,9 +96,44 @@ export class DiskStore {
     return this.db.getBinaryFast(key) ?? undefined;
   }
 
-  /** Runs `fn` in one synchronous write transaction (its puts and removes commit together). */
+  /**
+   * Runs `fn` in one synchronous write transaction (its puts and removes commit together),
+   * after every batch sent to the write thread has committed.
+   */
   write(fn: (w: StoreWriter) => void): void {
+    this.drain();
     this.db.transactionSync(() => fn(this.writer));
+  }
+
+  /** Sends a batch (write-thread.ts's format) to the write thread; its sequence number (from 1, in order). */
+  writeBehind(batch: { buf: ArrayBuffer; len: number }): number {
+    this.behind ??= new WriteBehind(this.openOptions, this.where);
+    return this.behind.send(batch.buf, batch.len);
+  }
+
+  /** The last batch of the write thread committed (0: none); throws if one failed. */
+  committedBehind(): number {
+    return this.behind?.committed() ?? 0;
+  }
+
+  /** Blocks until batch `seq` of the write thread has committed (bounded: throws after a timeout). */
+  waitBehind(seq: number): void {
+    this.behind?.waitFor(seq, WRITE_BEHIND_TIMEOUT_MS);
+  }
+
+  /** Blocks until every batch sent to the write thread has committed, and lets reads see them. */
+  drain(): void {
+    if (this.behind === undefined || !this.behind.busy()) return;
+    this.behind.drain(WRITE_BEHIND_TIMEOUT_MS);
+    this.renewReads();
+  }
+
+  /**
+   * Reads from here on see every commit so far (the write thread's too: lmdb-js renews its
+   * read transaction once per event-loop turn, and a batch may commit within a turn).
+   */
+  renewReads(): void {
+    (this.db as unknown as { resetReadTxn(): void }).resetReadTxn();
   }
 
   private readonly writer: StoreWriter = {
@@ -104,6 +161,7 @@ export class DiskStore {
     if (this.closed) return;
     this.closed = true;
     openDirs.delete(this.dir);
+    this.behind?.close();
     // The mapping stays valid for anything still reading until close finishes; the files go now.
     void this.db.close().catch(() => {});
     rmSync(this.dir, { recursive: true, force: true });
