@@ -144,6 +144,13 @@ async function killAfterCheckpoints(args: () => string[], chkPrefix: string, kil
     const r = await done;
     clearInterval(poll);
     clearTimeout(fallback);
+    // A kill that lands after the job finished (up to 1.5 s after a checkpoint, the input may
+    // end) finds its checkpoints discarded, as a finished job discards them; a run killed
+    // mid-way always leaves its newest. Then there is nothing to resume: the job is done.
+    if (r.signal === 'SIGKILL' && fired && checkpointsOnS3(chkPrefix).size === 0) {
+      log(`run ${k}: the job had finished (its checkpoints discarded) when the kill landed`);
+      return killed;
+    }
     if (r.signal === 'SIGKILL' && fired) killed++;
     else if (r.code !== 0) throw new Error(`run ${k} failed (code ${r.code}, signal ${r.signal}):\n${r.stderr}`);
     log(`run ${k}: ${r.signal === 'SIGKILL' ? (fired ? `killed ${extraMs} ms after a new checkpoint with an open part reached S3` : 'killed with no such checkpoint in 60 s') : 'finished before the kill'}`);
