@@ -98,14 +98,7 @@ export function encodeColumns(keys: readonly (string | number)[], values: readon
   const valuesAt = align8(HEADER + keyLen + lenBytes);
   const total = valuesAt + (valueBytes !== undefined ? valueBytes.length : n * VALUE_WIDTH[vk as 0 | 1 | 2 | 3]);
   const out = new Uint8Array(total);
-  const view = new DataView(out.buffer);
-  out[0] = COLUMNAR_FORMAT;
-  out[1] = kk;
-  out[2] = lenWidth;
-  out[3] = vk;
-  view.setUint32(4, n, true);
-  view.setUint32(8, keyLen, true);
-  view.setUint32(12, lenBytes, true);
+  writeColumnarHeader(out, kk, lenWidth, vk, n, keyLen, lenBytes);
   // String keys are converted straight into the block, in one native call.
   if (keyBytes !== undefined) out.set(keyBytes, HEADER);
   else Buffer.from(out.buffer).write(text, HEADER, kk === KeyKind.Latin1 ? 'latin1' : 'utf16le');
@@ -199,4 +192,16 @@ export function decodeColumns(bytes: Uint8Array): { keys: (string | number)[]; v
 export function columnarSize(bytes: Uint8Array): number {
   if (bytes.length < HEADER || bytes[0] !== COLUMNAR_FORMAT) throw new Error('not a columnar state block');
   return new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength).getUint32(4, true);
+}
+
+/** The 16-byte header of a columnar block: format, key kind, length width, value kind, then counts (little-endian). */
+export function writeColumnarHeader(out: Uint8Array, kk: number, lenWidth: number, vk: number, n: number, keyLen: number, lenBytes: number): void {
+  const view = new DataView(out.buffer, out.byteOffset, 16);
+  out[0] = COLUMNAR_FORMAT;
+  out[1] = kk;
+  out[2] = lenWidth;
+  out[3] = vk;
+  view.setUint32(4, n, true);
+  view.setUint32(8, keyLen, true);
+  view.setUint32(12, lenBytes, true);
 }

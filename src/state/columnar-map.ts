@@ -14,7 +14,7 @@
  * Anything outside the fast layouts (mixed key types) takes encodeColumns' path.
  */
 import { encodeValue } from '../core/codec.ts';
-import { align8, COLUMNAR_FORMAT, encodeColumns, HEADER, KeyKind, typedValues, VALUE_WIDTH, ValueKind } from './columnar-block.ts';
+import { align8, encodeColumns, HEADER, KeyKind, typedValues, VALUE_WIDTH, ValueKind, writeColumnarHeader } from './columnar-block.ts';
 import type { NormKey } from './key-groups.ts';
 
 /** Scratch columns above this size are let go after use (one huge group must not pin memory). */
@@ -228,14 +228,7 @@ function assemble(n: number, stringKeys: boolean, packed: unknown[] | undefined,
   // Typed views of the columns need the block's own offset in its buffer (a multiple of 8).
   const base = out.byteOffset;
   if (base % 8 !== 0) throw new Error(`a block must start 8-byte aligned, got offset ${base}`);
-  const view = new DataView(out.buffer, base, 16);
-  out[0] = COLUMNAR_FORMAT;
-  out[1] = kk;
-  out[2] = lenWidth;
-  out[3] = vk;
-  view.setUint32(4, n, true);
-  view.setUint32(8, keyLen, true);
-  view.setUint32(12, lenBytes, true);
+  writeColumnarHeader(out, kk, lenWidth, vk, n, keyLen, lenBytes);
   switch (kk) {
     case KeyKind.Latin1: out.set(latin1.subarray(0, p), HEADER); break;
     case KeyKind.Utf16: new Uint16Array(out.buffer, base + HEADER, p).set(utf16.subarray(0, p)); break; // little-endian, as Buffer's 'utf16le'
