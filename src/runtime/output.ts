@@ -50,7 +50,7 @@ export class Output {
   ) {
     this.direct = targets.length > 0 && targets.every((t) => t.processRecord !== undefined);
     if (this.direct && targets.length === 1) {
-      this.emit = specialize('emitToOne', 'out', 't', `${counting ? 'out.count++; ' : ''}t.processRecord(value, timestamp);`)(this, targets[0]);
+      this.emit = specialize('emitToOne', 'out', 'f', `${counting ? 'out.count++; ' : ''}f(value, timestamp);`)(this, directRecordFn(targets[0]!));
     } else if (this.direct) {
       this.emit = counting ? this.emitToManyCounting : this.emitToMany;
     }
@@ -134,4 +134,14 @@ export class Output {
  */
 export function specialize(name: string, a: string, b: string, body: string): (x: unknown, y: unknown) => (value: unknown, timestamp: number) => void {
   return new Function(a, b, `return function ${name}(value, timestamp) { ${body} };`) as never;
+}
+
+/**
+ * A target's per-record function as a plain function: its own closure when it has one (such
+ * closures never use `this`), else the method bound to it. Called directly, V8 can inline it
+ * into the caller; a call through `t.processRecord` loads a field it cannot treat as constant.
+ */
+export function directRecordFn(t: { processRecord?: (value: unknown, timestamp: number) => void }): (value: unknown, timestamp: number) => void {
+  const f = t.processRecord!;
+  return Object.hasOwn(t, 'processRecord') ? f : f.bind(t);
 }

@@ -23,7 +23,7 @@ import { loadChannelState, replayChannelState, type LoadedChannelState, type Rep
 import { keyGroupOf, normalizeKey } from '../state/key-groups.ts';
 import { SourceOperator } from './operators/source.ts';
 import type { SourceMetricsSnapshot } from './operators/source-metrics.ts';
-import { Output, specialize, type BatchConsumer } from './output.ts';
+import { directRecordFn, Output, specialize, type BatchConsumer } from './output.ts';
 import type { RecordWriter } from './record-writer.ts';
 import type { Schedulable, Scheduler } from './scheduler.ts';
 import type { KeyGroupRange, TaskRestore, InlineOperatorState } from '../core/checkpoint-format.ts';
@@ -152,7 +152,7 @@ class RecordChainedInput extends ChainedInput {
     super(op, task, index);
     // An operator fed by one predecessor's main output alone gets its count from that output's (metricsSample).
     const count = task.countsRecords && task.recordsInFrom[index] === undefined ? `counts[${index | 0}]++; ` : '';
-    this.processRecord = specialize('toOperator', 'op', 'counts', `${count}op.processRecord(value, timestamp);`)(op, task.recordsIn);
+    this.processRecord = specialize('toOperator', 'f', 'counts', `${count}f(value, timestamp);`)(directRecordFn(op), task.recordsIn);
   }
 }
 
