@@ -11,6 +11,7 @@ import { pathToFileURL } from 'node:url';
 import { register } from 'tsx/esm/api';
 
 register();
+process.setSourceMapsEnabled(false);
 const script = process.argv[2];
 if (script === undefined) {
   process.stderr.write('usage: node bench/ts-entry.mjs <child.ts> [args...]\n');

@@ -319,31 +319,67 @@ export class WindowOperator extends KeyedOperator {
     const gap = (this.spec.assigner as { gap: number }).gap;
     let start = ts;
     let end = ts + gap;
-    // Merge every session of this key that overlaps or touches [start, end).
-    const list = this.windows.value() ?? [];
-    const merged = list.filter((e) => e[0] <= end && e[1] >= start);
-    for (const e of merged) {
-      if (e[0] < start) start = e[0];
-      if (e[1] > end) end = e[1];
+    // Every session of this key that overlaps or touches [start, end) merges with it: counted
+    // and spanned here without building lists, as most records meet exactly one session.
+    const list = this.windows.value();
+    let hits = 0;
+    let hit = -1;
+    if (list !== undefined) {
+      for (let i = 0; i < list.length; i++) {
+        const e = list[i]!;
+        if (e[0] <= end && e[1] >= start) {
+          hits++;
+          hit = i;
+          if (e[0] < start) start = e[0];
+          if (e[1] > end) end = e[1];
+        }
+      }
     }
     if (this.isLate(end - 1)) {
       this.late(v, ts);
       return;
     }
-    merged.sort((x, y) => x[0] - y[0]);
-    let acc: unknown = undefined;
-    let has = false;
-    for (const e of merged) {
-      this.deleteTimers(e[0], e[1]);
-      acc = has ? this.mergeAcc(acc, e[2]) : e[2];
-      has = true;
+    if (hits === 1 && list![hit]![0] === start && this.triggerPending(list![hit]![1])) {
+      // The record falls into one session and keeps its start (the common case): that session
+      // grows in place. Its timers stay where they are: the one at its old end - 1 is still to
+      // come (triggerPending), and when it fires, onTimer moves them on to the end as it is then,
+      // instead of deleting and registering two timers for every record that extends a session.
+      const e = list![hit]!;
+      e[1] = end;
+      e[2] = this.accumulate(e[2], v);
+      if (this.spec.assigner.eventTime && end - 1 <= this.currentWatermark) this.fire(start, end, e[2]);
+      return;
     }
-    acc = has ? this.accumulate(acc, v) : this.initial(v);
-    const kept = merged.length > 0 ? list.filter((e) => !merged.includes(e)) : list;
+    let acc: unknown = undefined;
+    let kept: Entry[];
+    if (hits === 0) {
+      acc = this.initial(v);
+      kept = list ?? [];
+    } else {
+      const merged = list!.filter((e) => e[0] <= end && e[1] >= start);
+      merged.sort((x, y) => x[0] - y[0]);
+      let has = false;
+      for (const e of merged) {
+        this.deleteTimers(e[0], e[1]);
+        acc = has ? this.mergeAcc(acc, e[2]) : e[2];
+        has = true;
+      }
+      acc = this.accumulate(acc, v);
+      kept = list!.filter((e) => !merged.includes(e));
+    }
     kept.push([start, end, acc]);
     this.windows.update(kept);
     this.registerTimers(start, end);
     if (this.spec.assigner.eventTime && end - 1 <= this.currentWatermark) this.fire(start, end, acc);
+  }
+
+  /**
+   * Whether a window ending at `end` still has its firing timer to come: in event time while
+   * the watermark has not reached end - 1; in processing time always, as the window is dropped
+   * when that timer fires.
+   */
+  private triggerPending(end: number): boolean {
+    return !this.spec.assigner.eventTime || end - 1 > this.currentWatermark;
   }
 
   private late(v: unknown, ts: number): void {
@@ -427,6 +463,20 @@ export class WindowOperator extends KeyedOperator {
     const end = entry[1];
     if (timer.timestamp === end - 1) this.fire(start, end, entry[2]);
     if (timer.timestamp === this.cleanupTime(end)) this.drop(list!, entry);
+    // A session that grew in place after this timer was set (addToSession): its timers move on
+    // to its end as it is now. Registered whatever the watermark (a time already passed fires
+    // later in this same pass); registering keeps one timer per time, so repeats are harmless.
+    else if (timer.timestamp < end - 1) this.moveTimers(start, end);
+  }
+
+  private moveTimers(start: number, end: number): void {
+    if (this.spec.assigner.eventTime) {
+      this.timers.registerEventTimeTimer(start, end - 1);
+      const cleanup = this.cleanupTime(end);
+      if (cleanup !== end - 1) this.timers.registerEventTimeTimer(start, cleanup);
+    } else {
+      this.timers.registerProcessingTimeTimer(start, end - 1);
+    }
   }
 
   private drop(list: Entry[], entry: Entry): void {
