@@ -90,6 +90,14 @@ export class WindowOperator extends KeyedOperator {
   private readonly openStarts: number[] = [];
   /** The window the last record went to (window-major mode). */
   private lastWindow: OpenWindow | undefined;
+  /**
+   * Sliding windows (window-major): the open windows of the pane (slide) the last record fell
+   * in, index k holding the window that starts k slides before the pane; the records of one
+   * pane, mostly consecutive, reach their size/slide windows without a map lookup each.
+   * Emptied whenever a window is dropped.
+   */
+  private paneStart = Number.NaN;
+  private readonly paneWindows: (OpenWindow | undefined)[] = [];
   /** The input the current record came from (0 or 1; cogroup contents keep them apart). */
   private side = 0;
 
@@ -181,7 +189,12 @@ export class WindowOperator extends KeyedOperator {
 
   /** Window-major: add a record to one window of the current key. */
   private addMajor(v: unknown, start: number, end: number): void {
-    const w = this.window(start, end);
+    this.addTo(this.window(start, end), v);
+  }
+
+  /** Window-major: add a record to open window `w` for the current key. */
+  private addTo(w: OpenWindow, v: unknown): void {
+    const { start, end } = w;
     // Reading the accumulator first releases its key group from a snapshot in progress, so
     // accumulating in place below never reaches the snapshot.
     const acc = w.state.value();
@@ -206,6 +219,8 @@ export class WindowOperator extends KeyedOperator {
         this.backend.dropState(w.name);
         this.openWindows.delete(w.start);
         if (this.lastWindow === w) this.lastWindow = undefined;
+        this.paneStart = Number.NaN;
+        this.paneWindows.length = 0;
         starts.splice(i, 1);
       } else {
         i++;
@@ -268,6 +283,10 @@ export class WindowOperator extends KeyedOperator {
       this.addToTumbling(v, ts, a.size, a.offset);
       return;
     }
+    if (this.major && a.kind === 'sliding') {
+      this.addToSlidingMajor(v, ts, a.size, a.slide, a.offset);
+      return;
+    }
     const starts = this.starts;
     starts.length = 0;
     let size: number;
@@ -313,6 +332,26 @@ export class WindowOperator extends KeyedOperator {
       if (a.eventTime && end - 1 <= this.currentWatermark) this.fire(start, end, entry[2]);
     }
     if (skipped) this.late(v, ts);
+  }
+
+  /** Sliding windows, window-major: the record joins every window of its pane that is not late. */
+  private addToSlidingMajor(v: unknown, ts: number, size: number, slide: number, offset: number): void {
+    const pane = windowStart(ts, offset, slide);
+    const cache = this.paneWindows;
+    if (pane !== this.paneStart) {
+      cache.length = 0;
+      this.paneStart = pane;
+    }
+    let joined = false;
+    let k = 0;
+    for (let start = pane; start > ts - size; start -= slide, k++) {
+      if (this.isLate(start + size - 1)) continue;
+      joined = true;
+      let w = cache[k];
+      if (w === undefined) cache[k] = w = this.window(start, start + size);
+      this.addTo(w, v);
+    }
+    if (!joined) this.late(v, ts);
   }
 
   private addToSession(v: unknown, ts: number): void {
