@@ -94,7 +94,8 @@ export class WindowOperator extends KeyedOperator {
    * Sliding windows (window-major): the open windows of the pane (slide) the last record fell
    * in, index k holding the window that starts k slides before the pane; the records of one
    * pane, mostly consecutive, reach their size/slide windows without a map lookup each.
-   * Emptied whenever a window is dropped.
+   * Emptied whenever a window is dropped, so it holds on to none (a dropped window is late for
+   * every later record, and skipped as such before the cache is consulted).
    */
   private paneStart = Number.NaN;
   private readonly paneWindows: (OpenWindow | undefined)[] = [];
