@@ -11,7 +11,7 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { runJob } from 'weir';
 import type { Baseline } from './baselines/baseline.ts';
-import { JOB_IDS, RESULT_MARK, VARIANTS, type JobId, type Result, type Variant } from './workloads.ts';
+import { importedWeirRuntime, JOB_IDS, RESULT_MARK, VARIANTS, type JobId, type Result, type Variant } from './workloads.ts';
 
 export interface ChildReport {
   readonly job: JobId;
@@ -37,6 +37,8 @@ export interface ChildReport {
   /** weir only: whether records were counted (false with counters=off). */
   readonly recordCounters?: boolean;
   readonly jobMs?: number;
+  /** Which weir this process imported (weir variants): dist/ or the sources. */
+  readonly runtime?: 'dist' | 'sources';
 }
 
 async function baseline(variant: Variant): Promise<Baseline> {
@@ -88,9 +90,10 @@ async function main(argv: string[]): Promise<void> {
   if (variant === 'weir-1' || variant === 'weir-2') {
     const workers = variant === 'weir-1' ? 1 : 2;
     const modulePath = resolve(fileURLToPath(new URL('.', import.meta.url)), 'jobs', `${job}.ts`);
-    // Load the job module up front (runJob finds it in the module cache) so that transpiling
-    // it is not timed; worker threads of weir-2 still load it themselves, inside the timing.
-    await import(pathToFileURL(modulePath).href);
+    // From the sources: load the job module up front (runJob finds it in the module cache) so
+    // that transpiling it is not timed; worker threads of weir-2 still load it themselves,
+    // inside the timing. From dist/, runJob bundles the job (timed, as `npx weir run` does).
+    if (importedWeirRuntime() === 'sources') await import(pathToFileURL(modulePath).href);
     const c0 = process.cpuUsage();
     const m0 = mainThreadCpu();
     const t0 = performance.now();
@@ -100,7 +103,7 @@ async function main(argv: string[]): Promise<void> {
     const m1 = mainThreadCpu();
     const mainThreadCpuMs = m0 === undefined || m1 === undefined ? undefined : m1 - m0;
     if (r.status !== 'FINISHED') throw new Error(`weir job ${job} ${r.status}: ${r.error?.message ?? 'unknown reason'}\n${r.error?.stack ?? ''}`);
-    report = { job, variant, n, keys, ms, cpuMs, ...(mainThreadCpuMs !== undefined ? { mainThreadCpuMs } : {}), result: undefined, recordsIn: r.progress.recordsIn, recordCounters: r.progress.recordCounters !== false, jobMs: r.durationMs };
+    report = { job, variant, n, keys, ms, cpuMs, ...(mainThreadCpuMs !== undefined ? { mainThreadCpuMs } : {}), result: undefined, recordsIn: r.progress.recordsIn, recordCounters: r.progress.recordCounters !== false, jobMs: r.durationMs, runtime: importedWeirRuntime() };
   } else {
     if (dist !== 'uniform') throw new Error('keys=zipf: weir variants only');
     const run = (await baseline(variant))[job];

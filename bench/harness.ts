@@ -9,6 +9,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg, totalmem } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { distIsCurrent } from '../src/cli/dist-current.js';
 
 export const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
 export const ROOT = resolve(BENCH_DIR, '..');
@@ -50,15 +51,58 @@ export interface ChildRun {
 }
 
 /**
- * Runs `node --import tsx <args>` in ROOT; rejects (BenchFailure, with the output) when it
- * exits with an error or runs longer than `timeoutMs`.
+ * Which weir a child process runs: 'dist' is the compiled dist/ as `npx weir run` runs it (plain
+ * JavaScript, the job bundled by esbuild, worker threads without tsx); 'sources' is src/
+ * through tsx in every thread (the 'weir-source' condition), as the tests and
+ * `WEIR_FROM_SOURCE=1 npx weir run` do, with a fixed cost of ~1 s more per worker thread.
  */
-export function spawnChild(args: readonly string[], timeoutMs: number, where: string): Promise<ChildRun> {
+export type WeirRuntime = 'dist' | 'sources';
+
+/**
+ * The runtime the weir suites measure: dist/ when it was built from the sources as they are
+ * now (dist/source-stamp.json, src/cli/dist-current.js); the sources when asked (--from-source
+ * or WEIR_FROM_SOURCE=1). A stale dist/ is refused rather than measured: the numbers would be
+ * of code that is no longer there.
+ */
+export function weirRuntime(fromSource: boolean): WeirRuntime {
+  if (fromSource || process.env.WEIR_FROM_SOURCE === '1') return 'sources';
+  if (distIsCurrent(join(ROOT, 'src'), join(ROOT, 'dist', 'source-stamp.json'))) return 'dist';
+  throw new BenchFailure(
+    'dist/ is stale or missing: src/ changed since `npm run build` (dist/source-stamp.json), so a benchmark of dist/ would measure old code.\n' +
+      '  Run `npm run build` first, or measure the TypeScript sources with --from-source (or WEIR_FROM_SOURCE=1).',
+  );
+}
+
+/** What the output says about a runtime. */
+export function runtimeLine(runtime: WeirRuntime): string {
+  return runtime === 'dist'
+    ? 'weir ran from dist/ (compiled, current with src/ per dist/source-stamp.json), as `npx weir run` runs it: job bundled by esbuild, worker threads without tsx'
+    : 'weir ran from its TypeScript sources through tsx in every thread (--from-source): each worker thread adds about a second of start-up';
+}
+
+/** Fails when a child ran another weir than the one asked for (e.g. a condition lost on the way). */
+export function checkChildRuntime(where: string, reported: WeirRuntime | undefined, wanted: WeirRuntime): void {
+  if (reported !== wanted) throw new BenchFailure(`${where}: the child ran weir from ${reported ?? 'an unknown runtime'}, expected ${wanted}`);
+}
+
+/** The node arguments that start a TypeScript child script against `runtime`. */
+function childCommand(runtime: WeirRuntime, args: readonly string[]): string[] {
+  return runtime === 'dist' ? [join(BENCH_DIR, 'ts-entry.mjs'), ...args] : ['--conditions=weir-source', '--import', 'tsx', ...args];
+}
+
+/**
+ * Runs the TypeScript script `args[0]` (with the rest as its arguments) in a child process in
+ * ROOT against weir's `runtime` (default the sources: children that import weir's internal
+ * modules from src/ must not mix them with dist/); rejects (BenchFailure, with the output)
+ * when it exits with an error or runs longer than `timeoutMs`.
+ */
+export function spawnChild(args: readonly string[], timeoutMs: number, where: string, runtime: WeirRuntime = 'sources'): Promise<ChildRun> {
   const loadBefore = loadavg()[0]!;
   const cpuBefore = machineCpu();
   const t0 = Date.now();
   return new Promise((resolvePromise, reject) => {
-    const child = spawn(process.execPath, ['--conditions=weir-source', '--import', 'tsx', ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    const env = { ...process.env, WEIR_RUNTIME: runtime };
+    const child = spawn(process.execPath, childCommand(runtime, args), { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (d: string) => (stdout += d));

@@ -16,7 +16,7 @@ import { loadavg } from 'node:os';
 import { join, relative } from 'node:path';
 import type { ChildReport } from './child.ts';
 import {
-  BENCH_DIR, BenchFailure, fmtInt, fmtMs, fmtRate, machineLine, median, noiseLine, RESULTS_DIR, ROOT, spawnChild, targetTable, withRetries,
+  BENCH_DIR, BenchFailure, checkChildRuntime, fmtInt, runtimeLine, fmtMs, fmtRate, machineLine, median, noiseLine, RESULTS_DIR, ROOT, spawnChild, targetTable, withRetries, type WeirRuntime,
   writeMarkdownSection, type Machine, type Target,
 } from './harness.ts';
 import { FULL_SIZES, invariants, QUICK_SIZES, readPartials, RESULT_MARK, sameResult, type JobId, type Result, type Size, type Variant } from './workloads.ts';
@@ -51,6 +51,8 @@ export interface MetricsSuiteOptions {
   readonly tries: number;
   /** The command line, as recorded with the results. */
   readonly command: string;
+  /** Which weir the children run (harness.ts, weirRuntime). */
+  readonly runtime: WeirRuntime;
 }
 
 type Counters = 'on' | 'off';
@@ -68,14 +70,15 @@ interface Measurement {
   readonly attempts: number;
 }
 
-async function runChild(job: JobId, variant: MetricsVariant, counters: Counters, size: Size, run: number, timeoutMs: number): Promise<Omit<Measurement, 'attempts'>> {
+async function runChild(job: JobId, variant: MetricsVariant, counters: Counters, size: Size, run: number, timeoutMs: number, runtime: WeirRuntime): Promise<Omit<Measurement, 'attempts'>> {
   const where = `${job}/${variant}/counters ${counters} run ${run}`;
-  const c = await spawnChild([CHILD, job, variant, String(size.n), String(size.keys), `counters=${counters}`], timeoutMs, where);
+  const c = await spawnChild([CHILD, job, variant, String(size.n), String(size.keys), `counters=${counters}`], timeoutMs, where, runtime);
   const line = c.stdout.split('\n').find((l) => l.startsWith(RESULT_MARK));
   if (line === undefined) throw new BenchFailure(`${where}: child printed no result\n${c.stderr}${c.stdout}`);
   const report = JSON.parse(line.slice(RESULT_MARK.length)) as ChildReport;
   const partials = readPartials(c.stderr);
   if (partials === undefined) throw new BenchFailure(`${where}: no sink reported a result\n${c.stderr}`);
+  checkChildRuntime(where, report.runtime, runtime);
   // The switch took effect: on, the job counted every source record; off, none.
   const expectedIn = counters === 'on' ? size.n : 0;
   if (report.recordsIn !== expectedIn || report.recordCounters !== (counters === 'on')) {
@@ -119,7 +122,7 @@ function targets(rows: readonly Row[]): Target[] {
 function markdown(revision: string, rows: readonly Row[], measurements: readonly Measurement[], checks: ReadonlyMap<string, Result>, m: Machine, opts: MetricsSuiteOptions, runs: number, when: string, loadAtStart: number, rawFile: string): string {
   const loads = measurements.map((x) => x.loadBefore);
   const lines: string[] = [];
-  lines.push(`Run of ${when}, weir at ${revision}: ${machineLine(m)}; ${runs} run(s) per setting, counting on and off back to back in each run (order alternated), median shown${opts.quick ? ' (QUICK mode: small inputs)' : ''}. Command: \`${opts.command}\`. Raw data: \`${rawFile}\`.`);
+  lines.push(`Run of ${when}, weir at ${revision}: ${machineLine(m)}; ${runs} run(s) per setting, counting on and off back to back in each run (order alternated), median shown${opts.quick ? ' (QUICK mode: small inputs)' : ''}. Command: \`${opts.command}\`. Raw data: \`${rawFile}\`. ${runtimeLine(opts.runtime)}.`);
   lines.push('');
   lines.push(`1-minute load average: ${loadAtStart.toFixed(2)} at the start; before each measurement median ${median(loads).toFixed(2)}, range ${Math.min(...loads).toFixed(2)} to ${Math.max(...loads).toFixed(2)} (2 CPUs: above about 1 the benchmark shares a CPU).`);
   lines.push('');
@@ -168,7 +171,7 @@ export async function runMetricsSuite(opts: MetricsSuiteOptions, m: Machine, rev
       for (let run = 1; run <= runs; run++) {
         const order: Counters[] = run % 2 === 1 ? ['on', 'off'] : ['off', 'on'];
         for (const counters of order) {
-          const meas = await withRetries(opts.tries, `${job}/${variant}/counters ${counters}`, () => runChild(job, variant, counters, size, run, opts.timeoutMs));
+          const meas = await withRetries(opts.tries, `${job}/${variant}/counters ${counters}`, () => runChild(job, variant, counters, size, run, opts.timeoutMs, opts.runtime));
           const bad = invariants(job, size, meas.result);
           if (bad.length > 0) throw new BenchFailure(`${job}/${variant}/counters ${counters} run ${run} computed a wrong result: ${bad.join('; ')}\n  ${JSON.stringify(meas.result)}`);
           if (reference === undefined) reference = meas.result;

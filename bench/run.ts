@@ -46,7 +46,8 @@ import { runStateSuite } from './state.ts';
 import { runStartupSuite } from './startup.ts';
 import {
   BENCH_DIR, BenchFailure, fmtInt, fmtMs, fmtRate, fmtX, machine, machineLine, MAX_FOREIGN_CPU, MD_PATH, median, noiseLine,
-  RESULTS_DIR, ROOT, sourceRevision, spawnChild, targetTable, withRetries, writeMarkdownSection, type Machine, type Target,
+  RESULTS_DIR, ROOT, checkChildRuntime, runtimeLine, sourceRevision, spawnChild, targetTable, weirRuntime, withRetries, writeMarkdownSection,
+  type Machine, type Target, type WeirRuntime,
 } from './harness.ts';
 import {
   FULL_SIZES, invariants, JOB_IDS, QUICK_SIZES, readPartials, RESULT_MARK, sameResult, VARIANTS, type JobId, type Result,
@@ -104,6 +105,8 @@ interface Options {
   readonly timeoutMs: number;
   /** Attempts per measurement while other processes disturb it. */
   readonly tries: number;
+  /** Measure weir's TypeScript sources instead of dist/ (--from-source, or WEIR_FROM_SOURCE=1). */
+  readonly fromSource: boolean;
 }
 
 function options(argv: string[]): Options {
@@ -128,6 +131,7 @@ function options(argv: string[]): Options {
       'no-write': { type: 'boolean' },
       'timeout-s': { type: 'string' },
       tries: { type: 'string' },
+      'from-source': { type: 'boolean', default: false },
       help: { type: 'boolean', short: 'h' },
     },
     strict: true,
@@ -143,6 +147,9 @@ function options(argv: string[]): Options {
         '  --write/--no-write force/skip updating BENCHMARKS.md (default: a suite writes its section after a full run of it)\n' +
         '  --timeout-s S      per child process (default 900)\n' +
         `  --tries N          repeat a measurement during which other processes used over ${MAX_FOREIGN_CPU * 100}% of the CPUs, up to N attempts (default 3)\n` +
+        '  --from-source      throughput, metrics, state and nexmark suites: run weir from its TypeScript sources (tsx in\n' +
+        '                     every thread; also WEIR_FROM_SOURCE=1) instead of dist/, which they run by default as\n' +
+        '                     `npx weir run` does, and refuse when dist/ is stale (run `npm run build`)\n' +
         'throughput suite:\n' +
         `  --jobs a,b         subset of ${JOB_IDS.join(', ')}\n` +
         `  --variants x,y     subset of ${VARIANTS.join(', ')} (the plain loop is always run)\n` +
@@ -215,7 +222,7 @@ function options(argv: string[]): Options {
   const timeoutS = Number(values['timeout-s'] ?? 900);
   const tries = Number(values.tries ?? 3);
   if (!Number.isInteger(tries) || tries < 1) throw new BenchFailure(`--tries must be a positive integer, got ${values.tries}`);
-  return { suites, quick, runs, jobs, variants: VARIANTS.filter((v) => variants.includes(v)), metricsVariants, cpParts, cpKeys, connectors, s3Parts, s3Layouts, s3Minutes, queries, soakVariants, events, write, timeoutMs: timeoutS * 1000, tries };
+  return { suites, quick, runs, jobs, variants: VARIANTS.filter((v) => variants.includes(v)), metricsVariants, cpParts, cpKeys, connectors, s3Parts, s3Layouts, s3Minutes, queries, soakVariants, events, write, timeoutMs: timeoutS * 1000, tries, fromSource: values['from-source'] === true };
 }
 
 // ---- one child process ---------------------------------------------------------------
@@ -240,13 +247,13 @@ interface Measurement {
 }
 
 /** Runs a measurement, repeating it while other processes disturb it; keeps the least disturbed. */
-function measure(job: JobId, variant: Variant, size: Size, run: number, tries: number, timeoutMs: number): Promise<Measurement> {
-  return withRetries(tries, `${job}/${variant}`, () => runChild(job, variant, size, run, timeoutMs));
+function measure(job: JobId, variant: Variant, size: Size, run: number, tries: number, timeoutMs: number, runtime: WeirRuntime): Promise<Measurement> {
+  return withRetries(tries, `${job}/${variant}`, () => runChild(job, variant, size, run, timeoutMs, runtime));
 }
 
-async function runChild(job: JobId, variant: Variant, size: Size, run: number, timeoutMs: number): Promise<Omit<Measurement, 'attempts'>> {
+async function runChild(job: JobId, variant: Variant, size: Size, run: number, timeoutMs: number, runtime: WeirRuntime): Promise<Omit<Measurement, 'attempts'>> {
   const where = `${job}/${variant} run ${run}`;
-  const c = await spawnChild([CHILD, job, variant, String(size.n), String(size.keys)], timeoutMs, where);
+  const c = await spawnChild([CHILD, job, variant, String(size.n), String(size.keys)], timeoutMs, where, runtime);
   const line = c.stdout.split('\n').find((l) => l.startsWith(RESULT_MARK));
   if (line === undefined) throw new BenchFailure(`${where}: child printed no result\n${c.stderr}${c.stdout}`);
   const report = JSON.parse(line.slice(RESULT_MARK.length)) as ChildReport;
@@ -256,6 +263,7 @@ async function runChild(job: JobId, variant: Variant, size: Size, run: number, t
     const partials = readPartials(c.stderr);
     if (partials === undefined) throw new BenchFailure(`${where}: no sink reported a result\n${c.stderr}`);
     result = partials.result;
+    checkChildRuntime(where, report.runtime, runtime);
     if (report.recordsIn !== size.n) throw new BenchFailure(`${where}: the sources emitted ${report.recordsIn} records, expected ${size.n}`);
   }
   return {
@@ -307,9 +315,9 @@ function targets(rows: readonly Row[]): Target[] {
   return out;
 }
 
-function markdown(revision: string, rows: readonly Row[], measurements: readonly Measurement[], checks: ReadonlyMap<JobId, Result>, startup: readonly { variant: Variant; medianMs: number }[], sizes: Record<JobId, Size>, m: Machine, opts: Options, runs: number, when: string, rawFile: string): string {
+function markdown(revision: string, rows: readonly Row[], measurements: readonly Measurement[], checks: ReadonlyMap<JobId, Result>, startup: readonly { variant: Variant; medianMs: number }[], sizes: Record<JobId, Size>, m: Machine, opts: Options, runs: number, when: string, rawFile: string, runtime: WeirRuntime): string {
   const lines: string[] = [];
-  lines.push(`Run of ${when}, weir at ${revision}: ${machineLine(m)}; ${runs} run(s) per variant, median shown${opts.quick ? ' (QUICK mode: small inputs)' : ''}. Raw data: \`${rawFile}\`.`);
+  lines.push(`Run of ${when}, weir at ${revision}: ${machineLine(m)}; ${runs} run(s) per variant, median shown${opts.quick ? ' (QUICK mode: small inputs)' : ''}. Raw data: \`${rawFile}\`. ${runtimeLine(runtime)}.`);
   lines.push('');
   lines.push('| Job | Variant | Median time | Records/s | ÷ plain loop | CPU time | All runs |');
   lines.push('|---|---|---:|---:|---:|---:|---|');
@@ -360,7 +368,7 @@ ${BEGIN}
 ${END}
 `;
 
-async function runThroughputSuite(opts: Options, m: Machine, revision: string): Promise<void> {
+async function runThroughputSuite(opts: Options, m: Machine, revision: string, runtime: WeirRuntime): Promise<void> {
   const sizes = opts.quick ? QUICK_SIZES : FULL_SIZES;
   const runs = opts.runs ?? (opts.quick ? 1 : 5);
   const started = new Date();
@@ -376,7 +384,7 @@ async function runThroughputSuite(opts: Options, m: Machine, revision: string): 
       // Rotate the order every run so that no variant always runs first (or last).
       const order = opts.variants.map((_, k) => opts.variants[(k + run - 1) % opts.variants.length]!);
       for (const variant of order) {
-        const meas = await measure(job, variant, size, run, opts.tries, opts.timeoutMs);
+        const meas = await measure(job, variant, size, run, opts.tries, opts.timeoutMs, runtime);
         measurements.push(meas);
         const bad = invariants(job, size, meas.result);
         if (bad.length > 0) {
@@ -404,7 +412,7 @@ async function runThroughputSuite(opts: Options, m: Machine, revision: string): 
     }
   }
 
-  // The fixed cost of a weir job (planning, deployment, worker threads loading tsx, the
+  // The fixed cost of a weir job (planning, deployment, worker threads loading weir, the
   // runtime and the job module): the same job over 1,000 records.
   const startup: { variant: Variant; runs: number[]; medianMs: number }[] = [];
   const weirVariants = opts.variants.filter((v) => v === 'weir-1' || v === 'weir-2');
@@ -412,7 +420,7 @@ async function runThroughputSuite(opts: Options, m: Machine, revision: string): 
     const tiny: Size = { n: STARTUP_RECORDS, keys: 0 };
     for (let run = 1; run <= runs; run++) {
       for (const variant of weirVariants) {
-        const meas = await measure('map-filter', variant, tiny, run, opts.tries, opts.timeoutMs);
+        const meas = await measure('map-filter', variant, tiny, run, opts.tries, opts.timeoutMs, runtime);
         const bad = invariants('map-filter', tiny, meas.result);
         if (bad.length > 0) throw new BenchFailure(`start-up run ${variant}: ${bad.join('; ')}`);
         let s = startup.find((x) => x.variant === variant);
@@ -427,11 +435,11 @@ async function runThroughputSuite(opts: Options, m: Machine, revision: string): 
   const when = started.toISOString().replace(/\.\d+Z$/, 'Z');
   mkdirSync(RESULTS_DIR, { recursive: true });
   const rawFile = join(RESULTS_DIR, `${when.replace(/:/g, '-')}${opts.quick ? '-quick' : ''}.json`);
-  const raw = { suite: 'throughput', started: when, revision, finished: new Date().toISOString(), machine: m, options: { ...opts, runs }, sizes, checks: Object.fromEntries(checks), rows, startup, targets: targets(rows), measurements };
+  const raw = { suite: 'throughput', started: when, revision, runtime, finished: new Date().toISOString(), machine: m, options: { ...opts, runs }, sizes, checks: Object.fromEntries(checks), rows, startup, targets: targets(rows), measurements };
   writeFileSync(rawFile, JSON.stringify(raw, null, 2) + '\n');
   writeFileSync(join(RESULTS_DIR, 'latest.json'), JSON.stringify(raw, null, 2) + '\n');
 
-  const section = markdown(revision, rows, measurements, checks, startup, sizes, m, opts, runs, when, relative(ROOT, rawFile));
+  const section = markdown(revision, rows, measurements, checks, startup, sizes, m, opts, runs, when, relative(ROOT, rawFile), runtime);
   process.stdout.write('\n' + section + '\n\n');
   const everything = opts.jobs.length === JOB_IDS.length && opts.variants.length === VARIANTS.length;
   if (opts.write ?? (!opts.quick && everything)) {
@@ -448,23 +456,28 @@ async function main(): Promise<void> {
   const revision = sourceRevision();
   const load = loadavg()[0]!;
   if (load > 0.5) process.stdout.write(`note: 1-minute load average is ${load.toFixed(2)}: other processes compete for the CPUs and add noise\n`);
-  if (opts.suites.includes('throughput')) await runThroughputSuite(opts, m, revision);
+  // The suites whose children run weir jobs measure dist/ as `npx weir run` runs it, unless asked
+  // for the sources; decided (and a stale dist/ refused) once, before anything is measured.
+  const runsWeir = (['throughput', 'metrics', 'state', 'nexmark'] as const).some((s) => opts.suites.includes(s));
+  const runtime: WeirRuntime = runsWeir ? weirRuntime(opts.fromSource) : 'sources';
+  if (runsWeir) process.stdout.write(`${runtimeLine(runtime)}\n`);
+  if (opts.suites.includes('throughput')) await runThroughputSuite(opts, m, revision, runtime);
   if (opts.suites.includes('checkpoints')) {
     await runCheckpointSuite({ quick: opts.quick, runs: opts.runs, parts: opts.cpParts, keys: opts.cpKeys, write: opts.write, timeoutMs: opts.timeoutMs, tries: opts.tries }, m, revision);
   }
   const command = ['npm run bench', ...(process.argv.length > 2 ? ['--', ...process.argv.slice(2)] : [])].join(' ');
   if (opts.suites.includes('metrics')) {
-    await runMetricsSuite({ quick: opts.quick, runs: opts.runs, jobs: opts.jobs, variants: opts.metricsVariants, write: opts.write, timeoutMs: opts.timeoutMs, tries: opts.tries, command }, m, revision);
+    await runMetricsSuite({ quick: opts.quick, runs: opts.runs, jobs: opts.jobs, variants: opts.metricsVariants, write: opts.write, timeoutMs: opts.timeoutMs, tries: opts.tries, command, runtime }, m, revision);
   }
   if (opts.suites.includes('connectors')) {
     await runConnectorSuite({ quick: opts.quick, runs: opts.runs, connectors: opts.connectors, write: opts.write, timeoutMs: opts.timeoutMs, tries: opts.tries, command }, m, revision);
   }
   if (opts.suites.includes('s3')) await runS3Suite({ quick: opts.quick, runs: opts.runs, parts: opts.s3Parts, layouts: opts.s3Layouts, minutes: opts.s3Minutes, write: opts.write }, m, revision);
   if (opts.suites.includes('soak')) await runSoakSuite({ minutes: opts.s3Minutes, variants: opts.soakVariants, write: opts.write, quick: opts.quick }, m, revision);
-  if (opts.suites.includes('state')) await runStateSuite({ quick: opts.quick, runs: opts.runs, timeoutMs: opts.timeoutMs }, m, revision);
+  if (opts.suites.includes('state')) await runStateSuite({ quick: opts.quick, runs: opts.runs, timeoutMs: opts.timeoutMs, runtime }, m, revision);
   if (opts.suites.includes('startup')) await runStartupSuite({ runs: opts.runs, timeoutMs: opts.timeoutMs, write: opts.write }, m, revision);
   if (opts.suites.includes('nexmark')) {
-    await runNexmarkSuite({ quick: opts.quick, runs: opts.runs, queries: opts.queries, events: opts.events, write: opts.write, timeoutMs: opts.timeoutMs, tries: opts.tries, command }, m, revision);
+    await runNexmarkSuite({ quick: opts.quick, runs: opts.runs, queries: opts.queries, events: opts.events, write: opts.write, timeoutMs: opts.timeoutMs, tries: opts.tries, command, runtime }, m, revision);
   }
 }
 

@@ -14,7 +14,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { join, relative } from 'node:path';
 import type { ChildReport } from './child.ts';
-import { BENCH_DIR, BenchFailure, fmtInt, fmtMs, fmtRate, machineLine, median, RESULTS_DIR, spawnChild, type Machine } from './harness.ts';
+import { BENCH_DIR, BenchFailure, fmtInt, fmtMs, fmtRate, machineLine, median, RESULTS_DIR, checkChildRuntime, spawnChild, type Machine, type WeirRuntime } from './harness.ts';
 import { readPartials, RESULT_MARK, sameResult, type Result, type Size } from './workloads.ts';
 
 const CHILD = join(BENCH_DIR, 'child.ts');
@@ -25,19 +25,22 @@ export interface StateSuiteOptions {
   readonly quick: boolean;
   readonly runs: number | undefined;
   readonly timeoutMs: number;
+  /** Which weir the children run (harness.ts, weirRuntime). */
+  readonly runtime: WeirRuntime;
 }
 
 function label(size: Size): string {
   return `${size.keys} keys${size.dist === 'zipf' ? ' zipf' : ''}`;
 }
 
-async function measure(backend: Backend, size: Size, timeoutMs: number, where: string): Promise<{ ms: number; cpuMs: number; result: Result }> {
-  const c = await spawnChild([CHILD, 'word-count', 'weir-1', String(size.n), String(size.keys), `backend=${backend}`, `keys=${size.dist ?? 'uniform'}`], timeoutMs, where);
+async function measure(backend: Backend, size: Size, timeoutMs: number, where: string, runtime: WeirRuntime): Promise<{ ms: number; cpuMs: number; result: Result }> {
+  const c = await spawnChild([CHILD, 'word-count', 'weir-1', String(size.n), String(size.keys), `backend=${backend}`, `keys=${size.dist ?? 'uniform'}`], timeoutMs, where, runtime);
   const line = c.stdout.split('\n').find((l) => l.startsWith(RESULT_MARK));
   if (line === undefined) throw new BenchFailure(`${where}: child printed no result\n${c.stderr}${c.stdout}`);
   const report = JSON.parse(line.slice(RESULT_MARK.length)) as ChildReport;
   const partials = readPartials(c.stderr);
   if (partials === undefined) throw new BenchFailure(`${where}: no sink reported a result\n${c.stderr}`);
+  checkChildRuntime(where, report.runtime, runtime);
   return { ms: report.ms, cpuMs: report.cpuMs, result: partials.result };
 }
 
@@ -54,7 +57,7 @@ export async function runStateSuite(opts: StateSuiteOptions, m: Machine, revisio
       const results: Partial<Record<Backend, Result>> = {};
       for (const backend of order) {
         const where = `state/${backend}/${label(size)} run ${run}`;
-        const r = await measure(backend, size, opts.timeoutMs, where);
+        const r = await measure(backend, size, opts.timeoutMs, where, opts.runtime);
         process.stdout.write(`${where}: ${fmtMs(r.ms)} (CPU ${fmtMs(r.cpuMs)})\n`);
         ms[backend].push(r.ms);
         cpuMs[backend].push(r.cpuMs);

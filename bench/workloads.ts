@@ -10,6 +10,15 @@ import { writeSync } from 'node:fs';
 import { threadId } from 'node:worker_threads';
 import type { Rng } from 'weir';
 
+/**
+ * Which weir this process imports: 'sources' (src/index.ts, under the 'weir-source' condition)
+ * or 'dist' (the compiled dist/index.js). Children report it, and the suites check it is the
+ * runtime they asked for (bench/harness.ts, spawnChild).
+ */
+export function importedWeirRuntime(): 'dist' | 'sources' {
+  return import.meta.resolve('weir').endsWith('/src/index.ts') ? 'sources' : 'dist';
+}
+
 export type JobId = 'map-filter' | 'word-count' | 'window-count';
 export const JOB_IDS: readonly JobId[] = ['map-filter', 'word-count', 'window-count'];
 

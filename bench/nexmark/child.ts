@@ -1,6 +1,8 @@
 /**
  * One Nexmark measurement, in a fresh process:
- *   node --conditions=weir-source --import tsx bench/nexmark/child.ts <query|source> <variant> <events> <generator|events.jsonl>
+ *   node bench/ts-entry.mjs bench/nexmark/child.ts <query|source> <variant> <events> <generator|events.jsonl>
+ * (weir from dist/, as the suite runs it), or with `node --conditions=weir-source --import tsx`
+ * instead of `node bench/ts-entry.mjs` (weir from its sources).
  * variant: weir-1 (one worker, parallelism 1), weir-2 (two worker threads, parallelism 2) or
  * plain (oracle.ts in this thread). Query `source` with variant plain only reads the events
  * (what the source alone costs). Times the processing only, from just before the job (or the
@@ -12,7 +14,7 @@ import { resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { runJob } from 'weir';
-import { RESULT_MARK, type Result } from '../workloads.ts';
+import { importedWeirRuntime, RESULT_MARK, type Result } from '../workloads.ts';
 import { OutputDigest, QUERY_IDS, type QueryId } from './check.ts';
 import { checkEventCount, forEachEvent } from './generator.ts';
 import type { Event } from './model.ts';
@@ -35,6 +37,8 @@ export interface NexmarkChildReport {
   readonly result: Result | undefined;
   /** weir: records the sources emitted. */
   readonly recordsIn?: number;
+  /** weir: which weir this process imported, dist/ or the sources. */
+  readonly runtime?: 'dist' | 'sources';
 }
 
 /** The events of a JSON-lines file, in file order, read 1 MiB at a time. */
@@ -101,14 +105,15 @@ async function main(argv: string[]): Promise<void> {
     if (query === 'source') throw new Error('nexmark child: query "source" is plain only');
     const workers = variant === 'weir-1' ? 1 : 2;
     const modulePath = resolve(fileURLToPath(new URL('.', import.meta.url)), 'job.ts');
-    // Loaded up front (runJob finds it in the module cache): transpiling it is not timed.
-    await import(pathToFileURL(modulePath).href);
+    // From the sources, loaded up front (runJob finds it in the module cache): transpiling it is
+    // not timed. From dist/, runJob bundles the job (timed, as `npx weir run` does).
+    if (importedWeirRuntime() === 'sources') await import(pathToFileURL(modulePath).href);
     const c0 = process.cpuUsage();
     const t0 = performance.now();
     const r = await runJob(modulePath, { workers, parallelism: workers, args: [query, nArg, file ?? '-'] });
     const ms = performance.now() - t0;
     if (r.status !== 'FINISHED') throw new Error(`weir nexmark ${query} ${r.status}: ${r.error?.message ?? 'unknown reason'}\n${r.error?.stack ?? ''}`);
-    report = { query, variant, n, ms, cpuMs: cpuSince(c0), result: undefined, recordsIn: r.progress.recordsIn };
+    report = { query, variant, n, ms, cpuMs: cpuSince(c0), result: undefined, recordsIn: r.progress.recordsIn, runtime: importedWeirRuntime() };
   }
   const full: NexmarkChildReport = { ...report, processCpuMs: cpuSince() };
   process.stdout.write(RESULT_MARK + JSON.stringify(full) + '\n', () => process.exit(0));

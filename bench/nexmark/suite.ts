@@ -13,8 +13,8 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import {
-  BENCH_DIR, BenchFailure, fmtInt, fmtMs, fmtRate, fmtX, machineLine, median, noiseLine, RESULTS_DIR, ROOT, spawnChild, targetTable,
-  withRetries, writeMarkdownSection, type Machine, type Target,
+  BENCH_DIR, BenchFailure, checkChildRuntime, fmtInt, fmtMs, fmtRate, fmtX, machineLine, median, noiseLine, RESULTS_DIR, ROOT, runtimeLine,
+  spawnChild, targetTable, withRetries, writeMarkdownSection, type Machine, type Target, type WeirRuntime,
 } from '../harness.ts';
 import { readPartials, RESULT_MARK, sameResult, type Result } from '../workloads.ts';
 import { QUERY_IDS, type QueryId } from './check.ts';
@@ -51,6 +51,8 @@ export interface NexmarkSuiteOptions {
   readonly timeoutMs: number;
   readonly tries: number;
   readonly command: string;
+  /** Which weir the children run (harness.ts, weirRuntime). */
+  readonly runtime: WeirRuntime;
 }
 
 interface Measurement {
@@ -66,9 +68,9 @@ interface Measurement {
   readonly attempts: number;
 }
 
-async function runChild(query: QueryId | 'source', source: SourceKind, variant: NexmarkVariant, n: number, file: string, run: number, timeoutMs: number): Promise<Omit<Measurement, 'attempts'>> {
+async function runChild(query: QueryId | 'source', source: SourceKind, variant: NexmarkVariant, n: number, file: string, run: number, timeoutMs: number, runtime: WeirRuntime): Promise<Omit<Measurement, 'attempts'>> {
   const where = `nexmark ${query}/${source}/${variant} run ${run}`;
-  const c = await spawnChild([CHILD, query, variant, String(n), source === 'file' ? file : 'generator'], timeoutMs, where);
+  const c = await spawnChild([CHILD, query, variant, String(n), source === 'file' ? file : 'generator'], timeoutMs, where, runtime);
   const line = c.stdout.split('\n').find((l) => l.startsWith(RESULT_MARK));
   if (line === undefined) throw new BenchFailure(`${where}: child printed no result\n${c.stderr}${c.stdout}`);
   const report = JSON.parse(line.slice(RESULT_MARK.length)) as NexmarkChildReport;
@@ -77,6 +79,7 @@ async function runChild(query: QueryId | 'source', source: SourceKind, variant: 
     const partials = readPartials(c.stderr);
     if (partials === undefined) throw new BenchFailure(`${where}: no sink reported a result\n${c.stderr}`);
     result = partials.result;
+    checkChildRuntime(where, report.runtime, runtime);
     if (report.recordsIn !== n) throw new BenchFailure(`${where}: the source emitted ${report.recordsIn} events, expected ${n}`);
   }
   return { query, source, variant, run, ms: report.ms, cpuMs: report.cpuMs, result: result!, loadBefore: c.loadBefore, foreignCpu: c.foreignCpu(report.processCpuMs) };
@@ -115,6 +118,8 @@ function markdown(revision: string, rows: readonly Row[], sourceOnly: readonly R
   const loads = measurements.map((x) => x.loadBefore);
   const L: string[] = [];
   L.push(`Run of ${when}, weir at ${revision}: ${machineLine(m)}; ${fmtInt(n)} events per run (${fmtInt(n / 50)} people, ${fmtInt((n * 3) / 50)} auctions, ${fmtInt((n * 46) / 50)} bids), ${runs} run(s) per variant, median shown${opts.quick ? ' (QUICK mode: small input)' : ''}. Command: \`${opts.command}\`. Raw data: \`${rawFile}\`.`);
+  L.push('');
+  L.push(`${runtimeLine(opts.runtime)}.`);
   L.push('');
   L.push(`1-minute load average: ${loadAtStart.toFixed(2)} at the start; before each measurement median ${median(loads).toFixed(2)}, range ${Math.min(...loads).toFixed(2)} to ${Math.max(...loads).toFixed(2)} (2 CPUs: above about 1 the benchmark shares a CPU, and wall-clock rates understate what the code does alone).`);
   L.push('');
@@ -184,7 +189,7 @@ export async function runNexmarkSuite(opts: NexmarkSuiteOptions, m: Machine, rev
     for (const source of SOURCES) {
       const mine: Measurement[] = [];
       for (let run = 1; run <= runs; run++) {
-        const meas = await withRetries(opts.tries, `source/${source}`, () => runChild('source', source, 'plain', n, file, run, opts.timeoutMs));
+        const meas = await withRetries(opts.tries, `source/${source}`, () => runChild('source', source, 'plain', n, file, run, opts.timeoutMs, opts.runtime));
         if (meas.result.events !== n) throw new BenchFailure(`reading the ${source}: ${meas.result.events} events, expected ${n}`);
         mine.push(meas);
         measurements.push(meas);
@@ -193,12 +198,13 @@ export async function runNexmarkSuite(opts: NexmarkSuiteOptions, m: Machine, rev
       process.stdout.write(`  source only  ${source.padEnd(9)} ${fmtRate(sourceOnly.at(-1)!.eventsPerSec).padStart(8)} events/s\n`);
     }
 
-    // The fixed cost of a weir job (planning, deployment, worker threads loading tsx and the job).
+    // The fixed cost of a weir job (planning, bundling the job from dist/, deployment, worker threads
+    // loading weir and the job).
     const startup: Row[] = [];
     for (const variant of ['weir-1', 'weir-2'] as const) {
       const mine: Measurement[] = [];
       for (let run = 1; run <= runs; run++) {
-        const meas = await withRetries(opts.tries, `start-up/${variant}`, () => runChild('q0', 'generator', variant, STARTUP_EVENTS, file, run, opts.timeoutMs));
+        const meas = await withRetries(opts.tries, `start-up/${variant}`, () => runChild('q0', 'generator', variant, STARTUP_EVENTS, file, run, opts.timeoutMs, opts.runtime));
         if (meas.result.records !== (STARTUP_EVENTS * 46) / 50) throw new BenchFailure(`start-up run ${variant}: ${meas.result.records} bids out, expected ${(STARTUP_EVENTS * 46) / 50}`);
         mine.push(meas);
         measurements.push(meas);
@@ -217,7 +223,7 @@ export async function runNexmarkSuite(opts: NexmarkSuiteOptions, m: Machine, rev
         for (let run = 1; run <= runs; run++) {
           const order = VARIANTS.map((_, k) => VARIANTS[(k + run - 1) % VARIANTS.length]!);
           for (const variant of order) {
-            const meas = await withRetries(opts.tries, `${q}/${source}/${variant}`, () => runChild(q, source, variant, n, file, run, opts.timeoutMs));
+            const meas = await withRetries(opts.tries, `${q}/${source}/${variant}`, () => runChild(q, source, variant, n, file, run, opts.timeoutMs, opts.runtime));
             const what = `${variant} from the ${source}, run ${run}`;
             if (reference === undefined) reference = { what, result: meas.result };
             else if (!sameResult(reference.result, meas.result)) {

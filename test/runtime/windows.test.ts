@@ -404,6 +404,43 @@ describe('sliding event-time windows', () => {
   });
 });
 
+describe('sliding event-time windows: records of one pane around a watermark', () => {
+  it('a window dropped between two records of the same pane gets neither the later record nor a firing', async () => {
+    // Size 10, slide 5: ts 12 and 13 are both in pane [10,15), whose windows are [10,20) and
+    // [5,15). wm 14 fires and drops [5,15); then ts 13 joins [10,20) only; b's ts 11 (same
+    // pane, another key) too. With lateness 2, [5,15) is kept until wm 16, and ts 13 fires it again.
+    const data = [e('a', 12, 1), e('b', 30, 100, 14), e('a', 13, 2), e('b', 11, 4)];
+    const run = (lateness: number) => runInline((env) => {
+      env.setAutoWatermarkInterval(0);
+      const late = new OutputTag<E>('late');
+      const s = env.fromCollection(data).assignTimestampsAndWatermarks(punctuated<E>())
+        .keyBy((x) => x.k).window(SlidingEventTimeWindows.of(10, 5)).allowedLateness(lateness).sideOutputLateData(late)
+        .aggregate(sumCount, describeWindow());
+      s.map((w) => [w.key, w.start, w.end, w.r.sum, w.r.count]).collect('main');
+      s.getSideOutput(late).map((x) => x.v).collect('late');
+    });
+    const r0 = await run(0);
+    expect(byJson(r0.collected('main'))).toEqual(byJson([
+      ['a', 5, 15, 1, 1], // wm 14
+      ['a', 10, 20, 3, 2], // ts 12, 13
+      ['b', 10, 20, 4, 1], // ts 11 ([5,15) was already dropped)
+      ['b', 25, 35, 100, 1],
+      ['b', 30, 40, 100, 1],
+    ]));
+    expect(r0.collected('late')).toEqual([]);
+    const r2 = await run(2);
+    expect(byJson(r2.collected('main'))).toEqual(byJson([
+      ['a', 5, 15, 1, 1], // wm 14
+      ['a', 5, 15, 3, 2], // ts 13 within the lateness: fires again at once
+      ['a', 10, 20, 3, 2],
+      ['b', 5, 15, 4, 1], // ts 11 too
+      ['b', 10, 20, 4, 1],
+      ['b', 25, 35, 100, 1],
+      ['b', 30, 40, 100, 1],
+    ]));
+  });
+});
+
 describe('event-time session windows', () => {
   // Gap 10: a record at t opens [t, t+10); sessions that overlap or touch merge.
   // a: 1 -> [1,11); 5 -> [5,15) merges -> [1,15); 30 -> [30,40); 20 -> [20,30) touches [30,40)
@@ -511,6 +548,58 @@ describe('event-time session windows', () => {
       [50, 70, 50, 69], // end: 2+16+32
     ]);
     expect(r.collected('late')).toEqual([[64, 2]]);
+  });
+});
+
+describe('event-time session windows that grow record by record', () => {
+  // A record that falls into one session and keeps its start grows that session in place; the
+  // session's timer stays at the old end - 1 and moves on to the new end when it comes due.
+  const firings = (env: Parameters<Parameters<typeof runInline>[0]>[0], data: E[], lateness: number, late: OutputTag<E>) => {
+    env.setAutoWatermarkInterval(0);
+    const s = env.fromCollection(data).assignTimestampsAndWatermarks(punctuated<E>())
+      .keyBy((x) => x.k).window(EventTimeSessionWindows.withGap(10)).allowedLateness(lateness).sideOutputLateData(late)
+      .aggregate(sumCount, describeWindow());
+    stamped(s).map(({ value, ts }) => [value.key, value.start, value.end, value.r.sum, value.r.count, ts]).collect('main');
+    s.getSideOutput(late).map((x) => x.v).collect('late');
+  };
+
+  it('fires once, at its last end, when one watermark passes both the old and the new end', async () => {
+    const late = new OutputTag<E>('late');
+    const data = [
+      e('a', 1, 1), // [1,11)
+      e('a', 5, 2), // [5,15) -> [1,15), grown in place
+      e('a', 12, 4), // [12,22) -> [1,22), grown in place
+      e('b', 3, 100), // [3,13)
+      e('a', 40, 8, 35), // [40,50); wm 35: b's [3,13) at 12, then a's [1,22) at 21 (its timer moved from 10)
+    ];
+    const r = await runInline((env) => firings(env, data, 0, late));
+    expect(r.collected('main')).toEqual([
+      ['b', 3, 13, 100, 1, 12],
+      ['a', 1, 22, 7, 3, 21],
+      ['a', 40, 50, 8, 1, 49], // end of input
+    ]);
+    expect(r.collected('late')).toEqual([]);
+  });
+
+  it('with allowed lateness: a session that grows past the watermark after firing fires again at its new end', async () => {
+    // Lateness 5: a session is kept until the watermark reaches end - 1 + 5.
+    const late = new OutputTag<E>('late');
+    const data = [
+      e('a', 1, 1), // [1,11)
+      e('b', 100, 1000, 10), // [100,110); wm 10 fires a's [1,11) = 1 at 10 (kept until wm 15)
+      e('a', 3, 2), // [3,13) -> [1,13): end - 1 = 12 is past the watermark again, so it waits for it
+      e('a', 4, 4), // [4,14) -> [1,14), in place (its timer at 12 is still to come)
+      e('a', 50, 16, 30), // [50,60); wm 30 fires [1,14) = 1+2+4 at 13 and drops it (13 + 5 <= 30)
+      e('a', 2, 32), // [2,12): 11 + 5 <= 30, late
+    ];
+    const r = await runInline((env) => firings(env, data, 5, late));
+    expect(r.collected('main')).toEqual([
+      ['a', 1, 11, 1, 1, 10],
+      ['a', 1, 14, 7, 3, 13],
+      ['a', 50, 60, 16, 1, 59], // end of input
+      ['b', 100, 110, 1000, 1, 109],
+    ]);
+    expect(r.collected('late')).toEqual([32]);
   });
 });
 

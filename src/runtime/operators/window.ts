@@ -90,6 +90,15 @@ export class WindowOperator extends KeyedOperator {
   private readonly openStarts: number[] = [];
   /** The window the last record went to (window-major mode). */
   private lastWindow: OpenWindow | undefined;
+  /**
+   * Sliding windows (window-major): the open windows of the pane (slide) the last record fell
+   * in, index k holding the window that starts k slides before the pane; the records of one
+   * pane, mostly consecutive, reach their size/slide windows without a map lookup each.
+   * Emptied whenever a window is dropped, so it holds on to none (a dropped window is late for
+   * every later record, and skipped as such before the cache is consulted).
+   */
+  private paneStart = Number.NaN;
+  private readonly paneWindows: (OpenWindow | undefined)[] = [];
   /** The input the current record came from (0 or 1; cogroup contents keep them apart). */
   private side = 0;
 
@@ -181,7 +190,12 @@ export class WindowOperator extends KeyedOperator {
 
   /** Window-major: add a record to one window of the current key. */
   private addMajor(v: unknown, start: number, end: number): void {
-    const w = this.window(start, end);
+    this.addTo(this.window(start, end), v);
+  }
+
+  /** Window-major: add a record to open window `w` for the current key. */
+  private addTo(w: OpenWindow, v: unknown): void {
+    const { start, end } = w;
     // Reading the accumulator first releases its key group from a snapshot in progress, so
     // accumulating in place below never reaches the snapshot.
     const acc = w.state.value();
@@ -206,6 +220,8 @@ export class WindowOperator extends KeyedOperator {
         this.backend.dropState(w.name);
         this.openWindows.delete(w.start);
         if (this.lastWindow === w) this.lastWindow = undefined;
+        this.paneStart = Number.NaN;
+        this.paneWindows.length = 0;
         starts.splice(i, 1);
       } else {
         i++;
@@ -268,6 +284,10 @@ export class WindowOperator extends KeyedOperator {
       this.addToTumbling(v, ts, a.size, a.offset);
       return;
     }
+    if (this.major && a.kind === 'sliding') {
+      this.addToSlidingMajor(v, ts, a.size, a.slide, a.offset);
+      return;
+    }
     const starts = this.starts;
     starts.length = 0;
     let size: number;
@@ -315,35 +335,91 @@ export class WindowOperator extends KeyedOperator {
     if (skipped) this.late(v, ts);
   }
 
+  /** Sliding windows, window-major: the record joins every window of its pane that is not late. */
+  private addToSlidingMajor(v: unknown, ts: number, size: number, slide: number, offset: number): void {
+    const pane = windowStart(ts, offset, slide);
+    const cache = this.paneWindows;
+    if (pane !== this.paneStart) {
+      cache.length = 0;
+      this.paneStart = pane;
+    }
+    let joined = false;
+    let k = 0;
+    for (let start = pane; start > ts - size; start -= slide, k++) {
+      if (this.isLate(start + size - 1)) continue;
+      joined = true;
+      let w = cache[k];
+      if (w === undefined) cache[k] = w = this.window(start, start + size);
+      this.addTo(w, v);
+    }
+    if (!joined) this.late(v, ts);
+  }
+
   private addToSession(v: unknown, ts: number): void {
     const gap = (this.spec.assigner as { gap: number }).gap;
     let start = ts;
     let end = ts + gap;
-    // Merge every session of this key that overlaps or touches [start, end).
-    const list = this.windows.value() ?? [];
-    const merged = list.filter((e) => e[0] <= end && e[1] >= start);
-    for (const e of merged) {
-      if (e[0] < start) start = e[0];
-      if (e[1] > end) end = e[1];
+    // Every session of this key that overlaps or touches [start, end) merges with it: counted
+    // and spanned here without building lists, as most records meet exactly one session.
+    const list = this.windows.value();
+    let hits = 0;
+    let hit = -1;
+    if (list !== undefined) {
+      for (let i = 0; i < list.length; i++) {
+        const e = list[i]!;
+        if (e[0] <= end && e[1] >= start) {
+          hits++;
+          hit = i;
+          if (e[0] < start) start = e[0];
+          if (e[1] > end) end = e[1];
+        }
+      }
     }
     if (this.isLate(end - 1)) {
       this.late(v, ts);
       return;
     }
-    merged.sort((x, y) => x[0] - y[0]);
-    let acc: unknown = undefined;
-    let has = false;
-    for (const e of merged) {
-      this.deleteTimers(e[0], e[1]);
-      acc = has ? this.mergeAcc(acc, e[2]) : e[2];
-      has = true;
+    if (hits === 1 && list![hit]![0] === start && this.triggerPending(list![hit]![1])) {
+      // The record falls into one session and keeps its start (the common case): that session
+      // grows in place. Its timers stay where they are: the one at its old end - 1 is still to
+      // come (triggerPending), and when it fires, onTimer moves them on to the end as it is then,
+      // instead of deleting and registering two timers for every record that extends a session.
+      const e = list![hit]!;
+      e[1] = end;
+      e[2] = this.accumulate(e[2], v);
+      if (this.spec.assigner.eventTime && end - 1 <= this.currentWatermark) this.fire(start, end, e[2]);
+      return;
     }
-    acc = has ? this.accumulate(acc, v) : this.initial(v);
-    const kept = merged.length > 0 ? list.filter((e) => !merged.includes(e)) : list;
+    let acc: unknown = undefined;
+    let kept: Entry[];
+    if (hits === 0) {
+      acc = this.initial(v);
+      kept = list ?? [];
+    } else {
+      const merged = list!.filter((e) => e[0] <= end && e[1] >= start);
+      merged.sort((x, y) => x[0] - y[0]);
+      let has = false;
+      for (const e of merged) {
+        this.deleteTimers(e[0], e[1]);
+        acc = has ? this.mergeAcc(acc, e[2]) : e[2];
+        has = true;
+      }
+      acc = this.accumulate(acc, v);
+      kept = list!.filter((e) => !merged.includes(e));
+    }
     kept.push([start, end, acc]);
     this.windows.update(kept);
     this.registerTimers(start, end);
     if (this.spec.assigner.eventTime && end - 1 <= this.currentWatermark) this.fire(start, end, acc);
+  }
+
+  /**
+   * Whether a window ending at `end` still has its firing timer to come: in event time while
+   * the watermark has not reached end - 1; in processing time always, as the window is dropped
+   * when that timer fires.
+   */
+  private triggerPending(end: number): boolean {
+    return !this.spec.assigner.eventTime || end - 1 > this.currentWatermark;
   }
 
   private late(v: unknown, ts: number): void {
@@ -427,6 +503,20 @@ export class WindowOperator extends KeyedOperator {
     const end = entry[1];
     if (timer.timestamp === end - 1) this.fire(start, end, entry[2]);
     if (timer.timestamp === this.cleanupTime(end)) this.drop(list!, entry);
+    // A session that grew in place after this timer was set (addToSession): its timers move on
+    // to its end as it is now. Registered whatever the watermark (a time already passed fires
+    // later in this same pass); registering keeps one timer per time, so repeats are harmless.
+    else if (timer.timestamp < end - 1) this.moveTimers(start, end);
+  }
+
+  private moveTimers(start: number, end: number): void {
+    if (this.spec.assigner.eventTime) {
+      this.timers.registerEventTimeTimer(start, end - 1);
+      const cleanup = this.cleanupTime(end);
+      if (cleanup !== end - 1) this.timers.registerEventTimeTimer(start, cleanup);
+    } else {
+      this.timers.registerProcessingTimeTimer(start, end - 1);
+    }
   }
 
   private drop(list: Entry[], entry: Entry): void {
