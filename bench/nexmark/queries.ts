@@ -208,10 +208,13 @@ export function buildQuery(q: QueryId, events: DataStream<Event>): DataStream<an
         })
         .uid('q7 highest');
     case 'q8':
+      // Projected first, as Flink's SQL q8 does (person id and name, auction seller) and as the
+      // plain implementation keeps them: whole auctions in window state cost memory, not logic.
       return persons()
-        .coGroup(auctions())
+        .map((p) => ({ id: p.id, name: p.name }))
+        .coGroup(auctions().map((a) => a.seller))
         .where((p) => p.id)
-        .equalTo((a) => a.seller)
+        .equalTo((seller) => seller)
         .window(TumblingEventTimeWindows.of(WINDOW_MS))
         .apply((ps, as, out, w) => {
           if (ps.length > 0 && as.length > 0) for (const p of ps) out.collect({ id: p.id, name: p.name, start: w.start } satisfies Q8Out);
