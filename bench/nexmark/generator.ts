@@ -107,11 +107,19 @@ function nextBase0AuctionId(id: number, rng: Rng): number {
 
 const nextPrice = (rng: Rng): number => Math.round(Math.pow(10, rng.next() * 6) * 100);
 
+/** Char codes of the string being drawn (reused; the longest string is 100 letters). */
+const CODES: number[] = [];
+
+/**
+ * A random string of 1 to maxLength letters, built flat in one call: `s += letter` per letter
+ * makes a chain of ~100 linked pieces per description, which every variant pays to generate
+ * but only one that keeps auctions (weir's window state) pays again in memory and GC.
+ */
 function str(rng: Rng, maxLength: number): string {
   const n = 1 + rng.int(maxLength);
-  let s = '';
-  for (let k = 0; k < n; k++) s += LETTERS[rng.int(26)];
-  return s;
+  CODES.length = n;
+  for (let k = 0; k < n; k++) CODES[k] = LETTERS.charCodeAt(rng.int(26));
+  return String.fromCharCode.apply(null, CODES);
 }
 
 function auctionLengthMs(id: number, timestamp: number, rng: Rng): number {
