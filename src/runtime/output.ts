@@ -23,6 +23,9 @@ export interface BatchConsumer {
   flush?(): void;
 }
 
+/** Fan-outs up to this wide get code of their own (one bound call per target); wider ones loop. */
+const MAX_SPECIALIZED_TARGETS = 8;
+
 export class Output {
   private values: unknown[] = [];
   private timestamps: number[] = [];
@@ -51,6 +54,8 @@ export class Output {
     this.direct = targets.length > 0 && targets.every((t) => t.processRecord !== undefined);
     if (this.direct && targets.length === 1) {
       this.emit = specialize('emitToOne', 'out', 'f', `${counting ? 'out.count++; ' : ''}f(value, timestamp);`)(this, directRecordFn(targets[0]!));
+    } else if (this.direct && targets.length <= MAX_SPECIALIZED_TARGETS) {
+      this.emit = specializeFanOut(targets.length, counting)(this, ...targets.map(directRecordFn));
     } else if (this.direct) {
       this.emit = counting ? this.emitToManyCounting : this.emitToMany;
     }
@@ -134,6 +139,19 @@ export class Output {
  */
 export function specialize(name: string, a: string, b: string, body: string): (x: unknown, y: unknown) => (value: unknown, timestamp: number) => void {
   return new Function(a, b, `return function ${name}(value, timestamp) { ${body} };`) as never;
+}
+
+/**
+ * An emit for `n` chained targets that calls each target's bound per-record function in turn
+ * (a job splitting one stream by filters, as Nexmark's events into persons, auctions and bids):
+ * like the single-target emit, each call can be inlined, which a loop over the targets' fields
+ * prevents. The body is built from the count alone, never from data.
+ */
+function specializeFanOut(n: number, counting: boolean): (out: Output, ...fs: ((value: unknown, timestamp: number) => void)[]) => (value: unknown, timestamp: number) => void {
+  if (!(Number.isInteger(n) && n >= 2 && n <= MAX_SPECIALIZED_TARGETS)) throw new RangeError(`specializeFanOut: ${n} targets`);
+  const params = Array.from({ length: n }, (_, i) => `f${i}`);
+  const calls = params.map((f) => `${f}(value, timestamp);`).join(' ');
+  return new Function('out', ...params, `return function emitToMany(value, timestamp) { ${counting ? 'out.count++; ' : ''}${calls} };`) as never;
 }
 
 /**
