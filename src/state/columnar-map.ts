@@ -16,6 +16,7 @@
 import { encodeValue } from '../core/codec.ts';
 import { align8, encodeColumns, HEADER, KeyKind, typedValues, VALUE_WIDTH, ValueKind, writeColumnarHeader } from './columnar-block.ts';
 import type { NormKey } from './key-groups.ts';
+import { fillKeyColumn, type KeyColumnCache } from './key-column-cache.ts';
 
 /** Scratch columns above this size are let go after use (one huge group must not pin memory). */
 const KEEP_SCRATCH_BYTES = 8 << 20;
@@ -35,6 +36,9 @@ let intKeys = true;
 let vMin = 0;
 let vMax = 0;
 let intValues = true;
+/** Where assemble takes the string-key columns from: the scratch columns or a group's cache. */
+let srcChars: Uint8Array | Uint16Array = latin1;
+let srcLens: Uint8Array | Uint16Array | Uint32Array = lens;
 
 export type Alloc = (size: number) => Uint8Array;
 const fresh: Alloc = (size) => new Uint8Array(size);
@@ -43,8 +47,10 @@ const fresh: Alloc = (size) => new Uint8Array(size);
  * The block of a Map's entries, values passed through `enc` (the state's value encoder) when
  * given, in memory from `alloc` (every byte is written). `enc` must not encode another group
  * meanwhile (scratch columns are shared): value encoders are serializers, never touching state.
+ * With `cache` (the group's, from its last encoding), string keys come from it, brought up to
+ * date first (key-column-cache.ts): the same bytes, without reading the keys it still holds.
  */
-export function encodeMapColumns(g: ReadonlyMap<NormKey, unknown>, enc?: (v: unknown) => unknown, alloc: Alloc = fresh): Uint8Array {
+export function encodeMapColumns(g: ReadonlyMap<NormKey, unknown>, enc?: (v: unknown) => unknown, alloc: Alloc = fresh, cache?: KeyColumnCache): Uint8Array {
   const n = g.size;
   if (lens.length < n) {
     const size = Math.max(n, lens.length * 2);
@@ -57,7 +63,18 @@ export function encodeMapColumns(g: ReadonlyMap<NormKey, unknown>, enc?: (v: unk
     // registers (one forEach callback writing captured variables ran at half the speed).
     const first = n === 0 ? '' : g.keys().next().value!;
     const stringKeys = typeof first === 'string';
-    const keysOk = stringKeys ? latin1KeyColumn(g) || utf16KeyColumn(g) : numberKeyColumn(g);
+    let keysOk: boolean;
+    if (stringKeys && cache !== undefined && fillKeyColumn(g, cache)) {
+      srcChars = cache.chars;
+      srcLens = cache.lens;
+      charCount = cache.charCount;
+      wideChars = cache.wide;
+      longestKey = cache.longest;
+      keysOk = true;
+    } else {
+      if (cache !== undefined && cache.count > 0) cache.clear(); // number or mixed keys: nothing to keep
+      keysOk = stringKeys ? latin1KeyColumn(g) || utf16KeyColumn(g) : numberKeyColumn(g);
+    }
     if (!keysOk) return viaArrays(g, enc);
     const packed = enc === undefined ? numberValueColumn(g) : encodedValueColumn(g, enc);
     return assemble(n, stringKeys, packed, alloc);
@@ -103,6 +120,8 @@ function latin1KeyColumn(g: ReadonlyMap<NormKey, unknown>): boolean {
   charCount = p;
   wideChars = false;
   longestKey = longest;
+  srcChars = latin1;
+  srcLens = lens;
   return true;
 }
 
@@ -128,6 +147,8 @@ function utf16KeyColumn(g: ReadonlyMap<NormKey, unknown>): boolean {
   charCount = p;
   wideChars = true;
   longestKey = longest;
+  srcChars = utf16;
+  srcLens = lens;
   return true;
 }
 
@@ -230,18 +251,19 @@ function assemble(n: number, stringKeys: boolean, packed: unknown[] | undefined,
   if (base % 8 !== 0) throw new Error(`a block must start 8-byte aligned, got offset ${base}`);
   writeColumnarHeader(out, kk, lenWidth, vk, n, keyLen, lenBytes);
   switch (kk) {
-    case KeyKind.Latin1: out.set(latin1.subarray(0, p), HEADER); break;
-    case KeyKind.Utf16: new Uint16Array(out.buffer, base + HEADER, p).set(utf16.subarray(0, p)); break; // little-endian, as Buffer's 'utf16le'
+    case KeyKind.Latin1: out.set(srcChars.subarray(0, p), HEADER); break;
+    case KeyKind.Utf16: new Uint16Array(out.buffer, base + HEADER, p).set(srcChars.subarray(0, p)); break; // little-endian, as Buffer's 'utf16le'
     case KeyKind.Int32: new Int32Array(out.buffer, base + HEADER, n).set(nums.subarray(0, n)); break;
     default: new Float64Array(out.buffer, base + HEADER, n).set(nums.subarray(0, n)); break;
   }
   if (stringKeys) {
     const at = HEADER + keyLen;
-    const ln = lens.subarray(0, n);
+    const ln = srcLens.subarray(0, n);
     // Narrowing is exact (every length fits the width). The length column starts wherever
-    // the keys end: wider lengths go through an aligned copy.
+    // the keys end: wider lengths go through an aligned copy, or as bytes when already that width.
     if (lenWidth === 1) out.set(ln, at);
-    else out.set(new Uint8Array((lenWidth === 2 ? Uint16Array.from(ln) : ln.slice()).buffer), at);
+    else if (ln.BYTES_PER_ELEMENT === lenWidth) out.set(new Uint8Array(ln.buffer, ln.byteOffset, n * lenWidth), at);
+    else out.set(new Uint8Array((lenWidth === 2 ? Uint16Array.from(ln) : Uint32Array.from(ln)).buffer), at);
   }
   out.fill(0, keysEnd, valuesAt); // padding: pooled memory holds older bytes
   if (valueBytes !== undefined) out.set(valueBytes, valuesAt);

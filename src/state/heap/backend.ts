@@ -26,6 +26,12 @@ import { StateTable } from './state-table.ts';
 import { TtlListHandle, TtlMapHandle, TtlValueHandle } from './ttl-handles.ts';
 import { TtlSweep } from './ttl-sweep.ts';
 
+/** Settings of the heap backend (state.backend.heap.*). */
+export interface HeapBackendOptions {
+  /** Keep each key group's key column between full snapshots (key-column-cache.ts); default on. */
+  readonly snapshotKeyCache?: boolean;
+}
+
 export class HeapKeyedStateBackend implements KeyedStateBackend {
   readonly ctx: KeyContext;
   private readonly tables = new Map<string, StateTable>();
@@ -45,6 +51,7 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
     readonly maxParallelism: number,
     private readonly clock: Clock,
     private readonly where: string,
+    private readonly options: HeapBackendOptions = {},
   ) {
     this.ctx = new KeyContext(keyGroupRange, where);
   }
@@ -76,7 +83,7 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
   private table(desc: AnyStateDescriptor): StateTable {
     let t = this.tables.get(desc.name);
     if (t === undefined) {
-      t = new StateTable(desc, this.keyGroupRange);
+      t = new StateTable(desc, this.keyGroupRange, this.options.snapshotKeyCache ?? true);
       const r = this.restored.get(desc.name);
       if (r !== undefined) {
         this.decodeRestored(t, r);
@@ -235,6 +242,13 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
   frozenGroups(): number {
     let n = 0;
     for (const t of this.tables.values()) n += t.frozenCount;
+    return n;
+  }
+
+  /** Bytes the key column caches hold over all states (diagnostics and tests). */
+  snapshotKeyCacheBytes(): number {
+    let n = 0;
+    for (const t of this.tables.values()) n += t.keyCacheBytes();
     return n;
   }
 
