@@ -16,7 +16,7 @@
 import { encodeValue } from '../core/codec.ts';
 import { align8, encodeColumns, HEADER, KeyKind, typedValues, VALUE_WIDTH, ValueKind, writeColumnarHeader } from './columnar-block.ts';
 import type { NormKey } from './key-groups.ts';
-import { fillKeyColumn, type KeyColumnCache } from './key-column-cache.ts';
+import { appendColumns, fillDone, pendingKeys, type KeyColumnCache } from './key-column-cache.ts';
 
 /** Scratch columns above this size are let go after use (one huge group must not pin memory). */
 const KEEP_SCRATCH_BYTES = 8 << 20;
@@ -64,16 +64,11 @@ export function encodeMapColumns(g: ReadonlyMap<NormKey, unknown>, enc?: (v: unk
     const first = n === 0 ? '' : g.keys().next().value!;
     const stringKeys = typeof first === 'string';
     let keysOk: boolean;
-    if (stringKeys && cache !== undefined && fillKeyColumn(g, cache)) {
-      srcChars = cache.chars;
-      srcLens = cache.lens;
-      charCount = cache.charCount;
-      wideChars = cache.wide;
-      longestKey = cache.longest;
-      keysOk = true;
+    if (stringKeys && cache !== undefined) {
+      keysOk = cachedKeyColumn(g, cache);
     } else {
-      if (cache !== undefined && cache.count > 0) cache.clear(); // number or mixed keys: nothing to keep
-      keysOk = stringKeys ? latin1KeyColumn(g) || utf16KeyColumn(g) : numberKeyColumn(g);
+      if (cache !== undefined && cache.count > 0) cache.clear(); // number keys: nothing to keep
+      keysOk = stringKeys ? latin1KeyColumn(g.keys()) || utf16KeyColumn(g.keys()) : numberKeyColumn(g);
     }
     if (!keysOk) return viaArrays(g, enc);
     const packed = enc === undefined ? numberValueColumn(g) : encodedValueColumn(g, enc);
@@ -90,17 +85,50 @@ export function encodeMapColumns(g: ReadonlyMap<NormKey, unknown>, enc?: (v: unk
 }
 
 /**
+ * String keys from the group's cache (key-column-cache.ts): the keys inserted since it was
+ * filled are encoded and appended when the Map says nothing else changed, else every key is
+ * encoded and replaces what it held. False (cache cleared) at a key that is not a string.
+ */
+function cachedKeyColumn(g: ReadonlyMap<NormKey, unknown>, c: KeyColumnCache): boolean {
+  const pending = pendingKeys(g, c);
+  const ok = pending === undefined
+    ? latin1KeyColumn(g.keys()) || utf16KeyColumn(g.keys())
+    : pending.length === 0 ? noKeys() : latin1KeyColumn(pending) || utf16KeyColumn(pending);
+  if (!ok) {
+    c.clear();
+    return false;
+  }
+  const keep = pending === undefined ? 0 : c.count;
+  appendColumns(c, keep, srcChars, charCount, lens, g.size - keep, longestKey);
+  if (c.count !== g.size) throw new Error(`key column cache holds ${c.count} keys for a group of ${g.size}`); // a bug: the column would not match the values
+  fillDone(g);
+  srcChars = c.chars;
+  srcLens = c.lens;
+  charCount = c.charCount;
+  wideChars = c.wide;
+  longestKey = c.longest;
+  return true;
+}
+
+function noKeys(): true {
+  srcChars = latin1;
+  charCount = 0;
+  longestKey = 0;
+  return true;
+}
+
+/**
  * Key characters as Latin-1 bytes, and lengths, into the scratch columns; false at a key
  * that is not a string or has a character above U+00FF (then utf16KeyColumn starts over).
  */
-function latin1KeyColumn(g: ReadonlyMap<NormKey, unknown>): boolean {
+function latin1KeyColumn(keys: Iterable<NormKey>): boolean {
   let ch = latin1;
   const ln = lens;
   let p = 0;
   let or = 0;
   let longest = 0;
   let i = 0;
-  for (const k of g.keys()) {
+  for (const k of keys) {
     if (typeof k !== 'string') return false;
     const len = k.length;
     if (p + len > ch.length) {
@@ -126,13 +154,13 @@ function latin1KeyColumn(g: ReadonlyMap<NormKey, unknown>): boolean {
 }
 
 /** Key characters as UTF-16 code units, and lengths, into the scratch columns; false at a key that is not a string. */
-function utf16KeyColumn(g: ReadonlyMap<NormKey, unknown>): boolean {
+function utf16KeyColumn(keys: Iterable<NormKey>): boolean {
   let ch = utf16;
   const ln = lens;
   let p = 0;
   let longest = 0;
   let i = 0;
-  for (const k of g.keys()) {
+  for (const k of keys) {
     if (typeof k !== 'string') return false;
     const len = k.length;
     if (p + len > ch.length) {

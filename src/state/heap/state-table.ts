@@ -16,13 +16,14 @@
  * every delta that needs it. Marking thaws a frozen group first, like any access.
  *
  * Key column caches (on unless turned off): per key group, the string keys' column as the last
- * full snapshot encoded it, which the next one reuses for the keys still in the same order
- * (key-column-cache.ts checks them every time: nothing here has to report a change).
+ * full snapshot encoded it, which the next one reuses when the group only gained keys since
+ * (key-column-cache.ts; the group's GroupMap records its own inserts and removals).
  */
 import type { AnyStateDescriptor } from '../../core/state.ts';
 import type { KeyGroupRange } from '../../core/checkpoint-format.ts';
 import type { NormKey } from '../key-groups.ts';
 import { KeyColumnCache } from '../key-column-cache.ts';
+import { GroupMap } from './group-map.ts';
 
 /** Receives a frozen key group when it is about to be touched (copy-on-write by serializing first). */
 export interface FrozenGroupSink {
@@ -79,7 +80,7 @@ export class StateTable {
     if (this.frozenCount > 0 && this.frozen![kgIndex] === 1) this.thaw(kgIndex);
     let m = this.groups[kgIndex];
     if (m === undefined) {
-      m = new Map();
+      m = new GroupMap();
       this.groups[kgIndex] = m;
     }
     return m;
