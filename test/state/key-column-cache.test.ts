@@ -12,6 +12,7 @@ import { encodeMapColumns } from '../../src/state/columnar-map.ts';
 import { cacheStats, KeyColumnCache } from '../../src/state/key-column-cache.ts';
 import { GroupMap } from '../../src/state/heap/group-map.ts';
 import { HeapKeyedStateBackend } from '../../src/state/heap/backend.ts';
+import { keyedStateBackendFactory } from '../../src/state/backends.ts';
 import type { NormKey } from '../../src/state/key-groups.ts';
 import { Rng, ValueStateDescriptor } from '../../src/index.ts';
 import { testSeed } from '../api/util.ts';
@@ -232,5 +233,23 @@ describe('heap backend with the key column cache', () => {
     expect(cached.snapshotKeyCacheBytes()).toBeGreaterThan(3000);
     expect(cacheStats.countMismatches).toBe(mismatches);
     expect(uncached.snapshotKeyCacheBytes()).toBe(0);
+  });
+});
+
+describe('state.backend.heap.snapshot-key-cache', () => {
+  it('reaches the heap backend through the backend settings: on by default, off when set so', async () => {
+    const cacheBytes = async (heap: { snapshotKeyCache?: boolean } | undefined) => {
+      const b = keyedStateBackendFactory('heap', heap === undefined ? {} : { heap }).create({ keyGroupRange: FULL, maxParallelism: MAXP, clock: new ManualClock(0), where: 'op' }) as HeapKeyedStateBackend;
+      const v = b.getValueState(new ValueStateDescriptor<number>('v'));
+      for (let i = 0; i < 1000; i++) {
+        b.setCurrentKey('k' + i);
+        v.update(i);
+      }
+      await writeSnapshot(b.snapshot(), new MemoryStreams());
+      return b.snapshotKeyCacheBytes();
+    };
+    expect(await cacheBytes(undefined)).toBeGreaterThan(1000);
+    expect(await cacheBytes({ snapshotKeyCache: true })).toBeGreaterThan(1000);
+    expect(await cacheBytes({ snapshotKeyCache: false })).toBe(0);
   });
 });

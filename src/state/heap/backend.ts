@@ -261,7 +261,9 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
 
 const NO_KEYS: readonly NormKey[] = Object.freeze([]);
 
-export const heapBackendFactory: KeyedStateBackendFactory = {
-  name: 'heap',
-  create: (p) => new HeapKeyedStateBackend(p.keyGroupRange, p.maxParallelism, p.clock, p.where),
-};
+export const heapBackendFactory: KeyedStateBackendFactory = heapBackendFactoryWith({});
+
+/** The heap backend with settings (state.backend.heap.*). */
+export function heapBackendFactoryWith(options: HeapBackendOptions): KeyedStateBackendFactory {
+  return { name: 'heap', create: (p) => new HeapKeyedStateBackend(p.keyGroupRange, p.maxParallelism, p.clock, p.where, options) };
+}
