@@ -61,7 +61,7 @@ export const OPTIONS = {
   stateSnapshotKeyCache: option({
     key: 'state.backend.heap.snapshot-key-cache', field: 'stateBackendOptions.heap.snapshotKeyCache', type: onOffValue(), default: true,
     label: 'heap snapshot key cache', commands: ['run'], section: 'Execution',
-    description: 'the heap state backend keeps each key group\'s encoded string keys between full snapshots and encodes only the keys added since (values every time): several times cheaper checkpoints of a large, stable key space, for about 9 bytes plus the key length per key (outside the JavaScript heap)',
+    description: 'the heap state backend keeps each key group\'s encoded string keys between full snapshots and encodes only the keys added since (values every time): several times cheaper checkpoints of a large, stable key space, for about one byte per key character plus one per key (two per character for keys beyond Latin-1), outside the JavaScript heap',
   }),
 
   // ---- Checkpointing
