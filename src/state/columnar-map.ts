@@ -16,7 +16,7 @@
 import { encodeValue } from '../core/codec.ts';
 import { align8, encodeColumns, HEADER, KeyKind, typedValues, VALUE_WIDTH, ValueKind, writeColumnarHeader } from './columnar-block.ts';
 import type { NormKey } from './key-groups.ts';
-import { appendColumns, fillDone, pendingKeys, type KeyColumnCache } from './key-column-cache.ts';
+import { appendColumns, fillDone, forgetInserts, pendingKeys, type KeyColumnCache } from './key-column-cache.ts';
 
 /** Scratch columns above this size are let go after use (one huge group must not pin memory). */
 const KEEP_SCRATCH_BYTES = 8 << 20;
@@ -67,7 +67,11 @@ export function encodeMapColumns(g: ReadonlyMap<NormKey, unknown>, enc?: (v: unk
     if (stringKeys && cache !== undefined) {
       keysOk = cachedKeyColumn(g, cache);
     } else {
-      if (cache !== undefined && cache.count > 0) cache.clear(); // number keys: nothing to keep
+      if (cache !== undefined) {
+        // Number keys: nothing to keep (numberKeyColumn is a typed copy already).
+        if (cache.count > 0) cache.clear();
+        forgetInserts(g);
+      }
       keysOk = stringKeys ? latin1KeyColumn(g) || utf16KeyColumn(g) : numberKeyColumn(g);
     }
     if (!keysOk) return viaArrays(g, enc);

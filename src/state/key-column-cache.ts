@@ -59,8 +59,8 @@ export class KeyColumnCache {
   }
 }
 
-/** What the last encoding with a cache did (tests, benchmarks): keys reused, and encodings whose counts did not add up. */
-export const cacheStats = { reusedKeys: 0, countMismatches: 0 };
+/** What encodings with a cache did (tests, benchmarks): keys reused by the last one and by all, and encodings whose counts did not add up. */
+export const cacheStats = { reusedKeys: 0, reusedTotal: 0, countMismatches: 0 };
 
 /**
  * The keys the cache lacks when the Map has only gained keys since it was filled (its list of
@@ -79,6 +79,11 @@ export function pendingKeys(g: ReadonlyMap<NormKey, unknown>, c: KeyColumnCache)
     return undefined;
   }
   return added;
+}
+
+/** The cache no longer holds the Map's keys (they are not strings): stop tracking its inserts. */
+export function forgetInserts(g: ReadonlyMap<NormKey, unknown>): void {
+  if ('added' in g) (g as InsertTracking).added = undefined;
 }
 
 /** The cache now holds every key of the Map: track inserts from here. */
@@ -121,4 +126,5 @@ export function appendColumns(c: KeyColumnCache, keep: number, chars: Uint8Array
   c.lens.set(lens.subarray(0, n), keep); // element-wise: exact, each fits the width
   c.count = count;
   cacheStats.reusedKeys = keep;
+  cacheStats.reusedTotal += keep;
 }
