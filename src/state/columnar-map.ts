@@ -11,7 +11,9 @@
  * once a key needs them) and lengths into scratch typed arrays reused across groups (off the
  * V8 heap), a pass over its values writes numbers likewise, and the block is assembled from
  * them with native copies into memory the caller provides (block-pool.ts for snapshots).
- * Anything outside the fast layouts (mixed key types) takes encodeColumns' path.
+ * Anything outside the fast layouts (mixed key types) takes encodeColumns' path. With the
+ * group's key column cache (key-column-cache.ts: full heap snapshots), string keys already
+ * encoded by the last snapshot are copied from it and only the keys inserted since are read.
  */
 import { encodeValue } from '../core/codec.ts';
 import { align8, encodeColumns, HEADER, KeyKind, typedValues, VALUE_WIDTH, ValueKind, writeColumnarHeader } from './columnar-block.ts';
