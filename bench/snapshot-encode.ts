@@ -8,6 +8,10 @@
  * would wait), steps, bytes and MB/s. For iterating on snapshot encoding (snapshot.ts,
  * state-codec.ts, columnar-block.ts); the checkpoint suite measures it inside a job.
  * SNAPENC_PROF=<file.cpuprofile> writes a CPU profile of the runs (not of the build).
+ *
+ * Run 0 is the first full snapshot; before each later run (the steady state of a job with a
+ * stable key space) 1 % of the keys get a new value and 0.1 % new keys are added, untimed.
+ * SNAPENC_KEY_CACHE=off turns the heap backend's key column cache off (key-column-cache.ts).
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
@@ -23,16 +27,33 @@ const keys = Number(process.argv[2] ?? 1_000_000);
 const dir = mkdtempSync(join(process.argv[3] ?? tmpdir(), 'weir-snapenc-'));
 const runs = Number(process.argv[4] ?? 3);
 
-const backend = new HeapKeyedStateBackend({ start: 0, end: 127 }, 128, systemClock, 'bench');
+const keyCache = process.env['SNAPENC_KEY_CACHE'] !== 'off';
+const backend = new HeapKeyedStateBackend({ start: 0, end: 127 }, 128, systemClock, 'bench', { snapshotKeyCache: keyCache });
 const state = backend.getValueState(new ValueStateDescriptor<number>('value'));
 const t0 = performance.now();
 for (let i = 0; i < keys; i++) {
   backend.setCurrentKey('w' + i);
   state.update(1);
 }
-console.log(`built ${keys} keys in ${(performance.now() - t0).toFixed(0)} ms, heap ${(process.memoryUsage().heapUsed / 2 ** 20).toFixed(0)} MiB`);
+console.log(`built ${keys} keys in ${(performance.now() - t0).toFixed(0)} ms, heap ${(process.memoryUsage().heapUsed / 2 ** 20).toFixed(0)} MiB, key cache ${keyCache ? 'on' : 'off'}`);
+
+/** Between snapshots: 1 % of the keys updated (spread over the key space), 0.1 % new keys. */
+let nextKey = keys;
+function churn(run: number): void {
+  const step = 100;
+  for (let i = run % step; i < keys; i += step) {
+    backend.setCurrentKey('w' + i);
+    state.update(1 + run);
+  }
+  const added = Math.max(1, Math.floor(keys / 1000));
+  for (let i = 0; i < added; i++) {
+    backend.setCurrentKey('w' + nextKey++);
+    state.update(1);
+  }
+}
 
 async function once(run: number): Promise<void> {
+  if (run > 0) churn(run);
   const snap: KeyedStateSnapshot = backend.snapshot();
   const path = join(dir, `run-${run}`);
   let steps = 0;
@@ -59,8 +80,9 @@ async function once(run: number): Promise<void> {
   const cpu = process.cpuUsage(startCpu);
   const bytes = handle.streams[0]!.size;
   console.log(
-    `run ${run}: async ${ms.toFixed(0)} ms, cpu ${((cpu.user + cpu.system) / 1000).toFixed(0)} ms (user ${(cpu.user / 1000).toFixed(0)}), ` +
-      `${steps} steps, longest ${maxStepMs.toFixed(1)} ms, ${(bytes / 1e6).toFixed(1)} MB, ${(bytes / 1e6 / (ms / 1000)).toFixed(1)} MB/s, entries ${handle.entries}`,
+    `run ${run}${run === 0 ? ' (first)' : ' (after 1 % updated, 0.1 % added)'}: async ${ms.toFixed(0)} ms, cpu ${((cpu.user + cpu.system) / 1000).toFixed(0)} ms (user ${(cpu.user / 1000).toFixed(0)}), ` +
+      `${steps} steps, longest ${maxStepMs.toFixed(1)} ms, ${(bytes / 1e6).toFixed(1)} MB, ${(bytes / 1e6 / (ms / 1000)).toFixed(1)} MB/s, entries ${handle.entries}` +
+      (keyCache ? `, key cache ${(backend.snapshotKeyCacheBytes() / 1e6).toFixed(0)} MB` : ''),
   );
   rmSync(path);
 }

@@ -4,7 +4,7 @@
  */
 import { WeirError } from '../core/errors.ts';
 import type { KeyedStateBackendFactory } from './backend.ts';
-import { heapBackendFactory } from './heap/backend.ts';
+import { heapBackendFactory, heapBackendFactoryWith, type HeapBackendOptions } from './heap/backend.ts';
 import { diskBackendFactory } from './disk/backend.ts';
 import type { DiskBackendOptions } from './disk/options.ts';
 
@@ -12,11 +12,12 @@ export const DEFAULT_KEYED_STATE_BACKEND = 'heap';
 
 /** Settings of the backends that have any (state.backend.<name>.* keys). */
 export interface StateBackendOptions {
+  readonly heap?: HeapBackendOptions;
   readonly disk?: DiskBackendOptions;
 }
 
 const FACTORIES: ReadonlyMap<string, (o: StateBackendOptions) => KeyedStateBackendFactory> = new Map([
-  [heapBackendFactory.name, () => heapBackendFactory],
+  [heapBackendFactory.name, (o: StateBackendOptions) => (o.heap === undefined ? heapBackendFactory : heapBackendFactoryWith(o.heap))],
   ['disk', (o: StateBackendOptions) => diskBackendFactory(o.disk)],
 ]);
 

@@ -11,11 +11,14 @@
  * once a key needs them) and lengths into scratch typed arrays reused across groups (off the
  * V8 heap), a pass over its values writes numbers likewise, and the block is assembled from
  * them with native copies into memory the caller provides (block-pool.ts for snapshots).
- * Anything outside the fast layouts (mixed key types) takes encodeColumns' path.
+ * Anything outside the fast layouts (mixed key types) takes encodeColumns' path. With the
+ * group's key column cache (key-column-cache.ts: full heap snapshots), string keys already
+ * encoded by the last snapshot are copied from it and only the keys inserted since are read.
  */
 import { encodeValue } from '../core/codec.ts';
 import { align8, encodeColumns, HEADER, KeyKind, typedValues, VALUE_WIDTH, ValueKind, writeColumnarHeader } from './columnar-block.ts';
 import type { NormKey } from './key-groups.ts';
+import { appendColumns, fillDone, forgetInserts, pendingKeys, type KeyColumnCache } from './key-column-cache.ts';
 
 /** Scratch columns above this size are let go after use (one huge group must not pin memory). */
 const KEEP_SCRATCH_BYTES = 8 << 20;
@@ -35,6 +38,9 @@ let intKeys = true;
 let vMin = 0;
 let vMax = 0;
 let intValues = true;
+/** Where assemble takes the string-key columns from: the scratch columns or a group's cache. */
+let srcChars: Uint8Array | Uint16Array = latin1;
+let srcLens: Uint8Array | Uint16Array | Uint32Array = lens;
 
 export type Alloc = (size: number) => Uint8Array;
 const fresh: Alloc = (size) => new Uint8Array(size);
@@ -43,8 +49,10 @@ const fresh: Alloc = (size) => new Uint8Array(size);
  * The block of a Map's entries, values passed through `enc` (the state's value encoder) when
  * given, in memory from `alloc` (every byte is written). `enc` must not encode another group
  * meanwhile (scratch columns are shared): value encoders are serializers, never touching state.
+ * With `cache` (the group's, from its last encoding), string keys come from it, brought up to
+ * date first (key-column-cache.ts): the same bytes, without reading the keys it still holds.
  */
-export function encodeMapColumns(g: ReadonlyMap<NormKey, unknown>, enc?: (v: unknown) => unknown, alloc: Alloc = fresh): Uint8Array {
+export function encodeMapColumns(g: ReadonlyMap<NormKey, unknown>, enc?: (v: unknown) => unknown, alloc: Alloc = fresh, cache?: KeyColumnCache): Uint8Array {
   const n = g.size;
   if (lens.length < n) {
     const size = Math.max(n, lens.length * 2);
@@ -57,7 +65,17 @@ export function encodeMapColumns(g: ReadonlyMap<NormKey, unknown>, enc?: (v: unk
     // registers (one forEach callback writing captured variables ran at half the speed).
     const first = n === 0 ? '' : g.keys().next().value!;
     const stringKeys = typeof first === 'string';
-    const keysOk = stringKeys ? latin1KeyColumn(g) || utf16KeyColumn(g) : numberKeyColumn(g);
+    let keysOk: boolean;
+    if (stringKeys && cache !== undefined) {
+      keysOk = cachedKeyColumn(g, cache);
+    } else {
+      if (cache !== undefined) {
+        // Number keys: nothing to keep (numberKeyColumn is a typed copy already).
+        if (cache.count > 0) cache.clear();
+        forgetInserts(g);
+      }
+      keysOk = stringKeys ? latin1KeyColumn(g) || utf16KeyColumn(g) : numberKeyColumn(g);
+    }
     if (!keysOk) return viaArrays(g, enc);
     const packed = enc === undefined ? numberValueColumn(g) : encodedValueColumn(g, enc);
     return assemble(n, stringKeys, packed, alloc);
@@ -70,6 +88,68 @@ export function encodeMapColumns(g: ReadonlyMap<NormKey, unknown>, enc?: (v: unk
       vals = new Float64Array(1 << 12);
     }
   }
+}
+
+/**
+ * String keys from the group's cache (key-column-cache.ts): the keys inserted since it was
+ * filled are encoded and appended when the Map says nothing else changed, else every key is
+ * encoded and replaces what it held. False (cache cleared) at a key that is not a string.
+ */
+function cachedKeyColumn(g: ReadonlyMap<NormKey, unknown>, c: KeyColumnCache): boolean {
+  const pending = pendingKeys(g, c);
+  const ok = pending === undefined ? latin1KeyColumn(g) || utf16KeyColumn(g) : addedKeyColumn(pending);
+  if (!ok) {
+    c.clear();
+    return false;
+  }
+  const keep = pending === undefined ? 0 : c.count;
+  appendColumns(c, keep, srcChars, charCount, lens, g.size - keep, longestKey);
+  if (c.count !== g.size) throw new Error(`key column cache holds ${c.count} keys for a group of ${g.size}`); // a bug: the column would not match the values
+  fillDone(g);
+  srcChars = c.chars;
+  srcLens = c.lens;
+  charCount = c.charCount;
+  wideChars = c.wide;
+  longestKey = c.longest;
+  return true;
+}
+
+/**
+ * The keys inserted since the cache was filled (usually few), as latin1KeyColumn and
+ * utf16KeyColumn encode a Map's: Latin-1 unless one needs UTF-16. An array of their own (a
+ * loop taking either a Map or an array ran the Map's at half the speed).
+ */
+function addedKeyColumn(keys: readonly NormKey[]): boolean {
+  const n = keys.length;
+  let chars = 0;
+  let or = 0;
+  let longest = 0;
+  for (let i = 0; i < n; i++) {
+    const k = keys[i];
+    if (typeof k !== 'string') return false;
+    const len = k.length;
+    for (let j = 0; j < len; j++) or |= k.charCodeAt(j);
+    chars += len;
+    lens[i] = len;
+    if (len > longest) longest = len;
+  }
+  const wide = or > 0xff;
+  if (wide ? utf16.length < chars : latin1.length < chars) {
+    if (wide) utf16 = new Uint16Array(chars);
+    else latin1 = new Uint8Array(chars);
+  }
+  const ch = wide ? utf16 : latin1;
+  let p = 0;
+  for (let i = 0; i < n; i++) {
+    const k = keys[i] as string;
+    for (let j = 0; j < k.length; j++) ch[p++] = k.charCodeAt(j);
+  }
+  charCount = p;
+  wideChars = wide;
+  longestKey = longest;
+  srcChars = ch;
+  srcLens = lens;
+  return true;
 }
 
 /**
@@ -103,6 +183,8 @@ function latin1KeyColumn(g: ReadonlyMap<NormKey, unknown>): boolean {
   charCount = p;
   wideChars = false;
   longestKey = longest;
+  srcChars = latin1;
+  srcLens = lens;
   return true;
 }
 
@@ -128,6 +210,8 @@ function utf16KeyColumn(g: ReadonlyMap<NormKey, unknown>): boolean {
   charCount = p;
   wideChars = true;
   longestKey = longest;
+  srcChars = utf16;
+  srcLens = lens;
   return true;
 }
 
@@ -230,18 +314,19 @@ function assemble(n: number, stringKeys: boolean, packed: unknown[] | undefined,
   if (base % 8 !== 0) throw new Error(`a block must start 8-byte aligned, got offset ${base}`);
   writeColumnarHeader(out, kk, lenWidth, vk, n, keyLen, lenBytes);
   switch (kk) {
-    case KeyKind.Latin1: out.set(latin1.subarray(0, p), HEADER); break;
-    case KeyKind.Utf16: new Uint16Array(out.buffer, base + HEADER, p).set(utf16.subarray(0, p)); break; // little-endian, as Buffer's 'utf16le'
+    case KeyKind.Latin1: out.set(srcChars.subarray(0, p), HEADER); break;
+    case KeyKind.Utf16: new Uint16Array(out.buffer, base + HEADER, p).set(srcChars.subarray(0, p)); break; // little-endian, as Buffer's 'utf16le'
     case KeyKind.Int32: new Int32Array(out.buffer, base + HEADER, n).set(nums.subarray(0, n)); break;
     default: new Float64Array(out.buffer, base + HEADER, n).set(nums.subarray(0, n)); break;
   }
   if (stringKeys) {
     const at = HEADER + keyLen;
-    const ln = lens.subarray(0, n);
+    const ln = srcLens.subarray(0, n);
     // Narrowing is exact (every length fits the width). The length column starts wherever
-    // the keys end: wider lengths go through an aligned copy.
+    // the keys end: wider lengths go through an aligned copy, or as bytes when already that width.
     if (lenWidth === 1) out.set(ln, at);
-    else out.set(new Uint8Array((lenWidth === 2 ? Uint16Array.from(ln) : ln.slice()).buffer), at);
+    else if (ln.BYTES_PER_ELEMENT === lenWidth) out.set(new Uint8Array(ln.buffer, ln.byteOffset, n * lenWidth), at);
+    else out.set(new Uint8Array((lenWidth === 2 ? Uint16Array.from(ln) : Uint32Array.from(ln)).buffer), at);
   }
   out.fill(0, keysEnd, valuesAt); // padding: pooled memory holds older bytes
   if (valueBytes !== undefined) out.set(valueBytes, valuesAt);

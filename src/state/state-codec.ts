@@ -10,6 +10,7 @@ import { COLUMNAR_FORMAT, columnarSize, decodeColumns } from './columnar-block.t
 import { encodeMapColumns } from './columnar-map.ts';
 import { allocBlock } from './block-pool.ts';
 import type { NormKey } from './key-groups.ts';
+import type { KeyColumnCache } from './key-column-cache.ts';
 import { WeirError } from '../core/errors.ts';
 
 export interface StateMeta {
@@ -61,10 +62,11 @@ function valueEncoder(d: AnyStateDescriptor): Enc {
  * {v, t}) as a block: keys and encoded values as two columns, written straight from the Map
  * (columnar-map.ts: no array per entry, no intermediate arrays per group), into pooled
  * memory (block-pool.ts) that the state file releases once written: snapshots only.
+ * `keyCache`: the group's key column from its last full snapshot (key-column-cache.ts).
  */
-export function encodeGroup(descriptor: AnyStateDescriptor, g: ReadonlyMap<NormKey, unknown> | undefined): Uint8Array {
+export function encodeGroup(descriptor: AnyStateDescriptor, g: ReadonlyMap<NormKey, unknown> | undefined, keyCache?: KeyColumnCache): Uint8Array {
   const plain = descriptor.kind === 'value' && descriptor.serializer.encode === undefined && descriptor.ttl === undefined;
-  return encodeMapColumns(g ?? EMPTY, plain ? undefined : valueEncoder(descriptor), allocBlock);
+  return encodeMapColumns(g ?? EMPTY, plain ? undefined : valueEncoder(descriptor), allocBlock, keyCache);
 }
 
 const EMPTY: ReadonlyMap<NormKey, unknown> = new Map();

@@ -58,6 +58,12 @@ export const OPTIONS = {
     description: 'entries (over all states of a subtask) the disk state backend keeps in memory; changes are written to its store in batches of a quarter of it',
   }),
 
+  stateSnapshotKeyCache: option({
+    key: 'state.backend.heap.snapshot-key-cache', field: 'stateBackendOptions.heap.snapshotKeyCache', type: onOffValue(), default: true,
+    label: 'heap snapshot key cache', commands: ['run'], section: 'Execution',
+    description: 'the heap state backend keeps each key group\'s encoded string keys between full snapshots and encodes only the keys added since (values every time): several times cheaper checkpoints of a large, stable key space, for about one byte per key character plus one per key (two per character for keys beyond Latin-1), outside the JavaScript heap',
+  }),
+
   // ---- Checkpointing
   checkpointDir: option({
     flag: 'checkpoint-dir', key: 'execution.checkpointing.dir', deprecatedKeys: ['state.checkpoints.dir'], field: 'checkpoint.dir', type: path(),

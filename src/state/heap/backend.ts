@@ -23,8 +23,15 @@ import { AggregatingHandle, ListHandle, MapHandle, ReducingHandle, ValueHandle }
 import { readStateFiles, type RestoredState } from './restore.ts';
 import { HeapSnapshot } from './snapshot.ts';
 import { StateTable } from './state-table.ts';
+import { GroupMap } from './group-map.ts';
 import { TtlListHandle, TtlMapHandle, TtlValueHandle } from './ttl-handles.ts';
 import { TtlSweep } from './ttl-sweep.ts';
+
+/** Settings of the heap backend (state.backend.heap.*). */
+export interface HeapBackendOptions {
+  /** Keep each key group's key column between full snapshots (key-column-cache.ts); default on. */
+  readonly snapshotKeyCache?: boolean;
+}
 
 export class HeapKeyedStateBackend implements KeyedStateBackend {
   readonly ctx: KeyContext;
@@ -45,6 +52,7 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
     readonly maxParallelism: number,
     private readonly clock: Clock,
     private readonly where: string,
+    private readonly options: HeapBackendOptions = {},
   ) {
     this.ctx = new KeyContext(keyGroupRange, where);
   }
@@ -76,7 +84,7 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
   private table(desc: AnyStateDescriptor): StateTable {
     let t = this.tables.get(desc.name);
     if (t === undefined) {
-      t = new StateTable(desc, this.keyGroupRange);
+      t = new StateTable(desc, this.keyGroupRange, this.options.snapshotKeyCache ?? true);
       const r = this.restored.get(desc.name);
       if (r !== undefined) {
         this.decodeRestored(t, r);
@@ -97,7 +105,7 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
     // The backend's clock, not Date.now(): TTL checks compare against this.clock.now().
     const decode = restoreDecoder(this.where, r.meta, t.descriptor, () => this.clock.now());
     for (const [kg, bytes] of r.groups) {
-      const m = new Map<NormKey, unknown>();
+      const m = new GroupMap();
       const { keys, values } = decodeGroupColumns(bytes, r.meta.blockFormat);
       for (let i = 0; i < keys.length; i++) m.set(keys[i]!, decode(values[i]));
       if (m.size > 0) t.groups[kg - this.keyGroupRange.start] = m;
@@ -238,6 +246,13 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
     return n;
   }
 
+  /** Bytes the key column caches hold over all states (diagnostics and tests). */
+  snapshotKeyCacheBytes(): number {
+    let n = 0;
+    for (const t of this.tables.values()) n += t.keyCacheBytes();
+    return n;
+  }
+
   /** Whether one key group of one state is still frozen by a snapshot in progress (diagnostics and tests). */
   isGroupFrozen(stateName: string, keyGroup: number): boolean {
     return this.tables.get(stateName)?.isFrozen(keyGroup - this.keyGroupRange.start) ?? false;
@@ -246,7 +261,9 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
 
 const NO_KEYS: readonly NormKey[] = Object.freeze([]);
 
-export const heapBackendFactory: KeyedStateBackendFactory = {
-  name: 'heap',
-  create: (p) => new HeapKeyedStateBackend(p.keyGroupRange, p.maxParallelism, p.clock, p.where),
-};
+export const heapBackendFactory: KeyedStateBackendFactory = heapBackendFactoryWith({});
+
+/** The heap backend with settings (state.backend.heap.*). */
+export function heapBackendFactoryWith(options: HeapBackendOptions): KeyedStateBackendFactory {
+  return { name: 'heap', create: (p) => new HeapKeyedStateBackend(p.keyGroupRange, p.maxParallelism, p.clock, p.where, options) };
+}

@@ -90,7 +90,7 @@ export class HeapSnapshot implements KeyedStateSnapshot, FrozenGroupSink {
     const g = table.groups[kgIndex];
     const kg = table.range.start + kgIndex;
     if (this.incremental?.kind === 'delta') return this.serializeDelta(table, kgIndex, kg, g);
-    this.ready.push({ name: keyedBlockName(table.descriptor.name, kg), bytes: encodeGroup(table.descriptor, g), entries: g?.size ?? 0 });
+    this.ready.push({ name: keyedBlockName(table.descriptor.name, kg), bytes: encodeGroup(table.descriptor, g, table.keyCache(kgIndex)), entries: g?.size ?? 0 });
   }
 
   /** The group's keys changed since the base: present ones with their values, absent ones as tombstones. */

@@ -14,10 +14,16 @@
  * change (epochs advance at each checkpoint's synchronous phase). A delta holds the keys whose
  * epoch is above its base's; a key changed again later only gets a higher epoch, so it stays in
  * every delta that needs it. Marking thaws a frozen group first, like any access.
+ *
+ * Key column caches (on unless turned off): per key group, the string keys' column as the last
+ * full snapshot encoded it, which the next one reuses when the group only gained keys since
+ * (key-column-cache.ts; the group's GroupMap records its own inserts and removals).
  */
 import type { AnyStateDescriptor } from '../../core/state.ts';
 import type { KeyGroupRange } from '../../core/checkpoint-format.ts';
 import type { NormKey } from '../key-groups.ts';
+import { KeyColumnCache } from '../key-column-cache.ts';
+import { GroupMap } from './group-map.ts';
 
 /** Receives a frozen key group when it is about to be touched (copy-on-write by serializing first). */
 export interface FrozenGroupSink {
@@ -41,9 +47,26 @@ export class StateTable {
   /** Groups still frozen by the snapshot in progress. */
   frozenCount = 0;
   private sink: FrozenGroupSink | undefined;
+  /** Per key group: its key column from the last full snapshot; undefined while caching is off. */
+  private readonly keyCaches: (KeyColumnCache | undefined)[] | undefined;
 
-  constructor(readonly descriptor: AnyStateDescriptor, readonly range: KeyGroupRange) {
+  constructor(readonly descriptor: AnyStateDescriptor, readonly range: KeyGroupRange, keyCache = true) {
     this.groups = new Array(Math.max(0, range.end - range.start + 1)).fill(undefined);
+    this.keyCaches = keyCache ? new Array(this.groups.length).fill(undefined) : undefined;
+  }
+
+  /** The group's key column cache for a full snapshot (made on first use); undefined when caching is off. */
+  keyCache(kgIndex: number): KeyColumnCache | undefined {
+    const c = this.keyCaches;
+    if (c === undefined) return undefined;
+    return (c[kgIndex] ??= new KeyColumnCache());
+  }
+
+  /** Bytes the key column caches hold (tests, diagnostics). */
+  keyCacheBytes(): number {
+    let n = 0;
+    for (const c of this.keyCaches ?? []) if (c !== undefined) n += c.bytes;
+    return n;
   }
 
   /** The key group's map for reading; undefined when the group holds nothing yet. */
@@ -57,7 +80,7 @@ export class StateTable {
     if (this.frozenCount > 0 && this.frozen![kgIndex] === 1) this.thaw(kgIndex);
     let m = this.groups[kgIndex];
     if (m === undefined) {
-      m = new Map();
+      m = new GroupMap();
       this.groups[kgIndex] = m;
     }
     return m;
@@ -157,6 +180,8 @@ export class StateTable {
       if (g !== undefined && g.size > 0) {
         this.frozen[i] = 1;
         out.push(i);
+      } else if (this.keyCaches !== undefined) {
+        this.keyCaches[i] = undefined; // an empty group has nothing to reuse: let its keys go
       }
     }
     this.frozenCount = out.length;

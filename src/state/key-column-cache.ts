@@ -1,0 +1,130 @@
+/**
+ * A key group's string-key column as its last full snapshot encoded it, kept for the next
+ * (columnar-map.ts encodes a group's keys from it).
+ *
+ * Why: encoding a snapshot of 10 M keys spent most of its time reading each key string
+ * (scattered over a GB-sized heap) and copying its characters; between two checkpoints most
+ * groups keep their keys and only values change. A Map iterates in insertion order, so a
+ * group whose keys were only updated iterates the same keys in the same order, and one that
+ * also gained keys has the old ones first: the column is the same bytes, or the same bytes
+ * plus the new keys'.
+ *
+ * Knowing that nothing else happened: the group's Map records it itself (InsertTracking,
+ * heap/group-map.ts overrides set/delete/clear), so no caller has to report a change and none
+ * can forget to. After an encoding with the cache its `added` is an empty list; every insert
+ * appends the key, and any removal (delete, clear, TTL cleanup) sets it to undefined, as does
+ * growing past a bound (the list would hold the new keys a second time). At the next encoding
+ * a list means: the cached keys, then these. Anything else (no list, a plain Map, a count that
+ * does not add up) re-encodes every key into the cache, exactly as without it.
+ *
+ * Memory: the key characters once more (1 byte each as Latin-1, 2 as UTF-16) and the length
+ * column (1 byte a key for keys under 256 characters), off the V8 heap, plus up to 1/16 for
+ * appends: about 9-10 bytes a key of 8 characters, ~90-100 MB at 10 M keys.
+ * state.backend.heap.snapshot-key-cache turns it off.
+ */
+import type { NormKey } from './key-groups.ts';
+
+/** A group's Map that lists the keys inserted since its key column was cached (heap/group-map.ts). */
+export interface InsertTracking {
+  /** Keys inserted since the last encoding with the cache, in order; undefined: unknown (re-encode all). */
+  added: NormKey[] | undefined;
+}
+
+const NO_BYTES = new Uint8Array(0);
+
+export class KeyColumnCache {
+  count = 0;
+  /** The keys' characters as Latin-1 bytes (all ≤ U+00FF) or UTF-16 code units; capacity ≥ charCount. */
+  chars: Uint8Array | Uint16Array = NO_BYTES;
+  charCount = 0;
+  /** Their lengths, in a width that holds the longest; capacity ≥ count. */
+  lens: Uint8Array | Uint16Array | Uint32Array = NO_BYTES;
+  longest = 0;
+
+  get wide(): boolean {
+    return this.chars instanceof Uint16Array;
+  }
+
+  /** Bytes held (metrics, tests). */
+  get bytes(): number {
+    return this.chars.byteLength + this.lens.byteLength;
+  }
+
+  clear(): void {
+    this.count = 0;
+    this.chars = NO_BYTES;
+    this.charCount = 0;
+    this.lens = NO_BYTES;
+    this.longest = 0;
+  }
+}
+
+/** What encodings with a cache did (tests, benchmarks): keys reused by the last one and by all, and encodings whose counts did not add up. */
+export const cacheStats = { reusedKeys: 0, reusedTotal: 0, countMismatches: 0 };
+
+/**
+ * The keys the cache lacks when the Map has only gained keys since it was filled (its list of
+ * them, possibly empty), else undefined: every key must be encoded again. Stops the tracking
+ * until the cache is filled again (fillDone).
+ */
+export function pendingKeys(g: ReadonlyMap<NormKey, unknown>, c: KeyColumnCache): NormKey[] | undefined {
+  const t = g as Partial<InsertTracking>;
+  const added = t.added;
+  if (added === undefined) return undefined;
+  t.added = undefined; // until fillDone: a failure in between leaves "unknown"
+  if (g.size !== c.count + added.length) {
+    // Cannot happen while every change goes through the Map's own methods; if one did not,
+    // the cached keys are not to be trusted: all are encoded again (the bytes stay right).
+    cacheStats.countMismatches++;
+    return undefined;
+  }
+  return added;
+}
+
+/** The cache no longer holds the Map's keys (they are not strings): stop tracking its inserts. */
+export function forgetInserts(g: ReadonlyMap<NormKey, unknown>): void {
+  if ('added' in g) (g as InsertTracking).added = undefined;
+}
+
+/** The cache now holds every key of the Map: track inserts from here. */
+export function fillDone(g: ReadonlyMap<NormKey, unknown>): void {
+  if ('added' in g) (g as InsertTracking).added = [];
+}
+
+/**
+ * Appends keys' characters (`chars[0, p)`, Latin-1 bytes or UTF-16 units) and lengths
+ * (`lens[0, n)`) to the cache after its first `keep` keys (0: replaces them all), in UTF-16
+ * if either side needs it; the length column widened if a new key needs it. Buffers are kept
+ * when large enough (a group re-encoded every checkpoint allocates nothing), else made with a
+ * little room for the next appends.
+ */
+export function appendColumns(c: KeyColumnCache, keep: number, chars: Uint8Array | Uint16Array, p: number, lens: Uint32Array, n: number, longest: number): void {
+  const kept = keep === 0 ? 0 : c.charCount;
+  if (keep === 0) {
+    c.longest = 0;
+    if (c.wide && !(chars instanceof Uint16Array)) c.chars = NO_BYTES; // back to Latin-1
+  }
+  const total = kept + p;
+  const wide = (keep !== 0 && c.wide) || chars instanceof Uint16Array;
+  if (c.chars.length < total || wide !== c.wide) {
+    const cap = Math.max(total + (total >>> 4) + 64, wide === c.wide ? c.chars.length : 0);
+    const ch = wide ? new Uint16Array(cap) : new Uint8Array(cap);
+    ch.set(c.chars.subarray(0, kept)); // element-wise: widening is exact
+    c.chars = ch;
+  }
+  c.chars.set(chars.subarray(0, p), kept);
+  c.charCount = total;
+  if (longest > c.longest) c.longest = longest;
+  const count = keep + n;
+  const need = c.longest <= 0xff ? 1 : c.longest <= 0xffff ? 2 : 4;
+  if (c.lens.length < count || c.lens.BYTES_PER_ELEMENT !== need) {
+    const cap = Math.max(count + (count >>> 4) + 64, c.lens.BYTES_PER_ELEMENT === need ? c.lens.length : 0);
+    const ln = need === 1 ? new Uint8Array(cap) : need === 2 ? new Uint16Array(cap) : new Uint32Array(cap);
+    ln.set(c.lens.subarray(0, keep)); // element-wise: exact, each fits the width
+    c.lens = ln;
+  }
+  c.lens.set(lens.subarray(0, n), keep); // element-wise: exact, each fits the width
+  c.count = count;
+  cacheStats.reusedKeys = keep;
+  cacheStats.reusedTotal += keep;
+}

@@ -1,0 +1,262 @@
+/**
+ * The key column cache (key-column-cache.ts, heap/group-map.ts): a group encoded with its
+ * cache gives the very bytes it gives without (and encodeColumns gives), whatever happened to
+ * the Map since the cache was filled; the cache is actually reused; a change around the Map's
+ * methods is noticed; and a heap backend with caching on writes the same state files as one
+ * with it off, which restore to what a model holds.
+ */
+import { describe, expect, it } from 'vitest';
+import { ManualClock } from '../../src/core/clock.ts';
+import { encodeColumns } from '../../src/state/columnar-block.ts';
+import { encodeMapColumns } from '../../src/state/columnar-map.ts';
+import { cacheStats, KeyColumnCache } from '../../src/state/key-column-cache.ts';
+import { GroupMap } from '../../src/state/heap/group-map.ts';
+import { HeapKeyedStateBackend } from '../../src/state/heap/backend.ts';
+import { keyedStateBackendFactory } from '../../src/state/backends.ts';
+import type { NormKey } from '../../src/state/key-groups.ts';
+import { Rng, ValueStateDescriptor } from '../../src/index.ts';
+import { testSeed } from '../api/util.ts';
+import { FULL, MAXP, MemoryStreams, writeSnapshot } from './backend-contract.ts';
+
+/** Encodes with the cache and checks: the bytes of encodeColumns and of the uncached encoder, and what the cache holds. */
+function encodeChecked(m: Map<NormKey, unknown>, c: KeyColumnCache, what: string): Uint8Array {
+  const bytes = encodeMapColumns(m, undefined, undefined, c);
+  const plain = encodeMapColumns(m);
+  const columns = encodeColumns([...m.keys()], [...m.values()]);
+  expect(Buffer.from(bytes).equals(Buffer.from(plain)), what).toBe(true);
+  expect(Buffer.from(bytes).equals(Buffer.from(columns)), what).toBe(true);
+  const stringKeys = m.size > 0 && [...m.keys()].every((k) => typeof k === 'string');
+  expect(c.count, what).toBe(stringKeys ? m.size : 0);
+  return bytes;
+}
+
+describe('key column cache', () => {
+  it('reuses the keys of a group whose values changed, appends new keys, and encodes all again after a removal', () => {
+    const mismatches = cacheStats.countMismatches;
+    const m = new GroupMap();
+    for (let i = 0; i < 1000; i++) m.set('w' + i, i % 7);
+    const c = new KeyColumnCache();
+    encodeChecked(m, c, 'first');
+    expect(cacheStats.reusedKeys).toBe(0);
+    for (let i = 0; i < 1000; i += 3) m.set('w' + i, 1000 + i);
+    encodeChecked(m, c, 'values changed');
+    expect(cacheStats.reusedKeys).toBe(1000);
+    for (let i = 1000; i < 1010; i++) m.set('w' + i, 1);
+    encodeChecked(m, c, 'keys added');
+    expect(cacheStats.reusedKeys).toBe(1000);
+    m.delete('w500');
+    encodeChecked(m, c, 'a key deleted');
+    expect(cacheStats.reusedKeys).toBe(0);
+    m.set('w10', 5); // an update keeps the position
+    m.delete('w20');
+    m.set('w20', 5); // a re-insert goes to the end
+    encodeChecked(m, c, 'a key re-inserted');
+    expect(cacheStats.reusedKeys).toBe(0);
+    m.set('new', 1);
+    encodeChecked(m, c, 'after the re-insert');
+    expect(cacheStats.reusedKeys).toBe(1009);
+    m.clear();
+    m.set('a', 1);
+    encodeChecked(m, c, 'cleared, one key');
+    expect(cacheStats.reusedKeys).toBe(0);
+    expect(cacheStats.countMismatches).toBe(mismatches);
+  });
+
+  it('encodes every key again when the inserts outgrow their list, or for a plain Map', () => {
+    const m = new GroupMap();
+    for (let i = 0; i < 4000; i++) m.set('k' + i, 1);
+    const c = new KeyColumnCache();
+    encodeChecked(m, c, 'first');
+    for (let i = 4000; i < 7000; i++) m.set('k' + i, 2); // more than a quarter of the group (and 1,024)
+    expect(m.added).toBeUndefined();
+    encodeChecked(m, c, 'many keys added');
+    expect(cacheStats.reusedKeys).toBe(0);
+    const plain = new Map<NormKey, unknown>([['a', 1], ['b', 2]]);
+    encodeChecked(plain, c, 'a plain Map');
+    plain.set('c', 3);
+    encodeChecked(plain, c, 'a plain Map, a key added');
+    expect(cacheStats.reusedKeys).toBe(0);
+  });
+
+  it('counts, and is not fooled by, a change that went around the Map\'s methods', () => {
+    const m = new GroupMap([]);
+    m.set('a', 1);
+    m.set('b', 2);
+    const c = new KeyColumnCache();
+    encodeChecked(m, c, 'first');
+    const before = cacheStats.countMismatches;
+    Map.prototype.set.call(m, 'sneaky', 3); // not in the list of inserts
+    encodeChecked(m, c, 'an insert around set()');
+    expect(cacheStats.countMismatches).toBe(before + 1);
+    Map.prototype.delete.call(m, 'a');
+    encodeChecked(m, c, 'a delete around delete()');
+    expect(cacheStats.countMismatches).toBe(before + 2);
+  });
+
+  it('switches between Latin-1 and UTF-16 and between length widths as keys come and go', () => {
+    const c = new KeyColumnCache();
+    const m = new GroupMap();
+    m.set('a', 1);
+    m.set('b', 2);
+    encodeChecked(m, c, 'latin1');
+    m.set('日本', 3);
+    encodeChecked(m, c, 'a wide key added');
+    m.set('c', 3);
+    encodeChecked(m, c, 'a Latin-1 key after it');
+    m.delete('日本');
+    encodeChecked(m, c, 'the wide key deleted');
+    m.set('x'.repeat(300), 4);
+    encodeChecked(m, c, 'a key of 300 characters');
+    m.set('y'.repeat(70_000), 5);
+    encodeChecked(m, c, 'a key of 70,000 characters');
+    m.delete('y'.repeat(70_000));
+    m.delete('x'.repeat(300));
+    encodeChecked(m, c, 'the long keys deleted');
+    m.set(7, 1);
+    encodeChecked(m, c, 'mixed keys');
+    m.delete(7);
+    encodeChecked(m, c, 'strings again');
+    m.clear();
+    encodeChecked(m, c, 'cleared');
+    for (let i = 0; i < 5; i++) m.set(i, i);
+    encodeChecked(m, c, 'number keys');
+  });
+
+  it('gives the uncached bytes through random puts, updates, deletes, re-inserts and clears (seeded)', () => {
+    const seed = testSeed('key-column-cache');
+    const rng = new Rng(seed);
+    const mismatches = cacheStats.countMismatches;
+    const key = (): string => {
+      const r = rng.int(100);
+      if (r < 2) return 'é'.repeat(rng.int(400)); // past a 1-byte length
+      if (r < 4) return String.fromCharCode(0x3000 + rng.int(50)) + rng.int(1000); // UTF-16
+      return 'k' + rng.int(3000);
+    };
+    let reused = 0;
+    for (let map = 0; map < 20; map++) {
+      const m = new GroupMap();
+      const c = new KeyColumnCache();
+      for (let round = 0; round < 40; round++) {
+        const ops = rng.int(round % 5 === 0 ? 500 : 30);
+        const removals = rng.int(3) === 0; // most rounds only insert and update, as most checkpoints
+        for (let o = 0; o < ops; o++) {
+          const r = rng.int(100);
+          const keys = m.size > 0 && r < 60 ? [...m.keys()] : [];
+          const existing = keys.length > 0 ? keys[rng.int(keys.length)]! : undefined;
+          if (r < 40 && existing !== undefined) m.set(existing, rng.int(70_000)); // update in place
+          else if (removals && r < 50 && existing !== undefined) m.delete(existing);
+          else if (removals && r < 55 && existing !== undefined) {
+            const v = m.get(existing);
+            m.delete(existing);
+            m.set(existing, v); // to the end
+          } else if (removals && r < 56) m.clear();
+          else if (r < 57) m.set(rng.int(10), 1); // a number key: mixed keys
+          else if (removals && r < 58) m.delete([...m.keys()].find((k) => typeof k === 'number') ?? '');
+          else m.set(key(), rng.int(2) === 0 ? rng.int(256) : rng.next());
+        }
+        encodeChecked(m, c, `seed ${seed} map ${map} round ${round}`);
+        reused += cacheStats.reusedKeys;
+      }
+    }
+    expect(reused).toBeGreaterThan(0);
+    expect(cacheStats.countMismatches).toBe(mismatches);
+  });
+});
+
+describe('heap backend with the key column cache', () => {
+  const plain = new ValueStateDescriptor<number>('counts');
+  const ttl = new ValueStateDescriptor<number>('recent', { ttl: { ttlMs: 1000 } });
+
+  it('writes the files of a backend without it, which restore to the model, through random updates, deletes, TTL expiry and snapshots (seeded)', async () => {
+    const seed = testSeed('heap-key-cache');
+    const mismatches = cacheStats.countMismatches;
+    const reusedBefore = cacheStats.reusedTotal;
+    const rng = new Rng(seed);
+    const clock = new ManualClock(0);
+    const cached = new HeapKeyedStateBackend(FULL, MAXP, clock, 'op', { snapshotKeyCache: true });
+    const uncached = new HeapKeyedStateBackend(FULL, MAXP, clock, 'op', { snapshotKeyCache: false });
+    const both = [cached, uncached];
+    const model = new Map<string, number>();
+    const ttlModel = new Map<string, { v: number; t: number }>();
+    const keyOf = (): string => (rng.int(50) === 0 ? 'ü' + rng.int(300) : rng.int(80) === 0 ? '語' + rng.int(50) : 'w' + rng.int(3000));
+    /** One random operation, the same on both backends and the model. */
+    let removals = true;
+    const op = (): void => {
+      let r = rng.int(100);
+      // Rounds without removals by the job (TTL cleanup still removes what expired): groups keep their keys.
+      if (!removals && r >= 60 && r < 70) r = 0;
+      else if (!removals && r >= 90) r = 80;
+      const k = keyOf();
+      const v = rng.int(3) === 0 ? rng.int(100_000) : rng.int(100);
+      for (const b of both) {
+        b.setCurrentKey(k); // also sweeps a few TTL entries
+        if (r < 60) b.getValueState(plain).update(v);
+        else if (r < 70) b.getValueState(plain).clear();
+        else if (r < 90) b.getValueState(ttl).update(v);
+        else if (r < 95) b.getValueState(ttl).clear();
+        else b.getValueState(ttl).value(); // may remove an expired value
+      }
+      if (r < 60) model.set(k, v);
+      else if (r < 70) model.delete(k);
+      else if (r < 90) ttlModel.set(k, { v, t: clock.now() });
+      else if (r < 95) ttlModel.delete(k);
+      if (removals && rng.int(200) === 0) clock.advance(rng.int(1500));
+    };
+    for (let round = 0; round < 12; round++) {
+      const ops = round === 0 ? 20_000 : rng.int(3) === 0 ? 5_000 : 300;
+      removals = rng.int(2) === 0;
+      for (let i = 0; i < ops; i++) op();
+      const atBarrier = new Map(model);
+      const ttlAtBarrier = new Map(ttlModel);
+      const barrierMs = clock.now();
+      const snaps = both.map((b) => b.snapshot());
+      // Records while the snapshots are in progress: touched frozen groups are encoded first.
+      const during = rng.int(500);
+      for (let i = 0; i < during; i++) op();
+      const files = both.map(() => new MemoryStreams());
+      const handles = [await writeSnapshot(snaps[0]!, files[0]!), await writeSnapshot(snaps[1]!, files[1]!)];
+      const what = `seed ${seed} round ${round}`;
+      const names = handles.map((h) => h.streams[0]!.name);
+      expect(files[0]!.files.get(names[0]!)!.equals(files[1]!.files.get(names[1]!)!), what).toBe(true);
+      // And the cached one restores to the model at the barrier.
+      const r = new HeapKeyedStateBackend(FULL, MAXP, new ManualClock(barrierMs), 'op');
+      await r.restore([files[0]!.input(names[0]!)]);
+      const rv = r.getValueState(plain);
+      const restored = new Map<string, number>();
+      for (const { key } of [...r.keys(plain.name)]) {
+        r.setCurrentKey(key);
+        restored.set(key as string, rv.value()!);
+      }
+      expect(restored, what).toEqual(atBarrier);
+      const rt = r.getValueState(ttl);
+      for (const [k, s] of ttlAtBarrier) {
+        r.setCurrentKey(k);
+        expect(rt.value(), `${what} key ${k}`).toBe(s.t + 1000 <= barrierMs ? undefined : s.v);
+      }
+      for (const { key } of [...r.keys(ttl.name)]) expect(ttlAtBarrier.has(key as string), `${what} key ${String(key)}`).toBe(true);
+    }
+    // The cache was there to be checked: it holds the keys once more; without it nothing.
+    expect(cached.snapshotKeyCacheBytes()).toBeGreaterThan(3000);
+    expect(cacheStats.reusedTotal).toBeGreaterThan(reusedBefore); // some groups reused their keys
+    expect(cacheStats.countMismatches).toBe(mismatches);
+    expect(uncached.snapshotKeyCacheBytes()).toBe(0);
+  });
+});
+
+describe('state.backend.heap.snapshot-key-cache', () => {
+  it('reaches the heap backend through the backend settings: on by default, off when set so', async () => {
+    const cacheBytes = async (heap: { snapshotKeyCache?: boolean } | undefined) => {
+      const b = keyedStateBackendFactory('heap', heap === undefined ? {} : { heap }).create({ keyGroupRange: FULL, maxParallelism: MAXP, clock: new ManualClock(0), where: 'op' }) as HeapKeyedStateBackend;
+      const v = b.getValueState(new ValueStateDescriptor<number>('v'));
+      for (let i = 0; i < 1000; i++) {
+        b.setCurrentKey('k' + i);
+        v.update(i);
+      }
+      await writeSnapshot(b.snapshot(), new MemoryStreams());
+      return b.snapshotKeyCacheBytes();
+    };
+    expect(await cacheBytes(undefined)).toBeGreaterThan(1000);
+    expect(await cacheBytes({ snapshotKeyCache: true })).toBeGreaterThan(1000);
+    expect(await cacheBytes({ snapshotKeyCache: false })).toBe(0);
+  });
+});
