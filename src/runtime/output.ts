@@ -27,8 +27,15 @@ export interface BatchConsumer {
 const MAX_SPECIALIZED_TARGETS = 8;
 
 export class Output {
+  /**
+   * The batch being collected: its first `size` slots are records. The arrays are allocated
+   * at the length of the last batch handed on (batches of one output are mostly alike), so
+   * filling them grows no array: growing by push allocates and copies about twice the final
+   * size, as much garbage as the records themselves for small records.
+   */
   private values: unknown[] = [];
   private timestamps: number[] = [];
+  private size = 0;
   /** Records handed on, for metrics (and a source's rate limit); stays 0 when not counting. */
   count = 0;
   /** The last watermark emitted (currentOutputWatermark); MIN_WATERMARK before the first. */
@@ -63,9 +70,12 @@ export class Output {
 
   /** Batch mode: collects the record; record-at-a-time mode replaces this in the constructor. */
   emit(value: unknown, timestamp: number): void {
-    this.values.push(value);
-    this.timestamps.push(timestamp);
-    if (this.values.length >= this.batchSize) this.flush();
+    const n = this.size;
+    // Beyond the allocated length this appends, like push.
+    this.values[n] = value;
+    this.timestamps[n] = timestamp;
+    this.size = n + 1;
+    if (n + 1 >= this.batchSize) this.flush();
   }
 
   /** Record-at-a-time mode with several targets (one target gets its own function, see the constructor). */
@@ -100,11 +110,20 @@ export class Output {
   flush(): void {
     if (this.direct) {
       for (let i = 0; i < this.targets.length; i++) this.targets[i]!.flush!();
-    } else if (this.values.length > 0) {
-      const batch: Batch = { values: this.values, timestamps: this.timestamps };
-      this.values = [];
-      this.timestamps = [];
-      if (this.counting) this.count += batch.values.length;
+    } else if (this.size > 0) {
+      const n = this.size;
+      const values = this.values;
+      const timestamps = this.timestamps;
+      // A shorter batch than allocated: cut to the records (trimmed in place, nothing copied).
+      if (values.length !== n) {
+        values.length = n;
+        timestamps.length = n;
+      }
+      const batch: Batch = { values, timestamps };
+      this.values = new Array(n);
+      this.timestamps = new Array(n);
+      this.size = 0;
+      if (this.counting) this.count += n;
       const targets = this.targets;
       for (let i = 0; i < targets.length; i++) targets[i]!.processBatch(batch);
     }

@@ -17,6 +17,11 @@ export class RecordWriter implements BatchConsumer, AvailabilityListener {
   private readonly bufV: unknown[][];
   private readonly bufT: number[][];
   private readonly bufK: number[][];
+  /**
+   * Records in each channel's buffers. The buffers are allocated at the length of the channel's
+   * last batch and filled by index (growing arrays by push allocates about twice over; see Output).
+   */
+  private readonly bufN: number[];
   private buffered = 0;
   private next = 0;
   /** Called when the writer becomes available again after backpressure. */
@@ -39,6 +44,7 @@ export class RecordWriter implements BatchConsumer, AvailabilityListener {
     this.bufV = channels.map(() => []);
     this.bufT = channels.map(() => []);
     this.bufK = channels.map(() => []);
+    this.bufN = channels.map(() => 0);
     for (const c of channels) c.setListener(this);
     if (kind === 'hash') {
       if (keySelector === undefined) throw new Error('hash partitioning needs a key selector');
@@ -107,6 +113,7 @@ export class RecordWriter implements BatchConsumer, AvailabilityListener {
     const bufV = this.bufV;
     const bufT = this.bufT;
     const bufK = this.bufK;
+    const bufN = this.bufN;
     const size = this.batchSize;
     let i = 0;
     try {
@@ -114,27 +121,39 @@ export class RecordWriter implements BatchConsumer, AvailabilityListener {
         const v = values[i];
         const kg = keyGroupOf(normalizeKey(sel(v)), maxP);
         const target = operatorIndexForKeyGroup(maxP, p, kg);
-        const bv = bufV[target]!;
-        bv.push(v);
-        bufT[target]!.push(timestamps[i]!);
-        bufK[target]!.push(kg);
-        if (bv.length >= size) this.flushChannel(target);
+        const at = bufN[target]!;
+        // Beyond the allocated length these append, like push.
+        bufV[target]![at] = v;
+        bufT[target]![at] = timestamps[i]!;
+        bufK[target]![at] = kg;
+        bufN[target] = at + 1;
+        if (at + 1 >= size) this.flushChannel(target);
       }
     } catch (e) {
       throw attribute(e, this.location, 'keyBy key selector', values[i], true);
     }
     this.buffered = 0;
-    for (const b of bufV) this.buffered += b.length;
+    for (const n of bufN) this.buffered += n;
   }
 
   private flushChannel(c: number): void {
+    const n = this.bufN[c]!;
+    if (n === 0) return;
     const v = this.bufV[c]!;
-    if (v.length === 0) return;
+    const t = this.bufT[c]!;
+    const k = this.bufK[c]!;
+    // Shorter than allocated: cut to the records (trimmed in place, nothing copied).
+    if (v.length !== n) {
+      v.length = n;
+      t.length = n;
+      k.length = n;
+    }
     // The key groups go along: the keyed operator downstream does not hash the keys again.
-    const batch: Batch = { values: v, timestamps: this.bufT[c]!, keyGroups: this.bufK[c]! };
-    this.bufV[c] = [];
-    this.bufT[c] = [];
-    this.bufK[c] = [];
+    const batch: Batch = { values: v, timestamps: t, keyGroups: k };
+    this.bufV[c] = new Array(n);
+    this.bufT[c] = new Array(n);
+    this.bufK[c] = new Array(n);
+    this.bufN[c] = 0;
     this.channels[c]!.send(batch);
   }
 

@@ -4,7 +4,7 @@
  * range [ceil(i*maxP/p), ceil((i+1)*maxP/p)). Same arithmetic as Flink's
  * KeyGroupRangeAssignment, so the behaviour on rescaling matches its documentation.
  */
-import { murmurInt, murmurString } from './murmur.ts';
+import { murmurInt, murmurIntBits, murmurString, murmurStringBits } from './murmur.ts';
 import type { KeyGroupRange } from '../core/checkpoint-format.ts';
 
 export const UPPER_BOUND_MAX_PARALLELISM = 32768;
@@ -80,8 +80,25 @@ export function hashNormalizedKey(k: string | number): number {
   return murmurString(k);
 }
 
+/**
+ * hashNormalizedKey(k) % maxParallelism, computed on the hash's signed 32-bit bits in integer
+ * arithmetic (this runs once per record on every keyed exchange and keyed operator).
+ */
 export function keyGroupOf(normalizedKey: string | number, maxParallelism: number): number {
-  return hashNormalizedKey(normalizedKey) % maxParallelism;
+  const k = normalizedKey;
+  const h = typeof k !== 'number' ? murmurStringBits(k) : (k | 0) === k ? murmurIntBits(k) : murmurStringBits(String(k));
+  return unsignedMod(h, maxParallelism);
+}
+
+/**
+ * (h >>> 0) % m for a signed 32-bit h: split into 16-bit halves, ((hi % m) * 2^16 + lo) % m
+ * is the same number and stays below 2^31 for m <= 2^15 (UPPER_BOUND_MAX_PARALLELISM).
+ */
+function unsignedMod(h: number, m: number): number {
+  if ((m | 0) === m && m >= 1 && m <= UPPER_BOUND_MAX_PARALLELISM) {
+    return ((((h >>> 16) % m) << 16) | (h & 0xffff)) % m;
+  }
+  return (h >>> 0) % m;
 }
 
 export function operatorIndexForKeyGroup(maxParallelism: number, parallelism: number, keyGroup: number): number {

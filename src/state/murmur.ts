@@ -20,6 +20,7 @@ function mixH(h: number, k: number): number {
   return (Math.imul(h, 5) + 0xe6546b64) | 0;
 }
 
+/** The finaliser, as a signed 32-bit int (the unsigned hash is its `>>> 0`). */
 function fmix(h: number, length: number): number {
   h ^= length;
   h ^= h >>> 16;
@@ -27,11 +28,15 @@ function fmix(h: number, length: number): number {
   h ^= h >>> 13;
   h = Math.imul(h, 0xc2b2ae35);
   h ^= h >>> 16;
-  return h >>> 0;
+  return h;
 }
 
-/** Hash of a string, two code units per 32-bit block. Result is an unsigned 32-bit int. */
-export function murmurString(s: string, seed = 0): number {
+/**
+ * The bits of murmurString(s, seed) as a signed 32-bit int. The key path uses these: an
+ * unsigned result of 2^31 or more is no integer to V8's fast paths, so it would be boxed
+ * when returned and its `%` done in floating point.
+ */
+export function murmurStringBits(s: string, seed = 0): number {
   let h = seed | 0;
   const n = s.length;
   let i = 0;
@@ -42,8 +47,17 @@ export function murmurString(s: string, seed = 0): number {
   return fmix(h, n * 2);
 }
 
+/** Hash of a string, two code units per 32-bit block. Result is an unsigned 32-bit int. */
+export function murmurString(s: string, seed = 0): number {
+  return murmurStringBits(s, seed) >>> 0;
+}
+
+/** The bits of murmurInt(code) as a signed 32-bit int (see murmurStringBits). */
+export function murmurIntBits(code: number): number {
+  return fmix(mixH(0, mixK(code | 0)), 4);
+}
+
 /** Hash of a 32-bit integer (Flink's MathUtils.murmurHash shape). Unsigned result. */
 export function murmurInt(code: number): number {
-  let h = mixH(0, mixK(code | 0));
-  return fmix(h, 4);
+  return murmurIntBits(code) >>> 0;
 }

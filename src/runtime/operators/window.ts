@@ -139,7 +139,12 @@ export class WindowOperator extends KeyedOperator {
     const kgs = batch.keyGroups;
     const sel = this.env.keySelectors[input] as KeySelectorFn;
     this.side = input;
-    const eventTime = this.spec.assigner.eventTime;
+    const a = this.spec.assigner;
+    if (this.major && a.kind === 'tumbling') {
+      this.tumblingMajorBatch(batch, sel, a.size, a.offset);
+      return;
+    }
+    const eventTime = a.eventTime;
     let i = 0;
     try {
       for (; i < values.length; i++) {
@@ -156,6 +161,35 @@ export class WindowOperator extends KeyedOperator {
         this.keyFrom(sel, v, kgs, i);
         if (this.spec.assigner.kind === 'session') this.addToSession(v, ts);
         else this.addToFixed(v, ts);
+      }
+    } catch (e) {
+      throw this.failOn(e, 'window', values[i]);
+    }
+  }
+
+  /**
+   * Event-time tumbling windows, window-major (the common windowed job): the per-record path
+   * of addToTumbling in one loop, so that V8 inlines more of it than through four calls.
+   */
+  private tumblingMajorBatch(batch: Batch, sel: KeySelectorFn, size: number, offset: number): void {
+    const { values, timestamps } = batch;
+    const kgs = batch.keyGroups;
+    let i = 0;
+    try {
+      for (; i < values.length; i++) {
+        const v = values[i];
+        const ts = timestamps[i]!;
+        if (ts === Number.NEGATIVE_INFINITY) {
+          throw new Error('record has no event timestamp; call assignTimestampsAndWatermarks(...) before an event-time window');
+        }
+        this.keyFrom(sel, v, kgs, i);
+        const start = windowStart(ts, offset, size);
+        if (start + size - 1 + this.allowedLateness <= this.currentWatermark) {
+          this.late(v, ts);
+          continue;
+        }
+        const last = this.lastWindow;
+        this.addTo(last !== undefined && last.start === start ? last : this.window(start, start + size), v);
       }
     } catch (e) {
       throw this.failOn(e, 'window', values[i]);
@@ -251,14 +285,8 @@ export class WindowOperator extends KeyedOperator {
     super.onWatermark(timestamp);
   }
 
-  /** Tumbling windows: one window per record, no list of starts. */
+  /** Tumbling windows kept per key (processing time; event time is window-major, tumblingMajorBatch). */
   private addToTumbling(v: unknown, ts: number, size: number, offset: number): void {
-    if (this.major) {
-      const start = windowStart(ts, offset, size);
-      if (this.isLate(start + size - 1)) this.late(v, ts);
-      else this.addMajor(v, start, start + size);
-      return;
-    }
     const start = windowStart(ts, offset, size);
     const end = start + size;
     if (this.isLate(end - 1)) {
