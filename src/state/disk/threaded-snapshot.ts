@@ -71,28 +71,31 @@ export class ThreadedDiskSnapshot implements KeyedStateSnapshot {
     return this.file.step(() => this.take(), () => this.finish());
   }
 
-  /** Adds the blocks arrived to the file; false once the thread has sent them all. */
+  /**
+   * Adds the blocks of the next message arrived (one read chunk of the thread's, as much as a
+   * step reads on the task's thread) to the file; false once the thread has sent them all.
+   */
   private take(): boolean {
-    let bytes = 0;
-    const q = this.queue;
-    while (this.head < q.length) {
-      const m = q[this.head]!;
-      q[this.head++] = undefined as unknown as FromReader;
-      if (m.t === 'blocks') {
-        for (const b of m.blocks) {
-          this.file.add(b.name, b.bytes, b.entries);
-          bytes += b.bytes.byteLength;
-        }
-        if (m.expired.length > 0) this.src.onExpired(m.expired as ExpiredKey[]);
-      } else if (m.t === 'done') {
-        this.readDone = true;
-      } else {
-        throw new WeirError('STATE_BACKEND', `${this.src.where}: the disk snapshot's reader thread failed: ${m.message}`);
-      }
+    const m = this.queue[this.head];
+    if (m === undefined) return !this.readDone;
+    this.queue[this.head++] = undefined as unknown as FromReader;
+    if (this.head === this.queue.length) {
+      this.queue = [];
+      this.head = 0;
     }
-    this.queue = [];
-    this.head = 0;
-    if (bytes > 0) this.src.job.credit(bytes);
+    if (m.t === 'blocks') {
+      let bytes = 0;
+      for (const b of m.blocks) {
+        this.file.add(b.name, b.bytes, b.entries);
+        bytes += b.bytes.byteLength;
+      }
+      if (m.expired.length > 0) this.src.onExpired(m.expired as ExpiredKey[]);
+      if (bytes > 0) this.src.job.credit(bytes);
+    } else if (m.t === 'done') {
+      this.readDone = true;
+    } else {
+      throw new WeirError('STATE_BACKEND', `${this.src.where}: the disk snapshot's reader thread failed: ${m.message}`);
+    }
     return !this.readDone;
   }
 
