@@ -19,7 +19,7 @@ import { ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor } from '.
 import { Rng } from '../../src/core/random.ts';
 import type { KeyedStateBackend, KeyedStateBackendFactory } from '../../src/state/backend.ts';
 import { diskBackendFactory, type DiskKeyedStateBackend } from '../../src/state/disk/backend.ts';
-import { snapshotReaderReady } from '../../src/state/disk/reader-thread.ts';
+import { snapshotReaderReady, terminateSnapshotReader } from '../../src/state/disk/reader-thread.ts';
 import { ThreadedDiskSnapshot } from '../../src/state/disk/threaded-snapshot.ts';
 import { DiskSnapshot } from '../../src/state/disk/snapshot.ts';
 import { heapBackendFactory } from '../../src/state/heap/backend.ts';
@@ -181,12 +181,7 @@ describe('disk snapshots on the reader thread', () => {
   });
 
   it('an abort in the middle releases the read: no reader transaction left, and the next snapshot works', async () => {
-    const b = make(onThread) as DiskKeyedStateBackend;
-    const v = b.getValueState(dv);
-    for (let i = 0; i < 60_000; i++) {
-      b.setCurrentKey(`key-${i}`);
-      v.update(i);
-    }
+    const b = bigState();
     const first = b.snapshot();
     expect(first).toBeInstanceOf(ThreadedDiskSnapshot);
     const streams = new MemoryStreams();
@@ -212,9 +207,29 @@ describe('disk snapshots on the reader thread', () => {
     void env.close();
     const second = await fileOf(b);
     expect(second.kind).toBe('thread');
-    expect(second.entries).toBe(60_000);
+    expect(second.entries).toBe(BIG_KEYS);
     b.dispose();
   });
+
+  it('a reader thread that dies mid-snapshot fails that snapshot with a coded error; the next ones work', async () => {
+    const b = bigState();
+    const snap = b.snapshot();
+    expect(snap).toBeInstanceOf(ThreadedDiskSnapshot);
+    // Nothing taken yet: the thread stops at its in-flight bound, in the middle of the store.
+    await new Promise((r) => setTimeout(r, 50));
+    await terminateSnapshotReader();
+    const streams = new MemoryStreams();
+    const result = writeSnapshot(snap, streams, 'a.state');
+    await expect(result).rejects.toMatchObject({ code: 'STATE_BACKEND', message: expect.stringMatching(/reader thread went away/) });
+    // The next snapshot reads on the task's thread (the new thread is not up yet), then on the new thread.
+    const next = await fileOf(b);
+    expect(next.entries).toBe(BIG_KEYS);
+    expect(await snapshotReaderReady(60_000)).toBe(true);
+    const after = await fileOf(b);
+    expect(after.kind).toBe('thread');
+    expect(after.bytes.equals(next.bytes)).toBe(true);
+    b.dispose();
+  }, 70_000);
 
   it('a process with a snapshot in the middle on the thread exits by itself', () => {
     const dir = mkdtempSync(join(base, 'exit-'));
@@ -240,6 +255,20 @@ describe('disk snapshots on the reader thread', () => {
     expect(r.status).toBe(0);
   }, 70_000);
 });
+
+const BIG_KEYS = 50_000;
+const dbig = new ValueStateDescriptor<string>('big');
+
+/** More block bytes (~13 MB) than the thread sends ahead of the task (MAX_IN_FLIGHT_BYTES): it cannot finish alone. */
+function bigState(): DiskKeyedStateBackend {
+  const b = make(onThread) as DiskKeyedStateBackend;
+  const v = b.getValueState(dbig);
+  for (let i = 0; i < BIG_KEYS; i++) {
+    b.setCurrentKey(`key-${i}`);
+    v.update(`${i}:`.padEnd(250, 'x'));
+  }
+  return b;
+}
 
 async function openEnv(path: string): Promise<{ readerList(): string; close(): Promise<void> }> {
   const { createRequire } = await import('node:module');

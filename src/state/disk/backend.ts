@@ -93,7 +93,7 @@ export class DiskKeyedStateBackend implements KeyedStateBackend {
   /** The store, made on first use (a keyed operator that never uses state makes no directory). */
   private get store(): DiskStore {
     if (this.storeOrUndefined === undefined) {
-      this.storeOrUndefined = new DiskStore(this.options.dir, this.where);
+      this.storeOrUndefined = new DiskStore(this.options.dir, this.where, this.options.snapshotThread);
       this.wb = new WriteBack(this.storeOrUndefined, this.options.cacheEntries, this.options.flushEvery);
       this.wb.afterFlush = (written) => this.cleanupSome(Math.min(MAX_CLEANUP_ENTRIES, written * CLEANUP_ENTRIES_PER_WRITE));
     }
@@ -336,9 +336,7 @@ export class DiskKeyedStateBackend implements KeyedStateBackend {
       onExpired: (keys: ExpiredKey[]) => this.removeExpired(keys),
       onReleased: (x: DiskSnapshot | ThreadedDiskSnapshot) => this.inProgress.delete(x),
     };
-    const job = this.options.snapshotThread
-      ? this.store.beginThreadedRead({ start: storeKeyPrefix(this.keyGroupRange.start), end: storeKeyPrefix(this.keyGroupRange.end + 1), states: states.map(blockState), now })
-      : undefined;
+    const job = this.store.beginThreadedRead({ start: storeKeyPrefix(this.keyGroupRange.start), end: storeKeyPrefix(this.keyGroupRange.end + 1), states: states.map(blockState), now });
     const s = job !== undefined
       ? new ThreadedDiskSnapshot({ ...common, job, where: this.where })
       : new DiskSnapshot({ ...common, store: this.store, view: this.store.readView(), now });

@@ -84,6 +84,16 @@ export async function snapshotReaderReady(timeoutMs: number): Promise<boolean> {
   }
 }
 
+/**
+ * Ends this JS thread's reader thread, as if it had died (tests: its snapshots in progress
+ * fail, later ones read on the task's thread until a new thread is up).
+ */
+export async function terminateSnapshotReader(): Promise<void> {
+  const t = current;
+  if (t === undefined) return;
+  await t.worker.terminate();
+}
+
 /** What a full snapshot asks the thread to read. */
 export interface ReadRequest {
   /** Store keys start <= key < end. */
