@@ -9,10 +9,11 @@
  *   reader table holds no transaction, and a process with a snapshot in the middle exits.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { dirname, join } from 'node:path';
+import { createRequire } from 'node:module';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/core/clock.ts';
 import { ListStateDescriptor, MapStateDescriptor, ValueStateDescriptor } from '../../src/core/state.ts';
@@ -231,26 +232,47 @@ describe('disk snapshots on the reader thread', () => {
     b.dispose();
   }, 70_000);
 
-  it('a process with a snapshot in the middle on the thread exits by itself', () => {
+  it('a process with a snapshot in the middle on the thread exits by itself, and so does a worker thread terminated with one', () => {
     const dir = mkdtempSync(join(base, 'exit-'));
     const script = join(dir, 'run.mts');
     const src = (p: string) => JSON.stringify(fileURLToPath(new URL(`../../src/${p}`, import.meta.url)));
+    // tsx's ESM API (its "import" export; require.resolve would give the CommonJS one).
+    const tsxDir = dirname(createRequire(import.meta.url).resolve('tsx/package.json'));
+    const tsxExports = (JSON.parse(readFileSync(join(tsxDir, 'package.json'), 'utf8')) as { exports: Record<string, { import: { default: string } }> }).exports;
+    const tsxApi = pathToFileURL(join(tsxDir, tsxExports['./esm/api']!.import.default)).href;
     writeFileSync(script, `
+      import { isMainThread, parentPort, Worker } from 'node:worker_threads';
       import { ManualClock } from ${src('core/clock.ts')};
       import { ValueStateDescriptor } from ${src('core/state.ts')};
       import { diskBackendFactory } from ${src('state/disk/backend.ts')};
       import { snapshotReaderReady } from ${src('state/disk/reader-thread.ts')};
-      const b = diskBackendFactory({ dir: ${JSON.stringify(dir)} }).create({ keyGroupRange: { start: 0, end: 127 }, maxParallelism: 128, clock: new ManualClock(0), where: 'exit test' });
-      const v = b.getValueState(new ValueStateDescriptor('v'));
-      for (let i = 0; i < 100000; i++) { b.setCurrentKey(i); v.update(i); }
-      if (!(await snapshotReaderReady(60000))) throw new Error('reader not ready');
-      const s = b.snapshot();
-      if (s.constructor.name !== 'ThreadedDiskSnapshot') throw new Error('not on the thread: ' + s.constructor.name);
-      // Never written nor aborted: the read is left open on the thread.
-      console.log('left open');
+      async function leaveOneOpen() {
+        const b = diskBackendFactory({ dir: ${JSON.stringify(dir)} }).create({ keyGroupRange: { start: 0, end: 127 }, maxParallelism: 128, clock: new ManualClock(0), where: 'exit test' });
+        const v = b.getValueState(new ValueStateDescriptor('v'));
+        for (let i = 0; i < 50000; i++) { b.setCurrentKey(i); v.update(String(i).padEnd(250, 'x')); }
+        if (!(await snapshotReaderReady(60000))) throw new Error('reader not ready');
+        const s = b.snapshot();
+        if (s.constructor.name !== 'ThreadedDiskSnapshot') throw new Error('not on the thread: ' + s.constructor.name);
+        // Never written nor aborted: the read stays open on the thread (stopped at its in-flight bound).
+      }
+      if (isMainThread) {
+        // A task's worker thread: tsx registered in it as weir's worker bootstrap does.
+        const boot = 'const { register } = await import(' + JSON.stringify(${JSON.stringify(tsxApi)}) + '); register(); await import(' + JSON.stringify(import.meta.url) + ');';
+        const w = new Worker(new URL('data:text/javascript,' + encodeURIComponent(boot)));
+        const open = await new Promise((res, rej) => { w.once('message', res); w.once('error', rej); });
+        await w.terminate();
+        console.log('worker ' + open + ', terminated');
+        await leaveOneOpen();
+        console.log('left open');
+      } else {
+        await leaveOneOpen();
+        parentPort.postMessage('left open');
+        setInterval(() => {}, 1000); // a task thread stays alive until terminated
+      }
     `);
     const r = spawnSync(process.execPath, ['--import', 'tsx', script], { encoding: 'utf8', timeout: 60_000 });
     expect(r.error, r.stderr).toBeUndefined();
+    expect(r.stdout, r.stderr).toContain('worker left open, terminated');
     expect(r.stdout, r.stderr).toContain('left open');
     expect(r.status).toBe(0);
   }, 70_000);
