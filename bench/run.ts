@@ -41,7 +41,7 @@ import { runS3Suite, S3_PARTS, SINK_LAYOUTS, type S3Part, type SinkLayout } from
 import { METRICS_VARIANTS, runMetricsSuite, type MetricsVariant } from './metrics.ts';
 import { QUERY_IDS, type QueryId } from './nexmark/check.ts';
 import { runNexmarkSuite } from './nexmark/suite.ts';
-import { runSoakSuite, SOAK_VARIANT_IDS } from './soak.ts';
+import { runSoakSuite, SOAK_DEFAULT_IDS, SOAK_VARIANT_IDS } from './soak.ts';
 import { runStateSuite } from './state.ts';
 import { runStartupSuite } from './startup.ts';
 import {
@@ -215,7 +215,7 @@ function options(argv: string[]): Options {
   const s3Minutes = values.minutes === undefined ? undefined : Number(values.minutes);
   if (s3Minutes !== undefined && !(s3Minutes > 0)) throw new BenchFailure(`--minutes must be a positive number, got ${values.minutes}`);
   const queries = list(values.queries, QUERY_IDS, 'query');
-  const soakVariants = list(values['soak-variants'], SOAK_VARIANT_IDS, 'soak variant');
+  const soakVariants = values['soak-variants'] === undefined ? SOAK_DEFAULT_IDS : list(values['soak-variants'], SOAK_VARIANT_IDS, 'soak variant');
   const events = values.events === undefined ? undefined : Number(values.events.replace(/_/g, ''));
   if (events !== undefined && !(Number.isSafeInteger(events) && events > 0 && events % 1000 === 0)) throw new BenchFailure(`--events must be a positive multiple of 1000, got ${values.events}`);
   const write = values['no-write'] ? false : values.write === true ? true : undefined;

@@ -39,16 +39,22 @@ export interface SoakVariant {
   readonly flags: readonly string[];
   /** The job's arguments after rate and keys. */
   readonly mode: readonly string[];
+  /** Run only when named (--soak-variants): a baseline to compare with, not a claim of the issue. */
+  readonly onlyWhenNamed?: true;
 }
 
 export const SOAK_VARIANTS: readonly SoakVariant[] = [
   { id: 'heap-full', label: 'heap backend, full checkpoints', flags: ['--state-backend', 'heap'], mode: ['steady'] },
   { id: 'heap-incremental', label: 'heap backend, incremental checkpoints', flags: ['--state-backend', 'heap', '--incremental-checkpoints', 'on'], mode: ['steady'] },
   { id: 'disk-full', label: 'disk backend, full checkpoints', flags: ['--state-backend', 'disk'], mode: ['steady'] },
+  // The same with the full snapshot read and encoded on the task's thread (before the snapshot reader thread): for comparisons.
+  { id: 'disk-full-task-thread', label: 'disk backend, full checkpoints, snapshot read on the task thread', flags: ['--state-backend', 'disk', '--state-snapshot-thread', 'off'], mode: ['steady'], onlyWhenNamed: true },
   { id: 'disk-incremental', label: 'disk backend, incremental checkpoints', flags: ['--state-backend', 'disk', '--incremental-checkpoints', 'on'], mode: ['steady'] },
   { id: 'heap-ttl', label: 'heap backend, full checkpoints, a new key per record with a 60 s TTL', flags: ['--state-backend', 'heap'], mode: ['growing', String(TTL_SECONDS)] },
 ];
 export const SOAK_VARIANT_IDS = SOAK_VARIANTS.map((v) => v.id);
+/** What runs when --soak-variants is not given. */
+export const SOAK_DEFAULT_IDS = SOAK_VARIANTS.filter((v) => v.onlyWhenNamed !== true).map((v) => v.id);
 
 interface Point {
   readonly id: number;

@@ -50,7 +50,7 @@ const ownUrls: Plugin = {
 // A clean dist/: files of deleted sources must not linger in the package.
 rmSync(DIST, { recursive: true, force: true });
 await build({
-  entryPoints: { index: join(SRC, 'index.ts'), cli: join(SRC, 'cli/main.ts'), worker: join(SRC, 'cluster/worker-main.ts') },
+  entryPoints: { index: join(SRC, 'index.ts'), cli: join(SRC, 'cli/main.ts'), worker: join(SRC, 'cluster/worker-main.ts'), reader: join(SRC, 'state/disk/reader-main.ts') },
   outdir: DIST,
   bundle: true,
   splitting: true,

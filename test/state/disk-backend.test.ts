@@ -8,12 +8,13 @@
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/core/clock.ts';
 import { MapStateDescriptor, ValueStateDescriptor } from '../../src/core/state.ts';
 import type { KeyedStateBackend, KeyedStateBackendFactory, KeyedStateHandle } from '../../src/state/backend.ts';
 import { DiskKeyedStateBackend, diskBackendFactory } from '../../src/state/disk/backend.ts';
 import { heapBackendFactory } from '../../src/state/heap/backend.ts';
+import { snapshotReaderReady } from '../../src/state/disk/reader-thread.ts';
 import { keyGroupRangeForSubtask } from '../../src/state/key-groups.ts';
 import { keyedStateBackendFactory } from '../../src/state/backends.ts';
 import type { KeyGroupRange } from '../../src/core/checkpoint-format.ts';
@@ -24,8 +25,18 @@ import {
 const base = mkdtempSync(join(tmpdir(), 'weir-disk-test-'));
 afterAll(() => rmSync(base, { recursive: true, force: true }));
 
+// Full snapshots go through the snapshot reader thread once it is up (reader-thread.ts): up
+// before any test here, so each run below takes the path it names.
+beforeAll(async () => {
+  const warm = diskBackendFactory({ dir: base }).create({ keyGroupRange: FULL, maxParallelism: MAXP, clock: new ManualClock(0), where: 'warm-up' });
+  warm.getValueState(new ValueStateDescriptor<number>('x'));
+  expect(await snapshotReaderReady(60_000)).toBe(true);
+  warm.dispose();
+}, 70_000);
+
 backendContract(diskBackendFactory({ dir: base }));
 backendContract({ ...diskBackendFactory({ dir: base, cacheEntries: 7 }), name: 'disk (cache of 7 entries)' });
+backendContract({ ...diskBackendFactory({ dir: base, snapshotThread: false }), name: 'disk (snapshots on the task thread)' });
 
 function make(factory: KeyedStateBackendFactory, range: KeyGroupRange = FULL, clock = new ManualClock(100)): KeyedStateBackend {
   return factory.create({ keyGroupRange: range, maxParallelism: MAXP, clock, where: 'operator "t" (subtask 1/1)' });
@@ -221,6 +232,7 @@ describe('disk backend', () => {
   it('refuses bad settings and keys too long for the store', () => {
     expect(() => diskBackendFactory({ cacheEntries: 0 })).toThrow(/cache-entries must be a positive integer/);
     expect(() => diskBackendFactory({ dir: '' })).toThrow(/must be a non-empty path/);
+    expect(() => diskBackendFactory({ snapshotThread: 'yes' as never })).toThrow(/snapshot-thread must be on or off/);
     expect(keyedStateBackendFactory('disk', { disk: { dir: base } }).name).toBe('disk');
     const b = make(small);
     const v = b.getValueState(new ValueStateDescriptor<number>('x'));

@@ -57,6 +57,11 @@ export const OPTIONS = {
     label: 'disk state cache entries', commands: ['run'], section: 'Execution',
     description: 'entries (over all states of a subtask) the disk state backend keeps in memory; changes are written to its store in batches of a quarter of it',
   }),
+  stateSnapshotThread: option({
+    flag: 'state-snapshot-thread', key: 'state.backend.disk.snapshot-thread', field: 'stateBackendOptions.disk.snapshotThread', type: onOffValue(), default: true,
+    label: 'disk snapshot thread', commands: ['run'], section: 'Execution',
+    description: 'a full checkpoint of the disk state backend reads and encodes its store on a thread of its own (one per worker thread), not on the task\'s: off reads it on the task\'s thread between batches',
+  }),
 
   stateSnapshotKeyCache: option({
     key: 'state.backend.heap.snapshot-key-cache', field: 'stateBackendOptions.heap.snapshotKeyCache', type: onOffValue(), default: true,

@@ -37,7 +37,8 @@ import {
 } from './keys.ts';
 import { KeyFilter } from './key-filter.ts';
 import { loadStateFiles } from './restore.ts';
-import { DiskSnapshot, type ExpiredKey, type SnapshotState } from './snapshot.ts';
+import { blockState, DiskSnapshot, type ExpiredKey, type SnapshotState } from './snapshot.ts';
+import { ThreadedDiskSnapshot } from './threaded-snapshot.ts';
 import type { IncrementalPart } from '../state-file-write.ts';
 import { DiskStore, packStored, unpackStored } from './store.ts';
 import { BatchWriter } from './write-thread.ts';
@@ -70,7 +71,7 @@ export class DiskKeyedStateBackend implements KeyedStateBackend {
   private wb: WriteBack | undefined;
   private readonly states = new Map<string, Registered>();
   private readonly restored = new Map<string, StoredState>();
-  private readonly inProgress = new Set<DiskSnapshot | DiskDeltaSnapshot>();
+  private readonly inProgress = new Set<DiskSnapshot | DiskDeltaSnapshot | ThreadedDiskSnapshot>();
   /** Incremental checkpoints: epochs and the chain deltas build on (the heap backend's planner). */
   private readonly chains = new ChainPlanner();
   private changes: DiskChangeLog | undefined;
@@ -92,7 +93,7 @@ export class DiskKeyedStateBackend implements KeyedStateBackend {
   /** The store, made on first use (a keyed operator that never uses state makes no directory). */
   private get store(): DiskStore {
     if (this.storeOrUndefined === undefined) {
-      this.storeOrUndefined = new DiskStore(this.options.dir, this.where);
+      this.storeOrUndefined = new DiskStore(this.options.dir, this.where, this.options.snapshotThread);
       this.wb = new WriteBack(this.storeOrUndefined, this.options.cacheEntries, this.options.flushEvery);
       this.wb.afterFlush = (written) => this.cleanupSome(Math.min(MAX_CLEANUP_ENTRIES, written * CLEANUP_ENTRIES_PER_WRITE));
     }
@@ -319,19 +320,26 @@ export class DiskKeyedStateBackend implements KeyedStateBackend {
     };
   }
 
-  private fullSnapshot(states: SnapshotState[], timers: KeyGroupBlockSource | undefined, base?: IncrementalPart): DiskSnapshot {
-    const s = new DiskSnapshot({
+  /**
+   * A full snapshot (canonical file), read and encoded by the snapshot reader thread when it
+   * can open its view now (the store is flushed: its view is the state at the barrier), else
+   * on the task's thread.
+   */
+  private fullSnapshot(states: SnapshotState[], timers: KeyGroupBlockSource | undefined, base?: IncrementalPart): KeyedStateSnapshot {
+    const now = this.clock.now();
+    const common = {
       ...(base !== undefined ? { base } : {}),
-      store: this.store,
-      view: this.store.readView(),
       states,
       timers,
       keyGroupRange: this.keyGroupRange,
       maxParallelism: this.maxParallelism,
-      now: this.clock.now(),
-      onExpired: (keys) => this.removeExpired(keys),
-      onReleased: (x) => this.inProgress.delete(x),
-    });
+      onExpired: (keys: ExpiredKey[]) => this.removeExpired(keys),
+      onReleased: (x: DiskSnapshot | ThreadedDiskSnapshot) => this.inProgress.delete(x),
+    };
+    const job = this.store.beginThreadedRead({ start: storeKeyPrefix(this.keyGroupRange.start), end: storeKeyPrefix(this.keyGroupRange.end + 1), states: states.map(blockState), now });
+    const s = job !== undefined
+      ? new ThreadedDiskSnapshot({ ...common, job, where: this.where })
+      : new DiskSnapshot({ ...common, store: this.store, view: this.store.readView(), now });
     this.inProgress.add(s);
     return s;
   }

@@ -15,7 +15,8 @@ import { StateFileWrite, type IncrementalPart } from '../state-file-write.ts';
 import type { ChangedGroup } from './changes.ts';
 import { encodeStoreKey } from './keys.ts';
 import { unpackStored, type DiskStore } from './store.ts';
-import { withoutExpired, type SnapshotState } from './snapshot.ts';
+import { type SnapshotState } from './snapshot.ts';
+import { withoutExpired } from './snapshot-blocks.ts';
 
 /** Keys looked up per step. */
 const KEYS_PER_STEP = 2048;

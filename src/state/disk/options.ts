@@ -12,6 +12,11 @@ export interface DiskBackendOptions {
   readonly dir?: string;
   /** Entries (over all states of a subtask) the write-back cache holds; default defaultCacheEntries(). */
   readonly cacheEntries?: number;
+  /**
+   * Whether full snapshots read and encode the store on the snapshot reader thread
+   * (reader-thread.ts) rather than on the task's thread; default true.
+   */
+  readonly snapshotThread?: boolean;
 }
 
 export const DEFAULT_CACHE_ENTRIES = 100_000;
@@ -37,6 +42,7 @@ export interface ResolvedDiskOptions {
   readonly dir: string;
   readonly cacheEntries: number;
   readonly flushEvery: number;
+  readonly snapshotThread: boolean;
 }
 
 export function resolveDiskOptions(o: DiskBackendOptions = {}): ResolvedDiskOptions {
@@ -46,5 +52,7 @@ export function resolveDiskOptions(o: DiskBackendOptions = {}): ResolvedDiskOpti
   if (!Number.isInteger(cacheEntries) || cacheEntries < 1) {
     throw new WeirError('CONFIG', `state.backend.disk.cache-entries must be a positive integer, got ${String(o.cacheEntries)}`);
   }
-  return { dir: resolve(dir), cacheEntries, flushEvery: Math.max(1, Math.floor(cacheEntries * FLUSH_SHARE)) };
+  const snapshotThread = o.snapshotThread ?? true;
+  if (typeof snapshotThread !== 'boolean') throw new WeirError('CONFIG', `state.backend.disk.snapshot-thread must be on or off, got ${String(o.snapshotThread)}`);
+  return { dir: resolve(dir), cacheEntries, flushEvery: Math.max(1, Math.floor(cacheEntries * FLUSH_SHARE)), snapshotThread };
 }

@@ -8,25 +8,25 @@
  * read view of the store opened; nothing is copied. Asynchronous phase (records flowing):
  * step() reads the view in key order, a bounded number of entries per step, which is key group
  * by key group and, within a group, state by state (keys.ts), and hands each finished
- * (state, key group) block to the state file writer. Writes made meanwhile go to the store
+ * (state, key group) block (snapshot-blocks.ts) to the state file writer. This runs on the
+ * task's thread; the backend takes it when the snapshot reader thread cannot do the reading
+ * and encoding instead (threaded-snapshot.ts). Writes made meanwhile go to the store
  * beside the view and are not seen by it. TTL: entries found expired are left out, and the
  * backend is told so it can remove those still expired from the store (cleanup on snapshot).
  */
 import type { KeyGroupRange } from '../../core/checkpoint-format.ts';
 import type { StateTtlConfig } from '../../core/state.ts';
-import { keyedBlockName } from '../../checkpoint/names.ts';
 import type { KeyedStateHandle, KeyedStateSnapshot, KeyGroupBlockSource, SnapshotTarget } from '../backend.ts';
-import type { NormKey } from '../key-groups.ts';
-import { encodeColumns } from '../columnar-block.ts';
 import type { StateMeta } from '../state-codec.ts';
-import type { KeyedSnapshotMeta } from '../heap/format.ts';
-import { keyGroupOfStoreKey, normKeyOfStoreKey, stateIdOfStoreKey, storeKeyPrefix } from './keys.ts';
-import { unpackStored, type DiskStore } from './store.ts';
-import { ttlExpired } from './handles.ts';
+import { storeKeyPrefix } from './keys.ts';
+import type { DiskStore } from './store.ts';
+import { BlockBuilder, type BlockState, type EncodedBlock, type ExpiredKey } from './snapshot-blocks.ts';
 import { StateFileWrite, type IncrementalPart } from '../state-file-write.ts';
 
+export { withoutExpired, type ExpiredKey } from './snapshot-blocks.ts';
+
 /** Store entries read per step: keeps each step short so records keep flowing. */
-const ENTRIES_PER_STEP = 4096;
+export const ENTRIES_PER_STEP = 4096;
 
 /** One state as the snapshot records it. */
 export interface SnapshotState {
@@ -36,11 +36,9 @@ export interface SnapshotState {
   readonly ttl: StateTtlConfig | undefined;
 }
 
-/** A key the snapshot found expired in its view. */
-export interface ExpiredKey {
-  readonly stateId: number;
-  readonly keyGroup: number;
-  readonly key: NormKey;
+/** What the block encoder needs of a state (plain data). */
+export function blockState(s: SnapshotState): BlockState {
+  return { stateId: s.stateId, name: s.meta.name, kind: s.meta.kind, ttl: s.ttl };
 }
 
 export interface DiskSnapshotSource {
@@ -62,14 +60,13 @@ export interface DiskSnapshotSource {
 }
 
 export class DiskSnapshot implements KeyedStateSnapshot {
-  private readonly bySid = new Map<number, SnapshotState>();
   private it: Iterator<{ key: Buffer; value: Buffer }> | undefined;
-  private block: { state: SnapshotState; keyGroup: number; keys: NormKey[]; values: unknown[] } | undefined;
+  private readonly blocks: BlockBuilder;
   private readonly file: StateFileWrite;
   private released = false;
 
   constructor(private readonly src: DiskSnapshotSource) {
-    for (const s of src.states) this.bySid.set(s.stateId, s);
+    this.blocks = new BlockBuilder(src.states.map(blockState), src.now);
     this.file = new StateFileWrite(src.keyGroupRange, src.base, () => this.release());
   }
 
@@ -86,47 +83,21 @@ export class DiskSnapshot implements KeyedStateSnapshot {
     const r = this.src.keyGroupRange;
     this.it ??= this.src.store.range(storeKeyPrefix(r.start), storeKeyPrefix(r.end + 1), this.src.view as never)[Symbol.iterator]();
     const expired: ExpiredKey[] = [];
+    const out: EncodedBlock[] = [];
+    let more = true;
     for (let n = 0; n < ENTRIES_PER_STEP; n++) {
       const next = this.it.next();
       if (next.done === true) {
         this.it = undefined;
-        this.emit();
-        this.reportExpired(expired);
-        return false;
+        this.blocks.end(out);
+        more = false;
+        break;
       }
-      const { key, value } = next.value;
-      const state = this.bySid.get(stateIdOfStoreKey(key));
-      if (state === undefined) continue; // registered after the synchronous phase, or dropped
-      const keyGroup = keyGroupOfStoreKey(key);
-      if (this.block === undefined || this.block.state !== state || this.block.keyGroup !== keyGroup) {
-        this.emit();
-        this.block = { state, keyGroup, keys: [], values: [] };
-      }
-      let raw = unpackStored(value);
-      if (state.ttl !== undefined) {
-        raw = withoutExpired(raw, state.meta.kind, state.ttl, this.src.now);
-        if (raw === undefined) {
-          expired.push({ stateId: state.stateId, keyGroup, key: normKeyOfStoreKey(key) });
-          continue;
-        }
-      }
-      this.block.keys.push(normKeyOfStoreKey(key));
-      this.block.values.push(raw);
+      this.blocks.add(next.value.key, next.value.value, out, expired);
     }
-    this.reportExpired(expired);
-    return true;
-  }
-
-  private reportExpired(expired: ExpiredKey[]): void {
+    for (const b of out) this.file.add(b.name, b.bytes, b.entries);
     if (expired.length > 0) this.src.onExpired(expired);
-  }
-
-  /** Writes the block being built (if it holds anything). */
-  private emit(): void {
-    const b = this.block;
-    this.block = undefined;
-    if (b === undefined || b.keys.length === 0) return;
-    this.file.add(keyedBlockName(b.state.meta.name, b.keyGroup), encodeColumns(b.keys, b.values), b.keys.length);
+    return more;
   }
 
   private finish(): void {
@@ -148,24 +119,5 @@ export class DiskSnapshot implements KeyedStateSnapshot {
     this.it = undefined;
     this.src.view.done();
     this.src.onReleased(this);
-  }
-}
-
-/**
- * A stored TTL value without its expired parts (the stored forms of state-codec.ts: {v, t};
- * lists of them; maps as [key, {v, t}] pairs); undefined when nothing is left.
- */
-export function withoutExpired(raw: unknown, kind: string, ttl: StateTtlConfig, now: number): unknown {
-  switch (kind) {
-    case 'list': {
-      const l = (raw as { t: number }[]).filter((s) => !ttlExpired(s.t, ttl, now));
-      return l.length === 0 ? undefined : l;
-    }
-    case 'map': {
-      const m = (raw as [unknown, { t: number }][]).filter(([, s]) => !ttlExpired(s.t, ttl, now));
-      return m.length === 0 ? undefined : m;
-    }
-    default:
-      return ttlExpired((raw as { t: number }).t, ttl, now) ? undefined : raw;
   }
 }

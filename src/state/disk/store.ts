@@ -19,6 +19,7 @@ import type { Database, Transaction } from 'lmdb';
 import { Packr } from 'msgpackr';
 import { WeirError } from '../../core/errors.ts';
 import { WriteBehind } from './write-thread.ts';
+import { StoreReader, type ReadJob, type ReadRequest } from './reader-thread.ts';
 
 /**
  * lmdb, loaded when the first store opens: loading it (a native addon) costs ~70 ms of CPU,
@@ -75,9 +76,12 @@ export class DiskStore {
   private readonly openOptions: object;
   /** The line to the write thread, opened with the first batch sent. */
   private behind: WriteBehind | undefined;
+  /** The line to the snapshot reader thread (started with the store: ready by the first checkpoint); undefined when not used. */
+  private readonly reader: StoreReader | undefined;
   private closed = false;
 
-  constructor(baseDir: string, private readonly where: string) {
+  /** `snapshotThread`: whether full snapshots may be read on the snapshot reader thread (reader-thread.ts). */
+  constructor(baseDir: string, private readonly where: string, snapshotThread = true) {
     try {
       mkdirSync(baseDir, { recursive: true });
       this.dir = mkdtempSync(join(baseDir, 'weir-state-'));
@@ -89,6 +93,7 @@ export class DiskStore {
     // mdb_freelist_save ("Assertion 'x <= dl[0].mid' failed"); the integration test hit it once.
     this.openOptions = { path: this.dir, keyEncoding: 'binary', encoding: 'binary', noSync: true, compression: false, cache: false };
     this.db = lmdbLib().open<Buffer, Buffer>(this.openOptions);
+    this.reader = snapshotThread ? new StoreReader(this.openOptions) : undefined;
   }
 
   /** The stored bytes of a key, valid until the next store call (decode them at once). */
@@ -146,6 +151,15 @@ export class DiskStore {
     return this.db.useReadTransaction();
   }
 
+  /**
+   * Has the snapshot reader thread open a read view of the store as it is now (every write
+   * committed: the caller drained first) and read it into blocks; undefined when it cannot
+   * (or is not used): the caller reads its own view (readView()).
+   */
+  beginThreadedRead(req: ReadRequest): ReadJob | undefined {
+    return this.reader?.begin(req);
+  }
+
   /** Entries with start <= key < end, in key order, from `view` (or the store as it is now). */
   range(start: Buffer, end: Buffer, view?: Transaction): Iterable<{ key: Buffer; value: Buffer }> {
     return this.db.getRange(view === undefined ? { start, end } : { start, end, transaction: view }) as Iterable<{ key: Buffer; value: Buffer }>;
@@ -162,6 +176,7 @@ export class DiskStore {
     this.closed = true;
     openDirs.delete(this.dir);
     this.behind?.close();
+    this.reader?.close();
     // The mapping stays valid for anything still reading until close finishes; the files go now.
     void this.db.close().catch(() => {});
     rmSync(this.dir, { recursive: true, force: true });
