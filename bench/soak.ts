@@ -67,12 +67,21 @@ interface Point {
   readonly writtenBytes: number;
 }
 
+interface FailedCheckpoint {
+  readonly id: number;
+  /** Minutes since the first completed checkpoint's trigger (negative: before it). */
+  readonly atMin: number;
+  readonly reason: string;
+}
+
 interface SoakRun {
   readonly variant: SoakVariant;
   readonly minutes: number;
   readonly keys: number;
   readonly points: readonly Point[];
   readonly failed: number;
+  /** Why each failed checkpoint failed (the history's reason and message), in order. */
+  readonly failures: readonly FailedCheckpoint[];
   readonly warmupMin: number;
   readonly load: number;
   /** When this variant started (ISO, minutes). */
@@ -109,9 +118,15 @@ async function runVariant(v: SoakVariant, minutes: number, keys: number): Promis
     if (history === undefined) throw new BenchFailure(`soak ${v.id}: no checkpoint history under ${dir}: ${stderr.slice(-2000)}`);
     const entries = readFileSync(history, 'utf8').split('\n').filter((l) => l.trim() !== '').map((l) => JSON.parse(l) as Record<string, unknown>);
     const completed = entries.filter((e) => e['status'] === 'COMPLETED' && e['type'] === 'checkpoint');
-    const failed = entries.filter((e) => e['status'] === 'FAILED').length;
+    const failedEntries = entries.filter((e) => e['status'] === 'FAILED');
+    const failed = failedEntries.length;
     if (completed.length === 0) throw new BenchFailure(`soak ${v.id}: no completed checkpoint`);
     const t0 = Math.min(...completed.map((e) => Number(e['triggerTimestamp'])));
+    const failures = failedEntries.map((e) => ({
+      id: Number(e['id']),
+      atMin: (Number(e['triggerTimestamp']) - t0) / 60_000,
+      reason: `${String(e['failureReason'] ?? 'no reason')}: ${String(e['failureMessage'] ?? '')}`.slice(0, 300),
+    }));
     const points = completed.map((e) => ({
       id: Number(e['id']),
       atMin: (Number(e['triggerTimestamp']) - t0) / 60_000,
@@ -121,7 +136,7 @@ async function runVariant(v: SoakVariant, minutes: number, keys: number): Promis
     }));
     for (const p of points) if (!(Number.isFinite(p.durationMs) && Number.isFinite(p.stateBytes))) throw new BenchFailure(`soak ${v.id}: checkpoint ${p.id} has no duration or size in the history`);
     const warmupMin = v.mode[0] === 'growing' ? (TTL_SECONDS * 2) / 60 : ((keys / RATE) * 1.5) / 60;
-    return { variant: v, minutes, keys, points, failed, warmupMin, load, startedAt: new Date(started).toISOString().replace(/:\d\d\.\d+Z$/, 'Z') };
+    return { variant: v, minutes, keys, points, failed, failures, warmupMin, load, startedAt: new Date(started).toISOString().replace(/:\d\d\.\d+Z$/, 'Z') };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -153,6 +168,8 @@ export interface SoakSummary {
   readonly keys: number;
   readonly checkpoints: number;
   readonly failed: number;
+  /** Why checkpoints failed (absent in summaries written before the soak kept reasons). */
+  readonly failures?: readonly FailedCheckpoint[];
   /** Medians of the first and the last half after the warm-up. */
   readonly durationMs: readonly [number, number];
   readonly stateBytes: readonly [number, number];
@@ -167,7 +184,7 @@ function summarize(r: SoakRun, revision: string): SoakSummary {
   if (first.length === 0 || last.length === 0) throw new BenchFailure(`soak ${r.variant.id}: too few checkpoints after the ${r.warmupMin.toFixed(1)}-minute warm-up to compare halves`);
   return {
     id: r.variant.id, label: r.variant.label, when: r.startedAt, revision, minutes: r.minutes, keys: r.keys,
-    checkpoints: r.points.length, failed: r.failed,
+    checkpoints: r.points.length, failed: r.failed, failures: r.failures,
     durationMs: [median(first.map((p) => p.durationMs)), median(last.map((p) => p.durationMs))],
     stateBytes: [median(first.map((p) => p.stateBytes)), median(last.map((p) => p.stateBytes))],
     writtenBytes: median(r.points.map((p) => p.writtenBytes)), loadAtStart: r.load,
@@ -246,6 +263,7 @@ export async function runSoakSuite(opts: SoakOptions, m: Machine, revision: stri
     const r = await runVariant(v, minutes, opts.quick ? QUICK_KEYS : KEYS);
     runs.push(r);
     const [first, last] = halves(r);
+    for (const f of r.failures) process.stdout.write(`  soak ${v.id}: checkpoint ${f.id} failed at ${f.atMin.toFixed(1)} min: ${f.reason}\n`);
     process.stdout.write(`  soak ${v.id}: ${r.points.length} checkpoints, ${r.failed} failed; median duration ${median(first.map((p) => p.durationMs)).toFixed(0)} -> ${median(last.map((p) => p.durationMs)).toFixed(0)} ms; size ${mib(median(first.map((p) => p.stateBytes)))} -> ${mib(median(last.map((p) => p.stateBytes)))}\n`);
   }
   const when = started.toISOString().replace(/\.\d+Z$/, 'Z');
@@ -265,6 +283,10 @@ export async function runSoakSuite(opts: SoakOptions, m: Machine, revision: stri
     lines.push(`| ${s.label}${note} | ${s.when}, ${s.revision} | ${s.minutes} | ${s.checkpoints} (${s.failed}) | ${s.durationMs[0].toFixed(0)} / ${s.durationMs[1].toFixed(0)} ms | ${mib(s.stateBytes[0])} / ${mib(s.stateBytes[1])} | ${mib(s.writtenBytes)} | ${s.loadAtStart.toFixed(2)} |`);
   }
   lines.push('');
+  for (const s of summaries) {
+    for (const f of s.failures ?? []) lines.push(`- ${s.id}: checkpoint ${f.id} failed at minute ${f.atMin.toFixed(1)}: ${f.reason.replace(/\|/g, '/')}`);
+  }
+  if (summaries.some((s) => (s.failures ?? []).length > 0)) lines.push('');
   for (const s of summaries) lines.push(`![${s.label}](docs/images/soak-${s.id}.svg)`, '');
   lines.push(...targetTable(summaries.flatMap(targets)));
   writeMarkdownSection(BEGIN, END, lines.join('\n'), '');
