@@ -101,10 +101,7 @@ export class DiskSnapshot implements KeyedStateSnapshot {
   }
 
   private finish(): void {
-    this.file.addTimers(this.src.timers);
-    this.release();
-    const range = { start: this.src.keyGroupRange.start, end: this.src.keyGroupRange.end };
-    this.file.close({ states: this.src.states.map((s) => s.meta), keyGroupRange: range, maxParallelism: this.src.maxParallelism });
+    closeFullSnapshot(this.file, this.src, () => this.release());
   }
 
   abort(): void {
@@ -120,4 +117,19 @@ export class DiskSnapshot implements KeyedStateSnapshot {
     this.src.view.done();
     this.src.onReleased(this);
   }
+}
+
+/**
+ * Ends a full snapshot's file, whichever thread read the store: the timers (read on the task's
+ * thread), then the read released, then the index with every state's meta.
+ */
+export function closeFullSnapshot(
+  file: StateFileWrite,
+  src: { readonly timers: KeyGroupBlockSource | undefined; readonly keyGroupRange: KeyGroupRange; readonly states: readonly SnapshotState[]; readonly maxParallelism: number },
+  release: () => void,
+): void {
+  file.addTimers(src.timers);
+  release();
+  const range = { start: src.keyGroupRange.start, end: src.keyGroupRange.end };
+  file.close({ states: src.states.map((s) => s.meta), keyGroupRange: range, maxParallelism: src.maxParallelism });
 }

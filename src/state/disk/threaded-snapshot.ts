@@ -15,7 +15,7 @@ import type { KeyedStateHandle, KeyedStateSnapshot, KeyGroupBlockSource, Snapsho
 import { StateFileWrite, type IncrementalPart } from '../state-file-write.ts';
 import type { FromReader, ReadJob } from './reader-thread.ts';
 import type { ExpiredKey } from './snapshot-blocks.ts';
-import type { SnapshotState } from './snapshot.ts';
+import { closeFullSnapshot, type SnapshotState } from './snapshot.ts';
 
 export interface ThreadedSnapshotSource {
   /** The thread's read of the view opened in the synchronous phase; this snapshot ends it. */
@@ -100,10 +100,7 @@ export class ThreadedDiskSnapshot implements KeyedStateSnapshot {
   }
 
   private finish(): void {
-    this.file.addTimers(this.src.timers);
-    this.release();
-    const range = { start: this.src.keyGroupRange.start, end: this.src.keyGroupRange.end };
-    this.file.close({ states: this.src.states.map((s) => s.meta), keyGroupRange: range, maxParallelism: this.src.maxParallelism });
+    closeFullSnapshot(this.file, this.src, () => this.release());
   }
 
   abort(): void {
