@@ -260,9 +260,11 @@ describe('heap backend: incremental snapshots', () => {
       bases += r.bases;
       deltas += r.deltas;
     }
-    // Both kinds happened, so both were compared.
+    // Both kinds happened, so both were compared. (How many of each depends on the seed's mix
+    // of operations: SEED=675573 gives 173 bases and 163 deltas, so "more deltas than bases"
+    // was a property of most seeds, not of the code.)
     expect(bases).toBeGreaterThan(0);
-    expect(deltas).toBeGreaterThan(bases);
+    expect(deltas).toBeGreaterThan(0);
   });
 
   it('the disk backend: every chain restores to the full snapshot of the same barrier (same schedules, restored into the disk backend)', async () => {
