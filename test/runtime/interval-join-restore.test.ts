@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ExactlyOnceFileSink, defineJob, runJob } from '../../src/index.ts';
 import { committedLines } from '../helpers/output.ts';
-import { punctuated, replayable, Signal, type ReplayStep } from './support.ts';
+import { punctuated, replayable, Signal, signalCheckpointAfter, type ReplayStep } from './support.ts';
 
 interface L { readonly side: 'L'; readonly k: string; readonly ts: number; readonly v: string; readonly wm?: number }
 interface R { readonly side: 'R'; readonly k: string; readonly ts: number; readonly n: number; readonly wm?: number }
@@ -30,8 +30,6 @@ describe.each([1, 2])('interval join across a restore, join at parallelism %i', 
   it('buffered records and their cleanup timers come back from the checkpoint; the result is exact', async () => {
     const checkpointed = new Signal();
     let failures = 0;
-    let seen = false;
-    let target: number | undefined;
     // Bounds [0, 100]: a left record at t meets right records of its key in [t, t + 100].
     const script: ReplayStep<Ev>[] = [
       l('a', 10, 'A'), l('b', 20, 'B'), l('c', 30, 'C'),
@@ -57,20 +55,9 @@ describe.each([1, 2])('interval join across a restore, join at parallelism %i', 
       left.keyBy((x) => x.k).intervalJoin(right.keyBy((y) => y.k)).between(0, 100)
         .process({ processElement: (x, y) => [`${x.v}${y.n}`] })
         .uid('join')
-        .process<string>({
-          processElement(v, _ctx, o) {
-            seen = true;
-            o.collect(v);
-          },
-          snapshotState({ checkpointId }) {
-            // One subtask: a barrier here after A1 left the join after the join's own snapshot
-            // of that checkpoint, which therefore holds A, B, C and 1.
-            if (seen && target === undefined) target = checkpointId;
-          },
-          notifyCheckpointComplete(id) {
-            if (target !== undefined && id >= target) checkpointed.set();
-          },
-        })
+        // One subtask: a barrier here after A1 left the join after the join's own snapshot
+        // of that checkpoint, which therefore holds A, B, C and 1.
+        .process<string>(signalCheckpointAfter(() => true, checkpointed))
         .setParallelism(1)
         .uid('after-join')
         .sinkTo(new ExactlyOnceFileSink(out, { compactBelow: 0 }))

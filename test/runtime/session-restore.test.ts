@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { EventTimeSessionWindows, ExactlyOnceFileSink, defineJob, runJob, type AggregateFunction } from '../../src/index.ts';
 import { committedLines } from '../helpers/output.ts';
-import { punctuated, replayable, Signal, type ReplayStep } from './support.ts';
+import { punctuated, replayable, Signal, signalCheckpointAfter, type ReplayStep } from './support.ts';
 
 interface S { readonly k: string; readonly ts: number; readonly v: number; readonly wm?: number }
 const s = (k: string, ts: number, v: number, wm?: number): ReplayStep<S> => ({ emit: wm === undefined ? { k, ts, v } : { k, ts, v, wm }, ts });
@@ -31,8 +31,6 @@ describe.each([1, 2])('session windows across a restore, windows at parallelism 
   it('a session grown in place before the checkpoint fires once, at its final end, after the restore', async () => {
     const checkpointed = new Signal();
     let failures = 0;
-    let seen = false;
-    let target: number | undefined;
     // Gap 10: a record at t opens [t, t + 10).
     const script: ReplayStep<S>[] = [
       s('a', 1, 1), // [1,11): its timer at 10
@@ -50,19 +48,8 @@ describe.each([1, 2])('session windows across a restore, windows at parallelism 
       env.setParallelism(parallelism);
       env.setAutoWatermarkInterval(0);
       env.fromSource(replayable(script), { name: 'script', watermarks: punctuated<S>() }).uid('script')
-        .process<S>({
-          processElement(x, _ctx, o) {
-            if (x.k === 'b') seen = true;
-            o.collect(x);
-          },
-          snapshotState({ checkpointId }) {
-            // The first barrier after b's record: the windows downstream snapshot after it too.
-            if (seen && target === undefined) target = checkpointId;
-          },
-          notifyCheckpointComplete(id) {
-            if (target !== undefined && id >= target) checkpointed.set();
-          },
-        })
+        // The first barrier after b's record: the windows downstream snapshot after it too.
+        .process<S>(signalCheckpointAfter((x) => x.k === 'b', checkpointed))
         .setParallelism(1)
         .uid('probe')
         .keyBy((x) => x.k)

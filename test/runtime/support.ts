@@ -13,7 +13,7 @@
  * (the single-thread scheduler alternates the runnable tasks).
  */
 import {
-  WatermarkStrategy, type DataStream, type ManualClock, type Source, type SourceReader, type SourceSplit,
+  WatermarkStrategy, type DataStream, type ManualClock, type ProcessFunction, type Source, type SourceReader, type SourceSplit,
 } from '../../src/index.ts';
 
 /** A record that carries its event timestamp and, optionally, a watermark to emit right after it. */
@@ -214,6 +214,28 @@ export function replayable<T>(steps: readonly ReplayStep<T>[]): Source<T, Script
           }
         },
       };
+    },
+  };
+}
+
+/**
+ * A pass-through process function (run it at parallelism 1) that sets `signal` once a
+ * checkpoint whose barrier passed it after a record matching `marks` has completed: every
+ * operator downstream then holds that record's effect in a completed checkpoint.
+ */
+export function signalCheckpointAfter<T>(marks: (x: T) => boolean, signal: Signal): ProcessFunction<T, T> {
+  let seen = false;
+  let target: number | undefined;
+  return {
+    processElement(x, _ctx, o) {
+      if (marks(x)) seen = true;
+      o.collect(x);
+    },
+    snapshotState({ checkpointId }) {
+      if (seen && target === undefined) target = checkpointId;
+    },
+    notifyCheckpointComplete(id) {
+      if (target !== undefined && id >= target) signal.set();
     },
   };
 }
