@@ -16,50 +16,68 @@
  * anyway (bin/weir.js, worker-entry.js): then there is nothing to gain and nothing is bundled.
  * A job esbuild cannot bundle is loaded as it is, through tsx (typescript-jobs.ts), which then
  * reports what is wrong with it as before.
+ *
+ * Bundles are kept between runs (job-bundle-cache.ts): a job whose files are all unchanged
+ * starts without loading esbuild or starting its service process.
  */
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { isBuiltin } from 'node:module';
-import { tmpdir } from 'node:os';
-import { dirname, join, sep } from 'node:path';
+import { dirname, join, resolve, sep } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { Plugin } from 'esbuild';
 import { logger } from '../core/log.ts';
+import { bundleCacheEntry, manifestFor, privateCacheRoot, runDir, storeBundle, takeCachedBundle } from './job-bundle-cache.ts';
 import { RUNTIME_IS_COMPILED, WEIR_ENTRY } from './typescript-jobs.ts';
 
 export interface JobBundle {
   /** What a thread imports instead of the job file. */
   readonly url: string;
-  /** Deletes the bundle (when the job is done). */
+  /** Deletes the run's copy of the bundle (when the job is done); the cache keeps its own. */
   readonly dispose: () => void;
+  /** Whether it came from the cache of earlier runs (job-bundle-cache.ts) rather than esbuild. */
+  readonly cached: boolean;
 }
 
-/** The job bundled; undefined from a checkout, or when esbuild cannot bundle it. */
+/** The job bundled (or taken from the cache); undefined from a checkout, or when esbuild cannot bundle it. */
 export async function bundleJob(modulePath: string): Promise<JobBundle | undefined> {
   if (!RUNTIME_IS_COMPILED) return undefined;
   try {
-    return await bundleJobAs(modulePath, WEIR_ENTRY);
+    const cacheRoot = privateCacheRoot();
+    return await bundleJobAs(modulePath, WEIR_ENTRY, cacheRoot === undefined ? undefined : bundleCacheEntry(modulePath, WEIR_ENTRY, cacheRoot));
   } catch (e) {
     logger().debug(`the job module is not bundled (it loads through tsx): ${e instanceof Error ? e.message : String(e)}`);
     return undefined;
   }
 }
 
-/** The job bundled in a new temporary directory, its `import 'weir'` turned into `weirEntry`. */
-export async function bundleJobAs(modulePath: string, weirEntry: string): Promise<JobBundle> {
-  const dir = mkdtempSync(join(tmpdir(), 'weir-job-'));
+/**
+ * The job bundled in a new temporary directory, its `import 'weir'` turned into `weirEntry`;
+ * with a cache entry directory, taken from there when nothing it was made from changed, and
+ * stored there when made.
+ */
+export async function bundleJobAs(modulePath: string, weirEntry: string, cacheEntry?: string): Promise<JobBundle> {
+  const dir = runDir();
   const dispose = () => rmSync(dir, { recursive: true, force: true });
-  const outfile = join(dir, 'job.mjs');
   try {
-    // Loaded here, not at the top: only `weir run` of an installed weir needs it.
+    const hit = cacheEntry === undefined ? undefined : takeCachedBundle(cacheEntry, dir);
+    if (hit !== undefined) return { url: pathToFileURL(hit).href, dispose, cached: true };
+    const outfile = join(dir, 'job.mjs');
+    const externals: string[] = [];
+    // Loaded here, not at the top: only `weir run` of an installed weir needs it, on a cache miss.
     const { build } = await import('esbuild');
-    await build({
+    const absWorkingDir = process.cwd();
+    const result = await build({
       entryPoints: [modulePath], outfile, bundle: true, format: 'esm', platform: 'node', target: 'node20',
-      sourcemap: 'inline', sourcesContent: false, keepNames: true, logLevel: 'silent',
+      sourcemap: 'inline', sourcesContent: false, keepNames: true, logLevel: 'silent', metafile: true, absWorkingDir,
       // Only Node's own conditions ('node', 'import'): esbuild would add bundlers' 'module'.
       conditions: ['node'],
-      plugins: [packagesByUrl(weirEntry), ownImportMeta],
+      plugins: [packagesByUrl(weirEntry, externals), ownImportMeta],
     });
-    return { url: pathToFileURL(outfile).href, dispose };
+    if (cacheEntry !== undefined) {
+      const inputs = Object.keys(result.metafile.inputs).map((p) => resolve(absWorkingDir, p));
+      storeBundle(cacheEntry, outfile, manifestFor(inputs, externals));
+    }
+    return { url: pathToFileURL(outfile).href, dispose, cached: false };
   } catch (e) {
     dispose();
     throw e;
@@ -69,7 +87,7 @@ export async function bundleJobAs(modulePath: string, weirEntry: string): Promis
 const RESOLVING = Symbol('resolving');
 
 /** A package stays outside the bundle, imported by its absolute URL; 'weir' is the runtime. */
-function packagesByUrl(weirEntry: string): Plugin {
+function packagesByUrl(weirEntry: string, externals: string[]): Plugin {
   return {
     name: 'packages-by-url',
     setup(b) {
@@ -81,6 +99,7 @@ function packagesByUrl(weirEntry: string): Plugin {
         if (r.errors.length > 0) return { errors: r.errors };
         // Not in node_modules: a path alias to the job's own sources, which are bundled.
         if (!r.path.split(sep).includes('node_modules')) return { path: r.path };
+        externals.push(r.path);
         return { path: pathToFileURL(r.path).href, external: true };
       });
     },

@@ -4,7 +4,7 @@
  * `weir apps` finds it. Jobs keep running when the manager stops; a new manager adopts them.
  */
 import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir, userInfo } from 'node:os';
+import { weirHome } from '../core/weir-home.ts';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { WeirError } from '../core/errors.ts';
@@ -30,13 +30,7 @@ export interface RunningManager {
 
 /** $WEIR_HOME/manager (default <tmpdir>/weir-<uid>/manager). */
 export function defaultManagerDir(): string {
-  let uid = 'user';
-  try {
-    uid = String(userInfo().uid);
-  } catch {
-    // no user database
-  }
-  return join(process.env.WEIR_HOME ?? join(tmpdir(), `weir-${uid}`), 'manager');
+  return join(weirHome(), 'manager');
 }
 
 export function discoveryFile(dir: string): string {

@@ -5,7 +5,7 @@
  * Entries of processes that are gone are ignored and removed.
  */
 import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync, renameSync } from 'node:fs';
-import { tmpdir, userInfo } from 'node:os';
+import { weirHome } from '../core/weir-home.ts';
 import { join } from 'node:path';
 
 export interface JobEntry {
@@ -18,17 +18,9 @@ export interface JobEntry {
 }
 
 export function registryDir(): string {
-  const home = process.env.WEIR_HOME ?? join(tmpdir(), `weir-${safeUid()}`);
-  return join(home, 'jobs');
+  return join(weirHome(), 'jobs');
 }
 
-function safeUid(): string {
-  try {
-    return String(userInfo().uid);
-  } catch {
-    return 'user';
-  }
-}
 
 function alive(pid: number): boolean {
   try {

@@ -84,11 +84,16 @@ describe('the packed package in a new project', () => {
 
       ok(await runCommand('npx', ['tsc', '-p', '.'], { cwd: dir, env: offlineNpmEnv(), timeoutMs: 300_000 }), 'tsc in the new project');
 
-      const run = ok(await runCommand('npx', ['weir', 'run', 'job.ts', '-w', '2', '--', '30'], { cwd: dir, env: offlineNpmEnv(), timeoutMs: 300_000 }), 'npx weir run');
-      const counts = run.stdout.split('\n').filter((l) => /^\d+> /.test(l)).map((l) => (JSON.parse(l.replace(/^\d+> /, '')) as { count: number }).count);
-      // 30 clicks of 3 users in three 10 s windows: per window one user has 4 clicks, two have 3.
-      expect(counts.sort()).toEqual([3, 3, 3, 3, 3, 3, 4, 4, 4]);
-      expect(run.stderr).toMatch(/finished/);
+      // Its own WEIR_HOME: the first run bundles the job and keeps the bundle, the second reuses it.
+      const env = { ...offlineNpmEnv(), WEIR_HOME: join(dir, 'weir-home') };
+      for (const expected of [/job bundle cache: stored/, /job bundle cache: reused/]) {
+        const run = ok(await runCommand('npx', ['weir', 'run', 'job.ts', '-w', '2', '--log-level', 'debug', '--', '30'], { cwd: dir, env, timeoutMs: 300_000 }), 'npx weir run');
+        const counts = run.stdout.split('\n').filter((l) => /^\d+> /.test(l)).map((l) => (JSON.parse(l.replace(/^\d+> /, '')) as { count: number }).count);
+        // 30 clicks of 3 users in three 10 s windows: per window one user has 4 clicks, two have 3.
+        expect(counts.sort()).toEqual([3, 3, 3, 3, 3, 3, 4, 4, 4]);
+        expect(run.stderr).toMatch(/finished/);
+        expect(run.stderr).toMatch(expected);
+      }
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
