@@ -96,12 +96,12 @@ function childCommand(runtime: WeirRuntime, args: readonly string[]): string[] {
  * modules from src/ must not mix them with dist/); rejects (BenchFailure, with the output)
  * when it exits with an error or runs longer than `timeoutMs`.
  */
-export function spawnChild(args: readonly string[], timeoutMs: number, where: string, runtime: WeirRuntime = 'sources'): Promise<ChildRun> {
+export function spawnChild(args: readonly string[], timeoutMs: number, where: string, runtime: WeirRuntime = 'sources', extraEnv: Readonly<Record<string, string>> = {}): Promise<ChildRun> {
   const loadBefore = loadavg()[0]!;
   const cpuBefore = machineCpu();
   const t0 = Date.now();
   return new Promise((resolvePromise, reject) => {
-    const env = { ...process.env, WEIR_RUNTIME: runtime };
+    const env = { ...process.env, ...extraEnv, WEIR_RUNTIME: runtime };
     const child = spawn(process.execPath, childCommand(runtime, args), { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';

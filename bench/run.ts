@@ -30,10 +30,11 @@
  * startup (bench/startup.ts): wall time of `weir run` on a tiny job, 1 and 2 workers, from the
  * checkout and from the package; its own section. Not part of `all`: --suite startup.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { loadavg } from 'node:os';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { loadavg, tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { parseArgs } from 'node:util';
+import { measureCeiling, type Ceiling } from './parallel-ceiling.ts';
 import type { ChildReport } from './child.ts';
 import { CHECKPOINT_PARTS, checkpointDefaults, runCheckpointSuite, type CheckpointPart } from './checkpoints.ts';
 import { CONNECTOR_CASES, runConnectorSuite } from './connectors.ts';
@@ -247,13 +248,13 @@ interface Measurement {
 }
 
 /** Runs a measurement, repeating it while other processes disturb it; keeps the least disturbed. */
-function measure(job: JobId, variant: Variant, size: Size, run: number, tries: number, timeoutMs: number, runtime: WeirRuntime): Promise<Measurement> {
-  return withRetries(tries, `${job}/${variant}`, () => runChild(job, variant, size, run, timeoutMs, runtime));
+function measure(job: JobId, variant: Variant, size: Size, run: number, tries: number, timeoutMs: number, runtime: WeirRuntime, env: Readonly<Record<string, string>> = {}): Promise<Measurement> {
+  return withRetries(tries, `${job}/${variant}`, () => runChild(job, variant, size, run, timeoutMs, runtime, env));
 }
 
-async function runChild(job: JobId, variant: Variant, size: Size, run: number, timeoutMs: number, runtime: WeirRuntime): Promise<Omit<Measurement, 'attempts'>> {
+async function runChild(job: JobId, variant: Variant, size: Size, run: number, timeoutMs: number, runtime: WeirRuntime, env: Readonly<Record<string, string>>): Promise<Omit<Measurement, 'attempts'>> {
   const where = `${job}/${variant} run ${run}`;
-  const c = await spawnChild([CHILD, job, variant, String(size.n), String(size.keys)], timeoutMs, where, runtime);
+  const c = await spawnChild([CHILD, job, variant, String(size.n), String(size.keys)], timeoutMs, where, runtime, env);
   const line = c.stdout.split('\n').find((l) => l.startsWith(RESULT_MARK));
   if (line === undefined) throw new BenchFailure(`${where}: child printed no result\n${c.stderr}${c.stdout}`);
   const report = JSON.parse(line.slice(RESULT_MARK.length)) as ChildReport;
@@ -286,7 +287,7 @@ interface Row {
   readonly vsLoop: number;
 }
 
-function targets(rows: readonly Row[]): Target[] {
+function targets(rows: readonly Row[], ceilings: readonly Ceiling[] = []): Target[] {
   const get = (job: JobId, v: Variant) => rows.find((r) => r.job === job && r.variant === v);
   const out: Target[] = [];
   const a1 = get('map-filter', 'weir-1');
@@ -297,7 +298,8 @@ function targets(rows: readonly Row[]): Target[] {
   if (b1) out.push({ text: '(b) at least 1 M records/s on one worker', measured: `${fmtRate(b1.recordsPerSec)} records/s`, met: b1.recordsPerSec >= 1e6 });
   if (b1 && b2) {
     const s = b2.recordsPerSec / b1.recordsPerSec;
-    out.push({ text: '(b) 2 workers at least 1.6× one worker', measured: `${fmtX(s)}`, met: s >= 1.6 });
+    const ceiling = ceilings.find((c) => c.job === 'word-count');
+    out.push({ text: '(b) 2 workers at least 1.6× one worker', measured: `${fmtX(s)}${ceiling === undefined ? '' : ` (the machine's ceiling for two threads: ${fmtX(ceiling.ratio)})`}`, met: s >= 1.6 });
   }
   for (const job of ['word-count', 'window-count'] as const) {
     const w = get(job, 'weir-1');
@@ -315,7 +317,7 @@ function targets(rows: readonly Row[]): Target[] {
   return out;
 }
 
-function markdown(revision: string, rows: readonly Row[], measurements: readonly Measurement[], checks: ReadonlyMap<JobId, Result>, startup: readonly { variant: Variant; medianMs: number }[], sizes: Record<JobId, Size>, m: Machine, opts: Options, runs: number, when: string, rawFile: string, runtime: WeirRuntime): string {
+function markdown(revision: string, rows: readonly Row[], measurements: readonly Measurement[], checks: ReadonlyMap<JobId, Result>, startup: readonly { variant: Variant; cold: boolean; medianMs: number }[], ceilings: readonly Ceiling[], sizes: Record<JobId, Size>, m: Machine, opts: Options, runs: number, when: string, rawFile: string, runtime: WeirRuntime): string {
   const lines: string[] = [];
   lines.push(`Run of ${when}, weir at ${revision}: ${machineLine(m)}; ${runs} run(s) per variant, median shown${opts.quick ? ' (QUICK mode: small inputs)' : ''}. Raw data: \`${rawFile}\`. ${runtimeLine(runtime)}.`);
   lines.push('');
@@ -341,11 +343,24 @@ function markdown(revision: string, rows: readonly Row[], measurements: readonly
     lines.push(`weir 2 workers ÷ 1 worker (throughput): ${scaling.join('; ')}.`);
     lines.push('');
   }
-  if (startup.length > 0) {
-    lines.push(`Fixed cost of a weir job, included in the times above (the map + filter job over ${fmtInt(STARTUP_RECORDS)} records, median): ${startup.map((s) => `${VARIANT_TITLES[s.variant]} ${fmtMs(s.medianMs)}`).join(', ')}.`);
+  if (ceilings.length > 0) {
+    lines.push(
+      `What two threads can gain on this machine (bench/parallel-ceiling.ts: the plain loop in one thread over the whole input, against two threads at once each running it over half the records and half the keys, no exchange; medians of ${runs}): ` +
+        `${ceilings.map((c) => `${JOB_TITLES[c.job]} ${fmtX(c.ratio)} (${fmtMs(c.oneMs)} → ${fmtMs(c.twoMs)})`).join('; ')}.`,
+    );
     lines.push('');
   }
-  lines.push(...targetTable(targets(rows)));
+  if (startup.length > 0) {
+    const warm = startup.filter((s) => !s.cold);
+    const cold = startup.filter((s) => s.cold);
+    lines.push(
+      `Fixed cost of a weir job, included in the times above (the map + filter job over ${fmtInt(STARTUP_RECORDS)} records, median): ${warm.map((s) => `${VARIANT_TITLES[s.variant]} ${fmtMs(s.medianMs)}`).join(', ')}; ` +
+        `the job's bundle is kept between runs (\`$WEIR_HOME/job-bundles\`) and reused when nothing it was made from changed, so these and the times above are of runs after the job's first. ` +
+        `Cold, with no kept bundle (a first run, or the first after an edit; the job bundled by esbuild): ${cold.map((s) => `${VARIANT_TITLES[s.variant]} ${fmtMs(s.medianMs)}`).join(', ')}.`,
+    );
+    lines.push('');
+  }
+  lines.push(...targetTable(targets(rows, ceilings)));
   const noise = noiseLine(measurements, opts.tries);
   if (noise !== undefined) {
     lines.push(noise);
@@ -414,32 +429,49 @@ async function runThroughputSuite(opts: Options, m: Machine, revision: string, r
 
   // The fixed cost of a weir job (planning, deployment, worker threads loading weir, the
   // runtime and the job module): the same job over 1,000 records.
-  const startup: { variant: Variant; runs: number[]; medianMs: number }[] = [];
+  // Cold: in a WEIR_HOME of its own, so the job is bundled by esbuild (a first `weir run`, or
+  // one after the job changed); warm: the job's bundle kept from an earlier run is reused, as
+  // in every weir measurement above after the job's first one (src/cluster/job-bundle-cache.ts).
+  const startup: { variant: Variant; cold: boolean; runs: number[]; medianMs: number }[] = [];
   const weirVariants = opts.variants.filter((v) => v === 'weir-1' || v === 'weir-2');
   if (weirVariants.length > 0) {
     const tiny: Size = { n: STARTUP_RECORDS, keys: 0 };
     for (let run = 1; run <= runs; run++) {
       for (const variant of weirVariants) {
-        const meas = await measure('map-filter', variant, tiny, run, opts.tries, opts.timeoutMs, runtime);
-        const bad = invariants('map-filter', tiny, meas.result);
-        if (bad.length > 0) throw new BenchFailure(`start-up run ${variant}: ${bad.join('; ')}`);
-        let s = startup.find((x) => x.variant === variant);
-        if (s === undefined) startup.push((s = { variant, runs: [], medianMs: 0 }));
-        s.runs.push(meas.ms);
-        process.stdout.write(`  start-up     run ${run}/${runs}  ${variant.padEnd(8)} ${fmtMs(meas.ms).padStart(8)}\n`);
+        for (const cold of [false, true]) {
+          const home = cold ? mkdtempSync(join(tmpdir(), 'weir-bench-home-')) : undefined;
+          try {
+            const meas = await measure('map-filter', variant, tiny, run, opts.tries, opts.timeoutMs, runtime, home === undefined ? {} : { WEIR_HOME: home });
+            const bad = invariants('map-filter', tiny, meas.result);
+            if (bad.length > 0) throw new BenchFailure(`start-up run ${variant}: ${bad.join('; ')}`);
+            let s = startup.find((x) => x.variant === variant && x.cold === cold);
+            if (s === undefined) startup.push((s = { variant, cold, runs: [], medianMs: 0 }));
+            s.runs.push(meas.ms);
+            process.stdout.write(`  start-up     run ${run}/${runs}  ${variant.padEnd(8)} ${cold ? 'cold' : 'warm'} ${fmtMs(meas.ms).padStart(8)}\n`);
+          } finally {
+            if (home !== undefined) rmSync(home, { recursive: true, force: true });
+          }
+        }
       }
     }
     for (const s of startup) s.medianMs = median(s.runs);
   }
 
+  // What two threads can gain on this machine at all (bench/parallel-ceiling.ts): beside weir's
+  // own 2 ÷ 1, so that the ratio is read against what the machine allows.
+  const ceilings: Ceiling[] = [];
+  if (opts.variants.includes('weir-2')) {
+    for (const job of opts.jobs) ceilings.push(measureCeiling(job, sizes[job], runs, (l) => process.stdout.write(`${l}\n`)));
+  }
+
   const when = started.toISOString().replace(/\.\d+Z$/, 'Z');
   mkdirSync(RESULTS_DIR, { recursive: true });
   const rawFile = join(RESULTS_DIR, `${when.replace(/:/g, '-')}${opts.quick ? '-quick' : ''}.json`);
-  const raw = { suite: 'throughput', started: when, revision, runtime, finished: new Date().toISOString(), machine: m, options: { ...opts, runs }, sizes, checks: Object.fromEntries(checks), rows, startup, targets: targets(rows), measurements };
+  const raw = { suite: 'throughput', started: when, revision, runtime, finished: new Date().toISOString(), machine: m, options: { ...opts, runs }, sizes, checks: Object.fromEntries(checks), rows, startup, ceilings, targets: targets(rows, ceilings), measurements };
   writeFileSync(rawFile, JSON.stringify(raw, null, 2) + '\n');
   writeFileSync(join(RESULTS_DIR, 'latest.json'), JSON.stringify(raw, null, 2) + '\n');
 
-  const section = markdown(revision, rows, measurements, checks, startup, sizes, m, opts, runs, when, relative(ROOT, rawFile), runtime);
+  const section = markdown(revision, rows, measurements, checks, startup, ceilings, sizes, m, opts, runs, when, relative(ROOT, rawFile), runtime);
   process.stdout.write('\n' + section + '\n\n');
   const everything = opts.jobs.length === JOB_IDS.length && opts.variants.length === VARIANTS.length;
   if (opts.write ?? (!opts.quick && everything)) {

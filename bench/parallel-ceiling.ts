@@ -1,0 +1,158 @@
+/**
+ * How much two threads can gain on this machine, whatever runs in them: the plain loop of each
+ * throughput job (bench/baselines/loop.ts) in one thread over the whole input, against two
+ * threads each running the same loop over half the records and half the keys at the same
+ * time (what a perfect two-way split by key would leave each thread, with no exchange between
+ * them). The ratio is the ceiling for "2 workers ÷ 1 worker" of any engine on these jobs here:
+ * when the jobs are bound by memory (a Map of a million strings), two threads share the
+ * machine's caches and memory bandwidth and gain less than 2×.
+ *   node --conditions=weir-source --import tsx bench/parallel-ceiling.ts [--runs N] [--quick]
+ * Each run's outputs are checked (record counts), and each measurement is a fresh process.
+ */
+import { spawnSync } from 'node:child_process';
+import { parseArgs } from 'node:util';
+import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { resolve } from 'node:path';
+import { loop } from './baselines/loop.ts';
+import { FULL_SIZES, JOB_IDS, QUICK_SIZES, type JobId, type Result, type Size } from './workloads.ts';
+import { fmtX, machine, machineLine, median, sourceRevision } from './harness.ts';
+
+interface ThreadJob {
+  readonly job: JobId;
+  readonly size: Size;
+  /** Int32Array over a SharedArrayBuffer: [ready count, go]. */
+  readonly gate: SharedArrayBuffer;
+}
+
+const WAIT_MS = 60_000;
+
+/** In a worker: say ready, wait for the go, run the loop, report its time and result. */
+async function threadMain(d: ThreadJob): Promise<void> {
+  const gate = new Int32Array(d.gate);
+  Atomics.add(gate, 0, 1);
+  Atomics.notify(gate, 0);
+  if (Atomics.wait(gate, 1, 0, WAIT_MS) === 'timed-out') throw new Error('parallel-ceiling: no go signal within 60 s');
+  const t0 = performance.now();
+  const result = await loop[d.job](d.size);
+  parentPort!.postMessage({ ms: performance.now() - t0, result });
+}
+
+/** One measurement in this (fresh) process: `threads` loops at once, each over `size`. */
+async function measure(job: JobId, size: Size, threads: number): Promise<{ ms: number; results: Result[] }> {
+  const gate = new SharedArrayBuffer(8);
+  const g = new Int32Array(gate);
+  // bench/ts-entry.mjs registers tsx in the worker and imports this file there (a worker
+  // does not take `--import tsx` from execArgv on Node 20).
+  const workers = Array.from({ length: threads }, () => new Worker(new URL('./ts-entry.mjs', import.meta.url), {
+    argv: [fileURLToPath(import.meta.url)],
+    workerData: { job, size, gate } satisfies ThreadJob,
+  }));
+  const done = workers.map((w) => new Promise<{ ms: number; result: Result }>((resolve, reject) => {
+    w.once('message', resolve);
+    w.once('error', reject);
+  }));
+  const deadline = Date.now() + WAIT_MS;
+  while (Atomics.load(g, 0) < threads) {
+    if (Date.now() > deadline) throw new Error('parallel-ceiling: threads not ready within 60 s');
+    await new Promise((r) => setTimeout(r, 5));
+  }
+  const t0 = performance.now();
+  Atomics.store(g, 1, 1);
+  Atomics.notify(g, 1);
+  const reports = await Promise.all(done);
+  const ms = performance.now() - t0;
+  await Promise.all(workers.map((w) => w.terminate()));
+  return { ms, results: reports.map((r) => r.result) };
+}
+
+/** The count of outputs a job's result reports (what is checked). */
+function outputsOf(job: JobId, r: Result): number {
+  return job === 'map-filter' ? r.survivors! : job === 'word-count' ? r.outputs! : r.sumCounts!;
+}
+
+function expectedOutputs(job: JobId, size: Size): number {
+  // map + filter keeps v % 3 == 0 of v = 2 (i % 1000): 334 of every 1000 records.
+  if (job === 'map-filter') return Math.floor(size.n / 1000) * 334 + Math.ceil((size.n % 1000) / 3);
+  return size.n; // a running count per record; window counts add up to the records
+}
+
+/** Runs one measurement in a child process (fresh heap and JIT) and returns its report. */
+function child(job: JobId, size: Size, threads: number): { ms: number; results: Result[] } {
+  const r = spawnSync(process.execPath, ['--conditions=weir-source', '--import', 'tsx', new URL(import.meta.url).pathname, '--child', job, String(size.n), String(size.keys), String(threads)], {
+    encoding: 'utf8', timeout: 10 * 60_000,
+  });
+  const line = r.stdout.split('\n').find((l) => l.startsWith('@@ceiling '));
+  if (r.status !== 0 || line === undefined) throw new Error(`parallel-ceiling: child ${job} x${threads} failed (${r.status}): ${r.stderr.slice(-500)}`);
+  return JSON.parse(line.slice('@@ceiling '.length)) as { ms: number; results: Result[] };
+}
+
+export interface Ceiling {
+  readonly job: JobId;
+  /** Median ms of one thread over the whole input. */
+  readonly oneMs: number;
+  /** Median ms of two threads at once, each over half the records and keys. */
+  readonly twoMs: number;
+  readonly ratio: number;
+}
+
+/** Measures a job's ceiling `runs` times (one and two threads alternated, each a fresh process); checks every output count. */
+export function measureCeiling(job: JobId, whole: Size, runs: number, progress: (line: string) => void = () => {}): Ceiling {
+  const half: Size = { ...whole, n: whole.n / 2, keys: Math.max(1, Math.floor(whole.keys / 2)) };
+  const one: number[] = [];
+  const two: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    for (const threads of i % 2 === 0 ? [1, 2] : [2, 1]) {
+      const size = threads === 1 ? whole : half;
+      const r = child(job, size, threads);
+      if (r.results.length !== threads) throw new Error(`parallel-ceiling: ${job} x${threads} reported ${r.results.length} results`);
+      for (const res of r.results) {
+        const got = outputsOf(job, res);
+        const want = expectedOutputs(job, size);
+        if (got !== want) throw new Error(`parallel-ceiling: ${job} x${threads} produced ${got} outputs, expected ${want}`);
+      }
+      (threads === 1 ? one : two).push(r.ms);
+      progress(`  ceiling      run ${i + 1}/${runs}  ${job.padEnd(12)} ${threads} thread(s) ${r.ms.toFixed(0).padStart(6)} ms`);
+    }
+  }
+  const oneMs = median(one);
+  const twoMs = median(two);
+  return { job, oneMs, twoMs, ratio: oneMs / twoMs };
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({ options: { runs: { type: 'string' }, quick: { type: 'boolean' }, child: { type: 'boolean' } }, allowPositionals: true, strict: false });
+  if (values.child === true) {
+    const [job, n, keys, threads] = process.argv.slice(process.argv.indexOf('--child') + 1);
+    const r = await measure(job as JobId, { n: Number(n), keys: Number(keys) } as Size, Number(threads));
+    process.stdout.write(`@@ceiling ${JSON.stringify(r)}\n`);
+    return;
+  }
+  const runs = Number(values.runs ?? 3);
+  if (!Number.isInteger(runs) || runs < 1) throw new RangeError(`--runs must be a positive integer, got ${String(values.runs)}`);
+  const sizes = values.quick === true ? QUICK_SIZES : FULL_SIZES;
+  process.stdout.write(`${machineLine(machine())}; weir at ${sourceRevision()}; ${runs} run(s), alternated, median shown\n\n`);
+  const rows: string[] = [];
+  for (const job of JOB_IDS) {
+    const c = measureCeiling(job, sizes[job], runs, (l) => process.stdout.write(`${l}\n`));
+    const w = sizes[job];
+    rows.push(`| ${job} (${w.n.toLocaleString('en-US')} records, ${w.keys.toLocaleString('en-US')} keys) | ${c.oneMs.toFixed(0)} ms | ${c.twoMs.toFixed(0)} ms | ${fmtX(c.ratio)} |`);
+  }
+  process.stdout.write('\n| Job | 1 thread, whole input | 2 threads at once, half the records and keys each | Ceiling of 2 ÷ 1 |\n|---|---:|---:|---:|\n');
+  process.stdout.write(`${rows.join('\n')}\n`);
+}
+
+// Run as a script (not when bench/run.ts imports measureCeiling).
+const isScript = isMainThread && process.argv[1] !== undefined && fileURLToPath(import.meta.url) === resolve(process.argv[1]);
+
+if (isScript) {
+  main().catch((e: unknown) => {
+    process.stderr.write(`${e instanceof Error ? e.stack : String(e)}\n`);
+    process.exit(1);
+  });
+} else if (!isMainThread) {
+  threadMain(workerData as ThreadJob).catch((e: unknown) => {
+    throw e;
+  });
+}
