@@ -6,7 +6,8 @@
  * them). The ratio is the ceiling for "2 workers ÷ 1 worker" of any engine on these jobs here:
  * when the jobs are bound by memory (a Map of a million strings), two threads share the
  * machine's caches and memory bandwidth and gain less than 2×.
- *   node --conditions=weir-source --import tsx bench/parallel-ceiling.ts [--runs N] [--quick]
+ *   node bench/ts-entry.mjs bench/parallel-ceiling.ts [--runs N] [--quick]
+ * (the throughput suite of bench/run.ts runs it too, beside weir's 2 workers ÷ 1).
  * Each run's outputs are checked (record counts), and each measurement is a fresh process.
  */
 import { spawnSync } from 'node:child_process';
@@ -43,8 +44,8 @@ async function threadMain(d: ThreadJob): Promise<void> {
 async function measure(job: JobId, size: Size, threads: number): Promise<{ ms: number; results: Result[] }> {
   const gate = new SharedArrayBuffer(8);
   const g = new Int32Array(gate);
-  // bench/ts-entry.mjs registers tsx in the worker and imports this file there (a worker
-  // does not take `--import tsx` from execArgv on Node 20).
+  // bench/ts-entry.mjs bundles this file in the worker and imports it there (a worker does
+  // not take `--import tsx` from execArgv on Node 20).
   const workers = Array.from({ length: threads }, () => new Worker(new URL('./ts-entry.mjs', import.meta.url), {
     argv: [fileURLToPath(import.meta.url)],
     workerData: { job, size, gate } satisfies ThreadJob,
@@ -80,7 +81,7 @@ function expectedOutputs(job: JobId, size: Size): number {
 
 /** Runs one measurement in a child process (fresh heap and JIT) and returns its report. */
 function child(job: JobId, size: Size, threads: number): { ms: number; results: Result[] } {
-  const r = spawnSync(process.execPath, ['--conditions=weir-source', '--import', 'tsx', new URL(import.meta.url).pathname, '--child', job, String(size.n), String(size.keys), String(threads)], {
+  const r = spawnSync(process.execPath, [fileURLToPath(new URL('./ts-entry.mjs', import.meta.url)), fileURLToPath(import.meta.url), '--child', job, String(size.n), String(size.keys), String(threads)], {
     encoding: 'utf8', timeout: 10 * 60_000,
   });
   const line = r.stdout.split('\n').find((l) => l.startsWith('@@ceiling '));
