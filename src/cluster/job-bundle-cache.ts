@@ -8,9 +8,9 @@
  * imports resolve (package.json, tsconfig.json and jsconfig.json in the job's directories and
  * their parents, the package.json of every package it imports, or their absence), and each
  * external import's resolved file must still exist. The key is the job's path, the runtime's
- * entry, esbuild's version and this file's format, so a rebuilt or upgraded weir never meets
- * an old bundle. Anything unreadable or malformed in the cache is a miss (debug log), never an
- * error: the cache can be deleted at any time.
+ * entry, esbuild's version, this file's format and the temporary directory, so a rebuilt or
+ * upgraded weir never meets an old bundle. Anything unreadable or malformed in the cache is a
+ * miss (debug log), never an error: the cache can be deleted at any time.
  *
  * A run never imports the cached file itself: it gets a hard link (or copy) in a directory of
  * its own, deleted when the job ends, so evicting or replacing an entry cannot pull a file from
@@ -70,9 +70,14 @@ export function privateCacheRoot(root = bundleCacheRoot()): string | undefined {
   }
 }
 
-/** The cache entry's directory for a job: one per (job path, runtime entry, esbuild version, format). */
+/**
+ * The cache entry's directory for a job: one per (job path, runtime entry, esbuild version,
+ * format, temporary directory). The bundle's inline source map names the job's files relative to
+ * the run's directory under the temporary directory, so a bundle made under another one would
+ * point stacks at the wrong files.
+ */
 export function bundleCacheEntry(modulePath: string, weirEntry: string, root = bundleCacheRoot()): string {
-  const key = createHash('sha256').update(JSON.stringify([CACHE_FORMAT, resolve(modulePath), weirEntry, esbuildVersion()])).digest('hex').slice(0, 32);
+  const key = createHash('sha256').update(JSON.stringify([CACHE_FORMAT, resolve(modulePath), weirEntry, esbuildVersion(), tmpdir()])).digest('hex').slice(0, 32);
   return join(root, key);
 }
 
