@@ -42,14 +42,18 @@ export async function checkSchema(c: PgClient, o: ResolvedPostgresOptions): Prom
   if (problem !== undefined) throw new WeirError('CONFIG', problem);
 }
 
-/** CREATE TABLE IF NOT EXISTS races between subtasks (unique violation on the type): the loser finds it made. */
+/**
+ * CREATE TABLE IF NOT EXISTS races between subtasks and concurrent jobs: the loser gets a unique
+ * violation on pg_type (23505), a duplicate table (42P07) or a duplicate type (42710, seen in a
+ * clean-clone test run), and finds the table made (test/connectors/postgres/progress-table-race.test.ts).
+ */
 export async function ensureProgressTable(c: PgClient, o: ResolvedPostgresOptions): Promise<void> {
   for (const ddl of [progressTableDdl(o.progressTable), o.mode === 'two-phase' ? preparedLogDdl(o.progressTable) : committedLogDdl(o.progressTable)]) {
     try {
       await c.query(ddl);
     } catch (e) {
       const code = (e as { code?: unknown }).code;
-      if (code !== '23505' && code !== '42P07') throw e;
+      if (code !== '23505' && code !== '42P07' && code !== '42710') throw e;
     }
   }
 }
