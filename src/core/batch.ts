@@ -27,6 +27,18 @@ export function hasTimestamp(ts: number): boolean {
 /** Records per batch produced by sources and collected by operators before handing on. */
 export const DEFAULT_BATCH_SIZE = 1024;
 
+/**
+ * Records per batch a record writer collects for one channel of a hash-partitioned (keyBy)
+ * edge before sending it. Larger than DEFAULT_BATCH_SIZE because each send costs the same
+ * whatever its size (an encoding pass, a message to another thread, a credit back, a wake-up of
+ * the receiver) and a keyBy splits every source batch over all channels: measured on the window
+ * count on 2 workers (5 M records, 2 CPUs), 1024 -> 2.2 s, 2048 -> 1.90 s, 4096 -> 1.85 s,
+ * 8192 -> 2.0 s. Kept well below 16384: an array of that many slots is over V8's largest regular
+ * object (128 KiB) and lives in old space, so every record stored in it survives scavenges
+ * (16384 measured 3.9 s). Channels are still bounded by their credits (batches, not records).
+ */
+export const CHANNEL_BATCH_SIZE = 4096;
+
 export function emptyBatch(): Batch {
   return { values: [], timestamps: [] };
 }

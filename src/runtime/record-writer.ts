@@ -4,7 +4,7 @@
  * partitioning splits them by key group into per-channel buffers that are sent when full or
  * when the task flushes (idle, an event, or the buffer timeout).
  */
-import { DEFAULT_BATCH_SIZE, type Batch } from '../core/batch.ts';
+import { CHANNEL_BATCH_SIZE, type Batch } from '../core/batch.ts';
 import type { AvailabilityListener, OutputChannel } from './channels/channel.ts';
 import { attribute, type ErrorLocation } from '../core/errors.ts';
 import { END_OF_DATA, END_OF_DATA_STOP, STATUS_ACTIVE, STATUS_IDLE, watermark, type ChannelElement, type StreamEvent } from './events.ts';
@@ -37,7 +37,7 @@ export class RecordWriter implements BatchConsumer, AvailabilityListener {
     private readonly keySelector: KeySelectorFn | undefined,
     private readonly maxParallelism: number,
     private readonly location: ErrorLocation,
-    private readonly batchSize = DEFAULT_BATCH_SIZE,
+    private readonly batchSize = CHANNEL_BATCH_SIZE,
     /** Count records handed on (recordsOut, metrics); off with metrics.record-counters.enabled: false. */
     private readonly countRecords = true,
   ) {
