@@ -72,6 +72,11 @@ export interface ScriptOptions {
   readonly clock?: ManualClock;
   /** Called when the script returns 'end' (the source then emits the final watermark). */
   readonly onEnd?: () => void;
+  /**
+   * Collect on the split's own output (out.forSplit), as the built-in readers do: needed for the
+   * source's own per-split watermarks (fromSource's `watermarks`).
+   */
+  readonly splitOutput?: boolean;
 }
 
 /** A bounded one-reader source that follows a script, one record per poll. */
@@ -98,7 +103,7 @@ export function scripted<T>(steps: readonly Step<T>[], options: ScriptOptions = 
             }
             if ('emit' in s) {
               i++;
-              out.collect(s.emit, s.ts);
+              (options.splitOutput ? out.forSplit('script') : out).collect(s.emit, s.ts);
               if (i >= steps.length) {
                 options.onEnd?.();
                 return 'end';

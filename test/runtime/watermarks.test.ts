@@ -120,6 +120,49 @@ describe('periodic watermarks (manual clock)', () => {
   });
 });
 
+describe('source watermarks (fromSource with watermarks): periodic, and per poll only for alignment', () => {
+  // One record per poll (the scripted reader); bound 10, interval 100 ms of manual time.
+  const steps = (): Step<R>[] => [
+    { emit: r('a', 100, 1) },
+    { emit: r('a', 115, 2) },
+    { emit: r('a', 95, 4) }, // periodic only: no watermark yet, so not late
+    { advanceTo: 100 }, // periodic: 115 - 11 = 104: fires [90,100) = 4
+    { emit: r('a', 99, 8) }, // late: [90,100) ends at 99 <= 104
+    { emit: r('a', 140, 16) },
+    { emit: r('a', 108, 32) }, // periodic only: the watermark is still 104, so not late
+  ];
+  const strategy = WatermarkStrategy.forBoundedOutOfOrderness<R>(10).withTimestampAssigner((x) => x.ts);
+
+  it('without alignment the reader emits watermarks every auto-watermark interval, not after every poll (as Flink)', async () => {
+    const clock = new ManualClock(0);
+    const res = await runInline((env) => {
+      env.setAutoWatermarkInterval(100);
+      windowSums(env.fromSource(scripted(steps(), { clock, splitOutput: true }), { watermarks: strategy }));
+    }, { clock });
+    expect(res.collected('main')).toEqual([[90, 4, 104], [100, 33, MAX_WATERMARK], [110, 2, MAX_WATERMARK], [140, 16, MAX_WATERMARK]]);
+    expect(res.collected('late')).toEqual([[99, 8]]);
+  });
+
+  it('with maxDrift every poll also asks for a watermark, so alignment sees each split move', async () => {
+    const clock = new ManualClock(0);
+    const res = await runInline((env) => {
+      env.setAutoWatermarkInterval(100);
+      windowSums(env.fromSource(scripted(steps(), { clock, splitOutput: true }), { watermarks: strategy, maxDrift: 1_000 }));
+    }, { clock });
+    // After the poll of 115 the watermark is 104 at once: 95 and 99 are late; after 140 it is 129.
+    expect(res.collected('main')).toEqual([[100, 1, 129], [110, 2, 129], [140, 16, MAX_WATERMARK]]);
+    expect(res.collected('late')).toEqual([[95, 4], [99, 8], [108, 32]]);
+  });
+
+  it('with the interval off (0) every poll asks for a watermark, or event time would not move before the end', async () => {
+    const res = await runInline((env) => {
+      env.setAutoWatermarkInterval(0);
+      windowSums(env.fromSource(scripted(steps().filter((s) => !('advanceTo' in s)), { splitOutput: true }), { watermarks: strategy }));
+    });
+    expect(res.collected('late')).toEqual([[95, 4], [99, 8], [108, 32]]);
+  });
+});
+
 describe('watermark propagation', () => {
   it('a later assignTimestampsAndWatermarks ignores upstream watermarks except the final one', async () => {
     const fn: KeyedProcessFunction<string, R, [number, number]> = {
