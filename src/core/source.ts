@@ -29,6 +29,9 @@ export interface MalformedRecord {
  * What poll() writes to. Records collected on the reader output directly belong to no split;
  * a reader that reads several splits collects each split's records on `forSplit(id)`, so each
  * split gets its own watermark (fromSource's `watermarks` option) and can be paused alone.
+ * With fromSource's `watermarks`, only records collected on `forSplit(id)` move event time
+ * (unlike Flink, whose reader output has a watermark generator of its own): an assigned split
+ * that is never asked for holds event time at its minimum until the reader ends.
  */
 export interface ReaderOutput<T> extends SourceOutput<T> {
   /** The output of one split (Flink's createOutputForSplit): the reader is now reading it. */
