@@ -58,12 +58,14 @@ export interface FoundLine {
   lineNo: number;
 }
 
+const EMPTY = Buffer.alloc(0);
+
 /**
  * Finds the lines a range owns in the bytes read for it, chunk by chunk, in order. Begin reading
  * at `readFrom(...)`; feed every chunk read after the previous one, the last with atEof.
  */
 export class RangeLines {
-  private carry: Buffer = Buffer.alloc(0);
+  private carry: Buffer = EMPTY;
   /** Still dropping the line that started before the range. */
   private skipping: boolean;
   /** File offset of the next byte fed. */
@@ -85,45 +87,81 @@ export class RangeLines {
     return this.at;
   }
 
-  /** The lines completed by `chunk` (read at the offset after the previous one). */
+  /**
+   * The lines completed by `chunk` (read at the offset after the previous one). Their texts are
+   * decoded here, so the caller may reuse the chunk's memory once this returns. Only the line
+   * that began in an earlier chunk is put together from two buffers; the rest is decoded in
+   * place (copying every chunk behind the carried bytes cost a read of a large file more time
+   * than decoding it: 619 of 2,389 ms reading 177 MB, the copies' fresh pages faulting in).
+   */
   feed(chunk: Buffer, atEof: boolean): FoundLine[] {
     const found: FoundLine[] = [];
     if (this.done) return found;
-    const data = this.carry.length > 0 ? Buffer.concat([this.carry, chunk]) : chunk;
-    const base = this.at - this.carry.length; // file offset of data[0]
+    const base = this.at; // file offset of chunk[0]
     this.at += chunk.length;
     let from = 0;
     if (this.skipping) {
-      const nl = data.indexOf(10);
+      // Nothing is carried while skipping: the skipped line's bytes are not ours.
+      const nl = chunk.indexOf(10);
       if (nl < 0) {
-        this.carry = Buffer.alloc(0);
         if (atEof) this.done = true;
         return found;
       }
       this.skipping = false;
       from = nl + 1;
+    } else if (this.carry.length > 0) {
+      from = this.completeCarried(chunk, base, atEof, found);
+      if (from < 0) return found;
     }
     for (;;) {
       if (this.end !== undefined && base + from >= this.end) {
         this.finish();
         return found;
       }
-      const nl = data.indexOf(10, from);
+      const nl = chunk.indexOf(10, from);
       if (nl < 0) break;
-      found.push({ text: decode(data, base, from, nl), startOffset: base + from, endOffset: base + nl + 1, lineNo: 0 });
+      found.push({ text: decode(chunk, base, from, nl), startOffset: base + from, endOffset: base + nl + 1, lineNo: 0 });
       from = nl + 1;
     }
     if (atEof) {
-      if (from < data.length) found.push({ text: decode(data, base, from, data.length), startOffset: base + from, endOffset: base + data.length, lineNo: 0 });
+      if (from < chunk.length) found.push({ text: decode(chunk, base, from, chunk.length), startOffset: base + from, endOffset: base + chunk.length, lineNo: 0 });
       this.finish();
     } else {
-      this.carry = from === 0 ? data : Buffer.from(data.subarray(from));
+      // A copy: the carried bytes must outlive the chunk, which the caller reuses.
+      this.carry = Buffer.from(chunk.subarray(from));
     }
     return found;
   }
 
+  /**
+   * The carried line (begun in an earlier chunk) completed with `chunk`'s first bytes: returns
+   * where the chunk's next line starts, or -1 when the chunk is used up (the line goes on, or it
+   * was the range's or the file's last).
+   */
+  private completeCarried(chunk: Buffer, base: number, atEof: boolean, found: FoundLine[]): number {
+    const carried = this.carry;
+    const lineStart = base - carried.length;
+    if (this.end !== undefined && lineStart >= this.end) {
+      this.finish();
+      return -1;
+    }
+    const nl = chunk.indexOf(10);
+    if (nl < 0) {
+      const line = Buffer.concat([carried, chunk]);
+      if (atEof) {
+        if (line.length > 0) found.push({ text: decode(line, lineStart, 0, line.length), startOffset: lineStart, endOffset: base + chunk.length, lineNo: 0 });
+        this.finish();
+      } else this.carry = line; // a line longer than a chunk
+      return -1;
+    }
+    const line = Buffer.concat([carried, chunk.subarray(0, nl)]);
+    found.push({ text: decode(line, lineStart, 0, line.length), startOffset: lineStart, endOffset: base + nl + 1, lineNo: 0 });
+    this.carry = EMPTY;
+    return nl + 1;
+  }
+
   private finish(): void {
-    this.carry = Buffer.alloc(0);
+    this.carry = EMPTY;
     this.done = true;
   }
 }

@@ -144,6 +144,11 @@ class Cursor {
   columns: readonly string[] | undefined;
   headerPending: boolean;
   out: SourceOutput<unknown> | undefined;
+  /**
+   * The buffer chunks are read into, reused for every read of the split (RangeLines.feed copies
+   * out what it keeps): a fresh buffer per chunk costs its pages faulting in on every read.
+   */
+  readBuffer: Buffer | undefined;
   constructor(readonly split: FileSplit, src: FileSource<unknown>) {
     this.columns = src.csv.columns;
     this.headerPending = src.format === 'csv' && src.csv.header;
@@ -316,8 +321,8 @@ class FileReader<T> implements SourceReader<T, FileSplit> {
     // Up to a little past the range's end (the line crossing it), then whole chunks again.
     const end = c.split.end;
     const size = end !== undefined && at < end ? Math.min(this.src.chunkSize, end - at + 4096) : this.src.chunkSize;
-    const buf = Buffer.allocUnsafe(size);
-    fh.read(buf, 0, buf.length, at)
+    const buf = (c.readBuffer ??= Buffer.allocUnsafe(this.src.chunkSize));
+    fh.read(buf, 0, size, at)
       .then(({ bytesRead }) => {
         c.reading = false;
         if (fh !== c.fh) return;
