@@ -149,7 +149,7 @@ export class RangeLines {
     if (nl < 0) {
       const line = Buffer.concat([carried, chunk]);
       if (atEof) {
-        if (line.length > 0) found.push({ text: decode(line, lineStart, 0, line.length), startOffset: lineStart, endOffset: base + chunk.length, lineNo: 0 });
+        found.push({ text: decode(line, lineStart, 0, line.length), startOffset: lineStart, endOffset: base + chunk.length, lineNo: 0 });
         this.finish();
       } else this.carry = line; // a line longer than a chunk
       return -1;
