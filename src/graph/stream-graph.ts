@@ -9,7 +9,7 @@ import { isAbsolute, relative } from 'node:path';
 import { JobDefinitionError } from '../core/errors.ts';
 import { defaultMaxParallelism } from '../state/key-groups.ts';
 import type { PartitionSpec } from '../core/partitioning.ts';
-import { isPhysical, type PhysicalTransformation, type Transformation } from './transformation.ts';
+import { isPhysical, sourcePosition, type PhysicalTransformation, type Transformation } from './transformation.ts';
 
 export interface StreamEdge {
   readonly source: StreamNode;
@@ -163,8 +163,8 @@ function inputIndexOf(t: PhysicalTransformation, k: number): number {
 
 /** Where the job declared an operator, for errors found while translating it: " (at job.ts:12:5)". */
 function at(t: PhysicalTransformation): string {
-  const where = t.declaredAt;
-  if (where === undefined) return '';
+  if (t.declaredAt === undefined) return '';
+  const where = sourcePosition(t.declaredAt);
   const rel = relative(process.cwd(), where);
   return ` (at ${rel.startsWith('..') || isAbsolute(rel) ? where : rel})`;
 }

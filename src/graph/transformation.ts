@@ -3,6 +3,8 @@
  * ones become operators; virtual ones (union, partitioning, side output selection) only
  * shape the edges between them.
  */
+import { findSourceMap } from 'node:module';
+import { fileURLToPath } from 'node:url';
 import type { Source, SourceSplit } from '../core/source.ts';
 import type { TwoPhaseCommitSink } from '../core/sink.ts';
 import type { KeySelectorFn, PartitionSpec } from '../core/partitioning.ts';
@@ -102,15 +104,80 @@ export function isPhysical(t: Transformation): t is PhysicalTransformation {
  */
 const OWN_CODE = new URL('..', import.meta.url).href;
 
-/** The first frame of the stack outside weir itself and Node: where the user declared an operator. */
+/**
+ * The first frame of the stack outside weir itself and Node: where the user declared an
+ * operator, as `path:line:column` of the code that ran (in a bundled job, the bundle's
+ * position: `sourcePosition` maps it to the job's source when a message shows it).
+ *
+ * Why not `new Error().stack`: with source maps on (every bundled job), Node maps each frame as
+ * it formats a stack, and the first time parses the bundle's whole map, ~4 ms in every thread
+ * that builds the job, for a location read only when a job is rejected. The raw call sites
+ * cost nothing of that. A test runner or source-map-support that installed its own
+ * Error.prepareStackTrace rewrites positions its own way, which findSourceMap cannot repeat:
+ * then the formatted stack is read, as before.
+ */
 export function callerLocation(): string | undefined {
+  const formatter = Error.prepareStackTrace;
+  if (formatter !== undefined && formatter.name !== NODE_FORMATTER) return locationFromFormattedStack();
+  let sites: NodeJS.CallSite[] = [];
+  Error.prepareStackTrace = (_e, callSites) => callSites;
+  try {
+    sites = new Error().stack as unknown as NodeJS.CallSite[];
+  } finally {
+    if (formatter === undefined) Reflect.deleteProperty(Error, 'prepareStackTrace');
+    else Error.prepareStackTrace = formatter;
+  }
+  for (const site of sites) {
+    const file = site.getFileName() ?? site.getScriptNameOrSourceURL();
+    const line = site.getLineNumber();
+    const column = site.getColumnNumber();
+    if (!file || line === null || column === null || isOwnOrNode(file)) continue;
+    return `${file}:${line}:${column}`;
+  }
+  return undefined;
+}
+
+/** The name of Node's own Error.prepareStackTrace (Node 20 exposes it; older versions have none). */
+const NODE_FORMATTER = 'ErrorPrepareStackTrace';
+
+function isOwnOrNode(file: string): boolean {
+  return file.startsWith('node:') || file.startsWith(OWN_CODE) || file.startsWith(OWN_CODE.replace(/^file:\/\//, ''));
+}
+
+function locationFromFormattedStack(): string | undefined {
   const stack = new Error().stack?.split('\n').slice(1) ?? [];
   for (const line of stack) {
     const m = /\(?((?:file:\/\/)?[^()\s]+:\d+:\d+)\)?\s*$/.exec(line.trim());
     if (!m) continue;
     const frame = m[1]!;
-    if (frame.startsWith('node:') || frame.startsWith(OWN_CODE) || frame.startsWith(OWN_CODE.replace(/^file:\/\//, ''))) continue;
+    if (isOwnOrNode(frame)) continue;
     return frame.replace(/^file:\/\//, '');
   }
   return undefined;
+}
+
+/**
+ * A `callerLocation` as the user wrote it: through the module's source map when Node has one
+ * (a bundled job, or a TypeScript file loaded with source maps on), as a path with 1-based line
+ * and column; otherwise the location unchanged.
+ */
+export function sourcePosition(location: string): string {
+  const m = /^(.*):(\d+):(\d+)$/.exec(location);
+  if (m === null) return location;
+  const [, file, line, column] = m as unknown as [string, string, string, string];
+  const entry = findSourceMap(file)?.findEntry(Number(line) - 1, Number(column) - 1) as
+    | { originalSource?: string; originalLine?: number; originalColumn?: number }
+    | undefined;
+  const source = entry?.originalSource;
+  if (source === undefined || entry?.originalLine === undefined || entry.originalColumn === undefined) return `${asPath(file)}:${line}:${column}`;
+  return `${asPath(source)}:${entry.originalLine + 1}:${entry.originalColumn + 1}`;
+}
+
+function asPath(urlOrPath: string): string {
+  if (!urlOrPath.startsWith('file://')) return urlOrPath;
+  try {
+    return fileURLToPath(urlOrPath);
+  } catch {
+    return urlOrPath.slice('file://'.length);
+  }
 }

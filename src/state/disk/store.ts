@@ -16,7 +16,7 @@ import { isMainThread } from 'node:worker_threads';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import type { Database, Transaction } from 'lmdb';
-import { Packr } from 'msgpackr';
+import { Packr } from 'msgpackr/pack'; // msgpackr's plain build: see core/codec.ts
 import { WeirError } from '../../core/errors.ts';
 import { WriteBehind } from './write-thread.ts';
 import { StoreReader, type ReadJob, type ReadRequest } from './reader-thread.ts';
