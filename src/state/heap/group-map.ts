@@ -1,13 +1,14 @@
 /**
- * The Map of one key group of one state: a Map that records, for the key column cache
- * (../key-column-cache.ts), which keys were inserted since the group's last full snapshot
- * and whether any was removed. Overriding the Map's own methods makes every change count,
+ * The map of one key group of one state (a KeyTable: a Map's interface, faster lookups) that
+ * records, for the key column cache (../key-column-cache.ts), which keys were inserted since the
+ * group's last full snapshot and whether any was removed. Overriding the map's own methods makes every change count,
  * whoever makes it (handles, TTL reads and cleanup, anything later): none has to remember.
  */
 import type { NormKey } from '../key-groups.ts';
 import type { InsertTracking } from '../key-column-cache.ts';
+import { KeyTable } from './key-table.ts';
 
-export class GroupMap extends Map<NormKey, unknown> implements InsertTracking {
+export class GroupMap extends KeyTable implements InsertTracking {
   /** Keys inserted since the cache was filled, in order; undefined: not tracked (no cache, or a removal). */
   added: NormKey[] | undefined = undefined;
 

@@ -1,0 +1,301 @@
+/**
+ * The map of one key group of one state (heap backend): a Map from normalized key to value,
+ * with Map's interface and semantics (SameValueZero keys, insertion order, iterators that see
+ * later changes), built for the one thing a keyed job does per record: look up a key that is
+ * mostly not in any cache.
+ *
+ * Why not a Map: with a million keys, a V8 Map lookup of a key string made by the record took
+ * ~800 ns on this machine, 68 % of the keyed running count (bench/child.ts word-count, CPU
+ * profile), against ~360 ns for this table (the same lookups, microbenchmark). Each lookup is a
+ * few dependent cache misses: a Map walks a bucket's chain (up to two entries per bucket on
+ * average), loading every candidate's key string to compare it; here the index holds each
+ * entry's 32-bit hash beside its position, so a candidate is compared only when its hash
+ * matches, and linear probing keeps a probe's slots on one cache line.
+ *
+ * Layout, like a compact dict: `kv` holds key, value, key, value, ... in insertion order (a
+ * deleted entry's key becomes HOLE); `idx` is an open-addressing index of [hash, entry]
+ * pairs, hash 0 meaning an empty slot, deletions shifting later slots back (no tombstones).
+ * The index stays at most half full counting holes; past that the table is rebuilt: holes
+ * dropped (entries keep their order), the index sized to 2-4x the live entries.
+ *
+ * Iterators walk `kv` by entry number. Deleting leaves a hole and moves nothing, so iterating
+ * while deleting (TTL cleanup) is as with a Map. A rebuild that drops holes renumbers entries:
+ * it bumps `generation` and keeps the old-to-new numbering, through which an iterator made
+ * before it continues where it was.
+ */
+import { murmurStringBits } from '../murmur.ts';
+import type { NormKey } from '../key-groups.ts';
+
+/** The key slot of a deleted entry: never a key (keys are strings and numbers). */
+const HOLE: unique symbol = Symbol('deleted entry');
+/** Index slots of a new or emptied table (a power of two). */
+const MIN_SLOTS = 16;
+/**
+ * Seed of the table's string hash. Key groups come from murmur3 with seed 0 (key-groups.ts), so
+ * every key of one group shares that hash's low bits: hashed the same way, a group's keys would
+ * crowd into 1/128 of its index. Another seed gives independent bits.
+ */
+const SEED = 0x2f1c_a7b3;
+
+const f64 = new Float64Array(1);
+const u32 = new Uint32Array(f64.buffer);
+
+/** murmur3's 32-bit finaliser. */
+function mix32(h: number): number {
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  return h ^ (h >>> 16);
+}
+
+/**
+ * A key's hash with the top bit set, so it is never 0 (the empty slot); slots are chosen by
+ * the low bits. Equal keys hash equally: 0 and -0 alike ((k | 0) === k for both).
+ */
+export function keyHash(key: NormKey): number {
+  if (typeof key === 'string') return murmurStringBits(key, SEED) | 0x8000_0000;
+  if ((key | 0) === key) return mix32(key ^ SEED) | 0x8000_0000;
+  f64[0] = key;
+  return mix32(u32[0]! ^ mix32(u32[1]! ^ SEED)) | 0x8000_0000;
+}
+
+export class KeyTable implements Map<NormKey, unknown> {
+  /** [hash, entry number] per slot; hash 0: empty. Length 2 x slots. */
+  private idx = new Int32Array(2 * MIN_SLOTS);
+  private mask = MIN_SLOTS - 1;
+  /** key, value per entry in insertion order; a deleted entry's key is HOLE. Read by iterators. */
+  kv: unknown[] = [];
+  private live = 0;
+  /** Bumped when entries are renumbered (holes dropped, or cleared). */
+  generation = 0;
+  /** The last renumbering: old entry number -> the new number of the first live entry at or after it. */
+  private renumbered: Int32Array | undefined;
+
+  get size(): number {
+    return this.live;
+  }
+
+  get [Symbol.toStringTag](): string {
+    return 'KeyTable';
+  }
+
+  /** The index slot holding `key` (hash `h`), or -1. */
+  private slotOf(key: NormKey, h: number): number {
+    const idx = this.idx;
+    const kv = this.kv;
+    const mask = this.mask;
+    for (let s = h & mask; ; s = (s + 1) & mask) {
+      const x = idx[2 * s]!;
+      if (x === 0) return -1;
+      if (x === h && kv[2 * idx[2 * s + 1]!] === key) return s;
+    }
+  }
+
+  get(key: NormKey): unknown {
+    const s = this.slotOf(key, keyHash(key));
+    return s < 0 ? undefined : this.kv[2 * this.idx[2 * s + 1]! + 1];
+  }
+
+  has(key: NormKey): boolean {
+    return this.slotOf(key, keyHash(key)) >= 0;
+  }
+
+  set(key: NormKey, value: unknown): this {
+    const h = keyHash(key);
+    const s = this.slotOf(key, h);
+    if (s >= 0) {
+      this.kv[2 * this.idx[2 * s + 1]! + 1] = value;
+      return this;
+    }
+    // Entries counted with holes: each one has a slot until the next rebuild drops it.
+    if ((this.kv.length >> 1) + 1 > (this.mask + 1) >>> 1) this.rebuild();
+    const e = this.kv.length >> 1;
+    this.kv.push(key === 0 ? 0 : key, value); // -0 is stored as 0, as a Map does
+    this.live++;
+    this.place(h, e);
+    return this;
+  }
+
+  delete(key: NormKey): boolean {
+    const s = this.slotOf(key, keyHash(key));
+    if (s < 0) return false;
+    const e = this.idx[2 * s + 1]!;
+    this.kv[2 * e] = HOLE;
+    this.kv[2 * e + 1] = undefined;
+    this.live--;
+    this.unplace(s);
+    return true;
+  }
+
+  clear(): void {
+    // Every old entry number maps to 0: an iterator made before continues with what is added later, as a Map's does.
+    this.renumber(new Int32Array((this.kv.length >> 1) + 1));
+    this.kv = [];
+    this.live = 0;
+    this.idx = new Int32Array(2 * MIN_SLOTS);
+    this.mask = MIN_SLOTS - 1;
+  }
+
+  forEach(fn: (value: unknown, key: NormKey, map: Map<NormKey, unknown>) => void, thisArg?: unknown): void {
+    for (const [k, v] of this.entries()) fn.call(thisArg, v, k, this);
+  }
+
+  entries(): MapIterator<[NormKey, unknown]> {
+    return new EntryCursor(this);
+  }
+
+  keys(): MapIterator<NormKey> {
+    return new KeyCursor(this);
+  }
+
+  values(): MapIterator<unknown> {
+    return new ValueCursor(this);
+  }
+
+  [Symbol.iterator](): MapIterator<[NormKey, unknown]> {
+    return this.entries();
+  }
+
+  /**
+   * Where an iterator made at `generation` stands now: its next entry number `at` after the one
+   * renumbering since. Two renumberings during one iteration need at least as many inserts as
+   * the table held (each rebuild doubles what it takes); no caller does that, and guessing would
+   * skip or repeat entries, so it is refused.
+   */
+  positionAfterRenumbering(at: number, generation: number): number {
+    const r = this.renumbered;
+    if (generation !== this.generation - 1 || r === undefined) {
+      throw new Error(`KeyTable: renumbered ${this.generation - generation} times during one iteration (at most once is supported)`);
+    }
+    return r[Math.min(at, r.length - 1)]!;
+  }
+
+  /** Puts entry `e` with hash `h` in the first empty slot from its home. */
+  private place(h: number, e: number): void {
+    const idx = this.idx;
+    const mask = this.mask;
+    let s = h & mask;
+    while (idx[2 * s] !== 0) s = (s + 1) & mask;
+    idx[2 * s] = h;
+    idx[2 * s + 1] = e;
+  }
+
+  /** Empties slot `s`, shifting back the slots after it whose probe passed through it. */
+  private unplace(s: number): void {
+    const idx = this.idx;
+    const mask = this.mask;
+    let hole = s;
+    for (let j = (s + 1) & mask; idx[2 * j] !== 0; j = (j + 1) & mask) {
+      const home = idx[2 * j]! & mask;
+      // The entry at j may fill the hole when its home is not in (hole, j], cyclically.
+      if (((j - home) & mask) >= ((j - hole) & mask)) {
+        idx[2 * hole] = idx[2 * j]!;
+        idx[2 * hole + 1] = idx[2 * j + 1]!;
+        hole = j;
+      }
+    }
+    idx[2 * hole] = 0;
+    idx[2 * hole + 1] = 0;
+  }
+
+  /** Drops the holes (renumbering the entries, order kept) and sizes the index to 2-4x the live entries plus one. */
+  private rebuild(): void {
+    const used = this.kv.length >> 1;
+    if (this.live < used) this.dropHoles(used);
+    let slots = MIN_SLOTS;
+    while (slots < 4 * (this.live + 1)) slots *= 2;
+    this.idx = new Int32Array(2 * slots);
+    this.mask = slots - 1;
+    const kv = this.kv;
+    for (let e = 0; e < this.live; e++) this.place(keyHash(kv[2 * e] as NormKey), e);
+  }
+
+  private dropHoles(used: number): void {
+    const old = this.kv;
+    const kv: unknown[] = new Array(2 * this.live);
+    const map = new Int32Array(used + 1);
+    let n = 0;
+    for (let e = 0; e < used; e++) {
+      map[e] = n;
+      const k = old[2 * e];
+      if (k === HOLE) continue;
+      kv[2 * n] = k;
+      kv[2 * n + 1] = old[2 * e + 1];
+      n++;
+    }
+    map[used] = n;
+    if (n !== this.live) throw new Error(`KeyTable: ${n} live entries found, ${this.live} counted`);
+    this.kv = kv;
+    this.renumber(map);
+  }
+
+  private renumber(map: Int32Array): void {
+    this.renumbered = map;
+    this.generation++;
+  }
+}
+
+/**
+ * A live iterator over a KeyTable, as a Map's: it sees entries added after it was made and
+ * skips deleted ones. One subclass per kind, so each next() is monomorphic (snapshots iterate
+ * millions of keys and values).
+ */
+abstract class Cursor<T> implements MapIterator<T> {
+  private at = 0;
+  private generation: number;
+  constructor(private readonly table: KeyTable) {
+    this.generation = table.generation;
+  }
+
+  /** The entry number of the next live entry, or -1 at the end; moves past it. */
+  protected advance(kv: unknown[]): number {
+    const t = this.table;
+    if (this.generation !== t.generation) {
+      this.at = t.positionAfterRenumbering(this.at, this.generation);
+      this.generation = t.generation;
+    }
+    const used = kv.length >> 1;
+    for (let e = this.at; e < used; e++) {
+      if (kv[2 * e] === HOLE) continue;
+      this.at = e + 1;
+      return e;
+    }
+    this.at = used;
+    return -1;
+  }
+
+  protected get kv(): unknown[] {
+    return this.table.kv;
+  }
+
+  abstract next(): IteratorResult<T, undefined>;
+
+  [Symbol.iterator](): MapIterator<T> {
+    return this;
+  }
+}
+
+class KeyCursor extends Cursor<NormKey> {
+  next(): IteratorResult<NormKey, undefined> {
+    const kv = this.kv;
+    const e = this.advance(kv);
+    return e < 0 ? { value: undefined, done: true } : { value: kv[2 * e] as NormKey, done: false };
+  }
+}
+
+class ValueCursor extends Cursor<unknown> {
+  next(): IteratorResult<unknown, undefined> {
+    const kv = this.kv;
+    const e = this.advance(kv);
+    return e < 0 ? { value: undefined, done: true } : { value: kv[2 * e + 1], done: false };
+  }
+}
+
+class EntryCursor extends Cursor<[NormKey, unknown]> {
+  next(): IteratorResult<[NormKey, unknown], undefined> {
+    const kv = this.kv;
+    const e = this.advance(kv);
+    return e < 0 ? { value: undefined, done: true } : { value: [kv[2 * e] as NormKey, kv[2 * e + 1]], done: false };
+  }
+}
