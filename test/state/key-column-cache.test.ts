@@ -11,7 +11,7 @@ import { encodeColumns } from '../../src/state/columnar-block.ts';
 import { encodeMapColumns } from '../../src/state/columnar-map.ts';
 import { cacheStats, KeyColumnCache } from '../../src/state/key-column-cache.ts';
 import { GroupMap } from '../../src/state/heap/group-map.ts';
-import { KeyTable } from '../../src/state/heap/key-table.ts';
+import { KeyTable } from '../../src/state/key-table.ts';
 import { HeapKeyedStateBackend } from '../../src/state/heap/backend.ts';
 import { keyedStateBackendFactory } from '../../src/state/backends.ts';
 import type { NormKey } from '../../src/state/key-groups.ts';

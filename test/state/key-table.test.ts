@@ -8,7 +8,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { Rng } from '../../src/core/random.ts';
-import { KeyTable, keyHash } from '../../src/state/heap/key-table.ts';
+import { KeyTable, keyHash } from '../../src/state/key-table.ts';
 import { keyGroupOf, type NormKey } from '../../src/state/key-groups.ts';
 import { testSeed } from '../api/util.ts';
 

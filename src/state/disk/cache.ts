@@ -25,6 +25,7 @@
  */
 import type { KeyContext } from '../key-context.ts';
 import type { NormKey } from '../key-groups.ts';
+import { KeyTable } from '../key-table.ts';
 import type { KeyFilter } from './key-filter.ts';
 import { checkStoreKeyLength, encodeStoreKey } from './keys.ts';
 import { packStored, unpackStored, type DiskStore } from './store.ts';
@@ -66,9 +67,10 @@ export class StateCache {
    * The state's entries in the ring, and those evicted before their value was committed to
    * the store (pending: dirty, or in a batch on the write thread), which leave when their batch
    * commits or go back in the ring when their key is used again. One map for both: a miss
-   * costs one lookup.
+   * costs one lookup. A KeyTable, not a Map: most lookups of uniformly drawn keys miss it, and
+   * a Map's miss walks a chain loading each candidate's key (../key-table.ts).
    */
-  readonly entries = new Map<NormKey, Entry>();
+  readonly entries = new KeyTable<Entry>();
   dropped = false;
   /**
    * The entry current() or set() found last, while it is cached: a record usually reads its

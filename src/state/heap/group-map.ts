@@ -6,7 +6,7 @@
  */
 import type { NormKey } from '../key-groups.ts';
 import type { InsertTracking } from '../key-column-cache.ts';
-import { KeyTable } from './key-table.ts';
+import { KeyTable } from '../key-table.ts';
 
 export class GroupMap extends KeyTable implements InsertTracking {
   /** Keys inserted since the cache was filled, in order; undefined: not tracked (no cache, or a removal). */

@@ -1,8 +1,8 @@
 /**
- * The map of one key group of one state (heap backend): a Map from normalized key to value,
- * with Map's interface and semantics (SameValueZero keys, insertion order, iterators that see
- * later changes), built for the one thing a keyed job does per record: look up a key that is
- * mostly not in any cache.
+ * A Map from normalized key to value, with Map's interface and semantics (SameValueZero keys,
+ * insertion order, iterators that see later changes), built for the one thing a keyed job does
+ * per record: look up a key that is mostly not in any cache. The heap backend keeps each key
+ * group of each state in one (heap/group-map.ts); the disk backend its cache's entries (disk/cache.ts).
  *
  * Why not a Map: with a million keys, a V8 Map lookup of a key string made by the record took
  * ~800 ns on this machine, 68 % of the keyed running count (bench/child.ts word-count, CPU
@@ -23,8 +23,8 @@
  * it bumps `generation` and keeps the old-to-new numbering, through which an iterator made
  * before it continues where it was.
  */
-import { murmurStringBits } from '../murmur.ts';
-import type { NormKey } from '../key-groups.ts';
+import { murmurStringBits } from './murmur.ts';
+import type { NormKey } from './key-groups.ts';
 
 /** The key slot of a deleted entry: never a key (keys are strings and numbers). */
 const HOLE: unique symbol = Symbol('deleted entry');
@@ -60,7 +60,7 @@ export function keyHash(key: NormKey): number {
   return mix32(u32[0]! ^ mix32(u32[1]! ^ SEED)) | 0x8000_0000;
 }
 
-export class KeyTable implements Map<NormKey, unknown> {
+export class KeyTable<V = unknown> implements Map<NormKey, V> {
   /** [hash, entry number] per slot; hash 0: empty. Length 2 x slots. */
   private idx = new Int32Array(2 * MIN_SLOTS);
   private mask = MIN_SLOTS - 1;
@@ -92,16 +92,16 @@ export class KeyTable implements Map<NormKey, unknown> {
     }
   }
 
-  get(key: NormKey): unknown {
+  get(key: NormKey): V | undefined {
     const s = this.slotOf(key, keyHash(key));
-    return s < 0 ? undefined : this.kv[2 * this.idx[2 * s + 1]! + 1];
+    return s < 0 ? undefined : (this.kv[2 * this.idx[2 * s + 1]! + 1] as V);
   }
 
   has(key: NormKey): boolean {
     return this.slotOf(key, keyHash(key)) >= 0;
   }
 
-  set(key: NormKey, value: unknown): this {
+  set(key: NormKey, value: V): this {
     const h = keyHash(key);
     const s = this.slotOf(key, h);
     if (s >= 0) {
@@ -137,23 +137,23 @@ export class KeyTable implements Map<NormKey, unknown> {
     this.mask = MIN_SLOTS - 1;
   }
 
-  forEach(fn: (value: unknown, key: NormKey, map: Map<NormKey, unknown>) => void, thisArg?: unknown): void {
+  forEach(fn: (value: V, key: NormKey, map: Map<NormKey, V>) => void, thisArg?: unknown): void {
     for (const [k, v] of this.entries()) fn.call(thisArg, v, k, this);
   }
 
-  entries(): MapIterator<[NormKey, unknown]> {
-    return new EntryCursor(this);
+  entries(): MapIterator<[NormKey, V]> {
+    return new EntryCursor<V>(this);
   }
 
   keys(): MapIterator<NormKey> {
     return new KeyCursor(this);
   }
 
-  values(): MapIterator<unknown> {
-    return new ValueCursor(this);
+  values(): MapIterator<V> {
+    return new ValueCursor<V>(this);
   }
 
-  [Symbol.iterator](): MapIterator<[NormKey, unknown]> {
+  [Symbol.iterator](): MapIterator<[NormKey, V]> {
     return this.entries();
   }
 
@@ -244,7 +244,7 @@ export class KeyTable implements Map<NormKey, unknown> {
 abstract class Cursor<T> implements MapIterator<T> {
   private at = 0;
   private generation: number;
-  constructor(private readonly table: KeyTable) {
+  constructor(private readonly table: KeyTable<unknown>) {
     this.generation = table.generation;
   }
 
@@ -284,18 +284,18 @@ class KeyCursor extends Cursor<NormKey> {
   }
 }
 
-class ValueCursor extends Cursor<unknown> {
-  next(): IteratorResult<unknown, undefined> {
+class ValueCursor<V> extends Cursor<V> {
+  next(): IteratorResult<V, undefined> {
     const kv = this.kv;
     const e = this.advance(kv);
-    return e < 0 ? { value: undefined, done: true } : { value: kv[2 * e + 1], done: false };
+    return e < 0 ? { value: undefined, done: true } : { value: kv[2 * e + 1] as V, done: false };
   }
 }
 
-class EntryCursor extends Cursor<[NormKey, unknown]> {
-  next(): IteratorResult<[NormKey, unknown], undefined> {
+class EntryCursor<V> extends Cursor<[NormKey, V]> {
+  next(): IteratorResult<[NormKey, V], undefined> {
     const kv = this.kv;
     const e = this.advance(kv);
-    return e < 0 ? { value: undefined, done: true } : { value: [kv[2 * e] as NormKey, kv[2 * e + 1]], done: false };
+    return e < 0 ? { value: undefined, done: true } : { value: [kv[2 * e] as NormKey, kv[2 * e + 1] as V], done: false };
   }
 }
