@@ -7,6 +7,7 @@
  */
 import type { NormKey } from '../key-groups.ts';
 import type { ChangeEpoch } from '../heap/state-table.ts';
+import { KeyTable } from '../key-table.ts';
 
 export interface ChangedGroup {
   readonly stateId: number;
@@ -24,7 +25,7 @@ export class DiskChangeLog {
     let g = this.byState.get(stateId);
     if (g === undefined) this.byState.set(stateId, (g = new Map()));
     let k = g.get(keyGroup);
-    if (k === undefined) g.set(keyGroup, (k = new Map()));
+    if (k === undefined) g.set(keyGroup, (k = new KeyTable<number>())); // a lookup per change: see ../key-table.ts
     k.set(key, this.epoch.epoch);
   }
 

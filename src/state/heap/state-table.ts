@@ -24,6 +24,7 @@ import type { KeyGroupRange } from '../../core/checkpoint-format.ts';
 import type { NormKey } from '../key-groups.ts';
 import { KeyColumnCache } from '../key-column-cache.ts';
 import { GroupMap } from './group-map.ts';
+import { KeyTable } from '../key-table.ts';
 
 /** Receives a frozen key group when it is about to be touched (copy-on-write by serializing first). */
 export interface FrozenGroupSink {
@@ -104,7 +105,7 @@ export class StateTable {
     if (tr === undefined) return;
     if (this.frozenCount > 0 && this.frozen![kgIndex] === 1) this.thaw(kgIndex);
     let c = this.changes[kgIndex];
-    if (c === undefined) this.changes[kgIndex] = c = new Map();
+    if (c === undefined) this.changes[kgIndex] = c = new KeyTable<number>(); // a lookup per change: see ../key-table.ts
     c.set(key, tr.epoch);
     this.maxEpoch![kgIndex] = tr.epoch;
   }
