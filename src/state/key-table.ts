@@ -51,7 +51,8 @@ function mix32(h: number): number {
 
 /**
  * A key's hash with the top bit set, so it is never 0 (the empty slot); slots are chosen by
- * the low bits. Equal keys hash equally: 0 and -0 alike ((k | 0) === k for both).
+ * the low bits. Equal keys hash equally: 0 and -0 alike ((k | 0) === k for both). NaN is never
+ * a key (normalizeKey makes non-finite numbers strings), so === is SameValueZero here.
  */
 export function keyHash(key: NormKey): number {
   if (typeof key === 'string') return murmurStringBits(key, SEED) | 0x8000_0000;
@@ -71,6 +72,12 @@ export class KeyTable<V = unknown> implements Map<NormKey, V> {
   generation = 0;
   /** The last renumbering: old entry number -> the new number of the first live entry at or after it. */
   private renumbered: Int32Array | undefined;
+  /**
+   * The entry get() found last. A state update mostly follows a read of the same key (read,
+   * change, write back), and set() then finds the entry without hashing or probing. Only a hint:
+   * set() uses it when that entry's key is the key, which holds whatever happened since.
+   */
+  private lastFound = 0;
 
   get size(): number {
     return this.live;
@@ -94,7 +101,10 @@ export class KeyTable<V = unknown> implements Map<NormKey, V> {
 
   get(key: NormKey): V | undefined {
     const s = this.slotOf(key, keyHash(key));
-    return s < 0 ? undefined : (this.kv[2 * this.idx[2 * s + 1]! + 1] as V);
+    if (s < 0) return undefined;
+    const e = this.idx[2 * s + 1]!;
+    this.lastFound = e;
+    return this.kv[2 * e + 1] as V;
   }
 
   has(key: NormKey): boolean {
@@ -102,6 +112,12 @@ export class KeyTable<V = unknown> implements Map<NormKey, V> {
   }
 
   set(key: NormKey, value: V): this {
+    const last = this.lastFound;
+    // Keys are unique among the live entries and HOLE is no key: equal keys mean this entry.
+    if (this.kv[2 * last] === key) {
+      this.kv[2 * last + 1] = value;
+      return this;
+    }
     const h = keyHash(key);
     const s = this.slotOf(key, h);
     if (s >= 0) {
