@@ -6,7 +6,7 @@
  *
  * Why not a Map: with a million keys, a V8 Map lookup of a key string made by the record took
  * ~800 ns on this machine, 68 % of the keyed running count (bench/child.ts word-count, CPU
- * profile), against ~360 ns for this table (the same lookups, microbenchmark). Each lookup is a
+ * profile); this table's, ~560 ns (bench/key-table.ts: 847 against 564 ns). Each lookup is a
  * few dependent cache misses: a Map walks a bucket's chain (up to two entries per bucket on
  * average), loading every candidate's key string to compare it; here the index holds each
  * entry's 32-bit hash beside its position, so a candidate is compared only when its hash
@@ -15,7 +15,7 @@
  * Layout, like a compact dict: `kv` holds key, value, key, value, ... in insertion order (a
  * deleted entry's key becomes HOLE); `idx` is an open-addressing index of [hash, entry]
  * pairs, hash 0 meaning an empty slot, deletions shifting later slots back (no tombstones).
- * The index stays at most half full counting holes; past that the table is rebuilt: holes
+ * The index stays at most 3/4 full counting holes; past that the table is rebuilt: holes
  * dropped (entries keep their order), the index sized to 2-4x the live entries.
  *
  * Iterators walk `kv` by entry number. Deleting leaves a hole and moves nothing, so iterating
@@ -30,6 +30,13 @@ import type { NormKey } from './key-groups.ts';
 const HOLE: unique symbol = Symbol('deleted entry');
 /** Index slots of a new or emptied table (a power of two). */
 const MIN_SLOTS = 16;
+/**
+ * How full the index may get, holes counted. Linear probing with the hashes in the index stays
+ * cheap well past half full (a probe reads neighbouring slots of one cache line, and compares
+ * a key only on an equal hash); a rebuild sizes it to at most half full, so the index costs
+ * 16-32 bytes per entry.
+ */
+const MAX_LOAD = 0.75;
 /**
  * Seed of the table's string hash. Key groups come from murmur3 with seed 0 (key-groups.ts), so
  * every key of one group shares that hash's low bits: hashed the same way, a group's keys would
@@ -65,6 +72,8 @@ export class KeyTable<V = unknown> implements Map<NormKey, V> {
   /** [hash, entry number] per slot; hash 0: empty. Length 2 x slots. */
   private idx = new Int32Array(2 * MIN_SLOTS);
   private mask = MIN_SLOTS - 1;
+  /** Entries (holes included) the index takes before a rebuild: MAX_LOAD of its slots. */
+  private maxUsed = MIN_SLOTS * MAX_LOAD;
   /** key, value per entry in insertion order; a deleted entry's key is HOLE. Read by iterators. */
   kv: unknown[] = [];
   private live = 0;
@@ -125,7 +134,7 @@ export class KeyTable<V = unknown> implements Map<NormKey, V> {
       return this;
     }
     // Entries counted with holes: each one has a slot until the next rebuild drops it.
-    if ((this.kv.length >> 1) + 1 > (this.mask + 1) >>> 1) this.rebuild();
+    if ((this.kv.length >> 1) + 1 > this.maxUsed) this.rebuild();
     const e = this.kv.length >> 1;
     this.kv.push(key === 0 ? 0 : key, value); // -0 is stored as 0, as a Map does
     this.live++;
@@ -151,6 +160,7 @@ export class KeyTable<V = unknown> implements Map<NormKey, V> {
     this.live = 0;
     this.idx = new Int32Array(2 * MIN_SLOTS);
     this.mask = MIN_SLOTS - 1;
+    this.maxUsed = MIN_SLOTS * MAX_LOAD;
   }
 
   forEach(fn: (value: V, key: NormKey, map: Map<NormKey, V>) => void, thisArg?: unknown): void {
@@ -220,9 +230,10 @@ export class KeyTable<V = unknown> implements Map<NormKey, V> {
     const used = this.kv.length >> 1;
     if (this.live < used) this.dropHoles(used);
     let slots = MIN_SLOTS;
-    while (slots < 4 * (this.live + 1)) slots *= 2;
+    while (slots < 2 * (this.live + 1)) slots *= 2;
     this.idx = new Int32Array(2 * slots);
     this.mask = slots - 1;
+    this.maxUsed = Math.floor(slots * MAX_LOAD);
     const kv = this.kv;
     for (let e = 0; e < this.live; e++) this.place(keyHash(kv[2 * e] as NormKey), e);
   }

@@ -74,8 +74,9 @@ describe('KeyTable', () => {
     for (let round = 0; round < 200; round++) {
       const t = new KeyTable();
       const m = new Map<NormKey, unknown>();
-      // At least 64 entries before iterating: a rebuild sizes the index to 4x the live entries,
-      // so the 20 changes below can renumber the entries once at most (see positionAfterRenumbering).
+      // At least 64 entries before iterating (44 or more stay live below): a rebuild sizes the
+      // index to at least twice the live entries and the next comes at 3/4 full, half as many
+      // inserts later, so the changes below renumber the entries once at most (see positionAfterRenumbering).
       const base = rng.range(64, 200);
       for (let i = 0; i < base; i++) {
         t.set(`k${i}`, i);
