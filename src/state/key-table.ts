@@ -68,6 +68,19 @@ export function keyHash(key: NormKey): number {
   return mix32(u32[0]! ^ mix32(u32[1]! ^ SEED)) | 0x8000_0000;
 }
 
+/**
+ * An empty entry array in V8's generic elements kind, kept for good (kinds only ever widen).
+ * Left to itself, a table of number keys and values would start as an array of small integers
+ * or of doubles and widen later: tables in different kinds make every lookup site polymorphic
+ * (Nexmark q5, thousands of window tables: 25 % slower lookups than a Map), and reading a
+ * number from a double array allocates it.
+ */
+function newEntries(): unknown[] {
+  const kv: unknown[] = [HOLE];
+  kv.length = 0;
+  return kv;
+}
+
 export class KeyTable<V = unknown> implements Map<NormKey, V> {
   /** [hash, entry number] per slot; hash 0: empty. Length 2 x slots. */
   private idx = new Int32Array(2 * MIN_SLOTS);
@@ -75,7 +88,7 @@ export class KeyTable<V = unknown> implements Map<NormKey, V> {
   /** Entries (holes included) the index takes before a rebuild: MAX_LOAD of its slots. */
   private maxUsed = MIN_SLOTS * MAX_LOAD;
   /** key, value per entry in insertion order; a deleted entry's key is HOLE. Read by iterators. */
-  kv: unknown[] = [];
+  kv: unknown[] = newEntries();
   private live = 0;
   /** Bumped when entries are renumbered (holes dropped, or cleared). */
   generation = 0;
@@ -156,7 +169,7 @@ export class KeyTable<V = unknown> implements Map<NormKey, V> {
   clear(): void {
     // Every old entry number maps to 0: an iterator made before continues with what is added later, as a Map's does.
     this.renumber(new Int32Array((this.kv.length >> 1) + 1));
-    this.kv = [];
+    this.kv = newEntries();
     this.live = 0;
     this.idx = new Int32Array(2 * MIN_SLOTS);
     this.mask = MIN_SLOTS - 1;
@@ -240,15 +253,14 @@ export class KeyTable<V = unknown> implements Map<NormKey, V> {
 
   private dropHoles(used: number): void {
     const old = this.kv;
-    const kv: unknown[] = new Array(2 * this.live);
+    const kv = newEntries();
     const map = new Int32Array(used + 1);
     let n = 0;
     for (let e = 0; e < used; e++) {
       map[e] = n;
       const k = old[2 * e];
       if (k === HOLE) continue;
-      kv[2 * n] = k;
-      kv[2 * n + 1] = old[2 * e + 1];
+      kv.push(k, old[2 * e + 1]);
       n++;
     }
     map[used] = n;
