@@ -10,7 +10,7 @@ import { ManualClock } from '../../src/core/clock.ts';
 import { encodeColumns } from '../../src/state/columnar-block.ts';
 import { encodeMapColumns } from '../../src/state/columnar-map.ts';
 import { cacheStats, KeyColumnCache } from '../../src/state/key-column-cache.ts';
-import { GroupMap } from '../../src/state/heap/group-map.ts';
+import { GroupMap, newGroupMap, NumberGroupMap } from '../../src/state/heap/group-map.ts';
 import { KeyTable } from '../../src/state/key-table.ts';
 import { HeapKeyedStateBackend } from '../../src/state/heap/backend.ts';
 import { keyedStateBackendFactory } from '../../src/state/backends.ts';
@@ -77,6 +77,24 @@ describe('key column cache', () => {
     plain.set('c', 3);
     encodeChecked(plain, c, 'a plain Map, a key added');
     expect(cacheStats.reusedKeys).toBe(0);
+  });
+
+  it('a group takes the kind of map its first key suits, and either lists its inserts until one is removed', () => {
+    expect(newGroupMap('w1')).toBeInstanceOf(GroupMap);
+    expect(newGroupMap(7)).toBeInstanceOf(NumberGroupMap);
+    for (const first of ['a', 1] as const) {
+      const g = newGroupMap(first);
+      g.added = [];
+      g.set(first, 1).set(first, 2).set('b', 3).set(2, 4);
+      expect(g.added, String(first)).toEqual([first, 'b', 2]); // an update is no insert
+      g.delete('nothing');
+      expect(g.added, String(first)).toEqual([first, 'b', 2]);
+      g.delete('b');
+      expect(g.added, String(first)).toBeUndefined();
+      g.added = [];
+      g.clear();
+      expect(g.added, String(first)).toBeUndefined();
+    }
   });
 
   it('counts, and is not fooled by, a change that went around the Map\'s methods', () => {

@@ -23,7 +23,7 @@ import { AggregatingHandle, ListHandle, MapHandle, ReducingHandle, ValueHandle }
 import { readStateFiles, type RestoredState } from './restore.ts';
 import { HeapSnapshot } from './snapshot.ts';
 import { StateTable } from './state-table.ts';
-import { GroupMap } from './group-map.ts';
+import { newGroupMap } from './group-map.ts';
 import { TtlListHandle, TtlMapHandle, TtlValueHandle } from './ttl-handles.ts';
 import { TtlSweep } from './ttl-sweep.ts';
 
@@ -105,8 +105,9 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
     // The backend's clock, not Date.now(): TTL checks compare against this.clock.now().
     const decode = restoreDecoder(this.where, r.meta, t.descriptor, () => this.clock.now());
     for (const [kg, bytes] of r.groups) {
-      const m = new GroupMap();
       const { keys, values } = decodeGroupColumns(bytes, r.meta.blockFormat);
+      if (keys.length === 0) continue;
+      const m = newGroupMap(keys[0]!);
       for (let i = 0; i < keys.length; i++) m.set(keys[i]!, decode(values[i]));
       if (m.size > 0) t.groups[kg - this.keyGroupRange.start] = m;
     }

@@ -15,12 +15,7 @@ export class GroupMap extends KeyTable implements InsertTracking {
   override set(key: NormKey, value: unknown): this {
     const n = this.size;
     super.set(key, value);
-    const a = this.added;
-    if (a !== undefined && this.size !== n) {
-      // Past a quarter of the group the list costs more than encoding every key again.
-      if (a.length > (n >>> 2) + 1024) this.added = undefined;
-      else a.push(key);
-    }
+    noteInsert(this, n, key);
     return this;
   }
 
@@ -34,4 +29,46 @@ export class GroupMap extends KeyTable implements InsertTracking {
     super.clear();
     this.added = undefined;
   }
+}
+
+/**
+ * The same over a V8 Map, for groups of number keys. A KeyTable wins on string keys: a Map
+ * compares a candidate key string by loading it, the table by its hash first. On number keys a
+ * Map compares in place, and measured no slower: Nexmark q5 (auction ids in thousands of window
+ * tables) ran ~15 % slower on KeyTables.
+ */
+export class NumberGroupMap extends Map<NormKey, unknown> implements InsertTracking {
+  added: NormKey[] | undefined = undefined;
+
+  override set(key: NormKey, value: unknown): this {
+    const n = this.size;
+    super.set(key, value);
+    noteInsert(this, n, key);
+    return this;
+  }
+
+  override delete(key: NormKey): boolean {
+    const removed = super.delete(key);
+    if (removed) this.added = undefined;
+    return removed;
+  }
+
+  override clear(): void {
+    super.clear();
+    this.added = undefined;
+  }
+}
+
+/** A group map for a group whose first key is `firstKey` (either kind holds any key correctly). */
+export function newGroupMap(firstKey: NormKey): GroupMap | NumberGroupMap {
+  return typeof firstKey === 'number' ? new NumberGroupMap() : new GroupMap();
+}
+
+/** Notes an insert (the size grew) in the list of inserts since the cache was filled. */
+function noteInsert(g: InsertTracking & { readonly size: number }, sizeBefore: number, key: NormKey): void {
+  const a = g.added;
+  if (a === undefined || g.size === sizeBefore) return;
+  // Past a quarter of the group the list costs more than encoding every key again.
+  if (a.length > (sizeBefore >>> 2) + 1024) g.added = undefined;
+  else a.push(key);
 }

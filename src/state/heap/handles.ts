@@ -20,7 +20,7 @@ export class ValueHandle<T> implements ValueState<T> {
   }
   update(value: T): void {
     if (value === undefined) return this.clear();
-    this.t.write(this.ctx.kgIndex).set(this.ctx.key, value);
+    this.t.write(this.ctx.kgIndex, this.ctx.key).set(this.ctx.key, value);
     this.t.mark(this.ctx.kgIndex, this.ctx.key);
   }
   clear(): void {
@@ -38,7 +38,7 @@ export class ListHandle<T> implements ListState<T> {
     return l;
   }
   add(value: T): void {
-    const g = this.t.write(this.ctx.kgIndex);
+    const g = this.t.write(this.ctx.kgIndex, this.ctx.key);
     const l = g.get(this.ctx.key) as T[] | undefined;
     if (l === undefined) g.set(this.ctx.key, [value]);
     else l.push(value);
@@ -46,7 +46,7 @@ export class ListHandle<T> implements ListState<T> {
   }
   addAll(values: readonly T[]): void {
     if (values.length === 0) return;
-    const g = this.t.write(this.ctx.kgIndex);
+    const g = this.t.write(this.ctx.kgIndex, this.ctx.key);
     const l = g.get(this.ctx.key) as T[] | undefined;
     if (l === undefined) g.set(this.ctx.key, values.slice());
     else for (const v of values) l.push(v);
@@ -54,7 +54,7 @@ export class ListHandle<T> implements ListState<T> {
   }
   update(values: readonly T[]): void {
     if (values.length === 0) return this.clear();
-    this.t.write(this.ctx.kgIndex).set(this.ctx.key, values.slice());
+    this.t.write(this.ctx.kgIndex, this.ctx.key).set(this.ctx.key, values.slice());
     this.t.mark(this.ctx.kgIndex, this.ctx.key);
   }
   clear(): void {
@@ -75,7 +75,7 @@ export class MapHandle<K, V> implements MapState<K, V> {
     return m;
   }
   private mapForWrite(): Map<K, V> {
-    const g = this.t.write(this.ctx.kgIndex);
+    const g = this.t.write(this.ctx.kgIndex, this.ctx.key);
     let m = g.get(this.ctx.key) as Map<K, V> | undefined;
     if (m === undefined) {
       m = new Map();

@@ -23,7 +23,7 @@ import type { AnyStateDescriptor } from '../../core/state.ts';
 import type { KeyGroupRange } from '../../core/checkpoint-format.ts';
 import type { NormKey } from '../key-groups.ts';
 import { KeyColumnCache } from '../key-column-cache.ts';
-import { GroupMap } from './group-map.ts';
+import { newGroupMap } from './group-map.ts';
 import { KeyTable } from '../key-table.ts';
 
 /** Receives a frozen key group when it is about to be touched (copy-on-write by serializing first). */
@@ -76,12 +76,12 @@ export class StateTable {
     return this.groups[kgIndex];
   }
 
-  /** The key group's map for writing, created on first use. */
-  write(kgIndex: number): Map<NormKey, unknown> {
+  /** The key group's map for writing, created on first use (of a kind suited to `key`, the key about to be written). */
+  write(kgIndex: number, key: NormKey): Map<NormKey, unknown> {
     if (this.frozenCount > 0 && this.frozen![kgIndex] === 1) this.thaw(kgIndex);
     let m = this.groups[kgIndex];
     if (m === undefined) {
-      m = new GroupMap();
+      m = newGroupMap(key);
       this.groups[kgIndex] = m;
     }
     return m;

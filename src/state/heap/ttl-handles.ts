@@ -44,7 +44,7 @@ export class TtlValueHandle<T> implements ValueState<T> {
   }
   update(value: T): void {
     if (value === undefined) return this.clear();
-    this.t.write(this.ctx.kgIndex).set(this.ctx.key, { v: value, t: this.clock.now() } satisfies Stamped<T>);
+    this.t.write(this.ctx.kgIndex, this.ctx.key).set(this.ctx.key, { v: value, t: this.clock.now() } satisfies Stamped<T>);
     this.t.mark(this.ctx.kgIndex, this.ctx.key);
   }
   clear(): void {
@@ -69,7 +69,7 @@ export class TtlListHandle<T> implements ListState<T> {
     return live.map((s) => s.v);
   }
   add(value: T): void {
-    const g = this.t.write(this.ctx.kgIndex);
+    const g = this.t.write(this.ctx.kgIndex, this.ctx.key);
     const l = g.get(this.ctx.key) as Stamped<T>[] | undefined;
     const s = { v: value, t: this.clock.now() };
     if (l === undefined) g.set(this.ctx.key, [s]);
@@ -82,7 +82,7 @@ export class TtlListHandle<T> implements ListState<T> {
   update(values: readonly T[]): void {
     if (values.length === 0) return this.clear();
     const now = this.clock.now();
-    this.t.write(this.ctx.kgIndex).set(this.ctx.key, values.map((v) => ({ v, t: now })));
+    this.t.write(this.ctx.kgIndex, this.ctx.key).set(this.ctx.key, values.map((v) => ({ v, t: now })));
     this.t.mark(this.ctx.kgIndex, this.ctx.key);
   }
   clear(): void {
@@ -123,7 +123,7 @@ export class TtlMapHandle<K, V> implements MapState<K, V> {
     return s.v;
   }
   put(key: K, value: V): void {
-    const g = this.t.write(this.ctx.kgIndex);
+    const g = this.t.write(this.ctx.kgIndex, this.ctx.key);
     let m = g.get(this.ctx.key) as Map<K, Stamped<V>> | undefined;
     if (m === undefined) {
       m = new Map();

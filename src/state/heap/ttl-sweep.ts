@@ -52,7 +52,7 @@ export class TtlSweep {
       looked++;
       const [key, value] = r.value;
       if (whollyExpired(value, this.table.descriptor.kind, this.ttl.ttlMs, nowMs)) {
-        this.table.write(this.kgIndex).delete(key);
+        this.table.write(this.kgIndex, key).delete(key);
         this.table.mark(this.kgIndex, key); // incremental checkpoints: the next delta removes it too
         this.removed++;
       }
