@@ -5,7 +5,7 @@
  * Outputs of their own, found by tag id.
  */
 import { MIN_WATERMARK } from './events.ts';
-import { DEFAULT_BATCH_SIZE, type Batch } from '../core/batch.ts';
+import { DEFAULT_BATCH_SIZE, newTimestamps, type Batch } from '../core/batch.ts';
 
 /** Anything that takes batches and in-band events from an operator: chained operators, record writers. */
 export interface BatchConsumer {
@@ -121,7 +121,7 @@ export class Output {
       }
       const batch: Batch = { values, timestamps };
       this.values = new Array(n);
-      this.timestamps = new Array(n);
+      this.timestamps = newTimestamps(n);
       this.size = 0;
       if (this.counting) this.count += n;
       const targets = this.targets;

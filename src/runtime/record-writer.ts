@@ -4,7 +4,7 @@
  * partitioning splits them by key group into per-channel buffers that are sent when full or
  * when the task flushes (idle, an event, or the buffer timeout).
  */
-import { CHANNEL_BATCH_SIZE, type Batch } from '../core/batch.ts';
+import { CHANNEL_BATCH_SIZE, newTimestamps, type Batch } from '../core/batch.ts';
 import type { AvailabilityListener, OutputChannel } from './channels/channel.ts';
 import { attribute, type ErrorLocation } from '../core/errors.ts';
 import { END_OF_DATA, END_OF_DATA_STOP, STATUS_ACTIVE, STATUS_IDLE, watermark, type ChannelElement, type StreamEvent } from './events.ts';
@@ -151,7 +151,7 @@ export class RecordWriter implements BatchConsumer, AvailabilityListener {
     // The key groups go along: the keyed operator downstream does not hash the keys again.
     const batch: Batch = { values: v, timestamps: t, keyGroups: k };
     this.bufV[c] = new Array(n);
-    this.bufT[c] = new Array(n);
+    this.bufT[c] = newTimestamps(n);
     this.bufK[c] = new Array(n);
     this.bufN[c] = 0;
     this.channels[c]!.send(batch);

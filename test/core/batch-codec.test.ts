@@ -71,6 +71,18 @@ describe('batch encoding between threads', () => {
     roundTrip({ values: [true, false], timestamps: [1, 1] }, true);
   });
 
+  it('reuses its columns across batches of one shape without mixing them up', () => {
+    // The writer keeps each shape's column arrays at their longest length between batches:
+    // a shorter batch after a longer one must carry only its own records, in every column kind.
+    const long = Array.from({ length: 50 }, (_, i) => ({ s: `k${i}`, n: i, x: { i } }));
+    const short = [{ s: 'z', n: -1, x: { i: -1 } }, { s: 'y', n: 7.5, x: { i: 9 } }];
+    roundTrip({ values: long, timestamps: long.map((_, i) => i) }, true);
+    roundTrip({ values: short, timestamps: [1, 1] }, true);
+    // a batch that is not columnar midway (a later record of another shape) leaves nothing behind
+    roundTrip({ values: [...short, { s: 'a', n: 1 }], timestamps: [1, 2, 3] }, false);
+    roundTrip({ values: short.slice(1), timestamps: [NO_TIMESTAMP] }, true);
+  });
+
   it('falls back to msgpack when records differ in shape or are not plain objects', () => {
     roundTrip({ values: [{ a: 1, b: 2 }, { b: 2, a: 1 }], timestamps: [1, 2] }, false); // field order
     roundTrip({ values: [{ a: 1 }, { a: 1, b: 2 }], timestamps: [1, 2] }, false); // extra field
