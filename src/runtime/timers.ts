@@ -87,29 +87,18 @@ export class TimerQueue {
   size = 0;
 
   add(t: Timer): boolean {
-    return this.addTimer(t.timestamp, t.namespace, t.key, () => t);
-  }
-
-  /**
-   * Adds the timer (ts, ns, key) unless it is there already, making it only then: one bucket
-   * lookup for the check and the insert (registering is on the record path).
-   */
-  addTimer(ts: number, ns: string | number, key: NormKey, make: () => Timer): boolean {
-    const b = this.buckets.get(ts);
+    const b = this.buckets.get(t.timestamp);
     if (b === undefined || b === EMPTY) {
-      if (b === undefined) this.heap.push(ts);
-      this.buckets.set(ts, make());
+      if (b === undefined) this.heap.push(t.timestamp);
+      this.buckets.set(t.timestamp, t);
     } else if (isTimer(b)) {
-      if (b.namespace === ns && b.key === key) return false;
+      if (b.namespace === t.namespace && b.key === t.key) return false;
       // Registration order stays: the first timer's namespace and key come first.
       const nested: Nested = new Map([[b.namespace, new Map([[b.key, b]])]]);
-      this.buckets.set(ts, nested);
-      addNested(nested, make());
-    } else {
-      const byKey = b.get(ns);
-      if (byKey === undefined) b.set(ns, new Map([[key, make()]]));
-      else if (byKey.has(key)) return false;
-      else byKey.set(key, make());
+      this.buckets.set(t.timestamp, nested);
+      if (!addNested(nested, t)) return false;
+    } else if (!addNested(b, t)) {
+      return false;
     }
     this.size++;
     return true;
@@ -158,9 +147,7 @@ export class TimerQueue {
     const b = this.buckets.get(ts)!;
     this.size--;
     if (isTimer(b)) {
-      // The heap's top is ts (peekTime): its only timer leaves with it.
-      this.heap.pop();
-      this.buckets.delete(ts);
+      this.buckets.set(ts, EMPTY);
       return b;
     }
     const [ns, byKey] = b.entries().next().value as [string | number, Map<NormKey, Timer>];
@@ -229,7 +216,8 @@ export class InternalTimerService {
   private register(q: TimerQueue, namespace: string | number, timestamp: number): boolean {
     if (!Number.isFinite(timestamp)) throw new RangeError(`timer timestamp must be a finite number, got ${timestamp}`);
     const ctx = this.backend.ctx;
-    return q.addTimer(timestamp, namespace, ctx.key, () => ({ timestamp, key: ctx.key, keyGroup: ctx.keyGroup, originalKey: ctx.originalKey, namespace, seq: this.seq++ }));
+    if (q.has(timestamp, namespace, ctx.key)) return false;
+    return q.add({ timestamp, key: ctx.key, keyGroup: ctx.keyGroup, originalKey: ctx.originalKey, namespace, seq: this.seq++ });
   }
 
   /** Fires every event-time timer at or before the watermark. */
@@ -272,7 +260,8 @@ export class InternalTimerService {
   /** Re-registers a timer from a snapshot (the key may be outside the current key context). */
   restoreTimer(domain: 'event' | 'processing', timestamp: number, key: NormKey, keyGroup: number, originalKey: unknown, namespace: string | number): void {
     const q = domain === 'event' ? this.eventTimers : this.procTimers;
-    if (!q.addTimer(timestamp, namespace, key, () => ({ timestamp, key, keyGroup, originalKey, namespace, seq: this.seq++ }))) return;
+    if (q.has(timestamp, namespace, key)) return;
+    q.add({ timestamp, key, keyGroup, originalKey, namespace, seq: this.seq++ });
     if (domain === 'processing') this.reschedule();
   }
 
