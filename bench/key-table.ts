@@ -3,8 +3,9 @@
  * (src/state/key-table.ts), both filled with N keys 'w0'..'w{N-1}' (values { n }), then looked
  * up with key strings made fresh per lookup from a seeded generator, as a record's key is:
  *   node --import tsx bench/key-table.ts [keys=1000000] [lookups=2000000] [runs=5]
- * Prints, per size, the median ns per lookup of each (the cost of making the key string is
- * measured alone and subtracted) and their ratio; every run's sum of the values found must be
+ * Prints, per size, the time per insert of filling each (once, making the key strings
+ * included), the median ns per lookup of each (the cost of making the key string is measured
+ * alone and subtracted) and their ratio; every run's sum of the values found must be
  * the same for both, or it stops. For iterating on the table; the throughput and state suites
  * measure it inside jobs.
  */
@@ -38,10 +39,12 @@ const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[xs.length
 for (const size of sizes) {
   const map = new Map<NormKey, { n: number }>();
   const table = new KeyTable<{ n: number }>();
-  for (let i = 0; i < size; i++) {
-    map.set('w' + i, { n: i });
-    table.set('w' + i, { n: i });
-  }
+  // Filling (inserts, with the table's rebuilds as it grows), each timed alone.
+  const fillStart = performance.now();
+  for (let i = 0; i < size; i++) map.set('w' + i, { n: i });
+  const fillMap = performance.now() - fillStart;
+  for (let i = 0; i < size; i++) table.set('w' + i, { n: i });
+  const fillTable = performance.now() - fillStart - fillMap;
   const base: number[] = [];
   const viaMap: number[] = [];
   const viaTable: number[] = [];
@@ -56,5 +59,5 @@ for (const size of sizes) {
   const ns = (ms: number): number => ((ms - median(base)) * 1e6) / lookups;
   const m = ns(median(viaMap));
   const t = ns(median(viaTable));
-  console.log(`${size.toLocaleString('en')} keys: Map ${m.toFixed(0)} ns, KeyTable ${t.toFixed(0)} ns per lookup (${(m / t).toFixed(2)}x), medians of ${runs}`);
+  console.log(`${size.toLocaleString('en')} keys: Map ${m.toFixed(0)} ns, KeyTable ${t.toFixed(0)} ns per lookup (${(m / t).toFixed(2)}x), medians of ${runs}; filling: Map ${((fillMap * 1e6) / size).toFixed(0)} ns, KeyTable ${((fillTable * 1e6) / size).toFixed(0)} ns per insert (once)`);
 }
