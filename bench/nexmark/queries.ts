@@ -255,7 +255,10 @@ export function buildQuery(q: QueryId, events: DataStream<Event>): DataStream<an
       // Filtered before the projection, as the plain implementation does and as Flink's SQL
       // planner pushes the predicate down: the time-of-day tag (a Date per bid) only for survivors.
       return bids()
-        .filter((b) => 0.908 * b.price > 1_000_000 && 0.908 * b.price < 50_000_000)
+        .filter((b) => {
+          const euros = 0.908 * b.price;
+          return euros > 1_000_000 && euros < 50_000_000;
+        })
         .map((b): Q14Out => ({ auction: b.auction, bidder: b.bidder, price: 0.908 * b.price, bidTimeType: bidTimeType(b.dateTime), dateTime: b.dateTime, extra: b.extra }));
   }
 }

@@ -301,7 +301,7 @@ export function encodeColumnar(batch: Batch, packer: ValuePacker): Uint8Array | 
  * to 0 they grew again slot by slot for every batch (~50 bytes of garbage a record, measured).
  */
 function releaseColumns(cols: unknown[][], n: number): void {
-  for (const c of cols) c.fill(undefined, 0, Math.min(n, c.length));
+  for (const c of cols) c.fill(undefined, 0, n); // fill stops at the array's end
 }
 
 function encodeColumns(cols: unknown[][], n: number, timestamps: number[], keyGroups: number[] | undefined, nameBytes: Uint8Array | undefined, packer: ValuePacker): Uint8Array | undefined {
