@@ -544,11 +544,30 @@ describe('a restart before the first checkpoint completed (no recover() call)', 
     other.close?.();
   });
 
-  it('a first attempt deletes nothing (the directory may hold another run\'s files)', () => {
+  it('a fresh start in a new process (attempt 0) deletes what a killed earlier run left, and logs it', () => {
+    // The chaos case (seed 933163 of test/chaos/exactly-once-kill.test.ts): a run killed after
+    // checkpoint 1's barrier reached the sink and before checkpoint 1 completed, resumed with
+    // `--from latest-or-empty`, starts fresh as attempt 0 of a new process. Its pending file
+    // stayed behind for good, as later restores keep pending files of lower checkpoint ids.
     const dir = join(work, 'out');
     mkdirSync(dir);
     writeFileSync(join(dir, '.part-0-abcd-0.inprogress'), 'x\n');
-    new ExactlyOnceFileSink<string>(dir).createWriter(attempt(0));
-    expect(hidden(dir)).toEqual(['.part-0-abcd-0.inprogress']);
+    writeFileSync(join(dir, '.part-0-abcd-1.chk-1.pending'), 'y\n');
+    writeFileSync(join(dir, '.part-3-abcd-0.chk-1.pending'), 'z\n'); // a subtask beyond the parallelism: subtask 0's
+    writeFileSync(join(dir, '.part-1-abcd-0.chk-1.pending'), 'w\n'); // subtask 1's, not subtask 0's to delete
+    writeFileSync(join(dir, 'part-0-abcd-9.jsonl'), 'committed\n'); // never touched
+    logged.length = 0;
+    new ExactlyOnceFileSink<string>(dir).createWriter(attempt(0, 0, 2));
+    expect(hidden(dir)).toEqual(['.part-1-abcd-0.chk-1.pending']);
+    expect(readdirSync(dir).filter((f) => !f.startsWith('.'))).toEqual(['part-0-abcd-9.jsonl']);
+    expect(logged.filter((l) => l.includes('a fresh start deleted 3 uncommitted file(s)'))).toHaveLength(1);
+  });
+
+  it('a start that restores a checkpoint leaves the files to recover() (nothing deleted when the writer opens)', () => {
+    const dir = join(work, 'out');
+    mkdirSync(dir);
+    writeFileSync(join(dir, '.part-0-abcd-1.chk-1.pending'), 'y\n');
+    new ExactlyOnceFileSink<string>(dir).createWriter({ ...attempt(0), restoredCheckpointId: 1 });
+    expect(hidden(dir)).toEqual(['.part-0-abcd-1.chk-1.pending']);
   });
 });

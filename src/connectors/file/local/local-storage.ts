@@ -55,18 +55,18 @@ export class LocalDirectoryStorage implements FileSinkStorage<FileCommittable> {
 
   openWriter(ctx: SinkContext): WriterSession<FileCommittable> {
     mkdirSync(this.dir, { recursive: true });
-    // A restart with no checkpoint to restore (no checkpoint of the job has completed yet) gets
-    // no recover() call, yet what earlier attempts left is garbage all the same: in-progress parts
-    // and pending files of checkpoints that never completed (nothing refers to them; recover()
-    // after a restore deletes the pending files of every checkpoint after the restored one on the
-    // same grounds). Left alone they stayed behind as hidden files for good: a later restore from
-    // a checkpoint with a higher id keeps pending files with lower ids.
-    if (ctx.attemptNumber > 0 && ctx.restoredCheckpointId === undefined) {
-      for (const name of readdirSync(this.dir)) {
-        const m = INPROGRESS_RE.exec(name) ?? PENDING_RE.exec(name);
-        if (m && ownsSubtask(ctx, Number(m[1]))) rmSync(join(this.dir, name), { force: true });
-      }
-    }
+    // A start with no checkpoint to restore gets no recover() call, yet what earlier runs left is
+    // garbage all the same: in-progress parts, and pending files of checkpoints that never
+    // completed. Earlier runs include other processes (a SIGKILLed run resumed with `--from
+    // latest-or-empty` before its first checkpoint completed starts fresh as attempt 0), so this
+    // does not wait for attemptNumber > 0: left alone such files stayed behind for good, as a later
+    // restore from a checkpoint with a higher id keeps pending files with lower ids. Safe because
+    // a fresh start proceeds only into a directory without committed output (the commit records;
+    // cluster/committed-output.ts refuses it otherwise, unless the user gives up on the earlier
+    // run with --allow-duplicate-output) and under the directory's lease: no checkpoint of any
+    // run has committed here, and nobody else writes here now. The S3 storage aborts an earlier
+    // run's uploads on the same grounds.
+    if (ctx.restoredCheckpointId === undefined) this.deleteEarlierRunsFiles(ctx);
     const dir = this.dir;
     const ext = this.format.extension;
     const parts: LocalPart[] = [];
@@ -81,6 +81,20 @@ export class LocalDirectoryStorage implements FileSinkStorage<FileCommittable> {
         parts.length = 0;
       },
     };
+  }
+
+  /** A fresh start: deletes the in-progress parts and pending files of the subtasks `ctx` owns, with one log line. */
+  private deleteEarlierRunsFiles(ctx: SinkContext): void {
+    const deleted: string[] = [];
+    for (const name of readdirSync(this.dir)) {
+      const m = INPROGRESS_RE.exec(name) ?? PENDING_RE.exec(name);
+      if (!m || !ownsSubtask(ctx, Number(m[1]))) continue;
+      rmSync(join(this.dir, name), { force: true });
+      deleted.push(name);
+    }
+    if (deleted.length > 0) {
+      ctx.log(`weir: exactly-once file sink ${this.dir}: a fresh start deleted ${deleted.length} uncommitted file(s) earlier runs left (no checkpoint completed for them): ${shortList(deleted.sort())}`);
+    }
   }
 
   openCommitter(ctx: SinkContext): CommitterSession {
@@ -198,9 +212,13 @@ class LocalPart implements OpenPart<FileCommittable> {
 }
 
 /** The one log line for pending files nobody will commit (at most a few names, then a count). */
+/** At most three names, then a count: a log line stays one line however many files there are. */
+function shortList(names: readonly string[]): string {
+  return names.slice(0, 3).join(', ') + (names.length > 3 ? `, and ${names.length - 3} more` : '');
+}
+
 function unreferencedLine(dir: string, restoredId: number, names: readonly string[]): string {
-  const shown = names.slice(0, 3).join(', ') + (names.length > 3 ? `, and ${names.length - 3} more` : '');
-  return `weir: exactly-once file sink ${dir}: ${names.length} pending file(s) of checkpoints up to ${restoredId} (restored) are in no retained checkpoint and will never be committed; their output was lost or they belong to another run: ${shown} (left in place)`;
+  return `weir: exactly-once file sink ${dir}: ${names.length} pending file(s) of checkpoints up to ${restoredId} (restored) are in no retained checkpoint and will never be committed; their output was lost or they belong to another run: ${shortList(names)} (left in place)`;
 }
 
 /**
