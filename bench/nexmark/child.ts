@@ -4,7 +4,8 @@
  * (weir from dist/, as the suite runs it), or with `node --conditions=weir-source --import tsx`
  * instead of `node bench/ts-entry.mjs` (weir from its sources).
  * variant: weir-1 (one worker, parallelism 1), weir-2 (two worker threads, parallelism 2) or
- * plain (oracle.ts in this thread). Query `source` with variant plain only reads the events
+ * plain (oracle.ts in this thread), or plain-2 (oracle.ts in two worker threads at once, half the
+ * generator's events each: the machine's ceiling for 2 ÷ 1, plain-threads.ts). Query `source` with variant plain only reads the events
  * (what the source alone costs). Times the processing only, from just before the job (or the
  * loop) starts until it has finished, and prints one RESULT_MARK line on stdout; weir sinks
  * report their digests on stderr.
@@ -19,8 +20,9 @@ import { OutputDigest, QUERY_IDS, type QueryId } from './check.ts';
 import { checkEventCount, forEachEvent } from './generator.ts';
 import type { Event } from './model.ts';
 import { plainQuery } from './oracle.ts';
+import { runPlainThreads } from './plain-threads.ts';
 
-export const NEXMARK_VARIANTS = ['weir-1', 'weir-2', 'plain'] as const;
+export const NEXMARK_VARIANTS = ['weir-1', 'weir-2', 'plain', 'plain-2'] as const;
 export type NexmarkVariant = (typeof NEXMARK_VARIANTS)[number];
 
 export interface NexmarkChildReport {
@@ -77,7 +79,12 @@ async function main(argv: string[]): Promise<void> {
   const n = checkEventCount(Number(nArg), 'nexmark child, third argument');
   const file = source === 'generator' ? undefined : source;
   let report: Omit<NexmarkChildReport, 'processCpuMs'>;
-  if (variant === 'plain') {
+  if (variant === 'plain-2') {
+    if (query === 'source' || file !== undefined) throw new Error('nexmark child: plain-2 runs a query over the generator only');
+    const c0 = process.cpuUsage();
+    const r = await runPlainThreads(query, n, 2);
+    report = { query, variant, n, ms: r.ms, cpuMs: cpuSince(c0), result: r.result };
+  } else if (variant === 'plain') {
     const d = query === 'source' ? undefined : new OutputDigest(query);
     let seen = 0;
     const c0 = process.cpuUsage();

@@ -14,6 +14,7 @@ import { OutputDigest, QUERY_IDS, type QueryId } from '../../bench/nexmark/check
 import { forEachEvent, writeEventsFile } from '../../bench/nexmark/generator.ts';
 import type { Event } from '../../bench/nexmark/model.ts';
 import { plainQuery } from '../../bench/nexmark/oracle.ts';
+import { runPlainThreads, STATELESS_QUERIES } from '../../bench/nexmark/plain-threads.ts';
 import { runModule } from '../helpers/run.ts';
 
 const job = fileURLToPath(new URL('../../bench/nexmark/job.ts', import.meta.url));
@@ -63,4 +64,24 @@ describe('Nexmark queries on weir equal their plain implementations', () => {
       expect(d.result(), q).toEqual(want[q]);
     }
   }, 300_000);
+});
+
+describe("the Nexmark suite's two-thread ceiling (bench/nexmark/plain-threads.ts)", () => {
+  const want = plainDigests();
+
+  it('stateless queries split over two threads by event index add up to the query; every thread sees its lane', async () => {
+    for (const q of STATELESS_QUERIES) {
+      const r = await runPlainThreads(q, N, 2);
+      expect(r.seen, q).toBe(N);
+      expect(r.result, q).toEqual(want[q]);
+    }
+    // An odd count: lane 0 has one event more, and the counts still add up.
+    expect((await runPlainThreads('q0', N + 1, 2)).seen).toBe(N + 1);
+  }, 120_000);
+
+  it('a stateful query split in two is not the query (its windows see half the bids), so only its event counts are checked', async () => {
+    const r = await runPlainThreads('q5', N, 2);
+    expect(r.seen).toBe(N);
+    expect(r.result).not.toEqual(want.q5);
+  }, 60_000);
 });

@@ -1,0 +1,114 @@
+/**
+ * What two threads can gain on this machine for a Nexmark query, whatever engine runs it: the
+ * plain implementation (oracle.ts) in `threads` worker threads at once, thread k over the
+ * generator's events k, k + threads, k + 2·threads, ... (the lanes weir's generator source gives
+ * its subtasks at p = threads), started together behind a gate. The child reports it as variant
+ * `plain-2` beside `plain` (one thread, every event): their ratio is the ceiling for "weir 2
+ * workers ÷ weir 1 worker" with no exchange, no start-up and no engine at all.
+ *
+ * Checked: every thread saw exactly its lane's events. A stateless query's outputs (q0, q1, q2,
+ * q14) are the union of the threads' outputs, so their digests add up to the query's and the
+ * suite compares them; a stateful query split by event index is not that query (a window or
+ * join sees half its input), so only its event counts are checked: the ceiling measures the
+ * same per-event work split in two, not a parallel plan of the query.
+ */
+import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
+import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
+import { Rng } from 'weir';
+import type { Result } from '../workloads.ts';
+import { OutputDigest, type QueryId } from './check.ts';
+import { nexmarkEvent, SEED } from './generator.ts';
+import { plainQuery } from './oracle.ts';
+
+/** Queries whose output is a function of each event alone: split outputs add up to the query's. */
+export const STATELESS_QUERIES: readonly QueryId[] = ['q0', 'q1', 'q2', 'q14'];
+
+interface ThreadTask {
+  readonly query: QueryId;
+  readonly n: number;
+  readonly lane: number;
+  readonly lanes: number;
+  /** Int32Array over a SharedArrayBuffer: [threads ready, go]. */
+  readonly gate: SharedArrayBuffer;
+}
+
+interface ThreadReport {
+  readonly seen: number;
+  readonly result: Result;
+}
+
+const WAIT_MS = 60_000;
+
+/** The plain query over one lane of the generator's events. */
+function runLane(t: Omit<ThreadTask, 'gate'>): ThreadReport {
+  const digest = new OutputDigest(t.query);
+  const q = plainQuery(t.query, (o) => digest.add(o));
+  const rng = new Rng(SEED, 0);
+  let seen = 0;
+  for (let i = t.lane; i < t.n; i += t.lanes) {
+    q.add(nexmarkEvent(i, rng.reseed(SEED, i)));
+    seen++;
+  }
+  q.finish();
+  return { seen, result: digest.result() };
+}
+
+/** In a worker: say ready, wait for the go, run the lane, report. */
+function threadMain(t: ThreadTask): void {
+  const gate = new Int32Array(t.gate);
+  Atomics.add(gate, 0, 1);
+  Atomics.notify(gate, 0);
+  if (Atomics.wait(gate, 1, 0, WAIT_MS) === 'timed-out') throw new Error('nexmark plain threads: no go signal within 60 s');
+  parentPort!.postMessage(runLane(t));
+}
+
+/** Sums of the threads' digests (a stateless query's digest of the whole stream). */
+function addResults(results: readonly Result[]): Result {
+  const sum: Record<string, number> = {};
+  for (const r of results) for (const [k, v] of Object.entries(r)) sum[k] = (sum[k] ?? 0) + v;
+  return sum;
+}
+
+/**
+ * Runs `query` over `n` events in `threads` worker threads at once; the time is from the go
+ * signal (every thread started and loaded) until the last thread reported. Throws when a thread
+ * saw other than its lane's events.
+ */
+export async function runPlainThreads(query: QueryId, n: number, threads: number): Promise<{ ms: number; seen: number; result: Result }> {
+  if (!(Number.isInteger(threads) && threads >= 1 && threads <= 64)) throw new RangeError(`nexmark plain threads: threads must be an integer in [1, 64], got ${threads}`);
+  const gate = new SharedArrayBuffer(8);
+  const g = new Int32Array(gate);
+  // bench/ts-entry.mjs bundles this file for the worker (a worker does not take --import tsx on Node 20).
+  const workers = Array.from({ length: threads }, (_, lane) => new Worker(new URL('../ts-entry.mjs', import.meta.url), {
+    argv: [fileURLToPath(import.meta.url)],
+    workerData: { query, n, lane, lanes: threads, gate } satisfies ThreadTask,
+  }));
+  try {
+    const reports = workers.map((w) => new Promise<ThreadReport>((resolve, reject) => {
+      w.once('message', resolve);
+      w.once('error', reject);
+      w.once('exit', (code) => reject(new Error(`nexmark plain threads: a thread exited (${code}) before reporting`)));
+    }));
+    const deadline = Date.now() + WAIT_MS;
+    while (Atomics.load(g, 0) < threads) {
+      if (Date.now() > deadline) throw new Error('nexmark plain threads: threads not ready within 60 s');
+      await new Promise((r) => setTimeout(r, 2));
+    }
+    const t0 = performance.now();
+    Atomics.store(g, 1, 1);
+    Atomics.notify(g, 1);
+    const done = await Promise.all(reports);
+    const ms = performance.now() - t0;
+    done.forEach((r, lane) => {
+      const want = Math.ceil((n - lane) / threads);
+      if (r.seen !== want) throw new Error(`nexmark plain threads: thread ${lane} saw ${r.seen} events, expected ${want}`);
+    });
+    const seen = done.reduce((s, r) => s + r.seen, 0);
+    return { ms, seen, result: addResults(done.map((r) => r.result)) };
+  } finally {
+    await Promise.all(workers.map((w) => w.terminate()));
+  }
+}
+
+if (!isMainThread && (workerData as Partial<ThreadTask> | undefined)?.gate !== undefined) threadMain(workerData as ThreadTask);
