@@ -65,7 +65,9 @@ export class LocalDirectoryStorage implements FileSinkStorage<FileCommittable> {
     // cluster/committed-output.ts refuses it otherwise, unless the user gives up on the earlier
     // run with --allow-duplicate-output) and under the directory's lease: no checkpoint of any
     // run has committed here, and nobody else writes here now. The S3 storage aborts an earlier
-    // run's uploads on the same grounds.
+    // run's uploads on the same grounds, with the same caveat (docs/checkpointing.md): a
+    // retained checkpoint of an earlier run that completed and was never committed loses its
+    // pending files to a fresh start, so such a checkpoint is to be restored, not started over.
     if (ctx.restoredCheckpointId === undefined) this.deleteEarlierRunsFiles(ctx);
     const dir = this.dir;
     const ext = this.format.extension;
