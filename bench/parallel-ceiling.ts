@@ -12,29 +12,23 @@
  */
 import { spawnSync } from 'node:child_process';
 import { parseArgs } from 'node:util';
-import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
+import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { resolve } from 'node:path';
 import { loop } from './baselines/loop.ts';
 import { FULL_SIZES, JOB_IDS, QUICK_SIZES, type JobId, type Result, type Size } from './workloads.ts';
 import { fmtX, machine, machineLine, median, sourceRevision } from './harness.ts';
+import { arriveAndWait, runTogether, type Gated } from './thread-gate.ts';
 
 interface ThreadJob {
   readonly job: JobId;
   readonly size: Size;
-  /** Int32Array over a SharedArrayBuffer: [ready count, go]. */
-  readonly gate: SharedArrayBuffer;
 }
 
-const WAIT_MS = 60_000;
-
 /** In a worker: say ready, wait for the go, run the loop, report its time and result. */
-async function threadMain(d: ThreadJob): Promise<void> {
-  const gate = new Int32Array(d.gate);
-  Atomics.add(gate, 0, 1);
-  Atomics.notify(gate, 0);
-  if (Atomics.wait(gate, 1, 0, WAIT_MS) === 'timed-out') throw new Error('parallel-ceiling: no go signal within 60 s');
+async function threadMain(d: ThreadJob & Gated): Promise<void> {
+  arriveAndWait(d, 'parallel-ceiling');
   const t0 = performance.now();
   const result = await loop[d.job](d.size);
   parentPort!.postMessage({ ms: performance.now() - t0, result });
@@ -42,29 +36,8 @@ async function threadMain(d: ThreadJob): Promise<void> {
 
 /** One measurement in this (fresh) process: `threads` loops at once, each over `size`. */
 async function measure(job: JobId, size: Size, threads: number): Promise<{ ms: number; results: Result[] }> {
-  const gate = new SharedArrayBuffer(8);
-  const g = new Int32Array(gate);
-  // bench/ts-entry.mjs bundles this file in the worker and imports it there (a worker does
-  // not take `--import tsx` from execArgv on Node 20).
-  const workers = Array.from({ length: threads }, () => new Worker(new URL('./ts-entry.mjs', import.meta.url), {
-    argv: [fileURLToPath(import.meta.url)],
-    workerData: { job, size, gate } satisfies ThreadJob,
-  }));
-  const done = workers.map((w) => new Promise<{ ms: number; result: Result }>((resolve, reject) => {
-    w.once('message', resolve);
-    w.once('error', reject);
-  }));
-  const deadline = Date.now() + WAIT_MS;
-  while (Atomics.load(g, 0) < threads) {
-    if (Date.now() > deadline) throw new Error('parallel-ceiling: threads not ready within 60 s');
-    await new Promise((r) => setTimeout(r, 5));
-  }
-  const t0 = performance.now();
-  Atomics.store(g, 1, 1);
-  Atomics.notify(g, 1);
-  const reports = await Promise.all(done);
-  const ms = performance.now() - t0;
-  await Promise.all(workers.map((w) => w.terminate()));
+  const data = Array.from({ length: threads }, (): ThreadJob => ({ job, size }));
+  const { ms, reports } = await runTogether<ThreadJob, { ms: number; result: Result }>(new URL(import.meta.url), data, 'parallel-ceiling');
   return { ms, results: reports.map((r) => r.result) };
 }
 
@@ -153,7 +126,7 @@ if (isScript) {
     process.exit(1);
   });
 } else if (!isMainThread) {
-  threadMain(workerData as ThreadJob).catch((e: unknown) => {
+  threadMain(workerData as ThreadJob & Gated).catch((e: unknown) => {
     throw e;
   });
 }

@@ -16,10 +16,9 @@
  */
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { StringDecoder } from 'node:string_decoder';
-import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
-import { performance } from 'node:perf_hooks';
-import { fileURLToPath } from 'node:url';
+import { isMainThread, parentPort, workerData } from 'node:worker_threads';
 import { Rng } from 'weir';
+import { arriveAndWait, runTogether, type Gated } from '../thread-gate.ts';
 import type { Result } from '../workloads.ts';
 import { OutputDigest, type QueryId } from './check.ts';
 import { nexmarkEvent, SEED } from './generator.ts';
@@ -36,16 +35,12 @@ interface ThreadTask {
   readonly lanes: number;
   /** A JSON-lines file of the events to read a byte range of; undefined: the generator. */
   readonly file: string | undefined;
-  /** Int32Array over a SharedArrayBuffer: [threads ready, go]. */
-  readonly gate: SharedArrayBuffer;
 }
 
 interface ThreadReport {
   readonly seen: number;
   readonly result: Result;
 }
-
-const WAIT_MS = 60_000;
 
 /** Bytes read from the file at a time. */
 const READ_BYTES = 1 << 20;
@@ -125,11 +120,8 @@ function runLane(t: Omit<ThreadTask, 'gate'>): ThreadReport {
 }
 
 /** In a worker: say ready, wait for the go, run the lane, report. */
-function threadMain(t: ThreadTask): void {
-  const gate = new Int32Array(t.gate);
-  Atomics.add(gate, 0, 1);
-  Atomics.notify(gate, 0);
-  if (Atomics.wait(gate, 1, 0, WAIT_MS) === 'timed-out') throw new Error('nexmark plain threads: no go signal within 60 s');
+function threadMain(t: ThreadTask & Gated): void {
+  arriveAndWait(t, 'nexmark plain threads');
   parentPort!.postMessage(runLane(t));
 }
 
@@ -147,41 +139,17 @@ function addResults(results: readonly Result[]): Result {
  */
 export async function runPlainThreads(query: QueryId, n: number, threads: number, file?: string): Promise<{ ms: number; seen: number; result: Result }> {
   if (!(Number.isInteger(threads) && threads >= 1 && threads <= 64)) throw new RangeError(`nexmark plain threads: threads must be an integer in [1, 64], got ${threads}`);
-  const gate = new SharedArrayBuffer(8);
-  const g = new Int32Array(gate);
-  // bench/ts-entry.mjs bundles this file for the worker (a worker does not take --import tsx on Node 20).
-  const workers = Array.from({ length: threads }, (_, lane) => new Worker(new URL('../ts-entry.mjs', import.meta.url), {
-    argv: [fileURLToPath(import.meta.url)],
-    workerData: { query, n, lane, lanes: threads, file, gate } satisfies ThreadTask,
-  }));
-  try {
-    const reports = workers.map((w) => new Promise<ThreadReport>((resolve, reject) => {
-      w.once('message', resolve);
-      w.once('error', reject);
-      w.once('exit', (code) => reject(new Error(`nexmark plain threads: a thread exited (${code}) before reporting`)));
-    }));
-    const deadline = Date.now() + WAIT_MS;
-    while (Atomics.load(g, 0) < threads) {
-      if (Date.now() > deadline) throw new Error('nexmark plain threads: threads not ready within 60 s');
-      await new Promise((r) => setTimeout(r, 2));
-    }
-    const t0 = performance.now();
-    Atomics.store(g, 1, 1);
-    Atomics.notify(g, 1);
-    const done = await Promise.all(reports);
-    const ms = performance.now() - t0;
-    if (file === undefined) {
-      done.forEach((r, lane) => {
-        const want = Math.ceil((n - lane) / threads);
-        if (r.seen !== want) throw new Error(`nexmark plain threads: thread ${lane} saw ${r.seen} events, expected ${want}`);
-      });
-    }
-    const seen = done.reduce((s, r) => s + r.seen, 0);
-    if (seen !== n) throw new Error(`nexmark plain threads: the threads saw ${seen} events, expected ${n}`);
-    return { ms, seen, result: addResults(done.map((r) => r.result)) };
-  } finally {
-    await Promise.all(workers.map((w) => w.terminate()));
+  const data = Array.from({ length: threads }, (_, lane): ThreadTask => ({ query, n, lane, lanes: threads, file }));
+  const { ms, reports: done } = await runTogether<ThreadTask, ThreadReport>(new URL(import.meta.url), data, 'nexmark plain threads');
+  if (file === undefined) {
+    done.forEach((r, lane) => {
+      const want = Math.ceil((n - lane) / threads);
+      if (r.seen !== want) throw new Error(`nexmark plain threads: thread ${lane} saw ${r.seen} events, expected ${want}`);
+    });
   }
+  const seen = done.reduce((s, r) => s + r.seen, 0);
+  if (seen !== n) throw new Error(`nexmark plain threads: the threads saw ${seen} events, expected ${n}`);
+  return { ms, seen, result: addResults(done.map((r) => r.result)) };
 }
 
-if (!isMainThread && (workerData as Partial<ThreadTask> | undefined)?.gate !== undefined) threadMain(workerData as ThreadTask);
+if (!isMainThread && (workerData as Partial<Gated> | undefined)?.gate !== undefined) threadMain(workerData as ThreadTask & Gated);
