@@ -40,7 +40,8 @@ import { loadStateFiles } from './restore.ts';
 import { blockState, DiskSnapshot, type ExpiredKey, type SnapshotState } from './snapshot.ts';
 import { ThreadedDiskSnapshot } from './threaded-snapshot.ts';
 import type { IncrementalPart } from '../state-file-write.ts';
-import { DiskStore, packStored, unpackStored } from './store.ts';
+import { DiskStore } from './store.ts';
+import { packStored, unpackStored } from './stored-value.ts';
 import { BatchWriter } from './write-thread.ts';
 import { resolveDiskOptions, type DiskBackendOptions, type ResolvedDiskOptions } from './options.ts';
 

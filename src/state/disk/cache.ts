@@ -25,10 +25,12 @@
  */
 import type { KeyContext } from '../key-context.ts';
 import type { NormKey } from '../key-groups.ts';
-import { KeyTable } from '../key-table.ts';
+import { keyHash } from '../key-table.ts';
+import { EntryTable } from './entry-table.ts';
 import type { KeyFilter } from './key-filter.ts';
-import { checkStoreKeyLength, encodeStoreKey } from './keys.ts';
-import { packStored, unpackStored, type DiskStore } from './store.ts';
+import { checkStoreKeyLength, encodeStoreKey, storeKeyForRead } from './keys.ts';
+import type { DiskStore } from './store.ts';
+import { packStored, unpackStored } from './stored-value.ts';
 import { BatchWriter } from './write-thread.ts';
 
 /**
@@ -39,6 +41,8 @@ const MAX_BATCHES_BEHIND = 2;
 
 export interface Entry {
   readonly key: NormKey;
+  /** keyHash(key): the cache index's and the key filter's, computed once per miss. */
+  readonly hash: number;
   readonly keyGroup: number;
   /** The value in the handles' form; undefined when the key has no value. */
   value: unknown;
@@ -52,8 +56,8 @@ export interface Entry {
   readonly cache: StateCache;
 }
 
-function newEntry(key: NormKey, keyGroup: number, value: unknown, cache: StateCache): Entry {
-  return { key, keyGroup, value, dirty: false, ref: false, behind: 0, inRing: false, cache };
+function newEntry(key: NormKey, hash: number, keyGroup: number, value: unknown, cache: StateCache): Entry {
+  return { key, hash, keyGroup, value, dirty: false, ref: false, behind: 0, inRing: false, cache };
 }
 
 /** Converts between the handles' form of a value and the form stored (and snapshotted). */
@@ -67,10 +71,10 @@ export class StateCache {
    * The state's entries in the ring, and those evicted before their value was committed to
    * the store (pending: dirty, or in a batch on the write thread), which leave when their batch
    * commits or go back in the ring when their key is used again. One map for both: a miss
-   * costs one lookup. A KeyTable, not a Map: most lookups of uniformly drawn keys miss it, and
-   * a Map's miss walks a chain loading each candidate's key (../key-table.ts).
+   * costs one lookup. An EntryTable (entry-table.ts): entries come and go with nearly every
+   * record when the keys do not fit the cache.
    */
-  readonly entries = new KeyTable<Entry>();
+  readonly entries = new EntryTable<Entry>();
   dropped = false;
   /**
    * The entry current() or set() found last, while it is cached: a record usually reads its
@@ -95,27 +99,28 @@ export class StateCache {
       l.ref = true;
       return l;
     }
-    const e = this.entries.get(key);
+    const h = keyHash(key);
+    const e = this.entries.get(key, h);
     if (e !== undefined) {
       // Pending: its value is newer than the store's; back in the ring.
       if (e.inRing) e.ref = true;
       else this.wb.admit(e);
       return (this.last = e);
     }
-    return (this.last = this.load(key, this.ctx.keyGroup));
+    return (this.last = this.load(key, h, this.ctx.keyGroup));
   }
 
   /** The entry of a key, cached or pending (snapshot cleanup checks). */
   peek(key: NormKey): Entry | undefined {
-    return this.entries.get(key);
+    return this.entries.get(key, keyHash(key));
   }
 
-  private load(key: NormKey, keyGroup: number): Entry {
+  private load(key: NormKey, h: number, keyGroup: number): Entry {
     let bytes: Uint8Array | undefined;
-    if (this.filter !== undefined && !this.filter.mayHave(key)) checkStoreKeyLength(key); // never written: not in the store
-    else bytes = this.wb.store.get(encodeStoreKey(keyGroup, this.stateId, key));
-    const e = newEntry(key, keyGroup, bytes === undefined ? undefined : this.forms.fromStored(unpackStored(bytes)), this);
-    this.entries.set(key, e);
+    if (this.filter !== undefined && !this.filter.mayHave(h)) checkStoreKeyLength(key); // never written: not in the store
+    else bytes = this.wb.store.get(storeKeyForRead(keyGroup, this.stateId, key));
+    const e = newEntry(key, h, keyGroup, bytes === undefined ? undefined : this.forms.fromStored(unpackStored(bytes)), this);
+    this.entries.insert(e);
     this.wb.admit(e);
     return e;
   }
@@ -124,14 +129,17 @@ export class StateCache {
   set(value: unknown): void {
     const key = this.ctx.key;
     const l = this.last;
-    let e = l !== undefined && l.key === key ? l : this.entries.get(key);
+    let e: Entry | undefined;
+    let h = 0;
+    if (l !== undefined && l.key === key) e = l;
+    else e = this.entries.get(key, (h = keyHash(key)));
     if (e !== undefined) {
       e.value = value;
       if (e.inRing) e.ref = true;
       else this.wb.admit(e);
     } else {
-      e = newEntry(key, this.ctx.keyGroup, value, this);
-      this.entries.set(key, e);
+      e = newEntry(key, h, this.ctx.keyGroup, value, this);
+      this.entries.insert(e);
       this.wb.admit(e);
     }
     this.last = e;
@@ -214,13 +222,13 @@ export class WriteBack {
         if (e.value === undefined) w.remove(k);
         else {
           w.put(k, packStored(e.cache.forms.toStored(e.value)));
-          e.cache.filter?.add(e.key);
+          e.cache.filter?.add(e.hash);
         }
       }
     });
     // Every entry is now clean and in the store: the pending ones (all in this batch: the
     // write thread's batches have committed) can go.
-    for (const e of batch) if (!e.inRing && !e.cache.dropped) e.cache.entries.delete(e.key);
+    for (const e of batch) if (!e.inRing && !e.cache.dropped) e.cache.entries.delete(e);
     this.afterFlush?.(batch.length);
   }
 
@@ -244,8 +252,8 @@ export class WriteBack {
       if (c.dropped) continue;
       if (e.value === undefined) w.remove(e.keyGroup, c.stateId, e.key);
       else {
-        w.put(e.keyGroup, c.stateId, e.key, packStored(c.forms.toStored(e.value)));
-        c.filter?.add(e.key);
+        w.putStored(e.keyGroup, c.stateId, e.key, c.forms.toStored(e.value));
+        c.filter?.add(e.hash);
       }
     }
     const seq = this.store.writeBehind(w.take());
@@ -269,7 +277,7 @@ export class WriteBack {
       for (const e of entries) {
         if (e.behind !== seq) continue; // written again in a later batch
         e.behind = 0;
-        if (!e.inRing && !e.dirty && !e.cache.dropped) e.cache.entries.delete(e.key);
+        if (!e.inRing && !e.dirty && !e.cache.dropped) e.cache.entries.delete(e);
       }
     }
   }
@@ -299,7 +307,7 @@ export class WriteBack {
       v.inRing = false;
       if (v.cache.last === v) v.cache.last = undefined;
       // Pending while the store does not have its value; else gone.
-      if (!v.dirty && v.behind === 0) v.cache.entries.delete(v.key);
+      if (!v.dirty && v.behind === 0) v.cache.entries.delete(v);
       ring[h] = e;
       this.hand = h + 1;
       return;

@@ -14,7 +14,8 @@ import type { KeyedSnapshotMeta } from '../heap/format.ts';
 import { StateFileWrite, type IncrementalPart } from '../state-file-write.ts';
 import type { ChangedGroup } from './changes.ts';
 import { encodeStoreKey } from './keys.ts';
-import { unpackStored, type DiskStore } from './store.ts';
+import type { DiskStore } from './store.ts';
+import { unpackStored } from './stored-value.ts';
 import { type SnapshotState } from './snapshot.ts';
 import { withoutExpired } from './snapshot-blocks.ts';
 

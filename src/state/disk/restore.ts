@@ -17,7 +17,8 @@ import { decodeGroupColumns, type StateMeta } from '../state-codec.ts';
 import type { KeyedSnapshotMeta } from '../heap/format.ts';
 import { encodeStoreKey, storeKeyPrefix } from './keys.ts';
 import type { NormKey } from '../key-groups.ts';
-import { packStored, type DiskStore } from './store.ts';
+import type { DiskStore } from './store.ts';
+import { packStored } from './stored-value.ts';
 import type { StoredState } from './backend.ts';
 
 export interface LoadTarget {

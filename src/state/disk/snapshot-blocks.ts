@@ -10,7 +10,7 @@ import { keyedBlockName } from '../../checkpoint/names.ts';
 import type { NormKey } from '../key-groups.ts';
 import { encodeColumns } from '../columnar-block.ts';
 import { keyGroupOfStoreKey, normKeyOfStoreKey, stateIdOfStoreKey } from './keys.ts';
-import { unpackStored } from './store.ts';
+import { unpackStored } from './stored-value.ts';
 import { ttlExpired } from './handles.ts';
 
 /** One state as the snapshot reads it (plain data: it is sent to the reader thread). */

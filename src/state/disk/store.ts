@@ -16,7 +16,6 @@ import { isMainThread } from 'node:worker_threads';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import type { Database, Transaction } from 'lmdb';
-import { Packr } from 'msgpackr/pack'; // msgpackr's plain build: see core/codec.ts
 import { WeirError } from '../../core/errors.ts';
 import { WriteBehind } from './write-thread.ts';
 import { StoreReader, type ReadJob, type ReadRequest } from './reader-thread.ts';
@@ -28,21 +27,6 @@ import { StoreReader, type ReadJob, type ReadRequest } from './reader-thread.ts'
  */
 let lmdb: typeof import('lmdb') | undefined;
 const lmdbLib = (): typeof import('lmdb') => (lmdb ??= createRequire(import.meta.url)('lmdb') as typeof import('lmdb'));
-
-/**
- * Values as stored: the same msgpack options as snapshot data (core/codec.ts), so a value
- * read from the store goes into a snapshot block as the heap backend would write it. Buffers
- * in values are copied out: the store's read buffer is reused by the next read.
- */
-const packr = new Packr({ useRecords: true, moreTypes: true, structuredClone: false, largeBigIntToFloat: false, copyBuffers: true } as never);
-
-export function packStored(raw: unknown): Buffer {
-  return packr.pack(raw);
-}
-
-export function unpackStored(bytes: Uint8Array): unknown {
-  return packr.unpack(bytes);
-}
 
 /** Directories of stores still open in this process: removed at exit if nobody disposed them. */
 const openDirs = new Set<string>();

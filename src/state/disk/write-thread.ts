@@ -28,6 +28,7 @@ import { Worker } from 'node:worker_threads';
 import { WeirError } from '../../core/errors.ts';
 import type { NormKey } from '../key-groups.ts';
 import { storeKeyBytesAtMost, writeStoreKey } from './keys.ts';
+import { packStored, STORED_NUMBER_MAX_BYTES, writeStoredNumber } from './stored-value.ts';
 
 export const OP_PUT = 1;
 export const OP_REMOVE = 2;
@@ -263,6 +264,17 @@ export class BatchWriter {
     this.buf.writeUInt32LE(value.length, this.pos);
     this.buf.set(value, this.pos + 4);
     this.pos += 4 + value.length;
+  }
+
+  /** put() of a value in its stored form, packed here: a number straight into the batch. */
+  putStored(keyGroup: number, stateId: number, key: NormKey, raw: unknown): void {
+    if (typeof raw !== 'number') return this.put(keyGroup, stateId, key, packStored(raw));
+    this.key(OP_PUT, keyGroup, stateId, key);
+    this.room(4 + STORED_NUMBER_MAX_BYTES);
+    const at = this.pos + 4;
+    const end = writeStoredNumber(this.buf, at, raw);
+    this.buf.writeUInt32LE(end - at, this.pos);
+    this.pos = end;
   }
 
   remove(keyGroup: number, stateId: number, key: NormKey): void {
