@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { EntryTable } from '../../src/state/disk/entry-table.ts';
-import { encodeStoreKey, storeKeyForRead } from '../../src/state/disk/keys.ts';
+import { encodeStoreKey, scratchStoreKey } from '../../src/state/disk/keys.ts';
 import { packStored, STORED_NUMBER_MAX_BYTES, writeStoredNumber } from '../../src/state/disk/stored-value.ts';
 import { keyHash } from '../../src/state/key-table.ts';
 import type { NormKey } from '../../src/state/key-groups.ts';
@@ -75,12 +75,12 @@ describe('disk cache parts', () => {
     const keys: NormKey[] = ['', 'k1', 'k12345', 'é-latin1', 'x'.repeat(32), 'y'.repeat(33), 'snow ☃', 'a\ud800', 0, -0, 1.5, -7];
     for (const k of keys) {
       for (const [kg, id] of [[0, 1], [127, 2], [0xffff, 0xffff]] as const) {
-        expect([...storeKeyForRead(kg, id, k)], String(k)).toEqual([...encodeStoreKey(kg, id, k)]);
+        expect([...scratchStoreKey(kg, id, k)], String(k)).toEqual([...encodeStoreKey(kg, id, k)]);
       }
     }
     // Reused between calls of one length: valid until the next.
-    const a = storeKeyForRead(1, 1, 'ab');
-    storeKeyForRead(2, 2, 'cd');
+    const a = scratchStoreKey(1, 1, 'ab');
+    scratchStoreKey(2, 2, 'cd');
     expect([...a]).toEqual([...encodeStoreKey(2, 2, 'cd')]);
   });
 });

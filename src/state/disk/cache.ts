@@ -28,7 +28,7 @@ import type { NormKey } from '../key-groups.ts';
 import { keyHash } from '../key-table.ts';
 import { EntryTable } from './entry-table.ts';
 import type { KeyFilter } from './key-filter.ts';
-import { checkStoreKeyLength, encodeStoreKey, storeKeyForRead } from './keys.ts';
+import { checkStoreKeyLength, scratchStoreKey } from './keys.ts';
 import type { DiskStore } from './store.ts';
 import { packStored, unpackStored } from './stored-value.ts';
 import { BatchWriter } from './write-thread.ts';
@@ -118,7 +118,7 @@ export class StateCache {
   private load(key: NormKey, h: number, keyGroup: number): Entry {
     let bytes: Uint8Array | undefined;
     if (this.filter !== undefined && !this.filter.mayHave(h)) checkStoreKeyLength(key); // never written: not in the store
-    else bytes = this.wb.store.get(storeKeyForRead(keyGroup, this.stateId, key));
+    else bytes = this.wb.store.get(scratchStoreKey(keyGroup, this.stateId, key));
     const e = newEntry(key, h, keyGroup, bytes === undefined ? undefined : this.forms.fromStored(unpackStored(bytes)), this);
     this.entries.insert(e);
     this.wb.admit(e);
@@ -158,6 +158,22 @@ export class StateCache {
     this.dropped = true;
     this.wb.forget(this);
   }
+}
+
+/** Batches are shorter than this, so key group * span + index sorts by group, then index. */
+const ORDER_SPAN = 2 ** 31;
+
+/**
+ * The batch's indices in key group order, stable: the store's keys begin with the key group,
+ * so puts in this order land in neighbouring B-tree pages still in the CPU's caches, where the
+ * batch's own order (the cache's eviction order) is random. A numeric sort of a Float64Array
+ * (one C++ call); sorting by the whole key was measured to cost more than it saved.
+ */
+function inKeyGroupOrder(batch: readonly Entry[]): Float64Array {
+  if (batch.length >= ORDER_SPAN) throw new Error(`a flush of ${batch.length} entries is too large`);
+  const order = new Float64Array(batch.length);
+  for (let i = 0; i < batch.length; i++) order[i] = batch[i]!.keyGroup * ORDER_SPAN + i;
+  return order.sort();
 }
 
 export class WriteBack {
@@ -213,12 +229,13 @@ export class WriteBack {
     if (this.dirty.length === 0) return;
     const batch = this.dirty;
     this.dirty = [];
-    // Not sorted by key: measured, sorting cost more than it saved (word count, 1M keys).
+    const order = inKeyGroupOrder(batch);
     this.store.write((w) => {
-      for (const e of batch) {
+      for (let i = 0; i < order.length; i++) {
+        const e = batch[order[i]! % ORDER_SPAN]!;
         e.dirty = false;
         if (e.cache.dropped) continue;
-        const k = encodeStoreKey(e.keyGroup, e.cache.stateId, e.key);
+        const k = scratchStoreKey(e.keyGroup, e.cache.stateId, e.key);
         if (e.value === undefined) w.remove(k);
         else {
           w.put(k, packStored(e.cache.forms.toStored(e.value)));

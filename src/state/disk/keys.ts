@@ -85,14 +85,14 @@ function writeShortLatin1(b: Uint8Array, at: number, key: string): number {
   return at + key.length;
 }
 
-/** Buffers of each length for storeKeyForRead (a store get copies its key at once). */
+/** Buffers of each length for scratchStoreKey (a store get or synchronous put copies its key at once). */
 const readKeys: (Buffer | undefined)[] = [];
 
 /**
- * The store key for one read (a point get), in a buffer reused by the next call: valid until
- * then. Short Latin-1 keys and numbers cost no allocation; other keys get a buffer of their own.
+ * The store key for one point get or synchronous put (which copy it at once), in a buffer
+ * reused by the next call: valid until then. Short Latin-1 keys and numbers cost no allocation; other keys get a buffer of their own.
  */
-export function storeKeyForRead(keyGroup: number, stateId: number, key: NormKey): Buffer {
+export function scratchStoreKey(keyGroup: number, stateId: number, key: NormKey): Buffer {
   if (typeof key === 'number') {
     const b = (readKeys[KEY_PREFIX_BYTES + 8] ??= Buffer.alloc(KEY_PREFIX_BYTES + 8));
     writeStoreKey(b, 0, keyGroup, stateId, key);
