@@ -212,6 +212,10 @@ export class WriteBack {
     this.tracker?.mark(e.cache.stateId, e.keyGroup, e.key);
     if (e.dirty) return;
     e.dirty = true;
+    // The key filter learns the key now, not when the flush writes it: a write mostly follows
+    // the load that just checked the filter, so its word is still in the CPU's cache. Early is
+    // safe: the filter only ever answers "maybe" for more keys.
+    e.cache.filter?.add(e.hash);
     this.dirty.push(e);
     if (this.dirty.length >= this.flushEvery) {
       if (this.store.writesBehind) this.flushBehind();
@@ -261,10 +265,7 @@ export class WriteBack {
         if (e.cache.dropped) continue;
         const k = scratchStoreKey(e.keyGroup, e.cache.stateId, e.key);
         if (e.value === undefined) w.remove(k);
-        else {
-          w.put(k, packStored(e.cache.forms.toStored(e.value)));
-          e.cache.filter?.add(e.hash);
-        }
+        else w.put(k, packStored(e.cache.forms.toStored(e.value)));
       }
     });
     // Every entry is now clean and in the store: the pending ones (all in this batch: the
@@ -292,10 +293,7 @@ export class WriteBack {
       const c = e.cache;
       if (c.dropped) continue;
       if (e.value === undefined) w.remove(e.keyGroup, c.stateId, e.key);
-      else {
-        w.putStored(e.keyGroup, c.stateId, e.key, c.forms.toStored(e.value));
-        c.filter?.add(e.hash);
-      }
+      else w.putStored(e.keyGroup, c.stateId, e.key, c.forms.toStored(e.value));
     }
     const seq = this.store.writeBehind(w.take());
     for (const e of batch) e.behind = seq;
