@@ -2,7 +2,8 @@
  * A Map from normalized key to value, with Map's interface and semantics (SameValueZero keys,
  * insertion order, iterators that see later changes), built for the one thing a keyed job does
  * per record: look up a key that is mostly not in any cache. The heap backend keeps each key
- * group of each state in one (heap/group-map.ts); the disk backend its cache's entries (disk/cache.ts).
+ * group of each state in one (heap/group-map.ts), the disk backend its change log of incremental
+ * checkpoints (disk/changes.ts); the disk backend's cache has a table of its own (disk/entry-table.ts).
  *
  * Why not a Map: with a million keys, a V8 Map lookup of a key string made by the record took
  * ~800 ns on this machine, 68 % of the keyed running count (bench/child.ts word-count, CPU
