@@ -86,21 +86,22 @@ function writeShortLatin1(b: Uint8Array, at: number, key: string): number {
 }
 
 /** Buffers of each length for scratchStoreKey (a store get or synchronous put copies its key at once). */
-const readKeys: (Buffer | undefined)[] = [];
+const scratchKeys: (Buffer | undefined)[] = [];
 
 /**
  * The store key for one point get or synchronous put (which copy it at once), in a buffer
- * reused by the next call: valid until then. Short Latin-1 keys and numbers cost no allocation; other keys get a buffer of their own.
+ * reused by the next call: valid until then. Short Latin-1 keys and numbers cost no
+ * allocation; other keys get a buffer of their own.
  */
 export function scratchStoreKey(keyGroup: number, stateId: number, key: NormKey): Buffer {
   if (typeof key === 'number') {
-    const b = (readKeys[KEY_PREFIX_BYTES + 8] ??= Buffer.alloc(KEY_PREFIX_BYTES + 8));
+    const b = (scratchKeys[KEY_PREFIX_BYTES + 8] ??= Buffer.alloc(KEY_PREFIX_BYTES + 8));
     writeStoreKey(b, 0, keyGroup, stateId, key);
     return b;
   }
   if (key.length <= SHORT_KEY_CHARS) {
     const n = KEY_PREFIX_BYTES + key.length;
-    const b = (readKeys[n] ??= Buffer.alloc(n));
+    const b = (scratchKeys[n] ??= Buffer.alloc(n));
     if (writeShortLatin1(b, KEY_PREFIX_BYTES, key) >= 0) {
       writePrefix(b, 0, keyGroup, stateId, TAG_LATIN1);
       return b;
