@@ -24,7 +24,7 @@
  * it bumps `generation` and keeps the old-to-new numbering, through which an iterator made
  * before it continues where it was.
  */
-import { murmurStringBits } from './murmur.ts';
+import { mix32, murmurStringBits } from './murmur.ts';
 import type { NormKey } from './key-groups.ts';
 
 /** The key slot of a deleted entry: never a key (keys are strings and numbers). */
@@ -47,15 +47,6 @@ const SEED = 0x2f1c_a7b3;
 
 const f64 = new Float64Array(1);
 const u32 = new Uint32Array(f64.buffer);
-
-/** murmur3's 32-bit finaliser. */
-function mix32(h: number): number {
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  return h ^ (h >>> 16);
-}
 
 /**
  * A key's hash with the top bit set, so it is never 0 (the empty slot); slots are chosen by

@@ -22,13 +22,19 @@ function mixH(h: number, k: number): number {
 
 /** The finaliser, as a signed 32-bit int (the unsigned hash is its `>>> 0`). */
 function fmix(h: number, length: number): number {
-  h ^= length;
+  return mix32(h ^ length);
+}
+
+/**
+ * murmur3's 32-bit finaliser alone (signed result): spreads every input bit over the output.
+ * Also what the state tables and the disk backend's key filter mix their hashes with.
+ */
+export function mix32(h: number): number {
   h ^= h >>> 16;
   h = Math.imul(h, 0x85ebca6b);
   h ^= h >>> 13;
   h = Math.imul(h, 0xc2b2ae35);
-  h ^= h >>> 16;
-  return h;
+  return h ^ (h >>> 16);
 }
 
 /**

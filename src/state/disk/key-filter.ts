@@ -10,6 +10,8 @@
  * cache, so those states have no filter and always read the store).
  */
 
+import { mix32 } from '../murmur.ts';
+
 /** The filter's size at most (bytes per state). */
 const MAX_FILTER_BYTES = 1 << 20;
 /** Bits per entry the cache holds: the filter is sized for a state some times its cache. */
@@ -35,7 +37,7 @@ export class KeyFilter {
   /** Notes that the key whose hash is `h` (keyHash, ../key-table.ts) is (or may be) in the store. */
   add(h: number): void {
     const words = (this.words ??= new Uint32Array(this.mask + 1));
-    words[mixed(h) & this.mask]! |= bitsOf(h);
+    words[mix32(h) & this.mask]! |= bitsOf(h);
   }
 
   /** False only when no key with hash `h` was ever added. */
@@ -43,20 +45,11 @@ export class KeyFilter {
     const words = this.words;
     if (words === undefined) return false;
     const b = bitsOf(h);
-    return (words[mixed(h) & this.mask]! & b) === b;
+    return (words[mix32(h) & this.mask]! & b) === b;
   }
 }
 
-/** The key's two bits in its word, from the hash's low ten bits. */
+/** The key's two bits in its word, from the hash's low ten bits (the word's index is from all its bits, mixed). */
 function bitsOf(h: number): number {
   return (1 << (h & 31)) | (1 << ((h >>> 5) & 31));
-}
-
-/** The word's index bits, independent of the low bits (murmur3's finaliser). */
-function mixed(h: number): number {
-  h ^= h >>> 16;
-  h = Math.imul(h, 0x85ebca6b);
-  h ^= h >>> 13;
-  h = Math.imul(h, 0xc2b2ae35);
-  return (h ^ (h >>> 16)) >>> 0;
 }
