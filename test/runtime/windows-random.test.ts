@@ -11,6 +11,9 @@
  * - sessions: [ts, ts + gap) merges with every session of the key it overlaps or touches.
  * Firings of one key happen in a fully determined order (by end - 1, late ones at the
  * record), so the per-key sequences are compared exactly.
+ * Each round runs two window operators over the same records: one whose accumulator is a
+ * pair (windows kept whole) and one whose accumulator is a number (sliding windows of a whole
+ * number of slides are then kept as panes, window-panes.ts); both must match the model.
  *
  * The seed is printed; replay with SEED=<n> npx vitest run test/runtime/windows-random.test.ts
  */
@@ -134,6 +137,14 @@ const sumCount: AggregateFunction<Ev, [number, number], [number, number]> = {
   merge: (a, b) => [a[0] + b[0], a[1] + b[1]],
 };
 
+/** sum and count in one number (sum * 4096 + count; counts here stay below 4096): a primitive accumulator. */
+const packedSumCount: AggregateFunction<Ev, number, [number, number]> = {
+  createAccumulator: () => 0,
+  add: (e, acc) => acc + e.v * 4096 + 1,
+  getResult: (acc) => [Math.floor(acc / 4096), acc % 4096],
+  merge: (a, b) => a + b,
+};
+
 const perKey = (fs: readonly Firing[]) => {
   const m: Record<string, Firing[]> = {};
   for (const f of fs) (m[f[0]] ??= []).push(f);
@@ -147,7 +158,11 @@ it('random event-time windows with late data match the reference model', async (
   for (let round = 0; round < 12; round++) {
     const kind = rng.pick(['tumbling', 'sliding', 'session'] as const);
     const spec: Spec = kind === 'tumbling' ? { kind, size: rng.range(3, 20) }
-      : kind === 'sliding' ? (() => { const slide = rng.range(2, 10); return { kind, slide, size: slide * rng.range(1, 3) + rng.range(0, slide - 1) }; })()
+      : kind === 'sliding' ? (() => {
+        const slide = rng.range(2, 10);
+        // Half the time a whole number of slides (kept as panes when the accumulator is a number).
+        return { kind, slide, size: rng.bool(0.5) ? slide * rng.range(1, 4) : slide * rng.range(1, 3) + rng.range(0, slide - 1) };
+      })()
       : { kind, gap: rng.range(2, 12) };
     const lateness = rng.pick([0, 0, 3, 10, 30]);
     const events = generate(rng, rng.range(20, 150));
@@ -157,8 +172,8 @@ it('random event-time windows with late data match the reference model', async (
     const tag = new OutputTag<Ev>('late');
     const res = await runInline((env) => {
       env.setAutoWatermarkInterval(0);
-      const w = env.fromCollection(events).assignTimestampsAndWatermarks(punctuated<Ev>())
-        .keyBy((e) => e.k).window(assigner(spec)).allowedLateness(lateness).sideOutputLateData(tag)
+      const keyed = env.fromCollection(events).assignTimestampsAndWatermarks(punctuated<Ev>()).keyBy((e) => e.k);
+      const w = keyed.window(assigner(spec)).allowedLateness(lateness).sideOutputLateData(tag)
         .aggregate(sumCount, {
           process(key, ctx, [acc], out) {
             out.collect([key, ctx.window.start, ctx.window.end, acc![0], acc![1]] as Firing);
@@ -166,11 +181,22 @@ it('random event-time windows with late data match the reference model', async (
         });
       w.collect('main');
       w.getSideOutput(tag).map((e) => e.v).collect('late');
+      const packedTag = new OutputTag<Ev>('late packed');
+      const p = keyed.window(assigner(spec)).allowedLateness(lateness).sideOutputLateData(packedTag)
+        .aggregate(packedSumCount, {
+          process(key, ctx, [acc], out) {
+            out.collect([key, ctx.window.start, ctx.window.end, acc![0], acc![1]] as Firing);
+          },
+        });
+      p.collect('packed');
+      p.getSideOutput(packedTag).map((e) => e.v).collect('late packed');
     }, { parallelism });
     const ctx = `seed ${seed}, round ${round}, ${JSON.stringify(spec)}, lateness ${lateness}, parallelism ${parallelism}`;
     expect(perKey(res.collected<Firing>('main')), ctx).toEqual(perKey(want.firings));
     // Late records of different keys may come from different subtasks: compare as sets.
     const num = (a: number, b: number) => a - b;
     expect([...res.collected<number>('late')].sort(num), ctx).toEqual([...want.late].sort(num));
+    expect(perKey(res.collected<Firing>('packed')), `${ctx}, number accumulator`).toEqual(perKey(want.firings));
+    expect([...res.collected<number>('late packed')].sort(num), `${ctx}, number accumulator`).toEqual([...want.late].sort(num));
   }
 });

@@ -26,6 +26,7 @@ import type { Timer } from '../timers.ts';
 import type { KeySelectorFn } from '../../core/partitioning.ts';
 import { KeyedOperator } from './keyed.ts';
 import { collectReturned } from './basic.ts';
+import { PANE_STATE_PREFIX, PaneWindows } from './window-panes.ts';
 
 /** How a window's contents are kept: a running reduce, an aggregate accumulator, or all elements. */
 export type WindowContents =
@@ -101,6 +102,8 @@ export class WindowOperator extends KeyedOperator {
   private readonly paneWindows: (OpenWindow | undefined)[] = [];
   /** The input the current record came from (0 or 1; cogroup contents keep them apart). */
   private side = 0;
+  /** Sliding event-time windows of a mergeable aggregate with a primitive accumulator: kept as panes (window-panes.ts). */
+  private panes: PaneWindows | undefined;
 
   constructor(private readonly spec: WindowOperatorSpec) {
     super();
@@ -123,14 +126,38 @@ export class WindowOperator extends KeyedOperator {
   protected override setUp(): void {
     super.setUp();
     this.windows = this.backend.getValueState(WINDOWS);
-    if (this.major) {
-      // Windows restored from a snapshot come back as states named __w<start>.
-      const size = (this.spec.assigner as { size: number }).size;
-      for (const name of this.backend.restoredStateNames()) {
-        if (!name.startsWith(WINDOW_STATE_PREFIX)) continue;
-        const start = Number(name.slice(WINDOW_STATE_PREFIX.length));
-        if (Number.isFinite(start)) this.window(start, start + size);
-      }
+    if (this.major) this.restoreMajor(this.backend.restoredStateNames());
+  }
+
+  /**
+   * Windows restored from a snapshot come back as states named __w<start> (window-major) or
+   * __p<start> (panes). Sliding windows that qualify are kept as panes, unless the snapshot
+   * holds them as whole windows (taken before panes existed): those stay whole windows.
+   */
+  private restoreMajor(restored: readonly string[]): void {
+    const a = this.spec.assigner;
+    const c = this.spec.contents;
+    const windowNames = restored.filter((n) => n.startsWith(WINDOW_STATE_PREFIX));
+    const paneNames = restored.filter((n) => n.startsWith(PANE_STATE_PREFIX));
+    const agg = c.kind === 'aggregate' ? c.aggregate : undefined;
+    if (a.kind === 'sliding' && windowNames.length === 0 && PaneWindows.eligible(a, agg)) {
+      const owner = {
+        backend: this.backend,
+        watermark: () => this.currentWatermark,
+        fire: (start: number, end: number, acc: unknown) => this.fire(start, end, acc),
+        late: (v: unknown, ts: number) => this.late(v, ts),
+      };
+      this.panes = new PaneWindows(owner, agg!, a.size, a.slide, a.offset, this.allowedLateness);
+      this.panes.restore(paneNames);
+      return;
+    }
+    if (paneNames.length > 0) {
+      throw new Error(`the snapshot keeps this sliding window's contents as panes (${paneNames[0]}), which need an AggregateFunction with merge() and a number, bigint, string or boolean accumulator, as the job that took it had`);
+    }
+    const size = (a as { size: number }).size;
+    for (const name of windowNames) {
+      const start = Number(name.slice(WINDOW_STATE_PREFIX.length));
+      if (Number.isFinite(start)) this.window(start, start + size);
     }
   }
 
@@ -142,6 +169,10 @@ export class WindowOperator extends KeyedOperator {
     const a = this.spec.assigner;
     if (this.major && a.kind === 'tumbling') {
       this.tumblingMajorBatch(batch, sel, a.size, a.offset);
+      return;
+    }
+    if (this.panes !== undefined) {
+      this.paneBatch(batch, sel, this.panes);
       return;
     }
     const eventTime = a.eventTime;
@@ -190,6 +221,26 @@ export class WindowOperator extends KeyedOperator {
         }
         const last = this.lastWindow;
         this.addTo(last !== undefined && last.start === start ? last : this.window(start, start + size), v);
+      }
+    } catch (e) {
+      throw this.failOn(e, 'window', values[i]);
+    }
+  }
+
+  /** Sliding windows kept as panes: each record updates its pane (window-panes.ts). */
+  private paneBatch(batch: Batch, sel: KeySelectorFn, panes: PaneWindows): void {
+    const { values, timestamps } = batch;
+    const kgs = batch.keyGroups;
+    let i = 0;
+    try {
+      for (; i < values.length; i++) {
+        const v = values[i];
+        const ts = timestamps[i]!;
+        if (ts === Number.NEGATIVE_INFINITY) {
+          throw new Error('record has no event timestamp; call assignTimestampsAndWatermarks(...) before an event-time window');
+        }
+        this.keyFrom(sel, v, kgs, i);
+        panes.add(v, ts);
       }
     } catch (e) {
       throw this.failOn(e, 'window', values[i]);
@@ -277,7 +328,8 @@ export class WindowOperator extends KeyedOperator {
   protected override onWatermark(timestamp: number): void {
     if (this.major) {
       try {
-        this.advanceWindows(timestamp);
+        if (this.panes !== undefined) this.panes.advance(timestamp);
+        else this.advanceWindows(timestamp);
       } catch (e) {
         throw this.fail(e, 'window');
       }

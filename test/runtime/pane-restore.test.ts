@@ -1,0 +1,77 @@
+/**
+ * Sliding windows kept as panes (window-panes.ts) across a restore: panes of a checkpoint come
+ * back with the restored watermark, so a window that fired before the checkpoint does not fire
+ * again after it, a late record within the allowed lateness fires the windows holding its pane
+ * again with every pane's contents, and windows still to come fire once. A lost pane, a pane
+ * restored without its windows, or windows that fire again after the restore would each change
+ * the committed output.
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { ExactlyOnceFileSink, SlidingEventTimeWindows, defineJob, runJob, type AggregateFunction } from '../../src/index.ts';
+import { committedLines } from '../helpers/output.ts';
+import { punctuated, replayable, Signal, signalCheckpointAfter, type ReplayStep } from './support.ts';
+
+interface S { readonly k: string; readonly ts: number; readonly v: number; readonly wm?: number }
+const s = (k: string, ts: number, v: number, wm?: number): ReplayStep<S> => ({ emit: wm === undefined ? { k, ts, v } : { k, ts, v, wm }, ts });
+
+/** A number accumulator with merge(): the windows are kept as panes. */
+const sum: AggregateFunction<S, number, number> = {
+  createAccumulator: () => 0,
+  add: (x, acc) => acc + x.v,
+  getResult: (acc) => acc,
+  merge: (a, b) => a + b,
+};
+
+const work = mkdtempSync(join(tmpdir(), 'weir-pane-restore-'));
+afterAll(() => rmSync(work, { recursive: true, force: true }));
+
+describe.each([1, 2])('sliding windows kept as panes across a restore, windows at parallelism %i', (parallelism) => {
+  it('fired windows stay fired, a late record fires its windows again with every pane, the rest fire once', async () => {
+    const checkpointed = new Signal();
+    let failures = 0;
+    // Windows of 10 sliding by 5 (panes of 5), allowed lateness 10.
+    const script: ReplayStep<S>[] = [
+      s('a', 1, 1), // pane [0,5): windows [-5,5) and [0,10)
+      s('a', 7, 2), // pane [5,10): windows [0,10) and [5,15)
+      s('b', 12, 100, 9), // pane [10,15); watermark 9 fires a's [-5,5) = 1 and [0,10) = 3
+      // A checkpoint completes now: three panes, the watermark at 9.
+      { waitFor: checkpointed },
+      s('a', 3, 4), // late, within the lateness: [-5,5) = 5 and [0,10) = 7 fire again at once
+      { run: () => { if (failures++ === 0) throw new Error('injected failure with panes in the window operator'); } },
+      s('c', 50, 1000, 40), // watermark 40: a's and b's [5,15), b's [10,20)
+    ];
+    const out = join(work, `out-${parallelism}`);
+    const job = defineJob((env) => {
+      env.setParallelism(parallelism);
+      env.setAutoWatermarkInterval(0);
+      env.fromSource(replayable(script), { name: 'script', watermarks: punctuated<S>() }).uid('script')
+        // The first barrier after b's record: the windows downstream snapshot after it too.
+        .process<S>(signalCheckpointAfter((x) => x.k === 'b', checkpointed))
+        .setParallelism(1)
+        .uid('probe')
+        .keyBy((x) => x.k)
+        .window(SlidingEventTimeWindows.of(10, 5))
+        .allowedLateness(10)
+        .aggregate(sum, { process: (k, ctx, [total], o) => o.collect(`${k} ${ctx.window.start} ${ctx.window.end} ${total!}`) })
+        .uid('panes')
+        .sinkTo(new ExactlyOnceFileSink(out, { compactBelow: 0 }))
+        .setParallelism(1)
+        .uid('sink');
+    });
+    const result = await runJob(job, {
+      workers: 1, parallelism, stdout: () => {}, log: () => {},
+      checkpoint: { interval: '20ms', dir: join(work, `chk-${parallelism}`) },
+      restartStrategy: { type: 'fixed-delay', attempts: 1, delay: 0 },
+    });
+    expect(result.status, result.error?.message).toBe('FINISHED');
+    expect(failures).toBe(2);
+    expect(result.attempts).toBe(2);
+    expect(committedLines(out).sort()).toEqual([
+      '"a -5 5 1"', '"a -5 5 5"', '"a 0 10 3"', '"a 0 10 7"', '"a 5 15 2"',
+      '"b 10 20 100"', '"b 5 15 100"', '"c 45 55 1000"', '"c 50 60 1000"',
+    ]);
+  }, 60_000);
+});
