@@ -9,7 +9,9 @@
  *
  * Used only where it cannot change a result: the aggregate has merge(), and its accumulator is
  * a primitive (number, bigint, string, boolean), so merging panes cannot alter a pane that
- * later windows still read; the window size is a whole number of slides. Semantics are the
+ * later windows still read; the window size is a whole number of slides. merge() must give
+ * what one accumulator of both inputs' records would (as session windows already need): panes
+ * merge in time order, not arrival order. Semantics are the
  * window-major path's (Flink's WindowOperator with the default event-time trigger): a window
  * fires when the watermark reaches end - 1, again per late record within the allowed lateness,
  * and is gone past end - 1 + lateness; a record is late when every window it falls in is gone.

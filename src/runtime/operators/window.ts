@@ -73,6 +73,14 @@ interface OpenWindow {
 
 const WINDOW_STATE_PREFIX = '__w';
 
+/** The window or pane start in a state name "<prefix><start>", or undefined for other states ("__windows"). */
+function startIn(name: string, prefix: string): number | undefined {
+  if (!name.startsWith(prefix)) return undefined;
+  const rest = name.slice(prefix.length);
+  const start = Number(rest);
+  return rest !== '' && Number.isSafeInteger(start) ? start : undefined;
+}
+
 export class WindowOperator extends KeyedOperator {
   private windows!: ValueState<Entry[]>;
   private readonly starts: number[] = [];
@@ -137,8 +145,8 @@ export class WindowOperator extends KeyedOperator {
   private restoreMajor(restored: readonly string[]): void {
     const a = this.spec.assigner;
     const c = this.spec.contents;
-    const windowNames = restored.filter((n) => n.startsWith(WINDOW_STATE_PREFIX));
-    const paneNames = restored.filter((n) => n.startsWith(PANE_STATE_PREFIX));
+    const windowNames = restored.filter((n) => startIn(n, WINDOW_STATE_PREFIX) !== undefined);
+    const paneNames = restored.filter((n) => startIn(n, PANE_STATE_PREFIX) !== undefined);
     const agg = c.kind === 'aggregate' ? c.aggregate : undefined;
     if (a.kind === 'sliding' && windowNames.length === 0 && PaneWindows.eligible(a, agg)) {
       const owner = {
@@ -156,8 +164,8 @@ export class WindowOperator extends KeyedOperator {
     }
     const size = (a as { size: number }).size;
     for (const name of windowNames) {
-      const start = Number(name.slice(WINDOW_STATE_PREFIX.length));
-      if (Number.isFinite(start)) this.window(start, start + size);
+      const start = startIn(name, WINDOW_STATE_PREFIX)!;
+      this.window(start, start + size);
     }
   }
 
