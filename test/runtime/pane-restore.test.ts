@@ -28,7 +28,11 @@ const sum: AggregateFunction<S, number, number> = {
 const work = mkdtempSync(join(tmpdir(), 'weir-pane-restore-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
 
-describe.each([1, 2])('sliding windows kept as panes across a restore, windows at parallelism %i', (parallelism) => {
+describe.each([
+  [1, 'heap'],
+  [2, 'heap'],
+  [2, 'disk'],
+] as const)('sliding windows kept as panes across a restore, windows at parallelism %i, %s state backend', (parallelism, backend) => {
   it('fired windows stay fired, a late record fires its windows again with every pane, the rest fire once', async () => {
     const checkpointed = new Signal();
     let failures = 0;
@@ -43,7 +47,7 @@ describe.each([1, 2])('sliding windows kept as panes across a restore, windows a
       { run: () => { if (failures++ === 0) throw new Error('injected failure with panes in the window operator'); } },
       s('c', 50, 1000, 40), // watermark 40: a's and b's [5,15), b's [10,20)
     ];
-    const out = join(work, `out-${parallelism}`);
+    const out = join(work, `out-${parallelism}-${backend}`);
     const job = defineJob((env) => {
       env.setParallelism(parallelism);
       env.setAutoWatermarkInterval(0);
@@ -62,8 +66,8 @@ describe.each([1, 2])('sliding windows kept as panes across a restore, windows a
         .uid('sink');
     });
     const result = await runJob(job, {
-      workers: 1, parallelism, stdout: () => {}, log: () => {},
-      checkpoint: { interval: '20ms', dir: join(work, `chk-${parallelism}`) },
+      workers: 1, parallelism, stateBackend: backend, stdout: () => {}, log: () => {},
+      checkpoint: { interval: '20ms', dir: join(work, `chk-${parallelism}-${backend}`) },
       restartStrategy: { type: 'fixed-delay', attempts: 1, delay: 0 },
     });
     expect(result.status, result.error?.message).toBe('FINISHED');
