@@ -1,9 +1,9 @@
 /**
  * Sliding event-time windows kept as panes: slices of one slide each, per key. A record
- * updates the one pane it falls in, not every window that holds it (size / slide of them,
- * 5 for Nexmark q5's 10 s windows sliding by 2 s); a window that fires merges its panes' accumulators
- * per key (Flink SQL's slice sharing for hopping windows). Firing reads each pane once per
- * window, so the work per record falls from size / slide state updates to one plus
+ * updates the one pane it falls in, not every window that holds it (size / slide of them: 5
+ * for Nexmark q5's 10 s windows sliding by 2 s); a window that fires merges its panes'
+ * accumulators per key (Flink SQL's slice sharing for hopping windows). Firing reads each pane
+ * once per window, so the work per record falls from size / slide state updates to one, plus
  * (size / slide) x (keys per pane) / (records per pane) reads at firing: a gain whenever keys
  * repeat within a slide (q5: 18,400 bids over 1,280 auctions per 2 s pane).
  *
@@ -11,11 +11,11 @@
  * a primitive (number, bigint, string, boolean), so merging panes cannot alter a pane that
  * later windows still read; the window size is a whole number of slides. merge() must give
  * what one accumulator of both inputs' records would (as session windows already need): panes
- * merge in time order, not arrival order. Semantics are the
- * window-major path's (Flink's WindowOperator with the default event-time trigger): a window
- * fires when the watermark reaches end - 1, again per late record within the allowed lateness,
- * and is gone past end - 1 + lateness; a record is late when every window it falls in is gone.
- * A pane lives as long as the last window that holds it, the one starting at the pane.
+ * merge in time order, not arrival order. Semantics are the window-major path's (Flink's
+ * WindowOperator with the default event-time trigger): a window fires when the watermark
+ * reaches end - 1, again per late record within the allowed lateness, and is gone past
+ * end - 1 + lateness; a record is late when every window it falls in is gone. A pane lives as
+ * long as the last window that holds it, the one starting at the pane.
  */
 import type { AggregateFunction } from '../../core/functions.ts';
 import { ValueStateDescriptor, type ValueState } from '../../core/state.ts';
