@@ -10,20 +10,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ExactlyOnceFileSink, SlidingEventTimeWindows, defineJob, runJob, type AggregateFunction } from '../../src/index.ts';
+import { ExactlyOnceFileSink, SlidingEventTimeWindows, defineJob, runJob } from '../../src/index.ts';
 import { committedLines } from '../helpers/output.ts';
-import { punctuated, replayable, Signal, signalCheckpointAfter, type ReplayStep } from './support.ts';
+import { keyedStep, punctuated, replayable, Signal, signalCheckpointAfter, sumOfV, type KeyedRec, type ReplayStep } from './support.ts';
 
-interface S { readonly k: string; readonly ts: number; readonly v: number; readonly wm?: number }
-const s = (k: string, ts: number, v: number, wm?: number): ReplayStep<S> => ({ emit: wm === undefined ? { k, ts, v } : { k, ts, v, wm }, ts });
-
-/** A number accumulator with merge(): the windows are kept as panes. */
-const sum: AggregateFunction<S, number, number> = {
-  createAccumulator: () => 0,
-  add: (x, acc) => acc + x.v,
-  getResult: (acc) => acc,
-  merge: (a, b) => a + b,
-};
+/** A script step: record {k, ts, v} at event time ts (punctuation wm when given). */
+const s = keyedStep;
 
 const work = mkdtempSync(join(tmpdir(), 'weir-pane-restore-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
@@ -37,7 +29,7 @@ describe.each([
     const checkpointed = new Signal();
     let failures = 0;
     // Windows of 10 sliding by 5 (panes of 5), allowed lateness 10.
-    const script: ReplayStep<S>[] = [
+    const script: ReplayStep<KeyedRec>[] = [
       s('a', 1, 1), // pane [0,5): windows [-5,5) and [0,10)
       s('a', 7, 2), // pane [5,10): windows [0,10) and [5,15)
       s('b', 12, 100, 9), // pane [10,15); watermark 9 fires a's [-5,5) = 1 and [0,10) = 3
@@ -51,15 +43,15 @@ describe.each([
     const job = defineJob((env) => {
       env.setParallelism(parallelism);
       env.setAutoWatermarkInterval(0);
-      env.fromSource(replayable(script), { name: 'script', watermarks: punctuated<S>() }).uid('script')
+      env.fromSource(replayable(script), { name: 'script', watermarks: punctuated<KeyedRec>() }).uid('script')
         // The first barrier after b's record: the windows downstream snapshot after it too.
-        .process<S>(signalCheckpointAfter((x) => x.k === 'b', checkpointed))
+        .process<KeyedRec>(signalCheckpointAfter((x) => x.k === 'b', checkpointed))
         .setParallelism(1)
         .uid('probe')
         .keyBy((x) => x.k)
         .window(SlidingEventTimeWindows.of(10, 5))
         .allowedLateness(10)
-        .aggregate(sum, { process: (k, ctx, [total], o) => o.collect(`${k} ${ctx.window.start} ${ctx.window.end} ${total!}`) })
+        .aggregate(sumOfV, { process: (k, ctx, [total], o) => o.collect(`${k} ${ctx.window.start} ${ctx.window.end} ${total!}`) })
         .uid('panes')
         .sinkTo(new ExactlyOnceFileSink(out, { compactBelow: 0 }))
         .setParallelism(1)

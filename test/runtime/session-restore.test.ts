@@ -10,19 +10,12 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { EventTimeSessionWindows, ExactlyOnceFileSink, defineJob, runJob, type AggregateFunction } from '../../src/index.ts';
+import { EventTimeSessionWindows, ExactlyOnceFileSink, defineJob, runJob } from '../../src/index.ts';
 import { committedLines } from '../helpers/output.ts';
-import { punctuated, replayable, Signal, signalCheckpointAfter, type ReplayStep } from './support.ts';
+import { keyedStep, punctuated, replayable, Signal, signalCheckpointAfter, sumOfV, type KeyedRec, type ReplayStep } from './support.ts';
 
-interface S { readonly k: string; readonly ts: number; readonly v: number; readonly wm?: number }
-const s = (k: string, ts: number, v: number, wm?: number): ReplayStep<S> => ({ emit: wm === undefined ? { k, ts, v } : { k, ts, v, wm }, ts });
-
-const sum: AggregateFunction<S, number, number> = {
-  createAccumulator: () => 0,
-  add: (x, acc) => acc + x.v,
-  getResult: (acc) => acc,
-  merge: (a, b) => a + b,
-};
+/** A script step: record {k, ts, v} at event time ts (punctuation wm when given). */
+const s = keyedStep;
 
 const work = mkdtempSync(join(tmpdir(), 'weir-session-restore-'));
 afterAll(() => rmSync(work, { recursive: true, force: true }));
@@ -32,7 +25,7 @@ describe.each([1, 2])('session windows across a restore, windows at parallelism 
     const checkpointed = new Signal();
     let failures = 0;
     // Gap 10: a record at t opens [t, t + 10).
-    const script: ReplayStep<S>[] = [
+    const script: ReplayStep<KeyedRec>[] = [
       s('a', 1, 1), // [1,11): its timer at 10
       s('a', 5, 2), // [1,15), in place: the timer stays at 10
       s('a', 12, 4), // [1,22), in place
@@ -47,14 +40,14 @@ describe.each([1, 2])('session windows across a restore, windows at parallelism 
     const job = defineJob((env) => {
       env.setParallelism(parallelism);
       env.setAutoWatermarkInterval(0);
-      env.fromSource(replayable(script), { name: 'script', watermarks: punctuated<S>() }).uid('script')
+      env.fromSource(replayable(script), { name: 'script', watermarks: punctuated<KeyedRec>() }).uid('script')
         // The first barrier after b's record: the windows downstream snapshot after it too.
-        .process<S>(signalCheckpointAfter((x) => x.k === 'b', checkpointed))
+        .process<KeyedRec>(signalCheckpointAfter((x) => x.k === 'b', checkpointed))
         .setParallelism(1)
         .uid('probe')
         .keyBy((x) => x.k)
         .window(EventTimeSessionWindows.withGap(10))
-        .aggregate(sum, { process: (k, ctx, [total], o) => o.collect(`${k} ${ctx.window.start} ${ctx.window.end} ${total!}`) })
+        .aggregate(sumOfV, { process: (k, ctx, [total], o) => o.collect(`${k} ${ctx.window.start} ${ctx.window.end} ${total!}`) })
         .uid('sessions')
         .sinkTo(new ExactlyOnceFileSink(out, { compactBelow: 0 }))
         .setParallelism(1)

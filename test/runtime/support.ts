@@ -13,7 +13,7 @@
  * (the single-thread scheduler alternates the runnable tasks).
  */
 import {
-  WatermarkStrategy, type DataStream, type ManualClock, type ProcessFunction, type Source, type SourceReader, type SourceSplit,
+  WatermarkStrategy, type AggregateFunction, type DataStream, type ManualClock, type ProcessFunction, type Source, type SourceReader, type SourceSplit,
 } from '../../src/index.ts';
 
 /** A record that carries its event timestamp and, optionally, a watermark to emit right after it. */
@@ -244,3 +244,18 @@ export function signalCheckpointAfter<T>(marks: (x: T) => boolean, signal: Signa
     },
   };
 }
+
+/** A keyed record of a replayed script (window restore tests): key, event time, value, optional punctuation. */
+export interface KeyedRec { readonly k: string; readonly ts: number; readonly v: number; readonly wm?: number }
+
+/** The replay step emitting KeyedRec {k, ts, v} at event time ts, with punctuation wm when given. */
+export const keyedStep = (k: string, ts: number, v: number, wm?: number): ReplayStep<KeyedRec> =>
+  ({ emit: wm === undefined ? { k, ts, v } : { k, ts, v, wm }, ts });
+
+/** Sum of v, with merge() and a number accumulator. */
+export const sumOfV: AggregateFunction<KeyedRec, number, number> = {
+  createAccumulator: () => 0,
+  add: (x, acc) => acc + x.v,
+  getResult: (acc) => acc,
+  merge: (a, b) => a + b,
+};
