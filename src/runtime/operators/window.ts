@@ -179,10 +179,6 @@ export class WindowOperator extends KeyedOperator {
       this.tumblingMajorBatch(batch, sel, a.size, a.offset);
       return;
     }
-    if (this.panes !== undefined) {
-      this.paneBatch(batch, sel, this.panes);
-      return;
-    }
     const eventTime = a.eventTime;
     let i = 0;
     try {
@@ -229,26 +225,6 @@ export class WindowOperator extends KeyedOperator {
         }
         const last = this.lastWindow;
         this.addTo(last !== undefined && last.start === start ? last : this.window(start, start + size), v);
-      }
-    } catch (e) {
-      throw this.failOn(e, 'window', values[i]);
-    }
-  }
-
-  /** Sliding windows kept as panes: each record updates its pane (window-panes.ts). */
-  private paneBatch(batch: Batch, sel: KeySelectorFn, panes: PaneWindows): void {
-    const { values, timestamps } = batch;
-    const kgs = batch.keyGroups;
-    let i = 0;
-    try {
-      for (; i < values.length; i++) {
-        const v = values[i];
-        const ts = timestamps[i]!;
-        if (ts === Number.NEGATIVE_INFINITY) {
-          throw new Error('record has no event timestamp; call assignTimestampsAndWatermarks(...) before an event-time window');
-        }
-        this.keyFrom(sel, v, kgs, i);
-        panes.add(v, ts);
       }
     } catch (e) {
       throw this.failOn(e, 'window', values[i]);
@@ -370,6 +346,10 @@ export class WindowOperator extends KeyedOperator {
     const a = this.spec.assigner;
     if (a.kind === 'tumbling') {
       this.addToTumbling(v, ts, a.size, a.offset);
+      return;
+    }
+    if (this.panes !== undefined) {
+      this.panes.add(v, ts);
       return;
     }
     if (this.major && a.kind === 'sliding') {
