@@ -180,7 +180,7 @@ export class PaneWindows {
         }
       }
       for (const [key, acc] of merged) {
-        backend.setCurrentNormalizedKey(key, kg, typeof key === 'string' && key.charCodeAt(0) !== 0 ? key : denormalize(key));
+        backend.setCurrentNormalizedKey(key, kg, denormalize(key));
         this.owner.fire(s, s + this.size, acc);
       }
     }

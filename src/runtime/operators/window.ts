@@ -303,7 +303,7 @@ export class WindowOperator extends KeyedOperator {
     const { start, end } = backend.keyGroupRange;
     for (let kg = start; kg <= end; kg++) {
       for (const key of backend.keysInGroup(w.name, kg)) {
-        backend.setCurrentNormalizedKey(key, kg, typeof key === 'string' && key.charCodeAt(0) !== 0 ? key : denormalize(key));
+        backend.setCurrentNormalizedKey(key, kg, denormalize(key));
         this.fire(w.start, w.end, w.state.value());
       }
     }
