@@ -125,6 +125,37 @@ export class KeyTable<V = unknown> implements Map<NormKey, V> {
     return this.slotOf(key, keyHash(key)) >= 0;
   }
 
+  /**
+   * Prefetch in three passes over a batch's keys (../prefetch: KeyedStateBackend.prefetch), each
+   * a tight loop of loads that do not depend on each other, so the CPU has many cache misses
+   * in flight at once: the keys' index slots, then their entries, then the entries' key
+   * strings. `hashes` are keyHash of the keys, `tables[i]` the table of key i (or undefined);
+   * `entries` and `keys` are scratch space (keys is left empty).
+   * Returns a number made from what it read, so that nothing is optimised away.
+   */
+  static touchAll(tables: (KeyTable<unknown> | undefined)[], hashes: Int32Array, n: number, entries: Int32Array, keys: unknown[]): number {
+    let x = 0;
+    for (let i = 0; i < n; i++) {
+      const t = tables[i];
+      if (t === undefined) continue;
+      const e = t.idx[2 * (hashes[i]! & t.mask) + 1]!;
+      entries[i] = e;
+      x += e;
+    }
+    let m = 0;
+    for (let i = 0; i < n; i++) {
+      const t = tables[i];
+      if (t === undefined) continue;
+      keys[m++] = t.kv[2 * entries[i]!];
+    }
+    for (let i = 0; i < m; i++) {
+      const k = keys[i];
+      if (typeof k === 'string') x += k.length;
+    }
+    keys.length = 0;
+    return x;
+  }
+
   set(key: NormKey, value: V): this {
     const last = this.lastFound;
     // Keys are unique among the live entries and HOLE is no key: equal keys mean this entry.

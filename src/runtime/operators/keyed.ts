@@ -15,7 +15,11 @@ import { NO_TIMESTAMP, type Batch } from '../../core/batch.ts';
 import { InternalTimerService, type Timer, type TimerTarget } from '../timers.ts';
 import { collectReturned, ContextBase, TimestampedCollector } from './basic.ts';
 import type { KeySelectorFn } from '../../core/partitioning.ts';
+import { keyGroupOf, normalizeKey, type NormKey } from '../../state/key-groups.ts';
 import { StreamOperator } from './operator.ts';
+
+/** Batches smaller than this are not prefetched (KeyedOperator.prefetchKeys). */
+const PREFETCH_MIN_BATCH = 16;
 
 /** Base of operators on keyed streams: backend access, key setting and a timer service. */
 export abstract class KeyedOperator extends StreamOperator implements TimerTarget {
@@ -72,6 +76,38 @@ export abstract class KeyedOperator extends StreamOperator implements TimerTarge
     } catch (e) {
       throw this.failOn(e, 'keyBy key selector', v);
     }
+  }
+
+  private prefetchKeyList: NormKey[] = [];
+  private prefetchGroups = new Int32Array(0);
+  /** What the prefetches read, kept so that no compiler can drop the reads. */
+  prefetched = 0;
+
+  /**
+   * Before a batch's records run: lets the backend read the memory each record's state lookup
+   * will start with, all keys at once (KeyedStateBackend.prefetch). The key selector runs
+   * again per record afterwards (key selectors are pure, as in Flink); one that throws here
+   * is left for the record loop to report at its record.
+   */
+  protected prefetchKeys(sel: KeySelectorFn, values: readonly unknown[], kgs: number[] | undefined): void {
+    const b = this.backend;
+    const n = values.length;
+    if (b.prefetch === undefined || n < PREFETCH_MIN_BATCH || !b.wantsPrefetch!()) return;
+    if (this.prefetchGroups.length < n) this.prefetchGroups = new Int32Array(Math.max(n, 2 * this.prefetchGroups.length));
+    const keys = this.prefetchKeyList;
+    const groups = this.prefetchGroups;
+    const start = b.keyGroupRange.start;
+    const maxP = b.maxParallelism;
+    try {
+      for (let i = 0; i < n; i++) {
+        const k = normalizeKey(sel(values[i]));
+        keys[i] = k;
+        groups[i] = (kgs !== undefined ? kgs[i]! : keyGroupOf(k, maxP)) - start;
+      }
+    } catch {
+      return;
+    }
+    this.prefetched += b.prefetch(keys, groups, n);
   }
 
   /** Sets the current key from a record through the key selector of `input`. */
@@ -210,6 +246,7 @@ export class KeyedProcessOperator extends KeyedFunctionOperator {
     const fn = this.fn;
     const sel = this.env.keySelectors[0] as KeySelectorFn;
     const backend = this.backend;
+    this.prefetchKeys(sel, values, kgs);
     let i = 0;
     try {
       for (; i < values.length; i++) {
@@ -262,6 +299,7 @@ export class RollingOperator extends KeyedOperator {
     const out = this.output;
     const state = this.state;
     const agg = this.agg;
+    this.prefetchKeys(sel, values, kgs);
     let i = 0;
     try {
       for (; i < values.length; i++) {

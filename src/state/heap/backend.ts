@@ -24,6 +24,7 @@ import { readStateFiles, type RestoredState } from './restore.ts';
 import { HeapSnapshot } from './snapshot.ts';
 import { StateTable } from './state-table.ts';
 import { newGroupMap } from './group-map.ts';
+import { KeyTable, keyHash } from '../key-table.ts';
 import { TtlListHandle, TtlMapHandle, TtlValueHandle } from './ttl-handles.ts';
 import { TtlSweep } from './ttl-sweep.ts';
 
@@ -32,6 +33,14 @@ export interface HeapBackendOptions {
   /** Keep each key group's key column between full snapshots (key-column-cache.ts); default on. */
   readonly snapshotKeyCache?: boolean;
 }
+
+/**
+ * Entries a state needs before a batch prefetches its lookups: below this its tables stay in
+ * the CPU's caches and the prefetch pass only costs (bench/key-table.ts, the word count).
+ */
+const PREFETCH_MIN_ENTRIES = 1 << 17;
+/** Batches between two looks at the states' sizes (a look sums every key group's size). */
+const PREFETCH_RECHECK_BATCHES = 64;
 
 export class HeapKeyedStateBackend implements KeyedStateBackend {
   readonly ctx: KeyContext;
@@ -55,6 +64,44 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
     private readonly options: HeapBackendOptions = {},
   ) {
     this.ctx = new KeyContext(keyGroupRange, where);
+  }
+
+  /**
+   * Prefetch (see KeyedStateBackend.prefetch): only where state is large enough that its
+   * lookups miss the CPU's caches; decided again every PREFETCH_RECHECK_BATCHES batches.
+   */
+  wantsPrefetch(): boolean {
+    if (--this.prefetchRecheck <= 0) this.recheckPrefetch();
+    return this.prefetchTables.length !== 0;
+  }
+
+  prefetch(keys: readonly NormKey[], kgIndexes: Int32Array, n: number): number {
+    if (this.pfHashes.length < n) {
+      this.pfHashes = new Int32Array(2 * n);
+      this.pfEntries = new Int32Array(2 * n);
+    }
+    const hashes = this.pfHashes;
+    for (let i = 0; i < n; i++) hashes[i] = keyHash(keys[i]!);
+    const of = this.pfTables;
+    let x = 0;
+    for (const t of this.prefetchTables) {
+      for (let i = 0; i < n; i++) of[i] = t.tableOf(kgIndexes[i]!);
+      x += KeyTable.touchAll(of, hashes, n, this.pfEntries, this.pfKeys);
+    }
+    return x;
+  }
+
+  private pfHashes = new Int32Array(0);
+  private pfEntries = new Int32Array(0);
+  private pfTables: (KeyTable<unknown> | undefined)[] = [];
+  private readonly pfKeys: unknown[] = [];
+
+  private prefetchRecheck = 0;
+  private prefetchTables: StateTable[] = [];
+
+  private recheckPrefetch(): void {
+    this.prefetchRecheck = PREFETCH_RECHECK_BATCHES;
+    this.prefetchTables = [...this.tables.values()].filter((t) => t.entryCount() >= PREFETCH_MIN_ENTRIES);
   }
 
   setCurrentKey(originalKey: unknown): number {

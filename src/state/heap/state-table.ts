@@ -76,6 +76,19 @@ export class StateTable {
     return this.groups[kgIndex];
   }
 
+  /** The group's table when it is a KeyTable (prefetch: backend.ts), else undefined; never thaws. */
+  tableOf(kgIndex: number): KeyTable<unknown> | undefined {
+    const g = this.groups[kgIndex];
+    return g instanceof KeyTable ? g : undefined;
+  }
+
+  /** Entries over all key groups (a sum over the groups: not for the record path). */
+  entryCount(): number {
+    let n = 0;
+    for (const g of this.groups) if (g !== undefined) n += g.size;
+    return n;
+  }
+
   /** The key group's map for writing, created on first use (of a kind suited to `key`, the key about to be written). */
   write(kgIndex: number, key: NormKey): Map<NormKey, unknown> {
     if (this.frozenCount > 0 && this.frozen![kgIndex] === 1) this.thaw(kgIndex);
