@@ -20,6 +20,11 @@ import { StreamOperator } from './operator.ts';
 
 /** Batches smaller than this are not prefetched (KeyedOperator.prefetchKeys). */
 const PREFETCH_MIN_BATCH = 16;
+/**
+ * Records prefetched at once: their index slots, entries and key strings (~3 cache lines each)
+ * stay well inside a core's L2 until the records run.
+ */
+const PREFETCH_CHUNK = 256;
 
 /** Base of operators on keyed streams: backend access, key setting and a timer service. */
 export abstract class KeyedOperator extends StreamOperator implements TimerTarget {
@@ -79,35 +84,39 @@ export abstract class KeyedOperator extends StreamOperator implements TimerTarge
   }
 
   private prefetchKeyList: NormKey[] = [];
-  private prefetchGroups = new Int32Array(0);
+  private readonly prefetchGroups = new Int32Array(PREFETCH_CHUNK);
   /** What the prefetches read, kept so that no compiler can drop the reads. */
   prefetched = 0;
 
   /**
-   * Before a batch's records run: lets the backend read the memory each record's state lookup
-   * will start with, all keys at once (KeyedStateBackend.prefetch). The key selector runs
-   * again per record afterwards (key selectors are pure, as in Flink); one that throws here
-   * is left for the record loop to report at its record.
+   * Lets the backend read the memory that the state lookups of records [from, from + chunk)
+   * will start with, all keys at once (KeyedStateBackend.prefetch), and returns the index of
+   * the record before which to call it again (the batch's length when the batch is not
+   * prefetched: small, or state that fits the caches, asked at its first record). A chunk at a
+   * time, so what it reads is still in cache when its records run. The key selector runs again
+   * per record afterwards (key selectors are pure, as in Flink); one that throws here is left
+   * for the record loop to report at its record.
    */
-  protected prefetchKeys(sel: KeySelectorFn, values: readonly unknown[], kgs: number[] | undefined): void {
+  protected prefetchKeys(sel: KeySelectorFn, values: readonly unknown[], kgs: number[] | undefined, from: number): number {
     const b = this.backend;
     const n = values.length;
-    if (b.prefetch === undefined || n < PREFETCH_MIN_BATCH || !b.wantsPrefetch!()) return;
-    if (this.prefetchGroups.length < n) this.prefetchGroups = new Int32Array(Math.max(n, 2 * this.prefetchGroups.length));
+    if (from === 0 && (b.prefetch === undefined || n < PREFETCH_MIN_BATCH || !b.wantsPrefetch!())) return n;
+    const to = Math.min(n, from + PREFETCH_CHUNK);
     const keys = this.prefetchKeyList;
     const groups = this.prefetchGroups;
     const start = b.keyGroupRange.start;
     const maxP = b.maxParallelism;
     try {
-      for (let i = 0; i < n; i++) {
+      for (let i = from; i < to; i++) {
         const k = normalizeKey(sel(values[i]));
-        keys[i] = k;
-        groups[i] = (kgs !== undefined ? kgs[i]! : keyGroupOf(k, maxP)) - start;
+        keys[i - from] = k;
+        groups[i - from] = (kgs !== undefined ? kgs[i]! : keyGroupOf(k, maxP)) - start;
       }
     } catch {
-      return;
+      return to;
     }
-    this.prefetched += b.prefetch(keys, groups, n);
+    this.prefetched += b.prefetch!(keys, groups, to - from);
+    return to;
   }
 
   /** Sets the current key from a record through the key selector of `input`. */
@@ -246,10 +255,11 @@ export class KeyedProcessOperator extends KeyedFunctionOperator {
     const fn = this.fn;
     const sel = this.env.keySelectors[0] as KeySelectorFn;
     const backend = this.backend;
-    this.prefetchKeys(sel, values, kgs);
+    let prefetchAt = this.prefetchKeys(sel, values, kgs, 0);
     let i = 0;
     try {
       for (; i < values.length; i++) {
+        if (i === prefetchAt) prefetchAt = this.prefetchKeys(sel, values, kgs, i);
         const v = values[i];
         this.keyFrom(sel, v, kgs, i);
         c.timestamp = ctx.ts = timestamps[i]!;
@@ -299,10 +309,11 @@ export class RollingOperator extends KeyedOperator {
     const out = this.output;
     const state = this.state;
     const agg = this.agg;
-    this.prefetchKeys(sel, values, kgs);
+    let prefetchAt = this.prefetchKeys(sel, values, kgs, 0);
     let i = 0;
     try {
       for (; i < values.length; i++) {
+        if (i === prefetchAt) prefetchAt = this.prefetchKeys(sel, values, kgs, i);
         const v = values[i];
         this.keyFrom(sel, v, kgs, i);
         let acc = state.value();
