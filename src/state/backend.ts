@@ -136,11 +136,12 @@ export interface KeyedStateBackend {
   /** Sets an already normalised key (timers, iteration over keys). */
   setCurrentNormalizedKey(key: NormKey, keyGroup: number, originalKey: unknown): void;
   /**
-   * Optional: reads, for each of the first `n` keys of a batch (normalised; `kgIndexes` their
-   * key groups less the range's start), the memory its state lookups will read first, before
-   * the batch is processed: lookups of large state each wait for a few cache misses, and
-   * misses of different keys overlap only when their loads are issued together. Changes
-   * nothing; returns a number made from what it read.
+   * Optional: reads, for each of the first `n` keys (normalised; `kgIndexes` their key groups
+   * less the range's start) of the next records to run, the memory their state lookups will
+   * read first: lookups of large state each wait for a few cache misses, and misses of
+   * different keys overlap only when their loads are issued together. The operator calls it a
+   * chunk of a batch at a time (KeyedOperator.prefetchKeys). Changes nothing; returns a number
+   * made from what it read.
    */
   prefetch?(keys: readonly NormKey[], kgIndexes: Int32Array, n: number): number;
   /** With prefetch: whether the next batch is worth it (state large enough to miss the caches). */

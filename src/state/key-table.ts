@@ -126,11 +126,11 @@ export class KeyTable<V = unknown> implements Map<NormKey, V> {
   }
 
   /**
-   * Prefetch in three passes over a batch's keys (../prefetch: KeyedStateBackend.prefetch), each
+   * Prefetch in three passes over a chunk of a batch's keys (KeyedStateBackend.prefetch), each
    * a tight loop of loads that do not depend on each other, so the CPU has many cache misses
    * in flight at once: the keys' index slots, then their entries, then the entries' key
    * strings. `hashes` are keyHash of the keys, `tables[i]` the table of key i (or undefined);
-   * `entries` and `keys` are scratch space (keys is left empty).
+   * `entries` and `keys` are scratch space (keys keeps at most n stale references: a chunk's).
    * Returns a number made from what it read, so that nothing is optimised away.
    */
   static touchAll(tables: (KeyTable<unknown> | undefined)[], hashes: Int32Array, n: number, entries: Int32Array, keys: unknown[]): number {
@@ -152,7 +152,6 @@ export class KeyTable<V = unknown> implements Map<NormKey, V> {
       const k = keys[i];
       if (typeof k === 'string') x += k.length;
     }
-    keys.length = 0;
     return x;
   }
 
