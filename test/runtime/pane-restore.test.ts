@@ -10,9 +10,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ExactlyOnceFileSink, SlidingEventTimeWindows, defineJob, runJob } from '../../src/index.ts';
+import { SlidingEventTimeWindows } from '../../src/index.ts';
 import { committedLines } from '../helpers/output.ts';
-import { keyedStep, punctuated, replayable, Signal, signalCheckpointAfter, sumOfV, type KeyedRec, type ReplayStep } from './support.ts';
+import { keyedStep, runWindowsWithRestart, Signal, type KeyedRec, type ReplayStep } from './support.ts';
 
 /** A script step: record {k, ts, v} at event time ts (punctuation wm when given). */
 const s = keyedStep;
@@ -39,28 +39,9 @@ describe.each([
       { run: () => { if (failures++ === 0) throw new Error('injected failure with panes in the window operator'); } },
       s('c', 50, 1000, 40), // watermark 40: a's and b's [5,15), b's [10,20)
     ];
-    const out = join(work, `out-${parallelism}-${backend}`);
-    const job = defineJob((env) => {
-      env.setParallelism(parallelism);
-      env.setAutoWatermarkInterval(0);
-      env.fromSource(replayable(script), { name: 'script', watermarks: punctuated<KeyedRec>() }).uid('script')
-        // The first barrier after b's record: the windows downstream snapshot after it too.
-        .process<KeyedRec>(signalCheckpointAfter((x) => x.k === 'b', checkpointed))
-        .setParallelism(1)
-        .uid('probe')
-        .keyBy((x) => x.k)
-        .window(SlidingEventTimeWindows.of(10, 5))
-        .allowedLateness(10)
-        .aggregate(sumOfV, { process: (k, ctx, [total], o) => o.collect(`${k} ${ctx.window.start} ${ctx.window.end} ${total!}`) })
-        .uid('panes')
-        .sinkTo(new ExactlyOnceFileSink(out, { compactBelow: 0 }))
-        .setParallelism(1)
-        .uid('sink');
-    });
-    const result = await runJob(job, {
-      workers: 1, parallelism, stateBackend: backend, stdout: () => {}, log: () => {},
-      checkpoint: { interval: '20ms', dir: join(work, `chk-${parallelism}-${backend}`) },
-      restartStrategy: { type: 'fixed-delay', attempts: 1, delay: 0 },
+    const { result, out } = await runWindowsWithRestart({
+      script, checkpointed, parallelism, stateBackend: backend, dir: work, name: `${parallelism}-${backend}`,
+      window: (keyed) => keyed.window(SlidingEventTimeWindows.of(10, 5)).allowedLateness(10), uid: 'panes',
     });
     expect(result.status, result.error?.message).toBe('FINISHED');
     expect(failures).toBe(2);

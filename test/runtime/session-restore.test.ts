@@ -10,9 +10,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { EventTimeSessionWindows, ExactlyOnceFileSink, defineJob, runJob } from '../../src/index.ts';
+import { EventTimeSessionWindows } from '../../src/index.ts';
 import { committedLines } from '../helpers/output.ts';
-import { keyedStep, punctuated, replayable, Signal, signalCheckpointAfter, sumOfV, type KeyedRec, type ReplayStep } from './support.ts';
+import { keyedStep, runWindowsWithRestart, Signal, type KeyedRec, type ReplayStep } from './support.ts';
 
 /** A script step: record {k, ts, v} at event time ts (punctuation wm when given). */
 const s = keyedStep;
@@ -36,27 +36,9 @@ describe.each([1, 2])('session windows across a restore, windows at parallelism 
       { run: () => { if (failures++ === 0) throw new Error('injected failure with a grown session in the window'); } },
       s('c', 50, 1000, 40), // watermark 40: b's [3,13) at 12, a's [1,24) at 23 (its timer moves from 10)
     ];
-    const out = join(work, `out-${parallelism}`);
-    const job = defineJob((env) => {
-      env.setParallelism(parallelism);
-      env.setAutoWatermarkInterval(0);
-      env.fromSource(replayable(script), { name: 'script', watermarks: punctuated<KeyedRec>() }).uid('script')
-        // The first barrier after b's record: the windows downstream snapshot after it too.
-        .process<KeyedRec>(signalCheckpointAfter((x) => x.k === 'b', checkpointed))
-        .setParallelism(1)
-        .uid('probe')
-        .keyBy((x) => x.k)
-        .window(EventTimeSessionWindows.withGap(10))
-        .aggregate(sumOfV, { process: (k, ctx, [total], o) => o.collect(`${k} ${ctx.window.start} ${ctx.window.end} ${total!}`) })
-        .uid('sessions')
-        .sinkTo(new ExactlyOnceFileSink(out, { compactBelow: 0 }))
-        .setParallelism(1)
-        .uid('sink');
-    });
-    const result = await runJob(job, {
-      workers: 1, parallelism, stdout: () => {}, log: () => {},
-      checkpoint: { interval: '20ms', dir: join(work, `chk-${parallelism}`) },
-      restartStrategy: { type: 'fixed-delay', attempts: 1, delay: 0 },
+    const { result, out } = await runWindowsWithRestart({
+      script, checkpointed, parallelism, dir: work, name: `${parallelism}`,
+      window: (keyed) => keyed.window(EventTimeSessionWindows.withGap(10)), uid: 'sessions',
     });
     expect(result.status, result.error?.message).toBe('FINISHED');
     expect(failures).toBe(2);

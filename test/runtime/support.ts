@@ -12,8 +12,10 @@
  * is flushed downstream, makes the downstream task take each record at its own clock time
  * (the single-thread scheduler alternates the runnable tasks).
  */
+import { join } from 'node:path';
 import {
-  WatermarkStrategy, type AggregateFunction, type DataStream, type ManualClock, type ProcessFunction, type Source, type SourceReader, type SourceSplit,
+  defineJob, ExactlyOnceFileSink, runJob, WatermarkStrategy, type AggregateFunction, type DataStream, type JobResult, type KeyedStream,
+  type ManualClock, type ProcessFunction, type Source, type SourceReader, type SourceSplit, type WindowedStream,
 } from '../../src/index.ts';
 
 /** A record that carries its event timestamp and, optionally, a watermark to emit right after it. */
@@ -259,3 +261,51 @@ export const sumOfV: AggregateFunction<KeyedRec, number, number> = {
   getResult: (acc) => acc,
   merge: (a, b) => a + b,
 };
+
+/** What a window restore test varies: the windows, where its files go, its parallelism and state backend. */
+export interface WindowRestoreRun {
+  readonly script: readonly ReplayStep<KeyedRec>[];
+  /** Signalled at the first barrier after the script's record of key 'b' (signalCheckpointAfter). */
+  readonly checkpointed: Signal;
+  readonly window: (keyed: KeyedStream<KeyedRec, string>) => WindowedStream<KeyedRec, string>;
+  /** The window operator's uid. */
+  readonly uid: string;
+  /** The test's work directory; the run writes `out-<name>` and `chk-<name>` in it. */
+  readonly dir: string;
+  /** Distinguishes this run's directories from the other runs' of the test. */
+  readonly name: string;
+  readonly parallelism: number;
+  readonly stateBackend?: 'heap' | 'disk';
+}
+
+/**
+ * The window restore tests' job, run with one restart allowed: the script replayed, keyed by k,
+ * windowed, summed (sumOfV) into "k start end total" lines that an exactly-once file sink commits
+ * to `out` (the script's own step injects the failure).
+ */
+export async function runWindowsWithRestart(r: WindowRestoreRun): Promise<{ result: JobResult; out: string }> {
+  const out = join(r.dir, `out-${r.name}`);
+  const job = defineJob((env) => {
+    env.setParallelism(r.parallelism);
+    env.setAutoWatermarkInterval(0);
+    const keyed = env.fromSource(replayable(r.script), { name: 'script', watermarks: punctuated<KeyedRec>() }).uid('script')
+      // The first barrier after b's record: the windows downstream snapshot after it too.
+      .process<KeyedRec>(signalCheckpointAfter((x) => x.k === 'b', r.checkpointed))
+      .setParallelism(1)
+      .uid('probe')
+      .keyBy((x) => x.k);
+    r.window(keyed)
+      .aggregate(sumOfV, { process: (k, ctx, [total], o) => o.collect(`${k} ${ctx.window.start} ${ctx.window.end} ${total!}`) })
+      .uid(r.uid)
+      .sinkTo(new ExactlyOnceFileSink(out, { compactBelow: 0 }))
+      .setParallelism(1)
+      .uid('sink');
+  });
+  const result = await runJob(job, {
+    workers: 1, parallelism: r.parallelism, stdout: () => {}, log: () => {},
+    ...(r.stateBackend !== undefined ? { stateBackend: r.stateBackend } : {}),
+    checkpoint: { interval: '20ms', dir: join(r.dir, `chk-${r.name}`) },
+    restartStrategy: { type: 'fixed-delay', attempts: 1, delay: 0 },
+  });
+  return { result, out };
+}
