@@ -169,27 +169,23 @@ it('random event-time windows with late data match the reference model', async (
     const want = model(events, spec, lateness);
     // Odd rounds spread the keys over three window subtasks: every subtask sees every watermark.
     const parallelism = round % 2 === 0 ? 1 : 3;
-    const tag = new OutputTag<Ev>('late');
     const res = await runInline((env) => {
       env.setAutoWatermarkInterval(0);
       const keyed = env.fromCollection(events).assignTimestampsAndWatermarks(punctuated<Ev>()).keyBy((e) => e.k);
-      const w = keyed.window(assigner(spec)).allowedLateness(lateness).sideOutputLateData(tag)
-        .aggregate(sumCount, {
-          process(key, ctx, [acc], out) {
-            out.collect([key, ctx.window.start, ctx.window.end, acc![0], acc![1]] as Firing);
-          },
-        });
-      w.collect('main');
-      w.getSideOutput(tag).map((e) => e.v).collect('late');
-      const packedTag = new OutputTag<Ev>('late packed');
-      const p = keyed.window(assigner(spec)).allowedLateness(lateness).sideOutputLateData(packedTag)
-        .aggregate(packedSumCount, {
-          process(key, ctx, [acc], out) {
-            out.collect([key, ctx.window.start, ctx.window.end, acc![0], acc![1]] as Firing);
-          },
-        });
-      p.collect('packed');
-      p.getSideOutput(packedTag).map((e) => e.v).collect('late packed');
+      // The same windows over two accumulators: a pair (whole windows) and a number (panes where sliding allows).
+      const windowsInto = (agg: AggregateFunction<Ev, any, [number, number]>, firings: string, late: string): void => {
+        const tag = new OutputTag<Ev>(late);
+        const w = keyed.window(assigner(spec)).allowedLateness(lateness).sideOutputLateData(tag)
+          .aggregate(agg, {
+            process(key, ctx, [acc], out) {
+              out.collect([key, ctx.window.start, ctx.window.end, acc![0], acc![1]] as Firing);
+            },
+          });
+        w.collect(firings);
+        w.getSideOutput(tag).map((e) => e.v).collect(late);
+      };
+      windowsInto(sumCount, 'main', 'late');
+      windowsInto(packedSumCount, 'packed', 'late packed');
     }, { parallelism });
     const ctx = `seed ${seed}, round ${round}, ${JSON.stringify(spec)}, lateness ${lateness}, parallelism ${parallelism}`;
     expect(perKey(res.collected<Firing>('main')), ctx).toEqual(perKey(want.firings));
