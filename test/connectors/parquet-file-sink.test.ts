@@ -14,6 +14,7 @@ import { resolveS3Config, type S3Settings } from '../../src/checkpoint/s3/settin
 import type { SinkContext } from '../../src/core/sink.ts';
 import { ExactlyOnceFileSink, ManualClock, csv, defineJob, jsonLines, parquet, runJob, type FileCommittable, type RunOptions, type StreamExecutionEnvironment } from '../../src/index.ts';
 import { parquetLayout, parquetSchema, readCsv, readParquet } from '../helpers/duckdb.ts';
+import { runUntilFailedAfterCheckpoint } from '../helpers/paced-failure.ts';
 import { startS3Server, type S3TestServer } from '../helpers/s3rver.ts';
 
 const MiB = 1024 * 1024;
@@ -214,12 +215,12 @@ describe('on a local directory', () => {
 });
 
 /** A job that fails once, right after a checkpoint completed, and restarts from it (restart strategy). */
-function restoringJob(sinkOf: () => ExactlyOnceFileSink<Row>, count: number) {
+function restoringJob(sinkOf: () => ExactlyOnceFileSink<Row>, count: number, ratePerSecond = 5000) {
   let failures = 0;
   let checkpointed = false;
   const build = (env: StreamExecutionEnvironment) => {
     env
-      .fromGenerator(row, { count, ratePerSecond: 5000 })
+      .fromGenerator(row, { count, ratePerSecond })
       .process({
         processElement(v: Row, _ctx, o) {
           if (checkpointed && failures === 0 && v.ts >= count / 2) {
@@ -249,11 +250,16 @@ async function runRestoring(build: (env: StreamExecutionEnvironment) => void, ch
 }
 
 it('local: a failure after a checkpoint restores it; the committed Parquet files hold exactly the failure-free rows', async () => {
-  const dir = fresh('job-local');
   const count = 3000;
-  // Not compacted, so the files show the checkpoints (each closes its files here).
-  const job = restoringJob(() => new ExactlyOnceFileSink<Row>(dir, { format: parquet({ columns: COLUMNS }), compactBelow: 0 }), count);
-  const result = await runRestoring(job.build, fresh('chk'));
+  let dir = '';
+  let job!: ReturnType<typeof restoringJob>;
+  // The failure waits for a completed checkpoint; on a loaded machine the run is repeated slower until one completes first.
+  const result = await runUntilFailedAfterCheckpoint('parquet sink, local', (slowdown) => {
+    dir = fresh('job-local');
+    // Not compacted, so the files show the checkpoints (each closes its files here).
+    job = restoringJob(() => new ExactlyOnceFileSink<Row>(dir, { format: parquet({ columns: COLUMNS }), compactBelow: 0 }), count, 5000 / slowdown);
+    return runRestoring(job.build, fresh('chk'));
+  }, () => job.failures() > 0);
   expect(result.status, result.error?.message).toBe('FINISHED');
   expect(job.failures()).toBe(1);
   const files = committed(dir, 'parquet');
@@ -335,10 +341,14 @@ describe('on s3rver', () => {
   }, 60_000);
 
   it('a job with a failure after a checkpoint: the open file is completed as at the checkpoint, the committed Parquet objects hold exactly the failure-free rows', async () => {
-    const ref = out();
     const count = 3000;
-    const job = restoringJob(() => new ExactlyOnceFileSink<Row>(ref, { format: parquet({ columns: COLUMNS }) }), count);
-    const result = await runRestoring(job.build, fresh('chk'), { s3: settings });
+    let ref = '';
+    let job!: ReturnType<typeof restoringJob>;
+    const result = await runUntilFailedAfterCheckpoint('parquet sink, s3', (slowdown) => {
+      ref = out();
+      job = restoringJob(() => new ExactlyOnceFileSink<Row>(ref, { format: parquet({ columns: COLUMNS }) }), count, 5000 / slowdown);
+      return runRestoring(job.build, fresh('chk'), { s3: settings });
+    }, () => job.failures() > 0);
     expect(result.status, result.error?.message).toBe('FINISHED');
     expect(job.failures()).toBe(1);
     const files = await download(ref, 'parquet');

@@ -15,6 +15,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { committedLines } from '../helpers/output.ts';
+import { runUntilFailedAfterCheckpoint } from '../helpers/paced-failure.ts';
 import { runModule } from '../helpers/run.ts';
 import { runJob, type RunOptions } from '../../src/index.ts';
 
@@ -41,13 +42,13 @@ function expectExactlyOnce(lines: string[], n: number): void {
   }
 }
 
-async function counts(input: string, n: number, o: RunOptions & { out: string; chk: string; fail: string; splitSize?: number }) {
+async function counts(input: string, n: number, o: RunOptions & { out: string; chk: string; fail: string; splitSize?: number; spinMicros?: number }) {
   const logs: string[] = [];
-  const { out, chk, fail, splitSize, ...rest } = o;
+  const { out, chk, fail, splitSize, spinMicros = 100, ...rest } = o;
   const result = await runJob(COUNTS, {
     stdout: () => {},
     log: (l) => logs.push(l),
-    args: [out, String(n), '0', fail, input, '100', '128', ...(splitSize !== undefined ? [String(splitSize)] : [])],
+    args: [out, String(n), '0', fail, input, String(spinMicros), '128', ...(splitSize !== undefined ? [String(splitSize)] : [])],
     ...rest,
     checkpoint: { interval: 20, dir: chk, ...rest.checkpoint },
   });
@@ -76,8 +77,12 @@ describe('one file in byte ranges on worker threads', () => {
     const n = 3000;
     const input = fresh('input') + '.jsonl';
     writeFileSync(input, Array.from({ length: n }, (_, i) => JSON.stringify({ i, key: `k${i % 4}` })).join('\n') + '\n');
-    const out = fresh('out');
-    const r = await counts(input, n, { workers: 2, parallelism: 2, out, chk: fresh('chk'), fail: 'once@1', restartStrategy: { type: 'fixed-delay', attempts: 1, delay: 0 } });
+    let out = '';
+    // The failure waits for a completed checkpoint; on a loaded machine the run is repeated slower until one completes mid-file.
+    const r = await runUntilFailedAfterCheckpoint('file splits', (slowdown) => {
+      out = fresh('out');
+      return counts(input, n, { workers: 2, parallelism: 2, out, chk: fresh('chk'), fail: 'once@1', spinMicros: 100 * slowdown, restartStrategy: { type: 'fixed-delay', attempts: 1, delay: 0 } });
+    }, (x) => x.result.attempts > 1);
     expect(r.result.status, r.result.error?.message).toBe('FINISHED');
     expect(r.result.attempts).toBe(2);
     expect(r.logs.some((l) => /from checkpoint \d+/.test(l)), r.logs.join('\n')).toBe(true);

@@ -14,6 +14,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { committedLines } from '../helpers/output.ts';
+import { runUntilFailedAfterCheckpoint } from '../helpers/paced-failure.ts';
 import { LocalCheckpointStorage } from '../../src/checkpoint/storage.ts';
 import { MemoryCheckpointStorage } from '../../src/checkpoint/memory/memory-storage.ts';
 import { StorageFaults } from '../../src/checkpoint/memory/faults.ts';
@@ -172,13 +173,16 @@ describe('sources resume exactly at their recorded positions', () => {
       const input = fresh('input') + '.jsonl';
       // Small reads (128 bytes, a few lines each, asynchronous) and a 100 µs map per record:
       // the input takes a few hundred ms and the thread turns between records, so checkpoints
-      // complete mid-file. The task fails at the first record after a completed checkpoint, and
+      // complete mid-file (on a loaded machine, where none may, the run is repeated slower: paced-failure.ts). The task fails at the first record after a completed checkpoint, and
       // the restart resumes the file from the offset that checkpoint recorded. One split for the
       // file (splitSize Infinity) keeps each key's records in order, so n = floor(i/4) + 1; byte
       // ranges read in parallel are covered by test/integration/file-splits-recovery.test.ts.
       const n = 3000;
       writeFileSync(input, Array.from({ length: n }, (_, i) => JSON.stringify({ i, key: `k${i % 4}` })).join('\n') + '\n');
-      const r = await run({ workers, parallelism: workers, count: n, input, spinMicros: 100, chunkSize: 128, splitSize: Infinity, fail: 'once@1', restartStrategy: { type: 'fixed-delay', attempts: 1, delay: 0 } });
+      const r = await runUntilFailedAfterCheckpoint(`file source, ${workers} worker(s)`, (slowdown) => run({
+        workers, parallelism: workers, count: n, input, spinMicros: 100 * slowdown, chunkSize: 128, splitSize: Infinity, fail: 'once@1',
+        restartStrategy: { type: 'fixed-delay', attempts: 1, delay: 0 },
+      }), (x) => x.result.attempts > 1);
       expect(r.result.status, r.result.error?.message).toBe('FINISHED');
       expect(r.result.attempts).toBe(2);
       expect(r.logs.some((l) => /from checkpoint \d+/.test(l))).toBe(true);
