@@ -11,6 +11,7 @@
  */
 import type { KeyedStateBackend } from '../state/backend.ts';
 import type { NormKey } from '../state/key-groups.ts';
+import { TimeTable } from './time-table.ts';
 
 export interface Timer {
   readonly timestamp: number;
@@ -82,23 +83,40 @@ class NumberHeap {
 
 /** Timers of one time domain. */
 export class TimerQueue {
-  private readonly buckets = new Map<number, Bucket>();
+  /** Timestamp -> its bucket (time-table.ts: epoch-ms keys unboxed, no Map churn). */
+  private readonly buckets = new TimeTable<Bucket>();
   private readonly heap = new NumberHeap();
   size = 0;
 
   add(t: Timer): boolean {
-    const b = this.buckets.get(t.timestamp);
+    return this.insert(t.timestamp, t.namespace, t.key, t.keyGroup, t.originalKey, t.seq);
+  }
+
+  /**
+   * Adds the timer (timestamp, namespace, key) unless it is there already (false then). One
+   * lookup of the timestamp, and the timer object is made only when added: a window operator
+   * registers the same end-of-window timer for every record of its window.
+   */
+  insert(timestamp: number, namespace: string | number, key: NormKey, keyGroup: number, originalKey: unknown, seq: number): boolean {
+    const b = this.buckets.get(timestamp);
     if (b === undefined || b === EMPTY) {
-      if (b === undefined) this.heap.push(t.timestamp);
-      this.buckets.set(t.timestamp, t);
+      if (b === undefined) this.heap.push(timestamp);
+      this.buckets.set(timestamp, { timestamp, key, keyGroup, originalKey, namespace, seq });
     } else if (isTimer(b)) {
-      if (b.namespace === t.namespace && b.key === t.key) return false;
+      if (b.namespace === namespace && b.key === key) return false;
       // Registration order stays: the first timer's namespace and key come first.
       const nested: Nested = new Map([[b.namespace, new Map([[b.key, b]])]]);
-      this.buckets.set(t.timestamp, nested);
-      if (!addNested(nested, t)) return false;
-    } else if (!addNested(b, t)) {
-      return false;
+      this.buckets.set(timestamp, nested);
+      addNested(nested, { timestamp, key, keyGroup, originalKey, namespace, seq });
+    } else {
+      let byKey = b.get(namespace);
+      if (byKey === undefined) {
+        byKey = new Map();
+        b.set(namespace, byKey);
+      } else if (byKey.has(key)) {
+        return false;
+      }
+      byKey.set(key, { timestamp, key, keyGroup, originalKey, namespace, seq });
     }
     this.size++;
     return true;
@@ -142,19 +160,37 @@ export class TimerQueue {
    * timer registered by a firing timer (at a due time) fires in the same pass.
    */
   pollDue(upTo: number): Timer | undefined {
-    const ts = this.peekTime();
-    if (ts === undefined || ts > upTo) return undefined;
-    const b = this.buckets.get(ts)!;
-    this.size--;
-    if (isTimer(b)) {
-      this.buckets.set(ts, EMPTY);
-      return b;
+    // A timestamp leaves the heap and the map as soon as its last timer is taken (not at the
+    // next look), so a lone timer costs one lookup here; a timer registered at that time by a
+    // firing timer pushes the timestamp again and still fires in this pass.
+    for (;;) {
+      const ts = this.heap.peek();
+      if (ts === undefined || ts > upTo) return undefined;
+      const b = this.buckets.get(ts)!;
+      if (isTimer(b)) {
+        this.dropTop(ts);
+        this.size--;
+        return b;
+      }
+      if (b.size === 0) {
+        this.dropTop(ts);
+        continue;
+      }
+      const [ns, byKey] = b.entries().next().value as [string | number, Map<NormKey, Timer>];
+      const [key, t] = byKey.entries().next().value as [NormKey, Timer];
+      byKey.delete(key);
+      if (byKey.size === 0) b.delete(ns);
+      if (b.size === 0) this.dropTop(ts);
+      this.size--;
+      return t;
     }
-    const [ns, byKey] = b.entries().next().value as [string | number, Map<NormKey, Timer>];
-    const [key, t] = byKey.entries().next().value as [NormKey, Timer];
-    byKey.delete(key);
-    if (byKey.size === 0) b.delete(ns);
-    return t;
+  }
+
+  /** Removes `ts`, the heap's top, from the heap and the map. */
+  private dropTop(ts: number): void {
+    const popped = this.heap.pop();
+    if (popped !== ts) throw new Error(`timer queue: the heap's top ${popped} is not ${ts}`);
+    this.buckets.delete(ts);
   }
 
   *all(): IterableIterator<Timer> {
@@ -216,8 +252,9 @@ export class InternalTimerService {
   private register(q: TimerQueue, namespace: string | number, timestamp: number): boolean {
     if (!Number.isFinite(timestamp)) throw new RangeError(`timer timestamp must be a finite number, got ${timestamp}`);
     const ctx = this.backend.ctx;
-    if (q.has(timestamp, namespace, ctx.key)) return false;
-    return q.add({ timestamp, key: ctx.key, keyGroup: ctx.keyGroup, originalKey: ctx.originalKey, namespace, seq: this.seq++ });
+    if (!q.insert(timestamp, namespace, ctx.key, ctx.keyGroup, ctx.originalKey, this.seq)) return false;
+    this.seq++;
+    return true;
   }
 
   /** Fires every event-time timer at or before the watermark. */
