@@ -4,8 +4,9 @@
  * same one twice keeps one, as in Flink.
  *
  * Timers are bucketed by timestamp (many keys usually share one: the end of a window), so
- * the priority queue holds distinct timestamps only, and a timer is found through nested
- * maps timestamp -> namespace -> key with no string building on the record path. Timers of
+ * the priority queue holds distinct timestamps only, and a timer is found through
+ * timestamp -> namespace -> key (a TimeTable, then Maps) with no string building on the record
+ * path. Timers of
  * one timestamp fire in registration order (by namespace first), so results do not depend
  * on hashing.
  */
@@ -166,7 +167,9 @@ export class TimerQueue {
     for (;;) {
       const ts = this.heap.peek();
       if (ts === undefined || ts > upTo) return undefined;
-      const b = this.buckets.get(ts)!;
+      const b = this.buckets.get(ts);
+      // Every timestamp in the heap has its bucket (EMPTY once its timers were deleted).
+      if (b === undefined) throw new Error(`timer queue: timestamp ${ts} is in the heap without a bucket`);
       if (isTimer(b)) {
         this.dropTop(ts);
         this.size--;
