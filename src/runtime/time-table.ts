@@ -13,12 +13,23 @@
 /** The slot marker of an empty slot: NaN is never a key (keys are finite). */
 const EMPTY_KEY = Number.NaN;
 const MIN_CAPACITY = 16;
+/** The table halves when fewer than 1/SHRINK_BELOW of its slots hold keys (it doubles at 1/2) ... */
+const SHRINK_BELOW = 16;
+/** ... on the delete that makes more than SHRINK_AFTER_OPS x capacity deletes at that level since the last resize. */
+const SHRINK_AFTER_OPS = 2;
 
 export class TimeTable<V> {
   private keys = new Float64Array(MIN_CAPACITY).fill(EMPTY_KEY);
   private vals: (V | undefined)[] = new Array<V | undefined>(MIN_CAPACITY).fill(undefined);
   private mask = MIN_CAPACITY - 1;
+  /** Deletes that left the table below its shrink level since the last resize. */
+  private lowOps = 0;
   size = 0;
+
+  /** Slots allocated (tests and diagnostics). */
+  get capacity(): number {
+    return this.keys.length;
+  }
 
   get(key: number): V | undefined {
     const keys = this.keys;
@@ -76,8 +87,13 @@ export class TimeTable<V> {
     keys[hole] = EMPTY_KEY;
     vals[hole] = undefined;
     this.size--;
-    // Halved when an eighth full: a burst of timers does not hold its table for ever.
-    if (keys.length > MIN_CAPACITY && this.size * 8 < keys.length) this.resize(keys.length / 2);
+    // Halved when nearly empty and only after a quiet spell: a burst of timers does not hold its
+    // table for ever, while the swings of an ordinary job do not resize it back and forth (Nexmark
+    // q9's pending timers drain from ~8 k to a few hundred at each watermark and refill: halving
+    // at an eighth full, at once, resized its table ~40 times per million events).
+    if (keys.length > MIN_CAPACITY && this.size * SHRINK_BELOW < keys.length && ++this.lowOps > SHRINK_AFTER_OPS * keys.length) {
+      this.resize(keys.length / 2);
+    }
     return true;
   }
 
@@ -88,6 +104,7 @@ export class TimeTable<V> {
   }
 
   private resize(capacity: number): void {
+    this.lowOps = 0;
     const oldKeys = this.keys;
     const oldVals = this.vals;
     this.keys = new Float64Array(capacity).fill(EMPTY_KEY);

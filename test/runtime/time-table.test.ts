@@ -58,14 +58,25 @@ describe('time table against a Map', () => {
     expect(t.get(Number.NaN)).toBeUndefined();
   });
 
-  it('100 k distinct timestamps in and out: every one found, then the table empty', () => {
+  it('100 k distinct timestamps in and out: every one found, then the table empty; it shrinks only after a spell of low use', () => {
     const t = new TimeTable<number>();
     for (let i = 0; i < 100_000; i++) t.set(EPOCH_MS + i * 7, i);
     for (let i = 0; i < 100_000; i++) expect(t.get(EPOCH_MS + i * 7)).toBe(i);
     for (let i = 0; i < 100_000; i += 2) expect(t.delete(EPOCH_MS + i * 7)).toBe(true);
     for (let i = 0; i < 100_000; i++) expect(t.get(EPOCH_MS + i * 7)).toBe(i % 2 === 0 ? undefined : i);
+    // Half the keys gone: the table keeps its size (it halves only when nearly empty) ...
+    expect(t.capacity).toBe(262_144);
     for (let i = 1; i < 100_000; i += 2) expect(t.delete(EPOCH_MS + i * 7)).toBe(true);
     expect(t.size).toBe(0);
+    // ... nor when just emptied (a job's pending timers drain and refill at every watermark) ...
+    expect(t.capacity).toBe(262_144);
+    // ... but used on at a low level for a while, it halves back to its smallest.
+    for (let i = 0; i < 1_100_000; i++) {
+      t.set(i % 3, i);
+      t.delete(i % 3);
+    }
+    expect(t.size).toBe(0);
+    expect(t.capacity).toBe(16);
     expect([...t.values()]).toEqual([]);
   });
 });
