@@ -1,20 +1,20 @@
 /**
  * The timer queue's timestamp table (open addressing on a Float64Array, deletion by backward
  * shift, doubling and halving) answers as a Map does: random sets, gets and deletes on both
- * (seeded; the seed is printed, SEED=... replays it) compared step by step, over key sets that
+ * (seeded; the seed is printed, WEIR_TEST_SEED=... replays it) compared step by step, over key sets that
  * collide a lot (few distinct keys, runs of neighbouring timestamps) and that grow and shrink the
  * table many times.
  */
 import { describe, expect, it } from 'vitest';
 import { Rng } from '../../src/core/random.ts';
 import { TimeTable } from '../../src/runtime/time-table.ts';
+import { testSeed } from '../api/util.ts';
 
 const EPOCH_MS = 1_764_000_000_000;
 
 describe('time table against a Map', () => {
   it('random sets, gets and deletes: the same answers, size and contents', () => {
-    const seed = Number(process.env.SEED ?? Date.now() % 1_000_000);
-    console.log(`time table seed=${seed} (replay with SEED=${seed})`);
+    const seed = testSeed('time table');
     const rng = new Rng(seed);
     for (let round = 0; round < 20; round++) {
       const t = new TimeTable<number>();
