@@ -110,14 +110,9 @@ export class TimerQueue {
       this.buckets.set(timestamp, nested);
       addNested(nested, { timestamp, key, keyGroup, originalKey, namespace, seq });
     } else {
-      let byKey = b.get(namespace);
-      if (byKey === undefined) {
-        byKey = new Map();
-        b.set(namespace, byKey);
-      } else if (byKey.has(key)) {
-        return false;
-      }
-      byKey.set(key, { timestamp, key, keyGroup, originalKey, namespace, seq });
+      // Several timers at this time already (rare): checked before the timer is made.
+      if (b.get(namespace)?.has(key) === true) return false;
+      addNested(b, { timestamp, key, keyGroup, originalKey, namespace, seq });
     }
     this.size++;
     return true;
@@ -300,8 +295,8 @@ export class InternalTimerService {
   /** Re-registers a timer from a snapshot (the key may be outside the current key context). */
   restoreTimer(domain: 'event' | 'processing', timestamp: number, key: NormKey, keyGroup: number, originalKey: unknown, namespace: string | number): void {
     const q = domain === 'event' ? this.eventTimers : this.procTimers;
-    if (q.has(timestamp, namespace, key)) return;
-    q.add({ timestamp, key, keyGroup, originalKey, namespace, seq: this.seq++ });
+    if (!q.insert(timestamp, namespace, key, keyGroup, originalKey, this.seq)) return;
+    this.seq++;
     if (domain === 'processing') this.reschedule();
   }
 
