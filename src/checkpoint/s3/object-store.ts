@@ -13,6 +13,7 @@ import type {
   CreateMultipartUploadCommandOutput, DeleteObjectsCommandOutput, GetObjectCommandOutput, HeadObjectCommandOutput, ListMultipartUploadsCommandOutput,
   ListObjectsV2CommandOutput, ListPartsCommandOutput, S3Client, UploadPartCommandOutput,
 } from '@aws-sdk/client-s3';
+import { quietAwsSdkNodeWarning } from '../../core/aws-sdk-warning.ts';
 import { StorageError } from '../storage-error.ts';
 import { redactUrl, type S3Config } from './settings.ts';
 
@@ -247,9 +248,7 @@ export class S3ObjectStore {
 
   private client(): Promise<{ sdk: Sdk; client: S3Client }> {
     this.loaded ??= (async () => {
-      // The SDK warns once per process that its releases after January 2027 need Node 22;
-      // weir pins a release that runs on Node 20, so the warning says nothing to a user.
-      process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+      quietAwsSdkNodeWarning();
       const [sdk, { NodeHttpHandler }] = await Promise.all([import('@aws-sdk/client-s3'), import('@smithy/node-http-handler')]);
       const c = this.config;
       const client = new sdk.S3Client({
@@ -276,7 +275,7 @@ export class S3ObjectStore {
  * the job), so the first checkpoint does not wait for them; failures show at first use.
  */
 export function preloadS3Sdk(): void {
-  process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
+  quietAwsSdkNodeWarning();
   void Promise.all([import('@aws-sdk/client-s3'), import('@smithy/node-http-handler')]).catch(() => {});
 }
 

@@ -8,6 +8,7 @@
  */
 import type { KinesisClient } from '@aws-sdk/client-kinesis';
 import { WeirError } from '../../core/errors.ts';
+import { quietAwsSdkNodeWarning } from '../../core/aws-sdk-warning.ts';
 import { isSocketError, messageOf, withTimeout } from '../common/retry.ts';
 
 export interface KinesisConnectionOptions {
@@ -57,6 +58,7 @@ export function resolveConnection(o: KinesisConnectionOptions & { timeoutMs?: nu
 
 /** One client per reader, enumerator or writer (a socket pool each, closed with destroy()). */
 export async function createKinesisClient(c: ResolvedConnection): Promise<KinesisClient> {
+  quietAwsSdkNodeWarning();
   const [{ KinesisClient: Client }, { NodeHttpHandler }] = await Promise.all([import('@aws-sdk/client-kinesis'), import('@smithy/node-http-handler')]);
   return new Client({
     region: c.region,
