@@ -123,4 +123,22 @@ describe('jetstream sink', () => {
     expect(() => new JetStreamSink({ stream: 's', subject: 'x.*', jobId: 'j' })).toThrow(/subject must be a subject without wildcards/);
     expect(() => new JetStreamSink({ stream: 's', subject: 'x', jobId: 'j', maxInFlight: 0 })).toThrow(/maxInFlight must be a positive integer/);
   });
+
+  it('a server given with credentials is refused, and the error does not repeat them', () => {
+    // Every error of the sink names its servers: credentials in one would reach logs and the REST API.
+    for (const servers of ['nats://app:s3cret@127.0.0.1:4222', ['127.0.0.1:4222', 'app:s3cret@127.0.0.1:4223']]) {
+      let e: unknown;
+      try {
+        new JetStreamSink({ servers, stream: 's', subject: 'x', jobId: 'j' });
+      } catch (caught) {
+        e = caught;
+      }
+      expect(errorCode(e)).toBe('CONFIG');
+      expect((e as Error).message).toMatch(/servers must be host:port .*without credentials \(use user\/pass or token\)/);
+      expect((e as Error).message).not.toContain('s3cret');
+    }
+    // Lists and comma-separated strings of host:port still work.
+    expect(() => new JetStreamSink({ servers: '127.0.0.1:4222, 127.0.0.1:4223', stream: 's', subject: 'x', jobId: 'j' })).not.toThrow();
+    expect(() => new JetStreamSink({ servers: ['nats://127.0.0.1:4222'], stream: 's', subject: 'x', jobId: 'j' })).not.toThrow();
+  });
 });

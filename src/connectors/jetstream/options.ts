@@ -2,6 +2,7 @@
 import { WeirError } from '../../core/errors.ts';
 import { checkJobId } from '../common/progress.ts';
 import { DEFAULT_RETRY, type RetryPolicy } from '../common/retry.ts';
+import { validateServers } from '../nats/connection.ts';
 
 export interface JetStreamSinkOptions<T> {
   /** Server(s), `host:port` (default `127.0.0.1:4222`). */
@@ -70,8 +71,14 @@ export function resolveJetStreamOptions<T>(o: JetStreamSinkOptions<T>): Resolved
   if (o.payload !== undefined && typeof o.payload !== 'function') throw new WeirError('CONFIG', 'jetstream sink: payload must be a function (record) => string | Uint8Array');
   const bucket = o.progressBucket ?? 'weir_progress';
   if (typeof bucket !== 'string' || !NAME_RE.test(bucket)) throw new WeirError('CONFIG', `jetstream sink: progressBucket must be a bucket name (A-Z a-z 0-9 _ -), got ${JSON.stringify(bucket)}`);
-  const servers = o.servers === undefined ? ['127.0.0.1:4222'] : typeof o.servers === 'string' ? [o.servers] : [...o.servers];
-  if (servers.length === 0 || servers.some((s) => typeof s !== 'string' || s === '')) throw new WeirError('CONFIG', 'jetstream sink: servers must be one or more host:port');
+  // The source's check (host:port, never user:pass@host): a server given with credentials would
+  // be named in every error of this sink (they name the servers), and so in logs and the REST API.
+  let servers: string[];
+  try {
+    servers = [...validateServers(o.servers ?? '127.0.0.1:4222', 'jetstream sink')];
+  } catch (e) {
+    throw new WeirError('CONFIG', (e as Error).message);
+  }
   return {
     servers,
     user: o.user,
