@@ -34,8 +34,13 @@ export class RestServer {
   private boundAddress = '127.0.0.1';
   private boundPort = 0;
 
-  /** `token`: when given, every request must carry `Authorization: Bearer <token>`. */
-  constructor(private readonly job: JobControl, private readonly token?: string) {}
+  /**
+   * `token`: when given, every request must carry `Authorization: Bearer <token>`.
+   * `maxOperations`: savepoint and stop requests remembered for their status (see track).
+   */
+  constructor(private readonly job: JobControl, private readonly token?: string, private readonly maxOperations = MAX_OPERATIONS) {
+    if (!(Number.isSafeInteger(maxOperations) && maxOperations >= 1)) throw new RangeError(`maxOperations must be a positive integer, got ${maxOperations}`);
+  }
 
   /** Listens; resolves with the port (0 picks a free one). */
   listen(port: number, address: string): Promise<number> {
@@ -79,7 +84,14 @@ export class RestServer {
     });
   }
 
+  /**
+   * Remembers a savepoint or stop request for GET savepoints/<id>. Bounded: beyond
+   * maxOperations the oldest finished request is forgotten (a job taking periodic savepoints,
+   * or a client posting in a loop, would otherwise grow the map for the job's life). Requests in
+   * progress are kept; the job bounds how many it accepts (maxPendingRequests), so they are few.
+   */
   private track(p: Promise<string>): string {
+    if (this.operations.size >= this.maxOperations) this.forgetOldestFinished();
     const id = `op-${this.nextOp++}`;
     this.operations.set(id, { status: 'IN_PROGRESS' });
     p.then(
@@ -87,6 +99,16 @@ export class RestServer {
       (e) => this.operations.set(id, { status: 'FAILED', cause: e instanceof Error ? e.message : String(e) }),
     );
     return id;
+  }
+
+  private forgetOldestFinished(): void {
+    // A Map iterates in insertion order: the first finished entry is the oldest.
+    for (const [id, op] of this.operations) {
+      if (op.status === 'IN_PROGRESS') continue;
+      this.operations.delete(id);
+      this.fetched.delete(id);
+      return;
+    }
   }
 
   private async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -163,6 +185,9 @@ export class RestServer {
     return send(res, 404, { errors: [`no route ${method} ${url.pathname}`] });
   }
 }
+
+/** Savepoint and stop requests whose status the API keeps by default (RestServer.track). */
+const MAX_OPERATIONS = 1000;
 
 /** How long one request may take to arrive (headers and body). */
 const REQUEST_TIMEOUT_MS = 30_000;

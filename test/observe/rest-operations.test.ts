@@ -1,0 +1,86 @@
+/**
+ * The control API remembers savepoint and stop requests for GET savepoints/<id>, a bounded
+ * number of them: beyond the bound the oldest finished request is forgotten, and requests
+ * still in progress are never dropped. The HTTP server is real; the job behind it is a
+ * stand-in whose savepoints finish when the test says (the bookkeeping is what is tested).
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import type { JobControl } from '../../src/cluster/job-control.ts';
+import { RestServer } from '../../src/observe/rest-server.ts';
+
+const JOB = 'a'.repeat(32);
+
+function standInJob(): { job: JobControl; finish: (i: number) => void } {
+  const pending: ((location: string) => void)[] = [];
+  const job = {
+    jobId: JOB,
+    jobName: 'stand-in',
+    savepoint: (dir: string | undefined) => new Promise<string>((resolve) => pending.push((loc) => resolve(`${dir ?? '/sp'}/${loc}`))),
+  } as unknown as JobControl;
+  return { job, finish: (i) => pending[i]!(`savepoint-${i}`) };
+}
+
+let server: RestServer | undefined;
+afterEach(async () => {
+  await server?.close();
+  server = undefined;
+});
+
+async function call(port: number, method: string, path: string, body?: unknown): Promise<{ status: number; json: any }> {
+  const res = await fetch(`http://127.0.0.1:${port}${path}`, {
+    method,
+    signal: AbortSignal.timeout(10_000),
+    ...(body !== undefined ? { body: JSON.stringify(body), headers: { 'content-type': 'application/json' } } : {}),
+  });
+  return { status: res.status, json: await res.json() };
+}
+
+describe('the control API\'s savepoint requests', () => {
+  it('keeps at most maxOperations: the oldest finished are forgotten, those in progress kept', async () => {
+    const { job, finish } = standInJob();
+    server = new RestServer(job, undefined, 3);
+    const port = await server.listen(0, '127.0.0.1');
+    const ids: string[] = [];
+    const post = async (): Promise<void> => {
+      const r = await call(port, 'POST', `/jobs/${JOB}/savepoints`, { 'target-directory': '/d' });
+      expect(r.status).toBe(202);
+      ids.push(r.json['request-id'] as string);
+    };
+    const state = async (id: string): Promise<string | number> => {
+      const r = await call(port, 'GET', `/jobs/${JOB}/savepoints/${id}`);
+      return r.status === 404 ? 404 : (r.json.operation?.location ?? r.json.status.id);
+    };
+    for (let i = 0; i < 3; i++) await post();
+    finish(1);
+    finish(2);
+    await new Promise((r) => setImmediate(r));
+    // Full: the next request forgets the oldest finished one (1), not 0, which is in progress.
+    await post();
+    expect(await state(ids[0]!)).toBe('IN_PROGRESS');
+    expect(await state(ids[1]!)).toBe(404);
+    expect(await state(ids[2]!)).toBe('/d/savepoint-2');
+    expect(await state(ids[3]!)).toBe('IN_PROGRESS');
+    finish(0);
+    await new Promise((r) => setImmediate(r));
+    await post();
+    // Now 0 is the oldest finished one.
+    expect(await state(ids[0]!)).toBe(404);
+    expect(await state(ids[2]!)).toBe('/d/savepoint-2');
+    expect(await state(ids[4]!)).toBe('IN_PROGRESS');
+    // Many more requests, all finished at once: never more than 3 remembered.
+    for (let i = 5; i < 40; i++) {
+      await post();
+      finish(i);
+    }
+    await new Promise((r) => setImmediate(r));
+    const known = [];
+    for (const id of ids) if ((await state(id)) !== 404) known.push(id);
+    expect(known.length).toBeLessThanOrEqual(3);
+    expect(known).toContain(ids[39]);
+  });
+
+  it('refuses a bound that is not a positive integer', () => {
+    const { job } = standInJob();
+    expect(() => new RestServer(job, undefined, 0)).toThrow(/maxOperations must be a positive integer, got 0/);
+  });
+});
