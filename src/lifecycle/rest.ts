@@ -13,7 +13,7 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { errorCode } from '../core/errors.ts';
-import { hostAllowed, jsonContentType } from '../observe/request-guard.ts';
+import { boundRequests, hostAllowed, jsonContentType } from '../observe/request-guard.ts';
 import type { Manager } from './manager.ts';
 import { validateSpec } from './spec.ts';
 
@@ -31,6 +31,7 @@ export class ManagerApi {
       const server = createServer((req, res) => {
         this.route(req, res).catch((e) => send(res, statusOf(e), { errors: [e instanceof Error ? e.message : String(e)] }));
       });
+      boundRequests(server);
       server.once('error', (e: NodeJS.ErrnoException) => reject(new Error(e.code === 'EADDRINUSE' ? `manager port ${address}:${port} is in use; choose another with --port (0 picks a free one)` : `cannot serve the manager API on ${address}:${port}: ${e.message}`)));
       server.listen(port, address, () => {
         this.server = server;

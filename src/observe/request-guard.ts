@@ -12,6 +12,7 @@
  *     compared in constant time; the token is never echoed, logged or put in an error.
  * Pure functions: the server applies them before routing.
  */
+import type { Server } from 'node:http';
 import { timingSafeEqual, createHash } from 'node:crypto';
 import { isIP } from 'node:net';
 
@@ -57,4 +58,16 @@ export function tokenMatches(authorization: string | undefined, token: string): 
   const a = createHash('sha256').update(m[1]!).digest();
   const b = createHash('sha256').update(token).digest();
   return timingSafeEqual(a, b);
+}
+
+/** How long one request may take to arrive (headers and body) at a server weir starts. */
+export const REQUEST_TIMEOUT_MS = 30_000;
+
+/**
+ * Bounds every request to `server`: a client that stalls does not hold a socket (and a
+ * half-read body) for Node's defaults (300 s for a request on Node 20).
+ */
+export function boundRequests(server: Server, timeoutMs = REQUEST_TIMEOUT_MS): void {
+  server.requestTimeout = timeoutMs;
+  server.headersTimeout = timeoutMs;
 }

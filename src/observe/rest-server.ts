@@ -23,7 +23,7 @@ import { errorCode } from '../core/errors.ts';
 import { serveDashboard } from './dashboard.ts';
 import { PROMETHEUS_CONTENT_TYPE, prometheusText } from './prometheus.ts';
 import { getView, jobSummary, vertexJson } from './rest-views.ts';
-import { hostAllowed, jsonContentType, tokenMatches } from './request-guard.ts';
+import { boundRequests, hostAllowed, jsonContentType, tokenMatches } from './request-guard.ts';
 
 type Operation = { status: 'IN_PROGRESS' } | { status: 'COMPLETED'; location: string } | { status: 'FAILED'; cause: string };
 
@@ -48,9 +48,7 @@ export class RestServer {
       const server = createServer((req, res) => {
         this.route(req, res).catch((e) => send(res, statusOf(e), { errors: [e instanceof Error ? e.message : String(e)] }));
       });
-      // Every request is bounded: a client that stalls does not hold a socket forever.
-      server.requestTimeout = REQUEST_TIMEOUT_MS;
-      server.headersTimeout = REQUEST_TIMEOUT_MS;
+      boundRequests(server);
       server.once('error', (e: NodeJS.ErrnoException) => {
         reject(new Error(e.code === 'EADDRINUSE' ? `REST port ${address}:${port} is in use; choose another with --rest-port (0 picks a free one)` : `cannot serve the REST API on ${address}:${port}: ${e.message}`));
       });
@@ -188,9 +186,6 @@ export class RestServer {
 
 /** Savepoint and stop requests whose status the API keeps by default (RestServer.track). */
 const MAX_OPERATIONS = 1000;
-
-/** How long one request may take to arrive (headers and body). */
-const REQUEST_TIMEOUT_MS = 30_000;
 
 /** Bad parameters (USAGE) are the client's fault; an explicit status wins. */
 function statusOf(e: unknown): number {
