@@ -111,7 +111,7 @@ export class Attempt {
   private readonly waitingTasks = new Set<string>();
   private finishedTasks = 0;
   private running = false;
-  private readonly timers: { deploy?: Cancellable; restore?: Cancellable; progress?: Cancellable; requests?: Cancellable; metrics?: Cancellable } = {};
+  private readonly timers: { plan?: Cancellable; deploy?: Cancellable; restore?: Cancellable; progress?: Cancellable; requests?: Cancellable; metrics?: Cancellable } = {};
   private ending = false;
   /** The subtask whose failure ended the attempt, e.g. "Map (2/4)" (the exceptions view). */
   failedTask: string | undefined;
@@ -141,9 +141,22 @@ export class Attempt {
 
   async run(): Promise<AttemptOutcome> {
     const done = new Promise<AttemptOutcome>((r) => (this.settle = r));
-    const splits = await this.planSplits();
-    this.splits = splits;
     const { ctx } = this;
+    // A source's planSplits may ask an external system (shards, files, streams): bounded like
+    // the deployment that follows, and a cancel during it ends the attempt at once.
+    this.timers.plan = after(ctx.clock, ctx.config.deployTimeoutMs, () => {
+      this.fail(timeoutError('PlanSplitsTimeout', `the sources did not plan their splits within ${ctx.config.deployTimeoutMs / 1000} s (jobmanager.deploy.timeout)`));
+    });
+    const planning = this.planSplits();
+    planning.catch(() => {}); // abandoned when the attempt ends first; a failure of its own rejects the race below
+    let splits: Record<TaskId, SourceSplit[]> | undefined;
+    try {
+      splits = await Promise.race([planning, done.then(() => undefined)]);
+    } finally {
+      this.timers.plan.cancel();
+    }
+    if (splits === undefined || this.ending) return done;
+    this.splits = splits;
     const onProgress = ctx.onProgress;
     if (onProgress !== undefined) this.timers.progress = every(ctx.clock, ctx.config.progressIntervalMs, () => onProgress(this.progress()));
     // Worker threads send their samples; tasks in this thread are read on the same beat.
