@@ -331,7 +331,7 @@ export const OPTIONS = {
   // ---- Job manager: how long it waits and how often it tries before it gives up on a step
   deployTimeout: option({
     key: 'jobmanager.deploy.timeout', field: 'jobManager.deployTimeout', type: duration({ minMs: 1 }), default: '2 min',
-    label: 'deploy timeout', description: 'longest a worker may take to load the job module and build its graph; then the attempt fails', commands: ['run'], section: 'Job manager',
+    label: 'deploy timeout', description: 'longest the sources may take to plan their splits, and then a worker to load the job module and build its graph (each bounded by it); then the attempt fails', commands: ['run'], section: 'Job manager',
   }),
   restoreTimeout: option({
     key: 'jobmanager.restore.timeout', field: 'jobManager.restoreTimeout', type: duration({ minMs: 1 }), default: '10 min',
