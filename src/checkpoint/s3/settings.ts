@@ -77,7 +77,7 @@ function checkEndpoint(endpoint: string, where: string): void {
 
 /** A URL with any user:password part blanked, for messages. */
 export function redactUrl(text: string): string {
-  return text.replace(/\/\/[^/@\s]*@/, '//***@');
+  return text.replace(/\/\/[^/@\s]*@/g, '//***@');
 }
 
 /** The bucket and key of `s3://bucket/key`; the key may be '' (the bucket's root). */
