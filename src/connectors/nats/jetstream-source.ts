@@ -115,7 +115,7 @@ export class JetStreamSource<T = unknown> implements Source<T, JetStreamSplit> {
       if (this.subjects === undefined) return [{ id: this.stream, stream: this.stream, lastSeq: start, ...end }];
       return this.subjects.map((s) => ({ id: `${this.stream}:${s}`, stream: this.stream, subject: s, lastSeq: start, ...end }));
     } finally {
-      await nc.close().catch(() => {});
+      await withTimeout(nc.close(), this.conn.timeoutMs, `NATS at ${this.label}: close`).catch(() => {});
     }
   }
 
