@@ -5,6 +5,8 @@
  * to the queue, and when a checkpoint's barrier has every entry written before it acknowledged.
  */
 
+import { isSequenceNumber } from './shards.ts';
+
 export const PUT_RECORDS_MAX_RECORDS = 500;
 export const PUT_RECORDS_MAX_BYTES = 5 * 1024 * 1024;
 export const RECORD_MAX_BYTES = 1024 * 1024;
@@ -49,8 +51,9 @@ export interface PutResultEntry {
 }
 
 /**
- * Splits a PutRecords answer into acknowledged entries and failed ones (to re-queue). An answer
- * whose length does not match the request is a protocol error: everything is retried.
+ * Splits a PutRecords answer into acknowledged entries (a sequence number) and failed ones (to
+ * re-queue: an ErrorCode, or neither). An answer whose length does not match the request is a
+ * protocol error: everything is retried.
  */
 export function splitAnswer<E>(batch: readonly E[], results: readonly PutResultEntry[] | undefined): { acked: E[]; failed: E[]; firstError: string | undefined } {
   if (results === undefined || results.length !== batch.length) return { acked: [], failed: [...batch], firstError: `PutRecords answered ${results?.length ?? 0} results for ${batch.length} records` };
@@ -62,7 +65,14 @@ export function splitAnswer<E>(batch: readonly E[], results: readonly PutResultE
     if (r.ErrorCode !== undefined && r.ErrorCode !== null && r.ErrorCode !== '') {
       failed.push(batch[i]!);
       firstError ??= `${r.ErrorCode}: ${r.ErrorMessage ?? ''}`;
-    } else acked.push(batch[i]!);
+    } else if (isSequenceNumber(r.SequenceNumber)) {
+      acked.push(batch[i]!);
+    } else {
+      // Neither an error nor a sequence number: nothing says the record was written, so it is
+      // written again (a duplicate at worst, which the stream's readers see anyway on retries).
+      failed.push(batch[i]!);
+      firstError ??= `PutRecords result ${i} has neither SequenceNumber nor ErrorCode (${JSON.stringify(r).slice(0, 100)})`;
+    }
   }
   return { acked, failed, firstError };
 }

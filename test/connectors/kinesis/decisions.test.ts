@@ -152,6 +152,14 @@ describe('PutRecords batching', () => {
     expect(splitAnswer(batch, [{ SequenceNumber: '1' }]).failed.length).toBe(3);
   });
 
+  it('a result with neither ErrorCode nor a sequence number is not taken as written: it is retried', () => {
+    const batch = [entry(0, 1), entry(1, 1), entry(2, 1)];
+    const a = splitAnswer(batch, [{}, { SequenceNumber: '49590338271490256608559692538361571095921575989136588898' }, { SequenceNumber: 'abc' }]);
+    expect(a.acked.map((e) => e.seq)).toEqual([1]);
+    expect(a.failed.map((e) => e.seq)).toEqual([0, 2]);
+    expect(a.firstError).toMatch(/PutRecords result 0 has neither SequenceNumber nor ErrorCode/);
+  });
+
   it('a barrier resolves once every entry before it is acknowledged, not the ones after', async () => {
     const b = new Barriers();
     let done = false;
