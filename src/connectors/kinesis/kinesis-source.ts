@@ -29,7 +29,7 @@ import { WeirError } from '../../core/errors.ts';
 import { nextRetryDelay, retrying, type RetryPolicy } from '../common/retry.ts';
 import { call, createKinesisClient, errorName, isTransientKinesis, kinesisError, resolveConnection, type KinesisConnectionOptions, type ResolvedConnection } from './client.ts';
 import { deaggregate, type SubRecord } from './kpl.ts';
-import { closedAtStartAreFinished, decideDiscovery, decidePruning, isSequenceNumber, leastLoaded, nextFetchAt, type ShardInfo, type ShardStart } from './shards.ts';
+import { closedAtStartAreFinished, decideDiscovery, decidePruning, isSequenceNumber, leastLoaded, nextFetchAt, recordsProblem, type ShardInfo, type ShardStart } from './shards.ts';
 
 export type KinesisInitialPosition = 'LATEST' | 'TRIM_HORIZON' | 'AT_TIMESTAMP';
 export type KinesisFormat = 'json' | 'string' | 'bytes';
@@ -551,11 +551,16 @@ class KinesisReader<T> implements SourceReader<T, KinesisShardSplit> {
             : { StreamName: src.stream, ShardId: shard, ShardIteratorType: 'AT_TIMESTAMP' as const, Timestamp: new Date(st.split.start.timestamp) };
         const res = await call(src.conn, doing, (abortSignal) => client.send(new GetShardIteratorCommand(input), { abortSignal }));
         st.iterator = res.ShardIterator;
+        // No iterator: the shard is closed and nothing is left after the position (Flink's
+        // ShardConsumer reads a null iterator the same way).
         if (st.iterator === undefined) return { Records: [], NextShardIterator: undefined, MillisBehindLatest: 0 } as unknown as GetRecordsCommandOutput;
       }
       doing = `GetRecords of shard ${shard}`;
       const it = st.iterator;
-      return call(src.conn, doing, (abortSignal) => client.send(new GetRecordsCommand({ ShardIterator: it, Limit: src.maxRecordsPerFetch }), { abortSignal }));
+      const res = await call(src.conn, doing, (abortSignal) => client.send(new GetRecordsCommand({ ShardIterator: it, Limit: src.maxRecordsPerFetch }), { abortSignal }));
+      const problem = recordsProblem(res.Records ?? []);
+      if (problem !== undefined) throw new WeirError('CONNECTOR', `Kinesis at ${src.conn.label}: ${doing} of stream "${src.stream}" after sequence ${st.fetchedSeq ?? '(the start position)'}: ${problem}`);
+      return res;
     })().then((res) => {
       st.inFlight = false;
       if (this.closed) return;

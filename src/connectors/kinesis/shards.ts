@@ -98,6 +98,20 @@ export function isSequenceNumber(s: unknown): s is string {
 }
 
 /**
+ * The first problem of a GetRecords reply's records, or undefined. A record without a valid
+ * sequence number would leave its shard's position unknown (a restore would start the shard
+ * over, or fail on the checkpointed value), so such a reply fails the reader instead.
+ */
+export function recordsProblem(records: readonly { readonly SequenceNumber?: unknown; readonly Data?: unknown }[]): string | undefined {
+  for (let i = 0; i < records.length; i++) {
+    const r = records[i]!;
+    if (!isSequenceNumber(r.SequenceNumber)) return `record ${i} of the reply has no valid SequenceNumber (${JSON.stringify(r.SequenceNumber) ?? 'none'})`;
+    if (r.Data !== undefined && !(r.Data instanceof Uint8Array)) return `record ${i} of the reply (sequence ${r.SequenceNumber}) has Data that is not bytes`;
+  }
+  return undefined;
+}
+
+/**
  * The pause before shard `shard`'s next GetRecords: at least minIntervalMs after the previous
  * call started (AWS: 5 calls per second per shard, so 200 ms), and the empty-fetch interval
  * after a call that returned nothing (Flink's 250 ms), so idle shards are not polled in a storm.

@@ -4,7 +4,7 @@
  * limits, partial-failure answers and barriers. Randomised cases print their seed.
  */
 import { describe, expect, it } from 'vitest';
-import { compareSequence, decideDiscovery, decidePruning, leastLoaded, nextFetchAt, type ShardInfo } from '../../../src/connectors/kinesis/shards.ts';
+import { compareSequence, decideDiscovery, decidePruning, leastLoaded, nextFetchAt, recordsProblem, type ShardInfo } from '../../../src/connectors/kinesis/shards.ts';
 import { Barriers, batchSize, PUT_RECORDS_MAX_BYTES, PUT_RECORDS_MAX_RECORDS, shouldSend, splitAnswer, type SinkEntry } from '../../../src/connectors/kinesis/batching.ts';
 import { isTransientKinesis } from '../../../src/connectors/kinesis/client.ts';
 import { Rng } from '../../../src/core/random.ts';
@@ -150,6 +150,15 @@ describe('PutRecords batching', () => {
     expect(a.failed.map((e) => e.seq)).toEqual([1]);
     expect(a.firstError).toContain('ProvisionedThroughputExceeded');
     expect(splitAnswer(batch, [{ SequenceNumber: '1' }]).failed.length).toBe(3);
+  });
+
+  it('a GetRecords reply whose records lack a valid sequence number or bytes is named as a problem', () => {
+    const bytes = new Uint8Array([1]);
+    expect(recordsProblem([])).toBeUndefined();
+    expect(recordsProblem([{ SequenceNumber: '1', Data: bytes }, { SequenceNumber: '2' }])).toBeUndefined();
+    expect(recordsProblem([{ SequenceNumber: '1', Data: bytes }, { Data: bytes }])).toBe('record 1 of the reply has no valid SequenceNumber (none)');
+    expect(recordsProblem([{ SequenceNumber: 'abc', Data: bytes }])).toBe('record 0 of the reply has no valid SequenceNumber ("abc")');
+    expect(recordsProblem([{ SequenceNumber: '7', Data: 'text' }])).toBe('record 0 of the reply (sequence 7) has Data that is not bytes');
   });
 
   it('a result with neither ErrorCode nor a sequence number is not taken as written: it is retried', () => {
