@@ -124,6 +124,25 @@ describe('jetstream sink', () => {
     expect(() => new JetStreamSink({ stream: 's', subject: 'x', jobId: 'j', maxInFlight: 0 })).toThrow(/maxInFlight must be a positive integer/);
   });
 
+  it('a progress value it did not write fails reading the progress and the commit, and is left as found', async () => {
+    const { name, subject } = await stream();
+    const k = sink(name, subject, uniqueName('job'));
+    const pkey = k.progressKey(k.key({ operatorId: 'sink', subtaskIndex: 0 }));
+    const kv = await (await nc.jetstream()).views.kv(BUCKET);
+    await kv.put(pkey, new TextEncoder().encode('{"committed":"7"}'));
+    const e = await failure(k.lastCommittedCheckpointOf('sink', 0));
+    expect(errorCode(e)).toBe('CONNECTOR');
+    expect((e as Error).message).toContain(`progress key "${pkey}" in bucket ${BUCKET} holds "{\\"committed\\":\\"7\\"}"`);
+    const w = k.createWriter(sinkCtx());
+    const c = k.createCommitter(sinkCtx());
+    w.write(evs(0, 3), ts(3));
+    const e2 = await failure(c.commit(w.prepareCommit(1)));
+    expect((e2 as Error).message).toContain('committed is not a checkpoint id');
+    expect((await jsm.streams.info(name)).state.messages).toBe(0);
+    expect(new TextDecoder().decode((await kv.get(pkey))!.value)).toBe('{"committed":"7"}');
+    await c.close?.();
+  });
+
   it('a server given with credentials is refused, and the error does not repeat them', () => {
     // Every error of the sink names its servers: credentials in one would reach logs and the REST API.
     for (const servers of ['nats://app:s3cret@127.0.0.1:4222', ['127.0.0.1:4222', 'app:s3cret@127.0.0.1:4223']]) {

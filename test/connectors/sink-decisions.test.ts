@@ -4,6 +4,7 @@
  * schema check, the guard's skip-or-refuse, and the JetStream commit decision.
  */
 import { describe, expect, it } from 'vitest';
+import { errorCode } from '../../src/core/errors.ts';
 import { Rng } from '../../src/core/random.ts';
 import { nextRetryDelay, type RetryPolicy } from '../../src/connectors/common/retry.ts';
 import { ownsSubtask } from '../../src/connectors/common/progress.ts';
@@ -99,7 +100,26 @@ describe('jetstream commit decision', () => {
     expect(decideCommit({ committed: 4 }, 5, false, false, 1000, 120_000)).toEqual({ action: 'publish', since: 1000, late: false, again: false });
     expect(decideCommit({ committed: 4, publishing: 5, since: 500 }, 5, false, false, 1000, 120_000)).toEqual({ action: 'publish', since: 500, late: false, again: true });
     expect(decideCommit({ committed: 4, publishing: 5, since: 500 }, 5, false, false, 200_000, 120_000)).toMatchObject({ late: true, again: true });
-    expect(parseProgress('{"committed":3,"publishing":4,"since":9}')).toEqual({ committed: 3, publishing: 4, since: 9 });
-    expect(parseProgress('not json')).toEqual({ committed: undefined });
+    expect(parseProgress('{"committed":3,"publishing":4,"since":9}', 'k')).toEqual({ committed: 3, publishing: 4, since: 9 });
+    expect(parseProgress('{"committed":null,"publishing":1,"since":9}', 'k')).toEqual({ committed: undefined, publishing: 1, since: 9 });
+    expect(parseProgress(undefined, 'k')).toEqual({ committed: undefined });
+    expect(parseProgress('', 'k')).toEqual({ committed: undefined });
+  });
+
+  it('a progress value that cannot be read is an error naming the key, never "nothing committed"', () => {
+    // Guessing "nothing committed" would pass the start's duplicate check and publish again.
+    const where = 'progress key "p.x" in bucket weir_progress';
+    for (const [text, why] of [['not json', 'not JSON'], ['null', 'not an object'], ['[3]', 'not an object'], ['{"committed":"7"}', 'committed is not a checkpoint id'],
+      ['{"committed":-1}', 'committed is not a checkpoint id'], ['{"committed":3,"publishing":"4"}', 'publishing is not a checkpoint id'], ['{"committed":3,"publishing":4,"since":"x"}', 'since is not a time in ms']] as const) {
+      let e: unknown;
+      try {
+        parseProgress(text, where);
+      } catch (caught) {
+        e = caught;
+      }
+      expect(errorCode(e), text).toBe('CONNECTOR');
+      expect((e as Error).message, text).toContain(`${where} holds ${JSON.stringify(text)}`);
+      expect((e as Error).message, text).toContain(why);
+    }
   });
 });

@@ -160,8 +160,9 @@ export class JetStreamSink<T> implements TwoPhaseCommitSink<T, JetStreamCommitta
     return retrying(this.options.retry, isTransientNats, async () => {
       const s = await this.connect();
       try {
-        const e = await s.kv.get(this.progressKey(this.key({ operatorId, subtaskIndex: subtask })));
-        return parseProgress(e === null || e.operation !== 'PUT' ? undefined : decoder.decode(e.value)).committed;
+        const pkey = this.progressKey(this.key({ operatorId, subtaskIndex: subtask }));
+        const e = await s.kv.get(pkey);
+        return parseProgress(e === null || e.operation !== 'PUT' ? undefined : decoder.decode(e.value), `progress key "${pkey}" in bucket ${this.options.progressBucket}`).committed;
       } finally {
         await s.nc.close().catch(() => {});
       }
@@ -230,7 +231,7 @@ class JetStreamCommitter implements SinkCommitter<JetStreamCommittable> {
     const key = this.sink.key(this.ctx, item.sub);
     const pkey = this.sink.progressKey(key);
     const entry = await kv.get(pkey);
-    const state = parseProgress(entry === null || entry.operation !== 'PUT' ? undefined : decoder.decode(entry.value));
+    const state = parseProgress(entry === null || entry.operation !== 'PUT' ? undefined : decoder.decode(entry.value), `progress key "${pkey}" in bucket ${o.progressBucket}`);
     const d = decideCommit(state, item.chk, this.ctx.restoredCheckpointId === undefined, triedBefore, Date.now(), this.sink.duplicateWindowMs ?? o.minDuplicateWindowMs);
     if (d.action === 'skip') return;
     if (d.action === 'foreign') throw foreignProgressError(this.sink.name, `progress key "${pkey}" in bucket ${o.progressBucket}`, key, d.committed, item.chk);

@@ -6,24 +6,41 @@
  * re-commit of that checkpoint publishes its messages again under the same Nats-Msg-Ids: the
  * server drops the ones it has, but only within its duplicate window after their first publish.
  */
+import { WeirError } from '../../core/errors.ts';
+
 export interface ProgressState {
   readonly committed: number | undefined;
   readonly publishing?: number;
   readonly since?: number;
 }
 
-export function parseProgress(text: string | undefined): ProgressState {
+/**
+ * The progress value read from the bucket; `where` names the key for errors. Missing or empty:
+ * nothing committed. A value that cannot be read is an error, not "nothing committed":
+ * guessing low would pass the start's duplicate-output check, and the next commit would write
+ * over the evidence and publish again, past the duplicate window a duplicate.
+ */
+export function parseProgress(text: string | undefined, where: string): ProgressState {
   if (text === undefined || text === '') return { committed: undefined };
+  const unreadable = (why: string) => new WeirError('CONNECTOR', `${where} holds ${JSON.stringify(text.slice(0, 200))}, not {committed, publishing?, since?}: ${why}; weir wrote no such value (was the key written by something else?)`);
+  let v: unknown;
   try {
-    const v = JSON.parse(text) as { committed?: unknown; publishing?: unknown; since?: unknown };
-    return {
-      committed: typeof v.committed === 'number' ? v.committed : undefined,
-      ...(typeof v.publishing === 'number' ? { publishing: v.publishing } : {}),
-      ...(typeof v.since === 'number' ? { since: v.since } : {}),
-    };
+    v = JSON.parse(text);
   } catch {
-    return { committed: undefined };
+    throw unreadable('not JSON');
   }
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw unreadable('not an object');
+  const { committed, publishing, since } = v as { committed?: unknown; publishing?: unknown; since?: unknown };
+  const checkpointId = (x: unknown) => typeof x === 'number' && Number.isSafeInteger(x) && x >= 0;
+  // The sink writes committed: null before its first checkpoint is published.
+  if (!(committed === undefined || committed === null || checkpointId(committed))) throw unreadable('committed is not a checkpoint id');
+  if (!(publishing === undefined || checkpointId(publishing))) throw unreadable('publishing is not a checkpoint id');
+  if (!(since === undefined || (typeof since === 'number' && Number.isFinite(since)))) throw unreadable('since is not a time in ms');
+  return {
+    committed: checkpointId(committed) ? (committed as number) : undefined,
+    ...(publishing !== undefined ? { publishing: publishing as number } : {}),
+    ...(since !== undefined ? { since: since as number } : {}),
+  };
 }
 
 export type CommitDecision =
