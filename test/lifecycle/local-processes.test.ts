@@ -4,9 +4,12 @@
  * a restarted manager adopts a job whose pid file it never wrote), and the environment a job gets.
  */
 import { spawn } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { alive, endOf, processesWith } from '../../src/lifecycle/local/processes.ts';
-import { jobEnvironment } from '../../src/lifecycle/local/target.ts';
+import { jobEnvironment, LocalProcessTarget } from '../../src/lifecycle/local/target.ts';
 
 describe('local processes', () => {
   it('reads how a weir run ended from its log, the last verdict winning', () => {
@@ -17,6 +20,35 @@ describe('local processes', () => {
     expect(endOf('', 143)).toEqual({ state: 'CANCELED' });
     expect(endOf('weir: 5 s: 100 records/s in\n', undefined)).toEqual({ state: 'GONE', error: 'the process is gone (killed?)' });
     expect(endOf('', 9)).toEqual({ state: 'GONE', error: 'the process exited with code 9' });
+  });
+
+  it('alive() judges only real pids: 0 and negative pids name process groups, never a process', () => {
+    for (const pid of [0, -1, -process.pid, Number.NaN, 1.5]) expect(alive(pid), String(pid)).toBe(false);
+    expect(alive(process.pid)).toBe(true);
+  });
+
+  it('a pid file that holds no pid is reported and the process looked for by its command line', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'weir-pidfile-'));
+    const lines: string[] = [];
+    const target = new LocalProcessTarget({ root, weirBin: '/nonexistent/weir', log: (l) => void lines.push(l) });
+    const dir = target.layout.deployment('app', 'd1');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(target.layout.pidFile('app', 'd1'), ''); // as a manager killed mid-write left it
+    try {
+      // No process: nothing is running this deployment (before, the empty file read as pid 0,
+      // "alive", and the deployment stayed STARTING for good).
+      expect((await target.observe('app', ['d1'], [])).deployments).toEqual({});
+      expect(lines.join('\n')).toMatch(/pid file .*\/pid holds "", not a pid; finding deployment d1's process by its command line/);
+      // A live process with the deployment's config on its command line is found.
+      const child = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)', target.layout.config('app', 'd1')], { stdio: 'ignore' });
+      try {
+        expect((await target.observe('app', ['d1'], [])).deployments['d1']?.state).toBe('STARTING');
+      } finally {
+        child.kill('SIGKILL');
+      }
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
   });
 
   it('finds a live process by an argument of its command line, and sees it gone', async () => {

@@ -5,10 +5,12 @@
  * how a process that is gone ended from its log.
  */
 import { spawn } from 'node:child_process';
-import { closeSync, openSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, openSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import type { JobState } from '../status.ts';
 
 export function alive(pid: number): boolean {
+  // 0 and negative pids name process groups to kill(2): never one process.
+  if (!(Number.isSafeInteger(pid) && pid > 0)) return false;
   try {
     process.kill(pid, 0);
   } catch (e) {
@@ -61,7 +63,9 @@ export function spawnDetached(r: SpawnRequest): number {
   try {
     const child = spawn(r.node, r.args, { cwd: r.cwd, env: r.env, detached: true, stdio: ['ignore', out, err] });
     if (child.pid === undefined) throw new Error(`cannot start ${r.node}`);
-    writeFileSync(r.pidFile, String(child.pid));
+    // Whole or absent: a manager killed mid-write must not leave an empty pid file.
+    writeFileSync(`${r.pidFile}.tmp`, String(child.pid));
+    renameSync(`${r.pidFile}.tmp`, r.pidFile);
     child.on('exit', (code, signal) => {
       try {
         writeFileSync(r.exitFile, JSON.stringify({ code, signal }));

@@ -127,11 +127,17 @@ export class LocalProcessTarget implements DeploymentTarget {
   }
 
   private pidOf(app: string, id: string): number | undefined {
+    const file = this.layout.pidFile(app, id);
+    let text: string;
     try {
-      return Number(readFileSync(this.layout.pidFile(app, id), 'utf8'));
+      text = readFileSync(file, 'utf8');
     } catch {
       return processesWith(this.layout.config(app, id))[0];
     }
+    // Anything but a pid (an empty file, say) would read as 0, which alive() cannot judge.
+    if (/^[0-9]{1,10}$/.test(text.trim()) && Number(text) > 0) return Number(text);
+    this.log(`weir manager: ${app}: pid file ${file} holds ${JSON.stringify(text.slice(0, 40))}, not a pid; finding deployment ${id}'s process by its command line`);
+    return processesWith(this.layout.config(app, id))[0];
   }
 
   private stderrOf(app: string, id: string): string {
