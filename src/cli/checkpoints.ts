@@ -7,6 +7,7 @@
 import { LocalCheckpointStorage, isDirectory, type CheckpointStorage } from '../checkpoint/storage.ts';
 import { S3CheckpointStorage } from '../checkpoint/s3/s3-storage.ts';
 import { isS3Reference, resolveS3Config } from '../checkpoint/s3/settings.ts';
+import { parseEntry } from '../checkpoint/history.ts';
 import { checkpointDirName } from '../checkpoint/names.ts';
 import { summarize } from '../checkpoint/stats.ts';
 import { OPTIONS } from '../core/options/registry.ts';
@@ -63,8 +64,12 @@ async function printCheckpoints(storage: CheckpointStorage, dir: string, values:
   const jobs = [];
   for (const jobId of await storage.jobs()) {
     const read = await storage.readHistory(jobId);
-    const history = [...read.entries] as HistoryEntry[];
+    // Lines the job's own history loader would skip (valid JSON that is not an entry) are
+    // skipped here too, with a line saying so, instead of failing the listing of every job.
+    const history = read.entries.filter((e) => parseEntry(e) !== undefined) as HistoryEntry[];
+    const notEntries = read.entries.length - history.length;
     for (const line of read.unreadable) skipped.push(`${read.reference}:${line}: unreadable history line (torn write)`);
+    if (notEntries > 0) skipped.push(`${read.reference}: ${notEntries} line(s) that are not checkpoint history entries (no id, status or trigger time)`);
     // Entries are appended as checkpoints end, which is not always in id order (a failed
     // trigger can end after a later checkpoint completes); readers want id order.
     history.sort((a, b) => a.id - b.id);

@@ -57,6 +57,19 @@ describe('weir checkpoints', () => {
     expect(out.warnings.some((w) => /unreadable history line/.test(w))).toBe(true);
   });
 
+  it('skips history lines that are JSON but not entries, with a warning, and lists the rest', () => {
+    const chk = join(dir, 'chk');
+    const job = readdirSync(chk)[0]!;
+    const before = weir('checkpoints', chk);
+    expect(before.status).toBe(0);
+    appendFileSync(join(chk, job, 'checkpoint-history.jsonl'), '\nnull\n{"id": 7, "status": "COMPLETED"}\n[1, 2]\n');
+    const r = weir('checkpoints', chk);
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/checkpoint-history\.jsonl: 3 line\(s\) that are not checkpoint history entries/);
+    // The same listing as before the lines were added.
+    expect(r.stdout).toBe(before.stdout);
+  });
+
   it('rejects a path that is not a directory, and an empty directory has no checkpoints', () => {
     const f = join(dir, 'file');
     writeFileSync(f, 'x');
