@@ -92,6 +92,23 @@ describe('redis streams sink', () => {
     other.close?.();
   });
 
+  it('a progress value it did not write fails reading the progress and the commit, adds nothing and is left as found', async () => {
+    for (const foreign of ['9e99', 'abc', '-1', '']) {
+      const s = stream();
+      const k = sink(s, uniqueName('job'));
+      const pkey = k.progressKey(k.key({ operatorId: 'sink', subtaskIndex: 0 }));
+      await r.set(pkey, foreign);
+      const e = await failure(k.lastCommittedCheckpointOf('sink', 0));
+      expect(String((e as Error).message), foreign).toContain(`progress key "${pkey}" holds ${JSON.stringify(foreign)}, not a checkpoint id`);
+      const c = k.createCommitter(sinkCtx());
+      const e2 = await failure(c.commit([{ sub: 0, chk: 1, entries: [[s, 'data', '1']] }]));
+      expect(String((e2 as Error).message), foreign).toContain('not a checkpoint id');
+      expect(await r.xlen(s)).toBe(0);
+      expect(await r.get(pkey)).toBe(foreign);
+      c.close?.();
+    }
+  });
+
   it('the committer\'s connection killed at random moments during commits: every entry lands exactly once', async () => {
     const seed = Number(process.env.SEED ?? Math.floor(Math.random() * 1e6));
     console.log(`[redis kill] seed=${seed} (replay with SEED=${seed})`);

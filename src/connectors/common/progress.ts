@@ -62,3 +62,14 @@ export async function newestCommitted(parallelism: number, of: (subtask: number)
   }
   return last;
 }
+
+/**
+ * A checkpoint id kept as decimal text (a progress key's value), read back; null: nothing
+ * committed. Anything else is an error naming `where`, never a guess: a value read as NaN would
+ * commit over it, one read as huge would skip every later commit silently.
+ */
+export function parseCommittedId(text: string | null, where: string): number | undefined {
+  if (text === null) return undefined;
+  if (/^[0-9]{1,15}$/.test(text)) return Number(text);
+  throw new WeirError('CONNECTOR', `${where} holds ${JSON.stringify(text.slice(0, 100))}, not a checkpoint id; weir wrote no such value (was the key written by something else?)`);
+}

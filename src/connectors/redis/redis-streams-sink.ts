@@ -12,7 +12,7 @@
 import type { Redis } from 'ioredis';
 import { WeirError } from '../../core/errors.ts';
 import type { CommitScope, SinkCommitter, SinkContext, SinkWriter, TwoPhaseCommitSink } from '../../core/sink.ts';
-import { foreignProgressError, newestCommitted, operatorKey, type ProgressKey } from '../common/progress.ts';
+import { foreignProgressError, newestCommitted, operatorKey, parseCommittedId, type ProgressKey } from '../common/progress.ts';
 import { isSocketError, messageOf, retrying, withTimeout } from '../common/retry.ts';
 import { resolveRedisOptions, type RedisFieldValue, type RedisStreamsSinkOptions, type ResolvedRedisOptions } from './options.ts';
 
@@ -144,8 +144,8 @@ export class RedisStreamsSink<T> implements TwoPhaseCommitSink<T, RedisCommittab
     return retrying(this.options.retry, isTransientRedis, async () => {
       const c = await this.connect();
       try {
-        const v = await c.get(this.progressKey(this.key({ operatorId, subtaskIndex: subtask })));
-        return v === null ? undefined : Number(v);
+        const pkey = this.progressKey(this.key({ operatorId, subtaskIndex: subtask }));
+        return parseCommittedId(await c.get(pkey), `progress key "${pkey}"`);
       } finally {
         c.disconnect();
       }
@@ -203,8 +203,7 @@ class RedisCommitter implements SinkCommitter<RedisCommittable> {
     const key = this.sink.key(this.ctx, item.sub);
     const pkey = this.sink.progressKey(key);
     await c.watch(pkey);
-    const v = await c.get(pkey);
-    const committed = v === null ? undefined : Number(v);
+    const committed = parseCommittedId(await c.get(pkey), `progress key "${pkey}"`);
     if (committed !== undefined && committed >= item.chk) {
       await c.unwatch();
       // Done before: by this subtask (a retry, or a re-commit after a restore), or by another run.
