@@ -53,7 +53,12 @@ export class ManagerApi {
 
   private async route(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://localhost');
-    const parts = url.pathname.split('/').filter((p) => p !== '').map(decodeURIComponent);
+    let parts: string[];
+    try {
+      parts = url.pathname.split('/').filter((p) => p !== '').map(decodeURIComponent);
+    } catch {
+      return send(res, 400, { errors: [`the path ${url.pathname} is not valid percent-encoding`] });
+    }
     const method = req.method ?? 'GET';
     const m = this.manager;
     if (!hostAllowed(req.headers.host, this.boundAddress, this.boundPort)) {

@@ -165,7 +165,7 @@ export class RestServer {
       }
       if (rest === 'stop' && method === 'POST') {
         const dir = stringField(body, 'targetDirectory');
-        const drain = body['drain'] === true;
+        const drain = booleanField(body, 'drain') ?? false;
         return send(res, 202, { 'request-id': this.track(job.stop(dir, drain)) });
       }
       const m = /^savepoints\/([^/]+)$/.exec(rest);
@@ -198,6 +198,14 @@ function stringField(body: Record<string, unknown>, key: string): string | undef
   const v = body[key];
   if (v === undefined || v === null) return undefined;
   if (typeof v !== 'string' || v === '') throw Object.assign(new Error(`"${key}" must be a non-empty string`), { status: 400 });
+  return v;
+}
+
+/** A JSON boolean, or undefined when absent; "true" (a string) is refused rather than read as false. */
+function booleanField(body: Record<string, unknown>, key: string): boolean | undefined {
+  const v = body[key];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'boolean') throw Object.assign(new Error(`"${key}" must be true or false, got ${JSON.stringify(v)}`), { status: 400 });
   return v;
 }
 

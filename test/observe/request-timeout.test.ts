@@ -1,7 +1,7 @@
 /**
  * Both servers weir starts (the job's control API, the manager's API) bound how long a request
  * may take to arrive: a client that stalls mid-headers gets 408 and loses its socket instead of
- * holding it for Node's defaults.
+ * holding it for Node's defaults. And a path that cannot be decoded is the client's error (400).
  */
 import { createServer } from 'node:http';
 import { connect } from 'node:net';
@@ -39,6 +39,18 @@ describe('request timeouts', () => {
     } finally {
       server.closeAllConnections();
       await new Promise((r) => server.close(r));
+    }
+  });
+
+  it('the manager API answers a path that is not valid percent-encoding with 400, not 500', async () => {
+    const api = new ManagerApi({} as Manager);
+    try {
+      const port = await api.listen(0, '127.0.0.1');
+      const res = await fetch(`http://127.0.0.1:${port}/apps/%E0`, { signal: AbortSignal.timeout(10_000) });
+      expect(res.status).toBe(400);
+      expect(await res.json()).toEqual({ errors: ['the path /apps/%E0 is not valid percent-encoding'] });
+    } finally {
+      await api.close();
     }
   });
 

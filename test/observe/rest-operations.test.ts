@@ -79,6 +79,15 @@ describe('the control API\'s savepoint requests', () => {
     expect(known).toContain(ids[39]);
   });
 
+  it('refuses a stop whose drain is not a boolean (the string "true" is not read as false)', async () => {
+    const { job } = standInJob();
+    server = new RestServer(job);
+    const port = await server.listen(0, '127.0.0.1');
+    const r = await call(port, 'POST', `/jobs/${JOB}/stop`, { drain: 'true' });
+    expect(r.status).toBe(400);
+    expect(r.json.errors).toEqual(['"drain" must be true or false, got "true"']);
+  });
+
   it('refuses a bound that is not a positive integer', () => {
     const { job } = standInJob();
     expect(() => new RestServer(job, undefined, 0)).toThrow(/maxOperations must be a positive integer, got 0/);
