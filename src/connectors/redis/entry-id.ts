@@ -26,3 +26,19 @@ export function compareEntryIds(a: string, b: string): number {
 export function entryIdMillis(id: string): number {
   return Number(id.slice(0, id.indexOf('-')));
 }
+
+/**
+ * The first problem of an XREAD reply's entries for one stream, or undefined: each must be
+ * [id, [field, value, ...]] with a valid id. An entry without a valid id would put a position
+ * into the checkpoint that a restore refuses (or, undefined, start the stream over).
+ */
+export function entriesProblem(entries: unknown): string | undefined {
+  if (!Array.isArray(entries)) return `the reply's entries are not a list (${typeof entries})`;
+  for (let i = 0; i < entries.length; i++) {
+    const e: unknown = entries[i];
+    if (!Array.isArray(e) || e.length !== 2) return `entry ${i} of the reply is not [id, fields]`;
+    if (!isEntryId(e[0])) return `entry ${i} of the reply has no valid id (${JSON.stringify(e[0]) ?? 'none'})`;
+    if (!Array.isArray(e[1]) || e[1].length % 2 !== 0) return `entry ${e[0]} of the reply has no [field, value, ...] list`;
+  }
+  return undefined;
+}

@@ -9,7 +9,7 @@
 import type { Redis } from 'ioredis';
 import { BufferedSplits } from '../common/buffered-splits.ts';
 import type { MalformedRecord, PollStatus, ReaderOutput, Source, SourceOutput, SourceReader, SourceReaderContext, SourceSplit } from '../../core/source.ts';
-import { compareEntryIds, entryIdMillis, isEntryId } from './entry-id.ts';
+import { compareEntryIds, entriesProblem, entryIdMillis, isEntryId } from './entry-id.ts';
 import { connectRedis, redisError, redisLabel, validateRedisUrl, type RedisConnectionOptions } from './connection.ts';
 import { WeirError } from '../../core/errors.ts';
 
@@ -287,7 +287,13 @@ class RedisStreamsReader<T> implements SourceReader<T, RedisStreamSplit> {
 
   private received(key: string, entries: Entry[]): void {
     const st = this.splits.states.get(key);
-    if (st === undefined || entries.length === 0) return;
+    if (st === undefined) return;
+    const problem = entriesProblem(entries);
+    if (problem !== undefined) {
+      this.error ??= new WeirError('CONNECTOR', `Redis at ${this.src.label}: XREAD of stream "${key}" after entry ${st.fetchedId}: ${problem}`);
+      return;
+    }
+    if (entries.length === 0) return;
     const endId = st.split.endId;
     let take = entries;
     if (endId !== undefined) {
