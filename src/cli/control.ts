@@ -69,7 +69,9 @@ async function resolveTarget(jobArg: string | undefined, values: OptionValues, c
     const base = `http://${address.includes(':') ? `[${address}]` : address}:${port}`;
     const { status, body } = await call(`${base}/jobs`, {}, token);
     if (status === 401) throw new CliError(`${command}: the job at ${base} requires a token: give --rest-token-file`);
-    const jobs = (body['jobs'] as { id: string }[] | undefined) ?? [];
+    // Another server on that port (or another version) may answer anything: only job ids count.
+    const listed: unknown = body['jobs'];
+    const jobs = Array.isArray(listed) ? listed.filter((j): j is { id: string } => typeof (j as { id?: unknown } | null)?.id === 'string') : [];
     const matches = jobs.filter((j) => j.id === jobArg || j.id.startsWith(jobArg));
     if (status !== 200 || matches.length === 0) throw new CliError(`${command}: no job ${jobArg} at ${base}`);
     if (matches.length > 1) throw new CliError(`${command}: "${jobArg}" matches several jobs (${matches.map((m) => m.id).join(', ')}); give more of the id`);
@@ -122,9 +124,10 @@ async function waitForOperation(t: Target, requestId: string, timeoutMs: number,
     if (status !== 200) throw new CliError(`${what}: ${errorOf(body)}`);
     const st = (body['status'] as { id?: string } | undefined)?.id;
     if (st === 'COMPLETED') {
-      const op = body['operation'] as { location?: string; 'failure-cause'?: { message?: string } };
-      if (op.location !== undefined) return op.location;
-      throw new CliError(`${what} failed: ${op['failure-cause']?.message ?? 'unknown reason'}`);
+      const op = body['operation'] as { location?: unknown; 'failure-cause'?: { message?: unknown } } | undefined;
+      if (typeof op?.location === 'string') return op.location;
+      const cause = op?.['failure-cause']?.message;
+      throw new CliError(`${what} failed: ${typeof cause === 'string' ? cause : `no location or failure cause in the reply ${JSON.stringify(body).slice(0, 200)}`}`);
     }
     if (Date.now() > deadline) throw new CliError(`${what}: not completed within ${Math.round(timeoutMs / 1000)} s (it may still complete; the job keeps running)`);
     await new Promise((r) => setTimeout(r, 100));

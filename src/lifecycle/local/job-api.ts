@@ -56,9 +56,10 @@ export async function savepointInto(j: JobEndpoint, dir: string, stop: boolean, 
     const r = await call(`${j.base}/jobs/${j.jobId}/savepoints/${id}`);
     if (r.status !== 200) throw new WeirError('CONTROL', errorOf(r.body));
     if ((r.body['status'] as { id?: string } | undefined)?.id === 'COMPLETED') {
-      const op = r.body['operation'] as { location?: string; 'failure-cause'?: { message?: string } };
-      if (op.location !== undefined) return op.location;
-      throw new WeirError('CONTROL', op['failure-cause']?.message ?? 'the savepoint failed for an unknown reason');
+      const op = r.body['operation'] as { location?: unknown; 'failure-cause'?: { message?: unknown } } | undefined;
+      if (typeof op?.location === 'string') return op.location;
+      const cause = op?.['failure-cause']?.message;
+      throw new WeirError('CONTROL', typeof cause === 'string' ? cause : `no location or failure cause in the job's reply ${JSON.stringify(r.body).slice(0, 200)}`);
     }
     if (Date.now() > deadline) throw new WeirError('TIMEOUT', `no savepoint within ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, POLL_MS));
