@@ -10,6 +10,7 @@ import { defaultOf } from '../core/options/option.ts';
 import { OPTIONS } from '../core/options/registry.ts';
 import { valueOf, type OptionValues } from '../core/options/values.ts';
 import { listRegistered, type JobEntry } from '../observe/registry.ts';
+import { errorOf, savepointOutcome } from '../observe/rest-replies.ts';
 import { CliError } from './args.ts';
 import { readTokenFile } from './token-file.ts';
 import { WeirError } from '../core/errors.ts';
@@ -49,11 +50,6 @@ async function call(url: string, init: RequestInit = {}, token?: string): Promis
     // an empty answer
   }
   return { status: res.status, body };
-}
-
-function errorOf(body: Record<string, unknown>): string {
-  const errs = body['errors'];
-  return Array.isArray(errs) ? errs.join('; ') : JSON.stringify(body);
 }
 
 async function resolveTarget(jobArg: string | undefined, values: OptionValues, command: CommandName): Promise<Target> {
@@ -122,12 +118,10 @@ async function waitForOperation(t: Target, requestId: string, timeoutMs: number,
   for (;;) {
     const { status, body } = await call(`${t.base}/jobs/${t.jobId}/savepoints/${requestId}`, {}, t.token);
     if (status !== 200) throw new CliError(`${what}: ${errorOf(body)}`);
-    const st = (body['status'] as { id?: string } | undefined)?.id;
-    if (st === 'COMPLETED') {
-      const op = body['operation'] as { location?: unknown; 'failure-cause'?: { message?: unknown } } | undefined;
-      if (typeof op?.location === 'string') return op.location;
-      const cause = op?.['failure-cause']?.message;
-      throw new CliError(`${what} failed: ${typeof cause === 'string' ? cause : `no location or failure cause in the reply ${JSON.stringify(body).slice(0, 200)}`}`);
+    const outcome = savepointOutcome(body);
+    if (outcome !== undefined) {
+      if ('location' in outcome) return outcome.location;
+      throw new CliError(`${what} failed: ${outcome.failure}`);
     }
     if (Date.now() > deadline) throw new CliError(`${what}: not completed within ${Math.round(timeoutMs / 1000)} s (it may still complete; the job keeps running)`);
     await new Promise((r) => setTimeout(r, 100));

@@ -71,5 +71,10 @@ export async function newestCommitted(parallelism: number, of: (subtask: number)
 export function parseCommittedId(text: string | null, where: string): number | undefined {
   if (text === null) return undefined;
   if (/^[0-9]{1,15}$/.test(text)) return Number(text);
-  throw new WeirError('CONNECTOR', `${where} holds ${JSON.stringify(text.slice(0, 100))}, not a checkpoint id; weir wrote no such value (was the key written by something else?)`);
+  throw foreignProgressValue(where, text, 'a checkpoint id');
+}
+
+/** A progress value no weir sink wrote (`expected`: what it should have been), for every sink's progress reader. */
+export function foreignProgressValue(where: string, text: string, expected: string): WeirError {
+  return new WeirError('CONNECTOR', `${where} holds ${JSON.stringify(text.slice(0, 200))}, not ${expected}; weir wrote no such value (was the key written by something else?)`);
 }

@@ -6,7 +6,7 @@
  * re-commit of that checkpoint publishes its messages again under the same Nats-Msg-Ids: the
  * server drops the ones it has, but only within its duplicate window after their first publish.
  */
-import { WeirError } from '../../core/errors.ts';
+import { foreignProgressValue } from '../common/progress.ts';
 
 export interface ProgressState {
   readonly committed: number | undefined;
@@ -22,7 +22,7 @@ export interface ProgressState {
  */
 export function parseProgress(text: string | undefined, where: string): ProgressState {
   if (text === undefined || text === '') return { committed: undefined };
-  const unreadable = (why: string) => new WeirError('CONNECTOR', `${where} holds ${JSON.stringify(text.slice(0, 200))}, not {committed, publishing?, since?}: ${why}; weir wrote no such value (was the key written by something else?)`);
+  const unreadable = (why: string) => foreignProgressValue(where, text, `{committed, publishing?, since?}: ${why}`);
   let v: unknown;
   try {
     v = JSON.parse(text);

@@ -4,6 +4,7 @@
  * operations polled by request id.
  */
 import { WeirError } from '../../core/errors.ts';
+import { errorOf, savepointOutcome } from '../../observe/rest-replies.ts';
 
 const REQUEST_TIMEOUT_MS = 10_000;
 const POLL_MS = 200;
@@ -33,11 +34,6 @@ export async function call(url: string, method = 'GET', body?: unknown): Promise
   return { status: res.status, body: parsed };
 }
 
-function errorOf(body: Record<string, unknown>): string {
-  const errs = body['errors'];
-  return Array.isArray(errs) ? errs.join('; ') : JSON.stringify(body);
-}
-
 export async function overview(j: JobEndpoint): Promise<{ state: string; attempt: number }> {
   const { status, body } = await call(`${j.base}/jobs/${j.jobId}`);
   if (status !== 200) throw new WeirError('CONTROL', errorOf(body));
@@ -55,11 +51,10 @@ export async function savepointInto(j: JobEndpoint, dir: string, stop: boolean, 
   for (;;) {
     const r = await call(`${j.base}/jobs/${j.jobId}/savepoints/${id}`);
     if (r.status !== 200) throw new WeirError('CONTROL', errorOf(r.body));
-    if ((r.body['status'] as { id?: string } | undefined)?.id === 'COMPLETED') {
-      const op = r.body['operation'] as { location?: unknown; 'failure-cause'?: { message?: unknown } } | undefined;
-      if (typeof op?.location === 'string') return op.location;
-      const cause = op?.['failure-cause']?.message;
-      throw new WeirError('CONTROL', typeof cause === 'string' ? cause : `no location or failure cause in the job's reply ${JSON.stringify(r.body).slice(0, 200)}`);
+    const outcome = savepointOutcome(r.body);
+    if (outcome !== undefined) {
+      if ('location' in outcome) return outcome.location;
+      throw new WeirError('CONTROL', outcome.failure);
     }
     if (Date.now() > deadline) throw new WeirError('TIMEOUT', `no savepoint within ${timeoutMs} ms`);
     await new Promise((r) => setTimeout(r, POLL_MS));
