@@ -248,3 +248,56 @@ describe('the ledger keeps committables until their commit has finished', () => 
     expect(s3.map((c) => c.pending)).toEqual([s2[1]!.pending]);
   });
 });
+
+describe('a failed commit stops the commits queued behind it', () => {
+  /** A sink whose committables are the checkpoint ids; commits are recorded, and held until the test settles them. */
+  function recording(): { sink: TwoPhaseCommitSink<string, number>; calls: number[]; settle: { resolve: () => void; reject: (e: Error) => void }[] } {
+    const calls: number[] = [];
+    const settle: { resolve: () => void; reject: (e: Error) => void }[] = [];
+    const sink: TwoPhaseCommitSink<string, number> = {
+      name: 'recording',
+      createWriter: () => ({ write() {}, prepareCommit: (id: number) => [id] }),
+      createCommitter: () => ({
+        commit: (list: number[]) => {
+          calls.push(...list);
+          return new Promise<void>((resolve, reject) => settle.push({ resolve, reject }));
+        },
+      }),
+    };
+    return { sink, calls, settle };
+  }
+
+  it('checkpoint 2 completes while the commit of 1 runs; 1 fails: 2 is never committed and the task fails', async () => {
+    const { sink, calls, settle } = recording();
+    const op = attempt(sink as unknown as TwoPhaseCommitSink<string, FileCommittable>, 0, new ManualClock(0), []);
+    op.snapshotInline(1);
+    op.notifyCheckpointComplete(1);
+    await new Promise((r) => setImmediate(r));
+    expect(calls).toEqual([1]);
+    op.snapshotInline(2);
+    op.notifyCheckpointComplete(2);
+    settle[0]!.reject(new Error('the store went away'));
+    for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+    // Committing 2 after 1 failed would move the sink's committed position past 1, and the
+    // restore's re-commit of 1 (and 2) would then skip 1.
+    expect(calls).toEqual([1]);
+    await expect(op.quiesce()).rejects.toThrow(/the store went away/);
+    expect(() => op.processBatch({ values: ['x'], timestamps: [0] } as never)).toThrow(/the store went away/);
+  });
+
+  it('commits that succeed run in checkpoint order, one after the other', async () => {
+    const { sink, calls, settle } = recording();
+    const op = attempt(sink as unknown as TwoPhaseCommitSink<string, FileCommittable>, 0, new ManualClock(0), []);
+    for (const id of [1, 2, 3]) {
+      op.snapshotInline(id);
+      op.notifyCheckpointComplete(id);
+    }
+    for (let k = 0; k < 3; k++) {
+      await new Promise((r) => setImmediate(r));
+      expect(calls).toEqual([1, 2, 3].slice(0, k + 1));
+      settle[k]!.resolve();
+    }
+    await op.quiesce();
+    expect(op.snapshotInline(4)!.committables).toEqual([4]);
+  });
+});

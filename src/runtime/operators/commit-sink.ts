@@ -137,10 +137,19 @@ export class CommitSinkOperator extends StreamOperator {
     this.chain(() => this.committer.commit(batch.committables, batch.upToCheckpointId), () => this.ledger.committed(batch));
   }
 
+  /**
+   * Queues `fn` behind every commit queued before it. Once one has failed (or timed out) none
+   * queued after it runs: a later checkpoint's commit would move the sink's committed position
+   * past the failed one (a Redis or JetStream progress key), and the restore's re-commit, which
+   * carries the failed checkpoint's committables, would then take them as done: output lost.
+   * The task fails instead, and the restore commits both in order.
+   */
   private chain(fn: () => void | Promise<void>, onDone?: () => void): void {
     this.commitChain = this.commitChain
-      .then(() => withTimeout(Promise.resolve().then(fn), COMMIT_TIMEOUT_MS, `commit did not finish within ${COMMIT_TIMEOUT_MS / 1000} s`))
-      .then(onDone)
+      .then(() => {
+        if (this.failed !== undefined) return undefined;
+        return withTimeout(Promise.resolve().then(fn), COMMIT_TIMEOUT_MS, `commit did not finish within ${COMMIT_TIMEOUT_MS / 1000} s`).then(onDone);
+      })
       .catch((e) => {
         this.failed ??= e;
       });
