@@ -6,7 +6,8 @@
  * - operator list state: split state is concatenated and cut into contiguous parts, union
  *   state goes whole to everyone; broadcast state is copied to every subtask;
  * - source splits (with positions) are reassigned split k to subtask k mod p;
- * - sink committables are spread so each is committed again by exactly one subtask.
+ * - sink committables are committed again by exactly one subtask: old subtask k's, all of
+ *   them and in order, by subtask k mod p.
  * Operators are matched by id (uid or position); state of an operator that no longer exists
  * fails the restore unless explicitly allowed.
  */
@@ -179,9 +180,10 @@ export function planRestore(m: CheckpointMetadata, dir: string, graph: RestoreTa
       const listsSplit = new Map<string, unknown[]>();
       const listsUnion = new Map<string, unknown[]>();
       let broadcast: Record<string, [unknown, unknown][]> | undefined;
-      const committables: unknown[] = [];
+      // Per old subtask, in its ledger's (checkpoint) order. They stay together: see below.
+      const committablesOf: unknown[][] = [];
       const sinkIdentity = inlines.find((i) => i?.sinkIdentity !== undefined)?.sinkIdentity;
-      inlines.forEach((i) => {
+      inlines.forEach((i, oldIndex) => {
         if (i === undefined) return;
         for (const [name, l] of Object.entries(i.lists ?? {})) {
           const target = l.distribution === 'union' ? listsUnion : listsSplit;
@@ -190,8 +192,9 @@ export function planRestore(m: CheckpointMetadata, dir: string, graph: RestoreTa
           target.set(name, acc);
         }
         if (i.broadcast && broadcast === undefined) broadcast = i.broadcast;
-        for (const c of i.committables ?? []) committables.push(c);
+        if (i.committables !== undefined && i.committables.length > 0) committablesOf[oldIndex] = i.committables.slice();
       });
+      const committables = committablesOf.flatMap((c) => c ?? []);
       const watermarkOf = restoredWatermarks(old, dir, v.parallelism, allowDuplicateOutput);
       const p = subtasks.length;
       for (const st of subtasks) {
@@ -208,7 +211,15 @@ export function planRestore(m: CheckpointMetadata, dir: string, graph: RestoreTa
           for (const [name, items] of listsUnion) inline.lists[name] = { distribution: 'union', items: items.slice() };
         }
         if (broadcast) inline.broadcast = broadcast;
-        if (committables.length > 0) inline.committables = committables.filter((_, k) => k % p === st.index);
+        // All of one old subtask's committables go to one new subtask (old index mod p), in
+        // their order: a sink's committed position is per old subtask (the Redis and JetStream
+        // sinks' progress keys), so a later checkpoint's committable of that subtask committed
+        // first, by another new subtask at the same time, would make the earlier one look done.
+        // With the same parallelism every subtask gets back its own.
+        if (committables.length > 0) {
+          const own = committablesOf.flatMap((c, k) => (c !== undefined && k % p === st.index ? c : []));
+          if (own.length > 0) inline.committables = own;
+        }
         if (sinkIdentity !== undefined) inline.sinkIdentity = sinkIdentity;
         // An incremental chain goes as its files in order (base first); chains of several old
         // subtasks hold disjoint key groups, so they go one after the other.
@@ -223,7 +234,9 @@ export function planRestore(m: CheckpointMetadata, dir: string, graph: RestoreTa
         if (Object.keys(inline).length > 0) entry.inline = inline;
         if (keyedFiles.length > 0) entry.keyedFiles = keyedFiles;
         if (committables.length > 0) entry.referencedCommittables = committables;
-        if (entry.inline || entry.keyedFiles || entry.watermark !== undefined) t.operators[node.id] = entry;
+        // A subtask given no committables still learns which ones exist (a sink's recover tells
+        // a pending file that belongs to none from one another subtask commits).
+        if (entry.inline || entry.keyedFiles || entry.watermark !== undefined || entry.referencedCommittables) t.operators[node.id] = entry;
       }
     }
   }

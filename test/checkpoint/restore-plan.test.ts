@@ -2,8 +2,8 @@
  * planRestore: how a completed checkpoint's state is redistributed over the job as it is now
  * (the same or another parallelism): keyed state files by overlapping key-group ranges,
  * split list state cut contiguously, union list state and broadcast state to everyone, source
- * splits dealt out k mod p, sink committables spread so each is committed by exactly one
- * subtask; unmatched operator state and a changed max parallelism refused clearly.
+ * splits dealt out k mod p, sink committables committed by exactly one subtask (an old
+ * subtask's together, in order); unmatched operator state and a changed max parallelism refused clearly.
  * Job graphs are built with the real API.
  */
 import { join } from 'node:path';
@@ -319,7 +319,7 @@ describe('source splits', () => {
 });
 
 describe('sink committables', () => {
-  for (const [oldP, p] of [[3, 1], [3, 2], [2, 3], [1, 4]] as const) {
+  for (const [oldP, p] of [[3, 1], [3, 2], [2, 3], [1, 4], [2, 2], [3, 3]] as const) {
     it(`${oldP} -> ${p}: each committable goes to exactly one subtask`, () => {
       const j = job({ sourceP: 1, mapP: 1, keyedP: 1, sinkP: p });
       const sink = j.node('sink');
@@ -339,6 +339,14 @@ describe('sink committables', () => {
       for (let i = 0; i < p; i++) {
         const all = r.tasks[taskId(v, i)]!.operators[sink.id]!.referencedCommittables!.map((c) => (c as { final: string }).final);
         expect(all.sort()).toEqual(want.sort());
+      }
+      // An old subtask's committables stay together and in order, with subtask (old index mod
+      // p): its committed position (a progress key per subtask) must not see a later
+      // checkpoint's committable committed before an earlier one by another subtask.
+      for (let i = 0; i < p; i++) {
+        const got = (inlineOf(r, v, i, sink.id)?.committables ?? []).map((c) => (c as { final: string }).final);
+        const mine = subtasks.flatMap((_, old) => (old % p === i ? Array.from({ length: old + 2 }, (_, k) => `part-${old}-${k}`) : []));
+        expect(got, `new subtask ${i}`).toEqual(mine);
       }
     });
   }
