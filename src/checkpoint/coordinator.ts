@@ -21,7 +21,8 @@ export interface TaskInfoForCoordinator {
 export type CoordinatorEvent =
   | { readonly type: 'tick'; readonly now: number }
   | { readonly type: 'task-status'; readonly now: number; readonly task: TaskId; readonly status: TaskStatus }
-  | { readonly type: 'request'; readonly now: number; readonly checkpointType: CheckpointType; readonly requestId: string; readonly final?: boolean }
+  /** `stop`: the savepoint that stops the job (stop-with-savepoint, drained or not). */
+  | { readonly type: 'request'; readonly now: number; readonly checkpointType: CheckpointType; readonly requestId: string; readonly final?: boolean; readonly stop?: boolean }
   | { readonly type: 'ack'; readonly now: number; readonly id: number; readonly ack: TaskAck }
   | { readonly type: 'decline'; readonly now: number; readonly id: number; readonly task: TaskId; readonly reason: CheckpointFailureReason; readonly message: string }
   | { readonly type: 'task-failed'; readonly now: number; readonly task: TaskId }
@@ -40,7 +41,15 @@ export type Decision =
   | { readonly type: 'trigger-task'; readonly id: number; readonly timestamp: number; readonly checkpointType: CheckpointType; readonly task: TaskId }
   /** All acks are in: write the metadata (last, atomically), then report 'finalized'. */
   | { readonly type: 'finalize'; readonly id: number; readonly timestamp: number; readonly checkpointType: CheckpointType; readonly acks: readonly TaskAck[]; readonly requestId: string | undefined }
-  | { readonly type: 'notify-complete'; readonly id: number; readonly checkpointType: CheckpointType; readonly requestId: string | undefined; readonly final: boolean }
+  /**
+   * Checkpoint or savepoint `id` completed. `notifyTasks`: whether tasks hear of it (their
+   * notifyCheckpointComplete: sinks commit, sources acknowledge). Not for an intermediate
+   * savepoint, as since Flink 1.15: recovery after a failure starts from the latest checkpoint,
+   * not from a savepoint, so output committed at a savepoint newer than that checkpoint would
+   * be written again (or the restart refused). Its committables are committed by the next
+   * checkpoint, or at a restore from the savepoint itself.
+   */
+  | { readonly type: 'notify-complete'; readonly id: number; readonly checkpointType: CheckpointType; readonly requestId: string | undefined; readonly final: boolean; readonly notifyTasks: boolean }
   | { readonly type: 'abort'; readonly id: number; readonly reason: CheckpointFailureReason; readonly message: string; readonly checkpointType: CheckpointType; readonly discard: readonly TaskAck[]; readonly requestId: string | undefined }
   /** Completed checkpoints beyond the retained number: delete what no retained checkpoint references. */
   | { readonly type: 'discard-completed'; readonly ids: readonly number[] }
@@ -57,6 +66,8 @@ interface Pending {
   readonly type: CheckpointType;
   readonly requestId: string | undefined;
   readonly final: boolean;
+  /** A savepoint that stops the job: committed, unlike an intermediate one. */
+  readonly stop: boolean;
   readonly waitingFor: Set<TaskId>;
   readonly acks: Map<TaskId, TaskAck>;
   finalizing: boolean;
@@ -151,7 +162,7 @@ export class CheckpointCoordinatorLogic {
         if (this.lastTriggerAt === Number.NEGATIVE_INFINITY && this.allTasksReady()) this.lastTriggerAt = e.now;
         break;
       case 'request':
-        this.onRequest(e.now, e.checkpointType, e.requestId, e.final ?? false, out);
+        this.onRequest(e.now, e.checkpointType, e.requestId, e.final ?? false, e.stop ?? false, out);
         break;
       case 'ack':
         this.lastAckResult = this.onAck(e.id, e.ack, out);
@@ -196,7 +207,7 @@ export class CheckpointCoordinatorLogic {
     if (out.some((d) => d.type === 'fail-job')) return; // the attempt ends; the next one asks again
     const { requestId } = this.deferredFinal;
     this.deferredFinal = undefined;
-    this.trigger(this.lastNow, 'checkpoint', requestId, true, out);
+    this.trigger(this.lastNow, 'checkpoint', requestId, true, false, out);
   }
 
   private pendingPeriodic(): number {
@@ -227,18 +238,18 @@ export class CheckpointCoordinatorLogic {
     if (!this.allTasksReady()) return; // NOT_ALL_REQUIRED_TASKS_RUNNING: retried on the next tick, not counted
     // While every task waits for the final checkpoint, the final request triggers instead.
     if ([...this.tasks.values()].every((t) => t.status === 'waiting-final')) return;
-    this.trigger(now, 'checkpoint', undefined, false, out);
+    this.trigger(now, 'checkpoint', undefined, false, false, out);
   }
 
-  private trigger(now: number, type: CheckpointType, requestId: string | undefined, final: boolean, out: Decision[]): void {
+  private trigger(now: number, type: CheckpointType, requestId: string | undefined, final: boolean, stop: boolean, out: Decision[]): void {
     const id = this.nextId++;
     this.lastTriggerAt = now;
     const waitingFor = new Set([...this.tasks.keys()]);
-    this.pending.set(id, { id, timestamp: now, type, requestId, final, waitingFor, acks: new Map(), finalizing: false });
+    this.pending.set(id, { id, timestamp: now, type, requestId, final, stop, waitingFor, acks: new Map(), finalizing: false });
     out.push({ type: 'trigger', id, timestamp: now, checkpointType: type, tasks: this.triggerTasks(), requestId, final });
   }
 
-  private onRequest(now: number, type: CheckpointType, requestId: string, final: boolean, out: Decision[]): void {
+  private onRequest(now: number, type: CheckpointType, requestId: string, final: boolean, stop: boolean, out: Decision[]): void {
     if (this.shutDown) {
       out.push({ type: 'request-rejected', requestId, reason: R.CHECKPOINT_COORDINATOR_SHUTDOWN, message: 'the job is shutting down' });
       return;
@@ -257,7 +268,7 @@ export class CheckpointCoordinatorLogic {
       return;
     }
     // Savepoints and the final checkpoint are forced: no min pause, no max-concurrent limit.
-    this.trigger(now, type, requestId, final, out);
+    this.trigger(now, type, requestId, final, stop, out);
   }
 
   private onTaskStatus(task: TaskId, status: TaskStatus, out: Decision[]): void {
@@ -304,8 +315,9 @@ export class CheckpointCoordinatorLogic {
     }
     this.pending.delete(id);
     if (p.type === 'savepoint') {
-      // Savepoints belong to the user: they neither subsume nor get subsumed.
-      out.push({ type: 'notify-complete', id, checkpointType: p.type, requestId: p.requestId, final: p.final });
+      // Savepoints belong to the user: they neither subsume nor get subsumed. Only the one that
+      // stops the job is committed (the job ends there: it is what a resume starts from).
+      out.push({ type: 'notify-complete', id, checkpointType: p.type, requestId: p.requestId, final: p.final, notifyTasks: p.stop || p.final });
       return;
     }
     this.completed.push({ id, timestamp: p.timestamp, completedAt: now });
@@ -319,7 +331,7 @@ export class CheckpointCoordinatorLogic {
         this.abort(older.id, R.CHECKPOINT_SUBSUMED, `subsumed by checkpoint ${id}`, out);
       }
     }
-    out.push({ type: 'notify-complete', id, checkpointType: p.type, requestId: p.requestId, final: p.final });
+    out.push({ type: 'notify-complete', id, checkpointType: p.type, requestId: p.requestId, final: p.final, notifyTasks: true });
     const excess = this.completed.length - this.config.numRetained;
     if (excess > 0) {
       const dropped = this.completed.splice(0, excess).map((c) => c.id);

@@ -393,7 +393,7 @@ export class Attempt {
       case 'trigger': {
         const p = this.pending.get(d.requestId);
         if (p !== undefined) p.suspendSourcesAfter = d.suspendSourcesAfter;
-        return this.checkpoints.handle({ type: 'request', now, checkpointType: d.checkpointType, requestId: d.requestId, final: d.final });
+        return this.checkpoints.handle({ type: 'request', now, checkpointType: d.checkpointType, requestId: d.requestId, final: d.final, stop: d.stop });
       }
       case 'suspend-periodic':
         return this.checkpoints.handle({ type: 'suspend-periodic' });

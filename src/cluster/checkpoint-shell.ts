@@ -282,7 +282,7 @@ export class CheckpointShell {
     const reference = this.locations.get(d.id)!.value!.reference;
     h.stats.completed(d.id, now, reference);
     if (d.checkpointType === 'checkpoint') h.onCheckpointCompleted();
-    h.broadcast({ type: 'notify-complete', id: d.id });
+    if (d.notifyTasks) h.broadcast({ type: 'notify-complete', id: d.id });
     this.rememberEnded(d.id);
     if (d.requestId !== undefined) h.onRequestCompleted(d.requestId, d.id, reference, d.final);
   }

@@ -335,6 +335,26 @@ describe('checkpoint coordinator decisions', () => {
     expect(c.completedCheckpoints()).toEqual([]);
   });
 
+  it('tasks hear of a completed checkpoint and of the savepoint that stops the job, not of an intermediate savepoint', () => {
+    // Recovery starts from the latest checkpoint, never from a savepoint: output committed at an
+    // intermediate savepoint newer than that checkpoint would be written twice after a failure.
+    const c = new CheckpointCoordinatorLogic(cfg({ interval: 1000 }), TASKS);
+    running(c);
+    const notified = (id: number, now: number) => c.handle({ type: 'finalized', now, id }).find((d) => d.type === 'notify-complete');
+    c.handle({ type: 'tick', now: 0 });
+    ackAll(c, 1, 1);
+    expect(notified(1, 2)).toMatchObject({ id: 1, checkpointType: 'checkpoint', notifyTasks: true });
+    c.handle({ type: 'request', now: 3, checkpointType: 'savepoint', requestId: 'sp' });
+    ackAll(c, 2, 4);
+    expect(notified(2, 5)).toMatchObject({ id: 2, checkpointType: 'savepoint', requestId: 'sp', notifyTasks: false });
+    c.handle({ type: 'request', now: 6, checkpointType: 'savepoint', requestId: 'stop', stop: true });
+    ackAll(c, 3, 7);
+    expect(notified(3, 8)).toMatchObject({ id: 3, checkpointType: 'savepoint', requestId: 'stop', notifyTasks: true });
+    c.handle({ type: 'request', now: 9, checkpointType: 'savepoint', requestId: 'drained', final: true, stop: true });
+    ackAll(c, 4, 10);
+    expect(notified(4, 11)).toMatchObject({ id: 4, checkpointType: 'savepoint', final: true, notifyTasks: true });
+  });
+
   it('a task that finished processing joins pending checkpoints by a direct trigger', () => {
     const c = new CheckpointCoordinatorLogic(cfg({ interval: 10 }), TASKS);
     running(c);

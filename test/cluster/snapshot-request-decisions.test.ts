@@ -30,8 +30,9 @@ const rejected = (requestId: string, reason: CheckpointFailureReason = R.NOT_ALL
 describe('manual checkpoints and savepoints', () => {
   it('trigger once; completion resolves with the id (checkpoint) or the reference (savepoint)', () => {
     const l = logic();
-    expect(l.handle(request('c1', 'checkpoint'))).toEqual([{ type: 'trigger', requestId: 'c1', checkpointType: 'checkpoint', final: false, suspendSourcesAfter: false }]);
-    expect(l.handle(request('s1', 'savepoint'))).toMatchObject([{ type: 'trigger', requestId: 's1', checkpointType: 'savepoint', final: false }]);
+    expect(l.handle(request('c1', 'checkpoint'))).toEqual([{ type: 'trigger', requestId: 'c1', checkpointType: 'checkpoint', final: false, suspendSourcesAfter: false, stop: false }]);
+    // An intermediate savepoint: not a stop, so its sinks do not commit (coordinator's notifyTasks).
+    expect(l.handle(request('s1', 'savepoint'))).toEqual([{ type: 'trigger', requestId: 's1', checkpointType: 'savepoint', final: false, suspendSourcesAfter: false, stop: false }]);
     expect(l.handle(completed('c1', 7))).toEqual([{ type: 'resolve', requestId: 'c1', kind: 'checkpoint', checkpointId: 7, reference: '/sp/7' }]);
     expect(l.handle(completed('s1', 8))).toEqual([{ type: 'resolve', requestId: 's1', kind: 'savepoint', checkpointId: 8, reference: '/sp/8' }]);
     expect(l.openRequests()).toEqual([]);
@@ -64,7 +65,7 @@ describe('stop with a savepoint (no drain)', () => {
     const l = logic();
     expect(l.handle(request('s', 'savepoint', 'stop'))).toEqual([
       { type: 'suspend-periodic' },
-      { type: 'trigger', requestId: 's', checkpointType: 'savepoint', final: false, suspendSourcesAfter: true },
+      { type: 'trigger', requestId: 's', checkpointType: 'savepoint', final: false, suspendSourcesAfter: true, stop: true },
     ]);
     expect(l.handle(request('x', 'savepoint'))).toEqual([{ type: 'reject', requestId: 'x', message: 'the job is already stopping' }]);
     expect(types(l.handle(completed('s', 3)))).toEqual(['resolve', 'end-sources(stop)']);
@@ -90,7 +91,7 @@ describe('stop with drain', () => {
     const l = logic();
     expect(types(l.handle(request('d', 'savepoint', 'drain', 100)))).toEqual(['suspend-periodic', 'end-sources(drain)']);
     expect(l.nextWakeup()).toBe(100 + 5000);
-    expect(l.handle({ type: 'all-tasks-waiting', now: 200 })).toEqual([{ type: 'trigger', requestId: 'd', checkpointType: 'savepoint', final: true, suspendSourcesAfter: false }]);
+    expect(l.handle({ type: 'all-tasks-waiting', now: 200 })).toEqual([{ type: 'trigger', requestId: 'd', checkpointType: 'savepoint', final: true, suspendSourcesAfter: false, stop: true }]);
     expect(l.nextWakeup()).toBeUndefined();
     expect(types(l.handle(completed('d', 4, true)))).toEqual(['resolve', 'finish-tasks']);
   });
@@ -102,7 +103,7 @@ describe('stop with drain', () => {
     for (let i = 2; i <= 4; i++) expect(types(l.handle(aborted('d', R.CHECKPOINT_DECLINED)))).toEqual(['trigger']);
     const last = l.handle(aborted('d', R.CHECKPOINT_DECLINED));
     expect(last).toEqual([
-      { type: 'trigger', requestId: FINAL_REQUEST_ID, checkpointType: 'checkpoint', final: true, suspendSourcesAfter: false },
+      { type: 'trigger', requestId: FINAL_REQUEST_ID, checkpointType: 'checkpoint', final: true, suspendSourcesAfter: false, stop: false },
       { type: 'reject', requestId: 'd', message: 'savepoint failed: CHECKPOINT_DECLINED: boom' },
     ]);
     expect(types(l.handle(completed(FINAL_REQUEST_ID, 9, true)))).toEqual(['finish-tasks']);
@@ -146,7 +147,7 @@ describe('stop with drain', () => {
 describe('the final checkpoint of a bounded job', () => {
   it('is asked for once every task waits; its completion finishes the tasks', () => {
     const l = logic();
-    expect(l.handle({ type: 'all-tasks-waiting', now: 0 })).toEqual([{ type: 'trigger', requestId: FINAL_REQUEST_ID, checkpointType: 'checkpoint', final: true, suspendSourcesAfter: false }]);
+    expect(l.handle({ type: 'all-tasks-waiting', now: 0 })).toEqual([{ type: 'trigger', requestId: FINAL_REQUEST_ID, checkpointType: 'checkpoint', final: true, suspendSourcesAfter: false, stop: false }]);
     expect(l.handle(completed(FINAL_REQUEST_ID, 5, true))).toEqual([{ type: 'finish-tasks' }]);
   });
 
@@ -220,6 +221,7 @@ function simulate(rng: Rng, label: string): void {
           outstanding.push({ id: d.requestId, final: d.final });
           const k = kindOf.get(d.requestId);
           expect(d.suspendSourcesAfter, where).toBe(k?.stop === 'stop');
+          expect(d.stop, where).toBe(k?.stop !== undefined);
           const limit = d.requestId === FINAL_REQUEST_ID ? config.finalCheckpointMaxAttempts : k?.stop === 'drain' ? config.drainSavepointMaxAttempts : 1;
           expect(triggers.get(d.requestId)!, where).toBeLessThanOrEqual(limit);
           break;

@@ -37,7 +37,8 @@ export type RequestEvent =
 
 export type RequestDecision =
   /** Ask the coordinator for a snapshot (forced: no min pause, no concurrency limit). */
-  | { readonly type: 'trigger'; readonly requestId: string; readonly checkpointType: CheckpointType; readonly final: boolean; readonly suspendSourcesAfter: boolean }
+  /** `stop`: the savepoint that stops the job (its sinks commit; an intermediate savepoint's do not). */
+  | { readonly type: 'trigger'; readonly requestId: string; readonly checkpointType: CheckpointType; readonly final: boolean; readonly suspendSourcesAfter: boolean; readonly stop: boolean }
   | { readonly type: 'suspend-periodic' }
   | { readonly type: 'resume-periodic' }
   | { readonly type: 'end-sources'; readonly drain: boolean }
@@ -232,6 +233,7 @@ export class SnapshotRequestLogic {
   private trigger(id: string, kind: CheckpointType, final: boolean): RequestDecision {
     if (id === FINAL_REQUEST_ID) this.final!.tries++;
     else this.open.get(id)!.tries++;
-    return { type: 'trigger', requestId: id, checkpointType: kind, final, suspendSourcesAfter: this.stop?.id === id && this.stop.mode === 'stop' };
+    const stop = this.stop?.id === id;
+    return { type: 'trigger', requestId: id, checkpointType: kind, final, suspendSourcesAfter: stop && this.stop!.mode === 'stop', stop };
   }
 }
