@@ -70,7 +70,7 @@ function gated(real: ExactlyOnceFileSink<string>, gate: Gate): TwoPhaseCommitSin
   };
 }
 
-function attempt(sink: TwoPhaseCommitSink<string, FileCommittable>, attemptNumber: number, clock: ManualClock, log: string[], restore?: { id: number; inline: InlineOperatorState; all?: unknown[] }): CommitSinkOperator {
+function attempt(sink: TwoPhaseCommitSink<string, FileCommittable>, attemptNumber: number, clock: ManualClock, log: string[], restore?: { id: number; inline: InlineOperatorState; all?: unknown[] }, checkpointing = true): CommitSinkOperator {
   const op = new CommitSinkOperator(sink as TwoPhaseCommitSink<unknown, unknown>);
   const env = {
     taskInfo: { operatorName: 'sink', operatorId: 'sink', subtaskIndex: 0, parallelism: 1, maxParallelism: 128, attemptNumber },
@@ -80,7 +80,7 @@ function attempt(sink: TwoPhaseCommitSink<string, FileCommittable>, attemptNumbe
     keySelectors: [],
     operatorState: new OperatorStateStore('sink'),
     isSuspended: () => false,
-    checkpointing: true,
+    checkpointing,
     objectReuse: false,
     restoredCheckpointId: restore?.id,
     restoredCommittables: restore?.all,
@@ -299,5 +299,19 @@ describe('a failed commit stops the commits queued behind it', () => {
     }
     await op.quiesce();
     expect(op.snapshotInline(4)!.committables).toEqual([4]);
+  });
+
+  it('without checkpointing, the end commits what intermediate savepoints prepared, then the rest', async () => {
+    const { sink, calls, settle } = recording();
+    const op = attempt(sink as unknown as TwoPhaseCommitSink<string, FileCommittable>, 0, new ManualClock(0), [], undefined, false);
+    op.snapshotInline(1); // a savepoint: tasks are not told it completed
+    op.snapshotInline(2);
+    op.finish();
+    for (let k = 0; k < 2; k++) {
+      await new Promise((r) => setImmediate(r));
+      settle[k]!.resolve();
+    }
+    await op.quiesce();
+    expect(calls).toEqual([1, 2, 0]);
   });
 });

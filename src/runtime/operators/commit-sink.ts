@@ -162,8 +162,11 @@ export class CommitSinkOperator extends StreamOperator {
   override finish(): void {
     try {
       this.writer.finish?.();
-      // Without checkpoints there is no commit point but the end: commit everything now.
+      // Without checkpoints there is no commit point but the end: commit everything now, also
+      // what intermediate savepoints prepared (they commit nothing themselves).
       if (!this.env.checkpointing) {
+        const saved = this.ledger.completed(Number.MAX_SAFE_INTEGER);
+        if (saved !== undefined) this.commit(saved);
         const last = this.writer.prepareCommit(0);
         if (last.length > 0) this.chain(() => this.committer.commit(last, 0));
       }
