@@ -37,6 +37,12 @@ import { MetricStore } from './metric-store.ts';
 
 /** How often the tasks of a one-thread run are sampled (workers send theirs as often). */
 export const METRICS_INTERVAL_MS = 1000;
+/**
+ * Source events (sendSourceEvent) kept for split enumerators not started yet: a reader runs
+ * as soon as its task opens, enumerators once every task runs. Past this the attempt fails
+ * (a reader sending events in a loop), rather than keeping them without bound.
+ */
+export const MAX_EARLY_SOURCE_EVENTS = 10_000;
 
 /** What the job master gives each attempt. */
 export interface AttemptContext {
@@ -118,6 +124,13 @@ export class Attempt {
   private settle: (o: AttemptOutcome) => void = () => {};
   /** Split enumerators of the sources that have one, by source operator id (started once every task runs). */
   private readonly enumerators = new Map<string, SplitEnumerator>();
+  private enumeratorsStarted = false;
+  /**
+   * Source events that arrived before the enumerators started, in arrival order; each goes to
+   * its enumerator right after that one starts. Dropped, a reader's one-time report (Kinesis:
+   * "this shard is finished") was lost for the whole attempt, and the shard's children with it.
+   */
+  private earlyEvents: { operator: string; subtask: number; event: unknown }[] = [];
   private splits: Record<TaskId, SourceSplit[]> = {};
 
   constructor(private readonly ctx: AttemptContext, private readonly start: AttemptStart) {
@@ -315,6 +328,13 @@ export class Attempt {
       case 'decline':
         return this.checkpoints.handle({ type: 'decline', now, id: m.id, task: m.task, reason: m.reason, message: m.message });
       case 'source-event':
+        if (!this.enumeratorsStarted) {
+          if (this.earlyEvents.length >= MAX_EARLY_SOURCE_EVENTS) {
+            return this.fail(serializeError(new Error(`source readers sent more than ${MAX_EARLY_SOURCE_EVENTS} events before every task was running`)));
+          }
+          this.earlyEvents.push({ operator: m.operator, subtask: m.subtask, event: m.event });
+          return;
+        }
         try {
           this.enumerators.get(m.operator)?.handleSourceEvent(m.subtask, m.event);
         } catch (e) {
@@ -326,7 +346,10 @@ export class Attempt {
 
   /** One split enumerator per source that has one, given the splits its readers start with. */
   private startEnumerators(): void {
-    if (this.enumerators.size > 0 || this.ending) return;
+    if (this.enumeratorsStarted || this.ending) return;
+    this.enumeratorsStarted = true;
+    const early = this.earlyEvents;
+    this.earlyEvents = [];
     for (const v of this.ctx.graph.vertices) {
       const node = v.operators[0]!.node;
       const t = node.transformation;
@@ -359,6 +382,7 @@ export class Attempt {
         }, assigned);
         this.enumerators.set(node.id, { start: () => en.start(), handleSourceEvent: (s, e) => en.handleSourceEvent(s, e), close: () => { for (const c of timers) c.cancel(); en.close(); } });
         en.start();
+        for (const e of early) if (e.operator === node.id) en.handleSourceEvent(e.subtask, e.event);
       } catch (e) {
         this.fail(serializeError(e));
         return;
