@@ -109,6 +109,23 @@ describe('redis streams sink', () => {
     }
   });
 
+  it('an entry for a key that is not a stream fails the commit naming the key, and nothing of the checkpoint is written', async () => {
+    const good = stream();
+    const wrong = stream();
+    await r.set(wrong, 'a string, not a stream');
+    const k = sink(good, uniqueName('job'));
+    const pkey = k.progressKey(k.key({ operatorId: 'sink', subtaskIndex: 0 }));
+    const c = k.createCommitter(sinkCtx());
+    const e = await failure(c.commit([{ sub: 0, chk: 1, entries: [[good, 'data', '1'], [wrong, 'data', '2'], [good, 'data', '3']] }]));
+    expect(errorCode(e)).toBe('CONNECTOR');
+    expect(String((e as Error).message)).toContain(`key "${wrong}" holds a string, not a stream`);
+    // Before, EXEC applied the other XADDs and the progress key: a re-commit skipped the checkpoint.
+    expect(await r.xlen(good)).toBe(0);
+    expect(await r.get(pkey)).toBeNull();
+    expect(await r.get(wrong)).toBe('a string, not a stream');
+    c.close?.();
+  });
+
   it('the committer\'s connection killed at random moments during commits: every entry lands exactly once', async () => {
     const seed = Number(process.env.SEED ?? Math.floor(Math.random() * 1e6));
     console.log(`[redis kill] seed=${seed} (replay with SEED=${seed})`);

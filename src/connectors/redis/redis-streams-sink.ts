@@ -202,7 +202,9 @@ class RedisCommitter implements SinkCommitter<RedisCommittable> {
     const c = (this.client ??= await this.sink.connect());
     const key = this.sink.key(this.ctx, item.sub);
     const pkey = this.sink.progressKey(key);
-    await c.watch(pkey);
+    const streams = [...new Set(item.entries.map((e) => e[0]))];
+    // The streams too: one turned into another type between the check below and EXEC aborts it.
+    await c.watch(pkey, ...streams);
     const committed = parseCommittedId(await c.get(pkey), `progress key "${pkey}"`);
     if (committed !== undefined && committed >= item.chk) {
       await c.unwatch();
@@ -210,6 +212,7 @@ class RedisCommitter implements SinkCommitter<RedisCommittable> {
       if (this.ctx.restoredCheckpointId === undefined && !triedBefore) throw foreignProgressError(this.sink.name, `progress key "${pkey}"`, key, committed, item.chk);
       return;
     }
+    await this.checkStreams(c, streams, item.chk);
     const m = c.multi();
     const maxLen = this.sink.options.maxLen;
     for (const [stream, ...fields] of item.entries) {
@@ -220,6 +223,21 @@ class RedisCommitter implements SinkCommitter<RedisCommittable> {
     const r = await m.exec();
     if (r === null) throw new WatchConflict(`progress key ${pkey} changed during the commit`);
     for (const [err] of r) if (err) throw err;
+  }
+
+  /**
+   * Every key the checkpoint's entries go to is a stream or absent. MULTI/EXEC is not all or
+   * nothing for errors at run time: an XADD to a key of another type fails alone while the
+   * other XADDs and the progress key's SET apply, and the restore's re-commit would then skip
+   * the checkpoint with that XADD's entries never written. So nothing is sent instead, and the
+   * commit fails naming the key (WATCH covers the keys from here to EXEC).
+   */
+  private async checkStreams(c: Redis, streams: readonly string[], chk: number): Promise<void> {
+    const types = await Promise.all(streams.map((s) => c.type(s)));
+    const at = types.findIndex((t) => t !== 'stream' && t !== 'none');
+    if (at < 0) return;
+    await c.unwatch();
+    throw new WeirError('CONNECTOR', `${this.sink.name}: key "${streams[at]}" holds a ${types[at]}, not a stream: checkpoint ${chk}'s entries for it cannot be added, so none of the checkpoint's entries were written (rename or delete that key, or route the records to another stream)`);
   }
 
   private drop(): void {
