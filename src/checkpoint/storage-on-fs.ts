@@ -221,10 +221,17 @@ export class FsCheckpointStorage extends FsSnapshotStorage implements Checkpoint
     return out.sort((a, b) => a.metadata.checkpointId - b.metadata.checkpointId);
   }
 
+  /**
+   * The newest job's checkpoint with the highest id. Within a job the id decides, not the time
+   * of completion: a clock set back (another host, a correction) would make an older checkpoint
+   * look newer, and so would a subsumed checkpoint whose metadata was written after a newer one
+   * completed and whose deletion a kill cut short. Between jobs only the time can tell.
+   */
   async latest(log: StorageLog = () => {}): Promise<CompletedCheckpointRef | undefined> {
     let best: CompletedCheckpointRef | undefined;
     for (const job of await this.jobs()) {
-      for (const c of await this.completed(job, log)) if (best === undefined || c.metadata.completedAt > best.metadata.completedAt) best = c;
+      const last = (await this.completed(job, log)).at(-1);
+      if (last !== undefined && (best === undefined || last.metadata.completedAt > best.metadata.completedAt)) best = last;
     }
     return best;
   }

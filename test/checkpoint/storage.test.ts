@@ -251,6 +251,16 @@ describe('completed() and latest()', () => {
     expect(latest?.path).toBe(join(root, other, 'chk-2'));
   });
 
+  it('latest() takes a job\'s highest checkpoint id even when an older one completed later by the clock', async () => {
+    // The clock set back between two checkpoints, or a subsumed checkpoint whose metadata was
+    // written after the newer one completed and whose deletion a kill cut short.
+    await complete(11, 1, JOB, { completedAt: 50_000 });
+    await complete(12, 1, JOB, { completedAt: 40_000 });
+    const other = 'ffffffffffffffffffffffffffffffff';
+    await complete(3, 1, other, { completedAt: 30_000 });
+    expect((await storage.latest())?.path).toBe(join(root, JOB, 'chk-12'));
+  });
+
   it('no job directory, or nothing verifying: empty and undefined', async () => {
     expect(await storage.completed(JOB)).toEqual([]);
     expect(await storage.latest()).toBeUndefined();
