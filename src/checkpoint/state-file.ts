@@ -17,6 +17,7 @@ import { decodeValue, encodeValue } from '../core/codec.ts';
 import { WeirError } from '../core/errors.ts';
 import type { StateInputHandle, StateOutputStream } from '../core/state-streams.ts';
 import type { CheckpointStorageWorkerView } from './storage.ts';
+import { MissingFileError, StorageError } from './storage-error.ts';
 
 const HEAD = Buffer.from('WEIRST01');
 const TAIL = Buffer.from('WEIREND1');
@@ -156,6 +157,7 @@ export class StateFileReader {
       return new StateFileReader(input, decodeValue<StateFileIndex>(idx));
     } catch (e) {
       if (e instanceof CorruptStateError) throw e;
+      if (storageFailed(e)) throw new StorageError(`${where}: cannot be read: ${(e as Error).message}`, { cause: e });
       throw new CorruptStateError(where, (e as Error).message);
     }
   }
@@ -165,11 +167,29 @@ export class StateFileReader {
     try {
       buf = await this.input.read(b.offset, b.length);
     } catch (e) {
+      if (storageFailed(e)) throw new StorageError(`${this.description}: block ${b.name} cannot be read: ${(e as Error).message}`, { cause: e });
       throw new CorruptStateError(this.description, `block ${b.name} cannot be read: ${(e as Error).message}`);
     }
     if (crc32(buf) !== b.crc) throw new CorruptStateError(this.description, `block ${b.name} checksum mismatch`);
     return buf;
   }
+}
+
+/**
+ * Whether reading failed because the storage did not answer (I/O error, a timeout or 5xx
+ * after the retries, no permission), not because of what the snapshot holds. Such a failure
+ * fails the attempt like any other, and the restart reads the same snapshot again; taken for
+ * corruption, it made recovery skip a good checkpoint for an older one for good (output
+ * committed past that one then refused the start, or other sinks wrote it twice). A file that
+ * does not exist is the snapshot's fault.
+ */
+function storageFailed(e: unknown): boolean {
+  if (e instanceof MissingFileError) return false;
+  if (e instanceof StorageError) return true;
+  if (e instanceof WeirError) return false; // its code is weir's, not the system's
+  // A system call's error (EIO, EMFILE, EACCES, ...); a missing file is the snapshot's fault.
+  const code = (e as NodeJS.ErrnoException | null)?.code;
+  return typeof code === 'string' && /^E[A-Z]+$/.test(code) && code !== 'ENOENT' && code !== 'ENOTDIR';
 }
 
 /**
@@ -183,7 +203,9 @@ export async function openStateFile(storage: CheckpointStorageWorkerView, refere
   try {
     input = await storage.openState(reference);
   } catch (e) {
-    throw new CorruptStateError(reference, `cannot open: ${e instanceof Error ? e.message : String(e)}`);
+    const why = e instanceof Error ? e.message : String(e);
+    if (storageFailed(e)) throw new StorageError(`${reference}: cannot open: ${why}`, { cause: e });
+    throw new CorruptStateError(reference, `cannot open: ${why}`);
   }
   if (expectedSize !== undefined && input.size !== expectedSize) {
     await input.close().catch(() => {});

@@ -8,6 +8,13 @@ export class StorageError extends WeirError {
   }
 }
 
+/**
+ * A file that storage was asked to open does not exist: a snapshot that names it is broken
+ * (restore skips it for the one before), where any other StorageError is the storage failing
+ * to answer (a restart tries the same snapshot again).
+ */
+export class MissingFileError extends StorageError {}
+
 /** The message of anything thrown (storage passes causes on in its own messages). */
 export function messageOf(e: unknown): string {
   return e instanceof Error ? e.message : String(e);

@@ -15,6 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CorruptStateError, openStateFile, StateFileReader, StateFileWriter } from '../../src/checkpoint/state-file.ts';
 import { LocalStateOutputStream, type OpenWritableFile } from '../../src/checkpoint/local/local-streams.ts';
 import { storageResolver } from '../../src/checkpoint/storage-resolver.ts';
+import { MissingFileError, StorageError } from '../../src/checkpoint/storage-error.ts';
 import type { StateInputHandle, StateOutputStream } from '../../src/core/state-streams.ts';
 import { Rng } from '../../src/core/random.ts';
 import { testSeed } from '../api/util.ts';
@@ -228,6 +229,57 @@ describe('state file corruption is detected', () => {
     });
   });
 });
+
+describe('a storage that fails to answer is not a corrupt snapshot', () => {
+  // Taken for corruption, a read error made recovery skip a good checkpoint for an older one.
+  const failing = (e: unknown) => ({ openState: () => Promise.reject(e) }) as unknown as Parameters<typeof openStateFile>[0];
+  const codeOf = async (p: Promise<unknown>) => (await p.then(() => undefined, (x: unknown) => x)) as { code?: string; message: string };
+
+  it('opening: a storage error or an I/O error is STORAGE; a missing file is CORRUPT_STATE', async () => {
+    for (const e of [new StorageError('s3 get failed: 503 after 3 retries'), Object.assign(new Error('i/o error'), { code: 'EIO' }), Object.assign(new Error('too many open files'), { code: 'EMFILE' })]) {
+      const err = await codeOf(openStateFile(failing(e), '/chk/op.state'));
+      expect(err.code, e.message).toBe('STORAGE');
+      expect(err.message).toContain('/chk/op.state');
+    }
+    for (const e of [new MissingFileError('/chk/op.state does not exist'), Object.assign(new Error('no such file'), { code: 'ENOENT' })]) {
+      expect((await codeOf(openStateFile(failing(e), '/chk/op.state'))).code, e.message).toBe('CORRUPT_STATE');
+    }
+    const missing = await codeOf(openStateFile(storage, join(dir, 'not-there.state')));
+    expect(missing.code).toBe('CORRUPT_STATE');
+  });
+
+  it('reading: an I/O error is STORAGE, a checksum mismatch CORRUPT_STATE', async () => {
+    const { path, size } = await write([['a', new Uint8Array([1, 2, 3])]]);
+    await withInput(path, size, async (input) => {
+      const r = await StateFileReader.open(input);
+      const block = r.index.blocks[0]!;
+      const broken = new StateFileReaderProbe(input, () => Promise.reject(Object.assign(new Error('i/o error'), { code: 'EIO' })));
+      expect((await codeOf(StateFileReader.open(broken))).code).toBe('STORAGE');
+      const flaky = await StateFileReader.open(new StateFileReaderProbe(input, undefined));
+      (flaky as unknown as { input: StateInputHandle }).input = new StateFileReaderProbe(input, () => Promise.reject(new StorageError('s3 get failed: timeout')));
+      expect((await codeOf(flaky.readBlock(block))).code).toBe('STORAGE');
+      (flaky as unknown as { input: StateInputHandle }).input = new StateFileReaderProbe(input, () => Promise.resolve(new Uint8Array([9, 9, 9])));
+      expect((await codeOf(flaky.readBlock(block))).code).toBe('CORRUPT_STATE');
+    });
+  });
+});
+
+/** The input, with its reads replaced when `read` is given. */
+class StateFileReaderProbe implements StateInputHandle {
+  constructor(private readonly inner: StateInputHandle, private readonly fail: (() => Promise<Uint8Array>) | undefined) {}
+  get description(): string {
+    return this.inner.description;
+  }
+  get size(): number {
+    return this.inner.size;
+  }
+  read(position: number, length: number): Promise<Uint8Array> {
+    return this.fail !== undefined ? this.fail() : this.inner.read(position, length);
+  }
+  close(): Promise<void> {
+    return Promise.resolve();
+  }
+}
 
 describe('short writes', () => {
   it('writes the OS cuts short, gathering or plain, are finished: the file reads back whole', async () => {

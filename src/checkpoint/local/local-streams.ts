@@ -9,7 +9,7 @@
  */
 import { open, rm, type FileHandle } from 'node:fs/promises';
 import type { StateInputHandle, StateOutputStream } from '../../core/state-streams.ts';
-import { StorageError } from '../storage-error.ts';
+import { MissingFileError, StorageError } from '../storage-error.ts';
 
 /** The part of a file handle an output stream needs (a FileHandle has it). */
 export interface WritableFile {
@@ -108,7 +108,14 @@ export class LocalStateInputHandle implements StateInputHandle {
   private constructor(readonly description: string, private readonly fh: FileHandle, readonly size: number) {}
 
   static async open(path: string): Promise<LocalStateInputHandle> {
-    const fh = await open(path, 'r');
+    let fh: FileHandle;
+    try {
+      fh = await open(path, 'r');
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException | null)?.code;
+      if (code === 'ENOENT' || code === 'ENOTDIR') throw new MissingFileError(`${path} does not exist`, { cause: e });
+      throw e;
+    }
     try {
       return new LocalStateInputHandle(path, fh, (await fh.stat()).size);
     } catch (e) {

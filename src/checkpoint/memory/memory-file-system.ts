@@ -8,7 +8,7 @@
  */
 import type { StateInputHandle, StateOutputStream } from '../../core/state-streams.ts';
 import { childReference, parentReference, tempReference } from '../names.ts';
-import { StorageError } from '../storage-error.ts';
+import { MissingFileError, StorageError } from '../storage-error.ts';
 import type { DirectoryEntry, SnapshotFileSystem } from '../storage-fs.ts';
 import { injectedFailure, type StorageFaults } from './faults.ts';
 
@@ -70,7 +70,7 @@ export class MemoryFileSystem implements SnapshotFileSystem {
 
   async openInput(file: string): Promise<StateInputHandle> {
     const f = this.files.get(file);
-    if (f === undefined) throw new StorageError(`${file} does not exist`);
+    if (f === undefined) throw new MissingFileError(`${file} does not exist`);
     const bytes = f.bytes();
     return {
       description: file,

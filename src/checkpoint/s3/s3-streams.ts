@@ -9,7 +9,7 @@
  * every block a restoring subtask reads), a large one by ranged GETs.
  */
 import type { StateInputHandle, StateOutputStream } from '../../core/state-streams.ts';
-import { StorageError } from '../storage-error.ts';
+import { MissingFileError, StorageError } from '../storage-error.ts';
 import type { CompletedPart, S3ObjectStore } from './object-store.ts';
 
 /** Objects up to this size are read whole once instead of range by range. */
@@ -104,7 +104,7 @@ export class S3OutputStream implements StateOutputStream {
 
 export async function openS3Input(store: S3ObjectStore, bucket: string, key: string, description: string): Promise<StateInputHandle> {
   const size = await store.headObject(bucket, key);
-  if (size === undefined) throw new StorageError(`${description} does not exist`);
+  if (size === undefined) throw new MissingFileError(`${description} does not exist`);
   let whole: Promise<Uint8Array> | undefined;
   const check = (position: number, length: number) => {
     if (position < 0 || length < 0 || position + length > size) throw new StorageError(`${description}: cannot read ${length} bytes at ${position}, the file has ${size}`);
