@@ -56,19 +56,59 @@ export function denormalizeKey(k: NormKey): unknown {
     case 'f': return Number(rest);
     case 'b': return rest === '1';
     case 'n': return BigInt(rest);
-    case 'j': return JSON.parse(rest, (_k, v) => (typeof v === 'string' && /^-?\d+n$/.test(v) ? BigInt(v.slice(0, -1)) : v));
+    case 'j': return JSON.parse(rest, (_k, v) => (typeof v === 'string' ? decodeInner(v) : v));
     default: throw new Error(`corrupt normalised key ${JSON.stringify(k)}`);
   }
 }
 
+/** How a bigint inside a composite key is written (a JSON string "<digits>n"). */
+const BIGINT_TEXT = /^-?\d+n$/;
+
+/**
+ * A composite key (arrays and plain objects of strings, numbers, booleans, bigints and null)
+ * as canonical JSON: object keys sorted, properties holding undefined left out and undefined
+ * in an array written as null (as JSON.stringify does), and every value read back as it was
+ * written (decodeInner): a bigint as "<digits>n", a number that JSON cannot hold (NaN,
+ * Infinity) as "\u0000f<number>", and a string that would read as either escaped as
+ * "\u0000s<string>". Before, undefined made text that did not parse (a restore of its timers
+ * failed for good), NaN and Infinity were written as null, and the string "5n" read back as
+ * 5n: distinct keys shared state. Anything else (a Date, a Map, a function) is refused: as
+ * JSON every Date was {}, one key.
+ */
 function canonicalJson(v: unknown): string {
   if (Array.isArray(v)) return '[' + v.map(canonicalJson).join(',') + ']';
-  if (v !== null && typeof v === 'object') {
-    const keys = Object.keys(v as object).sort();
-    return '{' + keys.map((k) => JSON.stringify(k) + ':' + canonicalJson((v as Record<string, unknown>)[k])).join(',') + '}';
+  switch (typeof v) {
+    case 'string':
+      return JSON.stringify(BIGINT_TEXT.test(v) || v.charCodeAt(0) === 0 ? '\u0000s' + v : v);
+    case 'number':
+      return Number.isFinite(v) ? JSON.stringify(v) : JSON.stringify('\u0000f' + String(v));
+    case 'bigint':
+      return `"${v}n"`;
+    case 'boolean':
+      return v ? 'true' : 'false';
+    case 'undefined':
+      return 'null';
+    case 'object': {
+      if (v === null) return 'null';
+      const proto = Object.getPrototypeOf(v);
+      if (proto !== Object.prototype && proto !== null) throw new TypeError(`a composite key holds a ${(v as object).constructor?.name ?? 'non-plain object'}; keys hold strings, numbers, booleans, bigints, null, and arrays and plain objects of those`);
+      const o = v as Record<string, unknown>;
+      const keys = Object.keys(o).filter((k) => o[k] !== undefined).sort();
+      return '{' + keys.map((k) => JSON.stringify(k) + ':' + canonicalJson(o[k])).join(',') + '}';
+    }
+    default:
+      throw new TypeError(`a composite key holds a ${typeof v}; keys hold strings, numbers, booleans, bigints, null, and arrays and plain objects of those`);
   }
-  if (typeof v === 'bigint') return `"${v}n"`;
-  return JSON.stringify(v);
+}
+
+/** A string value of canonicalJson's text, read back (see canonicalJson). */
+function decodeInner(v: string): unknown {
+  if (v.charCodeAt(0) === 0) {
+    if (v[1] === 's') return v.slice(2);
+    if (v[1] === 'f') return Number(v.slice(2));
+    return v;
+  }
+  return BIGINT_TEXT.test(v) ? BigInt(v.slice(0, -1)) : v;
 }
 
 /** Hash of a normalised key. Integers take the integer path; everything else hashes its string. */

@@ -8,7 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import { Rng } from '../../src/core/random.ts';
 import { windowStart } from '../../src/core/windows.ts';
-import { hashNormalizedKey, keyGroupOf, normalizeKey, UPPER_BOUND_MAX_PARALLELISM } from '../../src/state/key-groups.ts';
+import { denormalizeKey, hashNormalizedKey, keyGroupOf, normalizeKey, UPPER_BOUND_MAX_PARALLELISM } from '../../src/state/key-groups.ts';
 import { murmurInt, murmurString } from '../../src/state/murmur.ts';
 
 const MAX_PS = [1, 7, 128, 1000, 32768] as const;
@@ -92,5 +92,36 @@ describe('key group and window start arithmetic', () => {
       const ts = rng.bool(0.1) ? (rng.next() - 0.5) * magnitude : Math.floor((rng.next() - 0.5) * magnitude);
       expect(windowStart(ts, offset, size), `ts ${ts} offset ${offset} size ${size}`).toBe(windowStartReference(ts, offset, size));
     }
+  });
+});
+
+describe('composite keys', () => {
+  const roundTrip = (k: unknown) => denormalizeKey(normalizeKey(k));
+
+  it('read back as they were, and equal keys normalise alike', () => {
+    for (const k of [['a', 1], { b: 2, a: [1, 'x'] }, [5n, '5', 5], ['\u0000x', { z: null }], [true, false, -0.5], [[]], {}]) {
+      expect(roundTrip(k), JSON.stringify(k, (_, v) => (typeof v === 'bigint' ? `${v}n!` : v))).toEqual(k);
+    }
+    expect(normalizeKey({ a: 1, b: 2 })).toBe(normalizeKey({ b: 2, a: 1 }));
+  });
+
+  it('distinct keys stay distinct: a string that reads like a bigint, NaN and Infinity beside null', () => {
+    const keys = [['5n'], [5n], [NaN], [Infinity], [-Infinity], [null], ['\u0000s5n'], ['\u0000fNaN']];
+    const normal = keys.map((k) => normalizeKey(k));
+    expect(new Set(normal).size).toBe(keys.length);
+    for (const k of keys) expect(roundTrip(k)).toEqual(k);
+  });
+
+  it('undefined: left out of objects and null in arrays, as JSON.stringify writes them, and readable again', () => {
+    expect(normalizeKey({ a: 1, b: undefined })).toBe(normalizeKey({ a: 1 }));
+    expect(roundTrip(['a', undefined])).toEqual(['a', null]);
+    expect(roundTrip({ region: 'eu', tenant: undefined })).toEqual({ region: 'eu' });
+  });
+
+  it('values no key can hold are refused, naming what', () => {
+    expect(() => normalizeKey([new Date(0)])).toThrow(/composite key holds a Date/);
+    expect(() => normalizeKey({ m: new Map() })).toThrow(/composite key holds a Map/);
+    expect(() => normalizeKey([() => 1])).toThrow(/composite key holds a function/);
+    expect(() => normalizeKey([Symbol('s')])).toThrow(/composite key holds a symbol/);
   });
 });
