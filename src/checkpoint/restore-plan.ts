@@ -46,20 +46,27 @@ function decodeInline(b64: string): InlineOperatorState {
  * still due would be dropped. At the same parallelism each new subtask is its old self and gets
  * its own. Rescaled, a new subtask's key groups come from old subtasks at different event times,
  * and no single watermark is right for all of them: refused, unless the user accepts duplicate
- * output (then the minimum, Flink's choice). None unless every old subtask recorded one (a
- * subtask that had seen no event time yet, or a snapshot from before the field existed).
+ * output (then the minimum, Flink's choice). A subtask that recorded none (it had seen no
+ * event time yet, or a snapshot from before the field existed) restarts with none; rescaled,
+ * every subtask does then.
  */
 function restoredWatermarks(old: OperatorStateMeta, dir: string, parallelism: number, allowDuplicateOutput: boolean): (subtask: number) => number | undefined {
   const bySubtask = new Map<number, number>();
   for (const s of old.subtasks) {
     const w: unknown = s.watermark;
-    if (w === undefined) return () => undefined;
+    if (w === undefined) continue;
     if (typeof w !== 'number' || !Number.isFinite(w)) {
       throw new RestoreError(`${dir}: operator "${old.name}" subtask ${s.subtask} records watermark ${JSON.stringify(w)}, not a finite number (corrupt metadata)`);
     }
     bySubtask.set(s.subtask, w);
   }
-  if (bySubtask.size !== old.parallelism) return () => undefined;
+  if (bySubtask.size !== old.parallelism) {
+    // Some subtask recorded none. At the same parallelism the others still restart at their
+    // own (before, one without made every subtask restart with none: a subtask past a window
+    // would fire it again, or accept records it had dropped as late); rescaled, none.
+    if (parallelism === old.parallelism) return (subtask) => bySubtask.get(subtask);
+    return () => undefined;
+  }
   const all = [...bySubtask.values()];
   const min = Math.min(...all);
   const max = Math.max(...all);

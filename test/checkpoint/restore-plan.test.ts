@@ -443,13 +443,19 @@ describe('event time of keyed operators (the watermark at the snapshot)', () => 
     });
   }
 
-  it('none when an old subtask recorded none (it had seen no event time): the operator starts at the minimum', () => {
+  it('an old subtask that recorded none (it had seen no event time) restarts with none; the others at their own, unless rescaled', () => {
     const j = job({ sourceP: 1, mapP: 1, keyedP: 2, sinkP: 1, maxP: 128 });
     const keyed = j.node('keyed');
+    const wm = (r: RestorePlan, jj: typeof j, i: number) => r.tasks[taskId(jj.vertexOf('keyed'), i)]?.operators[keyed.id]?.watermark;
+    // Before, the subtask past 4999 restarted with none as well: windows it had fired (and kept
+    // for allowed lateness) fired again, and records it had dropped as late were taken.
     const r = plan(metadata([op(keyed, 2, 128, true, withWatermarks([4999, undefined]))]), j);
-    expect(r.tasks[taskId(j.vertexOf('keyed'), 0)]!.operators[keyed.id]!.watermark).toBeUndefined();
+    expect([0, 1].map((i) => wm(r, j, i))).toEqual([4999, undefined]);
     const missing = plan(metadata([op(keyed, 2, 128, true, withWatermarks([4999]))]), j);
-    expect(missing.tasks[taskId(j.vertexOf('keyed'), 0)]!.operators[keyed.id]!.watermark).toBeUndefined();
+    expect([0, 1].map((i) => wm(missing, j, i))).toEqual([4999, undefined]);
+    const j3 = job({ sourceP: 1, mapP: 1, keyedP: 3, sinkP: 1, maxP: 128 });
+    const rescaled = plan(metadata([op(j3.node('keyed'), 2, 128, true, withWatermarks([4999, undefined]))]), j3);
+    expect([0, 1, 2].map((i) => rescaled.tasks[taskId(j3.vertexOf('keyed'), i)]?.operators[j3.node('keyed').id]?.watermark)).toEqual([undefined, undefined, undefined]);
   });
 
   it('a subtask with no state but a watermark still passes it on', () => {
