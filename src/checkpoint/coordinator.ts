@@ -356,8 +356,16 @@ export class CheckpointCoordinatorLogic {
     }
   }
 
+  /**
+   * Aborts checkpoints past the timeout, except those whose metadata is being written: that
+   * write ends them ('finalized' or 'finalize-failed', bounded by the storage's own timeouts).
+   * Aborted meanwhile, the shell deleted the directory and released the shared files while the
+   * write could still land: a checkpoint reported failed, and its tasks told so, would then
+   * exist on storage, its chain files gone.
+   */
   private expire(now: number, out: Decision[]): void {
     for (const p of [...this.pending.values()]) {
+      if (p.finalizing) continue;
       if (now >= p.timestamp + this.config.timeoutMs) {
         this.abort(p.id, R.CHECKPOINT_EXPIRED, `checkpoint ${p.id} expired before completing (timeout ${this.config.timeoutMs} ms)`, out);
       }

@@ -355,6 +355,19 @@ describe('checkpoint coordinator decisions', () => {
     expect(notified(4, 11)).toMatchObject({ id: 4, checkpointType: 'savepoint', final: true, notifyTasks: true });
   });
 
+  it('a checkpoint whose metadata is being written does not expire: the write ends it', () => {
+    const c = new CheckpointCoordinatorLogic(cfg({ interval: 1000, timeout: 500 }), TASKS);
+    running(c);
+    c.handle({ type: 'tick', now: 0 });
+    expect(ackAll(c, 1, 100).map((d) => d.type)).toContain('finalize');
+    // The metadata write is slow: the timeout passes while it runs.
+    expect(c.handle({ type: 'tick', now: 10_000 }).filter((d) => d.type === 'abort')).toEqual([]);
+    expect(c.handle({ type: 'finalized', now: 10_001, id: 1 })).toMatchObject([{ type: 'notify-complete', id: 1 }]);
+    // One still waiting for acks does expire.
+    c.handle({ type: 'tick', now: 20_000 });
+    expect(c.handle({ type: 'tick', now: 20_600 }).filter((d) => d.type === 'abort')).toMatchObject([{ type: 'abort', id: 2, reason: 'CHECKPOINT_EXPIRED' }]);
+  });
+
   it('a task that finished processing joins pending checkpoints by a direct trigger', () => {
     const c = new CheckpointCoordinatorLogic(cfg({ interval: 10 }), TASKS);
     running(c);
