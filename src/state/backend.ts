@@ -194,6 +194,13 @@ export interface KeyedStateBackend {
   notifyCheckpointAborted?(checkpointId: number): void;
   /** True when restore() reads incremental chains (base then deltas, in order); others refuse them. */
   readonly restoresChains?: boolean;
+  /**
+   * True when a value read from state and changed in place (an array pushed to) is the state's
+   * value, checkpointed as changed, with no update(): the heap backend. Otherwise (disk) only
+   * update(), add() and put() reach the state, and an operator that changes a value in place
+   * must update it after (KeyedOperator.changedInPlace).
+   */
+  readonly keepsInPlaceChanges?: boolean;
 
   /**
    * Reads snapshots back (several after rescaling), keeping the key groups of this range

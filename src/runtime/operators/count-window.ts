@@ -114,12 +114,11 @@ export class CountWindowOperator extends KeyedOperator {
     } else if (s === undefined) {
       this.state.update([n, acc, maxTs]);
     } else {
-      // The read above released the key group from a snapshot in progress: change in place,
-      // then update, so that a backend holding values outside the JS heap (disk) sees it.
+      // The read above released the key group from a snapshot in progress: change in place.
       s[0] = n;
       s[1] = acc;
       s[2] = maxTs;
-      this.state.update(s);
+      this.changedInPlace(this.state, s);
     }
   }
 
@@ -133,8 +132,7 @@ export class CountWindowOperator extends KeyedOperator {
     records.push([ts, v]);
     if (records.length > this.spec.size) records.shift();
     s[0]++;
-    // Changed in place: updated so that the disk backend sees it (see addTumbling).
-    this.state.update(s);
+    this.changedInPlace(this.state, s);
     if (s[0] < slide) return;
     s[0] = 0;
     let acc: unknown;

@@ -131,9 +131,7 @@ export class IntervalJoinOperator extends KeyedOperator {
       while (at > 0 && own[at - 1]![0] > ts) at--;
       if (at === own.length) own.push([ts, v]);
       else own.splice(at, 0, [ts, v]);
-      // Changed in place: updated so that a backend holding values outside the JS heap (disk)
-      // sees it, or it would checkpoint (and, on eviction, keep) the buffer without this record.
-      ours.update(own);
+      this.changedInPlace(ours, own);
     }
     const other = theirs.value();
     if (other !== undefined) {
@@ -171,7 +169,7 @@ export class IntervalJoinOperator extends KeyedOperator {
     if (n >= buf.length) state.clear();
     else if (n > 0) {
       buf.splice(0, n);
-      state.update(buf); // changed in place: see add()
+      this.changedInPlace(state, buf);
     }
   }
 }

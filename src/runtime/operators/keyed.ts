@@ -30,11 +30,23 @@ const PREFETCH_CHUNK = 256;
 export abstract class KeyedOperator extends StreamOperator implements TimerTarget {
   backend!: KeyedStateBackend;
   private timerService: InternalTimerService | undefined;
+  /** Whether the backend sees values changed in place without update() (the heap backend). */
+  private inPlaceKept = false;
 
   protected override setUp(): void {
     const b = this.env.keyedBackend;
     if (b === undefined) throw this.fail(new Error('keyed operator has no keyed state backend'), 'open');
     this.backend = b;
+    this.inPlaceKept = b.keepsInPlaceChanges === true;
+  }
+
+  /**
+   * `value`, read from `state`, was changed in place (pushed to, an entry rewritten): updates
+   * the state where the backend would not see it otherwise (disk: dropped when the entry leaves
+   * its cache, or checkpointed as it was), and costs nothing on the heap backend.
+   */
+  protected changedInPlace<T>(state: ValueState<T>, value: T): void {
+    if (!this.inPlaceKept) state.update(value);
   }
 
   /** User functions on a keyed stream open with keyed state access. */

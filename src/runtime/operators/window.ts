@@ -269,10 +269,10 @@ export class WindowOperator extends KeyedOperator {
     // accumulating in place below never reaches the snapshot.
     const acc = w.state.value();
     const next = acc === undefined ? this.initial(v) : this.accumulate(acc, v);
-    // Also when accumulate() changed acc in place (list contents, an aggregate that returns its
-    // accumulator): a backend that keeps values outside the JS heap (disk) sees only updates,
-    // and would checkpoint (and, on eviction, keep) the value as it was. update(undefined) clears.
-    w.state.update(next);
+    // update(undefined) clears. The same object, changed in place by accumulate() (list
+    // contents, an aggregate that returns its accumulator): see changedInPlace.
+    if (next !== acc) w.state.update(next);
+    else this.changedInPlace(w.state, next);
     // A window that already fired (allowed lateness) fires again for this key.
     if (w.fired) this.fire(start, end, next);
   }
@@ -337,11 +337,11 @@ export class WindowOperator extends KeyedOperator {
     if (entry === undefined) {
       entry = [start, end, this.initial(v)];
       if (list === undefined) this.windows.update([entry]);
-      else this.windows.update((list.push(entry), list));
+      else this.windows.update((list.push(entry), list)); // a new window: not on every record
       this.registerTimers(start, end);
     } else {
       entry[2] = this.accumulate(entry[2], v);
-      this.windows.update(list!); // changed in place: see addTo
+      this.changedInPlace(this.windows, list!);
     }
     if (this.eventTime && end - 1 <= this.currentWatermark) this.fire(start, end, entry[2]);
   }
@@ -404,7 +404,7 @@ export class WindowOperator extends KeyedOperator {
       // Default triggers: a window whose time has passed fires again for each late record.
       if (a.eventTime && end - 1 <= this.currentWatermark) this.fire(start, end, entry[2]);
     }
-    if (!skipped) this.windows.update(list!); // entries changed in place: see addTo
+    if (!skipped) this.changedInPlace(this.windows, list!);
     if (skipped) this.late(v, ts);
   }
 
@@ -460,7 +460,7 @@ export class WindowOperator extends KeyedOperator {
       const e = list![hit]!;
       e[1] = end;
       e[2] = this.accumulate(e[2], v);
-      this.windows.update(list!); // changed in place: see addTo
+      this.changedInPlace(this.windows, list!);
       if (this.spec.assigner.eventTime && end - 1 <= this.currentWatermark) this.fire(start, end, e[2]);
       return;
     }
@@ -597,7 +597,7 @@ export class WindowOperator extends KeyedOperator {
     const i = list.indexOf(entry);
     if (i >= 0) list.splice(i, 1);
     if (list.length === 0) this.windows.clear();
-    else this.windows.update(list); // changed in place: see addTo
+    else this.changedInPlace(this.windows, list);
   }
 
   private fire(start: number, end: number, acc: unknown): void {

@@ -43,6 +43,8 @@ const PREFETCH_MIN_ENTRIES = 1 << 17;
 const PREFETCH_RECHECK_BATCHES = 64;
 
 export class HeapKeyedStateBackend implements KeyedStateBackend {
+  /** A value read is the table's own, and reading an object marks it changed for incremental checkpoints. */
+  readonly keepsInPlaceChanges = true;
   readonly ctx: KeyContext;
   private readonly tables = new Map<string, StateTable>();
   private readonly handles = new Map<string, unknown>();
