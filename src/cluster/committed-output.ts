@@ -33,13 +33,20 @@ export function decideCommittedOutput(sinkName: string, lastCommitted: number | 
   };
 }
 
-/** The sinkTo() sinks of the graph, each with the operator that runs it. */
-export function commitSinksOf(graph: JobGraph): { sink: TwoPhaseCommitSink<unknown, unknown>; scope: CommitScope }[] {
+/**
+ * The sinkTo() sinks of the graph, each with the operator that runs it. The scope's parallelism
+ * covers the restored snapshot's too (`restoredParallelism`, by operator id): scaled down from
+ * 4 to 2, the committables of old subtasks 2 and 3 are committed again under their own
+ * progress keys, which the check must read as well.
+ */
+export function commitSinksOf(graph: JobGraph, restoredParallelism: (operatorId: string) => number | undefined = () => undefined): { sink: TwoPhaseCommitSink<unknown, unknown>; scope: CommitScope }[] {
   const out: { sink: TwoPhaseCommitSink<unknown, unknown>; scope: CommitScope }[] = [];
   for (const v of graph.vertices) {
     for (const op of v.operators) {
       const t = op.node.transformation;
-      if (t.kind === 'one-input' && t.commitSink !== undefined) out.push({ sink: t.commitSink, scope: { operatorId: op.node.id, parallelism: op.node.parallelism } });
+      if (t.kind !== 'one-input' || t.commitSink === undefined) continue;
+      const parallelism = Math.max(op.node.parallelism, restoredParallelism(op.node.id) ?? 0);
+      out.push({ sink: t.commitSink, scope: { operatorId: op.node.id, parallelism } });
     }
   }
   return out;
@@ -49,8 +56,8 @@ export function commitSinksOf(graph: JobGraph): { sink: TwoPhaseCommitSink<unkno
 const ASK_TIMEOUT_MS = 60_000;
 
 /** Asks every sink; throws StartError on the first refusal, logs warnings. */
-export async function checkCommittedOutput(graph: JobGraph, restoredId: number | undefined, allowDuplicates: boolean, log: (line: string) => void): Promise<void> {
-  for (const { sink, scope } of commitSinksOf(graph)) {
+export async function checkCommittedOutput(graph: JobGraph, restoredId: number | undefined, allowDuplicates: boolean, log: (line: string) => void, restoredParallelism?: (operatorId: string) => number | undefined): Promise<void> {
+  for (const { sink, scope } of commitSinksOf(graph, restoredParallelism)) {
     if (sink.lastCommittedCheckpoint === undefined) continue;
     let last: number | undefined;
     try {

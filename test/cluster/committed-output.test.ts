@@ -3,7 +3,9 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { decideCommittedOutput } from '../../src/cluster/committed-output.ts';
+import { checkCommittedOutput, decideCommittedOutput } from '../../src/cluster/committed-output.ts';
+import type { JobGraph } from '../../src/graph/job-graph.ts';
+import type { CommitScope, TwoPhaseCommitSink } from '../../src/core/sink.ts';
 import { readCommitRecords, writeCommitRecord } from '../../src/connectors/file/commit-record.ts';
 import { ExactlyOnceFileSink } from '../../src/connectors/file/exactly-once-file-sink.ts';
 
@@ -62,5 +64,33 @@ describe('the exactly-once file sink records its last committed checkpoint besid
     mkdirSync(dir);
     writeFileSync(join(dir, '.weir-committed-0'), '{"checkpo');
     expect(() => readCommitRecords(dir)).toThrow(/cannot read the sink's commit record .*\.weir-committed-0/);
+  });
+});
+
+describe('checkCommittedOutput after scaling down', () => {
+  /** A graph of one sink operator at parallelism `p`, whose progress per subtask is `committed`. */
+  function graphWith(p: number, committed: (number | undefined)[], asked: number[]): JobGraph {
+    const sink = {
+      name: 'progress keys',
+      lastCommittedCheckpoint: async (scope: CommitScope) => {
+        asked.push(scope.parallelism);
+        let last: number | undefined;
+        for (let i = 0; i < scope.parallelism; i++) if (committed[i] !== undefined && (last === undefined || committed[i]! > last)) last = committed[i];
+        return last;
+      },
+    } as unknown as TwoPhaseCommitSink<unknown, unknown>;
+    return { vertices: [{ operators: [{ node: { id: 'sink-op', parallelism: p, transformation: { kind: 'one-input', commitSink: sink } } }] }] } as unknown as JobGraph;
+  }
+
+  it('reads the progress of every subtask the snapshot had, not only of those the job has now', async () => {
+    // Old subtask 3 committed checkpoint 9; the job restores checkpoint 7 at parallelism 2.
+    const asked: number[] = [];
+    const g = graphWith(2, [7, 7, 7, 9], asked);
+    await expect(checkCommittedOutput(g, 7, false, () => {}, (id) => (id === 'sink-op' ? 4 : undefined))).rejects.toThrow(/already committed the output of checkpoint 9, but the job restores checkpoint 7/);
+    expect(asked).toEqual([4]);
+    // Scaled up, the job's own parallelism covers the snapshot's.
+    const up: number[] = [];
+    await checkCommittedOutput(graphWith(6, [7, 7], up), 7, false, () => {}, () => 2);
+    expect(up).toEqual([6]);
   });
 });
