@@ -188,7 +188,7 @@ export function planRestore(m: CheckpointMetadata, dir: string, graph: RestoreTa
       const listsUnion = new Map<string, unknown[]>();
       let broadcast: Record<string, [unknown, unknown][]> | undefined;
       // Per old subtask, in its ledger's (checkpoint) order. They stay together: see below.
-      const committablesOf: unknown[][] = [];
+      const committablesOf: (readonly unknown[])[] = [];
       const sinkIdentity = inlines.find((i) => i?.sinkIdentity !== undefined)?.sinkIdentity;
       inlines.forEach((i, oldIndex) => {
         if (i === undefined) return;
@@ -199,7 +199,7 @@ export function planRestore(m: CheckpointMetadata, dir: string, graph: RestoreTa
           target.set(name, acc);
         }
         if (i.broadcast && broadcast === undefined) broadcast = i.broadcast;
-        if (i.committables !== undefined && i.committables.length > 0) committablesOf[oldIndex] = i.committables.slice();
+        if (i.committables !== undefined && i.committables.length > 0) committablesOf[oldIndex] = i.committables;
       });
       const committables = committablesOf.flatMap((c) => c ?? []);
       const watermarkOf = restoredWatermarks(old, dir, v.parallelism, allowDuplicateOutput);

@@ -8,12 +8,7 @@ import { dirname } from 'node:path';
 import type { StateInputHandle, StateOutputStream } from '../../core/state-streams.ts';
 import { schemeOf, tempReference } from '../names.ts';
 import type { DirectoryEntry, SnapshotFileSystem } from '../storage-fs.ts';
-import { LocalStateInputHandle, LocalStateOutputStream } from './local-streams.ts';
-
-function isMissing(e: unknown): boolean {
-  const code = (e as NodeJS.ErrnoException | null)?.code;
-  return code === 'ENOENT' || code === 'ENOTDIR';
-}
+import { isMissing, LocalStateInputHandle, LocalStateOutputStream } from './local-streams.ts';
 
 async function fsyncDirectory(dir: string): Promise<void> {
   const d = await open(dir, 'r');

@@ -11,6 +11,12 @@ import { open, rm, type FileHandle } from 'node:fs/promises';
 import type { StateInputHandle, StateOutputStream } from '../../core/state-streams.ts';
 import { MissingFileError, StorageError } from '../storage-error.ts';
 
+/** Whether a file system call failed because the path (or a directory on it) does not exist. */
+export function isMissing(e: unknown): boolean {
+  const code = (e as NodeJS.ErrnoException | null)?.code;
+  return code === 'ENOENT' || code === 'ENOTDIR';
+}
+
 /** The part of a file handle an output stream needs (a FileHandle has it). */
 export interface WritableFile {
   write(buffer: Buffer, offset: number, length: number, position: number): Promise<{ bytesWritten: number }>;
@@ -112,8 +118,7 @@ export class LocalStateInputHandle implements StateInputHandle {
     try {
       fh = await open(path, 'r');
     } catch (e) {
-      const code = (e as NodeJS.ErrnoException | null)?.code;
-      if (code === 'ENOENT' || code === 'ENOTDIR') throw new MissingFileError(`${path} does not exist`, { cause: e });
+      if (isMissing(e)) throw new MissingFileError(`${path} does not exist`, { cause: e });
       throw e;
     }
     try {

@@ -131,10 +131,11 @@ export class CountWindowOperator extends KeyedOperator {
     const records = s[1];
     records.push([ts, v]);
     if (records.length > this.spec.size) records.shift();
-    s[0]++;
+    const fires = ++s[0] >= slide;
+    if (fires) s[0] = 0;
+    // Every change to s made, then told once.
     this.changedInPlace(this.state, s);
-    if (s[0] < slide) return;
-    s[0] = 0;
+    if (!fires) return;
     let acc: unknown;
     let maxTs = NO_TIMESTAMP;
     for (let j = 0; j < records.length; j++) {

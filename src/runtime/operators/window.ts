@@ -337,7 +337,10 @@ export class WindowOperator extends KeyedOperator {
     if (entry === undefined) {
       entry = [start, end, this.initial(v)];
       if (list === undefined) this.windows.update([entry]);
-      else this.windows.update((list.push(entry), list)); // a new window: not on every record
+      else {
+        list.push(entry);
+        this.changedInPlace(this.windows, list);
+      }
       this.registerTimers(start, end);
     } else {
       entry[2] = this.accumulate(entry[2], v);
@@ -404,8 +407,8 @@ export class WindowOperator extends KeyedOperator {
       // Default triggers: a window whose time has passed fires again for each late record.
       if (a.eventTime && end - 1 <= this.currentWatermark) this.fire(start, end, entry[2]);
     }
-    if (!skipped) this.changedInPlace(this.windows, list!);
     if (skipped) this.late(v, ts);
+    else this.changedInPlace(this.windows, list!);
   }
 
   /** Sliding windows, window-major: the record joins every window of its pane that is not late. */
