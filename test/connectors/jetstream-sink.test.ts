@@ -96,6 +96,40 @@ describe('jetstream sink', () => {
     await c.close?.();
   });
 
+  it('a commit still running when a later attempt commits past it does not set the progress key back', async () => {
+    const { name, subject } = await stream();
+    const job = uniqueName('job');
+    // One acknowledgement at a time: the old attempt's commit of checkpoint 2 takes long enough.
+    const k = sink(name, subject, job, { maxInFlight: 1 });
+    const w = k.createWriter(sinkCtx());
+    w.write(evs(0, 4000), ts(4000));
+    const old = k.createCommitter(sinkCtx());
+    let oldDone = false;
+    const oldCommit = old.commit(w.prepareCommit(2)).then(() => { oldDone = true; });
+    const kv = await (await nc.jetstream()).views.kv(BUCKET);
+    const pkey = k.progressKey(k.key({ operatorId: 'sink', subtaskIndex: 0 }));
+    const deadline = Date.now() + 10_000;
+    while (!(new TextDecoder().decode((await kv.get(pkey))?.value ?? new Uint8Array()).includes('"publishing":2'))) {
+      expect(Date.now()).toBeLessThan(deadline);
+      await new Promise((r) => setTimeout(r, 2));
+    }
+    // The later attempt (restored from checkpoint 2, whose messages its re-commit would cover) commits 3.
+    const k2 = sink(name, subject, job);
+    const w2 = k2.createWriter(sinkCtx({ restoredCheckpointId: 2, attemptNumber: 1 }));
+    w2.write(evs(4000, 5), ts(5));
+    const later = k2.createCommitter(sinkCtx({ restoredCheckpointId: 2, attemptNumber: 1 }));
+    await later.commit(w2.prepareCommit(3));
+    expect(oldDone).toBe(false);
+    expect(await k2.lastCommittedCheckpointOf('sink', 0)).toBe(3);
+    await oldCommit;
+    // Before: the old commit's last write set it back to 2; a restore from 3 would then publish
+    // checkpoint 3 again, past the duplicate window a duplicate.
+    expect(await k.lastCommittedCheckpointOf('sink', 0)).toBe(3);
+    expect((await jsm.streams.info(name)).state.messages).toBe(4005);
+    await old.close?.();
+    await later.close?.();
+  });
+
   it('a stream whose duplicate window is shorter than minDuplicateWindowMs fails at start, naming both', async () => {
     const { name, subject } = await stream(5e9);
     const k = sink(name, subject, uniqueName('job'));

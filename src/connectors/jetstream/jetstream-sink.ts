@@ -31,8 +31,18 @@ export interface JetStreamCommittable {
 
 const TRANSIENT_CODES = new Set(['TIMEOUT', 'CONNECTION_CLOSED', 'CONNECTION_REFUSED', 'CONNECTION_TIMEOUT', 'DISCONNECT', '503', '408', 'CONNECTION_DRAINING']);
 
+/**
+ * The progress key changed since this commit read it: another committer of the same subtask (a
+ * later attempt's, while an earlier attempt's commit still runs after its timeout) wrote it. The
+ * commit starts over from a fresh read, which skips a checkpoint now recorded as committed.
+ */
+class ProgressMovedError extends Error {}
+
+/** NATS's "wrong last sequence" (JSStreamWrongLastSequenceErr), a failed compare-and-set. */
+const WRONG_LAST_SEQUENCE = 10071;
+
 export function isTransientNats(e: unknown): boolean {
-  if (isSocketError(e)) return true;
+  if (isSocketError(e) || e instanceof ProgressMovedError) return true;
   if (e instanceof WeirError) return e.code === 'TIMEOUT';
   const code = (e as { code?: unknown } | null)?.code;
   return typeof code === 'string' && TRANSIENT_CODES.has(code);
@@ -202,6 +212,18 @@ class JetStreamWriter<T> implements SinkWriter<T, JetStreamCommittable> {
   }
 }
 
+/** Writes the progress key if its revision is still `revision` (0: no entry); returns the new revision. */
+async function putIfUnchanged(kv: KV, pkey: string, value: object, revision: number): Promise<number> {
+  try {
+    return await kv.put(pkey, encoder.encode(JSON.stringify(value)), { previousSeq: revision });
+  } catch (e) {
+    if ((e as { api_error?: { err_code?: unknown } } | null)?.api_error?.err_code === WRONG_LAST_SEQUENCE) {
+      throw new ProgressMovedError(`progress key "${pkey}" changed while this commit ran`);
+    }
+    throw e;
+  }
+}
+
 class JetStreamCommitter implements SinkCommitter<JetStreamCommittable> {
   private session: Session | undefined;
   private readonly tried = new Set<string>();
@@ -232,13 +254,15 @@ class JetStreamCommitter implements SinkCommitter<JetStreamCommittable> {
     const pkey = this.sink.progressKey(key);
     const entry = await kv.get(pkey);
     const state = parseProgress(entry === null || entry.operation !== 'PUT' ? undefined : decoder.decode(entry.value), `progress key "${pkey}" in bucket ${o.progressBucket}`);
+    // Every write below is conditional on the revision read here, so the key never moves back.
+    let revision = entry?.revision ?? 0;
     const d = decideCommit(state, item.chk, this.ctx.restoredCheckpointId === undefined, triedBefore, Date.now(), this.sink.duplicateWindowMs ?? o.minDuplicateWindowMs);
     if (d.action === 'skip') return;
     if (d.action === 'foreign') throw foreignProgressError(this.sink.name, `progress key "${pkey}" in bucket ${o.progressBucket}`, key, d.committed, item.chk);
     if (d.late) {
       this.ctx.log(`weir: jetstream sink ${o.stream}: checkpoint ${item.chk} of subtask ${item.sub} is published again ${Math.round((Date.now() - d.since) / 1000)} s after its first try, past the stream's ${(this.sink.duplicateWindowMs ?? o.minDuplicateWindowMs) / 1000} s duplicate window: repeats of messages published then may not be dropped`);
     }
-    if (!d.again) await kv.put(pkey, encoder.encode(JSON.stringify({ committed: state.committed ?? null, publishing: item.chk, since: d.since })));
+    if (!d.again) revision = await putIfUnchanged(kv, pkey, { committed: state.committed ?? null, publishing: item.chk, since: d.since }, revision);
     // Bounded in flight: at most maxInFlight acknowledgements outstanding.
     let pending: Promise<PubAck>[] = [];
     const settle = async () => {
@@ -251,7 +275,7 @@ class JetStreamCommitter implements SinkCommitter<JetStreamCommittable> {
       if (pending.length >= o.maxInFlight) await settle();
     }
     await settle();
-    await kv.put(pkey, encoder.encode(JSON.stringify({ committed: item.chk })));
+    await putIfUnchanged(kv, pkey, { committed: item.chk }, revision);
   }
 
   async close(): Promise<void> {
