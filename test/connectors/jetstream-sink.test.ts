@@ -105,7 +105,7 @@ describe('jetstream sink', () => {
     w.write(evs(0, 4000), ts(4000));
     const old = k.createCommitter(sinkCtx());
     let oldDone = false;
-    const oldCommit = old.commit(w.prepareCommit(2)).then(() => { oldDone = true; });
+    const oldCommit = Promise.resolve(old.commit(w.prepareCommit(2))).then(() => { oldDone = true; });
     const kv = await (await nc.jetstream()).views.kv(BUCKET);
     const pkey = k.progressKey(k.key({ operatorId: 'sink', subtaskIndex: 0 }));
     const deadline = Date.now() + 10_000;
