@@ -24,7 +24,7 @@ import { backoffMs, nextDisposal, SAVEPOINT_MAX_FAILURES } from './snapshots.ts'
 import { deploymentKey, type AppSpec } from './spec.ts';
 import {
   MAX_EVENTS, TERMINAL, opKey,
-  type AppStatus, type Deployment, type Desired, type Lifecycle, type Observation, type Operation, type Purpose, type SavepointRecord, type SavepointTrigger,
+  type AppStatus, type CheckpointRef, type Deployment, type Desired, type Lifecycle, type Observation, type Operation, type Purpose, type SavepointRecord, type SavepointTrigger,
 } from './status.ts';
 
 export interface ReconcileInput {
@@ -127,6 +127,14 @@ class Step {
           // issued again at once, keeping issuedAt for the timeout: the target then finds the
           // savepoint the first stop wrote, or finishes the stop. Never waited out into a fallback.
           if (!failed) return { reissue: outcome === undefined };
+          // Before giving up: the job ended and its savepoint is on disk (the stop completed while
+          // the manager was down past the timeout, or after the target stopped waiting for it).
+          const found = this.observed.savepoints?.[rec.id];
+          if (found !== undefined && ended) {
+            this.complete(rec, found.path);
+            this.stopped(op, found.path);
+            return 'done';
+          }
           const why = outcome?.error ?? `no savepoint within ${spec.savepoints.timeoutMs} ms`;
           rec.state = 'FAILED';
           rec.error = why;
@@ -281,6 +289,15 @@ class Step {
     const o = this.observed.deployments[d.id];
     const state = o?.state ?? 'GONE';
     if (TERMINAL.has(state)) {
+      const late = this.lateStopSavepoint(d);
+      if (late !== undefined) {
+        this.complete(late.rec, late.found.path);
+        this.s.restorePath = late.found.path;
+        this.s.deployment = undefined;
+        this.s.upgradeRetryAt = undefined;
+        this.event('Normal', 'SavepointCompleted', `deployment ${d.id} ended (${state}) after its stop with savepoint ${late.rec.id}, given up on, completed at ${late.found.path}: it resumes from that savepoint`);
+        return this.decide(depth + 1);
+      }
       if (this.brokenUpgrade(d)) {
         this.beginRollback(d, `deployment ${d.id} ended (${state}${o?.error !== undefined ? `: ${o.error}` : ''}) before it was stable`);
         this.s.restorePath = d.lastCheckpoint?.path ?? d.from;
@@ -327,6 +344,24 @@ class Step {
     void d;
   }
 
+  /**
+   * A stop with savepoint of `d` that was given up on (timed out while the job went on stopping)
+   * but whose savepoint is on disk, newer than the job's latest checkpoint. A weir job ends after
+   * its stop savepoint, and a FINISHED job's checkpoints are gone: read as a job that finished on
+   * its own, the upgrade or suspend was lost and the next start had no state.
+   */
+  private lateStopSavepoint(d: Deployment): { rec: SavepointRecord; found: CheckpointRef } | undefined {
+    for (let i = this.s.savepoints.length - 1; i >= 0; i--) {
+      const rec = this.s.savepoints[i]!;
+      if (rec.deploymentId !== d.id || rec.trigger !== 'UPGRADE' || rec.state === 'COMPLETED') continue;
+      const found = this.observed.savepoints?.[rec.id];
+      if (found === undefined) continue;
+      if (d.lastCheckpoint !== undefined && d.lastCheckpoint.completedAt > found.completedAt) return undefined;
+      return { rec, found };
+    }
+    return undefined;
+  }
+
   /** A job that ended on its own (or whose process vanished). */
   private ended(d: Deployment, state: string, error: string | undefined): void {
     this.s.deployment = undefined;
@@ -366,9 +401,12 @@ class Step {
   private stopKeepingState(d: Deployment, running: boolean, spec: AppSpec, purpose: Purpose): Action | undefined {
     if (spec.upgradeMode === 'stateless') return this.stop(d, undefined, false, purpose);
     let savepoint = spec.upgradeMode === 'savepoint' && running;
-    if (spec.upgradeMode === 'last-state' && running && spec.lastState.maxCheckpointAgeMs !== undefined) {
+    if (spec.upgradeMode === 'last-state' && running) {
+      // Last-state resumes from the latest checkpoint; a job without one (it ran without
+      // checkpointing, say in savepoint mode before this spec) would lose its state to a cancel.
       const c = d.lastCheckpoint;
-      if (c === undefined || this.now - c.completedAt > spec.lastState.maxCheckpointAgeMs) {
+      const maxAge = spec.lastState.maxCheckpointAgeMs;
+      if (c === undefined || (maxAge !== undefined && this.now - c.completedAt > maxAge)) {
         savepoint = true;
         this.event('Normal', 'CheckpointTooOld', `latest checkpoint of ${d.id} is ${c === undefined ? 'missing' : `${this.now - c.completedAt} ms old`}; taking a savepoint instead`);
       }

@@ -6,7 +6,7 @@
  */
 import { actionOf, type Action } from './actions.ts';
 import { reconcile } from './reconcile.ts';
-import { initialStatus, opKey, type AppStatus } from './status.ts';
+import { initialStatus, opKey, stopSavepointsToProbe, type AppStatus } from './status.ts';
 import type { AppStore } from './store.ts';
 import type { DeploymentTarget } from './target.ts';
 
@@ -46,7 +46,7 @@ export class AppShell {
     if (status.deployment !== undefined) ids.add(status.deployment.id);
     if (status.operation !== undefined && 'deploymentId' in status.operation) ids.add(status.operation.deploymentId);
     const keys = status.operation !== undefined ? [opKey(status.operation)] : [];
-    const observed = await this.target.observe(this.app, [...ids], keys);
+    const observed = await this.target.observe(this.app, [...ids], keys, stopSavepointsToProbe(status));
     const decision = reconcile({ desired, status, observed, nowMs: this.now() });
     this.store.saveStatus(this.app, decision.status);
     if (decision.action === undefined) return undefined;

@@ -49,6 +49,12 @@ export interface Observation {
   readonly deployments: Readonly<Record<string, ObservedDeployment>>;
   /** Outcomes of savepoint, stop and dispose actions, by operation key (see opKey). */
   readonly operations: Readonly<Record<string, OperationOutcome>>;
+  /**
+   * The savepoint found in the folder of each stop-with-savepoint record asked about (see
+   * stopSavepointsToProbe), by record id: a fact on disk, so it outlives the target's memory of
+   * outcomes and a stop the reconciler gave up on that completed later.
+   */
+  readonly savepoints?: Readonly<Record<string, CheckpointRef>>;
 }
 
 export type SavepointTrigger = 'MANUAL' | 'PERIODIC' | 'UPGRADE';
@@ -148,4 +154,18 @@ export function opKey(op: Operation): string {
     case 'dispose':
       return `dispose:${op.savepointId}`;
   }
+}
+
+/** Stop-with-savepoint records probed per pass at most (the newest); older ones were probed before. */
+export const MAX_PROBED_STOP_SAVEPOINTS = 5;
+
+/**
+ * The stop-with-savepoint records of the current deployment without a completed savepoint: the
+ * target looks for a savepoint in their folders (Observation.savepoints). A stop given up on
+ * (timed out, a manager restarted past its timeout) may still have completed and ended the job.
+ */
+export function stopSavepointsToProbe(s: AppStatus): string[] {
+  const d = s.deployment?.id;
+  if (d === undefined) return [];
+  return s.savepoints.filter((r) => r.trigger === 'UPGRADE' && r.deploymentId === d && r.state !== 'COMPLETED').slice(-MAX_PROBED_STOP_SAVEPOINTS).map((r) => r.id);
 }

@@ -14,8 +14,9 @@ export interface DeploymentTarget {
    * An operation it was given reports an outcome (in-progress at least) from the next observe on;
    * one it has no outcome for is one it does not know (a restarted manager), and the reconciler
    * issues it again (a stop with savepoint, a savepoint, a dispose: all idempotent).
+   * For each of `stopSavepointIds` (savepoint record ids), the verified savepoint in its folder, if any.
    */
-  observe(app: string, deploymentIds: readonly string[], operationKeys: readonly string[]): Promise<Observation>;
+  observe(app: string, deploymentIds: readonly string[], operationKeys: readonly string[], stopSavepointIds?: readonly string[]): Promise<Observation>;
   /**
    * Begins an action and returns once it is under way (its outcome shows in a later observe).
    * Idempotent: a start of a deployment that exists, a stop of one that ended, a dispose of a

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import type { Action } from '../../src/lifecycle/actions.ts';
 import { reconcile } from '../../src/lifecycle/reconcile.ts';
 import { validateSpec, type AppSpec } from '../../src/lifecycle/spec.ts';
-import { initialStatus, type AppStatus, type Desired, type ObservedDeployment, type OperationOutcome } from '../../src/lifecycle/status.ts';
+import { initialStatus, stopSavepointsToProbe, type AppStatus, type CheckpointRef, type Desired, type ObservedDeployment, type OperationOutcome } from '../../src/lifecycle/status.ts';
 
 const spec = (version: string, extra: Record<string, unknown> = {}): AppSpec =>
   validateSpec({ name: 'app', job: { module: '/j.ts', version }, configuration: { 'execution.checkpointing.interval': '1s' }, ...extra }, 'test', '/');
@@ -19,6 +19,8 @@ class H {
   desired: Desired;
   deployments: Record<string, ObservedDeployment> = {};
   operations: Record<string, OperationOutcome> = {};
+  /** Savepoints on disk by record id; observed only for the records the shell would ask about. */
+  onDisk: Record<string, CheckpointRef> = {};
   constructor(s: AppSpec) {
     this.desired = { spec: s, generation: 1 };
   }
@@ -27,7 +29,9 @@ class H {
   }
   step(advanceMs = 1000): Action | undefined {
     this.now += advanceMs;
-    const d = reconcile({ desired: this.desired, status: this.status, observed: { deployments: this.deployments, operations: this.operations }, nowMs: this.now });
+    const savepoints: Record<string, CheckpointRef> = {};
+    for (const id of stopSavepointsToProbe(this.status)) if (this.onDisk[id] !== undefined) savepoints[id] = this.onDisk[id];
+    const d = reconcile({ desired: this.desired, status: this.status, observed: { deployments: this.deployments, operations: this.operations, savepoints }, nowMs: this.now });
     this.status = d.status;
     return d.action;
   }
@@ -119,6 +123,52 @@ describe('upgrades (point 4)', () => {
     expect(h.step(3000)).toBeUndefined();
     expect(h.step(3000)).toBeUndefined();
     expect(h.status.savepoints[0]).toMatchObject({ state: 'FAILED', error: 'no savepoint within 5000 ms' });
+  });
+
+  it('a stop given up on that completes later: the job ends FINISHED and the upgrade starts from that savepoint, not empty', () => {
+    const h = new H(spec('v1', { savepoints: { timeout: '5s' } }));
+    const d1 = h.stable();
+    h.apply(spec('v2', { savepoints: { timeout: '5s' } }));
+    expect(h.step()).toMatchObject({ kind: 'stop', savepointId: 'sp-1' });
+    h.operations[`stop:${d1}:sp-1`] = { state: 'in-progress' };
+    h.step(3000);
+    h.step(3000);
+    expect(h.status.savepoints[0]).toMatchObject({ id: 'sp-1', state: 'FAILED' });
+    // The job went on stopping: its savepoint is written, it ends FINISHED (its checkpoints discarded).
+    h.onDisk['sp-1'] = { path: '/sp/sp-1/savepoint-9', completedAt: h.now };
+    h.deployments[d1] = { state: 'FINISHED', restarts: 0 };
+    expect(h.step()).toMatchObject({ kind: 'start', from: '/sp/sp-1/savepoint-9', spec: { job: { version: 'v2' } } });
+    expect(h.status.savepoints[0]).toMatchObject({ id: 'sp-1', state: 'COMPLETED', path: '/sp/sp-1/savepoint-9' });
+    expect(h.events()).toContain('SavepointCompleted');
+    expect(h.status.lifecycle).toBe('UPGRADING');
+  });
+
+  it('a suspend whose stop completed while the manager was down past the timeout resumes from its savepoint', () => {
+    const noCheckpoints = { configuration: {} };
+    const h = new H(spec('v1', noCheckpoints));
+    const d1 = h.stable();
+    h.apply(spec('v1', { ...noCheckpoints, state: 'suspended' }));
+    expect(h.step()).toMatchObject({ kind: 'stop', savepointId: 'sp-1' });
+    // The manager is down for 11 minutes (the timeout is 10): the stop completed meanwhile.
+    h.operations = {};
+    h.deployments[d1] = { state: 'FINISHED', restarts: 0 };
+    h.onDisk['sp-1'] = { path: '/sp/sp-1/savepoint-4', completedAt: h.now + 1000 };
+    h.step(11 * 60_000);
+    expect(h.status.lifecycle).toBe('SUSPENDED');
+    expect(h.status.restorePath).toBe('/sp/sp-1/savepoint-4');
+    h.apply(spec('v1', noCheckpoints));
+    expect(h.step()).toMatchObject({ kind: 'start', from: '/sp/sp-1/savepoint-4' });
+  });
+
+  it('last-state from a deployment without any checkpoint takes a savepoint instead of cancelling its state away', () => {
+    const h = new H(spec('v1', { configuration: {} }));
+    const d1 = (h.step() as { deploymentId: string }).deploymentId;
+    h.deployments[d1] = { state: 'RUNNING', restarts: 0 }; // no checkpointing: never a checkpoint
+    h.step();
+    expect(h.status.lifecycle).toBe('STABLE');
+    h.apply(spec('v2', { upgradeMode: 'last-state' }));
+    expect(h.step()).toMatchObject({ kind: 'stop', deploymentId: d1, savepointId: 'sp-1' });
+    expect(h.events()).toContain('CheckpointTooOld');
   });
 
   it('savepoint mode on a job that is not running falls back to its latest checkpoint, not to empty state', () => {

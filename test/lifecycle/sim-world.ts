@@ -47,6 +47,8 @@ export class SimWorld {
   readonly started: string[] = [];
   /** Violations of "never two copies of a job". */
   readonly violations: string[] = [];
+  /** When each savepoint on "disk" was written. */
+  readonly writtenAt = new Map<string, number>();
   /** Versions that throw at start. */
   readonly broken = new Set<string>();
   private readonly pendingSavepoints = new Map<string, { jobId: string; ticksLeft: number; fails: boolean }>();
@@ -119,6 +121,7 @@ export class SimWorld {
     const path = `sp:${savepointId}`;
     if (!this.disk.has(path)) this.written.push(path);
     this.disk.set(path, j.position);
+    this.writtenAt.set(path, this.nowMs);
     this.snapshots.push({ path, jobId: j.id, position: j.position, stop });
   }
 
@@ -149,7 +152,7 @@ export class SimTarget implements DeploymentTarget {
 
   constructor(private readonly world: SimWorld) {}
 
-  async observe(_app: string, ids: readonly string[], keys: readonly string[]): Promise<Observation> {
+  async observe(_app: string, ids: readonly string[], keys: readonly string[], stopSavepointIds: readonly string[] = []): Promise<Observation> {
     const deployments: Record<string, ObservedDeployment> = {};
     for (const id of ids) {
       const j = this.world.jobs.get(id);
@@ -162,7 +165,14 @@ export class SimTarget implements DeploymentTarget {
       if (k === undefined) continue; // not issued by this manager life: no outcome known
       operations[key] = this.outcome(k);
     }
-    return { deployments, operations };
+    // What is on disk, as the local target finds it in the records' folders.
+    const savepoints: Record<string, { path: string; completedAt: number }> = {};
+    for (const id of stopSavepointIds) {
+      const path = `sp:${id}`;
+      const at = this.world.writtenAt.get(path);
+      if (at !== undefined && this.world.disk.has(path)) savepoints[id] = { path, completedAt: at };
+    }
+    return { deployments, operations, savepoints };
   }
 
   private outcome(k: { savepointId?: string; jobId?: string; kind: Action['kind']; path?: string }): OperationOutcome {

@@ -48,7 +48,7 @@ export class LocalProcessTarget implements DeploymentTarget {
     this.log = options.log ?? (() => {});
   }
 
-  async observe(app: string, ids: readonly string[], keys: readonly string[]): Promise<Observation> {
+  async observe(app: string, ids: readonly string[], keys: readonly string[], stopSavepointIds: readonly string[] = []): Promise<Observation> {
     const deployments: Record<string, ObservedDeployment> = {};
     for (const id of ids) {
       const o = await this.observeDeployment(app, id);
@@ -59,7 +59,12 @@ export class LocalProcessTarget implements DeploymentTarget {
       const o = this.outcomes.get(`${app}/${k}`);
       if (o !== undefined) operations[k] = o;
     }
-    return { deployments, operations };
+    const savepoints: Record<string, CheckpointRef> = {};
+    for (const id of stopSavepointIds) {
+      const found = await newestSavepointIn(this.layout.savepoint(app, id));
+      if (found !== undefined) savepoints[id] = found;
+    }
+    return { deployments, operations, savepoints };
   }
 
   async act(app: string, a: Action): Promise<void> {
@@ -224,7 +229,7 @@ export class LocalProcessTarget implements DeploymentTarget {
       return { state: 'failed', error: `deployment ${id} does not serve its control API yet` };
     }
     const found = await newestSavepointIn(dir);
-    return found !== undefined ? { state: 'completed', path: found } : { state: 'failed', error: `deployment ${id} ended without a savepoint in ${dir}` };
+    return found !== undefined ? { state: 'completed', path: found.path } : { state: 'failed', error: `deployment ${id} ended without a savepoint in ${dir}` };
   }
 
   private async cancel(app: string, id: string): Promise<OperationOutcome> {
@@ -285,8 +290,8 @@ async function waitForExit(pid: number, timeoutMs: number): Promise<boolean> {
 }
 
 /** The newest savepoint in a record's folder that verifies (its metadata is written last). */
-async function newestSavepointIn(dir: string): Promise<string | undefined> {
-  let best: { path: string; at: number } | undefined;
+async function newestSavepointIn(dir: string): Promise<CheckpointRef | undefined> {
+  let best: CheckpointRef | undefined;
   let names: string[];
   try {
     names = readdirSync(dir);
@@ -296,7 +301,7 @@ async function newestSavepointIn(dir: string): Promise<string | undefined> {
   for (const n of names) {
     const p = join(dir, n);
     const v = await verifyCheckpoint(p);
-    if (v.ok && (best === undefined || v.metadata.completedAt > best.at)) best = { path: p, at: v.metadata.completedAt };
+    if (v.ok && (best === undefined || v.metadata.completedAt > best.completedAt)) best = { path: p, completedAt: v.metadata.completedAt };
   }
-  return best?.path;
+  return best;
 }
