@@ -51,6 +51,26 @@ describe('local processes', () => {
     }
   });
 
+  it('a pid file naming a live process that is not the deployment\'s (a pid reused after a reboot) is not trusted, and that process is not signalled', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'weir-stalepid-'));
+    const target = new LocalProcessTarget({ root, weirBin: '/nonexistent/weir' });
+    mkdirSync(target.layout.deployment('app', 'd1'), { recursive: true });
+    const stranger = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)'], { stdio: 'ignore' });
+    try {
+      writeFileSync(target.layout.pidFile('app', 'd1'), String(stranger.pid));
+      writeFileSync(target.layout.stderr('app', 'd1'), 'weir: job 0123abcd running; control API on http://127.0.0.1:1\n');
+      const seen = (await target.observe('app', ['d1'], [])).deployments['d1'];
+      // Gone (before: STARTING for good, its control API never answering).
+      expect(seen?.state).toBe('GONE');
+      await target.act('app', { kind: 'stop', key: 'stop:d1:cancel', deploymentId: 'd1', timeoutMs: 5000 });
+      await new Promise((r) => setTimeout(r, 300));
+      expect(alive(stranger.pid!), 'the unrelated process still runs').toBe(true);
+    } finally {
+      stranger.kill('SIGKILL');
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
   it('finds a live process by an argument of its command line, and sees it gone', async () => {
     const marker = `/tmp/weir-marker-${process.pid}-${Date.now()}/config.json`;
     const child = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)', marker], { stdio: 'ignore' });

@@ -5,7 +5,7 @@
  * how a process that is gone ended from its log.
  */
 import { spawn } from 'node:child_process';
-import { closeSync, openSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import type { JobState } from '../status.ts';
 
 export function alive(pid: number): boolean {
@@ -26,6 +26,23 @@ export function alive(pid: number): boolean {
 }
 
 /** Pids of live processes whose command line contains `marker` (Linux /proc; elsewhere none are found). */
+/**
+ * Whether `pid` is alive and still the process that was started with `marker` (a deployment's
+ * config path) on its command line. A pid file outlives a reboot or a container restart, after
+ * which its number may name any process: trusting it showed a dead deployment as starting for
+ * ever and sent SIGTERM to an unrelated process. Where /proc cannot be read (not Linux), alive.
+ */
+export function aliveAs(pid: number, marker: string): boolean {
+  if (!alive(pid)) return false;
+  let cmdline: string;
+  try {
+    cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+  } catch {
+    return !existsSync('/proc/self/cmdline');
+  }
+  return cmdline.split('\0').includes(marker);
+}
+
 export function processesWith(marker: string): number[] {
   let names: string[];
   try {

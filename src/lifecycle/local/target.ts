@@ -18,7 +18,7 @@ import type { DeploymentTarget } from '../target.ts';
 import type { CheckpointRef, JobState, Observation, ObservedDeployment, OperationOutcome } from '../status.ts';
 import { cancel, overview, savepointInto, type JobEndpoint } from './job-api.ts';
 import { Layout } from './layout.ts';
-import { alive, endOf, processesWith, spawnDetached } from './processes.ts';
+import { aliveAs, endOf, processesWith, spawnDetached } from './processes.ts';
 
 export interface LocalTargetOptions {
   /** The manager's directory (see layout.ts). */
@@ -167,7 +167,7 @@ export class LocalProcessTarget implements DeploymentTarget {
     const ep = this.endpoint(app, id);
     const lastCheckpoint = ep !== undefined ? await this.latestCheckpoint(app, ep.jobId) : undefined;
     const withCheckpoint = lastCheckpoint !== undefined ? { lastCheckpoint } : {};
-    if (alive(pid)) {
+    if (aliveAs(pid, this.layout.config(app, id))) {
       if (ep === undefined) return { state: 'STARTING', restarts: 0 };
       try {
         const o = await overview(ep);
@@ -213,17 +213,17 @@ export class LocalProcessTarget implements DeploymentTarget {
     const dir = this.layout.savepoint(app, savepointId);
     mkdirSync(dir, { recursive: true });
     const pid = this.pidOf(app, id);
-    const running = pid !== undefined && alive(pid);
+    const running = pid !== undefined && aliveAs(pid, this.layout.config(app, id));
     const ep = this.endpoint(app, id);
     if (running && ep !== undefined) {
       try {
         const path = await savepointInto(ep, dir, true, timeoutMs);
-        await waitForExit(pid, EXIT_WAIT_MS);
+        await waitForExit(pid, this.layout.config(app, id), EXIT_WAIT_MS);
         return { state: 'completed', path };
       } catch (e) {
         // Asked again by a restarted manager while the first stop is finishing: its savepoint shows
         // up on disk once the job has exited (which may take a while on a loaded machine).
-        if (!(await waitForExit(pid, EXIT_WAIT_MS))) return { state: 'failed', error: (e as Error).message };
+        if (!(await waitForExit(pid, this.layout.config(app, id), EXIT_WAIT_MS))) return { state: 'failed', error: (e as Error).message };
       }
     } else if (running) {
       return { state: 'failed', error: `deployment ${id} does not serve its control API yet` };
@@ -234,7 +234,7 @@ export class LocalProcessTarget implements DeploymentTarget {
 
   private async cancel(app: string, id: string): Promise<OperationOutcome> {
     const pid = this.pidOf(app, id);
-    if (pid === undefined || !alive(pid)) return { state: 'completed' };
+    if (pid === undefined || !aliveAs(pid, this.layout.config(app, id))) return { state: 'completed' };
     const ep = this.endpoint(app, id);
     try {
       if (ep === undefined) throw new Error('no control API yet');
@@ -279,10 +279,10 @@ function jobState(s: string): JobState {
   }
 }
 
-/** Whether the process exited within `timeoutMs`. */
-async function waitForExit(pid: number, timeoutMs: number): Promise<boolean> {
+/** Whether the process (started with `marker` on its command line) exited within `timeoutMs`. */
+async function waitForExit(pid: number, marker: string, timeoutMs: number): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
-  while (alive(pid)) {
+  while (aliveAs(pid, marker)) {
     if (Date.now() > deadline) return false;
     await new Promise((r) => setTimeout(r, 100));
   }
