@@ -61,6 +61,12 @@ export interface CheckpointMetadata {
   readonly operators: readonly OperatorStateMeta[];
   /** Split enumerator state per source operator id: splits not assigned to any reader. */
   readonly enumerators: Readonly<Record<string, readonly unknown[]>>;
+  /**
+   * With in-flight data (an unaligned checkpoint): the job's edges by index, as
+   * restore-plan.ts channelEdgesOf describes them. Output channel state is stored per edge
+   * index and replayed into the edge of that index; a restore checks they still mean the same.
+   */
+  readonly channelEdges?: readonly string[];
   readonly stats: {
     readonly stateSize: number;
     readonly subtasks: Readonly<Record<string, SubtaskCheckpointStats>>;

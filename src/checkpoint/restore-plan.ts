@@ -134,6 +134,54 @@ export interface RestoreTargetGraph {
       readonly node: { readonly id: string; readonly name: string; readonly maxParallelism: number; readonly transformation: { readonly kind: string; readonly commitSink?: { identity?(): string } } };
     }[];
   }[];
+  readonly edges: readonly ChannelEdgeShape[];
+}
+
+/** The edges of a job, as channelEdgesOf reads them (the graph layer's JobEdge is one). */
+export interface ChannelEdgeShape {
+  readonly source: { readonly operators: readonly { readonly node: { readonly id: string } }[] };
+  /** Operator index inside the source vertex that produces the edge. */
+  readonly sourceOperator: number;
+  readonly target: { readonly operators: readonly { readonly node: { readonly id: string } }[] };
+  readonly inputIndex: number;
+  readonly sideTag: string | undefined;
+}
+
+/**
+ * Each edge, by index, as "<producing operator id>><target chain head id>:<input>[:<side tag>]".
+ * Parallelism and partitioning are left out: in-flight data is re-partitioned at a rescale.
+ */
+export function channelEdgesOf(edges: readonly ChannelEdgeShape[]): string[] {
+  return edges.map((e) => `${e.source.operators[e.sourceOperator]!.node.id}>${e.target.operators[0]!.node.id}:${e.inputIndex}${e.sideTag !== undefined ? `:${e.sideTag}` : ''}`);
+}
+
+/**
+ * In-flight data of an unaligned checkpoint is kept per task: the head operator's input
+ * channels, the task's output per edge index. It can be replayed only into tasks whose chains
+ * and edges are what they were. A parallelism change can change chaining (equal parallelism
+ * chains by default, a different one does not) and with it the edge numbering: the in-flight
+ * data of an operator no longer heading a chain was dropped, and output replayed into another
+ * edge skipped or repeated operators. Refused, with the way out.
+ */
+function checkChannelTopology(m: CheckpointMetadata, dir: string, graph: RestoreTargetGraph): void {
+  const withData = m.operators.filter((o) => o.subtasks.some((s) => s.channelState !== undefined));
+  if (withData.length === 0) return;
+  const wayOut = `restore it at the parallelism it was taken at, or restore from an aligned checkpoint or a savepoint (always aligned)`;
+  const heads = new Set(graph.vertices.map((v) => v.operators[0]?.node.id));
+  for (const o of withData) {
+    if (!heads.has(o.id)) {
+      throw new RestoreError(`${dir}: operator "${o.name}" has in-flight data (an unaligned checkpoint), and in this job it no longer begins a chain of operators (a parallelism change changed chaining); ${wayOut}`);
+    }
+  }
+  const was = m.channelEdges;
+  if (was === undefined) return; // written before edges were recorded: the heads are all that can be checked
+  if (!Array.isArray(was) || was.some((e) => typeof e !== 'string')) throw new RestoreError(`${dir}: channelEdges is not a list of edges (corrupt metadata)`);
+  const now = channelEdgesOf(graph.edges);
+  for (let i = 0; i < Math.max(was.length, now.length); i++) {
+    if (was[i] !== now[i]) {
+      throw new RestoreError(`${dir}: the job's edges changed since this unaligned checkpoint (edge ${i} was ${was[i] ?? 'absent'}, is ${now[i] ?? 'absent'}), so its in-flight data cannot be replayed; ${wayOut}`);
+    }
+  }
 }
 
 export interface RestoreTargetPlan {
@@ -146,6 +194,7 @@ export function planRestore(m: CheckpointMetadata, dir: string, graph: RestoreTa
   const splits: Record<TaskId, unknown[]> = {};
   const byId = new Map(m.operators.map((o) => [o.id, o]));
   const seen = new Set<string>();
+  checkChannelTopology(m, dir, graph);
 
   for (const v of graph.vertices) {
     const subtasks = plan.subtasks.filter((s) => s.vertex === v.index);

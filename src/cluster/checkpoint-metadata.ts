@@ -4,6 +4,7 @@
  * the line of the job's checkpoint history for a stats entry.
  */
 import { METADATA_VERSION, METADATA_VERSION_WITHOUT_CHAINS, type CheckpointMetadata, type OperatorStateMeta } from '../checkpoint/metadata.ts';
+import { channelEdgesOf } from '../checkpoint/restore-plan.ts';
 import type { CheckpointStatsEntry } from '../checkpoint/stats.ts';
 import type { CheckpointType, TaskAck } from '../core/checkpoint-format.ts';
 import { subtaskOf } from '../core/task-id.ts';
@@ -61,9 +62,11 @@ export function buildCheckpointMetadata(f: MetadataFacts): CheckpointMetadata {
   const enumerators: Record<string, unknown[]> = {};
   for (const v of f.graph.vertices) if (v.isSource) enumerators[v.operators[0]!.node.id] = [];
   const chains = [...byOp.values()].some((o) => o.subtasks.some((s) => s.chain !== undefined));
+  const inFlight = [...byOp.values()].some((o) => o.subtasks.some((s) => s.channelState !== undefined));
   return {
     format: 'weir-checkpoint', version: chains ? METADATA_VERSION : METADATA_VERSION_WITHOUT_CHAINS, jobId: f.jobId, jobName: f.graph.jobName, checkpointId: f.checkpointId, type: f.type,
     timestamp: f.timestamp, completedAt: f.completedAt, operators: [...byOp.values()], enumerators, stats: { stateSize, subtasks: subtaskStats },
+    ...(inFlight ? { channelEdges: channelEdgesOf(f.graph.edges) } : {}),
   };
 }
 

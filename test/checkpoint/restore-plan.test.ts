@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { StreamExecutionEnvironment } from '../../src/api/environment.ts';
 import { METADATA_VERSION, type CheckpointMetadata, type OperatorStateMeta, type SubtaskStateMeta } from '../../src/checkpoint/metadata.ts';
-import { planRestore, RestoreError, type RestorePlan } from '../../src/checkpoint/restore-plan.ts';
+import { channelEdgesOf, planRestore, RestoreError, type RestorePlan } from '../../src/checkpoint/restore-plan.ts';
 import { planExecution } from '../../src/graph/execution-plan.ts';
 import { buildJobGraph, type JobGraph } from '../../src/graph/job-graph.ts';
 import type { StreamNode } from '../../src/graph/stream-graph.ts';
@@ -512,6 +512,38 @@ describe('channel state of unaligned checkpoints', () => {
       { reads: [0, 2], primary: [0, 2], rescaled: true },
       { reads: [1], primary: [1], rescaled: true },
     ]);
+  });
+});
+
+describe('channel state when chaining changed', () => {
+  const cs = (subtask: number): SubtaskStateMeta => ({ subtask, stateSize: 10, channelState: { file: `map-${subtask}.channels.state`, fileSize: 10, persistedBytes: 8 } });
+  const withEdges = (m: CheckpointMetadata, j: ReturnType<typeof job>): CheckpointMetadata => ({ ...m, channelEdges: channelEdgesOf(j.graph.edges) });
+
+  it('in-flight data of an operator that no longer begins a chain is refused, naming it (before: its files went to no task)', () => {
+    const old = job({ sourceP: 1, mapP: 2, keyedP: 2, sinkP: 2 }); // [src] [map] [keyed]
+    const m = withEdges(metadata([op(old.node('map'), 2, 128, false, [cs(0), cs(1)])]), old);
+    const now = job({ sourceP: 1, mapP: 1, keyedP: 1, sinkP: 1 }); // [src, map] chained
+    expect(() => plan(m, now, false, 1)).toThrow(RestoreError);
+    expect(() => plan(m, now, false, 1)).toThrow(/operator "[^"]+" has in-flight data \(an unaligned checkpoint\), and in this job it no longer begins a chain/);
+    // Also when the snapshot predates recorded edges.
+    expect(() => plan({ ...m, channelEdges: undefined }, now, false, 1)).toThrow(/no longer begins a chain/);
+  });
+
+  it('output in flight on an edge whose meaning changed is refused (before: the source\'s raw records were replayed into the keyed operator)', () => {
+    const old = job({ sourceP: 1, mapP: 1, keyedP: 1, sinkP: 1 }); // [src, map]: edge 0 is map -> keyed
+    const srcCs = (subtask: number): SubtaskStateMeta => ({ subtask, stateSize: 10, channelState: { file: `src-${subtask}.channels.state`, fileSize: 10, persistedBytes: 8 } });
+    const m = withEdges(metadata([op(old.node('src'), 1, 128, false, [srcCs(0)])]), old);
+    const now = job({ sourceP: 1, mapP: 2, keyedP: 2, sinkP: 2 }); // [src] [map]: edge 0 is src -> map
+    expect(() => plan(m, now)).toThrow(/the job's edges changed since this unaligned checkpoint \(edge 0 was [^,]+, is [^)]+\)/);
+  });
+
+  it('a rescale that keeps chains and edges restores the in-flight data as before', () => {
+    const old = job({ sourceP: 1, mapP: 2, keyedP: 2, sinkP: 2 });
+    const m = withEdges(metadata([op(old.node('map'), 2, 128, false, [cs(0), cs(1)])]), old);
+    const now = job({ sourceP: 1, mapP: 3, keyedP: 3, sinkP: 3 });
+    const p = plan(m, now, false, 3);
+    const files = Object.values(p.tasks).flatMap((t) => t.channelState?.files.map((f) => f.path) ?? []);
+    expect(files.sort()).toEqual([join(DIR, 'map-0.channels.state'), join(DIR, 'map-1.channels.state')]);
   });
 });
 
