@@ -135,7 +135,7 @@ export class CheckpointCoordinatorLogic {
     const times: number[] = [];
     for (const p of this.pending.values()) times.push(p.timestamp + this.config.timeoutMs);
     const interval = this.config.intervalMs;
-    if (interval !== undefined && !this.periodicSuspended && this.pendingPeriodic() < this.config.maxConcurrent) {
+    if (interval !== undefined && !this.periodicSuspended && this.pendingForPeriodic() < this.config.maxConcurrent) {
       times.push(Math.max(this.lastTriggerAt + interval, this.lastCompletedAt + this.config.minPauseMs));
     }
     const finite = times.filter((t) => Number.isFinite(t));
@@ -216,6 +216,19 @@ export class CheckpointCoordinatorLogic {
     return n;
   }
 
+  /**
+   * Snapshots that hold back a periodic trigger: checkpoints and savepoints in progress (Flink
+   * counts pending savepoints against max-concurrent-checkpoints too). An unaligned checkpoint
+   * started under a savepoint overtakes the savepoint's barrier queued behind the backlog, and
+   * downstream drops that barrier as stale or aborts its alignment: under backpressure
+   * savepoints then almost never completed.
+   */
+  private pendingForPeriodic(): number {
+    let n = 0;
+    for (const p of this.pending.values()) if (!p.final) n++;
+    return n;
+  }
+
   private allTasksReady(): boolean {
     for (const t of this.tasks.values()) if (t.status === 'deploying' || t.status === 'finished') return false;
     return true;
@@ -232,7 +245,7 @@ export class CheckpointCoordinatorLogic {
     const interval = this.config.intervalMs;
     if (interval === undefined || this.shutDown || this.periodicSuspended) return;
     if (now < this.lastTriggerAt + interval) return;
-    if (this.pendingPeriodic() >= this.config.maxConcurrent) return;
+    if (this.pendingForPeriodic() >= this.config.maxConcurrent) return;
     // min-pause: from the end of the last completed checkpoint to the start of the next.
     if (now < this.lastCompletedAt + this.config.minPauseMs) return;
     if (!this.allTasksReady()) return; // NOT_ALL_REQUIRED_TASKS_RUNNING: retried on the next tick, not counted

@@ -335,6 +335,19 @@ describe('checkpoint coordinator decisions', () => {
     expect(c.completedCheckpoints()).toEqual([]);
   });
 
+  it('a savepoint in progress holds back the periodic checkpoint (counted against max concurrent, as in Flink), unaligned or not', () => {
+    for (const unaligned of [true, false]) {
+      const c = new CheckpointCoordinatorLogic(cfg({ interval: 1000, unaligned }), TASKS);
+      running(c, -1000);
+      expect(c.handle({ type: 'request', now: -500, checkpointType: 'savepoint', requestId: 'sp' })).toMatchObject([{ type: 'trigger', id: 1, checkpointType: 'savepoint' }]);
+      // Before: checkpoint 2 triggered here; unaligned, its barrier overtook the savepoint's.
+      expect(types(c.handle({ type: 'tick', now: 600 }))).not.toContain('trigger');
+      ackAll(c, 1, 700);
+      c.handle({ type: 'finalized', now: 710, id: 1 });
+      expect(c.handle({ type: 'tick', now: 720 })).toMatchObject([{ type: 'trigger', id: 2, checkpointType: 'checkpoint' }]);
+    }
+  });
+
   it('tasks hear of a completed checkpoint and of the savepoint that stops the job, not of an intermediate savepoint', () => {
     // Recovery starts from the latest checkpoint, never from a savepoint: output committed at an
     // intermediate savepoint newer than that checkpoint would be written twice after a failure.
@@ -427,6 +440,7 @@ describe('checkpoint coordinator decisions', () => {
     expect(c.handle({ type: 'tick', now: 0 })).toEqual([]);
     expect(c.handle({ type: 'request', now: 1, checkpointType: 'savepoint', requestId: 'stop' })).toMatchObject([{ type: 'trigger', checkpointType: 'savepoint' }]);
     expect(c.handle({ type: 'tick', now: 500 })).toEqual([]);
+    c.handle({ type: 'decline', now: 550, id: 1, task: taskId(1, 0), reason: R.CHECKPOINT_DECLINED, message: 'x' }); // the stop failed
     c.handle({ type: 'resume-periodic', now: 600 });
     expect(c.handle({ type: 'tick', now: 600 })).toMatchObject([{ type: 'trigger', checkpointType: 'checkpoint' }]);
   });
