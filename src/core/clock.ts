@@ -19,10 +19,21 @@ export const systemClock: Clock = {
     // wake-up, processing-time timers, checkpoint ticks) can be all that keeps the process
     // alive, and an unref'd one let it exit mid-job with code 13 (unsettled top-level await).
     // Tasks and the coordinator cancel their timers when they end, so none outlives a job.
-    const t = setTimeout(fn, Math.max(0, atMs - Date.now()));
+    // A delay past setTimeout's limit (2^31 - 1 ms, ~24.8 days) would fire after 1 ms (Node's
+    // TimeoutOverflowWarning), and a timer 30 days ahead woke its task every millisecond: such
+    // waits go in steps of the limit.
+    let t: ReturnType<typeof setTimeout>;
+    const arm = (): void => {
+      const delayMs = atMs - Date.now();
+      t = delayMs > MAX_TIMEOUT_MS ? setTimeout(arm, MAX_TIMEOUT_MS) : setTimeout(fn, Math.max(0, delayMs));
+    };
+    arm();
     return { cancel: () => clearTimeout(t) };
   },
 };
+
+/** The longest delay setTimeout takes as given. */
+export const MAX_TIMEOUT_MS = 2 ** 31 - 1;
 
 /** A clock that moves only when told to; timers fire in time order during advance(). */
 export class ManualClock implements Clock {

@@ -512,6 +512,8 @@ export class StreamTask implements Schedulable {
   /** End of all input: operators finish head to tail, end-of-data goes downstream. */
   private finishChain(): void {
     if (this.state !== 'running') return;
+    // No processing-time timer fires past the end of input (nor past a stop's savepoint barrier).
+    for (const op of this.operators) if (op instanceof KeyedOperator) op.timerServiceIfCreated()?.quiesce();
     if (this.stopping) {
       for (const w of this.writers) w.stopping = true;
     } else {

@@ -13,6 +13,7 @@
 import type { KeyedStateBackend } from '../state/backend.ts';
 import type { NormKey } from '../state/key-groups.ts';
 import { TimeTable } from './time-table.ts';
+import { MAX_WATERMARK } from './events.ts';
 
 export interface Timer {
   readonly timestamp: number;
@@ -255,20 +256,38 @@ export class InternalTimerService {
     return true;
   }
 
-  /** Fires every event-time timer at or before the watermark. */
+  /**
+   * Fires every event-time timer at or before the watermark; at the end of event time
+   * (MAX_WATERMARK) every timer, also those registered past it (Number.MAX_VALUE, the
+   * JavaScript spelling of Flink's "a timer at Long.MAX_VALUE fires at the end").
+   */
   advanceWatermark(watermark: number): void {
     this.currentWatermark = watermark;
+    const due = watermark >= MAX_WATERMARK ? Number.POSITIVE_INFINITY : watermark;
     for (;;) {
-      const t = this.eventTimers.pollDue(watermark);
+      const t = this.eventTimers.pollDue(due);
       if (t === undefined) break;
       this.backend.setCurrentNormalizedKey(t.key, t.keyGroup, t.originalKey);
       this.target.onEventTime(t);
     }
   }
 
+  /**
+   * Stops firing processing-time timers: the task's input has ended (Flink quiesces the
+   * processing-time service there). A timer firing while the task waits for its final
+   * checkpoint emitted records after the operator had finished, and exactly-once sinks committed
+   * them, depending on timing.
+   */
+  quiesce(): void {
+    this.quiesced = true;
+    this.dispose();
+  }
+  private quiesced = false;
+
   /** Fires processing-time timers that are due; called from the mailbox. */
   fireProcessingTimers(now = this.now()): void {
     this.scheduled = undefined;
+    if (this.quiesced) return;
     for (;;) {
       const t = this.procTimers.pollDue(now);
       if (t === undefined) break;
@@ -280,6 +299,7 @@ export class InternalTimerService {
 
   /** Keeps exactly one clock wake-up pending, for the earliest processing-time timer. */
   private reschedule(): void {
+    if (this.quiesced) return;
     const next = this.procTimers.peekTime();
     if (next === undefined) {
       this.scheduled?.cancel();

@@ -7,6 +7,9 @@
  * those from a processing-time onTimer carry none; processing-time timers still pending at
  * the end of input do not fire.
  */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
   MAX_WATERMARK, MIN_WATERMARK, ManualClock, ValueStateDescriptor,
@@ -291,3 +294,33 @@ describe('KeyedCoProcessFunction timers', () => {
     ]));
   });
 });
+
+describe('timers at the end of input', () => {
+  it('a processing-time timer does not fire while the task waits for the final checkpoint (before: its output was emitted, and committed)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'weir-quiesce-'));
+    try {
+      const r = await runInline((env) => {
+        env.fromCollection([{ k: 'a' }]).keyBy((x) => x.k).process<string>({
+          processElement(x, ctx, out) {
+            ctx.timerService.registerProcessingTimeTimer(ctx.timerService.currentProcessingTime() + 200);
+            out.collect(`rec ${x.k}`);
+          },
+          onTimer(_t, ctx, out) {
+            out.collect(`fired ${ctx.currentKey}`);
+          },
+        } satisfies KeyedProcessFunction<string, { k: string }, string>).collect();
+        // A second branch keeps the job (and so the final checkpoint) going for about 1.5 s.
+        env.fromGenerator((i) => i, { count: 15, ratePerSecond: 10 }).addSink(() => {});
+      }, { checkpoint: { interval: 300, dir } });
+      expect(r.collected()).toEqual(['rec a']);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('an event-time timer registered past the end of event time (Number.MAX_VALUE) fires at the end of input', async () => {
+    const r = await runEventTimers([{ k: 'a', ts: 1, timer: Number.MAX_VALUE }, { k: 'a', ts: 2, timer: 2 ** 53 + 2 }, { k: 'b', ts: 3, timer: MAX_WATERMARK }]);
+    expect(r.collected().map((x) => (x as { value: Fired }).value.t).sort((a, b) => a - b)).toEqual([MAX_WATERMARK, 2 ** 53 + 2, Number.MAX_VALUE]);
+  });
+});
+

@@ -209,6 +209,20 @@ describe('late data', () => {
     expect(r.collected('late')).toEqual([[8, 9], [32, 0]]);
   });
 
+  it('processing-time windows open at the end of input fire before the end of event time goes downstream (before: an event-time window behind them took their results as late)', async () => {
+    const late = new OutputTag<E>('late');
+    const r = await runInline((env) => {
+      const s = env.fromCollection([e('a', 1, 1), e('a', 2, 2)])
+        .assignTimestampsAndWatermarks(WatermarkStrategy.forMonotonousTimestamps<E>().withTimestampAssigner((x) => x.ts))
+        .keyBy((x) => x.k).window(TumblingProcessingTimeWindows.of(3_600_000)).reduce(sumE)
+        .keyBy((x) => x.k).window(TumblingEventTimeWindows.of(3_600_000)).sideOutputLateData(late).reduce(sumE);
+      s.map((x) => x.v).collect('main');
+      s.getSideOutput(late).collect('late');
+    });
+    expect(r.collected('main')).toEqual([3]);
+    expect(r.collected('late')).toEqual([]);
+  });
+
   it('sliding: a record late for one of its windows still goes into the other and is not side-output', async () => {
     // Size 10, slide 5: ts t belongs to the windows starting at floor(t/5)*5 and 5 earlier.
     // ts 3 -> [-5,5) [0,10); ts 7 -> [0,10) [5,15); ts 12 -> [5,15) [10,20), then wm 9 fires

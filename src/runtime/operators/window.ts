@@ -23,6 +23,7 @@ import { maxTimestamp, windowStart, type TimeWindow, type WindowAssigner } from 
 import { denormalizeKey as denormalize } from '../../state/key-groups.ts';
 import type { Batch } from '../../core/batch.ts';
 import type { Timer } from '../timers.ts';
+import { MAX_WATERMARK } from '../events.ts';
 import type { KeySelectorFn } from '../../core/partitioning.ts';
 import { KeyedOperator } from './keyed.ts';
 import { collectReturned } from './basic.ts';
@@ -313,6 +314,9 @@ export class WindowOperator extends KeyedOperator {
   }
 
   protected override onWatermark(timestamp: number): void {
+    // The end of event time: processing-time windows still open fire before it goes downstream,
+    // where an event-time operator would otherwise take their results, emitted at finish(), as late.
+    if (timestamp >= MAX_WATERMARK && !this.spec.assigner.eventTime) this.flushProcessingTimeWindows();
     if (this.major) {
       try {
         if (this.panes !== undefined) this.panes.advance(timestamp);
@@ -637,7 +641,11 @@ export class WindowOperator extends KeyedOperator {
 
   /** Processing-time windows still open at the end of input fire now, so a bounded job loses nothing. */
   override finish(): void {
-    if (this.spec.assigner.eventTime) return;
+    if (!this.spec.assigner.eventTime) this.flushProcessingTimeWindows();
+  }
+
+  /** Fires and drops every open processing-time window, earliest first. */
+  private flushProcessingTimeWindows(): void {
     const pending: { key: string | number; kg: number; start: number }[] = [];
     for (const { key, keyGroup } of this.backend.keys(WINDOWS.name)) {
       this.backend.setCurrentNormalizedKey(key, keyGroup, undefined);
