@@ -140,7 +140,27 @@ export function validateSpec(raw: unknown, where: string, baseDir: string): AppS
   if (spec.health.checkpointProgressWindowMs !== undefined && spec.configuration['execution.checkpointing.interval'] === undefined) {
     r.fail('health.checkpointProgressWindow', 'needs checkpoints: set configuration "execution.checkpointing.interval"');
   }
+  checkWindowsAgainstInterval(r, spec);
   return spec;
+}
+
+/**
+ * Windows that a healthy job cannot meet are refused: a progress window shorter than two
+ * checkpoint intervals restarted every deployment before its first checkpoint (a restart loop),
+ * and a readiness timeout not longer than one rolled every upgrade back.
+ */
+function checkWindowsAgainstInterval(r: Reader, spec: AppSpec): void {
+  const raw = spec.configuration['execution.checkpointing.interval'];
+  const read = raw === undefined ? undefined : readDuration(raw);
+  if (read === undefined || !('ms' in read)) return; // none, or reported by the configuration's own check
+  const intervalMs = read.ms;
+  const window = spec.health.checkpointProgressWindowMs;
+  if (window !== undefined && window < 2 * intervalMs) {
+    r.fail('health.checkpointProgressWindow', `${window} ms is shorter than two checkpoint intervals (${2 * intervalMs} ms): a healthy job would be restarted before it completes a checkpoint`);
+  }
+  if (spec.rollback.enabled && spec.rollback.readinessTimeoutMs <= intervalMs) {
+    r.fail('rollback.readinessTimeout', `${spec.rollback.readinessTimeoutMs} ms is not longer than the checkpoint interval (${intervalMs} ms): an upgrade is stable only once it completed a checkpoint, so every upgrade would roll back`);
+  }
 }
 
 function optional<K extends string, V>(key: K, v: V | undefined): { [k in K]?: V } {

@@ -78,6 +78,12 @@ describe('application spec', () => {
   it('refuses modes whose needs the configuration does not meet', () => {
     expect(error({ ...base, upgradeMode: 'last-state' })).toBe('orders.yaml: field "upgradeMode": last-state needs checkpoints: set configuration "execution.checkpointing.interval"');
     expect(error({ ...base, health: { checkpointProgressWindow: '1 min' } })).toBe('orders.yaml: field "health.checkpointProgressWindow": needs checkpoints: set configuration "execution.checkpointing.interval"');
+    // Windows a healthy job cannot meet (before: accepted, and a restart loop or a rollback of every upgrade).
+    const every = (interval: string) => ({ ...base, configuration: { 'execution.checkpointing.interval': interval } });
+    expect(error({ ...every('1 min'), health: { checkpointProgressWindow: '10s' } })).toBe('orders.yaml: field "health.checkpointProgressWindow": 10000 ms is shorter than two checkpoint intervals (120000 ms): a healthy job would be restarted before it completes a checkpoint');
+    expect(error({ ...every('1 min'), rollback: { enabled: true, readinessTimeout: '30s' } })).toBe('orders.yaml: field "rollback.readinessTimeout": 30000 ms is not longer than the checkpoint interval (60000 ms): an upgrade is stable only once it completed a checkpoint, so every upgrade would roll back');
+    expect(() => validateSpec({ ...every('1 min'), health: { checkpointProgressWindow: '2 min' }, rollback: { enabled: true, readinessTimeout: '61s' } }, 'orders.yaml', '/')).not.toThrow();
+    expect(() => validateSpec({ ...every('1 min'), rollback: { enabled: false, readinessTimeout: '30s' } }, 'orders.yaml', '/')).not.toThrow();
   });
 
   it('reports text that is not YAML or JSON in one line', () => {
