@@ -23,7 +23,7 @@ import { foldRestarts, unhealthy } from './health.ts';
 import { backoffMs, nextDisposal, SAVEPOINT_MAX_FAILURES } from './snapshots.ts';
 import { deploymentKey, type AppSpec } from './spec.ts';
 import {
-  MAX_EVENTS, TERMINAL, opKey,
+  MAX_EVENTS, MAX_FAILED_SAVEPOINT_RECORDS, TERMINAL, opKey, stopSavepointsToProbe,
   type AppStatus, type CheckpointRef, type Deployment, type Desired, type Lifecycle, type Observation, type Operation, type Purpose, type SavepointRecord, type SavepointTrigger,
 } from './status.ts';
 
@@ -270,6 +270,8 @@ class Step {
 
     if (this.desired.deletion !== undefined) {
       if (d === undefined) return undefined;
+      // A failed stop with savepoint is retried after its backoff, like an upgrade's (before: at once, every pass).
+      if (this.s.upgradeRetryAt !== undefined && this.s.upgradeRetryAt > this.now) return undefined;
       const o = this.observed.deployments[d.id];
       const savepoint = this.desired.deletion.savepoint && o?.state === 'RUNNING';
       return this.stop(d, savepoint ? 'UPGRADE' : undefined, this.desired.deletion.savepoint, 'delete');
@@ -452,7 +454,23 @@ class Step {
   private newSavepoint(trigger: SavepointTrigger, deploymentId: string, state: SavepointRecord['state'], nonce?: number | string): SavepointRecord {
     const rec: SavepointRecord = { id: `sp-${this.s.nextSavepoint++}`, trigger, state, deploymentId, createdAt: this.now, failures: 0, ...(nonce !== undefined ? { nonce } : {}) };
     this.s.savepoints.push(rec);
+    this.forgetOldFailures();
     return rec;
+  }
+
+  /**
+   * Keeps the newest MAX_FAILED_SAVEPOINT_RECORDS failed or abandoned records (they hold nothing
+   * to restore; the events say what happened): a periodic savepoint failing for a day made ~1,000
+   * records, and the status, rewritten every pass, grew without bound. Never one the target is
+   * asked about (a stop of the current deployment, whose savepoint may yet show up on disk).
+   */
+  private forgetOldFailures(): void {
+    const probed = new Set(stopSavepointsToProbe(this.s));
+    const failed = this.s.savepoints.filter((r) => (r.state === 'FAILED' || r.state === 'ABANDONED') && !probed.has(r.id));
+    const excess = failed.length - MAX_FAILED_SAVEPOINT_RECORDS;
+    if (excess <= 0) return;
+    const drop = new Set(failed.slice(0, excess));
+    this.s.savepoints = this.s.savepoints.filter((r) => !drop.has(r));
   }
 
   /** Writes the intent into the status; the shell persists it before carrying out the action. */

@@ -137,6 +137,8 @@ export interface AppStatus {
 
 /** Events kept in the status (the newest). */
 export const MAX_EVENTS = 200;
+/** Failed or abandoned savepoint records kept (the newest). */
+export const MAX_FAILED_SAVEPOINT_RECORDS = 20;
 
 export function initialStatus(): AppStatus {
   return { lifecycle: 'CREATED', observedGeneration: 0, savepoints: [], nextDeployment: 1, nextSavepoint: 1, upgradeFailures: 0, events: [] };

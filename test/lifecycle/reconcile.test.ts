@@ -270,6 +270,41 @@ describe('suspend and delete', () => {
   });
 });
 
+describe('failures that repeat', () => {
+  it('delete --savepoint whose stop fails retries after a backoff, not on every pass', () => {
+    const h = new H(spec('v1'));
+    const d1 = h.stable();
+    h.desired = { ...h.desired, deletion: { savepoint: true } };
+    expect(h.step()).toMatchObject({ kind: 'stop', savepointId: 'sp-1' });
+    h.operations[`stop:${d1}:sp-1`] = { state: 'failed', error: 'declined' };
+    expect(h.step()).toBeUndefined();
+    expect(h.status.savepoints[0]).toMatchObject({ id: 'sp-1', state: 'FAILED' });
+    // Before: a new stop (sp-2, sp-3, ...) on every pass.
+    for (let i = 0; i < 8; i++) expect(h.step(), `pass ${i}`).toBeUndefined();
+    expect(h.step(2000)).toMatchObject({ kind: 'stop', savepointId: 'sp-2' });
+    expect(h.status.lifecycle).toBe('DELETING');
+  });
+
+  it('failed savepoint records are bounded: a periodic savepoint failing all day keeps the newest 20', () => {
+    const h = new H(spec('v1', { savepoints: { interval: '1 min' } }));
+    const d1 = h.stable();
+    for (let n = 0; n < 200; n++) {
+      const a = h.step(60_000);
+      if (a?.kind !== 'savepoint') continue;
+      h.operations[(a as { key: string }).key] = { state: 'failed', error: 'declined' };
+      for (let i = 0; i < 3; i++) {
+        const retry = h.step(6 * 60_000);
+        if (retry?.kind === 'savepoint') h.operations[(retry as { key: string }).key] = { state: 'failed', error: 'declined' };
+      }
+      h.running(d1);
+    }
+    const failed = h.status.savepoints.filter((r) => r.state === 'FAILED');
+    expect(h.status.nextSavepoint).toBeGreaterThan(40);
+    expect(failed.length).toBe(20);
+    expect(h.status.savepoints.length).toBeLessThanOrEqual(22);
+  });
+});
+
 describe('snapshots (point 5)', () => {
   it('a new nonce takes a manual savepoint; retries back off 10 s, 20 s, then it fails for good', () => {
     const h = new H(spec('v1', { savepointTriggerNonce: 1 }));
