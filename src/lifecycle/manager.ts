@@ -47,8 +47,14 @@ export class Manager {
   /** Recovers in-flight operations, then reconciles every intervalMs until stop(). */
   async start(): Promise<void> {
     for (const app of this.options.store.apps()) {
-      const a = await this.shell(app).recover();
-      if (a !== undefined) this.log(`weir manager: ${app}: carrying on with ${a.kind} after a restart`);
+      // One application that cannot be recovered (a corrupt status, a failing spawn) must not keep
+      // the manager from serving the others: it is reported, and its passes report it again.
+      try {
+        const a = await this.shell(app).recover();
+        if (a !== undefined) this.log(`weir manager: ${app}: carrying on with ${a.kind} after a restart`);
+      } catch (e) {
+        this.log(`weir manager: ${app}: cannot carry on with its operation in flight: ${e instanceof Error ? e.message : String(e)}`);
+      }
     }
     const tick = () => {
       if (this.stopped) return;

@@ -3,6 +3,7 @@
  * the REST API, and the discovery file (<dir>/manager.json: address, port, pid) through which
  * `weir apps` finds it. Jobs keep running when the manager stops; a new manager adopts them.
  */
+import { acquireDirLease } from '../core/dir-lease.ts';
 import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { weirHome } from '../core/weir-home.ts';
 import { join, resolve } from 'node:path';
@@ -56,16 +57,32 @@ export async function serveManager(o: ServeOptions): Promise<RunningManager> {
   // Two managers on one directory would both start the same deployments.
   const other = managerUrlOf(dir);
   if (other !== undefined) throw new WeirError('START', `a manager already serves ${dir} at ${other}; stop it first, or give another --dir`);
+  // The discovery file is written only once the API listens: two managers started at the same
+  // moment both passed the check above. The lease is taken atomically; the second is refused.
+  const lease = acquireDirLease(dir, 'manager directory', `weir manager (pid ${process.pid})`);
   const store = new FileAppStore(dir);
   const target = new LocalProcessTarget({ root: dir, weirBin: WEIR_BIN, log: o.log });
   const manager = new Manager({ store, target, intervalMs: o.intervalMs, log: o.log });
   const api = new ManagerApi(manager);
-  const port = await api.listen(o.port, o.address);
+  let port: number;
+  try {
+    port = await api.listen(o.port, o.address);
+  } catch (e) {
+    lease.release();
+    throw e;
+  }
   const url = `http://${o.address.includes(':') ? `[${o.address}]` : o.address}:${port}`;
   const file = discoveryFile(dir);
   writeFileSync(`${file}.tmp`, JSON.stringify({ url, pid: process.pid }));
   renameSync(`${file}.tmp`, file);
-  await manager.start();
+  try {
+    await manager.start();
+  } catch (e) {
+    await api.close();
+    rmSync(file, { force: true });
+    lease.release();
+    throw e;
+  }
   return {
     url,
     manager,
@@ -73,6 +90,7 @@ export async function serveManager(o: ServeOptions): Promise<RunningManager> {
       await manager.stop();
       await api.close();
       rmSync(file, { force: true });
+      lease.release();
     },
   };
 }

@@ -83,4 +83,36 @@ describe('manager API and CLI on bad input', () => {
     expect(second.code).toBe(1);
     expect(oneLineError(second)).toBe(`a manager already serves ${dir} at ${running.url}; stop it first, or give another --dir`);
   }, 120_000);
+
+  it('two managers started at the same moment on one directory: one serves, the other is refused (before: both ran)', async () => {
+    const dir = tmp.fresh('race');
+    const opts = { dir, port: 0, address: '127.0.0.1', intervalMs: 200, log: () => {} };
+    const both = await Promise.allSettled([serveManager(opts), serveManager(opts)]);
+    const served = both.filter((r): r is PromiseFulfilledResult<RunningManager> => r.status === 'fulfilled').map((r) => r.value);
+    const refused = both.filter((r): r is PromiseRejectedResult => r.status === 'rejected').map((r) => (r.reason as Error).message);
+    try {
+      expect(served).toHaveLength(1);
+      expect(refused).toHaveLength(1);
+      expect(refused[0]).toMatch(/^manager directory .* is in use by weir process \d+ \(weir manager/);
+    } finally {
+      for (const m of served) await m.close();
+    }
+    // Closed, the directory is free again.
+    const again = await serveManager(opts);
+    await again.close();
+  });
+
+  it('an application whose status cannot be read does not keep the manager from starting; it is reported', async () => {
+    const dir = tmp.fresh('bad-app');
+    const store = new FileAppStore(dir);
+    store.saveDesired('broken', { spec: validateSpec({ name: 'broken', job: { module: '/j.ts', version: 'v1' } }, 'test', '/'), generation: 1 });
+    writeFileSync(join(dir, 'apps', 'broken', 'status.json'), '{"lifecycle": "STA');
+    const lines: string[] = [];
+    const m = await serveManager({ dir, port: 0, address: '127.0.0.1', intervalMs: 200, log: (l) => void lines.push(l) });
+    try {
+      expect(lines.join('\n')).toMatch(/weir manager: broken: cannot carry on with its operation in flight: /);
+    } finally {
+      await m.close();
+    }
+  });
 });
