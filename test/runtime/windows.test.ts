@@ -223,6 +223,26 @@ describe('late data', () => {
     expect(r.collected('late')).toEqual([]);
   });
 
+  it('a reducer that updates its accumulator in place changes no record: not a sibling consumer\'s, not another sliding window\'s (object reuse off)', async () => {
+    const inPlace = (a: E, b: E): E => {
+      (a as { v: number }).v += b.v;
+      return a;
+    };
+    const data = [e('a', 0, 1), e('a', 1000, 2), e('a', 1500, 3)];
+    const r = await runInline((env) => {
+      const src = env.fromCollection(data).assignTimestampsAndWatermarks(WatermarkStrategy.forMonotonousTimestamps<E>().withTimestampAssigner((x) => x.ts));
+      src.keyBy((x) => x.k).reduce(inPlace).map((x) => x.v).collect('rolling');
+      src.keyBy((x) => x.k).window(TumblingEventTimeWindows.of(10_000))
+        .process({ process(_k, _ctx, xs, out) { out.collect(xs.map((x) => x.v)); } } satisfies ProcessWindowFunction<E, number[], string>)
+        .collect('elements');
+      src.keyBy((x) => x.k).window(SlidingEventTimeWindows.of(2000, 1000)).reduce(inPlace).map((x) => x.v).collect('sliding');
+    });
+    expect(r.collected('rolling')).toEqual([1, 3, 6]);
+    // Before: [[6, 2, 3]] and [3, 3, 6, 4] (the first record was the accumulator everywhere).
+    expect(r.collected('elements')).toEqual([[1, 2, 3]]);
+    expect(r.collected('sliding')).toEqual([1, 6, 5]);
+  });
+
   it('sliding: a record late for one of its windows still goes into the other and is not side-output', async () => {
     // Size 10, slide 5: ts t belongs to the windows starting at floor(t/5)*5 and 5 earlier.
     // ts 3 -> [-5,5) [0,10); ts 7 -> [0,10) [5,15); ts 12 -> [5,15) [10,20), then wm 9 fires

@@ -329,8 +329,10 @@ export class RollingOperator extends KeyedOperator {
         const v = values[i];
         this.keyFrom(sel, v, kgs, i);
         let acc = state.value();
-        if (acc === undefined) acc = agg.createAccumulator();
-        acc = agg.add(v, acc);
+        // A reduce's first record becomes its accumulator: a copy (object reuse off), so a reducer
+        // that updates its accumulator in place never changes a record another consumer holds.
+        if (acc === undefined && this.phase === 'reduce') acc = this.detached(v);
+        else acc = agg.add(v, acc === undefined ? agg.createAccumulator() : acc);
         state.update(acc);
         out.emit(this.detached(agg.getResult(acc)), timestamps[i]!);
       }

@@ -510,7 +510,9 @@ export class WindowOperator extends KeyedOperator {
 
   private initial(v: unknown): unknown {
     const c = this.spec.contents;
-    if (c.kind === 'reduce') return v;
+    // A copy (object reuse off): a reducer updating its accumulator in place must not change the
+    // record, which a sibling consumer or another window (sliding) holds too.
+    if (c.kind === 'reduce') return this.detached(v);
     if (c.kind === 'aggregate') return c.aggregate.add(v, c.aggregate.createAccumulator());
     if (c.kind === 'cogroup') return this.side === 0 ? [[v], []] : [[], [v]];
     return [v];
