@@ -67,7 +67,7 @@ const BIGINT_TEXT = /^-?\d+n$/;
 /**
  * A composite key (arrays and plain objects of strings, numbers, booleans, bigints and null)
  * as canonical JSON: object keys sorted, properties holding undefined left out and undefined
- * in an array written as null (as JSON.stringify does), and every value read back as it was
+ * in an array (or a hole of a sparse one) written as null (as JSON.stringify does), and every value read back as it was
  * written (decodeInner): a bigint as "<digits>n", a number that JSON cannot hold (NaN,
  * Infinity) as "\u0000f<number>", and a string that would read as either escaped as
  * "\u0000s<string>". Before, undefined made text that did not parse (a restore of its timers
@@ -76,7 +76,12 @@ const BIGINT_TEXT = /^-?\d+n$/;
  * JSON every Date was {}, one key.
  */
 function canonicalJson(v: unknown): string {
-  if (Array.isArray(v)) return '[' + v.map(canonicalJson).join(',') + ']';
+  if (Array.isArray(v)) {
+    // By index, not map(): map skips the holes of a sparse array, and ["eu",,7] is not JSON.
+    const parts = new Array<string>(v.length);
+    for (let i = 0; i < v.length; i++) parts[i] = canonicalJson(v[i]);
+    return '[' + parts.join(',') + ']';
+  }
   switch (typeof v) {
     case 'string':
       return JSON.stringify(BIGINT_TEXT.test(v) || v.charCodeAt(0) === 0 ? '\u0000s' + v : v);

@@ -116,6 +116,13 @@ describe('composite keys', () => {
     expect(normalizeKey({ a: 1, b: undefined })).toBe(normalizeKey({ a: 1 }));
     expect(roundTrip(['a', undefined])).toEqual(['a', null]);
     expect(roundTrip({ region: 'eu', tenant: undefined })).toEqual({ region: 'eu' });
+    // A hole of a sparse array is undefined: null, the key one thread sees and the one a record
+    // that crossed threads (where the hole became undefined) sees. Before: ["eu",,7], not JSON.
+    const sparse: unknown[] = [];
+    sparse[0] = 'eu';
+    sparse[2] = 7;
+    expect(normalizeKey(sparse)).toBe(normalizeKey(['eu', undefined, 7]));
+    expect(roundTrip(sparse)).toEqual(['eu', null, 7]);
   });
 
   it('values no key can hold are refused, naming what', () => {
