@@ -15,10 +15,11 @@
 import { Packr } from 'msgpackr/pack';
 import type { Batch } from './batch.ts';
 import { COLUMNAR_TAG, decodeColumnar, encodeColumnar, type ValuePacker } from './batch-codec.ts';
+import { packExact } from './exact-strings.ts';
 
 const packr = new Packr({ useRecords: true, moreTypes: true, structuredClone: false, largeBigIntToFloat: false } as never);
 
-const columnPacker: ValuePacker = { pack: (v) => packr.pack(v), unpack: (b) => packr.unpack(b) };
+const columnPacker: ValuePacker = { pack: (v) => packExact(packr, v), unpack: (b) => packr.unpack(b) };
 
 /** Encodes a batch into a standalone buffer that can be transferred to another thread. */
 export function encodeBatch(batch: Batch): Uint8Array {
@@ -27,7 +28,7 @@ export function encodeBatch(batch: Batch): Uint8Array {
 
 /** The msgpack form (every batch before the columnar one; now the fallback). */
 export function encodeBatchMsgpack(batch: Batch): Uint8Array {
-  const packed = packr.pack(batch.keyGroups === undefined ? [batch.values, batch.timestamps] : [batch.values, batch.timestamps, batch.keyGroups]);
+  const packed = packExact(packr, batch.keyGroups === undefined ? [batch.values, batch.timestamps] : [batch.values, batch.timestamps, batch.keyGroups]);
   // pack() returns a view into a shared scratch buffer; copy so the transfer owns its memory.
   return new Uint8Array(packed);
 }
@@ -40,7 +41,7 @@ export function decodeBatch(bytes: Uint8Array): Batch {
 
 /** Plain-data encoding for snapshots and control messages. */
 export function encodeValue(v: unknown): Uint8Array {
-  return new Uint8Array(packr.pack(v));
+  return new Uint8Array(packExact(packr, v));
 }
 
 export function decodeValue<T = unknown>(bytes: Uint8Array): T {

@@ -5,11 +5,12 @@
  * by the next read.
  */
 import { Packr } from 'msgpackr/pack'; // msgpackr's plain build: see core/codec.ts
+import { packExact } from '../../core/exact-strings.ts';
 
 const packr = new Packr({ useRecords: true, moreTypes: true, structuredClone: false, largeBigIntToFloat: false, copyBuffers: true } as never);
 
 export function packStored(raw: unknown): Buffer {
-  return packr.pack(raw);
+  return packExact(packr as { pack(v: unknown): Buffer }, raw);
 }
 
 export function unpackStored(bytes: Uint8Array): unknown {
