@@ -278,6 +278,54 @@ export function backendContract(factory: KeyedStateBackendFactory): void {
       expect(r.getValueState(d.value).value()).toEqual({ n: 0, tags: ['t0'] }); // no TTL
     });
 
+    it('TTL with onReadAndWrite: iterating a map state reads its entries and keeps them alive (as Flink\'s iterator restamps)', async () => {
+      const clock = new ManualClock(0);
+      const b = make(FULL, clock);
+      const m = new MapStateDescriptor<string, string>('ttl-map-read', { ttl: { ttlMs: 100, updateType: 'onReadAndWrite' } });
+      b.setCurrentKey('a');
+      b.getMapState(m).put('x', 'v');
+      for (const t of [90, 180, 270]) {
+        clock.advanceTo(t);
+        b.setCurrentKey('a');
+        expect([...b.getMapState(m).entries()], `at ${t}`).toEqual([['x', 'v']]); // before: [] from 180 on
+      }
+      b.dispose();
+    });
+
+    it('TTL: an expired list element still visible is not brought back to life by a read, and a snapshot leaves it out', async () => {
+      const clock = new ManualClock(0);
+      const b = make(FULL, clock);
+      const l = new ListStateDescriptor<string>('ttl-list-visible', { ttl: { ttlMs: 100, updateType: 'onReadAndWrite', visibility: 'returnExpiredIfNotCleanedUp' } });
+      b.setCurrentKey('a');
+      b.getListState(l).add('old');
+      clock.advanceTo(150);
+      // Still the current key (a new one lets the heap's incremental cleanup run first).
+      expect(b.getListState(l).get()).toEqual(['old']); // expired, still visible: as configured
+      clock.advanceTo(160);
+      const snap = await snapshotOf(b);
+      const { b: r } = await restored([snap], FULL, new ManualClock(170));
+      r.setCurrentKey('a');
+      expect(r.getListState(l).get()).toEqual([]); // before: ['old'], restamped at 150 by the read
+      b.dispose();
+      r.dispose();
+    });
+
+    it('TTL: a snapshot leaves out what has expired, so a restore with a longer TTL brings nothing back (heap and disk alike)', async () => {
+      const clock = new ManualClock(1000);
+      const b = make(FULL, clock);
+      b.setCurrentKey('a');
+      b.getValueState(new ValueStateDescriptor<string>('short-lived', { ttl: { ttlMs: 100 } })).update('secret');
+      b.getListState(new ListStateDescriptor<string>('short-list', { ttl: { ttlMs: 100 } })).add('gone');
+      clock.advanceTo(5000);
+      const snap = await snapshotOf(b);
+      const { b: r } = await restored([snap], FULL, new ManualClock(5001));
+      r.setCurrentKey('a');
+      expect(r.getValueState(new ValueStateDescriptor<string>('short-lived', { ttl: { ttlMs: 1_000_000 } })).value()).toBeUndefined(); // heap before: 'secret'
+      expect(r.getListState(new ListStateDescriptor<string>('short-list', { ttl: { ttlMs: 1_000_000 } })).get()).toEqual([]);
+      b.dispose();
+      r.dispose();
+    });
+
     it('TTL over an ever-growing key space: a snapshot holds about what the TTL keeps alive, not every key ever written', async () => {
       // A new key every ms, each written once and never read again, TTL 1 s: about 1,000 are alive at any time.
       const clock = new ManualClock(0);

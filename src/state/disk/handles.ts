@@ -171,9 +171,14 @@ export class DiskTtlListHandle<T> implements ListState<T> {
     const live = this.cfg.visibility === 'returnExpiredIfNotCleanedUp' ? l : l.filter((s) => !ttlExpired(s.t, this.cfg, now));
     let changed = live.length !== l.length;
     if (changed) e.value = live.length === 0 ? undefined : live;
-    if (this.cfg.updateType === 'onReadAndWrite' && live.length > 0) {
-      for (const s of live) s.t = now;
-      changed = true;
+    // Only live elements are restamped: an expired one still visible (returnExpiredIfNotCleanedUp)
+    // would otherwise come back to life at every read and never be cleaned up (Flink filters first).
+    if (this.cfg.updateType === 'onReadAndWrite') {
+      for (const s of live) {
+        if (ttlExpired(s.t, this.cfg, now)) continue;
+        s.t = now;
+        changed = true;
+      }
     }
     if (changed) this.c.changed(e);
     return live.map((s) => s.v);
@@ -260,7 +265,21 @@ export class DiskTtlMapHandle<K, V> implements MapState<K, V> {
   }
   *entries(): IterableIterator<[K, V]> {
     const m = this.live();
-    if (m) for (const [k, s] of [...m]) yield [k, s.v];
+    if (m === undefined) return;
+    const all = [...m];
+    // Iterating reads every entry: with onReadAndWrite each live one is restamped, as Flink's
+    // TtlMapState iterator does (before, entries read only by iteration expired).
+    if (this.cfg.updateType === 'onReadAndWrite') {
+      const now = this.clock.now();
+      let restamped = false;
+      for (const [, s] of all) {
+        if (ttlExpired(s.t, this.cfg, now)) continue;
+        s.t = now;
+        restamped = true;
+      }
+      if (restamped) this.c.changed(this.c.current());
+    }
+    for (const [k, s] of all) yield [k, s.v];
   }
   *keys(): IterableIterator<K> {
     for (const [k] of this.entries()) yield k;

@@ -255,6 +255,7 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
       maxParallelism: this.maxParallelism,
       onReleased: (x) => this.freezing.delete(x),
       ...(incremental !== undefined ? { incremental } : {}),
+      nowMs: this.clock.now(),
     });
     if (s.holdsFrozenGroups()) this.freezing.add(s);
     if (incremental === undefined) return s;

@@ -24,6 +24,7 @@ import { StateFileWrite, type IncrementalPart } from '../state-file-write.ts';
 import type { KeyedSnapshotMeta } from './format.ts';
 import type { RestoredState } from './restore.ts';
 import type { FrozenGroupSink, StateTable } from './state-table.ts';
+import { liveGroup } from './ttl-sweep.ts';
 
 export type { IncrementalPart } from '../state-file-write.ts';
 
@@ -48,6 +49,8 @@ export interface HeapSnapshotSource {
   readonly onReleased: (s: HeapSnapshot) => void;
   /** Absent: a full file in the checkpoint's own location (canonical, as savepoints). */
   readonly incremental?: IncrementalPart;
+  /** Processing time at the synchronous phase: what has expired by then is left out (states with a TTL). */
+  readonly nowMs: number;
 }
 
 export class HeapSnapshot implements KeyedStateSnapshot, FrozenGroupSink {
@@ -62,9 +65,11 @@ export class HeapSnapshot implements KeyedStateSnapshot, FrozenGroupSink {
   private readonly incremental: IncrementalPart | undefined;
   private readonly file: StateFileWrite;
   private released = false;
+  private readonly nowMs: number;
 
   /** The synchronous phase: freezes only. */
   constructor(src: HeapSnapshotSource) {
+    this.nowMs = src.nowMs;
     this.timers = src.timers;
     this.keyGroupRange = { start: src.keyGroupRange.start, end: src.keyGroupRange.end };
     this.maxParallelism = src.maxParallelism;
@@ -90,7 +95,9 @@ export class HeapSnapshot implements KeyedStateSnapshot, FrozenGroupSink {
     const g = table.groups[kgIndex];
     const kg = table.range.start + kgIndex;
     if (this.incremental?.kind === 'delta') return this.serializeDelta(table, kgIndex, kg, g);
-    this.ready.push({ name: keyedBlockName(table.descriptor.name, kg), bytes: encodeGroup(table.descriptor, g, table.keyCache(kgIndex)), entries: g?.size ?? 0 });
+    const ttl = table.descriptor.ttl;
+    const live = ttl === undefined || g === undefined ? g : liveGroup(g, table.descriptor.kind, ttl.ttlMs, this.nowMs);
+    this.ready.push({ name: keyedBlockName(table.descriptor.name, kg), bytes: encodeGroup(table.descriptor, live, live === g ? table.keyCache(kgIndex) : undefined), entries: live?.size ?? 0 });
   }
 
   /** The group's keys changed since the base: present ones with their values, absent ones as tombstones. */
@@ -101,6 +108,16 @@ export class HeapSnapshot implements KeyedStateSnapshot, FrozenGroupSink {
       const v = g?.get(k);
       if (v === undefined) removed.push(k);
       else present.set(k, v);
+    }
+    // Expired at the snapshot: removed from it (a tombstone, so the base's older value goes too).
+    const ttl = table.descriptor.ttl;
+    if (ttl !== undefined && present.size > 0) {
+      const live = liveGroup(present, table.descriptor.kind, ttl.ttlMs, this.nowMs);
+      if (live !== present) {
+        for (const k of present.keys()) if (!live.has(k)) removed.push(k);
+        present.clear();
+        for (const [k, v] of live) present.set(k, v);
+      }
     }
     const name = table.descriptor.name;
     if (present.size > 0) this.ready.push({ name: keyedBlockName(name, kg), bytes: encodeGroup(table.descriptor, present), entries: present.size });

@@ -65,7 +65,9 @@ export class TtlListHandle<T> implements ListState<T> {
       if (live.length === 0) g!.delete(this.ctx.key);
       else g!.set(this.ctx.key, live);
     }
-    if (this.cfg.updateType === 'onReadAndWrite') for (const s of live) s.t = now;
+    // Only live elements are restamped: an expired one still visible (returnExpiredIfNotCleanedUp)
+    // would otherwise come back to life at every read and never be cleaned up (Flink filters first).
+    if (this.cfg.updateType === 'onReadAndWrite') for (const s of live) if (!ttlExpired(s, this.cfg, now)) s.t = now;
     return live.map((s) => s.v);
   }
   add(value: T): void {
@@ -146,7 +148,15 @@ export class TtlMapHandle<K, V> implements MapState<K, V> {
   }
   *entries(): IterableIterator<[K, V]> {
     const m = this.live();
-    if (m) for (const [k, s] of [...m]) yield [k, s.v];
+    if (m === undefined) return;
+    const all = [...m];
+    // Iterating reads every entry: with onReadAndWrite each live one is restamped, as Flink's
+    // TtlMapState iterator does (before, entries read only by iteration expired).
+    if (this.cfg.updateType === 'onReadAndWrite') {
+      const now = this.clock.now();
+      for (const [, s] of all) if (!ttlExpired(s, this.cfg, now)) s.t = now;
+    }
+    for (const [k, s] of all) yield [k, s.v];
   }
   *keys(): IterableIterator<K> {
     for (const [k] of this.entries()) yield k;

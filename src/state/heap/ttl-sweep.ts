@@ -82,3 +82,54 @@ function whollyExpired(stored: unknown, kind: string, ttlMs: number, nowMs: numb
       return dead(stored as Stamped);
   }
 }
+
+/**
+ * The group as a snapshot should hold it: entries wholly expired at `nowMs` left out, and the
+ * expired elements of lists and maps (Flink's cleanup in full snapshots; the disk backend's
+ * snapshots do the same, disk/snapshot-blocks.ts withoutExpired). The group itself when nothing
+ * expired, so the snapshot's key column cache still applies.
+ */
+export function liveGroup(g: ReadonlyMap<NormKey, unknown>, kind: string, ttlMs: number, nowMs: number): ReadonlyMap<NormKey, unknown> {
+  let out: Map<NormKey, unknown> | undefined;
+  let i = 0;
+  for (const [key, stored] of g) {
+    const live = liveValue(stored, kind, ttlMs, nowMs);
+    if (live !== stored && out === undefined) {
+      // The first change: copy the entries before it.
+      out = new Map();
+      let j = 0;
+      for (const [k, v] of g) {
+        if (j++ === i) break;
+        out.set(k, v);
+      }
+    }
+    if (out !== undefined && live !== undefined) out.set(key, live);
+    i++;
+  }
+  return out ?? g;
+}
+
+/** A stored TTL value without its expired parts; undefined when nothing is alive; itself when all is. */
+function liveValue(stored: unknown, kind: string, ttlMs: number, nowMs: number): unknown {
+  const alive = (s: Stamped) => s.t + ttlMs > nowMs;
+  switch (kind) {
+    case 'list': {
+      const l = stored as Stamped[];
+      if (l.every(alive)) return stored;
+      const live = l.filter(alive);
+      return live.length === 0 ? undefined : live;
+    }
+    case 'map': {
+      const m = stored as Map<unknown, Stamped>;
+      let dead = 0;
+      for (const s of m.values()) if (!alive(s)) dead++;
+      if (dead === 0) return stored;
+      if (dead === m.size) return undefined;
+      const live = new Map<unknown, Stamped>();
+      for (const [k, s] of m) if (alive(s)) live.set(k, s);
+      return live;
+    }
+    default:
+      return alive(stored as Stamped) ? stored : undefined;
+  }
+}
