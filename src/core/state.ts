@@ -62,6 +62,20 @@ export class ValueStateDescriptor<T> extends Descriptor<T> {
   }
 }
 
+/**
+ * A list state holds no null or undefined element, as in Flink ("You cannot add null to a
+ * ListState"): the backends and codecs disagreed on them, and an undefined element read back
+ * as a hole. Refused at the call, naming it.
+ */
+export function checkListElement(v: unknown, call: string): void {
+  if (v === null || v === undefined) throw new TypeError(`ListState.${call}: cannot add ${v} (a list state holds no null or undefined elements)`);
+}
+
+export function checkListElements(values: readonly unknown[] | null | undefined, call: string): void {
+  if (!Array.isArray(values)) throw new TypeError(`ListState.${call}: expected an array of values, got ${values === null ? 'null' : typeof values}`);
+  for (const v of values) checkListElement(v, call);
+}
+
 export class ListStateDescriptor<T> extends Descriptor<T> {
   readonly kind = 'list' as const;
 }

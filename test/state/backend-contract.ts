@@ -278,6 +278,22 @@ export function backendContract(factory: KeyedStateBackendFactory): void {
       expect(r.getValueState(d.value).value()).toEqual({ n: 0, tags: ['t0'] }); // no TTL
     });
 
+    it('a list state refuses null and undefined elements, naming the call, and keeps what it held (as Flink)', () => {
+      const b = make();
+      b.setCurrentKey('a');
+      for (const desc of [d.list, d.ttlList]) {
+        const l = b.getListState(desc as ListStateDescriptor<unknown>);
+        l.add('kept');
+        expect(() => l.add(null)).toThrow('ListState.add: cannot add null (a list state holds no null or undefined elements)');
+        expect(() => l.add(undefined)).toThrow('ListState.add: cannot add undefined');
+        expect(() => l.addAll(['x', null])).toThrow('ListState.addAll: cannot add null');
+        expect(() => l.update(null as unknown as unknown[])).toThrow('ListState.update: expected an array of values, got null');
+        expect(() => l.update([undefined])).toThrow('ListState.update: cannot add undefined');
+        expect(l.get()).toEqual(['kept']);
+      }
+      b.dispose();
+    });
+
     it('TTL with onReadAndWrite: iterating a map state reads its entries and keeps them alive (as Flink\'s iterator restamps)', async () => {
       const clock = new ManualClock(0);
       const b = make(FULL, clock);

@@ -6,6 +6,7 @@
  * (the heap backend's wrappers).
  */
 import type { ListState, MapState, StateTtlConfig, ValueState } from '../../core/state.ts';
+import { checkListElement, checkListElements } from '../../core/state.ts';
 import type { Clock } from '../../core/clock.ts';
 import type { StateCache } from './cache.ts';
 
@@ -45,6 +46,7 @@ export class DiskListHandle<T> implements ListState<T> {
     return (this.c.current().value as T[] | undefined) ?? EMPTY;
   }
   add(value: T): void {
+    checkListElement(value, 'add');
     const e = this.c.current();
     const l = e.value as T[] | undefined;
     if (l === undefined) e.value = [value];
@@ -52,6 +54,7 @@ export class DiskListHandle<T> implements ListState<T> {
     this.c.changed(e);
   }
   addAll(values: readonly T[]): void {
+    checkListElements(values, 'addAll');
     if (values.length === 0) return;
     const e = this.c.current();
     const l = e.value as T[] | undefined;
@@ -60,6 +63,7 @@ export class DiskListHandle<T> implements ListState<T> {
     this.c.changed(e);
   }
   update(values: readonly T[]): void {
+    checkListElements(values, 'update');
     if (values.length === 0) return this.clear();
     this.c.set(values.slice());
   }
@@ -184,6 +188,7 @@ export class DiskTtlListHandle<T> implements ListState<T> {
     return live.map((s) => s.v);
   }
   add(value: T): void {
+    checkListElement(value, 'add');
     const e = this.c.current();
     const l = e.value as Stamped<T>[] | undefined;
     const s = { v: value, t: this.clock.now() };
@@ -192,9 +197,11 @@ export class DiskTtlListHandle<T> implements ListState<T> {
     this.c.changed(e);
   }
   addAll(values: readonly T[]): void {
+    checkListElements(values, 'addAll');
     for (const v of values) this.add(v);
   }
   update(values: readonly T[]): void {
+    checkListElements(values, 'update');
     if (values.length === 0) return this.clear();
     const now = this.clock.now();
     this.c.set(values.map((v) => ({ v, t: now })));

@@ -6,6 +6,7 @@
  * read that hands out a live object the caller could mutate in place.
  */
 import type { AggregatingState, ListState, MapState, ReducingState, ValueState } from '../../core/state.ts';
+import { checkListElement, checkListElements } from '../../core/state.ts';
 import type { KeyContext } from '../key-context.ts';
 import type { StateTable } from './state-table.ts';
 
@@ -38,6 +39,7 @@ export class ListHandle<T> implements ListState<T> {
     return l;
   }
   add(value: T): void {
+    checkListElement(value, 'add');
     const g = this.t.write(this.ctx.kgIndex, this.ctx.key);
     const l = g.get(this.ctx.key) as T[] | undefined;
     if (l === undefined) g.set(this.ctx.key, [value]);
@@ -45,6 +47,7 @@ export class ListHandle<T> implements ListState<T> {
     this.t.mark(this.ctx.kgIndex, this.ctx.key);
   }
   addAll(values: readonly T[]): void {
+    checkListElements(values, 'addAll');
     if (values.length === 0) return;
     const g = this.t.write(this.ctx.kgIndex, this.ctx.key);
     const l = g.get(this.ctx.key) as T[] | undefined;
@@ -53,6 +56,7 @@ export class ListHandle<T> implements ListState<T> {
     this.t.mark(this.ctx.kgIndex, this.ctx.key);
   }
   update(values: readonly T[]): void {
+    checkListElements(values, 'update');
     if (values.length === 0) return this.clear();
     this.t.write(this.ctx.kgIndex, this.ctx.key).set(this.ctx.key, values.slice());
     this.t.mark(this.ctx.kgIndex, this.ctx.key);

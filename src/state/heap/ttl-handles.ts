@@ -5,6 +5,7 @@
  * a read may remove it, restamp it or hand out a live object.
  */
 import type { ListState, MapState, StateTtlConfig, ValueState } from '../../core/state.ts';
+import { checkListElement, checkListElements } from '../../core/state.ts';
 import type { Clock } from '../../core/clock.ts';
 import type { KeyContext } from '../key-context.ts';
 import type { StateTable } from './state-table.ts';
@@ -71,6 +72,7 @@ export class TtlListHandle<T> implements ListState<T> {
     return live.map((s) => s.v);
   }
   add(value: T): void {
+    checkListElement(value, 'add');
     const g = this.t.write(this.ctx.kgIndex, this.ctx.key);
     const l = g.get(this.ctx.key) as Stamped<T>[] | undefined;
     const s = { v: value, t: this.clock.now() };
@@ -79,9 +81,11 @@ export class TtlListHandle<T> implements ListState<T> {
     this.t.mark(this.ctx.kgIndex, this.ctx.key);
   }
   addAll(values: readonly T[]): void {
+    checkListElements(values, 'addAll');
     for (const v of values) this.add(v);
   }
   update(values: readonly T[]): void {
+    checkListElements(values, 'update');
     if (values.length === 0) return this.clear();
     const now = this.clock.now();
     this.t.write(this.ctx.kgIndex, this.ctx.key).set(this.ctx.key, values.map((v) => ({ v, t: now })));
