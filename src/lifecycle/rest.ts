@@ -15,7 +15,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { errorCode } from '../core/errors.ts';
 import { boundRequests, hostAllowed, jsonContentType } from '../observe/request-guard.ts';
 import type { Manager } from './manager.ts';
-import { validateSpec } from './spec.ts';
+import { isAppName, validateSpec } from './spec.ts';
 
 const MAX_BODY_BYTES = 1 << 20;
 
@@ -77,6 +77,8 @@ export class ManagerApi {
       return send(res, 200, { name: spec.name, generation: d.generation });
     }
     const app = parts[1]!;
+    // A name is a path segment of the store: "..%2F.." decoded to "../.." read and rewrote files outside it.
+    if (!isAppName(app)) return send(res, 400, { errors: [`${JSON.stringify(app)} is not an application name (lower-case letters, digits and "-")`] });
     const verb = parts[2];
     if (parts.length === 2 && method === 'GET') return send(res, 200, m.describe(app));
     if (parts.length === 2 && method === 'DELETE') {

@@ -63,6 +63,11 @@ export const MANAGED_KEYS: ReadonlySet<string> = new Set([
 
 const NAME = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
 
+/** Whether `name` is a valid application name (also what keeps a name given over REST inside the store). */
+export function isAppName(name: string): boolean {
+  return NAME.test(name);
+}
+
 export class SpecError extends WeirError {
   constructor(where: string, field: string, problem: string) {
     super('CONFIG', `${where}: field "${field}": ${problem}`);

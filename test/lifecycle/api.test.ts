@@ -34,6 +34,12 @@ describe('manager API and CLI on bad input', () => {
     expect(await rest(`${running.url}/apps/nope`)).toEqual({ status: 404, body: { errors: ['no application nope (see weir apps list)'] } });
     expect((await rest(`${running.url}/apps/nope/suspend`, 'POST')).status).toBe(404);
     expect((await rest(`${running.url}/things`)).status).toBe(404);
+    // A name that is no application name never reaches the store (before: ..%2F.. read and rewrote files outside it).
+    for (const name of ['..%2F..%2Fvictim', 'Orders', 'a%2Fb']) {
+      const r = await rest(`${running.url}/apps/${name}/suspend`, 'POST');
+      expect(r.status, name).toBe(400);
+      expect(r.body.errors[0]).toMatch(/is not an application name/);
+    }
     expect(await rest(`${running.url}/apps`)).toEqual({ status: 200, body: { apps: [] } });
 
     // A web page cannot drive it: a simple (text/plain) POST, a bodiless POST without JSON, and a foreign Host are refused.
