@@ -13,7 +13,7 @@ export interface ControlApiOptions {
   readonly address?: string;
   /** When the port is taken, serve on a free one instead (and say so in the job's log). */
   readonly fallback?: boolean;
-  /** When given, every request must carry it (Authorization: Bearer); never logged. */
+  /** When given, every control request must carry it (Authorization: Bearer); reads stay open behind the Host check. Never logged. */
   readonly token?: string;
   /** Called once the API listens, with its port. */
   readonly onListening?: (port: number, jobId: string) => void;

@@ -23,7 +23,7 @@ import { errorCode } from '../core/errors.ts';
 import { serveDashboard } from './dashboard.ts';
 import { PROMETHEUS_CONTENT_TYPE, prometheusText } from './prometheus.ts';
 import { getView, jobSummary, vertexJson } from './rest-views.ts';
-import { boundRequests, hostAllowed, jsonContentType, tokenMatches } from './request-guard.ts';
+import { boundRequests, hostAllowed, isLoopback, jsonContentType, tokenMatches } from './request-guard.ts';
 
 type Operation = { status: 'IN_PROGRESS' } | { status: 'COMPLETED'; location: string } | { status: 'FAILED'; cause: string };
 
@@ -35,7 +35,8 @@ export class RestServer {
   private boundPort = 0;
 
   /**
-   * `token`: when given, every request must carry `Authorization: Bearer <token>`.
+   * `token`: when given, every control request (anything but GET and HEAD) must carry
+   * `Authorization: Bearer <token>`; reads stay open (the dashboard), behind the Host check.
    * `maxOperations`: savepoint and stop requests remembered for their status (see track).
    */
   constructor(private readonly job: JobControl, private readonly token?: string, private readonly maxOperations = MAX_OPERATIONS) {
@@ -114,11 +115,17 @@ export class RestServer {
     const parts = url.pathname.split('/').filter((p) => p !== '');
     const method = req.method ?? 'GET';
     const job = this.job;
-    if (this.token === undefined && !hostAllowed(req.headers.host, this.boundAddress, this.boundPort)) {
+    // The Host check (DNS rebinding) stays on with a token: reads need none, so a page rebound to
+    // a loopback API could read exceptions, paths and metrics. Skipped only for a request that
+    // carries the token, or when the API is deliberately on the network with one (reads there
+    // are open to whoever reaches it, whatever Host they send).
+    const authorized = this.token !== undefined && tokenMatches(req.headers.authorization, this.token);
+    const networked = this.token !== undefined && !isLoopback(this.boundAddress);
+    if (!authorized && !networked && !hostAllowed(req.headers.host, this.boundAddress, this.boundPort)) {
       return send(res, 421, { errors: [`the Host header must name this API's address (${this.boundAddress}:${this.boundPort}); refused (DNS rebinding protection)`] });
     }
     if (method !== 'GET' && method !== 'HEAD') {
-      if (this.token !== undefined && !tokenMatches(req.headers.authorization, this.token)) {
+      if (this.token !== undefined && !authorized) {
         return send(res, 401, { errors: ['a token is required: send "Authorization: Bearer <token>" (the weir CLI sends the one in --rest-token-file)'] });
       }
       if (!jsonContentType(req.headers['content-type'])) {
