@@ -5,7 +5,7 @@
  */
 import { acquireDirLease } from '../core/dir-lease.ts';
 import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { weirHome } from '../core/weir-home.ts';
+import { privateHomeDir } from '../core/weir-home.ts';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { WeirError } from '../core/errors.ts';
@@ -31,7 +31,7 @@ export interface RunningManager {
 
 /** $WEIR_HOME/manager (default <tmpdir>/weir-<uid>/manager). */
 export function defaultManagerDir(): string {
-  return join(weirHome(), 'manager');
+  return privateHomeDir('manager');
 }
 
 export function discoveryFile(dir: string): string {

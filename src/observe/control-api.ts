@@ -36,7 +36,13 @@ export function controlApi(options: ControlApiOptions): JobService {
         port = await server.listen(0, address);
         control.logLine(`weir: REST port ${options.port} is in use; serving on ${address}:${port} instead`);
       }
-      const unregister = register({ jobId: control.jobId, name: control.jobName, address, port, pid: process.pid, startedAt: control.startedAt });
+      // A registry that is not private is not written to (the job runs on; weir list will not show it).
+      let unregister = (): void => {};
+      try {
+        unregister = register({ jobId: control.jobId, name: control.jobName, address, port, pid: process.pid, startedAt: control.startedAt });
+      } catch (e) {
+        control.logLine(`weir: warning: the job is not registered for weir list and the control commands: ${(e as Error).message}`);
+      }
       if (!isLoopback(address) && options.token === undefined) {
         control.logLine(`weir: warning: the control API on ${address}:${port} is reachable from the network without a token: anyone who reaches it can stop or cancel the job (give --rest-token-file)`);
       }

@@ -4,8 +4,8 @@
  * being told a port. The directory is $WEIR_HOME/jobs (default: <tmpdir>/weir-<uid>/jobs).
  * Entries of processes that are gone are ignored and removed.
  */
-import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync, renameSync } from 'node:fs';
-import { weirHome } from '../core/weir-home.ts';
+import { readdirSync, readFileSync, rmSync, writeFileSync, renameSync } from 'node:fs';
+import { privateHomeDir, weirHome } from '../core/weir-home.ts';
 import { join } from 'node:path';
 
 export interface JobEntry {
@@ -21,6 +21,11 @@ export function registryDir(): string {
   return join(weirHome(), 'jobs');
 }
 
+/** The registry directory, checked private (see privateHomeDir). */
+function privateRegistryDir(): string {
+  return privateHomeDir('jobs');
+}
+
 
 function alive(pid: number): boolean {
   try {
@@ -31,9 +36,9 @@ function alive(pid: number): boolean {
   }
 }
 
+/** Registers a running job for `weir list` and the control commands; throws (CONFIG) when the registry is not private. */
 export function register(e: JobEntry): () => void {
-  const dir = registryDir();
-  mkdirSync(dir, { recursive: true });
+  const dir = privateRegistryDir();
   const file = join(dir, `${e.jobId}.json`);
   const tmp = `${file}.${process.pid}.tmp`;
   writeFileSync(tmp, JSON.stringify(e));
@@ -43,7 +48,7 @@ export function register(e: JobEntry): () => void {
 
 /** Live registered jobs, newest first. */
 export function listRegistered(): JobEntry[] {
-  const dir = registryDir();
+  const dir = privateRegistryDir();
   let names: string[];
   try {
     names = readdirSync(dir);
