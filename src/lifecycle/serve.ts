@@ -3,6 +3,7 @@
  * the REST API, and the discovery file (<dir>/manager.json: address, port, pid) through which
  * `weir apps` finds it. Jobs keep running when the manager stops; a new manager adopts them.
  */
+import { isLoopback } from '../observe/request-guard.ts';
 import { acquireDirLease } from '../core/dir-lease.ts';
 import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { privateHomeDir } from '../core/weir-home.ts';
@@ -72,6 +73,9 @@ export async function serveManager(o: ServeOptions): Promise<RunningManager> {
     throw e;
   }
   const url = `http://${o.address.includes(':') ? `[${o.address}]` : o.address}:${port}`;
+  if (!isLoopback(o.address)) {
+    o.log(`weir manager: warning: its API on ${url} has no authentication and is reachable from the network: anyone who reaches it can run a job module of their choice as this user; keep it on loopback, or behind a proxy that authenticates`);
+  }
   const file = discoveryFile(dir);
   writeFileSync(`${file}.tmp`, JSON.stringify({ url, pid: process.pid }));
   renameSync(`${file}.tmp`, file);

@@ -297,7 +297,7 @@ export const OPTIONS = {
     flag: 'port', type: integer({ min: 0, max: 65535 }), metavar: 'P', default: 8090, label: 'manager port', description: 'manager REST API port; 0 picks a free one', commands: ['manager'],
   }),
   managerAddress: option({
-    flag: 'address', type: text('A'), default: '127.0.0.1', label: 'manager address', description: 'manager REST API address; any other than loopback exposes it to the network', commands: ['manager'],
+    flag: 'address', type: text('A'), default: '127.0.0.1', label: 'manager address', description: 'manager REST API address; any other than loopback exposes it, without authentication, to the network (a warning says so)', commands: ['manager'],
   }),
   managerInterval: option({
     flag: 'interval', type: duration({ minMs: 10 }), default: '500ms', label: 'reconcile interval', description: 'time between reconciliation passes', commands: ['manager'],
