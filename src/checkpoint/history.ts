@@ -34,6 +34,14 @@ const MAX_ENTRIES = 600_000;
 export class CheckpointHistory {
   private readonly entries: CheckpointHistoryEntry[] = [];
   private readonly ids = new Set<number>();
+  /**
+   * Checkpoints ended, by outcome, ever (not only those still in memory): Flink's
+   * numberOfCompleted/FailedCheckpoints never go down within a job, and past MAX_ENTRIES counts
+   * taken from the entries did. The newest completed one, for the last-checkpoint gauges.
+   */
+  completedCount = 0;
+  failedCount = 0;
+  lastCompleted: CheckpointHistoryEntry | undefined;
 
   /** Lines read from the history file; lines that are not history entries are skipped and counted. */
   load(lines: readonly unknown[]): number {
@@ -51,6 +59,12 @@ export class CheckpointHistory {
   add(e: CheckpointHistoryEntry): void {
     if (this.ids.has(e.id)) return;
     this.ids.add(e.id);
+    if (e.status === 'COMPLETED') {
+      this.completedCount++;
+      if (this.lastCompleted === undefined || e.id > this.lastCompleted.id) this.lastCompleted = e;
+    } else if (e.status === 'FAILED') {
+      this.failedCount++;
+    }
     const list = this.entries;
     // Checkpoints end nearly in id order: insert from the back.
     let i = list.length;

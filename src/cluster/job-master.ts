@@ -224,16 +224,9 @@ export class JobMaster implements JobControl {
 
   metrics(): JobMetricsView {
     const now = this.spec.clock.now();
-    const all = this.history.all();
-    let completed = 0;
-    let failed = 0;
-    let last: CheckpointHistoryEntry | undefined;
-    for (const e of all) {
-      if (e.status === 'COMPLETED') {
-        completed++;
-        last = e;
-      } else failed++;
-    }
+    const completed = this.history.completedCount;
+    const failed = this.history.failedCount;
+    const last = this.history.lastCompleted;
     const inProgress = this.stats.counts.inProgress;
     const job: MetricValues = {
       uptime: this.state === 'RUNNING' && this.runningSince !== undefined ? now - this.runningSince : 0,

@@ -21,7 +21,8 @@ export interface View {
 
 /** Default and largest number of checkpoints in one /checkpoints answer (the rest by ?limit). */
 const DEFAULT_HISTORY_LIMIT = 1000;
-const MAX_HISTORY_LIMIT = 1_000_000;
+/** A bound on one answer's size: a limit of a million built a 313 MB reply. */
+const MAX_HISTORY_LIMIT = 10_000;
 
 const ok = (body: unknown): View => ({ status: 200, body });
 const notFound = (what: string): View => ({ status: 404, body: { errors: [what] } });

@@ -4,7 +4,7 @@ import { CheckpointHistory, parseEntry } from '../../src/checkpoint/history.ts';
 import { DEFAULT_CHECKPOINT_CONFIG } from '../../src/checkpoint/config.ts';
 import type { CheckpointStatsView } from '../../src/cluster/job-control.ts';
 import type { SubtaskMetricsView } from '../../src/cluster/metric-store.ts';
-import { checkpointConfigJson, checkpointingStatistics, statsSummary, subtaskDetails } from '../../src/observe/flink-checkpoints.ts';
+import { checkpointConfigJson, checkpointingStatistics, checkpointTrend, MAX_TREND_POINTS, statsSummary, subtaskDetails } from '../../src/observe/flink-checkpoints.ts';
 import { aggregatedJson, backpressureJson, backpressureLevel, parseRanges } from '../../src/observe/flink-metrics.ts';
 import { escapeLabel, metricName, prometheusText } from '../../src/observe/prometheus.ts';
 
@@ -81,6 +81,20 @@ describe('checkpoint views in Flink shape', () => {
     hist.add(entry(2));
     expect(hist.all().map((e) => e.id)).toEqual([1, 2, 3]);
     expect(parseEntry({ id: 1, status: 'IN_PROGRESS', triggerTimestamp: 1 })).toBeUndefined();
+  });
+
+  it('counts never go down when old entries leave memory (as Flink\'s counters); the trend answer is bounded', () => {
+    const hist = new CheckpointHistory();
+    const n = 600_010;
+    for (let id = 1; id <= n; id++) hist.add(id % 100_000 === 0 ? { ...entry(id, { status: 'FAILED', subtasks: undefined }) } : { ...entry(id, { subtasks: undefined }) });
+    expect(hist.all().length).toBe(600_000); // the oldest entries left memory
+    expect(hist.failedCount).toBe(6); // before: counted from the entries in memory, 5
+    expect(hist.completedCount).toBe(n - 6);
+    expect(hist.lastCompleted?.id).toBe(n);
+    const trend = checkpointTrend(view([...hist.all()]));
+    expect(trend.id!.length).toBeLessThanOrEqual(MAX_TREND_POINTS + 1);
+    expect(trend.id!.at(-1)).toBe(n);
+    expect(trend.id![0]).toBe(hist.all()[0]!.id);
   });
 });
 
