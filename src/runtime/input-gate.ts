@@ -159,7 +159,11 @@ export class InputGate implements ChannelOwner {
     if (this.channelIdle[channel] === idle) return;
     this.channelIdle[channel] = idle;
     if (!idle) this.channelAligned[channel] = this.channelWatermark[channel]! >= this.lastWatermark;
-    const allIdle = this.channelIdle.every((x, i) => x || this.channels[i]!.ended) && this.channelIdle.some((x) => x);
+    // A channel that ended (not by a stop) stays active at MAX_WATERMARK, as a finished channel does
+    // in Flink's valve: the gate's event time is then the other channels'. Counted as idle, the
+    // order decided: "B ended, then A went idle" left the gate idle at A's watermark, while "A
+    // idle, then B ended" moved it to MAX.
+    const allIdle = this.channelIdle.every((x) => x);
     if (allIdle !== this.idle) {
       this.idle = allIdle;
       out.status(allIdle);

@@ -11,6 +11,8 @@ import {
   type WatermarkOutput,
 } from '../../src/index.ts';
 import { runInline } from '../helpers/run.ts';
+import { InputChannel } from '../../src/runtime/channels/channel.ts';
+import { InputGate, type ValveOutput } from '../../src/runtime/input-gate.ts';
 import { punctuated, scripted, Signal, type Step } from './support.ts';
 
 interface R {
@@ -366,5 +368,47 @@ describe('idleness on a union: an input resuming behind the watermark', () => {
       [400, false], // wm 499
       [500, true], // final watermark
     ]);
+  });
+});
+
+describe('the input gate\'s valve (Flink\'s StatusWatermarkValve)', () => {
+  /** A gate of two channels: A (0) at watermark 10, B (1); returns what it emitted after `steps`. */
+  function valve(steps: (gate: InputGate, out: ValveOutput) => void): { watermarks: number[]; statuses: boolean[] } {
+    const gate = new InputGate(0, [0, 1].map((i) => new InputChannel(i, i, () => {})));
+    const got = { watermarks: [] as number[], statuses: [] as boolean[] };
+    const out: ValveOutput = { watermark: (t) => void got.watermarks.push(t), status: (idle) => void got.statuses.push(idle) };
+    gate.onWatermark(0, 10, out);
+    gate.onWatermark(1, 10, out);
+    steps(gate, out);
+    return got;
+  }
+
+  it('a channel that ended stays active at the end of event time: A idle and B ended give MAX in either order (before: B first left the gate idle at 10)', () => {
+    const bFirst = valve((g, out) => {
+      g.endChannel(1, out);
+      g.onStatus(0, true, out);
+    });
+    const aFirst = valve((g, out) => {
+      g.onStatus(0, true, out);
+      g.endChannel(1, out);
+    });
+    expect(bFirst.watermarks).toEqual([10, MAX_WATERMARK]);
+    expect(aFirst.watermarks).toEqual([10, MAX_WATERMARK]);
+    expect(bFirst.statuses).toEqual([]);
+    expect(aFirst.statuses).toEqual([]);
+  });
+
+  it('every channel idle: the gate is idle; a stop ends a channel without moving event time', () => {
+    const idle = valve((g, out) => {
+      g.onStatus(0, true, out);
+      g.onStatus(1, true, out);
+    });
+    expect(idle.statuses).toEqual([true]);
+    const stopped = valve((g, out) => {
+      g.endChannel(1, out, true);
+      g.onStatus(0, true, out);
+    });
+    expect(stopped.watermarks).toEqual([10]);
+    expect(stopped.statuses).toEqual([true]);
   });
 });
