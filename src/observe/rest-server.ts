@@ -4,7 +4,8 @@
  *   GET   /jobs                              jobs of this process
  *   GET   /jobs/:id                          status and vertices
  *   GET   /jobs/:id/checkpoints              counts, latest, history
- *   POST  /jobs/:id/checkpoints              trigger a checkpoint
+ *   POST  /jobs/:id/checkpoints              trigger a checkpoint -> {"request-id"} (at once, as Flink)
+ *   GET   /jobs/:id/checkpoints/:request-id  {"status": {"id"}, "operation": {"checkpointId"|"failure-cause"}}
  *   POST  /jobs/:id/savepoints               {"target-directory"?} -> {"request-id"}
  *   GET   /jobs/:id/savepoints/:request-id   {"status": {"id": IN_PROGRESS|COMPLETED}, "operation": {"location"|"failure-cause"}}
  *   POST  /jobs/:id/stop                     {"targetDirectory"?, "drain"?} -> {"request-id"}
@@ -14,8 +15,8 @@
  * and the read-only views of rest-views.ts (checkpoints, vertices, metrics, exceptions).
  * Requests must name the bound address and port in their Host header (DNS rebinding), and
  * state-changing ones (POST, PATCH) must be application/json (CSRF); with a token (meant for
- * an address other than loopback) state-changing requests must carry it, and the Host check is
- * left to it (a remote dashboard or Prometheus may use a DNS name). See request-guard.ts.
+ * an address other than loopback) state-changing requests must carry it; the Host check is
+ * left out only for requests carrying it, or when the API is on the network. See request-guard.ts.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { JobControl } from '../cluster/job-control.ts';
@@ -25,7 +26,9 @@ import { PROMETHEUS_CONTENT_TYPE, prometheusText } from './prometheus.ts';
 import { getView, jobSummary, vertexJson } from './rest-views.ts';
 import { boundRequests, hostAllowed, isLoopback, jsonContentType, tokenMatches } from './request-guard.ts';
 
-type Operation = { status: 'IN_PROGRESS' } | { status: 'COMPLETED'; location: string } | { status: 'FAILED'; cause: string };
+/** A savepoint or stop (result: the location) or a checkpoint (result: its id) asked for over REST. */
+type OperationKind = 'savepoint' | 'checkpoint';
+type Operation = { kind: OperationKind } & ({ status: 'IN_PROGRESS' } | { status: 'COMPLETED'; result: string | number } | { status: 'FAILED'; cause: string });
 
 export class RestServer {
   private server: Server | undefined;
@@ -89,15 +92,25 @@ export class RestServer {
    * or a client posting in a loop, would otherwise grow the map for the job's life). Requests in
    * progress are kept; the job bounds how many it accepts (maxPendingRequests), so they are few.
    */
-  private track(p: Promise<string>): string {
+  private track(kind: OperationKind, p: Promise<string | number>): string {
     if (this.operations.size >= this.maxOperations) this.forgetOldestFinished();
     const id = `op-${this.nextOp++}`;
-    this.operations.set(id, { status: 'IN_PROGRESS' });
+    this.operations.set(id, { kind, status: 'IN_PROGRESS' });
     p.then(
-      (location) => this.operations.set(id, { status: 'COMPLETED', location }),
-      (e) => this.operations.set(id, { status: 'FAILED', cause: e instanceof Error ? e.message : String(e) }),
+      (result) => this.operations.set(id, { kind, status: 'COMPLETED', result }),
+      (e) => this.operations.set(id, { kind, status: 'FAILED', cause: e instanceof Error ? e.message : String(e) }),
     );
     return id;
+  }
+
+  /** Flink's AsynchronousOperationResult for request `id` of `kind`; undefined when unknown. */
+  private operationReply(kind: OperationKind, id: string): unknown {
+    const op = this.operations.get(id);
+    if (op === undefined || op.kind !== kind) return undefined;
+    if (op.status === 'IN_PROGRESS') return { status: { id: 'IN_PROGRESS' } };
+    this.fetched.add(id);
+    if (op.status === 'FAILED') return { status: { id: 'COMPLETED' }, operation: { 'failure-cause': { message: op.cause } } };
+    return { status: { id: 'COMPLETED' }, operation: kind === 'checkpoint' ? { checkpointId: op.result } : { location: op.result } };
   }
 
   private forgetOldestFinished(): void {
@@ -163,26 +176,25 @@ export class RestServer {
       }
       if (rest === 'checkpoints' && method === 'GET') return send(res, 200, job.checkpoints());
       if (rest === 'checkpoints' && method === 'POST') {
-        const id = await job.triggerCheckpoint();
-        return send(res, 200, { 'checkpoint-id': id });
+        // Answered at once with a request id, as Flink does (before: held open until the
+        // checkpoint ended, up to its timeout, and answered {"checkpoint-id"}).
+        return send(res, 202, { 'request-id': this.track('checkpoint', job.triggerCheckpoint()) });
       }
       if (rest === 'savepoints' && method === 'POST') {
         const dir = stringField(body, 'target-directory');
-        return send(res, 202, { 'request-id': this.track(job.savepoint(dir)) });
+        return send(res, 202, { 'request-id': this.track('savepoint', job.savepoint(dir)) });
       }
       if (rest === 'stop' && method === 'POST') {
         const dir = stringField(body, 'targetDirectory');
         const drain = booleanField(body, 'drain') ?? false;
-        return send(res, 202, { 'request-id': this.track(job.stop(dir, drain)) });
+        return send(res, 202, { 'request-id': this.track('savepoint', job.stop(dir, drain)) });
       }
-      const m = /^savepoints\/([^/]+)$/.exec(rest);
+      const m = /^(savepoints|checkpoints)\/([^/]+)$/.exec(rest);
       if (m && method === 'GET') {
-        const op = this.operations.get(m[1]!);
-        if (!op) return send(res, 404, { errors: [`no savepoint request ${m[1]}`] });
-        if (op.status === 'IN_PROGRESS') return send(res, 200, { status: { id: 'IN_PROGRESS' } });
-        this.fetched.add(m[1]!);
-        if (op.status === 'COMPLETED') return send(res, 200, { status: { id: 'COMPLETED' }, operation: { location: op.location } });
-        return send(res, 200, { status: { id: 'COMPLETED' }, operation: { 'failure-cause': { message: op.cause } } });
+        const kind: OperationKind = m[1] === 'savepoints' ? 'savepoint' : 'checkpoint';
+        const reply = this.operationReply(kind, m[2]!);
+        if (reply === undefined) return send(res, 404, { errors: [`no ${kind} request ${m[2]}`] });
+        return send(res, 200, reply);
       }
     } catch (e) {
       return send(res, statusOf(e), { errors: [e instanceof Error ? e.message : String(e)] });

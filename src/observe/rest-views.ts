@@ -129,6 +129,8 @@ export function getView(job: JobControl, parts: readonly string[], query: URLSea
 }
 
 function checkpointView(job: JobControl, rest: readonly string[], query: URLSearchParams): View | undefined {
+  // checkpoints/<request-id> (a trigger's status) is the control API's, not a view.
+  if (rest.length === 1 && rest[0] !== 'config' && rest[0] !== 'trend') return undefined;
   const vertices = job.vertices();
   const stats = job.checkpointStats();
   if (rest.length === 0) return ok(checkpointingStatistics(stats, vertices, intParam(query, 'limit', DEFAULT_HISTORY_LIMIT, MAX_HISTORY_LIMIT)));

@@ -93,3 +93,28 @@ describe('the control API\'s savepoint requests', () => {
     expect(() => new RestServer(job, undefined, 0)).toThrow(/maxOperations must be a positive integer, got 0/);
   });
 });
+
+describe('the control API\'s checkpoint trigger (Flink\'s shape)', () => {
+  it('POST /checkpoints answers at once with a request id; GET /checkpoints/<id> gives the status, then the checkpoint id or the failure', async () => {
+    const pending: { resolve: (id: number) => void; reject: (e: Error) => void }[] = [];
+    const job = {
+      jobId: JOB, jobName: 'stand-in',
+      triggerCheckpoint: () => new Promise<number>((resolve, reject) => pending.push({ resolve, reject })),
+    } as unknown as JobControl;
+    server = new RestServer(job);
+    const port = await server.listen(0, '127.0.0.1');
+    const first = await call(port, 'POST', `/jobs/${JOB}/checkpoints`, {});
+    expect(first.status).toBe(202); // before: held open until the checkpoint ended
+    const id = first.json['request-id'] as string;
+    expect(await call(port, 'GET', `/jobs/${JOB}/checkpoints/${id}`)).toEqual({ status: 200, json: { status: { id: 'IN_PROGRESS' } } });
+    pending[0]!.resolve(7);
+    await new Promise((r) => setImmediate(r));
+    expect(await call(port, 'GET', `/jobs/${JOB}/checkpoints/${id}`)).toEqual({ status: 200, json: { status: { id: 'COMPLETED' }, operation: { checkpointId: 7 } } });
+    expect((await call(port, 'GET', `/jobs/${JOB}/savepoints/${id}`)).status).toBe(404); // a checkpoint request is not a savepoint's
+    const second = (await call(port, 'POST', `/jobs/${JOB}/checkpoints`, {})).json['request-id'] as string;
+    pending[1]!.reject(new Error('declined by a task'));
+    await new Promise((r) => setImmediate(r));
+    expect((await call(port, 'GET', `/jobs/${JOB}/checkpoints/${second}`)).json).toEqual({ status: { id: 'COMPLETED' }, operation: { 'failure-cause': { message: 'declined by a task' } } });
+    expect((await call(port, 'GET', `/jobs/${JOB}/checkpoints/op-999`)).status).toBe(404);
+  });
+});

@@ -16,7 +16,7 @@ import { lookupValue, summarize } from '../../src/checkpoint/inspect.ts';
 import { verifyCheckpoint } from '../../src/checkpoint/storage.ts';
 import { runJob } from '../../src/index.ts';
 import type { Out } from '../fixtures/jobs/savepoint-app.ts';
-import { api, decodeSnapshot, fingerprint, fixture, producedIn, savepoint, sleep, start, tempDir, waitRunning } from './helpers.ts';
+import { api, checkpointNow, decodeSnapshot, fingerprint, fixture, producedIn, savepoint, sleep, start, tempDir, waitRunning } from './helpers.ts';
 
 const JOB = fixture('savepoint-app.ts');
 const N = 2000;
@@ -37,7 +37,7 @@ describe('a savepoint of a running job', () => {
     });
     await waitRunning(h);
     await sleep(150);
-    const c1 = (await api(`${h.base}/checkpoints`, 'POST')).body['checkpoint-id'] as number;
+    const c1 = await checkpointNow(h);
     expect(typeof c1).toBe('number');
     const chk1 = join(chk, h.jobId, `chk-${c1}`);
     expect((await verifyCheckpoint(chk1)).ok).toBe(true);
@@ -54,7 +54,7 @@ describe('a savepoint of a running job', () => {
     expect((await api(h.base)).body['state']).toBe('RUNNING');
 
     // A newer checkpoint subsumes the older checkpoint (num-retained 1), never the savepoint.
-    const c2 = (await api(`${h.base}/checkpoints`, 'POST')).body['checkpoint-id'] as number;
+    const c2 = await checkpointNow(h);
     expect(c2).toBeGreaterThan(c1);
     for (let i = 0; i < 200 && existsSync(chk1); i++) await sleep(10);
     expect(existsSync(chk1), 'the older checkpoint is subsumed').toBe(false);

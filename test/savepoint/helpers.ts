@@ -99,6 +99,23 @@ export async function outcome(h: Handle, requestId: string): Promise<OperationOu
   throw new Error('savepoint operation did not complete');
 }
 
+/** POST /jobs/:id/checkpoints (answered at once with a request id, as Flink) and wait for the checkpoint's id; throws when it fails. */
+export async function checkpointNow(h: Handle): Promise<number> {
+  const r = await api(`${h.base}/checkpoints`, 'POST');
+  if (r.status !== 202) throw new Error(`checkpoint refused: ${r.status} ${JSON.stringify(r.body)}`);
+  for (let i = 0; i < 3000; i++) {
+    const s = await api(`${h.base}/checkpoints/${r.body['request-id']}`);
+    if (s.status !== 200) throw new Error(`GET checkpoint status: ${s.status} ${JSON.stringify(s.body)}`);
+    if (s.body['status']?.id === 'COMPLETED') {
+      const op = s.body['operation'];
+      if (typeof op.checkpointId !== 'number') throw new Error(`checkpoint failed: ${op['failure-cause']?.message}`);
+      return op.checkpointId as number;
+    }
+    await sleep(10);
+  }
+  throw new Error('checkpoint request did not complete');
+}
+
 /** POST /jobs/:id/savepoints and wait; throws when it fails. */
 export async function savepoint(h: Handle, dir: string | undefined): Promise<string> {
   const r = await api(`${h.base}/savepoints`, 'POST', dir === undefined ? {} : { 'target-directory': dir });

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { lookupValue, summarize, type SnapshotSummary } from '../../src/checkpoint/inspect.ts';
 import { keyGroupOf, keyGroupRangeForSubtask, normalizeKey } from '../../src/state/key-groups.ts';
 import { KEYS } from '../fixtures/jobs/savepoint-rescale.ts';
-import { api, fingerprint, fixture, oneLineError, producedIn, savepoint, sleep, start, tempDir, waitRunning, weir } from './helpers.ts';
+import { api, checkpointNow, fingerprint, fixture, oneLineError, producedIn, savepoint, sleep, start, tempDir, waitRunning, weir } from './helpers.ts';
 
 const JOB = fixture('savepoint-rescale.ts');
 const tmp = tempDir('sp-inspect');
@@ -37,7 +37,7 @@ beforeAll(async () => {
   const h = await start(JOB, { workers: 1, parallelism: 2, args: ['g0', '100000', '500'], checkpoint: { interval: '1 h', dir, retention: 'retain-on-cancel' } });
   await waitRunning(h);
   await sleep(150);
-  const id = (await api(`${h.base}/checkpoints`, 'POST')).body['checkpoint-id'] as number;
+  const id = await checkpointNow(h);
   await sleep(50);
   const path = await savepoint(h, tmp.fresh('sp'));
   expect((await api(h.base, 'PATCH')).status).toBe(202);

@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openSnapshot } from '../../src/checkpoint/inspect.ts';
 import { runJob } from '../../src/index.ts';
 import type { Out } from '../fixtures/jobs/savepoint-app.ts';
-import { api, fingerprint, fixture, producedIn, sleep, start, stopWithSavepoint, tempDir, waitRunning } from './helpers.ts';
+import { api, checkpointNow, fingerprint, fixture, producedIn, sleep, start, stopWithSavepoint, tempDir, waitRunning } from './helpers.ts';
 
 const JOB = fixture('savepoint-app.ts');
 const N = 5000;
@@ -46,7 +46,7 @@ async function restoreAndCheckpoint(from: string, claimMode: 'claim' | 'no-claim
   await waitRunning(h);
   await sleep(100);
   around.before?.();
-  const id = (await api(`${h.base}/checkpoints`, 'POST')).body['checkpoint-id'] as number;
+  const id = await checkpointNow(h);
   expect(typeof id).toBe('number');
   await around.after?.();
   expect((await api(h.base, 'PATCH')).status).toBe(202);
