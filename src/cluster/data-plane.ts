@@ -4,6 +4,7 @@
  * and credits flowing back.
  * Credits are gathered during a scheduler slice and sent in one message per peer.
  */
+import { WeirError } from '../core/errors.ts';
 import { receiveMessageOnPort, type MessagePort } from 'node:worker_threads';
 import type { OutputChannel, InputChannel } from '../runtime/channels/channel.ts';
 import { encodeBatch } from '../core/codec.ts';
@@ -63,7 +64,14 @@ export class DataPlane {
         port.postMessage([EVENT, channelId, el] satisfies Wire);
         return 0;
       }
-      const bytes = encodeBatch(el);
+      let bytes: Uint8Array;
+      try {
+        bytes = encodeBatch(el);
+      } catch (e) {
+        // Encoding may run late (a batch waiting for credit is encoded when the credit comes), so
+        // the error says what failed and what records may hold, not only the codec's words.
+        throw new WeirError('MALFORMED_RECORD', `a batch of ${el.values.length} records for another worker thread (channel ${channelId}) cannot be encoded: ${(e as Error).message}; records that cross threads must be plain data (objects, arrays, strings, numbers, booleans, null, bigint, Date, Map, Set, typed arrays), without cycles, symbols or functions`);
+      }
       const n = bytes.byteLength;
       this.bytesSent += n;
       port.postMessage([DATA, channelId, bytes] satisfies Wire, [bytes.buffer as ArrayBuffer]);

@@ -100,3 +100,12 @@ describe('data plane between threads', () => {
     expect(elementIds(input.poll()!)).toEqual([3]);
   });
 });
+
+describe('a batch that cannot cross threads', () => {
+  it('fails with an error saying what failed and what records may hold (before: the codec\'s words only, e.g. "Unknown type: symbol")', () => {
+    const { out } = pair(8);
+    expect(() => out.send({ values: [{ id: 1, tag: Symbol('x') }, { id: 2 }], timestamps: [0, 0] })).toThrow(
+      /^a batch of 2 records for another worker thread \(channel 7\) cannot be encoded: .*symbol.*; records that cross threads must be plain data/,
+    );
+  });
+});
