@@ -199,11 +199,19 @@ async function api(url: string, method = 'GET', body?: unknown): Promise<Record<
   return json;
 }
 
-/** Takes a checkpoint over REST; resolves when it has completed. */
+/** Takes a checkpoint over REST (answered at once with a request id, as Flink), polling its status every 5 ms. */
 async function checkpointNow(base: string): Promise<{ id: number; ms: number }> {
   const t0 = epochMs();
   const r = await api(`${base}/checkpoints`, 'POST', {});
-  return { id: r['checkpoint-id'] as number, ms: epochMs() - t0 };
+  for (;;) {
+    const s = await api(`${base}/checkpoints/${String(r['request-id'])}`);
+    if ((s['status'] as { id: string }).id === 'COMPLETED') {
+      const op = s['operation'] as { checkpointId?: number; 'failure-cause'?: { message: string } };
+      check(op.checkpointId !== undefined, `checkpoint failed: ${op['failure-cause']?.message ?? JSON.stringify(s)}`);
+      return { id: op.checkpointId, ms: epochMs() - t0 };
+    }
+    await sleep(5);
+  }
 }
 
 /** Takes a savepoint over REST, polling its status every 5 ms. */
