@@ -25,8 +25,10 @@ const problems: string[] = [];
 
 beforeAll(async () => {
   mkdirSync(shots, { recursive: true });
-  // Checkpoint 3's state write fails once: a failed checkpoint with a reason, the job goes on.
-  const storage = new MemoryCheckpointStorage({ faults: new StorageFaults().inject({ kind: 'fail-write', match: /chk-3\/.*\.state$/, times: 1 }) });
+  // Checkpoint 8's state write fails once: a failed checkpoint with a reason, the job goes on.
+  // Well after the sink's one failure (record 400) and the restart: an earlier checkpoint could
+  // still be pending when the task failed, and then failed as TASK_FAILURE before its write.
+  const storage = new MemoryCheckpointStorage({ faults: new StorageFaults().inject({ kind: 'fail-write', match: /chk-8\/.*\.state$/, times: 1 }) });
   h = await start(fixture('observed-pipeline.ts'), {
     workers: 1, parallelism: 2, args: ['2000', 'fail-at=400'], checkpointStorage: storage,
     checkpoint: { interval: '250ms', tolerableFailures: 100 },
@@ -75,7 +77,8 @@ describe('web dashboard in headless Chromium', () => {
     await page.waitForFunction(() => document.querySelectorAll('#cp-history tr[data-cid]').length >= 4, undefined, { timeout: WAIT_MS });
     const n = await page.$$eval('#cp-history tr[data-cid]', (rows) => rows.length);
     await page.waitForFunction((k) => document.querySelectorAll('#cp-history tr[data-cid]').length >= k + 2, n, { timeout: WAIT_MS });
-    const failure = await page.textContent('#cp-history tr.FAILED-row[data-cid="3"] td.failure');
+    await page.waitForSelector('#cp-history tr.FAILED-row[data-cid="8"]', { timeout: WAIT_MS });
+    const failure = await page.textContent('#cp-history tr.FAILED-row[data-cid="8"] td.failure');
     expect(failure).toMatch(/^CHECKPOINT_ASYNC_EXCEPTION: /);
     // One point per completed checkpoint: the chart and the table come from two requests of one
     // refresh, so they agree once no checkpoint completed between them.
