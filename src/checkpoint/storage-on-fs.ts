@@ -270,19 +270,21 @@ export class FsCheckpointStorage extends FsSnapshotStorage implements Checkpoint
     const files = (await this.fs.list(shared)).filter((e) => !e.directory).map((e) => e.name);
     if (files.length === 0) return 0;
     // Every checkpoint whose metadata parses keeps its files, verified or not: a checkpoint
-    // skipped as corrupt today is not this collector's to break further.
+    // skipped as corrupt today is not this collector's to break further. A metadata file that
+    // cannot be read (an I/O error, a storage still failing after its retries) or parsed (a
+    // newer weir's, after a rollback) may name any of them: nothing is deleted then. Only a
+    // missing one (readFile's undefined: no checkpoint completed there) names nothing.
     const keep = new Set<string>();
     for (const e of await this.fs.list(this.jobDir(jobId))) {
       if (parseCheckpointDirName(e.name) === undefined) continue;
       const ref = metadataReference(childReference(this.jobDir(jobId), e.name));
-      const bytes = await this.fs.readFile(ref).catch(() => undefined);
+      const bytes = await this.fs.readFile(ref);
       if (bytes === undefined) continue;
       let m: CheckpointMetadata;
       try {
         m = parseMetadata(decoder.decode(bytes), ref);
-      } catch {
-        // Unreadable metadata names nothing we can read; its directory is not a checkpoint.
-        continue;
+      } catch (err) {
+        throw new Error(`shared files kept: ${(err as Error).message}`);
       }
       for (const f of sharedFilesOf(m)) keep.add(f);
     }

@@ -301,6 +301,52 @@ describe('highestId', () => {
   });
 });
 
+describe('collectSharedGarbage', () => {
+  /** chk-<id> whose one keyed subtask restores from shared files `chain`; its metadata written as given (or as it should be). */
+  async function chained(id: number, chain: string[], metadataText?: string): Promise<string> {
+    const dir = (await storage.initCheckpoint(JOB, id)).reference;
+    const m = metadata(id);
+    const withChain: CheckpointMetadata = {
+      ...m,
+      operators: [{ ...m.operators[0]!, parallelism: 1, subtasks: [{ subtask: 0, keyGroupRange: { start: 0, end: 127 }, stateSize: 5, chain: chain.map((name, i) => ({ name, size: 5, checkpointId: id, kind: i === 0 ? 'base' as const : 'delta' as const })) }] }, m.operators[1]!],
+    };
+    writeFileSync(join(dir, METADATA_FILE), metadataText ?? serializeMetadata(withChain));
+    return dir;
+  }
+  function sharedFiles(...names: string[]): void {
+    for (const n of names) writeFileSync(join(root, JOB, 'shared', n), 'state');
+  }
+  const sharedNow = (): string[] => readdirSync(join(root, JOB, 'shared')).sort();
+
+  it('deletes the shared files no checkpoint names, keeps those a checkpoint names', async () => {
+    await storage.initJob(JOB);
+    await chained(2, ['b1', 'd2']);
+    sharedFiles('b1', 'd2', 'orphan');
+    expect(await storage.collectSharedGarbage(JOB)).toBe(1);
+    expect(sharedNow()).toEqual(['b1', 'd2']);
+  });
+
+  it('deletes nothing when a checkpoint\'s metadata cannot be read (before: its chain was deleted, the checkpoint lost)', async () => {
+    await storage.initJob(JOB);
+    await chained(2, ['b1', 'd2']);
+    const unreadable = await chained(3, ['b1', 'd3']);
+    // A read error that is not "missing": the metadata path is a directory (EISDIR).
+    rmSync(join(unreadable, METADATA_FILE));
+    mkdirSync(join(unreadable, METADATA_FILE));
+    sharedFiles('b1', 'd2', 'd3', 'orphan');
+    await expect(storage.collectSharedGarbage(JOB)).rejects.toThrow(/EISDIR/);
+    expect(sharedNow()).toEqual(['b1', 'd2', 'd3', 'orphan']);
+  });
+
+  it('deletes nothing when a checkpoint\'s metadata does not parse (a newer weir\'s, after a rollback)', async () => {
+    await storage.initJob(JOB);
+    await chained(3, [], serializeMetadata({ ...metadata(3), version: METADATA_VERSION + 1 }));
+    sharedFiles('b3', 'd3');
+    await expect(storage.collectSharedGarbage(JOB)).rejects.toThrow(/shared files kept: .*chk-3/);
+    expect(sharedNow()).toEqual(['b3', 'd3']);
+  });
+});
+
 describe('collectGarbage', () => {
   it('removes chk directories without metadata and nothing else', async () => {
     await storage.initJob(JOB);
