@@ -35,6 +35,44 @@ describe('SharedStateRegistry', () => {
   });
 });
 
+describe('ChainPlanner', () => {
+  const file = (name: string, checkpointId: number, kind: 'base' | 'delta'): ChainFile => ({ name, size: 10, checkpointId, kind }) as ChainFile;
+
+  it('builds a delta on the last completed chain', () => {
+    const p = new ChainPlanner();
+    p.startTracking();
+    expect(p.plan(1, SETTINGS).kind).toBe('base');
+    p.recordWritten(1, [file('b1', 1, 'base')]);
+    p.complete(1);
+    expect(p.plan(2, SETTINGS).kind).toBe('delta');
+  });
+
+  it('a checkpoint completed without this backend\'s snapshot (no state, no timers then) makes the next one a base (before: a delta on a chain retention had deleted, declined at every checkpoint)', () => {
+    const p = new ChainPlanner();
+    p.startTracking();
+    p.plan(1, SETTINGS);
+    p.recordWritten(1, [file('b1', 1, 'base')]);
+    p.complete(1);
+    p.complete(2); // no plan(2): the snapshot was skipped; checkpoint 2 names no file of chain 1
+    const next = p.plan(3, SETTINGS);
+    expect(next.kind).toBe('base');
+    expect(next.chainBefore).toEqual([]);
+    expect(p.confirmedChain()).toBeUndefined();
+  });
+
+  it('a late notification of an older checkpoint leaves the confirmed chain alone', () => {
+    const p = new ChainPlanner();
+    p.startTracking();
+    p.plan(1, SETTINGS);
+    p.plan(2, SETTINGS);
+    p.recordWritten(1, [file('b1', 1, 'base')]);
+    p.recordWritten(2, [file('b1', 1, 'base'), file('d2', 2, 'delta')]);
+    p.complete(2);
+    p.complete(1);
+    expect(p.confirmedChain()?.map((f) => f.name)).toEqual(['b1', 'd2']);
+  });
+});
+
 interface Task {
   planner: ChainPlanner;
   /** Checkpoints this task has snapshotted. */

@@ -84,10 +84,17 @@ export class ChainPlanner {
 
   complete(checkpointId: number): void {
     const w = this.written.get(checkpointId);
-    if (w !== undefined && (this.confirmed === undefined || checkpointId > this.confirmed.checkpointId)) {
+    const c = this.confirmed;
+    if (w !== undefined && (c === undefined || checkpointId > c.checkpointId)) {
       this.confirmed = { ...w, checkpointId };
       // No delta is based before the confirmed one any more: older drops are in every chain to come.
       for (const [name, e] of this.dropped) if (e <= w.epoch) this.dropped.delete(name);
+    } else if (w === undefined && c !== undefined && checkpointId > c.checkpointId) {
+      // A later checkpoint completed without a snapshot of this backend (it had no state and no
+      // timers then): it names none of the confirmed chain's files, so retention may delete them
+      // once the confirmed checkpoint is subsumed. A delta on that chain would be declined, at
+      // every checkpoint from then on; the next snapshot is a base.
+      this.confirmed = undefined;
     }
     for (const id of [...this.written.keys()]) if (id <= checkpointId) this.written.delete(id);
     for (const id of [...this.pendingEpochs.keys()]) if (id < checkpointId) this.pendingEpochs.delete(id);
