@@ -156,6 +156,23 @@ describe.each([1, 2])('countWindow at parallelism %i', (parallelism) => {
     ]));
   });
 
+  it('a reduce that changes its accumulator in place: sliding windows begin on a copy of the buffered record, tumbling ones leave the input record alone', async () => {
+    // countWindow(3, 1), in-place sum: a 1, 3, 7, 14, 28, 56, 112; b 10, 30, 70 (before: the
+    // first firing's sum was written into the buffered record 1, and later windows added onto it).
+    const inPlace = (acc: { k: string; v: number }, x: E): { k: string; v: number } => {
+      acc.v += x.v;
+      return acc;
+    };
+    const input = data.map((x) => ({ ...x }));
+    const result = await runInline((env) => {
+      const keyed = env.fromCollection(input, { timestamp: (x) => x.ts }).keyBy((x) => x.k);
+      keyed.countWindow(3, 1).reduce(inPlace as unknown as (a: E, b: E) => E).map((x) => `${x.k}:${x.v}`).collect('3,1');
+      keyed.countWindow(3).reduce(inPlace as unknown as (a: E, b: E) => E).map((x) => `${x.k}:${x.v}`).collect('3');
+    }, { parallelism });
+    expect(sorted(result.collected('3,1'))).toEqual(sorted(['a:1', 'a:3', 'a:7', 'a:14', 'a:28', 'a:56', 'a:112', 'b:10', 'b:30', 'b:70']));
+    expect(sorted(result.collected('3'))).toEqual(sorted(['a:7', 'a:56', 'b:70']));
+  });
+
   it('countWindowAll: counts over all keys at parallelism 1', async () => {
     // Arrival order 1 10 2 4 20 8 16 40 32 64: pairs 11, 6, 28, 56, 96.
     const result = await runInline((env) => {

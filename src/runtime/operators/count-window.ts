@@ -24,6 +24,7 @@ import { ValueStateDescriptor, type ValueState } from '../../core/state.ts';
 import { GLOBAL_WINDOW, type GlobalWindow } from '../../core/windows.ts';
 import { NO_TIMESTAMP, type Batch } from '../../core/batch.ts';
 import type { KeySelectorFn } from '../../core/partitioning.ts';
+import { copyValue } from '../../core/copy.ts';
 import { collectReturned } from './basic.ts';
 import { KeyedOperator } from './keyed.ts';
 import type { WindowContents } from './window.ts';
@@ -140,15 +141,18 @@ export class CountWindowOperator extends KeyedOperator {
     let maxTs = NO_TIMESTAMP;
     for (let j = 0; j < records.length; j++) {
       const [t, x] = records[j]!;
-      acc = j === 0 ? this.initial(x) : this.accumulate(acc, x);
+      // A reduce may change its first argument in place: begin on a copy of the buffered
+      // record, which later firings read again (object reuse or not).
+      acc = j === 0 ? this.initial(x, true) : this.accumulate(acc, x);
       if (t > maxTs) maxTs = t;
     }
     this.fire(acc, maxTs);
   }
 
-  private initial(v: unknown): unknown {
+  /** The first record's accumulator; a reduce's is the record itself, copied unless object reuse is on (or always, when `buffered`). */
+  private initial(v: unknown, buffered = false): unknown {
     const c = this.spec.contents;
-    if (c.kind === 'reduce') return v;
+    if (c.kind === 'reduce') return buffered && v !== null && typeof v === 'object' ? copyValue(v) : this.detached(v);
     if (c.kind === 'aggregate') return c.aggregate.add(v, c.aggregate.createAccumulator());
     return [v];
   }
