@@ -251,20 +251,22 @@ describe('the ledger keeps committables until their commit has finished', () => 
 
 describe('a failed commit stops the commits queued behind it', () => {
   /** A sink whose committables are the checkpoint ids; commits are recorded, and held until the test settles them. */
-  function recording(): { sink: TwoPhaseCommitSink<string, number>; calls: number[]; settle: { resolve: () => void; reject: (e: Error) => void }[] } {
+  function recording(): { sink: TwoPhaseCommitSink<string, number>; calls: number[]; upTo: (number | undefined)[]; settle: { resolve: () => void; reject: (e: Error) => void }[] } {
     const calls: number[] = [];
+    const upTo: (number | undefined)[] = [];
     const settle: { resolve: () => void; reject: (e: Error) => void }[] = [];
     const sink: TwoPhaseCommitSink<string, number> = {
       name: 'recording',
       createWriter: () => ({ write() {}, prepareCommit: (id: number) => [id] }),
       createCommitter: () => ({
-        commit: (list: number[]) => {
+        commit: (list: number[], id?: number) => {
           calls.push(...list);
+          upTo.push(id);
           return new Promise<void>((resolve, reject) => settle.push({ resolve, reject }));
         },
       }),
     };
-    return { sink, calls, settle };
+    return { sink, calls, upTo, settle };
   }
 
   it('checkpoint 2 completes while the commit of 1 runs; 1 fails: 2 is never committed and the task fails', async () => {
@@ -301,8 +303,8 @@ describe('a failed commit stops the commits queued behind it', () => {
     expect(op.snapshotInline(4)!.committables).toEqual([4]);
   });
 
-  it('without checkpointing, the end commits what intermediate savepoints prepared, then the rest', async () => {
-    const { sink, calls, settle } = recording();
+  it('without checkpointing, the end commits what intermediate savepoints prepared, then the rest, under the id after the last savepoint\'s (before: 0, below it)', async () => {
+    const { sink, calls, upTo, settle } = recording();
     const op = attempt(sink as unknown as TwoPhaseCommitSink<string, FileCommittable>, 0, new ManualClock(0), [], undefined, false);
     op.snapshotInline(1); // a savepoint: tasks are not told it completed
     op.snapshotInline(2);
@@ -312,6 +314,7 @@ describe('a failed commit stops the commits queued behind it', () => {
       settle[k]!.resolve();
     }
     await op.quiesce();
-    expect(calls).toEqual([1, 2, 0]);
+    expect(calls).toEqual([1, 2, 3]);
+    expect(upTo).toEqual([2, 3]);
   });
 });

@@ -38,6 +38,14 @@ export class CommitSinkOperator extends StreamOperator {
   private restoredId: number | undefined;
   private commitChain: Promise<void> = Promise.resolve();
   private failed: unknown;
+  /**
+   * The highest checkpoint or savepoint id this sink prepared for or was restored from. Without
+   * checkpointing, the end-of-input commit takes the id after it: a sink's committed position
+   * (a PostgreSQL progress row, a file sink's commit record) only moves forward, and below a
+   * savepoint's id the end's commit would read as another run's (or lower the record, so that
+   * a restore from the savepoint wrote its output again).
+   */
+  private highestId = 0;
 
   constructor(private readonly sink: TwoPhaseCommitSink<unknown, unknown>) {
     super();
@@ -77,6 +85,7 @@ export class CommitSinkOperator extends StreamOperator {
 
   protected override setUp(): void {
     this.restoredId = this.env.restoredCheckpointId;
+    this.highestId = this.restoredId ?? 0;
     const identity = this.sink.identity?.();
     if (this.restoredIdentity !== undefined && identity !== undefined && identity !== this.restoredIdentity) {
       // Before anything is committed: under the new identity the restored output would be committed again.
@@ -116,6 +125,7 @@ export class CommitSinkOperator extends StreamOperator {
       throw this.fail(e, `sink "${this.sink.name}" prepareCommit`);
     }
     this.ledger.prepared(checkpointId, fresh);
+    if (checkpointId > this.highestId) this.highestId = checkpointId;
     const base = super.snapshotInline(checkpointId) ?? {};
     const identity = this.sink.identity?.();
     return { ...base, committables: this.ledger.snapshot(), ...(identity !== undefined ? { sinkIdentity: identity } : {}) };
@@ -167,8 +177,9 @@ export class CommitSinkOperator extends StreamOperator {
       if (!this.env.checkpointing) {
         const saved = this.ledger.completed(Number.MAX_SAFE_INTEGER);
         if (saved !== undefined) this.commit(saved);
-        const last = this.writer.prepareCommit(0);
-        if (last.length > 0) this.chain(() => this.committer.commit(last, 0));
+        const endId = this.highestId + 1;
+        const last = this.writer.prepareCommit(endId);
+        if (last.length > 0) this.chain(() => this.committer.commit(last, endId));
       }
     } catch (e) {
       throw this.fail(e, `sink "${this.sink.name}" finish`);
