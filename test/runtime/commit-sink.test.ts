@@ -303,6 +303,23 @@ describe('a failed commit stops the commits queued behind it', () => {
     expect(op.snapshotInline(4)!.committables).toEqual([4]);
   });
 
+  it('restored committables stay in the state until recover() has finished too (an S3 open part is completed there, not by the commit)', async () => {
+    const { sink, calls, settle } = recording();
+    let recovered!: () => void;
+    const withRecover = { ...sink, recover: () => new Promise<void>((r) => (recovered = r)) } as unknown as TwoPhaseCommitSink<string, FileCommittable>;
+    const op = attempt(withRecover, 1, new ManualClock(0), [], { id: 5, inline: { committables: [5] } });
+    await new Promise((r) => setImmediate(r));
+    expect(calls).toEqual([5]);
+    settle[0]!.resolve();
+    for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+    // The re-commit finished, recover() has not: checkpoint 6 still names 5 (before: [6]; a crash
+    // after 6 completed then lost what recover() was to complete).
+    expect(op.snapshotInline(6)!.committables).toEqual([5, 6]);
+    recovered();
+    for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+    expect(op.snapshotInline(7)!.committables).toEqual([6, 7]);
+  });
+
   it('without checkpointing, the end commits what intermediate savepoints prepared, then the rest, under the id after the last savepoint\'s (before: 0, below it)', async () => {
     const { sink, calls, upTo, settle } = recording();
     const op = attempt(sink as unknown as TwoPhaseCommitSink<string, FileCommittable>, 0, new ManualClock(0), [], undefined, false);

@@ -95,11 +95,15 @@ export class CommitSinkOperator extends StreamOperator {
     try {
       this.committer = this.sink.createCommitter(ctx);
       if (this.restoredId !== undefined) {
-        // Re-commit first: those committables belong to a completed checkpoint.
+        // Re-commit first: those committables belong to a completed checkpoint. recover() finishes
+        // some of them itself (an S3 sink's open part: completed with the tail the checkpoint
+        // holds), so they leave the state only once both have finished: a checkpoint completed
+        // before that would no longer name them, and a crash then lost their records.
         const due = this.ledger.restored(this.restoredId, this.restored);
-        if (due !== undefined) this.commit(due);
         const rec = this.sink.recover?.(ctx, this.restoredId, this.restored, this.env.referencedCommittables ?? this.restored);
-        if (rec instanceof Promise) this.chain(() => rec);
+        const recovered = rec instanceof Promise ? rec : undefined;
+        if (due !== undefined) this.commit(due, recovered);
+        else if (recovered !== undefined) this.chain(() => recovered);
       }
       this.writer = this.sink.createWriter(ctx);
     } catch (e) {
@@ -142,9 +146,13 @@ export class CommitSinkOperator extends StreamOperator {
     this.rethrow();
   }
 
-  /** Queues the commit of `batch`; its committables leave the ledger only once it has finished. */
-  private commit(batch: CommitBatch<unknown>): void {
-    this.chain(() => this.committer.commit(batch.committables, batch.upToCheckpointId), () => this.ledger.committed(batch));
+  /** Queues the commit of `batch`; its committables leave the ledger only once it (and `alsoAwait`) has finished. */
+  private commit(batch: CommitBatch<unknown>, alsoAwait?: Promise<void>): void {
+    const run = (): void | Promise<void> => {
+      const committed = this.committer.commit(batch.committables, batch.upToCheckpointId);
+      return alsoAwait === undefined ? committed : Promise.all([committed, alsoAwait]).then(() => undefined);
+    };
+    this.chain(run, () => this.ledger.committed(batch));
   }
 
   /**
