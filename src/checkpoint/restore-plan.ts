@@ -234,6 +234,9 @@ export function planRestore(m: CheckpointMetadata, dir: string, graph: RestoreTa
         all.forEach((sp, k) => splits[taskId(v.index, k % p)]!.push(sp));
       }
       const listsSplit = new Map<string, unknown[]>();
+      /** Split lists per old subtask index: at the same parallelism each subtask gets its own back (as Flink's round-robin repartitioner). */
+      const splitOwn = new Map<string, Map<number, unknown[]>>();
+      const sameParallelism = old.parallelism === v.parallelism;
       const listsUnion = new Map<string, unknown[]>();
       let broadcast: Record<string, [unknown, unknown][]> | undefined;
       // Per old subtask, in its ledger's (checkpoint) order. They stay together: see below.
@@ -246,6 +249,11 @@ export function planRestore(m: CheckpointMetadata, dir: string, graph: RestoreTa
           const acc = target.get(name) ?? [];
           for (const x of l.items) acc.push(x);
           target.set(name, acc);
+          if (l.distribution !== 'union') {
+            const own = splitOwn.get(name) ?? new Map<number, unknown[]>();
+            own.set(old.subtasks[oldIndex]!.subtask, l.items);
+            splitOwn.set(name, own);
+          }
         }
         if (i.broadcast && broadcast === undefined) broadcast = i.broadcast;
         if (i.committables !== undefined && i.committables.length > 0) committablesOf[oldIndex] = i.committables;
@@ -260,6 +268,10 @@ export function planRestore(m: CheckpointMetadata, dir: string, graph: RestoreTa
         if (listsSplit.size > 0 || listsUnion.size > 0) {
           inline.lists = {};
           for (const [name, items] of listsSplit) {
+            if (sameParallelism) {
+              inline.lists[name] = { distribution: 'split', items: (splitOwn.get(name)?.get(st.index) ?? []).slice() };
+              continue;
+            }
             const from = Math.floor((st.index * items.length) / p);
             const to = Math.floor(((st.index + 1) * items.length) / p);
             inline.lists[name] = { distribution: 'split', items: items.slice(from, to) };
