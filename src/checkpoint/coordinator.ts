@@ -79,6 +79,17 @@ export interface CompletedCheckpointInfo {
   readonly completedAt: number;
   /** Files of the job's shared directory its incremental chains name (rebuilds the shared-state registry). */
   readonly sharedFiles?: readonly string[];
+  /**
+   * Restored from storage but off the job's history now: newer than the checkpoint the attempt
+   * restored from (it failed to restore, or the user went back past it). Retention discards
+   * these first, so they never cost the job a good checkpoint (the one it restored from).
+   */
+  readonly abandoned?: boolean;
+}
+
+/** Retention order, first discarded first: abandoned checkpoints, then by id. */
+function retentionOrder(a: CompletedCheckpointInfo, b: CompletedCheckpointInfo): number {
+  return (a.abandoned === true ? 0 : 1) - (b.abandoned === true ? 0 : 1) || a.id - b.id;
 }
 
 export class CheckpointCoordinatorLogic {
@@ -115,6 +126,7 @@ export class CheckpointCoordinatorLogic {
     for (const t of tasks) this.tasks.set(t.id, { isSource: t.isSource, status: 'deploying' });
     this.nextId = firstId;
     for (const c of restoredCompleted) this.completed.push(c);
+    this.completed.sort(retentionOrder);
     if (restoredCompleted.length > 0) this.lastCompletedId = Math.max(...restoredCompleted.map((c) => c.id));
   }
 
@@ -334,7 +346,7 @@ export class CheckpointCoordinatorLogic {
       return;
     }
     this.completed.push({ id, timestamp: p.timestamp, completedAt: now });
-    this.completed.sort((a, b) => a.id - b.id);
+    this.completed.sort(retentionOrder);
     this.lastCompletedAt = now;
     if (id > this.lastCompletedId) this.lastCompletedId = id;
     this.consecutiveFailures = 0;

@@ -482,7 +482,10 @@ export class JobMaster implements JobControl {
       await storage.collectSharedGarbage(this.jobId).catch((e) => this.log(`weir: cannot collect shared checkpoint files of job ${this.jobId}: ${(e as Error).message}`));
       for (const c of await storage.completed(this.jobId)) {
         const m = c.metadata;
-        if (m.type === 'checkpoint') restoredCompleted.push({ id: m.checkpointId, timestamp: m.timestamp, completedAt: m.completedAt, sharedFiles: sharedFilesOf(m) });
+        if (m.type !== 'checkpoint') continue;
+        // Newer than the checkpoint restored from: it failed to restore (corrupt), or the user went back past it.
+        const abandoned = restore !== undefined && restore.metadata.jobId === this.jobId && m.checkpointId > restore.metadata.checkpointId;
+        restoredCompleted.push({ id: m.checkpointId, timestamp: m.timestamp, completedAt: m.completedAt, sharedFiles: sharedFilesOf(m), ...(abandoned ? { abandoned } : {}) });
       }
     }
     return { firstCheckpointId, restoredCompleted };

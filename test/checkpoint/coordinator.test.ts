@@ -322,6 +322,19 @@ describe('checkpoint coordinator decisions', () => {
     expect(c.completedCheckpoints().map((x) => x.id)).toEqual([3, 4]);
   });
 
+  it('retention discards checkpoints off the job\'s history (newer than the one restored from) before the one restored from', () => {
+    // Retained 7 and 8; 8 failed to restore, the job restored from 7. Before: 9 completing
+    // discarded 7, leaving the corrupt 8 and 9, and nothing good to fall back to.
+    const restored = [{ id: 7, timestamp: 70, completedAt: 71 }, { id: 8, timestamp: 80, completedAt: 81, abandoned: true }];
+    const c = new CheckpointCoordinatorLogic(cfg({ interval: 10, numRetained: 2 }), TASKS, 9, restored);
+    running(c);
+    c.handle({ type: 'tick', now: 100 });
+    ackAll(c, 9, 101);
+    const done = c.handle({ type: 'finalized', now: 102, id: 9 });
+    expect(done.filter((d) => d.type === 'discard-completed')).toMatchObject([{ ids: [8] }]);
+    expect(c.completedCheckpoints().map((x) => x.id)).toEqual([7, 9]);
+  });
+
   it('savepoints are forced, never subsume checkpoints and are never retained as checkpoints', () => {
     const c = new CheckpointCoordinatorLogic(cfg({ interval: 1000, minPause: 10_000 }), TASKS);
     running(c);
