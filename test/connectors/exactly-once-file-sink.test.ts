@@ -66,6 +66,20 @@ describe('writer and committer', () => {
     w.close?.();
   });
 
+  it('a checkpoint that renamed parts to .pending is acknowledged only after the directory is fsynced (whenPrepared); one that renamed none waits for nothing', async () => {
+    const dir = join(work, 'out');
+    const sink = new ExactlyOnceFileSink<{ i: number }>(dir, { compactBelow: 0 });
+    const w = sink.createWriter(ctx());
+    w.write([{ i: 1 }], ts(1));
+    expect(w.prepareCommit(1)).toHaveLength(1);
+    const durable = w.whenPrepared!(1);
+    expect(durable).toBeInstanceOf(Promise); // before: undefined, the rename not yet durable at the ack
+    await durable;
+    expect(w.prepareCommit(2)).toEqual([]);
+    expect(w.whenPrepared!(2)).toBeUndefined();
+    w.close?.();
+  });
+
   it('commit is idempotent: twice, and after the pending file is gone', async () => {
     const dir = join(work, 'out');
     const sink = new ExactlyOnceFileSink<string>(dir, { compactBelow: 0 });

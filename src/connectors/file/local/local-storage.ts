@@ -72,11 +72,22 @@ export class LocalDirectoryStorage implements FileSinkStorage<FileCommittable> {
     const dir = this.dir;
     const ext = this.format.extension;
     const parts: LocalPart[] = [];
+    /** Parts renamed to .pending since the last checkpoint's whenPrepared. */
+    const sealed = { count: 0 };
     return {
       openPart(name: string): OpenPart<FileCommittable> {
-        const p = new LocalPart(dir, name, ext);
+        const p = new LocalPart(dir, name, ext, sealed);
         parts.push(p);
         return p;
+      },
+      // A part's bytes are fsynced when it closes, but its rename to .pending at the barrier is
+      // durable only once the directory is: after a power failure the file could come back
+      // under its .inprogress name, which recovery deletes, while the checkpoint (acknowledged
+      // meanwhile) names the pending file: its records lost. Off the record path, before the ack.
+      whenPrepared(): Promise<void> | undefined {
+        if (sealed.count === 0) return undefined;
+        sealed.count = 0;
+        return fsyncDirectory(dir);
       },
       close(): void {
         for (const p of parts) p.release();
@@ -177,7 +188,7 @@ class LocalPart implements OpenPart<FileCommittable> {
   private fd: number;
   size = 0;
 
-  constructor(private readonly dir: string, private readonly name: string, private readonly ext: string) {
+  constructor(private readonly dir: string, private readonly name: string, private readonly ext: string, private readonly sealed: { count: number }) {
     this.fd = openSync(join(dir, `.${name}.inprogress`), 'wx');
   }
 
@@ -201,6 +212,7 @@ class LocalPart implements OpenPart<FileCommittable> {
   seal(checkpointId: number): FileCommittable {
     const pending = `.${this.name}.chk-${checkpointId}.pending`;
     renameSync(join(this.dir, `.${this.name}.inprogress`), join(this.dir, pending));
+    this.sealed.count++;
     return { pending, final: `${this.name}.${this.ext}` };
   }
 
@@ -283,6 +295,16 @@ function resolveIntentSync(dir: string, intentName: string): void {
     rmSync(join(dir, intent.tmp), { force: true });
   }
   rmSync(path, { force: true });
+}
+
+/** Makes the directory's entries (renames, new files) durable. */
+async function fsyncDirectory(dir: string): Promise<void> {
+  const d = await open(dir, 'r');
+  try {
+    await d.sync();
+  } finally {
+    await d.close();
+  }
 }
 
 /** After commits: the directory's fsync, then compaction in the background (off the record path). */
