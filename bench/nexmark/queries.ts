@@ -35,6 +35,7 @@ const count = <T>(): AggregateFunction<T, number, number> => ({
   add: (_v, acc) => acc + 1,
   getResult: (acc) => acc,
   merge: (a, b) => a + b,
+  commutative: true,
 });
 
 /** Day, night or other, by the bid's hour of day (UTC). */

@@ -159,6 +159,15 @@ export interface AggregateFunction<IN, ACC, OUT> {
   getResult(accumulator: ACC): OUT;
   /** Needed by merging (session) windows. */
   merge?(a: ACC, b: ACC): ACC;
+  /**
+   * Declares that the result does not depend on the order records are added and accumulators
+   * merged in (count, sum, min, max; not "the last record to arrive"). With merge() and a
+   * number, bigint, string or boolean accumulator, sliding event-time windows are then kept as
+   * panes: a record updates one slide-long pane instead of every window holding it, and a
+   * window merges its panes when it fires, in time order rather than the records' arrival
+   * order. Without it, every window accumulates its records in arrival order, as Flink's.
+   */
+  readonly commutative?: boolean;
 }
 
 export type ReduceFunction<T> = (a: T, b: T) => T;

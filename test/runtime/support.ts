@@ -260,6 +260,7 @@ export const sumOfV: AggregateFunction<KeyedRec, number, number> = {
   add: (x, acc) => acc + x.v,
   getResult: (acc) => acc,
   merge: (a, b) => a + b,
+  commutative: true,
 };
 
 /** What a window restore test varies: the windows, where its files go, its parallelism and state backend. */

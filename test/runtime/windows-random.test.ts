@@ -143,6 +143,7 @@ const packedSumCount: AggregateFunction<Ev, number, [number, number]> = {
   add: (e, acc) => acc + e.v * 4096 + 1,
   getResult: (acc) => [Math.floor(acc / 4096), acc % 4096],
   merge: (a, b) => a + b,
+  commutative: true,
 };
 
 const perKey = (fs: readonly Firing[]) => {

@@ -414,6 +414,26 @@ describe('sliding event-time windows', () => {
     expect(byJson(r.collected())).toEqual(byJson(expected.map(([, , , sum, count]) => ({ sum, count }))));
   });
 
+  it('an order-sensitive aggregate with merge() (the last value to arrive) sees records in arrival order unless it declares itself commutative', async () => {
+    // Arrival order of a: ts 3 (v 1), 7 (2), 12 (4), 6 (8), 18 (16). The last to arrive per
+    // window: [-5,5) 1; [0,10) 8; [5,15) 8; [10,20) 16; [15,25) 16. Kept as panes (merged in time
+    // order), [0,10) would be pane [5,10)'s last (8) merged after pane [0,5)'s (1): 8 as well, but
+    // [5,15) = pane [5,10) (8) then pane [10,15) (4): 4 (before: panes whenever merge() existed).
+    const last: AggregateFunction<E, number, number> = { createAccumulator: () => 0, add: (x) => x.v, getResult: (v) => v, merge: (_a, b) => b };
+    const run = (agg: AggregateFunction<E, number, number>) => runInline((env) => {
+      env.fromCollection(data)
+        .assignTimestampsAndWatermarks(WatermarkStrategy.forBoundedOutOfOrderness<E>(10).withTimestampAssigner((x) => x.ts))
+        .keyBy((x) => x.k).window(SlidingEventTimeWindows.of(10, 5))
+        .aggregate(agg, { process: (key, ctx, [v], out) => out.collect([key, ctx.window.start, v]) })
+        .collect();
+    });
+    expect(byJson((await run(last)).collected())).toEqual(byJson([
+      ['a', -5, 1], ['a', 0, 8], ['a', 5, 8], ['a', 10, 16], ['a', 15, 16], ['b', 5, 100], ['b', 10, 100],
+    ]));
+    // Declared commutative (which it is not), it is kept as panes: what the declaration allows.
+    expect(byJson((await run({ ...last, commutative: true })).collected())).toContainEqual(['a', 5, 4]);
+  });
+
   it('process: sees every element of each overlapping window', async () => {
     const r = await runInline((env) => {
       env.fromCollection(data)

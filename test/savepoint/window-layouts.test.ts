@@ -67,7 +67,7 @@ describe('sliding windows: panes and whole windows across a savepoint', () => {
     expect(names.some((n) => n.startsWith('__w'))).toBe(false);
     const refused = await runJob(JOB, { workers: 1, parallelism: 2, args: ['whole', String(N), '0'], from: sp, stdout: () => {}, log: () => {} });
     expect(refused.status).toBe('FAILED');
-    expect(refused.error?.message).toMatch(/keeps this sliding window's contents as panes \(__p\d+\), which need an AggregateFunction with merge\(\)/);
+    expect(refused.error?.message).toMatch(/keeps this sliding window's contents as panes \(__p\d+\), which need an AggregateFunction with merge\(\), commutative: true/);
     expect(refused.collected<WindowCount>('windows')).toEqual([]);
     const second = await runJob(JOB, { workers: 1, parallelism: 1, args: ['panes', String(N), '0'], from: sp, stdout: () => {}, log: () => {} });
     expect(second.status, second.error?.message).toBe('FINISHED');

@@ -161,7 +161,7 @@ export class WindowOperator extends KeyedOperator {
       return;
     }
     if (paneNames.length > 0) {
-      throw new Error(`the snapshot keeps this sliding window's contents as panes (${paneNames[0]}), which need an AggregateFunction with merge() and a number, bigint, string or boolean accumulator, as the job that took it had`);
+      throw new Error(`the snapshot keeps this sliding window's contents as panes (${paneNames[0]}), which need an AggregateFunction with merge(), commutative: true and a number, bigint, string or boolean accumulator, as the job that took it had`);
     }
     const size = (a as { size: number }).size;
     for (const name of windowNames) {
