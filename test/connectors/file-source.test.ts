@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEAD_LETTERS, type MalformedRecord, type StreamExecutionEnvironment } from '../../src/index.ts';
 import { runInline } from '../helpers/run.ts';
+import { csv } from '../../src/connectors/file/formats.ts';
 import { failureOf } from '../api/util.ts';
 
 const root = mkdtempSync(join(tmpdir(), 'weir-files-'));
@@ -169,6 +170,14 @@ describe('directories', () => {
     writeFileSync(join(dir, 'sub', 'nested.jsonl'), '"nested"\n');
     const { main } = await read((env) => void env.fromFile(dir).collect('main'));
     expect(main).toEqual(['a1', 'b1', 'b2', 'c1']);
+  });
+
+  it('one-column CSV written by the CSV sink format reads back every record, empty ones included (before: written as empty lines, skipped)', async () => {
+    const enc = csv({ columns: ['name'] }).open();
+    const bytes = enc.encode([{ name: 'a' }, { name: '' }, { name: null }, { name: 'b' }], () => {});
+    const p = file('one-column.csv', Buffer.from(bytes));
+    const { main } = await read((env) => void env.fromFile(p, { format: 'csv' }).collect('main'));
+    expect(main).toEqual([{ name: 'a' }, { name: '' }, { name: '' }, { name: 'b' }]);
   });
 
   it('CSV files of a directory each use their own header', async () => {

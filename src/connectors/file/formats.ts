@@ -105,8 +105,9 @@ export interface CsvFormatOptions {
 
 /**
  * CSV (RFC 4180): one line per record, a field per column; a field holding the delimiter, a
- * quote or a line break is quoted (quotes doubled); null and undefined are empty fields;
- * objects are written as JSON. Lines end with "\n".
+ * quote or a line break is quoted (quotes doubled); null and undefined are empty fields (a
+ * record that would be an empty line, one column and an empty field, is written as ""); objects
+ * are written as JSON. Lines end with "\n".
  */
 export function csv(options: CsvFormatOptions): FileFormat {
   const columns = options?.columns;
@@ -137,7 +138,9 @@ export function csv(options: CsvFormatOptions): FileFormat {
         const r = v as Record<string, unknown>;
         let text = '';
         for (let c = 0; c < columns.length; c++) text += (c === 0 ? '' : delimiter) + field(r[columns[c]!]);
-        return text;
+        // One column with an empty field would be an empty line, which readers (weir's file
+        // source among them) skip: the record would be lost. Quoted, it reads back as "".
+        return text === '' ? '""' : text;
       };
       return {
         bufferedRows: 0,
