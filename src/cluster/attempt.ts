@@ -69,6 +69,13 @@ export interface AttemptContext {
   readonly snapshots: StorageResolver;
   readonly s3: S3Config;
   readonly stats: CheckpointStatsTracker;
+  /**
+   * The splits sources planned, per source vertex, kept by the job master for the job's later
+   * attempts: one with no checkpoint to restore reads these again instead of planning anew. A
+   * source that starts at its stream's newest record would plan a later start, and what
+   * arrived in between (after the first attempt started, before the restart) was never read.
+   */
+  readonly plannedSplits: Map<number, readonly SourceSplit[]>;
   readonly onProgress: ((p: Progress) => void) | undefined;
   log(line: string): void;
   writeStdout(text: string, done?: () => void): void;
@@ -513,8 +520,13 @@ export class Attempt {
         for (let i = 0; i < v.parallelism; i++) splits[taskId(v.index, i)] = (restored[taskId(v.index, i)] ?? []) as SourceSplit[];
         continue;
       }
-      const all = await t.source.planSplits(v.parallelism);
-      assignSplits(all, v.parallelism).forEach((s, i) => (splits[taskId(v.index, i)] = s));
+      let all = this.ctx.plannedSplits.get(v.index);
+      if (all === undefined) {
+        all = await t.source.planSplits(v.parallelism);
+        this.ctx.plannedSplits.set(v.index, all);
+      }
+      // A copy: readers of this attempt must not change what a later attempt starts from.
+      assignSplits(structuredClone(all) as SourceSplit[], v.parallelism).forEach((s, i) => (splits[taskId(v.index, i)] = s));
     }
     return splits;
   }

@@ -11,6 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { isAbsolute } from 'node:path';
 import type { JobDefinition } from '../api/job.ts';
 import { discardOnJobEnd, type CheckpointConfig } from '../checkpoint/config.ts';
+import type { SourceSplit } from '../core/source.ts';
 import type { CompletedCheckpointInfo } from '../checkpoint/coordinator.ts';
 import { planRestore, RestoreError, type RestorePlan } from '../checkpoint/restore-plan.ts';
 import { CheckpointStatsTracker, type CheckpointStatsEntry } from '../checkpoint/stats.ts';
@@ -91,6 +92,8 @@ export class JobMaster implements JobControl {
   private readonly stdout: (text: string) => void;
   private readonly plan: ExecutionPlan;
   private readonly stats: CheckpointStatsTracker;
+  /** Splits the sources planned at the job's first start (AttemptContext.plannedSplits). */
+  private readonly plannedSplits = new Map<number, readonly SourceSplit[]>();
   private readonly collected = new Map<string, unknown[]>();
   private readonly started: number;
   private jobIdValue = randomBytes(16).toString('hex');
@@ -513,6 +516,7 @@ export class JobMaster implements JobControl {
       pool: s.pool,
       checkpointConfig: s.checkpointConfig, checkpointing: this.checkpointing, config: s.config, clock: s.clock,
       credits: s.options.credits ?? DEFAULT_CHANNEL_CREDITS, storage: s.storage, snapshots: s.snapshots, s3: s.s3, stats: this.stats,
+      plannedSplits: this.plannedSplits,
       onProgress: s.options.onProgress,
       log: (line) => this.log(line),
       // `done` runs once the text has been handed to the OS (stdout's backpressure).

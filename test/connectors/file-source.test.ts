@@ -173,9 +173,9 @@ describe('directories', () => {
   });
 
   it('one-column CSV written by the CSV sink format reads back every record, empty ones included (before: written as empty lines, skipped)', async () => {
-    const enc = csv({ columns: ['name'] }).open();
+    const enc = csv({ columns: ['name'] }).open('test');
     const bytes = enc.encode([{ name: 'a' }, { name: '' }, { name: null }, { name: 'b' }], () => {});
-    const p = file('one-column.csv', Buffer.from(bytes));
+    const p = file('one-column.csv', Buffer.from(bytes!));
     const { main } = await read((env) => void env.fromFile(p, { format: 'csv' }).collect('main'));
     expect(main).toEqual([{ name: 'a' }, { name: '' }, { name: '' }, { name: 'b' }]);
   });
