@@ -290,8 +290,8 @@ describe('malformed records', () => {
     expect(dead.every((d) => typeof d.error === 'string' && d.error.length > 0)).toBe(true);
   });
 
-  it('dead-letter for CSV: unterminated quotes and text after a quoted field', async () => {
-    const p = file('badquotes.csv', 'a,b\n"open,1\n"x"y,2\nok,3\n');
+  it('dead-letter for CSV: text after a quoted field; a quoted field never closed, whole, up to the end of the file', async () => {
+    const p = file('badquotes.csv', 'a,b\n"x"y,2\nok,3\n"open,1\nrest,4\n');
     const { main, dead } = await read((env) => {
       const s = env.fromFile(p, { malformed: 'dead-letter' });
       s.collect('main');
@@ -299,9 +299,34 @@ describe('malformed records', () => {
     });
     expect(main).toEqual([{ a: 'ok', b: 3 }]);
     expect(dead.map((d) => [d.location, d.raw, d.error])).toEqual([
-      [`${p}:2`, '"open,1', 'unterminated quoted field'],
-      [`${p}:3`, '"x"y,2', 'unexpected character "y" after a quoted field at column 4'],
+      [`${p}:2`, '"x"y,2', 'unexpected character "y" after a quoted field at column 4'],
+      [`${p}:4`, '"open,1\nrest,4', 'the quoted field is not closed before the end of the split'],
     ]);
+  });
+
+  it('a quoted field may hold line breaks (RFC 4180), CRLF and blank lines among them; the records after it are read as usual (before: each line parsed alone, the rest of the field read as a record of its own)', async () => {
+    const p = file('multiline.csv', 'a,b\r\n"x\r\n\r\ny",z\r\nq,"r\nr ""quoted"""\r\nlast,1\r\n');
+    // Small reads: the records cross the chunks the file is read in.
+    const { main, dead } = await read((env) => {
+      const s = env.fromFile(p, { malformed: 'dead-letter', chunkSize: 64 });
+      s.collect('main');
+      s.getSideOutput(DEAD_LETTERS).collect('dead');
+    });
+    expect(main).toEqual([{ a: 'x\r\n\r\ny', b: 'z' }, { a: 'q', b: 'r\nr "quoted"' }, { a: 'last', b: 1 }]);
+    expect(dead).toEqual([]);
+  });
+
+  it('what the CSV sink format writes (a field with a line break quoted) reads back as written', async () => {
+    const enc = csv({ columns: ['a', 'b'] }).open('test');
+    const rows = [{ a: 'x\ny', b: 'z' }, { a: 'q', b: 'r' }, { a: 'multi\n\nline, "quoted"', b: 'end' }];
+    const p = file('roundtrip.csv', Buffer.from(enc.encode(rows, () => {})!));
+    const { main, dead } = await read((env) => {
+      const s = env.fromFile(p, { malformed: 'dead-letter' });
+      s.collect('main');
+      s.getSideOutput(DEAD_LETTERS).collect('dead');
+    });
+    expect(main).toEqual(rows);
+    expect(dead).toEqual([]);
   });
 
   it('the malformed option is validated', async () => {

@@ -1,7 +1,23 @@
 /**
- * CSV per RFC 4180 within one line: fields separated by a delimiter, optionally quoted with
- * double quotes, a doubled quote inside quotes is a literal quote. A record spans one line.
+ * CSV per RFC 4180: fields separated by a delimiter, optionally quoted with double quotes, a
+ * doubled quote inside quotes is a literal quote. `line` is one record's text: a quoted field
+ * may hold line breaks, so the file source joins the lines of such a record before parsing it.
  */
+
+/** The text ends inside a quoted field: the record goes on on the next line (or is cut short). */
+export class UnterminatedQuote extends Error {
+  constructor() {
+    super('unterminated quoted field');
+  }
+}
+
+/** Double quotes in `s`: an even number over a whole record closes every quoted field it opens. */
+export function countQuotes(s: string): number {
+  let n = 0;
+  for (let i = s.indexOf('"'); i >= 0; i = s.indexOf('"', i + 1)) n++;
+  return n;
+}
+
 export function parseCsvLine(line: string, delimiter: string): string[] {
   const out: string[] = [];
   const n = line.length;
@@ -11,7 +27,7 @@ export function parseCsvLine(line: string, delimiter: string): string[] {
       let field = '';
       i++;
       for (;;) {
-        if (i >= n) throw new Error('unterminated quoted field');
+        if (i >= n) throw new UnterminatedQuote();
         const ch = line[i]!;
         if (ch === '"') {
           if (line[i + 1] === '"') {

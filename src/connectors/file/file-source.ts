@@ -11,7 +11,7 @@
 import { open, readdir, stat, type FileHandle } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import type { MalformedRecord, PollStatus, ReaderOutput, Source, SourceOutput, SourceReader, SourceReaderContext, SourceSplit } from '../../core/source.ts';
-import { castField, parseCsvLine } from './csv.ts';
+import { castField, countQuotes, parseCsvLine, UnterminatedQuote } from './csv.ts';
 import { byteRanges, DEFAULT_SPLIT_BYTES, MIN_SPLIT_BYTES, RangeLines, targetSplitBytes, type FoundLine } from './file-ranges.ts';
 
 export type FileFormat = 'jsonl' | 'csv';
@@ -130,6 +130,22 @@ type PendingLine = FoundLine;
 /** Most files a reader keeps open at once while alignment pauses the ones ahead. */
 const MAX_OPEN_FILES = 32;
 
+/**
+ * Longest CSV record whose quoted field spans lines (characters): past it the record is
+ * malformed. A stray quote that opens a field never closed would otherwise join the rest of
+ * the file into one record.
+ */
+const MAX_QUOTED_RECORD_CHARS = 1 << 20;
+
+/** A CSV record whose quoted field holds line breaks, being joined line by line. */
+interface QuotedRecord {
+  readonly first: PendingLine;
+  /** Its lines so far, joined with "\n" (each line's own "\r" kept: CRLF inside a field stays CRLF). */
+  text: string;
+  quotes: number;
+  last: PendingLine;
+}
+
 /** One split (a file, or a byte range of one) being read: its handle, bytes read ahead, and whole lines not yet emitted. */
 class Cursor {
   fh: FileHandle | undefined;
@@ -139,6 +155,8 @@ class Cursor {
   range: RangeLines | undefined;
   lines: PendingLine[] = [];
   lineIdx = 0;
+  /** A CSV record open across lines (a quoted field with a line break); the split's position stays at its start. */
+  quoted: QuotedRecord | undefined;
   eof = false;
   reading = false;
   columns: readonly string[] | undefined;
@@ -209,6 +227,7 @@ class FileReader<T> implements SourceReader<T, FileSplit> {
     if (c === 'opened') return 'wait';
     if (c.lineIdx >= c.lines.length) {
       if (c.eof && !c.reading) {
+        if (c.quoted !== undefined) this.endQuoted(c, (c.out ??= out.forSplit(c.split.id)) as SourceOutput<T>, 'the quoted field is not closed before the end of the split');
         this.finishSplit(c, out);
         return this.open.length > 0 || this.queue.length > 0 ? 'more' : 'end';
       }
@@ -221,6 +240,10 @@ class FileReader<T> implements SourceReader<T, FileSplit> {
     const end = Math.min(c.lines.length, c.lineIdx + maxRecords);
     for (; c.lineIdx < end; c.lineIdx++) {
       const l = c.lines[c.lineIdx]!;
+      if (c.quoted !== undefined) {
+        this.continueQuoted(c, l, o);
+        continue;
+      }
       // Advance the position before emitting: a malformed line that fails the job is not re-read
       // as a half-consumed record, and a checkpoint after this call covers this record.
       split.offset = l.endOffset;
@@ -243,6 +266,14 @@ class FileReader<T> implements SourceReader<T, FileSplit> {
     try {
       value = this.src.format === 'jsonl' ? JSON.parse(text) : this.parseCsv(c, text);
     } catch (e) {
+      if (e instanceof UnterminatedQuote) {
+        // A quoted field with a line break: the record goes on on the next lines. The position
+        // stays at its first line until it is whole, so a checkpoint meanwhile re-reads it all.
+        c.quoted = { first: l, text: l.text, quotes: countQuotes(l.text), last: l };
+        c.split.offset = l.startOffset;
+        c.split.line = l.lineNo;
+        return;
+      }
       const record: MalformedRecord = {
         source: this.src.name,
         location: lineLocation(c.split, l),
@@ -253,6 +284,42 @@ class FileReader<T> implements SourceReader<T, FileSplit> {
       return;
     }
     out.collect(value as T);
+  }
+
+  /** The next line of a CSV record open across lines: joined; emitted once its quotes close. */
+  private continueQuoted(c: Cursor, l: PendingLine, out: SourceOutput<T>): void {
+    const q = c.quoted!;
+    q.text += '\n' + l.text;
+    q.quotes += countQuotes(l.text);
+    q.last = l;
+    if (q.quotes % 2 === 0) {
+      const text = q.text.endsWith('\r') ? q.text.slice(0, -1) : q.text;
+      let value: unknown;
+      try {
+        value = this.parseCsv(c, text);
+      } catch (e) {
+        // Even quotes yet open (a stray quote inside an unquoted field): the record goes on.
+        if (e instanceof UnterminatedQuote && q.text.length <= MAX_QUOTED_RECORD_CHARS) return;
+        this.endQuoted(c, out, e instanceof Error ? e.message : String(e));
+        return;
+      }
+      c.quoted = undefined;
+      c.split.offset = l.endOffset;
+      c.split.line = l.lineNo + 1;
+      out.collect(value as T);
+      return;
+    }
+    if (q.text.length > MAX_QUOTED_RECORD_CHARS) this.endQuoted(c, out, `unterminated quoted field (the record is over ${MAX_QUOTED_RECORD_CHARS} characters long)`);
+  }
+
+  /** A record open across lines that cannot be completed: malformed, whole; the position moves past it. */
+  private endQuoted(c: Cursor, out: SourceOutput<T>, error: string): void {
+    const q = c.quoted!;
+    c.quoted = undefined;
+    c.split.offset = q.last.endOffset;
+    c.split.line = q.last.lineNo + 1;
+    const text = q.text.endsWith('\r') ? q.text.slice(0, -1) : q.text;
+    out.malformed({ source: this.src.name, location: lineLocation(c.split, q.first), raw: text, error });
   }
 
   private parseCsv(c: Cursor, text: string): unknown {
