@@ -517,7 +517,19 @@ export class Attempt {
       if (t.kind !== 'source') continue;
       const restored = this.start.restore?.splits;
       if (restored && restored[taskId(v.index, 0)] !== undefined) {
-        for (let i = 0; i < v.parallelism; i++) splits[taskId(v.index, i)] = (restored[taskId(v.index, i)] ?? []) as SourceSplit[];
+        const perTask = Array.from({ length: v.parallelism }, (_, i) => (restored[taskId(v.index, i)] ?? []) as SourceSplit[]);
+        if (t.source.reconcileRestoredSplits === undefined) {
+          perTask.forEach((s, i) => (splits[taskId(v.index, i)] = s));
+          continue;
+        }
+        // Kept splits stay with the reader the restore dealt them to; new ones are dealt out after.
+        const all = perTask.flat();
+        const now = await t.source.reconcileRestoredSplits(all, (line) => this.ctx.log(line));
+        const keep = new Set(now);
+        const kept = perTask.map((s) => s.filter((x) => keep.has(x)));
+        const known = new Set(all);
+        const fresh = assignSplits(now.filter((x) => !known.has(x)), v.parallelism);
+        kept.forEach((s, i) => (splits[taskId(v.index, i)] = [...s, ...fresh[i]!]));
         continue;
       }
       let all = this.ctx.plannedSplits.get(v.index);

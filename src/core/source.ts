@@ -98,6 +98,16 @@ export interface Source<T, S extends SourceSplit = SourceSplit> {
   readonly maxReaders?: number;
   /** On the job manager: the splits to read, for `parallelism` readers. */
   planSplits(parallelism: number): Promise<S[]> | S[];
+  /**
+   * Optional, on the job manager at a restore: reconciles the checkpoint's splits with what the
+   * source is configured to read now (Flink's sources discover topics added since a savepoint).
+   * Returns the splits to read: the restored ones it still reads (the same objects, so each stays
+   * with the reader the restore dealt it to), plus new splits for what no restored split covers
+   * (a stream added since). Only a source that can tell a finished split
+   * from a missing one may add splits (an unbounded source's splits never finish); `log`
+   * reports what changed.
+   */
+  reconcileRestoredSplits?(restored: readonly S[], log: (line: string) => void): Promise<S[]> | S[];
   createReader(ctx: SourceReaderContext): SourceReader<T, S>;
   /**
    * Optional: a split enumerator on the job manager for splits that appear while the job runs

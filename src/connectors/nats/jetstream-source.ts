@@ -11,6 +11,7 @@ import { BufferedSplits } from '../common/buffered-splits.ts';
 import type { MalformedRecord, PollStatus, ReaderOutput, Source, SourceOutput, SourceReader, SourceReaderContext, SourceSplit } from '../../core/source.ts';
 import { connectNats, natsError, natsLabel, validateServers, type NatsConnectionOptions } from './connection.ts';
 import { withTimeout } from '../common/retry.ts';
+import { reconcileNamedSplits } from '../common/restored-splits.ts';
 
 export type JetStreamFormat = 'json' | 'string' | 'bytes';
 
@@ -117,6 +118,12 @@ export class JetStreamSource<T = unknown> implements Source<T, JetStreamSplit> {
     } finally {
       await withTimeout(nc.close(), this.conn.timeoutMs, `NATS at ${this.label}: close`).catch(() => {});
     }
+  }
+
+  /** A restore: subjects (or the stream) added since the checkpoint are read from startFrom; removed ones no more (restored-splits.ts). */
+  reconcileRestoredSplits(restored: readonly JetStreamSplit[], log: (line: string) => void): Promise<JetStreamSplit[]> {
+    const configuredIds = this.subjects === undefined ? [this.stream] : this.subjects.map((s) => `${this.stream}:${s}`);
+    return reconcileNamedSplits(restored, { configuredIds, bounded: this.bounded, plan: () => this.planSplits(), where: this.name, startFrom: this.startFrom }, log);
   }
 
   createReader(ctx: SourceReaderContext): SourceReader<T, JetStreamSplit> {

@@ -12,6 +12,7 @@ import type { MalformedRecord, PollStatus, ReaderOutput, Source, SourceOutput, S
 import { compareEntryIds, entriesProblem, entryIdMillis, isEntryId } from './entry-id.ts';
 import { connectRedis, redisError, redisLabel, validateRedisUrl, type RedisConnectionOptions } from './connection.ts';
 import { WeirError } from '../../core/errors.ts';
+import { reconcileNamedSplits } from '../common/restored-splits.ts';
 
 export type RedisEntryFormat = 'json' | 'fields';
 
@@ -123,6 +124,11 @@ export class RedisStreamsSource<T = unknown> implements Source<T, RedisStreamSpl
     } finally {
       r.disconnect();
     }
+  }
+
+  /** A restore: streams added since the checkpoint are read from startFrom; removed ones no more (restored-splits.ts). */
+  reconcileRestoredSplits(restored: readonly RedisStreamSplit[], log: (line: string) => void): Promise<RedisStreamSplit[]> {
+    return reconcileNamedSplits(restored, { configuredIds: this.streams, bounded: this.bounded, plan: () => this.planSplits(), where: this.name, startFrom: this.startFrom }, log);
   }
 
   createReader(ctx: SourceReaderContext): SourceReader<T, RedisStreamSplit> {

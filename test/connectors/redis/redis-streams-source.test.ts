@@ -6,6 +6,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { DEAD_LETTERS, RedisStreamsSource, TumblingEventTimeWindows, WatermarkStrategy, type MalformedRecord, type ReaderOutput, type SourceReaderContext } from '../../../src/index.ts';
 import type { RedisStreamSplit } from '../../../src/connectors/redis/redis-streams-source.ts';
 import { runInline, sorted } from '../../helpers/run.ts';
@@ -147,4 +150,52 @@ describe('RedisStreamsSource', () => {
     expect(() => new RedisStreamsSource({ streams: ['a'], startFrom: 'middle' as never })).toThrow(/startFrom must be "earliest" or "latest"/);
     expect(() => new RedisStreamsSource({ streams: ['a'], batchSize: 0 })).toThrow(/batchSize must be a positive integer/);
   });
+});
+
+describe('RedisStreamsSource restored with other streams', () => {
+  it('a stream added since the checkpoint is read from startFrom, a removed one no more (before: the checkpoint\'s streams were read as they were, the new one never)', async () => {
+    const a = key('kept');
+    const b = key('added');
+    const gone = key('removed');
+    const chk = mkdtempSync(join(tmpdir(), 'weir-redis-restore-'));
+    try {
+      await fill(a, 50);
+      await fill(gone, 5);
+      const seen: string[] = [];
+      /** Runs until `want` records were seen and a few checkpoints completed after, then cancels (checkpoints retained). */
+      const runUntil = async (streams: string[], want: number, from?: string) => {
+        const logs: string[] = [];
+        const ac = new AbortController();
+        const job = runJob(defineJob((env) => {
+          env.fromSource(new RedisStreamsSource<{ i: number }>({ url: URL, streams, blockMs: 50 })).uid('redis')
+            .map((x) => void seen.push(`${x.i}`))
+            .setParallelism(1);
+        }), {
+          workers: 1, parallelism: 1, stdout: () => {}, log: (l) => logs.push(l), signal: ac.signal,
+          checkpoint: { interval: 20, dir: chk, retention: 'retain-on-cancel' }, ...(from !== undefined ? { from } : {}),
+        });
+        let ended = false;
+        void job.finally(() => (ended = true));
+        const deadline = Date.now() + 30_000;
+        while (seen.length < want && !ended && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+        await new Promise((r) => setTimeout(r, 500)); // checkpoints after the last record
+        ac.abort();
+        const r = await job;
+        expect(r.status, r.error?.message).toBe('CANCELED');
+        return logs;
+      };
+      await runUntil([a, gone], 55);
+      expect(seen.length).toBe(55);
+      seen.length = 0;
+      await fill(a, 10, 50, 1_700_000_001_000);
+      await fill(gone, 5, 5, 1_700_000_001_000);
+      await fill(b, 30);
+      const logs = await runUntil([a, b], 40, 'latest');
+      expect(sorted(seen)).toEqual(sorted([...Array.from({ length: 10 }, (_, k) => `${50 + k}`), ...Array.from({ length: 30 }, (_, k) => `${k}`)]));
+      expect(logs.some((l) => l.includes(`"${b}" added since the checkpoint: read from earliest`))).toBe(true);
+      expect(logs.some((l) => l.includes(`the checkpoint reads "${gone}", which this source no longer names: not read any more`))).toBe(true);
+    } finally {
+      rmSync(chk, { recursive: true, force: true });
+    }
+  }, 90_000);
 });
