@@ -66,6 +66,12 @@ export interface SinkCommitter<C> {
 
 export interface TwoPhaseCommitSink<T, C> {
   readonly name: string;
+  /**
+   * Longest one commit (of one checkpoint's committables, retries included) may take before the
+   * task fails (default 120 s): a commit that hangs must not hang the job, and one that takes
+   * longer by nature (a large transaction on a slow server) must not fail every attempt.
+   */
+  readonly commitTimeoutMs?: number;
   /** A sink writing files: their directory (the job's dead letters go beside it, in <dir>.dead-letters). */
   readonly outputDir?: string;
   createWriter(ctx: SinkContext): SinkWriter<T, C>;

@@ -320,6 +320,14 @@ describe('a failed commit stops the commits queued behind it', () => {
     expect(op.snapshotInline(7)!.committables).toEqual([6, 7]);
   });
 
+  it('a commit is bounded by the sink\'s commitTimeoutMs: the task fails naming it', async () => {
+    const { sink } = recording(); // its commits never settle
+    const op = attempt({ ...sink, commitTimeoutMs: 30 } as unknown as TwoPhaseCommitSink<string, FileCommittable>, 0, new ManualClock(0), []);
+    op.snapshotInline(1);
+    op.notifyCheckpointComplete(1);
+    await expect(op.quiesce()).rejects.toThrow(/commit did not finish within 0\.03 s \(the sink's commitTimeoutMs\)/);
+  });
+
   it('without checkpointing, the end commits what intermediate savepoints prepared, then the rest, under the id after the last savepoint\'s (before: 0, below it)', async () => {
     const { sink, calls, upTo, settle } = recording();
     const op = attempt(sink as unknown as TwoPhaseCommitSink<string, FileCommittable>, 0, new ManualClock(0), [], undefined, false);

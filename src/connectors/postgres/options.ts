@@ -42,6 +42,8 @@ export interface PostgresSinkOptions<T> {
   readonly queryTimeoutMs?: number;
   /** Retrying a lost connection or an unreachable server gives up this long after the first try (default 60 s). */
   readonly retryDeadlineMs?: number;
+  /** One checkpoint's commit, all its statements and retries (default 120 s); past it the task fails. Raise it for checkpoints of many rows on a slow server. */
+  readonly commitTimeoutMs?: number;
 }
 
 export interface ResolvedPostgresOptions {
@@ -57,6 +59,7 @@ export interface ResolvedPostgresOptions {
   readonly maxBufferedRows: number;
   readonly connectTimeoutMs: number;
   readonly queryTimeoutMs: number;
+  readonly commitTimeoutMs: number;
   readonly retry: RetryPolicy;
 }
 
@@ -104,6 +107,11 @@ export function resolvePostgresOptions<T>(o: PostgresSinkOptions<T>): ResolvedPo
   const mode = o.mode ?? 'idempotent';
   if (mode !== 'idempotent' && mode !== 'two-phase') throw new WeirError('CONFIG', `postgres sink: mode must be "idempotent" or "two-phase", got ${JSON.stringify(o.mode)}`);
   if (o.toRow !== undefined && typeof o.toRow !== 'function') throw new WeirError('CONFIG', 'postgres sink: toRow must be a function (record) => column values');
+  const retryDeadlineMs = positiveInt('retryDeadlineMs', o.retryDeadlineMs, DEFAULT_RETRY.deadlineMs);
+  const commitTimeoutMs = positiveInt('commitTimeoutMs', o.commitTimeoutMs, 120_000);
+  if (commitTimeoutMs <= retryDeadlineMs) {
+    throw new WeirError('CONFIG', `postgres sink: commitTimeoutMs (${commitTimeoutMs}) must be above retryDeadlineMs (${retryDeadlineMs}), or a commit's retries are cut short`);
+  }
   return {
     connection: connectionOf(o.connection),
     table,
@@ -117,6 +125,7 @@ export function resolvePostgresOptions<T>(o: PostgresSinkOptions<T>): ResolvedPo
     maxBufferedRows: positiveInt('maxBufferedRows', o.maxBufferedRows, 1_000_000),
     connectTimeoutMs: positiveInt('connectTimeoutMs', o.connectTimeoutMs, 10_000),
     queryTimeoutMs: positiveInt('queryTimeoutMs', o.queryTimeoutMs, 30_000),
-    retry: { ...DEFAULT_RETRY, deadlineMs: positiveInt('retryDeadlineMs', o.retryDeadlineMs, DEFAULT_RETRY.deadlineMs) },
+    commitTimeoutMs,
+    retry: { ...DEFAULT_RETRY, deadlineMs: retryDeadlineMs },
   };
 }

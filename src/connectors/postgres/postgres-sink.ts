@@ -37,6 +37,10 @@ export class PostgresSink<T> implements TwoPhaseCommitSink<T, PostgresCommittabl
   /** The start check, once per sink in this process. */
   private started: Promise<void> | undefined;
 
+  get commitTimeoutMs(): number {
+    return this.options.commitTimeoutMs;
+  }
+
   constructor(options: PostgresSinkOptions<T>) {
     this.options = resolvePostgresOptions(options);
     this.name = `postgres ${this.options.tableText}`;

@@ -16,8 +16,8 @@ import { CommitLedger, type CommitBatch } from './commit-ledger.ts';
 import { StreamOperator } from './operator.ts';
 import type { InlineOperatorState } from '../../core/checkpoint-format.ts';
 
-/** Longest one commit may take before the task fails (a commit that hangs must not hang the job). */
-const COMMIT_TIMEOUT_MS = 120_000;
+/** Longest one commit may take before the task fails, unless the sink says (TwoPhaseCommitSink.commitTimeoutMs). */
+const DEFAULT_COMMIT_TIMEOUT_MS = 120_000;
 
 function withTimeout<T>(p: Promise<T>, ms: number, message: string): Promise<T> {
   let t: NodeJS.Timeout | undefined;
@@ -166,7 +166,8 @@ export class CommitSinkOperator extends StreamOperator {
     this.commitChain = this.commitChain
       .then(() => {
         if (this.failed !== undefined) return undefined;
-        return withTimeout(Promise.resolve().then(fn), COMMIT_TIMEOUT_MS, `commit did not finish within ${COMMIT_TIMEOUT_MS / 1000} s`).then(onDone);
+        const ms = this.sink.commitTimeoutMs ?? DEFAULT_COMMIT_TIMEOUT_MS;
+        return withTimeout(Promise.resolve().then(fn), ms, `commit did not finish within ${ms / 1000} s (the sink's commitTimeoutMs)`).then(onDone);
       })
       .catch((e) => {
         this.failed ??= e;

@@ -98,6 +98,14 @@ describe('postgres sink (idempotent)', () => {
     await c.close?.();
   });
 
+  it('commitTimeoutMs bounds a commit (default 120 s) and must be above retryDeadlineMs', () => {
+    const base = { connection: SHARED_URL, table: 't', columns: ['id'], jobId: 'job' };
+    expect(new PostgresSink(base).commitTimeoutMs).toBe(120_000);
+    expect(new PostgresSink({ ...base, commitTimeoutMs: 600_000 }).commitTimeoutMs).toBe(600_000);
+    expect(() => new PostgresSink({ ...base, commitTimeoutMs: 30_000 })).toThrow('postgres sink: commitTimeoutMs (30000) must be above retryDeadlineMs (60000), or a commit\'s retries are cut short');
+    expect(() => new PostgresSink({ ...base, commitTimeoutMs: -1 })).toThrow('postgres sink: commitTimeoutMs must be a positive integer, got -1');
+  });
+
   it('a schema mismatch fails naming the table and the column', async () => {
     const t = await table();
     const s = new PostgresSink<Record<string, unknown>>({ connection: SHARED_URL, table: t, columns: ['id', 'nope'], jobId: uniqueName('job'), progressTable: progress });
