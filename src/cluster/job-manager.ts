@@ -4,7 +4,7 @@
  * JobMaster, which runs the attempts (job-master.ts; one attempt: attempt.ts; its threads:
  * deployment.ts; its decisions: decisions/).
  */
-import { existsSync } from 'node:fs';
+import { existsSync, statSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
 import type { JobDefinition } from '../api/job.ts';
@@ -184,7 +184,10 @@ async function runWithPool(
 function deadLetterDirOf(given: string | undefined, transformations: readonly Transformation[]): string | undefined {
   if (given !== undefined) {
     if (typeof given !== 'string' || given === '') throw new RangeError(`deadLetterDir must be a non-empty path, got ${JSON.stringify(given)}`);
-    return resolve(given);
+    const dir = resolve(given);
+    // Before the job starts, not at the first malformed record: a file there would fail the source then.
+    if (existsSync(dir) && !statSync(dir).isDirectory()) throw new WeirError('CONFIG', `the dead-letter directory ${given} (--dead-letter-dir) is a file, not a directory`);
+    return dir;
   }
   for (const t of transformations) {
     if (t.kind === 'one-input' && t.outputDir !== undefined) return resolve(t.outputDir).replace(/[\\/]+$/, '') + '.dead-letters';

@@ -3,6 +3,7 @@
  * thread with --workers 1): it wires their channels, runs them on one scheduler, and
  * reports to the job manager through a message function.
  */
+import { WeirError } from '../core/errors.ts';
 import type { MalformedRecord, SourceSplit } from '../core/source.ts';
 import { appendDeadLetters } from '../connectors/file/dead-letter-file.ts';
 import { consumersOf, type JobGraph } from '../graph/job-graph.ts';
@@ -289,7 +290,11 @@ export class TaskExecutor implements TaskListener {
 
   private readonly deadLettersLogged = new Map<string, number>();
 
-  /** To the dead-letter directory; without one (or if it cannot be written), the first few to the log. */
+  /**
+   * To the dead-letter directory; without one, the first few to the log (and all counted). A
+   * directory that cannot be written fails the source's task: its malformed records would be
+   * lost otherwise (the restart reads them again, and the job fails if the directory stays unwritable).
+   */
   private deadLetters(source: string, subtask: number, records: readonly MalformedRecord[]): void {
     const dir = this.cfg.deadLetterDir;
     if (dir !== undefined) {
@@ -297,7 +302,7 @@ export class TaskExecutor implements TaskListener {
         appendDeadLetters(dir, source, subtask, records);
         return;
       } catch (e) {
-        this.cfg.send({ type: 'log', line: `weir: cannot write dead letters to ${dir}: ${(e as Error).message}` });
+        throw new WeirError('STORAGE', `cannot write dead letters to ${dir}: ${(e as Error).message}; the source fails rather than lose its malformed records`);
       }
     }
     const key = `${source}\u0000${subtask}`;

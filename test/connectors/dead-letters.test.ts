@@ -94,6 +94,19 @@ describe('dead letters', () => {
     expect(lettersIn(dir).map((l) => l.raw).sort()).toEqual(['not json 0', 'not json 1']);
   }, 120_000);
 
+  it('a dead-letter directory that is a file is refused before the job starts; one that cannot be written fails the job, losing no letter silently (before: logged, counted as written, exit 0)', async () => {
+    const src = input('unwritable', 3);
+    const afile = join(tmp, 'a-file');
+    writeFileSync(afile, 'not a directory');
+    const job = defineJob((env) => void env.fromFile(src, { malformed: 'dead-letter' }).collect());
+    await expect(runJob(job, { workers: 1, parallelism: 1, deadLetterDir: afile, stdout: () => {}, log: () => {} }))
+      .rejects.toThrow(`the dead-letter directory ${afile} (--dead-letter-dir) is a file, not a directory`);
+    // Below a file: no directory can be made there, at the first letter.
+    const r = await runJob(job, { workers: 1, parallelism: 1, deadLetterDir: join(afile, 'letters'), restartStrategy: { type: 'none' }, stdout: () => {}, log: () => {} });
+    expect(r.status).toBe('FAILED');
+    expect(r.error?.message).toMatch(/cannot write dead letters to .*a-file\/letters: .*ENOTDIR.*; the source fails rather than lose its malformed records/);
+  });
+
   it('without a file sink or a directory, the first ten of each source subtask are logged and the rest counted', async () => {
     const src = input('logged', 26);
     const lines: string[] = [];
