@@ -29,6 +29,25 @@ export interface StateMeta {
 /** The block layout written by this version. */
 export const BLOCK_FORMAT = COLUMNAR_FORMAT;
 
+/**
+ * Several full state files restored into one subtask (a rescale merging old subtasks) must
+ * record a state alike: its values are decoded (and migrated) with one meta. They differ when
+ * the job was changed (a serializer's version, a TTL) and an old subtask never used the state
+ * after that restore before the next snapshot (it registers states as records come), so its
+ * file still records the old form. Decoding every file with the first file's meta then read
+ * values of the other form wrongly (migrated twice, or not at all): refused instead, saying
+ * what to do. The block layout may differ (files of an older weir): readers decode each
+ * block with its own file's layout.
+ */
+export function checkMergedStateFiles(first: StateMeta, next: StateMeta, firstFile: string, nextFile: string): void {
+  if (first.kind === next.kind && first.ttl === next.ttl && first.serializer.name === next.serializer.name && first.serializer.version === next.serializer.version) return;
+  const form = (m: StateMeta) => `${m.kind} state, serializer ${m.serializer.name} v${m.serializer.version}${m.ttl ? ', with TTL' : ''}`;
+  throw new StateRestoreError(
+    `state "${next.name}" is recorded as ${form(first)} in ${firstFile} and as ${form(next)} in ${nextFile} (an old subtask did not use the state between a restore that changed it and this snapshot); ` +
+      'restore at the parallelism the snapshot was taken with, let every subtask use the state, take a new savepoint, and rescale from that',
+  );
+}
+
 export function stateMeta(d: AnyStateDescriptor): StateMeta {
   return { name: d.name, kind: d.kind, serializer: { name: d.serializer.name, version: d.serializer.version }, ttl: d.ttl !== undefined, blockFormat: BLOCK_FORMAT };
 }

@@ -25,6 +25,9 @@ import type {
   KeyedStateBackend, KeyedStateBackendFactory, KeyedStateHandle, KeyedStateSnapshot, KeyGroupBlock, KeyGroupBlockSource,
 } from '../../src/state/backend.ts';
 import { keyGroupOf, keyGroupRangeForSubtask, normalizeKey } from '../../src/state/key-groups.ts';
+import { StateFileWriter } from '../../src/checkpoint/state-file.ts';
+import { keyedBlockName } from '../../src/checkpoint/names.ts';
+import { encodeValue } from '../../src/core/codec.ts';
 
 export const MAXP = 128;
 export const FULL: KeyGroupRange = { start: 0, end: MAXP - 1 };
@@ -521,6 +524,53 @@ export function backendContract(factory: KeyedStateBackendFactory): void {
       await expect(b.restore([snap.streams.input('op-0.state')])).rejects.toThrow(/before any state is registered/);
       const other = factory.create({ keyGroupRange: { start: 0, end: 255 }, maxParallelism: 256, clock: new ManualClock(0), where: 'w' });
       await expect(other.restore([snap.streams.input('op-0.state')])).rejects.toThrow(/max parallelism 128, the operator now has 256/);
+    });
+
+    it('a rescale merging files that record a state differently (a TTL added, a serializer version) is refused naming both; files of different block layouts merge', async () => {
+      const r0 = keyGroupRangeForSubtask(MAXP, 2, 0);
+      const r1 = keyGroupRangeForSubtask(MAXP, 2, 1);
+      const keysOf = (r: KeyGroupRange) => Array.from({ length: 60 }, (_, i) => `k${i}`).filter((k) => { const kg = keyGroupOf(normalizeKey(k), MAXP); return kg >= r.start && kg <= r.end; });
+      // Subtask 0 used the state as now declared (with a TTL) before its snapshot; subtask 1 never
+      // did since the restore that added the TTL, so its file still records the state without one.
+      const plain = new ValueStateDescriptor<number>('s');
+      const withTtl = new ValueStateDescriptor<number>('s', { ttl: TTL });
+      const a = make(r0);
+      const sa = a.getValueState(withTtl);
+      for (const k of keysOf(r0)) { a.setCurrentKey(k); sa.update(1); }
+      const b = make(r1);
+      const sb = b.getValueState(plain);
+      for (const k of keysOf(r1)) { b.setCurrentKey(k); sb.update(2); }
+      const files = [await snapshotOf(a), await snapshotOf(b)];
+      a.dispose?.();
+      b.dispose?.();
+      // Before: every file decoded with the first one's meta (values of the other read as absent, or as {v, t}).
+      for (const order of [files, [...files].reverse()]) {
+        await expect(restored(order)).rejects.toThrow(/state "s" is recorded as value state, serializer \S+ v1(, with TTL)? in memory:op-0\.state and as value state, serializer \S+ v1(, with TTL)? in memory:op-0\.state .*restore at the parallelism the snapshot was taken with/);
+      }
+      // The same state in an older weir's block layout (1: msgpack [[key, value], ...]) beside this one's: one backend holds both.
+      const k1 = keysOf(r1)[0]!;
+      const old = new MemoryStreams();
+      const w = await StateFileWriter.create(await old.createStateStream('old-1.state'));
+      w.addBlock(keyedBlockName('s', keyGroupOf(normalizeKey(k1), MAXP)), encodeValue([[k1, 7]]));
+      const size = await w.close({ states: [{ name: 's', kind: 'value', serializer: { name: plain.serializer.name, version: plain.serializer.version }, ttl: false }], keyGroupRange: r1, maxParallelism: MAXP });
+      const c = make(r0);
+      const sc = c.getValueState(plain);
+      const k0 = keysOf(r0)[0]!;
+      c.setCurrentKey(k0);
+      sc.update(5);
+      const now = await snapshotOf(c);
+      c.dispose?.();
+      for (const inputs of [[now.streams.input('op-0.state'), old.input('old-1.state')], [old.input('old-1.state'), now.streams.input('op-0.state')]]) {
+        expect(size).toBeGreaterThan(0);
+        const m = make();
+        await m.restore(inputs);
+        const st = m.getValueState(plain);
+        m.setCurrentKey(k0);
+        expect(st.value()).toBe(5);
+        m.setCurrentKey(k1);
+        expect(st.value()).toBe(7);
+        m.dispose?.();
+      }
     });
   });
 }

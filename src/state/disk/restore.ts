@@ -13,7 +13,7 @@ import type { StateInputHandle } from '../../core/state-streams.ts';
 import { StateFileReader } from '../../checkpoint/state-file.ts';
 import { parseBlockName } from '../../checkpoint/names.ts';
 import type { KeyGroupBlock } from '../backend.ts';
-import { decodeGroupColumns, type StateMeta } from '../state-codec.ts';
+import { checkMergedStateFiles, decodeGroupColumns, type StateMeta } from '../state-codec.ts';
 import type { KeyedSnapshotMeta } from '../heap/format.ts';
 import { encodeStoreKey, storeKeyPrefix } from './keys.ts';
 import type { NormKey } from '../key-groups.ts';
@@ -32,6 +32,8 @@ export interface LoadTarget {
 
 export async function loadStateFiles(inputs: readonly StateInputHandle[], t: LoadTarget): Promise<KeyGroupBlock[]> {
   const timers = new Map<number, Uint8Array>();
+  /** The file that first recorded each state (checkMergedStateFiles' message). */
+  const firstFileOf = new Map<string, string>();
   for (const input of inputs) {
     const reader = await StateFileReader.open(input);
     const meta = reader.index.meta as KeyedSnapshotMeta;
@@ -67,6 +69,8 @@ export async function loadStateFiles(inputs: readonly StateInputHandle[], t: Loa
       let s = t.restored.get(block.state);
       if (s === undefined) t.restored.set(block.state, (s = { stateId: t.allocateStateId(), meta: m }));
       else if (delta) checkSameState(s.meta, m, input.description);
+      else checkMergedStateFiles(s.meta, m, firstFileOf.get(block.state) ?? 'an earlier state file', input.description);
+      if (!firstFileOf.has(block.state)) firstFileOf.set(block.state, input.description);
       loadBlock(t.store, block.keyGroup, s.stateId, bytes, m.blockFormat);
     }
   }

@@ -17,15 +17,18 @@ import { StateFileReader } from '../../checkpoint/state-file.ts';
 import type { KeyGroupBlock } from '../backend.ts';
 import { COLUMNAR_FORMAT, decodeColumns, encodeColumns } from '../columnar-block.ts';
 import type { NormKey } from '../key-groups.ts';
-import { decodeGroupColumns, StateRestoreError, type StateMeta } from '../state-codec.ts';
+import { checkMergedStateFiles, decodeGroupColumns, StateRestoreError, type StateMeta } from '../state-codec.ts';
+import { encodeValue } from '../../core/codec.ts';
 import { parseBlockName } from '../../checkpoint/names.ts';
 import type { KeyedSnapshotMeta } from './format.ts';
 
 /** State read from a snapshot that no descriptor has claimed yet: decoded when the job registers it. */
 export interface RestoredState {
   readonly meta: StateMeta;
-  /** Encoded key-group blocks, by key group. */
+  /** Encoded key-group blocks, by key group (in meta's block layout). */
   readonly groups: Map<number, Uint8Array>;
+  /** The file that recorded meta (error messages). */
+  readonly file: string;
 }
 
 /** Key groups being merged from a chain: raw (serializer-encoded) values by key. */
@@ -65,8 +68,10 @@ export async function readStateFiles(
       if (!delta) {
         if (block.kind !== 'keyed') throw new Error(`state file ${input.description} is a full snapshot with a tombstone block ${b.name}`);
         let r = restored.get(block.state);
-        if (r === undefined) restored.set(block.state, (r = { meta: m, groups: new Map() }));
-        r.groups.set(block.keyGroup, bytes);
+        if (r === undefined) restored.set(block.state, (r = { meta: m, groups: new Map(), file: input.description }));
+        else checkMergedStateFiles(r.meta, m, r.file, input.description);
+        // One layout per state: a block of another file's layout (an older weir's) in this one's.
+        r.groups.set(block.keyGroup, sameBlockFormat(r.meta, m) ? bytes : relayout(bytes, m, r.meta));
         merging.get(r)?.delete(block.keyGroup);
         continue;
       }
@@ -80,6 +85,17 @@ export async function readStateFiles(
     }
   }
   return [...timers].map(([keyGroup, bytes]) => ({ keyGroup, bytes }));
+}
+
+function sameBlockFormat(a: StateMeta, b: StateMeta): boolean {
+  return (a.blockFormat ?? 1) === (b.blockFormat ?? 1);
+}
+
+/** A block of layout `from` re-encoded in layout `to` (columnar; or, to an older layout, columns written as that layout). */
+function relayout(bytes: Uint8Array, from: StateMeta, to: StateMeta): Uint8Array {
+  const { keys, values } = decodeGroupColumns(bytes, from.blockFormat);
+  if ((to.blockFormat ?? 1) === COLUMNAR_FORMAT) return encodeColumns(keys, values);
+  return encodeValue((to.blockFormat ?? 1) === 1 ? keys.map((k, i) => [k, values[i]]) : [keys, values]);
 }
 
 /** A state dropped since the chain's base: what earlier files held of it in [from, to] goes. */
@@ -99,7 +115,7 @@ function dropState(restored: Map<string, RestoredState>, merging: Merging, name:
 
 function applyDelta(restored: Map<string, RestoredState>, merging: Merging, m: StateMeta, kind: 'keyed' | 'tombstones', kg: number, bytes: Uint8Array, where: string): void {
   let r = restored.get(m.name);
-  if (r === undefined) restored.set(m.name, (r = { meta: { ...m, blockFormat: COLUMNAR_FORMAT }, groups: new Map() }));
+  if (r === undefined) restored.set(m.name, (r = { meta: { ...m, blockFormat: COLUMNAR_FORMAT }, groups: new Map(), file: where }));
   checkSameState(r.meta, m, where);
   let groups = merging.get(r);
   if (groups === undefined) merging.set(r, (groups = new Map()));
