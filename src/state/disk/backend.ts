@@ -131,7 +131,18 @@ export class DiskKeyedStateBackend implements KeyedStateBackend {
     this.ctx.set(key, keyGroup, originalKey);
   }
 
+  /**
+   * Ids of dropped states whose entries are removed, given out again before new ones: ids are
+   * 16 bits, and event-time windows register a state per window and drop it when it is purged
+   * (1 s windows used them all up in 18 hours of event time, and the job failed). Safe to reuse:
+   * a snapshot in progress reads a view opened at its barrier and names states by the ids it
+   * took then; the change log forgot the id at the drop.
+   */
+  private readonly freeStateIds: number[] = [];
+
   private allocateStateId(): number {
+    const free = this.freeStateIds.shift();
+    if (free !== undefined) return free;
     if (this.nextStateId > MAX_STATE_ID) throw new WeirError('STATE_BACKEND', `${this.where}: more than ${MAX_STATE_ID} states registered and dropped in one subtask`);
     return this.nextStateId++;
   }
@@ -181,6 +192,7 @@ export class DiskKeyedStateBackend implements KeyedStateBackend {
     this.rewriteState(r.stateId, (w, keyGroup, key, raw) => {
       w.put(encodeStoreKey(keyGroup, stateId, key), packStored(forms.toStored(decode(raw))));
     });
+    this.freeStateIds.push(r.stateId);
     return stateId;
   }
 
@@ -243,11 +255,13 @@ export class DiskKeyedStateBackend implements KeyedStateBackend {
       s.cache.clear();
       this.rewriteState(s.cache.stateId);
       this.changes?.forget(s.cache.stateId);
+      this.freeStateIds.push(s.cache.stateId);
     }
     const r = this.restored.get(name);
     if (r !== undefined) {
       this.restored.delete(name);
       this.rewriteState(r.stateId);
+      this.freeStateIds.push(r.stateId);
     }
     // The next deltas say "this state is gone" (a state made later under this name has a new id).
     if (s !== undefined || r !== undefined) this.chains.stateDropped(name);
