@@ -18,6 +18,7 @@ import { readSpecText, validateSpec } from '../lifecycle/spec.ts';
 import type { AppStatus, Desired } from '../lifecycle/status.ts';
 import { CliError } from './args.ts';
 import { commandLine } from './command-line.ts';
+import { redactUrl } from '../checkpoint/s3/settings.ts';
 
 const REQUEST_TIMEOUT_MS = 10_000;
 const VERBS = ['apply', 'list', 'describe', 'events', 'suspend', 'resume', 'savepoint', 'rollback', 'delete'];
@@ -57,6 +58,7 @@ export async function appsCommand(argv: string[]): Promise<number> {
   const dir = valueOf(values, OPTIONS.managerDir) ?? defaultManagerDir();
   const base = valueOf(values, OPTIONS.managerUrl) ?? managerUrlOf(dir);
   if (base === undefined) throw new CliError(`apps: no manager is running for ${resolve(dir)}; start one with weir manager (or give --manager URL)`);
+  checkManagerUrl(base);
   const json = valueOf(values, OPTIONS.appsJson) === true;
   const app = encodeURIComponent(arg ?? '');
   const out = (s: string) => void process.stdout.write(s.endsWith('\n') ? s : `${s}\n`);
@@ -135,6 +137,18 @@ function describe(d: Desired, s: AppStatus): string {
     ...s.events.slice(-10).map((e) => `  ${eventLine(e)}`),
   ];
   return lines.join('\n');
+}
+
+/** --manager is an http(s) URL without credentials (the manager takes none; they would be echoed in messages). */
+function checkManagerUrl(base: string): void {
+  let url: URL | undefined;
+  try {
+    url = new URL(base);
+  } catch {
+    // below
+  }
+  if (url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:')) throw new CliError(`apps: --manager must be an http(s) URL, got ${JSON.stringify(redactUrl(base))}`);
+  if (url.username !== '' || url.password !== '') throw new CliError(`apps: --manager must not carry credentials, got ${JSON.stringify(redactUrl(base))}`);
 }
 
 async function call(base: string, method: string, path: string, body?: unknown): Promise<Record<string, unknown>> {

@@ -10,4 +10,10 @@ describe('redactUrl', () => {
     expect(out).not.toMatch(/s3cret|t0ken/);
     expect(redactUrl('s3://bucket/key')).toBe('s3://bucket/key');
   });
+
+  it('blanks a user:password part at the start of a text given without a scheme (before: echoed whole)', () => {
+    expect(redactUrl('AKIAEXAMPLE:topsecret@minio:9000')).toBe('***@minio:9000');
+    expect(redactUrl('minio:9000')).toBe('minio:9000');
+    expect(redactUrl('host:9000/path@x')).toBe('host:9000/path@x');
+  });
 });

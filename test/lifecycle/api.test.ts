@@ -71,6 +71,12 @@ describe('manager API and CLI on bad input', () => {
     expect(none.code).toBe(2);
     expect(oneLineError(none)).toMatch(/^apps: no manager is running for .*empty.*; start one with weir manager/);
 
+    // Credentials in --manager (which takes none) are refused and never echoed.
+    const secret = await weir(home, 'apps', 'list', '--manager', 'http://user:s3cret@127.0.0.1:1');
+    expect(secret.code).toBe(2);
+    expect(oneLineError(secret)).toBe('apps: --manager must not carry credentials, got "http://***@127.0.0.1:1"');
+    expect(secret.stderr + secret.stdout).not.toContain('s3cret');
+
     const verb = await weir(home, 'apps', 'frobnicate', '--dir', dir);
     expect(oneLineError(verb)).toBe('apps: unknown verb "frobnicate": one of apply, list, describe, events, suspend, resume, savepoint, rollback, delete');
 

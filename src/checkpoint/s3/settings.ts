@@ -75,9 +75,12 @@ function checkEndpoint(endpoint: string, where: string): void {
   if (url.username !== '' || url.password !== '') throw new ConfigError(`${where}: S3 endpoint must not carry credentials (use the AWS credential chain: AWS_ACCESS_KEY_ID, profiles)`);
 }
 
-/** A URL with any user:password part blanked, for messages. */
+/**
+ * A URL with any user:password part blanked, for messages: after "//", and at the start of a
+ * text given without a scheme ("key:secret@host", a scheme forgotten), where it still names a host.
+ */
 export function redactUrl(text: string): string {
-  return text.replace(/\/\/[^/@\s]*@/g, '//***@');
+  return text.replace(/\/\/[^/@\s]*@/g, '//***@').replace(/^[^/@\s:]*:[^/@\s]*@/, '***@');
 }
 
 /** The bucket and key of `s3://bucket/key`; the key may be '' (the bucket's root). */
