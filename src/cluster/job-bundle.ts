@@ -38,15 +38,59 @@ export interface JobBundle {
   readonly cached: boolean;
 }
 
+/**
+ * Why esbuild could not bundle a job module, by its absolute path: "file:line:column: message"
+ * of the first error (a syntax error, an import that resolves nowhere). The module then loads
+ * through tsx, whose own error for the same fault can be unrelated (Node's CommonJS
+ * complaints); job-loader.ts reports this one instead when that load fails too.
+ */
+const bundleFailures = new Map<string, string>();
+
+export function bundleFailureOf(modulePath: string): string | undefined {
+  return bundleFailures.get(resolve(modulePath));
+}
+
 /** The job bundled (or taken from the cache); undefined from a checkout, or when esbuild cannot bundle it. */
 export async function bundleJob(modulePath: string): Promise<JobBundle | undefined> {
   if (!RUNTIME_IS_COMPILED) return undefined;
   try {
     const cacheRoot = privateCacheRoot();
-    return await bundleJobAs(modulePath, WEIR_ENTRY, cacheRoot === undefined ? undefined : bundleCacheEntry(modulePath, WEIR_ENTRY, cacheRoot));
+    const bundle = await bundleJobAs(modulePath, WEIR_ENTRY, cacheRoot === undefined ? undefined : bundleCacheEntry(modulePath, WEIR_ENTRY, cacheRoot));
+    bundleFailures.delete(resolve(modulePath));
+    return bundle;
   } catch (e) {
+    const why = firstBuildError(e);
+    if (why !== undefined) bundleFailures.set(resolve(modulePath), why);
     logger().debug(`the job module is not bundled (it loads through tsx): ${e instanceof Error ? e.message : String(e)}`);
     return undefined;
+  }
+}
+
+/** "file:line:column: message" of an esbuild failure's first error; undefined for other errors. */
+function firstBuildError(e: unknown): string | undefined {
+  const first = (e as { errors?: { text?: string; location?: { file?: string; line?: number; column?: number } | null }[] }).errors?.[0];
+  if (first?.text === undefined) return undefined;
+  const file = first.location?.file;
+  // esbuild names files relative to the working directory: outside it, by their absolute path.
+  const shown = file === undefined ? undefined : file.startsWith('..') ? resolve(file) : file;
+  const at = shown !== undefined ? `${shown}:${first.location!.line ?? 0}:${(first.location!.column ?? 0) + 1}: ` : '';
+  return `${at}${first.text}`;
+}
+
+/**
+ * Why a job module that failed to load cannot be bundled, if that is why: esbuild run over it
+ * (packages left out) after the load failed, for the runs that load it through tsx (from
+ * sources), whose own message for a syntax error can be Node's unrelated CommonJS complaint.
+ */
+export async function diagnoseJobModule(modulePath: string): Promise<string | undefined> {
+  const known = bundleFailureOf(modulePath);
+  if (known !== undefined) return known;
+  try {
+    const { build } = await import('esbuild');
+    await build({ entryPoints: [modulePath], bundle: true, write: false, format: 'esm', platform: 'node', target: 'node20', packages: 'external', logLevel: 'silent', absWorkingDir: process.cwd() });
+    return undefined;
+  } catch (e) {
+    return firstBuildError(e);
   }
 }
 

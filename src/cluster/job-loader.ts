@@ -10,6 +10,7 @@ import { isJobDefinition, type JobDefinition } from '../api/job.ts';
 import { buildJobGraph, type JobGraph } from '../graph/job-graph.ts';
 import { JobDefinitionError, WeirError } from '../core/errors.ts';
 import { typeScriptJobs } from './typescript-jobs.ts';
+import { diagnoseJobModule } from './job-bundle.ts';
 
 /** A job module that cannot be loaded: a job definition error, reported in one line. */
 export class JobLoadError extends WeirError {
@@ -31,7 +32,11 @@ export async function loadJobModule(path: string, url?: string): Promise<JobDefi
     mod = (await import(url ?? pathToFileURL(abs).href)) as Record<string, unknown>;
   } catch (e) {
     let why = e instanceof Error ? e.message : String(e);
-    if (/require\(\) ES Module|ERR_REQUIRE_(CYCLE_)?ESM/.test(why)) {
+    const bundling = await diagnoseJobModule(abs);
+    if (bundling !== undefined) {
+      // The bundler saw the fault itself (a syntax error, a missing import), with its place.
+      why = bundling;
+    } else if (/require\(\) ES Module|ERR_REQUIRE_(CYCLE_)?ESM/.test(why)) {
       why = 'it was loaded as CommonJS; name it .mts, or put it in a package whose package.json has "type": "module"';
     }
     const err = new JobLoadError(`cannot load job module ${path}: ${why}`);

@@ -88,7 +88,26 @@ describe.concurrent('weir run: job loading errors', () => {
       expect(r.code).toBe(1);
       const msg = oneLineError(r);
       expect(msg.startsWith(`cannot load job module ${job}: `)).toBe(true);
-      expect(msg).toContain(`${job}:3:0: ERROR: Unexpected end of file`);
+      expect(msg).toContain(`${job}:3:1: Unexpected end of file`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('a syntax error or an import of nothing, in a package that is not "type": "module": the fault with its place (before: advice about CommonJS)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'weir-cli-'));
+    try {
+      writeFileSync(join(dir, 'package.json'), '{"name":"plain-package","version":"1.0.0"}\n');
+      const syntax = join(dir, 'syntax.ts');
+      writeFileSync(syntax, "export default {\n  run: (x: number) => x +),\n};\n");
+      const missing = join(dir, 'missing.ts');
+      writeFileSync(missing, "import { x } from './nope.ts';\nexport default x;\n");
+      const s = await weir('run', syntax);
+      expect(s.code).toBe(1);
+      expect(oneLineError(s)).toBe(`cannot load job module ${syntax}: ${syntax}:2:26: Unexpected ")"`);
+      const m = await weir('run', missing);
+      expect(m.code).toBe(1);
+      expect(oneLineError(m)).toBe(`cannot load job module ${missing}: ${missing}:1:19: Could not resolve "./nope.ts"`);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
