@@ -38,7 +38,7 @@ import { acquireDirLease } from '../core/dir-lease.ts';
 import type { RunOptions } from './job-manager.ts';
 import type { JobManagerConfig } from './job-manager-config.ts';
 import { JobResult, NO_PROGRESS, type JobStatus } from './job-result.ts';
-import { defaultRestartStrategy, resolveRestartStrategy, RestartBackoff, type RestartStrategySettings } from './restart-strategy.ts';
+import { defaultRestartStrategy, ignoredRestartSettings, resolveRestartStrategy, RestartBackoff, type RestartStrategySettings } from './restart-strategy.ts';
 import { resolveStartPoint } from './start-point.ts';
 import { serializeError, type SerializedError } from './messages.ts';
 import { logger } from '../core/log.ts';
@@ -339,6 +339,8 @@ export class JobMaster implements JobControl {
    */
   private async runAttempts(): Promise<JobResult> {
     const restart = new RestartBackoff(this.spec.restartSettings ? resolveRestartStrategy(this.spec.restartSettings, 'restart strategy') : defaultRestartStrategy(this.checkpointing));
+    const ignored = this.spec.restartSettings ? ignoredRestartSettings(this.spec.restartSettings) : undefined;
+    if (ignored !== undefined) this.log(ignored);
     const recovery = new RecoveryLogic(this.spec.config, restart, this.explicitSnapshot);
     const signal = this.spec.options.signal;
     const onAbort = () => this.cancel();

@@ -46,6 +46,27 @@ function ms(o: Option<Duration>, v: Duration | undefined, where: string): number
   return toMillis(setting(o, v, where), where);
 }
 
+/** The settings each strategy reads (the rest do not apply to it). */
+const SETTINGS_OF: Record<RestartStrategyConfig['type'], readonly (keyof RestartStrategySettings)[]> = {
+  'none': [],
+  'fixed-delay': ['attempts', 'delay'],
+  'failure-rate': ['maxFailuresPerInterval', 'failureRateInterval', 'delay'],
+  'exponential-delay': ['initialBackoff', 'maxBackoff', 'jitterFactor', 'backoffMultiplier', 'resetBackoffThreshold', 'attemptsBeforeResetBackoff'],
+};
+
+/**
+ * Settings given that the strategy in force does not read (--restart-attempts with
+ * exponential-delay, say): one line naming them, for the job's log. Not refused: a Flink
+ * configuration file may well hold every strategy's settings while one is chosen.
+ */
+export function ignoredRestartSettings(s: RestartStrategySettings): string | undefined {
+  const type = s.type ?? 'exponential-delay';
+  const reads = new Set<string>(['type', ...(SETTINGS_OF[type as RestartStrategyConfig['type']] ?? [])]);
+  const ignored = Object.keys(s).filter((k) => !reads.has(k) && (s as Record<string, unknown>)[k] !== undefined);
+  if (ignored.length === 0) return undefined;
+  return `weir: restart strategy ${type} does not use ${ignored.map((k) => `"${k}"`).join(', ')}: ignored`;
+}
+
 export function resolveRestartStrategy(s: RestartStrategySettings, where: string): RestartStrategyConfig {
   for (const k of Object.keys(s)) if (!FIELDS.has(k)) throw new ConfigError(`${where}: unknown restart strategy setting "${k}"`);
   // Without a type: exponential-delay (Flink's default when checkpointing; see defaultRestartStrategy).

@@ -4,7 +4,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/checkpoint/config.ts';
-import { defaultRestartStrategy, resolveRestartStrategy, RestartBackoff, type RestartStrategyConfig } from '../../src/cluster/restart-strategy.ts';
+import { defaultRestartStrategy, ignoredRestartSettings, resolveRestartStrategy, RestartBackoff, type RestartStrategyConfig } from '../../src/cluster/restart-strategy.ts';
+import { defineJob, runJob } from '../../src/index.ts';
 
 const S = 1000;
 const MIN = 60 * S;
@@ -172,5 +173,21 @@ describe('RestartBackoff', () => {
       expect(d).toBeLessThanOrEqual(Math.min(Math.ceil(base * 1.25), 4000));
       base = Math.min(base * 2, 4000);
     }
+  });
+});
+
+describe('settings the strategy in force does not use', () => {
+  it('are named in one log line (before: silently ignored, --restart-attempts 2 with exponential-delay restarted without end)', async () => {
+    expect(ignoredRestartSettings({ type: 'exponential-delay', attempts: 2, delay: '10 ms', maxBackoff: '1 s' })).toBe('weir: restart strategy exponential-delay does not use "attempts", "delay": ignored');
+    expect(ignoredRestartSettings({ type: 'none', attempts: 5 })).toBe('weir: restart strategy none does not use "attempts": ignored');
+    expect(ignoredRestartSettings({ type: 'fixed-delay', attempts: 2, delay: '1 s' })).toBeUndefined();
+    expect(ignoredRestartSettings({ type: 'failure-rate', maxFailuresPerInterval: 2, failureRateInterval: '1 min', delay: '1 s' })).toBeUndefined();
+    const lines: string[] = [];
+    const r = await runJob(defineJob((env) => void env.fromCollection([1]).map(() => { throw new Error('always'); }).collect()), {
+      workers: 1, parallelism: 1, stdout: () => {}, log: (l) => lines.push(l),
+      restartStrategy: { type: 'none', attempts: 3 },
+    });
+    expect(r.status).toBe('FAILED');
+    expect(lines).toContain('weir: restart strategy none does not use "attempts": ignored');
   });
 });
