@@ -29,6 +29,7 @@ import type { JobResult, Progress } from './job-result.ts';
 import type { RestartStrategySettings } from './restart-strategy.ts';
 import { keyedStateBackendFactory, type StateBackendOptions } from '../state/backends.ts';
 import type { Transformation } from '../graph/transformation.ts';
+import { checkDirectoryPath } from '../core/directory.ts';
 
 export { JobResult, type JobStatus, type Progress } from './job-result.ts';
 export { ControlError, StartError } from './errors.ts';
@@ -197,5 +198,7 @@ function deadLetterDirOf(given: string | undefined, transformations: readonly Tr
 
 /** The storage of a checkpoint directory: S3 for s3://bucket/prefix, else a local directory. */
 function checkpointStorageAt(dir: string, s3: S3Config): CheckpointStorage {
-  return isS3Reference(dir) ? S3CheckpointStorage.create(dir, s3) : new LocalCheckpointStorage(dir);
+  if (isS3Reference(dir)) return S3CheckpointStorage.create(dir, s3);
+  checkDirectoryPath(dir, 'the checkpoint directory (--checkpoint-dir, execution.checkpointing.dir)');
+  return new LocalCheckpointStorage(dir);
 }

@@ -3,6 +3,7 @@
  * (the registry of running jobs, the lifecycle manager's state, cached job bundles) is each in a
  * subdirectory named by its user; this is the one place the root is decided.
  */
+import { checkDirectoryPath } from './directory.ts';
 import { mkdirSync, statSync } from 'node:fs';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
@@ -32,6 +33,7 @@ function safeUid(): string {
  */
 export function privateHomeDir(sub: string): string {
   const home = weirHome();
+  checkDirectoryPath(home, 'weir\'s home directory (WEIR_HOME)');
   const dir = join(home, sub);
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   const given = process.env.WEIR_HOME;

@@ -15,6 +15,7 @@ import { LocalProcessTarget } from './local/target.ts';
 import { Manager } from './manager.ts';
 import { ManagerApi } from './rest.ts';
 import { FileAppStore } from './store.ts';
+import { checkDirectoryPath } from '../core/directory.ts';
 
 export interface ServeOptions {
   readonly dir: string;
@@ -54,6 +55,7 @@ const WEIR_BIN = fileURLToPath(new URL('../../bin/weir.js', import.meta.url));
 
 export async function serveManager(o: ServeOptions): Promise<RunningManager> {
   const dir = resolve(o.dir);
+  checkDirectoryPath(o.dir, "the manager's directory (--dir)");
   mkdirSync(dir, { recursive: true });
   // Two managers on one directory would both start the same deployments.
   const other = managerUrlOf(dir);
