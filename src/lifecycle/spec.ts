@@ -84,9 +84,10 @@ export function parseSpecText(text: string, where: string, baseDir: string): App
 /** The spec text as data, unvalidated (what `weir apps apply` sends to the manager). */
 export function readSpecText(text: string, where: string): unknown {
   try {
-    return /\.json$/i.test(where) ? JSON.parse(text) : parseYaml(text, { prettyErrors: false });
+    // prettyErrors: the first line of a YAML error then says where (", at line 3, column 1").
+    return /\.json$/i.test(where) ? JSON.parse(text) : parseYaml(text, { prettyErrors: true });
   } catch (e) {
-    throw new WeirError('CONFIG', `${where}: not valid ${/\.json$/i.test(where) ? 'JSON' : 'YAML'}: ${(e as Error).message.split('\n')[0]}`);
+    throw new WeirError('CONFIG', `${where}: not valid ${/\.json$/i.test(where) ? 'JSON' : 'YAML'}: ${(e as Error).message.split('\n')[0]!.replace(/:$/, '')}`);
   }
 }
 

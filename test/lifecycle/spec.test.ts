@@ -88,6 +88,8 @@ describe('application spec', () => {
 
   it('reports text that is not YAML or JSON in one line', () => {
     expect(() => parseSpecText('name: [a', 'x.yaml', '/')).toThrow(/^x\.yaml: not valid YAML: /);
+    // Where, in the one line (before: no line number).
+    expect(() => parseSpecText('name: x\njob: { module: a.ts,\n  version: v1\nfoo: [\n', 'y.yaml', '/')).toThrow(/^y\.yaml: not valid YAML: .* at line 4, column 1$/);
     expect(() => parseSpecText('{', 'x.json', '/')).toThrow(/^x\.json: not valid JSON: /);
   });
 });

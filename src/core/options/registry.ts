@@ -300,7 +300,7 @@ export const OPTIONS = {
     flag: 'address', type: text('A'), default: '127.0.0.1', label: 'manager address', description: 'manager REST API address; any other than loopback exposes it, without authentication, to the network (a warning says so)', commands: ['manager'],
   }),
   managerInterval: option({
-    flag: 'interval', type: duration({ minMs: 10 }), default: '500ms', label: 'reconcile interval', description: 'time between reconciliation passes', commands: ['manager'],
+    flag: 'interval', type: duration({ minMs: 10, maxMs: 86_400_000 }), default: '500ms', label: 'reconcile interval', description: 'time between reconciliation passes', commands: ['manager'],
   }),
   managerUrl: option({
     flag: 'manager', type: text('URL'), label: 'manager URL', description: 'the manager\'s REST API (e.g. http://127.0.0.1:8090) instead of finding it through --dir', commands: ['apps'],

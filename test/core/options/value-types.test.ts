@@ -68,6 +68,12 @@ describe('duration', () => {
     expect(interval.describe('cli')).toBe('duration >= 10 ms');
     expect(duration().show(0, 'cli')).toBe('0 ms');
   });
+  it('with a maximum, refuses more (the manager\'s --interval 30d overflowed setTimeout: a pass every millisecond)', () => {
+    const bounded = duration({ minMs: 10, maxMs: 86_400_000 });
+    expect(problem(bounded, '30d')).toEqual({ expected: 'a duration of at most 86400000 ms', got: '2592000000 ms' });
+    expect(problem(bounded, '1h')).toBeUndefined();
+    expect(bounded.describe('cli')).toBe('duration from 10 ms to 86400000 ms');
+  });
 });
 
 describe('choice', () => {
