@@ -11,7 +11,7 @@ import { toMillis } from '../core/duration.ts';
 import { errorCode } from '../core/errors.ts';
 import { defaultOf } from '../core/options/option.ts';
 import { OPTIONS } from '../core/options/registry.ts';
-import { valueOf } from '../core/options/values.ts';
+import { valueOf, type OptionValues } from '../core/options/values.ts';
 import { logger } from '../core/log.ts';
 import { defaultManagerDir, managerUrlOf, serveManager } from '../lifecycle/serve.ts';
 import { readSpecText, validateSpec } from '../lifecycle/spec.ts';
@@ -62,6 +62,27 @@ export async function appsCommand(argv: string[]): Promise<number> {
   const json = valueOf(values, OPTIONS.appsJson) === true;
   const app = encodeURIComponent(arg ?? '');
   const out = (s: string) => void process.stdout.write(s.endsWith('\n') ? s : `${s}\n`);
+  try {
+    return await runVerb(verb, arg, app, base, json, values, out);
+  } catch (e) {
+    // A reply of another shape (another program on the port, a proxy's page): said so, not a TypeError.
+    if (e instanceof TypeError || e instanceof RangeError || e instanceof NotAManagerReply) {
+      throw new CliError(`apps ${verb}: the manager at ${redactUrl(base)} answered something that is not a weir manager's reply (${e.message})`);
+    }
+    throw e;
+  }
+}
+
+class NotAManagerReply extends Error {}
+
+/** `r[field]` as a number (a generation), or a NotAManagerReply. */
+function numberIn(r: Record<string, unknown>, field: string): number {
+  const v = r[field];
+  if (typeof v !== 'number') throw new NotAManagerReply(`"${field}" is ${JSON.stringify(v) ?? 'missing'}`);
+  return v;
+}
+
+async function runVerb(verb: string, arg: string | undefined, app: string, base: string, json: boolean, values: OptionValues, out: (s: string) => void): Promise<number> {
   switch (verb) {
     case 'apply': {
       const file = resolve(arg!);
@@ -80,12 +101,13 @@ export async function appsCommand(argv: string[]): Promise<number> {
         throw e;
       }
       const r = await call(base, 'POST', '/apps', { spec: raw, where: arg, baseDir: dirname(file) });
-      out(`applied ${r['name']} (generation ${r['generation']})`);
+      out(`applied ${String(r['name'])} (generation ${numberIn(r, 'generation')})`);
       return 0;
     }
     case 'list': {
       const r = await call(base, 'GET', '/apps');
       const apps = r['apps'] as { name: string; lifecycle: string; version: string; state: string; deployment?: string; runningVersion?: string }[];
+      if (!Array.isArray(apps)) throw new NotAManagerReply('no "apps" list');
       if (json) return out(JSON.stringify(r, null, 2)), 0;
       if (apps.length === 0) return out('no applications'), 0;
       for (const a of apps) out(`${a.name.padEnd(20)} ${a.lifecycle.padEnd(12)} ${a.state.padEnd(9)} version ${a.version}${a.deployment !== undefined ? `  running ${a.runningVersion} as ${a.deployment}` : ''}`);
@@ -100,6 +122,7 @@ export async function appsCommand(argv: string[]): Promise<number> {
     case 'events': {
       const r = await call(base, 'GET', `/apps/${app}/events`);
       const events = r['events'] as AppStatus['events'];
+      if (!Array.isArray(events)) throw new NotAManagerReply('no "events" list');
       if (json) return out(JSON.stringify(r, null, 2)), 0;
       for (const e of events) out(eventLine(e));
       return 0;
@@ -112,7 +135,7 @@ export async function appsCommand(argv: string[]): Promise<number> {
     }
     default: {
       const r = await call(base, 'POST', `/apps/${app}/${verb}`);
-      out(`${verb}: ${arg} (generation ${r['generation']})`);
+      out(`${verb}: ${arg} (generation ${numberIn(r, 'generation')})`);
       return 0;
     }
   }

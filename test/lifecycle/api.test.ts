@@ -6,7 +6,7 @@
  * These start no job.
  */
 import { writeFileSync } from 'node:fs';
-import { request as httpRequest } from 'node:http';
+import { createServer, request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { serveManager, type RunningManager } from '../../src/lifecycle/serve.ts';
@@ -70,6 +70,23 @@ describe('manager API and CLI on bad input', () => {
     const none = await weir(home, 'apps', 'list', '--dir', tmp.fresh('empty'));
     expect(none.code).toBe(2);
     expect(oneLineError(none)).toMatch(/^apps: no manager is running for .*empty.*; start one with weir manager/);
+
+    // Another program on the port: its replies are said not to be a manager's (before: TypeErrors, or "generation undefined" and exit 0).
+    const stub = createServer((q, r) => {
+      r.setHeader('content-type', 'application/json');
+      r.end(q.url?.includes('events') ? '{"events":[{"at":"x"}]}' : '{"hello":1}');
+    });
+    await new Promise<void>((res) => stub.listen(0, '127.0.0.1', res));
+    try {
+      const url = `http://127.0.0.1:${(stub.address() as { port: number }).port}`;
+      for (const [args, why] of [[['list'], 'no "apps" list'], [['suspend', 'x'], '"generation" is missing'], [['events', 'x'], 'Invalid time value']] as const) {
+        const r = await weir(home, 'apps', ...args, '--manager', url);
+        expect(r.code).toBe(2);
+        expect(oneLineError(r)).toBe(`apps ${args[0]}: the manager at ${url} answered something that is not a weir manager's reply (${why})`);
+      }
+    } finally {
+      stub.close();
+    }
 
     // Credentials in --manager (which takes none) are refused and never echoed.
     const secret = await weir(home, 'apps', 'list', '--manager', 'http://user:s3cret@127.0.0.1:1');
