@@ -10,7 +10,10 @@ import { readDuration } from '../core/duration.ts';
 import { WeirError } from '../core/errors.ts';
 import { byKey } from '../core/options/lookup.ts';
 import { suggest } from '../core/options/suggest.ts';
-import { readValue } from '../core/options/values.ts';
+import { readValue, settingsTree } from '../core/options/values.ts';
+import type { Option } from '../core/options/option.ts';
+import type { RestartStrategySettings } from '../core/restart-settings.ts';
+import { resolveRestartStrategy } from '../cluster/restart-strategy.ts';
 
 export type DesiredState = 'running' | 'suspended';
 export type UpgradeMode = 'stateless' | 'savepoint' | 'last-state';
@@ -181,6 +184,7 @@ function absolute(p: string, baseDir: string): string {
 function readConfiguration(r: Reader, raw: unknown): Record<string, string | number | boolean> {
   const obj = r.object(raw ?? {}, 'configuration');
   const out: Record<string, string | number | boolean> = {};
+  const values = new Map<Option, unknown>();
   for (const [key, v] of Object.entries(obj)) {
     const field = `configuration.${key}`;
     if (MANAGED_KEYS.has(key)) r.fail(field, 'the manager sets this key itself (one directory per application)');
@@ -189,7 +193,18 @@ function readConfiguration(r: Reader, raw: unknown): Record<string, string | num
     if (typeof v !== 'string' && typeof v !== 'number' && typeof v !== 'boolean') r.fail(field, `expected a string, number or boolean, got ${v === null ? 'null' : typeof v}`);
     const read = readValue(option!, v, { kind: 'file', path: r.where, key });
     if (!read.ok) r.fail(field, read.message.slice(`${r.where}: "${key}": `.length));
+    values.set(option!, read.value);
     out[key] = v as string | number | boolean;
+  }
+  // Settings that must agree with each other (the restart backoff bounds), as `weir run --config`
+  // checks them: refused at apply, not at the deployment's start.
+  const restart = (settingsTree(values) as { restart?: RestartStrategySettings }).restart;
+  if (restart !== undefined) {
+    try {
+      resolveRestartStrategy(restart, 'restart strategy');
+    } catch (e) {
+      r.fail('configuration', (e as Error).message.replace(/^restart strategy: /, ''));
+    }
   }
   return out;
 }

@@ -73,6 +73,9 @@ describe('application spec', () => {
     expect(error({ ...base, configuration: { 'execution.checkpointing.dir': '/x' } })).toBe('orders.yaml: field "configuration.execution.checkpointing.dir": the manager sets this key itself (one directory per application)');
     expect(error({ ...base, configuration: { 'execution.checkpointing.intervall': '1s' } })).toBe('orders.yaml: field "configuration.execution.checkpointing.intervall": not a configuration key weir knows (see docs/configuration.md)');
     expect(error({ ...base, configuration: { 'execution.checkpointing.interval': '1 fortnight' } })).toMatch(/^orders\.yaml: field "configuration\.execution\.checkpointing\.interval": checkpoint interval/);
+    // Settings that must agree, checked as weir run --config checks them (before: accepted, refused at the deployment).
+    expect(error({ ...base, configuration: { 'restart-strategy.type': 'exponential-delay', 'restart-strategy.exponential-delay.initial-backoff': '10 min', 'restart-strategy.exponential-delay.max-backoff': '1 s' } }))
+      .toBe('orders.yaml: field "configuration": max backoff (1000 ms) is smaller than the initial backoff (600000 ms)');
   });
 
   it('refuses modes whose needs the configuration does not meet', () => {
