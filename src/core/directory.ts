@@ -1,9 +1,10 @@
 /**
- * A directory weir is told to use (a flag, a setting, an environment variable) that cannot be
- * one: refused at the start with a line naming what gave it, instead of the OS's ENOTDIR or
- * EEXIST from a mkdir somewhere later.
+ * Directories: one weir is told to use (a flag, a setting, an environment variable) that cannot
+ * be one is refused at the start with a line naming what gave it, instead of the OS's ENOTDIR
+ * or EEXIST from a mkdir somewhere later; and a directory's entries made durable (fsync).
  */
 import { existsSync, statSync } from 'node:fs';
+import { open } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { WeirError } from './errors.ts';
 
@@ -20,5 +21,15 @@ export function checkDirectoryPath(path: string, what: string): void {
     const up = dirname(p);
     if (up === p) return;
     p = up;
+  }
+}
+
+/** Makes a directory's entries (renames, new files) durable. */
+export async function fsyncDirectory(dir: string): Promise<void> {
+  const d = await open(dir, 'r');
+  try {
+    await d.sync();
+  } finally {
+    await d.close();
   }
 }

@@ -9,15 +9,7 @@ import type { StateInputHandle, StateOutputStream } from '../../core/state-strea
 import { schemeOf, tempReference } from '../names.ts';
 import type { DirectoryEntry, SnapshotFileSystem } from '../storage-fs.ts';
 import { isMissing, LocalStateInputHandle, LocalStateOutputStream } from './local-streams.ts';
-
-async function fsyncDirectory(dir: string): Promise<void> {
-  const d = await open(dir, 'r');
-  try {
-    await d.sync();
-  } finally {
-    await d.close();
-  }
-}
+import { fsyncDirectory } from '../../core/directory.ts';
 
 export const localFileSystem: SnapshotFileSystem = {
   threadLocal: false,

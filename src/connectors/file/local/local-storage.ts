@@ -27,6 +27,7 @@ import { closeSync, existsSync, fsyncSync, mkdirSync, openSync, readdirSync, rea
 import { open, readdir, readFile, rename, rm, stat } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { acquireDirLease } from '../../../core/dir-lease.ts';
+import { fsyncDirectory } from '../../../core/directory.ts';
 import type { SinkContext } from '../../../core/sink.ts';
 import { readCommitRecords, writeCommitRecord } from '../commit-record.ts';
 import type { FileCommittable } from '../exactly-once-file-sink.ts';
@@ -295,16 +296,6 @@ function resolveIntentSync(dir: string, intentName: string): void {
     rmSync(join(dir, intent.tmp), { force: true });
   }
   rmSync(path, { force: true });
-}
-
-/** Makes the directory's entries (renames, new files) durable. */
-async function fsyncDirectory(dir: string): Promise<void> {
-  const d = await open(dir, 'r');
-  try {
-    await d.sync();
-  } finally {
-    await d.close();
-  }
 }
 
 /** After commits: the directory's fsync, then compaction in the background (off the record path). */
