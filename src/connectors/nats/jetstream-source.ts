@@ -355,7 +355,7 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
       this.fail(natsError(this.src.conn, `stream "${st.split.stream}"`, new Error(`unexpected message without JetStream metadata on ${m.subject}`)));
       return;
     }
-    if (st.lastDseq !== 0 && info.dseq !== st.lastDseq + 1) {
+    if (deliveryGap(st.lastDseq, info.dseq)) {
       // A message of this consumer was lost on the way: read again from our position.
       this.ctx.log(`stream "${st.split.stream}": gap in consumer sequence (${st.lastDseq} then ${info.dseq}); recreating the consumer at sequence ${st.fetchedSeq + 1}`);
       this.release(st);
@@ -404,6 +404,15 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
     this.nc = undefined;
     if (nc !== undefined) await withTimeout(nc.drain().catch(() => nc.close()), this.src.conn.timeoutMs, `NATS at ${this.src.label}: close`).catch(() => nc.close());
   }
+}
+
+/**
+ * Whether a message's consumer sequence shows that one before it never arrived. The consumer
+ * sequence counts deliveries from 1 for a new consumer (acks are off: nothing is redelivered),
+ * so `lastDseq` 0 (none received yet) expects 1: a lost first message is a gap like any other.
+ */
+export function deliveryGap(lastDseq: number, dseq: number): boolean {
+  return dseq !== lastDseq + 1;
 }
 
 /** The nats module's constants, loaded with the first connection (jobs that read no NATS never load it). */

@@ -10,7 +10,7 @@ import { connect, type JetStreamClient, type JetStreamManager, type NatsConnecti
 import {
   DEAD_LETTERS, JetStreamSource, TumblingEventTimeWindows, WatermarkStrategy, type MalformedRecord, type ReaderOutput, type SourceReaderContext,
 } from '../../../src/index.ts';
-import type { JetStreamSplit } from '../../../src/connectors/nats/jetstream-source.ts';
+import { deliveryGap, type JetStreamSplit } from '../../../src/connectors/nats/jetstream-source.ts';
 import { runInline, sorted } from '../../helpers/run.ts';
 
 let nc: NatsConnection;
@@ -154,6 +154,16 @@ describe('JetStreamSource', () => {
     }).then(() => undefined, (e: Error) => e);
     expect(e2?.message).toMatch(new RegExp(`^NATS at 127\\.0\\.0\\.1:4222: stream "${missing}": .*not found`));
   }, 90_000);
+
+  it('a lost message is a gap in the consumer sequence, the first of a new consumer included', () => {
+    // A new consumer delivers from consumer sequence 1: its first message lost (2 arrives first)
+    // must recreate the consumer, not skip the message.
+    expect(deliveryGap(0, 1)).toBe(false);
+    expect(deliveryGap(0, 2)).toBe(true);
+    expect(deliveryGap(5, 6)).toBe(false);
+    expect(deliveryGap(5, 7)).toBe(true);
+    expect(deliveryGap(5, 5)).toBe(true);
+  });
 
   it('rejects bad options with one clear message', () => {
     expect(() => new JetStreamSource({ stream: 'a.b' })).toThrow(/stream must be a stream name/);
