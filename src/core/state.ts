@@ -4,6 +4,7 @@
  * subtask (operator state).
  */
 import type { AggregateFunction, ReduceFunction } from './functions.ts';
+import { copyValue } from './copy.ts';
 
 /**
  * How state values are turned into snapshot data and back. Values are stored as live
@@ -60,6 +61,20 @@ export class ValueStateDescriptor<T> extends Descriptor<T> {
     super(name, options);
     this.defaultValue = options.defaultValue;
   }
+}
+
+/**
+ * A value state's default, for a key that has no value. An object default is copied at every
+ * read, as Flink copies it (StateDescriptor.getDefaultValue): handed out as is, a default
+ * changed in place and stored became the default of every other key too.
+ */
+export function defaultValueOf<T>(d: T | undefined): T | undefined {
+  return typeof d === 'object' && d !== null ? copyValue(d) : d;
+}
+
+/** ValueState.update(null or undefined) clears the value, as Flink's update(null) does. */
+export function clearsValue(v: unknown): boolean {
+  return v === undefined || v === null;
 }
 
 /**

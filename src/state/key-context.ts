@@ -33,3 +33,12 @@ export class KeyContext {
     this.kgIndex = keyGroup - this.range.start;
   }
 }
+
+/**
+ * Keyed state used where no key is current: in open() or any code before the first record or
+ * timer of the subtask set one. Flink fails the same way ("No key set"); before, a write went
+ * to a slot no key reads and no snapshot holds, and was lost.
+ */
+export function noCurrentKey(): Error {
+  return new Error('keyed state used outside a keyed context: no key is current (in open(), or before the first record or timer); read and write keyed state while processing a record or a timer');
+}

@@ -297,6 +297,39 @@ export function backendContract(factory: KeyedStateBackendFactory): void {
       b.dispose();
     });
 
+    it('a value state\'s object default is a fresh copy at every read, and update(null) clears the value (as Flink)', () => {
+      const b = make();
+      for (const ttl of [undefined, TTL]) {
+        const v = b.getValueState(new ValueStateDescriptor<{ n: number } | null>(`counter${ttl ? '-ttl' : ''}`, { defaultValue: { n: 0 }, ...(ttl ? { ttl } : {}) }));
+        for (const k of ['a', 'b', 'c', 'a']) {
+          b.setCurrentKey(k);
+          const x = v.value()!;
+          x.n++;
+          v.update(x);
+        }
+        const seen = ['a', 'b', 'c'].map((k) => (b.setCurrentKey(k), v.value()!.n));
+        expect(seen).toEqual([2, 1, 1]);
+        b.setCurrentKey('a');
+        v.update(null);
+        expect(v.value()).toEqual({ n: 0 });
+        expect([...b.keys(`counter${ttl ? '-ttl' : ''}`)].map((e) => e.key).sort()).toEqual(['b', 'c']);
+      }
+      b.dispose();
+    });
+
+    it('keyed state used before any key is current fails, naming why; nothing is written where no key reads it', () => {
+      const b = make();
+      const v = b.getValueState(d.value);
+      const l = b.getListState(d.list as ListStateDescriptor<unknown>);
+      const m = b.getMapState(d.map as MapStateDescriptor<string, unknown>);
+      for (const use of [() => v.update({ n: 42, tags: [] }), () => v.value(), () => l.add(1), () => m.put('x', 1)]) {
+        expect(use).toThrow(/keyed state used outside a keyed context: no key is current/);
+      }
+      b.setCurrentKey('a');
+      expect(v.value()).toBeUndefined();
+      b.dispose();
+    });
+
     it('TTL with onReadAndWrite: iterating a map state reads its entries and keeps them alive (as Flink\'s iterator restamps)', async () => {
       const clock = new ManualClock(0);
       const b = make(FULL, clock);

@@ -23,7 +23,7 @@
  * Like Flink's RocksDB backend, a value changed in place without an update() (or add(), put())
  * may be lost once its entry is evicted; the handles of this backend always mark what they change.
  */
-import type { KeyContext } from '../key-context.ts';
+import { noCurrentKey, type KeyContext } from '../key-context.ts';
 import type { NormKey } from '../key-groups.ts';
 import { keyHash } from '../key-table.ts';
 import { EntryTable } from './entry-table.ts';
@@ -95,6 +95,7 @@ export class StateCache {
 
   /** The entry of the current key, loaded from the store on a miss. */
   current(): Entry {
+    if (this.ctx.kgIndex < 0) throw noCurrentKey();
     const key = this.ctx.key;
     const l = this.last;
     if (l !== undefined && l.key === key) {
@@ -129,6 +130,7 @@ export class StateCache {
 
   /** Sets the current key's value (undefined removes it); a blind write: nothing is read from the store. */
   set(value: unknown): void {
+    if (this.ctx.kgIndex < 0) throw noCurrentKey();
     const key = this.ctx.key;
     const l = this.last;
     let e: Entry | undefined;

@@ -6,7 +6,7 @@
  * (the heap backend's wrappers).
  */
 import type { ListState, MapState, StateTtlConfig, ValueState } from '../../core/state.ts';
-import { checkListElement, checkListElements } from '../../core/state.ts';
+import { checkListElement, checkListElements, clearsValue, defaultValueOf } from '../../core/state.ts';
 import type { Clock } from '../../core/clock.ts';
 import type { StateCache } from './cache.ts';
 
@@ -26,10 +26,10 @@ export class DiskValueHandle<T> implements ValueState<T> {
   constructor(private readonly c: StateCache, private readonly defaultValue: T | undefined) {}
   value(): T | undefined {
     const v = this.c.current().value as T | undefined;
-    return v === undefined ? this.defaultValue : v;
+    return v === undefined ? defaultValueOf(this.defaultValue) : v;
   }
   update(value: T): void {
-    if (value === undefined) return this.clear();
+    if (clearsValue(value)) return this.clear();
     this.c.set(value);
   }
   clear(): void {
@@ -139,13 +139,13 @@ export class DiskTtlValueHandle<T> implements ValueState<T> {
   value(): T | undefined {
     const e = this.c.current();
     const s = e.value as Stamped<T> | undefined;
-    if (s === undefined) return this.defaultValue;
+    if (s === undefined) return defaultValueOf(this.defaultValue);
     const now = this.clock.now();
     if (ttlExpired(s.t, this.cfg, now)) {
       if (this.cfg.visibility === 'returnExpiredIfNotCleanedUp') return s.v;
       e.value = undefined;
       this.c.changed(e);
-      return this.defaultValue;
+      return defaultValueOf(this.defaultValue);
     }
     if (this.cfg.updateType === 'onReadAndWrite') {
       s.t = now;
@@ -154,7 +154,7 @@ export class DiskTtlValueHandle<T> implements ValueState<T> {
     return s.v;
   }
   update(value: T): void {
-    if (value === undefined) return this.clear();
+    if (clearsValue(value)) return this.clear();
     this.c.set({ v: value, t: this.clock.now() } satisfies Stamped<T>);
   }
   clear(): void {

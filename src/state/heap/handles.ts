@@ -6,7 +6,7 @@
  * read that hands out a live object the caller could mutate in place.
  */
 import type { AggregatingState, ListState, MapState, ReducingState, ValueState } from '../../core/state.ts';
-import { checkListElement, checkListElements } from '../../core/state.ts';
+import { checkListElement, checkListElements, clearsValue, defaultValueOf } from '../../core/state.ts';
 import type { KeyContext } from '../key-context.ts';
 import type { StateTable } from './state-table.ts';
 
@@ -15,12 +15,12 @@ export class ValueHandle<T> implements ValueState<T> {
   value(): T | undefined {
     const g = this.t.read(this.ctx.kgIndex);
     const v = g === undefined ? undefined : (g.get(this.ctx.key) as T | undefined);
-    if (v === undefined) return this.defaultValue;
+    if (v === undefined) return defaultValueOf(this.defaultValue);
     if (typeof v === 'object' && v !== null) this.t.mark(this.ctx.kgIndex, this.ctx.key);
     return v;
   }
   update(value: T): void {
-    if (value === undefined) return this.clear();
+    if (clearsValue(value)) return this.clear();
     this.t.write(this.ctx.kgIndex, this.ctx.key).set(this.ctx.key, value);
     this.t.mark(this.ctx.kgIndex, this.ctx.key);
   }

@@ -22,6 +22,7 @@
 import type { AnyStateDescriptor } from '../../core/state.ts';
 import type { KeyGroupRange } from '../../core/checkpoint-format.ts';
 import type { NormKey } from '../key-groups.ts';
+import { noCurrentKey } from '../key-context.ts';
 import { KeyColumnCache } from '../key-column-cache.ts';
 import { newGroupMap } from './group-map.ts';
 import { KeyTable } from '../key-table.ts';
@@ -72,6 +73,7 @@ export class StateTable {
 
   /** The key group's map for reading; undefined when the group holds nothing yet. */
   read(kgIndex: number): Map<NormKey, unknown> | undefined {
+    if (kgIndex < 0) throw noCurrentKey();
     if (this.frozenCount > 0 && this.frozen![kgIndex] === 1) this.thaw(kgIndex);
     return this.groups[kgIndex];
   }
@@ -91,6 +93,7 @@ export class StateTable {
 
   /** The key group's map for writing, created on first use (of a kind suited to `key`, the key about to be written). */
   write(kgIndex: number, key: NormKey): Map<NormKey, unknown> {
+    if (kgIndex < 0) throw noCurrentKey();
     if (this.frozenCount > 0 && this.frozen![kgIndex] === 1) this.thaw(kgIndex);
     let m = this.groups[kgIndex];
     if (m === undefined) {

@@ -5,7 +5,7 @@
  * a read may remove it, restamp it or hand out a live object.
  */
 import type { ListState, MapState, StateTtlConfig, ValueState } from '../../core/state.ts';
-import { checkListElement, checkListElements } from '../../core/state.ts';
+import { checkListElement, checkListElements, clearsValue, defaultValueOf } from '../../core/state.ts';
 import type { Clock } from '../../core/clock.ts';
 import type { KeyContext } from '../key-context.ts';
 import type { StateTable } from './state-table.ts';
@@ -32,19 +32,19 @@ export class TtlValueHandle<T> implements ValueState<T> {
   value(): T | undefined {
     const g = this.t.read(this.ctx.kgIndex);
     const s = g?.get(this.ctx.key) as Stamped<T> | undefined;
-    if (s === undefined) return this.defaultValue;
+    if (s === undefined) return defaultValueOf(this.defaultValue);
     this.t.mark(this.ctx.kgIndex, this.ctx.key);
     const now = this.clock.now();
     if (ttlExpired(s, this.cfg, now)) {
       if (this.cfg.visibility === 'returnExpiredIfNotCleanedUp') return s.v;
       g!.delete(this.ctx.key);
-      return this.defaultValue;
+      return defaultValueOf(this.defaultValue);
     }
     if (this.cfg.updateType === 'onReadAndWrite') s.t = now;
     return s.v;
   }
   update(value: T): void {
-    if (value === undefined) return this.clear();
+    if (clearsValue(value)) return this.clear();
     this.t.write(this.ctx.kgIndex, this.ctx.key).set(this.ctx.key, { v: value, t: this.clock.now() } satisfies Stamped<T>);
     this.t.mark(this.ctx.kgIndex, this.ctx.key);
   }
