@@ -164,11 +164,30 @@ export class InputGate implements ChannelOwner {
     // order decided: "B ended, then A went idle" left the gate idle at A's watermark, while "A
     // idle, then B ended" moved it to MAX.
     const allIdle = this.channelIdle.every((x) => x);
+    // The last active channel went idle while holding event time back: no channel will move it
+    // now, so the gate goes to the highest watermark of its channels first, as Flink's valve
+    // does (findAndOutputMaxWatermarkAcrossAllSubpartitions). Before, event time stayed at that
+    // channel's watermark until traffic came back, or it moved, depending on which channel went
+    // idle first. Channels stopped by a savepoint are left out: nothing may fire after it.
+    if (idle && allIdle && this.channelWatermark[channel] === this.lastWatermark) this.advanceToMax(out);
     if (allIdle !== this.idle) {
       this.idle = allIdle;
       out.status(allIdle);
     }
     if (!allIdle) this.recompute(out);
+  }
+
+  private advanceToMax(out: ValveOutput): void {
+    let max = this.lastWatermark;
+    for (let i = 0; i < this.channelWatermark.length; i++) {
+      if (this.channels[i]!.ended) continue;
+      const w = this.channelWatermark[i]!;
+      if (w > max) max = w;
+    }
+    if (max > this.lastWatermark) {
+      this.lastWatermark = max;
+      out.watermark(max);
+    }
   }
 
   private recompute(out: ValveOutput): void {

@@ -398,6 +398,30 @@ describe('the input gate\'s valve (Flink\'s StatusWatermarkValve)', () => {
     expect(aFirst.statuses).toEqual([]);
   });
 
+  it('the last active channel going idle at the gate\'s watermark moves it to the highest channel watermark first, in either order (Flink\'s valve)', () => {
+    // A at 10 holds the gate back while B is at 50: whichever goes idle last, event time ends at
+    // 50 before the gate is idle. Before, "B idle, then A" left the gate at 10 until traffic came back.
+    const steps = (first: number, second: number) => (g: InputGate, out: ValveOutput) => {
+      g.onWatermark(1, 50, out);
+      g.onStatus(first, true, out);
+      g.onStatus(second, true, out);
+    };
+    const aLast = valve(steps(1, 0));
+    const bLast = valve(steps(0, 1));
+    expect(aLast.watermarks).toEqual([10, 50]);
+    expect(bLast.watermarks).toEqual([10, 50]);
+    expect(aLast.statuses).toEqual([true]);
+    expect(bLast.statuses).toEqual([true]);
+    // Active again behind the gate's watermark: no regression; event time moves once it catches up.
+    const back = valve((g, out) => {
+      steps(1, 0)(g, out);
+      g.onWatermark(0, 20, out);
+      g.onWatermark(0, 60, out);
+    });
+    expect(back.watermarks).toEqual([10, 50, 60]);
+    expect(back.statuses).toEqual([true, false]);
+  });
+
   it('every channel idle: the gate is idle; a stop ends a channel without moving event time', () => {
     const idle = valve((g, out) => {
       g.onStatus(0, true, out);
@@ -405,6 +429,7 @@ describe('the input gate\'s valve (Flink\'s StatusWatermarkValve)', () => {
     });
     expect(idle.statuses).toEqual([true]);
     const stopped = valve((g, out) => {
+      g.onWatermark(1, 50, out);
       g.endChannel(1, out, true);
       g.onStatus(0, true, out);
     });
