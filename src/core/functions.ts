@@ -79,6 +79,11 @@ export interface KeyedContext<K> extends BaseContext, KeyedRuntimeContext {
 }
 
 export interface OnTimerContext<K> extends KeyedContext<K> {
+  /**
+   * The firing timer's time, in either domain (as Flink's OnTimerContext.timestamp()); side
+   * outputs carry it too. Records collected from a processing-time timer carry no timestamp.
+   */
+  readonly timestamp: number | undefined;
   readonly timeDomain: 'event-time' | 'processing-time';
 }
 

@@ -791,13 +791,14 @@ describe('KeyedProcessFunction timers', () => {
             ctx.timerService.registerProcessingTimeTimer(ctx.timerService.currentProcessingTime() + 100);
           },
           onTimer(ts, ctx, out) {
-            out.collect(`${ctx.currentKey}@${ts} n=${ctx.getState(new ValueStateDescriptor<number>('n')).value()} ${ctx.timeDomain}`);
+            out.collect(`${ctx.currentKey}@${ts} n=${ctx.getState(new ValueStateDescriptor<number>('n')).value()} ${ctx.timeDomain} ts=${ctx.timestamp}`);
           },
         })
         .collect();
     }, { clock });
     // Advancing to 500 passes the timers at 100, 110 and 120; the one at 600 never comes due.
-    expect(r.collected()).toEqual(['x@100 n=2 processing-time', 'y@110 n=1 processing-time', 'x@120 n=2 processing-time']);
+    // ctx.timestamp is the timer's time, as Flink's OnTimerContext.timestamp() (before: undefined).
+    expect(r.collected()).toEqual(['x@100 n=2 processing-time ts=100', 'y@110 n=1 processing-time ts=110', 'x@120 n=2 processing-time ts=120']);
   });
 
   it('deleted processing-time timers do not fire; the timer service reports clock time and watermark', async () => {

@@ -170,7 +170,7 @@ describe('processing-time timers (KeyedProcessFunction, manual clock)', () => {
   /** Register a processing-time timer at `at` and/or delete the one at `del`; `et`: an event-time timer. */
   interface P { k: string; at?: number; del?: number; et?: number }
 
-  it('fire when the clock passes them, with domain processing-time and no timestamp; dedupe and delete; pending ones do not fire at the end', async () => {
+  it('fire when the clock passes them, with domain processing-time, the timer\'s time as ctx.timestamp (Flink\'s OnTimerContext) and no record timestamp; dedupe and delete; pending ones do not fire at the end', async () => {
     const clock = new ManualClock(0);
     const steps: Step<P>[] = [
       { emit: { k: 'a', at: 10 }, ts: 1 },
@@ -203,9 +203,9 @@ describe('processing-time timers (KeyedProcessFunction, manual clock)', () => {
       stamped(s).map(({ value, ts }) => ({ ...(value as object), outTs: ts ?? null })).collect();
     }, { clock });
     expect(byJson(r.collected())).toEqual(byJson([
-      { key: 'a', t: 10, domain: 'processing-time', ctxTs: null, now: 12, outTs: null },
-      { key: 'b', t: 10, domain: 'processing-time', ctxTs: null, now: 12, outTs: null },
-      { key: 'c', t: 16, domain: 'processing-time', ctxTs: null, now: 16, outTs: null },
+      { key: 'a', t: 10, domain: 'processing-time', ctxTs: 10, now: 12, outTs: null },
+      { key: 'b', t: 10, domain: 'processing-time', ctxTs: 10, now: 12, outTs: null },
+      { key: 'c', t: 16, domain: 'processing-time', ctxTs: 16, now: 16, outTs: null },
       { key: 'a', t: 1000, domain: 'event-time', ctxTs: 1000, now: 16, outTs: 1000 },
     ]));
   });
@@ -287,10 +287,10 @@ describe('KeyedCoProcessFunction timers', () => {
     }, { clock });
     expect(input2Done.isSet).toBe(true);
     expect(byJson(r.collected())).toEqual(byJson([
-      ['a', 10, 'processing-time', null, 11],
-      ['c', 10, 'processing-time', null, 11],
-      ['a', 12, 'processing-time', null, 30],
-      ['b', 20, 'processing-time', null, 30],
+      ['a', 10, 'processing-time', 10, 11],
+      ['c', 10, 'processing-time', 10, 11],
+      ['a', 12, 'processing-time', 12, 30],
+      ['b', 20, 'processing-time', 20, 30],
     ]));
   });
 });

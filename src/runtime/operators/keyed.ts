@@ -244,7 +244,9 @@ export abstract class KeyedFunctionOperator extends KeyedOperator {
   }
   private fire(timer: Timer, domain: 'event-time' | 'processing-time', outTs: number): void {
     if (this.userOnTimer === undefined) return;
-    this.ctx.ts = outTs;
+    // As Flink's OnTimerContext: ctx.timestamp and side outputs carry the timer's time in both
+    // domains; records collected from a processing-time timer carry none.
+    this.ctx.ts = timer.timestamp;
     this.ctx.timeDomain = domain;
     this.collector.timestamp = outTs;
     const r = this.userOnTimer(timer.timestamp, this.ctx, this.collector);
