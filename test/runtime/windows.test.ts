@@ -267,6 +267,40 @@ describe('late data', () => {
     expect(r.collected('late')).toEqual([16]);
   });
 
+  it('windows ending past the end of event time fire at the end of input (tumbling, sliding whole windows and panes)', async () => {
+    // M = MAX_WATERMARK: [M-23, M-13) holds M-20; the record at M-3 is in a window ending past M.
+    const M = MAX_WATERMARK;
+    const count: AggregateFunction<E, number, number> = { createAccumulator: () => 0, add: (_x, a) => a + 1, getResult: (a) => a, merge: (a, b) => a + b, commutative: true };
+    const r = await runInline((env) => {
+      const src = env.fromCollection([e('a', M - 20, 1), e('a', M - 3, 2)])
+        .assignTimestampsAndWatermarks(WatermarkStrategy.forMonotonousTimestamps<E>().withTimestampAssigner((x) => x.ts));
+      src.keyBy((x) => x.k).window(TumblingEventTimeWindows.of(10)).reduce(sumE).map((x) => x.v).collect('tumbling');
+      src.keyBy((x) => x.k).window(SlidingEventTimeWindows.of(10, 5)).reduce(sumE).map((x) => x.v).collect('sliding');
+      src.keyBy((x) => x.k).window(SlidingEventTimeWindows.of(10, 5)).aggregate(count).collect('panes');
+    });
+    // Before: only the windows ending at or before M fired; the record at M - 3 was lost.
+    expect(r.collected('tumbling')).toEqual([1, 2]);
+    expect(r.collected('sliding')).toEqual([1, 1, 2, 2]);
+    expect(r.collected('panes')).toEqual([1, 1, 1, 1]);
+  });
+
+  it('sliding windows smaller than their slide: a record between windows is dropped quietly unless it is late itself (Flink\'s isElementLate)', async () => {
+    // Size 3, slide 10: windows [0,3), [10,13), ... ts 5 and 15 fall between windows while the
+    // watermark is behind them: not late, not side-output (before: both were). wm 20 then fires
+    // [0,3) = 1 and [10,13) = 4; ts 6 arrives behind it, in a gap too: late, side-output.
+    const late = new OutputTag<E>('late');
+    const data2 = [e('a', 1, 1), e('a', 5, 2), e('a', 11, 4), e('a', 15, 8, 20), e('a', 6, 16)];
+    const r = await runInline((env) => {
+      env.setAutoWatermarkInterval(0);
+      const s = env.fromCollection(data2).assignTimestampsAndWatermarks(punctuated<E>())
+        .keyBy((x) => x.k).window(SlidingEventTimeWindows.of(3, 10)).sideOutputLateData(late).reduce(sumE);
+      stamped(s).map(({ value, ts }) => [value.v, ts]).collect('main');
+      s.getSideOutput(late).map((x) => x.v).collect('late');
+    });
+    expect(r.collected('main')).toEqual([[1, 2], [4, 12]]);
+    expect(r.collected('late')).toEqual([16]);
+  });
+
   it('allowedLateness: late records within the lateness re-fire the window with updated results; then it is dropped', async () => {
     // Tumbling 10, lateness 5: [0,10) fires at wm >= 9 and is kept until wm >= 9 + 5 = 14.
     const late = new OutputTag<E>('late');

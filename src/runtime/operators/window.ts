@@ -318,9 +318,12 @@ export class WindowOperator extends KeyedOperator {
     // where an event-time operator would otherwise take their results, emitted at finish(), as late.
     if (timestamp >= MAX_WATERMARK && !this.spec.assigner.eventTime) this.flushProcessingTimeWindows();
     if (this.major) {
+      // The end of event time passes every window, also those ending past MAX_WATERMARK
+      // (Number.MAX_SAFE_INTEGER), as the timer service fires every timer then.
+      const wm = timestamp >= MAX_WATERMARK ? Number.POSITIVE_INFINITY : timestamp;
       try {
-        if (this.panes !== undefined) this.panes.advance(timestamp);
-        else this.advanceWindows(timestamp);
+        if (this.panes !== undefined) this.panes.advance(wm);
+        else this.advanceWindows(wm);
       } catch (e) {
         throw this.fail(e, 'window');
       }
@@ -503,7 +506,15 @@ export class WindowOperator extends KeyedOperator {
     return !this.spec.assigner.eventTime || end - 1 > this.currentWatermark;
   }
 
+  /**
+   * A record no window took. As Flink's WindowOperator, it counts as late (late-data output, or
+   * numLateRecordsDropped) only when it is: event time, and its own timestamp plus the allowed
+   * lateness at or behind the watermark. Otherwise it fell between windows (a sliding window
+   * smaller than its slide) and is dropped quietly; before, it went to the late-data output,
+   * from processing-time windows with the processing time as its timestamp.
+   */
   private late(v: unknown, ts: number): void {
+    if (!(this.eventTime && ts + this.allowedLateness <= this.currentWatermark)) return;
     if (this.spec.lateDataTag !== undefined) this.output.emitSide(this.spec.lateDataTag.id, v, ts);
     else this.numLateRecordsDropped++;
   }
