@@ -24,7 +24,7 @@ import { CountWindowOperator } from '../runtime/operators/count-window.ts';
 import { IntervalJoinOperator } from '../runtime/operators/interval-join.ts';
 import { TimestampsAndWatermarksOperator } from '../runtime/operators/watermarks.ts';
 import { validateMaxParallelism } from '../state/key-groups.ts';
-import { toMillis, type Duration } from '../core/duration.ts';
+import { signedMillis, toMillis, type Duration } from '../core/duration.ts';
 import type { StreamExecutionEnvironment } from './environment.ts';
 import type {
   AggregateFunction, BroadcastProcessFunction, CoGroupFunction, Collector, CoProcessFunction, FlatJoinFunction,
@@ -417,10 +417,13 @@ export class WindowedStream<T, K> {
   private lateTag: OutputTag<T> | undefined;
   constructor(private readonly keyed: KeyedStream<T, K>, private readonly assigner: WindowAssigner) {}
 
-  /** Keep windows this long after they fire; late records within it update and re-fire them. */
+  /**
+   * Keep windows this long after they fire; late records within it update and re-fire them.
+   * Processing-time windows have no late records: there it is checked and ignored, as in Flink.
+   */
   allowedLateness(d: Duration): this {
-    if (!this.assigner.eventTime) throw new TypeError('allowedLateness applies to event-time windows only');
-    this.lateness = toMillis(d, 'allowedLateness');
+    const ms = toMillis(d, 'allowedLateness');
+    this.lateness = this.assigner.eventTime ? ms : 0;
     return this;
   }
 
@@ -622,19 +625,6 @@ export class AllCountWindowedStream<T> {
   }
 }
 
-/** A duration that may be negative (interval join bounds): a number of ms, or a string such as "-5 s". */
-function signedMillis(d: Duration, what: string): number {
-  if (typeof d === 'number') {
-    if (!Number.isFinite(d)) throw new RangeError(`${what}: expected a finite number of ms, got ${d}`);
-    return d;
-  }
-  if (typeof d === 'string') {
-    const m = /^\s*-\s*(.*)$/.exec(d);
-    if (m) return -toMillis(m[1]!, what);
-  }
-  return toMillis(d, what);
-}
-
 /** KeyedStream.intervalJoin(other): waits for between(lower, upper). */
 export class IntervalJoin<A, B, K> {
   constructor(private readonly first: KeyedStream<A, K>, private readonly second: KeyedStream<B, K>) {}
@@ -729,10 +719,10 @@ abstract class TwoStreamWindow<A, B, K> {
   private lateness = 0;
   constructor(protected readonly first: KeyedStream<A, K>, protected readonly second: KeyedStream<B, K>, protected readonly assigner: WindowAssigner) {}
 
-  /** Keep windows this long after they fire; late records within it re-fire them with the pairs seen so far. */
+  /** Keep windows this long after they fire; late records within it re-fire them with the pairs seen so far (event time; ignored for processing time, as in Flink). */
   allowedLateness(d: Duration): this {
-    if (!this.assigner.eventTime) throw new TypeError('allowedLateness applies to event-time windows only');
-    this.lateness = toMillis(d, 'allowedLateness');
+    const ms = toMillis(d, 'allowedLateness');
+    this.lateness = this.assigner.eventTime ? ms : 0;
     return this;
   }
 

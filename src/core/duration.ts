@@ -37,6 +37,19 @@ export function toMillis(d: Duration, what: string): number {
   throw r.type ? new TypeError(`${what}: ${r.problem}`) : new RangeError(`${what}: ${r.problem}`);
 }
 
+/** A duration that may be negative (interval join bounds, window offsets): a number of ms, or a string such as "-5 s". */
+export function signedMillis(d: Duration, what: string): number {
+  if (typeof d === 'number') {
+    if (!Number.isFinite(d)) throw new RangeError(`${what}: expected a finite number of ms, got ${d}`);
+    return d;
+  }
+  if (typeof d === 'string') {
+    const m = /^\s*-\s*(.*)$/.exec(d);
+    if (m) return -toMillis(m[1]!, what);
+  }
+  return toMillis(d, what);
+}
+
 export const Time = {
   milliseconds: (n: number): number => n,
   seconds: (n: number): number => n * 1000,

@@ -2,7 +2,7 @@
  * Window assigners. A window is the half-open interval [start, end) of event or processing
  * time; its last timestamp (maxTimestamp) is end - 1, which is when it fires.
  */
-import { toMillis, type Duration } from './duration.ts';
+import { signedMillis, toMillis, type Duration } from './duration.ts';
 
 export interface TimeWindow {
   readonly start: number;
@@ -69,16 +69,17 @@ function positive(d: Duration, what: string): number {
 
 function tumbling(eventTime: boolean, size: Duration, offset: Duration = 0): TumblingWindows {
   const s = positive(size, 'tumbling window size');
-  const o = toMillis(offset, 'tumbling window offset');
-  if (o >= s) throw new RangeError(`tumbling window offset ${o} ms must be smaller than the size ${s} ms`);
+  // Negative offsets too, as in Flink (a day's windows in UTC+8: offset -8 h).
+  const o = signedMillis(offset, 'tumbling window offset');
+  if (Math.abs(o) >= s) throw new RangeError(`tumbling window offset ${o} ms must be smaller than the size ${s} ms in absolute value`);
   return { kind: 'tumbling', eventTime, size: s, offset: o, description: `Tumbling${eventTime ? 'EventTime' : 'ProcessingTime'}Windows(${s} ms)` };
 }
 
 function sliding(eventTime: boolean, size: Duration, slide: Duration, offset: Duration = 0): SlidingWindows {
   const s = positive(size, 'sliding window size');
   const sl = positive(slide, 'sliding window slide');
-  const o = toMillis(offset, 'sliding window offset');
-  if (o >= sl) throw new RangeError(`sliding window offset ${o} ms must be smaller than the slide ${sl} ms`);
+  const o = signedMillis(offset, 'sliding window offset');
+  if (Math.abs(o) >= sl) throw new RangeError(`sliding window offset ${o} ms must be smaller than the slide ${sl} ms in absolute value`);
   return { kind: 'sliding', eventTime, size: s, slide: sl, offset: o, description: `Sliding${eventTime ? 'EventTime' : 'ProcessingTime'}Windows(${s} ms, ${sl} ms)` };
 }
 

@@ -267,6 +267,35 @@ describe('late data', () => {
     expect(r.collected('late')).toEqual([16]);
   });
 
+  it('negative window offsets, as in Flink: a day\'s windows in UTC+8 (offset -8 h), sliding with -2 ms; |offset| must stay below the size or slide', async () => {
+    const H = 3_600_000;
+    const r = await runInline((env) => {
+      const src = env.fromCollection([e('a', 0, 1), e('a', 15 * H, 2), e('a', 17 * H, 4), e('a', 7, 8)])
+        .assignTimestampsAndWatermarks(WatermarkStrategy.forBoundedOutOfOrderness<E>(24 * H).withTimestampAssigner((x) => x.ts));
+      src.keyBy((x) => x.k).window(TumblingEventTimeWindows.of('1d', '-8h')).reduce(sumE, describeWindow<E>())
+        .map((w) => [w.start / H, w.end / H, w.r.v]).collect('day');
+      src.keyBy((x) => x.k).window(SlidingEventTimeWindows.of(10, 5, -2)).reduce(sumE, describeWindow<E>())
+        .filter((w) => w.start < 100).map((w) => [w.start, w.end, w.r.v]).collect('sliding');
+    });
+    // Days start at 16:00 UTC: 00:00 and 15:00 fall in [-8 h, 16 h), 17:00 in [16 h, 40 h).
+    expect(r.collected('day')).toEqual([[-8, 16, 1 + 2 + 8], [16, 40, 4]]);
+    // Windows start at 3 mod 5: ts 0 in [-7,3) and [-2,8); ts 7 in [-2,8) and [3,13).
+    expect(r.collected('sliding')).toEqual([[-7, 3, 1], [-2, 8, 9], [3, 13, 8]]);
+    expect(() => TumblingEventTimeWindows.of(10, -10)).toThrow('tumbling window offset -10 ms must be smaller than the size 10 ms in absolute value');
+    expect(() => SlidingEventTimeWindows.of(10, 5, '-5ms')).toThrow('sliding window offset -5 ms must be smaller than the slide 5 ms in absolute value');
+  });
+
+  it('allowedLateness on processing-time windows is checked and ignored, as in Flink (before: refused)', async () => {
+    const r = await runInline((env) => {
+      env.fromCollection([e('a', 0, 1), e('a', 1, 2)]).keyBy((x) => x.k)
+        .window(TumblingProcessingTimeWindows.of(3_600_000)).allowedLateness('1 min').reduce(sumE).map((x) => x.v).collect();
+    });
+    expect(r.collected()).toEqual([3]);
+    await expect(runInline((env) => {
+      env.fromElements(1).keyBy((x) => x).window(TumblingProcessingTimeWindows.of(10)).allowedLateness('soon');
+    })).rejects.toThrow(/allowedLateness: cannot read "soon" as a duration/);
+  });
+
   it('windows ending past the end of event time fire at the end of input (tumbling, sliding whole windows and panes)', async () => {
     // M = MAX_WATERMARK: [M-23, M-13) holds M-20; the record at M-3 is in a window ending past M.
     const M = MAX_WATERMARK;
