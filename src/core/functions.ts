@@ -119,14 +119,14 @@ export interface KeyedProcessFunction<K, I, O> extends Lifecycle<KeyedRuntimeCon
 }
 
 export interface CoProcessFunction<I1, I2, O> extends Lifecycle<RuntimeContext> {
-  processElement1(value: I1, ctx: ProcessContext, out: Collector<O>): void;
-  processElement2(value: I2, ctx: ProcessContext, out: Collector<O>): void;
+  processElement1(value: I1, ctx: ProcessContext, out: Collector<O>): Emitted<O>;
+  processElement2(value: I2, ctx: ProcessContext, out: Collector<O>): Emitted<O>;
 }
 
 export interface KeyedCoProcessFunction<K, I1, I2, O> extends Lifecycle<KeyedRuntimeContext> {
-  processElement1(value: I1, ctx: KeyedContext<K>, out: Collector<O>): void;
-  processElement2(value: I2, ctx: KeyedContext<K>, out: Collector<O>): void;
-  onTimer?(timestamp: number, ctx: OnTimerContext<K>, out: Collector<O>): void;
+  processElement1(value: I1, ctx: KeyedContext<K>, out: Collector<O>): Emitted<O>;
+  processElement2(value: I2, ctx: KeyedContext<K>, out: Collector<O>): Emitted<O>;
+  onTimer?(timestamp: number, ctx: OnTimerContext<K>, out: Collector<O>): Emitted<O>;
 }
 
 export interface BroadcastReadContext extends ProcessContext {
@@ -147,14 +147,14 @@ export interface KeyedBroadcastWriteContext extends BroadcastWriteContext {
 }
 
 export interface BroadcastProcessFunction<I, B, O> extends Lifecycle<RuntimeContext> {
-  processElement(value: I, ctx: BroadcastReadContext, out: Collector<O>): void;
-  processBroadcastElement(value: B, ctx: BroadcastWriteContext, out: Collector<O>): void;
+  processElement(value: I, ctx: BroadcastReadContext, out: Collector<O>): Emitted<O>;
+  processBroadcastElement(value: B, ctx: BroadcastWriteContext, out: Collector<O>): Emitted<O>;
 }
 
 export interface KeyedBroadcastProcessFunction<K, I, B, O> extends Lifecycle<KeyedRuntimeContext> {
-  processElement(value: I, ctx: KeyedBroadcastReadContext<K>, out: Collector<O>): void;
-  processBroadcastElement(value: B, ctx: KeyedBroadcastWriteContext, out: Collector<O>): void;
-  onTimer?(timestamp: number, ctx: OnTimerContext<K>, out: Collector<O>): void;
+  processElement(value: I, ctx: KeyedBroadcastReadContext<K>, out: Collector<O>): Emitted<O>;
+  processBroadcastElement(value: B, ctx: KeyedBroadcastWriteContext, out: Collector<O>): Emitted<O>;
+  onTimer?(timestamp: number, ctx: OnTimerContext<K>, out: Collector<O>): Emitted<O>;
 }
 
 /** Incremental aggregation with an accumulator, as Flink's AggregateFunction. */

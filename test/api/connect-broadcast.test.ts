@@ -310,6 +310,26 @@ describe('broadcast state', () => {
     expect(sorted(r.collected<string>())).toEqual(sorted([...want, ...want]));
   });
 
+  it('every two-input function emits what it returns, as process() does (before: dropped without a word); a string returned is refused', async () => {
+    const r = await runInline((env) => {
+      const a = env.fromElements(1, 2);
+      const b = env.fromElements('x');
+      a.connect(b).process({ processElement1: (n) => [`co1:${n}`], processElement2: (w) => [`co2:${w}`] }).collect('co');
+      a.keyBy((n) => String(n)).connect(b.keyBy((w) => w)).process({ processElement1: (n) => [`kco1:${n}`], processElement2: (w) => [`kco2:${w}`] }).collect('keyed-co');
+      const rules = env.fromElements<Rule>({ name: 'r', factor: 1 }).broadcast(rulesDesc);
+      a.connect(rules).process({ processElement: (n) => [`b:${n}`], processBroadcastElement: (rule) => [`rule:${rule.name}`] }).collect('broadcast');
+      a.keyBy((n) => n).connect(rules).process({ processElement: (n) => [`kb:${n}`], processBroadcastElement: (rule) => [`krule:${rule.name}`] }).collect('keyed-broadcast');
+    });
+    expect(sorted(r.collected<string>('co'))).toEqual(['co1:1', 'co1:2', 'co2:x']);
+    expect(sorted(r.collected<string>('keyed-co'))).toEqual(['kco1:1', 'kco1:2', 'kco2:x']);
+    expect(sorted(r.collected<string>('broadcast'))).toEqual(['b:1', 'b:2', 'rule:r']);
+    expect(sorted(r.collected<string>('keyed-broadcast'))).toEqual(['kb:1', 'kb:2', 'krule:r']);
+    const e = await failureOf((env) => {
+      env.fromElements(1).connect(env.fromElements('x')).process({ processElement1: () => 'one record', processElement2: () => undefined }).collect();
+    });
+    expect(e).toMatch(/processElement1 returned a string; return an array of outputs/);
+  });
+
   it('broadcast() without descriptors is a plain partitioner; with them, a stream for connect only', async () => {
     const r = await runInline((env) => {
       env.fromElements(1, 2).broadcast().map((x) => x * 10).setParallelism(3).collect();

@@ -94,5 +94,14 @@ describe('output types inferred from returned outputs', () => {
       env.fromElements(1, 2).process({ processElement: (v) => ({ v }) as never }).collect('out');
     });
     expect(msg).toMatch(/processElement returned an object; return an array of outputs, or nothing and emit with out\.collect\(value\)/);
+    // A string is iterable, but one record, never its characters (as in Flink); process and flatMap alike.
+    const str = await failureOf((env) => {
+      env.fromElements('anna').process({ processElement: (v) => v.toUpperCase() }).collect('out');
+    });
+    expect(str).toMatch(/processElement returned a string; return an array of outputs/);
+    const flat = await failureOf((env) => {
+      env.fromElements('a b').flatMap((v) => v).collect('out');
+    });
+    expect(flat).toMatch(/flatMap returned a string; return an array of outputs/);
   });
 });

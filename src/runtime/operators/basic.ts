@@ -84,7 +84,10 @@ export class FlatMapOperator extends StreamOperator {
         const ts = timestamps[i]!;
         c.timestamp = ts;
         const r = fn(values[i], c);
-        if (r !== undefined && r !== null) for (const v of r as Iterable<unknown>) out.emit(v, ts);
+        if (r !== undefined && r !== null) {
+          checkReturnedOutputs(r, 'flatMap');
+          for (const v of r as Iterable<unknown>) out.emit(v, ts);
+        }
       }
     } catch (e) {
       throw this.failOn(e, 'flatMap', values[i]);
@@ -95,7 +98,10 @@ export class FlatMapOperator extends StreamOperator {
     let r: void | Iterable<unknown>;
     try {
       r = this.fn(value, this.collector);
-      if (r !== undefined && r !== null) for (const v of r as Iterable<unknown>) this.output.emit(v, timestamp);
+      if (r !== undefined && r !== null) {
+        checkReturnedOutputs(r, 'flatMap');
+        for (const v of r as Iterable<unknown>) this.output.emit(v, timestamp);
+      }
     } catch (e) {
       throw this.failOn(e, 'flatMap', value);
     }
@@ -109,10 +115,19 @@ export class FlatMapOperator extends StreamOperator {
  */
 export function collectReturned(returned: unknown, out: Collector<unknown>, method: string): void {
   if (returned === undefined || returned === null) return;
-  if (typeof (returned as Iterable<unknown>)[Symbol.iterator] !== 'function') {
+  checkReturnedOutputs(returned, method);
+  for (const v of returned as Iterable<unknown>) out.collect(v);
+}
+
+/**
+ * What a function returned must be outputs: an iterable, but not a string. A string is
+ * iterable too, and emitting it character by character is never what was meant (in Flink a
+ * String is one record): refused, as a number or an object is.
+ */
+export function checkReturnedOutputs(returned: unknown, method: string): void {
+  if (typeof returned === 'string' || typeof (returned as Iterable<unknown>)[Symbol.iterator] !== 'function') {
     throw new TypeError(`${method} returned ${typeof returned === 'object' ? 'an object' : `a ${typeof returned}`}; return an array of outputs, or nothing and emit with out.collect(value)`);
   }
-  for (const v of returned as Iterable<unknown>) out.collect(v);
 }
 
 /**

@@ -10,7 +10,7 @@ import type { BroadcastStateDescriptor, ValueState, ValueStateDescriptor } from 
 import { readOnlyView } from '../../state/operator-state.ts';
 import { denormalizeKey } from '../../state/key-groups.ts';
 import type { Batch } from '../../core/batch.ts';
-import { BasicProcessContext, TimestampedCollector } from './basic.ts';
+import { BasicProcessContext, collectReturned, TimestampedCollector } from './basic.ts';
 import { KeyedContextImpl, KeyedFunctionOperator } from './keyed.ts';
 import type { KeySelectorFn } from '../../core/partitioning.ts';
 import { StreamOperator } from './operator.ts';
@@ -29,8 +29,8 @@ export class CoProcessOperator extends StreamOperator {
     try {
       for (; i < values.length; i++) {
         this.collector.timestamp = this.ctx.ts = timestamps[i]!;
-        if (input === 0) fn.processElement1(values[i], this.ctx, this.collector);
-        else fn.processElement2(values[i], this.ctx, this.collector);
+        const r = input === 0 ? fn.processElement1(values[i], this.ctx, this.collector) : fn.processElement2(values[i], this.ctx, this.collector);
+        if (r !== undefined) collectReturned(r, this.collector, input === 0 ? 'processElement1' : 'processElement2');
       }
     } catch (e) {
       throw this.failOn(e, input === 0 ? 'processElement1' : 'processElement2', values[i]);
@@ -55,8 +55,8 @@ export class KeyedCoProcessOperator extends KeyedFunctionOperator {
         const v = values[i];
         this.keyFrom(sel, v, kgs, i);
         this.collector.timestamp = this.ctx.ts = timestamps[i]!;
-        if (input === 0) this.fn.processElement1(v, this.ctx, this.collector);
-        else this.fn.processElement2(v, this.ctx, this.collector);
+        const r = input === 0 ? this.fn.processElement1(v, this.ctx, this.collector) : this.fn.processElement2(v, this.ctx, this.collector);
+        if (r !== undefined) collectReturned(r, this.collector, input === 0 ? 'processElement1' : 'processElement2');
       }
     } catch (e) {
       throw this.failOn(e, input === 0 ? 'processElement1' : 'processElement2', values[i]);
@@ -91,10 +91,12 @@ export class BroadcastProcessOperator extends StreamOperator {
         this.collector.timestamp = ts;
         if (input === 0) {
           this.readCtx.ts = ts;
-          this.fn.processElement(values[i], this.readCtx, this.collector);
+          const r = this.fn.processElement(values[i], this.readCtx, this.collector);
+          if (r !== undefined) collectReturned(r, this.collector, 'processElement');
         } else {
           this.writeCtx.ts = ts;
-          this.fn.processBroadcastElement(values[i], this.writeCtx, this.collector);
+          const r = this.fn.processBroadcastElement(values[i], this.writeCtx, this.collector);
+          if (r !== undefined) collectReturned(r, this.collector, 'processBroadcastElement');
         }
       }
     } catch (e) {
@@ -137,12 +139,14 @@ export class KeyedBroadcastProcessOperator extends KeyedFunctionOperator {
           const v = values[i];
           this.keyFrom(sel, v, kgs, i);
           this.collector.timestamp = this.ctx.ts = timestamps[i]!;
-          this.fn.processElement(v, this.ctx as any, this.collector);
+          const r = this.fn.processElement(v, this.ctx as any, this.collector);
+          if (r !== undefined) collectReturned(r, this.collector, 'processElement');
         }
       } else {
         for (; i < values.length; i++) {
           this.collector.timestamp = this.writeCtx.ts = timestamps[i]!;
-          this.fn.processBroadcastElement(values[i], this.writeCtx as any, this.collector);
+          const r = this.fn.processBroadcastElement(values[i], this.writeCtx as any, this.collector);
+          if (r !== undefined) collectReturned(r, this.collector, 'processBroadcastElement');
         }
       }
     } catch (e) {
