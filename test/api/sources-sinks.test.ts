@@ -197,6 +197,15 @@ describe('writeAsJsonLines', () => {
     expect(readFileSync(join(dir, 'part-0.jsonl'), 'utf8').endsWith('\n')).toBe(true);
   });
 
+  it('Maps, Sets and bigints keep their data (as print writes them); an undefined record fails the job naming it, never a line "undefined"', async () => {
+    const dir = join(tmp, 'jsonl-types');
+    await runInline((env) => void env.fromElements<unknown>({ m: new Map([['a', 1]]), s: new Set([1, 2]), n: 12345678901234567890n }).writeAsJsonLines(dir));
+    // Before: {"m":{},"s":{}} was lost data and the bigint failed the job without naming the sink.
+    expect(readFileSync(join(dir, 'part-0.jsonl'), 'utf8')).toBe('{"m":{"a":1},"s":[1,2],"n":"12345678901234567890"}\n');
+    const msg = await failureOf((env) => void env.fromElements(1, 2).map((x) => (x === 2 ? undefined : x)).writeAsJsonLines(join(tmp, 'jsonl-undefined')));
+    expect(msg).toMatch(/writeAsJsonLines.*a record of undefined has no JSON form/);
+  });
+
   it('creates missing directories; refuses to start over an earlier run\'s part files unless told to overwrite them', async () => {
     const dir = join(tmp, 'deep', 'er', 'out');
     await runInline((env) => void env.fromElements('first', 'run', 'longer').writeAsJsonLines(dir));

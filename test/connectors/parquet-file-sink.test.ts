@@ -168,6 +168,16 @@ describe('on a local directory', () => {
     expect(new ExactlyOnceFileSink(fresh('d')).format.extension).toBe('jsonl');
   });
 
+  it('JSON lines by default keep Maps, Sets and bigints, and reject an undefined record (MALFORMED_RECORD) instead of writing "undefined"', async () => {
+    const dir = fresh('local-jsonl-types');
+    const sink = new ExactlyOnceFileSink<unknown>(dir);
+    const w = sink.createWriter(ctx());
+    w.write([{ m: new Map([['a', 1]]), s: new Set(['x']), n: 7n }], ts(1));
+    expect(() => w.write([undefined], ts(1))).toThrow(/a record does not fit the format: a record of undefined has no JSON form/);
+    await checkpoint(w, sink.createCommitter(ctx()), 1);
+    expect(committed(dir, 'jsonl').map((f) => readFileSync(f, 'utf8'))).toEqual(['{"m":{"a":1},"s":["x"],"n":"7"}\n']);
+  });
+
   it('a record that does not fit the schema fails the writer with one line naming the column', () => {
     const sink = new ExactlyOnceFileSink<unknown>(fresh('bad'), { format: parquet({ columns: COLUMNS }) });
     const w = sink.createWriter(ctx());

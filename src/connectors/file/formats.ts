@@ -13,6 +13,7 @@
  *
  * An encoder belongs to one part file; the sink's writer calls it from the task's thread only.
  */
+import { jsonRecord } from '../../core/json-record.ts';
 
 /** A record that does not fit the format (a Parquet record missing a column, or with one of the wrong type). */
 export type RejectRecord = (value: unknown, error: string) => void;
@@ -68,23 +69,41 @@ export interface FileFormat {
   open(where: string): PartEncoder;
 }
 
-/** JSON lines (the default): one `format(value)` per line, JSON.stringify by default. */
-export function jsonLines(format: (value: unknown) => string = (v) => JSON.stringify(v)): FileFormat {
+/**
+ * JSON lines (the default): one `format(value)` per line; by default the record's JSON
+ * (core/json-record.ts: bigints as text, Maps as objects, Sets as arrays). A record the format
+ * gives no text for (undefined) is rejected (dead letter or failure, per the sink), never
+ * written as a line no reader takes back.
+ */
+export function jsonLines(format: (value: unknown) => string | undefined = jsonRecord): FileFormat {
   if (typeof format !== 'function') throw new TypeError('jsonLines: format must be a function (value) => string');
+  const line = (v: unknown, reject: RejectRecord): string | undefined => {
+    const s = format(v);
+    if (typeof s === 'string') return s;
+    if (s === undefined) {
+      reject(v, `a record of ${typeof v} has no JSON form and cannot be written as a JSON line`);
+      return undefined;
+    }
+    return String(s);
+  };
   return {
     name: 'JSON lines',
     extension: 'jsonl',
     open: () => ({
       bufferedRows: 0,
-      encode(values: readonly unknown[]): Uint8Array {
+      encode(values: readonly unknown[], reject: RejectRecord): Uint8Array {
         let text = '';
-        for (let i = 0; i < values.length; i++) text += format(values[i]) + '\n';
+        for (let i = 0; i < values.length; i++) {
+          const l = line(values[i], reject);
+          if (l !== undefined) text += l + '\n';
+        }
         return Buffer.from(text);
       },
-      encodeInto(values: readonly unknown[], _reject: RejectRecord, out: ByteWriter): void {
+      encodeInto(values: readonly unknown[], reject: RejectRecord, out: ByteWriter): void {
         for (let i = 0; i < values.length; i++) {
-          const s = format(values[i]);
-          out.writeString(typeof s === 'string' ? s : String(s));
+          const l = line(values[i], reject);
+          if (l === undefined) continue;
+          out.writeString(l);
           out.writeByte(0x0a);
         }
       },

@@ -3,6 +3,7 @@ import { closeSync, mkdirSync, openSync, readdirSync, writeSync } from 'node:fs'
 import { join } from 'node:path';
 import type { SinkFunction } from '../../core/functions.ts';
 import { describeRecord, WeirError } from '../../core/errors.ts';
+import { jsonRecord } from '../../core/json-record.ts';
 import type { Batch } from '../../core/batch.ts';
 import { StreamOperator } from './operator.ts';
 
@@ -11,7 +12,7 @@ export function formatRecord(v: unknown): string {
   if (typeof v === 'string') return v;
   if (typeof v === 'bigint') return `${v}`;
   try {
-    const s = JSON.stringify(v, (_k, x) => (typeof x === 'bigint' ? x.toString() : x instanceof Map ? Object.fromEntries(x) : x));
+    const s = jsonRecord(v);
     return s === undefined ? String(v) : s;
   } catch {
     return describeRecord(v, 10_000);
@@ -80,7 +81,11 @@ export class JsonLinesFileSinkOperator extends StreamOperator {
   }
   processBatch(batch: Batch): void {
     let text = '';
-    for (const v of batch.values) text += JSON.stringify(v) + '\n';
+    for (const v of batch.values) {
+      const line = jsonRecord(v);
+      if (line === undefined) throw this.failOn(new TypeError(`a record of ${typeof v} has no JSON form and cannot be written as a JSON line`), 'writeAsJsonLines', v);
+      text += line + '\n';
+    }
     const buf = Buffer.from(text);
     let off = 0;
     while (off < buf.length) off += writeSync(this.fd, buf, off, buf.length - off);
