@@ -7,7 +7,7 @@
  * Seeded: the seed is printed; replay with SEED=<n>.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { mkdirSync, mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Rng } from '../../src/core/random.ts';
@@ -371,4 +371,31 @@ describe('event time over ranges', () => {
       expect(sorted(r.collected('out')), `splitSize ${splitSize}`).toEqual(oracle);
     }
   }, 60_000);
+});
+
+describe('a reader closed while its files open', () => {
+  it('closes each handle that opens after close() and reads nothing through it (before: one file descriptor leaked per cancel)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'weir-close-open-'));
+    const path = join(dir, 'a.jsonl');
+    writeFileSync(path, '{"i":1}\n{"i":2}\n');
+    const src = new FileSource<unknown>(path);
+    const splits = await src.planSplits(1);
+    const openFds = () => readdirSync('/proc/self/fd').length;
+    const before = openFds();
+    let bytesRead = 0;
+    for (let k = 0; k < 20; k++) {
+      const reader = src.createReader({
+        subtaskIndex: 0, parallelism: 1, now: () => Date.now(), wake() {}, schedule: () => ({ cancel() {} }), log() {},
+        metrics: { addBytesRead: (n: number) => void (bytesRead += n), setPendingRecords() {}, setMillisBehindLatest() {} },
+      });
+      reader.addSplits(splits.map((s) => ({ ...s })));
+      const out: ReaderOutput<unknown> = { collect() {}, malformed() {}, forSplit: () => out, splitFinished() {} };
+      reader.poll(out, 10); // starts opening the file
+      await reader.close?.(); // cancelled meanwhile
+    }
+    await new Promise((res) => setTimeout(res, 200));
+    expect(bytesRead).toBe(0);
+    expect(openFds()).toBeLessThanOrEqual(before);
+    rmSync(dir, { recursive: true, force: true });
+  });
 });

@@ -189,6 +189,8 @@ class FileReader<T> implements SourceReader<T, FileSplit> {
   private readonly open: Cursor[] = [];
   private readonly paused = new Set<string>();
   private error: Error | undefined;
+  /** close() was called: a file opening or a read landing afterwards touches nothing. */
+  private closed = false;
 
   constructor(private readonly src: FileSource<T>, private readonly ctx: SourceReaderContext) {}
 
@@ -339,8 +341,14 @@ class FileReader<T> implements SourceReader<T, FileSplit> {
     c.reading = true;
     open(split.path, 'r')
       .then(async (fh) => {
+        // Closed while the file was opening (a cancel, a failover): this handle is its own to close.
+        if (this.closed) {
+          void fh.close().catch(() => {});
+          return;
+        }
         c.fh = fh;
         if (c.headerPending) await this.readHeader(c, fh);
+        if (this.closed) return; // close() closed c.fh
         const split = c.split;
         c.range = new RangeLines(split.start ?? 0, split.end, split.offset);
         c.readOffset = c.range.readFrom;
@@ -381,7 +389,7 @@ class FileReader<T> implements SourceReader<T, FileSplit> {
   }
 
   private readMore(c: Cursor): void {
-    if (c.reading || c.eof || c.fh === undefined) return;
+    if (this.closed || c.reading || c.eof || c.fh === undefined) return;
     c.reading = true;
     const fh = c.fh;
     const at = c.readOffset;
@@ -392,7 +400,7 @@ class FileReader<T> implements SourceReader<T, FileSplit> {
     fh.read(buf, 0, size, at)
       .then(({ bytesRead }) => {
         c.reading = false;
-        if (fh !== c.fh) return;
+        if (this.closed || fh !== c.fh) return;
         c.readOffset = at + bytesRead;
         this.ctx.metrics.addBytesRead(bytesRead);
         this.splitLines(c, buf.subarray(0, bytesRead), bytesRead === 0);
@@ -439,6 +447,7 @@ class FileReader<T> implements SourceReader<T, FileSplit> {
   }
 
   close(): void {
+    this.closed = true;
     for (const c of this.open) {
       void c.fh?.close().catch(() => {});
       c.fh = undefined;
