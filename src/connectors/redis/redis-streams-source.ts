@@ -253,10 +253,15 @@ class RedisStreamsReader<T> implements SourceReader<T, RedisStreamSplit> {
       .then((res) => {
         if (this.closed) return;
         if (res !== null) for (const [key, entries] of res) this.received(key, entries);
+        // A bounded split's stream that answered nothing has nothing after our position: its end
+        // entry was deleted or trimmed (later entries get higher ids), so the split is done.
+        // Before, it waited for an entry past its end forever and the job never finished.
+        const answered = new Set(res?.map(([k]) => k));
+        const ended = keys.filter((k) => !answered.has(k) && this.splits.states.get(k)?.split.endId !== undefined);
         // Nothing new within BLOCK: a stream this reader has read from may have been deleted
         // (XREAD of a missing key just waits). Checked here, so an active stream costs nothing.
         const read = res === null ? keys.filter((k, i) => ids[i] !== '0-0') : [];
-        if (read.length > 0) return this.checkExists(conn, read);
+        if (read.length > 0 || ended.length > 0) return this.checkExists(conn, [...new Set([...read, ...ended])], new Set(ended));
         this.inFlight = false;
         this.fetch();
         this.ctx.wake();
@@ -268,14 +273,28 @@ class RedisStreamsReader<T> implements SourceReader<T, RedisStreamSplit> {
       });
   }
 
-  /** Fails the reader, naming the stream, if one it has read from no longer exists. */
-  private checkExists(conn: Redis, keys: string[]): void {
+  /**
+   * Fails the reader, naming the stream, if one it has read from no longer exists; bounded
+   * splits in `ended` that answered nothing are done (one never read from and now gone too,
+   * with a log line: nothing of it is left to read).
+   */
+  private checkExists(conn: Redis, keys: string[], ended: ReadonlySet<string> = new Set()): void {
     const p = conn.pipeline();
     for (const k of keys) p.exists(k);
     p.exec().then((res) => {
       this.inFlight = false;
       if (this.closed) return;
-      const gone = keys.filter((_, i) => res?.[i]?.[1] === 0);
+      const isGone = (i: number) => res?.[i]?.[1] === 0;
+      keys.forEach((k, i) => {
+        const st = this.splits.states.get(k);
+        if (st === undefined || !ended.has(k)) return;
+        if (!isGone(i)) st.done = true;
+        else if (st.fetchedId === '0-0') {
+          this.ctx.log(`stream "${k}" was deleted before this reader read from it; its split ends with nothing read`);
+          st.done = true;
+        }
+      });
+      const gone = keys.filter((k, i) => isGone(i) && this.splits.states.get(k)?.done !== true);
       if (gone.length > 0) {
         const st = this.splits.states.get(gone[0]!);
         this.error = new WeirError('CONNECTOR', `Redis at ${this.src.label}: stream "${gone[0]}" no longer exists (deleted while the job read it, after entry ${st?.fetchedId ?? '?'})`);

@@ -84,6 +84,40 @@ describe('RedisStreamsSource', () => {
     expect(got).toEqual(Array.from({ length: 48 }, (_, k) => 42 + k));
   }, 60_000);
 
+  it('a bounded split whose end entry was deleted (or trimmed) ends at what is left, and one whose stream was deleted unread ends empty with a log line (before: the job never finished)', async () => {
+    const s = key('end-deleted');
+    const gone = key('stream-deleted');
+    const ids = await fill(s, 10);
+    const goneIds = await fill(gone, 3);
+    const src = new RedisStreamsSource<{ i: number }>({ url: URL, streams: [s, gone], stopAt: 'latest', blockMs: 100 });
+    const got: number[] = [];
+    const logs: string[] = [];
+    const finished: string[] = [];
+    let wake: () => void = () => {};
+    const reader = src.createReader({
+      subtaskIndex: 0, parallelism: 1, now: () => Date.now(), wake: () => wake(), schedule: () => ({ cancel() {} }), log: (l) => void logs.push(l),
+      metrics: { addBytesRead() {}, setPendingRecords() {}, setMillisBehindLatest() {} },
+    });
+    // Planned ends are the last entries; then the producer deletes the end entry of s, and all of gone.
+    reader.addSplits([{ id: s, stream: s, lastId: '0-0', endId: ids[9]! }, { id: gone, stream: gone, lastId: '0-0', endId: goneIds[2]! }]);
+    await redis.xdel(s, ids[8]!, ids[9]!);
+    await redis.del(gone);
+    const out: ReaderOutput<{ i: number }> = {
+      collect: (v) => void got.push(v.i), malformed: () => { throw new Error('unexpected'); },
+      forSplit: () => out, splitFinished: (id) => void finished.push(id),
+    };
+    let status = '';
+    for (let k = 0; k < 200 && status !== 'end'; k++) {
+      status = reader.poll(out, 100);
+      if (status === 'wait') await new Promise<void>((res) => { wake = res; setTimeout(res, 500); });
+    }
+    await reader.close?.();
+    expect(status).toBe('end');
+    expect(got).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
+    expect(sorted(finished)).toEqual(sorted([s, gone]));
+    expect(logs).toEqual([`stream "${gone}" was deleted before this reader read from it; its split ends with nothing read`]);
+  }, 60_000);
+
   it('event time per stream from entry ids: windows are complete although one stream is far ahead of the other', async () => {
     const a = key('et-a');
     const b = key('et-b');
