@@ -46,6 +46,9 @@ export class RecordWriter implements BatchConsumer, AvailabilityListener {
     this.bufK = channels.map(() => []);
     this.bufN = channels.map(() => 0);
     for (const c of channels) c.setListener(this);
+    // Round robin starts at each producer's own place, as Flink's RebalancePartitioner starts
+    // each at another channel: all starting at 0, a small input went to the first consumer only.
+    this.next = channels.length === 0 ? 0 : location.subtaskIndex % channels.length;
     if (kind === 'hash') {
       if (keySelector === undefined) throw new Error('hash partitioning needs a key selector');
       // Hash targets are consumer subtask indices; with all-to-all wiring channel i is consumer i.

@@ -53,6 +53,17 @@ describe('partitioners', () => {
     expect([...subs.values()].flat().sort(byNumber)).toEqual(range(8 * 1024));
   });
 
+  it('rebalance from several producers: each starts its round robin at its own channel (Flink\'s RebalancePartitioner), so small inputs spread too', async () => {
+    // 4 producers of 40 records each (less than a batch): one batch per producer. Before, every
+    // producer started at channel 0 and subtask 0 got all 160 records.
+    const r = await runInline((env) => {
+      landing(env.fromGenerator((i) => i, { count: 160 }).setParallelism(4).rebalance(), 4).collect();
+    }, { credits: 64 });
+    const subs = bySubtask(r.collected<Landed<number>>());
+    expect([...subs.keys()]).toEqual([0, 1, 2, 3]);
+    for (const vs of subs.values()) expect(vs).toHaveLength(40);
+  });
+
   it('a parallelism change without a partitioner rebalances (every subtask gets data)', async () => {
     const r = await runInline((env) => {
       landing(env.fromCollection(range(4 * 1024)), 2).collect();
