@@ -5,7 +5,7 @@
  * first): with a void-only return type the inferred output is `unknown` and they fail to compile.
  */
 import { describe, expect, expectTypeOf, it } from 'vitest';
-import { TumblingEventTimeWindows, WatermarkStrategy, type DataStream } from '../../src/index.ts';
+import { TumblingEventTimeWindows, TumblingProcessingTimeWindows, WatermarkStrategy, type DataStream } from '../../src/index.ts';
 import { runInline, sorted } from '../helpers/run.ts';
 import { failureOf } from './util.ts';
 
@@ -103,5 +103,22 @@ describe('output types inferred from returned outputs', () => {
       env.fromElements('a b').flatMap((v) => v).collect('out');
     });
     expect(flat).toMatch(/flatMap returned a string; return an array of outputs/);
+  });
+
+  it('a reduce that returns nothing fails naming it (rolling, windowed and count-windowed), instead of emitting undefined and restarting', async () => {
+    type N = { k: string; n: number };
+    const forgets = (a: N, b: N) => void (a.n += b.n) as unknown as N;
+    const rolling = await failureOf((env) => {
+      env.fromElements<N>({ k: 'a', n: 1 }, { k: 'a', n: 2 }).keyBy((x) => x.k).reduce(forgets).collect('out');
+    });
+    expect(rolling).toMatch(/the reduce function returned undefined; it must return the combined value/);
+    const counted = await failureOf((env) => {
+      env.fromElements<N>({ k: 'a', n: 1 }, { k: 'a', n: 2 }).keyBy((x) => x.k).countWindow(2).reduce(forgets).collect('out');
+    });
+    expect(counted).toMatch(/the reduce function returned undefined/);
+    const windowed = await failureOf((env) => {
+      env.fromElements<N>({ k: 'a', n: 1 }, { k: 'a', n: 2 }).keyBy((x) => x.k).window(TumblingProcessingTimeWindows.of('1h')).reduce(forgets).collect('out');
+    });
+    expect(windowed).toMatch(/the reduce function returned undefined/);
   });
 });

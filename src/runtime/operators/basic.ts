@@ -120,6 +120,20 @@ export function collectReturned(returned: unknown, out: Collector<unknown>, meth
 }
 
 /**
+ * A reduce or an aggregate's add must return the value it made: one that returns nothing (a
+ * reducer changing its accumulator in place and forgetting `return a`) gave undefined, which
+ * cleared the state and was emitted as a record, the running value silently restarting.
+ */
+export function checkCombined<T>(v: T, method: 'reduce' | 'aggregate'): T {
+  if (v === undefined) {
+    throw new TypeError(method === 'reduce'
+      ? 'the reduce function returned undefined; it must return the combined value'
+      : 'the aggregate function\'s add returned undefined; it must return the accumulator');
+  }
+  return v;
+}
+
+/**
  * What a function returned must be outputs: an iterable, but not a string. A string is
  * iterable too, and emitting it character by character is never what was meant (in Flink a
  * String is one record): refused, as a number or an object is.

@@ -25,7 +25,7 @@ import { GLOBAL_WINDOW, type GlobalWindow } from '../../core/windows.ts';
 import { NO_TIMESTAMP, type Batch } from '../../core/batch.ts';
 import type { KeySelectorFn } from '../../core/partitioning.ts';
 import { copyValue } from '../../core/copy.ts';
-import { collectReturned } from './basic.ts';
+import { checkCombined, collectReturned } from './basic.ts';
 import { KeyedOperator } from './keyed.ts';
 import type { WindowContents } from './window.ts';
 
@@ -153,14 +153,14 @@ export class CountWindowOperator extends KeyedOperator {
   private initial(v: unknown, buffered = false): unknown {
     const c = this.spec.contents;
     if (c.kind === 'reduce') return buffered && v !== null && typeof v === 'object' ? copyValue(v) : this.detached(v);
-    if (c.kind === 'aggregate') return c.aggregate.add(v, c.aggregate.createAccumulator());
+    if (c.kind === 'aggregate') return checkCombined(c.aggregate.add(v, c.aggregate.createAccumulator()), 'aggregate');
     return [v];
   }
 
   private accumulate(acc: unknown, v: unknown): unknown {
     const c = this.spec.contents;
-    if (c.kind === 'reduce') return c.reduce(acc, v);
-    if (c.kind === 'aggregate') return c.aggregate.add(v, acc);
+    if (c.kind === 'reduce') return checkCombined(c.reduce(acc, v), 'reduce');
+    if (c.kind === 'aggregate') return checkCombined(c.aggregate.add(v, acc), 'aggregate');
     (acc as unknown[]).push(v);
     return acc;
   }

@@ -13,7 +13,7 @@ import {
 import type { KeyedStateBackend } from '../../state/backend.ts';
 import { NO_TIMESTAMP, type Batch } from '../../core/batch.ts';
 import { InternalTimerService, type Timer, type TimerTarget } from '../timers.ts';
-import { collectReturned, ContextBase, TimestampedCollector } from './basic.ts';
+import { checkCombined, collectReturned, ContextBase, TimestampedCollector } from './basic.ts';
 import type { KeySelectorFn } from '../../core/partitioning.ts';
 import { keyGroupOf, normalizeKey, type NormKey } from '../../state/key-groups.ts';
 import { StreamOperator } from './operator.ts';
@@ -334,7 +334,7 @@ export class RollingOperator extends KeyedOperator {
         // A reduce's first record becomes its accumulator: a copy (object reuse off), so a reducer
         // that updates its accumulator in place never changes a record another consumer holds.
         if (acc === undefined && this.phase === 'reduce') acc = this.detached(v);
-        else acc = agg.add(v, acc === undefined ? agg.createAccumulator() : acc);
+        else acc = checkCombined(agg.add(v, acc === undefined ? agg.createAccumulator() : acc), this.phase);
         state.update(acc);
         out.emit(this.detached(agg.getResult(acc)), timestamps[i]!);
       }

@@ -23,6 +23,7 @@ import { ValueStateDescriptor, type ValueState } from '../../core/state.ts';
 import { windowStart, type WindowAssigner } from '../../core/windows.ts';
 import type { KeyedStateBackend } from '../../state/backend.ts';
 import { denormalizeKey as denormalize, type NormKey } from '../../state/key-groups.ts';
+import { checkCombined } from './basic.ts';
 
 /** Keyed state of one pane: "__p<pane start>" (window-major windows are "__w<start>"). */
 export const PANE_STATE_PREFIX = '__p';
@@ -99,7 +100,7 @@ export class PaneWindows {
     if (p === undefined || p.start !== start) this.lastPane = p = this.pane(start, wm);
     const acc = p.state.value();
     const agg = this.agg;
-    const next = agg.add(v, acc === undefined ? agg.createAccumulator() : acc);
+    const next = checkCombined(agg.add(v, acc === undefined ? agg.createAccumulator() : acc), 'aggregate');
     if (!isPrimitive(next)) {
       throw new TypeError('a sliding window aggregate whose createAccumulator() returns a primitive must keep it primitive: add() returned an object');
     }

@@ -26,7 +26,7 @@ import type { Timer } from '../timers.ts';
 import { MAX_WATERMARK } from '../events.ts';
 import type { KeySelectorFn } from '../../core/partitioning.ts';
 import { KeyedOperator } from './keyed.ts';
-import { collectReturned } from './basic.ts';
+import { checkCombined, collectReturned } from './basic.ts';
 import { PANE_STATE_PREFIX, PaneWindows } from './window-panes.ts';
 
 /** How a window's contents are kept: a running reduce, an aggregate accumulator, or all elements. */
@@ -524,15 +524,15 @@ export class WindowOperator extends KeyedOperator {
     // A copy (object reuse off): a reducer updating its accumulator in place must not change the
     // record, which a sibling consumer or another window (sliding) holds too.
     if (c.kind === 'reduce') return this.detached(v);
-    if (c.kind === 'aggregate') return c.aggregate.add(v, c.aggregate.createAccumulator());
+    if (c.kind === 'aggregate') return checkCombined(c.aggregate.add(v, c.aggregate.createAccumulator()), 'aggregate');
     if (c.kind === 'cogroup') return this.side === 0 ? [[v], []] : [[], [v]];
     return [v];
   }
 
   private accumulate(acc: unknown, v: unknown): unknown {
     const c = this.spec.contents;
-    if (c.kind === 'reduce') return c.reduce(acc, v);
-    if (c.kind === 'aggregate') return c.aggregate.add(v, acc);
+    if (c.kind === 'reduce') return checkCombined(c.reduce(acc, v), 'reduce');
+    if (c.kind === 'aggregate') return checkCombined(c.aggregate.add(v, acc), 'aggregate');
     if (c.kind === 'cogroup') {
       (acc as unknown[][])[this.side]!.push(v);
       return acc;
