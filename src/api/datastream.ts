@@ -567,6 +567,7 @@ export class CountWindowedStream<T, K> {
   reduce<O>(fn: ReduceFunction<T>, windowFn: ProcessWindowFunction<T, O, K, GlobalWindow>): DataStream<O>;
   reduce<O>(fn: ReduceFunction<T>, windowFn?: ProcessWindowFunction<T, O, K, GlobalWindow>): DataStream<O | T> {
     requireFn(fn, 'count window reduce');
+    if (windowFn !== undefined) requireMethod(windowFn, 'process', 'window function');
     return this.build('CountWindowReduce', { kind: 'reduce', reduce: fn }, windowFn === undefined ? undefined : perSubtask(windowFn));
   }
 
@@ -574,6 +575,7 @@ export class CountWindowedStream<T, K> {
   aggregate<ACC, R, O>(fn: AggregateFunction<T, ACC, R>, windowFn: ProcessWindowFunction<R, O, K, GlobalWindow>): DataStream<O>;
   aggregate<ACC, R, O>(fn: AggregateFunction<T, ACC, R>, windowFn?: ProcessWindowFunction<R, O, K, GlobalWindow>): DataStream<O | R> {
     requireAggregate(fn, 'count window aggregate');
+    if (windowFn !== undefined) requireMethod(windowFn, 'process', 'window function');
     return this.build('CountWindowAggregate', { kind: 'aggregate', aggregate: fn }, windowFn === undefined ? undefined : perSubtask(windowFn));
   }
 
@@ -583,9 +585,12 @@ export class CountWindowedStream<T, K> {
     return this.build('CountWindowProcess', { kind: 'list' }, perSubtask(fn));
   }
 
-  /** @internal */
+  /**
+   * @internal The window function is checked by the callers, on the function itself: calling
+   * the factory here would take the instance the first subtask of the thread is owed (a copy
+   * then lost its #private fields and failed at the first firing).
+   */
   build<O>(name: string, contents: WindowContents, windowFunction: (() => ProcessWindowFunction<any, any, any, GlobalWindow>) | undefined, kind = 'count-window'): DataStream<O> {
-    if (windowFunction !== undefined) requireMethod(windowFunction(), 'process', 'window function');
     const { size, slide } = this;
     const label = slide === undefined ? `CountWindow(${size})` : `CountWindow(${size}, ${slide})`;
     return this.keyed.addOperator<O>(`${name} ${label}`, kind, () => new CountWindowOperator({ size, slide, contents, windowFunction: windowFunction?.() }));

@@ -198,3 +198,26 @@ describe('countWindow: checks', () => {
     });
   });
 });
+
+describe('countWindow: the window function object', () => {
+  it('the first subtask gets the function itself, #private fields and all (keyed, and countWindowAll with and without a reduce)', async () => {
+    class Calls {
+      #calls = 0;
+      process(...args: unknown[]): void {
+        const [els, out] = args.length === 4 ? [args[2], args[3]] : [args[1], args[2]];
+        this.#calls++;
+        (out as { collect(s: string): void }).collect(`${(els as number[]).join('+')} call ${this.#calls}`);
+      }
+    }
+    const r = await runInline((env) => {
+      const xs = env.fromElements(1, 2, 3, 4);
+      xs.keyBy(() => 'k').countWindow(2).process(new Calls() as never).collect('keyed');
+      xs.countWindowAll(2).process(new Calls() as never).collect('all');
+      xs.keyBy(() => 'k').countWindow(2).reduce((a, b) => a + b, new Calls() as never).collect('keyed-reduce');
+    });
+    // Before: "Cannot read private member #calls" at the first firing (a copy, not the object).
+    expect(r.collected('keyed')).toEqual(['1+2 call 1', '3+4 call 2']);
+    expect(r.collected('all')).toEqual(['1+2 call 1', '3+4 call 2']);
+    expect(r.collected('keyed-reduce')).toEqual(['3 call 1', '7 call 2']);
+  });
+});
