@@ -144,6 +144,8 @@ interface SplitState {
   at: number;
   out: SourceOutput<unknown> | undefined;
   done: boolean;
+  /** Whether entries after the split's resumed position were looked for among the deleted (once per split). */
+  gapChecked: boolean;
 }
 
 class RedisStreamsReader<T> implements SourceReader<T, RedisStreamSplit> {
@@ -163,7 +165,7 @@ class RedisStreamsReader<T> implements SourceReader<T, RedisStreamSplit> {
       if (!isEntryId(s.lastId) || (s.endId !== undefined && !isEntryId(s.endId))) {
         throw new RangeError(`Redis stream "${s.stream}": bad position in the split ${JSON.stringify(s)}`);
       }
-      const st: SplitState = { split: { ...s }, fetchedId: s.lastId, buffer: [], at: 0, out: undefined, done: false };
+      const st: SplitState = { split: { ...s }, fetchedId: s.lastId, buffer: [], at: 0, out: undefined, done: false, gapChecked: s.lastId === '0-0' };
       if (s.endId !== undefined && compareEntryIds(s.lastId, s.endId) >= 0) st.done = true;
       this.splits.add(st);
     }
@@ -237,6 +239,8 @@ class RedisStreamsReader<T> implements SourceReader<T, RedisStreamSplit> {
       this.connect();
       return;
     }
+    const unchecked = [...this.splits.states.values()].filter((st) => !st.gapChecked && !st.done);
+    if (unchecked.length > 0) return this.checkGaps(this.conn, unchecked);
     const keys: string[] = [];
     const ids: string[] = [];
     const n = this.src.batchSize;
@@ -271,6 +275,48 @@ class RedisStreamsReader<T> implements SourceReader<T, RedisStreamSplit> {
         this.error = redisError(this.src.label, `XREAD of streams ${keys.map((k) => `"${k}"`).join(', ')}`, e, this.src.url);
         this.ctx.wake();
       });
+  }
+
+  /**
+   * A split resumed from a checkpoint reads on after its position, and XREAD skips what the
+   * stream's limits (MAXLEN, MINID) or XDEL removed meanwhile without a word. Asked once per
+   * split (XINFO STREAM, Redis 7): a first entry past the position (trimmed), or a deleted entry
+   * past it, is named in the log, as the JetStream source names sequences that are gone.
+   */
+  private checkGaps(conn: Redis, states: SplitState[]): void {
+    this.inFlight = true;
+    const p = conn.pipeline();
+    for (const st of states) p.xinfo('STREAM', st.split.stream);
+    p.exec().then((res) => {
+      this.inFlight = false;
+      if (this.closed) return;
+      states.forEach((st, i) => {
+        st.gapChecked = true;
+        const [err, info] = res?.[i] ?? [null, undefined];
+        if (err || !Array.isArray(info)) return; // a missing stream: the XREAD path says so
+        const field = (name: string): string | undefined => {
+          const at = info.indexOf(name);
+          const v: unknown = at >= 0 ? info[at + 1] : undefined;
+          return typeof v === 'string' && isEntryId(v) ? v : undefined;
+        };
+        // XDEL records the highest id it removed; trimming moves the first entry past removed ones.
+        const maxDeleted = field('max-deleted-entry-id');
+        const first = field('recorded-first-entry-id');
+        const where = `stream "${st.split.stream}"`;
+        if (first !== undefined && compareEntryIds(first, st.fetchedId) > 0) {
+          this.ctx.log(`${where}: its entries up to the position ${st.fetchedId} were trimmed (the oldest is now ${first}); entries between them, if there were any, were removed before this reader read them`);
+        } else if (maxDeleted !== undefined && compareEntryIds(maxDeleted, st.fetchedId) > 0) {
+          this.ctx.log(`${where}: entries after the position ${st.fetchedId} were deleted before this reader read them (the last deleted ${maxDeleted})`);
+        }
+      });
+      this.fetch();
+      this.ctx.wake();
+    }, (e) => {
+      this.inFlight = false;
+      if (this.closed) return;
+      this.error = redisError(this.src.label, `XINFO STREAM of streams ${states.map((st) => `"${st.split.stream}"`).join(', ')}`, e, this.src.url);
+      this.ctx.wake();
+    });
   }
 
   /**

@@ -84,6 +84,46 @@ describe('RedisStreamsSource', () => {
     expect(got).toEqual(Array.from({ length: 48 }, (_, k) => 42 + k));
   }, 60_000);
 
+  it('a split resumed after entries past its position were trimmed reads what is left and names the gap in the log (before: skipped without a word)', async () => {
+    const s = key('trimmed');
+    const ids = await fill(s, 20);
+    await redis.xtrim(s, 'MAXLEN', 3);
+    const src = new RedisStreamsSource<{ i: number }>({ url: URL, streams: [s], stopAt: 'latest', blockMs: 100 });
+    const got: number[] = [];
+    const logs: string[] = [];
+    let wake: () => void = () => {};
+    const reader = src.createReader({
+      subtaskIndex: 0, parallelism: 1, now: () => Date.now(), wake: () => wake(), schedule: () => ({ cancel() {} }), log: (l) => void logs.push(l),
+      metrics: { addBytesRead() {}, setPendingRecords() {}, setMillisBehindLatest() {} },
+    });
+    reader.addSplits([{ id: s, stream: s, lastId: ids[5]!, endId: ids[19]! }]);
+    const out: ReaderOutput<{ i: number }> = { collect: (v) => void got.push(v.i), malformed: () => {}, forSplit: () => out, splitFinished: () => {} };
+    let status = '';
+    for (let k = 0; k < 200 && status !== 'end'; k++) {
+      status = reader.poll(out, 100);
+      if (status === 'wait') await new Promise<void>((res) => { wake = res; setTimeout(res, 500); });
+    }
+    await reader.close?.();
+    expect(got).toEqual([17, 18, 19]);
+    expect(logs).toEqual([`stream "${s}": its entries up to the position ${ids[5]} were trimmed (the oldest is now ${ids[17]}); entries between them, if there were any, were removed before this reader read them`]);
+    // Deleted (XDEL) past the position, not trimmed: named too.
+    const d = key('deleted');
+    const dIds = await fill(d, 10);
+    await redis.xdel(d, dIds[7]!);
+    const logs2: string[] = [];
+    const r2 = new RedisStreamsSource<{ i: number }>({ url: URL, streams: [d], stopAt: 'latest', blockMs: 100 }).createReader({
+      subtaskIndex: 0, parallelism: 1, now: () => Date.now(), wake() {}, schedule: () => ({ cancel() {} }), log: (l) => void logs2.push(l),
+      metrics: { addBytesRead() {}, setPendingRecords() {}, setMillisBehindLatest() {} },
+    });
+    r2.addSplits([{ id: d, stream: d, lastId: dIds[2]!, endId: dIds[9]! }]);
+    for (let k = 0; k < 50 && logs2.length === 0; k++) {
+      r2.poll(out, 100);
+      await new Promise((res) => setTimeout(res, 20));
+    }
+    await r2.close?.();
+    expect(logs2).toEqual([`stream "${d}": entries after the position ${dIds[2]} were deleted before this reader read them (the last deleted ${dIds[7]})`]);
+  }, 60_000);
+
   it('a bounded split whose end entry was deleted (or trimmed) ends at what is left, and one whose stream was deleted unread ends empty with a log line (before: the job never finished)', async () => {
     const s = key('end-deleted');
     const gone = key('stream-deleted');
