@@ -851,7 +851,8 @@ export class BroadcastConnectedStream<A, B> {
     requireMethod(fn, 'processElement', 'broadcast process');
     requireMethod(fn, 'processBroadcastElement', 'broadcast process');
     const instance = perSubtask(fn);
-    const t = twoInput(this.first.env, 'BroadcastProcess', 'broadcast-process', this.first.transformation, this.second.transformation, [undefined, undefined], () => new BroadcastProcessOperator(instance()));
+    const declared = this.second.descriptors.map((d) => d.name);
+    const t = twoInput(this.first.env, 'BroadcastProcess', 'broadcast-process', this.first.transformation, this.second.transformation, [undefined, undefined], () => new BroadcastProcessOperator(instance(), declared));
     return new DataStream<O>(this.first.env, t);
   }
 }
@@ -862,8 +863,9 @@ export class KeyedBroadcastConnectedStream<A, B, K> {
     requireMethod(fn, 'processElement', 'broadcast process');
     requireMethod(fn, 'processBroadcastElement', 'broadcast process');
     const instance = perSubtask(fn);
+    const declared = this.second.descriptors.map((d) => d.name);
     const t = twoInput(this.first.env, 'KeyedBroadcastProcess', 'keyed-broadcast-process', this.first.transformation, this.second.transformation,
-      [this.first.keySelector as KeySelectorFn, undefined], () => new KeyedBroadcastProcessOperator(instance()));
+      [this.first.keySelector as KeySelectorFn, undefined], () => new KeyedBroadcastProcessOperator(instance(), declared));
     return new DataStream<O>(this.first.env, t);
   }
 }

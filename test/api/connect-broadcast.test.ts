@@ -330,6 +330,18 @@ describe('broadcast state', () => {
     expect(e).toMatch(/processElement1 returned a string; return an array of outputs/);
   });
 
+  it('a broadcast state not declared in broadcast(...) is refused naming it, as in Flink (before: an empty state of its own)', async () => {
+    const typo = new BroadcastStateDescriptor<string, Rule>('rulez');
+    for (const keyed of [false, true]) {
+      const msg = await failureOf((env) => {
+        const rules = env.fromElements<Rule>({ name: 'r', factor: 1 }).broadcast(rulesDesc);
+        const fn = { processElement() {}, processBroadcastElement: (rule: Rule, ctx: BroadcastWriteContext) => void ctx.getBroadcastState(typo).put(rule.name, rule) };
+        (keyed ? env.fromElements(1).keyBy((n) => n).connect(rules).process(fn) : env.fromElements(1).connect(rules).process(fn)).collect();
+      });
+      expect(msg).toMatch(/broadcast state "rulez" was not declared: pass its descriptor to broadcast\(\.\.\.\) \(declared: "rules"\)/);
+    }
+  });
+
   it('broadcast() without descriptors is a plain partitioner; with them, a stream for connect only', async () => {
     const r = await runInline((env) => {
       env.fromElements(1, 2).broadcast().map((x) => x * 10).setParallelism(3).collect();

@@ -64,23 +64,37 @@ export class KeyedCoProcessOperator extends KeyedFunctionOperator {
   }
 }
 
+/**
+ * A broadcast state the job declared in broadcast(...descriptors), or an error naming it, as
+ * Flink refuses a state not given to broadcast(): one made up at the call (a typo in its name)
+ * would be a state of its own, empty, that the broadcast side never writes.
+ */
+function declaredBroadcastState(op: StreamOperator, declared: readonly string[], d: BroadcastStateDescriptor<unknown, unknown>) {
+  if (!declared.includes(d.name)) {
+    throw new Error(`broadcast state "${d.name}" was not declared: pass its descriptor to broadcast(...) (declared: ${declared.map((n) => `"${n}"`).join(', ')})`);
+  }
+  return op.env.operatorState.getBroadcastState(d);
+}
+
 class BroadcastContexts extends BasicProcessContext {
-  constructor(op: StreamOperator, private readonly writable: boolean) {
+  constructor(op: StreamOperator, private readonly writable: boolean, private readonly declared: readonly string[]) {
     super(op);
   }
   getBroadcastState<K, V>(d: BroadcastStateDescriptor<K, V>): any {
-    const s = this.op.env.operatorState.getBroadcastState(d);
+    const s = declaredBroadcastState(this.op, this.declared, d as BroadcastStateDescriptor<unknown, unknown>);
     return this.writable ? s : readOnlyView(s);
   }
 }
 
 export class BroadcastProcessOperator extends StreamOperator {
   private readonly collector = new TimestampedCollector(this);
-  private readonly readCtx = new BroadcastContexts(this, false);
-  private readonly writeCtx = new BroadcastContexts(this, true);
-  constructor(private readonly fn: BroadcastProcessFunction<any, any, any>) {
+  private readonly readCtx: BroadcastContexts;
+  private readonly writeCtx: BroadcastContexts;
+  constructor(private readonly fn: BroadcastProcessFunction<any, any, any>, declared: readonly string[]) {
     super();
     this.userFunction = fn;
+    this.readCtx = new BroadcastContexts(this, false, declared);
+    this.writeCtx = new BroadcastContexts(this, true, declared);
   }
   processBatch(batch: Batch, input: number): void {
     const { values, timestamps } = batch;
@@ -108,7 +122,7 @@ export class BroadcastProcessOperator extends StreamOperator {
 export class KeyedBroadcastProcessOperator extends KeyedFunctionOperator {
   protected readonly userOnTimer;
   private writeCtx!: BroadcastContexts & { applyToKeyedState: unknown };
-  constructor(private readonly fn: KeyedBroadcastProcessFunction<any, any, any, any>) {
+  constructor(private readonly fn: KeyedBroadcastProcessFunction<any, any, any, any>, private readonly declared: readonly string[]) {
     super();
     this.userOnTimer = fn.onTimer?.bind(fn);
     this.userFunction = fn;
@@ -117,8 +131,8 @@ export class KeyedBroadcastProcessOperator extends KeyedFunctionOperator {
     super.setUp();
     const op = this;
     const ctx = this.ctx as KeyedContextImpl & { getBroadcastState?: unknown };
-    ctx.getBroadcastState = (d: BroadcastStateDescriptor<unknown, unknown>) => readOnlyView(op.env.operatorState.getBroadcastState(d));
-    const w = new BroadcastContexts(this, true) as BroadcastContexts & { applyToKeyedState: unknown };
+    ctx.getBroadcastState = (d: BroadcastStateDescriptor<unknown, unknown>) => readOnlyView(declaredBroadcastState(op, this.declared, d));
+    const w = new BroadcastContexts(this, true, this.declared) as BroadcastContexts & { applyToKeyedState: unknown };
     w.applyToKeyedState = <S>(d: ValueStateDescriptor<S>, fn: (key: unknown, state: ValueState<S>) => void) => {
       const state = op.backend.getValueState(d);
       for (const { key, keyGroup } of op.backend.keys(d.name)) {
