@@ -132,8 +132,9 @@ export type AnyStateDescriptor =
   | BroadcastStateDescriptor<any, any>;
 
 export interface ValueState<T> {
-  /** The value for the current key, or the descriptor's default when there is none. */
+  /** The value for the current key, or (a fresh copy of) the descriptor's default when there is none. */
   value(): T | undefined;
+  /** Sets the current key's value; null or undefined clears it, as Flink's update(null). */
   update(value: T): void;
   clear(): void;
 }
