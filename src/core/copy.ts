@@ -25,6 +25,15 @@ function copyAt(v: unknown, depth: number): unknown {
   const proto: unknown = Object.getPrototypeOf(v);
   if (proto !== Object.prototype && proto !== null) return structuredClone(v);
   const out: Record<string, unknown> = {};
-  for (const k of Object.keys(v)) out[k] = copyAt((v as Record<string, unknown>)[k], depth + 1);
+  for (const k of Object.keys(v)) setOwn(out, k, copyAt((v as Record<string, unknown>)[k], depth + 1));
   return out;
+}
+
+/**
+ * out[k] = x, also for k "__proto__": assigned, that key would set the copy's prototype (to
+ * data from the record) instead of a field.
+ */
+export function setOwn(out: Record<string, unknown>, k: string, x: unknown): void {
+  if (k === '__proto__') Object.defineProperty(out, k, { value: x, enumerable: true, writable: true, configurable: true });
+  else out[k] = x;
 }

@@ -12,6 +12,7 @@
  * in a property name is still replaced (records use fixed field names in practice).
  */
 import { addExtension } from 'msgpackr/pack';
+import { setOwn } from './copy.ts';
 
 /** msgpack extension type of a UTF-16 string (not one msgpackr uses itself). */
 const UTF16_STRING_TYPE = 0x55;
@@ -67,6 +68,6 @@ function wrapIllFormed(v: unknown, depth: number): unknown {
   if (ArrayBuffer.isView(v) || v instanceof ArrayBuffer || v instanceof Date || v instanceof RegExp || v instanceof Error) return v;
   // Plain objects, and class instances (msgpack packs their own enumerable properties).
   const out: Record<string, unknown> = {};
-  for (const k of Object.keys(v)) out[k] = wrapIllFormed((v as Record<string, unknown>)[k], depth + 1);
+  for (const k of Object.keys(v)) setOwn(out, k, wrapIllFormed((v as Record<string, unknown>)[k], depth + 1));
   return out;
 }

@@ -19,3 +19,29 @@ function replacer(_key: string, x: unknown): unknown {
 export function jsonRecord(v: unknown): string | undefined {
   return JSON.stringify(v, replacer) as string | undefined;
 }
+
+/**
+ * A record from JSON text, as the sources with a JSON format read it. A field named
+ * "__proto__" is refused (the source makes the record malformed: a dead letter, or a failure):
+ * JSON.parse makes it an own field, but msgpack renames it between threads and at restores,
+ * and a plain assignment while copying sets the copy's prototype instead. The walk looking for
+ * one runs only when the text holds "proto" at all (escaped spellings decode to the same key).
+ */
+export function parseJsonRecord(text: string): unknown {
+  const v: unknown = JSON.parse(text);
+  if (text.includes('proto') && hasProtoKey(v, 0)) {
+    throw new SyntaxError('a field named "__proto__" is not supported in a record (it would not survive between threads and checkpoints)');
+  }
+  return v;
+}
+
+/** Levels searched for a "__proto__" key; deeper JSON is refused by the same error. */
+const MAX_PROTO_DEPTH = 64;
+
+function hasProtoKey(v: unknown, depth: number): boolean {
+  if (v === null || typeof v !== 'object') return false;
+  if (depth >= MAX_PROTO_DEPTH) return true;
+  if (Array.isArray(v)) return v.some((x) => hasProtoKey(x, depth + 1));
+  if (Object.prototype.hasOwnProperty.call(v, '__proto__')) return true;
+  return Object.values(v).some((x) => hasProtoKey(x, depth + 1));
+}

@@ -290,6 +290,18 @@ describe('malformed records', () => {
     expect(dead.every((d) => typeof d.error === 'string' && d.error.length > 0)).toBe(true);
   });
 
+  it('a JSON record with a field named "__proto__" (escaped too) is malformed: a dead letter, never a record that changes between threads', async () => {
+    const p = file('proto.jsonl', ['{"a":1}', '{"a":2,"__proto__":{"admin":true}}', '{"a":3,"n":{"\\u005f_proto__":1}}', '{"a":4,"protocol":"tcp"}'].join('\n') + '\n');
+    const { main, dead } = await read((env) => {
+      const s = env.fromFile(p, { malformed: 'dead-letter' });
+      s.collect('main');
+      s.getSideOutput(DEAD_LETTERS).collect('dead');
+    });
+    expect(main).toEqual([{ a: 1 }, { a: 4, protocol: 'tcp' }]);
+    expect(dead.map((d) => d.location)).toEqual([`${p}:2`, `${p}:3`]);
+    expect(dead[0]!.error).toMatch(/a field named "__proto__" is not supported in a record/);
+  });
+
   it('dead-letter for CSV: text after a quoted field; a quoted field never closed, whole, up to the end of the file', async () => {
     const p = file('badquotes.csv', 'a,b\n"x"y,2\nok,3\n"open,1\nrest,4\n');
     const { main, dead } = await read((env) => {

@@ -8,6 +8,15 @@ import { describe, expect, it } from 'vitest';
 import { copyValue } from '../../src/core/copy.ts';
 
 describe('copyValue', () => {
+  it('a field named "__proto__" (JSON.parse makes one) is copied as a field, never as the copy\'s prototype', () => {
+    const v = JSON.parse('{"user":"u1","__proto__":{"isAdmin":true}}') as Record<string, unknown>;
+    const c = copyValue(v);
+    expect(Object.getPrototypeOf(c)).toBe(Object.prototype);
+    expect(Object.keys(c)).toEqual(['user', '__proto__']);
+    expect((c as { isAdmin?: boolean }).isAdmin).toBeUndefined();
+    expect(Object.getOwnPropertyDescriptor(c, '__proto__')?.value).toEqual({ isAdmin: true });
+  });
+
   it('copies plain objects and arrays deeply: mutating the copy leaves the original as it was', () => {
     const v = { word: 'weir', count: 3, tags: ['a', { deep: [1, 2] }], none: undefined, nil: null };
     const c = copyValue(v);

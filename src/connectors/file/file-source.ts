@@ -13,6 +13,7 @@ import { join, resolve } from 'node:path';
 import type { MalformedRecord, PollStatus, ReaderOutput, Source, SourceOutput, SourceReader, SourceReaderContext, SourceSplit } from '../../core/source.ts';
 import { castField, countQuotes, parseCsvLine, UnterminatedQuote } from './csv.ts';
 import { byteRanges, DEFAULT_SPLIT_BYTES, MIN_SPLIT_BYTES, RangeLines, targetSplitBytes, type FoundLine } from './file-ranges.ts';
+import { parseJsonRecord } from '../../core/json-record.ts';
 
 export type FileFormat = 'jsonl' | 'csv';
 
@@ -266,7 +267,7 @@ class FileReader<T> implements SourceReader<T, FileSplit> {
     const text = l.text.endsWith('\r') ? l.text.slice(0, -1) : l.text;
     let value: unknown;
     try {
-      value = this.src.format === 'jsonl' ? JSON.parse(text) : this.parseCsv(c, text);
+      value = this.src.format === 'jsonl' ? parseJsonRecord(text) : this.parseCsv(c, text);
     } catch (e) {
       if (e instanceof UnterminatedQuote) {
         // A quoted field with a line break: the record goes on on the next lines. The position

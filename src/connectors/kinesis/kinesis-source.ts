@@ -30,6 +30,7 @@ import { nextRetryDelay, retrying, type RetryPolicy } from '../common/retry.ts';
 import { call, createKinesisClient, errorName, isTransientKinesis, kinesisError, resolveConnection, type KinesisConnectionOptions, type ResolvedConnection } from './client.ts';
 import { deaggregate, type SubRecord } from './kpl.ts';
 import { closedAtStartAreFinished, decideDiscovery, decidePruning, isSequenceNumber, leastLoaded, nextFetchAt, recordsProblem, type ShardInfo, type ShardStart } from './shards.ts';
+import { parseJsonRecord } from '../../core/json-record.ts';
 
 export type KinesisInitialPosition = 'LATEST' | 'TRIM_HORIZON' | 'AT_TIMESTAMP';
 export type KinesisFormat = 'json' | 'string' | 'bytes';
@@ -500,7 +501,7 @@ class KinesisReader<T> implements SourceReader<T, KinesisShardSplit> {
       if (src.decode !== undefined) return src.decode(data, { stream: split.stream, shardId: split.shardId, sequenceNumber: seq, subSequenceNumber: sub, partitionKey });
       if (src.format === 'bytes') return data;
       const text = decoder.decode(data);
-      return src.format === 'string' ? text : JSON.parse(text);
+      return src.format === 'string' ? text : parseJsonRecord(text);
     } catch (e) {
       const record: MalformedRecord = {
         source: src.name,

@@ -12,6 +12,7 @@ import type { MalformedRecord, PollStatus, ReaderOutput, Source, SourceOutput, S
 import { connectNats, natsError, natsLabel, validateServers, type NatsConnectionOptions } from './connection.ts';
 import { withTimeout } from '../common/retry.ts';
 import { reconcileNamedSplits } from '../common/restored-splits.ts';
+import { parseJsonRecord } from '../../core/json-record.ts';
 
 export type JetStreamFormat = 'json' | 'string' | 'bytes';
 
@@ -210,7 +211,7 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
       let v: unknown;
       try {
         v = src.decode !== undefined ? src.decode(m.data, m.subject, m.seq)
-          : src.format === 'json' ? JSON.parse(this.decoder.decode(m.data))
+          : src.format === 'json' ? parseJsonRecord(this.decoder.decode(m.data))
             : src.format === 'string' ? this.decoder.decode(m.data) : m.data;
       } catch (e) {
         const record: MalformedRecord = {

@@ -13,6 +13,7 @@ import { compareEntryIds, entriesProblem, entryIdMillis, isEntryId } from './ent
 import { connectRedis, redisError, redisLabel, validateRedisUrl, type RedisConnectionOptions } from './connection.ts';
 import { WeirError } from '../../core/errors.ts';
 import { reconcileNamedSplits } from '../common/restored-splits.ts';
+import { parseJsonRecord } from '../../core/json-record.ts';
 
 export type RedisEntryFormat = 'json' | 'fields';
 
@@ -213,7 +214,7 @@ class RedisStreamsReader<T> implements SourceReader<T, RedisStreamSplit> {
         return src.decode !== undefined ? src.decode(obj, id, stream) : obj;
       }
       for (let i = 0; i + 1 < fields.length; i += 2) {
-        if (fields[i] === src.field) return JSON.parse(fields[i + 1]!);
+        if (fields[i] === src.field) return parseJsonRecord(fields[i + 1]!);
       }
       throw new Error(`the entry has no field "${src.field}"`);
     } catch (e) {
