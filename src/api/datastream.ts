@@ -7,7 +7,7 @@ import type {
   ChainingStrategy, OneInputTransformation, OperatorFactory, PartitionTransformation,
   SideOutputTransformation, Transformation, TwoInputTransformation, UnionTransformation,
 } from '../graph/transformation.ts';
-import { FilterOperator, FlatMapOperator, MapOperator, ProcessOperator } from '../runtime/operators/basic.ts';
+import { collectReturned, FilterOperator, FlatMapOperator, MapOperator, ProcessOperator } from '../runtime/operators/basic.ts';
 import { KeyedProcessOperator, RollingOperator } from '../runtime/operators/keyed.ts';
 import type { KeySelectorFn, PartitionSpec } from '../core/partitioning.ts';
 import {
@@ -762,7 +762,8 @@ export class CoGroupedStreams<A, B> {
 export class WindowedJoin<A, B, K> extends TwoStreamWindow<A, B, K> {
   /**
    * One result per pair (Flink's JoinFunction): for each record of the first stream in the
-   * window, in arrival order, each record of the second. Results carry the window's end - 1.
+   * window, in arrival order, each record of the second (merged sessions: session by session,
+   * by start). Results carry the window's end - 1.
    */
   apply<O>(fn: JoinFunction<A, B, O>): DataStream<O> {
     requireFn(fn, 'join().apply');
@@ -783,7 +784,7 @@ export class WindowedJoin<A, B, K> extends TwoStreamWindow<A, B, K> {
         for (const a of as) {
           for (const b of bs) {
             const r = fn(a, b, out as Collector<O>, ctx.window);
-            if (r !== undefined) for (const x of r) out.collect(x);
+            if (r !== undefined) collectReturned(r, out as Collector<unknown>, 'flatApply');
           }
         }
       },

@@ -208,7 +208,8 @@ export type FlatJoinFunction<A, B, O> = (first: A, second: B, out: Collector<O>,
 
 /**
  * A coGroup's function: called once per key and window with every record of each input in it,
- * in arrival order (either list may be empty, never both). Flink's CoGroupFunction, plus the window.
+ * in arrival order (after session windows merge: each merged session's records in turn, by
+ * session start). Either list may be empty, never both. Flink's CoGroupFunction, plus the window.
  */
 export type CoGroupFunction<A, B, O> = (first: readonly A[], second: readonly B[], out: Collector<O>, window: TimeWindow) => Emitted<O>;
 

@@ -14,6 +14,7 @@ import {
   type StreamExecutionEnvironment,
 } from '../../src/index.ts';
 import { runInline, sorted } from '../helpers/run.ts';
+import { runInlineResult } from './util.ts';
 import { punctuated, scripted, Signal, stamped, type Step } from '../runtime/support.ts';
 
 /** A record of the left stream: key, event time, a name; wm is punctuation. */
@@ -101,6 +102,19 @@ describe.each([1, 2])('window join at parallelism %i', (parallelism) => {
       'p1@5', 'p1!', 'p2@5', 'q1@5', 'q1!', 'q2@5', // [5,15)
       'q2@10', // [10,20)
     ]));
+  });
+
+  it('flatApply returning a string or false is refused naming it, as process and coGroup refuse it (before: one record per character, or "r is not iterable")', async () => {
+    const steps: Step<Ev>[] = [l('a', 6, 'p'), r('a', 8, 1)];
+    for (const ret of ['a string', false]) {
+      const result = await runInlineResult((env) => {
+        const { left, right } = streams(env, steps);
+        left.join(right).where((x) => x.k).equalTo((y) => y.k).window(TumblingEventTimeWindows.of(10))
+          .flatApply(() => ret as never).collect();
+      }, { parallelism });
+      expect(result.status).toBe('FAILED');
+      expect(result.error?.message).toMatch(new RegExp(`flatApply returned a ${typeof ret}; return an array of outputs`));
+    }
   });
 
   it('allowedLateness: a late record within it fires the window again with every pair; after it, it is dropped', async () => {

@@ -10,7 +10,8 @@
  * - session windows merge when they overlap or touch.
  * With two inputs (window join and coGroup, Flink's CoGroupedStreams) the operator keys each
  * input by its own key selector and keeps, per key and window, the records of each input in
- * arrival order (contents 'cogroup'); the window function gets both lists.
+ * arrival order (contents 'cogroup'; merged sessions' lists are joined in session-start
+ * order); the window function gets both lists.
  * Contents are stored per key as a small array of [start, end, accumulator] (a key has only
  * a few open windows at a time, so a scan beats a map), in one value state, so snapshots and
  * rescaling handle them like any keyed state. Windows of one key never share a start
