@@ -42,7 +42,7 @@ export class CheckpointStatsTracker {
   private readonly history = new Map<number, CheckpointStatsEntry>();
   lastCompleted: CheckpointStatsEntry | undefined;
   lastFailed: CheckpointStatsEntry | undefined;
-  lastRestore: { id: number; path: string; at: number } | undefined;
+  lastRestore: { id: number; path: string; at: number; isSavepoint: boolean; count: number } | undefined;
 
   constructor(private readonly historySize = 10, private readonly onEnd: (e: CheckpointStatsEntry) => void = () => {}) {}
 
@@ -97,9 +97,9 @@ export class CheckpointStatsTracker {
     this.onEnd(e);
   }
 
-  restored(id: number, path: string, at: number): void {
+  restored(id: number, path: string, at: number, isSavepoint: boolean): void {
     this.counts.restored++;
-    this.lastRestore = { id, path, at };
+    this.lastRestore = { id, path, at, isSavepoint, count: this.counts.restored };
   }
 
   entries(): CheckpointStatsEntry[] {

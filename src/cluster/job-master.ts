@@ -459,7 +459,7 @@ export class JobMaster implements JobControl {
     // Before anything is written: a sink that committed past the restored checkpoint would get that output twice.
     const restoredOps = restore?.metadata.operators;
     await checkCommittedOutput(execGraph, restore?.metadata.checkpointId, this.spec.options.allowDuplicateOutput ?? false, this.log, (id) => restoredOps?.find((o) => o.id === id)?.parallelism);
-    if (restore) this.stats.restored(restore.metadata.checkpointId, restore.path, this.spec.clock.now());
+    if (restore) this.stats.restored(restore.metadata.checkpointId, restore.path, this.spec.clock.now(), restore.metadata.type !== 'checkpoint');
     let firstCheckpointId: number;
     let restoredCompleted: CompletedCheckpointInfo[];
     try {

@@ -111,7 +111,7 @@ export function checkpointingStatistics(v: CheckpointStatsView, vertices: readon
   for (const e of [...v.inProgress].sort((a, b) => b.id - a.id)) history.push(checkpointStatistics(e, vertices));
   for (let i = all.length - 1; i >= 0 && history.length < limit; i--) history.push(checkpointStatistics(all[i]!, vertices));
   return {
-    counts: { restored: v.restored !== undefined ? 1 : 0, total: all.length + v.inProgress.length, in_progress: v.inProgress.length, completed: completed.length, failed: failed.length },
+    counts: { restored: v.restored?.count ?? 0, total: all.length + v.inProgress.length, in_progress: v.inProgress.length, completed: completed.length, failed: failed.length },
     summary: {
       state_size: statsSummary(completed.map((e) => e.stateSize)),
       checkpointed_size: statsSummary(completed.map((e) => e.checkpointedSize)),
@@ -124,7 +124,7 @@ export function checkpointingStatistics(v: CheckpointStatsView, vertices: readon
       completed: lastOf(all, (e) => e.status === 'COMPLETED' && e.type === 'checkpoint'),
       savepoint: lastOf(all, (e) => e.status === 'COMPLETED' && e.type !== 'checkpoint'),
       failed: lastOf(all, (e) => e.status === 'FAILED'),
-      restored: v.restored === undefined ? null : { id: v.restored.id, restore_timestamp: v.restored.at, is_savepoint: false, external_path: v.restored.path },
+      restored: v.restored === undefined ? null : { id: v.restored.id, restore_timestamp: v.restored.at, is_savepoint: v.restored.isSavepoint, external_path: v.restored.path },
     },
     history,
   };
@@ -194,7 +194,8 @@ export function checkpointConfigJson(v: CheckpointStatsView): Record<string, unk
     max_concurrent: c.maxConcurrent,
     externalization: { enabled: c.retention !== 'none', delete_on_cancellation: c.retention !== 'retain-on-cancel' },
     state_backend: v.stateBackend,
-    checkpoint_storage: c.dir !== undefined ? `file: ${c.dir}` : 'none',
+    // Flink names the storage by its class; the location says which: a path or an s3:// URI.
+    checkpoint_storage: c.dir === undefined ? 'none' : /^[a-z][a-z0-9+.-]*:\/\//i.test(c.dir) ? c.dir : `file: ${c.dir}`,
     unaligned_checkpoints: c.unaligned ?? false,
     tolerable_failed_checkpoints: c.tolerableFailures,
     aligned_checkpoint_timeout: c.alignedCheckpointTimeoutMs ?? 0,

@@ -51,6 +51,15 @@ describe('checkpoint views in Flink shape', () => {
     expect((checkpointingStatistics(view(h), VERTICES, 5) as any).history.map((x: any) => x.id)).toEqual([25, 24, 23, 22, 21]);
   });
 
+  it('restores: counted (every one, not at most 1), the last one says whether it was a savepoint; the storage is named by its URI', () => {
+    const v = { ...view([entry(1)]), restored: { id: 7, path: '/sp/savepoint-1', at: 500, isSavepoint: true, count: 3 } };
+    const s = checkpointingStatistics(v, VERTICES, 10) as any;
+    expect(s.counts.restored).toBe(3);
+    expect(s.latest.restored).toEqual({ id: 7, restore_timestamp: 500, is_savepoint: true, external_path: '/sp/savepoint-1' });
+    expect((checkpointConfigJson({ ...view([]), config: { ...DEFAULT_CHECKPOINT_CONFIG, dir: 's3://bucket/chk' } }) as any).checkpoint_storage).toBe('s3://bucket/chk');
+    expect((checkpointConfigJson({ ...view([]), config: { ...DEFAULT_CHECKPOINT_CONFIG, dir: '/var/chk' } }) as any).checkpoint_storage).toBe('file: /var/chk');
+  });
+
   it('per-subtask phases of one checkpoint, with a summary over the vertex', () => {
     const d = subtaskDetails(view([entry(3)]), VERTICES[1]!, 3) as any;
     expect(d.subtasks.map((s: any) => [s.index, s.start_delay, s.alignment.duration, s.checkpoint.sync, s.checkpoint.async, s.end_to_end_duration])).toEqual([[0, 6, 5, 3, 4, 18], [1, 10, 9, 7, 8, 34]]);
