@@ -163,6 +163,7 @@ export class RestServer {
     if (parts[1] !== job.jobId) return send(res, 404, { errors: [`job ${parts[1]} is not running here (this process runs ${job.jobId})`] });
     const rest = parts.slice(2).join('/');
     const body = method === 'POST' || method === 'PATCH' ? await readJson(req) : {};
+    if (body === TOO_LARGE) return send(res, 413, { errors: [`the request body is larger than ${MAX_BODY_BYTES} bytes`] });
     if (body === undefined) return send(res, 400, { errors: ['the request body is not valid JSON'] });
     try {
       if (rest === '' && method === 'GET') {
@@ -234,12 +235,25 @@ function send(res: ServerResponse, status: number, body: unknown): void {
   res.end(text);
 }
 
-async function readJson(req: IncomingMessage): Promise<Record<string, unknown> | undefined> {
-  let text = '';
+/** A request body larger than this is refused (413): the API's bodies are a few settings. */
+const MAX_BODY_BYTES = 1 << 20;
+const TOO_LARGE = Symbol('request body too large');
+
+/**
+ * The request's JSON object; undefined when it is not one, TOO_LARGE past MAX_BODY_BYTES. The
+ * bytes are decoded once, whole: decoded chunk by chunk, a character split between two chunks
+ * was garbled.
+ */
+async function readJson(req: IncomingMessage): Promise<Record<string, unknown> | undefined | typeof TOO_LARGE> {
+  const chunks: Buffer[] = [];
+  let bytes = 0;
   for await (const chunk of req) {
-    text += chunk;
-    if (text.length > 1 << 20) return undefined;
+    const b = typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer);
+    bytes += b.length;
+    if (bytes > MAX_BODY_BYTES) return TOO_LARGE;
+    chunks.push(b);
   }
+  const text = Buffer.concat(chunks).toString('utf8');
   if (text.trim() === '') return {};
   try {
     const v = JSON.parse(text);

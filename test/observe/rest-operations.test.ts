@@ -7,6 +7,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { JobControl } from '../../src/cluster/job-control.ts';
 import { RestServer } from '../../src/observe/rest-server.ts';
+import { request } from 'node:http';
 
 const JOB = 'a'.repeat(32);
 
@@ -116,5 +117,33 @@ describe('the control API\'s checkpoint trigger (Flink\'s shape)', () => {
     await new Promise((r) => setImmediate(r));
     expect((await call(port, 'GET', `/jobs/${JOB}/checkpoints/${second}`)).json).toEqual({ status: { id: 'COMPLETED' }, operation: { 'failure-cause': { message: 'declined by a task' } } });
     expect((await call(port, 'GET', `/jobs/${JOB}/checkpoints/op-999`)).status).toBe(404);
+  });
+});
+
+describe('request bodies', () => {
+  it('a body over 1 MiB is refused with 413 naming the limit (before: 400 "not valid JSON"); a character split across chunks is read whole', async () => {
+    const { job, finish } = standInJob();
+    server = new RestServer(job, undefined, 3);
+    const port = await server.listen(0, '127.0.0.1');
+    const big = await call(port, 'POST', `/jobs/${JOB}/savepoints`, { 'target-directory': 'x'.repeat(2 << 20) });
+    expect(big.status).toBe(413);
+    expect(big.json).toEqual({ errors: ['the request body is larger than 1048576 bytes'] });
+    // A directory name with multi-byte characters, sent as two chunks split inside one of them.
+    const body = Buffer.from(JSON.stringify({ 'target-directory': '/sp/ñandú-日本' }));
+    const cut = body.indexOf(Buffer.from('日')) + 1;
+    const res = await new Promise<{ status: number; text: string }>((resolve, reject) => {
+      const req = request({ host: '127.0.0.1', port, method: 'POST', path: `/jobs/${JOB}/savepoints`, headers: { 'content-type': 'application/json', 'content-length': body.length } }, (r) => {
+        let text = '';
+        r.on('data', (c) => (text += c));
+        r.on('end', () => resolve({ status: r.statusCode!, text }));
+      });
+      req.on('error', reject);
+      req.write(body.subarray(0, cut));
+      setTimeout(() => req.end(body.subarray(cut)), 50);
+    });
+    expect(res.status).toBe(202);
+    finish(0);
+    const id = (JSON.parse(res.text) as { 'request-id': string })['request-id'];
+    await expect.poll(async () => (await call(port, 'GET', `/jobs/${JOB}/savepoints/${id}`)).json.operation?.location).toBe('/sp/ñandú-日本/savepoint-0');
   });
 });
