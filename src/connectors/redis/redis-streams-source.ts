@@ -262,6 +262,9 @@ class RedisStreamsReader<T> implements SourceReader<T, RedisStreamSplit> {
         // entry was deleted or trimmed (later entries get higher ids), so the split is done.
         // Before, it waited for an entry past its end forever and the job never finished.
         const answered = new Set(res?.map(([k]) => k));
+        // A stream that answered nothing has nothing after our position: caught up, 0 behind
+        // (before, the age of the last entry read stayed as the lag after the reader caught up).
+        for (const k of keys) if (!answered.has(k)) this.ctx.metrics.setMillisBehindLatest(k, 0);
         const ended = keys.filter((k) => !answered.has(k) && this.splits.states.get(k)?.split.endId !== undefined);
         // Nothing new within BLOCK: a stream this reader has read from may have been deleted
         // (XREAD of a missing key just waits). Checked here, so an active stream costs nothing.

@@ -84,6 +84,27 @@ describe('RedisStreamsSource', () => {
     expect(got).toEqual(Array.from({ length: 48 }, (_, k) => 42 + k));
   }, 60_000);
 
+  it('millisBehindLatest: the age of what is read while behind, 0 once caught up (before: the last entry\'s age stayed)', async () => {
+    const s = key('lag');
+    await fill(s, 5); // entries from 2023: far behind now
+    const lag: number[] = [];
+    let wake: () => void = () => {};
+    const reader = new RedisStreamsSource<{ i: number }>({ url: URL, streams: [s], blockMs: 100 }).createReader({
+      subtaskIndex: 0, parallelism: 1, now: () => Date.now(), wake: () => wake(), schedule: () => ({ cancel() {} }), log() {},
+      metrics: { addBytesRead() {}, setPendingRecords() {}, setMillisBehindLatest: (_id, ms) => void lag.push(ms!) },
+    });
+    reader.addSplits([{ id: s, stream: s, lastId: '0-0' }]);
+    const got: number[] = [];
+    const out: ReaderOutput<{ i: number }> = { collect: (v) => void got.push(v.i), malformed() {}, forSplit: () => out, splitFinished() {} };
+    for (let k = 0; k < 100 && !(got.length === 5 && lag.at(-1) === 0); k++) {
+      if (reader.poll(out, 100) === 'wait') await new Promise<void>((res) => { wake = res; setTimeout(res, 300); });
+    }
+    await reader.close?.();
+    expect(got).toEqual([0, 1, 2, 3, 4]);
+    expect(lag[0]).toBeGreaterThan(365 * 86_400_000);
+    expect(lag.at(-1)).toBe(0);
+  }, 60_000);
+
   it('a split resumed after entries past its position were trimmed reads what is left and names the gap in the log (before: skipped without a word)', async () => {
     const s = key('trimmed');
     const ids = await fill(s, 20);
