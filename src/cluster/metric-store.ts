@@ -90,8 +90,9 @@ export class MetricStore {
         numBytesOutPerSecond: perSecond(last.bytesOut, first.bytesOut),
         idleTimeMsPerSecond: idle,
         backPressuredTimeMsPerSecond: bp,
-        // The rest of each second, so the three add up to 1000 as in Flink's UI.
-        busyTimeMsPerSecond: timeSpan > 0 ? Math.max(0, 1000 - idle - bp) : 0,
+        // Measured, not the rest of each second: subtasks share a thread, and the time one waits
+        // for its turn is not busy (see TaskTimeAccount); the three add up to at most 1000.
+        busyTimeMsPerSecond: Math.min(1000 - idle - bp, share(last.busyMs, base?.busyMs ?? 0)),
         isBackPressured: last.isBackPressured ? 1 : 0,
         mailboxQueueSize: last.mailboxSize,
         currentInputWatermark: last.inputWatermark[0] ?? Number.MIN_SAFE_INTEGER,

@@ -4,7 +4,10 @@
  * operator are counted by batch (or by the chained record path's own counter), time is
  * accounted per blocked interval, not per batch: the task notes when it stops for lack of
  * input (idle) or of output credit (back-pressured) and adds the interval when it runs again.
- * Busy time is the rest of the wall clock, as Flink's busyTimeMsPerSecond is.
+ * Busy time is measured: the time in the task's steps (a batch each). It is not the rest of
+ * the wall clock, as in Flink, where every task has a thread: subtasks here share a worker
+ * thread, and one waiting for its turn is neither busy nor blocked (before, such waiting was
+ * counted as busy, and every subtask of a saturated thread showed 1000 ms/s).
  */
 
 import type { SourceMetricsSnapshot } from './operators/source-metrics.ts';
@@ -27,8 +30,10 @@ export interface TaskMetricsSample {
   /** Cumulative ms the task had no input (idle) and had no output credit (back-pressured). */
   readonly idleMs: number;
   readonly backPressuredMs: number;
-  /** Cumulative wall ms since the task opened (busy = elapsed - idle - back-pressured). */
+  /** Cumulative wall ms since the task opened. */
   readonly elapsedMs: number;
+  /** Cumulative ms spent in the task's steps (busy). At most elapsed - idle - back-pressured: the rest waited for the thread. */
+  readonly busyMs: number;
   /** True while the task waits for output credit now (Flink's isBackPressured). */
   readonly isBackPressured: boolean;
   /** Per operator: combined input watermark and the last watermark it emitted (-Infinity: none yet). */
@@ -50,6 +55,7 @@ export class TaskTimeAccount {
   private openedAt: number | undefined;
   private idle = 0;
   private backPressured = 0;
+  private busy = 0;
   private blockedSince = 0;
   private blocked: BlockedReason | undefined;
 
@@ -73,6 +79,11 @@ export class TaskTimeAccount {
     this.blocked = undefined;
   }
 
+  /** A step (a batch) took `ms`. */
+  addBusy(ms: number): void {
+    this.busy += ms;
+  }
+
   get isBlocked(): boolean {
     return this.blocked !== undefined;
   }
@@ -84,11 +95,12 @@ export class TaskTimeAccount {
   }
 
   /** Totals up to `now`, the open interval included. */
-  totals(now: number): { elapsedMs: number; idleMs: number; backPressuredMs: number; isBackPressured: boolean } {
-    if (this.openedAt === undefined) return { elapsedMs: 0, idleMs: 0, backPressuredMs: 0, isBackPressured: false };
+  totals(now: number): { elapsedMs: number; idleMs: number; backPressuredMs: number; busyMs: number; isBackPressured: boolean } {
+    if (this.openedAt === undefined) return { elapsedMs: 0, idleMs: 0, backPressuredMs: 0, busyMs: 0, isBackPressured: false };
     const open = this.blocked === undefined ? 0 : Math.max(0, now - this.blockedSince);
     return {
       elapsedMs: Math.max(0, now - this.openedAt),
+      busyMs: this.busy,
       idleMs: this.idle + (this.blocked === 'idle' ? open : 0),
       backPressuredMs: this.backPressured + (this.blocked === 'backpressure' ? open : 0),
       isBackPressured: this.blocked === 'backpressure',

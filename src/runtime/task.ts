@@ -394,7 +394,16 @@ export class StreamTask implements Schedulable {
 
   step(): boolean {
     if (this.state !== 'running' && this.state !== 'finishing' && this.state !== 'waiting-final') return false;
-    if (this.time.isBlocked) this.time.resume(performance.now());
+    const startedAt = performance.now();
+    try {
+      return this.stepRunning(startedAt);
+    } finally {
+      this.time.addBusy(performance.now() - startedAt);
+    }
+  }
+
+  private stepRunning(now: number): boolean {
+    if (this.time.isBlocked) this.time.resume(now);
     try {
       while (this.mailbox.length > 0) {
         this.mailbox.shift()!();
@@ -544,7 +553,7 @@ export class StreamTask implements Schedulable {
       // A rate-limited source counts for its pacing even when records are not counted for metrics.
       recordsOut: this.countsRecords ? ops.map((o) => o.output.count) : ops.map(() => 0),
       taskRecordsOut, bytesOut,
-      idleMs: t.idleMs, backPressuredMs: t.backPressuredMs, elapsedMs: t.elapsedMs, isBackPressured: t.isBackPressured,
+      idleMs: t.idleMs, backPressuredMs: t.backPressuredMs, elapsedMs: t.elapsedMs, busyMs: t.busyMs, isBackPressured: t.isBackPressured,
       inputWatermark: ops.map((o) => o.currentWatermark),
       outputWatermark: ops.map((o) => o.output.lastWatermark),
       lateRecordsDropped: ops.map((o) => ('numLateRecordsDropped' in o && typeof o.numLateRecordsDropped === 'number' ? o.numLateRecordsDropped : 0)),

@@ -12,7 +12,7 @@ async function graph() {
 function sample(over: Partial<TaskMetricsSample>): TaskMetricsSample {
   return {
     vertex: 0, subtask: 0, state: 'running', sampledAt: 0, recordsIn: [0, 0], recordsOut: [0, 0], taskRecordsOut: 0, bytesOut: 0,
-    idleMs: 0, backPressuredMs: 0, elapsedMs: 0, isBackPressured: false, inputWatermark: [0, 0], outputWatermark: [0, 0],
+    idleMs: 0, backPressuredMs: 0, elapsedMs: 0, busyMs: 0, isBackPressured: false, inputWatermark: [0, 0], outputWatermark: [0, 0],
     lateRecordsDropped: [0, 0], mailboxSize: 0, ...over,
   };
 }
@@ -20,8 +20,8 @@ function sample(over: Partial<TaskMetricsSample>): TaskMetricsSample {
 describe('MetricStore: Flink-named metrics and rates from cumulative samples', () => {
   it('computes per-second rates over the sampled window and time shares adding up to 1000', async () => {
     const store = new MetricStore(await graph());
-    store.add(sample({ sampledAt: 10_000, elapsedMs: 5000, recordsIn: [1000, 1000], recordsOut: [1000, 1000], taskRecordsOut: 1000, bytesOut: 8000, idleMs: 1000, backPressuredMs: 500 }));
-    store.add(sample({ sampledAt: 12_000, elapsedMs: 7000, recordsIn: [5000, 5000], recordsOut: [5000, 4000], taskRecordsOut: 4000, bytesOut: 24_000, idleMs: 1600, backPressuredMs: 1300, isBackPressured: true, mailboxSize: 3 }));
+    store.add(sample({ sampledAt: 10_000, elapsedMs: 5000, recordsIn: [1000, 1000], recordsOut: [1000, 1000], taskRecordsOut: 1000, bytesOut: 8000, idleMs: 1000, backPressuredMs: 500, busyMs: 3500 }));
+    store.add(sample({ sampledAt: 12_000, elapsedMs: 7000, recordsIn: [5000, 5000], recordsOut: [5000, 4000], taskRecordsOut: 4000, bytesOut: 24_000, idleMs: 1600, backPressuredMs: 1300, busyMs: 4100, isBackPressured: true, mailboxSize: 3 }));
     const [s] = store.subtasks();
     expect(s!.taskName).toBe('numbers -> plus one');
     expect(s!.metrics).toMatchObject({
@@ -44,9 +44,18 @@ describe('MetricStore: Flink-named metrics and rates from cumulative samples', (
     expect(store.subtasks()[1]!.metrics['watermarkLag']).toBeUndefined(); // not a source
   });
 
+  it('busy time is the time measured in the task\'s steps: a subtask waiting for its turn on a shared thread is not busy (before: every subtask of a saturated thread showed 1000 ms/s)', async () => {
+    const store = new MetricStore(await graph());
+    // 2 s: no idle, no back pressure, 500 ms in steps; the other 1.5 s another subtask had the thread.
+    store.add(sample({ sampledAt: 10_000, elapsedMs: 5000, busyMs: 1000 }));
+    store.add(sample({ sampledAt: 12_000, elapsedMs: 7000, busyMs: 1500 }));
+    const m = store.subtasks()[0]!.metrics;
+    expect([m['idleTimeMsPerSecond'], m['backPressuredTimeMsPerSecond'], m['busyTimeMsPerSecond']]).toEqual([0, 0, 250]);
+  });
+
   it('with one sample, uses the shares since the task opened', async () => {
     const store = new MetricStore(await graph());
-    store.add(sample({ sampledAt: 1, elapsedMs: 4000, idleMs: 1000, backPressuredMs: 2000 }));
+    store.add(sample({ sampledAt: 1, elapsedMs: 4000, idleMs: 1000, backPressuredMs: 2000, busyMs: 1000 }));
     const m = store.subtasks()[0]!.metrics;
     expect([m['idleTimeMsPerSecond'], m['backPressuredTimeMsPerSecond'], m['busyTimeMsPerSecond']]).toEqual([250, 500, 250]);
     expect(m['numRecordsInPerSecond']).toBe(0);

@@ -85,7 +85,8 @@ describe('REST API with Flink routes', () => {
       });
       expect(['ok', 'low', 'high']).toContain(bp['backpressure-level']);
       expect(bp['subtasks'].map((s: any) => s.subtask)).toEqual([0, 1]);
-      for (const s of bp['subtasks']) expect(s.ratio + s.idleRatio + s.busyRatio).toBeCloseTo(1, 5);
+      // Busy is measured (subtasks share a thread; waiting for it is none of the three): at most 1.
+      for (const s of bp['subtasks']) expect(s.ratio + s.idleRatio + s.busyRatio).toBeLessThanOrEqual(1 + 1e-9);
 
       const wm = await until('a watermark at the window', async () => {
         const r = (await api(`${h.base}/vertices/${win.id}/watermarks`)).body as unknown as { id: string; value: string }[];
