@@ -300,7 +300,7 @@ export class JobMaster implements JobControl {
   /** Decides where the first attempt starts; a restore that cannot work is refused before anything is created or announced. */
   private async resolveStart(): Promise<void> {
     const o = this.spec.options;
-    const start = await resolveStartPoint({ from: o.from, claimMode: o.claimMode }, this.spec.storage, this.spec.snapshots, this.log);
+    const start = await resolveStartPoint({ from: o.from, claimMode: o.claimMode, jobName: this.jobName }, this.spec.storage, this.spec.snapshots, this.log);
     this.explicitSnapshot = start.explicit;
     this.claimedExternal = start.claimedExternal;
     const ref = start.snapshot;
