@@ -102,7 +102,41 @@ export function parseMetadata(text: string, path: string): CheckpointMetadata {
     throw new MetadataError(path, `written by a newer weir (metadata version ${String(body.version)}, this weir reads up to ${METADATA_VERSION})`);
   }
   if (digest(JSON.stringify(body)) !== outer.sha256) throw new MetadataError(path, 'metadata checksum mismatch (corrupt)');
+  checkShape(body, path);
   return body;
+}
+
+/**
+ * The fields a restore and the storage walk read, checked for their types: a metadata file
+ * whose checksum matches can still have been written by something else, or by hand. Before,
+ * `operators` that was not an array failed every listing of the directory (so --from latest
+ * and restarts) with "metadata.operators is not iterable", instead of that checkpoint being
+ * skipped for the one before.
+ */
+function checkShape(m: CheckpointMetadata, path: string): void {
+  const bad = (what: string): never => {
+    throw new MetadataError(path, `${what} (not a checkpoint weir wrote)`);
+  };
+  const isCount = (v: unknown) => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+  if (typeof m.jobId !== 'string' || typeof m.jobName !== 'string') bad('jobId and jobName must be strings');
+  if (!isCount(m.checkpointId) || typeof m.type !== 'string') bad('checkpointId must be a count and type a string');
+  if (typeof m.timestamp !== 'number' || typeof m.completedAt !== 'number') bad('timestamp and completedAt must be numbers');
+  if (m.enumerators === null || typeof m.enumerators !== 'object') bad('enumerators must be an object');
+  if (!Array.isArray(m.operators)) bad('operators must be an array');
+  for (const [i, op] of m.operators.entries()) {
+    const where = `operators[${i}]`;
+    if (op === null || typeof op !== 'object' || typeof op.id !== 'string' || typeof op.name !== 'string') bad(`${where} must have a string id and name`);
+    if (!isCount(op.parallelism) || !isCount(op.maxParallelism) || !Array.isArray(op.subtasks)) bad(`${where} must have counts parallelism and maxParallelism and an array subtasks`);
+    for (const [j, st] of op.subtasks.entries()) {
+      const at = `${where}.subtasks[${j}]`;
+      if (st === null || typeof st !== 'object' || !isCount(st.subtask)) bad(`${at} must have a subtask index`);
+      if (st.file !== undefined && (typeof st.file !== 'string' || !isCount(st.fileSize))) bad(`${at}: file must be a string with a fileSize`);
+      if (st.fileInline !== undefined && typeof st.fileInline !== 'string') bad(`${at}: fileInline must be a string`);
+      if (st.chain !== undefined && (!Array.isArray(st.chain) || !st.chain.every((c) => c !== null && typeof c === 'object' && typeof c.name === 'string' && isCount(c.size)))) bad(`${at}: chain must be a list of {name, size}`);
+      const cs = st.channelState;
+      if (cs !== undefined && (cs === null || typeof cs !== 'object' || typeof cs.file !== 'string' || !isCount(cs.fileSize))) bad(`${at}: channelState must have a file and a fileSize`);
+    }
+  }
 }
 
 /** Every file of the job's shared directory the snapshot's incremental chains name. */

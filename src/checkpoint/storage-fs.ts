@@ -47,3 +47,9 @@ export interface SnapshotFileSystem {
   /** Removes `dir` and everything below it; a missing one is fine. */
   deleteRecursively(dir: string): Promise<void>;
 }
+
+/**
+ * The error code of readFile refusing what is not a small regular file (a device, a FIFO, a
+ * file past its bound): the snapshot holding it is bad, not the storage.
+ */
+export const NOT_A_SMALL_FILE = 'WEIR_NOT_A_SMALL_FILE';

@@ -7,7 +7,7 @@
 import { metadataReference, sharedStateReference, stateFileReference } from './names.ts';
 import { parseMetadata, type CheckpointMetadata } from './metadata.ts';
 import { messageOf, StorageError } from './storage-error.ts';
-import type { SnapshotFileSystem } from './storage-fs.ts';
+import { NOT_A_SMALL_FILE, type SnapshotFileSystem } from './storage-fs.ts';
 import type { VerifyResult } from './storage.ts';
 
 /** The reason a snapshot without metadata gives: normal garbage, not corruption. */
@@ -28,6 +28,7 @@ export async function verifySnapshot(fs: SnapshotFileSystem, snapshot: string): 
   } catch (e) {
     // A directory in the metadata's place is not a snapshot; any other failure is the storage's.
     if ((e as NodeJS.ErrnoException | null)?.code === 'EISDIR') return { ok: false, reason: NO_METADATA };
+    if ((e as NodeJS.ErrnoException | null)?.code === NOT_A_SMALL_FILE) return { ok: false, reason: messageOf(e) };
     throw new StorageError(`cannot read ${metaRef}: ${messageOf(e)}`, { cause: e });
   }
   if (bytes === undefined) return { ok: false, reason: NO_METADATA };
@@ -65,7 +66,14 @@ export async function verifySnapshot(fs: SnapshotFileSystem, snapshot: string): 
         if (Buffer.from(s.fileInline, 'base64').byteLength !== s.fileSize) return { ok: false, reason: `inline state ${s.file} of operator "${op.name}" does not have the recorded ${s.fileSize} bytes` };
         continue;
       }
-      const size = await sizeOrUndefined(fs, stateFileReference(snapshot, s.file));
+      let ref: string;
+      try {
+        ref = stateFileReference(snapshot, s.file);
+      } catch (e) {
+        // A name that leaves the checkpoint directory ("../..."): this checkpoint is skipped, not every listing failed.
+        return { ok: false, reason: `state file ${JSON.stringify(s.file)} of operator "${op.name}": ${(e as Error).message}` };
+      }
+      const size = await sizeOrUndefined(fs, ref);
       if (size === s.fileSize) continue;
       // The snapshot may have been discarded while we looked (discard removes the metadata
       // first): then it simply no longer exists, which is not corruption.

@@ -4,7 +4,8 @@
  * checkpoints in favour of the previous good one, and garbage collection of attempts that
  * never wrote their metadata.
  */
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, truncateSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -232,6 +233,35 @@ describe('completed() and latest()', () => {
     expect(byPath(torn)).toMatch(/not valid JSON/);
     expect(byPath(mismatch)).toMatch(/checksum mismatch/);
     expect(byPath(newer)).toMatch(/newer weir \(metadata version 99/);
+  });
+
+  it('skip, with their reasons, checkpoints whose checksummed metadata is malformed, names a file outside the checkpoint, or is not a small regular file (a FIFO, a link to /dev/zero); the listing never fails for one', async () => {
+    await complete(1);
+    const rewrite = (dir: string, change: (body: any) => void) => {
+      const outer = JSON.parse(readFileSync(join(dir, METADATA_FILE), 'utf8'));
+      change(outer.body);
+      writeFileSync(join(dir, METADATA_FILE), serializeMetadata(outer.body));
+    };
+    const notArray = await complete(2);
+    rewrite(notArray, (b) => (b.operators = {}));
+    const escapes = await complete(3);
+    rewrite(escapes, (b) => (b.operators[0].subtasks[0].file = '../../../../etc/passwd'));
+    const fifo = await complete(4);
+    rmSync(join(fifo, METADATA_FILE));
+    execFileSync('mkfifo', [join(fifo, METADATA_FILE)]);
+    const zero = await complete(5);
+    rmSync(join(zero, METADATA_FILE));
+    symlinkSync('/dev/zero', join(zero, METADATA_FILE));
+    const logs: string[] = [];
+    const all = await storage.completed(JOB, (l) => logs.push(l));
+    // Before: "metadata.operators is not iterable" or "not a relative name inside its parent"
+    // failed the whole listing (--from latest, restarts, weir checkpoints); the FIFO hung it.
+    expect(all.map((c) => c.metadata.checkpointId)).toEqual([1]);
+    const byPath = (p: string) => logs.find((l) => l.includes(p + '/') || l.includes(p + ':'))!;
+    expect(byPath(notArray)).toMatch(/operators must be an array \(not a checkpoint weir wrote\)/);
+    expect(byPath(escapes)).toMatch(/state file "\.\.\/\.\.\/\.\.\/\.\.\/etc\/passwd" of operator/);
+    expect(byPath(fifo)).toMatch(/is not a regular file/);
+    expect(byPath(zero)).toMatch(/is not a regular file/);
   });
 
   it('do not log directories of attempts that never wrote metadata (normal garbage)', async () => {

@@ -3,13 +3,18 @@
  * default. Metadata is published with a temp file, fsync, rename and an fsync of the
  * directory, so a crash leaves either the old state or the whole new file.
  */
-import { appendFile, mkdir, open, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
+import { constants } from 'node:fs';
+import { appendFile, mkdir, open, readdir, rename, rm, stat, writeFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { StateInputHandle, StateOutputStream } from '../../core/state-streams.ts';
 import { schemeOf, tempReference } from '../names.ts';
 import type { DirectoryEntry, SnapshotFileSystem } from '../storage-fs.ts';
 import { isMissing, LocalStateInputHandle, LocalStateOutputStream } from './local-streams.ts';
 import { fsyncDirectory } from '../../core/directory.ts';
+import { NOT_A_SMALL_FILE } from '../storage-fs.ts';
+
+/** The most readFile reads (metadata with inline state, commit records, history): far above any weir writes. */
+const MAX_READ_BYTES = 256 * 2 ** 20;
 
 export const localFileSystem: SnapshotFileSystem = {
   threadLocal: false,
@@ -34,11 +39,24 @@ export const localFileSystem: SnapshotFileSystem = {
   },
 
   async readFile(file: string): Promise<Uint8Array | undefined> {
+    let fh;
     try {
-      return await readFile(file);
+      // Non-blocking open: a FIFO in a file's place would block the open itself.
+      fh = await open(file, constants.O_RDONLY | constants.O_NONBLOCK);
     } catch (e) {
       if (isMissing(e)) return undefined;
       throw e;
+    }
+    try {
+      // Only a regular file of bounded size is read: a metadata file that is a link to /dev/zero
+      // or a FIFO read without end (gigabytes, or forever) in every listing of the directory.
+      const st = await fh.stat();
+      if (st.isDirectory()) throw Object.assign(new Error(`EISDIR: ${file} is a directory, not a file`), { code: 'EISDIR' });
+      if (!st.isFile()) throw Object.assign(new Error(`${file} is not a regular file`), { code: NOT_A_SMALL_FILE });
+      if (st.size > MAX_READ_BYTES) throw Object.assign(new Error(`${file} has ${st.size} bytes, more than the ${MAX_READ_BYTES} a checkpoint's small files may have`), { code: NOT_A_SMALL_FILE });
+      return await fh.readFile();
+    } finally {
+      await fh.close();
     }
   },
 
