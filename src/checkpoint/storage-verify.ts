@@ -42,12 +42,8 @@ export async function verifySnapshot(fs: SnapshotFileSystem, snapshot: string): 
     for (const s of op.subtasks) {
       for (const c of s.chain ?? []) {
         // An incremental chain's files live in the job's shared directory: every one is needed.
-        let ref: string;
-        try {
-          ref = sharedStateReference(snapshot, c.name);
-        } catch (e) {
-          return { ok: false, reason: `chain file ${JSON.stringify(c.name)} of operator "${op.name}": ${(e as Error).message}` };
-        }
+        const ref = referenceIn(() => sharedStateReference(snapshot, c.name), `chain file ${JSON.stringify(c.name)} of operator "${op.name}"`);
+        if (typeof ref !== 'string') return ref;
         const size = await sizeOrUndefined(fs, ref);
         if (size === c.size) continue;
         if ((await sizeOrUndefined(fs, metaRef)) === undefined) return { ok: false, reason: NO_METADATA };
@@ -66,13 +62,8 @@ export async function verifySnapshot(fs: SnapshotFileSystem, snapshot: string): 
         if (Buffer.from(s.fileInline, 'base64').byteLength !== s.fileSize) return { ok: false, reason: `inline state ${s.file} of operator "${op.name}" does not have the recorded ${s.fileSize} bytes` };
         continue;
       }
-      let ref: string;
-      try {
-        ref = stateFileReference(snapshot, s.file);
-      } catch (e) {
-        // A name that leaves the checkpoint directory ("../..."): this checkpoint is skipped, not every listing failed.
-        return { ok: false, reason: `state file ${JSON.stringify(s.file)} of operator "${op.name}": ${(e as Error).message}` };
-      }
+      const ref = referenceIn(() => stateFileReference(snapshot, s.file), `state file ${JSON.stringify(s.file)} of operator "${op.name}"`);
+      if (typeof ref !== 'string') return ref;
       const size = await sizeOrUndefined(fs, ref);
       if (size === s.fileSize) continue;
       // The snapshot may have been discarded while we looked (discard removes the metadata
@@ -83,6 +74,18 @@ export async function verifySnapshot(fs: SnapshotFileSystem, snapshot: string): 
     }
   }
   return { ok: true, metadata };
+}
+
+/**
+ * A file the metadata names, as a reference, or why the snapshot is bad: a name that leaves
+ * its directory ("../..."). The snapshot is then skipped, never every listing failed.
+ */
+function referenceIn(make: () => string, what: string): string | VerifyResult {
+  try {
+    return make();
+  } catch (e) {
+    return { ok: false, reason: `${what}: ${(e as Error).message}` };
+  }
 }
 
 /** The file's size, undefined when it does not exist; a storage failure throws (named). */

@@ -41,6 +41,14 @@ async function fill(stream: string, count: number, from = 0, t0 = 1_700_000_000_
   return res!.map(([e, id]) => { if (e) throw e; return id as string; });
 }
 
+/** A reader context for the tests that drive a reader by hand: wake-up, log lines and lag go where they say. */
+function readerContext(o: { wake?: () => void; log?: (line: string) => void; lag?: (ms: number) => void }): SourceReaderContext {
+  return {
+    subtaskIndex: 0, parallelism: 1, now: () => Date.now(), wake: o.wake ?? (() => {}), schedule: () => ({ cancel() {} }), log: o.log ?? (() => {}),
+    metrics: { addBytesRead() {}, setPendingRecords() {}, setMillisBehindLatest: (_id, ms) => o.lag?.(ms!) },
+  };
+}
+
 describe('RedisStreamsSource', () => {
   it('reads every stream to the end captured at start, in order per stream, at parallelism 2', async () => {
     const a = key('a');
@@ -89,10 +97,7 @@ describe('RedisStreamsSource', () => {
     await fill(s, 5); // entries from 2023: far behind now
     const lag: number[] = [];
     let wake: () => void = () => {};
-    const reader = new RedisStreamsSource<{ i: number }>({ url: URL, streams: [s], blockMs: 100 }).createReader({
-      subtaskIndex: 0, parallelism: 1, now: () => Date.now(), wake: () => wake(), schedule: () => ({ cancel() {} }), log() {},
-      metrics: { addBytesRead() {}, setPendingRecords() {}, setMillisBehindLatest: (_id, ms) => void lag.push(ms!) },
-    });
+    const reader = new RedisStreamsSource<{ i: number }>({ url: URL, streams: [s], blockMs: 100 }).createReader(readerContext({ wake: () => wake(), lag: (ms) => void lag.push(ms) }));
     reader.addSplits([{ id: s, stream: s, lastId: '0-0' }]);
     const got: number[] = [];
     const out: ReaderOutput<{ i: number }> = { collect: (v) => void got.push(v.i), malformed() {}, forSplit: () => out, splitFinished() {} };
@@ -113,10 +118,7 @@ describe('RedisStreamsSource', () => {
     const got: number[] = [];
     const logs: string[] = [];
     let wake: () => void = () => {};
-    const reader = src.createReader({
-      subtaskIndex: 0, parallelism: 1, now: () => Date.now(), wake: () => wake(), schedule: () => ({ cancel() {} }), log: (l) => void logs.push(l),
-      metrics: { addBytesRead() {}, setPendingRecords() {}, setMillisBehindLatest() {} },
-    });
+    const reader = src.createReader(readerContext({ wake: () => wake(), log: (l) => void logs.push(l) }));
     reader.addSplits([{ id: s, stream: s, lastId: ids[5]!, endId: ids[19]! }]);
     const out: ReaderOutput<{ i: number }> = { collect: (v) => void got.push(v.i), malformed: () => {}, forSplit: () => out, splitFinished: () => {} };
     let status = '';
@@ -132,10 +134,7 @@ describe('RedisStreamsSource', () => {
     const dIds = await fill(d, 10);
     await redis.xdel(d, dIds[7]!);
     const logs2: string[] = [];
-    const r2 = new RedisStreamsSource<{ i: number }>({ url: URL, streams: [d], stopAt: 'latest', blockMs: 100 }).createReader({
-      subtaskIndex: 0, parallelism: 1, now: () => Date.now(), wake() {}, schedule: () => ({ cancel() {} }), log: (l) => void logs2.push(l),
-      metrics: { addBytesRead() {}, setPendingRecords() {}, setMillisBehindLatest() {} },
-    });
+    const r2 = new RedisStreamsSource<{ i: number }>({ url: URL, streams: [d], stopAt: 'latest', blockMs: 100 }).createReader(readerContext({ log: (l) => void logs2.push(l) }));
     r2.addSplits([{ id: d, stream: d, lastId: dIds[2]!, endId: dIds[9]! }]);
     for (let k = 0; k < 50 && logs2.length === 0; k++) {
       r2.poll(out, 100);
@@ -155,10 +154,7 @@ describe('RedisStreamsSource', () => {
     const logs: string[] = [];
     const finished: string[] = [];
     let wake: () => void = () => {};
-    const reader = src.createReader({
-      subtaskIndex: 0, parallelism: 1, now: () => Date.now(), wake: () => wake(), schedule: () => ({ cancel() {} }), log: (l) => void logs.push(l),
-      metrics: { addBytesRead() {}, setPendingRecords() {}, setMillisBehindLatest() {} },
-    });
+    const reader = src.createReader(readerContext({ wake: () => wake(), log: (l) => void logs.push(l) }));
     // Planned ends are the last entries; then the producer deletes the end entry of s, and all of gone.
     reader.addSplits([{ id: s, stream: s, lastId: '0-0', endId: ids[9]! }, { id: gone, stream: gone, lastId: '0-0', endId: goneIds[2]! }]);
     await redis.xdel(s, ids[8]!, ids[9]!);
