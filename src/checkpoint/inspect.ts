@@ -18,6 +18,7 @@ import { storageResolver } from './storage-resolver.ts';
 import { NO_METADATA } from './storage-verify.ts';
 import { keyedBlockName, METADATA_FILE, parseBlockName, schemeOf, sharedStateReference, stateFileReference, tombstoneBlockName } from './names.ts';
 import type { InlineOperatorState } from '../core/checkpoint-format.ts';
+import type { KeyedSnapshotMeta } from '../state/heap/format.ts';
 import { WeirError } from '../core/errors.ts';
 
 export class InspectError extends WeirError {
@@ -164,21 +165,33 @@ async function summarizeOperator(dir: string, op: OperatorStateMeta, storages: S
 }
 
 /**
- * One subtask's incremental chain, applied as a restore would: a key counts once however many
- * files of the chain hold it, a tombstone removes it, a later file's timers replace earlier ones.
+ * One subtask's incremental chain, applied as a restore would (state/heap/restore.ts): a key
+ * counts once however many files of the chain hold it, a tombstone removes it, a delta's timers
+ * replace every timer of its key-group range (a key group with no timer block has none left), a
+ * state a delta lists as dropped loses what earlier files held of it, and the states are those
+ * the last file records (a window's state, dropped when the window fired, is not listed).
  */
 async function summarizeChain(dir: string, s: OperatorStateMeta['subtasks'][number], states: Map<string, StateSummary>, storages: StorageResolver): Promise<RangeSummary> {
   const chain = s.chain!;
   const keys = new Map<string, Map<number, Set<NormKey>>>();
+  const stateBytes = new Map<string, number>();
   const timers = new Map<number, number>();
+  let current: readonly StateMeta[] = [];
   let bytes = 0;
   for (const c of chain) {
     const input = await openStateFile(storages.workerView, sharedStateReference(dir, c.name), c.size);
     try {
       const reader = await StateFileReader.open(input);
-      const meta = reader.index.meta as { states: StateMeta[] };
+      const meta = reader.index.meta as KeyedSnapshotMeta;
+      if (meta.delta === true) {
+        for (let kg = meta.keyGroupRange.start; kg <= meta.keyGroupRange.end; kg++) timers.delete(kg);
+        for (const name of meta.droppedStates ?? []) {
+          keys.delete(name);
+          stateBytes.delete(name);
+        }
+      }
+      current = meta.states;
       const formats = new Map(meta.states.map((st) => [st.name, st.blockFormat ?? 1]));
-      for (const st of meta.states) if (!states.has(st.name)) states.set(st.name, { ...st, keys: 0, bytes: 0 });
       for (const b of reader.index.blocks) {
         const block = parseBlockName(b.name);
         bytes += b.length;
@@ -197,20 +210,21 @@ async function summarizeChain(dir: string, s: OperatorStateMeta['subtasks'][numb
           if (block.kind === 'tombstones') set.delete(k);
           else set.add(k);
         }
-        const st = states.get(block.state);
-        if (st) st.bytes += b.length;
+        stateBytes.set(block.state, (stateBytes.get(block.state) ?? 0) + b.length);
       }
     } finally {
       await input.close();
     }
   }
   let total = 0;
-  for (const [name, byKg] of keys) {
+  for (const st of current) {
+    let summary = states.get(st.name);
+    if (summary === undefined) states.set(st.name, (summary = { ...st, keys: 0, bytes: 0 }));
     let n = 0;
-    for (const set of byKg.values()) n += set.size;
+    for (const set of keys.get(st.name)?.values() ?? []) n += set.size;
     total += n;
-    const st = states.get(name);
-    if (st) st.keys += n;
+    summary.keys += n;
+    summary.bytes += stateBytes.get(st.name) ?? 0;
   }
   let numTimers = 0;
   for (const n of timers.values()) numTimers += n;
@@ -220,15 +234,21 @@ async function summarizeChain(dir: string, s: OperatorStateMeta['subtasks'][numb
   };
 }
 
-/** The value of `stateName` for key `nk` in a subtask's chain: the last file that holds or removes it decides. */
+/**
+ * The value of `stateName` for key `nk` in a subtask's chain: the last file that holds or removes
+ * it decides, a delta that lists the state as dropped removes it. `knownStates` gets the states
+ * the last file records.
+ */
 async function lookupInChain(path: string, s: OperatorStateMeta['subtasks'][number], stateName: string, nk: NormKey, kg: number, storages: StorageResolver, knownStates: Set<string>): Promise<{ found: boolean; value: unknown }> {
   let out: { found: boolean; value: unknown } = { found: false, value: undefined };
   for (const c of s.chain!) {
     const input = await openStateFile(storages.workerView, sharedStateReference(path, c.name), c.size);
     try {
       const reader = await StateFileReader.open(input);
-      const meta = reader.index.meta as { states: StateMeta[] };
+      const meta = reader.index.meta as KeyedSnapshotMeta;
+      knownStates.clear();
       for (const x of meta.states) knownStates.add(x.name);
+      if (meta.delta === true && (meta.droppedStates ?? []).includes(stateName)) out = { found: false, value: undefined };
       const fmt = meta.states.find((x) => x.name === stateName)?.blockFormat;
       const entries = reader.index.blocks.find((b) => b.name === keyedBlockName(stateName, kg));
       if (entries !== undefined) for (const [k, v] of decodeGroup(await reader.readBlock(entries), fmt)) if (k === nk) out = { found: true, value: v };
