@@ -3,8 +3,8 @@
  * used for in-flight data in unaligned checkpoints: columnar when the records share one shape
  * (batch-codec.ts), else msgpack with record structures carried inside each message, so sender
  * and receiver need no shared schema. Values must be plain data: objects, arrays, strings,
- * numbers, booleans, null, bigint, Date, Map, Set, typed arrays; class instances arrive as
- * plain objects. Decoding reads both forms (the first byte tells them apart), so in-flight
+ * numbers, booleans, null, bigint, Date, Map, Set, typed arrays, Buffers (msgpack-buffers.ts);
+ * class instances arrive as plain objects. Decoding reads both forms (the first byte tells them apart), so in-flight
  * data stored by earlier versions, all msgpack, still restores.
  */
 // 'msgpackr/pack' is msgpackr's plain JavaScript build (its index.js, the same Packr): the
@@ -16,6 +16,7 @@ import { Packr } from 'msgpackr/pack';
 import type { Batch } from './batch.ts';
 import { COLUMNAR_TAG, decodeColumnar, encodeColumnar, type ValuePacker } from './batch-codec.ts';
 import { packExact } from './exact-strings.ts';
+import './msgpack-buffers.ts';
 
 const packr = new Packr({ useRecords: true, moreTypes: true, structuredClone: false, largeBigIntToFloat: false } as never);
 

@@ -1,6 +1,6 @@
 /**
  * Copies a record-sized value for an operator that keeps using what it emits (a running
- * accumulator): plain objects and arrays are copied field by field, which costs a fraction of
+ * accumulator): plain objects and arrays are copied field by field, Buffers as Buffers, which costs a fraction of
  * structuredClone's serialize-and-parse for the small records streams carry (it was 40 % of a
  * keyed reduce's time on a worker thread); anything else (Map, Set, Date, typed arrays, class
  * instances) and very deep values go through structuredClone, as before.
@@ -23,6 +23,7 @@ function copyAt(v: unknown, depth: number): unknown {
     return out;
   }
   const proto: unknown = Object.getPrototypeOf(v);
+  if (proto === Buffer.prototype) return Buffer.from(v as Buffer); // structuredClone makes a Buffer a Uint8Array
   if (proto !== Object.prototype && proto !== null) return structuredClone(v);
   const out: Record<string, unknown> = {};
   for (const k of Object.keys(v)) setOwn(out, k, copyAt((v as Record<string, unknown>)[k], depth + 1));

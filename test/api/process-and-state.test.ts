@@ -856,3 +856,17 @@ describe('per-subtask function instances on worker threads', () => {
     for (const [w, items] of byWord) expect(items.map((o) => o[1]), w).toEqual(range(100, 1));
   });
 });
+
+describe('Buffers in records', () => {
+  it('stay Buffers when records cross threads (2 workers): user code reads the same text as on one thread', async () => {
+    const job = fileURLToPath(new URL('../fixtures/jobs/buffer-records.ts', import.meta.url));
+    const r = await runModule(job, { workers: 2, parallelism: 2, args: ['1000'] });
+    const out = r.collected<string>('read');
+    expect(out).toHaveLength(1000);
+    for (const line of out) {
+      const [i, own, prev] = line.split(':');
+      expect(own, line).toBe(`v${i}`);
+      if (prev !== '-') expect(prev, line).toMatch(/^v\d+$/);
+    }
+  });
+});

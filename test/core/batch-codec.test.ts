@@ -4,7 +4,8 @@
  * it go to msgpack, and msgpack batches from before (kept in checkpoints) still decode.
  */
 import { describe, expect, it } from 'vitest';
-import { decodeBatch, encodeBatch, encodeBatchMsgpack } from '../../src/core/codec.ts';
+import { decodeBatch, decodeValue, encodeBatch, encodeBatchMsgpack, encodeValue } from '../../src/core/codec.ts';
+import { packStored, unpackStored } from '../../src/state/disk/stored-value.ts';
 import { COLUMNAR_TAG } from '../../src/core/batch-codec.ts';
 import { NO_TIMESTAMP, type Batch } from '../../src/core/batch.ts';
 import { Rng } from '../../src/index.ts';
@@ -101,6 +102,27 @@ describe('batch encoding between threads', () => {
       const batch = { values, timestamps: values.map(() => 1) };
       expect(encodeBatch(batch)).toEqual(encodeBatchMsgpack(batch));
     }
+  });
+
+  it('keeps Buffers Buffers and other byte arrays as they are, in batches and in snapshot values', () => {
+    // msgpack's bin type alone gave back a Uint8Array: toString() of "hi" became "104,105" once
+    // a record crossed a thread or a restore.
+    const values = [{ b: Buffer.from('hi'), u: new Uint8Array([1, 2]) }, { b: Buffer.from(''), u: new Uint8Array(0) }];
+    for (const batch of [{ values, timestamps: [1, 2] }, { values: [...values, 'not a record'], timestamps: [1, 2, 3] }]) {
+      const back = decodeBatch(encodeBatch(batch)).values as { b: Buffer; u: Uint8Array }[];
+      expect(Buffer.isBuffer(back[0]!.b) && Buffer.isBuffer(back[1]!.b)).toBe(true);
+      expect(back[0]!.b.toString('utf8')).toBe('hi');
+      expect(Buffer.isBuffer(back[0]!.u)).toBe(false);
+      expect(back[0]!.u).toEqual(new Uint8Array([1, 2]));
+    }
+    const snap = decodeValue<{ b: Buffer; u: Uint8Array; inner: Buffer[] }>(encodeValue({ b: Buffer.from('state'), u: new Uint8Array([3]), inner: [Buffer.from([0, 255])] }));
+    expect(Buffer.isBuffer(snap.b) && Buffer.isBuffer(snap.inner[0])).toBe(true);
+    expect(snap.b.toString()).toBe('state');
+    expect([...snap.inner[0]!]).toEqual([0, 255]);
+    expect(Buffer.isBuffer(snap.u)).toBe(false);
+    const stored = unpackStored(packStored({ b: Buffer.from('disk') })) as { b: Buffer };
+    expect(Buffer.isBuffer(stored.b)).toBe(true);
+    expect(stored.b.toString()).toBe('disk');
   });
 
   it('copes with field names that are not identifiers', () => {

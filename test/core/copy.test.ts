@@ -42,6 +42,15 @@ describe('copyValue', () => {
     expect(c.d.getTime()).toBe(5);
   });
 
+  it('a Buffer is copied as a Buffer (structuredClone alone makes it a Uint8Array)', () => {
+    const v = { b: Buffer.from('hi') };
+    const c = copyValue(v);
+    expect(Buffer.isBuffer(c.b)).toBe(true);
+    expect(c.b.toString()).toBe('hi');
+    c.b[0] = 0x48;
+    expect(v.b.toString()).toBe('hi');
+  });
+
   it('a value deeper than the field-by-field limit, and a cyclic one, are still copied whole', () => {
     let deep: { next?: unknown; i: number } = { i: 0 };
     const root = deep;

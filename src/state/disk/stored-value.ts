@@ -6,6 +6,7 @@
  */
 import { Packr } from 'msgpackr/pack'; // msgpackr's plain build: see core/codec.ts
 import { packExact } from '../../core/exact-strings.ts';
+import '../../core/msgpack-buffers.ts'; // Buffers stay Buffers, as in snapshots
 
 const packr = new Packr({ useRecords: true, moreTypes: true, structuredClone: false, largeBigIntToFloat: false, copyBuffers: true } as never);
 
