@@ -110,7 +110,8 @@ export class RestartBackoff {
   private failures: number[] = [];
   private attempts = 0;
   private backoff: number;
-  private lastFailureAt = Number.NEGATIVE_INFINITY;
+  /** When the last restart was due (exponential-delay: stable time is measured from it). */
+  private nextRestartAt = Number.NEGATIVE_INFINITY;
   private attemptsSinceReset = 0;
 
   constructor(readonly config: RestartStrategyConfig, private readonly random: () => number = Math.random) {
@@ -135,16 +136,23 @@ export class RestartBackoff {
         return { restart: true, delayMs: c.delayMs, reason: `${this.failures.length} failure(s) in the current interval` };
       }
       case 'exponential-delay': {
-        if (now - this.lastFailureAt >= c.resetThresholdMs || this.attemptsSinceReset >= c.attemptsBeforeReset) {
+        // As Flink's ExponentialDelayRestartBackoffTimeStrategy: the job ran resetThresholdMs
+        // past its last restart without failing: the delay and the attempt count start over;
+        // more than attemptsBeforeReset restarts without such a period fail the job.
+        if (now - this.nextRestartAt >= c.resetThresholdMs) {
           this.backoff = c.initialBackoffMs;
           this.attemptsSinceReset = 0;
-        } else if (Number.isFinite(this.lastFailureAt)) {
+        } else {
           this.backoff = Math.min(this.backoff * c.multiplier, c.maxBackoffMs);
         }
-        this.lastFailureAt = now;
         this.attemptsSinceReset++;
+        if (this.attemptsSinceReset > c.attemptsBeforeReset) {
+          return { restart: false, delayMs: 0, reason: `exponential-delay restart strategy exhausted its ${c.attemptsBeforeReset} attempt(s) without ${c.resetThresholdMs} ms of running between failures` };
+        }
         const jittered = this.backoff * (1 + c.jitter * (2 * this.random() - 1));
-        return { restart: true, delayMs: Math.max(0, Math.round(Math.min(jittered, c.maxBackoffMs))), reason: `exponential backoff ${Math.round(this.backoff)} ms` };
+        const delayMs = Math.max(0, Math.round(Math.min(jittered, c.maxBackoffMs)));
+        this.nextRestartAt = now + delayMs;
+        return { restart: true, delayMs, reason: `exponential backoff ${Math.round(this.backoff)} ms` };
       }
     }
   }

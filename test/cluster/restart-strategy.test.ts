@@ -142,16 +142,40 @@ describe('RestartBackoff', () => {
     for (let i = 1; i < got.length; i++) expect(got[i]!).toBeGreaterThanOrEqual(got[i - 1]!);
   });
 
-  it('exponential-delay resets to the initial backoff after the reset threshold without failures', () => {
+  it('exponential-delay resets to the initial backoff once the job ran the reset threshold past its last restart', () => {
     const c = resolveRestartStrategy({ initialBackoff: '1 s', maxBackoff: '1 min', backoffMultiplier: 2, resetBackoffThreshold: '1 h', jitterFactor: 0 }, 't');
-    const got = decisions(c, [0, S, 2 * S, 2 * S + H - 1, 2 * S + H - 1 + H, 2 * S + 2 * H - 1 + S]).map((d) => d.delayMs);
-    // 1, 2, 4; then just under an hour later: 8; then a full hour later: reset to 1; then 2.
+    // Failures at 0, 1 s, 3 s (restarts due at 1 s, 3 s, 7 s); then 1 h after the restart due at
+    // 7 s less 1 ms: 8 s; then a full hour after the restart due at 7 s + 1 h + 8 s: reset to 1 s; then 2 s.
+    const t3 = 7 * S + H - 1;
+    const t4 = t3 + 8 * S + H;
+    const got = decisions(c, [0, S, 3 * S, t3, t4, t4 + 2 * S]).map((d) => d.delayMs);
     expect(got).toEqual([1000, 2000, 4000, 8000, 1000, 2000]);
   });
 
-  it('exponential-delay resets after attemptsBeforeResetBackoff attempts', () => {
-    const c = resolveRestartStrategy({ initialBackoff: '1 s', backoffMultiplier: 2, jitterFactor: 0, attemptsBeforeResetBackoff: 3 }, 't');
-    expect(decisions(c, [0, 1, 2, 3, 4, 5, 6].map((i) => i * S)).map((d) => d.delayMs)).toEqual([1000, 2000, 4000, 1000, 2000, 4000, 1000]);
+  it('exponential-delay measures stable time from the restart, not from the failure: a long backoff is not a stable period', () => {
+    // Every restart fails 5 s after it starts; the threshold is 30 s. Flink's delays keep growing to the max.
+    const c = resolveRestartStrategy({ initialBackoff: '1 s', maxBackoff: '1 min', backoffMultiplier: 2, resetBackoffThreshold: '30 s', jitterFactor: 0 }, 't');
+    const b = new RestartBackoff(c, () => 0.5);
+    let now = 0;
+    const delays: number[] = [];
+    for (let i = 0; i < 10; i++) {
+      const d = b.onFailure(now);
+      delays.push(d.delayMs / S);
+      now += d.delayMs + 5 * S;
+    }
+    expect(delays).toEqual([1, 2, 4, 8, 16, 32, 60, 60, 60, 60]);
+  });
+
+  it('exponential-delay fails the job after attemptsBeforeResetBackoff restarts without a stable period (Flink 1.19)', () => {
+    const c = resolveRestartStrategy({ initialBackoff: '1 s', backoffMultiplier: 2, jitterFactor: 0, resetBackoffThreshold: '1 min', attemptsBeforeResetBackoff: 3 }, 't');
+    const g = new RestartBackoff(c, () => 0.5);
+    const got = [0, 1, 3, 7].map((t) => g.onFailure(t * S));
+    expect(got.map((d) => d.restart)).toEqual([true, true, true, false]);
+    expect(got[3]!.reason).toBe('exponential-delay restart strategy exhausted its 3 attempt(s) without 60000 ms of running between failures');
+    // A stable minute after a restart counts the attempts from 0 again.
+    const b = new RestartBackoff(c, () => 0.5);
+    for (const t of [0, 1, 3]) expect(b.onFailure(t * S).restart).toBe(true);
+    expect(b.onFailure(7 * S + 60 * S)).toMatchObject({ restart: true, delayMs: 1000 });
   });
 
   it('jitter stays within ±factor of the backoff, at its bounds with the extreme random values, and never above the max', () => {

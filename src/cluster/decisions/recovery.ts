@@ -6,8 +6,9 @@
  *
  * Bounds: a fallback never spends a restart, so fallbacks in a row are bounded on their own
  * (maxCorruptFallbacks); restarts are bounded by the restart strategy (none, fixed-delay and
- * failure-rate give up; exponential-delay, Flink's default, retries without end by design,
- * each time after a backoff of up to max-backoff).
+ * failure-rate give up; exponential-delay, Flink's default, after attempts-before-reset-backoff
+ * restarts without a stable period, by default never, each time after a backoff of up to
+ * max-backoff).
  */
 import type { CompletedCheckpointRef } from '../../checkpoint/storage.ts';
 import type { SerializedError } from '../messages.ts';

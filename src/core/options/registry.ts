@@ -191,7 +191,7 @@ export const OPTIONS = {
   }),
   resetBackoffThreshold: option({
     key: 'restart-strategy.exponential-delay.reset-backoff-threshold', field: 'restart.resetBackoffThreshold', type: duration(), default: '1 h',
-    label: 'reset backoff threshold', description: 'exponential-delay: this long without failure starts over at the initial backoff', commands: ['run'], section: 'Restart strategy',
+    label: 'reset backoff threshold', description: 'exponential-delay: running this long after a restart without failing starts over at the initial backoff', commands: ['run'], section: 'Restart strategy',
   }),
   jitterFactor: option({
     key: 'restart-strategy.exponential-delay.jitter-factor', field: 'restart.jitterFactor', type: decimal({ min: 0, max: 1 }), default: 0.1,
@@ -199,7 +199,7 @@ export const OPTIONS = {
   }),
   attemptsBeforeResetBackoff: option({
     key: 'restart-strategy.exponential-delay.attempts-before-reset-backoff', field: 'restart.attemptsBeforeResetBackoff', type: integer({ min: 1, unlimited: true }),
-    default: Infinity, label: 'attempts before reset backoff', description: 'exponential-delay: restarts after which the delay starts over', commands: ['run'], section: 'Restart strategy',
+    default: Infinity, label: 'attempts before reset backoff', description: 'exponential-delay: restarts before the job fails, counted again once the delay starts over (the reset threshold without failures)', commands: ['run'], section: 'Restart strategy',
   }),
 
   // ---- Savepoints and restore
