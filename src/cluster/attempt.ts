@@ -84,6 +84,8 @@ export interface AttemptContext {
   markRunning(): void;
   /** A checkpoint completed: a claimed snapshot from elsewhere is now subsumed. */
   onCheckpointCompleted(): void;
+  /** A savepoint whose output the sinks commit (a stop's): restarts never go back past it. */
+  onSavepointCommitted(reference: string): void;
 }
 
 export interface AttemptStart {
@@ -472,6 +474,7 @@ export class Attempt {
       onRequestFailed: (requestId, reason: CheckpointFailureReason, message, how) =>
         this.decide({ type: how, now: ctx.clock.now(), requestId, reason, message }),
       onCheckpointCompleted: () => ctx.onCheckpointCompleted(),
+      onSavepointCommitted: (reference) => ctx.onSavepointCommitted(reference),
       failJob: (message) => this.fail(plainError('CheckpointFailure', message)),
     };
   }

@@ -43,6 +43,8 @@ export interface CheckpointShellHost {
   onRequestFailed(requestId: string, reason: CheckpointFailureReason, message: string, how: 'aborted' | 'rejected'): void;
   /** A completed checkpoint subsumes a claimed snapshot from elsewhere: the host deletes it. */
   onCheckpointCompleted(): void;
+  /** A savepoint whose output the tasks were told to commit (a stop's): a restart must not go back past it. */
+  onSavepointCommitted(reference: string): void;
   failJob(message: string): void;
 }
 
@@ -282,6 +284,7 @@ export class CheckpointShell {
     const reference = this.locations.get(d.id)!.value!.reference;
     h.stats.completed(d.id, now, reference);
     if (d.checkpointType === 'checkpoint') h.onCheckpointCompleted();
+    else if (d.notifyTasks) h.onSavepointCommitted(reference);
     if (d.notifyTasks) h.broadcast({ type: 'notify-complete', id: d.id });
     this.rememberEnded(d.id);
     if (d.requestId !== undefined) h.onRequestCompleted(d.requestId, d.id, reference, d.final);

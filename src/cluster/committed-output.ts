@@ -55,7 +55,10 @@ export function commitSinksOf(graph: JobGraph, restoredParallelism: (operatorId:
 /** Longest a sink may take to say what it committed last (an external system that does not answer must not hang the start). */
 const ASK_TIMEOUT_MS = 60_000;
 
-/** Asks every sink; throws StartError on the first refusal, logs warnings. */
+/** A sink committed past the checkpoint being restored: restoring it would write that output again. */
+export class CommittedOutputRefusal extends StartError {}
+
+/** Asks every sink; throws CommittedOutputRefusal on the first refusal (StartError when a sink cannot tell), logs warnings. */
 export async function checkCommittedOutput(graph: JobGraph, restoredId: number | undefined, allowDuplicates: boolean, log: (line: string) => void, restoredParallelism?: (operatorId: string) => number | undefined): Promise<void> {
   for (const { sink, scope } of commitSinksOf(graph, restoredParallelism)) {
     if (sink.lastCommittedCheckpoint === undefined) continue;
@@ -74,7 +77,7 @@ export async function checkCommittedOutput(graph: JobGraph, restoredId: number |
       throw new StartError(`sink "${sink.name}": cannot tell what it committed last: ${(e as Error).message}`);
     }
     const d = decideCommittedOutput(sink.name, last, restoredId, allowDuplicates);
-    if (d.type === 'refuse') throw new StartError(d.message);
+    if (d.type === 'refuse') throw new CommittedOutputRefusal(d.message);
     if (d.type === 'warn') log(d.message);
   }
 }

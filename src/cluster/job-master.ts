@@ -33,7 +33,7 @@ import { ControlError, StartError } from './errors.ts';
 import type { CheckpointStatsView, ExceptionEntry, JobControl, JobMetricsView, JobService, VertexInfo } from './job-control.ts';
 import type { MetricValues } from './metric-store.ts';
 import { buildJob } from './job-loader.ts';
-import { checkCommittedOutput, commitSinksOf } from './committed-output.ts';
+import { checkCommittedOutput, CommittedOutputRefusal, commitSinksOf } from './committed-output.ts';
 import { acquireDirLease } from '../core/dir-lease.ts';
 import type { RunOptions } from './job-manager.ts';
 import type { JobManagerConfig } from './job-manager-config.ts';
@@ -101,6 +101,10 @@ export class JobMaster implements JobControl {
   private attempts = 0;
   private current: Attempt | undefined;
   private restoredFrom: CompletedCheckpointRef | undefined;
+  /** The recovery decisions of this run (set when the attempts begin). */
+  private recovery: RecoveryLogic | undefined;
+  /** A savepoint whose output the sinks were told to commit, not yet handed to the recovery decisions. */
+  private committedSavepoint: string | undefined;
   /** A claimed snapshot outside the job's own checkpoints: deleted after the first new checkpoint. */
   private claimedExternal: string | undefined;
   private explicitSnapshot: string | undefined;
@@ -342,6 +346,7 @@ export class JobMaster implements JobControl {
     const ignored = this.spec.restartSettings ? ignoredRestartSettings(this.spec.restartSettings) : undefined;
     if (ignored !== undefined) this.log(ignored);
     const recovery = new RecoveryLogic(this.spec.config, restart, this.explicitSnapshot);
+    this.recovery = recovery;
     const signal = this.spec.options.signal;
     const onAbort = () => this.cancel();
     signal?.addEventListener('abort', onAbort);
@@ -378,6 +383,7 @@ export class JobMaster implements JobControl {
         return step.outcome;
       }
       const storage = this.spec.storage;
+      await this.noteCommittedSavepoint(recovery);
       if (step.type === 'fall-back') {
         const listed = await this.listForRestart(storage);
         if ('failed' in listed) {
@@ -402,6 +408,7 @@ export class JobMaster implements JobControl {
       this.state = 'RESTARTING';
       const wait = sleep(this.spec.clock, step.delayMs);
       this.restartWait = wait;
+      if (this.cancelled) wait.cancel(); // cancelled while the restart was being prepared
       await wait.done; // cancel() ends the wait early
       this.restartWait = undefined;
     }
@@ -421,6 +428,24 @@ export class JobMaster implements JobControl {
       if (errorCode(e) !== 'STORAGE') throw e;
       this.log(`weir: cannot list the checkpoints of job ${this.jobId} to restart from (${(e as Error).message}); this restart failed`);
       return { failed: { status: 'FAILED', error: serializeError(e) } };
+    }
+  }
+
+  /**
+   * Hands the savepoint a stop committed to the recovery decisions, read from its storage (the
+   * shell's I/O). One that cannot be read is said so and left out: the restart then goes to an
+   * older checkpoint, which the committed-output check refuses if the sinks committed past it.
+   */
+  private async noteCommittedSavepoint(recovery: RecoveryLogic): Promise<void> {
+    const reference = this.committedSavepoint;
+    if (reference === undefined) return;
+    this.committedSavepoint = undefined;
+    try {
+      const v = await this.spec.snapshots.forReference(reference).verify(reference);
+      if (v.ok) recovery.savepointCommitted({ path: reference, metadata: v.metadata });
+      else this.log(`weir: the savepoint ${reference} whose output was committed cannot be read (${v.reason}); a restart cannot start from it`);
+    } catch (e) {
+      this.log(`weir: the savepoint ${reference} whose output was committed cannot be read (${(e as Error).message}); a restart cannot start from it`);
     }
   }
 
@@ -444,21 +469,25 @@ export class JobMaster implements JobControl {
   }
 
   private async runAttempt(): Promise<AttemptOutcome> {
-    const { storage } = this.spec;
     const restore = this.restoredFrom;
-    // The plan is checked against the graph this attempt runs (in one thread, a fresh build with fresh sinks).
-    const execGraph = await this.execGraph();
+    let execGraph: JobGraph;
     let restorePlan: RestorePlan | undefined;
     try {
+      // The plan is checked against the graph this attempt runs (in one thread, a fresh build with fresh sinks).
+      execGraph = await this.execGraph();
       restorePlan = restore ? planRestore(restore.metadata, restore.path, execGraph, this.plan, this.spec.options.allowNonRestoredState ?? false, this.spec.options.allowDuplicateOutput ?? false) : undefined;
+      // Before anything is written: a sink that committed past the restored checkpoint would get that output twice.
+      const restoredOps = restore?.metadata.operators;
+      await checkCommittedOutput(execGraph, restore?.metadata.checkpointId, this.spec.options.allowDuplicateOutput ?? false, this.log, (id) => restoredOps?.find((o) => o.id === id)?.parallelism);
     } catch (e) {
-      // At a restart the job has run: it fails with the reason (and does not restart, see RecoveryLogic); at the start the caller is told.
-      if (this.attempts > 0 && e instanceof RestoreError) return { status: 'FAILED', error: serializeError(e) };
-      throw e;
+      // At the start the caller is told. At a restart the job has run: this attempt failed, and
+      // the recovery decisions take it from there (a refusal, RESTORE, does not restart: it
+      // would repeat; a sink that cannot tell what it committed, its system unreachable, may
+      // answer at the next restart).
+      if (this.attempts === 0) throw e;
+      const refused = e instanceof RestoreError || e instanceof CommittedOutputRefusal;
+      return { status: 'FAILED', error: { ...serializeError(e), ...(refused ? { code: 'RESTORE' } : {}) } };
     }
-    // Before anything is written: a sink that committed past the restored checkpoint would get that output twice.
-    const restoredOps = restore?.metadata.operators;
-    await checkCommittedOutput(execGraph, restore?.metadata.checkpointId, this.spec.options.allowDuplicateOutput ?? false, this.log, (id) => restoredOps?.find((o) => o.id === id)?.parallelism);
     if (restore) this.stats.restored(restore.metadata.checkpointId, restore.path, this.spec.clock.now(), restore.metadata.type !== 'checkpoint');
     let firstCheckpointId: number;
     let restoredCompleted: CompletedCheckpointInfo[];
@@ -469,6 +498,8 @@ export class JobMaster implements JobControl {
       if (this.attempts > 0 && errorCode(e) === 'STORAGE') return { status: 'FAILED', error: serializeError(e) };
       throw e;
     }
+    // A cancel while this attempt was prepared (no attempt was current to hear it).
+    if (this.cancelled) return { status: 'CANCELED' };
     const attempt = new Attempt(this.attemptContext(), { number: this.attempts++, restore: restorePlan, restoredRef: restore, firstCheckpointId, restoredCompleted, execGraph });
     this.current = attempt;
     return attempt.run();
@@ -490,6 +521,7 @@ export class JobMaster implements JobControl {
         if (m.type !== 'checkpoint') continue;
         // Newer than the checkpoint restored from: it failed to restore (corrupt), or the user went back past it.
         const abandoned = restore !== undefined && restore.metadata.jobId === this.jobId && m.checkpointId > restore.metadata.checkpointId;
+        if (abandoned) this.recovery?.abandon([c.path]);
         restoredCompleted.push({ id: m.checkpointId, timestamp: m.timestamp, completedAt: m.completedAt, sharedFiles: sharedFilesOf(m), ...(abandoned ? { abandoned } : {}) });
       }
     }
@@ -540,6 +572,9 @@ export class JobMaster implements JobControl {
         this.runningSince ??= s.clock.now();
       },
       onCheckpointCompleted: () => this.discardClaimedExternal(),
+      onSavepointCommitted: (reference) => {
+        this.committedSavepoint = reference;
+      },
     };
   }
 

@@ -34,7 +34,7 @@ async function setup() {
     jobId: JOB, graph: { vertices: [], jobName: 'shell test' } as unknown as JobGraph, clock, storage, snapshots: storageResolver(storage), stats, attempt: 0,
     log: (l) => logs.push(l), broadcast: (m) => sent.push(m),
     requestPlacement: () => ({ savepointTarget: undefined, suspendSourcesAfter: false }),
-    onRequestCompleted: () => {}, onRequestFailed: () => {}, onCheckpointCompleted: () => {}, failJob: (m) => { throw new Error(m); },
+    onRequestCompleted: () => {}, onRequestFailed: () => {}, onCheckpointCompleted: () => {}, onSavepointCommitted: () => {}, failJob: (m) => { throw new Error(m); },
   }, { ...DEFAULT_CHECKPOINT_CONFIG, numRetained: 1 }, [{ id: T, isSource: true }], 1, []);
   shell.handle({ type: 'task-status', now: clock.now(), task: T, status: 'running' });
 

@@ -14,9 +14,9 @@ import { RecoveryLogic, type AttemptOutcome } from '../../src/cluster/decisions/
 import type { SerializedError } from '../../src/cluster/messages.ts';
 import { resolveRestartStrategy, RestartBackoff, type RestartStrategySettings } from '../../src/cluster/restart-strategy.ts';
 
-function ref(id: number, dir = '/chk/job'): CompletedCheckpointRef {
-  const metadata = { format: 'weir-checkpoint', version: METADATA_VERSION, jobId: 'job', jobName: 'j', checkpointId: id, type: 'checkpoint' } as unknown as CheckpointMetadata;
-  return { path: `${dir}/chk-${id}`, metadata };
+function ref(id: number, dir = '/chk/job', type: 'checkpoint' | 'savepoint' = 'checkpoint'): CompletedCheckpointRef {
+  const metadata = { format: 'weir-checkpoint', version: METADATA_VERSION, jobId: 'job', jobName: 'j', checkpointId: id, type } as unknown as CheckpointMetadata;
+  return { path: `${dir}/${type === 'checkpoint' ? 'chk' : 'savepoint'}-${id}`, metadata };
 }
 
 const ERR: SerializedError = { name: 'Error', code: undefined, message: 'boom', stack: undefined, user: true };
@@ -89,6 +89,36 @@ describe('a corrupt checkpoint', () => {
 });
 
 describe('restarts', () => {
+  it('never go to a checkpoint of an earlier run the user went back past (--from an older checkpoint of the same job)', () => {
+    const r = recovery();
+    const all = [ref(2), ref(3), ref(4), ref(5), ref(6)];
+    r.abandon(all.slice(1).map((c) => c.path)); // this run started from chk-2
+    const step = r.afterAttempt(failed, false, 0);
+    if (step.type !== 'restart') throw new Error('expected a restart');
+    expect(r.restartFrom(step, all, all[0]).from).toBe(all[0]);
+    // This run's own checkpoints come after them (ids continue past the highest) and are chosen.
+    expect(r.restartFrom(step, [...all, ref(7)], all[0]).from).toEqual(ref(7));
+    const corruptStep = r.afterAttempt(corrupt(ref(7).path), false, 0);
+    if (corruptStep.type !== 'fall-back') throw new Error('expected a fall-back');
+    expect(r.chooseFallback(corruptStep, [...all, ref(7)], ref(7))).toMatchObject({ type: 'restore', from: all[0] });
+  });
+
+  it('never go back past a savepoint whose output the sinks committed (a stop\'s), unless it cannot be restored', () => {
+    const r = recovery();
+    const sp = ref(3, '/sp', 'savepoint');
+    r.savepointCommitted(sp);
+    r.savepointCommitted(ref(1, '/sp', 'savepoint')); // an older one changes nothing
+    const step = r.afterAttempt(failed, false, 0);
+    if (step.type !== 'restart') throw new Error('expected a restart');
+    expect(r.restartFrom(step, [ref(1), ref(2)], undefined)).toEqual({ from: sp, log: 'weir: job failed (boom); restarting in 100 ms (attempt 1 of 2) from savepoint 3' });
+    // A checkpoint after it (the job ran on) is newer: chosen.
+    expect(r.restartFrom(step, [ref(2), ref(4)], sp).from).toEqual(ref(4));
+    // The savepoint turns out corrupt: the newest good checkpoint before it.
+    const c = r.afterAttempt(corrupt(sp.path), false, 0);
+    if (c.type !== 'fall-back') throw new Error('expected a fall-back');
+    expect(r.chooseFallback(c, [ref(1), ref(2)], sp)).toMatchObject({ type: 'restore', from: ref(2) });
+  });
+
   it('as the restart strategy says, with its delay, from the newest good checkpoint; then it stops, saying why', () => {
     const clock = new ManualClock(0);
     const r = recovery({ type: 'fixed-delay', attempts: 2, delay: 250 });

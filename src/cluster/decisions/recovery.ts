@@ -38,6 +38,19 @@ export interface RecoveryConfig {
 export class RecoveryLogic {
   /** Snapshots that failed to restore: never chosen again. */
   private readonly bad = new Set<string>();
+  /**
+   * Checkpoints of an earlier run newer than the one this run started from: the user went back
+   * past them (--from an older checkpoint of the same job). Never restored: a restart to one
+   * would skip what this run has not yet reprocessed. (Flink gives the resumed job a
+   * checkpoint store of its own.)
+   */
+  private readonly abandoned = new Set<string>();
+  /**
+   * The newest savepoint whose output the sinks committed (stop-with-savepoint, drained or
+   * not): a restart never goes back past it, or that output would be written again. (Flink
+   * keeps such savepoints in the completed checkpoint store; intermediate ones commit nothing.)
+   */
+  private committedSavepoint: CompletedCheckpointRef | undefined;
   private fallbacksInRow = 0;
 
   constructor(
@@ -46,6 +59,14 @@ export class RecoveryLogic {
     /** The snapshot the user named (--from <path>), as a reference: never fallen back from. */
     private readonly explicitSnapshot: string | undefined,
   ) {}
+
+  abandon(paths: Iterable<string>): void {
+    for (const p of paths) this.abandoned.add(p);
+  }
+
+  savepointCommitted(ref: CompletedCheckpointRef): void {
+    if (this.committedSavepoint === undefined || ref.metadata.checkpointId > this.committedSavepoint.metadata.checkpointId) this.committedSavepoint = ref;
+  }
 
   afterAttempt(outcome: AttemptOutcome, cancelled: boolean, now: number): AfterAttempt {
     if (outcome.status !== 'FAILED') return { type: 'end', outcome };
@@ -92,13 +113,23 @@ export class RecoveryLogic {
     const from = (candidates !== undefined ? this.latestGood(candidates, restoredFrom) : undefined) ?? restoredFrom;
     return {
       from,
-      log: `weir: job failed (${step.error.message}); restarting in ${step.delayMs} ms (${step.reason}) from ${from ? `checkpoint ${from.metadata.checkpointId}` : 'the beginning'}`,
+      log: `weir: job failed (${step.error.message}); restarting in ${step.delayMs} ms (${step.reason}) from ${from ? `${from.metadata.type} ${from.metadata.checkpointId}` : 'the beginning'}`,
     };
   }
 
-  /** The newest candidate not known bad; a restored snapshot from elsewhere (a savepoint, another job's checkpoint) is the fallback. */
+  /**
+   * The newest of: the newest candidate neither bad nor abandoned, and the committed savepoint
+   * (unless bad); else a restored snapshot from elsewhere (a savepoint, another job's checkpoint).
+   */
   private latestGood(candidates: readonly CompletedCheckpointRef[], restoredFrom: CompletedCheckpointRef | undefined): CompletedCheckpointRef | undefined {
-    for (let i = candidates.length - 1; i >= 0; i--) if (!this.bad.has(candidates[i]!.path)) return candidates[i];
+    let best: CompletedCheckpointRef | undefined;
+    for (let i = candidates.length - 1; i >= 0 && best === undefined; i--) {
+      const c = candidates[i]!;
+      if (!this.bad.has(c.path) && !this.abandoned.has(c.path)) best = c;
+    }
+    const sp = this.committedSavepoint;
+    if (sp !== undefined && !this.bad.has(sp.path) && (best === undefined || sp.metadata.checkpointId > best.metadata.checkpointId)) best = sp;
+    if (best !== undefined) return best;
     if (restoredFrom !== undefined && !this.bad.has(restoredFrom.path)) return restoredFrom;
     return undefined;
   }
