@@ -156,7 +156,8 @@ export class InputGate implements ChannelOwner {
   }
 
   onStatus(channel: number, idle: boolean, out: ValveOutput): void {
-    if (this.channelIdle[channel] === idle) return;
+    // An ended channel stays active at MAX_WATERMARK (see below); a status after its end changes nothing.
+    if (this.channels[channel]!.ended || this.channelIdle[channel] === idle) return;
     this.channelIdle[channel] = idle;
     if (!idle) this.channelAligned[channel] = this.channelWatermark[channel]! >= this.lastWatermark;
     // A channel that ended (not by a stop) stays active at MAX_WATERMARK, as a finished channel does

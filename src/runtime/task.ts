@@ -405,10 +405,15 @@ export class StreamTask implements Schedulable {
   private stepRunning(now: number): boolean {
     if (this.time.isBlocked) this.time.resume(now);
     try {
+      let ranMail = false;
       while (this.mailbox.length > 0) {
         this.mailbox.shift()!();
+        ranMail = true;
         if (this.state !== 'running' && this.state !== 'finishing' && this.state !== 'waiting-final') return false;
       }
+      // What mail emitted (a processing-time timer's output, a window it fired) goes on now:
+      // operators' batches are otherwise flushed after input, which a quiet source never gives.
+      if (ranMail) this.flushOperatorOutputs();
       if (this.state === 'waiting-final') {
         this.time.block('idle', performance.now());
         return false;
@@ -511,6 +516,11 @@ export class StreamTask implements Schedulable {
   private maybeFlushOnTimeout(): void {
     const now = performance.now();
     if (now - this.lastFlush >= this.d.bufferTimeoutMs) this.flushWriters(now);
+  }
+
+  /** Every operator's output batch, head to tail (a flushed batch may fill the next operator's). */
+  private flushOperatorOutputs(): void {
+    for (const op of this.operators) op.output.flush();
   }
 
   flushWriters(now = performance.now()): void {

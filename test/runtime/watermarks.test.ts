@@ -422,6 +422,22 @@ describe('the input gate\'s valve (Flink\'s StatusWatermarkValve)', () => {
     expect(back.statuses).toEqual([true, false]);
   });
 
+  it('a status that follows a channel\'s end changes nothing: the ended channel stays active at the end of event time', () => {
+    // An assignTimestampsAndWatermarks upstream used to send an idle status after its END_OF_DATA
+    // (its periodic mail kept running); the gate made the ended channel idle, so B going idle left
+    // the gate idle at 100 instead of at the end of event time: windows did not fire.
+    const steps = (late: boolean) => (g: InputGate, out: ValveOutput) => {
+      g.onWatermark(1, 100, out);
+      g.endChannel(0, out);
+      if (late) g.onStatus(0, true, out);
+      g.onStatus(1, true, out);
+    };
+    const without = valve(steps(false));
+    const withLate = valve(steps(true));
+    expect(without.watermarks).toEqual([10, 100, MAX_WATERMARK]);
+    expect(withLate).toEqual(without);
+  });
+
   it('every channel idle: the gate is idle; a stop ends a channel without moving event time', () => {
     const idle = valve((g, out) => {
       g.onStatus(0, true, out);

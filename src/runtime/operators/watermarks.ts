@@ -41,7 +41,9 @@ export class TimestampsAndWatermarksOperator extends StreamOperator implements W
   }
 
   private onPeriodic(): void {
-    if (this.env.isSuspended()) return;
+    // After the end of input (MAX_WATERMARK went out), nothing follows it: an idle status would
+    // make the ended channel idle downstream, and event time there would depend on timing.
+    if (this.env.isSuspended() || this.lastEmitted === MAX_WATERMARK) return;
     const now = this.env.clock.now();
     this.lastPeriodicAt = now;
     const timeout = this.strategy.idleTimeoutMs;
