@@ -120,6 +120,8 @@ export async function runJob(job: string | JobDefinition, options: RunOptions = 
   const workers = positiveInt(options.workers ?? availableParallelism(), 'workers', options.workers);
   const parallelism = positiveInt(options.parallelism ?? workers, 'parallelism', options.parallelism);
   if (options.maxChannels !== undefined) positiveInt(options.maxChannels, 'maxChannels', options.maxChannels);
+  // 0, a negative number or NaN left every batch in the backlog: the job hung without a word.
+  if (options.credits !== undefined) positiveInt(options.credits, 'credits', options.credits);
   const countersProblem = options.recordCounters === undefined ? undefined : codeProblem(OPTIONS.recordCounters, options.recordCounters, 'run options (recordCounters)');
   if (countersProblem !== undefined) throw new WeirError('CONFIG', countersProblem);
   if (options.clock !== undefined && workers > 1) throw new RangeError('a custom clock needs workers: 1 (it cannot cross threads)');

@@ -119,10 +119,15 @@ export class RecordWriter implements BatchConsumer, AvailabilityListener {
     const bufN = this.bufN;
     const size = this.batchSize;
     let i = 0;
+    // Set while the key selector runs: a failure of the send below (a batch that cannot be
+    // encoded) is not the selector's, nor the record's that happened to fill the buffer.
+    let selecting = false;
     try {
       for (; i < values.length; i++) {
         const v = values[i];
+        selecting = true;
         const kg = keyGroupOf(normalizeKey(sel(v)), maxP);
+        selecting = false;
         const target = operatorIndexForKeyGroup(maxP, p, kg);
         const at = bufN[target]!;
         // Beyond the allocated length these append, like push.
@@ -133,6 +138,7 @@ export class RecordWriter implements BatchConsumer, AvailabilityListener {
         if (at + 1 >= size) this.flushChannel(target);
       }
     } catch (e) {
+      if (!selecting) throw e;
       throw attribute(e, this.location, 'keyBy key selector', values[i], true);
     }
     this.buffered = 0;

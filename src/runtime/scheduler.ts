@@ -55,7 +55,8 @@ export class Scheduler {
       const t = this.queue[this.head]!;
       this.queue[this.head++] = undefined as unknown as Schedulable;
       t.queued = false;
-      if (t.step()) {
+      // A step that woke its own task (wake() during step) has queued it already: once is enough.
+      if (t.step() && !t.queued) {
         t.queued = true;
         this.queue.push(t);
       }

@@ -56,3 +56,14 @@ describe('error locations', () => {
     await expect(build()).rejects.toThrow(/^invalid job definition: filter needs a function, got undefined \(at test\/api\/error-location\.test\.ts:52:\d+\)$/);
   });
 });
+
+// Kept at the end: the tests above assert line numbers of this file.
+describe('error locations across threads', () => {
+  it('a record that cannot cross threads fails as an encoding failure, never as the key selector\'s on another record', async () => {
+    const job = new URL('../fixtures/jobs/unencodable-record.ts', import.meta.url).pathname;
+    const r = await runJob(job, { workers: 2, parallelism: 2, stdout: () => {}, log: () => {}, restartStrategy: { type: 'none' } });
+    expect(r.status).toBe('FAILED');
+    expect(r.error?.message).toMatch(/cannot be encoded: .*symbol/);
+    expect(r.error?.message).not.toMatch(/key selector/);
+  });
+});
