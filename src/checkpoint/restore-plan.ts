@@ -6,8 +6,8 @@
  * - operator list state: split state is concatenated and cut into contiguous parts, union
  *   state goes whole to everyone; broadcast state is copied to every subtask;
  * - source splits (with positions) are reassigned split k to subtask k mod p;
- * - sink committables are committed again by exactly one subtask: old subtask k's, all of
- *   them and in order, by subtask k mod p.
+ * - sink committables are committed again by exactly one subtask: those subtask k's writer
+ *   prepared, all of them and in order, by subtask k mod p.
  * Operators are matched by id (uid or position); state of an operator that no longer exists
  * fails the restore unless explicitly allowed.
  */
@@ -239,8 +239,9 @@ export function planRestore(m: CheckpointMetadata, dir: string, graph: RestoreTa
       const sameParallelism = old.parallelism === v.parallelism;
       const listsUnion = new Map<string, unknown[]>();
       let broadcast: Record<string, [unknown, unknown][]> | undefined;
-      // Per old subtask, in its ledger's (checkpoint) order. They stay together: see below.
-      const committablesOf: (readonly unknown[])[] = [];
+      // Per old subtask, in its ledger's (checkpoint) order, with the subtask that prepared each
+      // (its owner; before owners were recorded, the holder). Dealt by owner: see below.
+      const committablesOf: { readonly c: unknown; readonly owner: number }[][] = [];
       const sinkIdentity = inlines.find((i) => i?.sinkIdentity !== undefined)?.sinkIdentity;
       inlines.forEach((i, oldIndex) => {
         if (i === undefined) return;
@@ -256,9 +257,13 @@ export function planRestore(m: CheckpointMetadata, dir: string, graph: RestoreTa
           }
         }
         if (i.broadcast && broadcast === undefined) broadcast = i.broadcast;
-        if (i.committables !== undefined && i.committables.length > 0) committablesOf[oldIndex] = i.committables;
+        if (i.committables !== undefined && i.committables.length > 0) {
+          const owners = i.committableOwners;
+          committablesOf[oldIndex] = i.committables.map((c, j) => ({ c, owner: owners?.[j] ?? oldIndex }));
+        }
       });
-      const committables = committablesOf.flatMap((c) => c ?? []);
+      const owned = committablesOf.flatMap((c) => c ?? []);
+      const committables = owned.map((x) => x.c);
       const watermarkOf = restoredWatermarks(old, dir, v.parallelism, allowDuplicateOutput);
       const p = subtasks.length;
       for (const st of subtasks) {
@@ -279,14 +284,21 @@ export function planRestore(m: CheckpointMetadata, dir: string, graph: RestoreTa
           for (const [name, items] of listsUnion) inline.lists[name] = { distribution: 'union', items: items.slice() };
         }
         if (broadcast) inline.broadcast = broadcast;
-        // All of one old subtask's committables go to one new subtask (old index mod p), in
-        // their order: a sink's committed position is per old subtask (the Redis and JetStream
-        // sinks' progress keys), so a later checkpoint's committable of that subtask committed
-        // first, by another new subtask at the same time, would make the earlier one look done.
-        // With the same parallelism every subtask gets back its own.
-        if (committables.length > 0) {
-          const own = committablesOf.flatMap((c, k) => (c !== undefined && k % p === st.index ? c : []));
-          if (own.length > 0) inline.committables = own;
+        // All committables one writer subtask prepared go to one new subtask (its index mod p), in
+        // their order, whichever old subtask held them: a sink's committed position is per writer
+        // subtask (the Redis and JetStream sinks' progress keys), so a later checkpoint's
+        // committable of that writer committed first, by another new subtask at the same time,
+        // would make the earlier one look done. Dealt by holder instead (before), 4 -> 2 -> 4 with
+        // commits pending gave writer 2's old committables to new subtask 0 while new subtask 2
+        // wrote as writer 2 again: its newer commit moved the progress key first, and the old
+        // records were skipped as committed. An owner below p is the new subtask writing under
+        // its index, which commits what it restored before anything new.
+        if (owned.length > 0) {
+          const own = owned.filter((x) => x.owner % p === st.index);
+          if (own.length > 0) {
+            inline.committables = own.map((x) => x.c);
+            inline.committableOwners = own.map((x) => x.owner);
+          }
         }
         if (sinkIdentity !== undefined) inline.sinkIdentity = sinkIdentity;
         // An incremental chain goes as its files in order (base first); chains of several old

@@ -100,6 +100,11 @@ export interface InlineOperatorState {
   splits?: unknown[];
   /** Sinks: prepared work waiting for checkpoint completion (pending files, prepared transactions). */
   committables?: unknown[];
+  /**
+   * Sinks: per committable, the subtask whose writer prepared it (absent in snapshots of
+   * earlier versions: the subtask holding it). A restore deals committables by it.
+   */
+  committableOwners?: number[];
   /** Sinks: the sink's identity (TwoPhaseCommitSink.identity) when the checkpoint was taken. */
   sinkIdentity?: string;
 }

@@ -354,6 +354,30 @@ describe('sink committables', () => {
   }
 });
 
+describe('sink committables by the subtask that prepared them', () => {
+  it('4 -> 2 -> 4: what writer 2 prepared, held by subtask 0 after the scale-down, goes back to subtask 2, before its new work', () => {
+    // Holder 0 of a p=2 snapshot taken after 4 -> 2 with commits still pending: its own (owner 0)
+    // and old subtask 2's (owner 2). Holder 1: owners 1 and 3.
+    const j = job({ sourceP: 1, mapP: 1, keyedP: 1, sinkP: 4 });
+    const sink = j.node('sink');
+    const c = (owner: number, chk: number) => ({ sub: owner, chk });
+    const subtasks = [
+      { subtask: 0, inline: inline({ committables: [c(0, 1), c(2, 1), c(0, 2)], committableOwners: [0, 2, 0] }), stateSize: 10 },
+      { subtask: 1, inline: inline({ committables: [c(1, 1), c(3, 1), c(1, 2)], committableOwners: [1, 3, 1] }), stateSize: 10 },
+    ];
+    const r = plan(metadata([op(sink, 2, 128, false, subtasks)]), j);
+    const v = j.vertexOf('sink');
+    const got = [0, 1, 2, 3].map((i) => inlineOf(r, v, i, sink.id));
+    expect(got.map((g) => g?.committables)).toEqual([[c(0, 1), c(0, 2)], [c(1, 1), c(1, 2)], [c(2, 1)], [c(3, 1)]]);
+    expect(got.map((g) => g?.committableOwners)).toEqual([[0, 0], [1, 1], [2], [3]]);
+    // And 4 -> 2 again: owners 2 and 3 go to 0 and 1, after... each owner's committables stay in order.
+    const down = plan(metadata([op(j.node('sink'), 4, 128, false, got.map((g, i) => ({ subtask: i, inline: inline(g!), stateSize: 10 })))]), job({ sourceP: 1, mapP: 1, keyedP: 1, sinkP: 2 }));
+    const d = [0, 1].map((i) => inlineOf(down, v, i, sink.id));
+    expect(d.map((g) => g?.committables)).toEqual([[c(0, 1), c(0, 2), c(2, 1)], [c(1, 1), c(1, 2), c(3, 1)]]);
+    expect(d.map((g) => g?.committableOwners)).toEqual([[0, 0, 2], [1, 1, 3]]);
+  });
+});
+
 describe('operator matching', () => {
   it('state of an operator the job no longer has fails the restore, listing the operators by name and uid', () => {
     const j = job({ sourceP: 1, mapP: 1, keyedP: 1, sinkP: 1 });

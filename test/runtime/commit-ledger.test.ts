@@ -28,6 +28,17 @@ describe('commit ledger', () => {
     expect(l.snapshot()).toEqual([]);
   });
 
+  it('keeps the subtask that prepared each committable beside it, restored ones included (a restore deals them by it)', () => {
+    const l = new CommitLedger<string>();
+    const due = l.restored(7, ['x', 'y'], [2, 0])!;
+    l.prepared(8, ['z'], 0);
+    expect(l.snapshot()).toEqual(['x', 'y', 'z']);
+    expect(l.snapshotOwners()).toEqual([2, 0, 0]);
+    l.committed(due);
+    expect(l.snapshotOwners()).toEqual([0]);
+    expect(() => new CommitLedger<string>().restored(1, ['a'], [])).toThrow('1 restored committables with 0 owners');
+  });
+
   it('restored committables are due at once and stay until their commit has finished', () => {
     const l = new CommitLedger<string>();
     const due = l.restored(7, ['x', 'y'])!;

@@ -23,6 +23,8 @@ export interface CommitBatch<C> {
 interface Entry<C> {
   readonly checkpointId: number;
   readonly committables: readonly C[];
+  /** Per committable: the subtask whose writer prepared it (restore-plan.ts deals committables by it). */
+  readonly owners: readonly number[];
   /** Batch it was handed out in; undefined while it waits for its checkpoint to complete. */
   batch: number | undefined;
 }
@@ -40,15 +42,16 @@ export class CommitLedger<C> {
   private nextSeq = 0;
 
   /** Committables taken over from the restored checkpoint: they belong to a completed checkpoint, so they are due at once. */
-  restored(checkpointId: number, committables: readonly C[]): CommitBatch<C> | undefined {
+  restored(checkpointId: number, committables: readonly C[], owners: readonly number[] = committables.map(() => 0)): CommitBatch<C> | undefined {
     if (this.entries.length > 0) throw new Error('commit ledger: restored() after other committables');
+    if (owners.length !== committables.length) throw new Error(`commit ledger: ${committables.length} restored committables with ${owners.length} owners`);
     if (committables.length === 0) return undefined;
-    this.entries.push({ checkpointId, committables, batch: undefined });
+    this.entries.push({ checkpointId, committables, owners, batch: undefined });
     return this.completed(checkpointId);
   }
 
-  /** At the barrier of `checkpointId`: the writer's fresh committables. */
-  prepared(checkpointId: number, committables: readonly C[]): void {
+  /** At the barrier of `checkpointId`: the writer's fresh committables; `owner` is its subtask. */
+  prepared(checkpointId: number, committables: readonly C[], owner = 0): void {
     if (committables.length === 0) return;
     const last = this.entries[this.entries.length - 1];
     if (last !== undefined && last.checkpointId >= checkpointId) {
@@ -57,7 +60,7 @@ export class CommitLedger<C> {
     if (this.entries.length >= MAX_OUTSTANDING_CHECKPOINTS) {
       throw new Error(`${MAX_OUTSTANDING_CHECKPOINTS} checkpoints' sink output awaits a completed checkpoint; none completes`);
     }
-    this.entries.push({ checkpointId, committables, batch: undefined });
+    this.entries.push({ checkpointId, committables, owners: committables.map(() => owner), batch: undefined });
   }
 
   /** Checkpoint `checkpointId` completed: everything prepared up to it not yet handed out is due. */
@@ -88,6 +91,13 @@ export class CommitLedger<C> {
   snapshot(): C[] {
     const out: C[] = [];
     for (const e of this.entries) for (const c of e.committables) out.push(c);
+    return out;
+  }
+
+  /** The owner of each committable snapshot() returns, in the same order. */
+  snapshotOwners(): number[] {
+    const out: number[] = [];
+    for (const e of this.entries) for (const o of e.owners) out.push(o);
     return out;
   }
 

@@ -34,6 +34,8 @@ export class CommitSinkOperator extends StreamOperator {
   /** Committables not yet committed, by the checkpoint that prepared them. */
   private readonly ledger = new CommitLedger<unknown>();
   private restored: unknown[] = [];
+  /** The subtask that prepared each restored committable (the restore plan always gives them). */
+  private restoredOwners: number[] | undefined;
   private restoredIdentity: string | undefined;
   private restoredId: number | undefined;
   private commitChain: Promise<void> = Promise.resolve();
@@ -54,6 +56,7 @@ export class CommitSinkOperator extends StreamOperator {
   override restoreInline(state: InlineOperatorState): void {
     super.restoreInline(state);
     this.restored = state.committables ?? [];
+    this.restoredOwners = state.committableOwners;
     this.restoredIdentity = state.sinkIdentity;
   }
 
@@ -99,7 +102,7 @@ export class CommitSinkOperator extends StreamOperator {
         // some of them itself (an S3 sink's open part: completed with the tail the checkpoint
         // holds), so they leave the state only once both have finished: a checkpoint completed
         // before that would no longer name them, and a crash then lost their records.
-        const due = this.ledger.restored(this.restoredId, this.restored);
+        const due = this.ledger.restored(this.restoredId, this.restored, this.restoredOwners ?? this.restored.map(() => this.env.taskInfo.subtaskIndex));
         const rec = this.sink.recover?.(ctx, this.restoredId, this.restored, this.env.referencedCommittables ?? this.restored);
         const recovered = rec instanceof Promise ? rec : undefined;
         if (due !== undefined) this.commit(due, recovered);
@@ -128,11 +131,11 @@ export class CommitSinkOperator extends StreamOperator {
     } catch (e) {
       throw this.fail(e, `sink "${this.sink.name}" prepareCommit`);
     }
-    this.ledger.prepared(checkpointId, fresh);
+    this.ledger.prepared(checkpointId, fresh, this.env.taskInfo.subtaskIndex);
     if (checkpointId > this.highestId) this.highestId = checkpointId;
     const base = super.snapshotInline(checkpointId) ?? {};
     const identity = this.sink.identity?.();
-    return { ...base, committables: this.ledger.snapshot(), ...(identity !== undefined ? { sinkIdentity: identity } : {}) };
+    return { ...base, committables: this.ledger.snapshot(), committableOwners: this.ledger.snapshotOwners(), ...(identity !== undefined ? { sinkIdentity: identity } : {}) };
   }
 
   override durableBeforeAck(checkpointId: number): Promise<void> | undefined {
