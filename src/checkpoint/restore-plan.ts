@@ -4,7 +4,8 @@
  * - keyed state: every old state file whose key-group range overlaps a new subtask's range
  *   is given to it; the subtask reads only its own key groups;
  * - operator list state: split state is concatenated and cut into contiguous parts, union
- *   state goes whole to everyone; broadcast state is copied to every subtask;
+ *   state goes whole to everyone; broadcast state: new subtask i gets old subtask (i mod old
+ *   parallelism)'s copy;
  * - source splits (with positions) are reassigned split k to subtask k mod p;
  * - sink committables are committed again by exactly one subtask: those subtask k's writer
  *   prepared, all of them and in order, by subtask k mod p.
@@ -238,7 +239,8 @@ export function planRestore(m: CheckpointMetadata, dir: string, graph: RestoreTa
       const splitOwn = new Map<string, Map<number, unknown[]>>();
       const sameParallelism = old.parallelism === v.parallelism;
       const listsUnion = new Map<string, unknown[]>();
-      let broadcast: Record<string, [unknown, unknown][]> | undefined;
+      /** Broadcast state per old subtask index. */
+      const broadcastOf = new Map<number, Record<string, [unknown, unknown][]>>();
       // Per old subtask, in its ledger's (checkpoint) order, with the subtask that prepared each
       // (its owner; before owners were recorded, the holder). Dealt by owner: see below.
       const committablesOf: { readonly c: unknown; readonly owner: number }[][] = [];
@@ -256,7 +258,7 @@ export function planRestore(m: CheckpointMetadata, dir: string, graph: RestoreTa
             splitOwn.set(name, own);
           }
         }
-        if (i.broadcast && broadcast === undefined) broadcast = i.broadcast;
+        if (i.broadcast) broadcastOf.set(old.subtasks[oldIndex]!.subtask, i.broadcast);
         if (i.committables !== undefined && i.committables.length > 0) {
           const owners = i.committableOwners;
           committablesOf[oldIndex] = i.committables.map((c, j) => ({ c, owner: owners?.[j] ?? oldIndex }));
@@ -283,7 +285,12 @@ export function planRestore(m: CheckpointMetadata, dir: string, graph: RestoreTa
           }
           for (const [name, items] of listsUnion) inline.lists[name] = { distribution: 'union', items: items.slice() };
         }
-        if (broadcast) inline.broadcast = broadcast;
+        // New subtask i gets old subtask (i mod old parallelism)'s copy, as Flink's broadcast
+        // repartitioning: at the same parallelism each its own. Copies differ in an unaligned
+        // checkpoint (each subtask snapshots at its own point of the broadcast stream and replays
+        // its own in-flight part); subtask 0's copy for all lost or doubled broadcast updates.
+        const broadcast = broadcastOf.get(st.index % old.parallelism) ?? broadcastOf.values().next().value;
+        if (broadcast !== undefined) inline.broadcast = broadcast;
         // All committables one writer subtask prepared go to one new subtask (its index mod p), in
         // their order, whichever old subtask held them: a sink's committed position is per writer
         // subtask (the Redis and JetStream sinks' progress keys), so a later checkpoint's

@@ -1,7 +1,7 @@
 /**
  * planRestore: how a completed checkpoint's state is redistributed over the job as it is now
  * (the same or another parallelism): keyed state files by overlapping key-group ranges,
- * split list state cut contiguously (each subtask's own back at the same parallelism), union list state and broadcast state to everyone, source
+ * split list state cut contiguously (each subtask's own back at the same parallelism), union list state to everyone, broadcast state from old subtask (i mod old p), source
  * splits dealt out k mod p, sink committables committed by exactly one subtask (an old
  * subtask's together, in order); unmatched operator state and a changed max parallelism refused clearly.
  * Job graphs are built with the real API.
@@ -285,6 +285,20 @@ describe('broadcast state', () => {
     const v = j.vertexOf('map');
     expect(inlineOf(r, v, 0, map.id)).toEqual({ lists: { seen: { distribution: 'split', items: [0, 1, 10] } }, broadcast: { rules } });
     expect(inlineOf(r, v, 1, map.id)).toEqual({ lists: { seen: { distribution: 'split', items: [11, 20, 21] } }, broadcast: { rules } });
+  });
+});
+
+describe('broadcast state copies that differ (an unaligned checkpoint: each subtask at its own point of the broadcast stream)', () => {
+  it('at the same parallelism each subtask gets its own copy back; scaled up, new subtask i gets old (i mod old p)\'s', () => {
+    const copy = (i: number): [unknown, unknown][] => Array.from({ length: 30 + i }, (_, k) => [k, i]);
+    const subtasks = [0, 1].map((i) => ({ subtask: i, inline: inline({ broadcast: { rules: copy(i) } }), stateSize: 20 }));
+    for (const p of [2, 3]) {
+      const j = job({ sourceP: 1, mapP: p, keyedP: 1, sinkP: 1 });
+      const map = j.node('map');
+      const r = plan(metadata([op(map, 2, 128, false, subtasks)]), j);
+      const v = j.vertexOf('map');
+      for (let i = 0; i < p; i++) expect(inlineOf(r, v, i, map.id)?.broadcast?.rules, `p ${p}, subtask ${i}`).toEqual(copy(i % 2));
+    }
   });
 });
 
