@@ -174,4 +174,60 @@ describe('timer queue (single-timer buckets) against the nested-map queue', () =
       expect(live(q.all())).toEqual(live(ref.all()));
     }
   });
+
+  it('with many deletes of distinct timestamps (compaction runs): the same answers, and memory follows the live timers', () => {
+    const seed = Number(process.env.SEED ?? Date.now() % 1_000_000);
+    console.log(`timer queue compaction seed=${seed} (replay with SEED=${seed})`);
+    const rng = new Rng(seed);
+    const q = new TimerQueue();
+    const ref = new ReferenceQueue();
+    const registered: [number, string | number, NormKey][] = [];
+    let seq = 0;
+    let watermark = 0;
+    for (let step = 0; step < 40_000; step++) {
+      const where = `seed ${seed}, step ${step}`;
+      const op = rng.int(100);
+      if (op < 48 || registered.length === 0) {
+        const ts = watermark + 1 + rng.int(20_000);
+        const ns: string | number = rng.bool(0.8) ? '' : rng.int(2);
+        const key: NormKey = rng.bool(0.5) ? `k${rng.int(3)}` : rng.int(3);
+        const t: Timer = { timestamp: ts, key, keyGroup: 0, originalKey: key, namespace: ns, seq: seq++ };
+        expect(q.add(t), where).toBe(ref.add(t));
+        registered.push([ts, ns, key]);
+      } else if (op < 98) {
+        const [ts, ns, key] = registered.splice(rng.int(registered.length), 1)[0]!;
+        q.delete(ts, ns, key);
+        ref.delete(ts, ns, key);
+      } else {
+        watermark += rng.int(200);
+        for (;;) {
+          const a = q.pollDue(watermark);
+          expect(describeTimer(a), where).toBe(describeTimer(ref.pollDue(watermark)));
+          if (a === undefined) break;
+        }
+      }
+      expect(q.size, where).toBe(ref.size);
+    }
+    expect(q.peekTime()).toBe(ref.peekTime());
+    const live = (xs: Iterable<Timer>) => [...xs].map(describeTimer).sort();
+    expect(live(q.all())).toEqual(live(ref.all()));
+    for (;;) {
+      const a = q.pollDue(Number.MAX_SAFE_INTEGER);
+      expect(describeTimer(a)).toBe(describeTimer(ref.pollDue(Number.MAX_SAFE_INTEGER)));
+      if (a === undefined) break;
+    }
+  });
+
+  it('an inactivity timeout (delete the previous timer, register a later one, per record) holds a bounded number of timestamps', () => {
+    const q = new TimerQueue();
+    for (let i = 0; i < 200_000; i++) {
+      if (i > 0) q.delete(3_600_000 + i - 1, '', 'k');
+      q.insert(3_600_000 + i, '', 'k', 0, 'k', i);
+    }
+    expect(q.size).toBe(1);
+    // Before: every deleted timestamp stayed until its time (200,000 here).
+    expect(q.heldTimestamps).toBeLessThanOrEqual(2 * 1025);
+    expect(q.pollDue(Number.MAX_SAFE_INTEGER)?.timestamp).toBe(3_600_000 + 199_999);
+    expect(q.pollDue(Number.MAX_SAFE_INTEGER)).toBeUndefined();
+  });
 });
