@@ -22,7 +22,12 @@ export interface Timer {
   readonly originalKey: unknown;
   /** '' for user timers; a window id for window timers. */
   readonly namespace: string | number;
-  /** Registration order, kept in snapshots so a restore fires in the same order. */
+  /**
+   * Registration order, kept in snapshots: a restore registers the timers again in this order.
+   * A timestamp's timers fire grouped by namespace, in the order the namespaces were first
+   * registered, so after a restore the grouping can differ when a namespace's first timer was
+   * deleted before the snapshot (Flink leaves the order of timers of one timestamp open too).
+   */
   readonly seq: number;
 }
 
