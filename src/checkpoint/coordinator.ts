@@ -28,7 +28,8 @@ export type CoordinatorEvent =
   | { readonly type: 'task-failed'; readonly now: number; readonly task: TaskId }
   | { readonly type: 'finalized'; readonly now: number; readonly id: number }
   | { readonly type: 'finalize-failed'; readonly now: number; readonly id: number; readonly message: string }
-  | { readonly type: 'trigger-failed'; readonly now: number; readonly id: number; readonly message: string }
+  /** io: the checkpoint storage failed (creating the location, recording the id): counted, as Flink's IO_EXCEPTION. */
+  | { readonly type: 'trigger-failed'; readonly now: number; readonly id: number; readonly message: string; readonly io?: boolean }
   | { readonly type: 'shutdown'; readonly now: number }
   /** Stop-with-savepoint in progress: no periodic checkpoints (Flink stops the scheduler). */
   | { readonly type: 'suspend-periodic' }
@@ -145,7 +146,9 @@ export class CheckpointCoordinatorLogic {
   nextWakeup(): number | undefined {
     if (this.shutDown) return undefined;
     const times: number[] = [];
-    for (const p of this.pending.values()) times.push(p.timestamp + this.config.timeoutMs);
+    // A checkpoint whose metadata is being written does not expire (see expire): its timeout is
+    // no reason to wake, and once passed it asked for a wake-up in the past at every tick.
+    for (const p of this.pending.values()) if (!p.finalizing) times.push(p.timestamp + this.config.timeoutMs);
     const interval = this.config.intervalMs;
     if (interval !== undefined && !this.periodicSuspended && this.pendingForPeriodic() < this.config.maxConcurrent) {
       times.push(Math.max(this.lastTriggerAt + interval, this.lastCompletedAt + this.config.minPauseMs));
@@ -166,7 +169,8 @@ export class CheckpointCoordinatorLogic {
     switch (e.type) {
       case 'tick':
         this.expire(e.now, out);
-        this.maybeTriggerPeriodic(e.now, out);
+        // An expiry that fails the job ends the attempt: no new checkpoint in the same tick.
+        if (!out.some((d) => d.type === 'fail-job')) this.maybeTriggerPeriodic(e.now, out);
         break;
       case 'task-status':
         this.onTaskStatus(e.task, e.status, out);
@@ -195,7 +199,10 @@ export class CheckpointCoordinatorLogic {
         if (this.pending.get(e.id)?.finalizing) this.abort(e.id, R.FINALIZE_CHECKPOINT_FAILURE, e.message, out);
         break;
       case 'trigger-failed':
-        if (this.pending.has(e.id)) this.abort(e.id, R.TRIGGER_CHECKPOINT_FAILURE, e.message, out);
+        // Storage that cannot take checkpoints counts toward tolerable failures (Flink: an
+        // IOException while triggering is IO_EXCEPTION); before, every checkpoint failed
+        // uncounted and the job ran on without any, its exactly-once sinks committing nothing.
+        if (this.pending.has(e.id)) this.abort(e.id, e.io === true ? R.IO_EXCEPTION : R.TRIGGER_CHECKPOINT_FAILURE, e.message, out);
         break;
       case 'suspend-periodic':
         this.periodicSuspended = true;

@@ -25,6 +25,7 @@ import type { Cancellable, Clock } from '../core/clock.ts';
 import type { TaskId } from '../core/task-id.ts';
 import type { JobGraph } from '../graph/job-graph.ts';
 import { buildCheckpointMetadata } from './checkpoint-metadata.ts';
+import { errorCode } from '../core/errors.ts';
 import type { ToExecutor } from './messages.ts';
 
 export interface CheckpointShellHost {
@@ -68,6 +69,8 @@ export class CheckpointShell {
   /** Ids of ended checkpoints whose locations are still kept, oldest first. */
   private readonly endedIds: number[] = [];
   private readonly finalizing = new Set<Promise<void>>();
+  /** The last trigger send queued (they go out in id order; see inTriggerOrder). */
+  private triggerOrder: Promise<void> = Promise.resolve();
   /** The last metadata write queued (they run one after another; see finalize). */
   private finalizeQueue: Promise<void> = Promise.resolve();
   /** Deletions in flight: the attempt ends after them, so runJob's caller sees the final layout. */
@@ -182,13 +185,17 @@ export class CheckpointShell {
     switch (d.type) {
       case 'trigger':
         return this.trigger(d, now);
-      case 'trigger-task':
-        // A task that finished processing joins a pending checkpoint directly (once its location exists).
-        void this.locations.get(d.id)?.created.then(
-          (l) => this.host.broadcast({ type: 'trigger', tasks: [d.task], req: { checkpointId: d.id, timestamp: d.timestamp, type: d.checkpointType, location: l.reference } }),
-          () => {}, // the trigger itself fails the checkpoint
-        );
+      case 'trigger-task': {
+        // A task that finished processing joins a pending checkpoint directly (once its
+        // location exists), in order with the other triggers (see trigger).
+        const created = this.locations.get(d.id)?.created;
+        if (created === undefined) return;
+        this.inTriggerOrder(created.then(
+          (l) => () => this.host.broadcast({ type: 'trigger', tasks: [d.task], req: { checkpointId: d.id, timestamp: d.timestamp, type: d.checkpointType, location: l.reference } }),
+          () => () => {}, // the trigger itself fails the checkpoint
+        ));
         return;
+      }
       case 'finalize':
         return this.finalize(d, now);
       case 'notify-complete':
@@ -234,7 +241,7 @@ export class CheckpointShell {
     const entry: LocationEntry = { created };
     this.locations.set(d.id, entry);
     h.stats.triggered(d.id, d.checkpointType, now, this.taskCount, h.attempt);
-    created
+    const ready = created
       .then(async (l) => {
         entry.value = l;
         // Recorded before any task writes under this id: ids are never reused, even if this attempt dies now.
@@ -242,12 +249,26 @@ export class CheckpointShell {
         return l;
       })
       .then(
-        (l) => h.broadcast({
+        (l) => () => h.broadcast({
           type: 'trigger', tasks: d.tasks,
           req: { checkpointId: d.id, timestamp: d.timestamp, type: d.checkpointType, location: l.reference, ...(placement.suspendSourcesAfter ? { suspendSourceAfter: true } : {}) },
         }),
-        (e) => this.handle({ type: 'trigger-failed', now: h.clock.now(), id: d.id, message: (e as Error).message }),
+        (e) => () => this.handle({ type: 'trigger-failed', now: h.clock.now(), id: d.id, message: (e as Error).message, io: errorCode(e) === 'STORAGE' }),
       );
+    this.inTriggerOrder(ready);
+  }
+
+  /**
+   * Carries out a trigger's send once it is ready and every earlier trigger's was carried out.
+   * Locations are created concurrently, and one created sooner (a local savepoint directory
+   * beside checkpoints on S3) sent its trigger first: a task ignores a trigger older than one
+   * it has seen, so the earlier checkpoint was never acked, blocked periodic checkpoints (and
+   * sink commits) until its timeout, and then failed the job. Flink sends triggers in id order too.
+   */
+  private inTriggerOrder(ready: Promise<() => void>): void {
+    this.triggerOrder = this.triggerOrder.then(() => ready).then((send) => {
+      if (!this.ended) send();
+    }).catch((e: unknown) => this.host.failJob(`checkpoint trigger: ${(e as Error).message}`)); // the order goes on
   }
 
   private async createLocation(id: number, type: 'checkpoint' | 'savepoint', savepointTarget: string | undefined): Promise<CheckpointStorageLocation> {

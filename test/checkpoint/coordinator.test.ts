@@ -86,6 +86,19 @@ describe('checkpoint coordinator decisions', () => {
     expect(d[0]).toMatchObject({ type: 'abort', id: 1, reason: R.CHECKPOINT_EXPIRED });
     expect(d[1]).toMatchObject({ type: 'fail-job' });
     expect((d[1] as { message: string }).message).toContain('Exceeded checkpoint tolerable failure threshold');
+    // The attempt ends: the same tick triggers no new checkpoint (before: 'trigger 2' followed).
+    expect(types(d)).toEqual(['abort', 'fail-job']);
+  });
+
+  it('checkpoint storage failing while triggering counts (IO_EXCEPTION, as in Flink); a trigger failing otherwise does not', () => {
+    const c = new CheckpointCoordinatorLogic(cfg({ interval: 1000, timeout: 5000 }), TASKS);
+    running(c);
+    expect(types(c.handle({ type: 'tick', now: 0 }))).toEqual(['trigger']);
+    expect(types(c.handle({ type: 'trigger-failed', now: 1, id: 1, message: 'savepoint target refused' }))).toEqual(['abort']);
+    expect(types(c.handle({ type: 'tick', now: 1000 }))).toEqual(['trigger']);
+    const d = c.handle({ type: 'trigger-failed', now: 1001, id: 2, message: 'cannot create chk-2: ENOSPC', io: true });
+    expect(d[0]).toMatchObject({ type: 'abort', id: 2, reason: R.IO_EXCEPTION });
+    expect(types(d)).toEqual(['abort', 'fail-job']);
   });
 
   describe('tolerable failed checkpoints (CheckpointFailureManager)', () => {
@@ -386,8 +399,11 @@ describe('checkpoint coordinator decisions', () => {
     running(c);
     c.handle({ type: 'tick', now: 0 });
     expect(ackAll(c, 1, 100).map((d) => d.type)).toContain('finalize');
-    // The metadata write is slow: the timeout passes while it runs.
+    // The metadata write is slow: the timeout passes while it runs. Nothing to wake for meanwhile
+    // (before: the passed timeout, 500, at every tick: the shell's timer spun).
+    expect(c.nextWakeup()).toBeUndefined();
     expect(c.handle({ type: 'tick', now: 10_000 }).filter((d) => d.type === 'abort')).toEqual([]);
+    expect(c.nextWakeup()).toBeUndefined();
     expect(c.handle({ type: 'finalized', now: 10_001, id: 1 })).toMatchObject([{ type: 'notify-complete', id: 1 }]);
     // One still waiting for acks does expire.
     c.handle({ type: 'tick', now: 20_000 });

@@ -236,14 +236,14 @@ describe('a job over faulty storage: the checkpoint fails with a reason, the job
     expectWentOn(r);
   });
 
-  it('a failed metadata write (FINALIZE_CHECKPOINT_FAILURE) and a failed id record (TRIGGER_CHECKPOINT_FAILURE)', async () => {
+  it('a failed metadata write (FINALIZE_CHECKPOINT_FAILURE) and a failed id record (IO_EXCEPTION: storage failing while triggering counts, as in Flink)', async () => {
     const storage = new MemoryCheckpointStorage({
       faults: new StorageFaults().inject({ kind: 'fail-write', match: /_metadata\.tmp$/, times: 1 }).inject({ kind: 'fail-write', match: /last-checkpoint-id\.tmp$/, times: 1 }),
     });
     const r = await runOver(storage);
     expect(failures(r.history).sort()).toEqual([
       expect.stringMatching(new RegExp(`^${R.FINALIZE_CHECKPOINT_FAILURE}: cannot write metadata: injected fault \\(fail-write\\)`)),
-      expect.stringMatching(new RegExp(`^${R.TRIGGER_CHECKPOINT_FAILURE}: injected fault \\(fail-write\\): .*last-checkpoint-id\\.tmp`)),
+      expect.stringMatching(new RegExp(`^${R.IO_EXCEPTION}: injected fault \\(fail-write\\): .*last-checkpoint-id\\.tmp`)),
     ].sort());
     expectWentOn(r);
   });
@@ -279,7 +279,7 @@ describe('a job over faulty storage: the checkpoint fails with a reason, the job
       .inject({ kind: 'fail-delete', probability: 0.2, times: 4 });
     const storage = new MemoryCheckpointStorage({ faults });
     const r = await runOver(storage);
-    const explained = [R.CHECKPOINT_ASYNC_EXCEPTION, R.FINALIZE_CHECKPOINT_FAILURE, R.TRIGGER_CHECKPOINT_FAILURE];
+    const explained = [R.CHECKPOINT_ASYNC_EXCEPTION, R.FINALIZE_CHECKPOINT_FAILURE, R.TRIGGER_CHECKPOINT_FAILURE, R.IO_EXCEPTION];
     for (const f of r.history.filter((h) => h.status === 'FAILED')) {
       expect(explained, JSON.stringify(f)).toContain(f.failureReason);
       expect(f.failureMessage, JSON.stringify(f)).toMatch(/injected fault|does not verify/);
