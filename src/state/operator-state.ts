@@ -2,7 +2,7 @@
  * Operator (non-keyed) state of one subtask: named lists, split or unioned on restore, and
  * broadcast maps, replicated on every subtask.
  */
-import { BroadcastStateDescriptor, ListStateDescriptor, type BroadcastState, type ListState } from '../core/state.ts';
+import { BroadcastStateDescriptor, checkMapKey, ListStateDescriptor, type BroadcastState, type ListState } from '../core/state.ts';
 
 export type ListDistribution = 'split' | 'union';
 
@@ -30,18 +30,22 @@ export class HeapBroadcastState<K, V> implements BroadcastState<K, V> {
   readonly map = new Map<K, V>();
   constructor(readonly descriptor: BroadcastStateDescriptor<K, V>) {}
   get(key: K): V | undefined {
+    checkMapKey(key, 'get', 'BroadcastState');
     return this.map.get(key);
   }
   contains(key: K): boolean {
+    checkMapKey(key, 'contains', 'BroadcastState');
     return this.map.has(key);
   }
   entries(): IterableIterator<[K, V]> {
     return this.map.entries();
   }
   put(key: K, value: V): void {
+    checkMapKey(key, 'put', 'BroadcastState');
     this.map.set(key, value);
   }
   remove(key: K): void {
+    checkMapKey(key, 'remove', 'BroadcastState');
     this.map.delete(key);
   }
   clear(): void {
@@ -59,8 +63,8 @@ export function readOnlyView<K, V>(s: HeapBroadcastState<K, V>) {
     );
   };
   return {
-    get: (k: K) => s.map.get(k),
-    contains: (k: K) => s.map.has(k),
+    get: (k: K) => s.get(k),
+    contains: (k: K) => s.contains(k),
     entries: () => s.map.entries(),
     put: readOnly('put'),
     remove: readOnly('remove'),

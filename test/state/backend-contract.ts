@@ -297,6 +297,73 @@ export function backendContract(factory: KeyedStateBackendFactory): void {
       b.dispose();
     });
 
+    it('map state keys are compared by value: object and array keys are refused, naming the call; primitives of every kind work', () => {
+      const b = make();
+      b.setCurrentKey('a');
+      for (const desc of [d.map, d.ttlMap]) {
+        const m = b.getMapState(desc as MapStateDescriptor<unknown, unknown>);
+        // Before: put(['page', 7]) from three records made three entries, none found after a restore.
+        expect(() => m.put(['page', 7], 1)).toThrow('MapState.put: a map key must be a string, number, bigint, boolean or null (compared by value), got an array');
+        expect(() => m.get({ page: 7 })).toThrow('MapState.get: a map key must be a string, number, bigint, boolean or null (compared by value), got an object');
+        expect(() => m.putAll([['ok', 1], [{}, 2]])).toThrow('MapState.putAll');
+        expect(() => m.contains(undefined)).toThrow('got undefined');
+        expect(m.isEmpty()).toBe(true); // the refused putAll put nothing
+        for (const k of ['1', 1, 10n, true, null]) m.put(k, `${String(k)}:${typeof k}`);
+        expect([...m.keys()]).toEqual(['1', 1, 10n, true, null]);
+        expect(m.get(1)).toBe('1:number');
+        expect(m.get('1')).toBe('1:string');
+        m.clear();
+      }
+      b.dispose();
+    });
+
+    it('list addAll of its own contents, putAll of nothing, and reducing or aggregating add(null) (as Flink: clears)', () => {
+      const b = make();
+      b.setCurrentKey('a');
+      const l = b.getListState(d.list);
+      l.update([1, 2]);
+      l.addAll(l.get()); // before: never returned (the live array grew as it was read)
+      expect(l.get()).toEqual([1, 2, 1, 2]);
+      const m = b.getMapState(d.map);
+      m.putAll([]);
+      expect(m.isEmpty()).toBe(true);
+      expect([...b.keys(d.map.name)]).toEqual([]); // before, on the heap backend: an empty map stored and snapshotted
+      m.put('x', { n: 1 });
+      m.putAll(m.entries()); // its own entries: read before it changes
+      expect([...m.entries()]).toEqual([['x', { n: 1 }]]);
+      const r = b.getReducingState(d.reducing);
+      r.add(3);
+      r.add(null as unknown as number); // before: reduce(3, null)
+      expect(r.get()).toBeUndefined();
+      const agg = b.getAggregatingState(d.aggregating);
+      agg.add(4);
+      agg.add(undefined as unknown as number);
+      expect(agg.get()).toBeUndefined();
+      b.dispose();
+    });
+
+    it('TTL map state: an entry removed while iterating is not yielded, one replaced is read anew (as without TTL)', () => {
+      const b = make();
+      b.setCurrentKey('a');
+      for (const desc of [d.map, d.ttlMap]) {
+        const m = b.getMapState(desc as MapStateDescriptor<string, unknown>);
+        m.put('a', 1);
+        m.put('b', 2);
+        m.put('c', 3);
+        const seen: [string, unknown][] = [];
+        for (const [k, v] of m.entries()) {
+          seen.push([k, v]);
+          if (k === 'a') {
+            m.remove('c');
+            m.put('b', 20);
+          }
+        }
+        expect(seen.filter(([k]) => k !== 'd'), desc.name).toEqual([['a', 1], ['b', 20]]);
+        m.clear();
+      }
+      b.dispose();
+    });
+
     it('a value state\'s object default is a fresh copy at every read, and update(null) clears the value (as Flink)', () => {
       const b = make();
       for (const ttl of [undefined, TTL]) {

@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/core/clock.ts';
 import { keyedStateBackendFactory } from '../../src/state/backends.ts';
 import { HeapKeyedStateBackend, heapBackendFactory } from '../../src/state/heap/backend.ts';
+import { normalizeKey } from '../../src/state/key-groups.ts';
 import { backendContract, d, FULL, kgOf, MAXP, MemoryStreams, TTL, writeSnapshot } from './backend-contract.ts';
 
 backendContract(heapBackendFactory);
@@ -68,5 +69,28 @@ describe('heap backend: incremental TTL cleanup (ttl-sweep.ts)', () => {
     // (1 s, one key per ms); expired ones not swept yet are left out, as the disk backend does.
     expect(before).toBeGreaterThan(TTL.ttlMs);
     expect(h.entries).toBe(TTL.ttlMs);
+  });
+
+  it('a burst of writes and clears between two records (timers) that renumbers a group\'s table several times: the sweep starts the group over', () => {
+    // All keys in one key group; timers set keys without a sweep step (setCurrentNormalizedKey).
+    // Before: "KeyTable: renumbered 6 times during one iteration" failed the next record.
+    const clock = new ManualClock(0);
+    const b = new HeapKeyedStateBackend({ start: 0, end: 0 }, 1, clock, 'op');
+    const st = b.getValueState(d.ttlValue);
+    for (let i = 0; i < 50; i++) {
+      b.setCurrentKey(`a${i}`);
+      st.update(`v${i}`);
+    }
+    for (let i = 0; i < 5000; i++) {
+      b.setCurrentNormalizedKey(normalizeKey(`b${i}`), 0, `b${i}`);
+      st.update(`w${i}`);
+      if (i % 2 === 1) {
+        b.setCurrentNormalizedKey(normalizeKey(`b${i - 1}`), 0, `b${i - 1}`);
+        st.clear();
+      }
+    }
+    clock.advance(TTL.ttlMs); // everything expires; the sweep goes on removing
+    for (let i = 0; i < 3000; i++) b.setCurrentKey(`next-${i}`);
+    expect([...b.keys(d.ttlValue.name)].length).toBe(0);
   });
 });

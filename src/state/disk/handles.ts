@@ -6,7 +6,7 @@
  * (the heap backend's wrappers).
  */
 import type { ListState, MapState, StateTtlConfig, ValueState } from '../../core/state.ts';
-import { checkListElement, checkListElements, clearsValue, defaultValueOf } from '../../core/state.ts';
+import { checkListElement, checkListElements, checkMapKey, clearsValue, defaultValueOf } from '../../core/state.ts';
 import type { Clock } from '../../core/clock.ts';
 import type { StateCache } from './cache.ts';
 
@@ -59,7 +59,8 @@ export class DiskListHandle<T> implements ListState<T> {
     const e = this.c.current();
     const l = e.value as T[] | undefined;
     if (l === undefined) e.value = values.slice();
-    else for (const v of values) l.push(v);
+    // Up to the length it had: `values` may be this list (addAll(list.get())), which grows.
+    else for (let i = 0, n = values.length; i < n; i++) l.push(values[i]!);
     this.c.changed(e);
   }
   update(values: readonly T[]): void {
@@ -81,9 +82,11 @@ export class DiskMapHandle<K, V> implements MapState<K, V> {
     return this.c.current().value as Map<K, V> | undefined;
   }
   get(key: K): V | undefined {
+    checkMapKey(key, 'get');
     return this.map()?.get(key);
   }
   put(key: K, value: V): void {
+    checkMapKey(key, 'put');
     const e = this.c.current();
     let m = e.value as Map<K, V> | undefined;
     if (m === undefined) e.value = m = new Map();
@@ -91,14 +94,17 @@ export class DiskMapHandle<K, V> implements MapState<K, V> {
     this.c.changed(e);
   }
   putAll(entries: Iterable<readonly [K, V]>): void {
+    const list = [...entries]; // read before the map changes (putAll(m.entries()))
+    for (const [k] of list) checkMapKey(k, 'putAll');
     const e = this.c.current();
     let m = e.value as Map<K, V> | undefined;
     if (m === undefined) e.value = m = new Map();
-    for (const [k, v] of entries) m.set(k, v);
+    for (const [k, v] of list) m.set(k, v);
     if (m.size === 0) e.value = undefined;
     this.c.changed(e);
   }
   remove(key: K): void {
+    checkMapKey(key, 'remove');
     const e = this.c.current();
     const m = e.value as Map<K, V> | undefined;
     if (m === undefined || !m.delete(key)) return;
@@ -106,6 +112,7 @@ export class DiskMapHandle<K, V> implements MapState<K, V> {
     this.c.changed(e);
   }
   contains(key: K): boolean {
+    checkMapKey(key, 'contains');
     return this.map()?.has(key) ?? false;
   }
   entries(): IterableIterator<[K, V]> {
@@ -234,6 +241,7 @@ export class DiskTtlMapHandle<K, V> implements MapState<K, V> {
     return m.size === 0 ? undefined : m;
   }
   get(key: K): V | undefined {
+    checkMapKey(key, 'get');
     const e = this.c.current();
     const m = e.value as Map<K, Stamped<V>> | undefined;
     const s = m?.get(key);
@@ -251,6 +259,7 @@ export class DiskTtlMapHandle<K, V> implements MapState<K, V> {
     return s.v;
   }
   put(key: K, value: V): void {
+    checkMapKey(key, 'put');
     const e = this.c.current();
     let m = e.value as Map<K, Stamped<V>> | undefined;
     if (m === undefined) e.value = m = new Map();
@@ -258,9 +267,12 @@ export class DiskTtlMapHandle<K, V> implements MapState<K, V> {
     this.c.changed(e);
   }
   putAll(entries: Iterable<readonly [K, V]>): void {
-    for (const [k, v] of entries) this.put(k, v);
+    const list = [...entries]; // read before the map changes (putAll(m.entries()))
+    for (const [k] of list) checkMapKey(k, 'putAll'); // all or nothing
+    for (const [k, v] of list) this.put(k, v);
   }
   remove(key: K): void {
+    checkMapKey(key, 'remove');
     const e = this.c.current();
     const m = e.value as Map<K, Stamped<V>> | undefined;
     if (m === undefined || !m.delete(key)) return;
@@ -268,6 +280,7 @@ export class DiskTtlMapHandle<K, V> implements MapState<K, V> {
     this.c.changed(e);
   }
   contains(key: K): boolean {
+    checkMapKey(key, 'contains');
     return this.get(key) !== undefined;
   }
   *entries(): IterableIterator<[K, V]> {
@@ -286,7 +299,12 @@ export class DiskTtlMapHandle<K, V> implements MapState<K, V> {
       }
       if (restamped) this.c.changed(this.c.current());
     }
-    for (const [k, s] of all) yield [k, s.v];
+    // Entries removed or replaced since the listing was taken (by the caller, between two
+    // steps) are skipped or read anew, as a Map's own iterator does.
+    for (const [k] of all) {
+      const cur = m.get(k);
+      if (cur !== undefined) yield [k, cur.v];
+    }
   }
   *keys(): IterableIterator<K> {
     for (const [k] of this.entries()) yield k;

@@ -6,7 +6,7 @@
  * read that hands out a live object the caller could mutate in place.
  */
 import type { AggregatingState, ListState, MapState, ReducingState, ValueState } from '../../core/state.ts';
-import { checkListElement, checkListElements, clearsValue, defaultValueOf } from '../../core/state.ts';
+import { checkListElement, checkListElements, checkMapKey, clearsValue, defaultValueOf } from '../../core/state.ts';
 import type { KeyContext } from '../key-context.ts';
 import type { StateTable } from './state-table.ts';
 
@@ -52,7 +52,8 @@ export class ListHandle<T> implements ListState<T> {
     const g = this.t.write(this.ctx.kgIndex, this.ctx.key);
     const l = g.get(this.ctx.key) as T[] | undefined;
     if (l === undefined) g.set(this.ctx.key, values.slice());
-    else for (const v of values) l.push(v);
+    // Up to the length it had: `values` may be this list (addAll(list.get())), which grows.
+    else for (let i = 0, n = values.length; i < n; i++) l.push(values[i]!);
     this.t.mark(this.ctx.kgIndex, this.ctx.key);
   }
   update(values: readonly T[]): void {
@@ -89,24 +90,33 @@ export class MapHandle<K, V> implements MapState<K, V> {
     return m;
   }
   get(key: K): V | undefined {
+    checkMapKey(key, 'get');
     const v = this.map()?.get(key);
     if (typeof v === 'object' && v !== null) this.t.mark(this.ctx.kgIndex, this.ctx.key);
     return v;
   }
   put(key: K, value: V): void {
+    checkMapKey(key, 'put');
     this.mapForWrite().set(key, value);
   }
   putAll(entries: Iterable<readonly [K, V]>): void {
+    // Taken first: nothing put stores no empty map (the disk backend keeps none either), and
+    // entries of this very map (putAll(m.entries())) are read before it changes.
+    const list = [...entries];
+    for (const [k] of list) checkMapKey(k, 'putAll');
+    if (list.length === 0) return;
     const m = this.mapForWrite();
-    for (const [k, v] of entries) m.set(k, v);
+    for (const [k, v] of list) m.set(k, v);
   }
   remove(key: K): void {
+    checkMapKey(key, 'remove');
     const m = this.mapMarked();
     if (m === undefined) return;
     m.delete(key);
     if (m.size === 0) this.clear();
   }
   contains(key: K): boolean {
+    checkMapKey(key, 'contains');
     return this.map()?.has(key) ?? false;
   }
   entries(): IterableIterator<[K, V]> {
@@ -133,6 +143,8 @@ export class ReducingHandle<T> implements ReducingState<T> {
     return this.inner.value();
   }
   add(value: T): void {
+    // As Flink's reducing state: adding null clears (it called reduce with null).
+    if (clearsValue(value)) return this.clear();
     const cur = this.inner.value();
     this.inner.update(cur === undefined ? value : this.reduce(cur, value));
   }
@@ -148,6 +160,7 @@ export class AggregatingHandle<IN, ACC, OUT> implements AggregatingState<IN, OUT
     return acc === undefined ? undefined : this.fn.getResult(acc);
   }
   add(value: IN): void {
+    if (clearsValue(value)) return this.clear(); // as Flink's aggregating state
     const acc = this.inner.value() ?? this.fn.createAccumulator();
     this.inner.update(this.fn.add(value, acc));
   }

@@ -5,7 +5,7 @@
  * a read may remove it, restamp it or hand out a live object.
  */
 import type { ListState, MapState, StateTtlConfig, ValueState } from '../../core/state.ts';
-import { checkListElement, checkListElements, clearsValue, defaultValueOf } from '../../core/state.ts';
+import { checkListElement, checkListElements, checkMapKey, clearsValue, defaultValueOf } from '../../core/state.ts';
 import type { Clock } from '../../core/clock.ts';
 import type { KeyContext } from '../key-context.ts';
 import type { StateTable } from './state-table.ts';
@@ -116,6 +116,7 @@ export class TtlMapHandle<K, V> implements MapState<K, V> {
     return m;
   }
   get(key: K): V | undefined {
+    checkMapKey(key, 'get');
     const m = this.map();
     const s = m?.get(key);
     if (s === undefined) return undefined;
@@ -129,6 +130,7 @@ export class TtlMapHandle<K, V> implements MapState<K, V> {
     return s.v;
   }
   put(key: K, value: V): void {
+    checkMapKey(key, 'put');
     const g = this.t.write(this.ctx.kgIndex, this.ctx.key);
     let m = g.get(this.ctx.key) as Map<K, Stamped<V>> | undefined;
     if (m === undefined) {
@@ -139,15 +141,19 @@ export class TtlMapHandle<K, V> implements MapState<K, V> {
     this.t.mark(this.ctx.kgIndex, this.ctx.key);
   }
   putAll(entries: Iterable<readonly [K, V]>): void {
-    for (const [k, v] of entries) this.put(k, v);
+    const list = [...entries]; // read before the map changes (putAll(m.entries()))
+    for (const [k] of list) checkMapKey(k, 'putAll'); // all or nothing
+    for (const [k, v] of list) this.put(k, v);
   }
   remove(key: K): void {
+    checkMapKey(key, 'remove');
     const m = this.map();
     if (m === undefined) return;
     m.delete(key);
     if (m.size === 0) this.clear();
   }
   contains(key: K): boolean {
+    checkMapKey(key, 'contains');
     return this.get(key) !== undefined;
   }
   *entries(): IterableIterator<[K, V]> {
@@ -160,7 +166,12 @@ export class TtlMapHandle<K, V> implements MapState<K, V> {
       const now = this.clock.now();
       for (const [, s] of all) if (!ttlExpired(s, this.cfg, now)) s.t = now;
     }
-    for (const [k, s] of all) yield [k, s.v];
+    // Entries removed or replaced since the listing was taken (by the caller, between two
+    // steps) are skipped or read anew, as a Map's own iterator does.
+    for (const [k] of all) {
+      const cur = m.get(k);
+      if (cur !== undefined) yield [k, cur.v];
+    }
   }
   *keys(): IterableIterator<K> {
     for (const [k] of this.entries()) yield k;

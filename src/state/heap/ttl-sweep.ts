@@ -14,6 +14,7 @@
 import type { StateTtlConfig } from '../../core/state.ts';
 import type { NormKey } from '../key-groups.ts';
 import type { StateTable } from './state-table.ts';
+import { KeyTable } from '../key-table.ts';
 
 /** Entries looked at per call: more than one record can add, so the sweep keeps ahead. */
 export const ENTRIES_PER_STEP = 2;
@@ -22,6 +23,9 @@ export class TtlSweep {
   /** Key group being swept and the position in it (a live Map iterator: deletions are safe). */
   private kgIndex = 0;
   private cursor: Iterator<[NormKey, unknown]> | undefined;
+  /** The group the cursor walks, and its table's generation at the cursor's last step. */
+  private cursorGroup: ReadonlyMap<NormKey, unknown> | undefined;
+  private cursorGeneration = 0;
   /** Entries removed so far (tests, metrics). */
   removed = 0;
 
@@ -35,16 +39,22 @@ export class TtlSweep {
     const groups = this.table.groups;
     let looked = 0;
     for (let emptyGroups = 0; looked < entries && emptyGroups <= groups.length; ) {
+      const g = groups[this.kgIndex];
+      // Between two steps other records (timers above all) may have replaced the group or
+      // renumbered its table more than once, which a live iterator cannot follow (it failed the
+      // job): the sweep starts that group over; looking at entries again is harmless.
+      if (this.cursor !== undefined && (g !== this.cursorGroup || (g instanceof KeyTable && g.generation - this.cursorGeneration > 1))) this.cursor = undefined;
       if (this.cursor === undefined) {
-        const g = groups[this.kgIndex];
         if (g === undefined || g.size === 0) {
           emptyGroups++;
           this.next();
           continue;
         }
         this.cursor = g.entries();
+        this.cursorGroup = g;
       }
       const r = this.cursor.next();
+      if (g instanceof KeyTable) this.cursorGeneration = g.generation;
       if (r.done === true) {
         this.next();
         continue;
