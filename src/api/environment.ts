@@ -20,6 +20,13 @@ import type { RestartStrategySettings } from '../core/restart-settings.ts';
 export interface EnvironmentSettings {
   /** Default parallelism from the CLI (--parallelism); the job's own setParallelism wins. */
   readonly defaultParallelism: number;
+  /**
+   * Keyed operators' max parallelism in the snapshot the job restores, by operator id. An
+   * operator whose max parallelism the job does not set takes it from there, as Flink adopts
+   * the restored state's: the default depends on the parallelism, so a rescale past 85 (128 ->
+   * 256 key groups) was refused although nothing in the job fixed the number.
+   */
+  readonly restoredMaxParallelism?: Readonly<Record<string, number>>;
 }
 
 /** Options of fromSource (and of the connectors' from* shorthands). */
@@ -56,6 +63,10 @@ export class StreamExecutionEnvironment {
   restartSettings: RestartStrategySettings | undefined;
 
   constructor(readonly settings: EnvironmentSettings) {}
+
+  get restoredMaxParallelism(): Readonly<Record<string, number>> | undefined {
+    return this.settings.restoredMaxParallelism;
+  }
 
   setParallelism(p: number): this {
     if (!Number.isInteger(p) || p < 1) throw new RangeError(`setParallelism: expected a positive integer, got ${String(p)}`);

@@ -32,7 +32,7 @@ import { Deployment } from './deployment.ts';
 import { ControlError } from './errors.ts';
 import type { Progress } from './job-result.ts';
 import type { JobManagerConfig } from './job-manager-config.ts';
-import { serializeError, type FromExecutor, type SerializedError, type ToExecutor } from './messages.ts';
+import { serializeError, type FromExecutor, type JobSpec, type SerializedError, type ToExecutor } from './messages.ts';
 import { MetricStore } from './metric-store.ts';
 
 /** How often the tasks of a one-thread run are sampled (workers send theirs as often). */
@@ -56,7 +56,7 @@ export interface AttemptContext {
   readonly deadLetterDir: string | undefined;
   /** Records are counted per task and operator (metrics.record-counters.enabled). */
   readonly recordCounters: boolean;
-  readonly job: { readonly modulePath: string | undefined; readonly args: readonly string[]; readonly defaultParallelism: number };
+  readonly job: JobSpec;
   /** Worker threads booted ahead of this attempt's deploy (workers > 1). */
   readonly pool: WorkerPool | undefined;
   readonly checkpointConfig: CheckpointConfig;

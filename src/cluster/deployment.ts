@@ -15,7 +15,7 @@ import type { CheckpointStorageWorkerView } from '../checkpoint/storage.ts';
 import type { S3Config } from '../checkpoint/s3/settings.ts';
 import type { ExecutionPlan } from '../graph/execution-plan.ts';
 import type { JobGraph } from '../graph/job-graph.ts';
-import { serializeError, type FromExecutor, type SerializedError, type ToExecutor } from './messages.ts';
+import { serializeError, type FromExecutor, type JobSpec, type SerializedError, type ToExecutor } from './messages.ts';
 import { TaskExecutor } from './task-executor.ts';
 import { WorkerPool } from './worker-pool.ts';
 import type { StateBackendOptions } from '../state/backends.ts';
@@ -27,7 +27,7 @@ export interface ExecutorHandle {
 
 export interface DeploymentSpec {
   readonly workers: number;
-  readonly job: { readonly modulePath: string | undefined; readonly args: readonly string[]; readonly defaultParallelism: number; readonly fingerprint: string };
+  readonly job: JobSpec & { readonly fingerprint: string };
   /** The graph the in-thread executor runs (rebuilt per attempt, see Attempt). */
   readonly graph: JobGraph;
   readonly plan: ExecutionPlan;
@@ -128,7 +128,7 @@ export class Deployment {
       this.stdoutCredits[w] = credit;
       const msg: ToExecutor & { peers: Record<number, MessagePort>; stdoutCredit: Int32Array } = {
         type: 'deploy',
-        job: { modulePath: s.job.modulePath, args: s.job.args, defaultParallelism: s.job.defaultParallelism },
+        job: { modulePath: s.job.modulePath, args: s.job.args, defaultParallelism: s.job.defaultParallelism, ...(s.job.restoredMaxParallelism !== undefined ? { restoredMaxParallelism: s.job.restoredMaxParallelism } : {}) },
         workerIndex: w, plan: s.plan, fingerprint: s.job.fingerprint, splits: s.splits, attempt: s.attempt, credits: s.credits,
         checkpointing: s.checkpointing, stateBackend: s.stateBackend, stateBackendOptions: s.stateBackendOptions, deadLetterDir: s.deadLetterDir, recordCounters: s.recordCounters, restore: s.restore, s3: s.s3, preloadS3: s.preloadS3, peers, stdoutCredit: credit,
       };

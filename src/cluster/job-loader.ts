@@ -59,8 +59,8 @@ export interface BuiltJob {
  * it happened (the module's own line, found in the stack), so a user needs no --verbose to
  * find it; `modulePath` is the job file when the job came from one.
  */
-export async function buildJob(def: JobDefinition, args: readonly string[], defaultParallelism: number, modulePath?: string): Promise<BuiltJob> {
-  const env = new StreamExecutionEnvironment({ defaultParallelism });
+export async function buildJob(def: JobDefinition, args: readonly string[], defaultParallelism: number, modulePath?: string, restoredMaxParallelism?: Readonly<Record<string, number>>): Promise<BuiltJob> {
+  const env = new StreamExecutionEnvironment({ defaultParallelism, ...(restoredMaxParallelism !== undefined ? { restoredMaxParallelism } : {}) });
   try {
     await def.build(env, args);
   } catch (e) {

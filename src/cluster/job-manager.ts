@@ -4,6 +4,8 @@
  * JobMaster, which runs the attempts (job-master.ts; one attempt: attempt.ts; its threads:
  * deployment.ts; its decisions: decisions/).
  */
+import { resolveStartPoint } from './start-point.ts';
+import type { CheckpointMetadata } from '../checkpoint/metadata.ts';
 import { existsSync, statSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { resolve } from 'node:path';
@@ -157,7 +159,7 @@ async function runWithPool(
   const { workers, parallelism, config, stateBackend, stateBackendOptions, args, modulePath, pool } = r;
   const definition = typeof job === 'string' ? await loadJobModule(job, await r.moduleUrl) : job;
   if (modulePath === undefined && workers > 1) throw new RangeError('a job given as a definition runs with workers: 1; pass the module path to use worker threads');
-  const { env, graph } = await buildJob(definition, args, parallelism, modulePath);
+  let { env, graph } = await buildJob(definition, args, parallelism, modulePath);
   for (const t of env.transformations) if (t.kind === 'one-input') t.preflight?.();
   const deadLetterDir = deadLetterDirOf(options.deadLetterDir, env.transformations);
   let checkpointConfig: CheckpointConfig = applyCheckpointSettings(DEFAULT_CHECKPOINT_CONFIG, env.checkpointSettings, 'job code (enableCheckpointing)');
@@ -172,15 +174,29 @@ async function runWithPool(
       `weir: warning: a checkpoint directory is set (${checkpointConfig.dir}) but no checkpoint interval: no checkpoints will be taken; set --checkpoint-interval (or enableCheckpointing in the job)`,
     );
   }
+  const snapshots = storageResolver(storage, s3);
+  const log = options.log ?? ((l: string) => logger().line(l));
+  // Where the first attempt starts, decided before the graph is final: keyed operators whose max
+  // parallelism the job leaves to the default take the snapshot's (EnvironmentSettings).
+  const start = await resolveStartPoint({ from: options.from, claimMode: options.claimMode, jobName: graph.jobName }, storage, snapshots, log);
+  const restoredMaxParallelism = keyedMaxParallelismOf(start.snapshot?.metadata);
+  if (restoredMaxParallelism !== undefined) ({ env, graph } = await buildJob(definition, args, parallelism, modulePath, restoredMaxParallelism));
   const master = new JobMaster({
+    start, restoredMaxParallelism,
     pool, graph, definition, modulePath, args, parallelism, workers, checkpointConfig, config, storage, stateBackend, stateBackendOptions, deadLetterDir,
     restartSettings: options.restartStrategy ?? env.restartSettings,
-    snapshots: storageResolver(storage, s3),
+    snapshots,
     s3,
     clock: options.clock ?? systemClock,
     options,
   });
   return master.run();
+}
+
+/** Max parallelism of the snapshot's keyed operators, by id; undefined when it has none. */
+function keyedMaxParallelismOf(m: CheckpointMetadata | undefined): Record<string, number> | undefined {
+  const keyed = m?.operators.filter((o) => o.keyed) ?? [];
+  return keyed.length === 0 ? undefined : Object.fromEntries(keyed.map((o) => [o.id, o.maxParallelism]));
 }
 
 /** The dead-letter directory: the one given, else beside the first sink that writes files, else none (the log). */

@@ -39,12 +39,16 @@ import type { RunOptions } from './job-manager.ts';
 import type { JobManagerConfig } from './job-manager-config.ts';
 import { JobResult, NO_PROGRESS, type JobStatus } from './job-result.ts';
 import { defaultRestartStrategy, ignoredRestartSettings, resolveRestartStrategy, RestartBackoff, type RestartStrategySettings } from './restart-strategy.ts';
-import { resolveStartPoint } from './start-point.ts';
+import type { StartPoint } from './start-point.ts';
 import { serializeError, type SerializedError } from './messages.ts';
 import { logger } from '../core/log.ts';
 import type { StateBackendOptions } from '../state/backends.ts';
 
 export interface JobMasterSpec {
+  /** Where the first attempt starts (resolved by the caller: the graph depends on it). */
+  readonly start: StartPoint;
+  /** Keyed operators' max parallelism adopted from that snapshot (the graph was built with it). */
+  readonly restoredMaxParallelism: Readonly<Record<string, number>> | undefined;
   /** Worker threads booted ahead of each attempt (workers > 1 with a module path). */
   readonly pool?: WorkerPool;
   readonly graph: JobGraph;
@@ -148,7 +152,7 @@ export class JobMaster implements JobControl {
   }
 
   async run(): Promise<JobResult> {
-    await this.resolveStart();
+    this.resolveStart();
     const leases = this.takeLeases();
     try {
       const storage = this.spec.storage;
@@ -301,10 +305,10 @@ export class JobMaster implements JobControl {
 
   // ---- start, attempts, end
 
-  /** Decides where the first attempt starts; a restore that cannot work is refused before anything is created or announced. */
-  private async resolveStart(): Promise<void> {
+  /** Takes the start point the caller resolved; a restore that cannot work is refused before anything is created or announced. */
+  private resolveStart(): void {
     const o = this.spec.options;
-    const start = await resolveStartPoint({ from: o.from, claimMode: o.claimMode, jobName: this.jobName }, this.spec.storage, this.spec.snapshots, this.log);
+    const start = this.spec.start;
     this.explicitSnapshot = start.explicit;
     this.claimedExternal = start.claimedExternal;
     const ref = start.snapshot;
@@ -535,7 +539,7 @@ export class JobMaster implements JobControl {
   private async execGraph(): Promise<JobGraph> {
     const s = this.spec;
     if (s.workers !== 1 || this.attempts === 0) return s.graph;
-    const g = (await buildJob(s.definition, s.args, s.parallelism, s.modulePath)).graph;
+    const g = (await buildJob(s.definition, s.args, s.parallelism, s.modulePath, s.restoredMaxParallelism)).graph;
     if (g.fingerprint !== s.graph.fingerprint) throw new StartError('the job graph changed between attempts: building the job must be deterministic');
     return g;
   }
@@ -546,7 +550,7 @@ export class JobMaster implements JobControl {
     return {
       jobId: this.jobId, graph: s.graph, plan: this.plan, workers: s.workers, stateBackend: s.stateBackend, stateBackendOptions: s.stateBackendOptions, deadLetterDir: s.deadLetterDir,
       recordCounters: this.recordCounters,
-      job: { modulePath: s.modulePath, args: s.args, defaultParallelism: s.parallelism },
+      job: { modulePath: s.modulePath, args: s.args, defaultParallelism: s.parallelism, ...(s.restoredMaxParallelism !== undefined ? { restoredMaxParallelism: s.restoredMaxParallelism } : {}) },
       pool: s.pool,
       checkpointConfig: s.checkpointConfig, checkpointing: this.checkpointing, config: s.config, clock: s.clock,
       credits: s.options.credits ?? DEFAULT_CHANNEL_CREDITS, storage: s.storage, snapshots: s.snapshots, s3: s.s3, stats: this.stats,

@@ -21,6 +21,8 @@ export interface JobSpec {
   readonly modulePath: string | undefined;
   readonly args: readonly string[];
   readonly defaultParallelism: number;
+  /** Keyed operators' max parallelism adopted from the restored snapshot (EnvironmentSettings). */
+  readonly restoredMaxParallelism?: Readonly<Record<string, number>>;
 }
 
 export interface DeployMessage {

@@ -61,7 +61,7 @@ async function deploy(m: DeployMessage & { peers: Record<number, MessagePort>; s
   if (m.preloadS3 === true) preloadS3Sdk();
   setJobS3Config(m.s3);
   const def = await loadJobModule(m.job.modulePath, await jobUrl);
-  const { graph } = await buildJob(def, m.job.args, m.job.defaultParallelism, m.job.modulePath);
+  const { graph } = await buildJob(def, m.job.args, m.job.defaultParallelism, m.job.modulePath, m.job.restoredMaxParallelism);
   if (graph.fingerprint !== m.fingerprint) {
     throw new Error('the job graph built in this worker differs from the job manager\'s: building the job must be deterministic (same operators, order and settings every time)');
   }

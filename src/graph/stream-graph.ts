@@ -82,6 +82,8 @@ export interface PipelineDeclaration {
   readonly chainingEnabled: boolean;
   readonly bufferTimeout: number;
   readonly objectReuse: boolean;
+  /** Keyed operators' max parallelism in the snapshot being restored, by operator id (see EnvironmentSettings). */
+  readonly restoredMaxParallelism?: Readonly<Record<string, number>>;
   getParallelism(): number;
 }
 
@@ -110,7 +112,10 @@ export function buildStreamGraph(env: PipelineDeclaration): StreamGraph {
     seenIds.add(id);
     let p = t.parallelism ?? (t.kind === 'source' && t.source.maxReaders !== undefined ? Math.min(t.source.maxReaders, defaultP) : defaultP);
     if (t.kind === 'source' && t.source.maxReaders !== undefined && p > t.source.maxReaders) p = t.source.maxReaders;
-    const maxP = t.maxParallelism ?? env.maxParallelism ?? defaultMaxParallelism(p);
+    const restoredMaxP = env.restoredMaxParallelism?.[id];
+    // Not set by the job: the restored state's number of key groups when it allows p (else the
+    // default, and the restore refuses, naming both).
+    const maxP = t.maxParallelism ?? env.maxParallelism ?? (restoredMaxP !== undefined && restoredMaxP >= p ? restoredMaxP : defaultMaxParallelism(p));
     if (p > maxP) {
       // Flink's JobException text: the number of key groups bounds how far an operator scales.
       throw new JobDefinitionError(`Vertex "${t.name}"'s parallelism (${p}) is higher than the max parallelism (${maxP}). Please lower the parallelism or increase the max parallelism (setMaxParallelism).${at(t)}`);

@@ -214,3 +214,30 @@ describe('rescaling: 2 -> 3 -> 1 -> 4 through savepoints', () => {
     expect(fingerprint(sp0)).toEqual(before);
   });
 });
+
+describe('rescaling when the job leaves max parallelism to the default', () => {
+  it('takes the savepoint\'s number of key groups (as Flink), so p = 2 -> 86 restores although the default at 86 is 256; every count goes on', async () => {
+    const job = new URL('../fixtures/jobs/default-max-parallelism.ts', import.meta.url).pathname;
+    const tmp = tempDir('weir-default-maxp');
+    try {
+      const h = await start(job, { workers: 1, parallelism: 2, args: ['20000', '4000'] });
+      await waitRunning(h);
+      await sleep(300);
+      const sp = await stopWithSavepoint(h, tmp.fresh('sp'));
+      const first = await h.result;
+      expect((await decodeSnapshot(sp)).operator('keyed').maxParallelism).toBe(128);
+      // Before: refused, "checkpointed with max parallelism 128 and now has 256".
+      const r = await runJob(job, { workers: 2, parallelism: 86, args: ['20000'], from: sp, stdout: () => {}, log: () => {} });
+      expect(r.status, r.error?.message).toBe('FINISHED');
+      const counts = [...first.collected<[number, number]>('out'), ...r.collected<[number, number]>('out')];
+      expect(counts).toHaveLength(20_000);
+      // Each key counted 400 records, 1..400 once each, across both runs.
+      const byKey = new Map<number, number[]>();
+      for (const [k, n] of counts) byKey.set(k, [...(byKey.get(k) ?? []), n]);
+      expect(byKey.size).toBe(50);
+      for (const [k, ns] of byKey) expect(ns.sort((a, b) => a - b), `key ${k}`).toEqual(Array.from({ length: 400 }, (_, i) => i + 1));
+    } finally {
+      tmp.cleanup();
+    }
+  }, 60_000);
+});
