@@ -114,13 +114,20 @@ export class Manager {
   }
 
   suspend(app: string): Desired {
-    const d = this.desired(app);
+    const d = this.notBeingDeleted(app);
     return this.save(app, { spec: { ...d.spec, state: 'suspended' }, generation: d.generation + 1 });
   }
 
   resume(app: string): Desired {
-    const d = this.desired(app);
+    const d = this.notBeingDeleted(app);
     return this.save(app, { spec: { ...d.spec, state: 'running' }, generation: d.generation + 1 });
+  }
+
+  /** Its desired state; refused while it is being deleted (a new spec would drop the deletion and start it again). */
+  private notBeingDeleted(app: string): Desired {
+    const d = this.desired(app);
+    if (d.deletion !== undefined) throw new WeirError('CONTROL', `application ${app} is being deleted; apply it again once it is gone`);
+    return d;
   }
 
   /**

@@ -56,6 +56,11 @@ class Step {
   private readonly desired: Desired;
   private readonly observed: Observation;
   private readonly now: number;
+  /**
+   * The generation accepted before this pass: what a deployment found ended in this pass was
+   * running. A spec applied just before the end is noticed is newer, and is started, not held.
+   */
+  private runningGeneration = 0;
 
   constructor(input: ReconcileInput) {
     this.s = structuredClone(input.status);
@@ -71,6 +76,7 @@ class Step {
       if (waiting !== 'done') return waiting.reissue ? actionOf(this.s.operation!, this.s) : undefined;
       this.s.operation = undefined;
     }
+    this.runningGeneration = this.s.observedGeneration;
     this.acceptGeneration();
     return this.decide(0);
   }
@@ -136,6 +142,19 @@ class Step {
             return 'done';
           }
           const why = outcome?.error ?? `no savepoint within ${spec.savepoints.timeoutMs} ms`;
+          // Or an earlier stop of this deployment, given up on and retried, completed after all
+          // and ended the job (whose checkpoints went with it): resume from that savepoint, never
+          // from the checkpoint before it (discarded, or state rewound and output written again).
+          const d = this.s.deployment;
+          const late = ended && d !== undefined && d.id === op.deploymentId ? this.lateStopSavepoint(d) : undefined;
+          if (late !== undefined) {
+            rec.state = 'FAILED';
+            rec.error = `${why}; savepoint ${late.rec.id} of an earlier stop completed instead`;
+            this.complete(late.rec, late.found.path);
+            this.event('Normal', 'SavepointCompleted', `deployment ${op.deploymentId} ended after its stop with savepoint ${late.rec.id}, given up on, completed at ${late.found.path}: it resumes from that savepoint`);
+            this.stopped(op, late.found.path);
+            return 'done';
+          }
           rec.state = 'FAILED';
           rec.error = why;
           rec.failures++;
@@ -281,6 +300,8 @@ class Step {
       if (this.s.ended !== undefined && this.s.ended.generation === gen && spec.state === 'running') return undefined;
       if (spec.state === 'suspended') {
         // Suspend takes effect on a failed job too: nothing runs, the restore point is kept.
+        // Created suspended, its first spec's nonce asks for nothing either (see start).
+        if (this.s.lastReconciledSpec === undefined) this.s.lastNonce = spec.savepointTriggerNonce;
         this.s.lastReconciledSpec = spec;
         this.s.ended = undefined;
         return undefined;
@@ -368,7 +389,7 @@ class Step {
   private ended(d: Deployment, state: string, error: string | undefined): void {
     this.s.deployment = undefined;
     if (state === 'FINISHED') {
-      this.s.ended = { state: 'FINISHED', reason: `deployment ${d.id} finished`, generation: this.desired.generation };
+      this.s.ended = { state: 'FINISHED', reason: `deployment ${d.id} finished`, generation: this.runningGeneration };
       this.s.restorePath = undefined;
       this.event('Normal', 'JobStatusChanged', `deployment ${d.id} finished`);
       return;
@@ -379,7 +400,7 @@ class Step {
     const reason = restore === undefined && needsState
       ? `manual restore required: deployment ${d.id} ${state.toLowerCase()} and no checkpoint or savepoint of it is known (apply a spec with initialSavepointPath, or suspend)`
       : `deployment ${d.id} ${state.toLowerCase()}${error !== undefined ? `: ${error}` : ''}`;
-    this.s.ended = { state: 'FAILED', reason, generation: this.desired.generation };
+    this.s.ended = { state: 'FAILED', reason, generation: this.runningGeneration };
     this.event('Warning', 'JobStatusChanged', reason);
   }
 
@@ -412,6 +433,14 @@ class Step {
         savepoint = true;
         this.event('Normal', 'CheckpointTooOld', `latest checkpoint of ${d.id} is ${c === undefined ? 'missing' : `${this.now - c.completedAt} ms old`}; taking a savepoint instead`);
       }
+    }
+    if (!running && d.runningSince !== undefined && (d.lastCheckpoint?.path ?? d.from) === undefined) {
+      // Not running now (restarting, or its status not readable this pass), and nothing to resume
+      // from: a cancel would start the new spec with empty state, which savepoint and last-state
+      // never do (Flink's operator holds such an upgrade too). Wait until it runs to take a savepoint.
+      const message = `deployment ${d.id} is not running and has no checkpoint: the ${purpose} waits until it runs again, to take a savepoint`;
+      if (this.s.events.at(-1)?.message !== message) this.event('Warning', 'UpgradePending', message);
+      return undefined;
     }
     if (spec.upgradeMode === 'savepoint' && !running) this.event('Warning', 'UpgradeFallback', `deployment ${d.id} is not running: ${purpose} resumes from its latest checkpoint`);
     return this.stop(d, savepoint ? 'UPGRADE' : undefined, true, purpose);

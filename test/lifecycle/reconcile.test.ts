@@ -183,6 +183,42 @@ describe('upgrades (point 4)', () => {
     expect(h.step()).toMatchObject({ kind: 'start', from: chk });
   });
 
+  it('savepoint mode on a job that is not running and has no checkpoint waits until it runs to take a savepoint, never starting empty', () => {
+    const h = new H(spec('v1', { configuration: {} })); // no checkpointing
+    const a = h.step() as { key: string; deploymentId: string };
+    h.operations[a.key] = { state: 'completed' };
+    h.deployments[a.deploymentId] = { state: 'RUNNING', restarts: 0 };
+    h.step();
+    h.apply(spec('v2', { configuration: {} }));
+    // Its overview did not answer this pass (the local target then reports STARTING).
+    h.deployments[a.deploymentId] = { state: 'STARTING', restarts: 0 };
+    expect(h.step()).toBeUndefined(); // before: a cancel, then v2 started with empty state
+    expect(h.step()).toBeUndefined();
+    expect(h.events().filter((e) => e === 'UpgradePending')).toHaveLength(1);
+    h.deployments[a.deploymentId] = { state: 'RUNNING', restarts: 0 };
+    expect(h.step()).toMatchObject({ kind: 'stop', deploymentId: a.deploymentId, savepointId: 'sp-1' });
+  });
+
+  it('a stop retried after a timeout whose first savepoint completes late: the upgrade starts from that savepoint, not from the checkpoint before it', () => {
+    const h = new H(spec('v1', { savepoints: { timeout: '30s' } }));
+    const d1 = h.stable();
+    h.apply(spec('v2', { savepoints: { timeout: '30s' } }));
+    const s1 = h.step() as { key: string };
+    h.operations[s1.key] = { state: 'in-progress' };
+    for (let i = 0; i < 31; i++) h.step(1000); // sp-1 slower than the timeout: given up on
+    let s2: { key: string } | undefined;
+    for (let i = 0; i < 15 && s2 === undefined; i++) s2 = h.step(1000) as { key: string } | undefined; // the retry after its backoff
+    expect(s2).toMatchObject({ kind: 'stop', savepointId: 'sp-2' });
+    h.operations[s2!.key] = { state: 'in-progress' };
+    h.step(1000);
+    // sp-1's stop completes after all: the job ends FINISHED (its checkpoints discarded), sp-2 never comes.
+    h.onDisk['sp-1'] = { path: '/sp/sp-1/savepoint-a', completedAt: h.now };
+    h.deployments[d1] = { state: 'FINISHED', restarts: 0 };
+    h.operations[s2!.key] = { state: 'failed', error: `deployment ${d1} ended without a savepoint in /sp/sp-2` };
+    expect(h.step(1000)).toMatchObject({ kind: 'start', from: '/sp/sp-1/savepoint-a', spec: { job: { version: 'v2' } } });
+    expect(h.status.savepoints.find((r) => r.id === 'sp-1')).toMatchObject({ state: 'COMPLETED', path: '/sp/sp-1/savepoint-a' });
+  });
+
   it('last-state: cancels and resumes from the latest checkpoint; one older than the maximum age means a savepoint instead', () => {
     const h = new H(spec('v1', { upgradeMode: 'last-state', lastState: { maxCheckpointAge: '10s' } }));
     const d1 = h.stable();
@@ -239,6 +275,31 @@ describe('upgrades (point 4)', () => {
     expect(h.status.ended?.reason).toBe(`deployment ${d1} failed: boom`);
     h.apply(spec('v1b'));
     expect(h.step()).toMatchObject({ kind: 'start', from: chk });
+  });
+});
+
+describe('specs applied around a job\'s end', () => {
+  it('a spec applied just before the running job\'s failure is noticed starts, from the latest checkpoint (before: held as if seen)', () => {
+    const h = new H(spec('v1'));
+    const d1 = h.stable();
+    const chk = h.deployments[d1]!.lastCheckpoint!;
+    h.apply(spec('v2'));
+    h.deployments[d1] = { state: 'FAILED', restarts: 0, lastCheckpoint: chk, error: 'boom' };
+    expect(h.step()).toMatchObject({ kind: 'start', from: chk.path, spec: { job: { version: 'v2' } } });
+  });
+
+  it('an application created suspended with a savepoint nonce takes no manual savepoint when resumed (a nonce at creation asks for nothing)', () => {
+    const h = new H(spec('v1', { state: 'suspended', savepointTriggerNonce: 7 }));
+    h.step();
+    expect(h.status.lifecycle).toBe('SUSPENDED');
+    h.apply(spec('v1', { state: 'running', savepointTriggerNonce: 7 }));
+    const a = h.step() as { key: string; deploymentId: string };
+    expect(a).toMatchObject({ kind: 'start' });
+    h.operations[a.key] = { state: 'completed' };
+    h.running(a.deploymentId);
+    expect(h.step()).toBeUndefined();
+    expect(h.step()).toBeUndefined();
+    expect(h.status.savepoints).toEqual([]);
   });
 });
 
