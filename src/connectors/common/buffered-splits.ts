@@ -14,6 +14,8 @@ export interface BufferedSplit<Item> {
   at: number;
   /** Nothing more will be fetched (bounded: the end position reached). */
   done: boolean;
+  /** The split's output (its event time), made when the split is first polled. */
+  out?: unknown;
 }
 
 export class BufferedSplits<St extends BufferedSplit<unknown>> {
@@ -37,6 +39,16 @@ export class BufferedSplits<St extends BufferedSplit<unknown>> {
   pauseOrResume(pause: readonly string[], resume: readonly string[]): void {
     for (const id of pause) this.paused.add(id);
     for (const id of resume) this.paused.delete(id);
+  }
+
+  /**
+   * Gives every split its output (and so its event time) from its first poll, records or not,
+   * as Kinesis does for its shards: a split first seen at its first record never counted as
+   * idle, so an empty stream held the reader's watermark at the minimum for good (windows never
+   * fired, withIdleness or not) and, with maxDrift, paused every stream that had data.
+   */
+  startAll(out: ReaderOutput<unknown>): void {
+    for (const st of this.states.values()) if (st.out === undefined && !st.done) st.out = out.forSplit(st.split.id);
   }
 
   /** Reports every split that is done and fully emitted as finished, after `release` frees what it holds. */

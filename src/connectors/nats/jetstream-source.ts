@@ -190,6 +190,7 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
     if (this.error) throw this.error;
     this.splits.finishDrained(out, (st) => this.release(st));
     if (this.splits.size === 0) return this.src.bounded ? 'end' : 'wait';
+    this.splits.startAll(out);
     this.splits.emitRoundRobin(maxRecords, (st, max) => this.emit(st, out, max));
     if (this.nc === undefined) this.connect();
     else for (const st of this.splits.states.values()) this.pull(st);

@@ -180,6 +180,7 @@ class RedisStreamsReader<T> implements SourceReader<T, RedisStreamSplit> {
     if (this.error) throw this.error;
     this.splits.finishDrained(out);
     if (this.splits.size === 0) return this.src.bounded ? 'end' : 'wait';
+    this.splits.startAll(out);
     this.splits.emitRoundRobin(maxRecords, (st, max) => this.emit(st, out, max));
     this.fetch();
     return this.splits.status();

@@ -300,7 +300,7 @@ export class SourceOperator extends StreamOperator implements ReaderOutput<unkno
   collect(value: unknown, timestamp?: number): void {
     const a = this.watermarks?.strategy.timestampAssigner;
     if (a === undefined) {
-      this.output.emit(value, timestamp ?? NO_TIMESTAMP);
+      this.output.emit(value, readerTimestamp(timestamp, value, this));
       return;
     }
     this.output.emit(value, assignTimestamp(a, value, timestamp, this));
@@ -360,6 +360,18 @@ function assignTimestamp(a: (v: unknown, ts: number | undefined) => number, valu
   return ts;
 }
 
+/**
+ * A reader's own timestamp, checked as an assigner's is: NaN put a record in a [NaN, NaN)
+ * window, Infinity made its split look idle for good (its watermark then meant "no split").
+ */
+function readerTimestamp(timestamp: number | undefined, value: unknown, op: SourceOperator): number {
+  if (timestamp === undefined) return NO_TIMESTAMP;
+  if (typeof timestamp !== 'number' || !Number.isFinite(timestamp)) {
+    throw op.failOnRecord(new TypeError(`the source reader gave the timestamp ${String(timestamp)}; expected epoch milliseconds as a finite number`), value);
+  }
+  return timestamp;
+}
+
 /** One split's records: stamped, fed to the split's watermark generator, then emitted. */
 class SplitOutput implements SourceOutput<unknown> {
   /** Gave records since the operator last looked (set once per poll, not per record). */
@@ -376,7 +388,7 @@ class SplitOutput implements SourceOutput<unknown> {
 
   collect(value: unknown, timestamp?: number): void {
     const a = this.assigner;
-    const ts = a !== undefined ? assignTimestamp(a, value, timestamp, this.op) : timestamp ?? NO_TIMESTAMP;
+    const ts = a !== undefined ? assignTimestamp(a, value, timestamp, this.op) : readerTimestamp(timestamp, value, this.op);
     this.op.output.emit(value, ts);
     try {
       this.time.generator.onEvent(value, ts, this.time);
