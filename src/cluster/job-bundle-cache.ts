@@ -18,7 +18,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import {
-  copyFileSync, existsSync, linkSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync,
+  copyFileSync, existsSync, linkSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, renameSync, rmSync, statSync,
   writeFileSync,
 } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -77,8 +77,19 @@ export function privateCacheRoot(root = bundleCacheRoot()): string | undefined {
  * point stacks at the wrong files.
  */
 export function bundleCacheEntry(modulePath: string, weirEntry: string, root = bundleCacheRoot()): string {
-  const key = createHash('sha256').update(JSON.stringify([CACHE_FORMAT, resolve(modulePath), weirEntry, esbuildVersion(), tmpdir()])).digest('hex').slice(0, 32);
+  // The file's real path: reached through a symlink (current -> releases/v1), the entry is the
+  // release's own, so switching the link to v2 no longer serves v1's bundle (its manifest holds
+  // the real paths read, which never change when the link moves).
+  const key = createHash('sha256').update(JSON.stringify([CACHE_FORMAT, realPathOf(modulePath), weirEntry, esbuildVersion(), tmpdir()])).digest('hex').slice(0, 32);
   return join(root, key);
+}
+
+function realPathOf(path: string): string {
+  try {
+    return realpathSync(path);
+  } catch {
+    return resolve(path);
+  }
 }
 
 function esbuildVersion(): string {

@@ -22,8 +22,10 @@ export class JobLoadError extends WeirError {
 /** `url`: what to import instead of the file (the job bundled for a worker: job-bundle.ts). */
 export async function loadJobModule(path: string, url?: string): Promise<JobDefinition> {
   const abs = resolve(path);
-  if (!existsSync(abs)) throw new JobLoadError(`job file not found: ${path}`);
-  if (!statSync(abs).isFile()) throw new JobLoadError(`job path is not a file: ${path}`);
+  // A bundle holds the job's code: a restart still loads it when the file has been moved or
+  // deleted since the start (a redeploy, a branch switch), which failed every restart before.
+  if (url === undefined && !existsSync(abs)) throw new JobLoadError(`job file not found: ${path}`);
+  if (url === undefined && !statSync(abs).isFile()) throw new JobLoadError(`job path is not a file: ${path}`);
   let mod: Record<string, unknown>;
   try {
     // A bundle's stacks point into the job's sources (its inline source map); a file may need tsx.
@@ -86,7 +88,8 @@ const WEIR_SRC = resolve(fileURLToPath(new URL('..', import.meta.url)));
 export function jobFrame(stack: string | undefined, modulePath: string | undefined): string | undefined {
   const target = modulePath === undefined ? undefined : resolve(modulePath);
   for (const line of (stack ?? '').split('\n').slice(1)) {
-    const m = /\(?((?:file:\/\/)?[^()\s]+):(\d+):(\d+)\)?\s*$/.exec(line.trim());
+    // The path may hold spaces ("my jobs/job.ts"): inside the parentheses, or after "at ".
+    const m = /(?:\(|at )((?:file:\/\/)?[^()]+?):(\d+):(\d+)\)?\s*$/.exec(line.trim());
     if (!m) continue;
     let file = m[1]!;
     if (file.startsWith('file://')) {

@@ -183,7 +183,7 @@ async function runWithPool(
   if (restoredMaxParallelism !== undefined) ({ env, graph } = await buildJob(definition, args, parallelism, modulePath, restoredMaxParallelism));
   const master = new JobMaster({
     start, restoredMaxParallelism,
-    pool, graph, definition, modulePath, args, parallelism, workers, checkpointConfig, config, storage, stateBackend, stateBackendOptions, deadLetterDir,
+    pool, graph, definition, modulePath, moduleUrl: await r.moduleUrl, args, parallelism, workers, checkpointConfig, config, storage, stateBackend, stateBackendOptions, deadLetterDir,
     restartSettings: options.restartStrategy ?? env.restartSettings,
     snapshots,
     s3,

@@ -32,7 +32,8 @@ import { RecoveryLogic, type AttemptOutcome } from './decisions/recovery.ts';
 import { ControlError, StartError } from './errors.ts';
 import type { CheckpointStatsView, ExceptionEntry, JobControl, JobMetricsView, JobService, VertexInfo } from './job-control.ts';
 import type { MetricValues } from './metric-store.ts';
-import { buildJob } from './job-loader.ts';
+import { buildJob, loadJobModule } from './job-loader.ts';
+import { pathToFileURL } from 'node:url';
 import { checkCommittedOutput, CommittedOutputRefusal, commitSinksOf } from './committed-output.ts';
 import { acquireDirLease } from '../core/dir-lease.ts';
 import type { RunOptions } from './job-manager.ts';
@@ -54,6 +55,8 @@ export interface JobMasterSpec {
   readonly graph: JobGraph;
   readonly definition: JobDefinition;
   readonly modulePath: string | undefined;
+  /** What the job module was imported from (its bundle), when not the file itself. */
+  readonly moduleUrl: string | undefined;
   readonly args: readonly string[];
   readonly parallelism: number;
   readonly workers: number;
@@ -539,7 +542,13 @@ export class JobMaster implements JobControl {
   private async execGraph(): Promise<JobGraph> {
     const s = this.spec;
     if (s.workers !== 1 || this.attempts === 0) return s.graph;
-    const g = (await buildJob(s.definition, s.args, s.parallelism, s.modulePath, s.restoredMaxParallelism)).graph;
+    // The job module imported again, under a URL of this attempt's: function objects declared at
+    // its top level are new too, as worker threads get them (before, a process function's fields
+    // from the failed attempt carried over on one worker and not on two). A bundle is the whole
+    // job's code; from a checkout, modules the job imports keep theirs. A job given as a
+    // definition (no file) is built from it again.
+    const definition = s.modulePath !== undefined ? await loadJobModule(s.modulePath, `${s.moduleUrl ?? pathToFileURL(s.modulePath).href}?attempt=${this.attempts}`) : s.definition;
+    const g = (await buildJob(definition, s.args, s.parallelism, s.modulePath, s.restoredMaxParallelism)).graph;
     if (g.fingerprint !== s.graph.fingerprint) throw new StartError('the job graph changed between attempts: building the job must be deterministic');
     return g;
   }

@@ -870,3 +870,15 @@ describe('Buffers in records', () => {
     }
   });
 });
+
+describe('a restart gets fresh function objects', () => {
+  it('a process function declared at module level starts its second attempt with fresh fields, on one worker as on two', async () => {
+    const job = fileURLToPath(new URL('../fixtures/jobs/module-object.ts', import.meta.url));
+    const want = [1, 2, 3, 4].map((x) => `attempt 1: record ${x} is #${x}`);
+    for (const workers of [1, 2]) {
+      const r = await runModule(job, { workers, parallelism: 1 });
+      // Before, on one worker: "record 1 is #4" (the failed attempt's count carried over).
+      expect(r.collected<string>().filter((l) => l.startsWith('attempt 1')), `workers ${workers}`).toEqual(want);
+    }
+  });
+});
