@@ -71,6 +71,35 @@ describe('local processes', () => {
     }
   });
 
+  it('a cancelled deployment that does not exit is signalled again, then killed: the cancel completes only once it is gone (before: completed at once, and the application stayed UPGRADING for good)', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'weir-cancel-'));
+    const target = new LocalProcessTarget({ root, weirBin: '/nonexistent/weir', cancelGraceMs: 300 });
+    mkdirSync(target.layout.deployment('app', 'd1'), { recursive: true });
+    const marker = target.layout.config('app', 'd1');
+    writeFileSync(marker, '{}');
+    for (const exitsOn of ['second SIGTERM', 'nothing but SIGKILL']) {
+      // Like a `weir run` whose cancel hangs (a sink's close that never returns).
+      const code = exitsOn === 'second SIGTERM' ? "let n=0; process.on('SIGTERM',()=>{ if(++n>1) process.exit(143); });" : "process.on('SIGTERM',()=>{});";
+      const job = spawn(process.execPath, ['-e', `${code} setInterval(()=>{},1000)`, marker], { stdio: 'ignore' });
+      try {
+        writeFileSync(target.layout.pidFile('app', 'd1'), String(job.pid));
+        await new Promise((r) => setTimeout(r, 300));
+        const key = `stop:d1:cancel-${exitsOn.length}`;
+        await target.act('app', { kind: 'stop', key, deploymentId: 'd1', timeoutMs: 5000 });
+        let outcome: string | undefined;
+        for (let i = 0; i < 200 && outcome !== 'completed'; i++) {
+          await new Promise((r) => setTimeout(r, 50));
+          outcome = (await target.observe('app', ['d1'], [key])).operations[key]?.state;
+        }
+        expect(outcome, exitsOn).toBe('completed');
+        expect(alive(job.pid!), exitsOn).toBe(false);
+      } finally {
+        job.kill('SIGKILL');
+      }
+    }
+    rmSync(root, { recursive: true, force: true });
+  }, 30_000);
+
   it('finds a live process by an argument of its command line, and sees it gone', async () => {
     const marker = `/tmp/weir-marker-${process.pid}-${Date.now()}/config.json`;
     const child = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)', marker], { stdio: 'ignore' });

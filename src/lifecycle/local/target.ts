@@ -28,10 +28,14 @@ export interface LocalTargetOptions {
   readonly node?: string;
   readonly cwd?: string;
   readonly log?: (line: string) => void;
+  /** How long a cancelled deployment may take to exit before it is signalled harder (tests shorten it). */
+  readonly cancelGraceMs?: number;
 }
 
 /** How long a stopped job may take to exit after its savepoint completed. */
 const EXIT_WAIT_MS = 60_000;
+/** After a second SIGTERM, and after SIGKILL: how long the process may take to be gone. */
+const KILL_WAIT_MS = 5000;
 /** Outcomes remembered (the newest); older ones were read long ago. */
 const MAX_OUTCOMES = 1000;
 
@@ -232,22 +236,33 @@ export class LocalProcessTarget implements DeploymentTarget {
     return found !== undefined ? { state: 'completed', path: found.path } : { state: 'failed', error: `deployment ${id} ended without a savepoint in ${dir}` };
   }
 
+  /**
+   * Cancels the deployment and waits, bounded, until its process is gone: completed only then.
+   * One that does not exit within the grace period (a sink's close that never returns) gets a
+   * second SIGTERM (`weir run` then exits at once) and at last SIGKILL. Before, the cancel was
+   * completed once asked, every re-issue of the stop did nothing, and the application stayed
+   * UPGRADING (or DELETING) for good.
+   */
   private async cancel(app: string, id: string): Promise<OperationOutcome> {
     const pid = this.pidOf(app, id);
-    if (pid === undefined || !aliveAs(pid, this.layout.config(app, id))) return { state: 'completed' };
+    const marker = this.layout.config(app, id);
+    if (pid === undefined || !aliveAs(pid, marker)) return { state: 'completed' };
     const ep = this.endpoint(app, id);
     try {
       if (ep === undefined) throw new Error('no control API yet');
       await cancel(ep);
     } catch {
       // Not serving (starting, or stuck): SIGTERM makes `weir run` cancel the job.
-      try {
-        process.kill(pid, 'SIGTERM');
-      } catch {
-        // gone meanwhile
-      }
+      signal(pid, 'SIGTERM');
     }
-    return { state: 'completed' };
+    const graceMs = this.options.cancelGraceMs ?? EXIT_WAIT_MS;
+    if (await waitForExit(pid, marker, graceMs)) return { state: 'completed' };
+    this.log(`weir manager: deployment ${id} (pid ${pid}) did not exit within ${graceMs} ms of its cancel; signalling it again`);
+    signal(pid, 'SIGTERM');
+    if (await waitForExit(pid, marker, KILL_WAIT_MS)) return { state: 'completed' };
+    signal(pid, 'SIGKILL');
+    if (await waitForExit(pid, marker, KILL_WAIT_MS)) return { state: 'completed' };
+    return { state: 'failed', error: `deployment ${id} (pid ${pid}) did not exit, even after SIGKILL` };
   }
 }
 
@@ -280,6 +295,15 @@ function jobState(s: string): JobState {
 }
 
 /** Whether the process (started with `marker` on its command line) exited within `timeoutMs`. */
+/** Sends `sig` to `pid`; one gone meanwhile needs nothing. */
+function signal(pid: number, sig: NodeJS.Signals): void {
+  try {
+    process.kill(pid, sig);
+  } catch {
+    // gone meanwhile
+  }
+}
+
 async function waitForExit(pid: number, marker: string, timeoutMs: number): Promise<boolean> {
   const deadline = Date.now() + timeoutMs;
   while (aliveAs(pid, marker)) {
