@@ -41,6 +41,14 @@ export class SourceOperator extends StreamOperator implements ReaderOutput<unkno
   /** Split outputs that gave records since the last poll. */
   private readonly touched = new Set<SplitOutput>();
   private lastWatermark = MIN_WATERMARK;
+  /**
+   * When the reader was last polled, and whether it then had nothing to give ('wait'). Split
+   * idleness counts time only while the reader is polled or waits for data: time the task spent
+   * back-pressured or behind other work in its thread is no silence (Flink 1.20, FLINK-35886).
+   * Before, a stall downstream made splits with data waiting idle, and their records came late.
+   */
+  private lastPollAt = Number.NEGATIVE_INFINITY;
+  private lastPollWaited = true;
   private idle = false;
   private periodic: { cancel(): void } | undefined;
   private alignmentWarned = false;
@@ -157,7 +165,8 @@ export class SourceOperator extends StreamOperator implements ReaderOutput<unkno
     this.periodic = this.env.scheduleMail(at, () => {
       if (!this.ended && !this.env.isSuspended()) {
         try {
-          this.splitTime!.periodic(this.env.clock.now());
+          const now = this.env.clock.now();
+          this.splitTime!.periodic(now, this.lastPollWaited ? now : this.lastPollAt);
         } catch (e) {
           throw this.fail(e, 'onPeriodicEmit');
         }
@@ -260,6 +269,10 @@ export class SourceOperator extends StreamOperator implements ReaderOutput<unkno
     let status: PollStatus;
     try {
       status = this.reader.poll(this, max);
+      if (this.splitTime !== undefined) {
+        this.lastPollAt = this.env.clock.now();
+        this.lastPollWaited = status === 'wait';
+      }
     } catch (e) {
       this.flushDeadLetters();
       throw this.fail(e, `source "${this.source.name}"`);

@@ -143,11 +143,15 @@ export class SplitWatermarks {
     if (s !== undefined && !s.idle) s.generator.onPeriodicEmit(s);
   }
 
-  /** Every auto-watermark interval: idleness by the clock, then each split's periodic emission. */
-  periodic(now: number): void {
+  /**
+   * Every auto-watermark interval: idleness by the clock, then each split's periodic emission.
+   * `activeUntil`: up to when the reader was polled or waited for data (now, unless the task was
+   * held back since its last poll): a split is idle only after that long without records.
+   */
+  periodic(now: number, activeUntil = now): void {
     const timeout = this.settings.idleTimeoutMs;
     for (const s of this.splits.values()) {
-      if (timeout !== undefined && s.started && !s.paused && !s.idle && now - s.lastActiveAt >= timeout) {
+      if (timeout !== undefined && s.started && !s.paused && !s.idle && activeUntil - s.lastActiveAt >= timeout) {
         s.idle = true;
         continue;
       }
