@@ -152,6 +152,22 @@ describe('planning', () => {
     expect(targetSplitBytes(5000, 4, Infinity)).toBe(Infinity);
   });
 
+  it('a CSV file is one split unless a splitSize is given: records whose quoted fields hold line breaks are read whole at parallelism 2', async () => {
+    const rows = Array.from({ length: 200 }, (_, i) => `${i},"line one of ${i}\n${i + 1000},second ${i}",${i}`);
+    const csv = write('multiline.csv', `id,note,n\n${rows.join('\n')}\n`);
+    expect((await new FileSource(csv).planSplits(2)).map((s) => s.id)).toEqual([csv]);
+    expect((await new FileSource(csv, { splitSize: MIN_SPLIT_BYTES }).planSplits(2)).length).toBeGreaterThan(1);
+    const r = await runInline((env) => {
+      const s = env.fromFile<{ id: number; note: string; n: number }>(csv, { malformed: 'dead-letter' });
+      s.collect('good');
+      s.getSideOutput(DEAD_LETTERS).collect('dead');
+    }, { parallelism: 2 });
+    // Before: cut into 2 ranges, record 105 went to the dead letters in halves and "1105" came out as a record.
+    expect(r.collected('dead')).toEqual([]);
+    const good = r.collected<{ id: number; note: string; n: number }>('good').sort((a, b) => a.id - b.id);
+    expect(good).toEqual(Array.from({ length: 200 }, (_, i) => ({ id: i, note: `line one of ${i}\n${i + 1000},second ${i}`, n: i })));
+  });
+
   it('ranges are equal, contiguous and cover the file; the last runs to the end of the file', () => {
     expect(byteRanges(100, 100)).toEqual([{ start: 0, end: undefined }]);
     expect(byteRanges(0, 4096)).toEqual([{ start: 0, end: undefined }]);

@@ -66,7 +66,11 @@ export class FileSource<T> implements Source<T, FileSplit> {
     this.format = format;
     this.chunkSize = options.chunkSize ?? 1 << 20;
     if (!(Number.isInteger(this.chunkSize) && this.chunkSize >= 64)) throw new RangeError(`fromFile: chunkSize must be an integer >= 64, got ${this.chunkSize}`);
-    this.splitSize = options.splitSize ?? DEFAULT_SPLIT_BYTES;
+    // CSV is cut into byte ranges only when asked (splitSize given): a range cannot tell a line
+    // break inside a quoted field from one between records, and cut there, a valid record went
+    // to the dead letters in two halves, its tail read as a record of its own (as Flink, whose
+    // CSV format is not splittable). JSON lines hold no raw line breaks inside a record.
+    this.splitSize = options.splitSize ?? (format === 'csv' ? Number.POSITIVE_INFINITY : DEFAULT_SPLIT_BYTES);
     if (!((Number.isInteger(this.splitSize) && this.splitSize >= MIN_SPLIT_BYTES) || this.splitSize === Number.POSITIVE_INFINITY)) {
       throw new RangeError(`fromFile: splitSize must be an integer number of bytes >= ${MIN_SPLIT_BYTES} (or Infinity for one split per file), got ${this.splitSize}`);
     }
