@@ -25,11 +25,12 @@ export function jsonRecord(v: unknown): string | undefined {
  * "__proto__" is refused (the source makes the record malformed: a dead letter, or a failure):
  * JSON.parse makes it an own field, but msgpack renames it between threads and at restores,
  * and a plain assignment while copying sets the copy's prototype instead. The walk looking for
- * one runs only when the text holds "proto" at all (escaped spellings decode to the same key).
+ * one runs only when the text holds "proto" or an escape ("\u006f" spells an o).
  */
 export function parseJsonRecord(text: string): unknown {
   const v: unknown = JSON.parse(text);
-  if (text.includes('proto') && hasProtoKey(v, 0)) {
+  // "\u" too: an escaped spelling ("__pr\u006fto__") holds no "proto" yet parses to the key.
+  if ((text.includes('proto') || text.includes('\\u')) && hasProtoKey(v, 0)) {
     throw new SyntaxError('a field named "__proto__" is not supported in a record (it would not survive between threads and checkpoints)');
   }
   return v;

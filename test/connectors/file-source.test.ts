@@ -290,15 +290,31 @@ describe('malformed records', () => {
     expect(dead.every((d) => typeof d.error === 'string' && d.error.length > 0)).toBe(true);
   });
 
+  it('a line that is not valid UTF-8 is malformed, in JSON lines and in CSV (before: its bad bytes became U+FFFD and the record was accepted)', async () => {
+    const bad = (before: string, after: string) => Buffer.concat([Buffer.from(before), Buffer.from([0xc3, 0x28]), Buffer.from(after)]);
+    const jsonl = file('bad-utf8.jsonl', Buffer.concat([Buffer.from('{"id":1,"name":"ok \uFFFD kept"}\n'), bad('{"id":2,"name":"caf', '"}\n'), Buffer.from('{"id":3}\n')]));
+    const csv = file('bad-utf8.csv', Buffer.concat([Buffer.from('id,name\n1,"two\nlines"\n'), bad('2,"caf', '\nmore"\n'), Buffer.from('3,x\n')]));
+    for (const [p, good] of [[jsonl, [{ id: 1, name: 'ok \uFFFD kept' }, { id: 3 }]], [csv, [{ id: 1, name: 'two\nlines' }, { id: 3, name: 'x' }]]] as const) {
+      const { main, dead } = await read((env) => {
+        const s = env.fromFile(p, { malformed: 'dead-letter' });
+        s.collect('main');
+        s.getSideOutput(DEAD_LETTERS).collect('dead');
+      });
+      expect(main, p).toEqual(good);
+      expect(dead.map((d) => [d.location, d.error]), p).toEqual([[`${p}:${p.endsWith('.csv') ? 4 : 2}`, 'the line is not valid UTF-8']]);
+    }
+  });
+
   it('a JSON record with a field named "__proto__" (escaped too) is malformed: a dead letter, never a record that changes between threads', async () => {
-    const p = file('proto.jsonl', ['{"a":1}', '{"a":2,"__proto__":{"admin":true}}', '{"a":3,"n":{"\\u005f_proto__":1}}', '{"a":4,"protocol":"tcp"}'].join('\n') + '\n');
+    // Line 5 escapes a letter of "proto" itself, so the text holds no "proto" (before: accepted).
+    const p = file('proto.jsonl', ['{"a":1}', '{"a":2,"__proto__":{"admin":true}}', '{"a":3,"n":{"\\u005f_proto__":1}}', '{"a":4,"protocol":"tcp"}', '{"a":5,"__pr\\u006fto__":{"admin":true}}'].join('\n') + '\n');
     const { main, dead } = await read((env) => {
       const s = env.fromFile(p, { malformed: 'dead-letter' });
       s.collect('main');
       s.getSideOutput(DEAD_LETTERS).collect('dead');
     });
     expect(main).toEqual([{ a: 1 }, { a: 4, protocol: 'tcp' }]);
-    expect(dead.map((d) => d.location)).toEqual([`${p}:2`, `${p}:3`]);
+    expect(dead.map((d) => d.location)).toEqual([`${p}:2`, `${p}:3`, `${p}:5`]);
     expect(dead[0]!.error).toMatch(/a field named "__proto__" is not supported in a record/);
   });
 

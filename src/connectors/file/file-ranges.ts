@@ -12,6 +12,7 @@
  * occurs inside a multi-byte UTF-8 character, and "\r\n" splits like "\n" (the "\r" stays with
  * its line and is stripped when the line is decoded).
  */
+import { isUtf8 } from 'node:buffer';
 
 /** Smallest range a file is cut into (smaller ones cost more in opens and reads than they bring). */
 export const MIN_SPLIT_BYTES = 4096;
@@ -56,6 +57,8 @@ export interface FoundLine {
   readonly endOffset: number;
   /** For the reader to number (0 here): one object per line, not two, on the hot path. */
   lineNo: number;
+  /** Set (only then) when the line's bytes are not valid UTF-8: its text holds U+FFFD in their place. */
+  invalidUtf8?: true;
 }
 
 const EMPTY = Buffer.alloc(0);
@@ -120,11 +123,11 @@ export class RangeLines {
       }
       const nl = chunk.indexOf(10, from);
       if (nl < 0) break;
-      found.push({ text: decode(chunk, base, from, nl), startOffset: base + from, endOffset: base + nl + 1, lineNo: 0 });
+      found.push(lineOf(chunk, base, from, nl, base + from, base + nl + 1));
       from = nl + 1;
     }
     if (atEof) {
-      if (from < chunk.length) found.push({ text: decode(chunk, base, from, chunk.length), startOffset: base + from, endOffset: base + chunk.length, lineNo: 0 });
+      if (from < chunk.length) found.push(lineOf(chunk, base, from, chunk.length, base + from, base + chunk.length));
       this.finish();
     } else {
       // A copy: the carried bytes must outlive the chunk, which the caller reuses.
@@ -149,13 +152,13 @@ export class RangeLines {
     if (nl < 0) {
       const line = Buffer.concat([carried, chunk]);
       if (atEof) {
-        found.push({ text: decode(line, lineStart, 0, line.length), startOffset: lineStart, endOffset: base + chunk.length, lineNo: 0 });
+        found.push(lineOf(line, lineStart, 0, line.length, lineStart, base + chunk.length));
         this.finish();
       } else this.carry = line; // a line longer than a chunk
       return -1;
     }
     const line = Buffer.concat([carried, chunk.subarray(0, nl)]);
-    found.push({ text: decode(line, lineStart, 0, line.length), startOffset: lineStart, endOffset: base + nl + 1, lineNo: 0 });
+    found.push(lineOf(line, lineStart, 0, line.length, lineStart, base + nl + 1));
     this.carry = EMPTY;
     return nl + 1;
   }
@@ -164,6 +167,17 @@ export class RangeLines {
     this.carry = EMPTY;
     this.done = true;
   }
+}
+
+/**
+ * The line at data[from, to). Invalid UTF-8 is flagged, not silently replaced: toString puts
+ * U+FFFD in place of bad bytes, and the record would be accepted without its original bytes.
+ * Checked only when the text holds U+FFFD (which valid text may also hold, rarely).
+ */
+function lineOf(data: Buffer, base: number, from: number, to: number, startOffset: number, endOffset: number): FoundLine {
+  const text = decode(data, base, from, to);
+  if (text.includes('\uFFFD') && !isUtf8(data.subarray(from, to))) return { text, startOffset, endOffset, lineNo: 0, invalidUtf8: true };
+  return { text, startOffset, endOffset, lineNo: 0 };
 }
 
 /** A line's text; a UTF-8 byte order mark opening the file is not part of its first line. */

@@ -132,6 +132,9 @@ export function rangeSplit(path: string, start: number, end: number | undefined)
 /** A line of the split not emitted yet; `endOffset` is the split's position once it is. */
 type PendingLine = FoundLine;
 
+/** The error of a line whose bytes are not valid UTF-8 (its raw text shows U+FFFD in their place). */
+const NOT_UTF8 = 'the line is not valid UTF-8';
+
 /** Most files a reader keeps open at once while alignment pauses the ones ahead. */
 const MAX_OPEN_FILES = 32;
 
@@ -149,6 +152,8 @@ interface QuotedRecord {
   text: string;
   quotes: number;
   last: PendingLine;
+  /** One of its lines is not valid UTF-8: malformed once whole. */
+  invalidUtf8?: boolean;
 }
 
 /** One split (a file, or a byte range of one) being read: its handle, bytes read ahead, and whole lines not yet emitted. */
@@ -272,11 +277,12 @@ class FileReader<T> implements SourceReader<T, FileSplit> {
     let value: unknown;
     try {
       value = this.src.format === 'jsonl' ? parseJsonRecord(text) : this.parseCsv(c, text);
+      if (l.invalidUtf8 === true) throw new SyntaxError(NOT_UTF8);
     } catch (e) {
       if (e instanceof UnterminatedQuote) {
         // A quoted field with a line break: the record goes on on the next lines. The position
         // stays at its first line until it is whole, so a checkpoint meanwhile re-reads it all.
-        c.quoted = { first: l, text: l.text, quotes: countQuotes(l.text), last: l };
+        c.quoted = { first: l, text: l.text, quotes: countQuotes(l.text), last: l, ...(l.invalidUtf8 === true ? { invalidUtf8: true } : {}) };
         c.split.offset = l.startOffset;
         c.split.line = l.lineNo;
         return;
@@ -299,7 +305,12 @@ class FileReader<T> implements SourceReader<T, FileSplit> {
     q.text += '\n' + l.text;
     q.quotes += countQuotes(l.text);
     q.last = l;
+    if (l.invalidUtf8 === true) q.invalidUtf8 = true;
     if (q.quotes % 2 === 0) {
+      if (q.invalidUtf8 === true) {
+        this.endQuoted(c, out, NOT_UTF8);
+        return;
+      }
       const text = q.text.endsWith('\r') ? q.text.slice(0, -1) : q.text;
       let value: unknown;
       try {

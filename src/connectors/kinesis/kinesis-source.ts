@@ -372,6 +372,8 @@ interface ShardState {
 }
 
 const decoder = new TextDecoder();
+/** For records: invalid UTF-8 is malformed, not silently replaced by U+FFFD (a dead letter's raw text still uses `decoder`). */
+const strictDecoder = new TextDecoder('utf-8', { fatal: true });
 const MALFORMED = Symbol('malformed');
 
 class KinesisReader<T> implements SourceReader<T, KinesisShardSplit> {
@@ -500,7 +502,7 @@ class KinesisReader<T> implements SourceReader<T, KinesisShardSplit> {
     try {
       if (src.decode !== undefined) return src.decode(data, { stream: split.stream, shardId: split.shardId, sequenceNumber: seq, subSequenceNumber: sub, partitionKey });
       if (src.format === 'bytes') return data;
-      const text = decoder.decode(data);
+      const text = strictDecoder.decode(data);
       return src.format === 'string' ? text : parseJsonRecord(text);
     } catch (e) {
       const record: MalformedRecord = {

@@ -166,6 +166,8 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
   private closed = false;
   private error: Error | undefined;
   private readonly decoder = new TextDecoder();
+  /** For records: invalid UTF-8 is malformed, not silently replaced by U+FFFD (the raw text of a dead letter still uses `decoder`). */
+  private readonly strict = new TextDecoder('utf-8', { fatal: true });
 
   constructor(private readonly src: JetStreamSource<T>, private readonly ctx: SourceReaderContext) {}
 
@@ -212,8 +214,8 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
       let v: unknown;
       try {
         v = src.decode !== undefined ? src.decode(m.data, m.subject, m.seq)
-          : src.format === 'json' ? parseJsonRecord(this.decoder.decode(m.data))
-            : src.format === 'string' ? this.decoder.decode(m.data) : m.data;
+          : src.format === 'json' ? parseJsonRecord(this.strict.decode(m.data))
+            : src.format === 'string' ? this.strict.decode(m.data) : m.data;
       } catch (e) {
         const record: MalformedRecord = {
           source: src.name,
