@@ -222,6 +222,23 @@ describe('on a local directory', () => {
       ['column "value" must be a number (double), got string "NaN"', { key: 'y', ts: 4, value: 'NaN' }],
     ]);
   });
+  it('a record its format cannot write (an Invalid Date in CSV, a cycle in JSON) is a dead letter under malformed: \'dead-letter\', not a broken writer failing every restart', async () => {
+    const cyclic: Record<string, unknown> = { id: 2 };
+    cyclic.self = cyclic;
+    for (const [name, format, bad, good] of [
+      ['csv', csv({ columns: ['a', 'b'] }), { a: 0, b: new Date(Number.NaN) }, { a: 1, b: new Date(0) }],
+      ['jsonl', undefined, cyclic, { id: 1 }],
+    ] as const) {
+      const dir = fresh(`unwritable-${name}`);
+      const sink = new ExactlyOnceFileSink<unknown>(dir, { ...(format !== undefined ? { format } : {}), malformed: 'dead-letter' });
+      const w = sink.createWriter(ctx());
+      w.write([good, bad], ts(2)); // before: threw "Invalid time value" / "Converting circular structure to JSON"
+      await checkpoint(w, sink.createCommitter(ctx()), 1);
+      expect(committed(dir, name).length, name).toBe(1);
+      const letters = readdirSync(`${dir}.dead-letters`).flatMap((f) => readFileSync(join(`${dir}.dead-letters`, f), 'utf8').split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as { error: string }));
+      expect(letters.map((l) => l.error), name).toEqual([expect.stringMatching(name === 'csv' ? /^cannot be written as a CSV row: Invalid time value/ : /^cannot be written as a JSON line: .*circular/i)]);
+    }
+  });
 });
 
 /** A job that fails once, right after a checkpoint completed, and restarts from it (restart strategy). */

@@ -78,7 +78,15 @@ export interface FileFormat {
 export function jsonLines(format: (value: unknown) => string | undefined = jsonRecord): FileFormat {
   if (typeof format !== 'function') throw new TypeError('jsonLines: format must be a function (value) => string');
   const line = (v: unknown, reject: RejectRecord): string | undefined => {
-    const s = format(v);
+    let s: string | undefined;
+    try {
+      s = format(v);
+    } catch (e) {
+      // A record the format cannot turn into text (a cycle, a throwing toJSON): rejected as the
+      // sink's malformed setting says, never a broken writer failing every restart on it.
+      reject(v, `cannot be written as a JSON line: ${e instanceof Error ? e.message : String(e)}`);
+      return undefined;
+    }
     if (typeof s === 'string') return s;
     if (s === undefined) {
       reject(v, `a record of ${typeof v} has no JSON form and cannot be written as a JSON line`);
@@ -156,7 +164,13 @@ export function csv(options: CsvFormatOptions): FileFormat {
         }
         const r = v as Record<string, unknown>;
         let text = '';
-        for (let c = 0; c < columns.length; c++) text += (c === 0 ? '' : delimiter) + field(r[columns[c]!]);
+        try {
+          for (let c = 0; c < columns.length; c++) text += (c === 0 ? '' : delimiter) + field(r[columns[c]!]);
+        } catch (e) {
+          // An Invalid Date, a field with a cycle: rejected (dead letter or failure, per the sink).
+          reject(v, `cannot be written as a CSV row: ${e instanceof Error ? e.message : String(e)}`);
+          return undefined;
+        }
         // One column with an empty field would be an empty line, which readers (weir's file
         // source among them) skip: the record would be lost. Quoted, it reads back as "".
         return text === '' ? '""' : text;
