@@ -460,7 +460,7 @@ describe('on s3rver', () => {
     const w = sink.createWriter(ctx());
     w.write([1, 2], ts(2));
     expect(() => w.write([4, 3, 5], ts(3))).toThrow(/no threes/);
-    expect(() => w.write([6], ts(1))).toThrow(/an earlier write failed part-way \(no threes\)/);
+    expect(() => w.write([6], ts(1))).toThrow(/an earlier write failed part-way \(.*no threes/);
     expect(() => w.prepareCommit(1)).toThrow(/an earlier write failed part-way/);
     w.close?.();
   });

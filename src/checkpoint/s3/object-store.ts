@@ -80,16 +80,28 @@ export class S3ObjectStore {
 
   /** The object's bytes (a range of them), or undefined when there is no such object. */
   async getObject(bucket: string, key: string, range?: { readonly position: number; readonly length: number }): Promise<Uint8Array | undefined> {
-    this.counts.get++;
-    try {
-      const out = await this.send<GetObjectCommandOutput>('get', bucket, key, (s) => new s.GetObjectCommand({
-        Bucket: bucket, Key: key, Range: range === undefined ? undefined : `bytes=${range.position}-${range.position + range.length - 1}`,
-      }));
+    // The body is read after the request returned, outside the SDK's retries: a body that stalls
+    // or is cut short is retried here, and then a storage failure, never "corrupt state" (a
+    // good checkpoint was taken for corrupt and given up for an older one).
+    for (let attempt = 1; ; attempt++) {
+      this.counts.get++;
+      let out: GetObjectCommandOutput;
+      try {
+        out = await this.send<GetObjectCommandOutput>('get', bucket, key, (s) => new s.GetObjectCommand({
+          Bucket: bucket, Key: key, Range: range === undefined ? undefined : `bytes=${range.position}-${range.position + range.length - 1}`,
+        }));
+      } catch (e) {
+        if (isNotFound(e)) return undefined;
+        throw e;
+      }
       if (out.Body === undefined) return new Uint8Array(0);
-      return await out.Body.transformToByteArray();
-    } catch (e) {
-      if (isNotFound(e)) return undefined;
-      throw e;
+      try {
+        return await out.Body.transformToByteArray();
+      } catch (e) {
+        if (attempt >= Math.max(1, this.config.retryMaxAttempts)) {
+          throw new StorageError(`s3 get s3://${bucket}/${key} failed while reading the body: ${describeSdkError(e)} (after ${attempt} attempt(s))`, { cause: e });
+        }
+      }
     }
   }
 
@@ -257,10 +269,12 @@ export class S3ObjectStore {
         forcePathStyle: c.pathStyleAccess,
         maxAttempts: c.retryMaxAttempts,
         retryMode: 'standard',
+        // Idle time is bounded (connect, then no data for requestTimeoutMs), and each request with
+        // its retries by the overall deadline (send). Not the handler's requestTimeout: it runs
+        // until the response headers, body upload included, so a part upload slower than part
+        // size / timeout (~280 KB/s with the defaults) failed on every attempt while data flowed.
         requestHandler: new NodeHttpHandler({
           connectionTimeout: c.requestTimeoutMs,
-          requestTimeout: c.requestTimeoutMs,
-          throwOnRequestTimeout: true,
           socketTimeout: c.requestTimeoutMs,
         }),
       });

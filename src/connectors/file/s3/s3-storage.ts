@@ -608,7 +608,12 @@ class S3Part implements OpenPart<FileCommittable>, ByteWriter {
     if (body.byteLength === this.session.partSize) this.session.bigFiles = true;
     const session = this.session;
     const { store, bucket } = session.storage;
-    this.creating ??= store.createMultipartUpload(bucket, this.key).then((id) => (this.known.uploadId = id));
+    if (this.creating === undefined) {
+      this.creating = store.createMultipartUpload(bucket, this.key).then((id) => (this.known.uploadId = id));
+      // Awaited only by the queued upload, which may start much later: a failure meanwhile must
+      // not be an unhandled rejection (it ended the process); the upload reports it to the session.
+      this.creating.catch(() => {});
+    }
     const creating = this.creating;
     session.enqueue(body.byteLength, async () => {
       const id = await creating;
