@@ -49,6 +49,7 @@ export class SourceOperator extends StreamOperator implements ReaderOutput<unkno
    */
   private lastPollAt = Number.NEGATIVE_INFINITY;
   private lastPollWaited = true;
+  private tornDown = false;
   private idle = false;
   private periodic: { cancel(): void } | undefined;
   private alignmentWarned = false;
@@ -173,7 +174,9 @@ export class SourceOperator extends StreamOperator implements ReaderOutput<unkno
         this.advanceTime();
         this.output.flush();
       }
-      this.schedulePeriodic(this.env.clock.now() + interval, interval);
+      // Not past the end, nor after tearDown (this mail may have been queued before it cancelled
+      // the timer): a periodic mail rescheduling itself for good outlived its job.
+      if (!this.ended && !this.tornDown) this.schedulePeriodic(this.env.clock.now() + interval, interval);
     });
   }
 
@@ -353,6 +356,7 @@ export class SourceOperator extends StreamOperator implements ReaderOutput<unkno
   }
 
   protected override tearDown(): void {
+    this.tornDown = true;
     this.rateWake?.cancel();
     this.periodic?.cancel();
     const closing = this.reader?.close?.();
