@@ -65,7 +65,19 @@ describe('SplitWatermarks', () => {
     feed(st, 'b', 2_100, 1100);
     expect(st.current()).toEqual({ idle: false, watermark: 2099 });
     st.periodic(5000);
-    expect(st.current()).toEqual({ idle: true });
+    expect(st.current()).toEqual({ idle: true, highest: 10_499 });
+  });
+
+  it('splits going idle in one pass: the reader goes to the highest split watermark before it is idle (as the input gate does)', () => {
+    // An empty stream beside one read to its end at once: both idle at the same tick. Before,
+    // the reader went idle at the lowest (MIN), and downstream windows never fired.
+    const st = new SplitWatermarks(bounded.withIdleness(200), { idleTimeoutMs: 200, maxDriftMs: undefined });
+    for (const id of ['a', 'b']) { st.add(id, 0); st.start(id, 0); }
+    feed(st, 'a', 489, 0);
+    st.periodic(20);
+    expect(st.current()).toEqual({ idle: false, watermark: MIN_WATERMARK }); // b holds time back
+    st.periodic(240);
+    expect(st.current()).toEqual({ idle: true, highest: 488 });
   });
 
   it('a split not yet started never turns idle (its records are still to come)', () => {

@@ -186,6 +186,10 @@ export class SourceOperator extends StreamOperator implements ReaderOutput<unkno
     const t = st.current();
     if (t.idle) {
       if (!this.idle) {
+        if (t.highest !== undefined && t.highest > this.lastWatermark) {
+          this.lastWatermark = t.highest;
+          this.output.emitWatermark(t.highest);
+        }
         this.idle = true;
         this.output.emitWatermarkStatus(true);
       }

@@ -3,12 +3,12 @@
  * poll, also a split whose stream is empty: before, a split started only at its first record,
  * so an empty stream was never counted idle and held the reader's watermark at the minimum for
  * good (windows never fired, withIdleness or not; with maxDrift it paused the other streams).
- * Found by a read-only audit. Driven by hand against the real server, so the check does not
- * depend on timing.
+ * Found by a read-only audit. The first test drives the reader by hand against the real server;
+ * the second runs a job.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
-import { RedisStreamsSource, type ReaderOutput, type SourceReaderContext } from '../../../src/index.ts';
+import { defineJob, RedisStreamsSource, runJob, TumblingEventTimeWindows, WatermarkStrategy, type ReaderOutput, type SourceReaderContext } from '../../../src/index.ts';
 import type { RedisStreamSplit } from '../../../src/connectors/redis/redis-streams-source.ts';
 
 const URL = 'redis://127.0.0.1:6379';
@@ -58,4 +58,32 @@ describe('RedisStreamsSource with an empty stream', () => {
       await reader.close?.();
     }
   });
+
+  it('a job: with withIdleness the windows fire while it runs, also with maxDrift (the empty stream and the one read at once go idle in one pass: the reader goes to the highest watermark first)', async () => {
+    const a = key('job-a');
+    const b = key('job-b');
+    const p = redis.pipeline();
+    for (let i = 0; i < 50; i++) p.xadd(a, `${1_700_000_000_000 + i * 10}-1`, 'data', JSON.stringify({ i }));
+    await p.exec();
+    await redis.xadd(b, '1-1', 'data', '{}');
+    await redis.xtrim(b, 'MAXLEN', 0);
+    for (const maxDrift of [undefined, '1 s']) {
+      const fired: number[] = [];
+      const ac = new AbortController();
+      const r = runJob(defineJob((env) => {
+        env.setAutoWatermarkInterval(20);
+        const src = new RedisStreamsSource<{ i: number }>({ url: URL, streams: [a, b], startFrom: 'earliest', blockMs: 100, batchSize: 10 });
+        env.fromSource(src, { watermarks: WatermarkStrategy.forMonotonousTimestamps<{ i: number }>().withIdleness('200 ms'), ...(maxDrift !== undefined ? { maxDrift } : {}) })
+          .keyBy(() => 'all')
+          .window(TumblingEventTimeWindows.of('100 ms'))
+          .aggregate({ createAccumulator: () => 0, add: (_e: { i: number }, c: number) => c + 1, getResult: (c: number) => c, merge: (x: number, y: number) => x + y })
+          .addSink((n) => void fired.push(n));
+      }), { workers: 1, parallelism: 1, stdout: () => {}, log: () => {}, signal: ac.signal });
+      // Unbounded: the last window (still open) never fires; the 4 before it do.
+      for (let i = 0; i < 1000 && fired.length < 4; i++) await new Promise((res) => setTimeout(res, 10));
+      ac.abort();
+      expect((await r).status).toBe('CANCELED');
+      expect(fired.slice(0, 4), `maxDrift ${maxDrift}`).toEqual([10, 10, 10, 10]);
+    }
+  }, 30_000);
 });
