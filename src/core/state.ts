@@ -99,6 +99,16 @@ export function checkMapKey(key: unknown, call: string, state = 'MapState'): voi
   throw new TypeError(`${state}.${call}: a map key must be a string, number, bigint, boolean or null (compared by value), got ${what}; use a string key, such as JSON.stringify(key)`);
 }
 
+/**
+ * MapState.putAll's entries, read whole before the map changes (putAll(m.entries()) of the map
+ * itself) and every key checked first: all put, or none.
+ */
+export function checkedMapEntries<K, V>(entries: Iterable<readonly [K, V]>): (readonly [K, V])[] {
+  const list = [...entries];
+  for (const [k] of list) checkMapKey(k, 'putAll');
+  return list;
+}
+
 export function checkListElements(values: readonly unknown[] | null | undefined, call: string): void {
   if (!Array.isArray(values)) throw new TypeError(`ListState.${call}: expected an array of values, got ${values === null ? 'null' : typeof values}`);
   for (const v of values) checkListElement(v, call);

@@ -10,9 +10,9 @@ import { CommitLedger, type CommitBatch } from '../../src/runtime/operators/comm
 describe('commit ledger', () => {
   it('hands committables out once, in checkpoint order, and keeps them until committed', () => {
     const l = new CommitLedger<string>();
-    l.prepared(1, ['a']);
-    l.prepared(2, ['b', 'c']);
-    l.prepared(4, ['d']);
+    l.prepared(1, ['a'], 0);
+    l.prepared(2, ['b', 'c'], 0);
+    l.prepared(4, ['d'], 0);
     expect(l.snapshot()).toEqual(['a', 'b', 'c', 'd']);
     const b1 = l.completed(2)!;
     expect(b1.committables).toEqual(['a', 'b', 'c']);
@@ -41,21 +41,21 @@ describe('commit ledger', () => {
 
   it('restored committables are due at once and stay until their commit has finished', () => {
     const l = new CommitLedger<string>();
-    const due = l.restored(7, ['x', 'y'])!;
+    const due = l.restored(7, ['x', 'y'], [0, 0])!;
     expect(due.committables).toEqual(['x', 'y']);
-    l.prepared(8, ['z']);
+    l.prepared(8, ['z'], 0);
     expect(l.snapshot()).toEqual(['x', 'y', 'z']);
     l.committed(due);
     expect(l.snapshot()).toEqual(['z']);
-    expect(new CommitLedger<string>().restored(3, [])).toBeUndefined();
+    expect(new CommitLedger<string>().restored(3, [], [])).toBeUndefined();
   });
 
   it('refuses checkpoints out of order', () => {
     const l = new CommitLedger<string>();
-    l.prepared(3, ['a']);
-    expect(() => l.prepared(3, ['b'])).toThrow(/checkpoint 3 prepared after checkpoint 3/);
-    expect(() => l.prepared(2, ['b'])).toThrow(/checkpoint 2 prepared after checkpoint 3/);
-    l.prepared(5, []); // nothing written since: no entry
+    l.prepared(3, ['a'], 0);
+    expect(() => l.prepared(3, ['b'], 0)).toThrow(/checkpoint 3 prepared after checkpoint 3/);
+    expect(() => l.prepared(2, ['b'], 0)).toThrow(/checkpoint 2 prepared after checkpoint 3/);
+    l.prepared(5, [], 0); // nothing written since: no entry
     expect(l.outstanding).toBe(1);
   });
 
@@ -79,7 +79,7 @@ describe('commit ledger', () => {
         if (r < 4) {
           id++;
           const fresh = Array.from({ length: rng.int(3) }, () => `c${n++}`);
-          ledger.prepared(id, fresh);
+          ledger.prepared(id, fresh, 0);
           prepared = prepared.concat(fresh);
           snaps.set(id, { state: ledger.snapshot(), promised: prepared.slice() });
         } else if (r < 6 && snaps.size > 0) {
@@ -105,7 +105,7 @@ describe('commit ledger', () => {
           }
           ledger = new CommitLedger<string>();
           inFlight = [];
-          const due = ledger.restored(from, s.state);
+          const due = ledger.restored(from, s.state, s.state.map(() => 0));
           if (due) inFlight.push(due);
           prepared = s.promised.slice();
           // Ids are never reused after a restore.

@@ -42,7 +42,7 @@ export class CommitLedger<C> {
   private nextSeq = 0;
 
   /** Committables taken over from the restored checkpoint: they belong to a completed checkpoint, so they are due at once. */
-  restored(checkpointId: number, committables: readonly C[], owners: readonly number[] = committables.map(() => 0)): CommitBatch<C> | undefined {
+  restored(checkpointId: number, committables: readonly C[], owners: readonly number[]): CommitBatch<C> | undefined {
     if (this.entries.length > 0) throw new Error('commit ledger: restored() after other committables');
     if (owners.length !== committables.length) throw new Error(`commit ledger: ${committables.length} restored committables with ${owners.length} owners`);
     if (committables.length === 0) return undefined;
@@ -51,7 +51,7 @@ export class CommitLedger<C> {
   }
 
   /** At the barrier of `checkpointId`: the writer's fresh committables; `owner` is its subtask. */
-  prepared(checkpointId: number, committables: readonly C[], owner = 0): void {
+  prepared(checkpointId: number, committables: readonly C[], owner: number): void {
     if (committables.length === 0) return;
     const last = this.entries[this.entries.length - 1];
     if (last !== undefined && last.checkpointId >= checkpointId) {

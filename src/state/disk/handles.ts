@@ -6,7 +6,7 @@
  * (the heap backend's wrappers).
  */
 import type { ListState, MapState, StateTtlConfig, ValueState } from '../../core/state.ts';
-import { checkListElement, checkListElements, checkMapKey, clearsValue, defaultValueOf } from '../../core/state.ts';
+import { checkedMapEntries, checkListElement, checkListElements, checkMapKey, clearsValue, defaultValueOf } from '../../core/state.ts';
 import type { Clock } from '../../core/clock.ts';
 import type { StateCache } from './cache.ts';
 
@@ -94,8 +94,7 @@ export class DiskMapHandle<K, V> implements MapState<K, V> {
     this.c.changed(e);
   }
   putAll(entries: Iterable<readonly [K, V]>): void {
-    const list = [...entries]; // read before the map changes (putAll(m.entries()))
-    for (const [k] of list) checkMapKey(k, 'putAll');
+    const list = checkedMapEntries(entries);
     const e = this.c.current();
     let m = e.value as Map<K, V> | undefined;
     if (m === undefined) e.value = m = new Map();
@@ -267,9 +266,7 @@ export class DiskTtlMapHandle<K, V> implements MapState<K, V> {
     this.c.changed(e);
   }
   putAll(entries: Iterable<readonly [K, V]>): void {
-    const list = [...entries]; // read before the map changes (putAll(m.entries()))
-    for (const [k] of list) checkMapKey(k, 'putAll'); // all or nothing
-    for (const [k, v] of list) this.put(k, v);
+    for (const [k, v] of checkedMapEntries(entries)) this.put(k, v);
   }
   remove(key: K): void {
     checkMapKey(key, 'remove');

@@ -6,7 +6,7 @@
  * read that hands out a live object the caller could mutate in place.
  */
 import type { AggregatingState, ListState, MapState, ReducingState, ValueState } from '../../core/state.ts';
-import { checkListElement, checkListElements, checkMapKey, clearsValue, defaultValueOf } from '../../core/state.ts';
+import { checkedMapEntries, checkListElement, checkListElements, checkMapKey, clearsValue, defaultValueOf } from '../../core/state.ts';
 import type { KeyContext } from '../key-context.ts';
 import type { StateTable } from './state-table.ts';
 
@@ -100,11 +100,8 @@ export class MapHandle<K, V> implements MapState<K, V> {
     this.mapForWrite().set(key, value);
   }
   putAll(entries: Iterable<readonly [K, V]>): void {
-    // Taken first: nothing put stores no empty map (the disk backend keeps none either), and
-    // entries of this very map (putAll(m.entries())) are read before it changes.
-    const list = [...entries];
-    for (const [k] of list) checkMapKey(k, 'putAll');
-    if (list.length === 0) return;
+    const list = checkedMapEntries(entries);
+    if (list.length === 0) return; // nothing put stores no empty map (the disk backend keeps none either)
     const m = this.mapForWrite();
     for (const [k, v] of list) m.set(k, v);
   }

@@ -5,7 +5,7 @@
  * a read may remove it, restamp it or hand out a live object.
  */
 import type { ListState, MapState, StateTtlConfig, ValueState } from '../../core/state.ts';
-import { checkListElement, checkListElements, checkMapKey, clearsValue, defaultValueOf } from '../../core/state.ts';
+import { checkedMapEntries, checkListElement, checkListElements, checkMapKey, clearsValue, defaultValueOf } from '../../core/state.ts';
 import type { Clock } from '../../core/clock.ts';
 import type { KeyContext } from '../key-context.ts';
 import type { StateTable } from './state-table.ts';
@@ -141,9 +141,7 @@ export class TtlMapHandle<K, V> implements MapState<K, V> {
     this.t.mark(this.ctx.kgIndex, this.ctx.key);
   }
   putAll(entries: Iterable<readonly [K, V]>): void {
-    const list = [...entries]; // read before the map changes (putAll(m.entries()))
-    for (const [k] of list) checkMapKey(k, 'putAll'); // all or nothing
-    for (const [k, v] of list) this.put(k, v);
+    for (const [k, v] of checkedMapEntries(entries)) this.put(k, v);
   }
   remove(key: K): void {
     checkMapKey(key, 'remove');

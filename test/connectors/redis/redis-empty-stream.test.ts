@@ -6,27 +6,17 @@
  * Found by a read-only audit. The first test drives the reader by hand against the real server;
  * the second runs a job.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Redis } from 'ioredis';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { Redis } from 'ioredis';
+import { URL, useTestRedis } from './test-redis.ts';
 import { defineJob, RedisStreamsSource, runJob, TumblingEventTimeWindows, WatermarkStrategy, type ReaderOutput, type SourceReaderContext } from '../../../src/index.ts';
 import type { RedisStreamSplit } from '../../../src/connectors/redis/redis-streams-source.ts';
 
-const URL = 'redis://127.0.0.1:6379';
+const testRedis = useTestRedis();
+const key = testRedis.key;
 let redis: Redis;
-const keys: string[] = [];
-let n = 0;
-function key(name: string): string {
-  const k = `weir-test:${process.pid}:${Date.now()}:${n++}:${name}`;
-  keys.push(k);
-  return k;
-}
-beforeAll(async () => {
-  redis = new Redis(URL, { lazyConnect: true, connectTimeout: 5000, commandTimeout: 10_000 });
-  await redis.connect();
-});
-afterAll(async () => {
-  if (keys.length > 0) await redis.del(...keys);
-  redis.disconnect();
+beforeAll(() => {
+  redis = testRedis.redis();
 });
 
 describe('RedisStreamsSource with an empty stream', () => {

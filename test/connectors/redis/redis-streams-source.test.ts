@@ -4,8 +4,9 @@
  * time from entry ids, malformed entries (dead-letter or failure naming stream and entry), an
  * unreachable server (bounded retries, then an error naming host and port), option validation.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Redis } from 'ioredis';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { Redis } from 'ioredis';
+import { URL, useTestRedis } from './test-redis.ts';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,23 +15,11 @@ import type { RedisStreamSplit } from '../../../src/connectors/redis/redis-strea
 import { runInline, sorted } from '../../helpers/run.ts';
 import { runJob, defineJob } from '../../../src/index.ts';
 
-const URL = 'redis://127.0.0.1:6379';
+const testRedis = useTestRedis();
+const key = testRedis.key;
 let redis: Redis;
-const keys: string[] = [];
-let n = 0;
-function key(name: string): string {
-  const k = `weir-test:${process.pid}:${Date.now()}:${n++}:${name}`;
-  keys.push(k);
-  return k;
-}
-
-beforeAll(async () => {
-  redis = new Redis(URL, { lazyConnect: true, connectTimeout: 5000, commandTimeout: 10_000 });
-  await redis.connect();
-});
-afterAll(async () => {
-  if (keys.length > 0) await redis.del(...keys);
-  redis.disconnect();
+beforeAll(() => {
+  redis = testRedis.redis();
 });
 
 /** Adds records {i, k, ts} as JSON in field "data"; returns their entry ids. */
