@@ -59,7 +59,7 @@ export async function runCommand(argv: string[]): Promise<number> {
   process.off('SIGTERM', onSignal);
   const letters = result.progress.deadLetters;
   if (letters > 0) {
-    const where = result.deadLetterDir !== undefined ? `written to ${result.deadLetterDir}` : 'the first 10 of each source subtask are in the log above; --dead-letter-dir keeps them all';
+    const where = result.deadLetterDir !== undefined ? `written to ${result.deadLetterDir}` : 'the first 10 of each subtask are in the log above; --dead-letter-dir keeps them all';
     logger().info(`${letters} malformed record${letters === 1 ? '' : 's'} went to the dead letters (${where})`);
   }
   if (result.status === 'CANCELED') {

@@ -5,6 +5,7 @@
  * them visible once the checkpoint that holds them has completed. After a failure, the
  * committables of the restored checkpoint are committed again, so commit must be idempotent.
  */
+import type { MalformedRecord } from './source.ts';
 
 export interface SinkContext {
   readonly subtaskIndex: number;
@@ -18,6 +19,13 @@ export interface SinkContext {
   readonly restoredCheckpointId: number | undefined;
   /** Writes a line to the job's log (never credentials). */
   log(line: string): void;
+  /**
+   * Hands records the sink leaves out as malformed (its malformed: 'dead-letter') to the job's
+   * dead letters, as a source's: counted, and written to the job's dead-letter directory (given,
+   * or beside its first file output), else the first few shown in the log. A context made by
+   * hand may lack it.
+   */
+  deadLetters?(records: readonly MalformedRecord[]): void;
   /** Wakes the sink's task (after isAvailable turned true again). Safe from any callback. */
   wake?(): void;
 }

@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { S3ObjectStore } from '../../src/checkpoint/s3/object-store.ts';
 import { resolveS3Config, type S3Settings } from '../../src/checkpoint/s3/settings.ts';
 import type { SinkContext } from '../../src/core/sink.ts';
+import type { MalformedRecord } from '../../src/core/source.ts';
 import { ExactlyOnceFileSink, ManualClock, csv, defineJob, jsonLines, parquet, runJob, type FileCommittable, type RunOptions, type StreamExecutionEnvironment } from '../../src/index.ts';
 import { parquetLayout, parquetSchema, readCsv, readParquet } from '../helpers/duckdb.ts';
 import { runUntilFailedAfterCheckpoint } from '../helpers/paced-failure.ts';
@@ -23,8 +24,8 @@ afterAll(() => rmSync(work, { recursive: true, force: true }));
 let seq = 0;
 const fresh = (what: string) => join(work, `${what}-${seq++}`);
 
-function ctx(clock = new ManualClock(0), subtaskIndex = 0, parallelism = 1, restoredCheckpointId?: number, log: string[] = []): SinkContext {
-  return { subtaskIndex, parallelism, attemptNumber: restoredCheckpointId === undefined ? 0 : 1, now: () => clock.now(), restoredCheckpointId, log: (l) => log.push(l) };
+function ctx(clock = new ManualClock(0), subtaskIndex = 0, parallelism = 1, restoredCheckpointId?: number, log: string[] = [], letters: MalformedRecord[] = []): SinkContext {
+  return { subtaskIndex, parallelism, attemptNumber: restoredCheckpointId === undefined ? 0 : 1, now: () => clock.now(), restoredCheckpointId, log: (l) => log.push(l), deadLetters: (r) => letters.push(...r) };
 }
 const ts = (k: number) => new Array<number>(k).fill(0);
 
@@ -209,14 +210,14 @@ describe('on a local directory', () => {
     expect(result.error?.message).toMatch(/column "value" \(double\) is missing and not nullable/);
   });
 
-  it('malformed: \'dead-letter\' leaves such records out of the file and writes them beside the output', async () => {
+  it('malformed: \'dead-letter\' leaves such records out of the file and hands them to the job\'s dead letters', async () => {
     const dir = fresh('dead');
     const sink = new ExactlyOnceFileSink<unknown>(dir, { format: parquet({ columns: COLUMNS }), malformed: 'dead-letter' });
-    const w = sink.createWriter(ctx());
+    const letters: MalformedRecord[] = [];
+    const w = sink.createWriter(ctx(undefined, 0, 1, undefined, [], letters));
     w.write([row(1), { key: 'x', ts: 2 }, row(3), { key: 'y', ts: 4, value: 'NaN' }], ts(4));
     await checkpoint(w, sink.createCommitter(ctx()), 1);
     expect(await readParquet(committed(dir, 'parquet'))).toEqual([asRead(row(1)), asRead(row(3))]);
-    const letters = readdirSync(`${dir}.dead-letters`).flatMap((f) => readFileSync(join(`${dir}.dead-letters`, f), 'utf8').split('\n').filter((l) => l !== '').map((l) => JSON.parse(l)));
     expect(letters.map((l) => [l.error, JSON.parse(l.raw)])).toEqual([
       ['column "value" (double) is missing and not nullable', { key: 'x', ts: 2 }],
       ['column "value" must be a number (double), got string "NaN"', { key: 'y', ts: 4, value: 'NaN' }],
@@ -231,11 +232,11 @@ describe('on a local directory', () => {
     ] as const) {
       const dir = fresh(`unwritable-${name}`);
       const sink = new ExactlyOnceFileSink<unknown>(dir, { ...(format !== undefined ? { format } : {}), malformed: 'dead-letter' });
-      const w = sink.createWriter(ctx());
+      const letters: MalformedRecord[] = [];
+      const w = sink.createWriter(ctx(undefined, 0, 1, undefined, [], letters));
       w.write([good, bad], ts(2)); // before: threw "Invalid time value" / "Converting circular structure to JSON"
       await checkpoint(w, sink.createCommitter(ctx()), 1);
       expect(committed(dir, name).length, name).toBe(1);
-      const letters = readdirSync(`${dir}.dead-letters`).flatMap((f) => readFileSync(join(`${dir}.dead-letters`, f), 'utf8').split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as { error: string }));
       expect(letters.map((l) => l.error), name).toEqual([expect.stringMatching(name === 'csv' ? /^cannot be written as a CSV row: Invalid time value/ : /^cannot be written as a JSON line: .*circular/i)]);
     }
   });
@@ -386,6 +387,19 @@ describe('on s3rver', () => {
     expect(await uploads(ref)).toBe(0);
   }, 60_000);
 
+  it('a job whose S3 sink leaves malformed records out counts them all and shows the first ten (before: uncounted, lost after ten)', async () => {
+    const lines: string[] = [];
+    const r = await runJob(defineJob((env) => {
+      env.fromGenerator((i) => (i % 4 === 1 ? { key: 'x', ts: i } : row(i)), { count: 60 })
+        .sinkTo(new ExactlyOnceFileSink(out(), { s3: settings, format: parquet({ columns: COLUMNS }), malformed: 'dead-letter' }));
+    }), { workers: 1, parallelism: 1, stdout: () => {}, log: (l) => lines.push(l) });
+    expect(r.status).toBe('FINISHED');
+    expect(r.progress.deadLetters).toBe(15);
+    expect(r.deadLetterDir).toBeUndefined();
+    expect(lines.filter((l) => l.startsWith('weir: dead letter from '))).toHaveLength(10);
+    expect(lines.filter((l) => l.includes('counted but not shown'))).toHaveLength(1);
+  });
+
   it('CSV on S3: committed objects read by DuckDB', async () => {
     const ref = out();
     const sink = new ExactlyOnceFileSink<Row>(ref, { s3: settings, format: csv({ columns: ['key', 'ts', 'value'] }) });
@@ -400,6 +414,32 @@ describe('on s3rver', () => {
     const files = await download(ref, 'csv');
     expect(files).toHaveLength(1);
     expect(await readCsv(files)).toEqual([1, 2, 3].map((i) => ({ key: row(i).key, ts: String(i), value: String(row(i).value) })));
+  });
+});
+
+describe('a job\'s file sink with malformed: \'dead-letter\'', () => {
+  const job = (dir: string) => defineJob((env) => {
+    env.fromGenerator((i) => (i % 5 === 2 ? { key: 'x', ts: i } : row(i)), { count: 20 })
+      .sinkTo(new ExactlyOnceFileSink(dir, { format: parquet({ columns: COLUMNS }), malformed: 'dead-letter' }));
+  });
+  const lettersIn = (dir: string) => readdirSync(dir).flatMap((f) => readFileSync(join(dir, f), 'utf8').split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as { source: string; raw: string }));
+
+  it('counts them and writes them beside the output by default', async () => {
+    const dir = fresh('job-beside');
+    const r = await runJob(job(dir), { workers: 1, parallelism: 2, stdout: () => {}, log: () => {} });
+    expect(r.status).toBe('FINISHED');
+    expect(r.progress.deadLetters).toBe(4);
+    expect(lettersIn(`${dir}.dead-letters`).map((l) => JSON.parse(l.raw).ts).sort((a, b) => a - b)).toEqual([2, 7, 12, 17]);
+  });
+
+  it('writes them to --dead-letter-dir when given, not beside the output (before: always beside)', async () => {
+    const dir = fresh('job-given');
+    const given = fresh('job-given-letters');
+    const r = await runJob(job(dir), { workers: 1, parallelism: 1, stdout: () => {}, log: () => {}, deadLetterDir: given });
+    expect(r.status).toBe('FINISHED');
+    expect(r.progress.deadLetters).toBe(4);
+    expect(existsSync(`${dir}.dead-letters`)).toBe(false);
+    expect(lettersIn(given).map((l) => JSON.parse(l.raw).ts)).toEqual([2, 7, 12, 17]);
   });
 });
 

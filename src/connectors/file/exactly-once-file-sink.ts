@@ -26,7 +26,6 @@ import { toMillis, type Duration } from '../../core/duration.ts';
 import type { SinkCommitter, SinkContext, SinkWriter, TwoPhaseCommitSink } from '../../core/sink.ts';
 import type { MalformedRecord } from '../../core/source.ts';
 import { isS3Reference, type S3Settings } from '../../checkpoint/s3/settings.ts';
-import { appendDeadLetters } from './dead-letter-file.ts';
 import { toFileFormat, type FileFormat, type PartEncoder, type RejectRecord } from './formats.ts';
 import { LocalDirectoryStorage } from './local/local-storage.ts';
 import { rollAfterWrite, rollAtBarrier, rollBeforeWrite, type RollingPolicy } from './rolling.ts';
@@ -52,7 +51,9 @@ export interface ExactlyOnceFileSinkOptions {
   /**
    * A record that does not fit the format (Parquet: a column missing or of the wrong type):
    * 'fail' (default) fails the job with a one-line reason naming the column; 'dead-letter' leaves
-   * it out, writing it to <dir>.dead-letters/ beside a local output (S3: the first ones to the log).
+   * it out, to the job's dead letters as a source's malformed records: counted, and written to
+   * --dead-letter-dir when given, else to <dir>.dead-letters/ beside the job's first local file
+   * output, else (S3 outputs only) the first ones to the log.
    */
   readonly malformed?: 'fail' | 'dead-letter';
   /** S3 paths: settings for this sink; by default the job's (--s3-endpoint, s3.* options) and the AWS SDK's own. */
@@ -159,7 +160,7 @@ class FileWriter<T> implements SinkWriter<T, FileCommittable> {
   private readonly reject: RejectRecord;
   /** Records of the current write that did not fit the format (malformed: 'dead-letter'). */
   private letters: MalformedRecord[] = [];
-  /** Dead letters shown in the log (outputs without a directory beside them). */
+  /** Dead letters shown in the log (a context without the job's dead letters: one made by hand). */
   private logged = 0;
   private openedAt = 0;
   private lastWriteAt = 0;
@@ -174,13 +175,13 @@ class FileWriter<T> implements SinkWriter<T, FileCommittable> {
       : (v, error) => this.letters.push({ source: this.sink.name, location: `${this.sink.name} (subtask ${this.ctx.subtaskIndex + 1})`, error, raw: rawOf(v) });
   }
 
-  /** A write's dead letters, one append (or a few log lines) per batch. */
+  /** A write's dead letters, handed to the job's as one batch (counted, kept in its dead-letter directory or logged). */
   private flushLetters(): void {
     const letters = this.letters;
     this.letters = [];
-    const dir = this.sink.outputDir;
-    if (dir !== undefined) {
-      appendDeadLetters(`${dir}.dead-letters`, this.sink.name, this.ctx.subtaskIndex, letters);
+    if (letters.length === 0) return;
+    if (this.ctx.deadLetters !== undefined) {
+      this.ctx.deadLetters(letters);
       return;
     }
     for (const l of letters) {

@@ -33,7 +33,7 @@ export const OPTIONS = {
   deadLetterDir: option({
     flag: 'dead-letter-dir', field: 'deadLetterDir', type: path(), defaultText: '<output dir>.dead-letters beside the job\'s file sink, else the log',
     label: 'dead-letter directory', commands: ['run'], section: 'Execution',
-    description: 'where sources with malformed: \'dead-letter\' write each malformed record (source, location, error, raw text), one file per source subtask',
+    description: 'where sources and sinks with malformed: \'dead-letter\' write each malformed record (source or sink, location, error, raw text), one file per subtask',
   }),
   maxChannels: option({
     flag: 'max-channels', field: 'maxChannels', type: positiveInteger(), default: 65536, label: 'max channels',

@@ -48,6 +48,8 @@ export class CommitSinkOperator extends StreamOperator {
    * a restore from the savepoint wrote its output again).
    */
   private highestId = 0;
+  /** Records the sink left out as malformed and handed to the dead letters (this attempt). */
+  deadLetterCount = 0;
 
   constructor(private readonly sink: TwoPhaseCommitSink<unknown, unknown>) {
     super();
@@ -67,6 +69,10 @@ export class CommitSinkOperator extends StreamOperator {
     return {
       subtaskIndex: t.subtaskIndex, parallelism: t.parallelism, attemptNumber: t.attemptNumber, operatorId: t.operatorId,
       now: () => clock.now(), restoredCheckpointId: this.restoredId, log: (line) => services.log(line),
+      deadLetters: (records) => {
+        this.deadLetterCount += records.length;
+        services.deadLetters(this.sink.name, t.subtaskIndex, records);
+      },
       wake: () => void this.env.scheduleMail(clock.now(), () => {}),
     };
   }
