@@ -21,7 +21,10 @@ export interface MalformedRecord {
   readonly source: string;
   /** Where, e.g. "data/events.jsonl:17". */
   readonly location: string;
+  /** The record as text, whole. */
   readonly raw: string;
+  /** The record's bytes, base64, when they are not valid UTF-8 text (raw then has U+FFFD in their place). */
+  readonly rawBase64?: string;
   readonly error: string;
 }
 

@@ -17,7 +17,8 @@ export function deadLetterFileName(source: string, subtaskIndex: number): string
 }
 
 export function deadLetterLine(r: MalformedRecord): string {
-  return JSON.stringify({ source: r.source, location: r.location, error: r.error, raw: r.raw }) + '\n';
+  const bytes = r.rawBase64 !== undefined ? { rawBase64: r.rawBase64 } : {};
+  return JSON.stringify({ source: r.source, location: r.location, error: r.error, raw: r.raw, ...bytes }) + '\n';
 }
 
 export function appendDeadLetters(dir: string, source: string, subtaskIndex: number, records: readonly MalformedRecord[]): void {

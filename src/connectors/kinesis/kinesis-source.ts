@@ -31,6 +31,7 @@ import { call, createKinesisClient, errorName, isTransientKinesis, kinesisError,
 import { deaggregate, type SubRecord } from './kpl.ts';
 import { closedAtStartAreFinished, decideDiscovery, decidePruning, isSequenceNumber, leastLoaded, nextFetchAt, recordsProblem, type ShardInfo, type ShardStart } from './shards.ts';
 import { parseJsonRecord } from '../../core/json-record.ts';
+import { rawFields } from '../common/raw-bytes.ts';
 
 export type KinesisInitialPosition = 'LATEST' | 'TRIM_HORIZON' | 'AT_TIMESTAMP';
 export type KinesisFormat = 'json' | 'string' | 'bytes';
@@ -371,8 +372,7 @@ interface ShardState {
   out: SourceOutput<unknown> | undefined;
 }
 
-const decoder = new TextDecoder();
-/** For records: invalid UTF-8 is malformed, not silently replaced by U+FFFD (a dead letter's raw text still uses `decoder`). */
+/** For records: invalid UTF-8 is malformed, not silently replaced by U+FFFD (a dead letter keeps the bytes: rawFields). */
 const strictDecoder = new TextDecoder('utf-8', { fatal: true });
 const MALFORMED = Symbol('malformed');
 
@@ -508,7 +508,7 @@ class KinesisReader<T> implements SourceReader<T, KinesisShardSplit> {
       const record: MalformedRecord = {
         source: src.name,
         location: `Kinesis ${src.conn.label} stream "${split.stream}" shard ${split.shardId} sequence ${seq}${sub !== undefined ? ` user record ${sub}` : ''}`,
-        raw: decoder.decode(data.subarray(0, 4096)),
+        ...rawFields(data),
         error: e instanceof Error ? e.message : String(e),
       };
       o.malformed(record);

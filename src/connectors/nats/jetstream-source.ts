@@ -13,6 +13,7 @@ import { connectNats, natsError, natsLabel, validateServers, type NatsConnection
 import { withTimeout } from '../common/retry.ts';
 import { reconcileNamedSplits } from '../common/restored-splits.ts';
 import { parseJsonRecord } from '../../core/json-record.ts';
+import { rawFields } from '../common/raw-bytes.ts';
 
 export type JetStreamFormat = 'json' | 'string' | 'bytes';
 
@@ -165,8 +166,7 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
   private connecting = false;
   private closed = false;
   private error: Error | undefined;
-  private readonly decoder = new TextDecoder();
-  /** For records: invalid UTF-8 is malformed, not silently replaced by U+FFFD (the raw text of a dead letter still uses `decoder`). */
+  /** For records: invalid UTF-8 is malformed, not silently replaced by U+FFFD (a dead letter keeps the bytes: rawFields). */
   private readonly strict = new TextDecoder('utf-8', { fatal: true });
 
   constructor(private readonly src: JetStreamSource<T>, private readonly ctx: SourceReaderContext) {}
@@ -220,7 +220,7 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
         const record: MalformedRecord = {
           source: src.name,
           location: `NATS ${src.label} stream "${split.stream}" sequence ${m.seq} (subject ${m.subject})`,
-          raw: this.decoder.decode(m.data.subarray(0, 1000)),
+          ...rawFields(m.data),
           error: e instanceof Error ? e.message : String(e),
         };
         o.malformed(record);

@@ -126,6 +126,12 @@ describe('JetStreamSource', () => {
     const s = await stream('bad');
     await fill(`${s}.a`, 3);
     const bad = await js.publish(`${s}.a`, '{not json');
+    // Whole in the dead letter, however long (it was cut at 1,000 bytes), and bytes that are not
+    // UTF-8 exactly, as base64 (they were U+FFFD, the message's bytes gone).
+    const long = '{"x": "' + 'y'.repeat(3000);
+    const binary = new Uint8Array([0x7b, 0xff, 0xfe, 0x00, 0x22]);
+    await js.publish(`${s}.a`, long);
+    await js.publish(`${s}.a`, binary);
     await fill(`${s}.a`, 2, 3);
     const r = await runInline((env) => {
       const main = env.fromSource(new JetStreamSource<Ev>({ stream: s, stopAt: 'latest' }), { malformed: 'dead-letter' });
@@ -134,8 +140,12 @@ describe('JetStreamSource', () => {
     });
     expect(r.collected<Ev>('main').map((e) => e.i)).toEqual([0, 1, 2, 3, 4]);
     const dead = r.collected<MalformedRecord>('dead');
-    expect(dead.map((d) => d.location)).toEqual([`NATS 127.0.0.1:4222 stream "${s}" sequence ${bad.seq} (subject ${s}.a)`]);
+    expect(dead.map((d) => d.location)).toEqual([0, 1, 2].map((k) => `NATS 127.0.0.1:4222 stream "${s}" sequence ${bad.seq + k} (subject ${s}.a)`));
     expect(dead[0]!.raw).toBe('{not json');
+    expect(dead[0]!.rawBase64).toBeUndefined();
+    expect(dead[1]!.raw).toBe(long);
+    expect(dead[2]!.error).toMatch(/utf-8/i);
+    expect(Buffer.from(dead[2]!.rawBase64!, 'base64')).toEqual(Buffer.from(binary));
     const failed = await runInline((env) => {
       env.fromSource(new JetStreamSource<Ev>({ stream: s, stopAt: 'latest' })).collect('x');
     }, { restartStrategy: { type: 'none' } }).then(() => undefined, (e: Error) => e);
