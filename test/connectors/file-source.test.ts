@@ -3,7 +3,7 @@
  * malformed records (fail or dead-letter) and missing paths.
  */
 import { afterAll, describe, expect, it } from 'vitest';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEAD_LETTERS, type MalformedRecord, type StreamExecutionEnvironment } from '../../src/index.ts';
@@ -88,6 +88,12 @@ describe('CSV', () => {
     ]);
   });
 
+  it('cast keeps an integer beyond 2^53 as text (before: its last digits changed); smaller ones and decimals are numbers', async () => {
+    const p = file('ids.csv', 'id,n\n9007199254740993,9007199254740991\n12345678901234567890,1.5e300\n');
+    const { main } = await read((env) => void env.fromFile(p).collect('main'));
+    expect(main).toEqual([{ id: '9007199254740993', n: 9007199254740991 }, { id: '12345678901234567890', n: 1.5e300 }]);
+  });
+
   it('cast: false keeps every field as text', async () => {
     const p = file('raw.csv', 'id,flag\n01,true\n');
     const { main } = await read((env) => void env.fromFile(p, { csv: { cast: false } }).collect('main'));
@@ -170,6 +176,20 @@ describe('directories', () => {
     writeFileSync(join(dir, 'sub', 'nested.jsonl'), '"nested"\n');
     const { main } = await read((env) => void env.fromFile(dir).collect('main'));
     expect(main).toEqual(['a1', 'b1', 'b2', 'c1']);
+  });
+
+  it('a symbolic link to a file is read like the file; one to a directory is not (before: links were skipped, their records lost)', async () => {
+    const dir = join(root, 'dir-links');
+    mkdirSync(join(dir, 'sub'), { recursive: true });
+    const target = join(root, 'link-target.jsonl');
+    writeFileSync(target, '"linked"\n');
+    writeFileSync(join(dir, 'a.jsonl'), '"a1"\n');
+    writeFileSync(join(dir, 'sub', 'n.jsonl'), '"nested"\n');
+    symlinkSync(target, join(dir, 'b.jsonl'));
+    symlinkSync(join(dir, 'sub'), join(dir, 'c-dir'));
+    symlinkSync(join(root, 'no-such-file'), join(dir, 'd-dangling'));
+    const { main } = await read((env) => void env.fromFile(dir).collect('main'));
+    expect(main).toEqual(['a1', 'linked']);
   });
 
   it('one-column CSV written by the CSV sink format reads back every record, empty ones included (before: written as empty lines, skipped)', async () => {
@@ -342,6 +362,20 @@ describe('malformed records', () => {
     });
     expect(main).toEqual([{ a: 'x\r\n\r\ny', b: 'z' }, { a: 'q', b: 'r\nr "quoted"' }, { a: 'last', b: 1 }]);
     expect(dead).toEqual([]);
+  });
+
+  it('a quote inside an unquoted field before a quoted field with a line break: the record closes where it ends (before: it swallowed the rest of the file); later lines keep their numbers', async () => {
+    const long = 'q'.repeat(100); // the record of lines 5-7 crosses a 64-byte read
+    const p = file('stray.csv', `a,b\nx"y,"multi\nline"\nz,w\n"p\n${long}\nr",1\ns,t\nbad\n`);
+    for (const chunkSize of [64, 1 << 20]) {
+      const { main, dead } = await read((env) => {
+        const s = env.fromFile(p, { malformed: 'dead-letter', chunkSize });
+        s.collect('main');
+        s.getSideOutput(DEAD_LETTERS).collect('dead');
+      });
+      expect(main, `chunk ${chunkSize}`).toEqual([{ a: 'x"y', b: 'multi\nline' }, { a: 'z', b: 'w' }, { a: `p\n${long}\nr`, b: 1 }, { a: 's', b: 't' }]);
+      expect(dead.map((d) => [d.location, d.raw]), `chunk ${chunkSize}`).toEqual([[`${p}:9`, 'bad']]);
+    }
   });
 
   it('what the CSV sink format writes (a field with a line break quoted) reads back as written', async () => {

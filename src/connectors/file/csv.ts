@@ -64,7 +64,8 @@ export function castField(s: string): unknown {
   if (s === 'false') return false;
   if (/^-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$/.test(s)) {
     const n = Number(s);
-    if (Number.isFinite(n)) return n;
+    // An integer beyond 2^53 stays text: as a number it would change (an id's last digits).
+    if (Number.isFinite(n) && (Number.isSafeInteger(n) || !/^-?\d+$/.test(s))) return n;
   }
   return s;
 }

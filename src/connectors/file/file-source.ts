@@ -23,7 +23,7 @@ export interface CsvOptions {
   /** Column names when there is no header line. */
   readonly columns?: readonly string[];
   readonly delimiter?: string;
-  /** Turn numeric and boolean fields into numbers and booleans (default true). */
+  /** Turn numeric and boolean fields into numbers and booleans (default true); an integer beyond 2^53 stays text, exact. */
   readonly cast?: boolean;
 }
 
@@ -106,10 +106,13 @@ export class FileSource<T> implements Source<T, FileSplit> {
     }
     let files: string[];
     if (st.isDirectory()) {
-      files = (await readdir(abs, { withFileTypes: true }))
-        .filter((d) => d.isFile() && !d.name.startsWith('.') && !d.name.startsWith('_'))
-        .map((d) => join(abs, d.name))
-        .sort();
+      const entries = (await readdir(abs, { withFileTypes: true })).filter((d) => !d.name.startsWith('.') && !d.name.startsWith('_'));
+      files = [];
+      for (const d of entries) {
+        // A link is read when it leads to a file (a ConfigMap mount, a directory of links), as Flink does.
+        if (d.isFile() || (d.isSymbolicLink() && (await stat(join(abs, d.name)).catch(() => undefined))?.isFile() === true)) files.push(join(abs, d.name));
+      }
+      files.sort();
     } else if (st.isFile()) {
       files = [abs];
     } else {
@@ -306,7 +309,9 @@ class FileReader<T> implements SourceReader<T, FileSplit> {
     q.quotes += countQuotes(l.text);
     q.last = l;
     if (l.invalidUtf8 === true) q.invalidUtf8 = true;
-    if (q.quotes % 2 === 0) {
+    // Any line with a quote may close the record, whatever the count's parity: a quote inside
+    // an unquoted field (5'11") makes it odd for good, and the record swallowed the rest of the file.
+    if (countQuotes(l.text) > 0) {
       if (q.invalidUtf8 === true) {
         this.endQuoted(c, out, NOT_UTF8);
         return;
@@ -428,7 +433,9 @@ class FileReader<T> implements SourceReader<T, FileSplit> {
   /** Turns newly read bytes into the whole lines the split owns; an incomplete last line waits for the next chunk. */
   private splitLines(c: Cursor, chunk: Buffer, atEof: boolean): void {
     const range = c.range!;
-    let lineNo = c.lines.length > 0 ? c.lines[c.lines.length - 1]!.lineNo + 1 : c.split.line;
+    // While a CSV record is open across lines the split's line stays at its first (a restore
+    // re-reads it whole); the next line read is the one after the record's last so far.
+    let lineNo = c.lines.length > 0 ? c.lines[c.lines.length - 1]!.lineNo + 1 : c.quoted !== undefined ? c.quoted.last.lineNo + 1 : c.split.line;
     const fresh = range.feed(chunk, atEof);
     for (let i = 0; i < fresh.length; i++) fresh[i]!.lineNo = lineNo++;
     if (range.done) c.eof = true;
