@@ -51,6 +51,25 @@ describe('S3 storage', () => {
     await h.close();
   });
 
+  it('a multipart completion whose answer was lost is retried by the client; the retry\'s NoSuchUpload is success when the object is whole (before: the state file failed)', async () => {
+    const s = make({ uploadPartSize: 5 * 1024 * 1024, retryMaxAttempts: 3 });
+    const loc = await s.initCheckpoint(JOB, 1);
+    const out = await s.workerView.resolveLocation(loc.reference).createStateStream('lost-answer.state');
+    for (let i = 0; i < 6; i++) await out.write([new Uint8Array(1024 * 1024).fill(i)]);
+    let completes = 0;
+    server.fault = (r) => (r.method === 'POST' && r.query.includes('uploadId=') && completes++ === 0 ? { kind: 'lose-answer' } : undefined);
+    try {
+      expect(await out.close()).toBe(6 * 1024 * 1024);
+    } finally {
+      server.fault = () => undefined;
+    }
+    expect(completes).toBe(2);
+    const h = await s.workerView.openState(childReference(loc.reference, 'lost-answer.state'));
+    expect(h.size).toBe(6 * 1024 * 1024);
+    expect([...(await h.read(6 * 1024 * 1024 - 1, 1))]).toEqual([5]);
+    await h.close();
+  });
+
   it('a small state file is one PUT; the metadata is the last PUT of a checkpoint', async () => {
     const s = make();
     const before = server.requests.length;

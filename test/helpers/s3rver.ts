@@ -33,7 +33,8 @@ export interface S3Request {
   status?: number;
 }
 
-export type S3Fault = { readonly kind: 'fail'; readonly status?: number } | { readonly kind: 'delay'; readonly ms: number } | undefined;
+/** 'lose-answer': the request is carried out, then its answer replaced by a 503 (a response lost on the way back). */
+export type S3Fault = { readonly kind: 'fail' | 'lose-answer'; readonly status?: number } | { readonly kind: 'delay'; readonly ms: number } | undefined;
 
 interface KoaContext {
   method: string;
@@ -105,6 +106,11 @@ export async function startS3Server(options: { bucket?: string; extraBuckets?: r
         }
         await next();
         r.status = ctx.status;
+        if (f?.kind === 'lose-answer') {
+          ctx.status = f.status ?? 503;
+          ctx.type = 'application/xml';
+          ctx.body = '<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>SlowDown</Code><Message>answer lost, injected by the test</Message></Error>';
+        }
       });
       const addr = await s.run();
       port = addr.port;

@@ -63,7 +63,12 @@ export class S3OutputStream implements StateOutputStream {
         await this.store.putObject(this.bucket, this.key, this.takeBuffered());
       } else {
         if (this.bufferedBytes > 0) await this.uploadBuffered();
-        await this.store.completeMultipartUpload(this.bucket, this.key, this.uploadId, this.parts);
+        if (!(await this.store.tryCompleteMultipartUpload(this.bucket, this.key, this.uploadId, this.parts))) {
+          // No such upload: completed by an earlier attempt of this request whose answer was lost
+          // (the client retried it), when the object is there with every byte; else lost.
+          const size = await this.store.headObject(this.bucket, this.key);
+          if (size !== this.total) throw new StorageError(`${this.description}: the upload vanished before it was completed${size === undefined ? '' : ` (an object of ${size} bytes, not ${this.total}, is there)`}`);
+        }
       }
       this.state = 'closed';
       return this.total;
