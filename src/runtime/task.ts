@@ -273,10 +273,18 @@ export class StreamTask implements Schedulable {
       objectReuse: d.objectReuse,
       checkpointing: d.checkpointing,
       isSuspended: () => this.sourceSuspended || this.stopping,
+      isHeldBack: () => this.isHeldBack(),
       services: d.services,
     };
   }
 
+
+  /** See OperatorEnvironment.isHeldBack; asked by idleness timers, once per interval. */
+  private isHeldBack(): boolean {
+    for (const w of this.writers) if (!w.isAvailable()) return true;
+    for (const op of this.operators) if (!op.hasRoom()) return true;
+    return this.gates.some((g) => g.hasData());
+  }
 
   wake(): void {
     if (this.state === 'running' || this.state === 'finishing' || this.state === 'waiting-final') this.d.scheduler.wake(this);

@@ -80,6 +80,7 @@ function attempt(sink: TwoPhaseCommitSink<string, FileCommittable>, attemptNumbe
     keySelectors: [],
     operatorState: new OperatorStateStore('sink'),
     isSuspended: () => false,
+    isHeldBack: () => false,
     checkpointing,
     objectReuse: false,
     restoredCheckpointId: restore?.id,

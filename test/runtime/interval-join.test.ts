@@ -35,6 +35,7 @@ function harness(lower: number, upper: number) {
     keySelectors: [(x: Rec) => x.k, (x: Rec) => x.k],
     operatorState: undefined,
     isSuspended: () => false,
+    isHeldBack: () => false,
     checkpointing: false,
     objectReuse: false,
   } as unknown as OperatorEnvironment;

@@ -36,6 +36,12 @@ export interface OperatorEnvironment {
    * ending for one): nothing may happen after the savepoint, not even periodic watermarks.
    */
   isSuspended(): boolean;
+  /**
+   * True while the task cannot take its input (back-pressured: output full, an operator without
+   * room) or has input it has not taken yet. Not idle input: an idleness timeout must not count
+   * this time (Flink's input activity clock pauses under backpressure).
+   */
+  isHeldBack(): boolean;
   /** Whether the job checkpoints (sinks commit at checkpoints, else at end of input). */
   readonly checkpointing: boolean;
   /** Object reuse (env.enableObjectReuse): skip defensive copies of emitted accumulators. */

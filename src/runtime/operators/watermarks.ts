@@ -48,8 +48,14 @@ export class TimestampsAndWatermarksOperator extends StreamOperator implements W
     this.lastPeriodicAt = now;
     const timeout = this.strategy.idleTimeoutMs;
     if (timeout !== undefined && !this.sourceIdle && now - this.lastRecordAt >= timeout) {
-      this.markIdle();
-      return;
+      // Held back (back-pressured, or input waiting): no records came because the task could not
+      // take them, not because there are none. Idle then, downstream windows would fire without
+      // them and they would come late; the timeout starts again instead.
+      if (!this.env.isHeldBack()) {
+        this.markIdle();
+        return;
+      }
+      this.lastRecordAt = now;
     }
     if (this.sourceIdle) return;
     try {
