@@ -19,7 +19,7 @@ export type ReadDuration = { readonly ms: number } | { readonly problem: string;
 export function readDuration(d: unknown): ReadDuration {
   if (typeof d === 'number') {
     if (!Number.isFinite(d) || d < 0) return { problem: `expected a non-negative duration, got ${d}`, type: false };
-    return { ms: d };
+    return { ms: Math.round(d) }; // whole ms, as a string's: window sizes name state (__w2.5 was never restored)
   }
   if (typeof d !== 'string') return { problem: `expected a duration such as "5s" or a number of ms, got ${typeof d}`, type: true };
   const m = /^\s*(\d+(?:\.\d+)?)\s*([a-zA-Z]*)\s*$/.exec(d);
@@ -41,7 +41,7 @@ export function toMillis(d: Duration, what: string): number {
 export function signedMillis(d: Duration, what: string): number {
   if (typeof d === 'number') {
     if (!Number.isFinite(d)) throw new RangeError(`${what}: expected a finite number of ms, got ${d}`);
-    return d;
+    return Math.round(d);
   }
   if (typeof d === 'string') {
     const m = /^\s*-\s*(.*)$/.exec(d);

@@ -55,7 +55,7 @@ function harness() {
     if (to > clock.now()) clock.advanceTo(to);
   };
   const record = (ts: number) => {
-    op.processBatch({ values: [{ ts }], timestamps: [Number.NEGATIVE_INFINITY] }, 0);
+    op.processBatch({ values: [{ ts }], timestamps: [Number.NEGATIVE_INFINITY] });
     op.afterRecords();
     op.output.flush();
   };

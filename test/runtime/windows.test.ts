@@ -51,6 +51,26 @@ const sumCount: AggregateFunction<E, { sum: number; count: number }, { sum: numb
 };
 
 describe('tumbling event-time windows', () => {
+  it('fractional timestamps and watermarks are whole milliseconds (floored): a record at 9.8 behind a watermark of 9.7 is late, on the side output (before: in no window and not counted, lost); a window size of 2.5 is 3', async () => {
+    const data = [e('a', 1, 1), e('a', 11.7, 10), e('a', 9.8, 100), e('a', 12.2, 1000)];
+    const r = await runInline((env) => {
+      env.setAutoWatermarkInterval(0);
+      const tag = new OutputTag<E>('late');
+      const w = env.fromCollection(data)
+        .assignTimestampsAndWatermarks(WatermarkStrategy.forGenerator<E>(() => {
+          let max = Number.NEGATIVE_INFINITY;
+          return { onEvent(x, _t, out) { max = Math.max(max, x.ts); out.emitWatermark(max - 2); }, onPeriodicEmit() {} };
+        }).withTimestampAssigner((x) => x.ts))
+        .keyBy((x) => x.k).window(TumblingEventTimeWindows.of(10)).sideOutputLateData(tag)
+        .reduce(sumE);
+      w.process({ processElement: (x, ctx, out) => out.collect(`${x.v}@${ctx.timestamp}`) }).collect('out');
+      w.getSideOutput(tag).process({ processElement: (x, ctx, out) => out.collect(`${x.v}@${ctx.timestamp}`) }).collect('late');
+    });
+    expect(r.collected('out')).toEqual(['1@9', '1010@19']);
+    expect(r.collected('late')).toEqual(['100@9']);
+    expect((TumblingEventTimeWindows.of(2.5) as { size: number }).size).toBe(3);
+  });
+
   it('reduce: out-of-order records within the bound are all counted; results carry end - 1', async () => {
     // Bound 5: the watermark is at most (max ts seen) - 6, so no record below is late,
     // whenever periodic emission happens to run.

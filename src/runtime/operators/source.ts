@@ -378,10 +378,15 @@ function assignTimestamp(a: (v: unknown, ts: number | undefined) => number, valu
   if (typeof ts !== 'number' || !Number.isFinite(ts)) {
     throw op.failOnRecord(new TypeError(`timestamp assigner returned ${String(ts)}; expected epoch milliseconds as a finite number`), value);
   }
-  return ts;
+  return Math.floor(ts);
 }
 
 /**
+ * Event time is whole milliseconds, as Flink's long: a fraction is dropped where a timestamp
+ * enters (here, the assigner above, assignTimestampsAndWatermarks, watermark generators).
+ * Windows end, fire and are cleaned at end - 1, the last whole millisecond in them: a record at
+ * 9.8 behind a watermark of 9.7 was neither in the fired window [0, 10) nor counted late, lost.
+ *
  * A reader's own timestamp, checked as an assigner's is: NaN put a record in a [NaN, NaN)
  * window, Infinity made its split look idle for good (its watermark then meant "no split").
  */
@@ -390,7 +395,7 @@ function readerTimestamp(timestamp: number | undefined, value: unknown, op: Sour
   if (typeof timestamp !== 'number' || !Number.isFinite(timestamp)) {
     throw op.failOnRecord(new TypeError(`the source reader gave the timestamp ${String(timestamp)}; expected epoch milliseconds as a finite number`), value);
   }
-  return timestamp;
+  return Math.floor(timestamp);
 }
 
 /** One split's records: stamped, fed to the split's watermark generator, then emitted. */

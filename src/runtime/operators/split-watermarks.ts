@@ -47,7 +47,7 @@ class SplitTime implements WatermarkOutput {
     this.lastActiveAt = now;
   }
   emitWatermark(timestamp: number): void {
-    if (timestamp > this.watermark) this.watermark = timestamp;
+    if (timestamp > this.watermark) this.watermark = Math.floor(timestamp); // whole ms, as records' (source.ts)
     this.idle = false;
   }
   markIdle(): void {

@@ -79,10 +79,11 @@ export class TimestampsAndWatermarksOperator extends StreamOperator implements W
       for (; i < values.length; i++) {
         const v = values[i];
         const prev = timestamps[i]!;
-        const ts = assigner !== undefined ? assigner(v, prev === Number.NEGATIVE_INFINITY ? undefined : prev) : prev;
+        let ts = assigner !== undefined ? assigner(v, prev === Number.NEGATIVE_INFINITY ? undefined : prev) : prev;
         if (typeof ts !== 'number' || !Number.isFinite(ts)) {
           throw new TypeError(`timestamp assigner returned ${String(ts)}; expected epoch milliseconds as a finite number`);
         }
+        ts = Math.floor(ts); // whole milliseconds (see wholeMs in source.ts)
         out.emit(v, ts);
         gen.onEvent(v, ts, this);
       }
@@ -101,10 +102,11 @@ export class TimestampsAndWatermarksOperator extends StreamOperator implements W
     this.sawRecords = true;
     const assigner = this.strategy.timestampAssigner;
     try {
-      const ts = assigner !== undefined ? assigner(value, timestamp === Number.NEGATIVE_INFINITY ? undefined : timestamp) : timestamp;
+      let ts = assigner !== undefined ? assigner(value, timestamp === Number.NEGATIVE_INFINITY ? undefined : timestamp) : timestamp;
       if (typeof ts !== 'number' || !Number.isFinite(ts)) {
         throw new TypeError(`timestamp assigner returned ${String(ts)}; expected epoch milliseconds as a finite number`);
       }
+      ts = Math.floor(ts);
       this.output.emit(value, ts);
       this.generator.onEvent(value, ts, this);
     } catch (e) {
@@ -120,7 +122,8 @@ export class TimestampsAndWatermarksOperator extends StreamOperator implements W
     if (this.intervalMs > 0 && this.lastRecordAt - this.lastPeriodicAt >= this.intervalMs) this.onPeriodic();
   }
 
-  emitWatermark(timestamp: number): void {
+  emitWatermark(watermark: number): void {
+    const timestamp = Math.floor(watermark);
     if (timestamp > this.lastEmitted) {
       this.lastEmitted = timestamp;
       if (this.sourceIdle) this.markActive();
