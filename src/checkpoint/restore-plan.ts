@@ -82,16 +82,16 @@ function restoredWatermarks(old: OperatorStateMeta, dir: string, parallelism: nu
 
 /**
  * The channel state (unaligned checkpoints) subtask `index` of `p` replays: at the same
- * parallelism its own old subtask's; rescaled, a keyed head reads every old subtask's (it keeps
- * the records of its own key groups) and any other head the old subtasks k with k mod p = index.
+ * parallelism its own old subtask's; rescaled, a keyed head or one fed by a keyBy reads every old
+ * subtask's (it keeps the records of its own key groups) and any other head the old subtasks k with k mod p = index.
  * Each old file is `primary` (its output and non-keyed input state replayed) at exactly one
  * new subtask, so nothing is replayed twice.
  */
-function channelStateFor(head: OperatorStateMeta, index: number, p: number, dir: string): ChannelStateRestore | undefined {
+function channelStateFor(head: OperatorStateMeta, hashFed: boolean, index: number, p: number, dir: string): ChannelStateRestore | undefined {
   const withState = head.subtasks.filter((s) => s.channelState !== undefined);
   if (withState.length === 0) return undefined;
   const rescaled = head.parallelism !== p;
-  const chosen = withState.filter((s) => (!rescaled ? s.subtask === index : head.keyed || s.subtask % p === index));
+  const chosen = withState.filter((s) => (!rescaled ? s.subtask === index : head.keyed || hashFed || s.subtask % p === index));
   if (chosen.length === 0) return undefined;
   const files = chosen.map((s) => {
     const c = s.channelState!;
@@ -146,6 +146,8 @@ export interface ChannelEdgeShape {
   readonly target: { readonly operators: readonly { readonly node: { readonly id: string } }[] };
   readonly inputIndex: number;
   readonly sideTag: string | undefined;
+  /** How the edge partitions ('hash' for keyBy). */
+  readonly partition: { readonly kind: string };
 }
 
 /**
@@ -201,8 +203,10 @@ export function planRestore(m: CheckpointMetadata, dir: string, graph: RestoreTa
     const subtasks = plan.subtasks.filter((s) => s.vertex === v.index);
     const head = v.operators[0] === undefined ? undefined : byId.get(v.operators[0].node.id);
     if (head !== undefined) {
+      // A keyBy into the chain (keyBy(k).map(f) too): every new subtask reads every old file and keeps its key groups.
+      const hashFed = graph.edges.some((e) => e.target.operators[0]?.node.id === head.id && e.partition.kind === 'hash');
       for (const st of subtasks) {
-        const cs = channelStateFor(head, st.index, v.parallelism, dir);
+        const cs = channelStateFor(head, hashFed, st.index, v.parallelism, dir);
         if (cs !== undefined) (tasks[taskId(v.index, st.index)] ??= { checkpointId: m.checkpointId, operators: {} }).channelState = cs;
       }
     }

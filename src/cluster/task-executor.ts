@@ -139,6 +139,8 @@ export class TaskExecutor implements TaskListener {
         const ids = (byConsumer.get(`${v.index}:${st.index}:${g}`) ?? []);
         const gate = new InputGate(g, ids.map((id) => inputs.get(id)!));
         gate.broadcastFed = graph.edges.some((e) => e.target.index === v.index && e.inputIndex === g && e.partition.kind === 'broadcast');
+        const hash = graph.edges.find((e) => e.target.index === v.index && e.inputIndex === g && e.partition.kind === 'hash');
+        if (hash?.partition.keySelector !== undefined) gate.hashFed = { keySelector: hash.partition.keySelector, maxParallelism: hash.targetMaxParallelism };
         gates.push(gate);
       }
       // Record writers: one per network edge leaving any operator of the chain.

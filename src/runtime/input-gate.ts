@@ -4,6 +4,7 @@
  * and combines per-channel watermarks into the input's watermark: the minimum over channels
  * that are neither idle nor ended (Flink's StatusWatermarkValve).
  */
+import type { KeySelectorFn } from '../core/partitioning.ts';
 import type { ChannelOwner, InputChannel } from './channels/channel.ts';
 import { Deque } from './channels/deque.ts';
 import { MAX_WATERMARK, MIN_WATERMARK, type ChannelElement } from './events.ts';
@@ -43,6 +44,11 @@ export class InputGate implements ChannelOwner {
   private readonly replay = new Deque<{ readonly channel: number; readonly el: ChannelElement }>();
   /** Some channel of this gate is fed by a broadcast edge (its in-flight data cannot be redistributed on rescaling). */
   broadcastFed = false;
+  /**
+   * The keyBy (hash edge) feeding this gate, if one does, whatever the operator: in-flight data
+   * restored at another parallelism goes to the subtask owning its key group, as live records do.
+   */
+  hashFed: { readonly keySelector: KeySelectorFn; readonly maxParallelism: number } | undefined;
 
   constructor(readonly index: number, readonly channels: InputChannel[]) {
     const n = channels.length;

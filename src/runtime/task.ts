@@ -387,12 +387,25 @@ export class StreamTask implements Schedulable {
     this.wake();
   }
 
-  /** Where restored channel state goes; a keyed head keeps only records of its own key groups. */
+  /**
+   * Where restored channel state goes; the input of a keyBy keeps only records of its own key
+   * groups, also when its operator keeps no keyed state (keyBy(k).map(f): replayed by the old
+   * subtask's number, a key's older records went to another subtask than its new ones).
+   */
   private replayTarget(): ReplayTarget {
     const env = this.head.env;
     const range = this.d.keyGroupRange;
-    const maxP = env.taskInfo.maxParallelism;
-    const owns = this.gates.map((_, g) => {
+    const owns = this.gates.map((gate, g) => {
+      const hashFed = gate.hashFed;
+      if (hashFed !== undefined) {
+        const { keySelector, maxParallelism } = hashFed;
+        // The key group again from the key: one stored with the batch was for the old graph's max parallelism.
+        return (value: unknown): boolean => {
+          const kg = keyGroupOf(normalizeKey(keySelector(value)), maxParallelism);
+          return kg >= range.start && kg <= range.end;
+        };
+      }
+      const maxP = env.taskInfo.maxParallelism;
       const sel = env.keyedBackend === undefined ? undefined : env.keySelectors[g];
       if (sel === undefined) return undefined;
       return (value: unknown, keyGroup: number | undefined): boolean => {

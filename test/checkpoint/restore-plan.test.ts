@@ -545,6 +545,20 @@ describe('channel state of unaligned checkpoints', () => {
     }
   });
 
+  it('a head fed by a keyBy that keeps no keyed state (keyBy(k).map(f)) reads every old file like a keyed one (before: by old subtask number, a key\'s older records at another subtask than its new ones)', () => {
+    const env = new StreamExecutionEnvironment({ defaultParallelism: 1 });
+    env.fromGenerator((i) => ({ k: `k${i % 10}` }), { count: 10 }).uid('src')
+      .keyBy((r) => r.k).map((r) => r).uid('after-keyby').setParallelism(3)
+      .addSink(() => {}).uid('sink');
+    const graph = buildJobGraph(env);
+    const v = graph.vertices.find((x) => x.operators[0]!.node.transformation.uid === 'after-keyby')!;
+    const node = v.operators[0]!.node;
+    expect(node.transformation.kind === 'one-input' && node.transformation.keySelector).toBeFalsy(); // the premise: not a keyed operator
+    const p = planRestore(metadata([op(node, 2, node.maxParallelism, false, [cs(0), cs(1)])]), DIR, graph, planExecution(graph, 2), false);
+    const got = [0, 1, 2].map((i) => p.tasks[taskId(v.index, i)]?.channelState?.files.map((f) => [Number(/h-(\d+)\./.exec(f.path)![1]), f.primary]));
+    expect(got).toEqual([[[0, true], [1, false]], [[0, false], [1, true]], [[0, false], [1, false]]]);
+  });
+
   it('a non-keyed head at a new parallelism: old subtask k goes to new subtask k mod p only', () => {
     const j = job({ sourceP: 1, mapP: 2, keyedP: 2, sinkP: 2 }); // the map heads its own vertex
     const p = plan(metadata([op(j.node('map'), 3, 128, false, [cs(0), cs(1), cs(2)])]), j);

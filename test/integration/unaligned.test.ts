@@ -16,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseMetadata, type CheckpointMetadata } from '../../src/checkpoint/metadata.ts';
 import { CheckpointFailureReason as R } from '../../src/checkpoint/failure-reason.ts';
 import { runJob, type JobResult, type RunOptions } from '../../src/index.ts';
+import { keyGroupOf, normalizeKey, operatorIndexForKeyGroup } from '../../src/state/key-groups.ts';
 
 const JOB = join(dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'jobs', 'unaligned-counts.ts');
 const KEYS = 8;
@@ -135,5 +136,24 @@ describe('restoring unaligned checkpoints: in-flight data neither lost nor dupli
     const third = await run(out, fresh('chk'), [String(N), 'never'], { parallelism: 1, workers: 1, from: from2, checkpoint: { unaligned: true } });
     expect(third.result.status, third.result.error?.message).toBe('FINISHED');
     expectExactlyOnce(committed(out), N);
+  }, 180_000);
+
+  it('new parallelism, keyBy into a function without keyed state (keyBy(k).map(f)): in-flight data goes to the subtask owning its key group now, as live records do (before: to new subtask old index mod p)', async () => {
+    const out = fresh('out');
+    const chk = fresh('chk');
+    const first = await run(out, chk, [String(N), 'always@3', '50', '5', 'map'], { checkpoint: { unaligned: true, retention: 'retain-on-cancel' }, restartStrategy: { type: 'none' } });
+    expect(first.result.status).toBe('FAILED');
+    const latest = first.result.checkpoints.lastCompleted!;
+    expect(persistedInFlight(metadataOf(chk, first.result.jobId, latest.id))).toBeGreaterThan(0);
+    const from = join(chk, first.result.jobId, `chk-${latest.id}`);
+    const second = await run(out, fresh('chk'), [String(N), 'never', '50', '5', 'map'], { parallelism: 3, from, checkpoint: { unaligned: true } });
+    expect(second.result.status, second.result.error?.message).toBe('FINISHED');
+    const got = committed(out) as unknown as { i: number; key: string; n: string }[];
+    expect(got.map((r) => r.i).sort((a, b) => a - b)).toEqual(Array.from({ length: N }, (_, i) => i));
+    for (let key = 0; key < KEYS; key++) {
+      const at = [...new Set(got.filter((r) => r.key === `k${key}` && r.n.startsWith('3/')).map((r) => r.n))];
+      const owner = `3/${operatorIndexForKeyGroup(128, 3, keyGroupOf(normalizeKey(`k${key}`), 128))}`;
+      expect(at.filter((t) => t !== owner), `subtasks that saw k${key} at p = 3 (its owner: ${owner})`).toEqual([]);
+    }
   }, 180_000);
 });
