@@ -270,6 +270,24 @@ describe('unaligned checkpoints at a subtask', () => {
     expect(numbers(loaded!.state.inputs.find((i) => i.channel === 1)?.elements)).toEqual([3]);
   });
 
+  it('a newer barrier in the same pass as the last barrier of a complete capture does not decline it (before: declined as subsumed)', async () => {
+    const h = harness(UNALIGNED);
+    h.inputs[0]!.push(batch(1));
+    h.inputs[0]!.push(h.barrier(1));
+    h.scheduler.runUntilIdle(); // snapshot 1, channel 1 recording
+    h.inputs[1]!.push(batch(2));
+    h.inputs[1]!.push(h.barrier(1)); // capture 1 complete...
+    const second: BarrierEvent = { ...h.barrier(2), location: mkdtempSync(join(tmpdir(), 'weir-unaligned-2-')) };
+    dirs.push(second.location);
+    h.inputs[0]!.push(second);
+    h.inputs[1]!.push(second);
+    h.scheduler.runUntilIdle(); // ...and barrier 2 in the same synchronous pass
+    await h.quiesce(() => h.acks.length >= 2);
+    expect(h.declines).toEqual([]);
+    expect(h.acks.map((a) => a.id)).toEqual([1, 2]);
+    expect(inputOf(await h.channelState(h.acks[0]!.ack), 1)).toEqual([2]);
+  });
+
   it('an abort while channel state is recorded: no ack, no decline, no file; the next checkpoint completes', async () => {
     const h = harness(UNALIGNED);
     h.inputs[0]!.push(batch(1));

@@ -84,13 +84,21 @@ export class ChannelStateCapture {
   /** The channel's barrier came (or the channel ended): nothing after it belongs to this checkpoint. */
   stopRecording(gate: number, channel: number): void {
     this.recording.delete(key(gate, channel));
-    if (this.sealed && this.recording.size === 0) this.settle(true);
+    if (this.sealed && this.recording.size === 0) this.complete();
   }
 
   /** Every channel is accounted for (recording or done); completes at once if none records. */
   seal(): void {
     this.sealed = true;
-    if (this.recording.size === 0) this.settle(true);
+    if (this.recording.size === 0) this.complete();
+  }
+
+  /** Every input channel delivered its barrier: known at once, before `done` resolves (a microtask later). */
+  isComplete = false;
+
+  private complete(): void {
+    this.isComplete = true;
+    this.settle(true);
   }
 
   cancel(): void {

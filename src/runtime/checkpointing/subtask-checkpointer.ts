@@ -200,6 +200,9 @@ export class SubtaskCheckpointer implements BarrierHandler {
     const cap = this.capture;
     if (cap === undefined) return;
     this.capture = undefined;
+    // Complete (every barrier came, in this same pass): nothing to stop; declined, a checkpoint
+    // whose barriers already went on failed for nothing.
+    if (cap.isComplete) return;
     cap.cancel();
     if (reason === undefined || this.aborted.has(cap.checkpointId)) return;
     this.rememberAborted(cap.checkpointId);
