@@ -53,6 +53,42 @@ async function roundTrip(from: KeyedStateBackend, to: KeyedStateBackendFactory, 
 describe('disk backend', () => {
   const small = diskBackendFactory({ dir: base, cacheEntries: 50 });
 
+  it('a key too long for the store fails at its own write; a flush that cannot encode an entry leaves every entry queued (before: later keys stayed dirty but unlisted, their changes never written)', async () => {
+    const b = make(diskBackendFactory({ dir: base, cacheEntries: 40 }));
+    const v = b.getValueState(new ValueStateDescriptor<unknown>('v'));
+    b.setCurrentKey('a');
+    v.update(1);
+    b.setCurrentKey('x'.repeat(3000));
+    expect(() => v.update(2)).toThrow(/too long for the disk state backend/);
+    // A value msgpack cannot encode fails a flush (of whichever record fills the batch); caught,
+    // and the value replaced, every other key still reaches the store.
+    b.setCurrentKey('bad');
+    v.update({ s: Symbol('not encodable') });
+    let failed = 0;
+    const expected = new Map<string, number>([['a', 1]]);
+    for (let i = 0; i < 60; i++) {
+      b.setCurrentKey(`z${i}`);
+      try {
+        v.update(i);
+      } catch {
+        failed++;
+      }
+      expected.set(`z${i}`, i);
+    }
+    expect(failed).toBeGreaterThan(0);
+    b.setCurrentKey('bad');
+    v.update(7);
+    expected.set('bad', 7);
+    const r = await roundTrip(b, heapBackendFactory);
+    const rv = r.getValueState(new ValueStateDescriptor<unknown>('v'));
+    const got = new Map<string, unknown>();
+    for (const k of expected.keys()) {
+      r.setCurrentKey(k);
+      got.set(k, rv.value());
+    }
+    expect(got).toEqual(expected);
+  });
+
   it('ids of dropped states are given again: a window state per window runs for good (before: 65,535 windows, then every record failed), and a snapshot taken before a reuse keeps the dropped state', async () => {
     const b = make(diskBackendFactory({ dir: base, cacheEntries: 7 }), { start: 0, end: 0 });
     const key = Array.from({ length: 1000 }, (_, i) => `k${i}`).find((k) => kgOf(k) === 0)!;

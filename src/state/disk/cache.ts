@@ -142,6 +142,8 @@ export class StateCache {
       if (e.inRing) e.ref = true;
       else this.wb.admit(e);
     } else {
+      // Here, at the write that names it, not at the flush of some later record's batch.
+      checkStoreKeyLength(key);
       e = this.wb.newEntry(key, h, this.ctx.keyGroup, value, this);
       this.entries.insert(e);
       this.wb.admit(e);
@@ -257,19 +259,22 @@ export class WriteBack {
     this.store.drain(); // this cache's batches, and the backend's batches of TTL removals
     this.settle();
     if (this.dirty.length === 0) return;
+    // Entries stay dirty and listed until the whole batch is written: an entry that cannot be
+    // encoded fails this flush and the next, never leaving the others dirty but unlisted (a
+    // dirty entry is not listed again, so their changes never reached the store or a snapshot).
     const batch = this.dirty;
-    this.dirty = [];
     const order = inKeyGroupOrder(batch);
     this.store.write((w) => {
       for (let i = 0; i < order.length; i++) {
         const e = batch[order[i]! % ORDER_SPAN]!;
-        e.dirty = false;
         if (e.cache.dropped) continue;
         const k = scratchStoreKey(e.keyGroup, e.cache.stateId, e.key);
         if (e.value === undefined) w.remove(k);
         else w.put(k, packStored(e.cache.forms.toStored(e.value)));
       }
     });
+    this.dirty = [];
+    for (const e of batch) e.dirty = false;
     // Every entry is now clean and in the store: the pending ones (all in this batch: the
     // write thread's batches have committed) can go.
     for (const e of batch) if (!e.inRing && !e.cache.dropped) e.cache.entries.delete(e);
@@ -288,15 +293,20 @@ export class WriteBack {
       this.settle();
     }
     const batch = this.dirty;
-    this.dirty = [];
     const w = this.batch;
-    for (const e of batch) {
-      e.dirty = false;
-      const c = e.cache;
-      if (c.dropped) continue;
-      if (e.value === undefined) w.remove(e.keyGroup, c.stateId, e.key);
-      else w.putStored(e.keyGroup, c.stateId, e.key, c.forms.toStored(e.value));
+    try {
+      for (const e of batch) {
+        const c = e.cache;
+        if (c.dropped) continue;
+        if (e.value === undefined) w.remove(e.keyGroup, c.stateId, e.key);
+        else w.putStored(e.keyGroup, c.stateId, e.key, c.forms.toStored(e.value));
+      }
+    } catch (err) {
+      w.discard(); // the entries stay dirty and listed (see flush)
+      throw err;
     }
+    this.dirty = [];
+    for (const e of batch) e.dirty = false;
     const seq = this.store.writeBehind(w.take());
     for (const e of batch) e.behind = seq;
     this.behind.push({ seq, entries: batch });

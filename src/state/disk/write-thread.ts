@@ -302,6 +302,12 @@ export class BatchWriter {
     this.key(OP_REMOVE, keyGroup, stateId, key);
   }
 
+  /** Forgets what was written since the last take() (a batch that could not be made whole). */
+  discard(): void {
+    this.pos = 0;
+    this.count = 0;
+  }
+
   /** The batch so far (its buffer, to transfer, and length); the writer starts a new one. */
   take(): { buf: ArrayBuffer; len: number } {
     const out = { buf: this.buf.buffer as ArrayBuffer, len: this.pos };
