@@ -6,7 +6,8 @@
  * A bundle is reused only when everything that went into it is byte for byte the same: each
  * entry records the SHA-256 of every file esbuild read and of every file that steers how its
  * imports resolve (package.json, tsconfig.json and jsconfig.json in the job's directories and
- * their parents, the package.json of every package it imports, or their absence), and each
+ * their parents, the configs those extend, the package.json of every package it imports, or
+ * their absence), and each
  * external import's resolved file must still exist. The key is the job's path, the runtime's
  * entry, esbuild's version, this file's format and the temporary directory, so a rebuilt or
  * upgraded weir never meets an old bundle. Anything unreadable or malformed in the cache is a
@@ -204,11 +205,72 @@ export function manifestFor(inputs: readonly string[], externals: readonly strin
     }
   }
   for (const d of dirs) for (const name of RESOLUTION_FILES) files[join(d, name)] = fileHash(join(d, name));
+  // A tsconfig's "extends" steers resolution too (paths, baseUrl): the configs it names, to the end of the chain.
+  for (const d of dirs) {
+    for (const name of ['tsconfig.json', 'jsconfig.json']) {
+      if (files[join(d, name)] === null) continue;
+      for (const x of extendedConfigs(join(d, name))) files[x] = fileHash(x);
+    }
+  }
   for (const e of externals) {
     const pkg = packageJsonOf(e);
     if (pkg !== undefined) files[pkg] = fileHash(pkg);
   }
   return { format: CACHE_FORMAT, files, externals: [...externals] };
+}
+
+/** Configs a tsconfig chain extends (at most MAX_EXTENDS deep): where each is, or would be. */
+export function extendedConfigs(config: string): string[] {
+  const out: string[] = [];
+  const todo = [config];
+  for (let n = 0; todo.length > 0 && n < MAX_EXTENDS; n++) {
+    const from = todo.shift()!;
+    for (const spec of extendsOf(from)) {
+      const target = resolveExtends(from, spec);
+      if (target === undefined || out.includes(target)) continue;
+      out.push(target);
+      todo.push(target);
+    }
+  }
+  return out;
+}
+
+const MAX_EXTENDS = 32;
+
+/** The "extends" of a tsconfig (JSON with comments and trailing commas), or none when unreadable. */
+function extendsOf(config: string): string[] {
+  let text: string;
+  try {
+    text = readFileSync(config, 'utf8');
+  } catch {
+    return [];
+  }
+  // Comments out (strings kept as they are), then trailing commas.
+  const json = text.replace(/("(?:[^"\\]|\\.)*")|\/\/[^\n]*|\/\*[\s\S]*?\*\//g, (_m, str: string | undefined) => str ?? '').replace(/,(\s*[}\]])/g, '$1');
+  try {
+    const e = (JSON.parse(json) as { extends?: unknown }).extends;
+    if (typeof e === 'string') return [e];
+    return Array.isArray(e) ? e.filter((x): x is string => typeof x === 'string') : [];
+  } catch {
+    return [];
+  }
+}
+
+/** Where an extends spec leads: a path (".json" added as TypeScript does), else a package's file. */
+function resolveExtends(from: string, spec: string): string | undefined {
+  if (spec.startsWith('.') || spec.startsWith('/')) {
+    const p = resolve(dirname(from), spec);
+    return p.endsWith('.json') || existsSync(p) ? p : `${p}.json`;
+  }
+  const req = createRequire(from);
+  for (const candidate of [spec, `${spec}/tsconfig.json`, `${spec}.json`]) {
+    try {
+      return req.resolve(candidate);
+    } catch {
+      // the next spelling
+    }
+  }
+  return undefined;
 }
 
 /** The package.json nearest above a file (its package's), if any within a few levels. */

@@ -91,6 +91,26 @@ describe('the job bundle cache', () => {
     expect((await bundle()).cached).toBe(false);
   });
 
+  it('bundles again when a config the tsconfig extends changes (a path alias moved), through a chain, comments and all (before: the stale bundle was reused)', async () => {
+    mkdirSync(join(jobDir, 'one'));
+    mkdirSync(join(jobDir, 'two'));
+    writeFileSync(join(jobDir, 'one', 'h.ts'), 'export const HELPER: string = "alias one";\n');
+    writeFileSync(join(jobDir, 'two', 'h.ts'), 'export const HELPER: string = "alias two";\n');
+    writeFileSync(job, readFileSync(job, 'utf8').replace("'./helper.ts'", "'#h'"));
+    writeFileSync(join(jobDir, 'tsconfig.json'), '{\n  // the shared settings\n  "extends": "./configs/base",\n}\n');
+    mkdirSync(join(jobDir, 'configs'));
+    writeFileSync(join(jobDir, 'configs', 'base.json'), '{ "extends": "./paths.json" }');
+    const paths = (to: string) => writeFileSync(join(jobDir, 'configs', 'paths.json'), JSON.stringify({ compilerOptions: { baseUrl: '..', paths: { '#h': [`./${to}/h.ts`] } } }));
+    paths('one');
+    const first = await bundle();
+    expect(await helperOf(first)).toBe('alias one');
+    expect((await bundle()).cached).toBe(true);
+    paths('two');
+    const moved = await bundle();
+    expect(moved.cached).toBe(false);
+    expect(await helperOf(moved)).toBe('alias two');
+  });
+
   it('treats a malformed manifest or a missing bundle file as a miss and repairs the entry', async () => {
     await bundle();
     writeFileSync(join(entry, 'manifest.json'), '{"format": 1, "bundle": "../../etc/passwd", "files": {}}');
