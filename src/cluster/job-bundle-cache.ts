@@ -24,7 +24,7 @@ import {
 } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { dirname, join, parse, resolve } from 'node:path';
+import { dirname, join, parse, resolve, sep } from 'node:path';
 import { logger } from '../core/log.ts';
 import { weirHome } from '../core/weir-home.ts';
 
@@ -205,6 +205,14 @@ export function manifestFor(inputs: readonly string[], externals: readonly strin
     }
   }
   for (const d of dirs) for (const name of RESOLUTION_FILES) files[join(d, name)] = fileHash(join(d, name));
+  // Files an import might resolve to instead, if they appeared (./util read util.js; a new
+  // util.ts would win): recorded as absent, within the manifest's bound.
+  for (const f of inputs) {
+    for (const twin of sourceTwins(f)) {
+      if (Object.keys(files).length >= MAX_MANIFEST_FILES / 2) break;
+      if (!(twin in files)) files[twin] = fileHash(twin);
+    }
+  }
   // A tsconfig's "extends" steers resolution too (paths, baseUrl): the configs it names, to the end of the chain.
   for (const d of dirs) {
     for (const name of ['tsconfig.json', 'jsconfig.json']) {
@@ -217,6 +225,18 @@ export function manifestFor(inputs: readonly string[], externals: readonly strin
     if (pkg !== undefined) files[pkg] = fileHash(pkg);
   }
   return { format: CACHE_FORMAT, files, externals: [...externals] };
+}
+
+/** The extensions an extensionless import tries (esbuild's order and TypeScript's module ones). */
+const SOURCE_EXTENSIONS = ['.tsx', '.ts', '.jsx', '.js', '.mts', '.cts', '.mjs', '.cjs', '.json'];
+
+/** Where else an import that found `file` could have resolved: its name with another extension; for an index file, the directory's name. */
+export function sourceTwins(file: string): string[] {
+  const { dir, name, ext } = parse(file);
+  if (!SOURCE_EXTENSIONS.includes(ext) || file.includes(`${sep}node_modules${sep}`)) return [];
+  const out = SOURCE_EXTENSIONS.map((e) => join(dir, name + e)).filter((x) => x !== file);
+  if (name === 'index') for (const e of SOURCE_EXTENSIONS) out.push(dir + e);
+  return out;
 }
 
 /** Configs a tsconfig chain extends (at most MAX_EXTENDS deep): where each is, or would be. */

@@ -111,6 +111,18 @@ describe('the job bundle cache', () => {
     expect(await helperOf(moved)).toBe('alias two');
   });
 
+  it('bundles again when a file appears that an import would now resolve to (./helper found helper.js; a new helper.ts wins)', async () => {
+    writeFileSync(job, readFileSync(job, 'utf8').replace("'./helper.ts'", "'./helper'"));
+    rmSync(join(jobDir, 'helper.ts'));
+    writeFileSync(join(jobDir, 'helper.js'), 'export const HELPER = "from js";\n');
+    expect(await helperOf(await bundle())).toBe('from js');
+    expect((await bundle()).cached).toBe(true);
+    writeHelper('from ts');
+    const now = await bundle();
+    expect(now.cached).toBe(false);
+    expect(await helperOf(now)).toBe('from ts');
+  });
+
   it('treats a malformed manifest or a missing bundle file as a miss and repairs the entry', async () => {
     await bundle();
     writeFileSync(join(entry, 'manifest.json'), '{"format": 1, "bundle": "../../etc/passwd", "files": {}}');
