@@ -76,6 +76,13 @@ export interface AttemptContext {
    * arrived in between (after the first attempt started, before the restart) was never read.
    */
   readonly plannedSplits: Map<number, readonly SourceSplit[]>;
+  /**
+   * Splits a restore planned for names the restored checkpoint does not hold (a stream added to
+   * the job), by source vertex and split id: planned once per job. Each attempt restoring the
+   * same checkpoint planned them anew, from "latest" then a later "latest": what the failed
+   * attempt had read of them (rolled back) was never read again.
+   */
+  readonly addedSplits: Map<string, SourceSplit>;
   readonly onProgress: ((p: Progress) => void) | undefined;
   log(line: string): void;
   writeStdout(text: string, done?: () => void): void;
@@ -513,6 +520,15 @@ export class Attempt {
     this.deployment?.broadcast(m);
   }
 
+  /** A split added since the restored checkpoint, as the job's first attempt to restore it planned it (AttemptContext.addedSplits). */
+  private plannedOnce(vertex: number, split: SourceSplit): SourceSplit {
+    const key = `${vertex}\u0000${split.id}`;
+    const first = this.ctx.addedSplits.get(key);
+    if (first !== undefined) return structuredClone(first) as SourceSplit; // a copy: this attempt's readers move it
+    this.ctx.addedSplits.set(key, structuredClone(split) as SourceSplit);
+    return split;
+  }
+
   private async planSplits(): Promise<Record<TaskId, SourceSplit[]>> {
     const splits: Record<TaskId, SourceSplit[]> = {};
     for (const v of this.ctx.graph.vertices) {
@@ -531,7 +547,7 @@ export class Attempt {
         const keep = new Set(now);
         const kept = perTask.map((s) => s.filter((x) => keep.has(x)));
         const known = new Set(all);
-        const fresh = assignSplits(now.filter((x) => !known.has(x)), v.parallelism);
+        const fresh = assignSplits(now.filter((x) => !known.has(x)).map((x) => this.plannedOnce(v.index, x)), v.parallelism);
         kept.forEach((s, i) => (splits[taskId(v.index, i)] = [...s, ...fresh[i]!]));
         continue;
       }

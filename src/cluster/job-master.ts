@@ -101,6 +101,8 @@ export class JobMaster implements JobControl {
   private readonly stats: CheckpointStatsTracker;
   /** Splits the sources planned at the job's first start (AttemptContext.plannedSplits). */
   private readonly plannedSplits = new Map<number, readonly SourceSplit[]>();
+  /** Splits of names added since the restored checkpoint, planned once (AttemptContext.addedSplits). */
+  private readonly addedSplits = new Map<string, SourceSplit>();
   private readonly collected = new Map<string, unknown[]>();
   private readonly started: number;
   private jobIdValue = randomBytes(16).toString('hex');
@@ -564,6 +566,7 @@ export class JobMaster implements JobControl {
       checkpointConfig: s.checkpointConfig, checkpointing: this.checkpointing, config: s.config, clock: s.clock,
       credits: s.options.credits ?? DEFAULT_CHANNEL_CREDITS, storage: s.storage, snapshots: s.snapshots, s3: s.s3, stats: this.stats,
       plannedSplits: this.plannedSplits,
+      addedSplits: this.addedSplits,
       onProgress: s.options.onProgress,
       log: (line) => this.log(line),
       // `done` runs once the text has been handed to the OS (stdout's backpressure).

@@ -278,4 +278,68 @@ describe('RedisStreamsSource restored with other streams', () => {
       rmSync(chk, { recursive: true, force: true });
     }
   }, 90_000);
+
+  it('a stream added since the checkpoint and read from latest is planned once: a restart restoring the same checkpoint reads it from the same place (before: from a new latest, what the failed attempt had read lost)', async () => {
+    const a = key('a');
+    const b = key('b-added');
+    const chk = mkdtempSync(join(tmpdir(), 'weir-redis-added-'));
+    const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+    try {
+      await fill(a, 5);
+      const seen: string[] = [];
+      let failed = false;
+      const logs: string[] = [];
+      const run = async (streams: string[], from: string | undefined, interval: number, until: () => boolean, during: () => Promise<void> = async () => {}) => {
+        const ac = new AbortController();
+        const job = runJob(defineJob((env) => {
+          env.fromSource(new RedisStreamsSource<{ i: number }>({ url: URL, streams, blockMs: 50, startFrom: 'latest' }))
+            .uid('redis')
+            .map((x) => {
+              // B's records are numbered from 1000.
+              if (x.i >= 1000 && !failed) {
+                failed = true;
+                throw new Error('injected failure at the first record of the added stream');
+              }
+              seen.push(`${x.i >= 1000 ? 'b' : 'a'}${x.i % 1000}`);
+            })
+            .setParallelism(1);
+        }), {
+          workers: 1, parallelism: 1, stdout: () => {}, log: (l) => logs.push(l), signal: ac.signal,
+          restartStrategy: { type: 'fixed-delay', attempts: 3, delay: 100 },
+          checkpoint: { interval, dir: chk, retention: 'retain-on-cancel' }, ...(from !== undefined ? { from } : {}),
+        });
+        let ended = false;
+        void job.finally(() => (ended = true));
+        await during();
+        const deadline = Date.now() + 30_000;
+        while (!until() && !ended && Date.now() < deadline) await sleep(20);
+        await sleep(300);
+        ac.abort();
+        return job;
+      };
+      const added = () => logs.filter((l) => l.includes(`"${b}" added since the checkpoint: read from latest`)).length;
+      // A checkpoint of A alone (latest: A's entries written after the start).
+      const first = await run([a], undefined, 20, () => seen.length >= 3, async () => {
+        await sleep(500);
+        await fill(a, 3, 5, 1_700_000_001_000);
+      });
+      expect(first.status, first.error?.message).toBe('CANCELED');
+      expect(seen).toEqual(['a5', 'a6', 'a7']);
+      seen.length = 0;
+      await fill(b, 1, 500); // before B's latest: never read
+      // Restored with B added; no checkpoint completes before the failure at B's first record.
+      const second = await run([a, b], 'latest', 60_000, () => seen.includes('b99'), async () => {
+        const deadline = Date.now() + 15_000;
+        while (added() < 1 && Date.now() < deadline) await sleep(10);
+        await fill(b, 10, 1000); // after attempt 1 planned B at its latest
+        while (added() < 2 && Date.now() < deadline) await sleep(10);
+        await fill(b, 1, 1099); // after attempt 2 planned
+      });
+      expect(second.status, second.error?.message).toBe('CANCELED');
+      expect(failed).toBe(true);
+      expect(seen.filter((x) => x.startsWith('b'))).toEqual([...Array.from({ length: 10 }, (_, k) => `b${k}`), 'b99']);
+    } finally {
+      rmSync(chk, { recursive: true, force: true });
+    }
+  }, 90_000);
 });
