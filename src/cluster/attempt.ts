@@ -207,6 +207,7 @@ export class Attempt {
       stateBackendOptions: ctx.stateBackendOptions,
       deadLetterDir: ctx.deadLetterDir,
       recordCounters: ctx.recordCounters,
+      firstCheckpointId: this.start.firstCheckpointId,
       restore: (this.start.restore?.tasks ?? {}) as Record<TaskId, TaskRestore>,
       storage: ctx.snapshots.workerView,
       s3: ctx.s3,

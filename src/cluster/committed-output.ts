@@ -58,8 +58,14 @@ const ASK_TIMEOUT_MS = 60_000;
 /** A sink committed past the checkpoint being restored: restoring it would write that output again. */
 export class CommittedOutputRefusal extends StartError {}
 
-/** Asks every sink; throws CommittedOutputRefusal on the first refusal (StartError when a sink cannot tell), logs warnings. */
-export async function checkCommittedOutput(graph: JobGraph, restoredId: number | undefined, allowDuplicates: boolean, log: (line: string) => void, restoredParallelism?: (operatorId: string) => number | undefined): Promise<void> {
+/**
+ * Asks every sink; throws CommittedOutputRefusal on the first refusal (StartError when a sink
+ * cannot tell), logs warnings. Returns the highest checkpoint id any sink committed (undefined:
+ * none said): the attempt's checkpoint ids go above it, or a sink would skip their output as
+ * committed already (duplicates accepted, a restore from before it).
+ */
+export async function checkCommittedOutput(graph: JobGraph, restoredId: number | undefined, allowDuplicates: boolean, log: (line: string) => void, restoredParallelism?: (operatorId: string) => number | undefined): Promise<number | undefined> {
+  let highest: number | undefined;
   for (const { sink, scope } of commitSinksOf(graph, restoredParallelism)) {
     if (sink.lastCommittedCheckpoint === undefined) continue;
     let last: number | undefined;
@@ -79,5 +85,7 @@ export async function checkCommittedOutput(graph: JobGraph, restoredId: number |
     const d = decideCommittedOutput(sink.name, last, restoredId, allowDuplicates);
     if (d.type === 'refuse') throw new CommittedOutputRefusal(d.message);
     if (d.type === 'warn') log(d.message);
+    if (last !== undefined && Number.isSafeInteger(last)) highest = Math.max(highest ?? 0, last);
   }
+  return highest;
 }

@@ -43,6 +43,12 @@ export interface DeploymentSpec {
   readonly deadLetterDir: string | undefined;
   /** Records are counted per task and operator (metrics). */
   readonly recordCounters: boolean;
+  /**
+   * The id this attempt's first checkpoint takes: above the restored snapshot's and above what
+   * any sink committed (an earlier run's output, --allow-duplicate-output): a sink skips ids it
+   * committed, so reusing one dropped the new output. Sinks commit at the end after it too.
+   */
+  readonly firstCheckpointId?: number;
   readonly restore: Record<TaskId, TaskRestore>;
   /** Where tasks in this thread write and read state (worker threads resolve local paths themselves). */
   readonly storage: CheckpointStorageWorkerView;
@@ -98,7 +104,7 @@ export class Deployment {
     const ex = new TaskExecutor({
       workerIndex: 0, graph: s.graph, plan: s.plan, splits: s.splits, attempt: s.attempt, credits: s.credits, clock: s.clock,
       send: (m) => queueMicrotask(() => s.onMessage(m)), dataPlane: undefined, writeStdout: (t) => s.writeStdout(t),
-      checkpointing: s.checkpointing, stateBackend: s.stateBackend, stateBackendOptions: s.stateBackendOptions, deadLetterDir: s.deadLetterDir, recordCounters: s.recordCounters, restore: s.restore, storage: s.storage,
+      checkpointing: s.checkpointing, stateBackend: s.stateBackend, stateBackendOptions: s.stateBackendOptions, deadLetterDir: s.deadLetterDir, recordCounters: s.recordCounters, firstCheckpointId: s.firstCheckpointId, restore: s.restore, storage: s.storage,
     });
     this.local = ex;
     this.executors.push({ send: (m) => ex.handle(m), terminate: async () => ex.cancel() });
@@ -130,7 +136,7 @@ export class Deployment {
         type: 'deploy',
         job: { modulePath: s.job.modulePath, args: s.job.args, defaultParallelism: s.job.defaultParallelism, ...(s.job.restoredMaxParallelism !== undefined ? { restoredMaxParallelism: s.job.restoredMaxParallelism } : {}) },
         workerIndex: w, plan: s.plan, fingerprint: s.job.fingerprint, splits: s.splits, attempt: s.attempt, credits: s.credits,
-        checkpointing: s.checkpointing, stateBackend: s.stateBackend, stateBackendOptions: s.stateBackendOptions, deadLetterDir: s.deadLetterDir, recordCounters: s.recordCounters, restore: s.restore, s3: s.s3, preloadS3: s.preloadS3, peers, stdoutCredit: credit,
+        checkpointing: s.checkpointing, stateBackend: s.stateBackend, stateBackendOptions: s.stateBackendOptions, deadLetterDir: s.deadLetterDir, recordCounters: s.recordCounters, firstCheckpointId: s.firstCheckpointId, restore: s.restore, s3: s.s3, preloadS3: s.preloadS3, peers, stdoutCredit: credit,
       };
       worker.postMessage(msg, Object.values(peers));
     }

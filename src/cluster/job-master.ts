@@ -481,13 +481,14 @@ export class JobMaster implements JobControl {
     const restore = this.restoredFrom;
     let execGraph: JobGraph;
     let restorePlan: RestorePlan | undefined;
+    let committedUpTo: number | undefined;
     try {
       // The plan is checked against the graph this attempt runs (in one thread, a fresh build with fresh sinks).
       execGraph = await this.execGraph();
       restorePlan = restore ? planRestore(restore.metadata, restore.path, execGraph, this.plan, this.spec.options.allowNonRestoredState ?? false, this.spec.options.allowDuplicateOutput ?? false) : undefined;
       // Before anything is written: a sink that committed past the restored checkpoint would get that output twice.
       const restoredOps = restore?.metadata.operators;
-      await checkCommittedOutput(execGraph, restore?.metadata.checkpointId, this.spec.options.allowDuplicateOutput ?? false, this.log, (id) => restoredOps?.find((o) => o.id === id)?.parallelism);
+      committedUpTo = await checkCommittedOutput(execGraph, restore?.metadata.checkpointId, this.spec.options.allowDuplicateOutput ?? false, this.log, (id) => restoredOps?.find((o) => o.id === id)?.parallelism);
     } catch (e) {
       // At the start the caller is told. At a restart the job has run: this attempt failed, and
       // the recovery decisions take it from there (a refusal, RESTORE, does not restart: it
@@ -501,7 +502,7 @@ export class JobMaster implements JobControl {
     let firstCheckpointId: number;
     let restoredCompleted: CompletedCheckpointInfo[];
     try {
-      ({ firstCheckpointId, restoredCompleted } = await this.storageFactsForAttempt(restore));
+      ({ firstCheckpointId, restoredCompleted } = await this.storageFactsForAttempt(restore, committedUpTo));
     } catch (e) {
       // At a restart, storage failing (after its own retries) fails this attempt: the restart strategy decides; at the start the caller is told.
       if (this.attempts > 0 && errorCode(e) === 'STORAGE') return { status: 'FAILED', error: serializeError(e) };
@@ -515,10 +516,11 @@ export class JobMaster implements JobControl {
   }
 
   /** What an attempt needs from the storage before it starts: where checkpoint ids continue, and the checkpoints already completed. */
-  private async storageFactsForAttempt(restore: CompletedCheckpointRef | undefined): Promise<{ firstCheckpointId: number; restoredCompleted: CompletedCheckpointInfo[] }> {
+  private async storageFactsForAttempt(restore: CompletedCheckpointRef | undefined, committedUpTo: number | undefined): Promise<{ firstCheckpointId: number; restoredCompleted: CompletedCheckpointInfo[] }> {
     const storage = this.spec.storage;
-    // Ids continue after the restored snapshot's, whichever job took it (as Flink's id counter).
-    const firstCheckpointId = Math.max(storage ? await storage.highestId(this.jobId) : 0, restore?.metadata.checkpointId ?? 0) + 1;
+    // Ids continue after the restored snapshot's, whichever job took it (as Flink's id counter),
+    // and after what the sinks committed (a sink skips an id it committed: new output lost).
+    const firstCheckpointId = Math.max(storage ? await storage.highestId(this.jobId) : 0, restore?.metadata.checkpointId ?? 0, committedUpTo ?? 0) + 1;
     const restoredCompleted: CompletedCheckpointInfo[] = [];
     if (storage && this.checkpointing) {
       // Garbage that cannot be removed now is tried again at the next attempt.

@@ -45,6 +45,12 @@ export interface DeployMessage {
   readonly deadLetterDir: string | undefined;
   /** Records are counted per task and operator (metrics.record-counters.enabled). */
   readonly recordCounters: boolean;
+  /**
+   * The id this attempt's first checkpoint takes: above the restored snapshot's and above what
+   * any sink committed (an earlier run's output, --allow-duplicate-output): a sink skips ids it
+   * committed, so reusing one dropped the new output. Sinks commit at the end after it too.
+   */
+  readonly firstCheckpointId?: number;
   /** State to start from, per "vertex:subtask". */
   readonly restore: Readonly<Record<TaskId, TaskRestore>>;
   /** S3 settings: the worker resolves s3:// locations with its own client. */

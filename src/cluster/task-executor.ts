@@ -57,6 +57,12 @@ export interface ExecutorConfig {
   readonly deadLetterDir?: string | undefined;
   /** Count records per task and operator (metrics); true when absent. */
   readonly recordCounters?: boolean;
+  /**
+   * The id this attempt's first checkpoint takes: above the restored snapshot's and above what
+   * any sink committed (an earlier run's output, --allow-duplicate-output): a sink skips ids it
+   * committed, so reusing one dropped the new output. Sinks commit at the end after it too.
+   */
+  readonly firstCheckpointId?: number;
 }
 
 /** Dead letters shown in the log per source subtask when there is no dead-letter directory; the rest are counted. */
@@ -183,6 +189,7 @@ export class TaskExecutor implements TaskListener {
         gated: Object.keys(cfg.restore).length > 0,
         objectReuse: graph.objectReuse,
         recordCounters: cfg.recordCounters ?? true,
+        firstCheckpointId: cfg.firstCheckpointId ?? 1,
         keyedStateBackend,
         storage: cfg.storage,
       });

@@ -84,6 +84,7 @@ async function deploy(m: DeployMessage & { peers: Record<number, MessagePort>; s
     stateBackendOptions: m.stateBackendOptions,
     deadLetterDir: m.deadLetterDir,
     recordCounters: m.recordCounters,
+    firstCheckpointId: m.firstCheckpointId,
     restore: m.restore,
     // Local paths and S3 (with the job's settings) resolve in any thread; in-memory storage does not.
     storage: storageResolver(undefined, m.s3).workerView,

@@ -89,6 +89,8 @@ export interface TaskDeployment {
    * without counting and the counters stay 0 (metrics.record-counters.enabled: false).
    */
   readonly recordCounters: boolean;
+  /** The id of this attempt's first checkpoint (ids below it may be committed by sinks already); 1 when absent. */
+  readonly firstCheckpointId?: number;
   /** Makes the keyed state backend of each keyed operator (chosen by the configuration). */
   readonly keyedStateBackend: KeyedStateBackendFactory;
   /**
@@ -269,6 +271,7 @@ export class StreamTask implements Schedulable {
       keySelectors,
       operatorState: new OperatorStateStore(where),
       restoredCheckpointId: d.restore?.checkpointId,
+      firstCheckpointId: d.firstCheckpointId ?? 1,
       referencedCommittables: d.restore?.operators[node.id]?.referencedCommittables,
       objectReuse: d.objectReuse,
       checkpointing: d.checkpointing,

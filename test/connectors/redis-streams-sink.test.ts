@@ -4,11 +4,15 @@
  * another run's progress refused, the committer's connection killed at seeded moments during
  * commits (every entry exactly once), an unreachable server named.
  */
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { errorCode } from '../../src/core/errors.ts';
 import { Rng } from '../../src/core/random.ts';
 import { RedisStreamsSink } from '../../src/connectors/redis/index.ts';
+import { defineJob, runJob } from '../../src/index.ts';
 import { freePort, sinkCtx, uniqueName } from './postgres/helpers.ts';
 
 interface Ev { k: string; n: number }
@@ -171,6 +175,68 @@ describe('redis streams sink', () => {
     expect(String((e2 as Error).message)).toContain(`start check at 127.0.0.1:${port}/0 failed`);
     expect(() => w.write([{ k: 'a', n: 1 }], ts(1))).toThrow(/start check/);
   });
+
+  it('a restore from an older snapshot with allowDuplicateOutput writes its output again: its checkpoint ids go above what the sink committed (before: they reused committed ids and the sink skipped them, the new output lost)', async () => {
+    const s = stream();
+    const job = uniqueName('job');
+    const chk = mkdtempSync(join(tmpdir(), 'weir-redis-rewind-'));
+    try {
+      const build = (tag: string) => defineJob((env) => {
+        env.fromGenerator((i) => i, { count: 100_000, ratePerSecond: 2000 }).uid('numbers')
+          .map((n) => ({ k: tag, n }))
+          .sinkTo(new RedisStreamsSink<Ev>({ stream: s, jobId: job, progressKeyPrefix: 'weir:test-progress' })).uid('sink');
+      });
+      const ac = new AbortController();
+      const first = runJob(build('v1'), {
+        workers: 1, parallelism: 1, stdout: () => {}, log: () => {}, signal: ac.signal,
+        checkpoint: { interval: 50, dir: chk, retention: 'retain-on-cancel', numRetained: 20 },
+      });
+      /** The sink's committed checkpoint and the entries then, read at once (one subtask: each checkpoint's entries are one MULTI). */
+      const entriesAt = new Map<number, number>();
+      const committedNow = async (): Promise<number> => {
+        const [k] = await r.keys(`weir:test-progress:${job}:*`);
+        if (k === undefined) return 0;
+        const [[, id], [, len]] = (await r.multi().get(k).xlen(s).exec()) as [[null, string], [null, number]];
+        if (!entriesAt.has(Number(id))) entriesAt.set(Number(id), len);
+        return Number(id);
+      };
+      const deadline = Date.now() + 30_000;
+      while ((await committedNow()) < 8 && Date.now() < deadline) await new Promise((res) => setTimeout(res, 2));
+      ac.abort();
+      expect((await first).status).toBe('CANCELED');
+      const committed = await committedNow();
+      expect(committed).toBeGreaterThanOrEqual(8);
+      const jobDir = join(chk, readdirSync(chk).find((d) => !d.startsWith('.'))!);
+      // A retained checkpoint three or more before the committed one, whose entry count was seen.
+      const restoredId = readdirSync(jobDir).filter((d) => /^chk-\d+$/.test(d)).map((d) => Number(d.slice(4)))
+        .filter((id) => id <= committed - 3 && entriesAt.has(id)).sort((a, b) => b - a)[0];
+      expect(restoredId, `seen: ${[...entriesAt.keys()].join(', ')}`).toBeDefined();
+      const position = entriesAt.get(restoredId!)!; // records 0..position-1 were before its barrier
+      const from = join(jobDir, `chk-${restoredId}`);
+      const v1 = (await read(s)).filter((e) => e.k === 'v1').map((e) => e.n);
+      expect(v1.length).toBeGreaterThan(position);
+      // Restored into another checkpoint directory: another job, its ids counted from the restored one.
+      const logs: string[] = [];
+      const ac2 = new AbortController();
+      const second = runJob(build('v2'), {
+        workers: 1, parallelism: 1, stdout: () => {}, log: (l) => logs.push(l), signal: ac2.signal, from, allowDuplicateOutput: true,
+        checkpoint: { interval: 50, dir: join(chk, 'second') },
+      });
+      const v2Count = async () => (await read(s)).filter((e) => e.k === 'v2').length;
+      const deadline2 = Date.now() + 30_000;
+      while ((await v2Count()) < v1.length - position + 200 && Date.now() < deadline2) await new Promise((res) => setTimeout(res, 50));
+      ac2.abort();
+      expect((await second).status).toBe('CANCELED');
+      expect(logs.some((l) => l.includes('duplicates accepted with --allow-duplicate-output'))).toBe(true);
+      // Every record v1 wrote after the restored checkpoint's position is there again as v2.
+      const v2 = new Set((await read(s)).filter((e) => e.k === 'v2').map((e) => e.n));
+      const missing = v1.filter((n) => n >= position && !v2.has(n));
+      expect(missing.length, `v1 records from ${position} not written again as v2 (restored checkpoint ${restoredId}, committed ${committed})`).toBe(0);
+      expect(Math.min(...v2)).toBe(position);
+    } finally {
+      rmSync(chk, { recursive: true, force: true });
+    }
+  }, 90_000);
 
   it('bad options are refused with the option named', () => {
     expect(() => new RedisStreamsSink({ stream: '', jobId: 'j' })).toThrow(/stream must be/);

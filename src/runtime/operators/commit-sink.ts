@@ -94,7 +94,8 @@ export class CommitSinkOperator extends StreamOperator {
 
   protected override setUp(): void {
     this.restoredId = this.env.restoredCheckpointId;
-    this.highestId = this.restoredId ?? 0;
+    // Never at or below an id a sink may have committed (an earlier run's, when duplicates are accepted).
+    this.highestId = Math.max(this.restoredId ?? 0, (this.env.firstCheckpointId ?? 1) - 1);
     const identity = this.sink.identity?.();
     if (this.restoredIdentity !== undefined && identity !== undefined && identity !== this.restoredIdentity) {
       // Before anything is committed: under the new identity the restored output would be committed again.

@@ -48,6 +48,8 @@ export interface OperatorEnvironment {
   readonly objectReuse: boolean;
   /** Id of the checkpoint or savepoint this subtask restored from, if any. */
   readonly restoredCheckpointId: number | undefined;
+  /** The id of this attempt's first checkpoint: ids below it may be committed by sinks already (an end-of-input commit goes above). */
+  readonly firstCheckpointId?: number;
   /**
    * Sinks: every committable of this operator in the restored checkpoint, over all subtasks
    * (each subtask commits only its share, but tells leftovers apart from the whole).
