@@ -22,7 +22,7 @@ import { close, connect, wrap } from './connection.ts';
 import { resolvePostgresOptions, type PostgresSinkOptions, type ResolvedPostgresOptions } from './options.ts';
 import { checkSchema, ensureProgressTable } from './schema.ts';
 import { PgSession } from './session.ts';
-import { gidFor, parseGid, readProgress } from './sql.ts';
+import { gidFor, newestLogged, parseGid, readProgress } from './sql.ts';
 
 export type { PostgresCommittable } from './commit.ts';
 
@@ -145,7 +145,17 @@ export class PostgresSink<T> implements TwoPhaseCommitSink<T, PostgresCommittabl
     const c = await connect(o);
     try {
       const r = await c.query<{ checkpoint: string }>(readProgress(o.progressTable), [key.job, key.operator, key.subtask]);
-      return r.rows[0] === undefined ? undefined : Number(r.rows[0].checkpoint);
+      const progress = r.rows[0] === undefined ? undefined : Number(r.rows[0].checkpoint);
+      if (o.mode !== 'two-phase') return progress;
+      // A COMMIT PREPARED makes its checkpoint's log row visible with its rows; the progress row
+      // follows in a transaction of its own. A crash in between left progress one behind what
+      // is visible, and a restore from there passed the check and wrote those rows again.
+      const logged = await c.query<{ checkpoint: string | null }>(newestLogged(o.progressTable), [key.job, key.operator, key.subtask]).catch((e: unknown) => {
+        if ((e as { code?: unknown }).code === '42P01') return { rows: [] }; // no log table: nothing prepared yet
+        throw e;
+      });
+      const newest = logged.rows[0]?.checkpoint;
+      return newest === undefined || newest === null ? progress : Math.max(progress ?? 0, Number(newest));
     } catch (e) {
       if ((e as { code?: unknown }).code === '42P01') return undefined; // no progress table: nothing committed yet
       throw wrap(e, o, 'reading progress');

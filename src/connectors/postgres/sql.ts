@@ -162,6 +162,11 @@ export function readLogged(t: TableName): string {
   return `SELECT 1 FROM ${qualified(preparedLogTable(t))} WHERE job = $1 AND operator = $2 AND subtask = $3 AND checkpoint = $4`;
 }
 
+/** The newest checkpoint in the log of committed prepared transactions (its row commits with them). */
+export function newestLogged(t: TableName): string {
+  return `SELECT max(checkpoint) AS checkpoint FROM ${qualified(preparedLogTable(t))} WHERE job = $1 AND operator = $2 AND subtask = $3`;
+}
+
 export function pruneLog(t: TableName): string {
   return `DELETE FROM ${qualified(preparedLogTable(t))} WHERE job = $1 AND operator = $2 AND subtask = $3 AND checkpoint <= $4`;
 }

@@ -8,6 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { errorCode } from '../../../src/core/errors.ts';
 import { PostgresSink, type PostgresCommittable } from '../../../src/connectors/postgres/index.ts';
 import { sinkCtx, sql, startCluster, type Cluster } from './helpers.ts';
+import { decideCommittedOutput } from '../../../src/cluster/committed-output.ts';
 
 interface Row { id: number; name: string }
 const ts = (n: number) => new Array<number>(n).fill(0);
@@ -51,6 +52,27 @@ describe('postgres sink (two-phase)', () => {
     w.close?.();
     await c.close?.();
     await c2.close?.();
+  });
+
+  it('the last committed checkpoint counts a COMMIT PREPARED whose progress row did not follow (a crash between them): a restore from before it is refused, not written twice', async () => {
+    await sql(cluster.url, 'TRUNCATE out2pc');
+    const s = sink('tp-lag');
+    const w = s.createWriter(sinkCtx());
+    const c = s.createCommitter(sinkCtx());
+    w.write(rows(0, 10), ts(10));
+    const first = w.prepareCommit(1);
+    await w.whenPrepared!(1);
+    await c.commit(first);
+    w.write(rows(10, 10), ts(10));
+    const second = w.prepareCommit(2);
+    await w.whenPrepared!(2);
+    // The committer's first statement, then the crash: rows visible, progress still at 1.
+    await sql(cluster.url, `COMMIT PREPARED '${(second[0] as { gid: string }).gid}'`);
+    expect(await count()).toBe(20);
+    expect(await s.lastCommittedCheckpointOf('sink', 0)).toBe(2); // before: 1, and a restore from 1 passed the check
+    expect(decideCommittedOutput('pg', await s.lastCommittedCheckpoint({ operatorId: 'sink', parallelism: 1 }), 1, false).type).toBe('refuse');
+    w.close?.();
+    await c.close?.();
   });
 
   it('on restore: commits the restored prepared transaction, rolls back its own later ones, leaves other jobs\' alone', async () => {
