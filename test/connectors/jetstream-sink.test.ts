@@ -86,6 +86,8 @@ describe('jetstream sink', () => {
     const kv = await js.views.kv(BUCKET, { history: 1 });
     await kv.put(`${job}.sink.0`, JSON.stringify({ committed: null, publishing: 3, since: Date.now() }));
     for (let i = 0; i < 150; i++) await js.publish(subject, item!.msgs[i]![1], { msgID: messageId(job, 'sink', 0, 3, i) });
+    // Part of checkpoint 3 is visible: a restore from before it would publish those again (before: nothing committed).
+    expect(await k.lastCommittedCheckpointOf('sink', 0)).toBe(3);
     const logged: string[] = [];
     const c = k.createCommitter(sinkCtx({ restoredCheckpointId: 3, attemptNumber: 1 }, logged));
     await c.commit([item!]);

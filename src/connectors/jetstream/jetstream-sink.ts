@@ -20,7 +20,7 @@ import type { CommitScope, SinkCommitter, SinkContext, SinkWriter, TwoPhaseCommi
 import { foreignProgressError, newestCommitted, operatorKey, type ProgressKey } from '../common/progress.ts';
 import { isSocketError, messageOf, retrying, withTimeout } from '../common/retry.ts';
 import { resolveJetStreamOptions, type JetStreamSinkOptions, type ResolvedJetStreamOptions } from './options.ts';
-import { decideCommit, messageId, parseProgress } from './progress-state.ts';
+import { decideCommit, messageId, newestVisible, parseProgress } from './progress-state.ts';
 
 export interface JetStreamCommittable {
   readonly sub: number;
@@ -165,14 +165,14 @@ export class JetStreamSink<T> implements TwoPhaseCommitSink<T, JetStreamCommitta
     return newestCommitted(scope.parallelism, (subtask) => this.lastCommittedCheckpointOf(scope.operatorId, subtask));
   }
 
-  /** The last checkpoint whose messages `subtask` of this sink published completely (its progress key), or undefined. Retried like start(): a server down while the job restarts is waited for, to the retry deadline. */
+  /** The last checkpoint whose messages `subtask` of this sink published, completely or in part (its progress key), or undefined. Retried like start(): a server down while the job restarts is waited for, to the retry deadline. */
   async lastCommittedCheckpointOf(operatorId: string, subtask: number): Promise<number | undefined> {
     return retrying(this.options.retry, isTransientNats, async () => {
       const s = await this.connect();
       try {
         const pkey = this.progressKey(this.key({ operatorId, subtaskIndex: subtask }));
         const e = await s.kv.get(pkey);
-        return parseProgress(e === null || e.operation !== 'PUT' ? undefined : decoder.decode(e.value), `progress key "${pkey}" in bucket ${this.options.progressBucket}`).committed;
+        return newestVisible(parseProgress(e === null || e.operation !== 'PUT' ? undefined : decoder.decode(e.value), `progress key "${pkey}" in bucket ${this.options.progressBucket}`));
       } finally {
         await s.nc.close().catch(() => {});
       }

@@ -43,6 +43,16 @@ export function parseProgress(text: string | undefined, where: string): Progress
   };
 }
 
+/**
+ * The newest checkpoint whose messages may be in the stream: one whose publishing began counts
+ * (the duplicate-output check at a start: a restore from before it would publish them again,
+ * under new message ids, so the server would not drop them).
+ */
+export function newestVisible(s: ProgressState): number | undefined {
+  if (s.publishing === undefined) return s.committed;
+  return Math.max(s.committed ?? 0, s.publishing);
+}
+
 export type CommitDecision =
   | { readonly action: 'skip' }
   | { readonly action: 'foreign'; readonly committed: number }
