@@ -13,7 +13,7 @@ import { defaultOf } from '../core/options/option.ts';
 import { OPTIONS } from '../core/options/registry.ts';
 import { valueOf, type OptionValues } from '../core/options/values.ts';
 import { logger } from '../core/log.ts';
-import { defaultManagerDir, managerUrlOf, serveManager } from '../lifecycle/serve.ts';
+import { defaultManagerDir, managerOf, serveManager } from '../lifecycle/serve.ts';
 import { readSpecText, validateSpec } from '../lifecycle/spec.ts';
 import type { AppStatus, Desired } from '../lifecycle/status.ts';
 import { CliError } from './args.ts';
@@ -56,9 +56,12 @@ export async function appsCommand(argv: string[]): Promise<number> {
   if (verb !== 'list' && arg === undefined) throw new CliError(`apps ${verb}: give the ${verb === 'apply' ? 'spec file' : 'application name'}`);
   if (verb === 'list' && arg !== undefined) throw new CliError(`apps list: unexpected argument "${arg}"`);
   const dir = valueOf(values, OPTIONS.managerDir) ?? defaultManagerDir();
-  const base = valueOf(values, OPTIONS.managerUrl) ?? managerUrlOf(dir);
+  const found = managerOf(dir);
+  const base = valueOf(values, OPTIONS.managerUrl) ?? found?.url;
   if (base === undefined) throw new CliError(`apps: no manager is running for ${resolve(dir)}; start one with weir manager (or give --manager URL)`);
   checkManagerUrl(base);
+  // The manager's token, from its discovery file (owner-only): for the manager serving --dir.
+  managerToken = found !== undefined && found.url === base ? found.token : undefined;
   const json = valueOf(values, OPTIONS.appsJson) === true;
   const app = encodeURIComponent(arg ?? '');
   const out = (s: string) => void process.stdout.write(s.endsWith('\n') ? s : `${s}\n`);
@@ -174,11 +177,14 @@ function checkManagerUrl(base: string): void {
   if (url.username !== '' || url.password !== '') throw new CliError(`apps: --manager must not carry credentials, got ${JSON.stringify(redactUrl(base))}`);
 }
 
+/** Sent as Authorization: Bearer with every request (the manager requires it but for GET). */
+let managerToken: string | undefined;
+
 async function call(base: string, method: string, path: string, body?: unknown): Promise<Record<string, unknown>> {
   let res: Response;
   try {
     res = await fetch(`${base}${path}`, {
-      method, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS), headers: { 'content-type': 'application/json' },
+      method, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS), headers: { 'content-type': 'application/json', ...(managerToken !== undefined ? { authorization: `Bearer ${managerToken}` } : {}) },
       ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
     });
   } catch (e) {

@@ -58,10 +58,12 @@ async function resolveTarget(jobArg: string | undefined, values: OptionValues, c
     throw new CliError(`${command}: "${jobArg}" is too short to pick a job: give the job id or at least ${MIN_ID_PREFIX} of its first characters (see weir list)`);
   }
   const tokenFile = valueOf(values, OPTIONS.targetRestTokenFile);
-  const token = tokenFile !== undefined ? readTokenFile(tokenFile) : undefined;
+  const given = tokenFile !== undefined ? readTokenFile(tokenFile) : undefined;
   const port = valueOf(values, OPTIONS.targetRestPort);
   if (port !== undefined) {
     const address = valueOf(values, OPTIONS.targetRestAddress) ?? defaultOf(OPTIONS.targetRestAddress);
+    // A job of this user's on that port: its registry entry has the token.
+    const token = given ?? listRegistered().find((e) => e.port === port && e.address === address)?.token;
     const base = `http://${address.includes(':') ? `[${address}]` : address}:${port}`;
     const { status, body } = await call(`${base}/jobs`, {}, token);
     if (status === 401) throw new CliError(`${command}: the job at ${base} requires a token: give --rest-token-file`);
@@ -78,7 +80,7 @@ async function resolveTarget(jobArg: string | undefined, values: OptionValues, c
   if (matches.length === 0) throw new CliError(`${command}: no running job ${jobArg} on this machine (see weir list, or give --rest-port)`);
   if (matches.length > 1) throw new CliError(`${command}: "${jobArg}" matches several jobs (${matches.map((m) => m.jobId).join(', ')}); give more of the id`);
   const e = matches[0]!;
-  return { base: baseOf(e), jobId: e.jobId, token };
+  return { base: baseOf(e), jobId: e.jobId, token: given ?? e.token };
 }
 
 function baseOf(e: JobEntry): string {

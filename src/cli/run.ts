@@ -1,4 +1,5 @@
 /** weir run: runs a job module in this process (main thread plus worker threads). */
+import { randomBytes } from 'node:crypto';
 import { runJob, type Progress } from '../cluster/job-manager.ts';
 import { OPTIONS } from '../core/options/registry.ts';
 import { valueOf } from '../core/options/values.ts';
@@ -26,8 +27,11 @@ export async function runCommand(argv: string[]): Promise<number> {
   opts.onProgress = statusLine();
   opts.log = (line) => logger().line(line);
   const onListening = (p: number, id: string) => logger().info(`job ${id} running; control API on http://${rest.address}:${p}`, { jobId: id, port: p });
-  const token = rest.tokenFile !== undefined ? readTokenFile(rest.tokenFile) : undefined;
-  opts.services = [controlApi({ port: rest.port, address: rest.address, fallback: rest.fallback, onListening, ...(token !== undefined ? { token } : {}) })];
+  // Always a token for what changes the job: without one any local user reaching the port could
+  // cancel it or write its state where they like. Generated unless given; the job's registry
+  // entry (readable by this user only) holds it for weir stop, savepoint and cancel.
+  const token = rest.tokenFile !== undefined ? readTokenFile(rest.tokenFile) : randomBytes(32).toString('hex');
+  opts.services = [controlApi({ port: rest.port, address: rest.address, fallback: rest.fallback, onListening, token })];
   // Ctrl-C / SIGTERM cancel the job: checkpoints are kept (default retain-on-cancel) or deleted per the retention setting.
   const cancel = new AbortController();
   let signalled: NodeJS.Signals | undefined;

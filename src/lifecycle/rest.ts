@@ -13,7 +13,8 @@
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { errorCode } from '../core/errors.ts';
-import { boundRequests, hostAllowed, jsonContentType } from '../observe/request-guard.ts';
+import { boundRequests, hostAllowed, jsonContentType, readJson, tokenMatches, TOO_LARGE } from '../observe/request-guard.ts';
+import { redactUrl } from '../checkpoint/s3/settings.ts';
 import type { Manager } from './manager.ts';
 import { isAppName, validateSpec } from './spec.ts';
 
@@ -24,7 +25,7 @@ export class ManagerApi {
   private boundAddress = '127.0.0.1';
   private boundPort = 0;
 
-  constructor(private readonly manager: Manager) {}
+  constructor(private readonly manager: Manager, private readonly token: string) {}
 
   listen(port: number, address: string): Promise<number> {
     return new Promise((resolve, reject) => {
@@ -67,11 +68,15 @@ export class ManagerApi {
     if (method !== 'GET' && method !== 'HEAD' && !jsonContentType(req.headers['content-type'])) {
       return send(res, 415, { errors: [`${method} requests must have Content-Type: application/json (cross-site request protection)`] });
     }
+    if (method !== 'GET' && method !== 'HEAD' && !tokenMatches(req.headers.authorization, this.token)) {
+      return send(res, 401, { errors: ['a token is required: send "Authorization: Bearer <token>" (weir apps sends the one in the manager directory\'s manager.json, readable by its user only)'] });
+    }
     if (parts[0] !== 'apps') return send(res, 404, { errors: [`no such resource ${url.pathname}`] });
     if (parts.length === 1 && method === 'GET') return send(res, 200, { apps: m.list() });
     if (parts.length === 1 && method === 'POST') {
-      const body = await readJson(req);
-      if (body === undefined) return send(res, 400, { errors: ['the request body is not a JSON object'] });
+      const body = await readJson(req, MAX_BODY_BYTES);
+      if (body === TOO_LARGE) return send(res, 413, { errors: [`the request body is larger than ${MAX_BODY_BYTES} bytes`] });
+      if (body === undefined) return send(res, 400, { errors: ['the request body is not a JSON object (in UTF-8)'] });
       const spec = validateSpec(body['spec'], typeof body['where'] === 'string' ? body['where'] : 'spec', typeof body['baseDir'] === 'string' ? body['baseDir'] : process.cwd());
       const d = m.apply(spec);
       return send(res, 200, { name: spec.name, generation: d.generation });
@@ -80,7 +85,7 @@ export class ManagerApi {
     // A name is a path segment of the store: "..%2F.." decoded to "../.." read and rewrote files outside it.
     if (!isAppName(app)) return send(res, 400, { errors: [`${JSON.stringify(app)} is not an application name (lower-case letters, digits and "-")`] });
     const verb = parts[2];
-    if (parts.length === 2 && method === 'GET') return send(res, 200, m.describe(app));
+    if (parts.length === 2 && method === 'GET') return send(res, 200, withoutCredentials(m.describe(app)));
     if (parts.length === 2 && method === 'DELETE') {
       const d = m.delete(app, url.searchParams.get('savepoint') === 'true');
       return send(res, 202, { name: app, generation: d.generation });
@@ -92,6 +97,14 @@ export class ManagerApi {
     }
     return send(res, 404, { errors: [`no route ${method} ${url.pathname}`] });
   }
+}
+
+/**
+ * A reply with the user:password of every URL in it blanked: reads need no token, and a spec's
+ * job arguments often are connection URLs (postgres://app:secret@db/...).
+ */
+function withoutCredentials<T>(reply: T): T {
+  return JSON.parse(JSON.stringify(reply), (_k, v: unknown) => (typeof v === 'string' ? redactUrl(v) : v)) as T;
 }
 
 function statusOf(e: unknown): number {
@@ -107,16 +120,3 @@ function send(res: ServerResponse, status: number, body: unknown): void {
   res.end(text);
 }
 
-async function readJson(req: IncomingMessage): Promise<Record<string, unknown> | undefined> {
-  let text = '';
-  for await (const chunk of req) {
-    text += chunk;
-    if (text.length > MAX_BODY_BYTES) return undefined;
-  }
-  try {
-    const v = JSON.parse(text === '' ? '{}' : text);
-    return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
-  } catch {
-    return undefined;
-  }
-}

@@ -6,6 +6,7 @@
 import { isLoopback } from '../observe/request-guard.ts';
 import { acquireDirLease } from '../core/dir-lease.ts';
 import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { randomBytes } from 'node:crypto';
 import { privateHomeDir } from '../core/weir-home.ts';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -28,6 +29,8 @@ export interface ServeOptions {
 export interface RunningManager {
   readonly url: string;
   readonly manager: Manager;
+  /** The API's token (Authorization: Bearer), required by every request but GET. */
+  readonly token: string;
   close(): Promise<void>;
 }
 
@@ -42,10 +45,16 @@ export function discoveryFile(dir: string): string {
 
 /** The URL of the manager serving `dir`, from its discovery file. */
 export function managerUrlOf(dir: string): string | undefined {
+  return managerOf(dir)?.url;
+}
+
+/** The manager serving `dir` (its URL and API token), from its discovery file (readable by its user only). */
+export function managerOf(dir: string): { url: string; token: string | undefined } | undefined {
   try {
-    const m = JSON.parse(readFileSync(discoveryFile(dir), 'utf8')) as { url?: string; pid?: number };
+    const m = JSON.parse(readFileSync(discoveryFile(dir), 'utf8')) as { url?: unknown; pid?: number; token?: unknown };
     if (m.pid === undefined || !alive(m.pid)) return undefined; // left by a manager that was killed
-    return m.url;
+    if (typeof m.url !== 'string') return undefined;
+    return { url: m.url, token: typeof m.token === 'string' ? m.token : undefined };
   } catch {
     return undefined;
   }
@@ -66,7 +75,10 @@ export async function serveManager(o: ServeOptions): Promise<RunningManager> {
   const store = new FileAppStore(dir);
   const target = new LocalProcessTarget({ root: dir, weirBin: WEIR_BIN, log: o.log });
   const manager = new Manager({ store, target, intervalMs: o.intervalMs, log: o.log });
-  const api = new ManagerApi(manager);
+  // Every request that changes something carries it: any local user reaching the port could
+  // otherwise apply a spec, and the manager runs the module it names as this user.
+  const token = randomBytes(32).toString('hex');
+  const api = new ManagerApi(manager, token);
   let port: number;
   try {
     port = await api.listen(o.port, o.address);
@@ -76,10 +88,12 @@ export async function serveManager(o: ServeOptions): Promise<RunningManager> {
   }
   const url = `http://${o.address.includes(':') ? `[${o.address}]` : o.address}:${port}`;
   if (!isLoopback(o.address)) {
-    o.log(`weir manager: warning: its API on ${url} has no authentication and is reachable from the network: anyone who reaches it can run a job module of their choice as this user; keep it on loopback, or behind a proxy that authenticates`);
+    o.log(`weir manager: warning: its API on ${url} is reachable from the network, guarded by a token only (in ${discoveryFile(dir)}) and without TLS; keep it on loopback, or behind a proxy that encrypts`);
   }
   const file = discoveryFile(dir);
-  writeFileSync(`${file}.tmp`, JSON.stringify({ url, pid: process.pid }));
+  // Owner-only: the token in it lets its reader run job modules as this user.
+  rmSync(`${file}.tmp`, { force: true });
+  writeFileSync(`${file}.tmp`, JSON.stringify({ url, pid: process.pid, token }), { mode: 0o600 });
   renameSync(`${file}.tmp`, file);
   try {
     await manager.start();
@@ -91,6 +105,7 @@ export async function serveManager(o: ServeOptions): Promise<RunningManager> {
   }
   return {
     url,
+    token,
     manager,
     async close() {
       await manager.stop();

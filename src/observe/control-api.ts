@@ -39,7 +39,7 @@ export function controlApi(options: ControlApiOptions): JobService {
       // A registry that is not private is not written to (the job runs on; weir list will not show it).
       let unregister = (): void => {};
       try {
-        unregister = register({ jobId: control.jobId, name: control.jobName, address, port, pid: process.pid, startedAt: control.startedAt });
+        unregister = register({ jobId: control.jobId, name: control.jobName, address, port, pid: process.pid, startedAt: control.startedAt, ...(options.token !== undefined ? { token: options.token } : {}) });
       } catch (e) {
         control.logLine(`weir: warning: the job is not registered for weir list and the control commands: ${(e as Error).message}`);
       }

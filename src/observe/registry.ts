@@ -15,6 +15,8 @@ export interface JobEntry {
   readonly port: number;
   readonly pid: number;
   readonly startedAt: number;
+  /** The control API's token (the entry is readable by its user only): the control commands send it. */
+  readonly token?: string;
 }
 
 export function registryDir(): string {
@@ -41,7 +43,7 @@ export function register(e: JobEntry): () => void {
   const dir = privateRegistryDir();
   const file = join(dir, `${e.jobId}.json`);
   const tmp = `${file}.${process.pid}.tmp`;
-  writeFileSync(tmp, JSON.stringify(e));
+  writeFileSync(tmp, JSON.stringify(e), { mode: 0o600 }); // the token: its user's only
   renameSync(tmp, file);
   return () => rmSync(file, { force: true });
 }

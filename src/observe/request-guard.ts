@@ -12,7 +12,7 @@
  *     compared in constant time; the token is never echoed, logged or put in an error.
  * Pure functions: the server applies them before routing.
  */
-import type { Server } from 'node:http';
+import type { IncomingMessage, Server } from 'node:http';
 import { timingSafeEqual, createHash } from 'node:crypto';
 import { isIP } from 'node:net';
 
@@ -70,4 +70,36 @@ export const REQUEST_TIMEOUT_MS = 30_000;
 export function boundRequests(server: Server, timeoutMs = REQUEST_TIMEOUT_MS): void {
   server.requestTimeout = timeoutMs;
   server.headersTimeout = timeoutMs;
+}
+
+export const TOO_LARGE = Symbol('request body too large');
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * The request's JSON object; undefined when it is not one (or not UTF-8), TOO_LARGE past
+ * `maxBytes`. The bytes are decoded once, whole: decoded chunk by chunk, a character split
+ * between two chunks was garbled (and accepted so).
+ */
+export async function readJson(req: IncomingMessage, maxBytes: number): Promise<Record<string, unknown> | undefined | typeof TOO_LARGE> {
+  const chunks: Buffer[] = [];
+  let bytes = 0;
+  for await (const chunk of req) {
+    const b = typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer);
+    bytes += b.length;
+    if (bytes > maxBytes) return TOO_LARGE;
+    chunks.push(b);
+  }
+  let text: string;
+  try {
+    text = strictUtf8.decode(Buffer.concat(chunks));
+  } catch {
+    return undefined;
+  }
+  if (text.trim() === '') return {};
+  try {
+    const v = JSON.parse(text);
+    return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
 }

@@ -24,7 +24,7 @@ import { errorCode } from '../core/errors.ts';
 import { serveDashboard } from './dashboard.ts';
 import { PROMETHEUS_CONTENT_TYPE, prometheusText } from './prometheus.ts';
 import { getView, jobSummary, vertexJson } from './rest-views.ts';
-import { boundRequests, hostAllowed, isLoopback, jsonContentType, tokenMatches } from './request-guard.ts';
+import { boundRequests, hostAllowed, isLoopback, jsonContentType, readJson, tokenMatches, TOO_LARGE } from './request-guard.ts';
 
 /** A savepoint or stop (result: the location) or a checkpoint (result: its id) asked for over REST. */
 type OperationKind = 'savepoint' | 'checkpoint';
@@ -162,7 +162,7 @@ export class RestServer {
     }
     if (parts[1] !== job.jobId) return send(res, 404, { errors: [`job ${parts[1]} is not running here (this process runs ${job.jobId})`] });
     const rest = parts.slice(2).join('/');
-    const body = method === 'POST' || method === 'PATCH' ? await readJson(req) : {};
+    const body = method === 'POST' || method === 'PATCH' ? await readJson(req, MAX_BODY_BYTES) : {};
     if (body === TOO_LARGE) return send(res, 413, { errors: [`the request body is larger than ${MAX_BODY_BYTES} bytes`] });
     if (body === undefined) return send(res, 400, { errors: ['the request body is not valid JSON'] });
     try {
@@ -237,28 +237,3 @@ function send(res: ServerResponse, status: number, body: unknown): void {
 
 /** A request body larger than this is refused (413): the API's bodies are a few settings. */
 const MAX_BODY_BYTES = 1 << 20;
-const TOO_LARGE = Symbol('request body too large');
-
-/**
- * The request's JSON object; undefined when it is not one, TOO_LARGE past MAX_BODY_BYTES. The
- * bytes are decoded once, whole: decoded chunk by chunk, a character split between two chunks
- * was garbled.
- */
-async function readJson(req: IncomingMessage): Promise<Record<string, unknown> | undefined | typeof TOO_LARGE> {
-  const chunks: Buffer[] = [];
-  let bytes = 0;
-  for await (const chunk of req) {
-    const b = typeof chunk === 'string' ? Buffer.from(chunk) : (chunk as Buffer);
-    bytes += b.length;
-    if (bytes > MAX_BODY_BYTES) return TOO_LARGE;
-    chunks.push(b);
-  }
-  const text = Buffer.concat(chunks).toString('utf8');
-  if (text.trim() === '') return {};
-  try {
-    const v = JSON.parse(text);
-    return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
-  } catch {
-    return undefined;
-  }
-}

@@ -27,7 +27,7 @@ import { expectedPageWindows, type PageWindow } from '../../examples/redis-to-po
 import { expectedSessions, type Session } from '../../examples/jetstream-to-jetstream.ts';
 import { SHARED_URL, sql, uniqueName } from '../connectors/postgres/helpers.ts';
 import { createStream, startKinesalite, type Kinesalite } from '../helpers/kinesalite.ts';
-import { chaosSeed, completedCheckpoints, startWeir, type Run } from './harness.ts';
+import { chaosSeed, completedCheckpoints, controlHeaders, startWeir, type Run } from './harness.ts';
 
 const EVENTS = 6000;
 const PER_SECOND = 150;
@@ -112,7 +112,7 @@ async function stopWithSavepoint(stderr: string, dir: string, exited: () => bool
       return false;
     }
     const res = await fetch(`${base}/stop`, {
-      method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ targetDirectory: dir, drain: false }), signal: AbortSignal.timeout(10_000),
+      method: 'POST', headers: controlHeaders(rest.id), body: JSON.stringify({ targetDirectory: dir, drain: false }), signal: AbortSignal.timeout(10_000),
     }).then((r) => r.json() as Promise<Record<string, unknown>>).catch(() => undefined);
     const op = res?.['request-id'];
     if (typeof op !== 'string') {

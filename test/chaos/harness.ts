@@ -3,6 +3,7 @@
  * at seeded random moments, resumes with --from latest-or-empty, and reads back the committed
  * output of the exactly-once file sink (visible files only).
  */
+import { listRegistered } from '../../src/observe/registry.ts';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -23,6 +24,12 @@ export interface Run {
   readonly code: number | null;
   readonly signal: NodeJS.Signals | null;
   readonly stderr: string;
+}
+
+/** Headers for a state-changing request to a `weir run` job of this user: its token from the job registry (as weir stop reads it). */
+export function controlHeaders(jobId: string): Record<string, string> {
+  const token = listRegistered().find((e) => e.jobId === jobId)?.token;
+  return { 'content-type': 'application/json', ...(token !== undefined ? { authorization: `Bearer ${token}` } : {}) };
 }
 
 export function startWeir(args: readonly string[]): { child: ChildProcess; done: Promise<Run> } {

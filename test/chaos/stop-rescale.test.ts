@@ -11,7 +11,7 @@ import { spawnSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Rng } from '../../src/core/random.ts';
 import { verifyCheckpoint } from '../../src/checkpoint/storage.ts';
-import { chaosSeed, committedLines, hiddenFiles, ROOT, runWeir, startWeir } from './harness.ts';
+import { chaosSeed, committedLines, controlHeaders, hiddenFiles, ROOT, runWeir, startWeir } from './harness.ts';
 
 const EVENTS = 1_200_000;
 /** Rounds read at most this many records per second, so the job outlasts its ten rounds on any machine. */
@@ -104,7 +104,7 @@ describe('chaos: stop with savepoint, kills, and restores at new parallelism', (
         child.kill('SIGKILL');
         what = 'killed';
       } else {
-        const res = await fetch(`http://127.0.0.1:${rest.port}/jobs/${rest.id}/stop`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ targetDirectory: sp, drain: false }) }).catch(() => undefined);
+        const res = await fetch(`http://127.0.0.1:${rest.port}/jobs/${rest.id}/stop`, { method: 'POST', headers: controlHeaders(rest.id), body: JSON.stringify({ targetDirectory: sp, drain: false }) }).catch(() => undefined);
         if (action === 1) {
           await new Promise((r) => setTimeout(r, rng.int(400)));
           child.kill('SIGKILL');

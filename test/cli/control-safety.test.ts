@@ -7,7 +7,7 @@
  * each ended the job.
  */
 import { request } from 'node:http';
-import { writeFileSync } from 'node:fs';
+import { chmodSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { fixture, oneLineError, tempDir, waitRunningAt, weir, weirRun, type RunningCli } from '../savepoint/helpers.ts';
@@ -61,10 +61,15 @@ describe('control safety (issue 15.7, 15.8)', () => {
     expect(JSON.parse(rebound.text).errors[0]).toMatch(/Host header must name this API's address/);
     const rebindRead = await raw(job.port, 'GET', `/jobs/${job.jobId}`, { host: `evil.example:${job.port}` });
     expect(rebindRead.status, 'nothing is read through a foreign Host either').toBe(421);
+    // Without --rest-token-file the job has a token of its own: a JSON request without it changes nothing (before: any local user could cancel the job or save its state anywhere).
+    const anonymous = await raw(job.port, 'POST', `/jobs/${job.jobId}/savepoints`, { ...here, 'content-type': 'application/json' }, JSON.stringify({ 'target-directory': tmp.fresh('loot') }));
+    expect(anonymous.status).toBe(401);
+    const entry = join(home, 'jobs', `${job.jobId}.json`);
+    expect(statSync(entry).mode & 0o077, 'the registry entry holding it is its user\'s only').toBe(0);
     const formStop = await raw(job.port, 'POST', `/jobs/${job.jobId}/stop`, { ...here, 'content-type': 'text/plain;charset=UTF-8' }, JSON.stringify({ targetDirectory: tmp.fresh('sp2') }));
-    expect(formStop.status).toBe(415);
+    expect(formStop.status, 'a form cannot carry the token').toBe(401);
     const bareCancel = await raw(job.port, 'PATCH', `/jobs/${job.jobId}?mode=cancel`, here);
-    expect(bareCancel.status).toBe(415);
+    expect(bareCancel.status).toBe(401);
     const ok = await raw(job.port, 'GET', `/jobs/${job.jobId}`, { host: `localhost:${job.port}` });
     expect(ok.status).toBe(200);
     expect(JSON.parse(ok.text).state).toBe('RUNNING');
@@ -81,7 +86,11 @@ describe('control safety (issue 15.7, 15.8)', () => {
     const home = tmp.fresh('home');
     const token = 'tok-4f9c2b7e1d';
     const file = join(tmp.fresh('token'), '..', `token-${Date.now()}`);
-    writeFileSync(file, `${token}\n`);
+    writeFileSync(file, `${token}\n`, { mode: 0o644 });
+    const open = await weir(home, 'run', fixture('savepoint-app.ts'), '--rest-port', '0', '--rest-token-file', file, '--', 'v1', '10', '500');
+    expect(open.code).toBe(2);
+    expect(oneLineError(open)).toBe(`--rest-token-file ${file}: other users can read or write it (mode 644); make it private: chmod 600 ${file}`);
+    chmodSync(file, 0o600);
     const job = await run(home, fixture('savepoint-app.ts'), '-w', '1', '--rest-port', '0', '--rest-token-file', file, '--', 'v1', '1000000', '500');
     const host = { host: `127.0.0.1:${job.port}` };
     // The token guards what changes the job; reads (dashboard, metrics) stay open to whoever reaches the port.
@@ -90,11 +99,12 @@ describe('control safety (issue 15.7, 15.8)', () => {
     expect((await raw(job.port, 'PATCH', `/jobs/${job.jobId}?mode=cancel`, json, '{}')).status).toBe(401);
     expect((await raw(job.port, 'PATCH', `/jobs/${job.jobId}?mode=cancel`, { ...json, authorization: 'Bearer wrong' }, '{}')).status).toBe(401);
     expect((await raw(job.port, 'POST', `/jobs/${job.jobId}/checkpoints`, { ...json, authorization: `Bearer ${token}` }, '{}')).status).not.toBe(401);
-    const without = await weir(home, 'cancel', job.jobId);
+    // Addressed by port, from another WEIR_HOME (no registry entry of this job): the token is needed.
+    const without = await weir(tmp.fresh('other-home'), 'cancel', job.jobId, '--rest-port', String(job.port));
     expect(without.code).toBe(2);
     expect(oneLineError(without)).toMatch(/^cancel: a token is required/);
     expect(job.child.exitCode, 'still running').toBe(null);
-    const withToken = await weir(home, 'cancel', job.jobId, '--rest-token-file', file);
+    const withToken = await weir(tmp.fresh('other-home'), 'cancel', job.jobId, '--rest-port', String(job.port), '--rest-token-file', file);
     expect([withToken.code, withToken.stdout]).toEqual([0, `cancelled ${job.jobId}\n`]);
     const done = await job.done;
     expect(done.code).toBe(130);

@@ -5,13 +5,13 @@
  * web page cannot drive the API (a request that is not JSON, or names another Host, is refused).
  * These start no job.
  */
-import { writeFileSync } from 'node:fs';
+import { statSync, writeFileSync } from 'node:fs';
 import { createServer, request as httpRequest } from 'node:http';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { serveManager, type RunningManager } from '../../src/lifecycle/serve.ts';
 import { oneLineError, tempDir, weir } from '../savepoint/helpers.ts';
-import { rest } from './helpers.ts';
+import { rememberToken, rest } from './helpers.ts';
 import { FileAppStore } from '../../src/lifecycle/store.ts';
 import { initialStatus } from '../../src/lifecycle/status.ts';
 import { validateSpec } from '../../src/lifecycle/spec.ts';
@@ -28,6 +28,15 @@ describe('manager API and CLI on bad input', () => {
     const dir = tmp.fresh('m');
     running = await serveManager({ dir, port: 0, address: '127.0.0.1', intervalMs: 200, log: () => {} });
     expect(running.url).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+    // Every change needs the token, which only the manager's user can read (before: any local
+    // user could apply a spec, and the manager ran its module as this user).
+    const spec1 = { spec: { name: 'evil', job: { module: '/j.ts', version: 'v1' } } };
+    const anonymous = await fetch(`${running.url}/apps`, { method: 'POST', body: JSON.stringify(spec1), headers: { 'content-type': 'application/json' }, signal: AbortSignal.timeout(10_000) });
+    expect(anonymous.status).toBe(401);
+    const wrong = await fetch(`${running.url}/apps`, { method: 'POST', body: JSON.stringify(spec1), headers: { 'content-type': 'application/json', authorization: 'Bearer not-it' }, signal: AbortSignal.timeout(10_000) });
+    expect(wrong.status).toBe(401);
+    expect(statSync(join(dir, 'manager.json')).mode & 0o077).toBe(0);
+    rememberToken(running.url, running.token);
 
     const bad = await rest(`${running.url}/apps`, 'POST', { spec: { name: 'orders', job: { module: '/j.ts', version: 'v1', parallelism: -1 } } });
     expect(bad).toEqual({ status: 400, body: { errors: ['spec: field "job.parallelism": expected an integer >= 1, got -1'] } });
@@ -129,6 +138,38 @@ describe('manager API and CLI on bad input', () => {
     // Closed, the directory is free again.
     const again = await serveManager(opts);
     await again.close();
+  });
+
+  it('a spec\'s credentials in URLs are blanked in replies; a character split between two writes of the body arrives whole; a body too large gets 413', async () => {
+    const dir = tmp.fresh('creds');
+    const m = await serveManager({ dir, port: 0, address: '127.0.0.1', intervalMs: 200, log: () => {} });
+    try {
+      rememberToken(m.url, m.token);
+      const spec = { name: 'orders', state: 'suspended', job: { module: '/jobs/é.ts', version: 'v1', args: ['postgres://app:Hunter2Secret@db:5432/prod#t', 'plain'] } };
+      // The body in two writes, the "é" cut between its two bytes (before: stored as two U+FFFD).
+      const body = Buffer.from(JSON.stringify({ spec, where: 'test', baseDir: '/' }));
+      const cut = body.indexOf(Buffer.from('é')) + 1;
+      const port = Number(new URL(m.url).port);
+      const status = await new Promise<number>((resolve, reject) => {
+        const req = httpRequest({ host: '127.0.0.1', port, method: 'POST', path: '/apps', timeout: 10_000, headers: { 'content-type': 'application/json', 'content-length': body.length, authorization: `Bearer ${m.token}` } }, (res) => {
+          res.resume();
+          resolve(res.statusCode!);
+        });
+        req.on('error', reject);
+        req.write(body.subarray(0, cut));
+        setTimeout(() => req.end(body.subarray(cut)), 50);
+      });
+      expect(status).toBe(200);
+      const described = await rest(`${m.url}/apps/orders`);
+      expect(described.status).toBe(200);
+      expect(JSON.stringify(described.body)).not.toContain('Hunter2Secret');
+      expect(described.body.desired.spec.job.args).toEqual(['postgres://***@db:5432/prod#t', 'plain']);
+      expect(described.body.desired.spec.job.module).toBe('/jobs/é.ts');
+      const big = await rest(`${m.url}/apps`, 'POST', { spec, pad: 'x'.repeat(2 << 20) });
+      expect(big.status).toBe(413);
+    } finally {
+      await m.close();
+    }
   });
 
   it('an application whose status cannot be read does not keep the manager from starting; it is reported', async () => {

@@ -9,7 +9,17 @@ import { ROOT } from '../savepoint/helpers.ts';
 export interface ManagerProcess {
   readonly child: ChildProcess;
   readonly url: string;
+  /** Its API token, from the discovery file (as weir apps reads it). */
+  readonly token: string;
   readonly log: () => string;
+}
+
+/** Tokens of the managers started, by URL: rest() sends the one of the manager it calls. */
+const tokens = new Map<string, string>();
+
+/** A manager served in this process: rest() sends its token. */
+export function rememberToken(url: string, token: string): void {
+  tokens.set(url, token);
 }
 
 /**
@@ -26,7 +36,9 @@ export function startManager(dir: string, home: string): Promise<ManagerProcess>
       const m = /weir manager: serving on (http:\/\/\S+);/.exec(stderr);
       if (m) {
         clearTimeout(timer);
-        resolve({ child, url: m[1]!, log: () => stderr });
+        const token = (JSON.parse(readFileSync(join(dir, 'manager.json'), 'utf8')) as { token: string }).token;
+        tokens.set(m[1]!, token);
+        resolve({ child, url: m[1]!, token, log: () => stderr });
       }
     });
     child.on('exit', (code) => {
@@ -37,7 +49,9 @@ export function startManager(dir: string, home: string): Promise<ManagerProcess>
 }
 
 export async function rest(url: string, method = 'GET', body?: unknown): Promise<{ status: number; body: Record<string, any> }> {
-  const res = await fetch(url, { method, signal: AbortSignal.timeout(15_000), headers: { 'content-type': 'application/json' }, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
+  const token = [...tokens].find(([base]) => url.startsWith(base))?.[1];
+  const headers = { 'content-type': 'application/json', ...(token !== undefined ? { authorization: `Bearer ${token}` } : {}) };
+  const res = await fetch(url, { method, signal: AbortSignal.timeout(15_000), headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
   return { status: res.status, body: (await res.json()) as Record<string, any> };
 }
 

@@ -43,7 +43,7 @@ describe('request timeouts', () => {
   });
 
   it('the manager API answers a path that is not valid percent-encoding with 400, not 500', async () => {
-    const api = new ManagerApi({} as Manager);
+    const api = new ManagerApi({} as Manager, 'a-token');
     try {
       const port = await api.listen(0, '127.0.0.1');
       const res = await fetch(`http://127.0.0.1:${port}/apps/%E0`, { signal: AbortSignal.timeout(10_000) });
@@ -56,7 +56,7 @@ describe('request timeouts', () => {
 
   it('the control API and the manager API both apply it', async () => {
     const rest = new RestServer({ jobId: 'j' } as unknown as JobControl);
-    const api = new ManagerApi({} as Manager);
+    const api = new ManagerApi({} as Manager, 'a-token');
     try {
       await rest.listen(0, '127.0.0.1');
       await api.listen(0, '127.0.0.1');

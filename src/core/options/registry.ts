@@ -237,7 +237,7 @@ export const OPTIONS = {
   }),
   restTokenFile: option({
     flag: 'rest-token-file', field: 'rest.tokenFile', type: path('FILE'), label: 'REST token file',
-    description: 'a file holding a secret token the control API then requires (Authorization: Bearer); meant for a --rest-address other than loopback; the token is never logged',
+    description: 'a file (its user\'s own, mode 600) holding the secret token the control API requires for changes (Authorization: Bearer); without it weir run makes one up, kept in the job\'s registry entry for the CLI; the token is never logged',
     commands: ['run'], section: 'Control API',
   }),
 
@@ -269,7 +269,7 @@ export const OPTIONS = {
     flag: 'rest-address', type: text('A'), default: '127.0.0.1', label: 'REST address', description: 'the address for --rest-port', commands: CONTROL,
   }),
   targetRestTokenFile: option({
-    flag: 'rest-token-file', type: path('FILE'), label: 'REST token file', description: 'send the token in this file (the job was started with --rest-token-file)', commands: CONTROL,
+    flag: 'rest-token-file', type: path('FILE'), label: 'REST token file', description: 'send the token in this file (a job of another user or WEIR_HOME; one found in this user\'s registry sends its own)', commands: CONTROL,
   }),
   cancelTimeout: option({
     flag: 'timeout', type: duration(), default: '2 min', label: 'timeout', description: 'how long cancel waits for the job to end before it says the job has not ended (exit 1)', commands: ['cancel'],

@@ -12,13 +12,15 @@ const POLL_MS = 200;
 export interface JobEndpoint {
   readonly base: string;
   readonly jobId: string;
+  /** The control API's token (Authorization: Bearer), if it has one. */
+  readonly token?: string;
 }
 
-export async function call(url: string, method = 'GET', body?: unknown): Promise<{ status: number; body: Record<string, unknown> }> {
+export async function call(url: string, method = 'GET', body?: unknown, token?: string): Promise<{ status: number; body: Record<string, unknown> }> {
   let res: Response;
   try {
     res = await fetch(url, {
-      method, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS), headers: { 'content-type': 'application/json' },
+      method, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS), headers: { 'content-type': 'application/json', ...(token !== undefined ? { authorization: `Bearer ${token}` } : {}) },
       ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
     });
   } catch (e) {
@@ -43,8 +45,8 @@ export async function overview(j: JobEndpoint): Promise<{ state: string; attempt
 /** Stop with a savepoint (or take one, stop = false) into `dir`; resolves with its path. */
 export async function savepointInto(j: JobEndpoint, dir: string, stop: boolean, timeoutMs: number): Promise<string> {
   const { status, body } = stop
-    ? await call(`${j.base}/jobs/${j.jobId}/stop`, 'POST', { targetDirectory: dir, drain: false })
-    : await call(`${j.base}/jobs/${j.jobId}/savepoints`, 'POST', { 'target-directory': dir });
+    ? await call(`${j.base}/jobs/${j.jobId}/stop`, 'POST', { targetDirectory: dir, drain: false }, j.token)
+    : await call(`${j.base}/jobs/${j.jobId}/savepoints`, 'POST', { 'target-directory': dir }, j.token);
   if (status !== 202) throw new WeirError('CONTROL', errorOf(body));
   const id = String(body['request-id']);
   const deadline = Date.now() + timeoutMs;
@@ -62,6 +64,6 @@ export async function savepointInto(j: JobEndpoint, dir: string, stop: boolean, 
 }
 
 export async function cancel(j: JobEndpoint): Promise<void> {
-  const { status, body } = await call(`${j.base}/jobs/${j.jobId}?mode=cancel`, 'PATCH');
+  const { status, body } = await call(`${j.base}/jobs/${j.jobId}?mode=cancel`, 'PATCH', undefined, j.token);
   if (status !== 202) throw new WeirError('CONTROL', errorOf(body));
 }

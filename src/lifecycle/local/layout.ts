@@ -44,4 +44,8 @@ export class Layout {
   home(app: string, id: string): string {
     return join(this.deployment(app, id), 'home');
   }
+  /** The deployment's control API token (owner-only), given to its `weir run` and sent by the manager. */
+  restToken(app: string, id: string): string {
+    return join(this.deployment(app, id), 'rest-token');
+  }
 }

@@ -10,6 +10,7 @@
  * manager finds its result on disk (a verified savepoint in the record's folder) when the job
  * already ended. What ended how is read from the job's own log.
  */
+import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { LocalCheckpointStorage, verifyCheckpoint } from '../../checkpoint/local/index.ts';
@@ -121,8 +122,11 @@ export class LocalProcessTarget implements DeploymentTarget {
       // A cancelled deployment (last-state upgrade, health restart) resumes from its checkpoints.
       'execution.checkpointing.externalized-checkpoint-retention': 'RETAIN_ON_CANCELLATION',
     }, null, 1));
+    // The job's control API takes changes only with this token (the manager's user reads it).
+    const tokenFile = l.restToken(app, a.deploymentId);
+    if (!existsSync(tokenFile)) writeFileSync(tokenFile, randomBytes(32).toString('hex'), { mode: 0o600, flag: 'wx' });
     const args = [
-      this.options.weirBin, 'run', a.spec.job.module, '--config', config, '--rest-port', '0',
+      this.options.weirBin, 'run', a.spec.job.module, '--config', config, '--rest-port', '0', '--rest-token-file', tokenFile,
       ...(a.spec.job.parallelism !== undefined ? ['--parallelism', String(a.spec.job.parallelism)] : []),
       ...(a.from !== undefined ? ['--from', a.from] : []),
       ...(a.spec.allowNonRestoredState ? ['--allow-non-restored-state'] : []),
@@ -161,7 +165,14 @@ export class LocalProcessTarget implements DeploymentTarget {
   endpoint(app: string, id: string): JobEndpoint | undefined {
     const matches = [...this.stderrOf(app, id).matchAll(/weir: job ([0-9a-f]+) running; control API on (http:\/\/\S+)/g)];
     const m = matches.at(-1);
-    return m === undefined ? undefined : { jobId: m[1]!, base: m[2]! };
+    if (m === undefined) return undefined;
+    let token: string | undefined;
+    try {
+      token = readFileSync(this.layout.restToken(app, id), 'utf8').trim();
+    } catch {
+      token = undefined; // a deployment started before tokens: its API takes none
+    }
+    return { jobId: m[1]!, base: m[2]!, ...(token !== undefined ? { token } : {}) };
   }
 
   private async observeDeployment(app: string, id: string): Promise<ObservedDeployment | undefined> {
