@@ -333,6 +333,22 @@ describe('on s3rver', () => {
     }
   });
 
+  it('through a job without checkpoints: everything is committed at the end of input once its parts are up (before: parts still uploading were found missing, the whole output lost)', async () => {
+    const ref = out();
+    const count = 20_000;
+    const logs: string[] = [];
+    const r = await runInline(
+      (env) => {
+        env.fromGenerator((i) => ({ i, pad: 'x'.repeat(200) }), { count }).sinkTo(new ExactlyOnceFileSink<{ i: number }>(ref));
+      },
+      { parallelism: 1, s3: settings, log: (l) => logs.push(l) },
+    );
+    expect(r.status).toBe('FINISHED');
+    const got = [...(await objects(ref)).values()].flatMap((t) => t.split('\n').filter((l) => l !== ''));
+    expect(got.length, logs.filter((l) => /lost/.test(l)).join('\n')).toBe(count);
+    expect(await uploads(ref)).toEqual([]);
+  });
+
   it('a slow store pushes back on the task instead of failing it: unavailable at 8 parts waiting, woken when an upload ends, every line committed', async () => {
     const ref = out();
     let wakes = 0;

@@ -198,7 +198,12 @@ export class CommitSinkOperator extends StreamOperator {
         if (saved !== undefined) this.commit(saved);
         const endId = this.highestId + 1;
         const last = this.writer.prepareCommit(endId);
-        if (last.length > 0) this.chain(() => this.committer.commit(last, endId));
+        // Durable first, as a checkpoint's are before its ack: an S3 part still uploading was
+        // found missing by the commit, and the job's whole output lost with a log line.
+        if (last.length > 0) this.chain(async () => {
+          await this.writer.whenPrepared?.(endId);
+          await this.committer.commit(last, endId);
+        });
       }
     } catch (e) {
       throw this.fail(e, `sink "${this.sink.name}" finish`);
