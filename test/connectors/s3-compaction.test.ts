@@ -251,6 +251,43 @@ describe('on s3rver', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+  it('a compaction interrupted after its merged file was written is resolved by the restore itself, and a failed one at the task\'s end (before: left to a next commit: the merged file and its sources both visible, their records twice)', async () => {
+    // Interrupted: the sources' delete fails (as a kill between the merged file's PUT and the delete).
+    const ref = `s3://${server.bucket}/cmp-${n++}`;
+    const { lines } = await commitFiles(ref, 4);
+    server.fault = (r) => (r.method === 'POST' && r.query.includes('delete') ? { kind: 'fail', status: 503 } : undefined);
+    try {
+      const sink = new ExactlyOnceFileSink<unknown>(ref, { s3: settings, compactBelow: 1024 * 1024, compactMinFiles: 4 });
+      const c = sink.createCommitter(ctx(new ManualClock(0), undefined, 0, 1));
+      await c.commit([], 0);
+      await c.close?.();
+    } finally {
+      server.fault = () => undefined;
+    }
+    expect((await visibleLines(ref)).length, 'the premise: merged file and sources both there').toBe(2 * lines.length);
+    // The restored attempt commits nothing more (its input had ended): recover() alone settles it.
+    const sink2 = new ExactlyOnceFileSink<unknown>(ref, { s3: settings, compactBelow: 1024 * 1024, compactMinFiles: 4 });
+    await sink2.recover!(ctx(new ManualClock(0), 4), 4, [], []);
+    expect(await visibleLines(ref)).toEqual(lines);
+    expect((await keys(ref)).filter((k) => k.startsWith('.weir-compact-'))).toEqual([]);
+
+    // Failed at the task's end: settle() resolves it once the store answers again.
+    const ref2 = `s3://${server.bucket}/cmp-${n++}`;
+    const second = await commitFiles(ref2, 4);
+    let failures = 0;
+    server.fault = (r) => (r.method === 'POST' && r.query.includes('delete') && failures++ < 3 ? { kind: 'fail', status: 503 } : undefined);
+    try {
+      const sink = new ExactlyOnceFileSink<unknown>(ref2, { s3: settings, compactBelow: 1024 * 1024, compactMinFiles: 4 });
+      const c = sink.createCommitter(ctx(new ManualClock(0), undefined, 0, 1));
+      await c.commit([], 0);
+      await c.settle?.();
+      await c.close?.();
+    } finally {
+      server.fault = () => undefined;
+    }
+    expect(await visibleLines(ref2)).toEqual(second.lines);
+  });
+
   it('a finished job leaves no compaction half done: the task waits for the one its last commit started', async () => {
     // Every compaction's intent PUT takes 1.5 s, so the one the final commit starts is still
     // running when the job's input has ended; the job must not report FINISHED before it ends.

@@ -310,8 +310,13 @@ export class S3SinkStorage implements FileSinkStorage<FileCommittable> {
    * checkpoint does not name (an interrupted attempt's, or checkpoints after the restored one).
    */
   async recover(ctx: SinkContext, restoredId: number, committables: readonly FileCommittable[], referenced: readonly FileCommittable[]): Promise<void> {
-    // A compaction of the failed attempt still running in this thread ends first (it may delete files this completes).
-    await exclusive(this.lockKey(ctx.subtaskIndex), async () => {});
+    // A compaction of the failed attempt still running in this thread ends first (it may delete
+    // files this completes), and an interrupted one is finished or undone now, as on a local
+    // directory: left to the next compaction, which only a commit starts, a restored subtask that
+    // committed nothing more left the merged file and its sources both visible for good.
+    let resolved = 0;
+    await exclusive(this.lockKey(ctx.subtaskIndex), async () => void (resolved = await this.resolveIntents(ctx)));
+    if (resolved > 0) ctx.log(`weir: exactly-once file sink ${this.location}: resolved ${resolved} interrupted compaction(s) of subtask ${ctx.subtaskIndex}`);
     const completeKeys = new Set(referenced.filter((c) => c.s3?.kind === 'complete').map((c) => c.final));
     const opens = opensToComplete(
       committables.filter((c) => c.s3?.kind === 'open').map((c) => ({ key: c.final, checkpointId: c.s3!.checkpointId, c })),
@@ -347,6 +352,8 @@ class S3CommitterSession implements CommitterSession {
   private compacting: Promise<void> | undefined;
   private compactions = 0;
   private resolved = false;
+  /** The last compaction failed: its intent may still be open (settle() resolves it, or fails). */
+  private failed = false;
   private readonly run = randomBytes(4).toString('hex');
 
   constructor(private readonly storage: S3SinkStorage, private readonly ctx: SinkContext) {}
@@ -355,7 +362,11 @@ class S3CommitterSession implements CommitterSession {
     if (this.storage.compaction.compactBelow <= 0 || this.compacting !== undefined) return;
     if (published === 0 && this.resolved) return;
     this.compacting = exclusive(this.storage.lockKey(this.ctx.subtaskIndex), () => this.compact())
-      .catch((e: unknown) => this.ctx.log(`weir: exactly-once file sink ${this.storage.location}: compaction of subtask ${this.ctx.subtaskIndex}'s small files stopped (its files stay as they are; the next compaction finishes or undoes it): ${(e as Error).message}`))
+      .then(() => void (this.failed = false))
+      .catch((e: unknown) => {
+        this.failed = true;
+        this.ctx.log(`weir: exactly-once file sink ${this.storage.location}: compaction of subtask ${this.ctx.subtaskIndex}'s small files stopped (its files stay as they are; the next compaction finishes or undoes it): ${(e as Error).message}`);
+      })
       .finally(() => (this.compacting = undefined));
   }
 
@@ -389,9 +400,16 @@ class S3CommitterSession implements CommitterSession {
     await st.finishCompaction(intentKey, record);
   }
 
-  /** The compaction running, if any, has ended (its failure was logged, never thrown). */
+  /**
+   * The compaction running, if any, has ended. One that failed left its intent open (a merged
+   * file beside its sources: their records twice): resolved now, or the task fails rather than
+   * finish with it so.
+   */
   async settle(): Promise<void> {
     await this.compacting;
+    if (!this.failed) return;
+    await exclusive(this.storage.lockKey(this.ctx.subtaskIndex), async () => void (await this.storage.resolveIntents(this.ctx)));
+    this.failed = false;
   }
 
   async close(): Promise<void> {
