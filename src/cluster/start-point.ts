@@ -71,7 +71,14 @@ async function latestIn(from: 'latest' | 'latest-or-empty', storage: CheckpointS
   }
   const choice = chooseLatest(lasts, jobName, storage.root);
   if ('error' in choice) throw new StartError(choice.error);
-  if (choice.note !== undefined) log(choice.note);
+  if (choice.others !== undefined) {
+    // Checkpoints of other jobs only: never theirs (restored under their id, the next checkpoints
+    // replaced theirs). A job renamed since is named explicitly, its id kept with --claim-mode claim.
+    const others = `no job named ${JSON.stringify(jobName)} has a checkpoint in ${storage.root} (it holds ${choice.others})`;
+    if (from === 'latest') throw new StartError(`--from latest: ${others}; name one with --from <its checkpoint directory> (a job renamed since: with --claim-mode claim to keep its id), or set the job's name`);
+    log(`weir: --from latest-or-empty: ${others}; starting fresh`);
+    return FRESH;
+  }
   const latest = choice.pick;
   if (latest !== undefined) return { snapshot: latest, own: true, claimedExternal: undefined, explicit: undefined };
   if (from === 'latest') throw new StartError(`no completed checkpoint in ${storage.root}; use --from latest-or-empty to start fresh when there is none`);
@@ -82,24 +89,21 @@ async function latestIn(from: 'latest' | 'latest-or-empty', storage: CheckpointS
 /**
  * Which job `--from latest` resumes, from each job's newest checkpoint in the directory: the one
  * job of this name. Several jobs share a checkpoint directory (one job file run per tenant):
- * taking the newest of any job restored another job's state under its id, and its next
- * checkpoint replaced that job's. A directory of one job resumes it whatever its name (a job
- * renamed since), with a log line; otherwise no match, or several, is refused naming them.
+ * taking another job's restored its state under its id, and its next checkpoints replaced that
+ * job's, for good. So is a directory holding only another job (before: resumed as "renamed";
+ * a new tenant's first start with latest-or-empty took over the one tenant there). Several of
+ * this name are refused naming them; none: `others` lists what the directory holds.
  */
 export function chooseLatest(
   lasts: readonly CompletedCheckpointRef[],
   jobName: string | undefined,
   root: string,
-): { pick: CompletedCheckpointRef | undefined; note?: string } | { error: string } {
+): { pick: CompletedCheckpointRef | undefined; others?: string } | { error: string } {
   const newest = (xs: readonly CompletedCheckpointRef[]) => xs.reduce<CompletedCheckpointRef | undefined>((b, x) => (b === undefined || x.metadata.completedAt > b.metadata.completedAt ? x : b), undefined);
-  if (jobName === undefined || lasts.length <= 1) {
-    const only = lasts[0];
-    const renamed = jobName !== undefined && only !== undefined && only.metadata.jobName !== jobName;
-    return renamed ? { pick: only, note: `weir: --from latest: the only job in ${root} is named ${JSON.stringify(only.metadata.jobName)}, not ${JSON.stringify(jobName)}; resuming it (job ${only.metadata.jobId})` } : { pick: newest(lasts) };
-  }
+  if (jobName === undefined) return { pick: newest(lasts) };
   const named = lasts.filter((c) => c.metadata.jobName === jobName);
   const list = (xs: readonly CompletedCheckpointRef[]) => xs.map((c) => `${JSON.stringify(c.metadata.jobName)} (job ${c.metadata.jobId})`).join(', ');
   if (named.length === 1) return { pick: named[0] };
   if (named.length > 1) return { error: `--from latest: ${named.length} jobs named ${JSON.stringify(jobName)} have checkpoints in ${root}: ${list(named)}; name one with --from <its checkpoint directory>` };
-  return { error: `--from latest: no job named ${JSON.stringify(jobName)} has a checkpoint in ${root} (it holds ${list(lasts)}); name one with --from <its checkpoint directory>, or set the job's name` };
+  return lasts.length === 0 ? { pick: undefined } : { pick: undefined, others: list(lasts) };
 }

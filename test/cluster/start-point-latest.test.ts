@@ -20,21 +20,16 @@ describe('--from latest chooses the job of this name', () => {
     expect(chooseLatest([a, b], 'tenant-B', '/chk')).toEqual({ pick: b });
   });
 
-  it('no job of that name among several, or several of it: refused, naming them', () => {
-    expect(chooseLatest([a, b], 'tenant-C', '/chk')).toEqual({
-      error: '--from latest: no job named "tenant-C" has a checkpoint in /chk (it holds "tenant-A" (job aaa), "tenant-B" (job bbb)); name one with --from <its checkpoint directory>, or set the job\'s name',
-    });
+  it('no job of that name among several: none picked, the others named (latest refuses, latest-or-empty starts fresh); several of it: refused, naming them', () => {
+    expect(chooseLatest([a, b], 'tenant-C', '/chk')).toEqual({ pick: undefined, others: '"tenant-A" (job aaa), "tenant-B" (job bbb)' });
     const a2 = ref('ccc', 'tenant-A', 300);
     expect(chooseLatest([a, b, a2], 'tenant-A', '/chk')).toEqual({
       error: '--from latest: 2 jobs named "tenant-A" have checkpoints in /chk: "tenant-A" (job aaa), "tenant-A" (job ccc); name one with --from <its checkpoint directory>',
     });
   });
 
-  it('a directory of one job resumes it under any name (a job renamed since), saying so; none is nothing', () => {
-    expect(chooseLatest([a], 'renamed', '/chk')).toEqual({
-      pick: a,
-      note: 'weir: --from latest: the only job in /chk is named "tenant-A", not "renamed"; resuming it (job aaa)',
-    });
+  it('a directory of only another job is not resumed (before: taken as this job renamed; a new tenant took over the one there, its checkpoints replaced); none is nothing', () => {
+    expect(chooseLatest([a], 'tenant-B', '/chk')).toEqual({ pick: undefined, others: '"tenant-A" (job aaa)' });
     expect(chooseLatest([a], 'tenant-A', '/chk')).toEqual({ pick: a });
     expect(chooseLatest([], 'tenant-A', '/chk')).toEqual({ pick: undefined });
   });
