@@ -88,6 +88,9 @@ export class MetadataError extends WeirError {
   }
 }
 
+/** In the refusal of metadata of a later format: not corrupt, readable by a newer weir (see latestIn in start-point.ts). */
+export const NEWER_WEIR = 'written by a newer weir';
+
 export function parseMetadata(text: string, path: string): CheckpointMetadata {
   let outer: { sha256?: unknown; body?: unknown };
   try {
@@ -99,7 +102,7 @@ export function parseMetadata(text: string, path: string): CheckpointMetadata {
   if (typeof outer?.sha256 !== 'string' || body === undefined || typeof body !== 'object') throw new MetadataError(path, 'not a weir checkpoint or savepoint metadata file');
   if (body.format !== METADATA_FORMAT) throw new MetadataError(path, `unknown format ${JSON.stringify(body.format)}; not a weir checkpoint or savepoint`);
   if (typeof body.version !== 'number' || body.version > METADATA_VERSION) {
-    throw new MetadataError(path, `written by a newer weir (metadata version ${String(body.version)}, this weir reads up to ${METADATA_VERSION})`);
+    throw new MetadataError(path, `${NEWER_WEIR} (metadata version ${String(body.version)}, this weir reads up to ${METADATA_VERSION})`);
   }
   if (digest(JSON.stringify(body)) !== outer.sha256) throw new MetadataError(path, 'metadata checksum mismatch (corrupt)');
   checkShape(body, path);

@@ -7,6 +7,7 @@ import { existsSync } from 'node:fs';
 import { METADATA_FILE, schemeOf } from '../checkpoint/names.ts';
 import type { CheckpointStorage, CompletedCheckpointRef, StorageLog, StorageResolver } from '../checkpoint/storage.ts';
 import { NO_METADATA } from '../checkpoint/storage-verify.ts';
+import { NEWER_WEIR } from '../checkpoint/metadata.ts';
 import { StartError } from './errors.ts';
 
 export interface StartPoint {
@@ -65,10 +66,18 @@ export async function resolveStartPoint(req: StartRequest, storage: CheckpointSt
 async function latestIn(from: 'latest' | 'latest-or-empty', storage: CheckpointStorage | undefined, log: StorageLog, jobName: string | undefined): Promise<StartPoint> {
   if (storage === undefined) throw new StartError(`--from ${from} needs a checkpoint directory (--checkpoint-dir DIR)`);
   const lasts: CompletedCheckpointRef[] = [];
+  // A checkpoint a newer weir wrote is no corrupt one to skip for an older: that restored older
+  // state (or, the only one, started fresh) with a log line only, after a downgrade.
+  const newer: string[] = [];
+  const noting: StorageLog = (line) => {
+    if (line.includes(NEWER_WEIR)) newer.push(line.replace(/^weir: skipping checkpoint /, ''));
+    log(line);
+  };
   for (const job of await storage.jobs()) {
-    const last = (await storage.completed(job, log)).at(-1);
+    const last = (await storage.completed(job, noting)).at(-1);
     if (last !== undefined) lasts.push(last);
   }
+  if (newer.length > 0) throw new StartError(`--from ${from}: ${newer[0]}; run a weir that reads it, or name an older checkpoint with --from <its directory>`);
   const choice = chooseLatest(lasts, jobName, storage.root);
   if ('error' in choice) throw new StartError(choice.error);
   if (choice.others !== undefined) {

@@ -4,7 +4,15 @@
  * any job was taken, restored under that job's id, and its next checkpoint replaced that job's).
  */
 import { describe, expect, it } from 'vitest';
-import { chooseLatest } from '../../src/cluster/start-point.ts';
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { chooseLatest, resolveStartPoint } from '../../src/cluster/start-point.ts';
+import { LocalCheckpointStorage } from '../../src/checkpoint/local/local-storage.ts';
+import { METADATA_VERSION } from '../../src/checkpoint/metadata.ts';
+import { storageResolver } from '../../src/checkpoint/storage-resolver.ts';
+import { checkpoint, JOB, roots } from '../checkpoint/storage-contract.ts';
 import type { CompletedCheckpointRef } from '../../src/checkpoint/storage.ts';
 
 function ref(jobId: string, jobName: string, completedAt: number): CompletedCheckpointRef {
@@ -32,5 +40,28 @@ describe('--from latest chooses the job of this name', () => {
     expect(chooseLatest([a], 'tenant-B', '/chk')).toEqual({ pick: undefined, others: '"tenant-A" (job aaa)' });
     expect(chooseLatest([a], 'tenant-A', '/chk')).toEqual({ pick: a });
     expect(chooseLatest([], 'tenant-A', '/chk')).toEqual({ pick: undefined });
+  });
+});
+
+describe('--from latest and a checkpoint a newer weir wrote', () => {
+  it('is refused naming it, not skipped for an older one (before: the older restored, or the job started fresh, with a log line only)', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'weir-newer-'));
+    roots.push(root);
+    const storage = new LocalCheckpointStorage(root);
+    await checkpoint(storage, 8);
+    const newest = await checkpoint(storage, 9);
+    const file = join(newest, '_metadata');
+    const o = JSON.parse(readFileSync(file, 'utf8')) as { sha256: string; body: { version: number } };
+    o.body.version = METADATA_VERSION + 1;
+    o.sha256 = createHash('sha256').update(JSON.stringify(o.body)).digest('hex');
+    writeFileSync(file, JSON.stringify(o));
+    const logs: string[] = [];
+    for (const from of ['latest', 'latest-or-empty'] as const) {
+      const e = await resolveStartPoint({ from, claimMode: undefined, jobName: 'memory test' }, storage, storageResolver(storage), (l) => logs.push(l)).then(() => undefined, (x: Error) => x);
+      expect(e?.message).toMatch(new RegExp(`^--from ${from}: .*chk-9.*written by a newer weir .*; run a weir that reads it, or name an older checkpoint with --from`));
+    }
+    // Named explicitly, the older one restores.
+    const older = await resolveStartPoint({ from: join(root, JOB, 'chk-8'), claimMode: undefined }, storage, storageResolver(storage), () => {});
+    expect(older.snapshot?.metadata.checkpointId).toBe(8);
   });
 });
