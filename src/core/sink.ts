@@ -123,7 +123,7 @@ export interface TwoPhaseCommitSink<T, C> {
  * evaluation differs between the job manager and the workers too).
  */
 export function sinkIdentityChanged(sinkName: string, was: string, now: string): string {
-  return `sink "${sinkName}" was checkpointed with ${was} and now has ${now}: its committed progress and prepared work are recorded under the old one, so a restore would write output twice; keep it the same across restarts (a jobId never generated per run, an output path unchanged), or start without this checkpoint`;
+  return `sink "${sinkName}" was checkpointed with ${was} and now has ${now}: its committed progress and prepared work are recorded under the old one, so a restore would write output twice; keep the sink's jobId the same across restarts (never generate it per run), or start without this checkpoint`;
 }
 
 /** Which sink operator is asked: its operator id (as in SinkContext.operatorId) and parallelism. */

@@ -629,7 +629,7 @@ describe('a two-phase sink\'s identity (its jobId)', () => {
   it('a changed identity is refused: the committables would be committed again under the new one', () => {
     const j = sinkJob('jobId orders-2');
     expect(() => plan(snapshotOf(j, 'jobId orders-1'), j)).toThrow(
-      /sink "orders" was checkpointed with jobId orders-1 and now has jobId orders-2: .*write output twice; keep it the same across restarts/,
+      /sink "orders" was checkpointed with jobId orders-1 and now has jobId orders-2: .*write output twice; keep the sink's jobId the same across restarts/,
     );
   });
 

@@ -21,7 +21,6 @@
  * - the lease on the output (local directories; an object store has none).
  */
 import { randomBytes } from 'node:crypto';
-import { resolve } from 'node:path';
 import { WeirError } from '../../core/errors.ts';
 import { toMillis, type Duration } from '../../core/duration.ts';
 import type { SinkCommitter, SinkContext, SinkWriter, TwoPhaseCommitSink } from '../../core/sink.ts';
@@ -94,15 +93,6 @@ export class ExactlyOnceFileSink<T> implements TwoPhaseCommitSink<T, FileCommitt
   readonly malformed: 'fail' | 'dead-letter';
   readonly storage: FileSinkStorage<FileCommittable>;
   readonly policy: RollingPolicy;
-
-  /**
-   * The output's place: checked against every restored checkpoint. A local committable names its
-   * pending file relative to the output, so a restore under another path found none of them and
-   * committed nothing, with no word, the restored checkpoint's output left hidden in the old one.
-   */
-  identity(): string {
-    return isS3Reference(this.dir) ? `output ${this.dir.replace(/\/+$/, '')}` : `output directory ${resolve(this.dir)}`;
-  }
 
   /** The job's dead letters go beside a local output, in <dir>.dead-letters (S3: in the job's log). */
   get outputDir(): string | undefined {

@@ -63,7 +63,7 @@ describe('a sink whose jobId changes between attempts', () => {
       const { result, logs, indexes } = await run('per-run', workers);
       expect(result.status).toBe('FAILED');
       const text = [result.error?.message ?? '', ...logs].join('\n');
-      expect(text).toMatch(/sink "[^"]*" was checkpointed with jobId run-[0-9a-f-]+ and now has jobId run-[0-9a-f-]+: .*keep it the same across restarts/);
+      expect(text).toMatch(/sink "[^"]*" was checkpointed with jobId run-[0-9a-f-]+ and now has jobId run-[0-9a-f-]+: .*keep the sink's jobId the same across restarts/);
       expect(new Set(indexes).size).toBe(indexes.length);
       expect(indexes.length).toBeLessThan(N); // it stopped at the refused restore
     });
