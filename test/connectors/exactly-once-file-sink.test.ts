@@ -40,6 +40,26 @@ function committed(dir: string): string[] {
 }
 
 describe('writer and committer', () => {
+  it('a restore under another output path commits the restored checkpoint\'s files where they were written, saying so (before: looked for in the new directory, none found, their records left hidden)', async () => {
+    const oldDir = join(work, 'moved-old');
+    const newDir = join(work, 'moved-new');
+    const clock = new ManualClock(0);
+    const logs: string[] = [];
+    const ctxOf = (restored?: number): SinkContext => ({ subtaskIndex: 0, parallelism: 1, attemptNumber: restored === undefined ? 0 : 1, now: () => clock.now(), restoredCheckpointId: restored, log: (l) => logs.push(l) });
+    const w = new ExactlyOnceFileSink<{ id: number }>(oldDir).createWriter(ctxOf());
+    w.write([{ id: 1 }, { id: 2 }], [0, 0]);
+    const committables = w.prepareCommit(1); // checkpoint 1 completes; the process dies before its commit
+    w.close?.();
+    const moved = new ExactlyOnceFileSink<{ id: number }>(newDir);
+    await moved.recover!(ctxOf(1), 1, committables, committables);
+    moved.createWriter(ctxOf(1)).close?.();
+    await moved.createCommitter(ctxOf(1)).commit(committables, 1);
+    const visible = readdirSync(oldDir).filter((f) => !f.startsWith('.'));
+    expect(visible).toHaveLength(1);
+    expect(readFileSync(join(oldDir, visible[0]!), 'utf8').trim().split('\n').map((l) => JSON.parse(l).id)).toEqual([1, 2]);
+    expect(logs.some((l) => l.includes('the output path changed since'))).toBe(true);
+  });
+
   it('uncommitted data lives only in hidden files; commit makes it visible by an atomic rename', async () => {
     const dir = join(work, 'out');
     const sink = new ExactlyOnceFileSink<{ i: number }>(dir, { compactBelow: 0 });

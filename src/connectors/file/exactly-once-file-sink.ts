@@ -68,6 +68,8 @@ export interface ExactlyOnceFileSinkOptions {
 export interface FileCommittable {
   readonly pending: string;
   readonly final: string;
+  /** A local output's directory, absolute, as it was when the file was written (absent in older checkpoints). */
+  readonly dir?: string;
   readonly s3?: S3PartState;
 }
 

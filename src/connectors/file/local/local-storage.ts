@@ -119,10 +119,15 @@ export class LocalDirectoryStorage implements FileSinkStorage<FileCommittable> {
     return true;
   }
 
-  publish(c: FileCommittable): void {
-    const from = join(this.dir, c.pending);
-    if (existsSync(from)) renameSync(from, join(this.dir, c.final));
-    // Else: committed before (by the attempt that took the checkpoint), maybe compacted since.
+  publish(c: FileCommittable, ctx?: SinkContext): void {
+    // Where the file was written: a restore under another output path committed nothing of the
+    // restored checkpoint before (its pending files looked for in the new directory, not found,
+    // their records left hidden in the old one). They are made visible where they are.
+    const dir = c.dir ?? this.dir;
+    const from = join(dir, c.pending);
+    if (!existsSync(from)) return; // committed before (by the attempt that took the checkpoint), maybe compacted since
+    renameSync(from, join(dir, c.final));
+    if (resolve(dir) !== resolve(this.dir)) ctx?.log(`weir: exactly-once file sink ${this.dir}: ${c.final} of the restored checkpoint was written to ${dir} (the output path changed since): committed there`);
   }
 
   writeCommitRecord(subtask: number, checkpointId: number): void {
@@ -214,7 +219,7 @@ class LocalPart implements OpenPart<FileCommittable> {
     const pending = `.${this.name}.chk-${checkpointId}.pending`;
     renameSync(join(this.dir, `.${this.name}.inprogress`), join(this.dir, pending));
     this.sealed.count++;
-    return { pending, final: `${this.name}.${this.ext}` };
+    return { pending, final: `${this.name}.${this.ext}`, dir: resolve(this.dir) };
   }
 
   /** The writer is closed (the attempt ends): the file stays for recovery to delete. */
