@@ -1,5 +1,4 @@
 /** weir run: runs a job module in this process (main thread plus worker threads). */
-import { randomBytes } from 'node:crypto';
 import { runJob, type Progress } from '../cluster/job-manager.ts';
 import { OPTIONS } from '../core/options/registry.ts';
 import { valueOf } from '../core/options/values.ts';
@@ -7,6 +6,7 @@ import { CliError, oneLine, splitJobArgs } from './args.ts';
 import { commandLine } from './command-line.ts';
 import { readConfigFile } from './config-file.ts';
 import { controlApi } from '../observe/control-api.ts';
+import { newToken } from '../observe/request-guard.ts';
 import { logger } from '../core/log.ts';
 import { mergeSettings, runOptionsOf, settingsOf } from './run-settings.ts';
 import { readTokenFile } from './token-file.ts';
@@ -30,7 +30,7 @@ export async function runCommand(argv: string[]): Promise<number> {
   // Always a token for what changes the job: without one any local user reaching the port could
   // cancel it or write its state where they like. Generated unless given; the job's registry
   // entry (readable by this user only) holds it for weir stop, savepoint and cancel.
-  const token = rest.tokenFile !== undefined ? readTokenFile(rest.tokenFile) : randomBytes(32).toString('hex');
+  const token = rest.tokenFile !== undefined ? readTokenFile(rest.tokenFile) : newToken();
   opts.services = [controlApi({ port: rest.port, address: rest.address, fallback: rest.fallback, onListening, token })];
   // Ctrl-C / SIGTERM cancel the job: checkpoints are kept (default retain-on-cancel) or deleted per the retention setting.
   const cancel = new AbortController();

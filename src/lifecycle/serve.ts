@@ -3,10 +3,9 @@
  * the REST API, and the discovery file (<dir>/manager.json: address, port, pid) through which
  * `weir apps` finds it. Jobs keep running when the manager stops; a new manager adopts them.
  */
-import { isLoopback } from '../observe/request-guard.ts';
+import { isLoopback, newToken } from '../observe/request-guard.ts';
 import { acquireDirLease } from '../core/dir-lease.ts';
 import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
-import { randomBytes } from 'node:crypto';
 import { privateHomeDir } from '../core/weir-home.ts';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -77,7 +76,7 @@ export async function serveManager(o: ServeOptions): Promise<RunningManager> {
   const manager = new Manager({ store, target, intervalMs: o.intervalMs, log: o.log });
   // Every request that changes something carries it: any local user reaching the port could
   // otherwise apply a spec, and the manager runs the module it names as this user.
-  const token = randomBytes(32).toString('hex');
+  const token = newToken();
   const api = new ManagerApi(manager, token);
   let port: number;
   try {

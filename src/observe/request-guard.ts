@@ -13,7 +13,7 @@
  * Pure functions: the server applies them before routing.
  */
 import type { IncomingMessage, Server } from 'node:http';
-import { timingSafeEqual, createHash } from 'node:crypto';
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { isIP } from 'node:net';
 
 export function isLoopback(address: string): boolean {
@@ -70,6 +70,11 @@ export const REQUEST_TIMEOUT_MS = 30_000;
 export function boundRequests(server: Server, timeoutMs = REQUEST_TIMEOUT_MS): void {
   server.requestTimeout = timeoutMs;
   server.headersTimeout = timeoutMs;
+}
+
+/** A fresh secret for a control API (256 bits, hex): the manager's, a job's, a managed deployment's. */
+export function newToken(): string {
+  return randomBytes(32).toString('hex');
 }
 
 export const TOO_LARGE = Symbol('request body too large');

@@ -7,6 +7,16 @@ import type { Batch } from '../core/batch.ts';
 export const MAX_WATERMARK = Number.MAX_SAFE_INTEGER;
 export const MIN_WATERMARK = Number.MIN_SAFE_INTEGER;
 
+/**
+ * Event time is whole milliseconds, as Flink's long: a fraction is dropped where a timestamp or
+ * watermark enters (a source reader, an assigner, a watermark generator). Windows end, fire and
+ * are cleaned at end - 1, the last whole millisecond in them: a record at 9.8 behind a watermark
+ * of 9.7 was neither in the fired window [0, 10) nor counted late, lost.
+ */
+export function wholeMs(ms: number): number {
+  return Math.floor(ms);
+}
+
 export interface WatermarkEvent {
   readonly kind: 'watermark';
   readonly timestamp: number;

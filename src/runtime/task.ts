@@ -22,7 +22,6 @@ import { loadKeyedState, type RestoredTimers } from './checkpointing/restore.ts'
 import { loadChannelState, replayChannelState, type LoadedChannelState, type ReplayTarget } from './checkpointing/channel-state-restore.ts';
 import { keyGroupOf, normalizeKey } from '../state/key-groups.ts';
 import { SourceOperator } from './operators/source.ts';
-import { CommitSinkOperator } from './operators/commit-sink.ts';
 import type { SourceMetricsSnapshot } from './operators/source-metrics.ts';
 import { directRecordFn, Output, specialize, type BatchConsumer } from './output.ts';
 import type { RecordWriter } from './record-writer.ts';
@@ -185,8 +184,8 @@ export class StreamTask implements Schedulable {
   readonly countsRecords: boolean;
   /** Malformed records this task's source and sinks sent to the dead letters. */
   get deadLetters(): number {
-    let n = this.source?.deadLetterCount ?? 0;
-    for (const op of this.operators) if (op instanceof CommitSinkOperator) n += op.deadLetterCount;
+    let n = 0;
+    for (const op of this.operators) n += op.deadLetterCount;
     return n;
   }
   /** Idle / back-pressured / busy time (metrics), accounted per blocked interval, not per batch. */

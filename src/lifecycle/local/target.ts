@@ -10,7 +10,6 @@
  * manager finds its result on disk (a verified savepoint in the record's folder) when the job
  * already ended. What ended how is read from the job's own log.
  */
-import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, relative, resolve } from 'node:path';
 import { LocalCheckpointStorage, verifyCheckpoint } from '../../checkpoint/local/index.ts';
@@ -20,6 +19,7 @@ import type { CheckpointRef, JobState, Observation, ObservedDeployment, Operatio
 import { cancel, overview, savepointInto, type JobEndpoint } from './job-api.ts';
 import { Layout } from './layout.ts';
 import { aliveAs, endOf, processesWith, spawnDetached } from './processes.ts';
+import { newToken } from '../../observe/request-guard.ts';
 
 export interface LocalTargetOptions {
   /** The manager's directory (see layout.ts). */
@@ -124,7 +124,7 @@ export class LocalProcessTarget implements DeploymentTarget {
     }, null, 1));
     // The job's control API takes changes only with this token (the manager's user reads it).
     const tokenFile = l.restToken(app, a.deploymentId);
-    if (!existsSync(tokenFile)) writeFileSync(tokenFile, randomBytes(32).toString('hex'), { mode: 0o600, flag: 'wx' });
+    if (!existsSync(tokenFile)) writeFileSync(tokenFile, newToken(), { mode: 0o600, flag: 'wx' });
     const args = [
       this.options.weirBin, 'run', a.spec.job.module, '--config', config, '--rest-port', '0', '--rest-token-file', tokenFile,
       ...(a.spec.job.parallelism !== undefined ? ['--parallelism', String(a.spec.job.parallelism)] : []),

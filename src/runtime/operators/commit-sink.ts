@@ -48,8 +48,6 @@ export class CommitSinkOperator extends StreamOperator {
    * a restore from the savepoint wrote its output again).
    */
   private highestId = 0;
-  /** Records the sink left out as malformed and handed to the dead letters (this attempt). */
-  deadLetterCount = 0;
 
   constructor(private readonly sink: TwoPhaseCommitSink<unknown, unknown>) {
     super();

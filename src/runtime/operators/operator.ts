@@ -81,6 +81,8 @@ export abstract class StreamOperator {
   private inputWatermarks: number[] = [];
   private inputIdle: boolean[] = [];
   private statusIdle = false;
+  /** Malformed records this operator handed to the dead letters (this attempt): a source's, a sink's. */
+  deadLetterCount = 0;
   /** Number of logical inputs (0 for sources, 1 or 2). */
   numInputs = 1;
 

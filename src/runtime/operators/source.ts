@@ -10,7 +10,7 @@
  */
 import type { MalformedRecord, PollStatus, ReaderOutput, Source, SourceOutput, SourceReader, SourceSplit } from '../../core/source.ts';
 import { DEFAULT_BATCH_SIZE, NO_TIMESTAMP, type Batch } from '../../core/batch.ts';
-import { MAX_WATERMARK, MIN_WATERMARK } from '../events.ts';
+import { MAX_WATERMARK, MIN_WATERMARK, wholeMs } from '../events.ts';
 import type { WatermarkStrategy } from '../../core/watermark-strategy.ts';
 import { SplitWatermarks, type SplitTimeHandle } from './split-watermarks.ts';
 import { SourceMetrics } from './source-metrics.ts';
@@ -66,8 +66,6 @@ export class SourceOperator extends StreamOperator implements ReaderOutput<unkno
     this.numInputs = 0;
   }
 
-  /** Malformed records routed to the dead letters so far (this attempt). */
-  deadLetterCount = 0;
   /** This poll's dead letters, handed to the runtime's dead-letter output once the poll is done. */
   private letters: MalformedRecord[] = [];
 
@@ -378,15 +376,10 @@ function assignTimestamp(a: (v: unknown, ts: number | undefined) => number, valu
   if (typeof ts !== 'number' || !Number.isFinite(ts)) {
     throw op.failOnRecord(new TypeError(`timestamp assigner returned ${String(ts)}; expected epoch milliseconds as a finite number`), value);
   }
-  return Math.floor(ts);
+  return wholeMs(ts);
 }
 
 /**
- * Event time is whole milliseconds, as Flink's long: a fraction is dropped where a timestamp
- * enters (here, the assigner above, assignTimestampsAndWatermarks, watermark generators).
- * Windows end, fire and are cleaned at end - 1, the last whole millisecond in them: a record at
- * 9.8 behind a watermark of 9.7 was neither in the fired window [0, 10) nor counted late, lost.
- *
  * A reader's own timestamp, checked as an assigner's is: NaN put a record in a [NaN, NaN)
  * window, Infinity made its split look idle for good (its watermark then meant "no split").
  */
@@ -395,7 +388,7 @@ function readerTimestamp(timestamp: number | undefined, value: unknown, op: Sour
   if (typeof timestamp !== 'number' || !Number.isFinite(timestamp)) {
     throw op.failOnRecord(new TypeError(`the source reader gave the timestamp ${String(timestamp)}; expected epoch milliseconds as a finite number`), value);
   }
-  return Math.floor(timestamp);
+  return wholeMs(timestamp);
 }
 
 /** One split's records: stamped, fed to the split's watermark generator, then emitted. */

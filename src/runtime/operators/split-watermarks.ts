@@ -16,7 +16,7 @@
  *   watermark is paused until the others catch up; the split at the minimum is never paused.
  */
 import type { WatermarkGenerator, WatermarkOutput, WatermarkStrategy } from '../../core/watermark-strategy.ts';
-import { MIN_WATERMARK } from '../events.ts';
+import { MIN_WATERMARK, wholeMs } from '../events.ts';
 
 export interface SplitWatermarkSettings {
   readonly idleTimeoutMs: number | undefined;
@@ -47,7 +47,7 @@ class SplitTime implements WatermarkOutput {
     this.lastActiveAt = now;
   }
   emitWatermark(timestamp: number): void {
-    if (timestamp > this.watermark) this.watermark = Math.floor(timestamp); // whole ms, as records' (source.ts)
+    if (timestamp > this.watermark) this.watermark = wholeMs(timestamp);
     this.idle = false;
   }
   markIdle(): void {

@@ -6,7 +6,7 @@
  */
 import type { WatermarkGenerator, WatermarkOutput, WatermarkStrategy } from '../../core/watermark-strategy.ts';
 import type { Batch } from '../../core/batch.ts';
-import { MAX_WATERMARK } from '../events.ts';
+import { MAX_WATERMARK, wholeMs } from '../events.ts';
 import { StreamOperator } from './operator.ts';
 
 export class TimestampsAndWatermarksOperator extends StreamOperator implements WatermarkOutput {
@@ -83,7 +83,7 @@ export class TimestampsAndWatermarksOperator extends StreamOperator implements W
         if (typeof ts !== 'number' || !Number.isFinite(ts)) {
           throw new TypeError(`timestamp assigner returned ${String(ts)}; expected epoch milliseconds as a finite number`);
         }
-        ts = Math.floor(ts); // whole milliseconds (see wholeMs in source.ts)
+        ts = wholeMs(ts);
         out.emit(v, ts);
         gen.onEvent(v, ts, this);
       }
@@ -106,7 +106,7 @@ export class TimestampsAndWatermarksOperator extends StreamOperator implements W
       if (typeof ts !== 'number' || !Number.isFinite(ts)) {
         throw new TypeError(`timestamp assigner returned ${String(ts)}; expected epoch milliseconds as a finite number`);
       }
-      ts = Math.floor(ts);
+      ts = wholeMs(ts);
       this.output.emit(value, ts);
       this.generator.onEvent(value, ts, this);
     } catch (e) {
@@ -123,7 +123,7 @@ export class TimestampsAndWatermarksOperator extends StreamOperator implements W
   }
 
   emitWatermark(watermark: number): void {
-    const timestamp = Math.floor(watermark);
+    const timestamp = wholeMs(watermark);
     if (timestamp > this.lastEmitted) {
       this.lastEmitted = timestamp;
       if (this.sourceIdle) this.markActive();
