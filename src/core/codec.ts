@@ -16,9 +16,10 @@ import { Packr } from 'msgpackr/pack';
 import type { Batch } from './batch.ts';
 import { COLUMNAR_TAG, decodeColumnar, encodeColumnar, type ValuePacker } from './batch-codec.ts';
 import { packExact } from './exact-strings.ts';
+import { refuseFunction } from './plain-data.ts';
 import './msgpack-buffers.ts';
 
-const packr = new Packr({ useRecords: true, moreTypes: true, structuredClone: false, largeBigIntToFloat: false } as never);
+const packr = new Packr({ useRecords: true, moreTypes: true, structuredClone: false, largeBigIntToFloat: false, writeFunction: refuseFunction } as never);
 
 const columnPacker: ValuePacker = { pack: (v) => packExact(packr, v), unpack: (b) => packr.unpack(b) };
 

@@ -7,8 +7,9 @@
 import { Packr } from 'msgpackr/pack'; // msgpackr's plain build: see core/codec.ts
 import { packExact } from '../../core/exact-strings.ts';
 import '../../core/msgpack-buffers.ts'; // Buffers stay Buffers, as in snapshots
+import { refuseFunction } from '../../core/plain-data.ts';
 
-const packr = new Packr({ useRecords: true, moreTypes: true, structuredClone: false, largeBigIntToFloat: false, copyBuffers: true } as never);
+const packr = new Packr({ useRecords: true, moreTypes: true, structuredClone: false, largeBigIntToFloat: false, copyBuffers: true, writeFunction: refuseFunction } as never);
 
 export function packStored(raw: unknown): Buffer {
   return packExact(packr as { pack(v: unknown): Buffer }, raw);
