@@ -11,7 +11,7 @@ import { allKeys, byKey } from '../core/options/lookup.ts';
 import { ALL_OPTIONS } from '../core/options/registry.ts';
 import type { Option } from '../core/options/option.ts';
 import { suggest } from '../core/options/suggest.ts';
-import { readValue } from '../core/options/values.ts';
+import { readValue, secondKey } from '../core/options/values.ts';
 import { CliError } from './args.ts';
 import { settingsOf, type RunSettings } from './run-settings.ts';
 
@@ -38,12 +38,16 @@ export function readConfigFile(path: string): FileConfig {
 /** Each value is checked as it is read, so that a bad one is reported with its key and file. */
 export function parseConfig(raw: Record<string, unknown>, path: string): FileConfig {
   const values = new Map<Option, unknown>();
+  const keys = new Map<Option, string>();
   for (const [key, v] of Object.entries(raw)) {
     const option = byKey(key);
     if (option === undefined) throw new CliError(unknownKey(key, path));
     const read = readValue(option, v, { kind: 'file', path, key });
     if (!read.ok) throw new CliError(read.message);
-    values.set(option, read.value);
+    const kept = keys.has(option) ? secondKey(option, key, read.value, { key: keys.get(option)!, value: values.get(option) }) : read;
+    if (!kept.ok) throw new CliError(`${path}: ${kept.message}`);
+    values.set(option, kept.value);
+    if (kept.value === read.value) keys.set(option, key);
   }
   const settings = settingsOf(values);
   // Settings that must agree with each other (the backoff bounds) are checked once all are read.

@@ -39,7 +39,7 @@ import { acquireDirLease } from '../core/dir-lease.ts';
 import type { RunOptions } from './job-manager.ts';
 import type { JobManagerConfig } from './job-manager-config.ts';
 import { JobResult, NO_PROGRESS, type JobStatus } from './job-result.ts';
-import { defaultRestartStrategy, ignoredRestartSettings, resolveRestartStrategy, RestartBackoff, type RestartStrategySettings } from './restart-strategy.ts';
+import { defaultRestartStrategy, ignoredRestartSettings, resolveRestartStrategy, RestartBackoff, untypedStrategy, type RestartStrategySettings } from './restart-strategy.ts';
 import type { StartPoint } from './start-point.ts';
 import { serializeError, type SerializedError } from './messages.ts';
 import { logger } from '../core/log.ts';
@@ -351,8 +351,9 @@ export class JobMaster implements JobControl {
    * corrupt-checkpoint fallbacks by maxCorruptFallbacks, restarts by the restart strategy.
    */
   private async runAttempts(): Promise<JobResult> {
-    const restart = new RestartBackoff(this.spec.restartSettings ? resolveRestartStrategy(this.spec.restartSettings, 'restart strategy') : defaultRestartStrategy(this.checkpointing));
-    const ignored = this.spec.restartSettings ? ignoredRestartSettings(this.spec.restartSettings) : undefined;
+    const untyped = untypedStrategy(this.checkpointing);
+    const restart = new RestartBackoff(this.spec.restartSettings ? resolveRestartStrategy(this.spec.restartSettings, 'restart strategy', untyped) : defaultRestartStrategy(this.checkpointing));
+    const ignored = this.spec.restartSettings ? ignoredRestartSettings(this.spec.restartSettings, untyped) : undefined;
     if (ignored !== undefined) this.log(ignored);
     const recovery = new RecoveryLogic(this.spec.config, restart, this.explicitSnapshot);
     this.recovery = recovery;

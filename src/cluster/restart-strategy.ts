@@ -28,7 +28,7 @@ export type RestartStrategyConfig =
     };
 
 export function defaultRestartStrategy(checkpointing: boolean): RestartStrategyConfig {
-  return checkpointing ? resolveRestartStrategy({ type: 'exponential-delay' }, 'default') : { type: 'none' };
+  return resolveRestartStrategy({}, 'default', untypedStrategy(checkpointing));
 }
 
 /** The registry's options under restart.*, by field name. */
@@ -50,7 +50,7 @@ function ms(o: Option<Duration>, v: Duration | undefined, where: string): number
 const SETTINGS_OF: Record<RestartStrategyConfig['type'], readonly (keyof RestartStrategySettings)[]> = {
   'none': [],
   'fixed-delay': ['attempts', 'delay'],
-  'failure-rate': ['maxFailuresPerInterval', 'failureRateInterval', 'delay'],
+  'failure-rate': ['maxFailuresPerInterval', 'failureRateInterval', 'failureRateDelay', 'delay'],
   'exponential-delay': ['initialBackoff', 'maxBackoff', 'jitterFactor', 'backoffMultiplier', 'resetBackoffThreshold', 'attemptsBeforeResetBackoff'],
 };
 
@@ -59,18 +59,30 @@ const SETTINGS_OF: Record<RestartStrategyConfig['type'], readonly (keyof Restart
  * exponential-delay, say): one line naming them, for the job's log. Not refused: a Flink
  * configuration file may well hold every strategy's settings while one is chosen.
  */
-export function ignoredRestartSettings(s: RestartStrategySettings): string | undefined {
-  const type = s.type ?? 'exponential-delay';
+export function ignoredRestartSettings(s: RestartStrategySettings, untyped: UntypedStrategy = 'exponential-delay'): string | undefined {
+  const type = s.type ?? untyped;
   const reads = new Set<string>(['type', ...(SETTINGS_OF[type as RestartStrategyConfig['type']] ?? [])]);
   const ignored = Object.keys(s).filter((k) => !reads.has(k) && (s as Record<string, unknown>)[k] !== undefined);
   if (ignored.length === 0) return undefined;
   return `weir: restart strategy ${type} does not use ${ignored.map((k) => `"${k}"`).join(', ')}: ignored`;
 }
 
-export function resolveRestartStrategy(s: RestartStrategySettings, where: string): RestartStrategyConfig {
+/**
+ * The strategy of settings without a type, as Flink's default: exponential-delay with
+ * checkpointing, none without (defaultRestartStrategy). Backoff settings alone never turn
+ * restarts on for a job without checkpoints: it would start over from its first record and
+ * write its output again.
+ */
+export type UntypedStrategy = 'none' | 'exponential-delay';
+
+export function untypedStrategy(checkpointing: boolean): UntypedStrategy {
+  return checkpointing ? 'exponential-delay' : 'none';
+}
+
+/** `untyped` is the strategy of settings without a type; checks of settings alone pass exponential-delay, whose bounds they hold. */
+export function resolveRestartStrategy(s: RestartStrategySettings, where: string, untyped: UntypedStrategy = 'exponential-delay'): RestartStrategyConfig {
   for (const k of Object.keys(s)) if (!FIELDS.has(k)) throw new ConfigError(`${where}: unknown restart strategy setting "${k}"`);
-  // Without a type: exponential-delay (Flink's default when checkpointing; see defaultRestartStrategy).
-  switch (s.type === undefined ? 'exponential-delay' : setting(OPTIONS.restartStrategy, s.type, where)) {
+  switch (s.type === undefined ? untyped : setting(OPTIONS.restartStrategy, s.type, where)) {
     case 'none':
       return { type: 'none' };
     case 'fixed-delay':
@@ -80,7 +92,7 @@ export function resolveRestartStrategy(s: RestartStrategySettings, where: string
         type: 'failure-rate',
         maxFailuresPerInterval: setting(OPTIONS.failureRateMaxFailures, s.maxFailuresPerInterval, where),
         intervalMs: ms(OPTIONS.failureRateInterval, s.failureRateInterval, where),
-        delayMs: ms(OPTIONS.failureRateDelay, s.delay, where),
+        delayMs: s.failureRateDelay !== undefined ? ms(OPTIONS.failureRateDelay, s.failureRateDelay, where) : ms(OPTIONS.restartDelay, s.delay, where),
       };
     case 'exponential-delay': {
       const initialBackoffMs = ms(OPTIONS.initialBackoff, s.initialBackoff, where);

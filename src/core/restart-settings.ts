@@ -10,6 +10,8 @@ export interface RestartStrategySettings {
   readonly attempts?: number;
   /** fixed-delay / failure-rate: delay between restarts (default 1 s). */
   readonly delay?: Duration;
+  /** failure-rate: its own delay (Flink's restart-strategy.failure-rate.delay); `delay` when not given. */
+  readonly failureRateDelay?: Duration;
   readonly maxFailuresPerInterval?: number;
   readonly failureRateInterval?: Duration;
   readonly initialBackoff?: Duration;

@@ -10,7 +10,7 @@ import { readDuration } from '../core/duration.ts';
 import { WeirError } from '../core/errors.ts';
 import { byKey } from '../core/options/lookup.ts';
 import { suggest } from '../core/options/suggest.ts';
-import { readValue, settingsTree } from '../core/options/values.ts';
+import { readValue, secondKey, settingsTree } from '../core/options/values.ts';
 import type { Option } from '../core/options/option.ts';
 import type { RestartStrategySettings } from '../core/restart-settings.ts';
 import { resolveRestartStrategy } from '../cluster/restart-strategy.ts';
@@ -185,6 +185,7 @@ function readConfiguration(r: Reader, raw: unknown): Record<string, string | num
   const obj = r.object(raw ?? {}, 'configuration');
   const out: Record<string, string | number | boolean> = {};
   const values = new Map<Option, unknown>();
+  const keys = new Map<Option, string>();
   for (const [key, v] of Object.entries(obj)) {
     const field = `configuration.${key}`;
     if (MANAGED_KEYS.has(key)) r.fail(field, 'the manager sets this key itself (one directory per application)');
@@ -193,7 +194,10 @@ function readConfiguration(r: Reader, raw: unknown): Record<string, string | num
     if (typeof v !== 'string' && typeof v !== 'number' && typeof v !== 'boolean') r.fail(field, `expected a string, number or boolean, got ${v === null ? 'null' : typeof v}`);
     const read = readValue(option!, v, { kind: 'file', path: r.where, key });
     if (!read.ok) r.fail(field, read.message.slice(`${r.where}: "${key}": `.length));
-    values.set(option!, read.value);
+    const kept = keys.has(option!) ? secondKey(option!, key, read.value, { key: keys.get(option!)!, value: values.get(option!) }) : read;
+    if (!kept.ok) r.fail(field, kept.message);
+    values.set(option!, kept.value);
+    if (kept.ok && kept.value === read.value) keys.set(option!, key);
     out[key] = v as string | number | boolean;
   }
   // Settings that must agree with each other (the restart backoff bounds), as `weir run --config`

@@ -103,7 +103,7 @@ describe('parseConfig: checkpoint keys', () => {
     expect(parseConfig({ 'state.savepoints.dir': 'file:/data/sp' }, FILE).checkpoint.savepointDir).toBe('/data/sp');
   });
 
-  it('values in the flags\' spelling are read too; the last of two names for one setting wins', () => {
+  it('values in the flags\' spelling are read too; of two names for one setting the current one wins', () => {
     expect(parseConfig({ 'execution.checkpointing.mode': 'at-least-once', 'execution.checkpointing.externalized-checkpoint-retention': 'retain-on-cancel' }, FILE).checkpoint)
       .toEqual({ mode: 'at-least-once', retention: 'retain-on-cancel' });
     expect(parseConfig({ 'state.checkpoints.dir': '/old', 'execution.checkpointing.dir': '/new' }, FILE).checkpoint.dir).toBe('/new');
@@ -149,6 +149,22 @@ describe('parseConfig: restart-strategy keys', () => {
       stateBackend: 'disk', stateBackendOptions: { disk: { dir: '/x', cacheEntries: 5 } },
     });
     expect(parseConfig({ 'state.backend.type': 'hashmap' }, FILE)).toMatchObject({ stateBackend: 'heap' });
+  });
+
+  it('failure-rate and fixed-delay delays are two settings: which one the file names last does not matter; failure-rate\'s alone does not mean fixed-delay', () => {
+    for (const order of [['restart-strategy.failure-rate.delay', 'restart-strategy.fixed-delay.delay'], ['restart-strategy.fixed-delay.delay', 'restart-strategy.failure-rate.delay']]) {
+      const delays: Record<string, string> = { 'restart-strategy.failure-rate.delay': '30 s', 'restart-strategy.fixed-delay.delay': '1 s' };
+      const c = parseConfig({ 'restart-strategy.type': 'failure-rate', [order[0]!]: delays[order[0]!], [order[1]!]: delays[order[1]!] }, FILE);
+      expect(resolveRestartStrategy(c.restart!, 'x')).toMatchObject({ type: 'failure-rate', delayMs: 30_000 });
+    }
+    expect(parseConfig({ 'restart-strategy.failure-rate.delay': '30 s' }, FILE).restart).toEqual({ failureRateDelay: '30 s' });
+  });
+
+  it('an older key beside the current one for one setting: the current key wins wherever it stands, as in Flink (the last key won)', () => {
+    expect(parseConfig({ 'execution.checkpointing.dir': '/data/chk', 'state.checkpoints.dir': '/tmp/old-chk' }, FILE).checkpoint.dir).toBe('/data/chk');
+    expect(parseConfig({ 'state.checkpoints.dir': '/tmp/old-chk', 'execution.checkpointing.dir': '/data/chk' }, FILE).checkpoint.dir).toBe('/data/chk');
+    expect(parseConfig({ 'restart-strategy': 'none', 'restart-strategy.type': 'fixed-delay' }, FILE).restart!.type).toBe('fixed-delay');
+    expect(parseConfig({ 'restart-strategy.type': 'fixed-delay', 'restart-strategy': 'none' }, FILE).restart!.type).toBe('fixed-delay');
   });
 
   it('the order of keys does not matter (a backoff bound before the other)', () => {

@@ -4,7 +4,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../src/checkpoint/config.ts';
-import { defaultRestartStrategy, ignoredRestartSettings, resolveRestartStrategy, RestartBackoff, type RestartStrategyConfig } from '../../src/cluster/restart-strategy.ts';
+import { defaultRestartStrategy, ignoredRestartSettings, resolveRestartStrategy, RestartBackoff, type RestartStrategyConfig, untypedStrategy } from '../../src/cluster/restart-strategy.ts';
 import { defineJob, runJob } from '../../src/index.ts';
 
 const S = 1000;
@@ -36,6 +36,19 @@ describe('defaults (Flink RestartStrategyOptions)', () => {
 
   it('none', () => {
     expect(resolveRestartStrategy({ type: 'none' }, 'test')).toEqual({ type: 'none' });
+  });
+
+  it('settings without a type follow the default of the job: without checkpointing none, their backoff ignored with a line (before: restarts from the first record)', () => {
+    expect(resolveRestartStrategy({ maxBackoff: '5 min' }, 'test', untypedStrategy(false))).toEqual({ type: 'none' });
+    expect(ignoredRestartSettings({ maxBackoff: '5 min' }, untypedStrategy(false))).toBe('weir: restart strategy none does not use "maxBackoff": ignored');
+    expect(resolveRestartStrategy({ maxBackoff: '5 min' }, 'test', untypedStrategy(true))).toMatchObject({ type: 'exponential-delay', maxBackoffMs: 5 * MIN });
+    expect(ignoredRestartSettings({ maxBackoff: '5 min' }, untypedStrategy(true))).toBeUndefined();
+  });
+
+  it('failure-rate: its own delay beside fixed-delay\'s (both in one Flink file), or --restart-delay\'s', () => {
+    expect(resolveRestartStrategy({ type: 'failure-rate', failureRateDelay: '30 s', delay: '1 s' }, 'test')).toMatchObject({ delayMs: 30 * S });
+    expect(resolveRestartStrategy({ type: 'failure-rate', delay: '2 s' }, 'test')).toMatchObject({ delayMs: 2 * S });
+    expect(resolveRestartStrategy({ type: 'fixed-delay', failureRateDelay: '30 s', delay: '1 s' }, 'test')).toMatchObject({ delayMs: 1 * S });
   });
 
   it('takes durations as strings or milliseconds', () => {
@@ -213,5 +226,23 @@ describe('settings the strategy in force does not use', () => {
     });
     expect(r.status).toBe('FAILED');
     expect(lines).toContain('weir: restart strategy none does not use "attempts": ignored');
+  });
+});
+
+describe('a job without checkpointing given backoff settings but no type', () => {
+  it('is not restarted (it would start over and write its output again); the unused settings are named in the log', async () => {
+    const logs: string[] = [];
+    const out: string[] = [];
+    const job = defineJob((env) => {
+      env.fromCollection([1, 2, 3]).map((n) => {
+        if (n === 2) throw new Error('boom at 2');
+        return n;
+      }).print();
+    });
+    const result = await runJob(job, { workers: 1, stdout: (l) => void out.push(l), log: (l) => void logs.push(l), restartStrategy: { initialBackoff: '10 ms', maxBackoff: '5 min' } });
+    expect(result.status).toBe('FAILED');
+    expect(result.attempts).toBe(1);
+    expect(logs.some((l) => /restarting/.test(l)), logs.join('\n')).toBe(false);
+    expect(logs).toContain('weir: restart strategy none does not use "initialBackoff", "maxBackoff": ignored');
   });
 });

@@ -1,5 +1,5 @@
 /** A directory weir is told to use that cannot be one is refused naming what gave it, not with the OS's ENOTDIR later. */
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -25,5 +25,14 @@ describe('checkDirectoryPath', () => {
     writeFileSync(file, 'x');
     await expect(runJob(defineJob((env) => void env.fromCollection([1]).collect()), { workers: 1, stdout: () => {}, log: () => {}, checkpoint: { interval: 100, dir: file } }))
       .rejects.toThrow(`the checkpoint directory (--checkpoint-dir, execution.checkpointing.dir) ${file} is a file, not a directory`);
+  });
+
+  it('a checkpoint directory with a URL scheme weir has no storage for is refused: before, hdfs://nn/chk became the local directory ./hdfs:/nn/chk', async () => {
+    const cwd = process.cwd();
+    for (const dir of ['hdfs://nn:8020/chk', 's3a://bucket/chk']) {
+      await expect(runJob(defineJob((env) => void env.fromCollection([1]).collect()), { workers: 1, stdout: () => {}, log: () => {}, checkpoint: { interval: 100, dir } }))
+        .rejects.toThrow(/must be a local path or s3:\/\/|for which weir has no storage/);
+    }
+    expect(existsSync(join(cwd, 'hdfs:'))).toBe(false); // nothing was made there
   });
 });

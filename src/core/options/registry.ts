@@ -71,7 +71,7 @@ export const OPTIONS = {
 
   // ---- Checkpointing
   checkpointDir: option({
-    flag: 'checkpoint-dir', key: 'execution.checkpointing.dir', deprecatedKeys: ['state.checkpoints.dir'], field: 'checkpoint.dir', type: path(),
+    flag: 'checkpoint-dir', key: 'execution.checkpointing.dir', deprecatedKeys: ['state.checkpoints.dir'], field: 'checkpoint.dir', type: path('DIR', ['s3']),
     label: 'checkpoint directory', description: 'where checkpoints go: DIR/<job-id>/chk-<n>/', commands: ['run'], section: 'Checkpointing',
   }),
   checkpointInterval: option({
@@ -166,8 +166,8 @@ export const OPTIONS = {
     label: 'restart delay', description: 'fixed-delay and failure-rate: delay before a restart', commands: ['run'], section: 'Restart strategy',
   }),
   failureRateDelay: option({
-    key: 'restart-strategy.failure-rate.delay', field: 'restart.delay', type: duration(), default: '1 s',
-    label: 'restart delay', description: 'failure-rate: delay before a restart (the same setting as --restart-delay)', commands: ['run'], section: 'Restart strategy',
+    key: 'restart-strategy.failure-rate.delay', field: 'restart.failureRateDelay', type: duration(), default: '1 s',
+    label: 'failure-rate restart delay', description: 'failure-rate: delay before a restart (--restart-delay when not set)', commands: ['run'], section: 'Restart strategy',
   }),
   failureRateMaxFailures: option({
     key: 'restart-strategy.failure-rate.max-failures-per-interval', field: 'restart.maxFailuresPerInterval', type: integer({ min: 1 }), default: 1,
@@ -204,7 +204,7 @@ export const OPTIONS = {
 
   // ---- Savepoints and restore
   savepointDir: option({
-    flag: 'savepoint-dir', key: 'execution.checkpointing.savepoint-dir', deprecatedKeys: ['state.savepoints.dir'], field: 'checkpoint.savepointDir', type: path(),
+    flag: 'savepoint-dir', key: 'execution.checkpointing.savepoint-dir', deprecatedKeys: ['state.savepoints.dir'], field: 'checkpoint.savepointDir', type: path('DIR', ['s3']),
     label: 'savepoint directory', description: 'default target directory of savepoints, for weir savepoint and stop without --dir', commands: ['run'], section: 'Savepoints and restore',
   }),
   from: option({
@@ -275,7 +275,7 @@ export const OPTIONS = {
     flag: 'timeout', type: duration(), default: '2 min', label: 'timeout', description: 'how long cancel waits for the job to end before it says the job has not ended (exit 1)', commands: ['cancel'],
   }),
   savepointTarget: option({
-    flag: 'dir', type: path(), defaultText: 'the job\'s --savepoint-dir', label: 'savepoint directory', description: 'where the savepoint goes', commands: ['savepoint', 'stop'],
+    flag: 'dir', type: path('DIR', ['s3']), defaultText: 'the job\'s --savepoint-dir', label: 'savepoint directory', description: 'where the savepoint goes', commands: ['savepoint', 'stop'],
   }),
   savepointTimeout: option({
     flag: 'timeout', type: duration(), default: '10 min', label: 'timeout',

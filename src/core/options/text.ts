@@ -1,5 +1,5 @@
 /** Text, path and switch (boolean) option values. */
-import { ok, refuse, shown, type ValueType } from './value-type.ts';
+import { ok, oneOf, refuse, shown, type ValueType } from './value-type.ts';
 
 /** Config files may hold numbers where text is meant ("dir": 5); they are taken as text. */
 function textOf(raw: unknown): string | undefined {
@@ -21,17 +21,40 @@ export function text(metavar: string, expected = 'a non-empty string'): ValueTyp
   };
 }
 
-/** A local path; Flink writes them as URIs (file:///var/chk or file:/var/chk), so those are read too. */
-export function path(metavar = 'DIR'): ValueType<string> {
+/** A URL's scheme ('s3', 'hdfs'), or undefined for a path. */
+const SCHEME = /^([a-z][a-z0-9+.-]*):\/\//i;
+/** A file URI with its host: file://host/path (Flink writes file:///path, an empty host). */
+const FILE_URI = /^file:\/\/([^/]*)/i;
+
+/**
+ * A path; Flink writes local ones as URIs (file:///var/chk or file:/var/chk), so those are read
+ * too. `remote` lists the URL schemes the path may also take (['s3'] where checkpoint storage
+ * goes): any other scheme (hdfs://, gs://, s3a://) is refused, since as a path it would become a
+ * relative local directory named after it ("./s3a:/bucket/..."), its checkpoints kept on the
+ * machine and looked for elsewhere. A file URI naming another host is refused for the same reason.
+ */
+export function path(metavar = 'DIR', remote: readonly string[] = []): ValueType<string> {
+  const expected = remote.length === 0 ? 'a local path' : `a local path or ${oneOf(remote.map((s) => `${s}://...`))}`;
+  const hint = remote.includes('s3') ? ' (s3a:// and s3p:// are written s3:// here)' : '';
   return {
     metavar,
     takesValue: true,
-    describe: () => 'path',
+    describe: () => (remote.length === 0 ? 'path' : `path or ${oneOf(remote.map((s) => `${s}:// URL`))}`),
     decode: (raw) => {
       const t = textOf(raw);
-      return t === undefined ? refuse('a string', raw) : ok(t.replace(/^file:(\/\/)?/, ''));
+      if (t === undefined) return refuse('a string', raw);
+      const host = FILE_URI.exec(t)?.[1];
+      if (host !== undefined && host !== '' && host.toLowerCase() !== 'localhost') {
+        return refuse(`${expected} (a file URI with a host, file://${host}/..., names another machine; write file:///path)`, raw);
+      }
+      return ok(host !== undefined ? t.slice(7 + host.length) : t.replace(/^file:/i, ''));
     },
-    check: (v) => (typeof v === 'string' && v.trim() !== '' ? undefined : { expected: 'a non-empty path', got: shown(v) }),
+    check: (v) => {
+      if (typeof v !== 'string' || v.trim() === '') return { expected: 'a non-empty path', got: shown(v) };
+      const scheme = SCHEME.exec(v)?.[1];
+      if (scheme !== undefined && !remote.includes(scheme)) return { expected: expected + hint, got: shown(v) };
+      return undefined;
+    },
     show: (v) => v,
   };
 }

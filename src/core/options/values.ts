@@ -15,6 +15,19 @@ export function readValue(o: Option, raw: unknown, origin: Origin): Read {
   return problem === undefined ? { ok: true, value: decoded.value } : { ok: false, message: refusal(o, origin, problem) };
 }
 
+/**
+ * A file that sets one option under two keys (an older key beside the current one): the current
+ * key wins wherever it stands, as Flink reads an option's key before its deprecated keys (here
+ * the last of them won, so a file's order decided its checkpoint directory). Two older keys
+ * that disagree are refused. `earlier` is the key and value read first; the value to keep, or
+ * the problem.
+ */
+export function secondKey(o: Option, key: string, value: unknown, earlier: { readonly key: string; readonly value: unknown }): Read {
+  if (key === o.key || JSON.stringify(earlier.value) === JSON.stringify(value)) return { ok: true, value };
+  if (earlier.key === o.key) return { ok: true, value: earlier.value };
+  return { ok: false, message: `"${key}" and "${earlier.key}" both set the ${o.label} (${o.key ?? o.flag}), to different values; keep one` };
+}
+
 /** Checks a value set in code (already typed, or meant to be); the message or undefined. */
 export function codeProblem(o: Option, value: unknown, where: string): string | undefined {
   const problem = o.type.check(value);

@@ -108,6 +108,18 @@ describe('text, path and on/off', () => {
     expect(value(path().decode('relative/dir', 'cli'))).toBe('relative/dir');
     expect(problem(path(), ' ')).toEqual({ expected: 'a non-empty path', got: '" "' });
   });
+  it('paths: a URL scheme is refused unless the option takes it (it would be a relative local directory named after it)', () => {
+    const storage = path('DIR', ['s3']);
+    expect(value(storage.decode('s3://bucket/chk', 'flink'))).toBe('s3://bucket/chk');
+    expect(storage.describe('cli')).toBe('path or s3:// URL');
+    for (const url of ['s3a://bucket/chk', 'hdfs://nn:8020/chk', 'gs://b/chk']) {
+      expect(problem(storage, url, 'flink')).toEqual({ expected: 'a local path or s3://... (s3a:// and s3p:// are written s3:// here)', got: JSON.stringify(url) });
+    }
+    expect(problem(path(), 's3://bucket/x', 'cli')).toEqual({ expected: 'a local path', got: '"s3://bucket/x"' });
+    expect(problem(path(), 'file://nas/chk', 'flink')).toEqual({ expected: 'a local path (a file URI with a host, file://nas/..., names another machine; write file:///path)', got: '"file://nas/chk"' });
+    expect(value(path().decode('file://localhost/data/chk', 'flink'))).toBe('/data/chk');
+    expect(value(path().decode('C:/data', 'cli'))).toBe('C:/data'); // no "//": not a URL
+  });
   it('on/off: booleans, or "true"/"false" in a file; a switch takes no value', () => {
     expect(onOff().takesValue).toBe(false);
     expect(value(onOff().decode('TRUE', 'flink'))).toBe(true);

@@ -23,6 +23,9 @@ describe('readValue: a refusal names the option where the value came from', () =
   it('an accepted value in the API\'s form', () => {
     expect(readValue(OPTIONS.checkpointRetention, 'RETAIN_ON_CANCELLATION', { kind: 'file', path: 'w.json', key: 'k' })).toEqual({ ok: true, value: 'retain-on-cancel' });
     expect(readValue(OPTIONS.checkpointDir, 'file:///x', { kind: 'flag', flag: '--checkpoint-dir', text: 'file:///x' })).toEqual({ ok: true, value: '/x' });
+    expect(readValue(OPTIONS.checkpointDir, 's3a://b/chk', { kind: 'file', path: 'flink.json', key: 'state.checkpoints.dir' }))
+      .toEqual({ ok: false, message: 'flink.json: "state.checkpoints.dir": checkpoint directory must be a local path or s3://... (s3a:// and s3p:// are written s3:// here), got "s3a://b/chk"' });
+    expect(codeProblem(OPTIONS.checkpointDir, 'hdfs://nn/chk', 'job code')).toContain('must be a local path or s3://...');
   });
 
   it('code: the source named by the caller and the setting', () => {
