@@ -242,6 +242,68 @@ describe('on a local directory', () => {
   });
 });
 
+describe('values a format would change', () => {
+  it('Parquet json column: bigints, Maps and Sets as JSON lines writes them (were an imprecise number and {}); a function, a cycle or a throwing getter is a dead letter at its record, not a failure at every barrier', async () => {
+    const dir = fresh('pq-json-values');
+    const sink = new ExactlyOnceFileSink<unknown>(dir, { format: parquet({ columns: { id: 'int32', j: 'json?' } }), malformed: 'dead-letter' });
+    const letters: MalformedRecord[] = [];
+    const w = sink.createWriter(ctx(undefined, 0, 1, undefined, [], letters));
+    const cyclic: Record<string, unknown> = {};
+    cyclic.self = cyclic;
+    const throwing = { get x(): number { throw new Error('getter boom'); } };
+    w.write([
+      { id: 1, j: { n: 2n ** 63n - 1n } }, { id: 2, j: new Map([['a', 1]]) }, { id: 3, j: { tags: new Set(['x', 'y']) } }, { id: 4, j: 'text' },
+      { id: 5, j: () => 1 }, { id: 6, j: cyclic }, { id: 7, j: throwing },
+    ], ts(7));
+    await checkpoint(w, sink.createCommitter(ctx()), 1);
+    expect(await readParquet(committed(dir, 'parquet'))).toEqual([
+      { id: 1, j: '{"n":"9223372036854775807"}' }, { id: 2, j: '{"a":1}' }, { id: 3, j: '{"tags":["x","y"]}' }, { id: 4, j: '"text"' },
+    ]);
+    expect(letters.map((l) => l.error)).toEqual([
+      'column "j" cannot be written as JSON, got function',
+      expect.stringMatching(/^column "j" cannot be written as JSON: .*circular/i),
+      'column "j" cannot be written as JSON: getter boom',
+    ]);
+  });
+
+  it('a field missing from a record is missing also when its column is named as Object.prototype\'s (constructor, toString): before, the inherited function was written or refused', async () => {
+    const dir = fresh('pq-proto-names');
+    const sink = new ExactlyOnceFileSink<unknown>(dir, { format: parquet({ columns: { id: 'int32', constructor: 'json?', toString: 'string?' } }) });
+    const w = sink.createWriter(ctx());
+    w.write([{ id: 1 }, { id: 2, constructor: { a: 1 }, toString: 'own' }], ts(2));
+    await checkpoint(w, sink.createCommitter(ctx()), 1);
+    expect(await readParquet(committed(dir, 'parquet'))).toEqual([{ id: 1, constructor: null, toString: null }, { id: 2, constructor: '{"a":1}', toString: 'own' }]);
+    const csvDir = fresh('csv-proto-names');
+    const csvSink = new ExactlyOnceFileSink<unknown>(csvDir, { format: csv({ columns: ['id', 'constructor'] }) });
+    const cw = csvSink.createWriter(ctx());
+    cw.write([{ id: 1 }], ts(1));
+    await checkpoint(cw, csvSink.createCommitter(ctx()), 1);
+    expect(readFileSync(committed(csvDir, 'csv')[0]!, 'utf8')).toBe('id,constructor\n1,\n');
+  });
+
+  it('a float column refuses a finite number beyond its range (it was stored as Infinity); infinities and NaN stay', async () => {
+    const dir = fresh('pq-float');
+    const sink = new ExactlyOnceFileSink<unknown>(dir, { format: parquet({ columns: { id: 'int32', f: 'float' } }), malformed: 'dead-letter' });
+    const letters: MalformedRecord[] = [];
+    const w = sink.createWriter(ctx(undefined, 0, 1, undefined, [], letters));
+    w.write([{ id: 1, f: 1e40 }, { id: 2, f: 3e38 }, { id: 3, f: Number.POSITIVE_INFINITY }], ts(3));
+    await checkpoint(w, sink.createCommitter(ctx()), 1);
+    expect((await readParquet(committed(dir, 'parquet'))).map((r) => r.id)).toEqual([2, 3]);
+    expect(letters.map((l) => l.error)).toEqual(['column "f" must be a number within a float\'s range (about ±3.4e38), got number 1e+40']);
+  });
+
+  it('CSV: an object field is written as JSON lines writes it (Maps and Sets were {}, a nested bigint refused); a function field is refused, not written as its source', async () => {
+    const dir = fresh('csv-values');
+    const sink = new ExactlyOnceFileSink<unknown>(dir, { format: csv({ columns: ['id', 'v'] }), malformed: 'dead-letter' });
+    const letters: MalformedRecord[] = [];
+    const w = sink.createWriter(ctx(undefined, 0, 1, undefined, [], letters));
+    w.write([{ id: 1, v: new Map([['k', 'v']]) }, { id: 2, v: new Set(['a']) }, { id: 3, v: { n: 2n ** 64n } }, { id: 4, v: function secret() { return 1; } }], ts(4));
+    await checkpoint(w, sink.createCommitter(ctx()), 1);
+    expect(readFileSync(committed(dir, 'csv')[0]!, 'utf8')).toBe('id,v\n1,"{""k"":""v""}"\n2,"[""a""]"\n3,"{""n"":""18446744073709551616""}"\n');
+    expect(letters.map((l) => l.error)).toEqual(['cannot be written as a CSV row: a field holds a function, which a CSV file cannot hold']);
+  });
+});
+
 /** A job that fails once, right after a checkpoint completed, and restarts from it (restart strategy). */
 function restoringJob(sinkOf: () => ExactlyOnceFileSink<Row>, count: number, ratePerSecond = 5000) {
   let failures = 0;

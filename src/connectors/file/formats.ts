@@ -136,6 +136,18 @@ export interface CsvFormatOptions {
  * record that would be an empty line, one column and an empty field, is written as ""); objects
  * are written as JSON. Lines end with "\n".
  */
+/** An object or array in a CSV field: its JSON, as JSON lines writes it (Maps, Sets, bigints kept); a function or other value JSON cannot hold throws (the record is rejected). */
+function objectField(v: object): string {
+  const text = jsonRecord(v);
+  if (text === undefined) throw new TypeError(`a field holds ${typeof v}, which JSON cannot write`);
+  return text;
+}
+
+/** A record's field; a missing one named as Object.prototype's (constructor, toString) is missing, not inherited. */
+function ownField(r: Record<string, unknown>, name: string): unknown {
+  return name in Object.prototype && !Object.hasOwn(r, name) ? undefined : r[name];
+}
+
 export function csv(options: CsvFormatOptions): FileFormat {
   const columns = options?.columns;
   if (!Array.isArray(columns) || columns.length === 0 || !columns.every((c) => typeof c === 'string' && c !== '')) {
@@ -146,7 +158,8 @@ export function csv(options: CsvFormatOptions): FileFormat {
   const withHeader = options.header ?? true;
   const field = (v: unknown): string => {
     if (v === undefined || v === null) return '';
-    const s = typeof v === 'string' ? v : typeof v === 'object' && !(v instanceof Date) ? JSON.stringify(v) : v instanceof Date ? v.toISOString() : String(v);
+    if (typeof v === 'function' || typeof v === 'symbol') throw new TypeError(`a field holds a ${typeof v}, which a CSV file cannot hold`);
+    const s = typeof v === 'string' ? v : typeof v === 'object' && !(v instanceof Date) ? objectField(v) : v instanceof Date ? v.toISOString() : String(v);
     return s.includes(delimiter) || /["\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
   };
   const header = withHeader ? Buffer.from(columns.map(field).join(delimiter) + '\n') : undefined;
@@ -165,7 +178,7 @@ export function csv(options: CsvFormatOptions): FileFormat {
         const r = v as Record<string, unknown>;
         let text = '';
         try {
-          for (let c = 0; c < columns.length; c++) text += (c === 0 ? '' : delimiter) + field(r[columns[c]!]);
+          for (let c = 0; c < columns.length; c++) text += (c === 0 ? '' : delimiter) + field(ownField(r, columns[c]!));
         } catch (e) {
           // An Invalid Date, a field with a cycle: rejected (dead letter or failure, per the sink).
           reject(v, `cannot be written as a CSV row: ${e instanceof Error ? e.message : String(e)}`);

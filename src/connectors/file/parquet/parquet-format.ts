@@ -26,6 +26,7 @@ import { createRequire } from 'node:module';
 import type { FileMetaData } from 'hyparquet';
 import type { ByteWriter, ColumnSource, ParquetWriter, schemaFromColumnData } from 'hyparquet-writer';
 import type { writeMetadata } from 'hyparquet-writer/src/metadata.js';
+import { jsonRecord } from '../../../core/json-record.ts';
 import type { FileFormat, PartEncoder, RejectRecord } from '../formats.ts';
 
 /**
@@ -80,6 +81,8 @@ interface Column {
   readonly name: string;
   readonly type: ParquetColumnType;
   readonly nullable: boolean;
+  /** Object.prototype has a property of this name: read the record's own field only. */
+  readonly inherited: boolean;
 }
 
 /** A value as the column stores it, or a string saying why it cannot be (checked, never thrown). */
@@ -100,8 +103,11 @@ function convert(c: Column, v: unknown): Converted {
     case 'boolean':
       return typeof v === 'boolean' ? { ok: true, v } : { ok: false, why: `must be a boolean, got ${describe(v)}` };
     case 'double':
+      return typeof v === 'number' ? { ok: true, v } : { ok: false, why: `must be a number (double), got ${describe(v)}` };
     case 'float':
-      return typeof v === 'number' ? { ok: true, v } : { ok: false, why: `must be a number (${c.type}), got ${describe(v)}` };
+      // A finite number beyond float's range would be stored as Infinity.
+      if (typeof v === 'number' && (!Number.isFinite(v) || Number.isFinite(Math.fround(v)))) return { ok: true, v };
+      return { ok: false, why: `must be a number within a float's range (about ±3.4e38), got ${describe(v)}` };
     case 'int32':
       return typeof v === 'number' && Number.isInteger(v) && v >= -(2 ** 31) && v < 2 ** 31 ? { ok: true, v } : { ok: false, why: `must be an int32 (an integer from -2^31 to 2^31-1), got ${describe(v)}` };
     case 'int64':
@@ -113,8 +119,26 @@ function convert(c: Column, v: unknown): Converted {
       if (typeof v === 'number' && Number.isSafeInteger(v)) return { ok: true, v: BigInt(v) };
       return { ok: false, why: `must be a timestamp (integer milliseconds since the epoch or a Date), got ${describe(v)}` };
     case 'json':
-      return { ok: true, v };
+      return jsonValue(v);
   }
+}
+
+/**
+ * A json column's value as the plain data the writer stringifies: through jsonRecord, the one
+ * JSON encoding of records (bigints as text, Maps as objects, Sets as arrays; the writer's own
+ * conversion wrote a bigint as an imprecise number and a Map or Set as {}). A value JSON cannot
+ * hold (a function, a cycle, a throwing getter, nesting too deep) is refused here, at its
+ * record: found only when the row group was written, it failed every barrier and restart.
+ */
+function jsonValue(v: unknown): Converted {
+  let text: string | undefined;
+  try {
+    text = jsonRecord(v);
+  } catch (e) {
+    return { ok: false, why: `cannot be written as JSON: ${e instanceof Error ? e.message : String(e)}` };
+  }
+  if (text === undefined) return { ok: false, why: `cannot be written as JSON, got ${describe(v)}` };
+  return { ok: true, v: JSON.parse(text) };
 }
 
 export function parseParquetColumns(columns: unknown): Column[] {
@@ -126,7 +150,7 @@ export function parseParquetColumns(columns: unknown): Column[] {
     const nullable = s.endsWith('?');
     const type = (nullable ? s.slice(0, -1) : s) as ParquetColumnType;
     if (!(type in BASIC)) throw new TypeError(`parquet: column "${name}" has type ${JSON.stringify(t)}; expected one of ${Object.keys(BASIC).join(', ')} (with "?" for nullable)`);
-    out.push({ name, type, nullable });
+    out.push({ name, type, nullable, inherited: name in Object.prototype });
   }
   if (out.length === 0) throw new TypeError('parquet: columns must name at least one column');
   return out;
@@ -236,7 +260,8 @@ class ParquetEncoder implements PartEncoder {
       let bad: string | undefined;
       for (let c = 0; c < cols.length; c++) {
         const col = cols[c]!;
-        const x = r[col.name];
+        // A missing field named as Object.prototype's (constructor, toString) is missing, not inherited.
+        const x = col.inherited && !Object.hasOwn(r, col.name) ? undefined : r[col.name];
         if (x === undefined || x === null) {
           if (!col.nullable) {
             bad = `column "${col.name}" (${col.type}) is ${x === null ? 'null' : 'missing'} and not nullable`;
