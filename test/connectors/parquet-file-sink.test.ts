@@ -268,7 +268,7 @@ describe('values a format would change', () => {
 
   it('a field missing from a record is missing also when its column is named as Object.prototype\'s (constructor, toString): before, the inherited function was written or refused', async () => {
     const dir = fresh('pq-proto-names');
-    const sink = new ExactlyOnceFileSink<unknown>(dir, { format: parquet({ columns: { id: 'int32', constructor: 'json?', toString: 'string?' } }) });
+    const sink = new ExactlyOnceFileSink<unknown>(dir, { format: parquet({ columns: { id: 'int32', constructor: 'json?', toString: 'string?' } as const }) });
     const w = sink.createWriter(ctx());
     w.write([{ id: 1 }, { id: 2, constructor: { a: 1 }, toString: 'own' }], ts(2));
     await checkpoint(w, sink.createCommitter(ctx()), 1);
@@ -279,6 +279,29 @@ describe('values a format would change', () => {
     cw.write([{ id: 1 }], ts(1));
     await checkpoint(cw, csvSink.createCommitter(ctx()), 1);
     expect(readFileSync(committed(csvDir, 'csv')[0]!, 'utf8')).toBe('id,constructor\n1,\n');
+  });
+
+  it('a row group is written once its rows hold rowGroupBytes (about), and a part\'s size bound counts buffered rows: before, 20,000 rows of 10 KB waited in memory for the barrier and made one 180 MiB file under maxPartSize 1 MiB', async () => {
+    const e = parquet({ columns: { id: 'int32', s: 'string' }, rowGroupBytes: 1000 }).open('test');
+    const reject = (_v: unknown, why: string) => {
+      throw new Error(why);
+    };
+    const wide = (id: number) => ({ id, s: 'x'.repeat(300) });
+    expect(e.encode([wide(1), wide(2), wide(3)], reject)).toBeUndefined();
+    expect([e.bufferedRows, e.bufferedBytes]).toEqual([3, 3 * 308]);
+    expect(e.encode([wide(4)], reject)?.byteLength).toBeGreaterThan(0); // the fourth passes 1000 bytes: a row group
+    expect([e.bufferedRows, e.bufferedBytes]).toEqual([0, 0]);
+    expect(() => parquet({ columns: { id: 'int32' }, rowGroupBytes: 0 })).toThrow(/rowGroupBytes must be a positive integer/);
+    expect(() => parquet({ columns: { id: 'int32' }, compression: 'GZIP' } as never)).toThrow('parquet: unknown option "compression"; the options are columns, rowGroupRows, rowGroupBytes, codec');
+
+    const dir = fresh('pq-part-size');
+    const sink = new ExactlyOnceFileSink<unknown>(dir, { format: parquet({ columns: { id: 'int32', s: 'string' } }), maxPartSize: 10_000, compactBelow: 0 });
+    const w = sink.createWriter(ctx());
+    for (let i = 0; i < 100; i++) w.write([{ id: i, s: 'y'.repeat(1000) }], ts(1));
+    await checkpoint(w, sink.createCommitter(ctx()), 1);
+    const files = committed(dir, 'parquet');
+    expect(files.length).toBeGreaterThanOrEqual(9); // 100 rows of ~1 KB in parts of ~10 KB
+    expect((await readParquet(files)).map((r) => r.id).sort((a, b) => Number(a) - Number(b))).toEqual(Array.from({ length: 100 }, (_, i) => i));
   });
 
   it('a float column refuses a finite number beyond its range (it was stored as Infinity); infinities and NaN stay', async () => {

@@ -194,7 +194,8 @@ class FileWriter<T> implements SinkWriter<T, FileCommittable> {
   }
 
   private progress() {
-    return { size: this.current!.size, openedAt: this.openedAt, lastWriteAt: this.lastWriteAt };
+    // A bulk format's buffered rows count toward the part's size (maxPartSize), flushed or not.
+    return { size: this.current!.size + (this.encoder?.bufferedBytes ?? 0), openedAt: this.openedAt, lastWriteAt: this.lastWriteAt };
   }
 
   /** Why a write failed part-way (encodeInto threw): no write or barrier succeeds after it. */

@@ -45,6 +45,8 @@ export interface PartEncoder {
   encodeInto?(values: readonly unknown[], reject: RejectRecord, out: ByteWriter): void;
   /** Rows taken but not yet in bytes (a bulk format's open block). */
   readonly bufferedRows: number;
+  /** About how many bytes those rows will take (a part's size bound counts them); row formats: 0. */
+  readonly bufferedBytes: number;
   /** Turns the buffered rows into bytes (a Parquet row group); undefined when there are none. */
   flush(): Uint8Array | undefined;
   /** The bytes that would close the file after what was flushed (the Parquet footer); row formats: none. Does not change the encoder. */
@@ -99,6 +101,7 @@ export function jsonLines(format: (value: unknown) => string | undefined = jsonR
     extension: 'jsonl',
     open: () => ({
       bufferedRows: 0,
+      bufferedBytes: 0,
       encode(values: readonly unknown[], reject: RejectRecord): Uint8Array {
         let text = '';
         for (let i = 0; i < values.length; i++) {
@@ -190,6 +193,7 @@ export function csv(options: CsvFormatOptions): FileFormat {
       };
       return {
         bufferedRows: 0,
+      bufferedBytes: 0,
         encode(values: readonly unknown[], reject: RejectRecord): Uint8Array {
           let text = first && header !== undefined ? header.toString() : '';
           first = false;

@@ -65,6 +65,13 @@ export interface ParquetFormatOptions {
   readonly columns: Readonly<Record<string, `${ParquetColumnType}` | `${ParquetColumnType}?`>>;
   /** A row group is written once this many rows are buffered (and at every barrier). Default 100 000. */
   readonly rowGroupRows?: number;
+  /**
+   * A row group is written once the buffered rows' values hold about this many bytes (strings'
+   * and JSON text's lengths, 8 per number), whichever of the two bounds comes first. Default
+   * 64 MiB: half of Flink's parquet.block.size, since the rows wait as JavaScript values and
+   * writing a group copies them more than once (a 200 MiB group peaked at ~900 MiB of memory).
+   */
+  readonly rowGroupBytes?: number;
   /** Compression of the pages (default SNAPPY). */
   readonly codec?: 'SNAPPY' | 'UNCOMPRESSED';
 }
@@ -86,7 +93,12 @@ interface Column {
 }
 
 /** A value as the column stores it, or a string saying why it cannot be (checked, never thrown). */
-type Converted = { ok: true; v: unknown } | { ok: false; why: string };
+type Converted = { ok: true; v: unknown; bytes?: number } | { ok: false; why: string };
+
+const OPTION_KEYS: ReadonlySet<string> = new Set(['columns', 'rowGroupRows', 'rowGroupBytes', 'codec']);
+
+/** Bytes a number, bigint, boolean or Date takes in a row group's bound (its stored width, 8 at most). */
+const FIXED_VALUE_BYTES = 8;
 
 function describe(v: unknown): string {
   if (v === null) return 'null';
@@ -138,7 +150,7 @@ function jsonValue(v: unknown): Converted {
     return { ok: false, why: `cannot be written as JSON: ${e instanceof Error ? e.message : String(e)}` };
   }
   if (text === undefined) return { ok: false, why: `cannot be written as JSON, got ${describe(v)}` };
-  return { ok: true, v: JSON.parse(text) };
+  return { ok: true, v: JSON.parse(text), bytes: text.length };
 }
 
 export function parseParquetColumns(columns: unknown): Column[] {
@@ -159,15 +171,18 @@ export function parseParquetColumns(columns: unknown): Column[] {
 /** The Parquet format of the exactly-once file sink (see the module comment). */
 export function parquet(options: ParquetFormatOptions): FileFormat {
   const columns = parseParquetColumns(options?.columns);
+  for (const k of Object.keys(options)) if (!OPTION_KEYS.has(k)) throw new TypeError(`parquet: unknown option "${k}"; the options are ${[...OPTION_KEYS].join(', ')}`);
   const rowGroupRows = options.rowGroupRows ?? 100_000;
   if (!(Number.isInteger(rowGroupRows) && rowGroupRows > 0)) throw new RangeError(`parquet: rowGroupRows must be a positive integer, got ${String(options.rowGroupRows)}`);
+  const rowGroupBytes = options.rowGroupBytes ?? 64 * 1024 * 1024;
+  if (!(Number.isSafeInteger(rowGroupBytes) && rowGroupBytes > 0)) throw new RangeError(`parquet: rowGroupBytes must be a positive integer, got ${String(options.rowGroupBytes)}`);
   const codec = options.codec ?? 'SNAPPY';
   if (codec !== 'SNAPPY' && codec !== 'UNCOMPRESSED') throw new RangeError(`parquet: codec must be "SNAPPY" or "UNCOMPRESSED", got ${JSON.stringify(codec)}`);
   const schema = lib().schemaFromColumnData({ columnData: columns.map((c) => ({ name: c.name, data: [], type: BASIC[c.type], nullable: c.nullable })) });
   return {
     name: 'Parquet',
     extension: 'parquet',
-    open: () => new ParquetEncoder(columns, schema, rowGroupRows, codec),
+    open: () => new ParquetEncoder(columns, schema, rowGroupRows, rowGroupBytes, codec),
     mergeable: (file) => sameSchema(file, schema),
     merge: (files) => mergeParquet(files, schema),
   };
@@ -240,8 +255,9 @@ class ParquetEncoder implements PartEncoder {
   private readonly writer: ParquetWriter;
   private data: unknown[][];
   bufferedRows = 0;
+  bufferedBytes = 0;
 
-  constructor(private readonly columns: readonly Column[], private readonly schema: ReturnType<typeof schemaFromColumnData>, private readonly rowGroupRows: number, codec: 'SNAPPY' | 'UNCOMPRESSED') {
+  constructor(private readonly columns: readonly Column[], private readonly schema: ReturnType<typeof schemaFromColumnData>, private readonly rowGroupRows: number, private readonly rowGroupBytes: number, codec: 'SNAPPY' | 'UNCOMPRESSED') {
     this.writer = new (lib().ParquetWriter)({ writer: this.out, schema, codec, createdBy: 'weir (hyparquet-writer)' });
     this.data = columns.map(() => []);
   }
@@ -258,6 +274,7 @@ class ParquetEncoder implements PartEncoder {
       }
       const r = v as Record<string, unknown>;
       let bad: string | undefined;
+      let bytes = 0;
       for (let c = 0; c < cols.length; c++) {
         const col = cols[c]!;
         // A missing field named as Object.prototype's (constructor, toString) is missing, not inherited.
@@ -276,13 +293,15 @@ class ParquetEncoder implements PartEncoder {
           break;
         }
         row[c] = conv.v;
+        bytes += conv.bytes ?? (typeof x === 'string' ? x.length : FIXED_VALUE_BYTES);
       }
       if (bad !== undefined) {
         reject(v, bad);
         continue;
       }
       for (let c = 0; c < cols.length; c++) this.data[c]!.push(row[c]);
-      if (++this.bufferedRows >= this.rowGroupRows) (chunks ??= []).push(this.flush()!);
+      this.bufferedBytes += bytes;
+      if (++this.bufferedRows >= this.rowGroupRows || this.bufferedBytes >= this.rowGroupBytes) (chunks ??= []).push(this.flush()!);
     }
     if (chunks === undefined) return undefined;
     return chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
@@ -296,6 +315,7 @@ class ParquetEncoder implements PartEncoder {
       (this.writer as unknown as { pendingIndexes: unknown[] }).pendingIndexes.length = 0; // no page indexes (see the module comment)
       this.data = this.columns.map(() => []);
       this.bufferedRows = 0;
+      this.bufferedBytes = 0;
     }
     // Nothing written yet but the magic number: no bytes (a part without rows is no file).
     if (this.out.index === 0 || this.writer.row_groups.length === 0) return undefined;
