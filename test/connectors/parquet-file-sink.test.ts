@@ -292,7 +292,7 @@ describe('values a format would change', () => {
     expect(e.encode([wide(4)], reject)?.byteLength).toBeGreaterThan(0); // the fourth passes 1000 bytes: a row group
     expect([e.bufferedRows, e.bufferedBytes]).toEqual([0, 0]);
     expect(() => parquet({ columns: { id: 'int32' }, rowGroupBytes: 0 })).toThrow(/rowGroupBytes must be a positive integer/);
-    expect(() => parquet({ columns: { id: 'int32' }, compression: 'GZIP' } as never)).toThrow('parquet: unknown option "compression"; the options are columns, rowGroupRows, rowGroupBytes, codec');
+    expect(() => parquet({ columns: { id: 'int32' }, compression: 'GZIP' } as never)).toThrow('parquet: unknown option "compression"; the options are columns, rowGroupRows, rowGroupBytes, maxRowGroups, codec');
 
     const dir = fresh('pq-part-size');
     const sink = new ExactlyOnceFileSink<unknown>(dir, { format: parquet({ columns: { id: 'int32', s: 'string' } }), maxPartSize: 10_000, compactBelow: 0 });
@@ -451,6 +451,27 @@ describe('on s3rver', () => {
     expect(rows.sort(byTs)).toEqual(before.map((r) => ({ ts: String(r.ts), blob: r.blob })));
     expect(await parquetLayout(files[0]!)).toEqual({ rows: before.length, rowGroups: 7 }); // 6 full groups and the one flushed at the barrier
     expect(await uploads(ref)).toBe(0);
+  }, 60_000);
+
+  it('a part open across checkpoints closes at maxRowGroups row groups: before, every barrier rewrote a footer listing every group of the file, growing with its age', async () => {
+    const ref = out();
+    const sink = new ExactlyOnceFileSink<Wide>(ref, { s3: settings, format: parquet({ columns: { ts: 'int64', blob: 'string' }, maxRowGroups: 3 }) });
+    const w = sink.createWriter(ctx());
+    const c = sink.createCommitter(ctx());
+    const all: Wide[] = [];
+    for (let chk = 1; chk <= 8; chk++) {
+      const xs = Array.from({ length: 10 }, (_, i) => wide(chk * 100 + i));
+      w.write(xs, ts(xs.length));
+      all.push(...xs);
+      await checkpoint(w, c, chk);
+    }
+    w.finish?.();
+    await checkpoint(w, c, 9);
+    const files = await download(ref, 'parquet');
+    expect(files).toHaveLength(3); // 8 row groups, 3 to a file
+    for (const f of files) expect((await parquetLayout(f)).rowGroups).toBeLessThanOrEqual(3);
+    expect((await readParquet(files)).sort(byTs)).toEqual(all.map((r) => ({ ts: String(r.ts), blob: r.blob })));
+    expect(() => parquet({ columns: { ts: 'int64' }, maxRowGroups: 0 })).toThrow(/maxRowGroups must be a positive integer/);
   }, 60_000);
 
   it('a job with a failure after a checkpoint: the open file is completed as at the checkpoint, the committed Parquet objects hold exactly the failure-free rows', async () => {

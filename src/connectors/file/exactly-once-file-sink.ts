@@ -210,7 +210,7 @@ class FileWriter<T> implements SinkWriter<T, FileCommittable> {
     this.session.check?.();
     if (values.length === 0) return;
     const now = this.ctx.now();
-    if (this.current !== undefined && rollBeforeWrite(this.progress(), now, this.sink.policy) !== undefined) this.roll();
+    if (this.current !== undefined && (rollBeforeWrite(this.progress(), now, this.sink.policy) !== undefined || this.encoder!.isFull?.() === true)) this.roll();
     if (this.current === undefined) {
       this.current = this.session.openPart(`part-${this.ctx.subtaskIndex}-${this.run}-${this.counter++}`);
       this.encoder = this.sink.format.open(this.sink.name);
@@ -260,7 +260,7 @@ class FileWriter<T> implements SinkWriter<T, FileCommittable> {
   prepareCommit(checkpointId: number): FileCommittable[] {
     this.checkBroken();
     this.session.check?.();
-    if (this.current !== undefined && rollAtBarrier(this.progress(), this.ctx.now(), this.sink.policy) !== undefined) this.roll();
+    if (this.current !== undefined && (rollAtBarrier(this.progress(), this.ctx.now(), this.sink.policy) !== undefined || this.encoder!.isFull?.() === true)) this.roll();
     const out: FileCommittable[] = [];
     for (const part of this.closed) out.push(part.seal(checkpointId));
     this.closed = [];

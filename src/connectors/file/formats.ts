@@ -47,6 +47,8 @@ export interface PartEncoder {
   readonly bufferedRows: number;
   /** About how many bytes those rows will take (a part's size bound counts them); row formats: 0. */
   readonly bufferedBytes: number;
+  /** A bulk format's file has as many blocks as it may (its footer's bound): the part rolls at the next write or barrier. */
+  isFull?(): boolean;
   /** Turns the buffered rows into bytes (a Parquet row group); undefined when there are none. */
   flush(): Uint8Array | undefined;
   /** The bytes that would close the file after what was flushed (the Parquet footer); row formats: none. Does not change the encoder. */
