@@ -9,6 +9,7 @@ import { controlApi } from '../observe/control-api.ts';
 import { newToken } from '../observe/request-guard.ts';
 import { logger } from '../core/log.ts';
 import { mergeSettings, runOptionsOf, settingsOf } from './run-settings.ts';
+import { settingsConflict } from '../checkpoint/settings-conflict.ts';
 import { readTokenFile } from './token-file.ts';
 import { ancestors, startedByNpm, watchAncestors } from './parent-watch.ts';
 
@@ -22,7 +23,10 @@ export async function runCommand(argv: string[]): Promise<number> {
   const configPath = valueOf(values, OPTIONS.config);
   const file = configPath !== undefined ? readConfigFile(configPath) : undefined;
   // Flags override the config file, which overrides the job's own settings (in runJob).
-  const { run: opts, rest } = runOptionsOf(mergeSettings(file, settingsOf(values)));
+  const merged = mergeSettings(file, settingsOf(values));
+  const conflict = settingsConflict(merged, configPath === undefined ? 'flags' : `flags and ${configPath}`);
+  if (conflict !== undefined) throw new CliError(conflict);
+  const { run: opts, rest } = runOptionsOf(merged);
   opts.args = job;
   opts.onProgress = statusLine();
   opts.log = (line) => logger().line(line);

@@ -177,6 +177,10 @@ async function runWithPool(
   }
   const snapshots = storageResolver(storage, s3);
   const log = options.log ?? ((l: string) => logger().line(l));
+  // As in Flink, the job's setParallelism wins over the default given from outside; said, since the flag looked taken.
+  if (options.parallelism !== undefined && env.parallelism !== undefined && env.parallelism !== options.parallelism) {
+    log(`weir: parallelism ${options.parallelism} (--parallelism, parallelism.default) is overridden by the job's env.setParallelism(${env.parallelism})`);
+  }
   // Where the first attempt starts, decided before the graph is final: keyed operators whose max
   // parallelism the job leaves to the default take the snapshot's (EnvironmentSettings).
   const start = await resolveStartPoint({ from: options.from, claimMode: options.claimMode, jobName: graph.jobName }, storage, snapshots, log);

@@ -14,6 +14,9 @@ import { readValue, secondKey, settingsTree } from '../core/options/values.ts';
 import type { Option } from '../core/options/option.ts';
 import type { RestartStrategySettings } from '../core/restart-settings.ts';
 import { resolveRestartStrategy } from '../cluster/restart-strategy.ts';
+import type { CheckpointSettings } from '../checkpoint/config.ts';
+import type { S3Settings } from '../checkpoint/s3/settings.ts';
+import { settingsConflict } from '../checkpoint/settings-conflict.ts';
 
 export type DesiredState = 'running' | 'suspended';
 export type UpgradeMode = 'stateless' | 'savepoint' | 'last-state';
@@ -200,9 +203,13 @@ function readConfiguration(r: Reader, raw: unknown): Record<string, string | num
     if (kept.ok && kept.value === read.value) keys.set(option!, key);
     out[key] = v as string | number | boolean;
   }
-  // Settings that must agree with each other (the restart backoff bounds), as `weir run --config`
-  // checks them: refused at apply, not at the deployment's start.
-  const restart = (settingsTree(values) as { restart?: RestartStrategySettings }).restart;
+  // Settings that must agree with each other (the restart backoff bounds, unaligned checkpoints
+  // and the mode, an S3 endpoint without credentials), as `weir run --config` checks them:
+  // refused at apply, not at the deployment's start (which wrote them to its files first).
+  const tree = settingsTree(values) as { restart?: RestartStrategySettings; checkpoint?: CheckpointSettings; s3?: S3Settings };
+  const conflict = settingsConflict(tree, 'configuration');
+  if (conflict !== undefined) r.fail('configuration', conflict.replace(/^configuration( \(S3\))?: /, ''));
+  const restart = tree.restart;
   if (restart !== undefined) {
     try {
       resolveRestartStrategy(restart, 'restart strategy');

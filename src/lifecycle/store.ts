@@ -81,7 +81,8 @@ function readJson(file: string): unknown {
 function writeAtomic(file: string, value: unknown): void {
   mkdirSync(join(file, '..'), { recursive: true });
   const tmp = `${file}.${process.pid}.tmp`;
-  const fd = openSync(tmp, 'w');
+  // Only the manager's user reads a spec: its configuration may hold credentials.
+  const fd = openSync(tmp, 'w', 0o600);
   try {
     writeSync(fd, JSON.stringify(value, null, 1));
     fsyncSync(fd);

@@ -179,6 +179,16 @@ describe.concurrent('weir run: bad flags', () => {
     expect(oneLineError(r)).toBe('--parallelism expects a positive integer, got "abc"');
   });
 
+  it('settings that conflict are refused before the job loads, naming where they came from (before: exit 1 from the job\'s start, "run options")', async () => {
+    const r = await weir('run', 'examples/word-count.ts', '--checkpoint-interval', '1s', '--unaligned-checkpoints', 'on', '--checkpoint-mode', 'at-least-once');
+    expect(r.code).toBe(2);
+    expect(oneLineError(r)).toBe('flags: unaligned checkpoints (execution.checkpointing.unaligned.enabled) need checkpoint mode exactly-once, not at-least-once');
+    const s3 = await weir('run', 'examples/word-count.ts', '--s3-endpoint', 'http://AKIA:s3cr3t@127.0.0.1:9000');
+    expect(s3.code).toBe(2);
+    expect(oneLineError(s3)).toMatch(/^flags \(S3\): S3 endpoint must not carry credentials/);
+    expect(s3.stderr).not.toContain('s3cr3t');
+  });
+
   it('--parallelism 0', async () => {
     const r = await weir('run', 'examples/word-count.ts', '--parallelism', '0');
     expect(r.code).toBe(2);

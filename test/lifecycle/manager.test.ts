@@ -4,7 +4,7 @@
  * one without the deletion: it was dropped, both answered 202, and the deleted application
  * started again (found by a read-only audit).
  */
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -27,5 +27,15 @@ describe('Manager', () => {
     expect(() => m.resume('app')).toThrow(refused);
     expect(() => m.suspend('app')).toThrow(refused);
     expect(m.desired('app')).toEqual(deleting);
+  });
+});
+
+describe('FileAppStore', () => {
+  it('writes specs and statuses for its user only: a spec\'s configuration may hold credentials (before: mode 644 under umask 022)', () => {
+    const store = new FileAppStore(join(dir, 'modes'));
+    const spec = validateSpec({ name: 'leaky', job: { module: '/j.ts', version: 'v1' }, configuration: { 'execution.checkpointing.interval': '1s' } }, 'test', '/');
+    store.saveDesired('leaky', { spec, generation: 1 } as never);
+    store.saveStatus('leaky', { state: 'DEPLOYING' } as never);
+    for (const f of ['desired.json', 'status.json']) expect(statSync(join(store.appDir('leaky'), f)).mode & 0o077, f).toBe(0);
   });
 });

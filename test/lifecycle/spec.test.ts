@@ -76,6 +76,12 @@ describe('application spec', () => {
     // Settings that must agree, checked as weir run --config checks them (before: accepted, refused at the deployment).
     expect(error({ ...base, configuration: { 'restart-strategy.type': 'exponential-delay', 'restart-strategy.exponential-delay.initial-backoff': '10 min', 'restart-strategy.exponential-delay.max-backoff': '1 s' } }))
       .toBe('orders.yaml: field "configuration": max backoff (1000 ms) is smaller than the initial backoff (600000 ms)');
+    // Before: accepted, written to the deployment's files (the endpoint's password with them), refused at its start.
+    const leaky = error({ ...base, configuration: { 's3.endpoint': 'http://AKIA:s3cr3t@minio:9000' } });
+    expect(leaky).toMatch(/^orders\.yaml: field "configuration": S3 endpoint must not carry credentials/);
+    expect(leaky).not.toContain('s3cr3t');
+    expect(error({ ...base, configuration: { 'execution.checkpointing.interval': '1s', 'execution.checkpointing.unaligned.enabled': true, 'execution.checkpointing.mode': 'AT_LEAST_ONCE' } }))
+      .toBe('orders.yaml: field "configuration": unaligned checkpoints (execution.checkpointing.unaligned.enabled) need checkpoint mode exactly-once, not at-least-once');
   });
 
   it('refuses modes whose needs the configuration does not meet', () => {

@@ -22,6 +22,8 @@ Every option of weir, by where it is set:
 
 Flags override the config file, which overrides the job's own settings: checkpoint settings
 field by field, while a restart strategy from flags or the file replaces the job's as a whole.
+The parallelism is the exception, as in Flink: \`--parallelism\` (\`parallelism.default\`) is the
+default, and the job's \`env.setParallelism\` (or an operator's) wins over it, with a log line.
 
 Values: durations as \`500ms\`, \`5 s\`, \`1.5 min\`, \`2h\`, \`1d\` or a number of milliseconds;
 choices in either spelling (\`exactly-once\` or Flink's \`EXACTLY_ONCE\`; case and \`-\` or \`_\` do

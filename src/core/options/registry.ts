@@ -24,7 +24,7 @@ export const OPTIONS = {
   // ---- Execution
   parallelism: option({
     flag: 'parallelism', short: 'p', key: 'parallelism.default', field: 'parallelism', type: positiveInteger(), defaultText: 'number of workers',
-    label: 'parallelism', description: 'default parallelism of operators; an operator\'s own setParallelism wins', commands: ['run'], section: 'Execution',
+    label: 'parallelism', description: 'default parallelism of operators; the job\'s env.setParallelism or an operator\'s own setParallelism wins', commands: ['run'], section: 'Execution',
   }),
   workers: option({
     flag: 'workers', short: 'w', field: 'workers', type: positiveInteger(), defaultText: 'number of cores',

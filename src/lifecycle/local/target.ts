@@ -121,7 +121,7 @@ export class LocalProcessTarget implements DeploymentTarget {
       'execution.checkpointing.savepoint-dir': join(l.savepoints(app), 'default'),
       // A cancelled deployment (last-state upgrade, health restart) resumes from its checkpoints.
       'execution.checkpointing.externalized-checkpoint-retention': 'RETAIN_ON_CANCELLATION',
-    }, null, 1));
+    }, null, 1), { mode: 0o600 }); // the spec's configuration may hold credentials
     // The job's control API takes changes only with this token (the manager's user reads it).
     const tokenFile = l.restToken(app, a.deploymentId);
     if (!existsSync(tokenFile)) writeFileSync(tokenFile, newToken(), { mode: 0o600, flag: 'wx' });
