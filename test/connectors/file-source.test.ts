@@ -178,6 +178,15 @@ describe('directories', () => {
     expect(main).toEqual(['a1', 'b1', 'b2', 'c1']);
   });
 
+  it('a directory of .csv files without a format is refused naming the file and the option (before: read as JSON lines, every line a malformed record)', async () => {
+    const dir = join(root, 'dir-of-csv');
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, 'a.csv'), 'id,name\n1,x\n');
+    await expect(runInline((env) => void env.fromFile(dir).collect('main'))).rejects.toThrow(`fromFile("${dir}"): the format was taken as JSON lines from the path, but it holds a.csv; give format: 'csv' (or 'jsonl') in fromFile's options`);
+    const { main } = await read((env) => void env.fromFile(dir, { format: 'csv' }).collect('main'));
+    expect(main).toEqual([{ id: 1, name: 'x' }]);
+  });
+
   it('a symbolic link to a file is read like the file; one to a directory is not (before: links were skipped, their records lost)', async () => {
     const dir = join(root, 'dir-links');
     mkdirSync(join(dir, 'sub'), { recursive: true });

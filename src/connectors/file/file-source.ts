@@ -9,7 +9,8 @@
  * other do not make each other's records late.
  */
 import { open, readdir, stat, type FileHandle } from 'node:fs/promises';
-import { join, resolve } from 'node:path';
+import { basename, join, resolve } from 'node:path';
+import { WeirError } from '../../core/errors.ts';
 import type { MalformedRecord, PollStatus, ReaderOutput, Source, SourceOutput, SourceReader, SourceReaderContext, SourceSplit } from '../../core/source.ts';
 import { castField, countQuotes, parseCsvLine, UnterminatedQuote } from './csv.ts';
 import { byteRanges, DEFAULT_SPLIT_BYTES, MIN_SPLIT_BYTES, RangeLines, targetSplitBytes, type FoundLine } from './file-ranges.ts';
@@ -55,6 +56,8 @@ export class FileSource<T> implements Source<T, FileSplit> {
   readonly name: string;
   readonly bounded = true;
   readonly format: FileFormat;
+  /** No format was given: it was taken from the path's extension (checked against the files found). */
+  private readonly formatGuessed: boolean;
   readonly chunkSize: number;
   readonly splitSize: number;
   readonly csv: Required<Omit<CsvOptions, 'columns'>> & { columns: readonly string[] | undefined };
@@ -64,6 +67,7 @@ export class FileSource<T> implements Source<T, FileSplit> {
     const format = options.format ?? (path.toLowerCase().endsWith('.csv') ? 'csv' : 'jsonl');
     if (format !== 'jsonl' && format !== 'csv') throw new RangeError(`fromFile: format must be "jsonl" or "csv", got ${JSON.stringify(format)}`);
     this.format = format;
+    this.formatGuessed = options.format === undefined;
     this.chunkSize = options.chunkSize ?? 1 << 20;
     if (!(Number.isInteger(this.chunkSize) && this.chunkSize >= 64)) throw new RangeError(`fromFile: chunkSize must be an integer >= 64, got ${this.chunkSize}`);
     // CSV is cut into byte ranges only when asked (splitSize given): a range cannot tell a line
@@ -85,6 +89,7 @@ export class FileSource<T> implements Source<T, FileSplit> {
   /** Every file, cut into ranges so that `parallelism` readers share the bytes. */
   async planSplits(parallelism = 1): Promise<FileSplit[]> {
     const files = await this.listFiles();
+    if (this.formatGuessed) this.checkGuess(files);
     const sizes = await Promise.all(files.map(async (p) => (await stat(p)).size));
     const target = targetSplitBytes(sizes.reduce((a, b) => a + b, 0), parallelism, this.splitSize);
     const out: FileSplit[] = [];
@@ -94,6 +99,19 @@ export class FileSource<T> implements Source<T, FileSplit> {
       else for (const r of ranges) out.push(rangeSplit(path, r.start, r.end));
     });
     return out;
+  }
+
+  /**
+   * A format guessed from the path (a directory's name says nothing) must fit the files found:
+   * a directory of .csv files read as JSON lines made every line a malformed record (dead
+   * letters, or a failed job) instead of a line saying to give the format.
+   */
+  private checkGuess(files: readonly string[]): void {
+    const other = this.format === 'csv' ? /\.(jsonl|ndjson|json)$/i : /\.csv$/i;
+    const misfit = files.find((f) => other.test(f));
+    if (misfit === undefined) return;
+    const guessed = this.format === 'csv' ? 'CSV' : 'JSON lines';
+    throw new WeirError('CONFIG', `fromFile(${JSON.stringify(this.path)}): the format was taken as ${guessed} from the path, but it holds ${basename(misfit)}; give format: '${this.format === 'csv' ? 'jsonl' : 'csv'}' (or '${this.format}') in fromFile's options`);
   }
 
   private async listFiles(): Promise<string[]> {
