@@ -39,6 +39,12 @@ export interface JetStreamSourceOptions<T> {
   readonly batchSize?: number;
   /** How long a pull request waits for messages (default 500 ms). */
   readonly blockMs?: number;
+  /**
+   * The server deletes a split's consumer after this long without a pull (default 300,000 ms; at
+   * least 1,000). A split that has not pulled for 80 % of it (its buffer full under backpressure,
+   * or paused) gets a new consumer at its position before it pulls again.
+   */
+  readonly consumerInactiveMs?: number;
   /** Timeout of connecting and of every request (default 10,000 ms). */
   readonly timeoutMs?: number;
   /** Total time spent retrying to connect before the job fails (default 30,000 ms). */
@@ -66,6 +72,7 @@ export class JetStreamSource<T = unknown> implements Source<T, JetStreamSplit> {
   readonly decode: ((data: Uint8Array, subject: string, sequence: number) => T) | undefined;
   readonly batchSize: number;
   readonly blockMs: number;
+  readonly consumerInactiveMs: number;
 
   constructor(options: JetStreamSourceOptions<T>) {
     const where = 'JetStreamSource';
@@ -99,6 +106,8 @@ export class JetStreamSource<T = unknown> implements Source<T, JetStreamSplit> {
     this.decode = options.decode;
     this.batchSize = posInt(options.batchSize ?? 1000, `${where}: batchSize`);
     this.blockMs = posInt(options.blockMs ?? 500, `${where}: blockMs`);
+    this.consumerInactiveMs = posInt(options.consumerInactiveMs ?? 5 * 60_000, `${where}: consumerInactiveMs`);
+    if (this.consumerInactiveMs < 1000) throw new RangeError(`${where}: consumerInactiveMs must be at least 1000, got ${this.consumerInactiveMs}`);
     this.name = `jetstream:${this.label}/${this.stream}${this.subjects ? `[${this.subjects.join(',')}]` : ''}`;
   }
 
@@ -157,6 +166,8 @@ interface SplitState {
   pullTimer: ReturnType<typeof setTimeout> | undefined;
   /** Consumer sequence of the last message, to notice a gap. */
   lastDseq: number;
+  /** When the consumer was created or last pulled from (the server's inactivity runs from then). */
+  lastPullAt: number;
 }
 
 class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
@@ -178,7 +189,7 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
       }
       const st: SplitState = {
         split: { ...s }, fetchedSeq: s.lastSeq, buffer: [], at: 0, out: undefined, done: s.endSeq !== undefined && s.lastSeq >= s.endSeq,
-        consumer: undefined, creating: false, sub: undefined, outstanding: 0, pullTimer: undefined, lastDseq: 0,
+        consumer: undefined, creating: false, sub: undefined, outstanding: 0, pullTimer: undefined, lastDseq: 0, lastPullAt: 0,
       };
       this.splits.add(st);
     }
@@ -278,7 +289,7 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
       deliver_policy: DeliverPolicy.StartSequence,
       opt_start_seq: st.fetchedSeq + 1,
       mem_storage: true,
-      inactive_threshold: nanos(5 * 60_000),
+      inactive_threshold: nanos(this.src.consumerInactiveMs),
       ...(split.subject !== undefined ? { filter_subject: split.subject } : {}),
     };
     this.jsm.consumers.add(split.stream, cfg)
@@ -287,6 +298,7 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
         if (this.closed) return;
         st.consumer = info.name;
         st.lastDseq = 0;
+        st.lastPullAt = this.ctx.now();
         // Nothing matches after our position: a bounded split is done (later messages are past its end).
         if (split.endSeq !== undefined && info.num_pending === 0) st.done = true;
         this.ctx.metrics.setPendingRecords(split.id, info.num_pending);
@@ -308,7 +320,17 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
     }
     const room = this.src.batchSize - (st.buffer.length - st.at);
     if (room < this.src.batchSize / 2) return;
+    const idleMs = this.ctx.now() - st.lastPullAt;
+    if (idleMs > 0.8 * this.src.consumerInactiveMs) {
+      // The server may have deleted the consumer for inactivity, and a pull to it gets no answer
+      // (the reader failed at the pull's timeout after a long backpressure): a new one first.
+      this.ctx.log(`stream "${st.split.stream}": no pull for ${Math.round(idleMs / 1000)} s (the server drops a consumer idle for ${Math.round(this.src.consumerInactiveMs / 1000)} s); recreating the consumer at sequence ${st.fetchedSeq + 1}`);
+      this.release(st);
+      this.createConsumer(st);
+      return;
+    }
     st.outstanding = room;
+    st.lastPullAt = this.ctx.now();
     const body = JSON.stringify({ batch: room, expires: this.src.blockMs * 1_000_000 });
     try {
       this.nc!.publish(`$JS.API.CONSUMER.MSG.NEXT.${st.split.stream}.${st.consumer}`, new TextEncoder().encode(body), { reply: st.sub.getSubject() });

@@ -100,6 +100,36 @@ describe('JetStreamSource', () => {
     expect(got).toEqual(Array.from({ length: 48 }, (_, k) => 42 + k));
   }, 60_000);
 
+  it('a split that did not pull for longer than the consumer\'s inactive threshold (backpressure) goes on with a new consumer: before, its pull went unanswered and the reader failed', async () => {
+    const s = await stream('inactive');
+    await fill(`${s}.a`, 60);
+    const logs: string[] = [];
+    const src = new JetStreamSource<Ev>({ stream: s, stopAt: 'latest', batchSize: 10, consumerInactiveMs: 1000 });
+    let wake: () => void = () => {};
+    const reader = src.createReader({
+      subtaskIndex: 0, parallelism: 1, now: () => Date.now(), wake: () => wake(),
+      schedule: () => ({ cancel() {} }), log: (l) => void logs.push(l),
+      metrics: { addBytesRead() {}, setPendingRecords() {}, setMillisBehindLatest() {} },
+    });
+    reader.addSplits([{ id: s, stream: s, lastSeq: 0, endSeq: 60 }]);
+    const got: number[] = [];
+    const out: ReaderOutput<Ev> = { collect: (v) => void got.push(v.i), malformed: () => { throw new Error('unexpected'); }, forSplit: () => out, splitFinished: () => {} };
+    const drive = async (until: () => boolean) => {
+      for (let k = 0; k < 1000 && !until(); k++) {
+        const st = reader.poll(out, 5);
+        if (st === 'end') break;
+        if (st === 'wait') await new Promise<void>((res) => { wake = res; setTimeout(res, 200); });
+      }
+    };
+    await drive(() => got.length >= 5); // the buffer holds a pull's worth; the task then takes nothing
+    await new Promise((res) => setTimeout(res, 4000)); // the server drops the idle consumer (checked every few seconds)
+    await drive(() => false);
+    await reader.close?.();
+    expect(got).toEqual(Array.from({ length: 60 }, (_, k) => k));
+    expect(logs.some((l) => /no pull for \d+ s \(the server drops a consumer idle for 1 s\); recreating the consumer at sequence \d+/.test(l)), logs.join('\n')).toBe(true);
+    expect(() => new JetStreamSource({ stream: s, consumerInactiveMs: 10 })).toThrow('JetStreamSource: consumerInactiveMs must be at least 1000, got 10');
+  }, 60_000);
+
   it('event time per subject: nothing is late although one subject is 25 s behind the other', async () => {
     const s = await stream('et');
     await fill(`${s}.a`, 3000);
