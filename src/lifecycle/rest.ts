@@ -85,7 +85,7 @@ export class ManagerApi {
     // A name is a path segment of the store: "..%2F.." decoded to "../.." read and rewrote files outside it.
     if (!isAppName(app)) return send(res, 400, { errors: [`${JSON.stringify(app)} is not an application name (lower-case letters, digits and "-")`] });
     const verb = parts[2];
-    if (parts.length === 2 && method === 'GET') return send(res, 200, withoutCredentials(m.describe(app)));
+    if (parts.length === 2 && method === 'GET') return send(res, 200, m.describe(app));
     if (parts.length === 2 && method === 'DELETE') {
       const d = m.delete(app, url.searchParams.get('savepoint') === 'true');
       return send(res, 202, { name: app, generation: d.generation });
@@ -114,8 +114,9 @@ function statusOf(e: unknown): number {
   return 500;
 }
 
+/** Every reply, errors and events included, goes out without credentials in URLs (withoutCredentials). */
 function send(res: ServerResponse, status: number, body: unknown): void {
-  const text = JSON.stringify(body);
+  const text = JSON.stringify(withoutCredentials(body));
   res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
   res.end(text);
 }

@@ -1,6 +1,6 @@
 /** Messages about S3 never carry the user:password part of a URL, however many URLs they hold. */
 import { describe, expect, it } from 'vitest';
-import { redactUrl } from '../../src/checkpoint/s3/settings.ts';
+import { parseS3Reference, redactUrl } from '../../src/checkpoint/s3/settings.ts';
 
 describe('redactUrl', () => {
   it('blanks every user:password part, and leaves URLs without one alone', () => {
@@ -15,5 +15,10 @@ describe('redactUrl', () => {
     expect(redactUrl('AKIAEXAMPLE:topsecret@minio:9000')).toBe('***@minio:9000');
     expect(redactUrl('minio:9000')).toBe('minio:9000');
     expect(redactUrl('host:9000/path@x')).toBe('host:9000/path@x');
+  });
+
+  it('an S3 location with key:secret@ in it is refused without echoing the secret (before: named whole in the error, and so in a deployment\'s events)', () => {
+    expect(() => parseS3Reference('s3://AKIAEXAMPLE:s3cr3t@my-bucket/out')).toThrow('s3://***@my-bucket/out: an S3 location must not carry credentials (use the AWS credential chain: AWS_ACCESS_KEY_ID, profiles)');
+    expect(() => parseS3Reference('http://k:s3cr3t@host/x')).toThrow('not an S3 location (s3://bucket/prefix): "http://***@host/x"');
   });
 });

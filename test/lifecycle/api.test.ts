@@ -8,6 +8,7 @@
 import { statSync, writeFileSync } from 'node:fs';
 import { createServer, request as httpRequest } from 'node:http';
 import { join } from 'node:path';
+import { ManagerApi } from '../../src/lifecycle/rest.ts';
 import { afterAll, describe, expect, it } from 'vitest';
 import { serveManager, type RunningManager } from '../../src/lifecycle/serve.ts';
 import { oneLineError, tempDir, weir } from '../savepoint/helpers.ts';
@@ -169,6 +170,23 @@ describe('manager API and CLI on bad input', () => {
       expect(big.status).toBe(413);
     } finally {
       await m.close();
+    }
+  });
+
+  it('every reply is without credentials, the events too (a failed deployment\'s last error line can hold its job arguments): before, GET /apps/:app/events returned them whole', async () => {
+    const status = { lifecycle: 'FAILED', events: [{ type: 'Warning', reason: 'JobStatusChanged', message: 'deployment orders-1 failed: bad target postgres://app:s3cret@db:5432/orders#t', at: 1 }] };
+    const stub = { list: () => [], describe: () => ({ desired: undefined, status }), status: () => status };
+    const api = new ManagerApi(stub as never, 'tok');
+    const port = await api.listen(0, '127.0.0.1');
+    try {
+      for (const path of ['/apps/orders', '/apps/orders/events']) {
+        const r = await rest(`http://127.0.0.1:${port}${path}`);
+        expect(r.status, path).toBe(200);
+        expect(JSON.stringify(r.body), path).not.toContain('s3cret');
+        expect(JSON.stringify(r.body), path).toContain('postgres://***@db:5432/orders#t');
+      }
+    } finally {
+      await api.close();
     }
   });
 

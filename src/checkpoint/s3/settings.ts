@@ -97,10 +97,12 @@ export function isS3Reference(reference: string): boolean {
 
 /** Parses and checks `s3://bucket[/prefix]`: a clear error naming the reference when it is not one. */
 export function parseS3Reference(reference: string): S3Location {
-  if (!isS3Reference(reference)) throw new ConfigError(`not an S3 location (s3://bucket/prefix): ${JSON.stringify(reference)}`);
+  if (!isS3Reference(reference)) throw new ConfigError(`not an S3 location (s3://bucket/prefix): ${JSON.stringify(redactUrl(reference))}`);
   const rest = reference.slice('s3://'.length);
   const slash = rest.indexOf('/');
   const bucket = slash < 0 ? rest : rest.slice(0, slash);
+  // Messages below name the reference: one with key:secret@ in it is refused without echoing it.
+  if (bucket.includes('@')) throw new ConfigError(`${redactUrl(reference)}: an S3 location must not carry credentials (use the AWS credential chain: AWS_ACCESS_KEY_ID, profiles)`);
   const key = slash < 0 ? '' : rest.slice(slash + 1).replace(/\/+$/, '');
   if (!BUCKET.test(bucket)) throw new ConfigError(`${reference}: "${bucket}" is not an S3 bucket name (3 to 63 lowercase letters, digits, dots and hyphens)`);
   if (key.split('/').some((part) => part === '' || part === '.' || part === '..') && key !== '') {
