@@ -115,6 +115,14 @@ describe('metric views in Flink shape', () => {
     expect(j.subtasks.map((s: any) => [s.subtask, s['backpressure-level'], s.ratio, s.busyRatio])).toEqual([[0, 'ok', 0.05, 0.1], [1, 'high', 0.7, 0.3]]);
   });
 
+  it('ratios are shares of the time accounted to a subtask: one waiting for its turn on a shared thread (the three adding up to 300 ms/s) is as back-pressured as its accounted time says, not 0.24 "low"', () => {
+    const waiting = { ...subtask(0, 0, 0), metrics: { backPressuredTimeMsPerSecond: 240, idleTimeMsPerSecond: 0, busyTimeMsPerSecond: 60 } };
+    const j = backpressureJson([waiting], 5) as any;
+    expect(j.subtasks[0]).toMatchObject({ 'backpressure-level': 'high', ratio: 0.8, idleRatio: 0, busyRatio: 0.2 });
+    const nothing = { ...subtask(0, 0, 0), metrics: {} };
+    expect((backpressureJson([nothing], 5) as any).subtasks[0]).toMatchObject({ 'backpressure-level': 'ok', ratio: 0, idleRatio: 0, busyRatio: 0 });
+  });
+
   it('aggregates over chosen subtasks, and rejects bad parameters with a message naming them', () => {
     const subs = [subtask(0, 0, 0), subtask(1, 0, 0), subtask(2, 0, 0)];
     const q = new URLSearchParams({ get: 'numRecordsIn,reduce "x".numRecordsOut,missing', agg: 'min,max,sum,avg', subtasks: '1-2' });
