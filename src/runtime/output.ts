@@ -38,6 +38,12 @@ export class Output {
   private size = 0;
   /** Records handed on, for metrics (and a source's rate limit); stays 0 when not counting. */
   count = 0;
+  /** The operator's numRecordsOut: its main output's records and its side outputs', as Flink's CountingOutput counts both. */
+  get countWithSides(): number {
+    let n = this.count;
+    for (const side of this.sideOutputs.values()) n += side.count;
+    return n;
+  }
   /** The last watermark emitted (currentOutputWatermark); MIN_WATERMARK before the first. */
   lastWatermark = MIN_WATERMARK;
   /**

@@ -587,7 +587,7 @@ export class StreamTask implements Schedulable {
         return from !== undefined && this.countsRecords ? ops[from]!.output.count : n;
       }),
       // A rate-limited source counts for its pacing even when records are not counted for metrics.
-      recordsOut: this.countsRecords ? ops.map((o) => o.output.count) : ops.map(() => 0),
+      recordsOut: this.countsRecords ? ops.map((o) => o.output.countWithSides) : ops.map(() => 0),
       taskRecordsOut, bytesOut,
       idleMs: t.idleMs, backPressuredMs: t.backPressuredMs, elapsedMs: t.elapsedMs, busyMs: t.busyMs, isBackPressured: t.isBackPressured,
       inputWatermark: ops.map((o) => o.currentWatermark),

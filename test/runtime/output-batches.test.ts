@@ -117,4 +117,16 @@ describe('Output batches', () => {
       expect(got, `channel ${c}`).toEqual(expected[c]);
     }
   });
+
+  it('an operator\'s numRecordsOut counts its side outputs\' records too, as Flink\'s CountingOutput (it counted the main output only)', () => {
+    const side = new Output([new Collecting()], new Map(), 8, true);
+    const out = new Output([new Collecting()], new Map([['late', side]]), 8, true);
+    for (let i = 0; i < 10; i++) {
+      if (i % 4 === 0) out.emitSide('late', i, 0);
+      else out.emit(i, 0);
+    }
+    out.emitSide('nobody', 99, 0); // a side output nobody consumes is dropped, not counted
+    out.flush();
+    expect([out.count, side.count, out.countWithSides]).toEqual([7, 3, 10]);
+  });
 });
