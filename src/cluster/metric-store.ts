@@ -9,6 +9,13 @@ import type { TaskMetricsSample } from '../runtime/task-metrics.ts';
 
 /** Samples kept per subtask: rates average over the span of these (about 4 s at one a second). */
 const WINDOW_SAMPLES = 5;
+/**
+ * Samples closer than this to the one before them take its place instead of a place of their
+ * own: tasks in the main thread are also sampled when the job's progress is read (a REST GET,
+ * the dashboard's poll), and at a GET every 70 ms the five samples spanned a few hundred ms, so
+ * a rate read 3,191/s for 2,000/s. Half the workers' one-second beat (METRICS_INTERVAL_MS).
+ */
+const MIN_SAMPLE_GAP_MS = 500;
 
 export type MetricValues = Record<string, number>;
 
@@ -48,6 +55,13 @@ export class MetricStore {
     if (last !== undefined && s.sampledAt <= last.sampledAt) return;
     // Counters start again with a new task (a restart): earlier samples no longer compare.
     if (last !== undefined && (s.elapsedMs < last.elapsedMs || (s.recordsIn[0] ?? 0) < (last.recordsIn[0] ?? 0))) ring.length = 0;
+    // The last sample came soon after the one before it: the new one replaces it, so that
+    // samples in the ring stay about MIN_SAMPLE_GAP_MS or more apart however often they come.
+    const n = ring.length;
+    if (n >= 2 && ring[n - 1]!.sampledAt - ring[n - 2]!.sampledAt < MIN_SAMPLE_GAP_MS) {
+      ring[n - 1] = s;
+      return;
+    }
     ring.push(s);
     if (ring.length > WINDOW_SAMPLES) ring.shift();
   }
