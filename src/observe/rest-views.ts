@@ -57,7 +57,7 @@ export function vertexJson(job: JobControl, v: VertexInfo): Record<string, unkno
   const counted = job.metrics().recordCounters;
   return {
     id: v.id, index: v.index, name: v.name, parallelism: v.parallelism, maxParallelism: v.maxParallelism,
-    status: states.size === 1 ? [...states][0]!.toUpperCase() : subs.length === 0 ? 'CREATED' : 'RUNNING',
+    status: states.size === 1 ? executionState([...states][0]!) : subs.length === 0 ? 'CREATED' : 'RUNNING',
     operators: v.operators, inputs: v.inputs.map((i) => ({ id: i.id, ship_strategy: i.shipStrategy })),
     metrics: {
       'read-bytes': 0, 'read-bytes-complete': true, 'write-bytes': sum('numBytesOut'), 'write-bytes-complete': true,
@@ -71,6 +71,20 @@ export function vertexJson(job: JobControl, v: VertexInfo): Record<string, unkno
     numRecordsOutPerSecond: sum('numRecordsOutPerSecond'),
   };
 }
+
+/**
+ * A task's state as Flink's ExecutionState names it: restoring state is INITIALIZING, and a task
+ * finishing (its final checkpoint) is still RUNNING until FINISHED. Upper-cased as they were, a
+ * client of Flink's REST API met states it does not know (RESTORING, WAITING-FINAL).
+ */
+function executionState(s: string): string {
+  return EXECUTION_STATES[s] ?? 'RUNNING';
+}
+
+const EXECUTION_STATES: Readonly<Record<string, string>> = {
+  created: 'CREATED', restoring: 'INITIALIZING', restored: 'INITIALIZING', running: 'RUNNING', finishing: 'RUNNING',
+  'waiting-final': 'RUNNING', finished: 'FINISHED', failed: 'FAILED', canceled: 'CANCELED',
+};
 
 function findVertex(job: JobControl, vid: string): VertexInfo | undefined {
   const vs = job.vertices();
@@ -109,7 +123,7 @@ export function getView(job: JobControl, parts: readonly string[], query: URLSea
     if (v === undefined) return notFound(`job ${job.jobId} has no vertex ${rest[1]}`);
     const sub = rest.slice(2).join('/');
     const subs = () => vertexSubtasks(job.metrics(), v.index);
-    if (sub === '') return ok({ ...vertexJson(job, v), now: Date.now(), subtasks: subs().map((s) => ({ subtask: s.subtask, status: s.state.toUpperCase(), metrics: s.metrics, operators: s.operators })) });
+    if (sub === '') return ok({ ...vertexJson(job, v), now: Date.now(), subtasks: subs().map((s) => ({ subtask: s.subtask, status: executionState(s.state), metrics: s.metrics, operators: s.operators })) });
     if (sub === 'backpressure') return ok(backpressureJson(subs(), Date.now()));
     if (sub === 'watermarks') return ok(watermarksJson(subs()));
     if (sub === 'metrics') {

@@ -5,6 +5,7 @@ import { DEFAULT_CHECKPOINT_CONFIG } from '../../src/checkpoint/config.ts';
 import type { CheckpointStatsView } from '../../src/cluster/job-control.ts';
 import type { SubtaskMetricsView } from '../../src/cluster/metric-store.ts';
 import { checkpointConfigJson, checkpointingStatistics, checkpointTrend, MAX_TREND_POINTS, statsSummary, subtaskDetails } from '../../src/observe/flink-checkpoints.ts';
+import { getView, vertexJson } from '../../src/observe/rest-views.ts';
 import { aggregatedJson, backpressureJson, backpressureLevel, parseRanges } from '../../src/observe/flink-metrics.ts';
 import { escapeLabel, metricName, prometheusText } from '../../src/observe/prometheus.ts';
 
@@ -153,5 +154,20 @@ describe('metric views in Flink shape', () => {
       }
     }
     expect(seen.has('weir_taskmanager_job_task_numRecordsIn')).toBe(true);
+  });
+});
+
+describe('vertex views', () => {
+  it('task states are Flink\'s ExecutionState names: restoring is INITIALIZING, finishing and waiting for the final checkpoint RUNNING (they were RESTORING, WAITING-FINAL)', () => {
+    const v = { index: 0, id: 'v0', name: 'src', parallelism: 3, maxParallelism: 128, operators: [], inputs: [] };
+    const states = ['restoring', 'waiting-final', 'finished'];
+    const job = {
+      jobId: 'j1',
+      vertices: () => [v],
+      metrics: () => ({ recordCounters: true, job: {}, subtasks: states.map((state, i) => ({ vertex: 0, vertexId: 'v0', taskName: 'src', subtask: i, state, metrics: {}, operators: [] })) }),
+    };
+    const view = getView(job as never, ['jobs', 'j1', 'vertices', 'v0'], new URLSearchParams())!;
+    expect((view.body as { subtasks: { status: string }[] }).subtasks.map((s) => s.status)).toEqual(['INITIALIZING', 'RUNNING', 'FINISHED']);
+    expect(vertexJson({ ...job, metrics: () => ({ recordCounters: true, job: {}, subtasks: [{ vertex: 0, subtask: 0, state: 'restored', metrics: {}, operators: [] }] }) } as never, v).status).toBe('INITIALIZING');
   });
 });
