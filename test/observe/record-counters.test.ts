@@ -105,7 +105,7 @@ describe('record counters on and off', () => {
         ['Map', N, N], // fed by the source alone: its count is the source's output count
         ['Filter', N, thirds], // the map's output has two chained targets: counted by the filter itself
         ['Collect thirds', thirds, 0], // fed by the filter alone
-        ['Process', N, N / 2],
+        ['Process', N, N], // half to its main output, half to its side output: numRecordsOut counts both, as Flink's CountingOutput
         ['Collect odd', N / 2, 0], // fed by a side output: counted itself
       ],
       [
