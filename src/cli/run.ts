@@ -1,4 +1,5 @@
 /** weir run: runs a job module in this process (main thread plus worker threads). */
+import { readFileSync } from 'node:fs';
 import { runJob, type Progress } from '../cluster/job-manager.ts';
 import { OPTIONS } from '../core/options/registry.ts';
 import { valueOf } from '../core/options/values.ts';
@@ -13,6 +14,24 @@ import { settingsConflict } from '../checkpoint/settings-conflict.ts';
 import { readTokenFile } from './token-file.ts';
 import { ancestors, startedByNpm, watchAncestors } from './parent-watch.ts';
 
+/** --args-file: a JSON array of strings, the job's arguments. */
+function readArgsFile(path: string): string[] {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (e) {
+    throw new CliError(`--args-file ${path}: cannot read it (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+  }
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch (e) {
+    throw new CliError(`--args-file ${path}: not valid JSON (${(e as Error).message})`);
+  }
+  if (!Array.isArray(v) || !v.every((x) => typeof x === 'string')) throw new CliError(`--args-file ${path}: expected a JSON array of strings, e.g. ["--orders", "postgres://db/orders"]`);
+  return v as string[];
+}
+
 export async function runCommand(argv: string[]): Promise<number> {
   const { own, job } = splitJobArgs(argv);
   const line = commandLine(own, 'run');
@@ -21,13 +40,15 @@ export async function runCommand(argv: string[]): Promise<number> {
   if (positionals.length === 0) throw new CliError('run: missing the job file, e.g. weir run examples/word-count.ts');
   if (positionals.length > 1) throw new CliError(`run: unexpected argument "${positionals[1]}"; job arguments go after "--"`);
   const configPath = valueOf(values, OPTIONS.config);
+  const argsFile = valueOf(values, OPTIONS.argsFile);
+  if (argsFile !== undefined && job.length > 0) throw new CliError('run: job arguments come either after -- or from --args-file, not both');
   const file = configPath !== undefined ? readConfigFile(configPath) : undefined;
   // Flags override the config file, which overrides the job's own settings (in runJob).
   const merged = mergeSettings(file, settingsOf(values));
   const conflict = settingsConflict(merged, configPath === undefined ? 'flags' : `flags and ${configPath}`);
   if (conflict !== undefined) throw new CliError(conflict);
   const { run: opts, rest } = runOptionsOf(merged);
-  opts.args = job;
+  opts.args = argsFile !== undefined ? readArgsFile(argsFile) : job;
   opts.onProgress = statusLine();
   opts.log = (line) => logger().line(line);
   const onListening = (p: number, id: string) => logger().info(`job ${id} running; control API on http://${rest.address}:${p}`, { jobId: id, port: p });

@@ -153,6 +153,26 @@ describe.concurrent('weir run: failures while the job runs', () => {
     expect(msg).toMatch(/^job "weir job" failed: operator "Validate" \(subtask 2\/2\) failed in map on record \{"i":9,"payload":"x{100,}…: cannot handle record 9 see the input spec$/);
   });
 
+  it('job arguments from --args-file (a JSON array) reach the job as after --; both at once, or a file that is not an array of strings, are refused', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'weir-args-file-'));
+    try {
+      const file = join(dir, 'args.json');
+      writeFileSync(file, JSON.stringify(['9', 'see the input spec']));
+      const r = await weir('run', fixture('map-throws.ts'), '-p', '2', '-w', '1', '--args-file', file);
+      expect(r.code).toBe(1);
+      expect(oneLineError(r)).toMatch(/cannot handle record 9 see the input spec$/);
+      const both = await weir('run', fixture('map-throws.ts'), '--args-file', file, '--', '9');
+      expect(both.code).toBe(2);
+      expect(oneLineError(both)).toBe('run: job arguments come either after -- or from --args-file, not both');
+      writeFileSync(file, '{"a": 1}');
+      const bad = await weir('run', fixture('map-throws.ts'), '--args-file', file);
+      expect(bad.code).toBe(2);
+      expect(oneLineError(bad)).toBe(`--args-file ${file}: expected a JSON array of strings, e.g. ["--orders", "postgres://db/orders"]`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('the same on two worker threads', async () => {
     const r = await weir('run', fixture('map-throws.ts'), '-p', '2', '-w', '2');
     expect(r.code).toBe(1);

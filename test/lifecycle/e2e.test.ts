@@ -8,7 +8,7 @@
  * goes through the REST API (a CLI call is a node start: seconds on a busy machine). Two
  * managers and seven job starts in all, to keep the file short.
  */
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import type { AppStatus } from '../../src/lifecycle/status.ts';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
@@ -99,6 +99,14 @@ describe('lifecycle manager with real processes', () => {
     const ctx = await setup('full');
     await ctx.apply(specYaml('v1', ctx.out), 'cli');
     await waitLifecycle(ctx, 'STABLE', 'v1');
+    // The job's arguments reach it from a file, not its command line, which every user can read in the process list.
+    const cmdlines = livePids(ctx.dir).map((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0'));
+    expect(cmdlines.length).toBeGreaterThan(0);
+    for (const c of cmdlines) {
+      expect(c).toContain('--args-file');
+      expect(c.join(' ')).not.toContain(ctx.out);
+      expect(statSync(c[c.indexOf('--args-file') + 1]!).mode & 0o077).toBe(0);
+    }
 
     // A manual savepoint through the CLI, seen with describe and events.
     const sp = await weir(ctx.home, 'apps', 'savepoint', 'counts', '--dir', ctx.dir);

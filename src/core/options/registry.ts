@@ -227,6 +227,10 @@ export const OPTIONS = {
   }),
 
   // ---- Control API (weir run serves it)
+  argsFile: option({
+    flag: 'args-file', type: path('FILE'), label: 'job arguments file', commands: ['run'], section: 'General',
+    description: 'the job\'s arguments from FILE, a JSON array of strings, instead of after --: arguments on the command line show in the process list to every user of the machine (a connection URL with its password); the lifecycle manager passes its deployments\' arguments so',
+  }),
   restPort: option({
     flag: 'rest-port', field: 'rest.port', type: integer({ min: 0, max: 65535 }), metavar: 'P', default: 8081, label: 'REST port',
     description: 'control API port; 0 picks a free one, and a busy default port falls back to a free one', commands: ['run'], section: 'Control API',

@@ -44,6 +44,10 @@ export class Layout {
   home(app: string, id: string): string {
     return join(this.deployment(app, id), 'home');
   }
+  /** The spec's job arguments (owner-only), given to the deployment's `weir run` by --args-file, not in its command line. */
+  args(app: string, id: string): string {
+    return join(this.deployment(app, id), 'args.json');
+  }
   /** The deployment's control API token (owner-only), given to its `weir run` and sent by the manager. */
   restToken(app: string, id: string): string {
     return join(this.deployment(app, id), 'rest-token');

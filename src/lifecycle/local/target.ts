@@ -125,12 +125,15 @@ export class LocalProcessTarget implements DeploymentTarget {
     // The job's control API takes changes only with this token (the manager's user reads it).
     const tokenFile = l.restToken(app, a.deploymentId);
     if (!existsSync(tokenFile)) writeFileSync(tokenFile, newToken(), { mode: 0o600, flag: 'wx' });
+    // Job arguments often are connection URLs with passwords: in a file for the manager's user
+    // only, since the process list shows a command line to every user of the machine.
+    const argsFile = l.args(app, a.deploymentId);
+    writeFileSync(argsFile, JSON.stringify(a.spec.job.args), { mode: 0o600 });
     const args = [
-      this.options.weirBin, 'run', a.spec.job.module, '--config', config, '--rest-port', '0', '--rest-token-file', tokenFile,
+      this.options.weirBin, 'run', a.spec.job.module, '--config', config, '--rest-port', '0', '--rest-token-file', tokenFile, '--args-file', argsFile,
       ...(a.spec.job.parallelism !== undefined ? ['--parallelism', String(a.spec.job.parallelism)] : []),
       ...(a.from !== undefined ? ['--from', a.from] : []),
       ...(a.spec.allowNonRestoredState ? ['--allow-non-restored-state'] : []),
-      '--', ...a.spec.job.args,
     ];
     const pid = spawnDetached({
       node: this.node, args, cwd: this.options.cwd ?? dir, env: jobEnvironment(process.env, l.home(app, a.deploymentId)),
