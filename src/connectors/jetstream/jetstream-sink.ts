@@ -21,6 +21,7 @@ import { foreignProgressError, newestCommitted, operatorKey, type ProgressKey } 
 import { isSocketError, messageOf, retrying, withTimeout } from '../common/retry.ts';
 import { resolveJetStreamOptions, type JetStreamSinkOptions, type ResolvedJetStreamOptions } from './options.ts';
 import { decideCommit, messageId, newestVisible, parseProgress } from './progress-state.ts';
+import { TriedCheckpoints } from '../common/tried-checkpoints.ts';
 
 export interface JetStreamCommittable {
   readonly sub: number;
@@ -226,7 +227,7 @@ async function putIfUnchanged(kv: KV, pkey: string, value: object, revision: num
 
 class JetStreamCommitter implements SinkCommitter<JetStreamCommittable> {
   private session: Session | undefined;
-  private readonly tried = new Set<string>();
+  private readonly tried = new TriedCheckpoints();
   /** Messages the server reported as duplicates (re-commits), for the log. */
   duplicates = 0;
 
@@ -235,9 +236,7 @@ class JetStreamCommitter implements SinkCommitter<JetStreamCommittable> {
   async commit(list: readonly JetStreamCommittable[]): Promise<void> {
     await this.sink.start();
     for (const item of list) {
-      const id = `${item.sub}:${item.chk}`;
-      const triedBefore = this.tried.has(id);
-      this.tried.add(id);
+      const triedBefore = this.tried.tryOnce(item.sub, item.chk);
       try {
         await retrying(this.sink.options.retry, isTransientNats, (attempt) => this.commitOne(item, triedBefore || attempt > 0));
       } catch (e) {

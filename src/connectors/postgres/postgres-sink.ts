@@ -23,6 +23,7 @@ import { resolvePostgresOptions, type PostgresSinkOptions, type ResolvedPostgres
 import { checkSchema, ensureProgressTable } from './schema.ts';
 import { PgSession } from './session.ts';
 import { gidFor, newestLogged, parseGid, readProgress } from './sql.ts';
+import { TriedCheckpoints } from '../common/tried-checkpoints.ts';
 
 export type { PostgresCommittable } from './commit.ts';
 
@@ -256,7 +257,7 @@ class TwoPhaseWriter<T> implements SinkWriter<T, PostgresCommittable> {
 
 class PostgresCommitter implements SinkCommitter<PostgresCommittable> {
   private readonly session: PgSession;
-  private readonly tried = new Set<string>();
+  private readonly tried = new TriedCheckpoints();
   private readonly freshRun: boolean;
 
   constructor(private readonly sink: PostgresSink<never>, private readonly ctx: SinkContext) {
@@ -273,9 +274,7 @@ class PostgresCommitter implements SinkCommitter<PostgresCommittable> {
         await this.session.run('committing a prepared transaction', (c) => commitPrepared(c, o, key, item));
         continue;
       }
-      const id = `${item.sub}:${item.chk}`;
-      const triedBefore = this.tried.has(id);
-      this.tried.add(id);
+      const triedBefore = this.tried.tryOnce(item.sub, item.chk);
       // A retry (attempt > 0) may follow a COMMIT that went through with its answer lost.
       await this.session.run('committing', (c, attempt) => commitRows(c, o, key, item, this.freshRun, triedBefore || attempt > 0));
     }

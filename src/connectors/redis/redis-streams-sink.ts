@@ -15,6 +15,7 @@ import type { CommitScope, SinkCommitter, SinkContext, SinkWriter, TwoPhaseCommi
 import { foreignProgressError, newestCommitted, operatorKey, parseCommittedId, type ProgressKey } from '../common/progress.ts';
 import { isSocketError, messageOf, retrying, withTimeout } from '../common/retry.ts';
 import { resolveRedisOptions, type RedisFieldValue, type RedisStreamsSinkOptions, type ResolvedRedisOptions } from './options.ts';
+import { TriedCheckpoints } from '../common/tried-checkpoints.ts';
 
 /** One entry: stream key, then field, value, field, value, ... */
 export type RedisEntry = [string, ...RedisFieldValue[]];
@@ -180,15 +181,13 @@ class RedisWriter<T> implements SinkWriter<T, RedisCommittable> {
 
 class RedisCommitter implements SinkCommitter<RedisCommittable> {
   private client: Redis | undefined;
-  private readonly tried = new Set<string>();
+  private readonly tried = new TriedCheckpoints();
 
   constructor(private readonly sink: RedisStreamsSink<never>, private readonly ctx: SinkContext) {}
 
   async commit(list: readonly RedisCommittable[]): Promise<void> {
     for (const item of list) {
-      const id = `${item.sub}:${item.chk}`;
-      const triedBefore = this.tried.has(id);
-      this.tried.add(id);
+      const triedBefore = this.tried.tryOnce(item.sub, item.chk);
       try {
         await retrying(this.sink.options.retry, isTransientRedis, (attempt) => this.commitOne(item, triedBefore || attempt > 0), { onRetry: (e) => { if (!(e instanceof WatchConflict)) this.drop(); } });
       } catch (e) {
