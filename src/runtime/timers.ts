@@ -262,6 +262,9 @@ export interface TimerTarget {
   onProcessingTime(timer: Timer): void;
 }
 
+/** Processing-time timers fired by one mail; those due beyond wait for the outputs' room. */
+const PROC_TIMERS_PER_MAIL = 1024;
+
 export class InternalTimerService {
   private readonly eventTimers = new TimerQueue();
   private readonly procTimers = new TimerQueue();
@@ -274,6 +277,8 @@ export class InternalTimerService {
     private readonly target: TimerTarget,
     private readonly now: () => number,
     private readonly scheduleMail: (atMs: number, fn: () => void) => { cancel(): void },
+    /** Runs fn when the task's outputs have room (OperatorEnvironment.outputMail); absent, timers due fire all at once. */
+    private readonly continueLater?: (fn: () => void) => void,
   ) {}
 
   registerEventTimeTimer(namespace: string | number, timestamp: number): void {
@@ -332,7 +337,17 @@ export class InternalTimerService {
   fireProcessingTimers(now = this.now()): void {
     this.scheduled = undefined;
     if (this.quiesced) return;
-    for (;;) {
+    for (let fired = 0; ; fired++) {
+      if (fired === PROC_TIMERS_PER_MAIL && this.continueLater !== undefined && this.procTimers.peekTime()! <= now) {
+        // More are due: the rest once the outputs have room again, so that what they emit
+        // waits for the output as a record from the input does (bounded), not in a queue.
+        let cancelled = false;
+        this.scheduled = { at: now, cancel: () => void (cancelled = true) };
+        this.continueLater(() => {
+          if (!cancelled) this.fireProcessingTimers();
+        });
+        return;
+      }
       const t = this.procTimers.pollDue(now);
       if (t === undefined) break;
       this.backend.setCurrentNormalizedKey(t.key, t.keyGroup, t.originalKey);

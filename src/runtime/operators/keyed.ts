@@ -60,7 +60,8 @@ export abstract class KeyedOperator extends StreamOperator implements TimerTarge
         this.backend,
         this,
         () => this.env.clock.now(),
-        (at, fn) => this.env.scheduleMail(at, fn),
+        (at, fn) => (this.env.scheduleOutputMail ?? this.env.scheduleMail).call(this.env, at, fn),
+        this.env.outputMail?.bind(this.env),
       );
       this.timerService.currentWatermark = this.currentWatermark;
     }

@@ -26,6 +26,14 @@ export interface OperatorEnvironment {
   readonly clock: Clock;
   /** Runs fn in the task's mailbox (between batches) at or after atMs of processing time. */
   scheduleMail(atMs: number, fn: () => void): { cancel(): void };
+  /**
+   * As scheduleMail, for mail that emits records (processing-time timers): it runs only when the
+   * task's outputs have room, as Flink's onTimer waits in collect() for a buffer. Absent (a test
+   * harness), scheduleMail serves.
+   */
+  scheduleOutputMail?(atMs: number, fn: () => void): { cancel(): void };
+  /** Runs fn as output mail (see scheduleOutputMail) as soon as the outputs have room. */
+  outputMail?(fn: () => void): void;
   /** Present on keyed operators. */
   readonly keyedBackend: KeyedStateBackend | undefined;
   /** Key selector per input, for keyed operators. */
