@@ -96,6 +96,26 @@ describe('redis streams sink', () => {
     other.close?.();
   });
 
+  it('a checkpoint with entries for 160,000 streams commits in one script (before: WATCH of every stream, O(N^2) in the server, then a spread of 160,000 arguments failed with a stack overflow, the job stuck at every restore)', async () => {
+    const base = uniqueName('weir:test:many');
+    const n = 160_000;
+    const k = new RedisStreamsSink<{ i: number }>({ stream: (v) => `${base}:${v.i}`, jobId: uniqueName('job'), progressKeyPrefix: 'weir:test-progress' });
+    const pkey = k.progressKey(k.key({ operatorId: 'sink', subtaskIndex: 0 }));
+    const w = k.createWriter(sinkCtx());
+    w.write(Array.from({ length: n }, (_, i) => ({ i })), ts(n));
+    const c = k.createCommitter(sinkCtx());
+    try {
+      await c.commit(w.prepareCommit(1));
+      expect(await r.get(pkey)).toBe('1');
+      for (const i of [0, 77_777, n - 1]) expect(await r.xlen(`${base}:${i}`)).toBe(1);
+      await c.commit(w.prepareCommit(2)); // nothing new: the progress moves on
+      expect(await r.get(pkey)).toBe('2');
+    } finally {
+      c.close?.();
+      await r.eval(`for i = 0, ${n - 1} do redis.call('UNLINK', ARGV[1] .. ':' .. i) end`, 0, base);
+    }
+  }, 120_000);
+
   it('a progress value it did not write fails reading the progress and the commit, adds nothing and is left as found', async () => {
     for (const foreign of ['9e99', 'abc', '-1', '']) {
       const s = stream();
