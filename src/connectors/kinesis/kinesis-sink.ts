@@ -1,8 +1,8 @@
 /**
  * Kinesis Data Streams sink: AT-LEAST-ONCE, like Flink's KinesisStreamsSink. Kinesis has no
  * transactions and no idempotent writes, so a record written before a failure and replayed after
- * the restore is written twice; and records of one partition key may be reordered when a failed
- * entry is retried. What it does guarantee: a completed checkpoint implies every record the sink
+ * the restore is written twice; and records of one partition key may be reordered: up to
+ * maxInFlightRequests requests are in flight at once, and a failed entry is retried later. What it does guarantee: a completed checkpoint implies every record the sink
  * received before that checkpoint's barrier was acknowledged by Kinesis (the checkpoint waits
  * for it), so nothing is lost.
  *
@@ -52,6 +52,15 @@ export interface KinesisSinkOptions<T> extends KinesisConnectionOptions {
 export type KinesisCommittable = never;
 
 const encoder = new TextEncoder();
+
+/**
+ * AWS's ExplicitHashKey: a decimal number from 0 to 2^128 - 1 without leading zeros. One outside
+ * passed a looser check, and Kinesis refused the whole PutRecords with a non-retryable error:
+ * the job failed, and the replay after each restart met the same record.
+ */
+function isExplicitHashKey(k: string): boolean {
+  return /^(0|[1-9][0-9]{0,38})$/.test(k) && BigInt(k) < 1n << 128n;
+}
 
 export class KinesisSink<T> implements TwoPhaseCommitSink<T, KinesisCommittable> {
   readonly name: string;
@@ -133,7 +142,7 @@ export class KinesisWriter<T> implements SinkWriter<T, KinesisCommittable> {
       const size = data.length + Buffer.byteLength(pk);
       if (size > Math.min(RECORD_MAX_BYTES, s.maxBatchBytes)) throw new WeirError('USER_CODE', `${s.name}: a record of ${size} bytes (data and partition key) is over the ${RECORD_MAX_BYTES} byte Kinesis limit`);
       const ehk = s.explicitHashKey?.(v);
-      if (ehk !== undefined && !/^[0-9]{1,39}$/.test(ehk)) throw new WeirError('USER_CODE', `${s.name}: explicitHashKey returned ${JSON.stringify(ehk)}; it must be a decimal number below 2^128`);
+      if (ehk !== undefined && !isExplicitHashKey(ehk)) throw new WeirError('USER_CODE', `${s.name}: explicitHashKey returned ${JSON.stringify(ehk)}; it must be a decimal number below 2^128`);
       this.queue.push({ data, partitionKey: pk, explicitHashKey: ehk, size, seq: this.nextSeq++, failures: 0 });
     }
     this.unacked += values.length;
@@ -246,8 +255,10 @@ export class KinesisWriter<T> implements SinkWriter<T, KinesisCommittable> {
     const t = setTimeout(() => {
       this.backoffs.delete(t);
       if (this.closed || this.error) return;
-      // In write order at the front: they were written before anything still queued.
-      this.queue = entries.concat(this.queue);
+      // In write order: a barrier's flush takes the queue's front up to its sequence number, and
+      // retries coming back in the order their backoffs ended ([3, 0]) hid a pre-barrier entry
+      // behind a later one, the checkpoint waiting for maxTimeInBufferMs.
+      this.queue = entries.concat(this.queue).sort((a, b) => a.seq - b.seq);
       this.oldestQueuedAt ??= this.ctx.now();
       this.pump();
     }, delay);

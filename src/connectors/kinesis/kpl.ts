@@ -21,7 +21,9 @@ const decoder = new TextDecoder();
 
 /** The user records of a KPL aggregate, or undefined if `data` is not one (read it as a plain record). */
 export function deaggregate(data: Uint8Array): SubRecord[] | undefined {
-  if (data.length < KPL_MAGIC.length + 16) return undefined;
+  // An empty body is a plain record, as the KCL reads it: magic and MD5("") alone were taken for
+  // an aggregate of nothing, the record never emitted.
+  if (data.length <= KPL_MAGIC.length + 16) return undefined;
   for (let i = 0; i < KPL_MAGIC.length; i++) if (data[i] !== KPL_MAGIC[i]) return undefined;
   const body = data.subarray(KPL_MAGIC.length, data.length - 16);
   const digest = createHash('md5').update(body).digest();

@@ -98,5 +98,58 @@ describe('KinesisSink', () => {
     bw.close();
     expect(() => new KinesisSink({ stream: 's', partitionKey: () => 'k', maxBatchRecords: 501 })).toThrow(/maxBatchRecords must be an integer from 1 to 500/);
     expect(() => new KinesisSink({ stream: 'bad name', partitionKey: () => 'k' })).toThrow(/stream must be a stream name/);
+    // An explicit hash key Kinesis would refuse (failing the whole request, and the job at every replay) is refused at its record.
+    const hashed = (ehk: string) => new KinesisSink<number>({ stream: 's', endpoint: k.endpoint, region: REGION, credentials: CREDENTIALS, partitionKey: () => 'k', explicitHashKey: () => ehk });
+    for (const bad of [(1n << 128n).toString(), '007', '1'.repeat(40), '-1']) {
+      const hw = hashed(bad).createWriter(ctx({ n: 0 }));
+      expect(() => hw.write([1]), bad).toThrow(/it must be a decimal number below 2\^128/);
+      hw.close();
+    }
+    for (const good of ['0', ((1n << 128n) - 1n).toString()]) {
+      const hw = hashed(good).createWriter(ctx({ n: 0 }));
+      expect(() => hw.write([1]), good).not.toThrow();
+      hw.close();
+    }
   }, 30_000);
+});
+
+describe('KinesisSink retries and barriers (a scripted client)', () => {
+  it('retried entries go back in write order: a barrier is not held behind a later entry that came back first (before: it waited for maxTimeInBufferMs, here 60 s)', async () => {
+    const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+    let call = 0;
+    const fake = {
+      async send(cmd: { input: { Records: { Data: Uint8Array }[] } }) {
+        const recs = cmd.input.Records;
+        const first = Number(Buffer.from(recs[0]!.Data).toString());
+        const n = ++call;
+        let fail = false;
+        if (first === 0 && n <= 2) { await sleep(10); fail = true; } // seq 0, before the barrier, fails once
+        else if (first === 3) { await sleep(20); fail = true; } // seq 3, after it, fails once
+        else if (first === 503 || first === 1003) await sleep(1000); // two slow requests keep the in-flight slots full
+        return { FailedRecordCount: fail ? 1 : 0, Records: recs.map((_, i) => (fail && i === 0 ? { ErrorCode: 'ProvisionedThroughputExceededException', ErrorMessage: 'Rate exceeded' } : { SequenceNumber: `4959${String(n * 1000 + i).padStart(52, '0')}` })) };
+      },
+      destroy() {},
+    };
+    const sink = new KinesisSink<number>({ stream: 's', partitionKey: (v) => `k${v}`, payload: (v) => String(v), endpoint: 'http://127.0.0.1:1', region: REGION, credentials: CREDENTIALS, maxInFlightRequests: 2, maxTimeInBufferMs: 60_000 });
+    const w = sink.createWriter(ctx({ n: 0 }));
+    (w as unknown as { client: Promise<unknown> }).client = Promise.resolve(fake);
+    // Backoff jitter (as a read-only audit found it): both come back while the slow requests hold the slots, seq 3 put in front of seq 0.
+    const draws = [0.3, 0.9];
+    const random = Math.random;
+    Math.random = () => draws.shift() ?? random();
+    try {
+      const range = (a: number, b: number) => Array.from({ length: b - a }, (_, i) => a + i);
+      w.write(range(0, 3));
+      w.prepareCommit(1);
+      const barrier = w.whenPrepared(1);
+      w.write(range(3, 503));
+      w.write(range(503, 1003));
+      w.write(range(1003, 1503));
+      await barrier; // the test's timeout (20 s) is well below the buffer's 60 s
+      expect((w as unknown as { queue: { seq: number }[] }).queue.map((e) => e.seq)).toEqual([...(w as unknown as { queue: { seq: number }[] }).queue.map((e) => e.seq)].sort((a, b) => a - b));
+    } finally {
+      Math.random = random;
+      w.close();
+    }
+  }, 20_000);
 });
