@@ -291,6 +291,24 @@ describe('malformed records', () => {
     expect(msg).toContain("set malformed: 'dead-letter'");
   });
 
+  it('a line longer than maxLineBytes is a dead letter of its first KiB, read past without holding it; the lines around it are read, also across chunks and at the end of the file (before: held whole, joined again at every chunk)', async () => {
+    const long = `{"pad":"${'x'.repeat(300_000)}"}`;
+    for (const tail of ['\n{"ok":3}\n', '']) {
+      const p = file('long.jsonl', `{"ok":1}\n${long}\n{"ok":2}\n${'y'.repeat(5000)}${tail}`);
+      const { main, dead } = await read((env) => {
+        const s = env.fromFile(p, { malformed: 'dead-letter', chunkSize: 4096, maxLineBytes: 100_000 });
+        s.collect('main');
+        s.getSideOutput(DEAD_LETTERS).collect('dead');
+      });
+      expect(main).toEqual(tail === '' ? [{ ok: 1 }, { ok: 2 }] : [{ ok: 1 }, { ok: 2 }, { ok: 3 }]);
+      expect(dead[0]!.error).toBe(`the line is ${long.length} bytes, longer than maxLineBytes (100000); its first bytes are kept`);
+      expect(dead[0]!.raw).toBe(long.slice(0, 1024));
+      expect(dead[0]!.location).toBe(`${p}:2`);
+      expect(dead.length).toBe(2); // the 5000 y's: not JSON, under the bound
+    }
+    await expect(runInline((env) => void env.fromFile('x.jsonl', { maxLineBytes: 10 }))).rejects.toThrow('fromFile: maxLineBytes must be an integer >= 1024, got 10');
+  });
+
   it('a CSV row with the wrong number of fields names the file, line and the expected columns', async () => {
     const p = file('short.csv', 'a,b,c\n1,2,3\n4,5\n');
     const msg = await failureOf((env) => void env.fromFile(p).collect('main'));

@@ -38,6 +38,13 @@ export interface FileSourceOptions {
    * the parallelism is smaller, never below 4 KiB). Infinity: one split per file.
    */
   readonly splitSize?: number;
+  /**
+   * Longest line (default 64 MiB): a longer one is a malformed record (its first KiB the dead
+   * letter's raw text), read past without keeping its bytes. Without a bound one line without a
+   * newline was held whole, and past 512 MiB its text could not be made: the task failed at
+   * every restart on the same file.
+   */
+  readonly maxLineBytes?: number;
 }
 
 export interface FileSplit extends SourceSplit {
@@ -60,6 +67,7 @@ export class FileSource<T> implements Source<T, FileSplit> {
   private readonly formatGuessed: boolean;
   readonly chunkSize: number;
   readonly splitSize: number;
+  readonly maxLineBytes: number;
   readonly csv: Required<Omit<CsvOptions, 'columns'>> & { columns: readonly string[] | undefined };
 
   constructor(readonly path: string, options: FileSourceOptions = {}) {
@@ -78,6 +86,8 @@ export class FileSource<T> implements Source<T, FileSplit> {
     if (!((Number.isInteger(this.splitSize) && this.splitSize >= MIN_SPLIT_BYTES) || this.splitSize === Number.POSITIVE_INFINITY)) {
       throw new RangeError(`fromFile: splitSize must be an integer number of bytes >= ${MIN_SPLIT_BYTES} (or Infinity for one split per file), got ${this.splitSize}`);
     }
+    this.maxLineBytes = options.maxLineBytes ?? 64 * 1024 * 1024;
+    if (!(Number.isSafeInteger(this.maxLineBytes) && this.maxLineBytes >= 1024)) throw new RangeError(`fromFile: maxLineBytes must be an integer >= 1024, got ${options.maxLineBytes}`);
     const c = options.csv ?? {};
     this.csv = { header: c.header ?? c.columns === undefined, columns: c.columns, delimiter: c.delimiter ?? ',', cast: c.cast ?? true };
     if (this.csv.delimiter.length === 0 || this.csv.delimiter.includes('"') || this.csv.delimiter.includes('\n')) {
@@ -297,6 +307,7 @@ class FileReader<T> implements SourceReader<T, FileSplit> {
     const text = l.text.endsWith('\r') ? l.text.slice(0, -1) : l.text;
     let value: unknown;
     try {
+      if (l.tooLongBytes !== undefined) throw new SyntaxError(`the line is ${l.tooLongBytes} bytes, longer than maxLineBytes (${this.src.maxLineBytes}); its first bytes are kept`);
       value = this.src.format === 'jsonl' ? parseJsonRecord(text) : this.parseCsv(c, text);
       if (l.invalidUtf8 === true) throw new SyntaxError(NOT_UTF8);
     } catch (e) {
@@ -326,6 +337,10 @@ class FileReader<T> implements SourceReader<T, FileSplit> {
     q.text += '\n' + l.text;
     q.quotes += countQuotes(l.text);
     q.last = l;
+    if (l.tooLongBytes !== undefined) {
+      this.endQuoted(c, out, `a line of the record is ${l.tooLongBytes} bytes, longer than maxLineBytes (${this.src.maxLineBytes})`);
+      return;
+    }
     if (l.invalidUtf8 === true) q.invalidUtf8 = true;
     // Any line with a quote may close the record, whatever the count's parity: a quote inside
     // an unquoted field (5'11") makes it odd for good, and the record swallowed the rest of the file.
@@ -389,7 +404,7 @@ class FileReader<T> implements SourceReader<T, FileSplit> {
         if (c.headerPending) await this.readHeader(c, fh);
         if (this.closed) return; // close() closed c.fh
         const split = c.split;
-        c.range = new RangeLines(split.start ?? 0, split.end, split.offset);
+        c.range = new RangeLines(split.start ?? 0, split.end, split.offset, this.src.maxLineBytes);
         c.readOffset = c.range.readFrom;
         c.reading = false;
         if (c.range.done) {
