@@ -247,7 +247,8 @@ export class Attempt {
       if (this.sourceVertices.has(m.vertex)) recordsIn += m.recordsIn[0] ?? 0;
       for (const [v, o] of this.sinkOps) if (m.vertex === v) recordsOut += m.recordsIn[o] ?? 0;
     }
-    const heapUsed = local ? process.memoryUsage().heapUsed : [...this.heap.values()].reduce((a, b) => a + b, 0);
+    // Worker threads report their heaps; the main thread's is counted too (what collect() gathers lives there).
+    const heapUsed = process.memoryUsage().heapUsed + (local ? 0 : [...this.heap.values()].reduce((a, b) => a + b, 0));
     let backPressure: Progress['backPressure'];
     for (const s of this.metricStore.subtasks()) {
       const bp = s.metrics['backPressuredTimeMsPerSecond'] ?? 0;
@@ -330,7 +331,11 @@ export class Attempt {
         return this.fail(m.error, corrupt);
       }
       case 'collect':
-        return this.ctx.collect(m.sink, m.values);
+        try {
+          return this.ctx.collect(m.sink, m.values);
+        } catch (e) {
+          return this.fail(serializeError(e)); // a collect() holding too many records
+        }
       case 'log':
         return this.ctx.log(m.line);
       case 'metrics':

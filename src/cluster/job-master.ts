@@ -5,6 +5,7 @@
  * the job's control surface (JobControl: REST, weir savepoint/stop/cancel), and it owns what
  * outlives an attempt: the job id, collected output, checkpoint statistics and storage.
  */
+import { WeirError } from '../core/errors.ts';
 import type { WorkerPool } from './worker-pool.ts';
 import type { S3Config } from '../checkpoint/s3/settings.ts';
 import { randomBytes } from 'node:crypto';
@@ -93,6 +94,13 @@ function toHistoryEntry(e: CheckpointStatsEntry): CheckpointHistoryEntry {
 }
 
 type JobState = 'INITIALIZING' | 'RUNNING' | 'RESTARTING' | JobStatus;
+
+/**
+ * Records one collect() sink may hold (JobResult.collected). Without a bound, a collect() on an
+ * endless source under weir run (which never reads them) grew the main thread by ~200 bytes a
+ * record until the heap ran out (~7 minutes at 50 k records/s), unseen in the progress line.
+ */
+const MAX_COLLECTED_RECORDS = 1_000_000;
 
 export class JobMaster implements JobControl {
   private readonly log: (line: string) => void;
@@ -584,6 +592,9 @@ export class JobMaster implements JobControl {
       collect: (sink, values) => {
         let list = this.collected.get(sink);
         if (list === undefined) this.collected.set(sink, (list = []));
+        if (list.length + values.length > MAX_COLLECTED_RECORDS) {
+          throw new WeirError('USER_CODE', `collect('${sink}') would hold more than ${MAX_COLLECTED_RECORDS.toLocaleString('en-US')} records in memory; it gathers a small result for the job's client (tests, embedding): write a large or endless stream with a sink (writeAsJsonLines, the exactly-once file sink) or print()`);
+        }
         for (const v of values) list.push(v);
       },
       markRunning: () => {
