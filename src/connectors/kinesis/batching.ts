@@ -19,6 +19,8 @@ export interface SinkEntry {
   readonly size: number;
   /** Write order, for barriers: everything with seq below a barrier's mark must be acknowledged. */
   readonly seq: number;
+  /** When it was written (ms), for maxTimeInBufferMs: the queue's front is its oldest. */
+  readonly queuedAt: number;
   /** When the entry first failed (for the retry deadline), and how often. */
   failedSince?: number;
   failures: number;
@@ -37,10 +39,15 @@ export function batchSize(queue: readonly SinkEntry[], maxRecords: number, maxBy
   return n;
 }
 
-/** Whether to send a batch now: a full one, or anything during a flush, or the oldest entry waited long enough. */
-export function shouldSend(queued: number, maxRecords: number, flushing: boolean, oldestQueuedAt: number | undefined, now: number, maxTimeInBufferMs: number): boolean {
-  if (queued === 0) return false;
-  if (queued >= maxRecords || flushing) return true;
+/**
+ * Whether to send a batch now: a full one (by records or by bytes: 25 records of 200 KiB fill a
+ * request, and counting records only sent one every maxTimeInBufferMs), anything when `urgent`
+ * (a barrier's flush, or the writer out of room, its task back-pressured until something is
+ * acknowledged), or when the oldest entry waited long enough.
+ */
+export function shouldSend(queued: { readonly records: number; readonly bytes: number }, limits: { readonly maxRecords: number; readonly maxBytes: number }, urgent: boolean, oldestQueuedAt: number | undefined, now: number, maxTimeInBufferMs: number): boolean {
+  if (queued.records === 0) return false;
+  if (queued.records >= limits.maxRecords || queued.bytes >= limits.maxBytes || urgent) return true;
   return oldestQueuedAt !== undefined && now - oldestQueuedAt >= maxTimeInBufferMs;
 }
 

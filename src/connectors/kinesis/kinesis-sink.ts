@@ -92,6 +92,8 @@ export class KinesisSink<T> implements TwoPhaseCommitSink<T, KinesisCommittable>
     this.maxInFlightRequests = bounded(o.maxInFlightRequests, 10, 1000, `${where}: maxInFlightRequests`);
     this.maxBufferedRecords = bounded(o.maxBufferedRecords, 10_000, 10_000_000, `${where}: maxBufferedRecords`);
     this.maxTimeInBufferMs = bounded(o.maxTimeInBufferMs, 5_000, 3_600_000, `${where}: maxTimeInBufferMs`);
+    // Fewer than a batch: the writer is out of room before a batch is full, as Flink refuses it.
+    if (this.maxBufferedRecords < this.maxBatchRecords) throw new WeirError('CONFIG', `${where}: maxBufferedRecords (${this.maxBufferedRecords}) must be at least maxBatchRecords (${this.maxBatchRecords})`);
     this.conn = resolveConnection({ ...o, timeoutMs: bounded(o.timeoutMs, 10_000, 600_000, `${where}: timeoutMs`) }, where);
     this.retry = { initialBackoffMs: 100, maxBackoffMs: 5_000, deadlineMs: bounded(o.retryDeadlineMs, 60_000, 86_400_000, `${where}: retryDeadlineMs`) };
     this.name = `kinesis ${this.conn.label}/${this.stream}`;
@@ -108,7 +110,8 @@ export class KinesisSink<T> implements TwoPhaseCommitSink<T, KinesisCommittable>
 
 export class KinesisWriter<T> implements SinkWriter<T, KinesisCommittable> {
   private queue: SinkEntry[] = [];
-  private oldestQueuedAt: number | undefined;
+  /** Bytes of the queued entries (data and partition keys), for a batch full by size. */
+  private queuedBytes = 0;
   private inFlight = 0;
   /** Entries written and not acknowledged: queued, in flight, or waiting out a backoff. */
   unacked = 0;
@@ -143,10 +146,10 @@ export class KinesisWriter<T> implements SinkWriter<T, KinesisCommittable> {
       if (size > Math.min(RECORD_MAX_BYTES, s.maxBatchBytes)) throw new WeirError('USER_CODE', `${s.name}: a record of ${size} bytes (data and partition key) is over the ${RECORD_MAX_BYTES} byte Kinesis limit`);
       const ehk = s.explicitHashKey?.(v);
       if (ehk !== undefined && !isExplicitHashKey(ehk)) throw new WeirError('USER_CODE', `${s.name}: explicitHashKey returned ${JSON.stringify(ehk)}; it must be a decimal number below 2^128`);
-      this.queue.push({ data, partitionKey: pk, explicitHashKey: ehk, size, seq: this.nextSeq++, failures: 0 });
+      this.queue.push({ data, partitionKey: pk, explicitHashKey: ehk, size, seq: this.nextSeq++, queuedAt: now, failures: 0 });
+      this.queuedBytes += size;
     }
     this.unacked += values.length;
-    if (this.oldestQueuedAt === undefined && this.queue.length > 0) this.oldestQueuedAt = now;
     this.pump();
   }
 
@@ -188,14 +191,15 @@ export class KinesisWriter<T> implements SinkWriter<T, KinesisCommittable> {
     while (this.inFlight < s.maxInFlightRequests) {
       const q = this.queue;
       const flushing = q.length > 0 && q[0]!.seq < this.flushUpTo;
-      if (!shouldSend(q.length, s.maxBatchRecords, flushing, this.oldestQueuedAt, now, s.maxTimeInBufferMs)) break;
+      const urgent = flushing || this.unacked >= s.maxBufferedRecords;
+      if (!shouldSend({ records: q.length, bytes: this.queuedBytes }, { maxRecords: s.maxBatchRecords, maxBytes: s.maxBatchBytes }, urgent, q[0]?.queuedAt, now, s.maxTimeInBufferMs)) break;
       const n = batchSize(q, s.maxBatchRecords, s.maxBatchBytes);
       const batch = q.splice(0, n);
-      this.oldestQueuedAt = q.length > 0 ? now : undefined;
+      for (const e of batch) this.queuedBytes -= e.size;
       this.send(batch);
     }
     if (this.queue.length > 0 && this.timer === undefined && this.inFlight < s.maxInFlightRequests) {
-      const wait = Math.max(1, (this.oldestQueuedAt ?? now) + s.maxTimeInBufferMs - now);
+      const wait = Math.max(1, (this.queue[0]?.queuedAt ?? now) + s.maxTimeInBufferMs - now);
       this.timer = setTimeout(() => {
         this.timer = undefined;
         this.pump();
@@ -259,7 +263,7 @@ export class KinesisWriter<T> implements SinkWriter<T, KinesisCommittable> {
       // retries coming back in the order their backoffs ended ([3, 0]) hid a pre-barrier entry
       // behind a later one, the checkpoint waiting for maxTimeInBufferMs.
       this.queue = entries.concat(this.queue).sort((a, b) => a.seq - b.seq);
-      this.oldestQueuedAt ??= this.ctx.now();
+      for (const e of entries) this.queuedBytes += e.size;
       this.pump();
     }, delay);
     t.unref?.();

@@ -114,7 +114,7 @@ describe('shard discovery', () => {
   });
 });
 
-const entry = (seq: number, size: number): SinkEntry => ({ data: new Uint8Array(0), partitionKey: 'k', explicitHashKey: undefined, size, seq, failures: 0 });
+const entry = (seq: number, size: number): SinkEntry => ({ data: new Uint8Array(0), partitionKey: 'k', explicitHashKey: undefined, size, seq, queuedAt: 0, failures: 0 });
 
 describe('PutRecords batching', () => {
   it('batches stay within 500 records and 5 MiB, and always take at least one (seeded)', () => {
@@ -135,12 +135,16 @@ describe('PutRecords batching', () => {
     }
   });
 
-  it('sends full batches at once, partial ones on a flush or after maxTimeInBuffer', () => {
-    expect(shouldSend(500, 500, false, 0, 1, 5000)).toBe(true);
-    expect(shouldSend(10, 500, false, 0, 1, 5000)).toBe(false);
-    expect(shouldSend(10, 500, true, 0, 1, 5000)).toBe(true);
-    expect(shouldSend(10, 500, false, 0, 5000, 5000)).toBe(true);
-    expect(shouldSend(0, 500, true, undefined, 1, 5000)).toBe(false);
+  it('sends full batches at once (by records or by bytes), partial ones when urgent (a flush, no room) or after maxTimeInBuffer', () => {
+    const limits = { maxRecords: 500, maxBytes: PUT_RECORDS_MAX_BYTES };
+    const q = (records: number, bytes = records * 100) => ({ records, bytes });
+    expect(shouldSend(q(500), limits, false, 0, 1, 5000)).toBe(true);
+    expect(shouldSend(q(10), limits, false, 0, 1, 5000)).toBe(false);
+    expect(shouldSend(q(10), limits, true, 0, 1, 5000)).toBe(true);
+    expect(shouldSend(q(10), limits, false, 0, 5000, 5000)).toBe(true);
+    expect(shouldSend(q(0), limits, true, undefined, 1, 5000)).toBe(false);
+    // 25 records of 200 KiB fill a request: sent at once (before: one request every maxTimeInBuffer).
+    expect(shouldSend(q(26, 26 * 200 * 1024), limits, false, 0, 1, 5000)).toBe(true);
   });
 
   it('re-queues only the entries of an answer with an ErrorCode; a malformed answer retries all', () => {

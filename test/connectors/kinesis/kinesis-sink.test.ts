@@ -98,6 +98,7 @@ describe('KinesisSink', () => {
     bw.close();
     expect(() => new KinesisSink({ stream: 's', partitionKey: () => 'k', maxBatchRecords: 501 })).toThrow(/maxBatchRecords must be an integer from 1 to 500/);
     expect(() => new KinesisSink({ stream: 'bad name', partitionKey: () => 'k' })).toThrow(/stream must be a stream name/);
+    expect(() => new KinesisSink({ stream: 's', partitionKey: () => 'k', maxBufferedRecords: 100 })).toThrow('KinesisSink: maxBufferedRecords (100) must be at least maxBatchRecords (500)');
     // An explicit hash key Kinesis would refuse (failing the whole request, and the job at every replay) is refused at its record.
     const hashed = (ehk: string) => new KinesisSink<number>({ stream: 's', endpoint: k.endpoint, region: REGION, credentials: CREDENTIALS, partitionKey: () => 'k', explicitHashKey: () => ehk });
     for (const bad of [(1n << 128n).toString(), '007', '1'.repeat(40), '-1']) {
@@ -149,6 +150,30 @@ describe('KinesisSink retries and barriers (a scripted client)', () => {
       expect((w as unknown as { queue: { seq: number }[] }).queue.map((e) => e.seq)).toEqual([...(w as unknown as { queue: { seq: number }[] }).queue.map((e) => e.seq)].sort((a, b) => a - b));
     } finally {
       Math.random = random;
+      w.close();
+    }
+  }, 20_000);
+});
+
+describe('KinesisSink batches full by bytes', () => {
+  it('records that fill a request by size go out without waiting for maxTimeInBufferMs (before: one request per buffer time, 60 s here)', async () => {
+    const sizes: number[] = [];
+    const fake = {
+      async send(cmd: { input: { Records: { Data: Uint8Array }[] } }) {
+        sizes.push(cmd.input.Records.length);
+        return { FailedRecordCount: 0, Records: cmd.input.Records.map((_, i) => ({ SequenceNumber: `4959${String(sizes.length * 1000 + i).padStart(52, '0')}` })) };
+      },
+      destroy() {},
+    };
+    const sink = new KinesisSink<number>({ stream: 's', partitionKey: (v) => `k${v}`, payload: () => 'x'.repeat(200 * 1024), endpoint: 'http://127.0.0.1:1', region: REGION, credentials: CREDENTIALS, maxTimeInBufferMs: 60_000 });
+    const w = sink.createWriter(ctx({ n: 0 }));
+    (w as unknown as { client: Promise<unknown> }).client = Promise.resolve(fake);
+    try {
+      w.write(Array.from({ length: 100 }, (_, i) => i));
+      for (let i = 0; i < 100 && sizes.reduce((a, b) => a + b, 0) < 75; i++) await new Promise((r) => setTimeout(r, 100));
+      expect(sizes.reduce((a, b) => a + b, 0)).toBeGreaterThanOrEqual(75); // three full requests of 25 (5 MiB each); the rest waits for more or a barrier
+      expect(Math.max(...sizes)).toBeLessThanOrEqual(25);
+    } finally {
       w.close();
     }
   }, 20_000);
