@@ -107,6 +107,10 @@ export class MetricStore {
         // Measured, not the rest of each second: subtasks share a thread, and the time one waits
         // for its turn is not busy (see TaskTimeAccount); the three add up to at most 1000.
         busyTimeMsPerSecond: Math.min(1000 - idle - bp, share(last.busyMs, base?.busyMs ?? 0)),
+        // Flink's cumulative times (ms since the task started), for the vertex view's accumulated-*-time.
+        accumulatedBusyTime: Math.round(last.busyMs),
+        accumulatedIdleTime: Math.round(last.idleMs),
+        accumulatedBackPressuredTime: Math.round(last.backPressuredMs),
         isBackPressured: last.isBackPressured ? 1 : 0,
         mailboxQueueSize: last.mailboxSize,
         currentInputWatermark: last.inputWatermark[0] ?? Number.MIN_SAFE_INTEGER,

@@ -62,7 +62,7 @@ export function vertexJson(job: JobControl, v: VertexInfo): Record<string, unkno
     metrics: {
       'read-bytes': 0, 'read-bytes-complete': true, 'write-bytes': sum('numBytesOut'), 'write-bytes-complete': true,
       'read-records': sum('numRecordsIn'), 'read-records-complete': counted, 'write-records': sum('numRecordsOut'), 'write-records-complete': counted,
-      'accumulated-busy-time': 0, 'accumulated-idle-time': 0, 'accumulated-backpressured-time': 0,
+      'accumulated-busy-time': sum('accumulatedBusyTime'), 'accumulated-idle-time': sum('accumulatedIdleTime'), 'accumulated-backpressured-time': sum('accumulatedBackPressuredTime'),
     },
     // Flink's UI colours a vertex by the maximum over its subtasks.
     busyTimeMsPerSecondMax: max('busyTimeMsPerSecond'),

@@ -27,7 +27,7 @@ describe('MetricStore: Flink-named metrics and rates from cumulative samples', (
     expect(s!.metrics).toMatchObject({
       numRecordsIn: 5000, numRecordsOut: 4000, numRecordsInPerSecond: 2000, numRecordsOutPerSecond: 1500,
       numBytesOut: 24_000, numBytesOutPerSecond: 8000, idleTimeMsPerSecond: 300, backPressuredTimeMsPerSecond: 400, busyTimeMsPerSecond: 300,
-      isBackPressured: 1, mailboxQueueSize: 3,
+      isBackPressured: 1, mailboxQueueSize: 3, accumulatedBusyTime: 4100, accumulatedIdleTime: 1600, accumulatedBackPressuredTime: 1300,
     });
     expect(s!.operators.map((o) => [o.name, o.metrics['numRecordsOut'], o.metrics['numRecordsOutPerSecond']])).toEqual([['numbers', 5000, 2000], ['plus one', 4000, 1500]]);
   });

@@ -170,4 +170,11 @@ describe('vertex views', () => {
     expect((view.body as { subtasks: { status: string }[] }).subtasks.map((s) => s.status)).toEqual(['INITIALIZING', 'RUNNING', 'FINISHED']);
     expect(vertexJson({ ...job, metrics: () => ({ recordCounters: true, job: {}, subtasks: [{ vertex: 0, subtask: 0, state: 'restored', metrics: {}, operators: [] }] }) } as never, v).status).toBe('INITIALIZING');
   });
+
+  it('accumulated busy, idle and back-pressured times are the subtasks\' cumulative times summed (they were 0)', () => {
+    const v = { index: 0, id: 'v0', name: 'src', parallelism: 2, maxParallelism: 128, operators: [], inputs: [] };
+    const sub = (i: number) => ({ vertex: 0, subtask: i, state: 'running', metrics: { accumulatedBusyTime: 100 + i, accumulatedIdleTime: 200 + i, accumulatedBackPressuredTime: 300 + i }, operators: [] });
+    const job = { jobId: 'j1', vertices: () => [v], metrics: () => ({ recordCounters: true, job: {}, subtasks: [sub(0), sub(1)] }) };
+    expect((vertexJson(job as never, v).metrics as Record<string, unknown>)).toMatchObject({ 'accumulated-busy-time': 201, 'accumulated-idle-time': 401, 'accumulated-backpressured-time': 601 });
+  });
 });
