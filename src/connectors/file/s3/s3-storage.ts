@@ -33,6 +33,7 @@ import { jsonLines, MAX_MERGE_BYTES, mergedFile, type ByteWriter, type FileForma
 import {
   compactedAway, decideCompletion, opensToComplete, orphanUploads, parsePartKey, partKey, resolveIntent, smallCommittedFiles, type CompactionRecord,
 } from './protocol.ts';
+import { mapBounded } from '../../../core/bounded-parallel.ts';
 
 /** Requests one writer has in flight at most. */
 const MAX_CONCURRENT_UPLOADS = 4;
@@ -49,6 +50,8 @@ const RECORD_PREFIX = '.weir-committed-';
 const RECORD_RE = /^\.weir-committed-(\d+)$/;
 /** A compaction's intent (`.weir-compact-<sub>-<run>-<k>`) and, once its sources are deleted, its record (`.weir-compacted-...`). */
 const INTENT_PREFIX = '.weir-compact-';
+/** GETs of compaction records in flight at once. */
+const RECORD_READS_IN_FLIGHT = 16;
 const DONE_PREFIX = '.weir-compacted-';
 
 export interface S3CompactionSettings {
@@ -137,11 +140,17 @@ export class S3SinkStorage implements FileSinkStorage<FileCommittable> {
     const head = this.prefix === '' ? '' : `${this.prefix}/`;
     const listed = await this.store.list(this.bucket, partKey(this.prefix, intentsOnly ? `${INTENT_PREFIX}${sub}-` : '.weir-compact'));
     const out: { key: string; record: CompactionRecord; done: boolean }[] = [];
-    for (const o of listed.objects) {
+    const mine = listed.objects.filter((o) => {
       const name = o.key.slice(head.length);
-      const done = name.startsWith(`${DONE_PREFIX}${sub}-`);
-      if (!done && !name.startsWith(`${INTENT_PREFIX}${sub}-`)) continue;
-      const body = await this.store.getObject(this.bucket, o.key);
+      return name.startsWith(`${DONE_PREFIX}${sub}-`) || name.startsWith(`${INTENT_PREFIX}${sub}-`);
+    });
+    // Records are never deleted (a restore may need any of them), so there are more with the
+    // prefix's age: their GETs overlap, up to 16 at once (each costs a round trip on S3).
+    const bodies = await mapBounded(mine, RECORD_READS_IN_FLIGHT, (o) => this.store.getObject(this.bucket, o.key));
+    for (let i = 0; i < mine.length; i++) {
+      const o = mine[i]!;
+      const done = o.key.slice(head.length).startsWith(`${DONE_PREFIX}${sub}-`);
+      const body = bodies[i];
       if (body === undefined) continue; // resolved meanwhile
       let record: CompactionRecord;
       try {
