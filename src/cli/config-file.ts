@@ -9,9 +9,8 @@ import { readFileSync } from 'node:fs';
 import { resolveRestartStrategy } from '../cluster/restart-strategy.ts';
 import { allKeys, byKey } from '../core/options/lookup.ts';
 import { ALL_OPTIONS } from '../core/options/registry.ts';
-import type { Option } from '../core/options/option.ts';
 import { suggest } from '../core/options/suggest.ts';
-import { readValue, secondKey } from '../core/options/values.ts';
+import { FileValues, readValue } from '../core/options/values.ts';
 import { CliError } from './args.ts';
 import { settingsOf, type RunSettings } from './run-settings.ts';
 
@@ -37,19 +36,16 @@ export function readConfigFile(path: string): FileConfig {
 
 /** Each value is checked as it is read, so that a bad one is reported with its key and file. */
 export function parseConfig(raw: Record<string, unknown>, path: string): FileConfig {
-  const values = new Map<Option, unknown>();
-  const keys = new Map<Option, string>();
+  const read = new FileValues();
   for (const [key, v] of Object.entries(raw)) {
     const option = byKey(key);
     if (option === undefined) throw new CliError(unknownKey(key, path));
-    const read = readValue(option, v, { kind: 'file', path, key });
-    if (!read.ok) throw new CliError(read.message);
-    const kept = keys.has(option) ? secondKey(option, key, read.value, { key: keys.get(option)!, value: values.get(option) }) : read;
-    if (!kept.ok) throw new CliError(`${path}: ${kept.message}`);
-    values.set(option, kept.value);
-    if (kept.value === read.value) keys.set(option, key);
+    const value = readValue(option, v, { kind: 'file', path, key });
+    if (!value.ok) throw new CliError(value.message);
+    const twice = read.add(option, key, value.value);
+    if (twice !== undefined) throw new CliError(`${path}: ${twice}`);
   }
-  const settings = settingsOf(values);
+  const settings = settingsOf(read.values);
   // Settings that must agree with each other (the backoff bounds) are checked once all are read.
   if (settings.restart !== undefined) {
     try {

@@ -17,7 +17,6 @@ import { S3CheckpointStorage } from '../checkpoint/s3/s3-storage.ts';
 import { isS3Reference, resolveS3Config, setJobS3Config, type S3Config, type S3Settings } from '../checkpoint/s3/settings.ts';
 import { systemClock, type Clock } from '../core/clock.ts';
 import { WeirError } from '../core/errors.ts';
-import { schemeOf } from '../checkpoint/names.ts';
 import { logger } from '../core/log.ts';
 import { OPTIONS } from '../core/options/registry.ts';
 import { codeProblem } from '../core/options/values.ts';
@@ -222,9 +221,6 @@ function deadLetterDirOf(given: string | undefined, transformations: readonly Tr
 /** The storage of a checkpoint directory: S3 for s3://bucket/prefix, else a local directory. */
 function checkpointStorageAt(dir: string, s3: S3Config): CheckpointStorage {
   if (isS3Reference(dir)) return S3CheckpointStorage.create(dir, s3);
-  // As a path, hdfs://nn/chk would be a relative directory "hdfs:/nn/chk" on this machine.
-  const scheme = schemeOf(dir);
-  if (scheme !== undefined) throw new WeirError('CONFIG', `the checkpoint directory ${dir} names ${scheme}://, for which weir has no storage; use a local path or s3://bucket/prefix`);
   checkDirectoryPath(dir, 'the checkpoint directory (--checkpoint-dir, execution.checkpointing.dir)');
   return new LocalCheckpointStorage(dir);
 }

@@ -10,8 +10,7 @@ import { readDuration } from '../core/duration.ts';
 import { WeirError } from '../core/errors.ts';
 import { byKey } from '../core/options/lookup.ts';
 import { suggest } from '../core/options/suggest.ts';
-import { readValue, secondKey, settingsTree } from '../core/options/values.ts';
-import type { Option } from '../core/options/option.ts';
+import { FileValues, readValue, settingsTree } from '../core/options/values.ts';
 import type { RestartStrategySettings } from '../core/restart-settings.ts';
 import { resolveRestartStrategy } from '../cluster/restart-strategy.ts';
 import type { CheckpointSettings } from '../checkpoint/config.ts';
@@ -187,8 +186,7 @@ function absolute(p: string, baseDir: string): string {
 function readConfiguration(r: Reader, raw: unknown): Record<string, string | number | boolean> {
   const obj = r.object(raw ?? {}, 'configuration');
   const out: Record<string, string | number | boolean> = {};
-  const values = new Map<Option, unknown>();
-  const keys = new Map<Option, string>();
+  const values = new FileValues();
   for (const [key, v] of Object.entries(obj)) {
     const field = `configuration.${key}`;
     if (MANAGED_KEYS.has(key)) r.fail(field, 'the manager sets this key itself (one directory per application)');
@@ -197,16 +195,14 @@ function readConfiguration(r: Reader, raw: unknown): Record<string, string | num
     if (typeof v !== 'string' && typeof v !== 'number' && typeof v !== 'boolean') r.fail(field, `expected a string, number or boolean, got ${v === null ? 'null' : typeof v}`);
     const read = readValue(option!, v, { kind: 'file', path: r.where, key });
     if (!read.ok) r.fail(field, read.message.slice(`${r.where}: "${key}": `.length));
-    const kept = keys.has(option!) ? secondKey(option!, key, read.value, { key: keys.get(option!)!, value: values.get(option!) }) : read;
-    if (!kept.ok) r.fail(field, kept.message);
-    values.set(option!, kept.value);
-    if (kept.ok && kept.value === read.value) keys.set(option!, key);
+    const twice = values.add(option!, key, read.value);
+    if (twice !== undefined) r.fail(field, twice);
     out[key] = v as string | number | boolean;
   }
   // Settings that must agree with each other (the restart backoff bounds, unaligned checkpoints
   // and the mode, an S3 endpoint without credentials), as `weir run --config` checks them:
   // refused at apply, not at the deployment's start (which wrote them to its files first).
-  const tree = settingsTree(values) as { restart?: RestartStrategySettings; checkpoint?: CheckpointSettings; s3?: S3Settings };
+  const tree = settingsTree(values.values) as { restart?: RestartStrategySettings; checkpoint?: CheckpointSettings; s3?: S3Settings };
   const conflict = settingsConflict(tree, 'configuration');
   if (conflict !== undefined) r.fail('configuration', conflict.replace(/^configuration( \(S3\))?: /, ''));
   const restart = tree.restart;

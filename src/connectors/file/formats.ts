@@ -148,11 +148,6 @@ function objectField(v: object): string {
   return text;
 }
 
-/** A record's field; a missing one named as Object.prototype's (constructor, toString) is missing, not inherited. */
-function ownField(r: Record<string, unknown>, name: string): unknown {
-  return name in Object.prototype && !Object.hasOwn(r, name) ? undefined : r[name];
-}
-
 export function csv(options: CsvFormatOptions): FileFormat {
   const columns = options?.columns;
   if (!Array.isArray(columns) || columns.length === 0 || !columns.every((c) => typeof c === 'string' && c !== '')) {
@@ -161,6 +156,8 @@ export function csv(options: CsvFormatOptions): FileFormat {
   const delimiter = options.delimiter ?? ',';
   if (typeof delimiter !== 'string' || delimiter === '' || /["\r\n]/.test(delimiter)) throw new TypeError(`csv: delimiter must be a non-empty string without quotes or line breaks, got ${JSON.stringify(delimiter)}`);
   const withHeader = options.header ?? true;
+  // A missing field named as one of Object.prototype's (constructor, toString) is missing, not inherited.
+  const inherited = columns.map((c) => c in Object.prototype);
   const field = (v: unknown): string => {
     if (v === undefined || v === null) return '';
     if (typeof v === 'function' || typeof v === 'symbol') throw new TypeError(`a field holds a ${typeof v}, which a CSV file cannot hold`);
@@ -183,7 +180,7 @@ export function csv(options: CsvFormatOptions): FileFormat {
         const r = v as Record<string, unknown>;
         let text = '';
         try {
-          for (let c = 0; c < columns.length; c++) text += (c === 0 ? '' : delimiter) + field(ownField(r, columns[c]!));
+          for (let c = 0; c < columns.length; c++) text += (c === 0 ? '' : delimiter) + field(inherited[c] && !Object.hasOwn(r, columns[c]!) ? undefined : r[columns[c]!]);
         } catch (e) {
           // An Invalid Date, a field with a cycle: rejected (dead letter or failure, per the sink).
           reject(v, `cannot be written as a CSV row: ${e instanceof Error ? e.message : String(e)}`);

@@ -16,16 +16,27 @@ export function readValue(o: Option, raw: unknown, origin: Origin): Read {
 }
 
 /**
- * A file that sets one option under two keys (an older key beside the current one): the current
- * key wins wherever it stands, as Flink reads an option's key before its deprecated keys (here
- * the last of them won, so a file's order decided its checkpoint directory). Two older keys
- * that disagree are refused. `earlier` is the key and value read first; the value to keep, or
- * the problem.
+ * Values read from one file, by option. A file may set one option under two keys (an older key
+ * beside the current one): the current key wins wherever it stands, as Flink reads an option's
+ * key before its deprecated keys (the last of them won, so a file's order decided its checkpoint
+ * directory); two older keys that disagree are refused.
  */
-export function secondKey(o: Option, key: string, value: unknown, earlier: { readonly key: string; readonly value: unknown }): Read {
-  if (key === o.key || JSON.stringify(earlier.value) === JSON.stringify(value)) return { ok: true, value };
-  if (earlier.key === o.key) return { ok: true, value: earlier.value };
-  return { ok: false, message: `"${key}" and "${earlier.key}" both set the ${o.label} (${o.key ?? o.flag}), to different values; keep one` };
+export class FileValues {
+  readonly values = new Map<Option, unknown>();
+  /** The key each kept value came under. */
+  private readonly keys = new Map<Option, string>();
+
+  /** Takes `value` of `o` read under `key`; the problem when it cannot be kept, else undefined. */
+  add(o: Option, key: string, value: unknown): string | undefined {
+    const earlier = this.keys.get(o);
+    if (earlier !== undefined && key !== o.key && JSON.stringify(this.values.get(o)) !== JSON.stringify(value)) {
+      if (earlier === o.key) return undefined; // the current key's value stays
+      return `"${key}" and "${earlier}" both set the ${o.label} (${o.key ?? o.flag}), to different values; keep one`;
+    }
+    this.values.set(o, value);
+    this.keys.set(o, key);
+    return undefined;
+  }
 }
 
 /** Checks a value set in code (already typed, or meant to be); the message or undefined. */
