@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { errorCode } from '../../src/core/errors.ts';
 import { Rng } from '../../src/core/random.ts';
 import { RedisStreamsSink } from '../../src/connectors/redis/index.ts';
+import { MAX_ENTRY_FIELD_VALUES } from '../../src/connectors/redis/redis-streams-sink.ts';
 import { defineJob, runJob } from '../../src/index.ts';
 import { freePort, sinkCtx, uniqueName } from './postgres/helpers.ts';
 
@@ -79,6 +80,21 @@ describe('redis streams sink', () => {
     expect((await r.xrange(a, '-', '+')).map(([, f]) => f)).toEqual([['k', 'k0', 'n', '0'], ['k', 'k2', 'n', '2'], ['k', 'k1', 'n', '4']]);
     expect(await r.xlen(b)).toBe(3);
     expect(() => w.write([{ k: 'x', n: 1 }].map(() => ({ k: undefined as unknown as string, n: 1 })), ts(1))).toThrow(/field "k" of stream .* must be a string, number or Buffer/);
+    c.close?.();
+  });
+
+  it('an entry as wide as one commit can add commits, with MAXLEN; a wider one is refused at its record (before: taken, then the completed checkpoint\'s commit failed at every retry, "too many results to unpack")', async () => {
+    const s = stream();
+    const widest = MAX_ENTRY_FIELD_VALUES / 2;
+    const wide = (n: number) => Object.fromEntries(Array.from({ length: n }, (_, i) => [`f${i}`, i]));
+    const k = new RedisStreamsSink<{ n: number }>({ stream: s, fields: (e) => wide(e.n), jobId: uniqueName('job'), progressKeyPrefix: 'weir:test-progress', maxLen: 100 });
+    const w = k.createWriter(sinkCtx());
+    const c = k.createCommitter(sinkCtx());
+    w.write([{ n: widest }], ts(1));
+    await c.commit(w.prepareCommit(1));
+    const [[, fields]] = await r.xrange(s, '-', '+');
+    expect(fields!.length).toBe(MAX_ENTRY_FIELD_VALUES);
+    expect(() => w.write([{ n: widest + 1 }], ts(1))).toThrow(new RegExp(`has ${widest + 1} fields, more than the ${widest}`));
     c.close?.();
   });
 

@@ -66,6 +66,14 @@ redis.call('SET', KEYS[1], ARGV[1])
 return {1}
 `;
 
+/**
+ * Most fields and values one entry may have: the commit script builds each XADD as a Lua table
+ * and unpacks it, and Lua's unpack returns at most 7,999 values (measured on Redis 7.0: 8,000
+ * fails with "too many results to unpack"); XADD, the key, MAXLEN ~ n and '*' take 6. A wider
+ * entry was taken and failed the commit of a completed checkpoint, at every retry and restore.
+ */
+export const MAX_ENTRY_FIELD_VALUES = 7_992;
+
 /** ioredis's eval with its arguments as arrays (it flattens them; its types list spread arguments only). */
 interface ScriptRunner {
   eval(script: string, numKeys: number, keys: readonly string[], args: readonly RedisFieldValue[]): Promise<unknown>;
@@ -132,6 +140,7 @@ export class RedisStreamsSink<T> implements TwoPhaseCommitSink<T, RedisCommittab
       out.push(k, x);
     }
     if (out.length === 1) throw new TypeError(`redis streams sink: an entry of stream "${stream}" needs at least one field`);
+    if (out.length - 1 > MAX_ENTRY_FIELD_VALUES) throw new TypeError(`redis streams sink: an entry of stream "${stream}" has ${(out.length - 1) / 2} fields, more than the ${MAX_ENTRY_FIELD_VALUES / 2} one commit script can add; store the record in fewer fields`);
     return out;
   }
 
