@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { CheckpointHistoryEntry } from '../../src/checkpoint/history.ts';
-import { CheckpointHistory, parseEntry } from '../../src/checkpoint/history.ts';
+import { CheckpointHistory, MAX_HISTORY_ENTRIES, parseEntry } from '../../src/checkpoint/history.ts';
 import { DEFAULT_CHECKPOINT_CONFIG } from '../../src/checkpoint/config.ts';
 import type { CheckpointStatsView } from '../../src/cluster/job-control.ts';
 import type { SubtaskMetricsView } from '../../src/cluster/metric-store.ts';
@@ -93,11 +93,17 @@ describe('checkpoint views in Flink shape', () => {
     expect(parseEntry({ id: 1, status: 'IN_PROGRESS', triggerTimestamp: 1 })).toBeUndefined();
   });
 
-  it('counts never go down when old entries leave memory (as Flink\'s counters); the trend answer is bounded', () => {
+  it('counts never go down when old entries leave memory (as Flink\'s counters); memory and the trend answer are bounded, the trend still starts at the first checkpoint', () => {
     const hist = new CheckpointHistory();
     const n = 600_010;
     for (let id = 1; id <= n; id++) hist.add(id % 100_000 === 0 ? { ...entry(id, { status: 'FAILED', subtasks: undefined }) } : { ...entry(id, { subtasks: undefined }) });
-    expect(hist.all().length).toBe(600_000); // the oldest entries left memory
+    const ids = hist.all().map((e) => e.id);
+    expect(ids.length).toBeLessThanOrEqual(MAX_HISTORY_ENTRIES); // before: 600,000 kept
+    expect(ids.length).toBeGreaterThan(MAX_HISTORY_ENTRIES / 2);
+    expect(ids[0]).toBe(1); // thinned, not cut: the whole life is still there
+    expect(ids.every((id, i) => i === 0 || id > ids[i - 1]!)).toBe(true);
+    const recent = ids.slice(-MAX_HISTORY_ENTRIES / 2);
+    expect(recent.at(-1)! - recent[0]! + 1).toBe(recent.length); // the newest half is every checkpoint
     expect(hist.failedCount).toBe(6); // before: counted from the entries in memory, 5
     expect(hist.completedCount).toBe(n - 6);
     expect(hist.lastCompleted?.id).toBe(n);
