@@ -169,7 +169,16 @@ class Step {
           return 'done';
         }
         if (ended) {
-          this.stopped(op, undefined);
+          // A cancel that fell back from a stop with savepoint given up on: if that stop finished
+          // after all, the job ended after its savepoint (its checkpoints discarded, output of the
+          // savepoint committed), so the next start takes the savepoint, never the checkpoint before it.
+          const d = this.s.deployment;
+          const late = d !== undefined && d.id === op.deploymentId ? this.lateStopSavepoint(d) : undefined;
+          if (late !== undefined) {
+            this.complete(late.rec, late.found.path);
+            this.event('Normal', 'SavepointCompleted', `deployment ${op.deploymentId} ended after its stop with savepoint ${late.rec.id}, given up on, completed at ${late.found.path}: it resumes from that savepoint`);
+          }
+          this.stopped(op, late?.found.path);
           return 'done';
         }
         return this.reissueIfOld(op, age);
@@ -332,6 +341,9 @@ class Step {
     }
 
     if (spec.state === 'suspended') {
+      // Waiting to retry a failed suspend savepoint, as an upgrade does (before: a new stop, and a
+      // new savepoint record and event, on every pass).
+      if (this.s.upgradeRetryAt !== undefined && this.s.upgradeRetryAt > this.now) return undefined;
       return this.stopKeepingState(d, state === 'RUNNING', spec, 'suspend');
     }
     if (deploymentKey(spec) !== deploymentKey(d.spec)) {
@@ -347,6 +359,12 @@ class Step {
       return this.decide(depth + 1);
     }
     const sick = state === 'RUNNING' || state === 'RESTARTING' ? unhealthy(d, d.spec, this.now) : undefined;
+    if (sick !== undefined && this.brokenUpgrade(d)) {
+      // A health restart is a new deployment whose readiness clock starts again: restarting an
+      // upgrade that never became stable put its rollback off for ever.
+      this.beginRollback(d, `deployment ${d.id} is unhealthy before it was stable: ${sick}`);
+      return this.decide(depth + 1);
+    }
     if (sick !== undefined) {
       this.event('Warning', 'RestartUnhealthyJob', `deployment ${d.id} is unhealthy: ${sick}; restarting it from its latest state`);
       return this.stop(d, undefined, true, 'restart');
@@ -409,7 +427,14 @@ class Step {
     // A failed application given another initialSavepointPath restores from it: the user's way out
     // when what it would resume from cannot be restored (no stuck resource).
     const chosen = this.s.ended?.state === 'FAILED' && spec.initialSavepointPath !== undefined && spec.initialSavepointPath !== this.s.lastReconciledSpec?.initialSavepointPath;
-    const from = chosen ? spec.initialSavepointPath : this.s.restorePath ?? spec.initialSavepointPath;
+    // initialSavepointPath is for the first deployment, or when newly given: a later start without
+    // state to resume (a stateless upgrade) starts empty, not from the same old snapshot again.
+    const fresh = (this.s.deployedOnce !== true && this.s.lastStableSpec === undefined) || spec.initialSavepointPath !== this.s.lastReconciledSpec?.initialSavepointPath;
+    // A failed application applied in stateless mode starts empty: the user's way out when what
+    // it would resume from cannot be restored, without a new savepoint to give it.
+    const statelessAfterFailure = spec.upgradeMode === 'stateless' && this.s.ended?.state === 'FAILED';
+    const from = chosen ? spec.initialSavepointPath : statelessAfterFailure ? undefined : this.s.restorePath ?? (fresh ? spec.initialSavepointPath : undefined);
+    this.s.deployedOnce = true;
     const id = `${spec.name}-${this.s.nextDeployment++}`;
     const purpose: Purpose = first ? 'deploy' : this.s.rollback !== undefined ? 'rollback' : 'upgrade';
     if (first) this.s.lastNonce = spec.savepointTriggerNonce; // a nonce present at creation asks for nothing

@@ -118,6 +118,8 @@ export interface AppStatus {
   deployment?: Deployment;
   /** The write-ahead intent: set before its action, cleared once observed done. */
   operation?: Operation;
+  /** A deployment of this application (since its creation) was started: initialSavepointPath is not used again. */
+  deployedOnce?: true;
   /** What a stopped application resumes from (an upgrade savepoint, the last checkpoint). */
   restorePath?: string;
   /** A rollback in progress or done, for this generation of the spec. */

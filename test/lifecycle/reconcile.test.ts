@@ -288,6 +288,59 @@ describe('specs applied around a job\'s end', () => {
     expect(h.step()).toMatchObject({ kind: 'start', from: chk.path, spec: { job: { version: 'v2' } } });
   });
 
+  it('initialSavepointPath is for the first deployment only: a stateless upgrade starts empty (before: from that old backup); an application created suspended still starts from it', () => {
+    const extra = { upgradeMode: 'stateless', initialSavepointPath: '/backups/sp-old' };
+    const h = new H(spec('v1', extra));
+    expect(h.step()).toMatchObject({ kind: 'start', from: '/backups/sp-old' });
+    h.running('app-1');
+    h.step();
+    h.apply(spec('v2', extra));
+    expect(h.step()).toMatchObject({ kind: 'stop', deploymentId: 'app-1' });
+    h.deployments['app-1'] = { state: 'CANCELED', restarts: 0 };
+    const start = h.step();
+    expect(start).toMatchObject({ kind: 'start', deploymentId: 'app-2', spec: { job: { version: 'v2' } } });
+    expect(start).not.toHaveProperty('from');
+    const created = new H(spec('v1', { ...extra, state: 'suspended' }));
+    created.step();
+    created.apply(spec('v1', extra));
+    expect(created.step()).toMatchObject({ kind: 'start', from: '/backups/sp-old' });
+  });
+
+  it('a first deployment that cannot restore its initialSavepointPath: applied in stateless mode it starts empty (before: from the unreadable path again, stuck)', () => {
+    const h = new H(spec('v1', { initialSavepointPath: '/backups/typo' }));
+    const a = h.step() as { key: string };
+    expect(a).toMatchObject({ kind: 'start', from: '/backups/typo' });
+    h.operations[a.key] = { state: 'completed' };
+    h.deployments['app-1'] = { state: 'FAILED', restarts: 0, error: 'cannot restore from /backups/typo' };
+    h.step();
+    expect(h.status.lifecycle).toBe('FAILED');
+    h.apply(spec('v1', { upgradeMode: 'stateless' }));
+    const b = h.step();
+    expect(b).toMatchObject({ kind: 'start', deploymentId: 'app-2' });
+    expect(b).not.toHaveProperty('from');
+  });
+
+  it('a cancel that fell back from a stop with savepoint given up on: when that savepoint completes after all, the upgrade starts from it, not from the checkpoint before it', () => {
+    const h = new H(spec('v1', { savepoints: { timeout: '5s' } }));
+    const d1 = h.stable();
+    const chk = h.deployments[d1]!.lastCheckpoint!;
+    h.apply(spec('v2', { savepoints: { timeout: '5s' } }));
+    const s1 = h.step() as { key: string };
+    expect(s1).toMatchObject({ kind: 'stop', savepointId: 'sp-1' });
+    h.operations[s1.key] = { state: 'in-progress' };
+    h.step(6000); // given up on: a retry after the backoff
+    expect(h.status.savepoints[0]).toMatchObject({ id: 'sp-1', state: 'FAILED' });
+    h.deployments[d1] = { state: 'STARTING', restarts: 0, lastCheckpoint: chk }; // stopping: its REST API gone
+    const cancel = h.step(11_000) as { key: string };
+    expect(cancel).toMatchObject({ kind: 'stop', deploymentId: d1 });
+    expect(cancel).not.toHaveProperty('savepointId');
+    h.onDisk['sp-1'] = { path: '/sp/sp-1/savepoint-x', completedAt: h.now };
+    h.deployments[d1] = { state: 'FINISHED', restarts: 0, lastCheckpoint: chk };
+    h.operations[cancel.key] = { state: 'completed' };
+    expect(h.step()).toMatchObject({ kind: 'start', deploymentId: 'app-2', from: '/sp/sp-1/savepoint-x' }); // before: from chk
+    expect(h.status.savepoints.find((r) => r.id === 'sp-1')).toMatchObject({ state: 'COMPLETED', path: '/sp/sp-1/savepoint-x' });
+  });
+
   it('an application created suspended with a savepoint nonce takes no manual savepoint when resumed (a nonce at creation asks for nothing)', () => {
     const h = new H(spec('v1', { state: 'suspended', savepointTriggerNonce: 7 }));
     h.step();
@@ -344,6 +397,22 @@ describe('failures that repeat', () => {
     for (let i = 0; i < 8; i++) expect(h.step(), `pass ${i}`).toBeUndefined();
     expect(h.step(2000)).toMatchObject({ kind: 'stop', savepointId: 'sp-2' });
     expect(h.status.lifecycle).toBe('DELETING');
+  });
+
+  it('suspend whose stop fails retries after a backoff, as an upgrade does (before: a new stop and savepoint record on every pass)', () => {
+    const h = new H(spec('v1'));
+    const d1 = h.stable();
+    h.apply(spec('v1', { state: 'suspended' }));
+    const stops: string[] = [];
+    for (let i = 0; i < 20; i++) {
+      const a = h.step(500);
+      if (a?.kind === 'stop') {
+        stops.push(a.savepointId!);
+        h.operations[a.key] = { state: 'failed', error: 'declined' };
+      }
+    }
+    expect(stops).toEqual(['sp-1']); // 10 s of passes: the first retry is 10 s after the failure
+    expect(h.step(1000)).toMatchObject({ kind: 'stop', deploymentId: d1, savepointId: 'sp-2' });
   });
 
   it('failed savepoint records are bounded: a periodic savepoint failing all day keeps the newest 20', () => {
@@ -520,6 +589,27 @@ describe('health (point 7)', () => {
     expect(h.events()).toContain('RestartUnhealthyJob');
     h.deployments[d1] = { state: 'CANCELED', restarts: 6, lastCheckpoint: chk };
     expect(h.step()).toMatchObject({ kind: 'start', from: chk.path, spec: { job: { version: 'v1' } } });
+  });
+
+  it('an upgrade unhealthy before it was stable rolls back instead of restarting (before: each health restart began its readiness clock again, never rolled back)', () => {
+    const extra = { rollback: { enabled: true }, health: { checkpointProgressWindow: '2min' } };
+    const h = new H(spec('v1', extra));
+    const d1 = h.stable();
+    h.apply(spec('v2', extra));
+    const stop = h.step() as { key: string; savepointId: string };
+    h.operations[stop.key] = { state: 'completed', path: '/sp/up' };
+    h.deployments[d1] = { state: 'FINISHED', restarts: 0 };
+    const start = h.step() as { key: string; deploymentId: string };
+    expect(start).toMatchObject({ kind: 'start', spec: { job: { version: 'v2' } } });
+    h.operations[start.key] = { state: 'completed' };
+    h.deployments[start.deploymentId] = { state: 'RUNNING', restarts: 0 }; // never a checkpoint
+    let a: Action | undefined;
+    for (let i = 0; i < 40 && a === undefined; i++) a = h.step(5000);
+    expect(h.events()).toContain('Rollback');
+    expect(h.events()).not.toContain('RestartUnhealthyJob');
+    expect(a).toMatchObject({ kind: 'stop', deploymentId: start.deploymentId });
+    h.deployments[start.deploymentId] = { state: 'CANCELED', restarts: 0 };
+    expect(h.step()).toMatchObject({ kind: 'start', spec: { job: { version: 'v1' } }, from: '/sp/up' });
   });
 
   it('no completed checkpoint within the progress window restarts the job', () => {
