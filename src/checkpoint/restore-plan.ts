@@ -331,7 +331,9 @@ export function planRestore(m: CheckpointMetadata, dir: string, graph: RestoreTa
       }
     }
   }
-  const unmatched = m.operators.filter((o) => !seen.has(o.id) && o.subtasks.some((s) => s.stateSize > 0)).map((o) => o.id);
+  // An incremental subtask's stateSize is the bytes of its last delta only (0 when its keys did
+  // not change in that interval): its chain holds the state, so a chain counts as state.
+  const unmatched = m.operators.filter((o) => !seen.has(o.id) && o.subtasks.some((s) => s.stateSize > 0 || (s.chain !== undefined && s.chain.length > 0))).map((o) => o.id);
   if (unmatched.length > 0 && !allowNonRestoredState) {
     const names = m.operators.filter((o) => unmatched.includes(o.id)).map((o) => `"${o.name}"${o.uid ? ` (uid ${o.uid})` : ''}`);
     throw new RestoreError(

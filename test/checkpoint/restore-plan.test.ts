@@ -429,6 +429,15 @@ describe('operator matching', () => {
     expect(JSON.stringify(r.tasks)).not.toContain(gone.id);
   });
 
+  it('an incremental keyed operator the job no longer has fails the restore when its last delta was empty (before: stateSize 0 read as stateless, its state dropped without a word)', () => {
+    const j = job({ sourceP: 1, mapP: 1, keyedP: 1, sinkP: 1 });
+    const gone = { id: 'dddddddddddddddddddddddddddddddd', name: 'Quiet Counter', uid: 'counter' };
+    const chain = [{ name: 'base-1', size: 341, checkpointId: 1, kind: 'base' as const }, { name: 'delta-2', size: 191, checkpointId: 2, kind: 'delta' as const }];
+    const m = metadata([op(gone, 1, 128, true, [{ subtask: 0, chain, keyGroupRange: { start: 0, end: 127 }, stateSize: 0 }])]);
+    expect(() => plan(m, j)).toThrow(/"Quiet Counter" \(uid counter\)/);
+    expect(plan(m, j, true).unmatched).toEqual([gone.id]);
+  });
+
   it('an unmatched operator without state is no reason to fail', () => {
     const j = job({ sourceP: 1, mapP: 1, keyedP: 1, sinkP: 1 });
     const m = metadata([op({ id: 'cccccccccccccccccccccccccccccccc', name: 'Stateless' }, 1, 128, false, [{ subtask: 0, stateSize: 0 }])]);
