@@ -4,7 +4,7 @@
  * mail (timers, control messages, later checkpoint triggers) runs between batches and never
  * concurrently with record processing. No per-record promise, no await on the data path.
  */
-import { describeOperator } from '../core/errors.ts';
+import { WeirError, describeOperator } from '../core/errors.ts';
 import type { TaskInfo } from '../core/functions.ts';
 import type { SourceSplit } from '../core/source.ts';
 import type { ChainedOperatorSpec, TaskChain } from './task-spec.ts';
@@ -272,7 +272,7 @@ export class StreamTask implements Schedulable {
       outputMail: (fn: () => void) => this.outputMail(fn),
       keyedBackend,
       keySelectors,
-      operatorState: new OperatorStateStore(where),
+      operatorState: new OperatorStateStore(where, d.subtaskIndex),
       restoredCheckpointId: d.restore?.checkpointId,
       firstCheckpointId: d.firstCheckpointId ?? 1,
       referencedCommittables: d.restore?.operators[node.id]?.referencedCommittables,
@@ -343,7 +343,8 @@ export class StreamTask implements Schedulable {
         if (spec?.watermark !== undefined) op.restoreWatermark(spec.watermark);
         const files = spec?.keyedFiles ?? [];
         if (files.length === 0) return [op, undefined] as const;
-        if (op.env.keyedBackend === undefined) throw new Error(`operator "${op.env.taskInfo.operatorName}" has keyed state in the checkpoint but is not keyed now`);
+        // A restore error, not a failure to retry: every restart would read the same snapshot.
+        if (op.env.keyedBackend === undefined) throw new WeirError('RESTORE', `operator "${op.env.taskInfo.operatorName}" has keyed state in the checkpoint but is not keyed now; give the new operator another uid(), and pass --allow-non-restored-state to drop that state`);
         return [op, await loadKeyedState(op.env.keyedBackend, files, this.d.storage)] as const;
       }),
     );

@@ -75,14 +75,18 @@ export function readOnlyView<K, V>(s: HeapBroadcastState<K, V>) {
 export class OperatorStateStore {
   readonly lists = new Map<string, OperatorListState<unknown>>();
   readonly broadcasts = new Map<string, HeapBroadcastState<unknown, unknown>>();
-  constructor(private readonly where: string) {}
+  /** `subtaskIndex`: a union list restored as a split one keeps its items on subtask 0 only. */
+  constructor(private readonly where: string, private readonly subtaskIndex = 0) {}
 
   getListState<T>(desc: ListStateDescriptor<T>, distribution: ListDistribution): ListState<T> {
     const existing = this.lists.get(desc.name);
     if (existing !== undefined && this.restoredLists.delete(desc.name) && existing.distribution !== distribution) {
-      // Restored under the other distribution mode: the items are kept, the new mode applies from now on.
+      // Restored under the other distribution mode: the new mode applies from now on. A split
+      // list restored as union keeps its share (the next union holds each item once). A union
+      // list was given whole to every subtask: as a split list each item must live on one, or
+      // the next snapshot held p copies of it (Flink refuses the switch; here subtask 0 keeps them).
       const l = new OperatorListState<T>(desc, distribution);
-      l.items = existing.items.slice() as T[];
+      l.items = existing.distribution === 'union' && this.subtaskIndex !== 0 ? [] : (existing.items.slice() as T[]);
       this.lists.set(desc.name, l as OperatorListState<unknown>);
       return l;
     }

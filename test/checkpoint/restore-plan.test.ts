@@ -438,6 +438,15 @@ describe('operator matching', () => {
     expect(plan(m, j, true).unmatched).toEqual([gone.id]);
   });
 
+  it('keyed state restored into an operator that is no longer keyed (same uid, no keyBy) is refused before the job starts (before: every restart failed on it, for ever)', () => {
+    const j = job({ sourceP: 1, mapP: 1, keyedP: 1, sinkP: 1 });
+    const map = j.node('map');
+    const keyedState = op(map, 1, 128, true, [{ subtask: 0, file: 'x.state', fileSize: 10, keyGroupRange: { start: 0, end: 127 }, stateSize: 10 }]);
+    expect(() => plan(metadata([keyedState]), j)).toThrow(/operator "[^"]+" has keyed state in the snapshot but is not keyed now/);
+    expect(() => plan(metadata([op(map, 1, 128, true, [{ subtask: 0, stateSize: 0 }])]), j)).not.toThrow(); // keyed, but held nothing
+    expect(() => plan(metadata([op(j.node('keyed'), 1, 128, true, keyedState.subtasks)]), j)).not.toThrow();
+  });
+
   it('an unmatched operator without state is no reason to fail', () => {
     const j = job({ sourceP: 1, mapP: 1, keyedP: 1, sinkP: 1 });
     const m = metadata([op({ id: 'cccccccccccccccccccccccccccccccc', name: 'Stateless' }, 1, 128, false, [{ subtask: 0, stateSize: 0 }])]);

@@ -31,3 +31,20 @@ describe('restored operator state is private to each subtask', () => {
     expect(b.getBroadcastState(d).get('k')).toEqual({ rules: ['x'] });
   });
 });
+
+describe('a list restored under the other distribution mode', () => {
+  const desc = new ListStateDescriptor<string>('buf');
+  it('union -> split: the items stay on subtask 0 only, so the next snapshot holds each once (before: every subtask kept all, p copies)', () => {
+    const stores = [0, 1, 2].map((i) => new OperatorStateStore(`s${i}`, i));
+    for (const s of stores) s.restoreList('buf', 'union', ['a', 'b']);
+    const lists = stores.map((s) => [...s.getListState(desc, 'split').get()]);
+    expect(lists).toEqual([['a', 'b'], [], []]);
+  });
+
+  it('split -> union: each subtask keeps its own share (the next union holds each item once)', () => {
+    const stores = [0, 1].map((i) => new OperatorStateStore(`s${i}`, i));
+    stores[0]!.restoreList('buf', 'split', ['a']);
+    stores[1]!.restoreList('buf', 'split', ['b']);
+    expect(stores.map((s) => [...s.getListState(desc, 'union').get()])).toEqual([['a'], ['b']]);
+  });
+});
