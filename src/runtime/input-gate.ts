@@ -82,7 +82,9 @@ export class InputGate implements ChannelOwner {
       if (this.blocked[c]) continue;
       const ch = this.channels[c]!;
       const el = ch.poll();
-      if (!ch.isEmpty()) {
+      // Not again if returning the credit refilled the channel and queued it already (same thread):
+      // with one credit the ready queue grew by one entry per batch, the other channels behind it.
+      if (!ch.isEmpty() && !this.queued[c]) {
         this.queued[c] = true;
         this.ready.push(c);
       }
