@@ -265,7 +265,7 @@ export class TaskExecutor implements TaskListener {
         for (const t of this.tasks) if (t.source) t.mail(() => t.endSource(m.drain));
         return;
       case 'resume-sources':
-        for (const t of this.tasks) if (t.source) t.mail(() => t.resumeSource());
+        for (const t of this.tasks) t.mail(() => t.resumeSource());
         return;
       case 'add-splits': {
         const t = this.byId.get(m.task)?.task;

@@ -36,6 +36,8 @@ export interface BarrierEvent {
   readonly type: 'checkpoint' | 'savepoint';
   /** Directory the snapshot's files go to (the checkpoint's or the savepoint's own). */
   readonly location: string;
+  /** Stop-with-savepoint (without drain): every task suspends after this barrier (Task.suspendSource). */
+  readonly suspendAfter?: boolean;
 }
 
 export interface CancelMarkerEvent {

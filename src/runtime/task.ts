@@ -14,7 +14,7 @@ import type { CheckpointStorageWorkerView } from '../checkpoint/storage.ts';
 import { OperatorStateStore } from '../state/operator-state.ts';
 import type { Batch } from '../core/batch.ts';
 import { Deque } from './channels/deque.ts';
-import { isEvent, type ChannelElement, type StreamEvent } from './events.ts';
+import { isEvent, MAX_WATERMARK, type ChannelElement, type StreamEvent } from './events.ts';
 import type { InputGate, ValveOutput } from './input-gate.ts';
 import type { StreamOperator, RuntimeServices } from './operators/operator.ts';
 import { KeyedOperator } from './operators/keyed.ts';
@@ -402,6 +402,17 @@ export class StreamTask implements Schedulable {
     // A subtask with no input channels at all (e.g. no producer maps to it) ends at once.
     if (this.source === undefined && this.gates.every((g) => g.numChannels() === 0)) {
       this.mail(() => this.finishChain());
+    } else {
+      // An input no producer maps to (a global() edge, for every subtask but the first) has ended:
+      // it must not hold the operator's event time at its minimum for good.
+      this.gates.forEach((g, gi) => {
+        if (g.numChannels() === 0) {
+          this.mail(() => {
+            this.valves[gi]!.watermark(MAX_WATERMARK);
+            this.head.endInput(gi);
+          });
+        }
+      });
     }
     this.wake();
   }
@@ -468,7 +479,8 @@ export class StreamTask implements Schedulable {
       }
       // Woken by onAvailable, or by the operator (a mail) when it has room again.
       if (this.outputsBlocked()) return false;
-      if (this.outputMailbox.length > 0) {
+      // Suspended after a stop's savepoint barrier: nothing more is emitted (its timers are in the savepoint).
+      if (this.outputMailbox.length > 0 && !this.sourceSuspended) {
         if (!this.runOutputMail() || this.outputsBlocked()) return false;
       }
       return this.source !== undefined ? this.sourceStep() : this.inputStep();
@@ -640,9 +652,13 @@ export class StreamTask implements Schedulable {
   stopping = false;
   private sourceSuspended = false;
 
-  /** A source stops reading after a stop-with-savepoint barrier, until the savepoint is decided. */
+  /**
+   * After a stop-with-savepoint barrier, until the savepoint is decided: a source stops reading,
+   * and every task stops firing processing-time timers (output mail). A timer that fired between
+   * the barrier and the stop wrote output after the savepoint, and fired again after the resume.
+   */
   suspendSource(): void {
-    if (this.source !== undefined) this.sourceSuspended = true;
+    this.sourceSuspended = true;
   }
 
   resumeSource(): void {

@@ -444,7 +444,7 @@ describe('operator matching', () => {
     const keyedState = op(map, 1, 128, true, [{ subtask: 0, file: 'x.state', fileSize: 10, keyGroupRange: { start: 0, end: 127 }, stateSize: 10 }]);
     expect(() => plan(metadata([keyedState]), j)).toThrow(/operator "[^"]+" has keyed state in the snapshot but is not keyed now/);
     expect(() => plan(metadata([op(map, 1, 128, true, [{ subtask: 0, stateSize: 0 }])]), j)).not.toThrow(); // keyed, but held nothing
-    expect(() => plan(metadata([op(j.node('keyed'), 1, 128, true, keyedState.subtasks)]), j)).not.toThrow();
+    expect(() => plan(metadata([op(j.node('keyed'), 1, 128, true, [...keyedState.subtasks])]), j)).not.toThrow();
   });
 
   it('an unmatched operator without state is no reason to fail', () => {

@@ -186,6 +186,25 @@ describe('watermark propagation', () => {
     expect(res.collected()).toEqual([[50, MAX_WATERMARK], [60, MAX_WATERMARK]]);
   });
 
+  it('a two-input operator whose second input comes through global(): the subtask it reaches no channel of still moves its event time (before: held at the minimum for good)', async () => {
+    const res = await runInline((env) => {
+      env.setAutoWatermarkInterval(0);
+      const a = env.fromCollection(Array.from({ length: 20 }, (_, i) => r('a', i * 10, i, i * 10))).assignTimestampsAndWatermarks(punctuated<R>()).rebalance();
+      const b = env.fromCollection(['rule']).global();
+      a.connect(b).process<number>({
+        processElement1(_x, ctx, out) {
+          out.collect(ctx.currentWatermark());
+        },
+        processElement2() {},
+      }).setParallelism(2).collect();
+    });
+    const seen = res.collected<number>();
+    expect(seen.length).toBe(20);
+    // Each subtask's first record may come before any watermark; every later one sees one. Before,
+    // every record of the subtask without a global() channel saw the minimum (10 of 20).
+    expect(seen.filter((w) => w === MIN_WATERMARK).length).toBeLessThanOrEqual(2);
+  });
+
   it('a watermark lower than an earlier one is ignored', async () => {
     const fn: KeyedProcessFunction<string, R, number> = {
       processElement(_x, ctx, out) {

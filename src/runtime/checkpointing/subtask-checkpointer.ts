@@ -260,8 +260,8 @@ export class SubtaskCheckpointer implements BarrierHandler {
     for (const gate of gates) gate.unblockAll();
     const alignmentMs = this.now() - a.firstArrivalAt;
     const startDelayMs = Math.max(0, a.firstArrivalAt - a.barrier.timestamp);
-    this.perform(
-      { checkpointId: a.barrier.checkpointId, timestamp: a.barrier.timestamp, type: a.barrier.type, location: a.barrier.location },
+    this.performAndSuspend(
+      { checkpointId: a.barrier.checkpointId, timestamp: a.barrier.timestamp, type: a.barrier.type, location: a.barrier.location, ...(a.barrier.suspendAfter === true ? { suspendSourceAfter: true } : {}) },
       alignmentMs,
       startDelayMs,
       true,
@@ -369,6 +369,11 @@ export class SubtaskCheckpointer implements BarrierHandler {
 
   // ---- the checkpoint itself
 
+  private performAndSuspend(req: TriggerRequest, alignmentMs: number, startDelayMs: number, forwardBarrier: boolean): void {
+    this.perform(req, alignmentMs, startDelayMs, forwardBarrier);
+    if (req.suspendSourceAfter === true) this.task.suspendSource();
+  }
+
   private perform(req: TriggerRequest, alignmentMs: number, startDelayMs: number, forwardBarrier: boolean, channel?: ChannelStateCapture): void {
     const id = req.checkpointId;
     this.lastSeen = Math.max(this.lastSeen, id);
@@ -377,7 +382,7 @@ export class SubtaskCheckpointer implements BarrierHandler {
     for (const op of task.operators) op.prepareSnapshotPreBarrier(id);
     for (const op of task.operators) op.output.flush();
     if (forwardBarrier) {
-      const barrier: BarrierEvent = { kind: 'barrier', checkpointId: id, timestamp: req.timestamp, type: req.type, location: req.location };
+      const barrier: BarrierEvent = { kind: 'barrier', checkpointId: id, timestamp: req.timestamp, type: req.type, location: req.location, ...(req.suspendSourceAfter === true ? { suspendAfter: true } : {}) };
       if (channel === undefined) {
         for (const w of task.writers) w.broadcastEvent(barrier);
       } else {
