@@ -5,7 +5,7 @@
  */
 import { isLoopback, newToken } from '../observe/request-guard.ts';
 import { acquireDirLease } from '../core/dir-lease.ts';
-import { mkdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, realpathSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { privateHomeDir } from '../core/weir-home.ts';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -62,9 +62,11 @@ export function managerOf(dir: string): { url: string; token: string | undefined
 const WEIR_BIN = fileURLToPath(new URL('../../bin/weir.js', import.meta.url));
 
 export async function serveManager(o: ServeOptions): Promise<RunningManager> {
-  const dir = resolve(o.dir);
   checkDirectoryPath(o.dir, "the manager's directory (--dir)");
-  mkdirSync(dir, { recursive: true });
+  mkdirSync(resolve(o.dir), { recursive: true });
+  // One spelling of the directory for every path the manager builds and matches processes by,
+  // whatever symlink it was given through (see startedWith in local/processes.ts).
+  const dir = realpathSync(resolve(o.dir));
   // Two managers on one directory would both start the same deployments.
   const other = managerUrlOf(dir);
   if (other !== undefined) throw new WeirError('START', `a manager already serves ${dir} at ${other}; stop it first, or give another --dir`);

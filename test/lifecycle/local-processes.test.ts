@@ -4,11 +4,11 @@
  * a restarted manager adopts a job whose pid file it never wrote), and the environment a job gets.
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { alive, endOf, processesWith } from '../../src/lifecycle/local/processes.ts';
+import { alive, aliveAs, endOf, processesWith } from '../../src/lifecycle/local/processes.ts';
 import { jobEnvironment, LocalProcessTarget } from '../../src/lifecycle/local/target.ts';
 
 describe('local processes', () => {
@@ -113,6 +113,24 @@ describe('local processes', () => {
     await new Promise((r) => child.once('exit', r));
     expect(alive(child.pid!)).toBe(false);
     expect(processesWith(marker)).toEqual([]);
+  });
+
+  it('finds a process started with another spelling of the same config file (the manager\'s directory given through a symlink), and only that file (before: taken for gone, and a resume started a second copy)', async () => {
+    const base = mkdtempSync(join(tmpdir(), 'weir-sym-'));
+    mkdirSync(join(base, 'real', 'd1'), { recursive: true });
+    writeFileSync(join(base, 'real', 'd1', 'config.json'), '{}');
+    mkdirSync(join(base, 'real', 'd2'), { recursive: true });
+    writeFileSync(join(base, 'real', 'd2', 'config.json'), '{}');
+    symlinkSync(join(base, 'real'), join(base, 'link'));
+    const child = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)', join(base, 'link', 'd1', 'config.json')], { stdio: 'ignore' });
+    try {
+      expect(processesWith(join(base, 'real', 'd1', 'config.json'))).toEqual([child.pid]);
+      expect(aliveAs(child.pid!, join(base, 'real', 'd1', 'config.json'))).toBe(true);
+      expect(aliveAs(child.pid!, join(base, 'real', 'd2', 'config.json'))).toBe(false);
+    } finally {
+      child.kill('SIGKILL');
+      rmSync(base, { recursive: true, force: true });
+    }
   });
 
   it('a job gets the manager\'s environment with its own WEIR_HOME and without npm\'s variables (it must not take the manager for npm and cancel itself when it dies)', () => {

@@ -5,7 +5,8 @@
  * how a process that is gone ended from its log.
  */
 import { spawn } from 'node:child_process';
-import { closeSync, existsSync, openSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readdirSync, readFileSync, realpathSync, renameSync, writeFileSync } from 'node:fs';
+import { basename } from 'node:path';
 import type { JobState } from '../status.ts';
 
 export function alive(pid: number): boolean {
@@ -40,7 +41,27 @@ export function aliveAs(pid: number, marker: string): boolean {
   } catch {
     return !existsSync('/proc/self/cmdline');
   }
-  return cmdline.split('\0').includes(marker);
+  return startedWith(cmdline.split('\0'), marker);
+}
+
+/**
+ * Whether a command line names `marker` (a deployment's config path, spelled from the manager's
+ * real directory): as is, or another spelling of the same file (a job started by a manager given
+ * the directory through a symlink). Matching the spelling alone, a manager restarted under the
+ * other one took a live job for gone, and a resume started a second copy beside it.
+ */
+function startedWith(args: readonly string[], marker: string): boolean {
+  if (args.includes(marker)) return true;
+  const name = basename(marker);
+  for (const a of args) {
+    if (a === marker || !a.endsWith(name) || basename(a) !== name) continue;
+    try {
+      if (realpathSync(a) === realpathSync(marker)) return true;
+    } catch {
+      // gone, or never there: not this deployment
+    }
+  }
+  return false;
 }
 
 export function processesWith(marker: string): number[] {
@@ -54,7 +75,7 @@ export function processesWith(marker: string): number[] {
   for (const n of names) {
     if (!/^\d+$/.test(n) || Number(n) === process.pid) continue;
     try {
-      if (readFileSync(`/proc/${n}/cmdline`, 'utf8').split('\0').includes(marker) && alive(Number(n))) out.push(Number(n));
+      if (startedWith(readFileSync(`/proc/${n}/cmdline`, 'utf8').split('\0'), marker) && alive(Number(n))) out.push(Number(n));
     } catch {
       // gone meanwhile, or not ours
     }
