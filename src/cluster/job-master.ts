@@ -131,6 +131,8 @@ export class JobMaster implements JobControl {
   private readonly history = new CheckpointHistory();
   private readonly exceptionHistory: ExceptionEntry[] = [];
   private runningSince: number | undefined;
+  /** The newest checkpoint completed since this job master started (a restart never goes back before it to nothing). */
+  private newestCheckpointThisRun: number | undefined;
 
   constructor(private readonly spec: JobMasterSpec) {
     const o = spec.options;
@@ -142,6 +144,7 @@ export class JobMaster implements JobControl {
       const line = historyLine(e);
       const entry = parseEntry(line);
       if (entry !== undefined) this.history.add(entry);
+      if (e.status === 'COMPLETED' && e.type === 'checkpoint') this.newestCheckpointThisRun = Math.max(this.newestCheckpointThisRun ?? 0, e.id);
       if (spec.storage) void spec.storage.appendHistory(this.jobId, line).catch(() => {});
     });
   }
@@ -419,9 +422,10 @@ export class JobMaster implements JobControl {
       const listed = await this.listForRestart(this.checkpointing ? storage : undefined);
       if ('failed' in listed) failedPreparing = listed.failed;
       else {
-        const next = recovery.restartFrom(step, listed.candidates, this.restoredFrom);
-        this.restoredFrom = next.from;
+        const next = recovery.restartFrom(step, listed.candidates, this.restoredFrom, this.newestCheckpointThisRun);
         this.log(next.log);
+        if (next.type === 'end') return next.outcome;
+        this.restoredFrom = next.from;
       }
       this.state = 'RESTARTING';
       const wait = sleep(this.spec.clock, step.delayMs);

@@ -10,7 +10,7 @@ import { METADATA_VERSION, type CheckpointMetadata } from '../../src/checkpoint/
 import type { CompletedCheckpointRef } from '../../src/checkpoint/storage.ts';
 import { ManualClock } from '../../src/core/clock.ts';
 import { Rng } from '../../src/core/random.ts';
-import { RecoveryLogic, type AttemptOutcome } from '../../src/cluster/decisions/recovery.ts';
+import { RecoveryLogic, type AttemptOutcome, type RestartChoice } from '../../src/cluster/decisions/recovery.ts';
 import type { SerializedError } from '../../src/cluster/messages.ts';
 import { resolveRestartStrategy, RestartBackoff, type RestartStrategySettings } from '../../src/cluster/restart-strategy.ts';
 
@@ -23,6 +23,8 @@ const ERR: SerializedError = { name: 'Error', code: undefined, message: 'boom', 
 const CORRUPT_ERR: SerializedError = { name: 'CorruptStateError', code: 'CORRUPT_STATE', message: 'block k/count/3 checksum mismatch', stack: undefined, user: false };
 const failed: AttemptOutcome = { status: 'FAILED', error: ERR };
 const corrupt = (path: string): AttemptOutcome => ({ status: 'FAILED', error: CORRUPT_ERR, corruptCheckpoint: path });
+/** Where a restart goes; 'ended' when the job ends instead. */
+const fromOf = (c: RestartChoice): CompletedCheckpointRef | undefined | 'ended' => (c.type === 'restart' ? c.from : 'ended');
 
 function recovery(restart: RestartStrategySettings = { type: 'fixed-delay', attempts: 2, delay: 100 }, maxCorruptFallbacks = 10, explicit?: string, random = () => 0.5): RecoveryLogic {
   return new RecoveryLogic({ maxCorruptFallbacks }, new RestartBackoff(resolveRestartStrategy(restart, 'test'), random), explicit);
@@ -95,9 +97,9 @@ describe('restarts', () => {
     r.abandon(all.slice(1).map((c) => c.path)); // this run started from chk-2
     const step = r.afterAttempt(failed, false, 0);
     if (step.type !== 'restart') throw new Error('expected a restart');
-    expect(r.restartFrom(step, all, all[0]).from).toBe(all[0]);
+    expect(fromOf(r.restartFrom(step, all, all[0]))).toBe(all[0]);
     // This run's own checkpoints come after them (ids continue past the highest) and are chosen.
-    expect(r.restartFrom(step, [...all, ref(7)], all[0]).from).toEqual(ref(7));
+    expect(fromOf(r.restartFrom(step, [...all, ref(7)], all[0]))).toEqual(ref(7));
     const corruptStep = r.afterAttempt(corrupt(ref(7).path), false, 0);
     if (corruptStep.type !== 'fall-back') throw new Error('expected a fall-back');
     expect(r.chooseFallback(corruptStep, [...all, ref(7)], ref(7))).toMatchObject({ type: 'restore', from: all[0] });
@@ -110,13 +112,30 @@ describe('restarts', () => {
     r.savepointCommitted(ref(1, '/sp', 'savepoint')); // an older one changes nothing
     const step = r.afterAttempt(failed, false, 0);
     if (step.type !== 'restart') throw new Error('expected a restart');
-    expect(r.restartFrom(step, [ref(1), ref(2)], undefined)).toEqual({ from: sp, log: 'weir: job failed (boom); restarting in 100 ms (attempt 1 of 2) from savepoint 3' });
+    expect(r.restartFrom(step, [ref(1), ref(2)], undefined)).toEqual({ type: 'restart', from: sp, log: 'weir: job failed (boom); restarting in 100 ms (attempt 1 of 2) from savepoint 3' });
     // A checkpoint after it (the job ran on) is newer: chosen.
-    expect(r.restartFrom(step, [ref(2), ref(4)], sp).from).toEqual(ref(4));
+    expect(fromOf(r.restartFrom(step, [ref(2), ref(4)], sp))).toEqual(ref(4));
     // The savepoint turns out corrupt: the newest good checkpoint before it.
     const c = r.afterAttempt(corrupt(sp.path), false, 0);
     if (c.type !== 'fall-back') throw new Error('expected a fall-back');
     expect(r.chooseFallback(c, [ref(1), ref(2)], sp)).toMatchObject({ type: 'restore', from: ref(2) });
+  });
+
+  it('when no listed checkpoint can be restored though this run completed one (the newest failed its check, retention kept no other), the job ends instead of going back to empty state or to where the run began (before: restarted from the beginning, or from a snapshot retention had deleted, writing output again)', () => {
+    const r = recovery();
+    const step = r.afterAttempt(failed, false, 0);
+    if (step.type !== 'restart') throw new Error('expected a restart');
+    for (const restored of [undefined, ref(3)]) {
+      const c = r.restartFrom(step, [], restored, 7);
+      expect(c.type).toBe('end');
+      if (c.type !== 'end' || c.outcome.status !== 'FAILED') return;
+      expect(c.outcome.error.message).toBe(`boom; and it cannot restart: checkpoint 7, the newest this run completed, and every other it kept cannot be restored (see the lines above), and going back to ${restored === undefined ? 'empty state' : 'checkpoint 3'} would write its output again; restore one by hand (--from) once it is repaired, or start over on purpose`);
+    }
+    // An older good checkpoint kept beside the bad newest one: the documented fallback.
+    expect(fromOf(r.restartFrom(step, [ref(5)], ref(3), 7))).toEqual(ref(5));
+    // Nothing completed in this run: where it began, as before.
+    expect(fromOf(r.restartFrom(step, [], ref(3), undefined))).toEqual(ref(3));
+    expect(fromOf(r.restartFrom(step, [], undefined, undefined))).toBeUndefined();
   });
 
   it('as the restart strategy says, with its delay, from the newest good checkpoint; then it stops, saying why', () => {
@@ -125,8 +144,8 @@ describe('restarts', () => {
     const step = r.afterAttempt(failed, false, clock.now());
     expect(step).toEqual({ type: 'restart', delayMs: 250, reason: 'attempt 1 of 2', error: ERR });
     if (step.type !== 'restart') return;
-    expect(r.restartFrom(step, [ref(1), ref(2)], undefined)).toEqual({ from: ref(2), log: 'weir: job failed (boom); restarting in 250 ms (attempt 1 of 2) from checkpoint 2' });
-    expect(r.restartFrom(step, undefined, undefined)).toEqual({ from: undefined, log: 'weir: job failed (boom); restarting in 250 ms (attempt 1 of 2) from the beginning' });
+    expect(r.restartFrom(step, [ref(1), ref(2)], undefined)).toEqual({ type: 'restart', from: ref(2), log: 'weir: job failed (boom); restarting in 250 ms (attempt 1 of 2) from checkpoint 2' });
+    expect(r.restartFrom(step, undefined, undefined)).toEqual({ type: 'restart', from: undefined, log: 'weir: job failed (boom); restarting in 250 ms (attempt 1 of 2) from the beginning' });
     expect(r.restartFrom(step, [], ref(9, '/sp'))).toMatchObject({ from: ref(9, '/sp') });
     clock.advance(1000);
     expect(r.afterAttempt(failed, false, clock.now()).type).toBe('restart');
@@ -192,6 +211,7 @@ function simulate(rng: Rng, label: string): void {
     // Between attempts a new checkpoint may have completed.
     if (rng.bool(0.3)) checkpoints = [...checkpoints, ref(checkpoints.length + 1)];
     const next = r.restartFrom(s, checkpoints, from);
+    if (next.type !== 'restart') throw new Error(`${label}: ended without a checkpoint this run completed`);
     if (next.from !== undefined && next.from !== from) expect(bad.has(next.from.path), `${label}: restarted from a bad snapshot`).toBe(false);
     from = next.from;
     clock.advance(s.delayMs);

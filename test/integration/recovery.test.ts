@@ -18,7 +18,7 @@ import { runUntilFailedAfterCheckpoint } from '../helpers/paced-failure.ts';
 import { LocalCheckpointStorage } from '../../src/checkpoint/storage.ts';
 import { MemoryCheckpointStorage } from '../../src/checkpoint/memory/memory-storage.ts';
 import { StorageFaults } from '../../src/checkpoint/memory/faults.ts';
-import { defineJob, runJob, type Collector, type JobResult, type ProcessContext, type ProcessFunction, type RunOptions, type RuntimeContext } from '../../src/index.ts';
+import { defineJob, runJob, ValueStateDescriptor, type Collector, type KeyedContext, type KeyedProcessFunction, type JobResult, type ProcessContext, type ProcessFunction, type RunOptions, type RuntimeContext } from '../../src/index.ts';
 
 const JOB = join(dirname(fileURLToPath(import.meta.url)), '..', 'fixtures', 'jobs', 'recoverable-counts.ts');
 const N = 400;
@@ -334,6 +334,58 @@ describe('a corrupt newest checkpoint', () => {
     expect(fallback).toMatch(/checksum mismatch.*falling back to the previous checkpoint/);
     expect(second.result.checkpoints.lastRestore?.id).toBe(ids[1]);
     expectConsistent(committedLines(out));
+  });
+});
+
+/** Counts per key; in the first attempt, after three completed checkpoints, damages the newest and fails. */
+class CountThenFail implements KeyedProcessFunction<string, { i: number; key: string }, { i: number; n: number }> {
+  private attempt = -1;
+  private completed = 0;
+  constructor(private readonly count: ValueStateDescriptor<number>, private readonly damage: () => void) {}
+  open(ctx: RuntimeContext): void {
+    this.attempt = ctx.taskInfo.attemptNumber;
+    this.completed = 0;
+  }
+  notifyCheckpointComplete(): void {
+    this.completed++;
+  }
+  processElement(r: { i: number; key: string }, ctx: KeyedContext<string>, out: Collector<{ i: number; n: number }>): void {
+    if (this.attempt === 0 && this.completed >= 3) {
+      this.damage();
+      throw new Error(`injected failure at record ${r.i}`);
+    }
+    const s = ctx.getState(this.count);
+    const n = (s.value() ?? 0) + 1;
+    s.update(n);
+    out.collect({ i: r.i, n });
+  }
+}
+
+describe('a restart whose only retained checkpoint fails its check', () => {
+  it('ends the job, saying so, instead of restarting from empty state and writing output again (num-retained 1, the newest state file truncated before the restart)', async () => {
+    const chk = fresh('chk-only-bad');
+    const count = new ValueStateDescriptor<number>('count', { defaultValue: 0 });
+    const truncateNewest = (): void => {
+      const job = readdirSync(chk).find((d) => statSync(join(chk, d)).isDirectory())!;
+      const dirs = readdirSync(join(chk, job)).filter((d) => /^chk-\d+$/.test(d) && existsSync(join(chk, job, d, '_metadata')));
+      dirs.sort((a, b) => Number(a.slice(4)) - Number(b.slice(4)));
+      const newest = join(chk, job, dirs.at(-1)!);
+      const file = join(newest, readdirSync(newest).find((f) => f.endsWith('.state'))!);
+      truncateSync(file, statSync(file).size - 7);
+    };
+    const job = defineJob((env) => {
+      env.fromGenerator((i) => ({ i, key: `k${i % 4}` }), { count: 400, ratePerSecond: 400 }).uid('src')
+        .keyBy((r) => r.key)
+        .process(new CountThenFail(count, truncateNewest)).uid('counts')
+        .collect('out');
+    });
+    const logs: string[] = [];
+    const result = await runJob(job, { workers: 1, stdout: () => {}, log: (l) => logs.push(l), checkpoint: { interval: 50, dir: chk }, restartStrategy: { type: 'fixed-delay', attempts: 1, delay: 0 } });
+    expect(result.status, logs.join('\n')).toBe('FAILED');
+    expect(result.error?.message).toMatch(/injected failure .*; and it cannot restart: checkpoint \d+, the newest this run completed, and every other it kept cannot be restored .* going back to empty state would write its output again/);
+    expect(logs.some((l) => /skipping checkpoint .*\(truncated\)/.test(l)), logs.join('\n')).toBe(true);
+    const seen = result.collected<{ i: number }>('out').map((r) => r.i);
+    expect(new Set(seen).size).toBe(seen.length); // before: restarted from the beginning, records repeated
   });
 });
 

@@ -31,6 +31,10 @@ export type FallbackChoice =
   | { readonly type: 'restore'; readonly from: CompletedCheckpointRef; readonly log: string }
   | { readonly type: 'end'; readonly outcome: AttemptOutcome };
 
+export type RestartChoice =
+  | { readonly type: 'restart'; readonly from: CompletedCheckpointRef | undefined; readonly log: string }
+  | { readonly type: 'end'; readonly outcome: AttemptOutcome; readonly log: string };
+
 export interface RecoveryConfig {
   readonly maxCorruptFallbacks: number;
 }
@@ -108,10 +112,31 @@ export class RecoveryLogic {
     };
   }
 
-  /** After 'restart': where the next attempt starts (the newest good checkpoint, or where this one started). */
-  restartFrom(step: Extract<AfterAttempt, { type: 'restart' }>, candidates: readonly CompletedCheckpointRef[] | undefined, restoredFrom: CompletedCheckpointRef | undefined): { from: CompletedCheckpointRef | undefined; log: string } {
-    const from = (candidates !== undefined ? this.latestGood(candidates, restoredFrom) : undefined) ?? restoredFrom;
+  /**
+   * After 'restart': where the next attempt starts (the newest good checkpoint, or where this one
+   * started). `newestCompletedThisRun`: the newest checkpoint this run completed. When none of
+   * the listed checkpoints can be used (the newest failed its check, and retention kept no other),
+   * going back to where the run began (empty state, or a snapshot retention has since deleted)
+   * would repeat everything the completed checkpoints committed: the job ends instead, saying so.
+   */
+  restartFrom(
+    step: Extract<AfterAttempt, { type: 'restart' }>,
+    candidates: readonly CompletedCheckpointRef[] | undefined,
+    restoredFrom: CompletedCheckpointRef | undefined,
+    newestCompletedThisRun?: number,
+  ): RestartChoice {
+    const listed = candidates !== undefined ? this.latestGood(candidates, undefined) : undefined;
+    if (listed === undefined && candidates !== undefined && newestCompletedThisRun !== undefined) {
+      const back = restoredFrom !== undefined ? `${restoredFrom.metadata.type} ${restoredFrom.metadata.checkpointId}` : 'empty state';
+      return {
+        type: 'end',
+        outcome: { status: 'FAILED', error: { ...step.error, message: `${step.error.message}; and it cannot restart: checkpoint ${newestCompletedThisRun}, the newest this run completed, and every other it kept cannot be restored (see the lines above), and going back to ${back} would write its output again; restore one by hand (--from) once it is repaired, or start over on purpose` } },
+        log: `weir: job failed and will not restart: no checkpoint it completed can be restored`,
+      };
+    }
+    const from = listed ?? (restoredFrom !== undefined && !this.bad.has(restoredFrom.path) ? restoredFrom : undefined);
     return {
+      type: 'restart',
       from,
       log: `weir: job failed (${step.error.message}); restarting in ${step.delayMs} ms (${step.reason}) from ${from ? `${from.metadata.type} ${from.metadata.checkpointId}` : 'the beginning'}`,
     };
