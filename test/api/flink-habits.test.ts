@@ -89,6 +89,35 @@ describe('output types inferred from returned outputs', () => {
     expect(sorted(r.collected<string>('windows'))).toEqual(['ann:2', 'ann:1', 'bob:1', 'bob:1'].sort());
   });
 
+  it('async user functions are refused naming the operator, not run unawaited (before: an async sink lost its last writes with the job FINISHED, an async map emitted Promises, an async filter kept everything)', async () => {
+    const written: number[] = [];
+    const cases: [string, RegExp][] = [];
+    cases.push([await failureOf((env) => {
+      env.fromElements(1, 2, 3).addSink({ async invoke(v: number) { await Promise.resolve(); written.push(v); } });
+    }), /the sink's invoke returned a Promise \(is it async\?\)/]);
+    cases.push([await failureOf((env) => {
+      env.fromElements(1, 2, 3).map(async (v) => v * 2).collect('out');
+    }), /map returned a Promise/]);
+    cases.push([await failureOf((env) => {
+      env.fromElements(1, 2, 3).filter((async (v: number) => v > 1) as never).collect('out');
+    }), /filter returned a Promise/]);
+    cases.push([await failureOf((env) => {
+      env.fromElements(1, 2, 3).process({ async open() {}, processElement() {} } as never).collect('out');
+    }), /open\(\) returned a Promise/]);
+    cases.push([await failureOf((env) => {
+      env.fromElements(1, 2, 3).flatMap((async (v: number) => [v]) as never).collect('out');
+    }), /flatMap returned a Promise/]);
+    for (const [msg, re] of cases) expect(msg).toMatch(re);
+    expect(written.length).toBeLessThanOrEqual(1); // the first call ran before its result was seen
+  });
+
+  it('a close() that throws when the job ends normally fails the job naming the operator (before: swallowed, the job FINISHED, a sink\'s last flush lost without a word)', async () => {
+    const msg = await failureOf((env) => {
+      env.fromElements(1, 2, 3).addSink({ invoke() {}, close() { throw new Error('flush failed'); } });
+    });
+    expect(msg).toMatch(/close.*flush failed|flush failed.*close/);
+  });
+
   it('a process function that returns something other than outputs fails naming the method', async () => {
     const msg = await failureOf((env) => {
       env.fromElements(1, 2).process({ processElement: (v) => ({ v }) as never }).collect('out');

@@ -4,7 +4,7 @@ import type { OutputTag } from '../../core/output-tag.ts';
 import { hasTimestamp, NO_TIMESTAMP, type Batch } from '../../core/batch.ts';
 import { JobDefinitionError } from '../../core/errors.ts';
 import { specialize } from '../output.ts';
-import { StreamOperator } from './operator.ts';
+import { refusePromise, StreamOperator } from './operator.ts';
 
 export class MapOperator extends StreamOperator {
   constructor(private readonly fn: (value: any) => unknown) {
@@ -12,7 +12,7 @@ export class MapOperator extends StreamOperator {
     // Records from a chained predecessor, one at a time; own code per instance (see
     // specialize), so the user function's call site stays monomorphic in a job of many maps.
     this.processRecord = specialize('map', 'op', 'fn',
-      'let r; try { r = fn(value); } catch (e) { throw op.failOn(e, "map", value); } op.output.emit(r, timestamp);')(this, fn);
+      'let r; try { r = fn(value); if (op.firstCall) op.checkFirstResult(r, "map"); } catch (e) { throw op.failOn(e, "map", value); } op.output.emit(r, timestamp);')(this, fn);
   }
   processBatch(batch: Batch): void {
     const values = batch.values;
@@ -22,8 +22,9 @@ export class MapOperator extends StreamOperator {
     let i = 0;
     try {
       for (; i < n; i++) out[i] = fn(values[i]);
+      if (n > 0) refusePromise(out[0], 'map');
     } catch (e) {
-      throw this.failOn(e, 'map', values[i]);
+      throw this.failOn(e, 'map', values[Math.min(i, n - 1)]);
     }
     this.output.emitBatch({ values: out, timestamps: batch.timestamps });
   }
@@ -33,7 +34,7 @@ export class FilterOperator extends StreamOperator {
   constructor(private readonly fn: (value: any) => boolean) {
     super();
     this.processRecord = specialize('filter', 'op', 'fn',
-      'let keep; try { keep = fn(value); } catch (e) { throw op.failOn(e, "filter", value); } if (keep) op.output.emit(value, timestamp);')(this, fn);
+      'let keep; try { keep = fn(value); if (op.firstCall) op.checkFirstResult(keep, "filter"); } catch (e) { throw op.failOn(e, "filter", value); } if (keep) op.output.emit(value, timestamp);')(this, fn);
   }
   processBatch(batch: Batch): void {
     const { values, timestamps } = batch;
@@ -43,6 +44,15 @@ export class FilterOperator extends StreamOperator {
     const outT: number[] = [];
     let i = 0;
     try {
+      if (n > 0) {
+        const keep = fn(values[0]);
+        refusePromise(keep, 'filter');
+        if (keep) {
+          outV.push(values[0]);
+          outT.push(timestamps[0]!);
+        }
+        i = 1;
+      }
       for (; i < n; i++) {
         const v = values[i];
         if (fn(v)) {
@@ -140,6 +150,7 @@ export function checkCombined<T>(v: T, method: 'reduce' | 'aggregate'): T {
  */
 export function checkReturnedOutputs(returned: unknown, method: string): void {
   if (typeof returned === 'string' || typeof (returned as Iterable<unknown>)[Symbol.iterator] !== 'function') {
+    refusePromise(returned, method);
     throw new TypeError(`${method} returned ${typeof returned === 'object' ? 'an object' : `a ${typeof returned}`}; return an array of outputs, or nothing and emit with out.collect(value)`);
   }
 }

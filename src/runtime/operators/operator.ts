@@ -80,6 +80,19 @@ export interface RuntimeServices {
   sourceEvent?(operatorId: string, subtaskIndex: number, event: unknown): void;
 }
 
+/**
+ * A user function that returned a Promise (an async function): weir calls user functions
+ * synchronously and never awaits them, so what one does after its first await ran unchecked,
+ * after its checkpoint and even after the job ended (an async sink lost its last writes with the
+ * job FINISHED), and a map's or filter's Promise was taken for its result. An async function
+ * always returns one, so checking one result per batch (and the first chained call) finds it.
+ */
+export function refusePromise(returned: unknown, what: string): void {
+  if (returned !== null && typeof returned === 'object' && typeof (returned as PromiseLike<unknown>).then === 'function') {
+    throw new TypeError(`${what} returned a Promise (is it async?); weir calls it synchronously and never awaits it, so its work after an await would be lost: make it synchronous (a sink that writes asynchronously belongs in a TwoPhaseCommitSink's committer)`);
+  }
+}
+
 export abstract class StreamOperator {
   output!: Output;
   env!: OperatorEnvironment;
@@ -93,6 +106,8 @@ export abstract class StreamOperator {
   deadLetterCount = 0;
   /** Number of logical inputs (0 for sources, 1 or 2). */
   numInputs = 1;
+  /** The user function's result in a chained call is still to be checked once (see refusePromise). */
+  firstCall = true;
 
   setup(env: OperatorEnvironment, output: Output, numInputs: number): void {
     this.env = env;
@@ -307,6 +322,11 @@ export abstract class StreamOperator {
   }
 
   /** Wraps an exception from user code with this operator, subtask and the record it was processing. */
+  checkFirstResult(returned: unknown, what: string): void {
+    this.firstCall = false;
+    refusePromise(returned, what);
+  }
+
   protected failOn(e: unknown, phase: string, record: unknown): Error {
     return withUserStack(attribute(e, this.location, phase, record, true), e);
   }
@@ -346,7 +366,7 @@ function callOptional(op: StreamOperator, fn: LifecycleFn | undefined, method: '
   const m = fn?.[method];
   if (typeof m !== 'function') return;
   try {
-    (m as (a: unknown) => void).call(fn, arg);
+    refusePromise((m as (a: unknown) => unknown).call(fn, arg), `${method}()`);
   } catch (e) {
     throw withUserStack(attribute(e, op.location, method), e);
   }

@@ -5,7 +5,7 @@ import type { SinkFunction } from '../../core/functions.ts';
 import { describeRecord, WeirError } from '../../core/errors.ts';
 import { jsonRecord } from '../../core/json-record.ts';
 import type { Batch } from '../../core/batch.ts';
-import { StreamOperator } from './operator.ts';
+import { refusePromise, StreamOperator } from './operator.ts';
 
 /** Formats a record the way print and the file sink write it: strings raw, the rest as JSON. */
 export function formatRecord(v: unknown): string {
@@ -109,7 +109,8 @@ export class FunctionSinkOperator extends StreamOperator {
       for (; i < values.length; i++) {
         const ts = timestamps[i]!;
         this.ctx.timestamp = ts === Number.NEGATIVE_INFINITY ? undefined : ts;
-        this.fn.invoke(values[i], this.ctx);
+        const r = this.fn.invoke(values[i], this.ctx) as unknown;
+        if (i === 0) refusePromise(r, 'the sink\'s invoke');
       }
     } catch (e) {
       throw this.failOn(e, 'sink', values[i]);
@@ -118,14 +119,15 @@ export class FunctionSinkOperator extends StreamOperator {
   override processRecord(value: unknown, timestamp: number): void {
     this.ctx.timestamp = timestamp === Number.NEGATIVE_INFINITY ? undefined : timestamp;
     try {
-      this.fn.invoke(value, this.ctx);
+      const r = this.fn.invoke(value, this.ctx) as unknown;
+      if (this.firstCall) this.checkFirstResult(r, 'the sink\'s invoke');
     } catch (e) {
       throw this.failOn(e, 'sink', value);
     }
   }
   override finish(): void {
     try {
-      this.fn.finish?.();
+      refusePromise(this.fn.finish?.() as unknown, 'the sink\'s finish');
     } catch (e) {
       throw this.fail(e, 'sink finish');
     }
