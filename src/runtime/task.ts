@@ -710,8 +710,15 @@ export class StreamTask implements Schedulable {
       );
       return;
     }
+    // A user close() that throws fails the task, as in Flink (a sink flushing in close() lost
+    // that flush without a word when the job ended normally).
+    const closeFailure = this.closeOperators();
+    if (closeFailure !== undefined) {
+      this.state = 'failed';
+      this.d.listener.onTaskFailed(this, closeFailure);
+      return;
+    }
     this.state = 'finished';
-    this.closeOperators();
     this.d.listener.onTaskFinished(this);
   }
   private quiesced = false;
@@ -729,19 +736,22 @@ export class StreamTask implements Schedulable {
     this.closeOperators();
   }
 
-  private closeOperators(): void {
+  /** Closes every operator; the first close() that threw (after a failure, already reported, or ignored by the caller). */
+  private closeOperators(): unknown {
     this.barrierHandler?.dispose();
     for (const t of [...this.timers]) t.cancel();
     this.mailbox.clear();
     this.outputMailbox.clear();
+    let first: unknown;
     for (const op of this.operators) {
       try {
         op.close();
-      } catch {
-        // Closing is best effort; the first failure has already been reported.
+      } catch (e) {
+        first ??= e;
       }
     }
     for (const b of this.keyedBackends) b.dispose();
+    return first;
   }
 }
 
