@@ -394,7 +394,13 @@ export class Attempt {
           schedule: (delayMs, fn) => {
             const c = after(this.ctx.clock, delayMs, () => {
               timers.delete(c);
-              if (!this.ending) fn();
+              if (this.ending) return;
+              // A throw here ran outside every handler: it crashed the process (no restart, no line naming the source).
+              try {
+                fn();
+              } catch (e) {
+                this.fail(serializeError(e));
+              }
             });
             timers.add(c);
             return { cancel: () => { timers.delete(c); c.cancel(); } };

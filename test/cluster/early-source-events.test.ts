@@ -63,3 +63,30 @@ describe('source events sent before the enumerators start', () => {
     });
   }
 });
+
+describe('a split enumerator\'s scheduled callback that throws', () => {
+  it('fails the job with its error (before: thrown from a bare timer, it crashed the whole process, no restart, no line)', async () => {
+    const source: Source<number, Split> = {
+      name: 'discovering',
+      bounded: false,
+      planSplits: () => [{ id: 's0', n: 0 }],
+      createReader: () => ({
+        addSplits() {},
+        poll: () => 'wait',
+        snapshotSplits: () => [],
+      }),
+      createEnumerator: (ctx) => ({
+        start() {
+          ctx.schedule(20, () => {
+            throw new Error('discovery failed: connection reset');
+          });
+        },
+        handleSourceEvent() {},
+        close() {},
+      }),
+    };
+    const r = await runJob(defineJob((env) => void env.fromSource(source).collect('out')), { workers: 1, stdout: () => {}, log: () => {} });
+    expect(r.status).toBe('FAILED');
+    expect(r.error?.message).toMatch(/discovery failed: connection reset/);
+  });
+});
