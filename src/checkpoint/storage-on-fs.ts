@@ -15,7 +15,7 @@ import {
 } from './names.ts';
 import { messageOf, StorageError } from './storage-error.ts';
 import type { SnapshotFileSystem } from './storage-fs.ts';
-import { NO_METADATA, verifySnapshot } from './storage-verify.ts';
+import { NO_METADATA, SKIPPING_CHECKPOINT, verifySnapshot } from './storage-verify.ts';
 import type {
   CheckpointStorage, CheckpointStorageLocation, CheckpointStorageWorkerView, CompletedCheckpointRef, HistoryLines,
   SnapshotStorage, StorageLog, VerifyResult,
@@ -216,7 +216,7 @@ export class FsCheckpointStorage extends FsSnapshotStorage implements Checkpoint
       const path = childReference(this.jobDir(jobId), e.name);
       const r = await this.verify(path);
       if (r.ok) out.push({ path, metadata: r.metadata });
-      else if (r.reason !== NO_METADATA) log(`weir: skipping checkpoint ${path}: ${r.reason}`);
+      else if (r.reason !== NO_METADATA) log(`${SKIPPING_CHECKPOINT}${path}: ${r.reason}`);
     }
     return out.sort((a, b) => a.metadata.checkpointId - b.metadata.checkpointId);
   }

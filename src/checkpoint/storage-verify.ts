@@ -12,6 +12,8 @@ import type { VerifyResult } from './storage.ts';
 
 /** The reason a snapshot without metadata gives: normal garbage, not corruption. */
 export const NO_METADATA = 'no metadata';
+/** How a listing's line about a checkpoint it skips (it fails its check) begins. */
+export const SKIPPING_CHECKPOINT = 'weir: skipping checkpoint ';
 
 /**
  * Whether `snapshot` is a complete checkpoint or savepoint. Only a metadata file that is not

@@ -6,7 +6,7 @@
 import { existsSync } from 'node:fs';
 import { METADATA_FILE, schemeOf } from '../checkpoint/names.ts';
 import type { CheckpointStorage, CompletedCheckpointRef, StorageLog, StorageResolver } from '../checkpoint/storage.ts';
-import { NO_METADATA } from '../checkpoint/storage-verify.ts';
+import { NO_METADATA, SKIPPING_CHECKPOINT as SKIPPING } from '../checkpoint/storage-verify.ts';
 import { NEWER_WEIR } from '../checkpoint/metadata.ts';
 import { StartError } from './errors.ts';
 
@@ -66,20 +66,37 @@ export async function resolveStartPoint(req: StartRequest, storage: CheckpointSt
 async function latestIn(from: 'latest' | 'latest-or-empty', storage: CheckpointStorage | undefined, log: StorageLog, jobName: string | undefined): Promise<StartPoint> {
   if (storage === undefined) throw new StartError(`--from ${from} needs a checkpoint directory (--checkpoint-dir DIR)`);
   const lasts: CompletedCheckpointRef[] = [];
-  // A checkpoint a newer weir wrote is no corrupt one to skip for an older: that restored older
-  // state (or, the only one, started fresh) with a log line only, after a downgrade.
-  const newer: string[] = [];
-  const noting: StorageLog = (line) => {
-    if (line.includes(NEWER_WEIR)) newer.push(line.replace(/^weir: skipping checkpoint /, ''));
-    log(line);
-  };
+  // Per job directory: checkpoints a newer weir wrote (no corrupt ones to skip for older: that
+  // restored older state, or started fresh, after a downgrade), and whether any were skipped.
+  const newerIn = new Map<string, string>();
+  const jobOf = new Map<CompletedCheckpointRef, string>();
+  const skippedOnly: string[] = [];
   for (const job of await storage.jobs()) {
+    let skipped = false;
+    const noting: StorageLog = (line) => {
+      if (line.startsWith(SKIPPING)) skipped = true;
+      if (line.includes(NEWER_WEIR) && !newerIn.has(job)) newerIn.set(job, line.slice(SKIPPING.length));
+      log(line);
+    };
     const last = (await storage.completed(job, noting)).at(-1);
-    if (last !== undefined) lasts.push(last);
+    if (last !== undefined) {
+      lasts.push(last);
+      jobOf.set(last, job);
+    } else if (skipped) {
+      skippedOnly.push(job);
+    }
   }
-  if (newer.length > 0) throw new StartError(`--from ${from}: ${newer[0]}; run a weir that reads it, or name an older checkpoint with --from <its directory>`);
   const choice = chooseLatest(lasts, jobName, storage.root);
   if ('error' in choice) throw new StartError(choice.error);
+  // Another tenant's checkpoints a newer weir wrote are not this job's business (before: they
+  // refused every job of the directory); this job's, or any when none of this name is found, are.
+  const newer = choice.pick !== undefined ? newerIn.get(jobOf.get(choice.pick)!) : newerIn.values().next().value;
+  if (newer !== undefined) throw new StartError(`--from ${from}: ${newer}; run a weir that reads it, or name an older checkpoint with --from <its directory>`);
+  if (choice.pick === undefined && skippedOnly.length > 0) {
+    // A job whose every checkpoint fails its check looked like one with none: latest-or-empty
+    // started it fresh, its input read and its output written again.
+    throw new StartError(`--from ${from}: job ${skippedOnly.join(', ')} in ${storage.root} has checkpoints, none of which can be restored (see the lines above), and it may be this job; restore one by hand once repaired (--from <its directory>), or remove that job's directory to start fresh`);
+  }
   if (choice.others !== undefined) {
     // Checkpoints of other jobs only: never theirs (restored under their id, the next checkpoints
     // replaced theirs). A job renamed since is named explicitly, its id kept with --claim-mode claim.

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readdirSync, readFileSync, statSync, truncateSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { chooseLatest, resolveStartPoint } from '../../src/cluster/start-point.ts';
@@ -63,5 +63,50 @@ describe('--from latest and a checkpoint a newer weir wrote', () => {
     // Named explicitly, the older one restores.
     const older = await resolveStartPoint({ from: join(root, JOB, 'chk-8'), claimMode: undefined }, storage, storageResolver(storage), () => {});
     expect(older.snapshot?.metadata.checkpointId).toBe(8);
+  });
+});
+
+/** Rewrites a checkpoint's _metadata body (and its checksum). */
+function rewriteMetadata(dir: string, change: (body: Record<string, unknown>) => void): void {
+  const file = join(dir, '_metadata');
+  const o = JSON.parse(readFileSync(file, 'utf8')) as { sha256: string; body: Record<string, unknown> };
+  change(o.body);
+  o.sha256 = createHash('sha256').update(JSON.stringify(o.body)).digest('hex');
+  writeFileSync(file, JSON.stringify(o));
+}
+
+describe('--from latest and checkpoints that fail their check', () => {
+  it('a job whose every checkpoint fails its check is refused by latest and latest-or-empty alike (before: taken for a job with none; latest-or-empty started it fresh, its input read and output written again)', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'weir-only-bad-'));
+    roots.push(root);
+    const storage = new LocalCheckpointStorage(root);
+    const only = await checkpoint(storage, 4);
+    const state = readdirSync(only).find((f) => f.endsWith('.state'))!;
+    truncateSync(join(only, state), statSync(join(only, state)).size - 3);
+    for (const from of ['latest', 'latest-or-empty'] as const) {
+      const logs: string[] = [];
+      const e = await resolveStartPoint({ from, claimMode: undefined, jobName: 'memory test' }, storage, storageResolver(storage), (l) => logs.push(l)).then(() => undefined, (x: Error) => x);
+      expect(e?.message).toBe(`--from ${from}: job ${JOB} in ${root} has checkpoints, none of which can be restored (see the lines above), and it may be this job; restore one by hand once repaired (--from <its directory>), or remove that job's directory to start fresh`);
+      expect(logs.some((l) => l.startsWith(`weir: skipping checkpoint ${only}`))).toBe(true);
+    }
+  });
+
+  it('another job\'s checkpoint a newer weir wrote, in a shared directory, does not stop this job resuming (before: every job of the directory was refused, naming the other\'s)', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'weir-newer-other-'));
+    roots.push(root);
+    const storage = new LocalCheckpointStorage(root);
+    await checkpoint(storage, 5);
+    const other = 'ffffffffffffffffffffffffffffffff';
+    cpSync(join(root, JOB), join(root, other), { recursive: true });
+    rewriteMetadata(join(root, other, 'chk-5'), (b) => {
+      b.jobId = other;
+      b.jobName = 'tenant B';
+      b.version = METADATA_VERSION + 1;
+    });
+    const p = await resolveStartPoint({ from: 'latest', claimMode: undefined, jobName: 'memory test' }, storage, storageResolver(storage), () => {});
+    expect(p.snapshot?.metadata.jobId).toBe(JOB);
+    // The other tenant itself is still refused.
+    const e = await resolveStartPoint({ from: 'latest', claimMode: undefined, jobName: 'tenant B' }, storage, storageResolver(storage), () => {}).then(() => undefined, (x: Error) => x);
+    expect(e?.message).toMatch(/written by a newer weir/);
   });
 });
