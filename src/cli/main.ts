@@ -114,5 +114,16 @@ process.stdout.on('error', (e: NodeJS.ErrnoException) => {
   throw e;
 });
 
+/**
+ * After the command has ended, how long anything else may hold the process open before it exits
+ * anyway: a job module is loaded in this thread too, and a client or a timer it made at module
+ * scope (a database pool, an interval) kept `weir run` alive for ever after its job had ended.
+ */
+const EXIT_GRACE_MS = 2000;
+
 const code = await main(process.argv.slice(2));
 process.exitCode = code;
+setTimeout(() => {
+  logger().line(`weir: something the job module made (a client, a timer) still held the process open ${EXIT_GRACE_MS} ms after the command ended; exiting`);
+  process.exit(code);
+}, EXIT_GRACE_MS).unref();

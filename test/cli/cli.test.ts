@@ -229,6 +229,14 @@ describe.concurrent('weir run: bad flags', () => {
 });
 
 describe.concurrent('weir run: success', () => {
+  it('a job module holding the process open (a timer at module scope) does not keep weir run from exiting after its job ended (before: it never exited)', async () => {
+    const started = Date.now();
+    const r = await weir('run', fixture('module-holds-process.ts'), '--workers', '1', '--rest-port', '0');
+    expect(r.code).toBe(0);
+    expect(r.stderr).toMatch(/still held the process open 2000 ms after the command ended; exiting/);
+    expect(Date.now() - started).toBeLessThan(60_000);
+  });
+
   it('runs examples/word-count.ts on --workers 1', async () => {
     const r = await weir('run', 'examples/word-count.ts', '--workers', '1', '-p', '2', '--', '20000');
     expect(r.stderr).toMatch(/^weir: job "weir job" finished in \d+\.\d\d s \(20000 records in, 0 out\); job id [0-9a-f]{32}\n$/);
