@@ -18,6 +18,7 @@ import { commandHelp, globalHelp } from './help.ts';
 const COMMAND_WORDS = [...new Set(COMMANDS.map((c) => c.name.split(' ')[0]!))];
 import { isUsageError } from '../core/errors.ts';
 import { createLogger, logger, setLogger, LOG_LEVELS, type LogLevel } from '../core/log.ts';
+import { exitProcess } from './exit.ts';
 
 /**
  * The logger is set before any command parses its flags, so that even a bad flag is reported in
@@ -110,7 +111,7 @@ export function reportError(e: unknown, verbose: boolean): void {
 
 // Output piped into a command that stops reading (| head) is not an error.
 process.stdout.on('error', (e: NodeJS.ErrnoException) => {
-  if (e.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+  if (e.code === 'EPIPE') exitProcess(Number(process.exitCode ?? 0));
   throw e;
 });
 
@@ -125,5 +126,5 @@ const code = await main(process.argv.slice(2));
 process.exitCode = code;
 setTimeout(() => {
   logger().line(`weir: something the job module made (a client, a timer) still held the process open ${EXIT_GRACE_MS} ms after the command ended; exiting`);
-  process.exit(code);
+  exitProcess(code);
 }, EXIT_GRACE_MS).unref();

@@ -9,6 +9,7 @@ import { readConfigFile } from './config-file.ts';
 import { controlApi } from '../observe/control-api.ts';
 import { newToken } from '../observe/request-guard.ts';
 import { logger } from '../core/log.ts';
+import { exitIsOurs, exitProcess } from './exit.ts';
 import { mergeSettings, runOptionsOf, settingsOf } from './run-settings.ts';
 import { settingsConflict } from '../checkpoint/settings-conflict.ts';
 import { readTokenFile } from './token-file.ts';
@@ -61,7 +62,7 @@ export async function runCommand(argv: string[]): Promise<number> {
   const cancel = new AbortController();
   let signalled: NodeJS.Signals | undefined;
   const onSignal = (s: NodeJS.Signals) => {
-    if (signalled !== undefined) process.exit(s === 'SIGINT' ? 130 : 143); // a second signal: stop now
+    if (signalled !== undefined) exitProcess(s === 'SIGINT' ? 130 : 143); // a second signal: stop now
     signalled = s;
     logger().info(`${s}: cancelling the job`);
     cancel.abort();
@@ -78,11 +79,14 @@ export async function runCommand(argv: string[]): Promise<number> {
     })
     : () => {};
   opts.signal = cancel.signal;
+  const verbose = valueOf(values, OPTIONS.verbose) === true;
+  const guards = guardProcess(verbose);
   let result;
   try {
     result = await runJob(positionals[0]!, opts);
   } finally {
     stopWatch();
+    guards.off();
   }
   process.off('SIGINT', onSignal);
   process.off('SIGTERM', onSignal);
@@ -144,4 +148,33 @@ function fmt(n: number): string {
 
 export function fmtBytes(n: number): string {
   return n >= 2 ** 30 ? `${(n / 2 ** 30).toFixed(2)} GiB` : n >= 2 ** 20 ? `${(n / 2 ** 20).toFixed(1)} MiB` : n >= 1024 ? `${(n / 1024).toFixed(1)} KiB` : `${n} B`;
+}
+
+/**
+ * While the job runs, what its code does to this process outside any task (on the main thread:
+ * --workers 1, or the module's top level): an exception thrown from a callback, timer or promise
+ * ended weir with Node's raw crash report, and process.exit(0) ended it with code 0 and no word.
+ * Each now ends it with one line and exit code 1.
+ */
+function guardProcess(verbose: boolean): { off(): void } {
+  const crashed = (e: unknown): void => {
+    const msg = e instanceof Error ? e.message : String(e);
+    logger().error(oneLine(`job failed: an exception outside any task (a callback, timer or promise of the job's code): ${msg}`), verbose && e instanceof Error && e.stack !== undefined ? { stack: e.stack } : undefined);
+    exitProcess(1);
+  };
+  const exited = (code: number): void => {
+    if (exitIsOurs()) return;
+    logger().error(`job failed: the job's code ended the process (process.exit(${code})) before the job ended`);
+    process.exitCode = 1;
+  };
+  process.on('uncaughtException', crashed);
+  process.on('unhandledRejection', crashed);
+  process.on('exit', exited);
+  return {
+    off: () => {
+      process.off('uncaughtException', crashed);
+      process.off('unhandledRejection', crashed);
+      process.off('exit', exited);
+    },
+  };
 }

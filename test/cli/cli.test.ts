@@ -237,6 +237,15 @@ describe.concurrent('weir run: success', () => {
     expect(Date.now() - started).toBeLessThan(60_000);
   });
 
+  it('job code acting on the process outside any task (--workers 1): an exception from a timer, or process.exit(0), ends weir run with one line and exit 1 (before: Node\'s raw crash report; exit 0 without a word)', async () => {
+    const thrown = await weir('run', fixture('escapes-task.ts'), '--workers', '1', '--rest-port', '0', '--', 'throw');
+    expect(thrown.code).toBe(1);
+    expect(oneLineError(thrown)).toBe('job failed: an exception outside any task (a callback, timer or promise of the job\'s code): async boom in a timer');
+    const exited = await weir('run', fixture('escapes-task.ts'), '--workers', '1', '--rest-port', '0', '--', 'exit');
+    expect(exited.code).toBe(1);
+    expect(oneLineError(exited)).toBe('job failed: the job\'s code ended the process (process.exit(0)) before the job ended');
+  });
+
   it('runs examples/word-count.ts on --workers 1', async () => {
     const r = await weir('run', 'examples/word-count.ts', '--workers', '1', '-p', '2', '--', '20000');
     expect(r.stderr).toMatch(/^weir: job "weir job" finished in \d+\.\d\d s \(20000 records in, 0 out\); job id [0-9a-f]{32}\n$/);
