@@ -111,6 +111,15 @@ export class Deployment {
     queueMicrotask(() => s.onMessage({ type: 'deployed', workerIndex: 0 }));
   }
 
+  /** "Map (1/2), Sink (1/2)": the subtasks worker `w` runs, at most 6 named. */
+  private subtasksOn(w: number): string {
+    const names = this.spec.plan.subtasks.filter((st) => st.worker === w).map((st) => {
+      const v = this.spec.graph.vertices[st.vertex]!;
+      return `${v.name} (${st.index + 1}/${v.parallelism})`;
+    });
+    return names.length > 6 ? `${names.slice(0, 6).join(', ')} and ${names.length - 6} more` : names.join(', ');
+  }
+
   private deployThreads(): void {
     const s = this.spec;
     const peerPorts = this.peerPorts();
@@ -118,10 +127,15 @@ export class Deployment {
       const worker = (s.pool ?? this.ownPool()).take();
       let exited = false;
       worker.on('message', (m: FromExecutor) => s.onMessage(m));
-      worker.on('error', (e) => s.onWorkerFailure(serializeError(e)));
+      // What ran there, for a failure no task caught (an async throw, running out of memory, process.exit in user code).
+      const ran = this.subtasksOn(w);
+      worker.on('error', (e) => {
+        const err = serializeError(e);
+        s.onWorkerFailure({ ...err, message: `worker thread ${w} (${ran}): ${err.message}` });
+      });
       worker.on('exit', (code) => {
         exited = true;
-        if (!s.isEnded()) s.onWorkerFailure({ name: 'WorkerExit', code: undefined, message: `worker thread ${w} exited unexpectedly (code ${code})`, stack: undefined, user: false });
+        if (!s.isEnded()) s.onWorkerFailure({ name: 'WorkerExit', code: undefined, message: `worker thread ${w} (${ran}) exited unexpectedly (code ${code})`, stack: undefined, user: false });
       });
       this.executors.push({
         send: (m, transfer) => worker.postMessage(m, transfer ?? []),

@@ -69,7 +69,7 @@ describe('chaos: a worker thread dies', () => {
     });
     expect(r.status, r.error?.message).toBe('FINISHED');
     expect(r.attempts).toBe(2);
-    expect(logs.some((l) => /worker thread \d exited unexpectedly \(code 3\)/.test(l) && /from checkpoint \d+/.test(l)), logs.join("\n")).toBe(true);
+    expect(logs.some((l) => /worker thread \d \(.*\(\d+\/\d+\).*\) exited unexpectedly \(code 3\)/.test(l) && /from checkpoint \d+/.test(l)), logs.join("\n")).toBe(true);
     const want = committedLines(join(work, 'crash-expected'));
     expect(want.length).toBe(97 * 300); // 60000 records, 5 ms apart: 300 windows of 1 s, every key in each
     expect(committedLines(join(work, 'crash-out'))).toEqual(want);

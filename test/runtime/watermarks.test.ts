@@ -11,6 +11,7 @@ import {
   type WatermarkOutput,
 } from '../../src/index.ts';
 import { runInline } from '../helpers/run.ts';
+import { failureOf } from '../api/util.ts';
 import { InputChannel } from '../../src/runtime/channels/channel.ts';
 import { InputGate, type ValveOutput } from '../../src/runtime/input-gate.ts';
 import { punctuated, scripted, Signal, type Step } from './support.ts';
@@ -203,6 +204,19 @@ describe('watermark propagation', () => {
     // Each subtask's first record may come before any watermark; every later one sees one. Before,
     // every record of the subtask without a global() channel saw the minimum (10 of 20).
     expect(seen.filter((w) => w === MIN_WATERMARK).length).toBeLessThanOrEqual(2);
+  });
+
+  it('a watermark generator whose onEvent throws is named as such, not as the timestamp assigner', async () => {
+    const msg = await failureOf((env) => {
+      env.fromCollection([r('a', 1)]).assignTimestampsAndWatermarks(WatermarkStrategy.forGenerator<R>(() => ({
+        onEvent() {
+          throw new Error('generator broke');
+        },
+        onPeriodicEmit() {},
+      })).withTimestampAssigner((x) => x.ts)).collect();
+    });
+    expect(msg).toMatch(/watermark generator.*generator broke/);
+    expect(msg).not.toMatch(/timestamp assigner/);
   });
 
   it('a watermark lower than an earlier one is ignored', async () => {

@@ -75,20 +75,24 @@ export class TimestampsAndWatermarksOperator extends StreamOperator implements W
       if (this.sourceIdle) this.markActive();
     }
     let i = 0;
+    // Which user function threw, for the error (a generator's onEvent was named the assigner).
+    let inGenerator = false;
     try {
       for (; i < values.length; i++) {
         const v = values[i];
         const prev = timestamps[i]!;
+        inGenerator = false;
         let ts = assigner !== undefined ? assigner(v, prev === Number.NEGATIVE_INFINITY ? undefined : prev) : prev;
         if (typeof ts !== 'number' || !Number.isFinite(ts)) {
           throw new TypeError(`timestamp assigner returned ${String(ts)}; expected epoch milliseconds as a finite number`);
         }
         ts = wholeMs(ts);
         out.emit(v, ts);
+        inGenerator = true;
         gen.onEvent(v, ts, this);
       }
     } catch (e) {
-      throw this.failOn(e, 'timestamp assigner', values[i]);
+      throw this.failOn(e, inGenerator ? 'watermark generator' : 'timestamp assigner', values[i]);
     }
     // Periodic emission also happens between batches of a busy stream, not only on the timer.
     if (this.intervalMs > 0 && this.lastRecordAt - this.lastPeriodicAt >= this.intervalMs) this.onPeriodic();
@@ -101,6 +105,7 @@ export class TimestampsAndWatermarksOperator extends StreamOperator implements W
     if (this.sourceIdle) this.markActive();
     this.sawRecords = true;
     const assigner = this.strategy.timestampAssigner;
+    let inGenerator = false;
     try {
       let ts = assigner !== undefined ? assigner(value, timestamp === Number.NEGATIVE_INFINITY ? undefined : timestamp) : timestamp;
       if (typeof ts !== 'number' || !Number.isFinite(ts)) {
@@ -108,9 +113,10 @@ export class TimestampsAndWatermarksOperator extends StreamOperator implements W
       }
       ts = wholeMs(ts);
       this.output.emit(value, ts);
+      inGenerator = true;
       this.generator.onEvent(value, ts, this);
     } catch (e) {
-      throw this.failOn(e, 'timestamp assigner', value);
+      throw this.failOn(e, inGenerator ? 'watermark generator' : 'timestamp assigner', value);
     }
   }
 
