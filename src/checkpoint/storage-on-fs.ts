@@ -196,7 +196,10 @@ export class FsCheckpointStorage extends FsSnapshotStorage implements Checkpoint
   async highestId(jobId: string): Promise<number> {
     const entries = await this.fs.list(this.jobDir(jobId));
     let max = 0;
-    const recorded = await this.fs.readFile(childReference(this.jobDir(jobId), ID_RECORD_FILE)).catch(() => undefined);
+    // A record that cannot be read fails (the caller's attempt, at a restart: the restart strategy
+    // decides) instead of being taken for none: ids would go back to the highest directory left
+    // after garbage collection, and a sink that skips ids it committed would drop new output.
+    const recorded = await this.fs.readFile(childReference(this.jobDir(jobId), ID_RECORD_FILE));
     if (recorded !== undefined) {
       const n = Number(decoder.decode(recorded));
       if (Number.isSafeInteger(n)) max = n;

@@ -331,6 +331,17 @@ describe('highestId', () => {
   });
 });
 
+describe('highestId and its record', () => {
+  it('a record that cannot be read fails, naming it, instead of being taken for none (ids went back to the highest directory left)', async () => {
+    await storage.initJob(JOB);
+    await storage.recordTriggered(JOB, 15);
+    rmSync(join(root, JOB, 'last-checkpoint-id'));
+    mkdirSync(join(root, JOB, 'last-checkpoint-id')); // not a file: reading it fails
+    await complete(3);
+    await expect(storage.highestId(JOB)).rejects.toThrow(/last-checkpoint-id/);
+  });
+});
+
 describe('collectSharedGarbage', () => {
   /** chk-<id> whose one keyed subtask restores from shared files `chain`; its metadata written as given (or as it should be). */
   async function chained(id: number, chain: string[], metadataText?: string): Promise<string> {
