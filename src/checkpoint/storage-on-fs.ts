@@ -212,6 +212,28 @@ export class FsCheckpointStorage extends FsSnapshotStorage implements Checkpoint
     return (await this.fs.list(this.root)).filter((e) => e.directory).map((e) => e.name).sort();
   }
 
+  /**
+   * `--from latest` reads the newest checkpoint per job this way, and an older one only when the
+   * newest fails its check: it verified every retained checkpoint of every job under the root,
+   * a request per state file each, before choosing one. (Each job's newest is still verified
+   * whole, whatever its name: that cost, linear in the jobs under the root, is left.)
+   */
+  async newestCompleted(jobId: string, log: StorageLog = () => {}): Promise<CompletedCheckpointRef | undefined> {
+    const dirs: { id: number; name: string }[] = [];
+    for (const e of await this.fs.list(this.jobDir(jobId))) {
+      const id = parseCheckpointDirName(e.name);
+      if (id !== undefined) dirs.push({ id, name: e.name });
+    }
+    dirs.sort((a, b) => b.id - a.id);
+    for (const d of dirs) {
+      const path = childReference(this.jobDir(jobId), d.name);
+      const r = await this.verify(path);
+      if (r.ok) return { path, metadata: r.metadata };
+      if (r.reason !== NO_METADATA) log(`${SKIPPING_CHECKPOINT}${path}: ${r.reason}`);
+    }
+    return undefined;
+  }
+
   async completed(jobId: string, log: StorageLog = () => {}): Promise<CompletedCheckpointRef[]> {
     const out: CompletedCheckpointRef[] = [];
     for (const e of await this.fs.list(this.jobDir(jobId))) {

@@ -111,6 +111,8 @@ export interface CheckpointStorage extends SnapshotStorage {
   jobs(): Promise<string[]>;
   /** Every verifying checkpoint of a job, oldest first; broken ones are reported through `log`. */
   completed(jobId: string, log?: StorageLog): Promise<CompletedCheckpointRef[]>;
+  /** The newest verifying checkpoint of a job, checked from the newest down (broken ones reported through `log`). */
+  newestCompleted(jobId: string, log?: StorageLog): Promise<CompletedCheckpointRef | undefined>;
   /** The newest verifying checkpoint over every job under the root. */
   latest(log?: StorageLog): Promise<CompletedCheckpointRef | undefined>;
   /** The job and checkpoint id if `reference` is one of this root's checkpoint directories. */

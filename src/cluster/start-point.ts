@@ -78,7 +78,7 @@ async function latestIn(from: 'latest' | 'latest-or-empty', storage: CheckpointS
       if (line.includes(NEWER_WEIR) && !newerIn.has(job)) newerIn.set(job, line.slice(SKIPPING.length));
       log(line);
     };
-    const last = (await storage.completed(job, noting)).at(-1);
+    const last = await storage.newestCompleted(job, noting);
     if (last !== undefined) {
       lasts.push(last);
       jobOf.set(last, job);

@@ -110,3 +110,24 @@ describe('--from latest and checkpoints that fail their check', () => {
     expect(e?.message).toMatch(/written by a newer weir/);
   });
 });
+
+describe('--from latest reads the newest checkpoint first', () => {
+  it('the newest that verifies is taken without checking the older ones; a broken newest falls back to the one before it, logged', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'weir-newest-first-'));
+    roots.push(root);
+    const storage = new LocalCheckpointStorage(root);
+    const older = await checkpoint(storage, 6);
+    const newest = await checkpoint(storage, 7);
+    // The older one is broken: it is not looked at, so nothing is logged about it.
+    const olderState = readdirSync(older).find((f) => f.endsWith('.state'))!;
+    truncateSync(join(older, olderState), 1);
+    const logs: string[] = [];
+    const p = await resolveStartPoint({ from: 'latest', claimMode: undefined, jobName: 'memory test' }, storage, storageResolver(storage), (l) => logs.push(l));
+    expect(p.snapshot?.path).toBe(newest);
+    expect(logs.filter((l) => l.includes('skipping checkpoint'))).toEqual([]);
+    // The newest broken too: neither restores.
+    const newestState = readdirSync(newest).find((f) => f.endsWith('.state'))!;
+    truncateSync(join(newest, newestState), 1);
+    await expect(resolveStartPoint({ from: 'latest', claimMode: undefined, jobName: 'memory test' }, storage, storageResolver(storage), () => {})).rejects.toThrow(/none of which can be restored/);
+  });
+});
