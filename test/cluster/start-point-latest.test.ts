@@ -50,11 +50,9 @@ describe('--from latest and a checkpoint a newer weir wrote', () => {
     const storage = new LocalCheckpointStorage(root);
     await checkpoint(storage, 8);
     const newest = await checkpoint(storage, 9);
-    const file = join(newest, '_metadata');
-    const o = JSON.parse(readFileSync(file, 'utf8')) as { sha256: string; body: { version: number } };
-    o.body.version = METADATA_VERSION + 1;
-    o.sha256 = createHash('sha256').update(JSON.stringify(o.body)).digest('hex');
-    writeFileSync(file, JSON.stringify(o));
+    rewriteMetadata(newest, (b) => {
+      b.version = METADATA_VERSION + 1;
+    });
     const logs: string[] = [];
     for (const from of ['latest', 'latest-or-empty'] as const) {
       const e = await resolveStartPoint({ from, claimMode: undefined, jobName: 'memory test' }, storage, storageResolver(storage), (l) => logs.push(l)).then(() => undefined, (x: Error) => x);

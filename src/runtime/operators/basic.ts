@@ -24,7 +24,7 @@ export class MapOperator extends StreamOperator {
       for (; i < n; i++) out[i] = fn(values[i]);
       if (n > 0) refusePromise(out[0], 'map');
     } catch (e) {
-      throw this.failOn(e, 'map', values[Math.min(i, n - 1)]);
+      throw this.failOn(e, 'map', values[i < n ? i : 0]); // after the loop: the Promise check of out[0]
     }
     this.output.emitBatch({ values: out, timestamps: batch.timestamps });
   }
