@@ -215,10 +215,11 @@ export class FsCheckpointStorage extends FsSnapshotStorage implements Checkpoint
   /**
    * `--from latest` reads the newest checkpoint per job this way, and an older one only when the
    * newest fails its check: it verified every retained checkpoint of every job under the root,
-   * a request per state file each, before choosing one. (Each job's newest is still verified
-   * whole, whatever its name: that cost, linear in the jobs under the root, is left.)
+   * a request per state file each, before choosing one. With `named`, another job's newest is
+   * only read (its metadata, one request), not verified: a root shared by 200 jobs took 1,851
+   * requests and 5 to 6 s on s3rver to resume one of them.
    */
-  async newestCompleted(jobId: string, log: StorageLog = () => {}): Promise<CompletedCheckpointRef | undefined> {
+  async newestCompleted(jobId: string, log: StorageLog = () => {}, named?: string): Promise<CompletedCheckpointRef | undefined> {
     const dirs: { id: number; name: string }[] = [];
     for (const e of await this.fs.list(this.jobDir(jobId))) {
       const id = parseCheckpointDirName(e.name);
@@ -227,8 +228,8 @@ export class FsCheckpointStorage extends FsSnapshotStorage implements Checkpoint
     dirs.sort((a, b) => b.id - a.id);
     for (const d of dirs) {
       const path = childReference(this.jobDir(jobId), d.name);
-      const r = await this.verify(path);
-      if (r.ok) return { path, metadata: r.metadata };
+      const r = await verifySnapshot(this.fs, path, named === undefined ? undefined : (m) => m.jobName === named);
+      if (r.ok) return r.filesUnchecked === true ? { path, metadata: r.metadata, filesUnchecked: true } : { path, metadata: r.metadata };
       if (r.reason !== NO_METADATA) log(`${SKIPPING_CHECKPOINT}${path}: ${r.reason}`);
     }
     return undefined;

@@ -32,9 +32,14 @@ export interface CompletedCheckpointRef {
   /** Its reference: an absolute directory for local storage, a URL otherwise. */
   readonly path: string;
   readonly metadata: CheckpointMetadata;
+  /**
+   * Set by newestCompleted(job, log, named) on a checkpoint of a job of another name: its
+   * metadata was read and checked, its state files were not (it is listed, never restored).
+   */
+  readonly filesUnchecked?: true;
 }
 
-export type VerifyResult = { ok: true; metadata: CheckpointMetadata } | { ok: false; reason: string };
+export type VerifyResult = { ok: true; metadata: CheckpointMetadata; filesUnchecked?: true } | { ok: false; reason: string };
 
 /** One checkpoint or savepoint being written (Flink's CheckpointStorageLocation). */
 export interface CheckpointStorageLocation {
@@ -111,8 +116,12 @@ export interface CheckpointStorage extends SnapshotStorage {
   jobs(): Promise<string[]>;
   /** Every verifying checkpoint of a job, oldest first; broken ones are reported through `log`. */
   completed(jobId: string, log?: StorageLog): Promise<CompletedCheckpointRef[]>;
-  /** The newest verifying checkpoint of a job, checked from the newest down (broken ones reported through `log`). */
-  newestCompleted(jobId: string, log?: StorageLog): Promise<CompletedCheckpointRef | undefined>;
+  /**
+   * The newest verifying checkpoint of a job, checked from the newest down (broken ones reported
+   * through `log`). With `named`: a newest whose metadata names another job is returned at once,
+   * `filesUnchecked`, without a request per state file (a root shared by many jobs).
+   */
+  newestCompleted(jobId: string, log?: StorageLog, named?: string): Promise<CompletedCheckpointRef | undefined>;
   /** The newest verifying checkpoint over every job under the root. */
   latest(log?: StorageLog): Promise<CompletedCheckpointRef | undefined>;
   /** The job and checkpoint id if `reference` is one of this root's checkpoint directories. */

@@ -78,7 +78,8 @@ async function latestIn(from: 'latest' | 'latest-or-empty', storage: CheckpointS
       if (line.includes(NEWER_WEIR) && !newerIn.has(job)) newerIn.set(job, line.slice(SKIPPING.length));
       log(line);
     };
-    const last = await storage.newestCompleted(job, noting);
+    // Another job's newest is only read (its name), not verified: it is never resumed here.
+    const last = await storage.newestCompleted(job, noting, jobName);
     if (last !== undefined) {
       lasts.push(last);
       jobOf.set(last, job);
@@ -129,6 +130,8 @@ export function chooseLatest(
   if (jobName === undefined) return { pick: newest(lasts) };
   const named = lasts.filter((c) => c.metadata.jobName === jobName);
   const list = (xs: readonly CompletedCheckpointRef[]) => xs.map((c) => `${JSON.stringify(c.metadata.jobName)} (job ${c.metadata.jobId})`).join(', ');
+  // newestCompleted checks every file of a checkpoint of this name; only others' go unchecked.
+  if (named.some((c) => c.filesUnchecked === true)) throw new Error(`chooseLatest: a checkpoint named ${JSON.stringify(jobName)} was not verified`);
   if (named.length === 1) return { pick: named[0] };
   if (named.length > 1) return { error: `--from latest: ${named.length} jobs named ${JSON.stringify(jobName)} have checkpoints in ${root}: ${list(named)}; name one with --from <its checkpoint directory>` };
   return lasts.length === 0 ? { pick: undefined } : { pick: undefined, others: list(lasts) };

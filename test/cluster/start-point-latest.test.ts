@@ -129,3 +129,35 @@ describe('--from latest reads the newest checkpoint first', () => {
     await expect(resolveStartPoint({ from: 'latest', claimMode: undefined, jobName: 'memory test' }, storage, storageResolver(storage), () => {})).rejects.toThrow(/none of which can be restored/);
   });
 });
+
+describe('--from latest reads another job\'s newest checkpoint only as far as its name', () => {
+  it('another tenant\'s broken checkpoint is neither verified nor logged, nor refuses a new tenant (before: every job\'s newest was verified whole, a request per state file, and a broken one of another name refused latest-or-empty as "may be this job")', async () => {
+    const root = mkdtempSync(join(tmpdir(), 'weir-other-unchecked-'));
+    roots.push(root);
+    const storage = new LocalCheckpointStorage(root);
+    await checkpoint(storage, 5);
+    const other = 'eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee';
+    cpSync(join(root, JOB), join(root, other), { recursive: true });
+    rewriteMetadata(join(root, other, 'chk-5'), (b) => {
+      b.jobId = other;
+      b.jobName = 'tenant B';
+    });
+    const otherState = readdirSync(join(root, other, 'chk-5')).find((f) => f.endsWith('.state'))!;
+    truncateSync(join(root, other, 'chk-5', otherState), 1);
+    const logs: string[] = [];
+    const p = await resolveStartPoint({ from: 'latest', claimMode: undefined, jobName: 'memory test' }, storage, storageResolver(storage), (l) => logs.push(l));
+    expect(p.snapshot?.metadata.jobId).toBe(JOB);
+    expect(logs.filter((l) => l.includes('skipping checkpoint'))).toEqual([]);
+    // A new tenant with no checkpoint of its own starts fresh; the broken one is not its.
+    const fresh = await resolveStartPoint({ from: 'latest-or-empty', claimMode: undefined, jobName: 'tenant C' }, storage, storageResolver(storage), (l) => logs.push(l));
+    expect(fresh.snapshot).toBeUndefined();
+    expect(logs.filter((l) => l.includes('skipping checkpoint'))).toEqual([]);
+    // The tenant itself still has its checkpoint verified, and refused.
+    await expect(resolveStartPoint({ from: 'latest', claimMode: undefined, jobName: 'tenant B' }, storage, storageResolver(storage), () => {})).rejects.toThrow(/none of which can be restored/);
+    // Without a name (every job is a candidate) each newest is verified: the broken one is logged.
+    const unnamed: string[] = [];
+    const any = await resolveStartPoint({ from: 'latest', claimMode: undefined }, storage, storageResolver(storage), (l) => unnamed.push(l));
+    expect(any.snapshot?.metadata.jobId).toBe(JOB);
+    expect(unnamed.some((l) => l.startsWith(`weir: skipping checkpoint ${join(root, other, 'chk-5')}`))).toBe(true);
+  });
+});
