@@ -40,6 +40,13 @@ export interface SnapshotFileSystem {
   append(file: string, bytes: Uint8Array): Promise<void>;
   /** Size in bytes, or undefined when there is no such file. */
   size(file: string): Promise<number | undefined>;
+  /**
+   * The size again, asked by another kind of request where the storage has one (S3: a listing,
+   * whose answer has a body; a HEAD's 404 has none, and a gateway's looks like S3's "no such
+   * key"). Asked before a file's absence or size deletes or condemns a checkpoint. Absent:
+   * size() is asked again.
+   */
+  confirmSize?(file: string): Promise<number | undefined>;
   /** Entries directly below `dir`; empty when it does not exist. */
   list(dir: string): Promise<readonly DirectoryEntry[]>;
   /** Removes a file; a missing one is fine. */

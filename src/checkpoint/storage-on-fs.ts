@@ -15,7 +15,7 @@ import {
 } from './names.ts';
 import { messageOf, StorageError } from './storage-error.ts';
 import type { SnapshotFileSystem } from './storage-fs.ts';
-import { NO_METADATA, SKIPPING_CHECKPOINT, verifySnapshot } from './storage-verify.ts';
+import { confirmedSize, NO_METADATA, SKIPPING_CHECKPOINT, verifySnapshot } from './storage-verify.ts';
 import type {
   CheckpointStorage, CheckpointStorageLocation, CheckpointStorageWorkerView, CompletedCheckpointRef, HistoryLines,
   SnapshotStorage, StorageLog, VerifyResult,
@@ -305,7 +305,11 @@ export class FsCheckpointStorage extends FsSnapshotStorage implements Checkpoint
       if (parseCheckpointDirName(e.name) === undefined) continue;
       const ref = metadataReference(childReference(this.jobDir(jobId), e.name));
       const bytes = await this.fs.readFile(ref);
-      if (bytes === undefined) continue;
+      if (bytes === undefined) {
+        // A gateway's 404 looks like S3's "no such key": asked another way before its files go.
+        if ((await confirmedSize(this.fs, ref)) !== undefined) throw new Error(`shared files kept: ${ref} was reported missing, then found`);
+        continue;
+      }
       let m: CheckpointMetadata;
       try {
         m = parseMetadata(decoder.decode(bytes), ref);
@@ -332,6 +336,9 @@ export class FsCheckpointStorage extends FsSnapshotStorage implements Checkpoint
       // Only a metadata file that is not there makes a directory garbage: a storage that fails
       // to answer throws (the caller logs it), it never gets a good checkpoint deleted.
       if ((await this.fs.size(metadataReference(dir))) !== undefined) continue;
+      // Asked another way (a listing on S3) before the directory goes: a HEAD's 404 from a
+      // gateway is indistinguishable from "no such key", and deleted the newest good checkpoint.
+      if ((await confirmedSize(this.fs, metadataReference(dir))) !== undefined) continue;
       await this.fs.deleteRecursively(dir);
       n++;
     }

@@ -50,7 +50,7 @@ export async function verifySnapshot(fs: SnapshotFileSystem, snapshot: string, c
         if (typeof ref !== 'string') return ref;
         const size = await sizeOrUndefined(fs, ref);
         if (size === c.size) continue;
-        if ((await sizeOrUndefined(fs, metaRef)) === undefined) return { ok: false, reason: NO_METADATA };
+        if (!(await confirmed(fs, ref, size, metaRef))) return { ok: false, reason: NO_METADATA };
         if (size === undefined) return { ok: false, reason: `shared state file ${c.name} of operator "${op.name}" subtask ${s.subtask} (incremental chain) is missing` };
         return { ok: false, reason: `shared state file ${c.name} of operator "${op.name}" subtask ${s.subtask} has ${size} bytes, expected ${c.size} (truncated)` };
       }
@@ -70,9 +70,7 @@ export async function verifySnapshot(fs: SnapshotFileSystem, snapshot: string, c
       if (typeof ref !== 'string') return ref;
       const size = await sizeOrUndefined(fs, ref);
       if (size === s.fileSize) continue;
-      // The snapshot may have been discarded while we looked (discard removes the metadata
-      // first): then it simply no longer exists, which is not corruption.
-      if ((await sizeOrUndefined(fs, metaRef)) === undefined) return { ok: false, reason: NO_METADATA };
+      if (!(await confirmed(fs, ref, size, metaRef))) return { ok: false, reason: NO_METADATA };
       if (size === undefined) return { ok: false, reason: `state file ${s.file} of operator "${op.name}" is missing` };
       return { ok: false, reason: `state file ${s.file} of operator "${op.name}" has ${size} bytes, expected ${s.fileSize} (truncated)` };
     }
@@ -89,6 +87,30 @@ function referenceIn(make: () => string, what: string): string | VerifyResult {
     return make();
   } catch (e) {
     return { ok: false, reason: `${what}: ${(e as Error).message}` };
+  }
+}
+
+/**
+ * Whether a file's size that does not match the metadata stands, asked again (confirmSize):
+ * false when the snapshot itself was discarded while we looked (discard removes the metadata
+ * first: it simply no longer exists, which is not corruption). Two answers that disagree are
+ * the storage's failure (a gateway's 404, a wrong Content-Length) and throw: taken as a
+ * corrupt checkpoint, the newest good one was skipped for an older one at a restore, marked
+ * abandoned and deleted first by retention.
+ */
+async function confirmed(fs: SnapshotFileSystem, file: string, first: number | undefined, metaRef: string): Promise<boolean> {
+  const again = await confirmedSize(fs, file);
+  if ((await sizeOrUndefined(fs, metaRef)) === undefined) return false;
+  if (again !== first) throw new StorageError(`the storage gave two answers for the size of ${file}: ${first ?? 'no such file'}, then ${again ?? 'no such file'}`);
+  return true;
+}
+
+/** The file's size by a second kind of request (SnapshotFileSystem.confirmSize), else size() again. */
+export async function confirmedSize(fs: SnapshotFileSystem, file: string): Promise<number | undefined> {
+  try {
+    return await (fs.confirmSize !== undefined ? fs.confirmSize(file) : fs.size(file));
+  } catch (e) {
+    throw new StorageError(`cannot read the size of ${file}: ${messageOf(e)}`, { cause: e });
   }
 }
 

@@ -58,12 +58,13 @@ describe('decisions (pure)', () => {
     expect(rollAtBarrier({ size: 1, openedAt: 0, lastWriteAt: 1_000 }, 2_000, { ...policy, onCheckpoint: true })).toBe('checkpoint');
   });
 
-  it('completion: idempotent (object there, upload gone), tail-only files are one PUT, missing parts are reported', () => {
+  it('completion: idempotent (object there, upload gone), tail-only files are one PUT, an upload gone is lost, a listed upload missing a part fails', () => {
     expect(decideCompletion({ parts: 2, tailBytes: 0, listed: [1, 2, 3], objectExists: false })).toEqual({ step: 'complete', uploadTail: false });
     expect(decideCompletion({ parts: 2, tailBytes: 5, listed: [1, 2], objectExists: false })).toEqual({ step: 'complete', uploadTail: true });
     expect(decideCompletion({ parts: 2, tailBytes: 5, listed: undefined, objectExists: true })).toEqual({ step: 'already' });
     expect(decideCompletion({ parts: 2, tailBytes: 0, listed: undefined, objectExists: false }).step).toBe('lost');
-    expect(decideCompletion({ parts: 2, tailBytes: 0, listed: [2], objectExists: false })).toEqual({ step: 'lost', reason: 'part 1 of its multipart upload is missing' });
+    // A listed upload without a recorded part is a wrong answer: failed (retried), never declared lost and aborted.
+    expect(decideCompletion({ parts: 2, tailBytes: 0, listed: [2], objectExists: false })).toEqual({ step: 'fail', reason: 'part 1 of its multipart upload is missing from the listing of its parts' });
     expect(decideCompletion({ parts: 0, tailBytes: 5, listed: undefined, objectExists: false })).toEqual({ step: 'put' });
     expect(decideCompletion({ parts: 0, tailBytes: 5, listed: undefined, objectExists: true })).toEqual({ step: 'already' });
     expect(decideCompletion({ parts: 0, tailBytes: 0, listed: undefined, objectExists: false })).toEqual({ step: 'nothing' });

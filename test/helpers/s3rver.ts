@@ -220,7 +220,8 @@ function multipartGaps(store: UploadsStore, bucket: string): Middleware {
           const md5 = readFileSync(join(dir, `${n}.md5`), 'utf8');
           return `<Part><PartNumber>${n}</PartNumber><ETag>"${md5}"</ETag><Size>${statSync(join(dir, String(n))).size}</Size></Part>`;
         });
-        xml(ctx, 200, `<ListPartsResult><Bucket>${bucket}</Bucket><UploadId>${uploadId}</UploadId><IsTruncated>false</IsTruncated>${rows.join('')}</ListPartsResult>`);
+        // As S3's ListPartsResult: Bucket, Key and UploadId name what was listed.
+        xml(ctx, 200, `<ListPartsResult><Bucket>${bucket}</Bucket><Key>${esc(readFileSync(join(dir, 'key'), 'utf8'))}</Key><UploadId>${uploadId}</UploadId><IsTruncated>false</IsTruncated>${rows.join('')}</ListPartsResult>`);
         return;
       }
       if ((ctx.method === 'POST' || ctx.method === 'PUT') && !exists) return noSuchUpload(ctx);

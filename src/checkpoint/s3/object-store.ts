@@ -125,9 +125,12 @@ export class S3ObjectStore {
     for (let page = 0; page < MAX_LIST_PAGES; page++) {
       this.counts.list++;
       const out = await this.send<ListObjectsV2CommandOutput>('list', bucket, prefix, (s) => new s.ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, Delimiter: delimiter, ContinuationToken: token }));
-      for (const o of out.Contents ?? []) if (o.Key !== undefined) objects.push({ key: o.Key, size: o.Size ?? 0 });
-      for (const p of out.CommonPrefixes ?? []) if (p.Prefix !== undefined) prefixes.push(p.Prefix);
-      if (out.IsTruncated !== true || out.NextContinuationToken === undefined) return { objects, prefixes };
+      const contents = out.Contents ?? [];
+      const common = out.CommonPrefixes ?? [];
+      checkListing(`list s3://${bucket}/${prefix}`, out.Name === bucket, out.IsTruncated, out.NextContinuationToken);
+      for (const o of contents) if (o.Key !== undefined) objects.push({ key: o.Key, size: o.Size ?? 0 });
+      for (const p of common) if (p.Prefix !== undefined) prefixes.push(p.Prefix);
+      if (out.IsTruncated !== true) return { objects, prefixes };
       token = out.NextContinuationToken;
     }
     throw new StorageError(`s3 list s3://${bucket}/${prefix}: more than ${MAX_LIST_PAGES} pages`);
@@ -202,6 +205,7 @@ export class S3ObjectStore {
       const r = await this.send<ListMultipartUploadsCommandOutput>('list uploads', bucket, prefix, (s) => new s.ListMultipartUploadsCommand({
         Bucket: bucket, Prefix: prefix, KeyMarker: keyMarker, UploadIdMarker: uploadIdMarker,
       }));
+      checkListing(`list uploads s3://${bucket}/${prefix}`, r.Bucket === bucket, r.IsTruncated, r.NextKeyMarker);
       for (const u of r.Uploads ?? []) {
         if (u.Key !== undefined && u.UploadId !== undefined) out.push({ key: u.Key, uploadId: u.UploadId, initiated: u.Initiated?.getTime() ?? 0 });
       }
@@ -225,10 +229,11 @@ export class S3ObjectStore {
         if (isNoSuchUpload(e)) return undefined;
         throw e;
       }
+      checkListing(`list parts of s3://${bucket}/${key}`, r.Bucket === bucket && r.Key === key && r.UploadId === uploadId, r.IsTruncated, r.NextPartNumberMarker);
       for (const p of r.Parts ?? []) {
         if (p.PartNumber !== undefined && p.ETag !== undefined) out.push({ partNumber: p.PartNumber, etag: p.ETag, size: p.Size ?? 0 });
       }
-      if (r.IsTruncated !== true || r.NextPartNumberMarker === undefined) return out.sort((a, b) => a.partNumber - b.partNumber);
+      if (r.IsTruncated !== true) return out.sort((a, b) => a.partNumber - b.partNumber);
       marker = r.NextPartNumberMarker;
     }
     throw new StorageError(`s3 list parts s3://${bucket}/${key}: more than ${MAX_LIST_PAGES} pages`);
@@ -303,6 +308,18 @@ function resolveRegion(c: S3Config): string | undefined {
   if (env.AWS_REGION !== undefined || env.AWS_DEFAULT_REGION !== undefined) return undefined;
   const customEndpoint = c.endpoint !== undefined || env.AWS_ENDPOINT_URL_S3 !== undefined || env.AWS_ENDPOINT_URL !== undefined;
   return customEndpoint ? 'us-east-1' : undefined;
+}
+
+/**
+ * A listing's answer is S3's for what was asked, or the listing fails: the SDK reads a 200 whose
+ * body is empty, an HTML page or other XML (a proxy, a gateway) as an answer with no fields, and
+ * taken as "nothing there" it made the shared-file collector delete every file of live
+ * incremental checkpoints, and a sink restore abort an upload it had to complete. A page said
+ * to be truncated without the marker of the next one would end the listing early, as silently.
+ */
+function checkListing(what: string, answersRequest: boolean, truncated: boolean | undefined, next: unknown): void {
+  if (!answersRequest || truncated === undefined) throw new StorageError(`s3 ${what}: the answer is not a listing of what was asked (an empty or foreign body from a proxy or gateway?)`);
+  if (truncated && (next === undefined || next === '')) throw new StorageError(`s3 ${what}: the answer says there is more but gives no marker for it`);
 }
 
 /** The upload named is not (or no longer) in progress: completed or aborted. */

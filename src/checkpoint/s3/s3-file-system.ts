@@ -147,6 +147,12 @@ export class S3FileSystem implements SnapshotFileSystem {
     return this.store.headObject(bucket, key);
   }
 
+  /** By the listing of the key (S3's ListObjectsV2 answer is checked to be one: object-store.ts). */
+  async confirmSize(file: string): Promise<number | undefined> {
+    const { bucket, key } = this.locateFile(file);
+    return (await this.store.list(bucket, key)).objects.find((o) => o.key === key)?.size;
+  }
+
   async list(dir: string): Promise<readonly DirectoryEntry[]> {
     const { bucket, key } = this.locate(dir);
     const prefix = key === '' ? '' : key + '/';

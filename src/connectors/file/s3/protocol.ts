@@ -40,7 +40,9 @@ export type CompletionStep =
   /** An empty open part: no file. */
   | { readonly step: 'nothing' }
   /** The data is gone: logged, not retried for ever. */
-  | { readonly step: 'lost'; readonly reason: string };
+  | { readonly step: 'lost'; readonly reason: string }
+  /** The upload is there without a part the checkpoint recorded uploaded: the storage's answer is wrong; fail (retried by a restart), never abort it. */
+  | { readonly step: 'fail'; readonly reason: string };
 
 /**
  * How to make a recorded part file visible, idempotently: a commit repeated after a restore
@@ -60,7 +62,9 @@ export function decideCompletion(i: CompletionInput): CompletionStep {
   }
   const have = new Set(i.listed);
   for (let n = 1; n <= i.parts; n++) {
-    if (!have.has(n)) return { step: 'lost', reason: `part ${n} of its multipart upload is missing` };
+    // Every recorded part was uploaded before the checkpoint was acknowledged (whenPrepared):
+    // an upload listed without one is a wrong answer (a proxy, a gateway), not data that is gone.
+    if (!have.has(n)) return { step: 'fail', reason: `part ${n} of its multipart upload is missing from the listing of its parts` };
   }
   return { step: 'complete', uploadTail: i.tailBytes > 0 };
 }

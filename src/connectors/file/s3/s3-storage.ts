@@ -270,6 +270,8 @@ export class S3SinkStorage implements FileSinkStorage<FileCommittable> {
       case 'lost':
         ctx.log(`weir: exactly-once file sink ${this.location}: the output file ${this.describe(key)} of checkpoint ${c.s3!.checkpointId} cannot be committed: ${d.reason}; its records are lost`);
         break;
+      case 'fail':
+        throw new WeirError('CONNECTOR', `exactly-once file sink ${this.location}: the output file ${this.describe(key)} of checkpoint ${c.s3!.checkpointId} cannot be committed now: ${d.reason}; nothing was aborted, the commit is retried after a restart`);
       case 'complete': {
         const all = [...listed!];
         if (d.uploadTail) all.push(await this.store.uploadPart(this.bucket, key, uploadId!, parts + 1, tail!));
