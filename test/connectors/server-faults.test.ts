@@ -14,7 +14,7 @@
  *   try cannot help), naming the server and never the password.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -311,6 +311,48 @@ describe('bad credentials fail at the first try, naming the server and never the
       } finally {
         await proxy.close();
       }
+    }, 60_000);
+  });
+
+  describe('NATS: a private nats-server whose JetStream limits a pull to 100 messages', () => {
+    let server: ChildProcess;
+    let port: number;
+    let dir: string;
+    beforeAll(async () => {
+      port = await freePort();
+      dir = mkdtempSync(join(tmpdir(), 'weir-nats-limits-'));
+      writeFileSync(join(dir, 'n.conf'), `listen: "127.0.0.1:${port}"\njetstream { store_dir: "${join(dir, 'store')}", limits { max_request_batch: 100 } }\n`);
+      server = spawn('nats-server', ['-c', join(dir, 'n.conf')], { stdio: 'ignore' });
+      for (let k = 0; k < 200; k++) {
+        const up = await new Promise<boolean>((r) => createConnection({ port, host: '127.0.0.1' }).once('connect', function (this: import('node:net').Socket) { this.destroy(); r(true); }).once('error', () => r(false)));
+        if (up) return;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      throw new Error(`nats-server did not start on ${port}`);
+    });
+    afterAll(() => {
+      server?.kill('SIGTERM');
+      rmSync(dir, { recursive: true, force: true });
+    });
+
+    it('a pull over the server\'s limit fails the source naming batchSize (before: the consumer was recreated in a loop for ever, thousands of log lines a second, nothing read)', async () => {
+      const nc = await connect({ servers: `127.0.0.1:${port}`, timeout: 5000 });
+      try {
+        const jsm = await nc.jetstreamManager();
+        await jsm.streams.add({ name: 'LIM', subjects: ['LIM.>'] });
+        const js = nc.jetstream();
+        for (let i = 0; i < 10; i++) await js.publish('LIM.a', JSON.stringify({ i }));
+      } finally {
+        await nc.close();
+      }
+      const logs: string[] = [];
+      const read = (batchSize?: number) => failureOrResult(runJob(defineJob((env) => {
+        env.fromSource(new JetStreamSource<{ i: number }>({ servers: `127.0.0.1:${port}`, stream: 'LIM', stopAt: 'latest', ...(batchSize !== undefined ? { batchSize } : {}) })).map((r) => r.i).collect('x');
+      }), { workers: 1, parallelism: 1, stdout: () => {}, log: (l: string) => void logs.push(l), restartStrategy: { type: 'none' } }));
+      expect(await read()).toMatch(new RegExp(`: JetStream stream "LIM" at 127\\.0\\.0\\.1:${port}: the server refuses the pull: Exceeded MaxRequestBatch of 100; set the source's batchSize \\(now 1000\\) within the server's limit$`));
+      expect(logs.filter((l) => l.includes('recreating the consumer'))).toEqual([]);
+      const ok = await read(100);
+      expect(typeof ok === 'string' ? ok : ok.status).toBe('FINISHED');
     }, 60_000);
   });
 

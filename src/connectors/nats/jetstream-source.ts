@@ -13,6 +13,7 @@ import { connectNats, natsError, natsLabel, validateServers, type NatsConnection
 import { withTimeout } from '../common/retry.ts';
 import { reconcileNamedSplits } from '../common/restored-splits.ts';
 import { parseJsonRecord } from '../../core/json-record.ts';
+import { WeirError } from '../../core/errors.ts';
 import { rawFields } from '../common/raw-bytes.ts';
 
 export type JetStreamFormat = 'json' | 'string' | 'bytes';
@@ -58,6 +59,12 @@ export interface JetStreamSplit extends SourceSplit {
   lastSeq: number;
   /** With stopAt 'latest': the stream's last sequence at the first start; the split ends there. */
   readonly endSeq?: number;
+  /**
+   * When the stream was created (its info's `created`), learnt at planning or at the first
+   * consumer: a stream deleted and created again numbers its messages from 1, and a position
+   * in the old one would skip as many of the new (checkpoints of older weirs lack it).
+   */
+  streamCreated?: string;
 }
 
 export class JetStreamSource<T = unknown> implements Source<T, JetStreamSplit> {
@@ -117,15 +124,18 @@ export class JetStreamSource<T = unknown> implements Source<T, JetStreamSplit> {
     try {
       const jsm = await withTimeout(nc.jetstreamManager({ timeout: this.conn.timeoutMs }), this.conn.timeoutMs, `NATS at ${this.label}: JetStream`);
       let lastSeq: number;
+      let streamCreated: string;
       try {
-        lastSeq = (await jsm.streams.info(this.stream)).state.last_seq;
+        const info = await jsm.streams.info(this.stream);
+        lastSeq = info.state.last_seq;
+        streamCreated = info.created;
       } catch (e) {
         throw natsError(this.conn, `stream "${this.stream}"`, e);
       }
       const start = this.startFrom === 'latest' ? lastSeq : 0;
       const end = this.bounded ? { endSeq: lastSeq } : {};
-      if (this.subjects === undefined) return [{ id: this.stream, stream: this.stream, lastSeq: start, ...end }];
-      return this.subjects.map((s) => ({ id: `${this.stream}:${s}`, stream: this.stream, subject: s, lastSeq: start, ...end }));
+      if (this.subjects === undefined) return [{ id: this.stream, stream: this.stream, lastSeq: start, ...end, streamCreated }];
+      return this.subjects.map((s) => ({ id: `${this.stream}:${s}`, stream: this.stream, subject: s, lastSeq: start, ...end, streamCreated }));
     } finally {
       await withTimeout(nc.close(), this.conn.timeoutMs, `NATS at ${this.label}: close`).catch(() => {});
     }
@@ -168,7 +178,12 @@ interface SplitState {
   lastDseq: number;
   /** When the consumer was created or last pulled from (the server's inactivity runs from then). */
   lastPullAt: number;
+  /** Pulls in a row that ended with 409 (a message or an empty pull resets it). */
+  conflicts: number;
 }
+
+/** 409s in a row (each recreating the consumer) before the reader fails: one that keeps coming will not clear. */
+const MAX_CONSECUTIVE_CONFLICTS = 5;
 
 class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
   private readonly splits = new BufferedSplits<SplitState>();
@@ -189,7 +204,7 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
       }
       const st: SplitState = {
         split: { ...s }, fetchedSeq: s.lastSeq, buffer: [], at: 0, out: undefined, done: s.endSeq !== undefined && s.lastSeq >= s.endSeq,
-        consumer: undefined, creating: false, sub: undefined, outstanding: 0, pullTimer: undefined, lastDseq: 0, lastPullAt: 0,
+        consumer: undefined, creating: false, sub: undefined, outstanding: 0, pullTimer: undefined, lastDseq: 0, lastPullAt: 0, conflicts: 0,
       };
       this.splits.add(st);
     }
@@ -292,7 +307,14 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
       inactive_threshold: nanos(this.src.consumerInactiveMs),
       ...(split.subject !== undefined ? { filter_subject: split.subject } : {}),
     };
-    this.jsm.consumers.add(split.stream, cfg)
+    const jsm = this.jsm;
+    jsm.streams.info(split.stream)
+      .then((stream) => {
+        const reset = streamReset(split, st.fetchedSeq, stream.created, stream.state.last_seq);
+        if (reset !== undefined) throw new WeirError('CONNECTOR', `JetStream stream "${split.stream}" at ${this.src.label}: ${reset}; the messages of the new stream are not the ones the position counts, and reading on would skip some of them. Start the job without this checkpoint (the source reads the new stream from startFrom), or restore the stream`);
+        split.streamCreated ??= stream.created;
+        return jsm.consumers.add(split.stream, cfg);
+      })
       .then((info) => {
         st.creating = false;
         if (this.closed) return;
@@ -307,7 +329,8 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
         this.ctx.wake();
       }, (e) => {
         st.creating = false;
-        this.fail(natsError(this.src.conn, `cannot create a consumer on stream "${split.stream}"${split.subject ? ` for subject ${split.subject}` : ''}`, e));
+        if (e instanceof WeirError) this.fail(e);
+        else this.fail(natsError(this.src.conn, `cannot create a consumer on stream "${split.stream}"${split.subject ? ` for subject ${split.subject}` : ''}`, e));
       });
   }
 
@@ -362,11 +385,22 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
     if (h !== undefined && m.data.length === 0 && h.code > 0) {
       const code = h.code;
       if (code === 404 || code === 408) {
+        st.conflicts = 0;
         this.pullDone(st);
         return;
       }
       if (code === 100) return; // heartbeat / flow control
       if (code === 409) {
+        // A limit of the server's configuration never clears: recreating the consumer at once
+        // looped for ever, reading nothing (thousands of log lines a second).
+        if (h.description.startsWith('Exceeded MaxRequest')) {
+          this.fail(new WeirError('CONNECTOR', `JetStream stream "${st.split.stream}" at ${this.src.label}: the server refuses the pull: ${h.description}; set the source's batchSize (now ${this.src.batchSize}) within the server's limit`));
+          return;
+        }
+        if (++st.conflicts > MAX_CONSECUTIVE_CONFLICTS) {
+          this.fail(new WeirError('CONNECTOR', `JetStream stream "${st.split.stream}" at ${this.src.label}: ${st.conflicts} pulls in a row ended with 409 (${h.description}), each on a new consumer`));
+          return;
+        }
         // Consumer deleted or a limit hit: start a new consumer at our position.
         this.ctx.log(`stream "${st.split.stream}": pull ended with 409 ${h.description}; recreating the consumer at sequence ${st.fetchedSeq + 1}`);
         this.release(st);
@@ -389,6 +423,7 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
       return;
     }
     st.lastDseq = info.dseq;
+    st.conflicts = 0;
     st.outstanding--;
     const end = st.split.endSeq;
     if (end !== undefined && info.seq > end) {
@@ -430,6 +465,20 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
     this.nc = undefined;
     if (nc !== undefined) await withTimeout(nc.drain().catch(() => nc.close()), this.src.conn.timeoutMs, `NATS at ${this.src.label}: close`).catch(() => nc.close());
   }
+}
+
+/**
+ * Why the stream is not the one a split's position counts in, or undefined when it is: created
+ * at another time (deleted and created again since), or holding fewer messages than the
+ * position (the same, for a split of an older weir that did not record the creation time).
+ * Purging or limits remove messages but keep the sequence, so they pass.
+ */
+export function streamReset(split: Pick<JetStreamSplit, 'streamCreated'>, position: number, created: string, lastSeq: number): string | undefined {
+  if (split.streamCreated !== undefined && split.streamCreated !== created) {
+    return `it was created again (at ${created}; the position ${position} is in the stream created at ${split.streamCreated})`;
+  }
+  if (lastSeq < position) return `its last sequence is ${lastSeq}, before the position ${position} (deleted and created again?)`;
+  return undefined;
 }
 
 /**

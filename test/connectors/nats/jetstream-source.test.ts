@@ -10,7 +10,7 @@ import { connect, type JetStreamClient, type JetStreamManager, type NatsConnecti
 import {
   DEAD_LETTERS, JetStreamSource, TumblingEventTimeWindows, WatermarkStrategy, type MalformedRecord, type ReaderOutput, type SourceReaderContext,
 } from '../../../src/index.ts';
-import { deliveryGap, type JetStreamSplit } from '../../../src/connectors/nats/jetstream-source.ts';
+import { deliveryGap, streamReset, type JetStreamSplit } from '../../../src/connectors/nats/jetstream-source.ts';
 import { runInline, sorted } from '../../helpers/run.ts';
 
 let nc: NatsConnection;
@@ -98,6 +98,46 @@ describe('JetStreamSource', () => {
     await reader.close?.();
     // Sequence k + 1 holds record k: after 42 comes record 42, and sequence 90 is record 89.
     expect(got).toEqual(Array.from({ length: 48 }, (_, k) => 42 + k));
+  }, 60_000);
+
+  it('a position in a stream deleted and created again is refused, not read on in the new one (before: as many of its messages as the old position counted were skipped without a word)', async () => {
+    const s = await stream('recreated');
+    await fill(`${s}.a`, 20);
+    const src = new JetStreamSource<Ev>({ stream: s });
+    const [planned] = await src.planSplits();
+    expect(planned!.streamCreated).toBe((await jsm.streams.info(s)).created);
+    await jsm.streams.delete(s);
+    await jsm.streams.add({ name: s, subjects: [`${s}.>`] });
+    await fill(`${s}.a`, 15, 100);
+    const errorOf = async (split: JetStreamSplit): Promise<string> => {
+      let wake: () => void = () => {};
+      const reader = src.createReader({
+        subtaskIndex: 0, parallelism: 1, now: () => Date.now(), wake: () => wake(),
+        schedule: () => ({ cancel() {} }), log: () => {},
+        metrics: { addBytesRead() {}, setPendingRecords() {}, setMillisBehindLatest() {} },
+      });
+      reader.addSplits([split]);
+      const got: number[] = [];
+      const out: ReaderOutput<Ev> = { collect: (v) => void got.push(v.i), malformed: () => { throw new Error('unexpected'); }, forSplit: () => out, splitFinished: () => {} };
+      try {
+        for (let k = 0; k < 200; k++) {
+          if (reader.poll(out, 100) === 'wait') await new Promise<void>((res) => { wake = res; setTimeout(res, 200); });
+        }
+        return `no error; read ${got.join(',')}`;
+      } catch (e) {
+        expect(got).toEqual([]);
+        return (e as Error).message;
+      } finally {
+        await reader.close?.();
+      }
+    };
+    // Checkpointed at sequence 10 of the old stream: the new one has 15, its first 10 would be skipped.
+    expect(await errorOf({ ...planned!, lastSeq: 10 })).toMatch(new RegExp(String.raw`^JetStream stream "${s}" at 127\.0\.0\.1:4222: it was created again \(at .*; the position 10 is in the stream created at ${planned!.streamCreated!.replaceAll('.', String.raw`\.`)}\); .* Start the job without this checkpoint`));
+    // A split of an older weir (no creation time): caught when the position is past the new stream's end.
+    expect(await errorOf({ id: s, stream: s, lastSeq: 18 })).toMatch(/its last sequence is 15, before the position 18 \(deleted and created again\?\)/);
+    // Purged or trimmed (sequences kept) is not a reset.
+    expect(streamReset({ streamCreated: 'T1' }, 10, 'T1', 40)).toBeUndefined();
+    expect(streamReset({}, 10, 'T2', 10)).toBeUndefined();
   }, 60_000);
 
   it('a split that did not pull for longer than the consumer\'s inactive threshold (backpressure) goes on with a new consumer: before, its pull went unanswered and the reader failed', async () => {
