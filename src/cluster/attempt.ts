@@ -110,6 +110,8 @@ interface PendingRequest {
   /** Savepoints: the directory the savepoint goes below. */
   readonly target: string | undefined;
   suspendSourcesAfter: boolean;
+  /** A stop-with-savepoint (its savepoint is logged when taken, its request resolved when the job stopped). */
+  readonly stop: boolean;
   readonly resolve: (v: string | number) => void;
   readonly reject: (e: Error) => void;
 }
@@ -281,7 +283,7 @@ export class Attempt {
     if (this.ending) return Promise.reject(new ControlError('the job is not running'));
     const requestId = `${kind}-${randomBytes(6).toString('hex')}`;
     return new Promise((resolve, reject) => {
-      this.pending.set(requestId, { target, suspendSourcesAfter: false, resolve, reject });
+      this.pending.set(requestId, { target, suspendSourcesAfter: false, stop: stop !== undefined, resolve, reject });
       this.decide({ type: 'request', now: this.ctx.clock.now(), requestId, kind, ...(stop !== undefined ? { stop } : {}), running: this.running });
     });
   }
@@ -459,9 +461,11 @@ export class Attempt {
         return this.broadcast({ type: 'finish-tasks' });
       case 'resolve': {
         const p = this.take(d.requestId);
-        if (d.kind === 'savepoint') this.ctx.log(`weir: savepoint ${d.checkpointId} completed at ${d.reference}`);
+        if (d.kind === 'savepoint' && p?.stop !== true) this.ctx.log(`weir: savepoint ${d.checkpointId} completed at ${d.reference}`);
         return p?.resolve(d.kind === 'savepoint' ? d.reference : d.checkpointId);
       }
+      case 'stop-savepoint-taken':
+        return this.ctx.log(`weir: savepoint ${d.checkpointId} completed at ${d.reference}`);
       case 'reject':
         return this.take(d.requestId)?.reject(new ControlError(d.message));
       case 'fail-job':

@@ -115,6 +115,8 @@ describe('restarts', () => {
     expect(r.restartFrom(step, [ref(1), ref(2)], undefined)).toEqual({ type: 'restart', from: sp, log: 'weir: job failed (boom); restarting in 100 ms (attempt 1 of 2) from savepoint 3' });
     // A checkpoint after it (the job ran on) is newer: chosen.
     expect(fromOf(r.restartFrom(step, [ref(2), ref(4)], sp))).toEqual(ref(4));
+    // Without checkpointing (nothing listed) too (before: from the beginning, the committed output written again).
+    expect(fromOf(r.restartFrom(step, undefined, undefined))).toEqual(sp);
     // The savepoint turns out corrupt: the newest good checkpoint before it.
     const c = r.afterAttempt(corrupt(sp.path), false, 0);
     if (c.type !== 'fall-back') throw new Error('expected a fall-back');

@@ -68,9 +68,27 @@ describe('stop with a savepoint (no drain)', () => {
       { type: 'trigger', requestId: 's', checkpointType: 'savepoint', final: false, suspendSourcesAfter: true, stop: true },
     ]);
     expect(l.handle(request('x', 'savepoint'))).toEqual([{ type: 'reject', requestId: 'x', message: 'the job is already stopping' }]);
-    expect(types(l.handle(completed('s', 3)))).toEqual(['resolve', 'end-sources(stop)']);
+    expect(types(l.handle(completed('s', 3)))).toEqual(['stop-savepoint-taken', 'end-sources(stop)']);
     expect(l.handle({ type: 'all-tasks-waiting', now: 1 })).toEqual([{ type: 'finish-tasks' }]);
     expect(l.handle({ type: 'all-tasks-waiting', now: 2 })).toEqual([]);
+    // The request resolves once the job has stopped, not when the savepoint completed.
+    expect(l.handle({ type: 'ended', status: 'FINISHED' })).toEqual([{ type: 'resolve', requestId: 's', kind: 'savepoint', checkpointId: 3, reference: '/sp/3' }]);
+  });
+
+  it('a job that fails (or is cancelled) after its stop savepoint was taken rejects the stop naming the savepoint (before: resolved, `weir stop` printed the path and exited 0 while the job restarted from it and ran on)', () => {
+    for (const [status, how] of [['FAILED', /but the job failed before it stopped \(its restart strategy decides whether it runs on, from that savepoint\)/], ['CANCELED', /but the job ended CANCELED before it stopped/]] as const) {
+      for (const mode of ['stop', 'drain'] as const) {
+        const l = logic();
+        l.handle(request('s', 'savepoint', mode));
+        if (mode === 'drain') l.handle({ type: 'all-tasks-waiting', now: 1 });
+        expect(types(l.handle(completed('s', 3, mode === 'drain')))).toContain('stop-savepoint-taken');
+        const out = l.handle({ type: 'ended', status });
+        expect(out).toHaveLength(1);
+        expect(out[0]).toMatchObject({ type: 'reject', requestId: 's' });
+        expect((out[0] as { message: string }).message).toMatch(/^savepoint 3 was taken at \/sp\/3, /);
+        expect((out[0] as { message: string }).message).toMatch(how);
+      }
+    }
   });
 
   it('a failed stop leaves the job running: sources resume, periodic checkpoints resume', () => {
@@ -93,7 +111,8 @@ describe('stop with drain', () => {
     expect(l.nextWakeup()).toBe(100 + 5000);
     expect(l.handle({ type: 'all-tasks-waiting', now: 200 })).toEqual([{ type: 'trigger', requestId: 'd', checkpointType: 'savepoint', final: true, suspendSourcesAfter: false, stop: true }]);
     expect(l.nextWakeup()).toBeUndefined();
-    expect(types(l.handle(completed('d', 4, true)))).toEqual(['resolve', 'finish-tasks']);
+    expect(types(l.handle(completed('d', 4, true)))).toEqual(['stop-savepoint-taken', 'finish-tasks']);
+    expect(types(l.handle({ type: 'ended', status: 'FINISHED' }))).toEqual(['resolve']);
   });
 
   it('the final savepoint is tried drainSavepointMaxAttempts times, then the job finishes with a final checkpoint', () => {

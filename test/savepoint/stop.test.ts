@@ -144,6 +144,34 @@ describe('stop with savepoint', () => {
     expect(windows.ranges.map((r) => [r.keys, r.timers])).toEqual([[0, 0], [0, 0]]);
   });
 
+  it('a job that fails after its stop savepoint was taken fails the stop, naming the savepoint, and runs on from it (before: the stop answered with the path, `weir stop` exited 0, and the job restarted and ran on); a later stop succeeds', async () => {
+    for (const checkpointing of [true, false]) {
+      const marker = tmp.fresh('marker');
+      writeFileSync(marker, '');
+      const h = await start(fixture('stop-close-fails.ts'), {
+        workers: 1, parallelism: 1, args: [marker],
+        ...(checkpointing ? { checkpoint: { interval: 100, dir: tmp.fresh('chk') } } : {}),
+        restartStrategy: { type: 'fixed-delay', attempts: 3, delay: 50 },
+      });
+      await waitRunning(h);
+      await sleep(300);
+      const r = await api(`${h.base}/stop`, 'POST', { targetDirectory: tmp.fresh('sp'), drain: false });
+      expect(r.status).toBe(202);
+      const o = await outcome(h, r.body['request-id']);
+      expect(o.ok, `checkpointing ${checkpointing}`).toBe(false);
+      expect(o.ok ? '' : o.cause).toMatch(/^savepoint \d+ was taken at .*savepoint-[0-9a-f-]+, but the job failed before it stopped \(its restart strategy decides whether it runs on, from that savepoint\)/);
+      // It restarted from the savepoint (with or without checkpointing: before, without, from the beginning).
+      const restarted = (l: string) => /restarting in \d+ ms .* from savepoint \d+$/.test(l);
+      for (let i = 0; i < 500 && !h.logs.some(restarted); i++) await sleep(10);
+      expect(h.logs.some(restarted), h.logs.join('\n')).toBe(true);
+      await waitRunning(h);
+      const sp = await stopWithSavepoint(h, tmp.fresh('sp'));
+      const end = await h.result;
+      expect(end.status, end.error?.message).toBe('FINISHED');
+      expect(sp).toMatch(/savepoint-[0-9a-f-]+$/);
+    }
+  });
+
   it('a stop that fails leaves the job running and says why; a later stop succeeds and nothing is lost or repeated', async () => {
     const out = tmp.fresh('out');
     const h = await start(JOB, { workers: 1, parallelism: 1, args: [out, String(N), String(RATE)] });

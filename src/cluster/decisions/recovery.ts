@@ -125,7 +125,9 @@ export class RecoveryLogic {
     restoredFrom: CompletedCheckpointRef | undefined,
     newestCompletedThisRun?: number,
   ): RestartChoice {
-    const listed = candidates !== undefined ? this.latestGood(candidates, undefined) : undefined;
+    // Without checkpointing (no candidates) a stop's committed savepoint still counts: before, the
+    // restart went back to the beginning, and its sinks' committed output was written again.
+    const listed = this.latestGood(candidates ?? [], undefined);
     if (listed === undefined && candidates !== undefined && newestCompletedThisRun !== undefined) {
       const back = restoredFrom !== undefined ? `${restoredFrom.metadata.type} ${restoredFrom.metadata.checkpointId}` : 'empty state';
       return {

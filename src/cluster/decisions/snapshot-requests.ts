@@ -46,6 +46,8 @@ export type RequestDecision =
   /** The last snapshot is done: every waiting task closes. */
   | { readonly type: 'finish-tasks' }
   | { readonly type: 'resolve'; readonly requestId: string; readonly kind: CheckpointType; readonly checkpointId: number; readonly reference: string }
+  /** The stop's savepoint completed (logged now; its request resolves when the job has stopped). */
+  | { readonly type: 'stop-savepoint-taken'; readonly checkpointId: number; readonly reference: string }
   | { readonly type: 'reject'; readonly requestId: string; readonly message: string }
   | { readonly type: 'fail-job'; readonly message: string };
 
@@ -64,6 +66,8 @@ interface Stop {
   /** draining: sources ended, waiting for every task; snapshot: the savepoint is being taken; taken: it completed. */
   phase: 'draining' | 'snapshot' | 'taken';
   readonly since: number;
+  /** The savepoint, once taken: the request resolves with it when the attempt ends FINISHED. */
+  taken?: { readonly checkpointId: number; readonly reference: string };
 }
 
 export class SnapshotRequestLogic {
@@ -164,11 +168,18 @@ export class SnapshotRequestLogic {
     const r = this.open.get(id);
     if (r !== undefined) {
       this.open.delete(id);
-      out.push({ type: 'resolve', requestId: id, kind: r.kind, checkpointId, reference });
       if (this.stop?.id === id) {
+        // Resolved only once the job has stopped (onEnded), as Flink's stop-with-savepoint:
+        // resolved here, `weir stop` printed the path and exited 0 while a failure in the tasks'
+        // last steps (a sink's close, a commit) restarted the job from that savepoint, and a
+        // copy started from it elsewhere ran beside it.
         this.stop.phase = 'taken';
+        this.stop.taken = { checkpointId, reference };
+        out.push({ type: 'stop-savepoint-taken', checkpointId, reference });
         // Stop without drain: the savepoint holds everything; sources end without finishing.
         if (this.stop.mode === 'stop') out.push({ type: 'end-sources', drain: false });
+      } else {
+        out.push({ type: 'resolve', requestId: id, kind: r.kind, checkpointId, reference });
       }
     }
     if (final) out.push({ type: 'finish-tasks' });
@@ -225,6 +236,16 @@ export class SnapshotRequestLogic {
   private onEnded(status: string): RequestDecision[] {
     this.ended = true;
     const out: RequestDecision[] = [];
+    const taken = this.stop?.taken;
+    if (taken !== undefined) {
+      const id = this.stop!.id;
+      if (status === 'FINISHED') {
+        out.push({ type: 'resolve', requestId: id, kind: 'savepoint', checkpointId: taken.checkpointId, reference: taken.reference });
+      } else {
+        const how = status === 'FAILED' ? 'failed before it stopped (its restart strategy decides whether it runs on, from that savepoint)' : `ended ${status} before it stopped`;
+        out.push({ type: 'reject', requestId: id, message: `savepoint ${taken.checkpointId} was taken at ${taken.reference}, but the job ${how}; do not start another job from it while this one may run` });
+      }
+    }
     for (const r of this.open.values()) out.push({ type: 'reject', requestId: r.id, message: `the job ended (${status}) before the ${r.kind} completed` });
     this.open.clear();
     return out;
