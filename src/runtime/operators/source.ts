@@ -184,9 +184,9 @@ export class SourceOperator extends StreamOperator implements ReaderOutput<unkno
     const t = st.current();
     if (t.idle) {
       if (!this.idle) {
-        if (t.highest !== undefined && t.highest > this.lastWatermark) {
-          this.lastWatermark = t.highest;
-          this.output.emitWatermark(t.highest);
+        if (t.last !== undefined && t.last > this.lastWatermark) {
+          this.lastWatermark = t.last;
+          this.output.emitWatermark(t.last);
         }
         this.idle = true;
         this.output.emitWatermarkStatus(true);

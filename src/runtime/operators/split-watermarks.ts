@@ -58,12 +58,11 @@ class SplitTime implements WatermarkOutput {
   }
 }
 
-/** What the reader's event time is now: a watermark, or idle (hold nothing back). */
 /**
- * The reader's event time. Idle, `highest` is the highest watermark its splits reached: the
- * reader goes there before it is idle (see current).
+ * The reader's event time now: a watermark, or idle (hold nothing back). Idle, `last` is the
+ * lowest watermark of its splits that have one: the reader goes there before it is idle (see current).
  */
-export type ReaderTime = { readonly idle: false; readonly watermark: number } | { readonly idle: true; readonly highest?: number };
+export type ReaderTime = { readonly idle: false; readonly watermark: number } | { readonly idle: true; readonly last?: number };
 
 export interface AlignmentChange {
   readonly pause: readonly string[];
@@ -166,18 +165,19 @@ export class SplitWatermarks {
   /** The reader's event time: the minimum over live splits, or idle when none holds time back. */
   current(): ReaderTime {
     let min = Number.POSITIVE_INFINITY;
-    let highest = MIN_WATERMARK;
+    let lowestSeen = Number.POSITIVE_INFINITY;
     for (const s of this.splits.values()) {
-      if (s.started && s.watermark > highest) highest = s.watermark;
+      if (s.started && s.watermark > MIN_WATERMARK && s.watermark < lowestSeen) lowestSeen = s.watermark;
       if (s.started && s.idle) continue;
       if (s.watermark < min) min = s.watermark;
     }
     if (min !== Number.POSITIVE_INFINITY) return { idle: false, watermark: min };
-    // Every split idle: the reader goes to the highest watermark its splits reached first, as
-    // the input gate does when its last active channel goes idle (Flink's valve). Splits going
-    // idle in one pass (an empty stream beside one read to its end at once) left it at the
-    // lowest: the idle reader held downstream event time there, and windows never fired.
-    if (highest > MIN_WATERMARK && this.splits.size > 0) return { idle: true, highest };
+    // Every split idle: the reader goes to the lowest watermark of the splits that have one, as
+    // Flink's combined watermark of a reader's splits stays when all go idle. Not the highest
+    // (the input gate's rule for channels): a slower split resuming then had its on-time records
+    // dropped as late downstream. Splits with no watermark yet are left out: an empty stream
+    // beside one read to its end at once left the reader at MIN, and windows never fired.
+    if (lowestSeen !== Number.POSITIVE_INFINITY && this.splits.size > 0) return { idle: true, last: lowestSeen };
     // Ending (bounded, every split finished): active, at no new time, until the end-of-input
     // watermark. A reader that never held a split is idle, as is an unbounded one.
     if (this.settings.bounded === true && this.finishedAny && this.splits.size === 0) return { idle: false, watermark: MIN_WATERMARK };
