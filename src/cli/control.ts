@@ -33,6 +33,13 @@ interface Target {
   readonly token: string | undefined;
 }
 
+/** The REST API did not answer; `refused`: nothing listens there (the job's process has ended). */
+class UnreachableError extends CliError {
+  constructor(message: string, readonly refused: boolean) {
+    super(message);
+  }
+}
+
 async function call(url: string, init: RequestInit = {}, token?: string): Promise<{ status: number; body: Record<string, unknown> }> {
   let res: Response;
   try {
@@ -41,7 +48,7 @@ async function call(url: string, init: RequestInit = {}, token?: string): Promis
     res = await fetch(url, { ...init, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS), headers });
   } catch (e) {
     const why = (e as Error).name === 'TimeoutError' ? `no answer within ${REQUEST_TIMEOUT_MS / 1000} s` : (e as { cause?: Error }).cause?.message ?? (e as Error).message;
-    throw new CliError(`cannot reach the job's REST API at ${new URL(url).host}: ${why}`);
+    throw new UnreachableError(`cannot reach the job's REST API at ${new URL(url).host}: ${why}`, (e as { cause?: { code?: unknown } }).cause?.code === 'ECONNREFUSED');
   }
   let body: Record<string, unknown> = {};
   try {
@@ -125,7 +132,7 @@ async function waitForOperation(t: Target, requestId: string, timeoutMs: number,
       if ('location' in outcome) return outcome.location;
       throw new CliError(`${what} failed: ${outcome.failure}`);
     }
-    if (Date.now() > deadline) throw new CliError(`${what}: not completed within ${Math.round(timeoutMs / 1000)} s (it may still complete; the job keeps running)`);
+    if (Date.now() > deadline) throw new CliError(`${what}: not completed within ${Math.round(timeoutMs / 1000)} s (${what.startsWith('stop') ? 'the stop is still in progress: the job may still stop, its savepoint then in the target directory; see weir list' : 'it may still complete'})`);
     await new Promise((r) => setTimeout(r, 100));
   }
 }
@@ -188,8 +195,11 @@ async function endedWithin(t: Target, timeoutMs: number): Promise<boolean> {
       const { status, body } = await call(`${t.base}/jobs/${t.jobId}`, {}, t.token);
       if (status === 404) return true;
       state = typeof body['state'] === 'string' ? body['state'] : undefined;
-    } catch {
-      return true; // nothing listens any more: the job has ended
+    } catch (e) {
+      // Nothing listens any more: the job has ended. A request that timed out proves nothing
+      // (a stopped or busy process): asked again until the deadline (before: "cancelled").
+      if (e instanceof UnreachableError && e.refused) return true;
+      if (!(e instanceof UnreachableError)) throw e;
     }
     if (state === 'CANCELED' || state === 'FINISHED' || state === 'FAILED') return true;
     if (Date.now() >= deadline) return false;

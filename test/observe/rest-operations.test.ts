@@ -8,6 +8,10 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { JobControl } from '../../src/cluster/job-control.ts';
 import { RestServer } from '../../src/observe/rest-server.ts';
 import { request } from 'node:http';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 const JOB = 'a'.repeat(32);
 
@@ -146,4 +150,28 @@ describe('request bodies', () => {
     const id = (JSON.parse(res.text) as { 'request-id': string })['request-id'];
     await expect.poll(async () => (await call(port, 'GET', `/jobs/${JOB}/savepoints/${id}`)).json.operation?.location).toBe('/sp/ñandú-日本/savepoint-0');
   });
+});
+
+describe('the control API\'s cancel', () => {
+  it('answers 202 before the job cancels: with --workers 1 the cancel runs the job\'s close() code in the server\'s thread (before: a slow close held the answer; `weir cancel` said it could not reach the job, which did cancel)', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'weir-rest-cancel-'));
+    const marker = join(dir, 'answered');
+    const child = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, '../fixtures/rest-cancel-child.ts'), marker], { stdio: ['ignore', 'pipe', 'inherit'] });
+    try {
+      let out = '';
+      child.stdout.on('data', (b: Buffer) => void (out += b.toString()));
+      const exited = new Promise<void>((res) => child.on('exit', () => res()));
+      for (let i = 0; i < 600 && !/port \d+/.test(out); i++) await new Promise((r) => setTimeout(r, 50));
+      const port = Number(/port (\d+)/.exec(out)![1]);
+      const r = await call(port, 'PATCH', `/jobs/${'a'.repeat(32)}?mode=cancel`, {});
+      expect(r.status).toBe(202);
+      writeFileSync(marker, '');
+      await exited;
+      // The cancel (and the close code it runs) waited for the marker, written only once the answer was in.
+      expect(out).toContain('marker seen true');
+    } finally {
+      child.kill();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 30_000);
 });

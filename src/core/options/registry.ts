@@ -283,7 +283,7 @@ export const OPTIONS = {
   }),
   savepointTimeout: option({
     flag: 'timeout', type: duration(), default: '10 min', label: 'timeout',
-    description: 'stop waiting for the savepoint after D (it may still complete; the job keeps running)', commands: ['savepoint', 'stop'],
+    description: 'stop waiting for the savepoint after D (it may still complete, and a stop still stop the job; see weir list)', commands: ['savepoint', 'stop'],
   }),
   withSavepoint: option({
     flag: 'savepoint', type: onOff(), label: 'savepoint', description: 'take a savepoint (required; weir cancel ends a job without one)', commands: ['stop'],
