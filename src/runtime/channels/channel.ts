@@ -120,6 +120,17 @@ export class InputChannel {
   ) {}
 
   push(el: ChannelElement | Uint8Array): void {
+    if (this.ended) {
+      // After the end only barriers and cancel markers come (a finished producer's unaligned
+      // barriers, one per checkpoint): noticed, never queued. Queued, they piled up for good in
+      // a consumer waiting for its final checkpoint, which polls no input (one per checkpoint
+      // per ended channel, until the whole job finished).
+      if (el instanceof Uint8Array || !isEvent(el) || (el.kind !== 'barrier' && el.kind !== 'cancel-checkpoint')) {
+        throw new Error(`channel ${this.id}: ${el instanceof Uint8Array || !isEvent(el) ? 'records' : el.kind} after the end of its data`);
+      }
+      if (this.arrivals !== undefined) this.arrivals(this.indexInGate, el);
+      return;
+    }
     const wasEmpty = this.queue.length === 0;
     this.queue.push(el);
     if (wasEmpty) this.owner?.notifyNonEmpty(this.indexInGate);
