@@ -109,6 +109,9 @@ export class CheckpointHistory {
   }
 }
 
+/** The largest time a JavaScript Date holds, ms from the epoch. */
+const MAX_DATE_MS = 8.64e15;
+
 function num(v: unknown): number | undefined {
   return typeof v === 'number' && Number.isFinite(v) ? v : undefined;
 }
@@ -125,6 +128,8 @@ export function parseEntry(l: unknown): CheckpointHistoryEntry | undefined {
   const status = o['status'];
   const trigger = num(o['triggerTimestamp']);
   if (id === undefined || trigger === undefined || (status !== 'COMPLETED' && status !== 'FAILED')) return undefined;
+  // A time a Date can hold (±8.64e15 ms): printing 1e20 failed the listing ("Invalid time value").
+  if (Math.abs(trigger) > MAX_DATE_MS) return undefined;
   const subtasks = o['subtasks'] !== null && typeof o['subtasks'] === 'object' ? (o['subtasks'] as Record<string, SubtaskCheckpointStats>) : undefined;
   return {
     id, status, type: str(o['type']) ?? 'checkpoint', triggerTimestamp: trigger, endToEndDurationMs: num(o['endToEndDurationMs']),

@@ -16,7 +16,7 @@ import { openStateFile, StateFileReader } from './state-file.ts';
 import { isDirectory, type StorageResolver } from './storage.ts';
 import { storageResolver } from './storage-resolver.ts';
 import { NO_METADATA } from './storage-verify.ts';
-import { keyedBlockName, METADATA_FILE, parseBlockName, schemeOf, sharedStateReference, stateFileReference, tombstoneBlockName } from './names.ts';
+import { keyedBlockName, METADATA_FILE, metadataReference, parseBlockName, schemeOf, sharedStateReference, stateFileReference, tombstoneBlockName } from './names.ts';
 import type { InlineOperatorState } from '../core/checkpoint-format.ts';
 import type { KeyedSnapshotMeta } from '../state/heap/format.ts';
 import { WeirError } from '../core/errors.ts';
@@ -91,8 +91,13 @@ export async function openSnapshot(path: string, storages: StorageResolver = sto
   return v.metadata;
 }
 
-function inlineOf(b64: string | undefined): InlineOperatorState | undefined {
-  return b64 === undefined ? undefined : decodeValue<InlineOperatorState>(Buffer.from(b64, 'base64'));
+function inlineOf(b64: string | undefined, where: string): InlineOperatorState | undefined {
+  if (b64 === undefined) return undefined;
+  try {
+    return decodeValue<InlineOperatorState>(Buffer.from(b64, 'base64'));
+  } catch (e) {
+    throw new InspectError(`${where}: its inline state cannot be decoded (${(e as Error).message}; corrupt metadata)`);
+  }
 }
 
 export async function summarize(path: string, storages: StorageResolver = storageResolver()): Promise<SnapshotSummary> {
@@ -110,7 +115,7 @@ async function summarizeOperator(dir: string, op: OperatorStateMeta, storages: S
   let splits = 0;
   let committables = 0;
   for (const s of op.subtasks) {
-    const inline = inlineOf(s.inline);
+    const inline = inlineOf(s.inline, `${metadataReference(dir)}: operator "${op.name}" subtask ${s.subtask}`);
     for (const [name, l] of Object.entries(inline?.lists ?? {})) {
       // Split and union lists alike: each subtask snapshots its own items, and the state holds
       // all of them (a restore hands the union of every subtask's items to each new subtask), so
@@ -293,7 +298,8 @@ export async function lookupValue(path: string, operatorQuery: string, stateName
   const op = findOperator(m, operatorQuery);
   if (!op.keyed) throw new InspectError(`operator "${op.name}" has no keyed state`);
   const candidates: unknown[] = [rawKey];
-  if (rawKey.trim() !== '' && Number.isFinite(Number(rawKey))) candidates.push(Number(rawKey));
+  // The number too only when the text is its canonical form: "042", "0x2a" or " 42" matched key 42.
+  if (String(Number(rawKey)) === rawKey) candidates.push(Number(rawKey));
   let knownStates = new Set<string>();
   for (const key of candidates) {
     const nk = normalizeKey(key);

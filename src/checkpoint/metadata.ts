@@ -7,6 +7,7 @@
 import { createHash } from 'node:crypto';
 import type { ChainFileRef, ChannelStateHandle, CheckpointType, SubtaskCheckpointStats, KeyGroupRange } from '../core/checkpoint-format.ts';
 import { WeirError } from '../core/errors.ts';
+import { UPPER_BOUND_MAX_PARALLELISM } from '../state/key-groups.ts';
 
 /** The metadata file's name (names.ts owns every name; re-exported for existing readers). */
 export { METADATA_FILE } from './names.ts';
@@ -123,7 +124,9 @@ function checkShape(m: CheckpointMetadata, path: string): void {
   const isCount = (v: unknown) => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
   if (typeof m.jobId !== 'string' || typeof m.jobName !== 'string') bad('jobId and jobName must be strings');
   if (!isCount(m.checkpointId) || typeof m.type !== 'string') bad('checkpointId must be a count and type a string');
-  if (typeof m.timestamp !== 'number' || typeof m.completedAt !== 'number') bad('timestamp and completedAt must be numbers');
+  const isTime = (v: unknown) => typeof v === 'number' && Math.abs(v) <= 8.64e15;
+  if (!isTime(m.timestamp) || !isTime(m.completedAt)) bad('timestamp and completedAt must be times (ms since the epoch)');
+  if (m.stats === null || typeof m.stats !== 'object' || !isCount(m.stats.stateSize)) bad('stats.stateSize must be a count');
   if (m.enumerators === null || typeof m.enumerators !== 'object') bad('enumerators must be an object');
   if (!Array.isArray(m.operators)) bad('operators must be an array');
   for (const [i, op] of m.operators.entries()) {
@@ -138,7 +141,36 @@ function checkShape(m: CheckpointMetadata, path: string): void {
       if (st.chain !== undefined && (!Array.isArray(st.chain) || !st.chain.every((c) => c !== null && typeof c === 'object' && typeof c.name === 'string' && isCount(c.size)))) bad(`${at}: chain must be a list of {name, size}`);
       const cs = st.channelState;
       if (cs !== undefined && (cs === null || typeof cs !== 'object' || typeof cs.file !== 'string' || !isCount(cs.fileSize))) bad(`${at}: channelState must have a file and a fileSize`);
+      if (m.type === 'savepoint' && st.chain !== undefined) bad(`${at}: a savepoint is self-contained and names no incremental chain`);
     }
+    checkKeyGroups(op, where, bad);
+  }
+}
+
+/**
+ * Key groups the metadata says each subtask's keyed state holds: within the operator's max
+ * parallelism and disjoint. Restore and inspect filter state by them, so swapped or missing
+ * ranges in a metadata file whose checksum matches (written by hand or by something else)
+ * dropped keyed state without a word, and `state inspect --key` called present keys absent.
+ */
+function checkKeyGroups(op: CheckpointMetadata['operators'][number], where: string, bad: (what: string) => never): void {
+  const ranges: { start: number; end: number; at: string }[] = [];
+  for (const [j, st] of op.subtasks.entries()) {
+    const at = `${where}.subtasks[${j}]`;
+    const r = st.keyGroupRange;
+    if (r === undefined) {
+      if (op.keyed === true && (st.file !== undefined || st.chain !== undefined)) bad(`${at}: keyed state without a keyGroupRange`);
+      continue;
+    }
+    if (r === null || typeof r !== 'object' || !Number.isSafeInteger(r.start) || !Number.isSafeInteger(r.end) || r.start < 0 || r.end < r.start || r.end >= op.maxParallelism) {
+      bad(`${at}: keyGroupRange ${JSON.stringify(r)} is not a range of key groups 0..${op.maxParallelism - 1}`);
+    }
+    ranges.push({ start: r.start, end: r.end, at });
+  }
+  if (ranges.length > 0 && (op.maxParallelism < 1 || op.maxParallelism > UPPER_BOUND_MAX_PARALLELISM)) bad(`${where}: maxParallelism ${op.maxParallelism} is not between 1 and ${UPPER_BOUND_MAX_PARALLELISM}`);
+  ranges.sort((a, b) => a.start - b.start);
+  for (let i = 1; i < ranges.length; i++) {
+    if (ranges[i]!.start <= ranges[i - 1]!.end) bad(`${ranges[i]!.at}: keyGroupRange overlaps that of ${ranges[i - 1]!.at}`);
   }
 }
 

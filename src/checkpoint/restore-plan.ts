@@ -34,8 +34,12 @@ export interface RestorePlan {
   readonly unmatched: string[];
 }
 
-function decodeInline(b64: string): InlineOperatorState {
-  return decodeValue<InlineOperatorState>(Buffer.from(b64, 'base64'));
+function decodeInline(b64: string, where: string): InlineOperatorState {
+  try {
+    return decodeValue<InlineOperatorState>(Buffer.from(b64, 'base64'));
+  } catch (e) {
+    throw new RestoreError(`${where}: its inline state cannot be decoded (${(e as Error).message}; corrupt metadata)`);
+  }
 }
 
 /**
@@ -244,7 +248,7 @@ export function planRestore(m: CheckpointMetadata, dir: string, graph: RestoreTa
         );
       }
       checkStillKeyed(node, old, dir);
-      const inlines = old.subtasks.map((s) => (s.inline ? decodeInline(s.inline) : undefined));
+      const inlines = old.subtasks.map((s) => (s.inline ? decodeInline(s.inline, `${dir}: operator "${old.name}" subtask ${s.subtask}`) : undefined));
       checkSinkIdentity(node, inlines, dir);
       const isSource = node.transformation.kind === 'source';
       // Source splits: all positions of all old readers plus unassigned ones, dealt out again.

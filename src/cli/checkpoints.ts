@@ -66,7 +66,9 @@ async function printCheckpoints(storage: CheckpointStorage, dir: string, values:
     const read = await storage.readHistory(jobId);
     // Lines the job's own history loader would skip (valid JSON that is not an entry) are
     // skipped here too, with a line saying so, instead of failing the listing of every job.
-    const history = read.entries.filter((e) => parseEntry(e) !== undefined) as HistoryEntry[];
+    // The parsed entries, not the raw lines: a line's numbers given as strings were added as
+    // strings (averages above the maxima), and a missing field failed the listing of every job.
+    const history = read.entries.map(parseEntry).filter((e) => e !== undefined) as unknown as HistoryEntry[];
     const notEntries = read.entries.length - history.length;
     for (const line of read.unreadable) skipped.push(`${read.reference}:${line}: unreadable history line (torn write)`);
     if (notEntries > 0) skipped.push(`${read.reference}: ${notEntries} line(s) that are not checkpoint history entries (no id, status or trigger time)`);
@@ -109,7 +111,11 @@ async function printCheckpoints(storage: CheckpointStorage, dir: string, values:
     const rows = [['ID', 'STATUS', 'TYPE', 'TRIGGERED', 'DURATION', 'SIZE', 'ACKS', 'SYNC', 'ASYNC', 'ALIGN', 'DELAY', 'REASON']];
     for (const h of [...j.history].sort((a, b) => b.id - a.id)) {
       const st = Object.values(h.subtasks ?? {});
-      const max = (f: (x: (typeof st)[number]) => number) => (st.length ? `${Math.max(...st.map(f)).toFixed(1)}` : '-');
+      const max = (f: (x: (typeof st)[number]) => number) => {
+        // Over the numbers only (a foreign line's subtasks may hold anything), without spreading.
+        const m = st.reduce((a, x) => (x !== null && typeof x === 'object' && Number.isFinite(f(x)) ? Math.max(a, f(x)) : a), Number.NEGATIVE_INFINITY);
+        return m === Number.NEGATIVE_INFINITY ? '-' : m.toFixed(1);
+      };
       rows.push([
         String(h.id), h.status, h.type, new Date(h.triggerTimestamp).toISOString().replace('T', ' ').replace('Z', ''),
         h.endToEndDurationMs !== undefined ? `${h.endToEndDurationMs} ms` : '-', fmtBytes(h.stateSize), `${h.numAcknowledged}/${h.numSubtasks}`,
@@ -117,7 +123,7 @@ async function printCheckpoints(storage: CheckpointStorage, dir: string, values:
         h.failureReason ? `${h.failureReason}: ${h.failureMessage ?? ''}` : '',
       ]);
     }
-    const widths = rows[0]!.map((_, c) => Math.max(...rows.map((r) => r[c]!.length)));
+    const widths = rows[0]!.map((_, c) => rows.reduce((w, r) => Math.max(w, r[c]!.length), 0));
     for (const r of rows) process.stdout.write('  ' + r.map((x, c) => (c === r.length - 1 ? x : x.padEnd(widths[c]!))).join('  ').trimEnd() + '\n');
     process.stdout.write('  (SYNC, ASYNC, ALIGN, DELAY: maximum over subtasks, ms)\n');
   }

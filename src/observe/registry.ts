@@ -4,7 +4,7 @@
  * being told a port. The directory is $WEIR_HOME/jobs (default: <tmpdir>/weir-<uid>/jobs).
  * Entries of processes that are gone are ignored and removed.
  */
-import { readdirSync, readFileSync, rmSync, writeFileSync, renameSync } from 'node:fs';
+import { lstatSync, readdirSync, readFileSync, rmSync, writeFileSync, renameSync } from 'node:fs';
 import { privateHomeDir, weirHome } from '../core/weir-home.ts';
 import { join } from 'node:path';
 
@@ -61,6 +61,8 @@ export function listRegistered(): JobEntry[] {
   for (const n of names) {
     if (!n.endsWith('.json')) continue;
     try {
+      // Regular files only (lstat: no link followed): reading a FIFO here hung `weir list`.
+      if (!lstatSync(join(dir, n)).isFile()) continue;
       const e = JSON.parse(readFileSync(join(dir, n), 'utf8')) as JobEntry;
       if (alive(e.pid)) out.push(e);
       else rmSync(join(dir, n), { force: true });

@@ -36,7 +36,7 @@ function metadata(id: number, files: { file: string; fileSize: number }[] = [], 
     operators: [
       {
         id: 'op-keyed', name: 'Sums', uid: 'sums', parallelism: Math.max(1, files.length), maxParallelism: 128, keyed: true,
-        subtasks: files.map((f, i) => ({ subtask: i, file: f.file, fileSize: f.fileSize, keyGroupRange: { start: i * 64, end: i * 64 + 63 }, stateSize: f.fileSize })),
+        subtasks: files.map((f, i) => ({ subtask: i, file: f.file, fileSize: f.fileSize, keyGroupRange: { start: i, end: i }, stateSize: f.fileSize })),
       },
       { id: 'op-src', name: 'Source', uid: undefined, parallelism: 1, maxParallelism: 128, keyed: false, subtasks: [{ subtask: 0, inline: 'AAEC', stateSize: 3 }] },
     ],
@@ -262,6 +262,35 @@ describe('completed() and latest()', () => {
     expect(byPath(escapes)).toMatch(/state file "\.\.\/\.\.\/\.\.\/\.\.\/etc\/passwd" of operator/);
     expect(byPath(fifo)).toMatch(/is not a regular file/);
     expect(byPath(zero)).toMatch(/is not a regular file/);
+  });
+
+  it('skip checkpoints whose metadata gives key groups a restore would silently drop state by (out of range, missing, overlapping, a bad max parallelism), a savepoint naming an incremental chain, or times and sizes no listing can print (before: restored with the state dropped, state inspect called present keys absent, weir checkpoints failed)', async () => {
+    await complete(1);
+    const rewrite = (dir: string, change: (body: any) => void) => {
+      const outer = JSON.parse(readFileSync(join(dir, METADATA_FILE), 'utf8'));
+      change(outer.body);
+      writeFileSync(join(dir, METADATA_FILE), serializeMetadata(outer.body));
+    };
+    const cases: [number, (b: any) => void, RegExp][] = [
+      [2, (b) => (b.operators[0].subtasks[1].keyGroupRange = { start: 64, end: 128 }), /subtasks\[1\]: keyGroupRange \{"start":64,"end":128\} is not a range of key groups 0\.\.127/],
+      [3, (b) => delete b.operators[0].subtasks[1].keyGroupRange, /subtasks\[1\]: keyed state without a keyGroupRange/],
+      [4, (b) => (b.operators[0].subtasks[1].keyGroupRange = { start: 0, end: 5 }), /subtasks\[1\]: keyGroupRange overlaps that of operators\[0\]\.subtasks\[0\]/],
+      [5, (b) => (b.operators[0].maxParallelism = 1e9), /maxParallelism 1000000000 is not between 1 and 32768/],
+      [6, (b) => (b.operators[0].subtasks[0].keyGroupRange = { start: 'a', end: 3 }), /keyGroupRange \{"start":"a","end":3\} is not a range/],
+      [7, (b) => { b.type = 'savepoint'; b.operators[0].subtasks[0].chain = [{ name: 'x', size: 1 }]; }, /a savepoint is self-contained and names no incremental chain/],
+      // And what `weir checkpoints` prints of a retained one (before: "Invalid time value", "reading 'stateSize'").
+      [8, (b) => (b.completedAt = 1e20), /timestamp and completedAt must be times \(ms since the epoch\)/],
+      [9, (b) => delete b.stats, /stats\.stateSize must be a count/],
+    ];
+    const dirs = new Map<number, string>();
+    for (const [id, change] of cases) {
+      const dir = await complete(id);
+      rewrite(dir, change);
+      dirs.set(id, dir);
+    }
+    const logs: string[] = [];
+    expect((await storage.completed(JOB, (l) => logs.push(l))).map((c) => c.metadata.checkpointId)).toEqual([1]);
+    for (const [id, , why] of cases) expect(logs.find((l) => l.includes(dirs.get(id)!)), `case ${id}`).toMatch(why);
   });
 
   it('do not log directories of attempts that never wrote metadata (normal garbage)', async () => {

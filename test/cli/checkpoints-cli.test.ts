@@ -70,6 +70,31 @@ describe('weir checkpoints', () => {
     expect(r.stdout).toBe(before.stdout);
   });
 
+  it('reads a line\'s fields as its entry (numbers as strings are none; a time no Date holds is not an entry; subtasks with anything in them), never failing the listing (before: averages above the maxima, then "Cannot read properties of undefined", "Invalid time value")', () => {
+    const chk = join(dir, 'chk');
+    const job = readdirSync(chk)[0]!;
+    const before = weir('checkpoints', chk);
+    const lines = [
+      { id: 9001, status: 'COMPLETED', triggerTimestamp: 1764929717000, endToEndDurationMs: '9000', stateSize: '5000000' },
+      { id: 9002, status: 'COMPLETED', triggerTimestamp: 1e20 },
+      { id: 9003, status: 'FAILED', triggerTimestamp: 1764929717000, subtasks: { 'a:0': { syncMs: 'x' }, 'a:1': null } },
+    ];
+    appendFileSync(join(chk, job, 'checkpoint-history.jsonl'), '\n' + lines.map((l) => JSON.stringify(l)).join('\n') + '\n');
+    const r = weir('checkpoints', chk);
+    expect(r.status, r.stderr).toBe(0);
+    const notEntries = (t: string) => Number(/(\d+) line\(s\) that are not checkpoint history entries/.exec(t)?.[1] ?? 0);
+    expect(notEntries(r.stderr)).toBe(notEntries(before.stderr) + 1); // the one with a time no Date holds
+    const header = /^job [0-9a-f]{32}: (\d+) completed, (\d+) failed$/.exec(r.stdout.split('\n')[0]!)!;
+    const was = /^job [0-9a-f]{32}: (\d+) completed, (\d+) failed$/.exec(before.stdout.split('\n')[0]!)!;
+    expect([Number(header[1]), Number(header[2])]).toEqual([Number(was[1]) + 1, Number(was[2]) + 1]);
+    expect(r.stdout).toMatch(/^ {2}9001 +COMPLETED +checkpoint +2025-12-05 10:15:17\.000 +- +0 B /m);
+    expect(r.stdout).toMatch(/^ {2}9003 +FAILED .* - +- +- +-/m);
+    // Sizes and durations are numbers: the average is within min and max.
+    const sum = /summary: duration min (\d+) \/ avg (\d+) \/ max (\d+) ms/.exec(r.stdout)!;
+    expect(Number(sum[2])).toBeLessThanOrEqual(Number(sum[3]));
+    expect(Number(sum[2])).toBeGreaterThanOrEqual(Number(sum[1]));
+  });
+
   it('rejects a path that is not a directory, and an empty directory has no checkpoints', () => {
     const f = join(dir, 'file');
     writeFileSync(f, 'x');

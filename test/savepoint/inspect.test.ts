@@ -8,7 +8,11 @@
  * state, one event-time timer per key, split and union operator list state, 12 source lanes).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { cpSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { lookupValue, summarize, type SnapshotSummary } from '../../src/checkpoint/inspect.ts';
+import { serializeMetadata, type CheckpointMetadata } from '../../src/checkpoint/metadata.ts';
+import { runJob } from '../../src/index.ts';
 import { keyGroupOf, keyGroupRangeForSubtask, normalizeKey } from '../../src/state/key-groups.ts';
 import { KEYS } from '../fixtures/jobs/savepoint-rescale.ts';
 import { api, checkpointNow, fingerprint, fixture, oneLineError, producedIn, savepoint, sleep, start, tempDir, waitRunning, weir } from './helpers.ts';
@@ -100,6 +104,21 @@ describe('inspect library', () => {
     // By uid, by name or by an id prefix.
     const id = (await summarize(sp.path)).operators.find((o) => o.uid === 'keyed')!.id;
     expect((await lookupValue(sp.path, id.slice(0, 8), 'count', 'k1')).found).toBe(true);
+  });
+
+  it('inline state that cannot be decoded is named (metadata file, operator, subtask) by inspect and by a restore (before: "Data read, but end of buffer not reached" alone)', async () => {
+    const copy = tmp.fresh('bad-inline');
+    cpSync(sp.path, copy, { recursive: true });
+    const file = join(copy, '_metadata');
+    const body = JSON.parse(readFileSync(file, 'utf8')).body as CheckpointMetadata;
+    const op = body.operators.find((o) => o.subtasks.some((x) => x.inline !== undefined))!;
+    const st = op.subtasks.find((x) => x.inline !== undefined)!;
+    (st as { inline?: string }).inline = 'AAAA';
+    writeFileSync(file, serializeMetadata(body));
+    await expect(summarize(copy)).rejects.toThrow(new RegExp(`^${file.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}: operator "${op.name}" subtask ${st.subtask}: its inline state cannot be decoded \\(.*; corrupt metadata\\)$`));
+    const refused = await runJob(JOB, { workers: 1, parallelism: 2, args: ['g0', '10', '0'], from: copy, stdout: () => {}, log: () => {} })
+      .then((r) => `${r.status}: ${r.error?.message}`, (e: Error) => e.message);
+    expect(refused).toMatch(new RegExp(`operator "${op.name}" subtask ${st.subtask}: its inline state cannot be decoded`));
   });
 
   it('names what exists when asked for an operator or a state that does not', async () => {

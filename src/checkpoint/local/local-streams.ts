@@ -7,6 +7,7 @@
  * The file handle an output writes to is injectable (OpenWritableFile), so tests can cut
  * writes short the way the OS may; everything else about faults is injected above the stream.
  */
+import { constants } from 'node:fs';
 import { open, rm, type FileHandle } from 'node:fs/promises';
 import type { StateInputHandle, StateOutputStream } from '../../core/state-streams.ts';
 import { MissingFileError, StorageError } from '../storage-error.ts';
@@ -116,13 +117,19 @@ export class LocalStateInputHandle implements StateInputHandle {
   static async open(path: string): Promise<LocalStateInputHandle> {
     let fh: FileHandle;
     try {
-      fh = await open(path, 'r');
+      // Non-blocking: a FIFO in a state file's place blocked the open for good (a restore or
+      // `state inspect` that only SIGKILL ended). No symbolic link: weir writes none, and one
+      // read a file outside the snapshot as its state.
+      fh = await open(path, constants.O_RDONLY | constants.O_NONBLOCK | constants.O_NOFOLLOW);
     } catch (e) {
       if (isMissing(e)) throw new MissingFileError(`${path} does not exist`, { cause: e });
+      if ((e as NodeJS.ErrnoException).code === 'ELOOP') throw new StorageError(`${path} is a symbolic link, not a state file weir wrote`, { cause: e });
       throw e;
     }
     try {
-      return new LocalStateInputHandle(path, fh, (await fh.stat()).size);
+      const st = await fh.stat();
+      if (!st.isFile()) throw new StorageError(`${path} is not a regular file`);
+      return new LocalStateInputHandle(path, fh, st.size);
     } catch (e) {
       await fh.close().catch(() => {});
       throw e;
