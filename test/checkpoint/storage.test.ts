@@ -47,6 +47,13 @@ function metadata(id: number, files: { file: string; fileSize: number }[] = [], 
 }
 
 /** A complete checkpoint: state files (real ones) first, then the metadata through finalize(). */
+/** Rewrites a checkpoint's metadata body through `change`, checksum included (as a hand edit would). */
+function rewrite(dir: string, change: (body: any) => void): void {
+  const outer = JSON.parse(readFileSync(join(dir, METADATA_FILE), 'utf8'));
+  change(outer.body);
+  writeFileSync(join(dir, METADATA_FILE), serializeMetadata(outer.body));
+}
+
 async function complete(id: number, numFiles = 2, jobId = JOB, over: Partial<CheckpointMetadata> = {}): Promise<string> {
   const location = await storage.initCheckpoint(jobId, id);
   const dir = location.reference;
@@ -237,11 +244,6 @@ describe('completed() and latest()', () => {
 
   it('skip, with their reasons, checkpoints whose checksummed metadata is malformed, names a file outside the checkpoint, or is not a small regular file (a FIFO, a link to /dev/zero); the listing never fails for one', async () => {
     await complete(1);
-    const rewrite = (dir: string, change: (body: any) => void) => {
-      const outer = JSON.parse(readFileSync(join(dir, METADATA_FILE), 'utf8'));
-      change(outer.body);
-      writeFileSync(join(dir, METADATA_FILE), serializeMetadata(outer.body));
-    };
     const notArray = await complete(2);
     rewrite(notArray, (b) => (b.operators = {}));
     const escapes = await complete(3);
@@ -266,11 +268,6 @@ describe('completed() and latest()', () => {
 
   it('skip checkpoints whose metadata gives key groups a restore would silently drop state by (out of range, missing, overlapping, a bad max parallelism), a savepoint naming an incremental chain, or times and sizes no listing can print (before: restored with the state dropped, state inspect called present keys absent, weir checkpoints failed)', async () => {
     await complete(1);
-    const rewrite = (dir: string, change: (body: any) => void) => {
-      const outer = JSON.parse(readFileSync(join(dir, METADATA_FILE), 'utf8'));
-      change(outer.body);
-      writeFileSync(join(dir, METADATA_FILE), serializeMetadata(outer.body));
-    };
     const cases: [number, (b: any) => void, RegExp][] = [
       [2, (b) => (b.operators[0].subtasks[1].keyGroupRange = { start: 64, end: 128 }), /subtasks\[1\]: keyGroupRange \{"start":64,"end":128\} is not a range of key groups 0\.\.127/],
       [3, (b) => delete b.operators[0].subtasks[1].keyGroupRange, /subtasks\[1\]: keyed state without a keyGroupRange/],

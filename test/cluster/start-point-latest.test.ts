@@ -64,6 +64,23 @@ describe('--from latest and a checkpoint a newer weir wrote', () => {
   });
 });
 
+/** A fresh checkpoint root (removed at the end) and its storage. */
+function sharedRoot(prefix: string): { root: string; storage: LocalCheckpointStorage } {
+  const root = mkdtempSync(join(tmpdir(), prefix));
+  roots.push(root);
+  return { root, storage: new LocalCheckpointStorage(root) };
+}
+
+/** Copies job JOB's directory as job `id`, named "tenant B", its chk-`checkpointId` rewritten so (and by `change`). */
+function copyAsOtherJob(root: string, id: string, checkpointId: number, change: (body: Record<string, unknown>) => void = () => {}): void {
+  cpSync(join(root, JOB), join(root, id), { recursive: true });
+  rewriteMetadata(join(root, id, `chk-${checkpointId}`), (b) => {
+    b.jobId = id;
+    b.jobName = 'tenant B';
+    change(b);
+  });
+}
+
 /** Rewrites a checkpoint's _metadata body (and its checksum). */
 function rewriteMetadata(dir: string, change: (body: Record<string, unknown>) => void): void {
   const file = join(dir, '_metadata');
@@ -90,15 +107,9 @@ describe('--from latest and checkpoints that fail their check', () => {
   });
 
   it('another job\'s checkpoint a newer weir wrote, in a shared directory, does not stop this job resuming (before: every job of the directory was refused, naming the other\'s)', async () => {
-    const root = mkdtempSync(join(tmpdir(), 'weir-newer-other-'));
-    roots.push(root);
-    const storage = new LocalCheckpointStorage(root);
+    const { root, storage } = sharedRoot('weir-newer-other-');
     await checkpoint(storage, 5);
-    const other = 'ffffffffffffffffffffffffffffffff';
-    cpSync(join(root, JOB), join(root, other), { recursive: true });
-    rewriteMetadata(join(root, other, 'chk-5'), (b) => {
-      b.jobId = other;
-      b.jobName = 'tenant B';
+    copyAsOtherJob(root, 'ffffffffffffffffffffffffffffffff', 5, (b) => {
       b.version = METADATA_VERSION + 1;
     });
     const p = await resolveStartPoint({ from: 'latest', claimMode: undefined, jobName: 'memory test' }, storage, storageResolver(storage), () => {});
@@ -132,16 +143,10 @@ describe('--from latest reads the newest checkpoint first', () => {
 
 describe('--from latest reads another job\'s newest checkpoint only as far as its name', () => {
   it('another tenant\'s broken checkpoint is neither verified nor logged, nor refuses a new tenant (before: every job\'s newest was verified whole, a request per state file, and a broken one of another name refused latest-or-empty as "may be this job")', async () => {
-    const root = mkdtempSync(join(tmpdir(), 'weir-other-unchecked-'));
-    roots.push(root);
-    const storage = new LocalCheckpointStorage(root);
+    const { root, storage } = sharedRoot('weir-other-unchecked-');
     await checkpoint(storage, 5);
     const other = 'eeeeeeeeeeeeeeeeeeeeeeeeeeeeeeee';
-    cpSync(join(root, JOB), join(root, other), { recursive: true });
-    rewriteMetadata(join(root, other, 'chk-5'), (b) => {
-      b.jobId = other;
-      b.jobName = 'tenant B';
-    });
+    copyAsOtherJob(root, other, 5);
     const otherState = readdirSync(join(root, other, 'chk-5')).find((f) => f.endsWith('.state'))!;
     truncateSync(join(root, other, 'chk-5', otherState), 1);
     const logs: string[] = [];

@@ -72,6 +72,18 @@ async function failureOf(job: ReturnType<typeof runJob>): Promise<string> {
   return r.error?.message ?? '';
 }
 
+/** A private nats-server with `args`, once it accepts connections on `port` (bounded: 10 s). */
+async function startNatsServer(port: number, args: string[]): Promise<ChildProcess> {
+  const server = spawn('nats-server', args, { stdio: 'ignore' });
+  for (let k = 0; k < 200; k++) {
+    const up = await new Promise<boolean>((r) => createConnection({ port, host: '127.0.0.1' }).once('connect', function (this: import('node:net').Socket) { this.destroy(); r(true); }).once('error', () => r(false)));
+    if (up) return server;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  server.kill('SIGTERM');
+  throw new Error(`nats-server did not start on ${port}`);
+}
+
 /** The job's failure message, or its result when it did not fail. */
 async function failureOrResult(job: ReturnType<typeof runJob>): Promise<string | Awaited<ReturnType<typeof runJob>>> {
   const r = await job.then((x) => x, (e: Error) => e);
@@ -282,13 +294,7 @@ describe('bad credentials fail at the first try, naming the server and never the
     let port: number;
     beforeAll(async () => {
       port = await freePort();
-      server = spawn('nats-server', ['-a', '127.0.0.1', '-p', String(port), '--user', 'weir', '--pass', 'right-pw-3', '-js', '-sd', `/tmp/weir-nats-auth-${process.pid}`], { stdio: 'ignore' });
-      for (let k = 0; k < 200; k++) {
-        const up = await new Promise<boolean>((r) => createConnection({ port, host: '127.0.0.1' }).once('connect', function (this: import('node:net').Socket) { this.destroy(); r(true); }).once('error', () => r(false)));
-        if (up) return;
-        await new Promise((r) => setTimeout(r, 50));
-      }
-      throw new Error(`nats-server did not start on ${port}`);
+      server = await startNatsServer(port, ['-a', '127.0.0.1', '-p', String(port), '--user', 'weir', '--pass', 'right-pw-3', '-js', '-sd', `/tmp/weir-nats-auth-${process.pid}`]);
     });
     afterAll(() => {
       server?.kill('SIGTERM');
@@ -322,13 +328,7 @@ describe('bad credentials fail at the first try, naming the server and never the
       port = await freePort();
       dir = mkdtempSync(join(tmpdir(), 'weir-nats-limits-'));
       writeFileSync(join(dir, 'n.conf'), `listen: "127.0.0.1:${port}"\njetstream { store_dir: "${join(dir, 'store')}", limits { max_request_batch: 100 } }\n`);
-      server = spawn('nats-server', ['-c', join(dir, 'n.conf')], { stdio: 'ignore' });
-      for (let k = 0; k < 200; k++) {
-        const up = await new Promise<boolean>((r) => createConnection({ port, host: '127.0.0.1' }).once('connect', function (this: import('node:net').Socket) { this.destroy(); r(true); }).once('error', () => r(false)));
-        if (up) return;
-        await new Promise((r) => setTimeout(r, 50));
-      }
-      throw new Error(`nats-server did not start on ${port}`);
+      server = await startNatsServer(port, ['-c', join(dir, 'n.conf')]);
     });
     afterAll(() => {
       server?.kill('SIGTERM');
