@@ -18,11 +18,17 @@ export function countQuotes(s: string): number {
   return n;
 }
 
-export function parseCsvLine(line: string, delimiter: string): string[] {
+/**
+ * The fields of one record's text. `quoted`, when given, is refilled with one flag per field:
+ * whether it was quoted (a quoted field is text, never cast: a writer quotes "007" to keep it).
+ */
+export function parseCsvLine(line: string, delimiter: string, quoted?: boolean[]): string[] {
   const out: string[] = [];
   const n = line.length;
   let i = 0;
+  if (quoted !== undefined) quoted.length = 0;
   for (;;) {
+    quoted?.push(i < n && line[i] === '"');
     if (i < n && line[i] === '"') {
       let field = '';
       i++;
@@ -57,14 +63,19 @@ export function parseCsvLine(line: string, delimiter: string): string[] {
   }
 }
 
-/** Numbers and booleans from their text, the rest unchanged (option `cast`). */
+/** A number as JSON writes one: no leading zeros ("007"), no "+", no bare "." ends. */
+const JSON_NUMBER = /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][-+]?\d+)?$/;
+
+/**
+ * Numbers and booleans from their text, the rest unchanged (option `cast`): "true", "false" and
+ * the numbers JSON would read. "00501" (a zip code), "+1" or "1." stay text, and so does an
+ * integer beyond 2^53, whose last digits would change (an id).
+ */
 export function castField(s: string): unknown {
-  if (s === '') return s;
   if (s === 'true') return true;
   if (s === 'false') return false;
-  if (/^-?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?$/.test(s)) {
+  if (JSON_NUMBER.test(s)) {
     const n = Number(s);
-    // An integer beyond 2^53 stays text: as a number it would change (an id's last digits).
     if (Number.isFinite(n) && (Number.isSafeInteger(n) || !/^-?\d+$/.test(s))) return n;
   }
   return s;

@@ -24,7 +24,11 @@ export interface CsvOptions {
   /** Column names when there is no header line. */
   readonly columns?: readonly string[];
   readonly delimiter?: string;
-  /** Turn numeric and boolean fields into numbers and booleans (default true); an integer beyond 2^53 stays text, exact. */
+  /**
+   * Turn unquoted numeric and boolean fields into numbers and booleans (default true). Only text
+   * the number prints back as exactly is cast ("42", "1.5"; not "00501", "1.50" or an integer
+   * beyond 2^53, which stay text, exact); a quoted field is always text.
+   */
   readonly cast?: boolean;
 }
 
@@ -39,7 +43,8 @@ export interface FileSourceOptions {
    */
   readonly splitSize?: number;
   /**
-   * Longest line (default 64 MiB): a longer one is a malformed record (its first KiB the dead
+   * Longest line, and longest CSV record whose quoted field spans lines (default 64 MiB): a
+   * longer one is a malformed record (its first KiB the dead
    * letter's raw text), read past without keeping its bytes. Without a bound one line without a
    * newline was held whole, and past 512 MiB its text could not be made: the task failed at
    * every restart on the same file.
@@ -169,12 +174,6 @@ const NOT_UTF8 = 'the line is not valid UTF-8';
 /** Most files a reader keeps open at once while alignment pauses the ones ahead. */
 const MAX_OPEN_FILES = 32;
 
-/**
- * Longest CSV record whose quoted field spans lines (characters): past it the record is
- * malformed. A stray quote that opens a field never closed would otherwise join the rest of
- * the file into one record.
- */
-const MAX_QUOTED_RECORD_CHARS = 1 << 20;
 
 /** A CSV record whose quoted field holds line breaks, being joined line by line. */
 interface QuotedRecord {
@@ -232,6 +231,8 @@ class FileReader<T> implements SourceReader<T, FileSplit> {
   private error: Error | undefined;
   /** close() was called: a file opening or a read landing afterwards touches nothing. */
   private closed = false;
+  /** Per CSV record parsed: which of its fields were quoted (reused, one record at a time). */
+  private readonly quotedFields: boolean[] = [];
 
   constructor(private readonly src: FileSource<T>, private readonly ctx: SourceReaderContext) {}
 
@@ -355,7 +356,7 @@ class FileReader<T> implements SourceReader<T, FileSplit> {
         value = this.parseCsv(c, text);
       } catch (e) {
         // Even quotes yet open (a stray quote inside an unquoted field): the record goes on.
-        if (e instanceof UnterminatedQuote && q.text.length <= MAX_QUOTED_RECORD_CHARS) return;
+        if (e instanceof UnterminatedQuote && !this.quotedTooLong(q)) return;
         this.endQuoted(c, out, e instanceof Error ? e.message : String(e));
         return;
       }
@@ -365,7 +366,16 @@ class FileReader<T> implements SourceReader<T, FileSplit> {
       out.collect(value as T);
       return;
     }
-    if (q.text.length > MAX_QUOTED_RECORD_CHARS) this.endQuoted(c, out, `unterminated quoted field (the record is over ${MAX_QUOTED_RECORD_CHARS} characters long)`);
+    if (this.quotedTooLong(q)) this.endQuoted(c, out, `unterminated quoted field (the record is over ${this.src.maxLineBytes} bytes, maxLineBytes)`);
+  }
+
+  /**
+   * A record across lines is held to the same bound as one line (maxLineBytes): a stray quote
+   * that opens a field never closed would otherwise join the rest of the file into one record,
+   * and a lower bound than one line's cut real multi-line fields the sink wrote into pieces.
+   */
+  private quotedTooLong(q: QuotedRecord): boolean {
+    return q.last.endOffset - q.first.startOffset > this.src.maxLineBytes;
   }
 
   /** A record open across lines that cannot be completed: malformed, whole; the position moves past it. */
@@ -379,8 +389,10 @@ class FileReader<T> implements SourceReader<T, FileSplit> {
   }
 
   private parseCsv(c: Cursor, text: string): unknown {
-    const fields = parseCsvLine(text, this.src.csv.delimiter);
-    const vals = this.src.csv.cast ? fields.map(castField) : fields;
+    const cast = this.src.csv.cast;
+    const quoted = this.quotedFields;
+    const fields = parseCsvLine(text, this.src.csv.delimiter, cast ? quoted : undefined);
+    const vals = cast ? fields.map((f, i) => (quoted[i] === true ? f : castField(f))) : fields;
     const cols = c.columns;
     if (cols === undefined) return vals;
     if (fields.length !== cols.length) throw new Error(`expected ${cols.length} fields (${cols.join(', ')}), found ${fields.length}`);

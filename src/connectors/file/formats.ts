@@ -14,6 +14,8 @@
  * An encoder belongs to one part file; the sink's writer calls it from the task's thread only.
  */
 import { jsonRecord } from '../../core/json-record.ts';
+import { castField } from './csv.ts';
+import { isWellFormedText, notARecord } from './record-shape.ts';
 
 /** A record that does not fit the format (a Parquet record missing a column, or with one of the wrong type). */
 export type RejectRecord = (value: unknown, error: string) => void;
@@ -76,11 +78,13 @@ export interface FileFormat {
 /**
  * JSON lines (the default): one `format(value)` per line; by default the record's JSON
  * (core/json-record.ts: bigints as text, Maps as objects, Sets as arrays). A record the format
- * gives no text for (undefined) is rejected (dead letter or failure, per the sink), never
- * written as a line no reader takes back.
+ * gives no text for (undefined), or text with a line break, is rejected (dead letter or
+ * failure, per the sink), never written as lines no reader takes back. As in JSON.stringify,
+ * NaN and ±Infinity, which JSON has no form for, are written as null.
  */
 export function jsonLines(format: (value: unknown) => string | undefined = jsonRecord): FileFormat {
   if (typeof format !== 'function') throw new TypeError('jsonLines: format must be a function (value) => string');
+  const custom = format !== jsonRecord;
   const line = (v: unknown, reject: RejectRecord): string | undefined => {
     let s: string | undefined;
     try {
@@ -91,7 +95,15 @@ export function jsonLines(format: (value: unknown) => string | undefined = jsonR
       reject(v, `cannot be written as a JSON line: ${e instanceof Error ? e.message : String(e)}`);
       return undefined;
     }
-    if (typeof s === 'string') return s;
+    if (typeof s === 'string') {
+      // A line break inside a record's text splits it into lines no reader takes back (a
+      // pretty-printed object: "{", "  \"a\": 1", "}"). The default JSON never holds one.
+      if (custom && (s.includes('\n') || s.includes('\r'))) {
+        reject(v, 'the format function returned text with a line break; a JSON line must be one line');
+        return undefined;
+      }
+      return s;
+    }
     if (s === undefined) {
       reject(v, `a record of ${typeof v} has no JSON form and cannot be written as a JSON line`);
       return undefined;
@@ -136,10 +148,12 @@ export interface CsvFormatOptions {
 }
 
 /**
- * CSV (RFC 4180): one line per record, a field per column; a field holding the delimiter, a
- * quote or a line break is quoted (quotes doubled); null and undefined are empty fields (a
- * record that would be an empty line, one column and an empty field, is written as ""); objects
- * are written as JSON. Lines end with "\n".
+ * CSV (RFC 4180): one line per record, a field per column; a field holding a character of the
+ * delimiter, a quote or a line break is quoted (quotes doubled), and so is a string weir's file
+ * source would otherwise read back as a number or boolean ("42", "true"; a quoted field stays
+ * text); null and undefined are empty fields (a record that would be an empty line, one column
+ * and an empty field, is written as ""); objects are written as JSON. Lines end with "\n". A
+ * record must be an object (record-shape.ts); a string with a lone surrogate is refused.
  */
 /** An object or array in a CSV field: its JSON, as JSON lines writes it (Maps, Sets, bigints kept); a function or other value JSON cannot hold throws (the record is rejected). */
 function objectField(v: object): string {
@@ -158,11 +172,20 @@ export function csv(options: CsvFormatOptions): FileFormat {
   const withHeader = options.header ?? true;
   // A missing field named as one of Object.prototype's (constructor, toString) is missing, not inherited.
   const inherited = columns.map((c) => c in Object.prototype);
+  // Any character of the delimiter, not only the whole of it: with "||", an unquoted "x|"
+  // before the delimiter read back as "x" and "|q".
+  const needsQuotes = new RegExp(`["\\r\\n${delimiter.replace(/[\\\]^-]/g, '\\$&')}]`);
+  const quote = (s: string): string => `"${s.replace(/"/g, '""')}"`;
   const field = (v: unknown): string => {
     if (v === undefined || v === null) return '';
+    if (typeof v === 'string') {
+      if (!isWellFormedText(v)) throw new TypeError('a field holds a string with a lone surrogate (not valid Unicode), which UTF-8 cannot store');
+      // "00501" is not cast (castField keeps it); "42" or "true" would come back as a number or boolean.
+      return needsQuotes.test(v) || castField(v) !== v ? quote(v) : v;
+    }
     if (typeof v === 'function' || typeof v === 'symbol') throw new TypeError(`a field holds a ${typeof v}, which a CSV file cannot hold`);
-    const s = typeof v === 'string' ? v : typeof v === 'object' && !(v instanceof Date) ? objectField(v) : v instanceof Date ? v.toISOString() : String(v);
-    return s.includes(delimiter) || /["\r\n]/.test(s) ? `"${s.replace(/"/g, '""')}"` : s;
+    const s = typeof v === 'object' && !(v instanceof Date) ? objectField(v) : v instanceof Date ? v.toISOString() : String(v);
+    return needsQuotes.test(s) ? quote(s) : s;
   };
   const header = withHeader ? Buffer.from(columns.map(field).join(delimiter) + '\n') : undefined;
   return {
@@ -173,8 +196,9 @@ export function csv(options: CsvFormatOptions): FileFormat {
     open: () => {
       let first = true;
       const line = (v: unknown, reject: RejectRecord): string | undefined => {
-        if (typeof v !== 'object' || v === null) {
-          reject(v, `a CSV record must be an object with the columns as fields, got ${v === null ? 'null' : typeof v}`);
+        const shape = notARecord(v);
+        if (shape !== undefined) {
+          reject(v, `a CSV record must be an object with the columns as fields, got ${shape}`);
           return undefined;
         }
         const r = v as Record<string, unknown>;

@@ -28,6 +28,7 @@ import type { ByteWriter, ColumnSource, ParquetWriter, schemaFromColumnData } fr
 import type { writeMetadata } from 'hyparquet-writer/src/metadata.js';
 import { jsonRecord } from '../../../core/json-record.ts';
 import type { FileFormat, PartEncoder, RejectRecord } from '../formats.ts';
+import { isWellFormedText, notARecord } from '../record-shape.ts';
 
 /**
  * hyparquet and hyparquet-writer, loaded when a job first uses this format: loading them cost
@@ -119,7 +120,9 @@ function describe(v: unknown): string {
 function convert(c: Column, v: unknown): Converted {
   switch (c.type) {
     case 'string':
-      return typeof v === 'string' ? { ok: true, v } : { ok: false, why: `must be a string, got ${describe(v)}` };
+      if (typeof v !== 'string') return { ok: false, why: `must be a string, got ${describe(v)}` };
+      // UTF-8 cannot hold a lone surrogate: the encoder wrote U+FFFD in its place, a changed value.
+      return isWellFormedText(v) ? { ok: true, v } : { ok: false, why: `holds a lone surrogate (not valid Unicode), which UTF-8 cannot store` };
     case 'boolean':
       return typeof v === 'boolean' ? { ok: true, v } : { ok: false, why: `must be a boolean, got ${describe(v)}` };
     case 'double':
@@ -278,8 +281,9 @@ class ParquetEncoder implements PartEncoder {
     let chunks: Uint8Array[] | undefined;
     for (let i = 0; i < values.length; i++) {
       const v = values[i];
-      if (typeof v !== 'object' || v === null || Array.isArray(v)) {
-        reject(v, `a Parquet record must be an object with the columns as fields, got ${describe(v)}`);
+      const shape = notARecord(v);
+      if (shape !== undefined) {
+        reject(v, `a Parquet record must be an object with the columns as fields, got ${typeof v === 'object' ? shape : describe(v)}`);
         continue;
       }
       const r = v as Record<string, unknown>;
