@@ -123,6 +123,7 @@ class Step {
         const ended = o === undefined || TERMINAL.has(o.state);
         const rec = op.savepointId !== undefined ? this.record(op.savepointId) : undefined;
         if (rec !== undefined) {
+          if (ended && this.ranOnPastStopSavepoint(op, rec)) return 'done';
           if (outcome?.state === 'completed' && outcome.path !== undefined && ended) {
             this.complete(rec, outcome.path);
             this.stopped(op, outcome.path);
@@ -246,6 +247,25 @@ class Step {
     this.event('Normal', op.purpose === 'suspend' ? 'Suspended' : 'Stopped', `stopped deployment ${d.id} (${op.purpose}) ${what}`);
   }
 
+  /**
+   * A stop whose savepoint was taken, then failed (a sink's close threw after it): the job
+   * restarted from that savepoint and ran on, completing and committing newer checkpoints, before
+   * it ended. Its savepoint is older than its state now: a start from it rewound the state and
+   * wrote the output of those checkpoints again. The next start takes the newest checkpoint.
+   */
+  private ranOnPastStopSavepoint(op: Extract<Operation, { kind: 'stop' }>, rec: SavepointRecord): boolean {
+    const d = this.s.deployment;
+    const found = this.observed.savepoints?.[rec.id];
+    const last = d?.id === op.deploymentId ? d.lastCheckpoint : undefined;
+    if (found === undefined || last === undefined || last.completedAt <= found.completedAt) return false;
+    // A good savepoint all the same: kept in the history (and disposed of by its limits, never left on disk unlisted).
+    this.complete(rec, found.path);
+    rec.error = `superseded: the job ran on after its stop and completed checkpoint ${last.path}`;
+    this.event('Warning', 'SavepointSuperseded', `stop with savepoint ${rec.id} of ${op.deploymentId} (${op.purpose}) failed after its savepoint ${found.path}; the job ran on and completed ${last.path} before it ended: resuming from that checkpoint`);
+    this.stopped({ ...op, savepointId: undefined, keepState: true }, undefined);
+    return true;
+  }
+
   private complete(rec: SavepointRecord, path: string): void {
     rec.state = 'COMPLETED';
     rec.path = path;
@@ -344,7 +364,7 @@ class Step {
       // Waiting to retry a failed suspend savepoint, as an upgrade does (before: a new stop, and a
       // new savepoint record and event, on every pass).
       if (this.s.upgradeRetryAt !== undefined && this.s.upgradeRetryAt > this.now) return undefined;
-      return this.stopKeepingState(d, state === 'RUNNING', spec, 'suspend');
+      return this.stopKeepingState(d, state, spec, 'suspend');
     }
     if (deploymentKey(spec) !== deploymentKey(d.spec)) {
       // Waiting to retry a failed upgrade savepoint: the job runs on, and so does its savepoint cleanup.
@@ -352,7 +372,7 @@ class Step {
       const purpose: Purpose = this.s.rollback !== undefined ? 'rollback' : 'upgrade';
       if (purpose === 'rollback') return this.stop(d, undefined, true, purpose); // the rollback restores the stable version's own state
       if (spec.upgradeMode === 'stateless') return this.stop(d, undefined, false, purpose);
-      return this.stopKeepingState(d, state === 'RUNNING', spec, purpose);
+      return this.stopKeepingState(d, state, spec, purpose);
     }
     if (!d.stable && this.brokenUpgrade(d) && this.now - d.startedAt > this.desired.spec.rollback.readinessTimeoutMs) {
       this.beginRollback(d, `deployment ${d.id} not stable within ${this.desired.spec.rollback.readinessTimeoutMs} ms`);
@@ -446,8 +466,9 @@ class Step {
   }
 
   /** Savepoint mode on a running job: stop with a savepoint; otherwise (or last-state) cancel and resume from the latest checkpoint. */
-  private stopKeepingState(d: Deployment, running: boolean, spec: AppSpec, purpose: Purpose): Action | undefined {
+  private stopKeepingState(d: Deployment, state: string, spec: AppSpec, purpose: Purpose): Action | undefined {
     if (spec.upgradeMode === 'stateless') return this.stop(d, undefined, false, purpose);
+    const running = state === 'RUNNING';
     let savepoint = spec.upgradeMode === 'savepoint' && running;
     if (spec.upgradeMode === 'last-state' && running) {
       // Last-state resumes from the latest checkpoint; a job without one (it ran without
@@ -458,6 +479,13 @@ class Step {
         savepoint = true;
         this.event('Normal', 'CheckpointTooOld', `latest checkpoint of ${d.id} is ${c === undefined ? 'missing' : `${this.now - c.completedAt} ms old`}; taking a savepoint instead`);
       }
+    }
+    if (!running && d.runningSince !== undefined && (d.lastCheckpoint?.path ?? d.from) === undefined && state === 'RESTARTING') {
+      // Restarting with nothing to restore: the restart begins from empty state too, so a cancel
+      // loses nothing it keeps. Waiting for it to run (below) never ended for a job in a crash
+      // loop, and held the suspend or upgrade, and the health check after it, for good.
+      this.event('Warning', 'UpgradeFallback', `deployment ${d.id} is restarting with no checkpoint or savepoint to restore (its restart starts from empty state too): the ${purpose} cancels it and starts without state`);
+      return this.stop(d, undefined, true, purpose);
     }
     if (!running && d.runningSince !== undefined && (d.lastCheckpoint?.path ?? d.from) === undefined) {
       // Not running now (restarting, or its status not readable this pass), and nothing to resume

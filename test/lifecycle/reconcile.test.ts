@@ -199,6 +199,25 @@ describe('upgrades (point 4)', () => {
     expect(h.step()).toMatchObject({ kind: 'stop', deploymentId: a.deploymentId, savepointId: 'sp-1' });
   });
 
+  it('a suspend of a job without checkpoints that keeps restarting cancels it (its restarts start empty too) instead of waiting for good', () => {
+    const h = new H(spec('v1', { configuration: {} })); // no checkpointing
+    const a = h.step() as { key: string; deploymentId: string };
+    h.operations[a.key] = { state: 'completed' };
+    h.deployments[a.deploymentId] = { state: 'RUNNING', restarts: 0 };
+    h.step();
+    h.apply(spec('v1', { configuration: {}, state: 'suspended' }));
+    h.deployments[a.deploymentId] = { state: 'RESTARTING', restarts: 3 };
+    // Before: undefined on every pass (UpgradePending), for as long as the crash loop lasted.
+    const stop = h.step() as { key: string };
+    expect(stop).toMatchObject({ kind: 'stop', deploymentId: a.deploymentId });
+    expect(stop).not.toHaveProperty('savepointId');
+    expect(h.events()).toContain('UpgradeFallback');
+    h.operations[stop.key] = { state: 'completed' };
+    h.deployments[a.deploymentId] = { state: 'CANCELED', restarts: 3 };
+    h.step();
+    expect(h.status.lifecycle).toBe('SUSPENDED');
+  });
+
   it('a stop retried after a timeout whose first savepoint completes late: the upgrade starts from that savepoint, not from the checkpoint before it', () => {
     const h = new H(spec('v1', { savepoints: { timeout: '30s' } }));
     const d1 = h.stable();
@@ -217,6 +236,42 @@ describe('upgrades (point 4)', () => {
     h.operations[s2!.key] = { state: 'failed', error: `deployment ${d1} ended without a savepoint in /sp/sp-2` };
     expect(h.step(1000)).toMatchObject({ kind: 'start', from: '/sp/sp-1/savepoint-a', spec: { job: { version: 'v2' } } });
     expect(h.status.savepoints.find((r) => r.id === 'sp-1')).toMatchObject({ state: 'COMPLETED', path: '/sp/sp-1/savepoint-a' });
+  });
+
+  it('a stop that fails after its savepoint, the job running on past it before it ends: the upgrade starts from its newer checkpoint, not the savepoint (before: state rewound, output repeated)', () => {
+    const h = new H(spec('v1'));
+    const d1 = h.stable();
+    h.apply(spec('v2'));
+    const stop = h.step() as { key: string };
+    expect(stop).toMatchObject({ kind: 'stop', savepointId: 'sp-1' });
+    h.operations[stop.key] = { state: 'in-progress' };
+    // The stop's savepoint completes; the sink's close then throws: the job restarts from it.
+    h.onDisk['sp-1'] = { path: '/sp/sp-1/savepoint-a', completedAt: h.now + 500 };
+    h.deployments[d1] = { state: 'RESTARTING', restarts: 1 };
+    h.step();
+    // It runs on and completes (and commits) a checkpoint past the savepoint, then fails for good;
+    // the target, finding sp-1 on disk once the process is gone, reports the stop completed.
+    h.deployments[d1] = { state: 'RUNNING', restarts: 1, lastCheckpoint: { path: `/chk/${d1}/chk-13`, completedAt: h.now + 2000 } };
+    h.step(3000);
+    h.deployments[d1] = { state: 'FAILED', restarts: 2, lastCheckpoint: { path: `/chk/${d1}/chk-13`, completedAt: h.now - 1000 }, error: 'boom' };
+    h.operations[stop.key] = { state: 'completed', path: '/sp/sp-1/savepoint-a' };
+    expect(h.step()).toMatchObject({ kind: 'start', from: `/chk/${d1}/chk-13`, spec: { job: { version: 'v2' } } });
+    expect(h.status.savepoints.find((r) => r.id === 'sp-1')).toMatchObject({ state: 'COMPLETED', path: '/sp/sp-1/savepoint-a', error: expect.stringMatching(/^superseded/) });
+    expect(h.events()).toContain('SavepointSuperseded');
+  });
+
+  it('a stop whose savepoint is the job\'s newest snapshot (its checkpoints all older) starts the upgrade from the savepoint', () => {
+    const h = new H(spec('v1'));
+    const d1 = h.stable();
+    h.apply(spec('v2'));
+    const stop = h.step() as { key: string };
+    h.operations[stop.key] = { state: 'in-progress' };
+    h.step();
+    h.onDisk['sp-1'] = { path: '/sp/sp-1/savepoint-a', completedAt: h.now };
+    h.deployments[d1] = { state: 'FINISHED', restarts: 0 };
+    h.operations[stop.key] = { state: 'completed', path: '/sp/sp-1/savepoint-a' };
+    expect(h.step()).toMatchObject({ kind: 'start', from: '/sp/sp-1/savepoint-a' });
+    expect(h.events()).not.toContain('SavepointSuperseded');
   });
 
   it('last-state: cancels and resumes from the latest checkpoint; one older than the maximum age means a savepoint instead', () => {
