@@ -4,7 +4,7 @@
  */
 import { WeirError } from '../../core/errors.ts';
 import { foreignProgressError, type ProgressKey } from '../common/progress.ts';
-import type { PgClient } from './connection.ts';
+import { isTransient, type PgClient } from './connection.ts';
 import type { ResolvedPostgresOptions } from './options.ts';
 import { advanceProgress, COMMITTED_LOG_KEEP, gidLiteral, logCommitted, logPrepared, pruneCommitted, pruneLog, raiseProgress, readLogged, readProgress, writeStatements, type WriteShape } from './sql.ts';
 
@@ -52,6 +52,16 @@ export function decideRowsCommit(committed: number | undefined, chk: number, fre
  * transaction; nothing if the log row was there. The log row's key lock makes a concurrent
  * commit of the same checkpoint wait, then find it.
  */
+/**
+ * Ends a transaction after `e`. After a timeout or a broken connection the session drops the
+ * client (the server rolls back what it had): a ROLLBACK then queued behind the stalled
+ * statement and waited a whole query timeout more, using up the retry deadline on one try.
+ */
+async function rollBack(c: PgClient, e: unknown): Promise<void> {
+  if (isTransient(e)) return;
+  await c.query('ROLLBACK').catch(() => {});
+}
+
 export async function commitRows(c: PgClient, o: ResolvedPostgresOptions, key: ProgressKey, item: RowsCommittable, freshRun: boolean, triedBefore: boolean): Promise<'written' | 'skipped'> {
   const args = [key.job, key.operator, key.subtask];
   await c.query('BEGIN');
@@ -73,7 +83,7 @@ export async function commitRows(c: PgClient, o: ResolvedPostgresOptions, key: P
     await c.query('COMMIT');
     return 'written';
   } catch (e) {
-    await c.query('ROLLBACK').catch(() => {});
+    await rollBack(c, e);
     throw e;
   }
 }
@@ -92,7 +102,7 @@ export async function prepareRows(c: PgClient, o: ResolvedPostgresOptions, key: 
     for (const s of writeStatements(shapeOf(o), rows)) await c.query(s.text, s.values);
     await c.query(`PREPARE TRANSACTION ${gidLiteral(gid)}`);
   } catch (e) {
-    await c.query('ROLLBACK').catch(() => {});
+    await rollBack(c, e);
     throw e;
   }
 }
@@ -135,7 +145,7 @@ export async function commitPrepared(c: PgClient, o: ResolvedPostgresOptions, ke
     await c.query(pruneLog(o.progressTable), [key.job, key.operator, key.subtask, item.chk]);
     await c.query('COMMIT');
   } catch (e) {
-    await c.query('ROLLBACK').catch(() => {});
+    await rollBack(c, e);
     throw e;
   }
   return outcome;

@@ -16,14 +16,15 @@ export function serverName(o: ResolvedPostgresOptions): string {
 
 /**
  * Transient: the connection broke or could not be made, the server is shutting down or not
- * yet accepting, a serialization failure or deadlock, or a client-side timeout. Any of these
+ * yet accepting, a serialization failure or deadlock, or a timeout on either side. Any of these
  * leaves no half-done transaction behind (the server rolls an interrupted one back).
  */
 export function isTransient(e: unknown): boolean {
   if (isSocketError(e)) return true;
   if (e instanceof WeirError) return e.code === 'TIMEOUT';
   const code = (e as { code?: unknown } | null)?.code;
-  if (typeof code === 'string' && (code.startsWith('08') || code === '57P01' || code === '57P02' || code === '57P03' || code === '40001' || code === '40P01' || code === '53300')) return true;
+  // 25P03 and 57014: the server's own timeouts (set in connectOnce) ended a stalled transaction or statement.
+  if (typeof code === 'string' && (code.startsWith('08') || code === '57P01' || code === '57P02' || code === '57P03' || code === '40001' || code === '40P01' || code === '53300' || code === '25P03' || code === '57014')) return true;
   const msg = messageOf(e);
   return /Connection terminated|connection timeout|timeout expired|Query read timeout|Client has encountered a connection error|not queryable/i.test(msg);
 }
@@ -47,6 +48,13 @@ export async function connectOnce(o: ResolvedPostgresOptions): Promise<PgClient>
   c.on('error', () => {});
   try {
     await withTimeout(c.connect(), o.connectTimeoutMs + 1_000, `connecting to PostgreSQL at ${serverName(o)}`);
+    // The server gives up when this client does. Past query_timeout the client has, but its
+    // backend, left idle in a transaction behind a half-open connection (or still running a
+    // statement), held its row locks until TCP keepalive noticed, about 2 hours: every retry and
+    // restart blocked on them. And a PREPARE held in the network, delivered after the next attempt
+    // had cleaned up, left a prepared transaction behind. Set after connecting, not as startup
+    // parameters, which a pooler in front of the server may refuse.
+    await c.query("SELECT set_config('statement_timeout', $1, false), set_config('idle_in_transaction_session_timeout', $1, false)", [`${o.queryTimeoutMs}ms`]);
     return c;
   } catch (e) {
     void c.end().catch(() => {});

@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { errorCode } from '../../../src/core/errors.ts';
 import { PostgresSink, type PostgresCommittable } from '../../../src/connectors/postgres/index.ts';
+import { startTcpProxy } from '../../helpers/tcp-proxy.ts';
 import { freePort, SHARED_URL, sinkCtx, sql, uniqueName } from './helpers.ts';
 
 interface Row { id: number; name: string; v: number }
@@ -167,6 +168,59 @@ describe('postgres sink (idempotent)', () => {
       await sql(SHARED_URL, `DROP SEQUENCE ${seq}`);
     }
   });
+
+  it('a connection gone half-open in the middle of a commit (its statements never arrive) is retried, and the server ends the abandoned transaction (before: its locks blocked every retry and restart for hours)', async () => {
+    const t = await table(true);
+    const proxy = await startTcpProxy(5432);
+    try {
+      const jobId = uniqueName('halfopen');
+      const o = { queryTimeoutMs: 1000, retryDeadlineMs: 20_000, commitTimeoutMs: 30_000 };
+      const s = sink(t, jobId, { ...o, connection: `postgres://postgres@127.0.0.1:${proxy.port}/test` });
+      const w = s.createWriter(sinkCtx());
+      const c = s.createCommitter(sinkCtx());
+      w.write(rows(0, 3), ts(3));
+      const list = w.prepareCommit(1);
+      // After BEGIN and the checkpoint's log row (its lock taken), the rows' INSERT never reaches the server.
+      let holds = 0;
+      proxy.holdWhen = (direction, chunk) => direction === 'up' && holds === 0 && chunk.includes(`INSERT INTO "public"."${t}"`) && ++holds === 1;
+      await c.commit(list);
+      expect(holds).toBe(1);
+      expect(await sql(SHARED_URL, `SELECT id FROM ${t} ORDER BY id`)).toEqual([{ id: 0 }, { id: 1 }, { id: 2 }]);
+      // Nothing of the sink is left idle in a transaction on the server.
+      const stuck = await sql(SHARED_URL, "SELECT state FROM pg_stat_activity WHERE application_name = $1 AND state LIKE 'idle in transaction%'", [`weir sink ${jobId}`.slice(0, 63)]);
+      expect(stuck).toEqual([]);
+      await c.close?.();
+    } finally {
+      await proxy.close();
+    }
+  }, 60_000);
+
+  it('a commit whose answer never comes is retried within the deadline, not waited out twice (before: the ROLLBACK queued behind it used the whole deadline)', async () => {
+    const t = await table(true);
+    const proxy = await startTcpProxy(5432);
+    try {
+      // The defaults' ratio (30 s query timeout, 60 s deadline), scaled down.
+      const s = sink(t, uniqueName('stall'), { queryTimeoutMs: 1000, retryDeadlineMs: 2000, commitTimeoutMs: 8000, connection: `postgres://postgres@127.0.0.1:${proxy.port}/test` });
+      const w = s.createWriter(sinkCtx());
+      const c = s.createCommitter(sinkCtx());
+      w.write(rows(0, 2), ts(2));
+      const list = w.prepareCommit(1);
+      // The answer to the COMMIT, and everything after it on that connection, never comes back.
+      let stalled: number | undefined;
+      proxy.holdWhen = (direction, chunk, connection) => {
+        if (direction === 'up' && stalled === undefined && chunk.includes('COMMIT\0')) stalled = connection;
+        return direction === 'down' && connection === stalled;
+      };
+      const accepted = proxy.accepted;
+      await c.commit(list);
+      expect(stalled).toBeDefined();
+      expect(proxy.accepted).toBeGreaterThan(accepted); // retried on a new connection
+      expect(await sql(SHARED_URL, `SELECT id FROM ${t} ORDER BY id`)).toEqual([{ id: 0 }, { id: 1 }]);
+      await c.close?.();
+    } finally {
+      await proxy.close();
+    }
+  }, 30_000);
 
   it('an unreachable server fails the commit after bounded retries, naming host and port', async () => {
     const port = await freePort();
