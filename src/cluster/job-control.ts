@@ -30,6 +30,8 @@ export interface CheckpointStatsView {
   readonly history: readonly CheckpointHistoryEntry[];
   /** Checkpoints in flight now. */
   readonly inProgress: readonly CheckpointHistoryEntry[];
+  /** Checkpoints ended by outcome, ever: `history` is thinned past its bound, these never go down. */
+  readonly ended: { readonly completed: number; readonly failed: number };
   /** The last restore (of this run), and how many restores there were (Flink's counts.restored). */
   readonly restored: { readonly id: number; readonly path: string; readonly at: number; readonly isSavepoint: boolean; readonly count: number } | undefined;
   readonly config: CheckpointConfig;

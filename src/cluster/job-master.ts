@@ -246,7 +246,7 @@ export class JobMaster implements JobControl {
 
   checkpointStats(): CheckpointStatsView {
     const inProgress = this.stats.entries().filter((e) => e.status === 'IN_PROGRESS').map(toHistoryEntry);
-    return { history: this.history.all(), inProgress, restored: this.stats.lastRestore, config: this.spec.checkpointConfig, stateBackend: this.spec.stateBackend };
+    return { history: this.history.all(), inProgress, ended: { completed: this.history.completedCount, failed: this.history.failedCount }, restored: this.stats.lastRestore, config: this.spec.checkpointConfig, stateBackend: this.spec.stateBackend };
   }
 
   metrics(): JobMetricsView {

@@ -111,7 +111,8 @@ export function checkpointingStatistics(v: CheckpointStatsView, vertices: readon
   for (const e of [...v.inProgress].sort((a, b) => b.id - a.id)) history.push(checkpointStatistics(e, vertices));
   for (let i = all.length - 1; i >= 0 && history.length < limit; i--) history.push(checkpointStatistics(all[i]!, vertices));
   return {
-    counts: { restored: v.restored?.count ?? 0, total: all.length + v.inProgress.length, in_progress: v.inProgress.length, completed: completed.length, failed: failed.length },
+    // From the counters, not the history kept in memory: thinned past its bound, counts from it went down.
+    counts: { restored: v.restored?.count ?? 0, total: v.ended.completed + v.ended.failed + v.inProgress.length, in_progress: v.inProgress.length, completed: v.ended.completed, failed: v.ended.failed },
     summary: {
       state_size: statsSummary(completed.map((e) => e.stateSize)),
       checkpointed_size: statsSummary(completed.map((e) => e.checkpointedSize)),

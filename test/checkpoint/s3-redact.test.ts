@@ -1,6 +1,7 @@
 /** Messages about S3 never carry the user:password part of a URL, however many URLs they hold. */
 import { describe, expect, it } from 'vitest';
 import { parseS3Reference, redactUrl } from '../../src/checkpoint/s3/settings.ts';
+import { settingsConflict } from '../../src/checkpoint/settings-conflict.ts';
 
 describe('redactUrl', () => {
   it('blanks every user:password part, and leaves URLs without one alone', () => {
@@ -20,5 +21,20 @@ describe('redactUrl', () => {
   it('an S3 location with key:secret@ in it is refused without echoing the secret (before: named whole in the error, and so in a deployment\'s events)', () => {
     expect(() => parseS3Reference('s3://AKIAEXAMPLE:s3cr3t@my-bucket/out')).toThrow('s3://***@my-bucket/out: an S3 location must not carry credentials (use the AWS credential chain: AWS_ACCESS_KEY_ID, profiles)');
     expect(() => parseS3Reference('http://k:s3cr3t@host/x')).toThrow('not an S3 location (s3://bucket/prefix): "http://***@host/x"');
+  });
+});
+
+describe('checkpoint and savepoint directories with credentials', () => {
+  it('are refused wherever they are set, the secret never echoed (before: --savepoint-dir took one, and GET /jobs/:id showed it to anyone)', () => {
+    const secret = 'wJalrXUtnFEMIK7MDENGbPxRfiCYEXAMPLEKEY';
+    for (const field of ['dir', 'savepointDir'] as const) {
+      const message = settingsConflict({ checkpoint: { [field]: `s3://AKIAEXAMPLE:${secret}@my-bucket/sp` } }, 'flags');
+      expect(message).toMatch(/without credentials in it \(use the AWS credential chain/);
+      expect(message).toContain('s3://***@my-bucket/sp');
+      expect(message).not.toContain(secret);
+    }
+    expect(settingsConflict({ checkpoint: { savepointDir: 's3://my-bucket/sp' } }, 'flags')).toBeUndefined();
+    expect(settingsConflict({ checkpoint: { savepointDir: '/var/sp/a@b' } }, 'flags')).toBeUndefined();
+    expect(settingsConflict({ checkpoint: { savepointDir: `gs://k:${secret}@b/x` } }, 'flags')).not.toContain(secret);
   });
 });

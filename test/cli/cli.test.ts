@@ -207,6 +207,10 @@ describe.concurrent('weir run: bad flags', () => {
     expect(s3.code).toBe(2);
     expect(oneLineError(s3)).toMatch(/^flags \(S3\): S3 endpoint must not carry credentials/);
     expect(s3.stderr).not.toContain('s3cr3t');
+    // Before: taken, and GET /jobs/:id showed key and secret to anyone who could read the API.
+    const sp = await weir('run', 'examples/word-count.ts', '--savepoint-dir', 's3://AKIA:s3cr3t@my-bucket/sp');
+    expect(sp.code).toBe(2);
+    expect(oneLineError(sp)).toBe('--savepoint-dir expects a local path or s3://... without credentials in it (use the AWS credential chain: AWS_ACCESS_KEY_ID, profiles), got "s3://***@my-bucket/sp"');
   });
 
   it('--parallelism 0', async () => {

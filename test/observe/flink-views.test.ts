@@ -24,8 +24,8 @@ function entry(id: number, over: Partial<CheckpointHistoryEntry> = {}): Checkpoi
   };
 }
 
-function view(history: CheckpointHistoryEntry[]): CheckpointStatsView {
-  return { history, inProgress: [], restored: undefined, config: DEFAULT_CHECKPOINT_CONFIG, stateBackend: 'heap' };
+function view(history: CheckpointHistoryEntry[], ended = { completed: history.filter((e) => e.status === 'COMPLETED').length, failed: history.filter((e) => e.status === 'FAILED').length }): CheckpointStatsView {
+  return { history, inProgress: [], ended, restored: undefined, config: DEFAULT_CHECKPOINT_CONFIG, stateBackend: 'heap' };
 }
 
 function subtask(s: number, bp: number, busy: number): SubtaskMetricsView {
@@ -107,6 +107,9 @@ describe('checkpoint views in Flink shape', () => {
     expect(hist.failedCount).toBe(6); // before: counted from the entries in memory, 5
     expect(hist.completedCount).toBe(n - 6);
     expect(hist.lastCompleted?.id).toBe(n);
+    // The REST counts too (before: from the entries in memory, 600,004 completed shown as 37,501).
+    const counts = (checkpointingStatistics(view([...hist.all()], { completed: hist.completedCount, failed: hist.failedCount }), VERTICES, 10) as { counts: Record<string, number> }).counts;
+    expect(counts).toMatchObject({ completed: n - 6, failed: 6, total: n, in_progress: 0 });
     const trend = checkpointTrend(view([...hist.all()]));
     expect(trend.id!.length).toBeLessThanOrEqual(MAX_TREND_POINTS + 1);
     expect(trend.id!.at(-1)).toBe(n);

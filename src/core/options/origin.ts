@@ -1,5 +1,6 @@
 /** Where a value came from, and a refused value's message worded for that place. */
 import type { Option } from './option.ts';
+import { redactUserinfo } from './text.ts';
 import type { Dialect, Problem } from './value-type.ts';
 
 export type Origin =
@@ -22,7 +23,7 @@ export function dialectOf(origin: Origin): Dialect {
  */
 export function refusal(o: Option, origin: Origin, p: Problem): string {
   if (origin.kind === 'flag') {
-    return 'reason' in p ? `${origin.flag}: ${p.reason}` : `${origin.flag} expects ${p.expected}, got ${JSON.stringify(origin.text)}`;
+    return 'reason' in p ? `${origin.flag}: ${p.reason}` : `${origin.flag} expects ${p.expected}, got ${JSON.stringify(redactUserinfo(origin.text))}`;
   }
   const subject = origin.kind === 'file' ? `${origin.path}: "${origin.key}": ${o.label}` : `${origin.where}: ${o.label}`;
   return 'reason' in p ? `${subject}: ${p.reason}` : `${subject} must be ${p.expected}, got ${p.got}`;

@@ -33,6 +33,14 @@ const FILE_URI = /^file:\/\/([^/]*)/i;
  * relative local directory named after it ("./s3a:/bucket/..."), its checkpoints kept on the
  * machine and looked for elsewhere. A file URI naming another host is refused for the same reason.
  */
+/** The user:password@ part of a URL's authority. */
+const USERINFO = /\/\/[^/@\s]*@/;
+
+/** `text` with every URL's user:password@ part blanked, for messages that echo a value. */
+export function redactUserinfo(text: string): string {
+  return text.replace(new RegExp(USERINFO.source, 'g'), '//***@');
+}
+
 export function path(metavar = 'DIR', remote: readonly string[] = []): ValueType<string> {
   const expected = remote.length === 0 ? 'a local path' : `a local path or ${oneOf(remote.map((s) => `${s}://...`))}`;
   const hint = remote.includes('s3') ? ' (s3a:// and s3p:// are written s3:// here)' : '';
@@ -52,7 +60,9 @@ export function path(metavar = 'DIR', remote: readonly string[] = []): ValueType
     check: (v) => {
       if (typeof v !== 'string' || v.trim() === '') return { expected: 'a non-empty path', got: shown(v) };
       const scheme = SCHEME.exec(v)?.[1];
-      if (scheme !== undefined && !remote.includes(scheme)) return { expected: expected + hint, got: shown(v) };
+      if (scheme !== undefined && !remote.includes(scheme)) return { expected: expected + hint, got: shown(redactUserinfo(v)) };
+      // A key and secret in the URL would be shown by the REST API and in storage errors.
+      if (scheme !== undefined && USERINFO.test(v)) return { expected: `${expected} without credentials in it (use the AWS credential chain: AWS_ACCESS_KEY_ID, profiles)`, got: shown(redactUserinfo(v)) };
       return undefined;
     },
     show: (v) => v,
