@@ -271,6 +271,7 @@ export function planRestore(m: CheckpointMetadata, dir: string, graph: RestoreTa
       // (its owner; before owners were recorded, the holder). Dealt by owner: see below.
       const committablesOf: { readonly c: unknown; readonly owner: number }[][] = [];
       const sinkIdentity = inlines.find((i) => i?.sinkIdentity !== undefined)?.sinkIdentity;
+      const stateLayout = inlines.find((i) => i?.stateLayout !== undefined)?.stateLayout;
       inlines.forEach((i, oldIndex) => {
         if (i === undefined) return;
         for (const [name, l] of Object.entries(i.lists ?? {})) {
@@ -334,6 +335,7 @@ export function planRestore(m: CheckpointMetadata, dir: string, graph: RestoreTa
           }
         }
         if (sinkIdentity !== undefined) inline.sinkIdentity = sinkIdentity;
+        if (stateLayout !== undefined) inline.stateLayout = stateLayout;
         // An incremental chain goes as its files in order (base first); chains of several old
         // subtasks hold disjoint key groups, so they go one after the other.
         const keyedFiles = old.subtasks

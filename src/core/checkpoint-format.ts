@@ -107,6 +107,8 @@ export interface InlineOperatorState {
   committableOwners?: number[];
   /** Sinks: the sink's identity (TwoPhaseCommitSink.identity) when the checkpoint was taken. */
   sinkIdentity?: string;
+  /** Window operators: how their keyed state is laid out (runtime/operators/state-layout.ts); the same in every subtask. */
+  stateLayout?: string;
 }
 
 /** Channel state a subtask replays on restore (see runtime/checkpointing/channel-state-restore.ts). */

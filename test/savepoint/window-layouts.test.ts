@@ -75,3 +75,28 @@ describe('sliding windows: panes and whole windows across a savepoint', () => {
     expect(both).toEqual(allWindows());
   });
 });
+
+describe('windows whose state cannot carry over to the restored job', () => {
+  const WINDOWS = fixture('savepoint-windows.ts');
+
+  async function savepointOf(windowMs: number): Promise<string> {
+    const out = tmp.fresh('out');
+    const h = await start(WINDOWS, { workers: 1, parallelism: 2, args: [out, '100000', '2000', String(windowMs)] });
+    await waitRunning(h);
+    await sleep(500);
+    const sp = await stopWithSavepoint(h, tmp.fresh('sp'));
+    expect((await h.result).status).toBe('FINISHED');
+    return sp;
+  }
+
+  it('another window size is refused before the operator opens, naming both layouts (before: open windows rebuilt with the new size, dropped as fired without firing)', async () => {
+    const sp = await savepointOf(1000);
+    const r = await runJob(WINDOWS, { workers: 1, parallelism: 2, args: [tmp.fresh('out'), '3000', '0', '300'], from: sp, stdout: () => {}, log: () => {} });
+    expect(r.status).toBe('FAILED');
+    expect(r.error?.code).toBe('RESTORE');
+    expect(r.error?.message).toContain('operator "windows": the snapshot keeps its state as event-time tumbling windows of 1000 ms (offset 0 ms) holding aggregate contents, this job as event-time tumbling windows of 300 ms (offset 0 ms) holding aggregate contents; it cannot carry over');
+    // The same windows restore.
+    const same = await runJob(WINDOWS, { workers: 1, parallelism: 2, args: [tmp.fresh('out'), '3000', '0', '1000'], from: sp, stdout: () => {}, log: () => {} });
+    expect(same.status, same.error?.message).toBe('FINISHED');
+  });
+});

@@ -28,6 +28,8 @@ import { copyValue } from '../../core/copy.ts';
 import { checkCombined, collectReturned } from './basic.ts';
 import { KeyedOperator } from './keyed.ts';
 import type { WindowContents } from './window.ts';
+import { checkStateLayout } from './state-layout.ts';
+import type { InlineOperatorState } from '../../core/checkpoint-format.ts';
 
 export interface CountWindowSpec {
   readonly size: number;
@@ -68,6 +70,20 @@ export class CountWindowOperator extends KeyedOperator {
         op.output.emitSide(tag.id, value, op.outTs);
       },
     };
+  }
+
+  /** A count window's state: [count, accumulator, ts] when tumbling, its last records when sliding (state-layout.ts). */
+  private stateLayout(): string {
+    return `${this.spec.slide === undefined ? 'tumbling' : 'sliding'} count windows holding ${this.spec.contents.kind} contents`;
+  }
+
+  override restoreInline(state: InlineOperatorState): void {
+    super.restoreInline(state);
+    checkStateLayout(this.env.taskInfo.operatorName, state.stateLayout, this.stateLayout());
+  }
+
+  override snapshotInline(checkpointId: number): InlineOperatorState | undefined {
+    return { ...super.snapshotInline(checkpointId), stateLayout: this.stateLayout() };
   }
 
   protected override userFunctionContext(): unknown {

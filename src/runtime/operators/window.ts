@@ -29,6 +29,8 @@ import type { KeySelectorFn } from '../../core/partitioning.ts';
 import { KeyedOperator } from './keyed.ts';
 import { checkCombined, collectReturned } from './basic.ts';
 import { PANE_STATE_PREFIX, PaneWindows } from './window-panes.ts';
+import { checkStateLayout } from './state-layout.ts';
+import type { InlineOperatorState } from '../../core/checkpoint-format.ts';
 
 /** How a window's contents are kept: a running reduce, an aggregate accumulator, or all elements. */
 export type WindowContents =
@@ -83,6 +85,19 @@ function startIn(name: string, prefix: string): number | undefined {
   return rest !== '' && Number.isSafeInteger(start) ? start : undefined;
 }
 
+/**
+ * How the operator's windows are kept (state-layout.ts): window-major windows by their start,
+ * so their size, slide and offset; windows kept per key carry their own bounds, so only the
+ * time domain. And what a window holds, by the kind of window function.
+ */
+export function windowStateLayout(a: WindowAssigner, contents: WindowContents['kind']): string {
+  if (a.eventTime && a.kind !== 'session') {
+    const every = a.kind === 'sliding' ? ` every ${a.slide} ms` : '';
+    return `event-time ${a.kind} windows of ${a.size} ms${every} (offset ${a.offset} ms) holding ${contents} contents`;
+  }
+  return `${a.eventTime ? 'event' : 'processing'}-time windows kept per key holding ${contents} contents`;
+}
+
 export class WindowOperator extends KeyedOperator {
   private windows!: ValueState<Entry[]>;
   private readonly starts: number[] = [];
@@ -126,6 +141,15 @@ export class WindowOperator extends KeyedOperator {
     if (spec.assigner.kind === 'session' && spec.contents.kind === 'aggregate' && typeof spec.contents.aggregate.merge !== 'function') {
       throw new TypeError('session windows with aggregate() need an AggregateFunction with a merge(a, b) method');
     }
+  }
+
+  override restoreInline(state: InlineOperatorState): void {
+    super.restoreInline(state);
+    checkStateLayout(this.env.taskInfo.operatorName, state.stateLayout, windowStateLayout(this.spec.assigner, this.spec.contents.kind));
+  }
+
+  override snapshotInline(checkpointId: number): InlineOperatorState | undefined {
+    return { ...super.snapshotInline(checkpointId), stateLayout: windowStateLayout(this.spec.assigner, this.spec.contents.kind) };
   }
 
   /** Window functions open with the plain runtime context (their keyed state is per window, through the context). */
