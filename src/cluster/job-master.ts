@@ -115,6 +115,8 @@ export class JobMaster implements JobControl {
   private readonly started: number;
   private jobIdValue = randomBytes(16).toString('hex');
   private state: JobState = 'INITIALIZING';
+  /** When the job reached its end state (FINISHED, FAILED, CANCELED): its duration stops there. */
+  private endedAt: number | undefined;
   private attempts = 0;
   private current: Attempt | undefined;
   private restoredFrom: CompletedCheckpointRef | undefined;
@@ -216,7 +218,7 @@ export class JobMaster implements JobControl {
   overview(): Record<string, unknown> {
     const c = this.spec.checkpointConfig;
     return {
-      jid: this.jobId, name: this.jobName, state: this.state, 'start-time': this.started, duration: this.spec.clock.now() - this.started,
+      jid: this.jobId, name: this.jobName, state: this.state, 'start-time': this.started, 'end-time': this.endedAt ?? -1, duration: (this.endedAt ?? this.spec.clock.now()) - this.started,
       attempt: this.attempts - 1,
       // Records counted per task and operator (metrics.record-counters.enabled); false: numRecordsIn/Out absent.
       recordCounters: this.recordCounters,
@@ -379,6 +381,7 @@ export class JobMaster implements JobControl {
       signal?.removeEventListener('abort', onAbort);
     }
     this.state = outcome.status;
+    this.endedAt = this.spec.clock.now();
     await this.cleanupOnEnd(outcome.status);
     const error = outcome.status === 'FAILED' ? outcome.error : undefined;
     const progress = this.current?.progress() ?? NO_PROGRESS;

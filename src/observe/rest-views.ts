@@ -45,7 +45,7 @@ export function jobSummary(job: JobControl): Record<string, unknown> {
     counts[k]!++;
   }
   counts['total'] = vertices.reduce((a, v) => a + v.parallelism, 0);
-  return { jid: job.jobId, name: job.jobName, state, 'start-time': job.startedAt, 'end-time': -1, duration: o['duration'], 'last-modification': Date.now(), tasks: counts };
+  return { jid: job.jobId, name: job.jobName, state, 'start-time': job.startedAt, 'end-time': o['end-time'] ?? -1, duration: o['duration'], 'last-modification': Date.now(), tasks: counts };
 }
 
 export function vertexJson(job: JobControl, v: VertexInfo): Record<string, unknown> {
@@ -95,8 +95,9 @@ function findVertex(job: JobControl, vid: string): VertexInfo | undefined {
 export function getView(job: JobControl, parts: readonly string[], query: URLSearchParams): View | undefined {
   const p = parts.join('/');
   if (p === 'overview') {
-    const running = ['RUNNING', 'RESTARTING', 'INITIALIZING'].includes(String(job.overview()['state'])) ? 1 : 0;
-    return ok({ taskmanagers: 1, 'slots-total': job.vertices().reduce((a, v) => Math.max(a, v.parallelism), 0), 'slots-available': 0, 'jobs-running': running, 'jobs-finished': 1 - running, 'jobs-cancelled': 0, 'jobs-failed': 0, 'flink-version': 'weir', 'flink-commit': '' });
+    const state = String(job.overview()['state']);
+    const is = (s: string) => (state === s ? 1 : 0);
+    return ok({ taskmanagers: 1, 'slots-total': job.vertices().reduce((a, v) => Math.max(a, v.parallelism), 0), 'slots-available': 0, 'jobs-running': 1 - is('FINISHED') - is('CANCELED') - is('FAILED'), 'jobs-finished': is('FINISHED'), 'jobs-cancelled': is('CANCELED'), 'jobs-failed': is('FAILED'), 'flink-version': 'weir', 'flink-commit': '' });
   }
   if (p === 'config') return ok({ 'refresh-interval': 2000, 'timezone-name': Intl.DateTimeFormat().resolvedOptions().timeZone, 'timezone-offset': -new Date().getTimezoneOffset() * 60_000, 'flink-version': 'weir', features: { 'web-submit': false, 'web-cancel': true } });
   if (p === 'jobs/overview') return ok({ jobs: [jobSummary(job)] });

@@ -5,7 +5,7 @@ import { DEFAULT_CHECKPOINT_CONFIG } from '../../src/checkpoint/config.ts';
 import type { CheckpointStatsView } from '../../src/cluster/job-control.ts';
 import type { SubtaskMetricsView } from '../../src/cluster/metric-store.ts';
 import { checkpointConfigJson, checkpointingStatistics, checkpointTrend, MAX_TREND_POINTS, statsSummary, subtaskDetails } from '../../src/observe/flink-checkpoints.ts';
-import { getView, vertexJson } from '../../src/observe/rest-views.ts';
+import { getView, jobSummary, vertexJson } from '../../src/observe/rest-views.ts';
 import { aggregatedJson, backpressureJson, backpressureLevel, parseRanges } from '../../src/observe/flink-metrics.ts';
 import { escapeLabel, metricName, prometheusText } from '../../src/observe/prometheus.ts';
 
@@ -189,5 +189,27 @@ describe('vertex views', () => {
     const sub = (i: number) => ({ vertex: 0, subtask: i, state: 'running', metrics: { accumulatedBusyTime: 100 + i, accumulatedIdleTime: 200 + i, accumulatedBackPressuredTime: 300 + i }, operators: [] });
     const job = { jobId: 'j1', vertices: () => [v], metrics: () => ({ recordCounters: true, job: {}, subtasks: [sub(0), sub(1)] }) };
     expect((vertexJson(job as never, v).metrics as Record<string, unknown>)).toMatchObject({ 'accumulated-busy-time': 201, 'accumulated-idle-time': 401, 'accumulated-backpressured-time': 601 });
+  });
+});
+
+describe('a job that has ended', () => {
+  it('/overview counts it by how it ended and its summary has its end time (before: always one finished job, end-time -1)', () => {
+    const v = { index: 0, id: 'v0', name: 'src', parallelism: 1, maxParallelism: 128, operators: [], inputs: [] };
+    const job = (state: string, endTime?: number) => ({
+      jobId: 'j1', jobName: 'n', startedAt: 1000, vertices: () => [v],
+      overview: () => ({ state, duration: 500, ...(endTime !== undefined ? { 'end-time': endTime } : {}) }),
+      metrics: () => ({ recordCounters: true, job: {}, subtasks: [] }),
+    });
+    const counts = (state: string) => {
+      const b = getView(job(state) as never, ['overview'], new URLSearchParams())!.body as Record<string, number>;
+      return [b['jobs-running'], b['jobs-finished'], b['jobs-cancelled'], b['jobs-failed']];
+    };
+    expect(counts('RUNNING')).toEqual([1, 0, 0, 0]);
+    expect(counts('RESTARTING')).toEqual([1, 0, 0, 0]);
+    expect(counts('FINISHED')).toEqual([0, 1, 0, 0]);
+    expect(counts('CANCELED')).toEqual([0, 0, 1, 0]);
+    expect(counts('FAILED')).toEqual([0, 0, 0, 1]);
+    expect(jobSummary(job('CANCELED', 1500) as never)).toMatchObject({ state: 'CANCELED', 'start-time': 1000, 'end-time': 1500, duration: 500 });
+    expect(jobSummary(job('RUNNING') as never)['end-time']).toBe(-1);
   });
 });
