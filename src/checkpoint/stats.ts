@@ -63,11 +63,11 @@ export class CheckpointStatsTracker {
   acknowledged(id: number, ack: TaskAck, at: number): void {
     const e = this.history.get(id);
     if (e === undefined || e.status !== 'IN_PROGRESS' || e.subtasks[ack.task] !== undefined) return;
-    e.subtasks[ack.task] = ack.stats;
-    e.numAcknowledged++;
-    e.latestAckTimestamp = at;
     let reused = 0;
     for (const op of ack.operators) for (const c of op.chain ?? []) if (c.checkpointId !== id) reused += c.size;
+    e.subtasks[ack.task] = reused > 0 ? { ...ack.stats, fullStateSize: ack.stats.stateSize + reused } : ack.stats;
+    e.numAcknowledged++;
+    e.latestAckTimestamp = at;
     e.stateSize += ack.stats.stateSize + reused;
     e.checkpointedSize += ack.stats.stateSize;
   }

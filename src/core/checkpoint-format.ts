@@ -79,7 +79,13 @@ export interface SubtaskCheckpointStats {
   readonly alignmentMs: number;
   /** Barrier creation to its first arrival at this subtask, ms. */
   readonly startDelayMs: number;
+  /** Bytes this checkpoint wrote for the subtask (an incremental one: its delta only). */
   readonly stateSize: number;
+  /**
+   * Bytes of the subtask's whole state: what it wrote and the files of earlier checkpoints its
+   * incremental chain reuses (set by the coordinator's statistics; absent: stateSize, a full one).
+   */
+  readonly fullStateSize?: number;
   /** The subtask took this checkpoint unaligned (its barrier overtook in-flight data). */
   readonly unaligned?: boolean;
   /** Bytes of in-flight records stored as channel state (unaligned only). */

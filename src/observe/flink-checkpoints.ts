@@ -42,6 +42,9 @@ function subtaskOfTask(task: string): number {
   return Number(task.split(':')[1]);
 }
 
+/** A subtask's whole state: an incremental checkpoint's stateSize is only what it wrote (its checkpointed size). */
+const fullSize = (s: SubtaskCheckpointStats): number => s.fullStateSize ?? s.stateSize;
+
 function perVertex(e: CheckpointHistoryEntry, vertices: readonly VertexRef[]): Record<string, unknown> {
   const tasks: Record<string, unknown> = {};
   for (const v of vertices) {
@@ -49,7 +52,7 @@ function perVertex(e: CheckpointHistoryEntry, vertices: readonly VertexRef[]): R
     tasks[v.id] = {
       id: v.id, status: e.status,
       latest_ack_timestamp: e.latestAckTimestamp ?? -1,
-      state_size: subs.reduce((a, [, s]) => a + s.stateSize, 0),
+      state_size: subs.reduce((a, [, s]) => a + fullSize(s), 0),
       checkpointed_size: subs.reduce((a, [, s]) => a + s.stateSize, 0),
       end_to_end_duration: e.endToEndDurationMs ?? -1,
       num_subtasks: v.parallelism,
@@ -70,7 +73,7 @@ export function checkpointStatistics(e: CheckpointHistoryEntry, vertices: readon
     trigger_timestamp: e.triggerTimestamp,
     latest_ack_timestamp: e.latestAckTimestamp ?? -1,
     state_size: e.stateSize,
-    // weir's snapshots are full: what a checkpoint writes is its whole state.
+    // What this checkpoint wrote: an incremental one's delta (state_size counts the files it reuses).
     checkpointed_size: e.checkpointedSize,
     end_to_end_duration: e.endToEndDurationMs ?? -1,
     alignment_buffered: 0,
@@ -147,7 +150,7 @@ function subtaskJson(index: number, e: CheckpointHistoryEntry, s: SubtaskCheckpo
     index, status: 'completed',
     ack_timestamp: e.triggerTimestamp + s.startDelayMs + s.alignmentMs + s.syncMs + s.asyncMs,
     end_to_end_duration: s.startDelayMs + s.alignmentMs + s.syncMs + s.asyncMs,
-    state_size: s.stateSize, checkpointed_size: s.stateSize,
+    state_size: fullSize(s), checkpointed_size: s.stateSize,
     checkpoint: { sync: s.syncMs, async: s.asyncMs },
     alignment: { buffered: 0, processed: 0, persisted: s.persistedInFlightBytes ?? 0, duration: s.alignmentMs },
     start_delay: s.startDelayMs,
@@ -170,10 +173,10 @@ export function subtaskDetails(v: CheckpointStatsView, vertex: VertexRef, id: nu
   const stat = (f: (s: SubtaskCheckpointStats) => number) => statsSummary(acked.map(f));
   return {
     id: e.id, status: e.status, latest_ack_timestamp: e.latestAckTimestamp ?? -1,
-    state_size: acked.reduce((a, s) => a + s.stateSize, 0), checkpointed_size: acked.reduce((a, s) => a + s.stateSize, 0),
+    state_size: acked.reduce((a, s) => a + fullSize(s), 0), checkpointed_size: acked.reduce((a, s) => a + s.stateSize, 0),
     end_to_end_duration: e.endToEndDurationMs ?? -1, num_subtasks: vertex.parallelism, num_acknowledged_subtasks: acked.length,
     summary: {
-      state_size: stat((s) => s.stateSize),
+      state_size: stat(fullSize),
       checkpointed_size: stat((s) => s.stateSize),
       end_to_end_duration: stat((s) => s.startDelayMs + s.alignmentMs + s.syncMs + s.asyncMs),
       checkpoint_duration: { sync: stat((s) => s.syncMs), async: stat((s) => s.asyncMs) },

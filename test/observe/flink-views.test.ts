@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { CheckpointHistoryEntry } from '../../src/checkpoint/history.ts';
 import { CheckpointHistory, MAX_HISTORY_ENTRIES, parseEntry } from '../../src/checkpoint/history.ts';
 import { DEFAULT_CHECKPOINT_CONFIG } from '../../src/checkpoint/config.ts';
+import { CheckpointStatsTracker } from '../../src/checkpoint/stats.ts';
 import type { CheckpointStatsView } from '../../src/cluster/job-control.ts';
 import type { SubtaskMetricsView } from '../../src/cluster/metric-store.ts';
 import { checkpointConfigJson, checkpointingStatistics, checkpointTrend, MAX_TREND_POINTS, statsSummary, subtaskDetails } from '../../src/observe/flink-checkpoints.ts';
@@ -211,5 +212,25 @@ describe('a job that has ended', () => {
     expect(counts('FAILED')).toEqual([0, 0, 0, 1]);
     expect(jobSummary(job('CANCELED', 1500) as never)).toMatchObject({ state: 'CANCELED', 'start-time': 1000, 'end-time': 1500, duration: 500 });
     expect(jobSummary(job('RUNNING') as never)['end-time']).toBe(-1);
+  });
+});
+
+describe('incremental checkpoints per vertex and subtask', () => {
+  it('state_size is the whole state (reused chain files included), checkpointed_size what the checkpoint wrote (before: both the delta)', () => {
+    const tracker = new CheckpointStatsTracker();
+    tracker.triggered(4, 'checkpoint', 1000, 2, 0);
+    const stats = (written: number) => ({ syncMs: 1, asyncMs: 2, alignmentMs: 0, startDelayMs: 0, stateSize: written });
+    // Subtask 0 writes a 100-byte delta over its 900-byte base of checkpoint 3; subtask 1 a full 500.
+    tracker.acknowledged(4, { task: '1:0', stats: stats(100), operators: [{ operatorId: 'op', chain: [{ name: 'a', size: 900, checkpointId: 3 }, { name: 'b', size: 100, checkpointId: 4 }] }] } as never, 1100);
+    tracker.acknowledged(4, { task: '1:1', stats: stats(500), operators: [{ operatorId: 'op' }] } as never, 1100);
+    tracker.completed(4, 1200, '/chk/chk-4');
+    const e = { ...tracker.entries().find((x) => x.id === 4)! } as unknown as CheckpointHistoryEntry;
+    const vertex = { index: 1, id: 'agg', parallelism: 2 };
+    const whole = checkpointingStatistics(view([e]), [vertex] as never, 10) as any;
+    expect(whole.latest.completed).toMatchObject({ state_size: 1500, checkpointed_size: 600 });
+    expect(whole.latest.completed.tasks.agg).toMatchObject({ state_size: 1500, checkpointed_size: 600 });
+    const sub = subtaskDetails(view([e]), vertex as never, 4) as any;
+    expect(sub).toMatchObject({ state_size: 1500, checkpointed_size: 600 });
+    expect(sub.subtasks.map((x: any) => [x.state_size, x.checkpointed_size])).toEqual([[1000, 100], [500, 500]]);
   });
 });
