@@ -45,6 +45,12 @@ export interface RedisStreamsSourceOptions<T> {
   readonly connectBudgetMs?: number;
   /** CLIENT SETNAME of the source's connections, to find them in CLIENT LIST (default "weir-source"). */
   readonly clientName?: string;
+  /**
+   * Entries after a split's position that were gone before the reader read them (trimmed by
+   * MAXLEN / MINID while it lagged or the job was down, or deleted with XDEL): 'log' (default)
+   * names them in the log and reads on; 'fail' fails the source naming them (Redis 7).
+   */
+  readonly onGap?: 'log' | 'fail';
 }
 
 export interface RedisStreamSplit extends SourceSplit {
@@ -53,9 +59,17 @@ export interface RedisStreamSplit extends SourceSplit {
   lastId: string;
   /** With stopAt 'latest': the last entry to read; the split ends there. */
   readonly endId?: string;
+  /**
+   * How many entries the stream had been given up to lastId, counting removed ones (Redis 7's
+   * entries-added counter, as a consumer group's entries-read), when the reader knows it: tells
+   * how many entries a trim took past the position, and a stream with fewer entries added is
+   * another one. Checkpoints of older weirs lack it.
+   */
+  entriesRead?: number;
 }
 
-type Entry = [id: string, fields: string[]];
+/** An entry as XREAD returns it; the reader adds its number in the stream (entries-added) when it knows it. */
+type Entry = [id: string, fields: string[], entriesRead?: number];
 
 export class RedisStreamsSource<T = unknown> implements Source<T, RedisStreamSplit> {
   readonly name: string;
@@ -69,6 +83,7 @@ export class RedisStreamsSource<T = unknown> implements Source<T, RedisStreamSpl
   readonly decode: ((fields: Record<string, string>, id: string, stream: string) => T) | undefined;
   readonly batchSize: number;
   readonly blockMs: number;
+  readonly onGap: 'log' | 'fail';
   readonly conn: RedisConnectionOptions;
 
   constructor(options: RedisStreamsSourceOptions<T>) {
@@ -92,6 +107,7 @@ export class RedisStreamsSource<T = unknown> implements Source<T, RedisStreamSpl
     this.decode = options.decode;
     this.batchSize = posInt(options.batchSize ?? 1000, `${where}: batchSize`);
     this.blockMs = posInt(options.blockMs ?? 500, `${where}: blockMs`);
+    this.onGap = oneOf(options.onGap ?? 'log', ['log', 'fail'], `${where}: onGap`);
     this.conn = {
       url: this.url,
       timeoutMs: posInt(options.timeoutMs ?? 10_000, `${where}: timeoutMs`),
@@ -145,8 +161,10 @@ interface SplitState {
   at: number;
   out: SourceOutput<unknown> | undefined;
   done: boolean;
-  /** Whether entries after the split's resumed position were looked for among the deleted (once per split). */
-  gapChecked: boolean;
+  /** entries-added up to fetchedId (see RedisStreamSplit.entriesRead), when known. */
+  fetchedRead: number | undefined;
+  /** The last entry emitted (its number, for the checkpoint). */
+  lastEmitted: Entry | undefined;
 }
 
 class RedisStreamsReader<T> implements SourceReader<T, RedisStreamSplit> {
@@ -166,7 +184,12 @@ class RedisStreamsReader<T> implements SourceReader<T, RedisStreamSplit> {
       if (!isEntryId(s.lastId) || (s.endId !== undefined && !isEntryId(s.endId))) {
         throw new RangeError(`Redis stream "${s.stream}": bad position in the split ${JSON.stringify(s)}`);
       }
-      const st: SplitState = { split: { ...s }, fetchedId: s.lastId, buffer: [], at: 0, out: undefined, done: false, gapChecked: s.lastId === '0-0' };
+      const read = s.entriesRead;
+      if (read !== undefined && !(Number.isSafeInteger(read) && read >= 0)) throw new RangeError(`Redis stream "${s.stream}": bad entriesRead in the split ${JSON.stringify(s)}`);
+      const st: SplitState = {
+        split: { ...s }, fetchedId: s.lastId, buffer: [], at: 0, out: undefined, done: false,
+        fetchedRead: read ?? (s.lastId === '0-0' ? 0 : undefined), lastEmitted: undefined,
+      };
       if (s.endId !== undefined && compareEntryIds(s.lastId, s.endId) >= 0) st.done = true;
       this.splits.add(st);
     }
@@ -201,6 +224,7 @@ class RedisStreamsReader<T> implements SourceReader<T, RedisStreamSplit> {
       if (v !== MALFORMED) o.collect(v as T, entryIdMillis(id));
       n++;
     }
+    if (n > 0) st.lastEmitted = st.buffer[st.at - 1];
     BufferedSplits.dropEmitted(st);
     this.ctx.metrics.addBytesRead(bytes);
     return n;
@@ -241,8 +265,6 @@ class RedisStreamsReader<T> implements SourceReader<T, RedisStreamSplit> {
       this.connect();
       return;
     }
-    const unchecked = [...this.splits.states.values()].filter((st) => !st.gapChecked && !st.done);
-    if (unchecked.length > 0) return this.checkGaps(this.conn, unchecked);
     const keys: string[] = [];
     const ids: string[] = [];
     const n = this.src.batchSize;
@@ -255,10 +277,20 @@ class RedisStreamsReader<T> implements SourceReader<T, RedisStreamSplit> {
     if (keys.length === 0) return;
     this.inFlight = true;
     const conn = this.conn;
-    (conn.xread('COUNT', n, 'BLOCK', this.src.blockMs, 'STREAMS', ...keys, ...ids) as Promise<[string, Entry[]][] | null>)
-      .then((res) => {
+    // Each stream's XINFO goes just before the XREAD, in the same round trip: what was removed
+    // after a position before the XREAD ran is what the XREAD skipped without a word (gapBefore).
+    const p = conn.pipeline();
+    for (const k of keys) p.xinfo('STREAM', k);
+    p.xread('COUNT', n, 'BLOCK', this.src.blockMs, 'STREAMS', ...keys, ...ids);
+    p.exec()
+      .then((replies) => {
+        const [err, reply] = replies?.[keys.length] ?? [new Error('no reply to XREAD'), null];
+        if (err) throw err;
+        return [replies!, reply as [string, Entry[]][] | null] as const;
+      })
+      .then(([replies, res]) => {
         if (this.closed) return;
-        if (res !== null) for (const [key, entries] of res) this.received(key, entries);
+        if (res !== null) for (const [key, entries] of res) this.received(key, entries, streamInfo(replies[keys.indexOf(key)]));
         // A bounded split's stream that answered nothing has nothing after our position: its end
         // entry was deleted or trimmed (later entries get higher ids), so the split is done.
         // Before, it waited for an entry past its end forever and the job never finished.
@@ -280,48 +312,6 @@ class RedisStreamsReader<T> implements SourceReader<T, RedisStreamSplit> {
         this.error = redisError(this.src.label, `XREAD of streams ${keys.map((k) => `"${k}"`).join(', ')}`, e, this.src.url);
         this.ctx.wake();
       });
-  }
-
-  /**
-   * A split resumed from a checkpoint reads on after its position, and XREAD skips what the
-   * stream's limits (MAXLEN, MINID) or XDEL removed meanwhile without a word. Asked once per
-   * split (XINFO STREAM, Redis 7): a first entry past the position (trimmed), or a deleted entry
-   * past it, is named in the log, as the JetStream source names sequences that are gone.
-   */
-  private checkGaps(conn: Redis, states: SplitState[]): void {
-    this.inFlight = true;
-    const p = conn.pipeline();
-    for (const st of states) p.xinfo('STREAM', st.split.stream);
-    p.exec().then((res) => {
-      this.inFlight = false;
-      if (this.closed) return;
-      states.forEach((st, i) => {
-        st.gapChecked = true;
-        const [err, info] = res?.[i] ?? [null, undefined];
-        if (err || !Array.isArray(info)) return; // a missing stream: the XREAD path says so
-        const field = (name: string): string | undefined => {
-          const at = info.indexOf(name);
-          const v: unknown = at >= 0 ? info[at + 1] : undefined;
-          return typeof v === 'string' && isEntryId(v) ? v : undefined;
-        };
-        // XDEL records the highest id it removed; trimming moves the first entry past removed ones.
-        const maxDeleted = field('max-deleted-entry-id');
-        const first = field('recorded-first-entry-id');
-        const where = `stream "${st.split.stream}"`;
-        if (first !== undefined && compareEntryIds(first, st.fetchedId) > 0) {
-          this.ctx.log(`${where}: its entries up to the position ${st.fetchedId} were trimmed (the oldest is now ${first}); entries between them, if there were any, were removed before this reader read them`);
-        } else if (maxDeleted !== undefined && compareEntryIds(maxDeleted, st.fetchedId) > 0) {
-          this.ctx.log(`${where}: entries after the position ${st.fetchedId} were deleted before this reader read them (the last deleted ${maxDeleted})`);
-        }
-      });
-      this.fetch();
-      this.ctx.wake();
-    }, (e) => {
-      this.inFlight = false;
-      if (this.closed) return;
-      this.error = redisError(this.src.label, `XINFO STREAM of streams ${states.map((st) => `"${st.split.stream}"`).join(', ')}`, e, this.src.url);
-      this.ctx.wake();
-    });
   }
 
   /**
@@ -361,7 +351,7 @@ class RedisStreamsReader<T> implements SourceReader<T, RedisStreamSplit> {
     });
   }
 
-  private received(key: string, entries: Entry[]): void {
+  private received(key: string, entries: Entry[], info: StreamInfo | 'missing' | undefined): void {
     const st = this.splits.states.get(key);
     if (st === undefined) return;
     const problem = entriesProblem(entries);
@@ -370,6 +360,8 @@ class RedisStreamsReader<T> implements SourceReader<T, RedisStreamSplit> {
       return;
     }
     if (entries.length === 0) return;
+    this.gapBefore(st, entries, info);
+    if (this.error !== undefined) return;
     const endId = st.split.endId;
     let take = entries;
     if (endId !== undefined) {
@@ -380,6 +372,7 @@ class RedisStreamsReader<T> implements SourceReader<T, RedisStreamSplit> {
     }
     if (take.length === 0) return;
     st.fetchedId = take[take.length - 1]![0];
+    st.fetchedRead = take[take.length - 1]![2];
     if (st.at >= st.buffer.length) {
       st.buffer = take;
       st.at = 0;
@@ -414,8 +407,79 @@ class RedisStreamsReader<T> implements SourceReader<T, RedisStreamSplit> {
     });
   }
 
+  /**
+   * Whether entries between the split's position and what XREAD returned were removed before
+   * the XREAD ran (XINFO STREAM of just before it, Redis 7: a first entry past the position is a
+   * trim, a deleted id past it an XDEL), named in the log as the JetStream source names the
+   * sequences that are gone, or failing the reader with onGap 'fail'. Numbers the entries (the
+   * stream's entries-added count) while it can: a trim up to the position takes nothing from the
+   * reader and is not reported. One check per XREAD reply, a loop over its entries only to number
+   * them. A fresh split at 0-0 reads from whatever is left: nothing is reported for it.
+   */
+  private gapBefore(st: SplitState, entries: Entry[], info: StreamInfo | 'missing' | undefined): void {
+    const pos = st.fetchedId;
+    const read = st.fetchedRead;
+    const first = entries[0]![0];
+    const last = entries[entries.length - 1]![0];
+    let firstRead: number | undefined;
+    let numbered = false;
+    let line: string | undefined;
+    let certain = false;
+    if (info === 'missing') {
+      // The stream did not exist before this XREAD: a fresh split reads it from its first entry.
+      if (pos === '0-0' && read === 0) firstRead = 1;
+      numbered = firstRead !== undefined;
+    } else if (info !== undefined) {
+      const trimmed = info.length === 0 ? compareEntryIds(info.lastGenerated, pos) > 0 : compareEntryIds(info.first, pos) > 0;
+      const deleted = compareEntryIds(info.maxDeleted, pos) > 0;
+      // No entry between the first returned and the last was deleted before: numbered one by one.
+      numbered = compareEntryIds(info.maxDeleted, first) < 0;
+      if (!trimmed && !deleted) {
+        firstRead = read === undefined ? undefined : read + 1;
+      } else {
+        // The first entry returned is the stream's first (or new since an emptied stream): its
+        // number is entries-added less what is there (no XDEL hole among them).
+        if (info.length === 0) firstRead = info.entriesAdded + 1;
+        else if (first === info.first && compareEntryIds(info.maxDeleted, info.first) < 0) firstRead = info.entriesAdded - info.length + 1;
+        const where = `stream "${st.split.stream}"`;
+        if (pos === '0-0') {
+          // A fresh start reads from the oldest entry left.
+        } else if (trimmed && firstRead !== undefined && read !== undefined) {
+          const gone = firstRead - read - 1;
+          if (gone > 0) {
+            line = `${where}: ${gone} entr${gone === 1 ? 'y' : 'ies'} after the position ${pos}, before ${first}, ${gone === 1 ? 'is' : 'are'} gone (removed by the stream's limits or deleted before this reader read them)`;
+            certain = true;
+          }
+        } else if (trimmed) {
+          line = `${where}: its entries up to the position ${pos} were trimmed (the oldest is now ${info.length === 0 ? first : info.first}); entries between them, if there were any, were removed before this reader read them`;
+        } else if (compareEntryIds(info.maxDeleted, last) < 0) {
+          line = `${where}: entries after the position ${pos} were deleted before this reader read them (the last deleted ${info.maxDeleted})`;
+          certain = true;
+        }
+      }
+    }
+    if (firstRead !== undefined && numbered) {
+      for (let i = 0; i < entries.length; i++) entries[i]![2] = firstRead + i;
+    }
+    // The stream's last entry is its entries-added'th, holes or not.
+    if (typeof info === 'object' && last === info.lastGenerated) entries[entries.length - 1]![2] = info.entriesAdded;
+    if (line === undefined) return;
+    if (certain && this.src.onGap === 'fail') {
+      this.error = new WeirError('CONNECTOR', `Redis at ${this.src.label}: ${line}; onGap is 'fail' (with 'log' the source reads on after them)`);
+      return;
+    }
+    this.ctx.log(line);
+  }
+
   snapshotSplits(): RedisStreamSplit[] {
-    return [...this.splits.states.values()].map((s) => ({ ...s.split }));
+    return [...this.splits.states.values()].map((s) => {
+      const e = s.lastEmitted;
+      if (e !== undefined && e[0] === s.split.lastId) {
+        if (e[2] !== undefined) s.split.entriesRead = e[2];
+        else delete s.split.entriesRead;
+      }
+      return { ...s.split };
+    });
   }
 
   close(): void {
@@ -426,6 +490,36 @@ class RedisStreamsReader<T> implements SourceReader<T, RedisStreamSplit> {
 }
 
 const MALFORMED = Symbol('malformed');
+
+/** What the reader uses of XINFO STREAM (Redis 7). */
+interface StreamInfo {
+  readonly length: number;
+  /** The first entry's id (recorded-first-entry-id: trims and XDEL move it on; 0-0 when empty). */
+  readonly first: string;
+  readonly lastGenerated: string;
+  /** The highest id XDEL removed (trims leave it). */
+  readonly maxDeleted: string;
+  /** Entries ever added, removed ones counted. */
+  readonly entriesAdded: number;
+}
+
+/** XINFO STREAM's fields from a pipeline reply: 'missing' for no such key, undefined for another error or a server before Redis 7. */
+export function streamInfo(reply: [Error | null, unknown] | undefined): StreamInfo | 'missing' | undefined {
+  const [err, info] = reply ?? [null, undefined];
+  if (err) return /no such key/i.test(err.message) ? 'missing' : undefined;
+  if (!Array.isArray(info)) return undefined;
+  const field = (name: string): unknown => {
+    const at = info.indexOf(name);
+    return at >= 0 && at % 2 === 0 ? info[at + 1] : undefined;
+  };
+  const length = field('length');
+  const first = field('recorded-first-entry-id');
+  const lastGenerated = field('last-generated-id');
+  const maxDeleted = field('max-deleted-entry-id');
+  const entriesAdded = field('entries-added');
+  if (typeof length !== 'number' || typeof entriesAdded !== 'number' || !isEntryId(first) || !isEntryId(lastGenerated) || !isEntryId(maxDeleted)) return undefined;
+  return { length, first, lastGenerated, maxDeleted, entriesAdded };
+}
 
 function oneOf<V extends string>(v: unknown, allowed: readonly V[], what: string): V {
   if (!(allowed as readonly unknown[]).includes(v)) throw new RangeError(`${what} must be ${allowed.map((a) => `"${a}"`).join(' or ')}, got ${JSON.stringify(v)}`);

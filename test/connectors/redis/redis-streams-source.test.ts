@@ -343,3 +343,83 @@ describe('RedisStreamsSource restored with other streams', () => {
     }
   }, 90_000);
 });
+
+/** A reader driven by hand: what it emitted, its log lines, and polls until `until` holds, the split ends, it fails or `ms` pass. */
+function handReader(src: RedisStreamsSource<{ i: number }>, splits: RedisStreamSplit[]) {
+  const got: number[] = [];
+  const logs: string[] = [];
+  let wake: () => void = () => {};
+  const reader = src.createReader(readerContext({ wake: () => wake(), log: (l) => void logs.push(l) }));
+  reader.addSplits(splits);
+  const out: ReaderOutput<{ i: number }> = { collect: (v) => void got.push(v.i), malformed: () => { throw new Error('unexpected'); }, forSplit: () => out, splitFinished: () => {} };
+  const drive = async (until: () => boolean, max = 100, ms = 10_000): Promise<Error | undefined> => {
+    const deadline = Date.now() + ms;
+    try {
+      while (Date.now() < deadline && !until()) {
+        const st = reader.poll(out, max);
+        if (st === 'end') break;
+        if (st === 'wait') await new Promise<void>((res) => { wake = res; setTimeout(res, 50); });
+      }
+    } catch (e) {
+      return e as Error;
+    }
+    return undefined;
+  };
+  return { got, logs, reader, drive };
+}
+
+describe('RedisStreamsSource and entries removed before it read them', () => {
+  it('a trim past the position of a running reader that lags is named in the log with how many entries are gone, or fails it with onGap \'fail\' (before: 130 of 200 skipped without a word)', async () => {
+    for (const onGap of ['log', 'fail'] as const) {
+      const s = key(`trim-running-${onGap}`);
+      const ids = await fill(s, 200);
+      // batchSize 10 and 5 records a poll: the reader holds at most a few batches, far behind.
+      const h = handReader(new RedisStreamsSource<{ i: number }>({ url: URL, streams: [s], batchSize: 10, blockMs: 100, onGap }), [{ id: s, stream: s, lastId: '0-0' }]);
+      expect(await h.drive(() => h.got.length >= 5, 5)).toBeUndefined();
+      await redis.xtrim(s, 'MAXLEN', 50); // the producer's limit: entries 0 to 149 go
+      const err = await h.drive(() => h.got.includes(199), 5);
+      await h.reader.close?.();
+      const before = h.got.filter((i) => i < 150);
+      expect(before).toEqual(Array.from({ length: before.length }, (_, k) => k));
+      const pos = before.length - 1;
+      const line = `stream "${s}": ${149 - pos} entries after the position ${ids[pos]}, before ${ids[150]}, are gone (removed by the stream's limits or deleted before this reader read them)`;
+      if (onGap === 'log') {
+        expect(err).toBeUndefined();
+        expect(h.got.slice(before.length)).toEqual(Array.from({ length: 50 }, (_, k) => 150 + k));
+        expect(h.logs).toEqual([line]);
+      } else {
+        expect(err?.message).toBe(`Redis at 127.0.0.1:6379: ${line}; onGap is 'fail' (with 'log' the source reads on after them)`);
+        expect((err as { code?: string }).code).toBe('CONNECTOR');
+        expect(h.got.length).toBe(before.length);
+        expect(h.logs).toEqual([]);
+      }
+    }
+  }, 60_000);
+
+  it('a restored split counts what a trim took past its position: none when trimmed up to it (before: reported as trimmed), how many when past it', async () => {
+    const s = key('trim-restore');
+    const ids = await fill(s, 50);
+    // A first run reads entries 0 to 9; its checkpoint holds the position and the entry's number.
+    const first = handReader(new RedisStreamsSource<{ i: number }>({ url: URL, streams: [s], blockMs: 100 }), [{ id: s, stream: s, lastId: '0-0', endId: ids[9]! }]);
+    expect(await first.drive(() => first.got.includes(9))).toBeUndefined();
+    const [split] = first.reader.snapshotSplits();
+    await first.reader.close?.();
+    expect(first.got).toEqual([...Array(10).keys()]);
+    expect(split).toEqual({ id: s, stream: s, lastId: ids[9], endId: ids[9], entriesRead: 10 });
+    const restored: RedisStreamSplit = { id: s, stream: s, lastId: split!.lastId, entriesRead: split!.entriesRead! };
+    // Trimmed exactly up to the position: nothing of the reader's is gone, nothing is said.
+    await redis.xtrim(s, 'MINID', ids[10]!);
+    const upTo = handReader(new RedisStreamsSource<{ i: number }>({ url: URL, streams: [s], blockMs: 100 }), [restored]);
+    expect(await upTo.drive(() => upTo.got.includes(49))).toBeUndefined();
+    await upTo.reader.close?.();
+    expect(upTo.got).toEqual(Array.from({ length: 40 }, (_, k) => 10 + k));
+    expect(upTo.logs).toEqual([]);
+    // Trimmed past it: the five entries 10 to 14 are gone, and counted.
+    await redis.xtrim(s, 'MINID', ids[15]!);
+    const past = handReader(new RedisStreamsSource<{ i: number }>({ url: URL, streams: [s], blockMs: 100 }), [restored]);
+    expect(await past.drive(() => past.got.includes(49))).toBeUndefined();
+    await past.reader.close?.();
+    expect(past.got).toEqual(Array.from({ length: 35 }, (_, k) => 15 + k));
+    expect(past.logs).toEqual([`stream "${s}": 5 entries after the position ${ids[9]}, before ${ids[15]}, are gone (removed by the stream's limits or deleted before this reader read them)`]);
+  }, 60_000);
+});
