@@ -7,6 +7,7 @@
  * batches by poll(), never awaited per record.
  */
 import type { Redis } from 'ioredis';
+import { createHash } from 'node:crypto';
 import { BufferedSplits } from '../common/buffered-splits.ts';
 import type { MalformedRecord, PollStatus, ReaderOutput, Source, SourceOutput, SourceReader, SourceReaderContext, SourceSplit } from '../../core/source.ts';
 import { compareEntryIds, entriesProblem, entryIdMillis, isEntryId } from './entry-id.ts';
@@ -66,6 +67,12 @@ export interface RedisStreamSplit extends SourceSplit {
    * another one. Checkpoints of older weirs lack it.
    */
   entriesRead?: number;
+  /**
+   * Digest of the fields of the entry lastId: entries never change and an id is never used
+   * twice in one stream, so an entry at that id with other fields is in a stream deleted and
+   * created again. Checkpoints of older weirs lack it.
+   */
+  lastEntryDigest?: string;
 }
 
 /** An entry as XREAD returns it; the reader adds its number in the stream (entries-added) when it knows it. */
@@ -163,8 +170,12 @@ interface SplitState {
   done: boolean;
   /** entries-added up to fetchedId (see RedisStreamSplit.entriesRead), when known. */
   fetchedRead: number | undefined;
-  /** The last entry emitted (its number, for the checkpoint). */
+  /** The last entry emitted (its number and digest, for the checkpoint). */
   lastEmitted: Entry | undefined;
+  /** The entry whose digest the split holds. */
+  digestOf: Entry | undefined;
+  /** Whether the stream was found to be the one the restored position is in (once per split). */
+  verified: boolean;
 }
 
 class RedisStreamsReader<T> implements SourceReader<T, RedisStreamSplit> {
@@ -188,7 +199,7 @@ class RedisStreamsReader<T> implements SourceReader<T, RedisStreamSplit> {
       if (read !== undefined && !(Number.isSafeInteger(read) && read >= 0)) throw new RangeError(`Redis stream "${s.stream}": bad entriesRead in the split ${JSON.stringify(s)}`);
       const st: SplitState = {
         split: { ...s }, fetchedId: s.lastId, buffer: [], at: 0, out: undefined, done: false,
-        fetchedRead: read ?? (s.lastId === '0-0' ? 0 : undefined), lastEmitted: undefined,
+        fetchedRead: read ?? (s.lastId === '0-0' ? 0 : undefined), lastEmitted: undefined, digestOf: undefined, verified: s.lastId === '0-0',
       };
       if (s.endId !== undefined && compareEntryIds(s.lastId, s.endId) >= 0) st.done = true;
       this.splits.add(st);
@@ -265,6 +276,8 @@ class RedisStreamsReader<T> implements SourceReader<T, RedisStreamSplit> {
       this.connect();
       return;
     }
+    const unverified = [...this.splits.states.values()].filter((st) => !st.verified && !st.done);
+    if (unverified.length > 0) return this.verify(this.conn, unverified);
     const keys: string[] = [];
     const ids: string[] = [];
     const n = this.src.batchSize;
@@ -312,6 +325,43 @@ class RedisStreamsReader<T> implements SourceReader<T, RedisStreamSplit> {
         this.error = redisError(this.src.label, `XREAD of streams ${keys.map((k) => `"${k}"`).join(', ')}`, e, this.src.url);
         this.ctx.wake();
       });
+  }
+
+  /**
+   * A split restored at a position: refused, as the JetStream source refuses a stream created
+   * again, when its stream is evidently not the one the position is in (deleted and created
+   * again while the job was down): reading on after the position would skip as many of the new
+   * stream's entries. Asked once per split (XINFO STREAM and the entry at the position).
+   */
+  private verify(conn: Redis, states: SplitState[]): void {
+    this.inFlight = true;
+    const p = conn.pipeline();
+    for (const st of states) p.xinfo('STREAM', st.split.stream).xrange(st.split.stream, st.split.lastId, st.split.lastId);
+    p.exec().then((res) => {
+      this.inFlight = false;
+      if (this.closed) return;
+      for (const [i, st] of states.entries()) {
+        const [xerr, at] = res?.[2 * i + 1] ?? [new Error('no reply'), undefined];
+        if (xerr) throw xerr;
+        st.verified = true;
+        const info = streamInfo(res?.[2 * i]);
+        // A missing stream: the XREAD path says so. A server before Redis 7: nothing to go by.
+        if (typeof info !== 'object') continue;
+        const entry = Array.isArray(at) && at.length > 0 ? (at[0] as Entry) : undefined;
+        const reset = streamReplaced(st.split, info, entry);
+        if (reset !== undefined) {
+          this.error = new WeirError('CONNECTOR', `Redis stream "${st.split.stream}" at ${this.src.label}: ${reset}; the entries of the new stream are not the ones the position counts, and reading on would skip some of them. Start the job without this checkpoint (the source reads the new stream from startFrom), or restore the stream`);
+          break;
+        }
+      }
+      if (this.error === undefined) this.fetch();
+      this.ctx.wake();
+    }).catch((e) => {
+      this.inFlight = false;
+      if (this.closed) return;
+      this.error = redisError(this.src.label, `XINFO STREAM and XRANGE of streams ${states.map((st) => `"${st.split.stream}"`).join(', ')}`, e, this.src.url);
+      this.ctx.wake();
+    });
   }
 
   /**
@@ -477,6 +527,9 @@ class RedisStreamsReader<T> implements SourceReader<T, RedisStreamSplit> {
       if (e !== undefined && e[0] === s.split.lastId) {
         if (e[2] !== undefined) s.split.entriesRead = e[2];
         else delete s.split.entriesRead;
+        // Per checkpoint, not per record: one entry's digest.
+        if (s.digestOf !== e) s.split.lastEntryDigest = entryDigest(e[1]);
+        s.digestOf = e;
       }
       return { ...s.split };
     });
@@ -491,8 +544,35 @@ class RedisStreamsReader<T> implements SourceReader<T, RedisStreamSplit> {
 
 const MALFORMED = Symbol('malformed');
 
+/** Digest of an entry's fields (RedisStreamSplit.lastEntryDigest). */
+export function entryDigest(fields: readonly string[]): string {
+  return createHash('sha256').update(JSON.stringify(fields)).digest('base64url').slice(0, 22);
+}
+
+/**
+ * Why the stream is not the one a split's position is in, or undefined when it may be: fewer
+ * entries ever added than the position counts (splits that recorded the number), its last id
+ * before the position (any split), another entry at the position's id, or no entry there
+ * although the stream never removed one at or past it (splits that recorded the digest).
+ * Trims and XDEL pass: they never add entries, nor change one.
+ */
+export function streamReplaced(split: Pick<RedisStreamSplit, 'lastId' | 'entriesRead' | 'lastEntryDigest'>, info: StreamInfo, entry: readonly [id: string, fields: string[], ...unknown[]] | undefined): string | undefined {
+  const pos = split.lastId;
+  if (pos === '0-0') return undefined;
+  if (split.entriesRead !== undefined && info.entriesAdded < split.entriesRead) {
+    return `it has had ${info.entriesAdded} entries added, fewer than the ${split.entriesRead} up to the position ${pos} (deleted and created again)`;
+  }
+  if (compareEntryIds(info.lastGenerated, pos) < 0) return `its last entry id is ${info.lastGenerated}, before the position ${pos} (deleted and created again?)`;
+  if (split.lastEntryDigest === undefined) return undefined;
+  if (entry !== undefined) {
+    return entry[0] === pos && entryDigest(entry[1]) !== split.lastEntryDigest ? `its entry ${pos} is not the one the position read (deleted and created again)` : undefined;
+  }
+  const removed = info.length === 0 || compareEntryIds(info.first, pos) > 0 || compareEntryIds(info.maxDeleted, pos) >= 0;
+  return removed ? undefined : `it has no entry ${pos} and never removed one there (deleted and created again)`;
+}
+
 /** What the reader uses of XINFO STREAM (Redis 7). */
-interface StreamInfo {
+export interface StreamInfo {
   readonly length: number;
   /** The first entry's id (recorded-first-entry-id: trims and XDEL move it on; 0-0 when empty). */
   readonly first: string;

@@ -405,8 +405,8 @@ describe('RedisStreamsSource and entries removed before it read them', () => {
     const [split] = first.reader.snapshotSplits();
     await first.reader.close?.();
     expect(first.got).toEqual([...Array(10).keys()]);
-    expect(split).toEqual({ id: s, stream: s, lastId: ids[9], endId: ids[9], entriesRead: 10 });
-    const restored: RedisStreamSplit = { id: s, stream: s, lastId: split!.lastId, entriesRead: split!.entriesRead! };
+    expect(split).toEqual({ id: s, stream: s, lastId: ids[9], endId: ids[9], entriesRead: 10, lastEntryDigest: expect.any(String) });
+    const { endId: _end, ...restored } = split!;
     // Trimmed exactly up to the position: nothing of the reader's is gone, nothing is said.
     await redis.xtrim(s, 'MINID', ids[10]!);
     const upTo = handReader(new RedisStreamsSource<{ i: number }>({ url: URL, streams: [s], blockMs: 100 }), [restored]);
@@ -421,5 +421,56 @@ describe('RedisStreamsSource and entries removed before it read them', () => {
     await past.reader.close?.();
     expect(past.got).toEqual(Array.from({ length: 35 }, (_, k) => 15 + k));
     expect(past.logs).toEqual([`stream "${s}": 5 entries after the position ${ids[9]}, before ${ids[15]}, are gone (removed by the stream's limits or deleted before this reader read them)`]);
+  }, 60_000);
+});
+
+describe('RedisStreamsSource and a stream deleted and created again', () => {
+  it('a restored position in a stream created again is refused (before: the new stream\'s entries up to the old position were skipped without a word); the same stream, trimmed or with the entry deleted, is read on', async () => {
+    const s = key('recreated');
+    const ids = await fill(s, 100);
+    // The checkpoint of a run that read entries 0 to 59.
+    const first = handReader(new RedisStreamsSource<{ i: number }>({ url: URL, streams: [s], blockMs: 100 }), [{ id: s, stream: s, lastId: '0-0', endId: ids[59]! }]);
+    expect(await first.drive(() => first.got.includes(59))).toBeUndefined();
+    const [snap] = first.reader.snapshotSplits();
+    await first.reader.close?.();
+    const { endId: _end, ...split } = snap!;
+    expect(split.lastId).toBe(ids[59]);
+    expect(split.entriesRead).toBe(60);
+    expect(split.lastEntryDigest).toMatch(/^[\w-]{22}$/);
+    const refused = (what: string) => `Redis stream "${s}" at 127.0.0.1:6379: ${what}; the entries of the new stream are not the ones the position counts, and reading on would skip some of them. Start the job without this checkpoint (the source reads the new stream from startFrom), or restore the stream`;
+    const restore = async (sp: RedisStreamSplit, until: (got: number[]) => boolean) => {
+      const h = handReader(new RedisStreamsSource<{ i: number }>({ url: URL, streams: [s], blockMs: 100 }), [sp]);
+      const err = await h.drive(() => until(h.got), 100, 5000);
+      await h.reader.close?.();
+      return { ...h, err };
+    };
+    // The same stream, its entry at the position deleted and entries before it trimmed: read on.
+    await redis.xdel(s, ids[59]!);
+    await redis.xtrim(s, 'MINID', ids[30]!);
+    const same = await restore(split, (got) => got.includes(99));
+    expect(same.err).toBeUndefined();
+    expect(same.got).toEqual(Array.from({ length: 40 }, (_, k) => 60 + k));
+    expect(same.logs).toEqual([]);
+    // Deleted and created again with the same ids (the producer's event-time ids), other records.
+    await redis.del(s);
+    await fill(s, 100, 1000, 1_700_000_000_000 - 10_000);
+    const again = await restore(split, (got) => got.length > 0);
+    expect(again.err?.message).toBe(refused(`its entry ${ids[59]} is not the one the position read (deleted and created again)`));
+    expect((again.err as { code?: string }).code).toBe('CONNECTOR');
+    expect(again.got).toEqual([]);
+    // Created again with fewer entries: fewer added than the position counts; and a split of an
+    // older weir (no number, no digest) is refused when the stream ends before its position.
+    await redis.del(s);
+    await fill(s, 20, 2000, 1_700_000_000_000 - 20_000);
+    const fewer = await restore(split, (got) => got.length > 0);
+    expect(fewer.err?.message).toBe(refused(`it has had 20 entries added, fewer than the 60 up to the position ${ids[59]} (deleted and created again)`));
+    const older = await restore({ id: s, stream: s, lastId: split.lastId }, (got) => got.length > 0);
+    expect(older.err?.message).toBe(refused(`its last entry id is ${ids[19]}, before the position ${ids[59]} (deleted and created again?)`));
+    // Created again without the position's id, nothing removed: refused too.
+    await redis.del(s);
+    await fill(s, 100, 3000, 1_700_000_000_005 - 30_000);
+    const missing = await restore(split, (got) => got.length > 0);
+    expect(missing.err?.message).toBe(refused(`it has no entry ${ids[59]} and never removed one there (deleted and created again)`));
+    expect(missing.got).toEqual([]);
   }, 60_000);
 });
