@@ -4,7 +4,9 @@
  * ephemeral pull consumer with AckPolicy none, created at `last + 1` (nothing depends on acks or
  * on the server remembering where we were: the checkpoint is the only position), and fed by one
  * pull request at a time, sized to the room left in the split's bounded buffer. Messages land in
- * a subscription callback (no promise per message) and poll() emits them in batches.
+ * a subscription callback (no promise per message) and poll() emits them in batches. Only
+ * streams with retention 'limits' are read: an interest or work-queue stream deletes a message
+ * once its consumers have it (with no acks, at delivery), before a checkpoint covers it.
  */
 import type { JetStreamManager, Msg, NatsConnection, Subscription } from 'nats';
 import { BufferedSplits } from '../common/buffered-splits.ts';
@@ -125,13 +127,17 @@ export class JetStreamSource<T = unknown> implements Source<T, JetStreamSplit> {
       const jsm = await withTimeout(nc.jetstreamManager({ timeout: this.conn.timeoutMs }), this.conn.timeoutMs, `NATS at ${this.label}: JetStream`);
       let lastSeq: number;
       let streamCreated: string;
+      let retention: string;
       try {
         const info = await jsm.streams.info(this.stream);
         lastSeq = info.state.last_seq;
         streamCreated = info.created;
+        retention = info.config.retention;
       } catch (e) {
         throw natsError(this.conn, `stream "${this.stream}"`, e);
       }
+      const refused = retentionRefused(this.stream, this.label, retention);
+      if (refused !== undefined) throw refused;
       const start = this.startFrom === 'latest' ? lastSeq : 0;
       const end = this.bounded ? { endSeq: lastSeq } : {};
       if (this.subjects === undefined) return [{ id: this.stream, stream: this.stream, lastSeq: start, ...end, streamCreated }];
@@ -310,6 +316,8 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
     const jsm = this.jsm;
     jsm.streams.info(split.stream)
       .then((stream) => {
+        const refused = retentionRefused(split.stream, this.src.label, stream.config.retention);
+        if (refused !== undefined) throw refused;
         const reset = streamReset(split, st.fetchedSeq, stream.created, stream.state.last_seq);
         if (reset !== undefined) throw new WeirError('CONNECTOR', `JetStream stream "${split.stream}" at ${this.src.label}: ${reset}; the messages of the new stream are not the ones the position counts, and reading on would skip some of them. Start the job without this checkpoint (the source reads the new stream from startFrom), or restore the stream`);
         split.streamCreated ??= stream.created;
@@ -465,6 +473,17 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
     this.nc = undefined;
     if (nc !== undefined) await withTimeout(nc.drain().catch(() => nc.close()), this.src.conn.timeoutMs, `NATS at ${this.src.label}: close`).catch(() => nc.close());
   }
+}
+
+/**
+ * A CONFIG error unless the stream keeps messages by its limits alone. With retention
+ * 'interest' or 'workqueue' the server deletes a message once every consumer has it (acks off:
+ * as soon as it is delivered), before a checkpoint covers it: a restart would resume at the
+ * checkpoint and find those messages gone, nothing replayed.
+ */
+export function retentionRefused(stream: string, label: string, retention: string | undefined): WeirError | undefined {
+  if (retention === undefined || retention === 'limits') return undefined;
+  return new WeirError('CONFIG', `JetStream stream "${stream}" at ${label} has retention "${retention}": the server deletes its messages once delivered, before a checkpoint covers them, so a restart could not read them again; the source reads only streams with retention "limits" (read a copy: a limits stream sourcing this one)`);
 }
 
 /**

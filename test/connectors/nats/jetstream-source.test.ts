@@ -6,12 +6,13 @@
  * them), option validation.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connect, type JetStreamClient, type JetStreamManager, type NatsConnection } from 'nats';
+import { connect, RetentionPolicy, type JetStreamClient, type JetStreamManager, type NatsConnection, type StreamConfig } from 'nats';
 import {
   DEAD_LETTERS, JetStreamSource, TumblingEventTimeWindows, WatermarkStrategy, type MalformedRecord, type ReaderOutput, type SourceReaderContext,
 } from '../../../src/index.ts';
 import { deliveryGap, streamReset, type JetStreamSplit } from '../../../src/connectors/nats/jetstream-source.ts';
 import { runInline, sorted } from '../../helpers/run.ts';
+import { errorCode } from '../../../src/core/errors.ts';
 
 let nc: NatsConnection;
 let js: JetStreamClient;
@@ -29,11 +30,40 @@ afterAll(async () => {
   await nc.close();
 });
 
-async function stream(name: string): Promise<string> {
+async function stream(name: string, extra: Partial<StreamConfig> = {}): Promise<string> {
   const s = `weirtest_${process.pid}_${Date.now()}_${n++}_${name}`;
   streams.push(s);
-  await jsm.streams.add({ name: s, subjects: [`${s}.>`] });
+  await jsm.streams.add({ name: s, subjects: [`${s}.>`], ...extra });
   return s;
+}
+
+const readerCtx = (logs: string[], wake: () => void): SourceReaderContext => ({
+  subtaskIndex: 0, parallelism: 1, now: () => Date.now(), wake,
+  schedule: () => ({ cancel() {} }), log: (l) => void logs.push(l),
+  metrics: { addBytesRead() {}, setPendingRecords() {}, setMillisBehindLatest() {} },
+});
+
+/** Reads one split with a bare reader until `until` or `ms` pass: what it emitted, logged and failed with. */
+async function readSplit(src: JetStreamSource<Ev>, split: JetStreamSplit, until: (got: number[]) => boolean, ms = 3000): Promise<{ got: number[]; logs: string[]; error: string | undefined }> {
+  const logs: string[] = [];
+  const got: number[] = [];
+  let wake: () => void = () => {};
+  const reader = src.createReader(readerCtx(logs, () => wake()));
+  reader.addSplits([split]);
+  const out: ReaderOutput<Ev> = { collect: (v) => void got.push(v.i), malformed: () => { throw new Error('unexpected'); }, forSplit: () => out, splitFinished: () => {} };
+  let error: string | undefined;
+  try {
+    for (const end = Date.now() + ms; Date.now() < end && !until(got);) {
+      const st = reader.poll(out, 50);
+      if (st === 'end') break;
+      if (st === 'wait') await new Promise<void>((res) => { wake = res; setTimeout(res, 100); });
+    }
+  } catch (e) {
+    error = (e as Error).message;
+  } finally {
+    await reader.close?.();
+  }
+  return { got, logs, error };
 }
 
 interface Ev { i: number; k: string; ts: number }
@@ -138,6 +168,25 @@ describe('JetStreamSource', () => {
     // Purged or trimmed (sequences kept) is not a reset.
     expect(streamReset({ streamCreated: 'T1' }, 10, 'T1', 40)).toBeUndefined();
     expect(streamReset({}, 10, 'T2', 10)).toBeUndefined();
+  }, 60_000);
+
+  it('a stream with interest or work-queue retention is refused, at planning and at a restored split (before: read with acks off, the server deleted each message at delivery, and a restart before the next checkpoint found them gone)', async () => {
+    for (const retention of [RetentionPolicy.Interest, RetentionPolicy.Workqueue]) {
+      const s = await stream(retention, { retention });
+      const src = new JetStreamSource<Ev>({ stream: s, subjects: [`${s}.a`] });
+      const message = `JetStream stream "${s}" at 127.0.0.1:4222 has retention "${retention}": the server deletes its messages once delivered, before a checkpoint covers them`;
+      const planned = await src.planSplits().then(() => undefined, (e: unknown) => e);
+      expect(errorCode(planned)).toBe('CONFIG');
+      expect((planned as Error).message).toContain(message);
+      // A split restored from a checkpoint (the stream's retention changed since, or made so by hand): no consumer, nothing deleted.
+      await fill(`${s}.a`, 10);
+      const r = await readSplit(src, { id: `${s}:${s}.a`, stream: s, subject: `${s}.a`, lastSeq: 0 }, () => false);
+      expect(r.got).toEqual([]);
+      expect(r.error).toContain(message);
+      const info = await jsm.streams.info(s);
+      expect(info.state.consumer_count).toBe(0);
+      expect(info.state.messages).toBe(retention === RetentionPolicy.Workqueue ? 10 : 0); // interest: kept only while a consumer is there
+    }
   }, 60_000);
 
   it('a split that did not pull for longer than the consumer\'s inactive threshold (backpressure) goes on with a new consumer: before, its pull went unanswered and the reader failed', async () => {
