@@ -5,7 +5,7 @@
  * Nats-Msg-Id), the duplicate window checked at start, a missing stream and an unreachable
  * server named.
  */
-import { connect, type JetStreamManager, type NatsConnection } from 'nats';
+import { connect, headers, type JetStreamManager, type NatsConnection, type StreamConfig } from 'nats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { errorCode } from '../../src/core/errors.ts';
 import { JetStreamSink } from '../../src/connectors/jetstream/index.ts';
@@ -30,10 +30,10 @@ afterAll(async () => {
   await nc.close();
 });
 
-async function stream(windowNs = 120e9): Promise<{ name: string; subject: string }> {
+async function stream(windowNs = 120e9, extra: Partial<StreamConfig> = {}): Promise<{ name: string; subject: string }> {
   const name = uniqueName('weirtest').replace(/_/g, '-');
   streams.push(name);
-  await jsm.streams.add({ name, subjects: [`${name}.>`], duplicate_window: windowNs });
+  await jsm.streams.add({ name, subjects: [`${name}.>`], duplicate_window: windowNs, ...extra });
   return { name, subject: `${name}.out` };
 }
 
@@ -152,6 +152,45 @@ describe('jetstream sink', () => {
     const e2 = await failure(new JetStreamSink<Ev>({ servers: `127.0.0.1:${port}`, stream: 's', subject: 'x', jobId: 'j', retryDeadlineMs: 1_500, connectTimeoutMs: 1_000 }).start());
     expect(errorCode(e2)).toBe('CONNECTOR');
     expect(String((e2 as Error).message)).toContain(`127.0.0.1:${port}`);
+  });
+
+  it('a message over the stream\'s max_msg_size or the server\'s max_payload is refused at write, before it enters a checkpoint (before: the commit failed after publishing the messages before it, and every restore\'s re-commit again)', async () => {
+    const { name, subject } = await stream(120e9, { max_msg_size: 1000 });
+    const job = uniqueName('job');
+    const k = new JetStreamSink<string>({ stream: name, subject, jobId: job, progressBucket: BUCKET, payload: (v) => v });
+    const w = k.createWriter(sinkCtx());
+    await k.start();
+    // The headers as the client encodes them, at the longest id (a 16-digit checkpoint id).
+    const h = headers();
+    h.set('Nats-Msg-Id', messageId(job, 'sink', 0, Number.MAX_SAFE_INTEGER, 1_000_000));
+    h.set('Nats-Expected-Stream', name);
+    const largest = 1000 - (h as unknown as { encode(): Uint8Array }).encode().length;
+    w.write(['a', 'x'.repeat(largest)], ts(2));
+    const c = k.createCommitter(sinkCtx());
+    await c.commit(w.prepareCommit(1));
+    expect((await jsm.streams.info(name)).state.messages).toBe(2); // the largest message that fits is published
+    await c.close?.();
+    let e: unknown;
+    try {
+      w.write(['b', 'y'.repeat(largest + 1), 'c'], ts(3));
+    } catch (caught) {
+      e = caught;
+    }
+    expect(errorCode(e)).toBe('MALFORMED_RECORD');
+    expect((e as Error).message).toMatch(new RegExp(`^jetstream sink: stream "${name}" at 127\\.0\\.0\\.1:4222 \\(subtask 1\\): a message of ${largest + 1} bytes on subject ${subject.replaceAll('.', '\\.')} \\(with up to \\d+ bytes of headers\\) is over the stream's max_msg_size of 1000 bytes, and would fail every commit of its checkpoint; the record: "yyy`));
+
+    // The server's max_payload (1 MiB here) when the stream sets no limit.
+    const other = await stream();
+    const k2 = new JetStreamSink<string>({ stream: other.name, subject: other.subject, jobId: uniqueName('job'), progressBucket: BUCKET, payload: (v) => v });
+    const w2 = k2.createWriter(sinkCtx());
+    // Written before the start check has told the limit: checked before the checkpoint is acknowledged (a rejection declines it).
+    w2.write(['z'.repeat(2 * 1024 * 1024)], ts(1));
+    w2.prepareCommit(1);
+    const e2 = await failure(w2.whenPrepared?.(1));
+    expect(errorCode(e2)).toBe('MALFORMED_RECORD');
+    expect((e2 as Error).message).toContain(`a message of ${2 * 1024 * 1024} bytes on subject ${other.subject} (with up to`);
+    expect((e2 as Error).message).toMatch(/is over the server's max_payload of \d+ bytes, and would fail every commit of its checkpoint$/);
+    expect(() => w2.write(['ok'], ts(1))).toThrow(/max_payload/);
   });
 
   it('bad options are refused with the option named', () => {

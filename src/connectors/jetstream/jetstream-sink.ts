@@ -13,9 +13,13 @@
  * the interrupted commit began writes nothing twice; a re-commit later than the window is
  * detected (the progress key holds when publishing began) and reported in the job's log, as
  * its repeats may then be duplicates.
+ *
+ * A message larger than the server's max_payload or the stream's max_msg_size (headers
+ * included) is refused by the writer, before it enters a committable: at publish it failed the
+ * commit of a completed checkpoint, half of it visible, and every restore's re-commit again.
  */
 import type { JetStreamClient, KV, NatsConnection, PubAck } from 'nats';
-import { WeirError } from '../../core/errors.ts';
+import { describeRecord, WeirError } from '../../core/errors.ts';
 import type { CommitScope, SinkCommitter, SinkContext, SinkWriter, TwoPhaseCommitSink } from '../../core/sink.ts';
 import { foreignProgressError, newestCommitted, operatorKey, type ProgressKey } from '../common/progress.ts';
 import { isSocketError, messageOf, retrying, withTimeout } from '../common/retry.ts';
@@ -67,6 +71,8 @@ export class JetStreamSink<T> implements TwoPhaseCommitSink<T, JetStreamCommitta
   private started: Promise<void> | undefined;
   /** The stream's duplicate window as the start check found it. */
   duplicateWindowMs: number | undefined;
+  /** The largest message (headers and payload) the server and the stream take, as the start check found it, and what sets it. */
+  messageLimit: { readonly bytes: number; readonly by: string } | undefined;
 
   constructor(options: JetStreamSinkOptions<T>) {
     this.options = resolveJetStreamOptions(options);
@@ -116,12 +122,16 @@ export class JetStreamSink<T> implements TwoPhaseCommitSink<T, JetStreamCommitta
     const o = this.options;
     const jsm = await nc.jetstreamManager({ timeout: o.requestTimeoutMs });
     let windowNs: number;
+    let maxMsgSize: number;
     try {
-      windowNs = (await jsm.streams.info(o.stream)).config.duplicate_window ?? 0;
+      const config = (await jsm.streams.info(o.stream)).config;
+      windowNs = config.duplicate_window ?? 0;
+      maxMsgSize = config.max_msg_size ?? -1;
     } catch (e) {
       if (/stream not found/i.test(messageOf(e))) throw new WeirError('CONFIG', `jetstream sink: stream "${o.stream}" does not exist at ${this.server()}`);
       throw e;
     }
+    this.messageLimit = messageLimit(nc.info?.max_payload, maxMsgSize);
     const windowMs = windowNs / 1e6;
     this.duplicateWindowMs = windowMs;
     if (windowMs < o.minDuplicateWindowMs) {
@@ -181,11 +191,39 @@ export class JetStreamSink<T> implements TwoPhaseCommitSink<T, JetStreamCommitta
   }
 }
 
+/**
+ * The largest message the server (max_payload) and the stream (max_msg_size; -1 or 0: none)
+ * take, headers and payload together (both limits count both), or undefined when neither is known.
+ */
+export function messageLimit(maxPayload: number | undefined, maxMsgSize: number): { bytes: number; by: string } | undefined {
+  const server = maxPayload !== undefined && maxPayload > 0 ? { bytes: maxPayload, by: `the server's max_payload of ${maxPayload} bytes` } : undefined;
+  const stream = maxMsgSize > 0 ? { bytes: maxMsgSize, by: `the stream's max_msg_size of ${maxMsgSize} bytes` } : undefined;
+  if (server === undefined || stream === undefined) return server ?? stream;
+  return stream.bytes <= server.bytes ? stream : server;
+}
+
+/**
+ * The most bytes the headers of this subtask's messages take (Nats-Msg-Id and
+ * Nats-Expected-Stream, as the client encodes them), at the longest id: a checkpoint id of 16
+ * digits (the largest safe integer) and an index as long as maxBufferedRecords.
+ */
+export function headerBytes(job: string, operator: string, subtask: number, stream: string, maxBufferedRecords: number): number {
+  const id = messageId(job, operator, subtask, Number.MAX_SAFE_INTEGER, maxBufferedRecords);
+  return encoder.encode(`NATS/1.0\r\nNats-Msg-Id: ${id}\r\nNats-Expected-Stream: ${stream}\r\n\r\n`).length;
+}
+
 class JetStreamWriter<T> implements SinkWriter<T, JetStreamCommittable> {
   private msgs: [string, Uint8Array][] = [];
   private failed: unknown;
+  /** Messages of `msgs` before this index were checked against the message limit (later ones were written before the start check told it). */
+  private checked = 0;
+  /** Committables prepared before the start check told the limit: [first unchecked index, messages], checked in whenPrepared. */
+  private readonly unchecked = new Map<number, [number, [string, Uint8Array][]]>();
+  private readonly headerBytes: number;
 
   constructor(private readonly sink: JetStreamSink<T>, private readonly ctx: SinkContext, private readonly subjectOf: (v: T) => string, private readonly payloadOf: (v: T) => string | Uint8Array) {
+    const key = sink.key(ctx);
+    this.headerBytes = headerBytes(key.job, key.operator, key.subtask, sink.options.stream, sink.options.maxBufferedRecords);
     // At start, not at the first commit: a stream without a long enough duplicate window fails the job before it writes.
     sink.start().catch((e) => (this.failed ??= e));
   }
@@ -196,20 +234,62 @@ class JetStreamWriter<T> implements SinkWriter<T, JetStreamCommittable> {
     if (this.msgs.length + values.length > max) {
       throw new WeirError('CONFIG', `${this.sink.name}: more than maxBufferedRecords (${max}) messages between two checkpoints; checkpoint more often or raise maxBufferedRecords`);
     }
+    const limit = this.sink.messageLimit;
+    if (limit !== undefined && this.checked < this.msgs.length) this.check(this.msgs, this.checked, limit);
+    const maxBody = limit === undefined ? Infinity : limit.bytes - this.headerBytes;
     for (let i = 0; i < values.length; i++) {
       const v = values[i]!;
       const subject = this.subjectOf(v);
       if (typeof subject !== 'string' || subject === '' || /[\s*>]/.test(subject)) throw new TypeError(`jetstream sink: a record's subject must be a subject without wildcards or spaces, got ${JSON.stringify(subject)}`);
-      const body = this.payloadOf(v);
-      this.msgs.push([subject, typeof body === 'string' ? encoder.encode(body) : body]);
+      const p = this.payloadOf(v);
+      const body = typeof p === 'string' ? encoder.encode(p) : p;
+      if (body.length > maxBody) throw this.tooLarge(subject, body.length, limit!, v);
+      this.msgs.push([subject, body]);
     }
+    if (limit !== undefined) this.checked = this.msgs.length;
+  }
+
+  /** Every message of `msgs` from `from` on fits the limit, or the error naming the first that does not. */
+  private check(msgs: readonly [string, Uint8Array][], from: number, limit: { bytes: number; by: string }): void {
+    const maxBody = limit.bytes - this.headerBytes;
+    for (let i = from; i < msgs.length; i++) {
+      const [subject, body] = msgs[i]!;
+      if (body.length > maxBody) throw this.tooLarge(subject, body.length, limit);
+    }
+  }
+
+  private tooLarge(subject: string, bytes: number, limit: { bytes: number; by: string }, record?: unknown): WeirError {
+    return new WeirError(
+      'MALFORMED_RECORD',
+      `jetstream sink: stream "${this.sink.options.stream}" at ${this.sink.server()} (subtask ${this.ctx.subtaskIndex + 1}): a message of ${bytes} bytes on subject ${subject} ` +
+        `(with up to ${this.headerBytes} bytes of headers) is over ${limit.by}, and would fail every commit of its checkpoint` +
+        (record !== undefined ? `; the record: ${describeRecord(record, 120)}` : ''),
+    );
   }
 
   prepareCommit(checkpointId: number): JetStreamCommittable[] {
     if (this.failed !== undefined) throw this.failed;
     const msgs = this.msgs;
+    const limit = this.sink.messageLimit;
+    if (limit !== undefined) this.check(msgs, this.checked, limit);
+    else if (this.checked < msgs.length) this.unchecked.set(checkpointId, [this.checked, msgs]);
     this.msgs = [];
+    this.checked = 0;
     return [{ sub: this.ctx.subtaskIndex, chk: checkpointId, msgs }];
+  }
+
+  /** A checkpoint prepared before the start check told the message limit is acknowledged once its messages are checked against it (a rejection declines it). */
+  whenPrepared(checkpointId: number): Promise<void> | undefined {
+    const u = this.unchecked.get(checkpointId);
+    if (u === undefined) return undefined;
+    this.unchecked.delete(checkpointId);
+    return this.sink.start().then(() => {
+      const limit = this.sink.messageLimit;
+      if (limit !== undefined) this.check(u[1], u[0], limit);
+    }).catch((e) => {
+      this.failed ??= e;
+      throw e;
+    });
   }
 }
 
