@@ -321,6 +321,12 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
         const reset = streamReset(split, st.fetchedSeq, stream.created, stream.state.last_seq);
         if (reset !== undefined) throw new WeirError('CONNECTOR', `JetStream stream "${split.stream}" at ${this.src.label}: ${reset}; the messages of the new stream are not the ones the position counts, and reading on would skip some of them. Start the job without this checkpoint (the source reads the new stream from startFrom), or restore the stream`);
         split.streamCreated ??= stream.created;
+        // A whole-stream split sees a gap in the sequences it receives (onMessage); a filtered one
+        // skips other subjects' sequences by design, so the stream's first sequence tells instead.
+        const gone = split.subject !== undefined ? removedAfter(st.fetchedSeq, stream.state.first_seq) : undefined;
+        if (gone !== undefined) {
+          this.ctx.log(`stream "${split.stream}" subject ${split.subject}: the stream now starts at sequence ${gone.to + 1}, past the position ${st.fetchedSeq}: sequences ${gone.from} to ${gone.to} (${gone.to - gone.from + 1}) are gone (removed by the stream's limits or deleted), and any messages of this subject among them were not read`);
+        }
         return jsm.consumers.add(split.stream, cfg);
       })
       .then((info) => {
@@ -498,6 +504,14 @@ export function streamReset(split: Pick<JetStreamSplit, 'streamCreated'>, positi
   }
   if (lastSeq < position) return `its last sequence is ${lastSeq}, before the position ${position} (deleted and created again?)`;
   return undefined;
+}
+
+/**
+ * The sequences after a position that are gone from the stream (its first sequence is past
+ * position + 1), or undefined. Position 0 (nothing read yet) has nothing to miss.
+ */
+export function removedAfter(position: number, firstSeq: number): { from: number; to: number } | undefined {
+  return position > 0 && firstSeq > position + 1 ? { from: position + 1, to: firstSeq - 1 } : undefined;
 }
 
 /**

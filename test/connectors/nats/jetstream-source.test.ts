@@ -189,6 +189,24 @@ describe('JetStreamSource', () => {
     }
   }, 60_000);
 
+  it('a subject split resumed after messages past its position were removed says so, as a whole-stream split does (before: read on without a word)', async () => {
+    const s = await stream('purged');
+    await fill(`${s}.a`, 50);
+    await jsm.streams.purge(s, { seq: 41 }); // sequences 1 to 40 gone (a limit or an admin while the job was down)
+    const created = (await jsm.streams.info(s)).created;
+    const src = new JetStreamSource<Ev>({ stream: s, subjects: [`${s}.a`] });
+    const split = (lastSeq: number): JetStreamSplit => ({ id: `${s}:${s}.a`, stream: s, subject: `${s}.a`, lastSeq, streamCreated: created });
+    const r = await readSplit(src, split(10), (got) => got.length >= 10);
+    expect(r.error).toBeUndefined();
+    expect(r.got).toEqual(Array.from({ length: 10 }, (_, k) => 40 + k));
+    expect(r.logs).toEqual([`stream "${s}" subject ${s}.a: the stream now starts at sequence 41, past the position 10: sequences 11 to 40 (30) are gone (removed by the stream's limits or deleted), and any messages of this subject among them were not read`]);
+    // The whole stream: the gap in what arrives.
+    const whole = await readSplit(new JetStreamSource<Ev>({ stream: s }), { id: s, stream: s, lastSeq: 10, streamCreated: created }, (got) => got.length >= 10);
+    expect(whole.logs).toEqual([`stream "${s}": sequences 11 to 40 are gone (removed by the stream's limits or deleted)`]);
+    // Nothing said for a position just before the first sequence, or nothing read yet.
+    for (const at of [40, 0]) expect((await readSplit(src, split(at), (got) => got.length >= 10)).logs).toEqual([]);
+  }, 60_000);
+
   it('a split that did not pull for longer than the consumer\'s inactive threshold (backpressure) goes on with a new consumer: before, its pull went unanswered and the reader failed', async () => {
     const s = await stream('inactive');
     await fill(`${s}.a`, 60);
