@@ -98,6 +98,54 @@ describe('jetstream sink', () => {
     await c.close?.();
   });
 
+  it('a restart in the same process reads the stream again: a duplicate window shortened while the job was down is noticed (before: the start check\'s value was kept, and a re-commit past the real window published duplicates without a log line)', async () => {
+    const crashed = async (name: string, subject: string, job: string, k: JetStreamSink<Ev>) => {
+      const w = k.createWriter(sinkCtx());
+      w.write(evs(0, 10), ts(10));
+      const [item] = w.prepareCommit(3);
+      // What a crashed commit left: publishing began, 6 of 10 are in.
+      const js = nc.jetstream();
+      const kv = await js.views.kv(BUCKET, { history: 1 });
+      await kv.put(`${job}.sink.0`, JSON.stringify({ committed: null, publishing: 3, since: Date.now() }));
+      for (let i = 0; i < 6; i++) await js.publish(subject, item!.msgs[i]![1], { msgID: messageId(job, 'sink', 0, 3, i) });
+      return item!;
+    };
+    const shorten = async (name: string, windowNs: number) => {
+      const info = await jsm.streams.info(name);
+      await jsm.streams.update(name, { ...info.config, duplicate_window: windowNs });
+    };
+    // Below minDuplicateWindowMs now: the restored attempt's commit fails as a new process's start would, publishing nothing.
+    {
+      const { name, subject } = await stream();
+      const job = uniqueName('job');
+      const k = sink(name, subject, job);
+      await k.start();
+      const item = await crashed(name, subject, job, k);
+      await shorten(name, 1e9);
+      const c = k.createCommitter(sinkCtx({ restoredCheckpointId: 3, attemptNumber: 1 }));
+      const e = await failure(c.commit([item]));
+      expect(errorCode(e)).toBe('CONFIG');
+      expect((e as Error).message).toContain(`stream "${name}" has a duplicate window of 1 s, less than minDuplicateWindowMs (120 s)`);
+      expect((await jsm.streams.info(name)).state.messages).toBe(6);
+      await c.close?.();
+    }
+    // Still above it, but the re-commit comes later than the new window: said in the log.
+    {
+      const { name, subject } = await stream();
+      const job = uniqueName('job');
+      const k = sink(name, subject, job, { minDuplicateWindowMs: 1000 });
+      await k.start();
+      const item = await crashed(name, subject, job, k);
+      await shorten(name, 1e9);
+      await new Promise((r) => setTimeout(r, 1500));
+      const logged: string[] = [];
+      const c = k.createCommitter(sinkCtx({ restoredCheckpointId: 3, attemptNumber: 1 }, logged));
+      await c.commit([item]);
+      expect(logged.join('\n')).toMatch(new RegExp(`^weir: jetstream sink ${name}: checkpoint 3 of subtask 0 is published again \\d+ s after its first try, past the stream's 1 s duplicate window`));
+      await c.close?.();
+    }
+  });
+
   it('a commit still running when a later attempt commits past it does not set the progress key back', async () => {
     const { name, subject } = await stream();
     const job = uniqueName('job');

@@ -9,7 +9,8 @@
  *
  * The limit: the server de-duplicates only within the stream's duplicate window after a
  * message's first publish. Weir checks at start that the window is at least
- * minDuplicateWindowMs (default 2 min), so a restart that re-commits within that time after
+ * minDuplicateWindowMs (default 2 min), and each committer again before its first commit (a
+ * restart in the same process keeps the sink object), so a restart that re-commits within that time after
  * the interrupted commit began writes nothing twice; a re-commit later than the window is
  * detected (the progress key holds when publishing began) and reported in the job's log, as
  * its repeats may then be duplicates.
@@ -310,11 +311,38 @@ class JetStreamCommitter implements SinkCommitter<JetStreamCommittable> {
   private readonly tried = new TriedCheckpoints();
   /** Messages the server reported as duplicates (re-commits), for the log. */
   duplicates = 0;
+  /** The stream checked again at this committer's first commit (each attempt has its own committers). */
+  private streamChecked: Promise<void> | undefined;
+  /** The stream's duplicate window as this committer's check found it: what its re-commits are judged by. */
+  windowMs: number | undefined;
 
   constructor(private readonly sink: JetStreamSink<never>, private readonly ctx: SinkContext) {}
 
+  private async connected(): Promise<Session> {
+    if (this.session === undefined || this.session.nc.isClosed()) this.session = await this.sink.connect();
+    return this.session;
+  }
+
+  /**
+   * The start check runs once per sink object, and a restart in the same process keeps the
+   * object: a duplicate window shortened while the job was down went unnoticed, and a re-commit
+   * past the real window published duplicates without a log line. Each committer reads the
+   * stream again before its first commit (the restore's re-commit is the first).
+   */
+  private checkStream(): Promise<void> {
+    this.streamChecked ??= retrying(this.sink.options.retry, isTransientNats, async () => {
+      await this.sink.checkStream((await this.connected()).nc);
+      this.windowMs = this.sink.duplicateWindowMs;
+    }).catch((e) => {
+      this.streamChecked = undefined;
+      throw this.sink.wrap(e, 'checking the stream before its first commit');
+    });
+    return this.streamChecked;
+  }
+
   async commit(list: readonly JetStreamCommittable[]): Promise<void> {
     await this.sink.start();
+    await this.checkStream();
     for (const item of list) {
       const triedBefore = this.tried.tryOnce(item.sub, item.chk);
       try {
@@ -327,19 +355,19 @@ class JetStreamCommitter implements SinkCommitter<JetStreamCommittable> {
 
   private async commitOne(item: JetStreamCommittable, triedBefore: boolean): Promise<void> {
     const o = this.sink.options;
-    if (this.session === undefined || this.session.nc.isClosed()) this.session = await this.sink.connect();
-    const { js, kv } = this.session;
+    const { js, kv } = await this.connected();
     const key = this.sink.key(this.ctx, item.sub);
     const pkey = this.sink.progressKey(key);
     const entry = await kv.get(pkey);
     const state = parseProgress(entry === null || entry.operation !== 'PUT' ? undefined : decoder.decode(entry.value), `progress key "${pkey}" in bucket ${o.progressBucket}`);
     // Every write below is conditional on the revision read here, so the key never moves back.
     let revision = entry?.revision ?? 0;
-    const d = decideCommit(state, item.chk, this.ctx.restoredCheckpointId === undefined, triedBefore, Date.now(), this.sink.duplicateWindowMs ?? o.minDuplicateWindowMs);
+    const windowMs = this.windowMs ?? o.minDuplicateWindowMs;
+    const d = decideCommit(state, item.chk, this.ctx.restoredCheckpointId === undefined, triedBefore, Date.now(), windowMs);
     if (d.action === 'skip') return;
     if (d.action === 'foreign') throw foreignProgressError(this.sink.name, `progress key "${pkey}" in bucket ${o.progressBucket}`, key, d.committed, item.chk);
     if (d.late) {
-      this.ctx.log(`weir: jetstream sink ${o.stream}: checkpoint ${item.chk} of subtask ${item.sub} is published again ${Math.round((Date.now() - d.since) / 1000)} s after its first try, past the stream's ${(this.sink.duplicateWindowMs ?? o.minDuplicateWindowMs) / 1000} s duplicate window: repeats of messages published then may not be dropped`);
+      this.ctx.log(`weir: jetstream sink ${o.stream}: checkpoint ${item.chk} of subtask ${item.sub} is published again ${Math.round((Date.now() - d.since) / 1000)} s after its first try, past the stream's ${windowMs / 1000} s duplicate window: repeats of messages published then may not be dropped`);
     }
     if (!d.again) revision = await putIfUnchanged(kv, pkey, { committed: state.committed ?? null, publishing: item.chk, since: d.since }, revision);
     // Bounded in flight: at most maxInFlight acknowledgements outstanding.
