@@ -5,7 +5,7 @@
  * Nats-Msg-Id), the duplicate window checked at start, a missing stream and an unreachable
  * server named.
  */
-import { connect, headers, type JetStreamManager, type NatsConnection, type StreamConfig } from 'nats';
+import { AckPolicy, connect, headers, type JetStreamManager, type NatsConnection, type StreamConfig } from 'nats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { errorCode } from '../../src/core/errors.ts';
 import { JetStreamSink } from '../../src/connectors/jetstream/index.ts';
@@ -98,7 +98,7 @@ describe('jetstream sink', () => {
     await c.close?.();
   });
 
-  it('a restart in the same process reads the stream again: a duplicate window shortened while the job was down is noticed (before: the start check\'s value was kept, and a re-commit past the real window published duplicates without a log line)', async () => {
+  it('a restart in the same process reads the stream again: a duplicate window shortened while the job was down is noticed (before: the start check\'s value was kept, and a re-commit past the real window published duplicates without a log line); a re-commit past the window leaves out the messages found in the stream by their ids', async () => {
     const crashed = async (name: string, subject: string, job: string, k: JetStreamSink<Ev>) => {
       const w = k.createWriter(sinkCtx());
       w.write(evs(0, 10), ts(10));
@@ -137,14 +137,53 @@ describe('jetstream sink', () => {
       await k.start();
       const item = await crashed(name, subject, job, k);
       await shorten(name, 1e9);
+      // Others' messages in between, one with the id of message 7 of checkpoint 30 (not of checkpoint 3).
+      await nc.jetstream().publish(subject, new TextEncoder().encode(JSON.stringify({ n: 1000 })), { msgID: messageId(job, 'sink', 0, 30, 7) });
+      await nc.jetstream().publish(`${name}.other`, new TextEncoder().encode(JSON.stringify({ n: 1001 })));
       await new Promise((r) => setTimeout(r, 1500));
       const logged: string[] = [];
       const c = k.createCommitter(sinkCtx({ restoredCheckpointId: 3, attemptNumber: 1 }, logged));
       await c.commit([item]);
-      expect(logged.join('\n')).toMatch(new RegExp(`^weir: jetstream sink ${name}: checkpoint 3 of subtask 0 is published again \\d+ s after its first try, past the stream's 1 s duplicate window`));
+      expect(logged).toHaveLength(1);
+      expect(logged[0]).toMatch(new RegExp(`^weir: jetstream sink ${name}: checkpoint 3 of subtask 0 is published again \\d+ s after its first try, past the stream's 1 s duplicate window: 6 of its 10 messages are in the stream already \\(found by their ids among 8 read from .*\\), the others are published$`));
+      // Past the window the server dropped no repeat: the six found were left out, not published twice.
+      expect((await bodies(name)).map((e) => e.n)).toEqual([0, 1, 2, 3, 4, 5, 1000, 1001, 6, 7, 8, 9]);
+      expect(await k.lastCommittedCheckpointOf('sink', 0)).toBe(3);
       await c.close?.();
     }
   });
+
+  it('a late re-commit pages through the stream to find what is there; one that cannot search the stream publishes all again and says why', async () => {
+    const late = async (extra: Partial<StreamConfig>, count: number, before: number, occupy = false) => {
+      const { name, subject } = await stream(1e9, extra);
+      const job = uniqueName('job');
+      const k = sink(name, subject, job, { minDuplicateWindowMs: 1000 });
+      const w = k.createWriter(sinkCtx());
+      w.write(evs(0, count), ts(count));
+      const [item] = w.prepareCommit(5);
+      const js = nc.jetstream();
+      const kv = await js.views.kv(BUCKET, { history: 1 });
+      await kv.put(`${job}.sink.0`, JSON.stringify({ committed: null, publishing: 5, since: Date.now() }));
+      for (let i = 0; i < before; i += 500) {
+        await Promise.all(item!.msgs.slice(i, Math.min(before, i + 500)).map(([, body], j) => js.publish(subject, body, { msgID: messageId(job, 'sink', 0, 5, i + j) })));
+      }
+      if (occupy) await jsm.consumers.add(name, { durable_name: 'occupant', ack_policy: AckPolicy.None });
+      await new Promise((r) => setTimeout(r, 1500));
+      const logged: string[] = [];
+      const c = k.createCommitter(sinkCtx({ restoredCheckpointId: 5, attemptNumber: 1 }, logged));
+      await c.commit([item!]);
+      await c.close?.();
+      return { name, logged };
+    };
+    const paged = await late({}, 2500, 1700);
+    expect(paged.logged[0]).toMatch(/: 1700 of its 2500 messages are in the stream already \(found by their ids among 1700 read from /);
+    expect((await jsm.streams.info(paged.name)).state.messages).toBe(2500);
+    // No room for the consumer that searches (max_consumers 1, taken): as before the search, with the reason.
+    const blind = await late({ max_consumers: 1 }, 10, 6, true);
+    expect(blind.logged).toHaveLength(1);
+    expect(blind.logged[0]).toMatch(/past the stream's 1 s duplicate window: repeats of messages published then may not be dropped \(the stream could not be searched for them: .*maximum consumers limit reached/);
+    expect((await jsm.streams.info(blind.name)).state.messages).toBe(16);
+  }, 60_000);
 
   it('a commit still running when a later attempt commits past it does not set the progress key back', async () => {
     const { name, subject } = await stream();

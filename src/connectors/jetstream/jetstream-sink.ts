@@ -12,20 +12,21 @@
  * minDuplicateWindowMs (default 2 min), and each committer again before its first commit (a
  * restart in the same process keeps the sink object), so a restart that re-commits within that time after
  * the interrupted commit began writes nothing twice; a re-commit later than the window is
- * detected (the progress key holds when publishing began) and reported in the job's log, as
- * its repeats may then be duplicates.
+ * detected (the progress key holds when publishing began): the committer then searches the
+ * stream for the checkpoint's message ids and publishes only the messages it does not find
+ * (bounded; past the bounds it publishes all, and the log says its repeats may be duplicates).
  *
  * A message larger than the server's max_payload or the stream's max_msg_size (headers
  * included) is refused by the writer, before it enters a committable: at publish it failed the
  * commit of a completed checkpoint, half of it visible, and every restore's re-commit again.
  */
-import type { JetStreamClient, KV, NatsConnection, PubAck } from 'nats';
+import type { JetStreamClient, JetStreamManager, KV, NatsConnection, PubAck } from 'nats';
 import { describeRecord, WeirError } from '../../core/errors.ts';
 import type { CommitScope, SinkCommitter, SinkContext, SinkWriter, TwoPhaseCommitSink } from '../../core/sink.ts';
 import { foreignProgressError, newestCommitted, operatorKey, type ProgressKey } from '../common/progress.ts';
 import { isSocketError, messageOf, retrying, withTimeout } from '../common/retry.ts';
 import { resolveJetStreamOptions, type JetStreamSinkOptions, type ResolvedJetStreamOptions } from './options.ts';
-import { decideCommit, messageId, newestVisible, parseProgress } from './progress-state.ts';
+import { decideCommit, messageId, messageIdPrefix, newestVisible, parseProgress } from './progress-state.ts';
 import { TriedCheckpoints } from '../common/tried-checkpoints.ts';
 
 export interface JetStreamCommittable {
@@ -43,6 +44,12 @@ const TRANSIENT_CODES = new Set(['TIMEOUT', 'CONNECTION_CLOSED', 'CONNECTION_REF
  * commit starts over from a fresh read, which skips a checkpoint now recorded as committed.
  */
 class ProgressMovedError extends Error {}
+
+/** How much earlier than a late re-commit's first try its search for messages already published begins: the server stamps messages with its own clock. */
+const CLOCK_SLACK_MS = 60_000;
+/** Bounds of that search; past either the checkpoint is published whole again, as without it, with a log line. */
+const SCAN_MAX_MESSAGES = 1_000_000;
+const SCAN_BUDGET_MS = 30_000;
 
 /** NATS's "wrong last sequence" (JSStreamWrongLastSequenceErr), a failed compare-and-set. */
 const WRONG_LAST_SEQUENCE = 10071;
@@ -355,7 +362,8 @@ class JetStreamCommitter implements SinkCommitter<JetStreamCommittable> {
 
   private async commitOne(item: JetStreamCommittable, triedBefore: boolean): Promise<void> {
     const o = this.sink.options;
-    const { js, kv } = await this.connected();
+    const session = await this.connected();
+    const { js, kv } = session;
     const key = this.sink.key(this.ctx, item.sub);
     const pkey = this.sink.progressKey(key);
     const entry = await kv.get(pkey);
@@ -366,8 +374,18 @@ class JetStreamCommitter implements SinkCommitter<JetStreamCommittable> {
     const d = decideCommit(state, item.chk, this.ctx.restoredCheckpointId === undefined, triedBefore, Date.now(), windowMs);
     if (d.action === 'skip') return;
     if (d.action === 'foreign') throw foreignProgressError(this.sink.name, `progress key "${pkey}" in bucket ${o.progressBucket}`, key, d.committed, item.chk);
+    // Past the window the server no longer drops every repeat: the messages of this checkpoint
+    // already in the stream are looked for (by their ids) and left out.
+    let present: ReadonlySet<number> | undefined;
     if (d.late) {
-      this.ctx.log(`weir: jetstream sink ${o.stream}: checkpoint ${item.chk} of subtask ${item.sub} is published again ${Math.round((Date.now() - d.since) / 1000)} s after its first try, past the stream's ${windowMs / 1000} s duplicate window: repeats of messages published then may not be dropped`);
+      const late = `weir: jetstream sink ${o.stream}: checkpoint ${item.chk} of subtask ${item.sub} is published again ${Math.round((Date.now() - d.since) / 1000)} s after its first try, past the stream's ${windowMs / 1000} s duplicate window`;
+      const found = await this.alreadyPublished(session, messageIdPrefix(key.job, key.operator, key.subtask, item.chk), d.since);
+      if (typeof found === 'string') {
+        this.ctx.log(`${late}: repeats of messages published then may not be dropped (the stream could not be searched for them: ${found})`);
+      } else {
+        present = found.ids;
+        this.ctx.log(`${late}: ${found.ids.size} of its ${item.msgs.length} messages are in the stream already (found by their ids among ${found.scanned} read from ${new Date(d.since - CLOCK_SLACK_MS).toISOString()}), the others are published`);
+      }
     }
     if (!d.again) revision = await putIfUnchanged(kv, pkey, { committed: state.committed ?? null, publishing: item.chk, since: d.since }, revision);
     // Bounded in flight: at most maxInFlight acknowledgements outstanding.
@@ -377,12 +395,67 @@ class JetStreamCommitter implements SinkCommitter<JetStreamCommittable> {
       pending = [];
     };
     for (let i = 0; i < item.msgs.length; i++) {
+      if (present?.has(i)) continue;
       const [subject, body] = item.msgs[i]!;
       pending.push(js.publish(subject, body, { msgID: messageId(key.job, key.operator, key.subtask, item.chk, i), expect: { streamName: o.stream }, timeout: o.requestTimeoutMs }));
       if (pending.length >= o.maxInFlight) await settle();
     }
     await settle();
     await putIfUnchanged(kv, pkey, { committed: item.chk }, revision);
+  }
+
+  /**
+   * The indexes of the messages with ids `prefix<index>` in the stream, read (headers only,
+   * through an ephemeral consumer of its own) from `since` less CLOCK_SLACK_MS (the server stamps
+   * messages with its own clock) to the stream's end; or why they could not be found: more than
+   * SCAN_MAX_MESSAGES to read, longer than SCAN_BUDGET_MS, a message lost on the way, or a
+   * failed or unanswered request (each bounded by requestTimeoutMs).
+   */
+  private async alreadyPublished(session: Session, prefix: string, since: number): Promise<{ ids: Set<number>; scanned: number } | string> {
+    const o = this.sink.options;
+    const deadline = Date.now() + SCAN_BUDGET_MS;
+    const { AckPolicy, DeliverPolicy, nanos } = await import('nats');
+    let jsm: JetStreamManager | undefined;
+    let name: string | undefined;
+    try {
+      jsm = await withTimeout(session.nc.jetstreamManager({ timeout: o.requestTimeoutMs }), o.requestTimeoutMs, 'JetStream');
+      const info = await jsm.consumers.add(o.stream, {
+        ack_policy: AckPolicy.None, deliver_policy: DeliverPolicy.StartTime, opt_start_time: new Date(since - CLOCK_SLACK_MS).toISOString(),
+        headers_only: true, mem_storage: true, inactive_threshold: nanos(60_000),
+      });
+      name = info.name;
+      const ids = new Set<number>();
+      let scanned = 0;
+      let pending = info.num_pending;
+      if (pending === 0) return { ids, scanned };
+      if (pending > SCAN_MAX_MESSAGES) return `${pending} messages to read, more than ${SCAN_MAX_MESSAGES}`;
+      const consumer = await session.js.consumers.get(o.stream, name);
+      const expires = Math.min(o.requestTimeoutMs, 5_000);
+      while (pending > 0) {
+        if (Date.now() > deadline) return `still reading after ${SCAN_BUDGET_MS / 1000} s (${scanned} messages read, ${pending} to go)`;
+        const batch = await consumer.fetch({ max_messages: 1000, expires });
+        const read = async () => {
+          let got = 0;
+          for await (const m of batch) {
+            // Acks are off: a message lost on the way is never sent again, and its id would be missed.
+            if (m.info.deliverySequence !== scanned + 1) throw new Error(`message ${scanned + 1} of the search never arrived`);
+            scanned++;
+            got++;
+            pending = m.info.pending;
+            const id = m.headers?.get('Nats-Msg-Id');
+            if (id !== undefined && id.startsWith(prefix) && /^(0|[1-9]\d{0,14})$/.test(id.slice(prefix.length))) ids.add(Number(id.slice(prefix.length)));
+            if (pending === 0) break; // not waiting out the fetch's expiry for messages that are not there
+          }
+          if (got === 0) throw new Error(`no messages within ${expires} ms, ${pending} expected`);
+        };
+        await withTimeout(read(), expires + o.requestTimeoutMs, 'a fetch').finally(() => batch.stop());
+      }
+      return { ids, scanned };
+    } catch (e) {
+      return messageOf(e);
+    } finally {
+      if (jsm !== undefined && name !== undefined) await withTimeout(jsm.consumers.delete(o.stream, name), o.requestTimeoutMs, 'deleting a consumer').catch(() => {});
+    }
   }
 
   async close(): Promise<void> {

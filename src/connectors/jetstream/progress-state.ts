@@ -75,5 +75,10 @@ export function decideCommit(s: ProgressState, chk: number, fresh: boolean, trie
 
 /** Nats-Msg-Id of message `index` of a subtask's checkpoint: the same in every re-commit. */
 export function messageId(job: string, operator: string, subtask: number, chk: number, index: number): string {
-  return `${job}:${operator}:${subtask}:${chk}:${index}`;
+  return `${messageIdPrefix(job, operator, subtask, chk)}${index}`;
+}
+
+/** What the Nats-Msg-Id of every message of a subtask's checkpoint begins with. */
+export function messageIdPrefix(job: string, operator: string, subtask: number, chk: number): string {
+  return `${job}:${operator}:${subtask}:${chk}:`;
 }
