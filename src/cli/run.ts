@@ -7,7 +7,7 @@ import { CliError, oneLine, splitJobArgs } from './args.ts';
 import { commandLine } from './command-line.ts';
 import { readConfigFile } from './config-file.ts';
 import { controlApi } from '../observe/control-api.ts';
-import { newToken } from '../observe/request-guard.ts';
+import { isLoopback, newToken } from '../observe/request-guard.ts';
 import { logger } from '../core/log.ts';
 import { exitIsOurs, exitProcess } from './exit.ts';
 import { mergeSettings, runOptionsOf, settingsOf } from './run-settings.ts';
@@ -52,7 +52,11 @@ export async function runCommand(argv: string[]): Promise<number> {
   opts.args = argsFile !== undefined ? readArgsFile(argsFile) : job;
   opts.onProgress = statusLine();
   opts.log = (line) => logger().line(line);
-  const onListening = (p: number, id: string) => logger().info(`job ${id} running; control API on http://${rest.address}:${p}`, { jobId: id, port: p });
+  const onListening = (p: number, id: string) => {
+    logger().info(`job ${id} running; control API on http://${rest.address}:${p}`, { jobId: id, port: p });
+    // Reads (the job graph, file names, metrics) take no token, as in Flink: said, as the manager says it.
+    if (!isLoopback(rest.address)) logger().warn(`the control API on ${rest.address}:${p} is reachable from the network: reads need no token, changes only the job's token, and there is no TLS; keep it on loopback, or behind a proxy that authenticates and encrypts`);
+  };
   // Always a token for what changes the job: without one any local user reaching the port could
   // cancel it or write its state where they like. Generated unless given; the job's registry
   // entry (readable by this user only) holds it for weir stop, savepoint and cancel.

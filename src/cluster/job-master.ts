@@ -514,7 +514,11 @@ export class JobMaster implements JobControl {
       const refused = e instanceof RestoreError || e instanceof CommittedOutputRefusal;
       return { status: 'FAILED', error: { ...serializeError(e), ...(refused ? { code: 'RESTORE' } : {}) } };
     }
-    if (restore) this.stats.restored(restore.metadata.checkpointId, restore.path, this.spec.clock.now(), restore.metadata.type !== 'checkpoint');
+    if (restore) {
+      this.stats.restored(restore.metadata.checkpointId, restore.path, this.spec.clock.now(), restore.metadata.type !== 'checkpoint');
+      // At the start (restarts say where they go themselves): a restore told apart from a fresh start.
+      if (this.attempts === 0) this.log(`weir: restoring from ${restore.metadata.type} ${restore.metadata.checkpointId} (${restore.path})`);
+    }
     let firstCheckpointId: number;
     let restoredCompleted: CompletedCheckpointInfo[];
     try {

@@ -232,4 +232,15 @@ describe('a checkpoint that does not fit the job (RESTORE)', () => {
     // Other failures still restart.
     expect(r.afterAttempt(failed, false, 0)).toMatchObject({ type: 'restart' });
   });
+
+  it('a malformed record or state that does not fit ends the job too: every restart reads them again (before: restarted for ever with checkpointing\'s default strategy)', () => {
+    const r = recovery({ type: 'fixed-delay', attempts: 5, delay: 100 });
+    for (const code of ['MALFORMED_RECORD', 'STATE_RESTORE'] as const) {
+      const error: SerializedError = { name: 'WeirError', code, message: 'malformed record at in.jsonl:2', stack: undefined, user: true };
+      const step = r.afterAttempt({ status: 'FAILED', error }, false, 0);
+      expect(step).toMatchObject({ type: 'end', outcome: { status: 'FAILED', error } });
+      expect((step as { log: string }).log).toMatch(/^weir: job failed and will not restart: .*\(malformed record at in\.jsonl:2\)$/);
+    }
+    expect(r.afterAttempt(failed, false, 0)).toMatchObject({ type: 'restart' });
+  });
 });

@@ -95,8 +95,10 @@ describe('windows whose state cannot carry over to the restored job', () => {
     expect(r.status).toBe('FAILED');
     expect(r.error?.code).toBe('RESTORE');
     expect(r.error?.message).toContain('operator "windows": the snapshot keeps its state as event-time tumbling windows of 1000 ms (offset 0 ms) holding aggregate contents, this job as event-time tumbling windows of 300 ms (offset 0 ms) holding aggregate contents; it cannot carry over');
-    // The same windows restore.
-    const same = await runJob(WINDOWS, { workers: 1, parallelism: 2, args: [tmp.fresh('out'), '3000', '0', '1000'], from: sp, stdout: () => {}, log: () => {} });
+    // The same windows restore, and the log says from what.
+    const logs: string[] = [];
+    const same = await runJob(WINDOWS, { workers: 1, parallelism: 2, args: [tmp.fresh('out'), '3000', '0', '1000'], from: sp, stdout: () => {}, log: (l) => logs.push(l) });
     expect(same.status, same.error?.message).toBe('FINISHED');
+    expect(logs).toContainEqual(expect.stringMatching(/^weir: restoring from savepoint \d+ \(.*savepoint-/));
   });
 });

@@ -14,6 +14,12 @@ import type { CompletedCheckpointRef } from '../../checkpoint/storage.ts';
 import type { SerializedError } from '../messages.ts';
 import type { RestartBackoff } from '../restart-strategy.ts';
 
+/** Failures every restart meets again, with why: ended at once, no restart spent (as RESTORE). */
+const REPEATING_FAILURES: Readonly<Record<string, string>> = {
+  MALFORMED_RECORD: 'a malformed record is read again by every restart and fails it the same way; set malformed: \'dead-letter\' to route such records aside',
+  STATE_RESTORE: 'the restored state does not fit the job, and every restart restores it again',
+};
+
 export type AttemptOutcome =
   | { readonly status: 'FINISHED' }
   | { readonly status: 'CANCELED' }
@@ -92,6 +98,12 @@ export class RecoveryLogic {
       // The snapshot does not fit the job (a sink's identity changed, state of a removed operator):
       // every restart would be refused the same way.
       return { type: 'end', outcome, log: `weir: job failed and will not restart: the checkpoint cannot be restored into this job (${outcome.error.message})` };
+    }
+    const repeats = REPEATING_FAILURES[outcome.error.code ?? ''];
+    if (repeats !== undefined) {
+      // Replayed from the same checkpoint, the same record or state fails the next attempt the
+      // same way: with checkpointing the default strategy restarted such a job for ever.
+      return { type: 'end', outcome, log: `weir: job failed and will not restart: ${repeats} (${outcome.error.message})` };
     }
     const d = this.restart.onFailure(now);
     if (!d.restart) {
