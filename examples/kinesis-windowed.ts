@@ -5,7 +5,8 @@
  * window: {"key", "windowStart", "sum", "count"}. Records that are not such JSON go to the
  * dead-letter directory. Killed and resumed, the committed output has every window once.
  *
- * Locally, with kinesalite (a Kinesis API server; a dev dependency of weir):
+ * Locally, with kinesalite (a Kinesis API server; a dev dependency of weir; it listens on every
+ * interface, with no authentication: on a shared network, firewall port 4567 or use a test machine):
  *   npx kinesalite --port 4567 &
  *   npx tsx examples/kinesis-produce.ts http://127.0.0.1:4567 events 100000 &
  *   npx weir run examples/kinesis-windowed.ts --checkpoint-dir /tmp/kchk --checkpoint-interval 1s \

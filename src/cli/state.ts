@@ -4,6 +4,8 @@
  */
 import { findOperator, lookupValue, openSnapshot, summarize, InspectError, type SnapshotSummary } from '../checkpoint/inspect.ts';
 import { OPTIONS } from '../core/options/registry.ts';
+import { storageResolver } from '../checkpoint/storage-resolver.ts';
+import { resolveS3Config } from '../checkpoint/s3/settings.ts';
 import { valueOf } from '../core/options/values.ts';
 import { CliError } from './args.ts';
 import { commandLine, wantsHelp } from './command-line.ts';
@@ -29,16 +31,18 @@ export async function stateCommand(argv: string[]): Promise<number> {
   const key = valueOf(values, OPTIONS.key);
   if ((state !== undefined || key !== undefined) && op === undefined) throw new CliError('state inspect: --state and --key need --operator');
   if (key !== undefined && state === undefined) throw new CliError('state inspect: --key needs --state');
+  // An s3:// snapshot is read with the S3 flags (and the SDK's environment), as weir checkpoints reads one.
+  const storages = storageResolver(undefined, resolveS3Config({ endpoint: valueOf(values, OPTIONS.s3Endpoint), pathStyleAccess: valueOf(values, OPTIONS.s3PathStyleAccess) }, 'state inspect'));
   try {
     if (key !== undefined) {
-      const r = await lookupValue(path, op!, state!, key);
+      const r = await lookupValue(path, op!, state!, key, storages);
       if (json) process.stdout.write(JSON.stringify(r, jsonReplacer, 2) + '\n');
       else process.stdout.write(r.found ? `${JSON.stringify(r.value, jsonReplacer)}\n` : `no value for key ${JSON.stringify(key)} in state "${state}" of operator "${r.operator}" (key group ${r.keyGroup})\n`);
       return r.found ? 0 : 1;
     }
-    const summary = await summarize(path);
+    const summary = await summarize(path, storages);
     if (op !== undefined) {
-      const meta = await openSnapshot(path);
+      const meta = await openSnapshot(path, storages);
       const target = findOperator(meta, op);
       const operators = summary.operators.filter((o) => o.id === target.id);
       if (state !== undefined && !operators[0]!.states.some((s) => s.name === state)) {

@@ -16,7 +16,7 @@ import { storageResolver } from '../../src/checkpoint/storage-resolver.ts';
 import { runJob } from '../../src/index.ts';
 import type { WindowCount } from '../fixtures/jobs/savepoint-windows.ts';
 import { startS3Server, type S3TestServer } from '../helpers/s3rver.ts';
-import { fixture, savepoint, sleep, start, stopWithSavepoint, tempDir, waitRunning } from './helpers.ts';
+import { fixture, savepoint, sleep, start, stopWithSavepoint, tempDir, waitRunning, weir } from './helpers.ts';
 
 const JOB = fixture('savepoint-windows.ts');
 const N = 6000;
@@ -102,6 +102,10 @@ describe('savepoints on S3', () => {
       const both = [...fired, ...second.collected<WindowCount>('windows').map(line)].sort();
       expect(both, `every window exactly once across the stop and the resume from ${from}`).toEqual(ALL);
     }
+    // weir state inspect reads a savepoint on S3 with the S3 flags (before: --s3-endpoint was an unknown option there).
+    const inspected = await weir(tmp.fresh('home'), 'state', 'inspect', copyRef, '--s3-endpoint', server.endpoint, '--s3-path-style', '--json');
+    expect(inspected.code, inspected.stderr).toBe(0);
+    expect((JSON.parse(inspected.stdout) as { operators: { uid?: string }[] }).operators.map((o) => o.uid)).toContain('windows');
     // The early savepoint (a plain one, the job kept running) restores too.
     const fromEarly = await runJob(JOB, { workers: 1, parallelism: 2, args: [tmp.fresh('out'), String(N), '0'], from: early, s3, stdout: () => {}, log: () => {} });
     expect(fromEarly.status, fromEarly.error?.message).toBe('FINISHED');

@@ -371,11 +371,11 @@ export const OPTIONS = {
   // (AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, AWS_REGION, the credential chain).
   s3Endpoint: option({
     flag: 's3-endpoint', key: 's3.endpoint', field: 's3.endpoint', type: text('URL', 'an http(s) URL'), defaultText: 'the AWS SDK\'s (AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, or AWS)',
-    label: 'S3 endpoint', description: 'endpoint of an S3-compatible store (e.g. http://127.0.0.1:9000)', commands: ['run', 'checkpoints'], section: 'Object storage (S3)',
+    label: 'S3 endpoint', description: 'endpoint of an S3-compatible store (e.g. http://127.0.0.1:9000)', commands: ['run', 'checkpoints', 'state inspect'], section: 'Object storage (S3)',
   }),
   s3PathStyleAccess: option({
     flag: 's3-path-style', key: 's3.path.style.access', field: 's3.pathStyleAccess', type: onOff(), default: false,
-    label: 'S3 path-style access', description: 'address buckets as ENDPOINT/bucket/key instead of bucket.ENDPOINT/key (most S3-compatible stores need it)', commands: ['run', 'checkpoints'], section: 'Object storage (S3)',
+    label: 'S3 path-style access', description: 'address buckets as ENDPOINT/bucket/key instead of bucket.ENDPOINT/key (most S3-compatible stores need it)', commands: ['run', 'checkpoints', 'state inspect'], section: 'Object storage (S3)',
   }),
   s3Region: option({
     key: 's3.region', field: 's3.region', type: text('R'), defaultText: 'the AWS SDK\'s (AWS_REGION, the profile; us-east-1 with a custom endpoint)',
