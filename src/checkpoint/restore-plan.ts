@@ -15,7 +15,7 @@
 import { decodeValue } from '../core/codec.ts';
 import type { CheckpointMetadata, OperatorStateMeta } from './metadata.ts';
 import { sharedStateReference, stateFileReference } from './names.ts';
-import type { ChannelStateRestore, InlineOperatorState, TaskRestore, KeyGroupRange } from '../core/checkpoint-format.ts';
+import { broadcastSerializerKey, listSerializerKey, type ChannelStateRestore, type InlineOperatorState, type SerializerRecord, type TaskRestore, type KeyGroupRange } from '../core/checkpoint-format.ts';
 import { taskId, type TaskId } from '../core/task-id.ts';
 import { WeirError } from '../core/errors.ts';
 import { sinkIdentityChanged } from '../core/sink.ts';
@@ -32,6 +32,34 @@ export interface RestorePlan {
   readonly splits: Record<TaskId, unknown[]>;
   /** Operator ids in the snapshot that the job does not have (ignored when allowed). */
   readonly unmatched: string[];
+}
+
+/** A list's serializer records over the old subtasks: per old subtask, and of those that held items. */
+interface ListSerializers {
+  readonly bySubtask: Map<number, SerializerRecord | undefined>;
+  readonly withItems: { readonly subtask: number; readonly rec: SerializerRecord | undefined }[];
+}
+
+/**
+ * The serializer of a list whose items of several old subtasks go to one new subtask (a
+ * union list, a split list rescaled): it decodes them all, so they must record the same one.
+ * They differ when an old subtask held the list restored from a snapshot of another serializer
+ * version and never claimed it before this snapshot (a job claims its lists in open(), so
+ * rarely): refused, saying what to do, rather than decoding some items with the wrong version.
+ */
+function listSerializer(name: string, ls: ListSerializers, operator: string, dir: string): SerializerRecord | undefined {
+  const [first, ...rest] = ls.withItems;
+  if (first === undefined) return ls.bySubtask.values().next().value;
+  const same = (a: SerializerRecord | undefined, b: SerializerRecord | undefined) => a?.name === b?.name && a?.version === b?.version;
+  const form = (r: SerializerRecord | undefined) => (r === undefined ? 'no serializer (raw values)' : `serializer "${r.name}" v${r.version}`);
+  const other = rest.find((x) => !same(x.rec, first.rec));
+  if (other !== undefined) {
+    throw new RestoreError(
+      `${dir}: operator "${operator}": list state "${name}" is recorded with ${form(first.rec)} by subtask ${first.subtask} and with ${form(other.rec)} by subtask ${other.subtask} (a subtask did not claim the state between a restore that changed its serializer and this snapshot); ` +
+        'restore at the parallelism the snapshot was taken with, let every subtask claim the state, take a new savepoint, and restore from that',
+    );
+  }
+  return first.rec;
 }
 
 function decodeInline(b64: string, where: string): InlineOperatorState {
@@ -265,8 +293,12 @@ export function planRestore(m: CheckpointMetadata, dir: string, graph: RestoreTa
       const splitOwn = new Map<string, Map<number, unknown[]>>();
       const sameParallelism = old.parallelism === v.parallelism;
       const listsUnion = new Map<string, unknown[]>();
+      /** The serializer each list was written by: see listSerializers. */
+      const listSerializerOf = new Map<string, ListSerializers>();
       /** Broadcast state per old subtask index. */
       const broadcastOf = new Map<number, Record<string, [unknown, unknown][]>>();
+      /** The serializers of each old subtask's broadcast states: they go with its copy. */
+      const broadcastSerializersOf = new Map<number, Record<string, SerializerRecord>>();
       // Per old subtask, in its ledger's (checkpoint) order, with the subtask that prepared each
       // (its owner; before owners were recorded, the holder). Dealt by owner: see below.
       const committablesOf: { readonly c: unknown; readonly owner: number }[][] = [];
@@ -279,13 +311,26 @@ export function planRestore(m: CheckpointMetadata, dir: string, graph: RestoreTa
           const acc = target.get(name) ?? [];
           for (const x of l.items) acc.push(x);
           target.set(name, acc);
+          const ls: ListSerializers = listSerializerOf.get(name) ?? { bySubtask: new Map(), withItems: [] };
+          const rec = i.serializers?.[listSerializerKey(name)];
+          ls.bySubtask.set(old.subtasks[oldIndex]!.subtask, rec);
+          if (l.items.length > 0) ls.withItems.push({ subtask: old.subtasks[oldIndex]!.subtask, rec });
+          listSerializerOf.set(name, ls);
           if (l.distribution !== 'union') {
             const own = splitOwn.get(name) ?? new Map<number, unknown[]>();
             own.set(old.subtasks[oldIndex]!.subtask, l.items);
             splitOwn.set(name, own);
           }
         }
-        if (i.broadcast) broadcastOf.set(old.subtasks[oldIndex]!.subtask, i.broadcast);
+        if (i.broadcast) {
+          broadcastOf.set(old.subtasks[oldIndex]!.subtask, i.broadcast);
+          const recs: Record<string, SerializerRecord> = {};
+          for (const name of Object.keys(i.broadcast)) {
+            const rec = i.serializers?.[broadcastSerializerKey(name)];
+            if (rec !== undefined) recs[broadcastSerializerKey(name)] = rec;
+          }
+          broadcastSerializersOf.set(old.subtasks[oldIndex]!.subtask, recs);
+        }
         if (i.committables !== undefined && i.committables.length > 0) {
           const owners = i.committableOwners;
           committablesOf[oldIndex] = i.committables.map((c, j) => ({ c, owner: owners?.[j] ?? oldIndex }));
@@ -299,25 +344,38 @@ export function planRestore(m: CheckpointMetadata, dir: string, graph: RestoreTa
         const key = taskId(v.index, st.index);
         const t = (tasks[key] ??= { checkpointId: m.checkpointId, operators: {} });
         const inline: InlineOperatorState = {};
+        const serializers: Record<string, SerializerRecord> = {};
         if (listsSplit.size > 0 || listsUnion.size > 0) {
           inline.lists = {};
           for (const [name, items] of listsSplit) {
             if (sameParallelism) {
               inline.lists[name] = { distribution: 'split', items: (splitOwn.get(name)?.get(st.index) ?? []).slice() };
+              const rec = listSerializerOf.get(name)!.bySubtask.get(st.index);
+              if (rec !== undefined) serializers[listSerializerKey(name)] = rec;
               continue;
             }
             const from = Math.floor((st.index * items.length) / p);
             const to = Math.floor(((st.index + 1) * items.length) / p);
             inline.lists[name] = { distribution: 'split', items: items.slice(from, to) };
+            const rec = listSerializer(name, listSerializerOf.get(name)!, old.name, dir);
+            if (rec !== undefined) serializers[listSerializerKey(name)] = rec;
           }
-          for (const [name, items] of listsUnion) inline.lists[name] = { distribution: 'union', items: items.slice() };
+          for (const [name, items] of listsUnion) {
+            inline.lists[name] = { distribution: 'union', items: items.slice() };
+            const rec = listSerializer(name, listSerializerOf.get(name)!, old.name, dir);
+            if (rec !== undefined) serializers[listSerializerKey(name)] = rec;
+          }
         }
         // New subtask i gets old subtask (i mod old parallelism)'s copy, as Flink's broadcast
         // repartitioning: at the same parallelism each its own. Copies differ in an unaligned
         // checkpoint (each subtask snapshots at its own point of the broadcast stream and replays
         // its own in-flight part); subtask 0's copy for all lost or doubled broadcast updates.
-        const broadcast = broadcastOf.get(st.index % old.parallelism) ?? broadcastOf.values().next().value;
-        if (broadcast !== undefined) inline.broadcast = broadcast;
+        const broadcastFrom = broadcastOf.has(st.index % old.parallelism) ? st.index % old.parallelism : broadcastOf.keys().next().value;
+        if (broadcastFrom !== undefined) {
+          inline.broadcast = broadcastOf.get(broadcastFrom)!;
+          Object.assign(serializers, broadcastSerializersOf.get(broadcastFrom));
+        }
+        if (Object.keys(serializers).length > 0) inline.serializers = serializers;
         // All committables one writer subtask prepared go to one new subtask (its index mod p), in
         // their order, whichever old subtask held them: a sink's committed position is per writer
         // subtask (the Redis and JetStream sinks' progress keys), so a later checkpoint's

@@ -98,10 +98,26 @@ export interface TaskAck {
   readonly stats: SubtaskCheckpointStats;
 }
 
+/** A serializer's name and version, as recorded with the state it wrote. */
+export interface SerializerRecord {
+  readonly name: string;
+  readonly version: number;
+}
+
+/** Keys of InlineOperatorState.serializers. */
+export const listSerializerKey = (name: string): string => `list:${name}`;
+export const broadcastSerializerKey = (name: string): string => `broadcast:${name}`;
+
 /** Non-keyed state of one operator subtask in a snapshot; small, stored inline in the metadata. */
 export interface InlineOperatorState {
   lists?: Record<string, { distribution: 'split' | 'union'; items: unknown[] }>;
   broadcast?: Record<string, [unknown, unknown][]>;
+  /**
+   * The serializer each list ("list:<name>") and broadcast state ("broadcast:<name>") was
+   * written by; its items and values are in that serializer's encoding (broadcast keys as
+   * they are). A state without a record (snapshots of earlier versions) holds raw values.
+   */
+  serializers?: Record<string, SerializerRecord>;
   /** Source readers: assigned splits with positions. */
   splits?: unknown[];
   /** Sinks: prepared work waiting for checkpoint completion (pending files, prepared transactions). */

@@ -4,7 +4,7 @@
  * can read older state through the serializer's migration, or be refused with a message that
  * names the operator and the state.
  */
-import type { AnyStateDescriptor, StateKind } from '../core/state.ts';
+import type { AnyStateDescriptor, StateKind, StateSerializer } from '../core/state.ts';
 import { decodeValue } from '../core/codec.ts';
 import { COLUMNAR_FORMAT, columnarSize, decodeColumns } from './columnar-block.ts';
 import { encodeMapColumns } from './columnar-map.ts';
@@ -97,6 +97,25 @@ export class StateRestoreError extends WeirError {
 }
 
 /**
+ * Checks the serializer a state was written by against the one the job now uses and returns
+ * the decoder of one value: the same name, a version no newer, and decode(data, writtenVersion)
+ * when older. Keyed state (restoreDecoder) and operator list and broadcast state share it.
+ */
+export function serializerDecoder(where: string, state: string, written: { readonly name: string; readonly version: number }, s: StateSerializer<unknown>): (raw: unknown) => unknown {
+  if (written.name !== s.name) {
+    throw new StateRestoreError(`${where}: state "${state}" was written by serializer "${written.name}" v${written.version} and the job now uses "${s.name}" v${s.version}; they are incompatible`);
+  }
+  if (written.version > s.version) {
+    throw new StateRestoreError(`${where}: state "${state}" was written by serializer "${s.name}" v${written.version}, newer than this job's v${s.version}; restore with the newer job version`);
+  }
+  if (written.version < s.version && s.decode === undefined) {
+    throw new StateRestoreError(`${where}: state "${state}" was written by serializer "${s.name}" v${written.version}; v${s.version} declares no decode(data, writtenVersion) to migrate it`);
+  }
+  const version = written.version;
+  return s.decode ? (v: unknown) => s.decode!(v, version) : (v: unknown) => v;
+}
+
+/**
  * Checks a restored state against the descriptor now in use and returns a decoder for its values.
  * `now` is the backend's processing-time clock: values of a state that gains a TTL at restore are
  * stamped with it (not Date.now()), so their expiry is measured on the same clock TTL checks use.
@@ -105,18 +124,7 @@ export function restoreDecoder(where: string, meta: StateMeta, d: AnyStateDescri
   if (meta.kind !== d.kind) {
     throw new StateRestoreError(`${where}: state "${d.name}" was written as ${meta.kind} state and is now declared as ${d.kind} state; a state's kind cannot change`);
   }
-  const s = d.serializer;
-  if (meta.serializer.name !== s.name) {
-    throw new StateRestoreError(`${where}: state "${d.name}" was written by serializer "${meta.serializer.name}" v${meta.serializer.version} and the job now uses "${s.name}" v${s.version}; they are incompatible`);
-  }
-  if (meta.serializer.version > s.version) {
-    throw new StateRestoreError(`${where}: state "${d.name}" was written by serializer "${s.name}" v${meta.serializer.version}, newer than this job's v${s.version}; restore with the newer job version`);
-  }
-  if (meta.serializer.version < s.version && s.decode === undefined) {
-    throw new StateRestoreError(`${where}: state "${d.name}" was written by serializer "${s.name}" v${meta.serializer.version}; v${s.version} declares no decode(data, writtenVersion) to migrate it`);
-  }
-  const written = meta.serializer.version;
-  const base = s.decode ? (v: unknown) => s.decode!(v, written) : (v: unknown) => v;
+  const base = serializerDecoder(where, d.name, meta.serializer, d.serializer);
   const ttlNow = d.ttl !== undefined;
   // TTL added or removed: wrap with a fresh timestamp, or unwrap.
   const one = meta.ttl

@@ -3,7 +3,8 @@
  * (the same or another parallelism): keyed state files by overlapping key-group ranges,
  * split list state cut contiguously (each subtask's own back at the same parallelism), union list state to everyone, broadcast state from old subtask (i mod old p), source
  * splits dealt out k mod p, sink committables committed by exactly one subtask (an old
- * subtask's together, in order); unmatched operator state and a changed max parallelism refused clearly.
+ * subtask's together, in order); each list and broadcast state's serializer record goes with it;
+ * unmatched operator state and a changed max parallelism refused clearly.
  * Job graphs are built with the real API.
  */
 import { join } from 'node:path';
@@ -299,6 +300,50 @@ describe('broadcast state copies that differ (an unaligned checkpoint: each subt
       const v = j.vertexOf('map');
       for (let i = 0; i < p; i++) expect(inlineOf(r, v, i, map.id)?.broadcast?.rules, `p ${p}, subtask ${i}`).toEqual(copy(i % 2));
     }
+  });
+});
+
+describe('serializer records of list and broadcast state', () => {
+  const v = (version: number) => ({ name: 'app.count', version });
+  const states = [0, 1, 2].map((i) => ({
+    lists: { buf: { distribution: 'split' as const, items: [{ n: i }] }, all: { distribution: 'union' as const, items: [{ n: 10 + i }] } },
+    broadcast: { cfg: [['a', { n: 20 + i }]] as [unknown, unknown][] },
+    serializers: { 'list:buf': v(1), 'list:all': v(1), 'broadcast:cfg': v(1) },
+  }));
+
+  for (const p of [3, 2, 5]) {
+    it(`3 -> ${p}: every new subtask gets the record of each list and broadcast state it is given (before: dropped, v1's encoding restored as raw values)`, () => {
+      const j = job({ sourceP: 1, mapP: p, keyedP: 1, sinkP: 1 });
+      const map = j.node('map');
+      const r = plan(metadata([op(map, 3, 128, false, states.map((s, i) => ({ subtask: i, inline: inline(s), stateSize: 10 })))]), j);
+      for (let i = 0; i < p; i++) {
+        const s = inlineOf(r, j.vertexOf('map'), i, map.id)!;
+        expect(s.serializers, `subtask ${i}`).toEqual({ 'list:buf': v(1), 'list:all': v(1), 'broadcast:cfg': v(1) });
+        expect(s.broadcast!.cfg).toEqual([['a', { n: 20 + (i % 3) }]]);
+      }
+    });
+  }
+
+  it('a broadcast state\'s record comes from the old subtask whose copy is given; lists of old subtasks that differ are kept apart at the same parallelism', () => {
+    // Old subtask 1 never claimed the states after a restore that changed the serializer: still v1.
+    const differ = states.map((s, i) => ({ ...s, serializers: i === 1 ? s.serializers : { 'list:buf': v(2), 'list:all': v(2), 'broadcast:cfg': v(2) } }));
+    const j = job({ sourceP: 1, mapP: 3, keyedP: 1, sinkP: 1 });
+    const map = j.node('map');
+    const only = differ.map((s) => ({ lists: { buf: s.lists.buf }, broadcast: s.broadcast, serializers: { 'list:buf': s.serializers['list:buf'], 'broadcast:cfg': s.serializers['broadcast:cfg'] } }));
+    const r = plan(metadata([op(map, 3, 128, false, only.map((s, i) => ({ subtask: i, inline: inline(s), stateSize: 10 })))]), j);
+    for (let i = 0; i < 3; i++) expect(inlineOf(r, j.vertexOf('map'), i, map.id)!.serializers).toEqual({ 'list:buf': v(i === 1 ? 1 : 2), 'broadcast:cfg': v(i === 1 ? 1 : 2) });
+    // Items of differing records merged into one subtask would be decoded with one version: refused.
+    const union = plan.bind(null, metadata([op(map, 3, 128, false, differ.map((s, i) => ({ subtask: i, inline: inline(s), stateSize: 10 })))]), j);
+    expect(union).toThrow(RestoreError);
+    expect(union).toThrow('list state "all" is recorded with serializer "app.count" v2 by subtask 0 and with serializer "app.count" v1 by subtask 1');
+  });
+
+  it('an inline state of an earlier version (no records) gets none: its values are raw', () => {
+    const j = job({ sourceP: 1, mapP: 2, keyedP: 1, sinkP: 1 });
+    const map = j.node('map');
+    const old = states.map(({ serializers: _, ...s }) => s);
+    const r = plan(metadata([op(map, 3, 128, false, old.map((s, i) => ({ subtask: i, inline: inline(s), stateSize: 10 })))]), j);
+    for (let i = 0; i < 2; i++) expect(inlineOf(r, j.vertexOf('map'), i, map.id)!.serializers).toBeUndefined();
   });
 });
 

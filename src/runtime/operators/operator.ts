@@ -15,7 +15,7 @@ import { attribute, JobDefinitionError, type ErrorLocation } from '../../core/er
 import { MIN_WATERMARK } from '../events.ts';
 import type { Output } from '../output.ts';
 import type { KeySelectorFn } from '../../core/partitioning.ts';
-import type { InlineOperatorState } from '../../core/checkpoint-format.ts';
+import { broadcastSerializerKey, listSerializerKey, type InlineOperatorState } from '../../core/checkpoint-format.ts';
 
 
 /** What the task gives an operator when it is set up. */
@@ -242,25 +242,15 @@ export abstract class StreamOperator {
         }
       }
     }
-    const store = this.env.operatorState;
-    if (store.lists.size === 0 && store.broadcasts.size === 0) return undefined;
-    const out: InlineOperatorState = {};
-    if (store.lists.size > 0) {
-      out.lists = {};
-      for (const [name, l] of store.lists) out.lists[name] = { distribution: l.distribution, items: l.items.slice() };
-    }
-    if (store.broadcasts.size > 0) {
-      out.broadcast = {};
-      for (const [name, b] of store.broadcasts) out.broadcast[name] = [...b.map];
-    }
-    return out;
+    return this.env.operatorState.snapshot();
   }
 
   /** Before open(): state this subtask was given by the restore (already redistributed). */
   restoreInline(state: InlineOperatorState): void {
     const store = this.env.operatorState;
-    for (const [name, l] of Object.entries(state.lists ?? {})) store.restoreList(name, l.distribution, l.items);
-    for (const [name, entries] of Object.entries(state.broadcast ?? {})) store.restoreBroadcast(name, entries);
+    const serializers = state.serializers ?? {};
+    for (const [name, l] of Object.entries(state.lists ?? {})) store.restoreList(name, l.distribution, l.items, serializers[listSerializerKey(name)]);
+    for (const [name, entries] of Object.entries(state.broadcast ?? {})) store.restoreBroadcast(name, entries, serializers[broadcastSerializerKey(name)]);
   }
 
   /**
