@@ -379,19 +379,19 @@ export const OPTIONS = {
   }),
   s3Region: option({
     key: 's3.region', field: 's3.region', type: text('R'), defaultText: 'the AWS SDK\'s (AWS_REGION, the profile; us-east-1 with a custom endpoint)',
-    label: 'S3 region', description: 'region of the bucket', commands: ['run', 'checkpoints'], section: 'Object storage (S3)',
+    label: 'S3 region', description: 'region of the bucket', commands: ['run'], section: 'Object storage (S3)',
   }),
   s3RequestTimeout: option({
     key: 's3.request.timeout', field: 's3.requestTimeout', type: duration({ minMs: 1 }), default: '30 s',
-    label: 'S3 request timeout', description: 'longest one S3 request may wait for the connection or for data; then it is retried', commands: ['run', 'checkpoints'], section: 'Object storage (S3)',
+    label: 'S3 request timeout', description: 'longest one S3 request may wait for the connection or for data; then it is retried', commands: ['run'], section: 'Object storage (S3)',
   }),
   s3RetryMaxAttempts: option({
     key: 's3.retry.max-attempts', field: 's3.retryMaxAttempts', type: integer({ min: 1, max: 100 }), default: 5,
-    label: 'S3 request attempts', description: 'tries of one S3 request (throttling, 5xx and network errors are retried with backoff)', commands: ['run', 'checkpoints'], section: 'Object storage (S3)',
+    label: 'S3 request attempts', description: 'tries of one S3 request (throttling, 5xx and network errors are retried with backoff)', commands: ['run'], section: 'Object storage (S3)',
   }),
   s3UploadPartSize: option({
     key: 's3.upload.part-size', field: 's3.uploadPartSize', type: integer({ min: 5 * 1024 * 1024, max: 5 * 1024 * 1024 * 1024 }), default: 8 * 1024 * 1024,
-    label: 'S3 upload part size', description: 'bytes of one multipart upload part; a state file up to this size is one PUT', commands: ['run', 'checkpoints'], section: 'Object storage (S3)',
+    label: 'S3 upload part size', description: 'bytes of one multipart upload part; a state file up to this size is one PUT', commands: ['run'], section: 'Object storage (S3)',
   }),
 } satisfies Record<string, Option<any>>;
 
