@@ -8,7 +8,7 @@
 import { AckPolicy, connect, headers, type JetStreamManager, type NatsConnection, type StreamConfig } from 'nats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { errorCode } from '../../src/core/errors.ts';
-import { JetStreamSink } from '../../src/connectors/jetstream/index.ts';
+import { JetStreamSink, type JetStreamCommittable } from '../../src/connectors/jetstream/index.ts';
 import { messageId } from '../../src/connectors/jetstream/progress-state.ts';
 import { freePort, sinkCtx, uniqueName } from './postgres/helpers.ts';
 
@@ -52,6 +52,18 @@ function sink(name: string, subject: string, jobId: string, extra: Record<string
   return new JetStreamSink<Ev>({ stream: name, subject, jobId, progressBucket: BUCKET, ...extra });
 }
 
+/** What a commit of checkpoint 3 that crashed left: `written` records prepared, the progress key saying publishing began, the first `published` of them in the stream. */
+async function crashedCommit(subject: string, job: string, k: JetStreamSink<Ev>, written: number, published: number): Promise<JetStreamCommittable> {
+  const w = k.createWriter(sinkCtx());
+  w.write(evs(0, written), ts(written));
+  const [item] = w.prepareCommit(3);
+  const js = nc.jetstream();
+  const kv = await js.views.kv(BUCKET, { history: 1 });
+  await kv.put(`${job}.sink.0`, JSON.stringify({ committed: null, publishing: 3, since: Date.now() }));
+  for (let i = 0; i < published; i++) await js.publish(subject, item!.msgs[i]![1], { msgID: messageId(job, 'sink', 0, 3, i) });
+  return item!;
+}
+
 describe('jetstream sink', () => {
   it('publishes at completion with deterministic ids; a re-commit after a restore publishes nothing', async () => {
     const { name, subject } = await stream();
@@ -78,19 +90,13 @@ describe('jetstream sink', () => {
     const { name, subject } = await stream();
     const job = uniqueName('job');
     const k = sink(name, subject, job);
-    const w = k.createWriter(sinkCtx());
-    w.write(evs(0, 400), ts(400));
-    const [item] = w.prepareCommit(3);
     // What a crashed commit left: the progress key says publishing began, 150 messages are in.
-    const js = nc.jetstream();
-    const kv = await js.views.kv(BUCKET, { history: 1 });
-    await kv.put(`${job}.sink.0`, JSON.stringify({ committed: null, publishing: 3, since: Date.now() }));
-    for (let i = 0; i < 150; i++) await js.publish(subject, item!.msgs[i]![1], { msgID: messageId(job, 'sink', 0, 3, i) });
+    const item = await crashedCommit(subject, job, k, 400, 150);
     // Part of checkpoint 3 is visible: a restore from before it would publish those again (before: nothing committed).
     expect(await k.lastCommittedCheckpointOf('sink', 0)).toBe(3);
     const logged: string[] = [];
     const c = k.createCommitter(sinkCtx({ restoredCheckpointId: 3, attemptNumber: 1 }, logged));
-    await c.commit([item!]);
+    await c.commit([item]);
     expect(await bodies(name)).toEqual(evs(0, 400));
     expect((c as unknown as { duplicates: number }).duplicates).toBe(150);
     expect(logged).toEqual([]);
@@ -99,17 +105,6 @@ describe('jetstream sink', () => {
   });
 
   it('a restart in the same process reads the stream again: a duplicate window shortened while the job was down is noticed (before: the start check\'s value was kept, and a re-commit past the real window published duplicates without a log line); a re-commit past the window leaves out the messages found in the stream by their ids', async () => {
-    const crashed = async (name: string, subject: string, job: string, k: JetStreamSink<Ev>) => {
-      const w = k.createWriter(sinkCtx());
-      w.write(evs(0, 10), ts(10));
-      const [item] = w.prepareCommit(3);
-      // What a crashed commit left: publishing began, 6 of 10 are in.
-      const js = nc.jetstream();
-      const kv = await js.views.kv(BUCKET, { history: 1 });
-      await kv.put(`${job}.sink.0`, JSON.stringify({ committed: null, publishing: 3, since: Date.now() }));
-      for (let i = 0; i < 6; i++) await js.publish(subject, item!.msgs[i]![1], { msgID: messageId(job, 'sink', 0, 3, i) });
-      return item!;
-    };
     const shorten = async (name: string, windowNs: number) => {
       const info = await jsm.streams.info(name);
       await jsm.streams.update(name, { ...info.config, duplicate_window: windowNs });
@@ -120,7 +115,7 @@ describe('jetstream sink', () => {
       const job = uniqueName('job');
       const k = sink(name, subject, job);
       await k.start();
-      const item = await crashed(name, subject, job, k);
+      const item = await crashedCommit(subject, job, k, 10, 6);
       await shorten(name, 1e9);
       const c = k.createCommitter(sinkCtx({ restoredCheckpointId: 3, attemptNumber: 1 }));
       const e = await failure(c.commit([item]));
@@ -135,7 +130,7 @@ describe('jetstream sink', () => {
       const job = uniqueName('job');
       const k = sink(name, subject, job, { minDuplicateWindowMs: 1000 });
       await k.start();
-      const item = await crashed(name, subject, job, k);
+      const item = await crashedCommit(subject, job, k, 10, 6);
       await shorten(name, 1e9);
       // Others' messages in between, one with the id of message 7 of checkpoint 30 (not of checkpoint 3).
       await nc.jetstream().publish(subject, new TextEncoder().encode(JSON.stringify({ n: 1000 })), { msgID: messageId(job, 'sink', 0, 30, 7) });

@@ -54,6 +54,16 @@ class H {
   }
 }
 
+/** v1 deployed without checkpointing and seen running once. */
+function runningWithoutCheckpoints(): { h: H; a: { key: string; deploymentId: string } } {
+  const h = new H(spec('v1', { configuration: {} }));
+  const a = h.step() as { key: string; deploymentId: string };
+  h.operations[a.key] = { state: 'completed' };
+  h.deployments[a.deploymentId] = { state: 'RUNNING', restarts: 0 };
+  h.step();
+  return { h, a };
+}
+
 describe('upgrades (point 4)', () => {
   it('stateless: cancels, then starts the new version with empty state', () => {
     const h = new H(spec('v1', { upgradeMode: 'stateless' }));
@@ -184,11 +194,7 @@ describe('upgrades (point 4)', () => {
   });
 
   it('savepoint mode on a job that is not running and has no checkpoint waits until it runs to take a savepoint, never starting empty', () => {
-    const h = new H(spec('v1', { configuration: {} })); // no checkpointing
-    const a = h.step() as { key: string; deploymentId: string };
-    h.operations[a.key] = { state: 'completed' };
-    h.deployments[a.deploymentId] = { state: 'RUNNING', restarts: 0 };
-    h.step();
+    const { h, a } = runningWithoutCheckpoints();
     h.apply(spec('v2', { configuration: {} }));
     // Its overview did not answer this pass (the local target then reports STARTING).
     h.deployments[a.deploymentId] = { state: 'STARTING', restarts: 0 };
@@ -200,11 +206,7 @@ describe('upgrades (point 4)', () => {
   });
 
   it('a suspend of a job without checkpoints that keeps restarting cancels it (its restarts start empty too) instead of waiting for good', () => {
-    const h = new H(spec('v1', { configuration: {} })); // no checkpointing
-    const a = h.step() as { key: string; deploymentId: string };
-    h.operations[a.key] = { state: 'completed' };
-    h.deployments[a.deploymentId] = { state: 'RUNNING', restarts: 0 };
-    h.step();
+    const { h, a } = runningWithoutCheckpoints();
     h.apply(spec('v1', { configuration: {}, state: 'suspended' }));
     h.deployments[a.deploymentId] = { state: 'RESTARTING', restarts: 3 };
     // Before: undefined on every pass (UpgradePending), for as long as the crash loop lasted.

@@ -400,13 +400,10 @@ describe('RedisStreamsSource and entries removed before it read them', () => {
     const s = key('trim-restore');
     const ids = await fill(s, 50);
     // A first run reads entries 0 to 9; its checkpoint holds the position and the entry's number.
-    const first = handReader(new RedisStreamsSource<{ i: number }>({ url: URL, streams: [s], blockMs: 100 }), [{ id: s, stream: s, lastId: '0-0', endId: ids[9]! }]);
-    expect(await first.drive(() => first.got.includes(9))).toBeUndefined();
-    const [split] = first.reader.snapshotSplits();
-    await first.reader.close?.();
-    expect(first.got).toEqual([...Array(10).keys()]);
+    const { got, split } = await checkpointAfter(s, ids, 9);
+    expect(got).toEqual([...Array(10).keys()]);
     expect(split).toEqual({ id: s, stream: s, lastId: ids[9], endId: ids[9], entriesRead: 10, lastEntryDigest: expect.any(String) });
-    const { endId: _end, ...restored } = split!;
+    const { endId: _end, ...restored } = split;
     // Trimmed exactly up to the position: nothing of the reader's is gone, nothing is said.
     await redis.xtrim(s, 'MINID', ids[10]!);
     const upTo = handReader(new RedisStreamsSource<{ i: number }>({ url: URL, streams: [s], blockMs: 100 }), [restored]);
@@ -424,16 +421,22 @@ describe('RedisStreamsSource and entries removed before it read them', () => {
   }, 60_000);
 });
 
+/** A first run that reads the stream's entries 0 to `last` and takes its checkpoint: what it read, and its split. */
+async function checkpointAfter(s: string, ids: readonly string[], last: number): Promise<{ got: number[]; split: RedisStreamSplit }> {
+  const first = handReader(new RedisStreamsSource<{ i: number }>({ url: URL, streams: [s], blockMs: 100 }), [{ id: s, stream: s, lastId: '0-0', endId: ids[last]! }]);
+  expect(await first.drive(() => first.got.includes(last))).toBeUndefined();
+  const [split] = first.reader.snapshotSplits();
+  await first.reader.close?.();
+  return { got: first.got, split: split! };
+}
+
 describe('RedisStreamsSource and a stream deleted and created again', () => {
   it('a restored position in a stream created again is refused (before: the new stream\'s entries up to the old position were skipped without a word); the same stream, trimmed or with the entry deleted, is read on', async () => {
     const s = key('recreated');
     const ids = await fill(s, 100);
     // The checkpoint of a run that read entries 0 to 59.
-    const first = handReader(new RedisStreamsSource<{ i: number }>({ url: URL, streams: [s], blockMs: 100 }), [{ id: s, stream: s, lastId: '0-0', endId: ids[59]! }]);
-    expect(await first.drive(() => first.got.includes(59))).toBeUndefined();
-    const [snap] = first.reader.snapshotSplits();
-    await first.reader.close?.();
-    const { endId: _end, ...split } = snap!;
+    const { split: snap } = await checkpointAfter(s, ids, 59);
+    const { endId: _end, ...split } = snap;
     expect(split.lastId).toBe(ids[59]);
     expect(split.entriesRead).toBe(60);
     expect(split.lastEntryDigest).toMatch(/^[\w-]{22}$/);
