@@ -136,14 +136,19 @@ export interface KeyedStateBackend {
   /** Sets an already normalised key (timers, iteration over keys). */
   setCurrentNormalizedKey(key: NormKey, keyGroup: number, originalKey: unknown): void;
   /**
-   * Optional: reads, for each of the first `n` keys (normalised; `kgIndexes` their key groups
-   * less the range's start) of the next records to run, the memory their state lookups will
-   * read first: lookups of large state each wait for a few cache misses, and misses of
-   * different keys overlap only when their loads are issued together. The operator calls it a
-   * chunk of a batch at a time (KeyedOperator.prefetchKeys). Changes nothing; returns a number
-   * made from what it read.
+   * Sets a key prepared ahead (KeyedOperator.prefetchKeys): normalised, its key group and its
+   * keyHash (key-table.ts) computed from one hash of the key, as setCurrentKey would.
    */
-  prefetch?(keys: readonly NormKey[], kgIndexes: Int32Array, n: number): number;
+  setCurrentPreparedKey(originalKey: unknown, key: NormKey, keyGroup: number, hash: number): void;
+  /**
+   * Optional: reads, for each of the first `n` keys (normalised; `kgIndexes` their key groups
+   * less the range's start, `hashes` their keyHash) of the next records to run, the memory
+   * their state lookups will read first: lookups of large state each wait for a few cache
+   * misses, and misses of different keys overlap only when their loads are issued together.
+   * The operator calls it a chunk of a batch at a time (KeyedOperator.prefetchKeys). Changes
+   * nothing; returns a number made from what it read.
+   */
+  prefetch?(keys: readonly NormKey[], kgIndexes: Int32Array, hashes: Int32Array, n: number): number;
   /** With prefetch: whether the next batch is worth it (state large enough to miss the caches). */
   wantsPrefetch?(): boolean;
 

@@ -12,6 +12,8 @@ export class KeyContext {
   keyGroup = -1;
   /** keyGroup - range.start: the key group's index within this subtask's range. */
   kgIndex = -1;
+  /** keyHash(key) (key-table.ts): the heap backend's lookups of this key take it instead of hashing the key again. */
+  hash = 0;
 
   constructor(
     readonly range: KeyGroupRange,
@@ -20,7 +22,7 @@ export class KeyContext {
   ) {}
 
   /** Makes a key current; a key outside this subtask's key groups means the stream was not keyed here. */
-  set(key: NormKey, keyGroup: number, originalKey: unknown): void {
+  set(key: NormKey, keyGroup: number, originalKey: unknown, hash: number): void {
     if (keyGroup < this.range.start || keyGroup > this.range.end) {
       throw new Error(
         `${this.where}: key ${JSON.stringify(String(originalKey))} is in key group ${keyGroup}, outside this subtask's range ` +
@@ -31,6 +33,7 @@ export class KeyContext {
     this.originalKey = originalKey;
     this.keyGroup = keyGroup;
     this.kgIndex = keyGroup - this.range.start;
+    this.hash = hash;
   }
 }
 

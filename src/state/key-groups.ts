@@ -130,9 +130,21 @@ export function hashNormalizedKey(k: string | number): number {
  * arithmetic (this runs once per record on every keyed exchange and keyed operator).
  */
 export function keyGroupOf(normalizedKey: string | number, maxParallelism: number): number {
-  const k = normalizedKey;
-  const h = typeof k !== 'number' ? murmurStringBits(k) : (k | 0) === k ? murmurIntBits(k) : murmurStringBits(String(k));
-  return unsignedMod(h, maxParallelism);
+  return keyGroupOfBits(keyBits(normalizedKey), maxParallelism);
+}
+
+/**
+ * The bits of hashNormalizedKey(k) as a signed 32-bit int: what a key's group is computed from,
+ * and (mixed again) its slot in the heap backend's tables (keyHashOfBits, key-table.ts), so a
+ * record's key string is hashed once.
+ */
+export function keyBits(k: string | number): number {
+  return typeof k !== 'number' ? murmurStringBits(k) : (k | 0) === k ? murmurIntBits(k) : murmurStringBits(String(k));
+}
+
+/** The key group of a key whose keyBits are `bits`. */
+export function keyGroupOfBits(bits: number, maxParallelism: number): number {
+  return unsignedMod(bits, maxParallelism);
 }
 
 /**

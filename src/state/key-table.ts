@@ -24,7 +24,7 @@
  * it bumps `generation` and keeps the old-to-new numbering, through which an iterator made
  * before it continues where it was.
  */
-import { mix32, murmurStringBits } from './murmur.ts';
+import { mix32, murmurIntBits, murmurStringBits } from './murmur.ts';
 import type { NormKey } from './key-groups.ts';
 
 /** The key slot of a deleted entry: never a key (keys are strings and numbers). */
@@ -39,9 +39,9 @@ const MIN_SLOTS = 16;
  */
 const MAX_LOAD = 0.75;
 /**
- * Seed of the table's string hash. Key groups come from murmur3 with seed 0 (key-groups.ts), so
- * every key of one group shares that hash's low bits: hashed the same way, a group's keys would
- * crowd into 1/128 of its index. Another seed gives independent bits.
+ * Seed of the table's hash. Key groups come from the key's murmur3 bits with seed 0
+ * (key-groups.ts), so every key of one group shares those bits' low bits: used as they are, a
+ * group's keys would crowd into 1/128 of its index. Mixed again with a seed they are spread.
  */
 const SEED = 0x2f1c_a7b3;
 
@@ -52,10 +52,26 @@ const u32 = new Uint32Array(f64.buffer);
  * A key's hash with the top bit set, so it is never 0 (the empty slot); slots are chosen by
  * the low bits. Equal keys hash equally: 0 and -0 alike ((k | 0) === k for both). NaN is never
  * a key (normalizeKey makes non-finite numbers strings), so === is SameValueZero here.
+ * Strings and integers: from the bits their key group is computed from (keyBits), so the
+ * record path hashes a key once (keyHashOfBits) and the backend's lookups take that hash.
  */
 export function keyHash(key: NormKey): number {
-  if (typeof key === 'string') return murmurStringBits(key, SEED) | 0x8000_0000;
-  if ((key | 0) === key) return mix32(key ^ SEED) | 0x8000_0000;
+  if (typeof key === 'string') return mixedBits(murmurStringBits(key));
+  if ((key | 0) === key) return mixedBits(murmurIntBits(key));
+  return doubleHash(key);
+}
+
+/** keyHash(key) for a key whose keyBits (key-groups.ts) are `bits`, without hashing the key again. */
+export function keyHashOfBits(key: NormKey, bits: number): number {
+  return typeof key === 'string' || (key | 0) === key ? mixedBits(bits) : doubleHash(key);
+}
+
+function mixedBits(bits: number): number {
+  return mix32(bits ^ SEED) | 0x8000_0000;
+}
+
+/** A number that is not a 32-bit integer, by its 64 bits (its key group hashes its text, which costs more). */
+function doubleHash(key: number): number {
   f64[0] = key;
   return mix32(u32[0]! ^ mix32(u32[1]! ^ SEED)) | 0x8000_0000;
 }
@@ -114,7 +130,12 @@ export class KeyTable<V = unknown> implements Map<NormKey, V> {
   }
 
   get(key: NormKey): V | undefined {
-    const s = this.slotOf(key, keyHash(key));
+    return this.getHashed(key, keyHash(key));
+  }
+
+  /** get(key), its keyHash `h` known (the current key's: KeyContext.hash). */
+  getHashed(key: NormKey, h: number): V | undefined {
+    const s = this.slotOf(key, h);
     if (s < 0) return undefined;
     const e = this.idx[2 * s + 1]!;
     this.lastFound = e;
@@ -162,7 +183,20 @@ export class KeyTable<V = unknown> implements Map<NormKey, V> {
       this.kv[2 * last + 1] = value;
       return this;
     }
-    const h = keyHash(key);
+    return this.put(key, keyHash(key), value);
+  }
+
+  /** set(key, value), its keyHash `h` known (see getHashed). */
+  setHashed(key: NormKey, h: number, value: V): this {
+    const last = this.lastFound;
+    if (this.kv[2 * last] === key) {
+      this.kv[2 * last + 1] = value;
+      return this;
+    }
+    return this.put(key, h, value);
+  }
+
+  private put(key: NormKey, h: number, value: V): this {
     const s = this.slotOf(key, h);
     if (s >= 0) {
       this.kv[2 * this.idx[2 * s + 1]! + 1] = value;
@@ -178,7 +212,12 @@ export class KeyTable<V = unknown> implements Map<NormKey, V> {
   }
 
   delete(key: NormKey): boolean {
-    const s = this.slotOf(key, keyHash(key));
+    return this.deleteHashed(key, keyHash(key));
+  }
+
+  /** delete(key), its keyHash `h` known (see getHashed). */
+  deleteHashed(key: NormKey, h: number): boolean {
+    const s = this.slotOf(key, h);
     if (s < 0) return false;
     const e = this.idx[2 * s + 1]!;
     this.kv[2 * e] = HOLE;

@@ -9,6 +9,7 @@ import { ManualClock } from '../../src/core/clock.ts';
 import { ValueStateDescriptor } from '../../src/core/state.ts';
 import { HeapKeyedStateBackend } from '../../src/state/heap/backend.ts';
 import { keyGroupOf, normalizeKey, type NormKey } from '../../src/state/key-groups.ts';
+import { keyHash } from '../../src/state/key-table.ts';
 import type { Collector, KeyedContext } from '../../src/index.ts';
 import { runInline } from '../helpers/run.ts';
 import { failureOf } from '../api/util.ts';
@@ -18,8 +19,12 @@ const count = new ValueStateDescriptor<number>('count');
 /** Above the backend's threshold for prefetching (2^17 entries). */
 const LARGE = 140_000;
 
-function batchOf(keys: readonly NormKey[]): { keys: NormKey[]; groups: Int32Array } {
-  return { keys: [...keys], groups: Int32Array.from(keys, (k) => keyGroupOf(normalizeKey(k), MAXP) - FULL.start) };
+function batchOf(keys: readonly NormKey[]): { keys: NormKey[]; groups: Int32Array; hashes: Int32Array } {
+  return {
+    keys: [...keys],
+    groups: Int32Array.from(keys, (k) => keyGroupOf(normalizeKey(k), MAXP) - FULL.start),
+    hashes: Int32Array.from(keys, (k) => keyHash(normalizeKey(k))),
+  };
 }
 
 /** wantsPrefetch() over the backend's recheck period (it looks at the sizes every 64 batches). */
@@ -51,8 +56,8 @@ describe('prefetch of large heap state', () => {
     // Present keys, absent keys, numbers; fresh strings, as records make them.
     const keys: NormKey[] = [];
     for (let i = 0; i < 2048; i++) keys.push(i % 3 === 0 ? `k${(i * 7919) % LARGE}` : i % 3 === 1 ? `absent${i}` : i);
-    const { keys: ks, groups } = batchOf(keys);
-    expect(typeof b.prefetch(ks, groups, ks.length)).toBe('number');
+    const { keys: ks, groups, hashes } = batchOf(keys);
+    expect(typeof b.prefetch(ks, groups, hashes, ks.length)).toBe('number');
     expect(b.frozenGroups()).toBe(frozen);
 
     const streams = new MemoryStreams();

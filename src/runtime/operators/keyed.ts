@@ -15,7 +15,8 @@ import { NO_TIMESTAMP, type Batch } from '../../core/batch.ts';
 import { InternalTimerService, type Timer, type TimerTarget } from '../timers.ts';
 import { checkCombined, collectReturned, ContextBase, TimestampedCollector } from './basic.ts';
 import type { KeySelectorFn } from '../../core/partitioning.ts';
-import { keyGroupOf, normalizeKey, type NormKey } from '../../state/key-groups.ts';
+import { keyBits, keyGroupOfBits, normalizeKey, type NormKey } from '../../state/key-groups.ts';
+import { keyHashOfBits } from '../../state/key-table.ts';
 import { StreamOperator } from './operator.ts';
 
 /** Batches smaller than this are not prefetched (KeyedOperator.prefetchKeys). */
@@ -98,6 +99,12 @@ export abstract class KeyedOperator extends StreamOperator implements TimerTarge
 
   private prefetchKeyList: NormKey[] = [];
   private readonly prefetchGroups = new Int32Array(PREFETCH_CHUNK);
+  private readonly prefetchHashes = new Int32Array(PREFETCH_CHUNK);
+  /** The key selector's results for the records prefetched: their keys are set from these (keyPrepared). */
+  private readonly preparedKeys: unknown[] = [];
+  /** Records [preparedFrom, preparedTo) of the batch in hand have their keys prepared. */
+  protected preparedFrom = 0;
+  protected preparedTo = 0;
   /** What the prefetches read, kept so that no compiler can drop the reads. */
   prefetched = 0;
 
@@ -106,36 +113,51 @@ export abstract class KeyedOperator extends StreamOperator implements TimerTarge
    * will start with, all keys at once (KeyedStateBackend.prefetch), and returns the index of
    * the record before which to call it again (the batch's length when the batch is not
    * prefetched: small, or state that fits the caches, asked at its first record). A chunk at a
-   * time, so what it reads is still in cache when its records run. The key selector runs again
-   * per record afterwards (key selectors are pure, as in Flink); one that throws here is left
-   * for the record loop to report at its record.
+   * time, so what it reads is still in cache when its records run. The keys it computes (the
+   * selector's result, normalised, its group and hash from one hash of the key) are kept for
+   * the records to take (keyPrepared), so that each record's key is selected and hashed once;
+   * a selector that throws here leaves the chunk unprepared, for the record loop to report the
+   * error at its record.
    */
   protected prefetchKeys(sel: KeySelectorFn, values: readonly unknown[], kgs: number[] | undefined, from: number): number {
     const b = this.backend;
     const n = values.length;
+    this.preparedFrom = this.preparedTo = from;
     if (from === 0 && (b.prefetch === undefined || n < PREFETCH_MIN_BATCH || !b.wantsPrefetch!())) return n;
     const to = Math.min(n, from + PREFETCH_CHUNK);
+    const originals = this.preparedKeys;
     const keys = this.prefetchKeyList;
     const groups = this.prefetchGroups;
+    const hashes = this.prefetchHashes;
     const start = b.keyGroupRange.start;
     const maxP = b.maxParallelism;
     try {
       for (let i = from; i < to; i++) {
-        const k = normalizeKey(sel(values[i]));
+        const original = sel(values[i]);
+        const k = normalizeKey(original);
+        const bits = keyBits(k);
+        originals[i - from] = original;
         keys[i - from] = k;
-        groups[i - from] = (kgs !== undefined ? kgs[i]! : keyGroupOf(k, maxP)) - start;
+        groups[i - from] = (kgs !== undefined ? kgs[i]! : keyGroupOfBits(bits, maxP)) - start;
+        hashes[i - from] = keyHashOfBits(k, bits);
       }
     } catch {
       return to;
     }
-    this.prefetched += b.prefetch!(keys, groups, to - from);
+    this.prefetched += b.prefetch!(keys, groups, hashes, to - from);
+    this.preparedTo = to;
     return to;
   }
 
-  /** Sets the current key from a record through the key selector of `input`. */
-  protected setKeyFrom(value: unknown, input: number): void {
-    const sel = this.env.keySelectors[input] as KeySelectorFn;
-    this.backend.setCurrentKey(sel(value));
+  /** Sets the current key of record i, prepared by prefetchKeys (preparedFrom <= i < preparedTo). */
+  protected keyPrepared(i: number, v: unknown): void {
+    const j = i - this.preparedFrom;
+    const b = this.backend;
+    try {
+      b.setCurrentPreparedKey(this.preparedKeys[j], this.prefetchKeyList[j]!, this.prefetchGroups[j]! + b.keyGroupRange.start, this.prefetchHashes[j]!);
+    } catch (e) {
+      throw this.failOn(e, 'keyBy key selector', v);
+    }
   }
 
   protected override onWatermark(timestamp: number): void {
@@ -276,7 +298,8 @@ export class KeyedProcessOperator extends KeyedFunctionOperator {
       for (; i < values.length; i++) {
         if (i === prefetchAt) prefetchAt = this.prefetchKeys(sel, values, kgs, i);
         const v = values[i];
-        this.keyFrom(sel, v, kgs, i);
+        if (i < this.preparedTo) this.keyPrepared(i, v);
+        else this.keyFrom(sel, v, kgs, i);
         c.timestamp = ctx.ts = timestamps[i]!;
         const r = fn.processElement(v, ctx, c);
         if (r !== undefined) collectReturned(r, c, 'processElement');
@@ -330,7 +353,8 @@ export class RollingOperator extends KeyedOperator {
       for (; i < values.length; i++) {
         if (i === prefetchAt) prefetchAt = this.prefetchKeys(sel, values, kgs, i);
         const v = values[i];
-        this.keyFrom(sel, v, kgs, i);
+        if (i < this.preparedTo) this.keyPrepared(i, v);
+        else this.keyFrom(sel, v, kgs, i);
         let acc = state.value();
         // A reduce's first record becomes its accumulator: a copy (object reuse off), so a reducer
         // that updates its accumulator in place never changes a record another consumer holds.

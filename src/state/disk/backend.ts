@@ -25,7 +25,8 @@ import { ChainPlanner } from '../heap/incremental.ts';
 import { DiskChangeLog } from './changes.ts';
 import { DiskDeltaSnapshot } from './delta-snapshot.ts';
 import { KeyContext } from '../key-context.ts';
-import { keyGroupOf, normalizeKey, type NormKey } from '../key-groups.ts';
+import { keyBits, keyGroupOfBits, normalizeKey, type NormKey } from '../key-groups.ts';
+import { keyHash, keyHashOfBits } from '../key-table.ts';
 import { BLOCK_FORMAT, restoreDecoder, stateMeta, stateValueEncoder, type StateMeta } from '../state-codec.ts';
 import { AggregatingHandle, ReducingHandle } from '../heap/handles.ts';
 import { StateCache, WriteBack, type ValueForms } from './cache.ts';
@@ -118,17 +119,23 @@ export class DiskKeyedStateBackend implements KeyedStateBackend {
 
   setCurrentKey(originalKey: unknown): number {
     const k = normalizeKey(originalKey);
-    const kg = keyGroupOf(k, this.maxParallelism);
-    this.ctx.set(k, kg, originalKey);
+    const bits = keyBits(k);
+    const kg = keyGroupOfBits(bits, this.maxParallelism);
+    this.ctx.set(k, kg, originalKey, keyHashOfBits(k, bits));
     return kg;
   }
 
   setCurrentKeyInGroup(originalKey: unknown, keyGroup: number): void {
-    this.ctx.set(normalizeKey(originalKey), keyGroup, originalKey);
+    const k = normalizeKey(originalKey);
+    this.ctx.set(k, keyGroup, originalKey, keyHash(k));
   }
 
   setCurrentNormalizedKey(key: NormKey, keyGroup: number, originalKey: unknown): void {
-    this.ctx.set(key, keyGroup, originalKey);
+    this.ctx.set(key, keyGroup, originalKey, keyHash(key));
+  }
+
+  setCurrentPreparedKey(originalKey: unknown, key: NormKey, keyGroup: number, hash: number): void {
+    this.ctx.set(key, keyGroup, originalKey, hash);
   }
 
   /**

@@ -102,7 +102,7 @@ export class StateCache {
       l.ref = true;
       return l;
     }
-    const h = keyHash(key);
+    const h = this.ctx.hash; // keyHash(key), computed when the key was set
     const e = this.entries.get(key, h);
     if (e !== undefined) {
       // Pending: its value is newer than the store's; back in the ring.
@@ -136,7 +136,7 @@ export class StateCache {
     let e: Entry | undefined;
     let h = 0;
     if (l !== undefined && l.key === key) e = l;
-    else e = this.entries.get(key, (h = keyHash(key)));
+    else e = this.entries.get(key, (h = this.ctx.hash));
     if (e !== undefined) {
       e.value = value;
       if (e.inRing) e.ref = true;

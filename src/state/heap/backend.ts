@@ -17,14 +17,14 @@ import type {
 } from '../backend.ts';
 import { ChainPlanner } from './incremental.ts';
 import { KeyContext } from '../key-context.ts';
-import { keyGroupOf, normalizeKey, type NormKey } from '../key-groups.ts';
+import { keyBits, keyGroupOfBits, normalizeKey, type NormKey } from '../key-groups.ts';
 import { decodeGroupColumns, restoreDecoder } from '../state-codec.ts';
 import { AggregatingHandle, ListHandle, MapHandle, ReducingHandle, ValueHandle } from './handles.ts';
 import { readStateFiles, type RestoredState } from './restore.ts';
 import { HeapSnapshot } from './snapshot.ts';
 import { StateTable } from './state-table.ts';
 import { newGroupMap } from './group-map.ts';
-import { KeyTable, keyHash } from '../key-table.ts';
+import { KeyTable, keyHash, keyHashOfBits } from '../key-table.ts';
 import { TtlListHandle, TtlMapHandle, TtlValueHandle } from './ttl-handles.ts';
 import { TtlSweep } from './ttl-sweep.ts';
 
@@ -77,13 +77,8 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
     return this.prefetchTables.length !== 0;
   }
 
-  prefetch(keys: readonly NormKey[], kgIndexes: Int32Array, n: number): number {
-    if (this.pfHashes.length < n) {
-      this.pfHashes = new Int32Array(2 * n);
-      this.pfEntries = new Int32Array(2 * n);
-    }
-    const hashes = this.pfHashes;
-    for (let i = 0; i < n; i++) hashes[i] = keyHash(keys[i]!);
+  prefetch(_keys: readonly NormKey[], kgIndexes: Int32Array, hashes: Int32Array, n: number): number {
+    if (this.pfEntries.length < n) this.pfEntries = new Int32Array(2 * n);
     const of = this.pfTables;
     let x = 0;
     for (const t of this.prefetchTables) {
@@ -93,7 +88,6 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
     return x;
   }
 
-  private pfHashes = new Int32Array(0);
   private pfEntries = new Int32Array(0);
   private pfTables: (KeyTable<unknown> | undefined)[] = [];
   private readonly pfKeys: unknown[] = [];
@@ -108,14 +102,21 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
 
   setCurrentKey(originalKey: unknown): number {
     const k = normalizeKey(originalKey);
-    const kg = keyGroupOf(k, this.maxParallelism);
-    this.ctx.set(k, kg, originalKey);
+    const bits = keyBits(k);
+    const kg = keyGroupOfBits(bits, this.maxParallelism);
+    this.ctx.set(k, kg, originalKey, keyHashOfBits(k, bits));
     if (this.sweeps.length !== 0) this.sweep();
     return kg;
   }
 
   setCurrentKeyInGroup(originalKey: unknown, keyGroup: number): void {
-    this.ctx.set(normalizeKey(originalKey), keyGroup, originalKey);
+    const k = normalizeKey(originalKey);
+    this.ctx.set(k, keyGroup, originalKey, keyHash(k));
+    if (this.sweeps.length !== 0) this.sweep();
+  }
+
+  setCurrentPreparedKey(originalKey: unknown, key: NormKey, keyGroup: number, hash: number): void {
+    this.ctx.set(key, keyGroup, originalKey, hash);
     if (this.sweeps.length !== 0) this.sweep();
   }
 
@@ -126,7 +127,7 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
   }
 
   setCurrentNormalizedKey(key: NormKey, keyGroup: number, originalKey: unknown): void {
-    this.ctx.set(key, keyGroup, originalKey);
+    this.ctx.set(key, keyGroup, originalKey, keyHash(key));
   }
 
   /** The state's table, created (and filled from restored data) on first use. */

@@ -19,8 +19,16 @@ export class GroupMap extends KeyTable implements InsertTracking {
     return this;
   }
 
-  override delete(key: NormKey): boolean {
-    const removed = super.delete(key);
+  override setHashed(key: NormKey, h: number, value: unknown): this {
+    const n = this.size;
+    super.setHashed(key, h, value);
+    noteInsert(this, n, key);
+    return this;
+  }
+
+  /** delete(key) goes through this too. */
+  override deleteHashed(key: NormKey, h: number): boolean {
+    const removed = super.deleteHashed(key, h);
     if (removed) this.added = undefined;
     return removed;
   }
@@ -57,7 +65,23 @@ export class NumberGroupMap extends Map<NormKey, unknown> implements InsertTrack
     super.clear();
     this.added = undefined;
   }
+
+  // A KeyTable's hashed access, for handles that read either kind: a Map hashes for itself.
+  getHashed(key: NormKey, _h: number): unknown {
+    return this.get(key);
+  }
+
+  setHashed(key: NormKey, _h: number, value: unknown): this {
+    return this.set(key, value);
+  }
+
+  deleteHashed(key: NormKey, _h: number): boolean {
+    return this.delete(key);
+  }
 }
+
+/** The map of one key group of one state: a KeyTable for string keys, a Map for numbers (or either: both hold any key). */
+export type Group = GroupMap | NumberGroupMap;
 
 /** A group map for a group whose first key is `firstKey` (either kind holds any key correctly). */
 export function newGroupMap(firstKey: NormKey): GroupMap | NumberGroupMap {

@@ -14,18 +14,18 @@ export class ValueHandle<T> implements ValueState<T> {
   constructor(private readonly t: StateTable, private readonly ctx: KeyContext, private readonly defaultValue: T | undefined) {}
   value(): T | undefined {
     const g = this.t.read(this.ctx.kgIndex);
-    const v = g === undefined ? undefined : (g.get(this.ctx.key) as T | undefined);
+    const v = g === undefined ? undefined : (g.getHashed(this.ctx.key, this.ctx.hash) as T | undefined);
     if (v === undefined) return defaultValueOf(this.defaultValue);
-    if (typeof v === 'object' && v !== null) this.t.mark(this.ctx.kgIndex, this.ctx.key);
+    if (typeof v === 'object' && v !== null) this.t.mark(this.ctx.kgIndex, this.ctx.key, this.ctx.hash);
     return v;
   }
   update(value: T): void {
     if (clearsValue(value)) return this.clear();
-    this.t.write(this.ctx.kgIndex, this.ctx.key).set(this.ctx.key, value);
-    this.t.mark(this.ctx.kgIndex, this.ctx.key);
+    this.t.write(this.ctx.kgIndex, this.ctx.key).setHashed(this.ctx.key, this.ctx.hash, value);
+    this.t.mark(this.ctx.kgIndex, this.ctx.key, this.ctx.hash);
   }
   clear(): void {
-    if (this.t.read(this.ctx.kgIndex)?.delete(this.ctx.key)) this.t.mark(this.ctx.kgIndex, this.ctx.key);
+    if (this.t.read(this.ctx.kgIndex)?.deleteHashed(this.ctx.key, this.ctx.hash)) this.t.mark(this.ctx.kgIndex, this.ctx.key, this.ctx.hash);
   }
 }
 
@@ -33,37 +33,37 @@ export class ListHandle<T> implements ListState<T> {
   constructor(private readonly t: StateTable, private readonly ctx: KeyContext) {}
   get(): readonly T[] {
     const g = this.t.read(this.ctx.kgIndex);
-    const l = g?.get(this.ctx.key) as T[] | undefined;
+    const l = g?.getHashed(this.ctx.key, this.ctx.hash) as T[] | undefined;
     if (l === undefined) return EMPTY;
-    this.t.mark(this.ctx.kgIndex, this.ctx.key); // the live array is handed out
+    this.t.mark(this.ctx.kgIndex, this.ctx.key, this.ctx.hash); // the live array is handed out
     return l;
   }
   add(value: T): void {
     checkListElement(value, 'add');
     const g = this.t.write(this.ctx.kgIndex, this.ctx.key);
-    const l = g.get(this.ctx.key) as T[] | undefined;
-    if (l === undefined) g.set(this.ctx.key, [value]);
+    const l = g.getHashed(this.ctx.key, this.ctx.hash) as T[] | undefined;
+    if (l === undefined) g.setHashed(this.ctx.key, this.ctx.hash, [value]);
     else l.push(value);
-    this.t.mark(this.ctx.kgIndex, this.ctx.key);
+    this.t.mark(this.ctx.kgIndex, this.ctx.key, this.ctx.hash);
   }
   addAll(values: readonly T[]): void {
     checkListElements(values, 'addAll');
     if (values.length === 0) return;
     const g = this.t.write(this.ctx.kgIndex, this.ctx.key);
-    const l = g.get(this.ctx.key) as T[] | undefined;
-    if (l === undefined) g.set(this.ctx.key, values.slice());
+    const l = g.getHashed(this.ctx.key, this.ctx.hash) as T[] | undefined;
+    if (l === undefined) g.setHashed(this.ctx.key, this.ctx.hash, values.slice());
     // Up to the length it had: `values` may be this list (addAll(list.get())), which grows.
     else for (let i = 0, n = values.length; i < n; i++) l.push(values[i]!);
-    this.t.mark(this.ctx.kgIndex, this.ctx.key);
+    this.t.mark(this.ctx.kgIndex, this.ctx.key, this.ctx.hash);
   }
   update(values: readonly T[]): void {
     checkListElements(values, 'update');
     if (values.length === 0) return this.clear();
-    this.t.write(this.ctx.kgIndex, this.ctx.key).set(this.ctx.key, values.slice());
-    this.t.mark(this.ctx.kgIndex, this.ctx.key);
+    this.t.write(this.ctx.kgIndex, this.ctx.key).setHashed(this.ctx.key, this.ctx.hash, values.slice());
+    this.t.mark(this.ctx.kgIndex, this.ctx.key, this.ctx.hash);
   }
   clear(): void {
-    if (this.t.read(this.ctx.kgIndex)?.delete(this.ctx.key)) this.t.mark(this.ctx.kgIndex, this.ctx.key);
+    if (this.t.read(this.ctx.kgIndex)?.deleteHashed(this.ctx.key, this.ctx.hash)) this.t.mark(this.ctx.kgIndex, this.ctx.key, this.ctx.hash);
   }
 }
 export const EMPTY: readonly never[] = Object.freeze([]);
@@ -71,28 +71,28 @@ export const EMPTY: readonly never[] = Object.freeze([]);
 export class MapHandle<K, V> implements MapState<K, V> {
   constructor(private readonly t: StateTable, private readonly ctx: KeyContext) {}
   private map(): Map<K, V> | undefined {
-    return this.t.read(this.ctx.kgIndex)?.get(this.ctx.key) as Map<K, V> | undefined;
+    return this.t.read(this.ctx.kgIndex)?.getHashed(this.ctx.key, this.ctx.hash) as Map<K, V> | undefined;
   }
   /** The map, marked changed: its values are handed out (or about to change). */
   private mapMarked(): Map<K, V> | undefined {
     const m = this.map();
-    if (m !== undefined) this.t.mark(this.ctx.kgIndex, this.ctx.key);
+    if (m !== undefined) this.t.mark(this.ctx.kgIndex, this.ctx.key, this.ctx.hash);
     return m;
   }
   private mapForWrite(): Map<K, V> {
     const g = this.t.write(this.ctx.kgIndex, this.ctx.key);
-    let m = g.get(this.ctx.key) as Map<K, V> | undefined;
+    let m = g.getHashed(this.ctx.key, this.ctx.hash) as Map<K, V> | undefined;
     if (m === undefined) {
       m = new Map();
-      g.set(this.ctx.key, m);
+      g.setHashed(this.ctx.key, this.ctx.hash, m);
     }
-    this.t.mark(this.ctx.kgIndex, this.ctx.key);
+    this.t.mark(this.ctx.kgIndex, this.ctx.key, this.ctx.hash);
     return m;
   }
   get(key: K): V | undefined {
     checkMapKey(key, 'get');
     const v = this.map()?.get(key);
-    if (typeof v === 'object' && v !== null) this.t.mark(this.ctx.kgIndex, this.ctx.key);
+    if (typeof v === 'object' && v !== null) this.t.mark(this.ctx.kgIndex, this.ctx.key, this.ctx.hash);
     return v;
   }
   put(key: K, value: V): void {
@@ -130,7 +130,7 @@ export class MapHandle<K, V> implements MapState<K, V> {
     return m === undefined || m.size === 0;
   }
   clear(): void {
-    if (this.t.read(this.ctx.kgIndex)?.delete(this.ctx.key)) this.t.mark(this.ctx.kgIndex, this.ctx.key);
+    if (this.t.read(this.ctx.kgIndex)?.deleteHashed(this.ctx.key, this.ctx.hash)) this.t.mark(this.ctx.kgIndex, this.ctx.key, this.ctx.hash);
   }
 }
 

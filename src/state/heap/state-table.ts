@@ -24,7 +24,7 @@ import type { KeyGroupRange } from '../../core/checkpoint-format.ts';
 import type { NormKey } from '../key-groups.ts';
 import { noCurrentKey } from '../key-context.ts';
 import { KeyColumnCache } from '../key-column-cache.ts';
-import { newGroupMap } from './group-map.ts';
+import { newGroupMap, type Group } from './group-map.ts';
 import { KeyTable } from '../key-table.ts';
 
 /** Receives a frozen key group when it is about to be touched (copy-on-write by serializing first). */
@@ -38,11 +38,11 @@ export interface ChangeEpoch {
 }
 
 export class StateTable {
-  readonly groups: (Map<NormKey, unknown> | undefined)[];
+  readonly groups: (Group | undefined)[];
   /** Set while changes are tracked (incremental checkpoints). */
   private tracker: ChangeEpoch | undefined;
   /** Per key group: changed keys with the epoch of their last change. */
-  private changes: (Map<NormKey, number> | undefined)[] = [];
+  private changes: (KeyTable<number> | undefined)[] = [];
   /** Per key group: the highest epoch marked. */
   private maxEpoch: Float64Array | undefined;
   private frozen: Uint8Array | undefined;
@@ -72,7 +72,7 @@ export class StateTable {
   }
 
   /** The key group's map for reading; undefined when the group holds nothing yet. */
-  read(kgIndex: number): Map<NormKey, unknown> | undefined {
+  read(kgIndex: number): Group | undefined {
     if (kgIndex < 0) throw noCurrentKey();
     if (this.frozenCount > 0 && this.frozen![kgIndex] === 1) this.thaw(kgIndex);
     return this.groups[kgIndex];
@@ -92,7 +92,7 @@ export class StateTable {
   }
 
   /** The key group's map for writing, created on first use (of a kind suited to `key`, the key about to be written). */
-  write(kgIndex: number, key: NormKey): Map<NormKey, unknown> {
+  write(kgIndex: number, key: NormKey): Group {
     if (kgIndex < 0) throw noCurrentKey();
     if (this.frozenCount > 0 && this.frozen![kgIndex] === 1) this.thaw(kgIndex);
     let m = this.groups[kgIndex];
@@ -116,13 +116,13 @@ export class StateTable {
   }
 
   /** Records that `key` of the group changed (or may have: a value read as an object may be mutated in place). */
-  mark(kgIndex: number, key: NormKey): void {
+  mark(kgIndex: number, key: NormKey, h: number): void {
     const tr = this.tracker;
     if (tr === undefined) return;
     if (this.frozenCount > 0 && this.frozen![kgIndex] === 1) this.thaw(kgIndex);
     let c = this.changes[kgIndex];
     if (c === undefined) this.changes[kgIndex] = c = new KeyTable<number>(); // a lookup per change: see ../key-table.ts
-    c.set(key, tr.epoch);
+    c.setHashed(key, h, tr.epoch);
     this.maxEpoch![kgIndex] = tr.epoch;
   }
 

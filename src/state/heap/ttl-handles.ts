@@ -31,13 +31,13 @@ export class TtlValueHandle<T> implements ValueState<T> {
   ) {}
   value(): T | undefined {
     const g = this.t.read(this.ctx.kgIndex);
-    const s = g?.get(this.ctx.key) as Stamped<T> | undefined;
+    const s = g?.getHashed(this.ctx.key, this.ctx.hash) as Stamped<T> | undefined;
     if (s === undefined) return defaultValueOf(this.defaultValue);
-    this.t.mark(this.ctx.kgIndex, this.ctx.key);
+    this.t.mark(this.ctx.kgIndex, this.ctx.key, this.ctx.hash);
     const now = this.clock.now();
     if (ttlExpired(s, this.cfg, now)) {
       if (this.cfg.visibility === 'returnExpiredIfNotCleanedUp') return s.v;
-      g!.delete(this.ctx.key);
+      g!.deleteHashed(this.ctx.key, this.ctx.hash);
       return defaultValueOf(this.defaultValue);
     }
     if (this.cfg.updateType === 'onReadAndWrite') s.t = now;
@@ -45,11 +45,11 @@ export class TtlValueHandle<T> implements ValueState<T> {
   }
   update(value: T): void {
     if (clearsValue(value)) return this.clear();
-    this.t.write(this.ctx.kgIndex, this.ctx.key).set(this.ctx.key, { v: value, t: this.clock.now() } satisfies Stamped<T>);
-    this.t.mark(this.ctx.kgIndex, this.ctx.key);
+    this.t.write(this.ctx.kgIndex, this.ctx.key).setHashed(this.ctx.key, this.ctx.hash, { v: value, t: this.clock.now() } satisfies Stamped<T>);
+    this.t.mark(this.ctx.kgIndex, this.ctx.key, this.ctx.hash);
   }
   clear(): void {
-    if (this.t.read(this.ctx.kgIndex)?.delete(this.ctx.key)) this.t.mark(this.ctx.kgIndex, this.ctx.key);
+    if (this.t.read(this.ctx.kgIndex)?.deleteHashed(this.ctx.key, this.ctx.hash)) this.t.mark(this.ctx.kgIndex, this.ctx.key, this.ctx.hash);
   }
 }
 
@@ -57,14 +57,14 @@ export class TtlListHandle<T> implements ListState<T> {
   constructor(private readonly t: StateTable, private readonly ctx: KeyContext, private readonly clock: Clock, private readonly cfg: StateTtlConfig) {}
   get(): readonly T[] {
     const g = this.t.read(this.ctx.kgIndex);
-    const l = g?.get(this.ctx.key) as Stamped<T>[] | undefined;
+    const l = g?.getHashed(this.ctx.key, this.ctx.hash) as Stamped<T>[] | undefined;
     if (l === undefined) return EMPTY;
-    this.t.mark(this.ctx.kgIndex, this.ctx.key);
+    this.t.mark(this.ctx.kgIndex, this.ctx.key, this.ctx.hash);
     const now = this.clock.now();
     const live = this.cfg.visibility === 'returnExpiredIfNotCleanedUp' ? l : l.filter((s) => !ttlExpired(s, this.cfg, now));
     if (live.length !== l.length) {
-      if (live.length === 0) g!.delete(this.ctx.key);
-      else g!.set(this.ctx.key, live);
+      if (live.length === 0) g!.deleteHashed(this.ctx.key, this.ctx.hash);
+      else g!.setHashed(this.ctx.key, this.ctx.hash, live);
     }
     // Only live elements are restamped: an expired one still visible (returnExpiredIfNotCleanedUp)
     // would otherwise come back to life at every read and never be cleaned up (Flink filters first).
@@ -74,11 +74,11 @@ export class TtlListHandle<T> implements ListState<T> {
   add(value: T): void {
     checkListElement(value, 'add');
     const g = this.t.write(this.ctx.kgIndex, this.ctx.key);
-    const l = g.get(this.ctx.key) as Stamped<T>[] | undefined;
+    const l = g.getHashed(this.ctx.key, this.ctx.hash) as Stamped<T>[] | undefined;
     const s = { v: value, t: this.clock.now() };
-    if (l === undefined) g.set(this.ctx.key, [s]);
+    if (l === undefined) g.setHashed(this.ctx.key, this.ctx.hash, [s]);
     else l.push(s);
-    this.t.mark(this.ctx.kgIndex, this.ctx.key);
+    this.t.mark(this.ctx.kgIndex, this.ctx.key, this.ctx.hash);
   }
   addAll(values: readonly T[]): void {
     checkListElements(values, 'addAll');
@@ -88,11 +88,11 @@ export class TtlListHandle<T> implements ListState<T> {
     checkListElements(values, 'update');
     if (values.length === 0) return this.clear();
     const now = this.clock.now();
-    this.t.write(this.ctx.kgIndex, this.ctx.key).set(this.ctx.key, values.map((v) => ({ v, t: now })));
-    this.t.mark(this.ctx.kgIndex, this.ctx.key);
+    this.t.write(this.ctx.kgIndex, this.ctx.key).setHashed(this.ctx.key, this.ctx.hash, values.map((v) => ({ v, t: now })));
+    this.t.mark(this.ctx.kgIndex, this.ctx.key, this.ctx.hash);
   }
   clear(): void {
-    if (this.t.read(this.ctx.kgIndex)?.delete(this.ctx.key)) this.t.mark(this.ctx.kgIndex, this.ctx.key);
+    if (this.t.read(this.ctx.kgIndex)?.deleteHashed(this.ctx.key, this.ctx.hash)) this.t.mark(this.ctx.kgIndex, this.ctx.key, this.ctx.hash);
   }
 }
 
@@ -100,8 +100,8 @@ export class TtlMapHandle<K, V> implements MapState<K, V> {
   constructor(private readonly t: StateTable, private readonly ctx: KeyContext, private readonly clock: Clock, private readonly cfg: StateTtlConfig) {}
   /** The key's map, marked changed when there is one (every caller may restamp, remove or hand out values). */
   private map(): Map<K, Stamped<V>> | undefined {
-    const m = this.t.read(this.ctx.kgIndex)?.get(this.ctx.key) as Map<K, Stamped<V>> | undefined;
-    if (m !== undefined) this.t.mark(this.ctx.kgIndex, this.ctx.key);
+    const m = this.t.read(this.ctx.kgIndex)?.getHashed(this.ctx.key, this.ctx.hash) as Map<K, Stamped<V>> | undefined;
+    if (m !== undefined) this.t.mark(this.ctx.kgIndex, this.ctx.key, this.ctx.hash);
     return m;
   }
   private live(): Map<K, Stamped<V>> | undefined {
@@ -132,13 +132,13 @@ export class TtlMapHandle<K, V> implements MapState<K, V> {
   put(key: K, value: V): void {
     checkMapKey(key, 'put');
     const g = this.t.write(this.ctx.kgIndex, this.ctx.key);
-    let m = g.get(this.ctx.key) as Map<K, Stamped<V>> | undefined;
+    let m = g.getHashed(this.ctx.key, this.ctx.hash) as Map<K, Stamped<V>> | undefined;
     if (m === undefined) {
       m = new Map();
-      g.set(this.ctx.key, m);
+      g.setHashed(this.ctx.key, this.ctx.hash, m);
     }
     m.set(key, { v: value, t: this.clock.now() });
-    this.t.mark(this.ctx.kgIndex, this.ctx.key);
+    this.t.mark(this.ctx.kgIndex, this.ctx.key, this.ctx.hash);
   }
   putAll(entries: Iterable<readonly [K, V]>): void {
     for (const [k, v] of checkedMapEntries(entries)) this.put(k, v);
@@ -181,6 +181,6 @@ export class TtlMapHandle<K, V> implements MapState<K, V> {
     return this.live() === undefined;
   }
   clear(): void {
-    if (this.t.read(this.ctx.kgIndex)?.delete(this.ctx.key)) this.t.mark(this.ctx.kgIndex, this.ctx.key);
+    if (this.t.read(this.ctx.kgIndex)?.deleteHashed(this.ctx.key, this.ctx.hash)) this.t.mark(this.ctx.kgIndex, this.ctx.key, this.ctx.hash);
   }
 }

@@ -14,7 +14,7 @@
 import type { StateTtlConfig } from '../../core/state.ts';
 import type { NormKey } from '../key-groups.ts';
 import type { StateTable } from './state-table.ts';
-import { KeyTable } from '../key-table.ts';
+import { KeyTable, keyHash } from '../key-table.ts';
 
 /** Entries looked at per call: more than one record can add, so the sweep keeps ahead. */
 export const ENTRIES_PER_STEP = 2;
@@ -62,8 +62,9 @@ export class TtlSweep {
       looked++;
       const [key, value] = r.value;
       if (whollyExpired(value, this.table.descriptor.kind, this.ttl.ttlMs, nowMs)) {
-        this.table.write(this.kgIndex, key).delete(key);
-        this.table.mark(this.kgIndex, key); // incremental checkpoints: the next delta removes it too
+        const h = keyHash(key);
+        this.table.write(this.kgIndex, key).deleteHashed(key, h);
+        this.table.mark(this.kgIndex, key, h); // incremental checkpoints: the next delta removes it too
         this.removed++;
       }
     }
