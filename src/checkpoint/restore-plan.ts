@@ -304,6 +304,8 @@ export function planRestore(m: CheckpointMetadata, dir: string, graph: RestoreTa
       const committablesOf: { readonly c: unknown; readonly owner: number }[][] = [];
       const sinkIdentity = inlines.find((i) => i?.sinkIdentity !== undefined)?.sinkIdentity;
       const stateLayout = inlines.find((i) => i?.stateLayout !== undefined)?.stateLayout;
+      // Every old subtask's key kinds go to every new one: key groups move between subtasks.
+      const keyKinds = [...new Set(inlines.flatMap((i) => i?.keyKinds ?? []))].sort();
       inlines.forEach((i, oldIndex) => {
         if (i === undefined) return;
         for (const [name, l] of Object.entries(i.lists ?? {})) {
@@ -394,6 +396,7 @@ export function planRestore(m: CheckpointMetadata, dir: string, graph: RestoreTa
         }
         if (sinkIdentity !== undefined) inline.sinkIdentity = sinkIdentity;
         if (stateLayout !== undefined) inline.stateLayout = stateLayout;
+        if (keyKinds.length > 0) inline.keyKinds = keyKinds;
         // An incremental chain goes as its files in order (base first); chains of several old
         // subtasks hold disjoint key groups, so they go one after the other.
         const keyedFiles = old.subtasks

@@ -131,6 +131,11 @@ export interface InlineOperatorState {
   sinkIdentity?: string;
   /** Window operators: how their keyed state is laid out (runtime/operators/state-layout.ts); the same in every subtask. */
   stateLayout?: string;
+  /**
+   * Keyed operators: the kinds of keys their keyed state was keyed by (KEY_KINDS of
+   * state/key-groups.ts), those the subtask saw and those it restored; checked at restore.
+   */
+  keyKinds?: string[];
 }
 
 /** Channel state a subtask replays on restore (see runtime/checkpointing/channel-state-restore.ts). */

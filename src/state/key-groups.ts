@@ -176,3 +176,40 @@ export function validateMaxParallelism(maxP: number, where: string): void {
     throw new RangeError(`${where}: max parallelism must be an integer in [1, ${UPPER_BOUND_MAX_PARALLELISM}], got ${maxP}`);
   }
 }
+
+/**
+ * Kinds of keys, as bits (keyKindBit): what a keyed operator records of the keys its state
+ * holds, so that a job restored with a key selector of another type (numbers where strings
+ * were) is refused instead of reading none of its restored state (Flink refuses a changed key
+ * serializer). Composite keys are one kind whatever their shape.
+ */
+export const KEY_KINDS = ['string', 'number', 'boolean', 'bigint', 'composite'] as const;
+export type KeyKind = (typeof KEY_KINDS)[number];
+
+/** The bit of a normalised key's kind (a bit of KEY_KINDS' index); cheap enough for every record. */
+export function keyKindBit(k: NormKey): number {
+  if (typeof k === 'number') return 2;
+  if (k.charCodeAt(0) !== 0) return 1;
+  switch (k.charCodeAt(1)) {
+    case 0x73: return 1; // s: a string starting with NUL
+    case 0x66: return 2; // f: a number that is not finite
+    case 0x62: return 4; // b
+    case 0x6e: return 8; // n
+    default: return 16; // j: composite
+  }
+}
+
+/** The kinds in a mask of keyKindBit bits, by name. */
+export function keyKindNames(mask: number): KeyKind[] {
+  return KEY_KINDS.filter((_, i) => (mask & (1 << i)) !== 0);
+}
+
+/** The mask of kinds named (names not known are ignored: a newer snapshot's kinds check nothing). */
+export function keyKindMask(names: readonly string[]): number {
+  let m = 0;
+  for (const n of names) {
+    const i = (KEY_KINDS as readonly string[]).indexOf(n);
+    if (i >= 0) m |= 1 << i;
+  }
+  return m;
+}

@@ -15,7 +15,9 @@ import { NO_TIMESTAMP, type Batch } from '../../core/batch.ts';
 import { InternalTimerService, type Timer, type TimerTarget } from '../timers.ts';
 import { checkCombined, collectReturned, ContextBase, TimestampedCollector } from './basic.ts';
 import type { KeySelectorFn } from '../../core/partitioning.ts';
-import { keyBits, keyGroupOfBits, normalizeKey, type NormKey } from '../../state/key-groups.ts';
+import { describeOperator, describeRecord, WeirError, type ErrorLocation } from '../../core/errors.ts';
+import type { InlineOperatorState } from '../../core/checkpoint-format.ts';
+import { keyBits, keyGroupOfBits, keyKindBit, keyKindMask, keyKindNames, normalizeKey, type NormKey } from '../../state/key-groups.ts';
 import { keyHashOfBits } from '../../state/key-table.ts';
 import { StreamOperator } from './operator.ts';
 
@@ -27,12 +29,32 @@ const PREFETCH_MIN_BATCH = 16;
  */
 const PREFETCH_CHUNK = 256;
 
+/**
+ * Records after a restore whose keys are all of kinds the restored state was not keyed by
+ * before the job is refused (KeyedOperator.noteKeyKind).
+ */
+const KEY_KIND_CHECKS = 64;
+
+function keyKindChanged(operator: ErrorLocation, restored: number, now: number, record: unknown): Error {
+  return new WeirError(
+    'STATE_RESTORE',
+    `${describeOperator(operator)}: its restored state is keyed by ${keyKindNames(restored).join(' and ')} keys, but ${KEY_KIND_CHECKS} records in a row after the restore had ${keyKindNames(now).join(' and ')} keys (the last: ${describeRecord(record)}): ` +
+      `no record would find the restored state. Restore with the key selector the snapshot was taken with, or give the operator a new uid and restore with --allow-non-restored-state to start it empty`,
+  );
+}
+
 /** Base of operators on keyed streams: backend access, key setting and a timer service. */
 export abstract class KeyedOperator extends StreamOperator implements TimerTarget {
   backend!: KeyedStateBackend;
   private timerService: InternalTimerService | undefined;
   /** Whether the backend sees values changed in place without update() (the heap backend). */
   private inPlaceKept = false;
+  /** keyKindBit of every key set from a record since the start (key-groups.ts), for snapshots. */
+  private keyKindsSeen = 0;
+  /** The kinds of keys the restored state was keyed by; 0: none recorded (nothing to check). */
+  private restoredKeyKinds = 0;
+  /** Records still to check against restoredKeyKinds; 0 once one matched (or nothing to check). */
+  private keyKindChecksLeft = 0;
 
   protected override setUp(): void {
     const b = this.env.keyedBackend;
@@ -48,6 +70,33 @@ export abstract class KeyedOperator extends StreamOperator implements TimerTarge
    */
   protected changedInPlace<T>(state: ValueState<T>, value: T): void {
     if (!this.inPlaceKept) state.update(value);
+  }
+
+  override restoreInline(state: InlineOperatorState): void {
+    super.restoreInline(state);
+    this.restoredKeyKinds = keyKindMask(state.keyKinds ?? []);
+    if (this.restoredKeyKinds !== 0) this.keyKindChecksLeft = KEY_KIND_CHECKS;
+  }
+
+  override snapshotInline(checkpointId: number): InlineOperatorState | undefined {
+    const base = super.snapshotInline(checkpointId);
+    const kinds = this.keyKindsSeen | this.restoredKeyKinds;
+    return kinds === 0 ? base : { ...base, keyKinds: keyKindNames(kinds) };
+  }
+
+  /**
+   * Notes the kind of the key just set from a record and, after a restore, checks it: restored
+   * state keyed by strings is never found by number keys (and so on), which is silent state
+   * loss. The first record of a restored kind ends the check; KEY_KIND_CHECKS records in a row
+   * of other kinds end the job (a job with keys of several kinds meets a restored kind among
+   * them long before).
+   */
+  private noteKeyKind(v: unknown): void {
+    const bit = keyKindBit(this.backend.ctx.key);
+    this.keyKindsSeen |= bit;
+    if (this.keyKindChecksLeft === 0) return;
+    if ((bit & this.restoredKeyKinds) !== 0) this.keyKindChecksLeft = 0;
+    else if (--this.keyKindChecksLeft === 0) throw keyKindChanged(this.location, this.restoredKeyKinds, bit, v);
   }
 
   /** User functions on a keyed stream open with keyed state access. */
@@ -95,6 +144,7 @@ export abstract class KeyedOperator extends StreamOperator implements TimerTarge
     } catch (e) {
       throw this.failOn(e, 'keyBy key selector', v);
     }
+    this.noteKeyKind(v);
   }
 
   private prefetchKeyList: NormKey[] = [];
@@ -158,6 +208,7 @@ export abstract class KeyedOperator extends StreamOperator implements TimerTarge
     } catch (e) {
       throw this.failOn(e, 'keyBy key selector', v);
     }
+    this.noteKeyKind(v);
   }
 
   protected override onWatermark(timestamp: number): void {

@@ -1,0 +1,101 @@
+/**
+ * A keyed operator records the kinds of its keys (string, number, boolean, bigint, composite)
+ * in every snapshot; a job restored with a key selector of another kind (numbers where the
+ * state was keyed by strings) is refused, naming the operator and both kinds, instead of
+ * running on with restored state that no record ever finds (the audit: every count started
+ * again from 1, no error). A restore with a kind that was there goes on, also when the state
+ * held keys of several kinds, and at another parallelism.
+ */
+import { afterAll, describe, expect, it } from 'vitest';
+import { defineJob, runJob, ValueStateDescriptor, type JobResult, type RunOptions, type StreamExecutionEnvironment } from '../../src/index.ts';
+import { controlApi } from '../../src/observe/control-api.ts';
+import { api, decodeSnapshot, outcome, sleep, tempDir, waitRunning } from './helpers.ts';
+
+const tmp = tempDir('sp-key-kinds');
+afterAll(() => tmp.cleanup());
+
+type Keys = 'string' | 'number' | 'mixed';
+const KEYS = 5;
+const keyOf = (keys: Keys, i: number): string | number => {
+  const k = i % KEYS;
+  if (keys === 'string') return `k${k}`;
+  if (keys === 'number') return k;
+  return k === 0 ? `k${k}` : k; // one key in five a string
+};
+
+interface Seen { key: string | number; count: number }
+const countD = new ValueStateDescriptor<number>('count', { defaultValue: 0 });
+
+function build(keys: Keys, count?: number) {
+  return (env: StreamExecutionEnvironment) => {
+    env.fromGenerator((i) => ({ i }), count === undefined ? { ratePerSecond: 400 } : { count })
+      .uid('src')
+      .keyBy((r) => keyOf(keys, r.i))
+      .process<Seen>({
+        processElement(_r, ctx, out) {
+          const s = ctx.getState(countD);
+          const n = s.value()! + 1;
+          s.update(n);
+          out.collect({ key: ctx.getCurrentKey() as string | number, count: n });
+        },
+      })
+      .uid('counts')
+      .collect('seen');
+  };
+}
+
+/** Runs the job until it has counted for `ms` and stops it with a savepoint. */
+async function stopped(keys: Keys, options: RunOptions, ms: number): Promise<{ sp: string; result: JobResult }> {
+  let listening!: (v: [number, string]) => void;
+  const ready = new Promise<[number, string]>((r) => (listening = r));
+  const result = runJob(defineJob(build(keys)), { workers: 1, stdout: () => {}, log: () => {}, ...options, services: [controlApi({ port: 0, onListening: (port, jobId) => listening([port, jobId]) })] });
+  const [port, jobId] = await Promise.race([ready, result.then((r) => { throw new Error(`job ended (${r.status}): ${r.error?.message}`); })]);
+  const h = { jobId, base: `http://127.0.0.1:${port}/jobs/${jobId}`, logs: [], result };
+  await waitRunning(h);
+  await sleep(ms);
+  const r = await api(`${h.base}/stop`, 'POST', { targetDirectory: tmp.fresh(`sp-${keys}`), drain: false });
+  expect(r.status).toBe(202);
+  const o = await outcome(h, r.body['request-id']);
+  const res = await result;
+  if (!o.ok) throw new Error(`stop failed: ${o.cause}; job ${res.status} ${res.error?.message}`);
+  return { sp: o.location, result: res };
+}
+
+const resume = (keys: Keys, sp: string, parallelism: number): Promise<JobResult> =>
+  runJob(defineJob(build(keys, 20_000)), { workers: 1, parallelism, from: sp, stdout: () => {}, log: () => {} });
+
+describe('the kinds of a keyed operator\'s keys across a savepoint', () => {
+  it('state keyed by strings is not restored into a job keyed by numbers: refused at once, naming both', async () => {
+    const first = await stopped('string', { parallelism: 1 }, 300);
+    const d = await decodeSnapshot(first.sp);
+    expect(d.inline('counts').map((s) => s?.keyKinds)).toEqual([['string']]);
+
+    const started = Date.now();
+    const wrong = await resume('number', first.sp, 1);
+    expect(wrong.status).toBe('FAILED');
+    expect(wrong.error?.message).toMatch(/operator "[^"]+" \(uid "counts", subtask 1\/1\): its restored state is keyed by string keys, but 64 records in a row after the restore had number keys/);
+    expect(wrong.error?.message).toContain('--allow-non-restored-state');
+    expect(Date.now() - started, 'ended without restarts').toBeLessThan(20_000);
+
+    // With the key selector it was taken with, at another parallelism, the counts go on.
+    const right = await resume('string', first.sp, 2);
+    expect(right.status, right.error?.message).toBe('FINISHED');
+    const before = new Map<string | number, number>();
+    for (const s of first.result.collected<Seen>('seen')) before.set(s.key, Math.max(before.get(s.key) ?? 0, s.count));
+    const firstAfter = new Map<string | number, number>();
+    for (const s of right.collected<Seen>('seen')) if (!firstAfter.has(s.key)) firstAfter.set(s.key, s.count);
+    for (const [k, n] of before) expect(firstAfter.get(k), `key ${k}`).toBe(n + 1);
+  });
+
+  it('state keyed by numbers and strings restores into a job keyed by numbers alone', async () => {
+    const first = await stopped('mixed', { parallelism: 2 }, 300);
+    const d = await decodeSnapshot(first.sp);
+    expect(new Set(d.inline('counts').flatMap((s) => s?.keyKinds ?? []))).toEqual(new Set(['string', 'number']));
+    const r = await resume('number', first.sp, 1);
+    expect(r.status, r.error?.message).toBe('FINISHED');
+    const last = new Map<string | number, number>();
+    for (const s of first.result.collected<Seen>('seen')) last.set(s.key, Math.max(last.get(s.key) ?? 0, s.count));
+    const next = r.collected<Seen>('seen').find((s) => s.key === 1)!;
+    expect(next.count).toBe(last.get(1)! + 1);
+  });
+});
