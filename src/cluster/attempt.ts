@@ -384,6 +384,7 @@ export class Attempt {
       try {
         const en = t.source.createEnumerator({
           parallelism: v.parallelism,
+          restoredFrom: this.start.restoredRef?.path,
           assignSplits: (subtask, splits) => {
             if (this.ending || !(subtask >= 0 && subtask < v.parallelism)) return;
             this.broadcast({ type: 'add-splits', task: taskId(v.index, subtask), splits });

@@ -125,6 +125,8 @@ export interface Source<T, S extends SourceSplit = SourceSplit> {
 /** What a split enumerator can do; the job manager's side of FLIP-27's SplitEnumeratorContext. */
 export interface SplitEnumeratorContext<S> {
   readonly parallelism: number;
+  /** The checkpoint or savepoint this attempt restored from, for messages; undefined at a fresh start. */
+  readonly restoredFrom?: string | undefined;
   /**
    * Hands splits to reader `subtask`. Delivery is ordered with checkpoint triggers: a
    * checkpoint triggered before this call never holds the splits, one triggered after always does.

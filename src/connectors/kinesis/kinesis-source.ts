@@ -14,7 +14,12 @@
  * - Each shard is read by one GetRecords at a time, at most 5 calls per second per shard
  *   (fetchIntervalMs 200), idle shards polled every emptyFetchIntervalMs; throttling
  *   (ProvisionedThroughputExceeded, LimitExceeded), 5xx and timeouts are retried with jittered
- *   backoff until retryDeadlineMs; an expired iterator is renewed from the last fetched record.
+ *   backoff until retryDeadlineMs; an expired iterator is renewed at once from the last fetched
+ *   record, and retried with that backoff if the renewed one expires too. A shard gone while the
+ *   stream exists (past retention) is finished with a warning, as Flink's reader does.
+ * - Each split records its shard's StartingSequenceNumber; the enumerator's first listing after
+ *   a restore refuses splits of another stream, or of a stream deleted and created again under
+ *   the same name (STATE_RESTORE: the job ends at once instead of losing or refusing records).
  *   Records are buffered per shard (bounded: one fetch's worth) and emitted by poll() in
  *   batches; the only promises are per request, never per record.
  * - Event time: ApproximateArrivalTimestamp, unless the job assigns its own. Lag metric:
@@ -29,7 +34,7 @@ import { WeirError } from '../../core/errors.ts';
 import { nextRetryDelay, retrying, type RetryPolicy } from '../common/retry.ts';
 import { call, createKinesisClient, errorName, isTransientKinesis, kinesisError, resolveConnection, type KinesisConnectionOptions, type ResolvedConnection } from './client.ts';
 import { deaggregate, type SubRecord } from './kpl.ts';
-import { closedAtStartAreFinished, decideDiscovery, decidePruning, isSequenceNumber, leastLoaded, nextFetchAt, recordsProblem, type ShardInfo, type ShardStart } from './shards.ts';
+import { closedAtStartAreFinished, decideDiscovery, decidePruning, gaveUpAfter, isSequenceNumber, leastLoaded, nextFetchAt, onFetchFailure, recordsProblem, restoredShardMismatches, type ShardInfo, type ShardStart } from './shards.ts';
 import { parseJsonRecord } from '../../core/json-record.ts';
 import { rawFields } from '../common/raw-bytes.ts';
 
@@ -77,6 +82,13 @@ export interface KinesisShardSplit extends SourceSplit {
   readonly parents: readonly string[];
   /** Where the shard is read from while nothing of it has been emitted. */
   readonly start: ShardStart;
+  /**
+   * The shard's StartingSequenceNumber (ListShards) when the split was made: which shard of
+   * that id this is, so a restore into a stream deleted and created again under the same name
+   * is refused instead of a tombstone hiding the new shard of that id. Absent in checkpoints
+   * written before it was recorded (their check is weaker: restoredShardMismatches).
+   */
+  readonly startSeq?: string;
   /** Sequence number of the last record emitted. */
   lastSeq?: string;
   /** When that record is a KPL aggregate: the index of the last user record emitted from it. */
@@ -102,6 +114,9 @@ interface PruneEvent {
 }
 
 const MAX_LIMIT = 10_000;
+
+/** What to do when a checkpoint's shards are not of the stream read now. */
+const RESTORE_ADVICE = 'Start the job without the checkpoint, or give the source a new uid() and restore with --allow-non-restored-state (allowNonRestoredState), so its shards are read from initialPosition';
 
 export class KinesisSource<T = unknown> implements Source<T, KinesisShardSplit> {
   readonly name: string;
@@ -169,7 +184,8 @@ export class KinesisSource<T = unknown> implements Source<T, KinesisShardSplit> 
         for (const s of res.Shards ?? []) {
           if (typeof s.ShardId !== 'string') throw new WeirError('CONNECTOR', `Kinesis at ${this.conn.label}: ListShards of stream "${this.stream}" returned a shard without ShardId`);
           const parents = [s.ParentShardId, s.AdjacentParentShardId].filter((p): p is string => typeof p === 'string' && p !== '');
-          out.push({ shardId: s.ShardId, parents, closed: s.SequenceNumberRange?.EndingSequenceNumber !== undefined });
+          const startSeq = s.SequenceNumberRange?.StartingSequenceNumber;
+          out.push({ shardId: s.ShardId, parents, closed: s.SequenceNumberRange?.EndingSequenceNumber !== undefined, ...(isSequenceNumber(startSeq) ? { startSeq } : {}) });
         }
         token = res.NextToken;
         if (token === undefined) return out;
@@ -179,7 +195,7 @@ export class KinesisSource<T = unknown> implements Source<T, KinesisShardSplit> 
       const err = kinesisError(this.conn, `ListShards of stream "${this.stream}"`, e);
       if (tries <= 1) throw err;
       // Given up after retries (an unreachable endpoint, throttling): one line saying how long it tried.
-      throw new WeirError(err.code, `${err.message} (gave up after ${tries} tries in ${Math.round((Date.now() - began) / 100) / 10} s)`, { cause: e });
+      throw new WeirError(err.code, `${err.message} ${gaveUpAfter(tries, Date.now() - began, 'retryDeadlineMs', this.retry.deadlineMs)}`, { cause: e });
     });
   }
 
@@ -205,7 +221,7 @@ export class KinesisSource<T = unknown> implements Source<T, KinesisShardSplit> 
   }
 
   split(s: ShardInfo, start: ShardStart, finished: boolean): KinesisShardSplit {
-    return { id: s.shardId, stream: this.stream, shardId: s.shardId, parents: [...s.parents], start, ...(finished ? { finished: true } : {}) };
+    return { id: s.shardId, stream: this.stream, shardId: s.shardId, parents: [...s.parents], start, ...(s.startSeq !== undefined ? { startSeq: s.startSeq } : {}), ...(finished ? { finished: true } : {}) };
   }
 
   createEnumerator(ctx: SplitEnumeratorContext<KinesisShardSplit>, assigned: readonly (readonly KinesisShardSplit[])[]): SplitEnumerator {
@@ -234,8 +250,11 @@ class KinesisEnumerator implements SplitEnumerator {
   private timer: { cancel(): void } | undefined;
   private closed = false;
   private waitingLogged = '';
+  /** The splits the readers start with, checked against the first listing, then dropped. */
+  private toCheck: KinesisShardSplit[] | undefined;
 
   constructor(private readonly src: KinesisSource<unknown>, private readonly ctx: SplitEnumeratorContext<KinesisShardSplit>, assigned: readonly (readonly KinesisShardSplit[])[], private readonly newShardStart: ShardStart) {
+    this.toCheck = assigned.flat();
     this.load = assigned.map((l) => l.filter((s) => !s.finished).length);
     while (this.load.length < ctx.parallelism) this.load.push(0);
     for (const l of assigned) for (const s of l) {
@@ -265,6 +284,10 @@ class KinesisEnumerator implements SplitEnumerator {
       this.client ??= await createKinesisClient(this.src.conn);
       const listed = await this.src.listShards(this.client, (l) => this.ctx.log(l));
       if (this.closed) return;
+      if (this.toCheck !== undefined) {
+        this.checkRestored(this.toCheck, listed);
+        this.toCheck = undefined;
+      }
       this.listing = listed;
       this.assignNew();
       this.prune();
@@ -279,6 +302,21 @@ class KinesisEnumerator implements SplitEnumerator {
       this.listing$ = undefined;
       if (!this.closed) this.ctx.fail(e);
     });
+  }
+
+  /**
+   * The restored splits must be of the stream as it is now: a split of a shard that is not the
+   * listed shard of that id (the stream deleted and created again under the same name) would,
+   * as a tombstone, hide the new shard and lose its records, and as a position be refused by
+   * GetShardIterator on every restart. Either way every restart meets it again, so the job
+   * ends at once (STATE_RESTORE), saying what to do.
+   */
+  private checkRestored(splits: readonly KinesisShardSplit[], listed: readonly ShardInfo[]): void {
+    const bad = restoredShardMismatches(this.src.stream, splits, listed);
+    if (bad.length === 0) return;
+    const from = this.ctx.restoredFrom !== undefined ? `the checkpoint ${this.ctx.restoredFrom}` : 'the restored checkpoint';
+    throw new WeirError('STATE_RESTORE', `Kinesis stream "${this.src.stream}": ${from} is not of this stream as it is now (${bad.slice(0, 3).join('; ')}${bad.length > 3 ? `; ${bad.length - 3} more` : ''}): ` +
+      `was the stream deleted and created again, or the source pointed at another stream? ${RESTORE_ADVICE}`);
   }
 
   private assignNew(): void {
@@ -369,6 +407,10 @@ interface ShardState {
   nextAt: number;
   failures: number;
   failingSince: number | undefined;
+  /** The iterator was renewed after it expired and no GetRecords has succeeded since (a second expiry is then a failure with backoff). */
+  renewedAfterExpiry: boolean;
+  /** The position restored from the checkpoint, until a fetch succeeds (a refusal of it is the checkpoint's fault). */
+  restoredSeq: string | undefined;
   out: SourceOutput<unknown> | undefined;
 }
 
@@ -393,13 +435,20 @@ class KinesisReader<T> implements SourceReader<T, KinesisShardSplit> {
 
   addSplits(splits: KinesisShardSplit[]): void {
     for (const s of splits) {
+      // STATE_RESTORE, not RESTORE: a throw here is attributed to the source operator, which
+      // wraps every other code as USER_CODE, and the job would restart into it for ever.
+      if (typeof s.stream === 'string' && s.stream !== this.src.stream) {
+        throw new WeirError('STATE_RESTORE', `Kinesis stream "${this.src.stream}": the checkpoint holds shard ${String(s.shardId)} of stream "${s.stream}", not of this stream (the source was pointed at another stream). ${RESTORE_ADVICE}`);
+      }
       const bad = typeof s.shardId !== 'string' || (s.lastSub !== undefined && !(Number.isSafeInteger(s.lastSub) && s.lastSub >= 0)) || s.stream !== this.src.stream || (s.lastSeq !== undefined && !isSequenceNumber(s.lastSeq)) ||
+        (s.startSeq !== undefined && !isSequenceNumber(s.startSeq)) ||
         !Array.isArray(s.parents) || s.start === undefined || (s.start.type !== 'TRIM_HORIZON' && !(s.start.type === 'AT_TIMESTAMP' && Number.isFinite(s.start.timestamp)));
-      if (bad) throw new WeirError('RESTORE', `Kinesis stream "${this.src.stream}": bad shard split ${JSON.stringify(s)} (a checkpoint of another stream or version?)`);
+      if (bad) throw new WeirError('STATE_RESTORE', `Kinesis stream "${this.src.stream}": bad shard split ${JSON.stringify(s)} in the checkpoint (a checkpoint of another source or version?). ${RESTORE_ADVICE}`);
       this.states.set(s.id, {
         split: { ...s, parents: [...s.parents] }, iterator: undefined, fetchedSeq: s.lastSeq, buffer: [], at: 0, subs: undefined, sub: 0,
         resumeInside: this.src.deaggregate && s.lastSub !== undefined && s.lastSeq !== undefined && s.finished !== true, ended: s.finished === true,
-        reported: false, prune: false, inFlight: false, timer: undefined, nextAt: 0, failures: 0, failingSince: undefined, out: undefined,
+        reported: false, prune: false, inFlight: false, timer: undefined, nextAt: 0, failures: 0, failingSince: undefined,
+        renewedAfterExpiry: false, restoredSeq: s.finished === true ? undefined : s.lastSeq, out: undefined,
       });
     }
   }
@@ -569,6 +618,8 @@ class KinesisReader<T> implements SourceReader<T, KinesisShardSplit> {
       if (this.closed) return;
       st.failures = 0;
       st.failingSince = undefined;
+      st.renewedAfterExpiry = false;
+      st.restoredSeq = undefined;
       const records = res.Records ?? [];
       if (records.length > 0) {
         st.fetchedSeq = records[records.length - 1]!.SequenceNumber;
@@ -586,27 +637,87 @@ class KinesisReader<T> implements SourceReader<T, KinesisShardSplit> {
     }, (e) => {
       st.inFlight = false;
       if (this.closed) return;
-      const now = this.ctx.now();
       const name = errorName(e);
-      if (name === 'ExpiredIteratorException') {
-        // Renewed from the last record fetched (what is buffered is still to be emitted).
-        st.iterator = undefined;
-        st.nextAt = now;
-        this.ctx.wake();
-        return;
+      const getIterator = doing.startsWith('GetShardIterator');
+      const action = onFetchFailure({
+        name, transient: isTransientKinesis(e), call: getIterator ? 'GetShardIterator' : 'GetRecords', renewedAfterExpiry: st.renewedAfterExpiry,
+        atRestoredPosition: getIterator && st.restoredSeq !== undefined && st.fetchedSeq === st.restoredSeq,
+      });
+      switch (action) {
+        case 'renew-iterator':
+          // Renewed at once from the last record fetched (what is buffered is still to be emitted).
+          st.iterator = undefined;
+          st.renewedAfterExpiry = true;
+          st.nextAt = this.ctx.now();
+          break;
+        case 'check-stream':
+          this.checkShardGone(st, doing, e);
+          break;
+        case 'restored-position-refused':
+          this.error = new WeirError('STATE_RESTORE',
+            `Kinesis at ${src.conn.label}: ${doing} of stream "${src.stream}" refused the position ${st.restoredSeq} restored from the checkpoint (${name}: ${(e as Error).message ?? e}): ` +
+            `the checkpoint is not of this stream as it is now (was it deleted and created again?). ${RESTORE_ADVICE}`, { cause: e });
+          break;
+        default:
+          // An iterator expired again before any GetRecords succeeded: asked for anew after a backoff.
+          if (name === 'ExpiredIteratorException') st.iterator = undefined;
+          this.retryOrFail(st, doing, e, action === 'retry');
       }
-      // kinesalite never answers AT_TIMESTAMP while the shard has no record at or after it: keep asking.
-      const waitingForTimestamp = st.iterator === undefined && st.fetchedSeq === undefined && st.split.start.type === 'AT_TIMESTAMP' && isTimeout(e);
-      if (waitingForTimestamp) st.failingSince = undefined;
-      st.failingSince ??= now;
-      const delay = nextRetryDelay(src.retry, st.failures++, now - st.failingSince, isTransientKinesis(e), Math.random());
-      if (delay === undefined) {
-        const hint = name === 'ResourceNotFoundException' ? ' (was the stream deleted?)' : '';
-        this.error = kinesisError(src.conn, `${doing} of stream "${src.stream}"${hint}`, e);
-      } else {
-        if (st.failures === 1 || st.failures % 10 === 0) this.ctx.log(`${doing} of stream "${src.stream}": ${name ?? ''} ${(e as Error).message ?? e}; retrying in ${delay} ms (try ${st.failures})`);
-        st.nextAt = now + delay;
-      }
+      this.ctx.wake();
+    });
+  }
+
+  /** After a failed call of shard `st`: its next try after a jittered backoff, or, past retryDeadlineMs (or not transient), the reader's error. */
+  private retryOrFail(st: ShardState, doing: string, e: unknown, transient: boolean): void {
+    const src = this.src;
+    const now = this.ctx.now();
+    const name = errorName(e);
+    // kinesalite never answers AT_TIMESTAMP while the shard has no record at or after it: keep asking.
+    const waitingForTimestamp = st.iterator === undefined && st.fetchedSeq === undefined && st.split.start.type === 'AT_TIMESTAMP' && isTimeout(e);
+    if (waitingForTimestamp) st.failingSince = undefined;
+    st.failingSince ??= now;
+    const delay = nextRetryDelay(src.retry, st.failures++, now - st.failingSince, transient, Math.random());
+    if (delay === undefined) {
+      const err = kinesisError(src.conn, `${doing} of stream "${src.stream}"`, e);
+      // Given up after retries: say how many, for how long, and which setting bounds it (as ListShards).
+      this.error = st.failures <= 1 ? err : new WeirError(err.code, `${err.message} ${gaveUpAfter(st.failures, now - st.failingSince, 'retryDeadlineMs', src.retry.deadlineMs)}`, { cause: e });
+    } else {
+      if (st.failures === 1 || st.failures % 10 === 0) this.ctx.log(`${doing} of stream "${src.stream}": ${name ?? ''} ${(e as Error).message ?? e}; retrying in ${delay} ms (try ${st.failures})`);
+      st.nextAt = now + delay;
+    }
+  }
+
+  /**
+   * ResourceNotFound for a shard: if the stream still exists, the shard is past the stream's
+   * retention (gone from ListShards too), so nothing more can be read from it; the split is
+   * finished, as Flink's reader does, and the enumerator then assigns its children (before: a
+   * failure every restart met again, the children never read). If the stream is gone, the
+   * reader fails.
+   */
+  private checkShardGone(st: ShardState, doing: string, e: unknown): void {
+    const src = this.src;
+    st.inFlight = true;
+    const what = `DescribeStreamSummary of stream "${src.stream}"`;
+    (async () => {
+      const { DescribeStreamSummaryCommand } = await import('@aws-sdk/client-kinesis');
+      this.client ??= createKinesisClient(src.conn);
+      const client = await this.client;
+      await call(src.conn, what, (abortSignal) => client.send(new DescribeStreamSummaryCommand({ StreamName: src.stream }), { abortSignal }));
+    })().then(() => {
+      st.inFlight = false;
+      if (this.closed) return;
+      st.iterator = undefined;
+      st.ended = true;
+      st.failures = 0;
+      st.failingSince = undefined;
+      const after = st.fetchedSeq !== undefined ? `its records after sequence ${st.fetchedSeq}` : 'its records (none was read)';
+      this.ctx.log(`warning: shard ${st.split.shardId} of stream "${src.stream}" no longer exists (${doing}: ${errorName(e)}), though the stream does: it is past the stream's retention period, and ${after} expired unread; the shard is taken as read to its end, so its children are read`);
+      this.ctx.wake();
+    }, (e2) => {
+      st.inFlight = false;
+      if (this.closed) return;
+      if (errorName(e2) === 'ResourceNotFoundException') this.error = kinesisError(src.conn, `${doing} of stream "${src.stream}" (the stream no longer exists)`, e);
+      else this.retryOrFail(st, what, e2, isTransientKinesis(e2));
       this.ctx.wake();
     });
   }

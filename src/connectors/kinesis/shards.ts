@@ -24,6 +24,12 @@ export interface ShardInfo {
   readonly parents: readonly string[];
   /** Has an EndingSequenceNumber: closed by a split or merge, receives no more records. */
   readonly closed: boolean;
+  /**
+   * SequenceNumberRange.StartingSequenceNumber: the shard's identity beyond its id. A stream
+   * deleted and created again under the same name numbers its shards from shardId-000000000000
+   * again, and only this (which grows with time) tells such a shard from the old one.
+   */
+  readonly startSeq?: string | undefined;
 }
 
 /** Where a shard is read from when none of its records has been emitted. */
@@ -180,4 +186,89 @@ export function decidePruning(f: PruneFacts): PruneDecision[] {
     if (cs.length > 0 && cs.every((c) => covered(c, new Set()))) out.push({ shardId: t, reason: 'children' });
   }
   return out;
+}
+
+/** What a restored split says of the shard it was taken from. */
+export interface RestoredShard {
+  readonly stream: string;
+  readonly shardId: string;
+  /** The shard's StartingSequenceNumber when the split was made (absent in checkpoints written before it was recorded). */
+  readonly startSeq?: string | undefined;
+  /** The last record emitted. */
+  readonly lastSeq?: string | undefined;
+  readonly finished?: boolean | undefined;
+}
+
+/**
+ * Restored splits that are not of the stream the source reads now, as the first listing after a
+ * restore shows it: a split of another stream name, or of a shard whose StartingSequenceNumber
+ * differs from the one recorded (the stream was deleted and created again under the same name:
+ * its shard ids start over, so a tombstone would hide the new shard of that id and a position
+ * would be refused by GetShardIterator on every restart). A shard no longer listed is not a
+ * mismatch: it is past the stream's retention (the reader finds it gone and finishes it).
+ * Splits from checkpoints written before startSeq was recorded get a weaker check: a position
+ * below the listed shard's first sequence number cannot be in that shard; a tombstone or a split
+ * with no position cannot be told apart from the new shard, and passes.
+ */
+export function restoredShardMismatches(stream: string, restored: Iterable<RestoredShard>, listed: readonly ShardInfo[]): string[] {
+  const byId = new Map(listed.map((s) => [s.shardId, s]));
+  const out: string[] = [];
+  for (const r of restored) {
+    if (r.stream !== stream) {
+      out.push(`shard ${r.shardId} is of stream "${r.stream}"`);
+      continue;
+    }
+    const now = byId.get(r.shardId);
+    if (now === undefined || now.startSeq === undefined) continue;
+    if (r.startSeq !== undefined) {
+      if (r.startSeq !== now.startSeq) out.push(`shard ${r.shardId} began at sequence ${r.startSeq}, the listed one at ${now.startSeq}`);
+    } else if (r.lastSeq !== undefined && compareSequence(r.lastSeq, now.startSeq) < 0) {
+      out.push(`shard ${r.shardId}'s position ${r.lastSeq} is before the listed shard's first sequence number ${now.startSeq}`);
+    }
+  }
+  return out;
+}
+
+/** What a shard's reader does after a failed GetShardIterator or GetRecords. */
+export type FetchFailureAction =
+  /** Get a new iterator at once, from the last record fetched. */
+  | 'renew-iterator'
+  /** Back off and try again (until the retry deadline). */
+  | 'retry'
+  /** The shard (or the stream) is gone: ask whether the stream exists; if it does, the shard is past retention. */
+  | 'check-stream'
+  /** The restored position is not in this shard: the checkpoint is not of this stream. */
+  | 'restored-position-refused'
+  | 'fail';
+
+export interface FetchFailure {
+  /** The AWS error name (errorName), if any. */
+  readonly name: string | undefined;
+  /** isTransientKinesis of the error. */
+  readonly transient: boolean;
+  readonly call: 'GetShardIterator' | 'GetRecords';
+  /** The iterator was renewed after an expiry and no GetRecords has succeeded since. */
+  readonly renewedAfterExpiry: boolean;
+  /** The iterator was asked for at a position restored from the checkpoint (nothing fetched since). */
+  readonly atRestoredPosition: boolean;
+}
+
+/**
+ * An expired iterator is renewed once at once (the normal case: the reader was paused or
+ * backpressured past the iterator's 5 minutes); expired again before any GetRecords succeeded,
+ * it is a failure like throttling, retried with backoff until the deadline (before: renewed in
+ * a tight loop for ever). ResourceNotFound names a missing shard or stream: Flink finishes the
+ * split, here only once the stream is known to exist. InvalidArgument for a restored position
+ * would be met again by every restart.
+ */
+export function onFetchFailure(f: FetchFailure): FetchFailureAction {
+  if (f.name === 'ExpiredIteratorException') return f.renewedAfterExpiry ? 'retry' : 'renew-iterator';
+  if (f.name === 'ResourceNotFoundException') return 'check-stream';
+  if (f.name === 'InvalidArgumentException' && f.call === 'GetShardIterator' && f.atRestoredPosition) return 'restored-position-refused';
+  return f.transient ? 'retry' : 'fail';
+}
+
+/** The end of a message of a call given up after retries: how many tries, how long, and the setting that bounds it. */
+export function gaveUpAfter(tries: number, elapsedMs: number, setting: string, deadlineMs: number): string {
+  return `(gave up after ${tries} tries in ${Math.round(elapsedMs / 100) / 10} s; ${setting} is ${deadlineMs} ms)`;
 }

@@ -4,7 +4,7 @@
  * limits, partial-failure answers and barriers. Randomised cases print their seed.
  */
 import { describe, expect, it } from 'vitest';
-import { compareSequence, decideDiscovery, decidePruning, leastLoaded, nextFetchAt, recordsProblem, type ShardInfo } from '../../../src/connectors/kinesis/shards.ts';
+import { compareSequence, decideDiscovery, decidePruning, gaveUpAfter, leastLoaded, nextFetchAt, onFetchFailure, recordsProblem, restoredShardMismatches, type FetchFailure, type ShardInfo } from '../../../src/connectors/kinesis/shards.ts';
 import { Barriers, batchSize, PUT_RECORDS_MAX_BYTES, PUT_RECORDS_MAX_RECORDS, shouldSend, splitAnswer, type SinkEntry } from '../../../src/connectors/kinesis/batching.ts';
 import { isTransientKinesis } from '../../../src/connectors/kinesis/client.ts';
 import { Rng } from '../../../src/core/random.ts';
@@ -111,6 +111,54 @@ describe('shard discovery', () => {
     expect(isTransientKinesis({ name: 'InvalidSignatureException', $metadata: { httpStatusCode: 400 } })).toBe(false);
     expect(isTransientKinesis({ name: 'AccessDeniedException', $metadata: { httpStatusCode: 403 } })).toBe(false);
     expect(isTransientKinesis({ name: 'ExpiredTokenException', $metadata: { httpStatusCode: 400 } })).toBe(false);
+  });
+});
+
+describe('restored splits against the stream as listed now', () => {
+  const OLD = '49590338271490256608559692538361571095921575989136588898';
+  const NEW = '49590338271490256608559692540925702759324208523137515618';
+  const listed: ShardInfo[] = [{ ...sh('shardId-000000000000'), startSeq: NEW }, { ...sh('shardId-000000000001'), startSeq: NEW }];
+
+  it('a shard of that id that began elsewhere (the stream deleted and created again) is a mismatch, tombstone or position', () => {
+    expect(restoredShardMismatches('s', [{ stream: 's', shardId: 'shardId-000000000000', startSeq: OLD, finished: true }], listed))
+      .toEqual([`shard shardId-000000000000 began at sequence ${OLD}, the listed one at ${NEW}`]);
+    expect(restoredShardMismatches('s', [{ stream: 's', shardId: 'shardId-000000000001', startSeq: OLD, lastSeq: OLD }], listed)).toHaveLength(1);
+    expect(restoredShardMismatches('s', [{ stream: 's', shardId: 'shardId-000000000000', startSeq: NEW, lastSeq: NEW }], listed)).toEqual([]);
+  });
+
+  it('a split of another stream is a mismatch; a shard no longer listed (past retention) is not', () => {
+    expect(restoredShardMismatches('s', [{ stream: 'other', shardId: 'shardId-000000000000', startSeq: NEW }], listed)).toEqual(['shard shardId-000000000000 is of stream "other"']);
+    expect(restoredShardMismatches('s', [{ stream: 's', shardId: 'shardId-000000000007', startSeq: OLD, lastSeq: OLD }], listed)).toEqual([]);
+  });
+
+  it('splits of checkpoints written before startSeq was recorded still restore; only a position before the shard began is refused', () => {
+    expect(restoredShardMismatches('s', [{ stream: 's', shardId: 'shardId-000000000000', finished: true }, { stream: 's', shardId: 'shardId-000000000001' }], listed)).toEqual([]);
+    expect(restoredShardMismatches('s', [{ stream: 's', shardId: 'shardId-000000000000', lastSeq: NEW + '' }], listed)).toEqual([]);
+    expect(restoredShardMismatches('s', [{ stream: 's', shardId: 'shardId-000000000000', lastSeq: OLD }], listed)).toHaveLength(1);
+    // A listing without StartingSequenceNumber decides nothing.
+    expect(restoredShardMismatches('s', [{ stream: 's', shardId: 'shardId-000000000000', startSeq: OLD }], [sh('shardId-000000000000')])).toEqual([]);
+  });
+});
+
+describe('a failed GetShardIterator or GetRecords', () => {
+  const f = (o: Partial<FetchFailure>): FetchFailure => ({ name: undefined, transient: false, call: 'GetRecords', renewedAfterExpiry: false, atRestoredPosition: false, ...o });
+
+  it('an expired iterator is renewed at once the first time, retried with backoff when it expires again before a GetRecords succeeded', () => {
+    expect(onFetchFailure(f({ name: 'ExpiredIteratorException' }))).toBe('renew-iterator');
+    expect(onFetchFailure(f({ name: 'ExpiredIteratorException', renewedAfterExpiry: true }))).toBe('retry');
+  });
+
+  it('ResourceNotFound asks whether the stream exists; InvalidArgument for a restored position is the checkpoint\'s, otherwise a failure', () => {
+    expect(onFetchFailure(f({ name: 'ResourceNotFoundException', call: 'GetShardIterator' }))).toBe('check-stream');
+    expect(onFetchFailure(f({ name: 'ResourceNotFoundException' }))).toBe('check-stream');
+    expect(onFetchFailure(f({ name: 'InvalidArgumentException', call: 'GetShardIterator', atRestoredPosition: true }))).toBe('restored-position-refused');
+    expect(onFetchFailure(f({ name: 'InvalidArgumentException', call: 'GetShardIterator' }))).toBe('fail');
+    expect(onFetchFailure(f({ name: 'ProvisionedThroughputExceededException', transient: true }))).toBe('retry');
+    expect(onFetchFailure(f({ name: 'AccessDeniedException' }))).toBe('fail');
+  });
+
+  it('a call given up after retries says how many tries, how long, and the setting', () => {
+    expect(gaveUpAfter(5, 1949, 'retryDeadlineMs', 3000)).toBe('(gave up after 5 tries in 1.9 s; retryDeadlineMs is 3000 ms)');
   });
 });
 

@@ -146,7 +146,7 @@ describe('Kinesis unreachable at start', () => {
       });
       const message = await runJob(job, { workers: 1, parallelism: 1, stdout: () => {}, log: (l) => logs.push(l), restartStrategy: { type: 'none' } })
         .then((r) => { expect(r.status).toBe('FAILED'); return r.error?.message ?? ''; }, (e: Error) => e.message);
-      expect(message).toMatch(new RegExp(`^Kinesis at 127\\.0\\.0\\.1:${port}: ListShards of stream "nowhere": .*ECONNREFUSED.* \\(gave up after (\\d+) tries in [\\d.]+ s\\)$`));
+      expect(message).toMatch(new RegExp(`^Kinesis at 127\\.0\\.0\\.1:${port}: ListShards of stream "nowhere": .*ECONNREFUSED.* \\(gave up after (\\d+) tries in [\\d.]+ s; retryDeadlineMs is 2000 ms\\)$`));
       expect(message).not.toContain('\n');
       const tries = Number(/gave up after (\d+) tries/.exec(message)![1]);
       expect(tries).toBeGreaterThanOrEqual(2);
