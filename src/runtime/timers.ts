@@ -367,6 +367,20 @@ export class InternalTimerService {
     }
     if (this.scheduled !== undefined && this.scheduled.at <= next) return;
     this.scheduled?.cancel();
+    const now = this.now();
+    if (next <= now && this.continueLater !== undefined) {
+      // Due already (restored timers that came due while the job was down, or one registered
+      // in the past): they fire before the task's next input, as Flink fires them first from
+      // its mailbox. Through the clock they waited for a slice of steps in which the restored
+      // input could reach its end, which quiesces the timers: they never fired (the audit: 10
+      // of 10 timers lost after a restore).
+      let cancelled = false;
+      this.scheduled = { at: now, cancel: () => void (cancelled = true) };
+      this.continueLater(() => {
+        if (!cancelled) this.fireProcessingTimers();
+      });
+      return;
+    }
     const handle = this.scheduleMail(next, () => this.fireProcessingTimers());
     this.scheduled = { at: next, cancel: () => handle.cancel() };
   }
