@@ -11,7 +11,7 @@
  * on hashing.
  */
 import type { KeyedStateBackend } from '../state/backend.ts';
-import type { NormKey } from '../state/key-groups.ts';
+import { denormalizeKey, type NormKey } from '../state/key-groups.ts';
 import { TimeTable } from './time-table.ts';
 import { MAX_WATERMARK } from './events.ts';
 
@@ -300,7 +300,11 @@ export class InternalTimerService {
   private register(q: TimerQueue, namespace: string | number, timestamp: number): boolean {
     if (!Number.isFinite(timestamp)) throw new RangeError(`timer timestamp must be a finite number, got ${timestamp}`);
     const ctx = this.backend.ctx;
-    if (!q.insert(timestamp, namespace, ctx.key, ctx.keyGroup, ctx.originalKey, this.seq)) return false;
+    // An object key as a checkpoint gives it back (properties sorted): a timer hands out the same
+    // key whether or not the job was restored in between (timer blocks keep only the normalised key).
+    const k = ctx.key;
+    const original = typeof k === 'string' && k.charCodeAt(0) === 0 && k.charCodeAt(1) === 0x6a ? denormalizeKey(k) : ctx.originalKey;
+    if (!q.insert(timestamp, namespace, k, ctx.keyGroup, original, this.seq)) return false;
     this.seq++;
     return true;
   }

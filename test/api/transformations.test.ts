@@ -168,6 +168,28 @@ describe('keyBy', () => {
     expect(last).toEqual(new Map([['eu/7', 3], ['eu/8', 4], ['us/7', 8]]));
   });
 
+  it('an object key comes back from a timer with its properties sorted, as from a checkpoint, whether or not the job was restored', async () => {
+    const r = await runInline((env) => {
+      env
+        .fromCollection([{ key: { user: 'a', region: 'eu' } }, { key: { user: 'b', region: 'us' } }])
+        .keyBy((r) => r.key)
+        .process<string>({
+          processElement(v, ctx, out) {
+            out.collect(`record ${JSON.stringify(ctx.currentKey)}`);
+            ctx.timerService().registerEventTimeTimer(Number.MAX_VALUE);
+          },
+          onTimer(_ts, ctx, out) {
+            out.collect(`timer ${JSON.stringify(ctx.getCurrentKey())}`);
+          },
+        })
+        .collect();
+    });
+    expect(r.collected<string>().sort()).toEqual([
+      'record {"user":"a","region":"eu"}', 'record {"user":"b","region":"us"}',
+      'timer {"region":"eu","user":"a"}', 'timer {"region":"us","user":"b"}',
+    ]);
+  });
+
   it('boolean and bigint keys work as keys (currentKey keeps their type)', async () => {
     const r = await runInline((env) => {
       const sumPerKey = {
