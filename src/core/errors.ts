@@ -126,7 +126,10 @@ export class JobDefinitionError extends WeirError {
 /** Wraps an exception from user code unless it is already attributed to an operator downstream. */
 export function attribute(e: unknown, location: ErrorLocation, phase: string, record?: unknown, hasRecord = record !== undefined): Error {
   if (e instanceof UserCodeError || e instanceof JobDefinitionError) return e;
-  // A state that cannot be restored is named by its own message (operator and state), whichever record first touched it.
-  if (errorCode(e) === 'STATE_RESTORE') return e as Error;
+  // A state or a checkpoint that cannot be restored is named by its own message (operator and
+  // state, or what the checkpoint holds), whichever record or call first met it; wrapped as the
+  // operator's USER_CODE it was restarted for ever instead of ending the job (recovery.ts).
+  const code = errorCode(e);
+  if (code === 'STATE_RESTORE' || code === 'RESTORE') return e as Error;
   return new UserCodeError(location, phase, hasRecord ? describeRecord(record) : undefined, e);
 }
