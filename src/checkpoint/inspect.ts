@@ -17,7 +17,7 @@ import { isDirectory, type StorageResolver } from './storage.ts';
 import { storageResolver } from './storage-resolver.ts';
 import { NO_METADATA } from './storage-verify.ts';
 import { keyedBlockName, METADATA_FILE, metadataReference, parseBlockName, schemeOf, sharedStateReference, stateFileReference, tombstoneBlockName } from './names.ts';
-import type { InlineOperatorState } from '../core/checkpoint-format.ts';
+import { broadcastSerializerKey, listSerializerKey, type InlineOperatorState, type SerializerRecord } from '../core/checkpoint-format.ts';
 import type { KeyedSnapshotMeta } from '../state/heap/format.ts';
 import { WeirError } from '../core/errors.ts';
 
@@ -49,8 +49,13 @@ export interface RangeSummary {
 export interface OperatorSummary extends Omit<OperatorStateMeta, 'subtasks'> {
   readonly states: StateSummary[];
   readonly ranges: RangeSummary[];
-  readonly operatorState: { readonly name: string; readonly distribution: string; readonly items: number }[];
-  readonly broadcastState: { readonly name: string; readonly entries: number }[];
+  /** serializer: the one its items were written with (recorded since operator state had serializers); undefined: raw values. */
+  readonly operatorState: { readonly name: string; readonly distribution: string; readonly items: number; readonly serializer?: SerializerRecord }[];
+  readonly broadcastState: { readonly name: string; readonly entries: number; readonly serializer?: SerializerRecord }[];
+  /** Window operators: how their windows are kept (what a restore must match). */
+  readonly stateLayout?: string;
+  /** Keyed operators: the kinds of keys their state is keyed by (what a restore's keys must include). */
+  readonly keyKinds?: readonly string[];
   readonly sourceSplits: number;
   readonly committables: number;
 }
@@ -110,8 +115,10 @@ export async function summarize(path: string, storages: StorageResolver = storag
 async function summarizeOperator(dir: string, op: OperatorStateMeta, storages: StorageResolver): Promise<OperatorSummary> {
   const states = new Map<string, StateSummary>();
   const ranges: RangeSummary[] = [];
-  const lists = new Map<string, { distribution: string; items: number }>();
-  const broadcast = new Map<string, number>();
+  const lists = new Map<string, { distribution: string; items: number; serializer?: SerializerRecord }>();
+  const broadcast = new Map<string, { entries: number; serializer?: SerializerRecord }>();
+  let stateLayout: string | undefined;
+  const keyKinds = new Set<string>();
   let splits = 0;
   let committables = 0;
   for (const s of op.subtasks) {
@@ -121,9 +128,15 @@ async function summarizeOperator(dir: string, op: OperatorStateMeta, storages: S
       // all of them (a restore hands the union of every subtask's items to each new subtask), so
       // the count is the sum over subtasks. (Counting one subtask's items under-reported union state.)
       const cur = lists.get(name);
-      lists.set(name, { distribution: l.distribution, items: (cur?.items ?? 0) + l.items.length });
+      const serializer = inline?.serializers?.[listSerializerKey(name)] ?? cur?.serializer;
+      lists.set(name, { distribution: l.distribution, items: (cur?.items ?? 0) + l.items.length, ...(serializer !== undefined ? { serializer } : {}) });
     }
-    for (const [name, e] of Object.entries(inline?.broadcast ?? {})) broadcast.set(name, e.length);
+    for (const [name, e] of Object.entries(inline?.broadcast ?? {})) {
+      const serializer = inline?.serializers?.[broadcastSerializerKey(name)];
+      broadcast.set(name, { entries: e.length, ...(serializer !== undefined ? { serializer } : {}) });
+    }
+    stateLayout ??= inline?.stateLayout;
+    for (const k of inline?.keyKinds ?? []) keyKinds.add(k);
     splits += inline?.splits?.length ?? 0;
     committables += inline?.committables?.length ?? 0;
     if (s.chain !== undefined) {
@@ -164,7 +177,9 @@ async function summarizeOperator(dir: string, op: OperatorStateMeta, storages: S
     id: op.id, name: op.name, uid: op.uid, parallelism: op.parallelism, maxParallelism: op.maxParallelism, keyed: op.keyed,
     states: [...states.values()], ranges,
     operatorState: [...lists].map(([name, l]) => ({ name, ...l })),
-    broadcastState: [...broadcast].map(([name, entries]) => ({ name, entries })),
+    broadcastState: [...broadcast].map(([name, b]) => ({ name, ...b })),
+    ...(stateLayout !== undefined ? { stateLayout } : {}),
+    ...(keyKinds.size > 0 ? { keyKinds: [...keyKinds].sort() } : {}),
     sourceSplits: splits, committables,
   };
 }

@@ -66,6 +66,11 @@ function jsonReplacer(_k: string, v: unknown): unknown {
   return v;
 }
 
+/** The serializer a state was written with, as the keyed states show it; raw values say so. */
+function serializerText(r: { readonly name: string; readonly version: number } | undefined): string {
+  return r === undefined ? ' (raw values)' : ` serializer ${r.name} v${r.version}`;
+}
+
 function print(s: SnapshotSummary, json: boolean): void {
   if (json) {
     process.stdout.write(JSON.stringify(s, jsonReplacer, 2) + '\n');
@@ -77,8 +82,10 @@ function print(s: SnapshotSummary, json: boolean): void {
     out.push(`operator "${o.name}"${o.uid ? ` uid=${o.uid}` : ''} id=${o.id.slice(0, 16)} parallelism=${o.parallelism} maxParallelism=${o.maxParallelism}${o.keyed ? ' keyed' : ''}`);
     for (const st of o.states) out.push(`  state "${st.name}" ${st.kind}${st.ttl ? ' (ttl)' : ''} serializer ${st.serializer.name} v${st.serializer.version}: ${st.keys} keys, ${fmtBytes(st.bytes)}`);
     for (const r of o.ranges) out.push(`  key groups ${r.keyGroupRange.start}-${r.keyGroupRange.end} (subtask ${r.subtask}): ${r.keys} entries, ${r.timers} timers, ${fmtBytes(r.bytes)} in ${r.file}`);
-    for (const l of o.operatorState) out.push(`  operator state "${l.name}" (${l.distribution} list): ${l.items} items`);
-    for (const b of o.broadcastState) out.push(`  broadcast state "${b.name}": ${b.entries} entries`);
+    if (o.keyKinds !== undefined) out.push(`  keyed by ${o.keyKinds.join(' and ')} keys`);
+    if (o.stateLayout !== undefined) out.push(`  windows: ${o.stateLayout}`);
+    for (const l of o.operatorState) out.push(`  operator state "${l.name}" (${l.distribution} list)${serializerText(l.serializer)}: ${l.items} items`);
+    for (const b of o.broadcastState) out.push(`  broadcast state "${b.name}"${serializerText(b.serializer)}: ${b.entries} entries`);
     if (o.sourceSplits > 0) out.push(`  source splits: ${o.sourceSplits}`);
     if (o.committables > 0) out.push(`  pending sink commits: ${o.committables}`);
   }

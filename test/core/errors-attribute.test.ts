@@ -7,7 +7,7 @@
 import { describe, expect, it } from 'vitest';
 import { attribute, errorCode, UserCodeError, WeirError } from '../../src/core/errors.ts';
 
-const where = { operatorName: 'Sink', operatorId: 3, uid: 'out', subtaskIndex: 0, parallelism: 1 };
+const where = { operatorName: 'Sink', operatorId: 'op-3', uid: 'out', subtaskIndex: 0, parallelism: 1 };
 
 describe('attribute', () => {
   it('wraps an error from user code as USER_CODE, naming the operator, phase and record', () => {

@@ -79,7 +79,11 @@ function checkSummary(s: SnapshotSummary, snap: Snap, type: string): void {
   expect(keyed.ranges.reduce((a, r) => a + r.bytes, 0)).toBeGreaterThan(keyed.states.reduce((a, st) => a + st.bytes, 0)); // + timer blocks
   const ops = s.operators.find((o) => o.uid === 'ops')!;
   expect(ops.keyed).toBe(false);
-  expect(ops.operatorState).toEqual([{ name: 'tally', distribution: 'split', items: 2 }, { name: 'roster', distribution: 'union', items: 2 }]);
+  // Each with the serializer its items were written by (the default one: no serializer given).
+  const plain = { name: 'weir.plain', version: 1 };
+  expect(ops.operatorState).toEqual([{ name: 'tally', distribution: 'split', items: 2, serializer: plain }, { name: 'roster', distribution: 'union', items: 2, serializer: plain }]);
+  // The kinds of keys the keyed operator's state is keyed by, as a restore checks them.
+  expect(keyed.keyKinds).toEqual(['string']);
   expect(s.operators.find((o) => o.uid === 'src')!.sourceSplits).toBe(12);
 }
 
@@ -145,8 +149,9 @@ describe.concurrent('weir state inspect', () => {
       ...keyed.states.map((st) => `  state "${st.name}" ${st.kind} serializer weir.plain v1: ${st.keys} keys, SIZE`),
       ...keyed.ranges.map((g) => `  key groups ${g.keyGroupRange.start}-${g.keyGroupRange.end} (subtask ${g.subtask}): ${g.keys} entries, ${g.timers} timers, SIZE in ${g.file}`),
     ]);
-    expect(lines).toContain('  operator state "tally" (split list): 2 items');
-    expect(lines).toContain('  operator state "roster" (union list): 2 items');
+    expect(lines[at + 7]).toBe('  keyed by string keys');
+    expect(lines).toContain('  operator state "tally" (split list) serializer weir.plain v1: 2 items');
+    expect(lines).toContain('  operator state "roster" (union list) serializer weir.plain v1: 2 items');
     expect(lines).toContain('  source splits: 12');
   });
 
