@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { errorCode } from '../../src/core/errors.ts';
 import { Rng } from '../../src/core/random.ts';
 import { RedisStreamsSink } from '../../src/connectors/redis/index.ts';
-import { MAX_ENTRY_FIELD_VALUES } from '../../src/connectors/redis/redis-streams-sink.ts';
+import { evictsAnyKey, MAX_ENTRY_FIELD_VALUES } from '../../src/connectors/redis/redis-streams-sink.ts';
 import { defineJob, runJob } from '../../src/index.ts';
 import { freePort, sinkCtx, uniqueName } from './postgres/helpers.ts';
 
@@ -200,6 +200,48 @@ describe('redis streams sink', () => {
     c.close?.();
   }, 120_000);
 
+  it('with replicas set, a commit counts only once that many replicas hold it (WAIT): short of them it is retried to the deadline and fails, and its re-commit writes nothing twice', async () => {
+    // The test server has no replicas: WAIT 1 answers 0.
+    const s = stream();
+    const job = uniqueName('job');
+    const entries: [string, string, string][] = [[s, 'data', '{"k":"a","n":1}']];
+    const started = Date.now();
+    const e = await failure(sink(s, job, { replicas: 1, retryDeadlineMs: 1_500, commandTimeoutMs: 400 }).createCommitter(sinkCtx()).commit([{ sub: 0, chk: 1, entries }]));
+    expect(errorCode(e)).toBe('CONNECTOR');
+    expect(String((e as Error).message)).toMatch(/checkpoint 1's commit reached 0 of the 1 replicas asked for \(replicas\) within 200 ms/);
+    expect(Date.now() - started).toBeLessThan(15_000);
+    // The primary has it (the job's restart re-commits it): once, with replicas 0 now.
+    expect((await read(s)).length).toBe(1);
+    await sink(s, job).createCommitter(sinkCtx({ restoredCheckpointId: 1 })).commit([{ sub: 0, chk: 1, entries }]);
+    expect((await read(s)).length).toBe(1);
+    expect(() => sink(s, job, { replicas: -1 })).toThrow(/replicas must be a positive integer, got -1/);
+  });
+
+  it('says once in the log when the server may evict its progress keys (an allkeys-* policy under a memory limit)', async () => {
+    expect(evictsAnyKey('allkeys-lru', '1073741824')).toBe(true);
+    expect(evictsAnyKey('allkeys-lru', '0')).toBe(false);
+    expect(evictsAnyKey('volatile-lru', '1073741824')).toBe(false);
+    expect(evictsAnyKey('noeviction', '1073741824')).toBe(false);
+    const [, policy] = (await r.config('GET', 'maxmemory-policy')) as string[];
+    const [, maxmemory] = (await r.config('GET', 'maxmemory')) as string[];
+    try {
+      // A limit far above what the tests hold: nothing is evicted meanwhile.
+      await r.config('SET', 'maxmemory-policy', 'allkeys-lru');
+      await r.config('SET', 'maxmemory', '8gb');
+      const logged: string[] = [];
+      const k = sink(stream(), uniqueName('job'));
+      await k.start((l) => logged.push(l));
+      await k.start((l) => logged.push(l));
+      expect(logged).toEqual([expect.stringMatching(/^weir: redis streams .* at 127\.0\.0\.1:6379\/0: the server evicts any key under memory pressure \(maxmemory-policy allkeys-lru, maxmemory 8589934592\); .* Use noeviction or a volatile-\* policy$/)]);
+    } finally {
+      await r.config('SET', 'maxmemory-policy', policy!);
+      await r.config('SET', 'maxmemory', maxmemory!);
+    }
+    const quiet: string[] = [];
+    await sink(stream(), uniqueName('job')).start((l) => quiet.push(l));
+    expect(quiet).toEqual([]);
+  });
+
   it('an unreachable server fails the commit after bounded retries, naming host and port', async () => {
     const port = await freePort();
     const k = new RedisStreamsSink<Ev>({ connection: `redis://127.0.0.1:${port}`, stream: 's', jobId: 'j', retryDeadlineMs: 1_500, connectTimeoutMs: 1_000 });
@@ -207,7 +249,7 @@ describe('redis streams sink', () => {
     expect(errorCode(e)).toBe('CONNECTOR');
     expect(String((e as Error).message)).toContain(`127.0.0.1:${port}/0`);
     const w = k.createWriter(sinkCtx());
-    const e2 = await failure(k.start());
+    const e2 = await failure(k.start(() => {}));
     expect(String((e2 as Error).message)).toContain(`start check at 127.0.0.1:${port}/0 failed`);
     expect(() => w.write([{ k: 'a', n: 1 }], ts(1))).toThrow(/start check/);
   });

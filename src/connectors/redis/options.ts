@@ -34,6 +34,14 @@ export interface RedisStreamsSinkOptions<T> {
   readonly commandTimeoutMs?: number;
   /** Retrying a lost connection gives up this long after the first try (default 60 s). */
   readonly retryDeadlineMs?: number;
+  /**
+   * Replicas that must hold each commit before it counts (Redis WAIT; default 0). With replicas
+   * and failover, a commit the primary acknowledged but no replica received is lost with the
+   * primary, after the checkpoint dropped its entries: set this to the replicas a failover may
+   * promote. A commit short of them is retried until retryDeadlineMs, then fails the job (its
+   * entries stay in the checkpoint; the re-commit after the restart writes nothing twice).
+   */
+  readonly replicas?: number;
 }
 
 export interface ResolvedRedisOptions {
@@ -45,6 +53,7 @@ export interface ResolvedRedisOptions {
   readonly connectTimeoutMs: number;
   readonly commandTimeoutMs: number;
   readonly retry: RetryPolicy;
+  readonly replicas: number;
 }
 
 function positiveInt(what: string, v: unknown, dflt: number): number {
@@ -96,5 +105,6 @@ export function resolveRedisOptions<T>(o: RedisStreamsSinkOptions<T>): ResolvedR
     connectTimeoutMs: positiveInt('connectTimeoutMs', o.connectTimeoutMs, 10_000),
     commandTimeoutMs: positiveInt('commandTimeoutMs', o.commandTimeoutMs, 30_000),
     retry: { ...DEFAULT_RETRY, deadlineMs: positiveInt('retryDeadlineMs', o.retryDeadlineMs, DEFAULT_RETRY.deadlineMs) },
+    replicas: o.replicas === undefined || o.replicas === 0 ? 0 : positiveInt('replicas', o.replicas, 0),
   };
 }

@@ -79,6 +79,26 @@ interface ScriptRunner {
   eval(script: string, numKeys: number, keys: readonly string[], args: readonly RedisFieldValue[]): Promise<unknown>;
 }
 
+/** maxmemory-policy and maxmemory, or undefined where CONFIG is not allowed (managed servers often rename or refuse it). */
+async function evictionSettings(c: Redis): Promise<{ policy: string; maxmemory: string } | undefined> {
+  try {
+    const [, policy] = (await c.config('GET', 'maxmemory-policy')) as string[];
+    const [, maxmemory] = (await c.config('GET', 'maxmemory')) as string[];
+    return policy === undefined || maxmemory === undefined ? undefined : { policy, maxmemory };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Whether a server may evict the sink's progress keys (they have no TTL): an allkeys-* policy
+ * under a memory limit. volatile-* policies evict only keys with a TTL; without maxmemory (0)
+ * nothing is evicted.
+ */
+export function evictsAnyKey(policy: string, maxmemory: string): boolean {
+  return policy.startsWith('allkeys-') && Number(maxmemory) > 0;
+}
+
 export function isTransientRedis(e: unknown): boolean {
   if (isSocketError(e)) return true;
   if (e instanceof WeirError) return e.code === 'TIMEOUT';
@@ -105,12 +125,20 @@ export class RedisStreamsSink<T> implements TwoPhaseCommitSink<T, RedisCommittab
     return `${this.options.connection.host}:${this.options.connection.port}/${this.options.connection.db}`;
   }
 
-  /** At start: the server answers (retried with backoff to the deadline, then a CONNECTOR error naming host and port). Writers fail on their next call if not. */
-  start(): Promise<void> {
+  /**
+   * At start: the server answers (retried with backoff to the deadline, then a CONNECTOR error
+   * naming host and port; writers fail on their next call if not), and whether it may evict the
+   * progress keys (said once in the log).
+   */
+  start(log: (line: string) => void): Promise<void> {
     this.started ??= retrying(this.options.retry, isTransientRedis, async () => {
       const c = await this.connect();
       try {
         await c.ping();
+        const policy = await evictionSettings(c);
+        if (policy !== undefined && evictsAnyKey(policy.policy, policy.maxmemory)) {
+          log(`weir: ${this.name} at ${this.server()}: the server evicts any key under memory pressure (maxmemory-policy ${policy.policy}, maxmemory ${policy.maxmemory}); a progress key evicted makes a re-commit after a failure write a checkpoint's entries again. Use noeviction or a volatile-* policy`);
+        }
       } finally {
         c.disconnect();
       }
@@ -210,7 +238,7 @@ class RedisWriter<T> implements SinkWriter<T, RedisCommittable> {
   private failed: unknown;
 
   constructor(private readonly sink: RedisStreamsSink<T>, private readonly ctx: SinkContext) {
-    sink.start().catch((e) => (this.failed ??= e));
+    sink.start((line) => ctx.log(line)).catch((e) => (this.failed ??= e));
   }
 
   write(values: readonly T[]): void {
@@ -258,13 +286,27 @@ class RedisCommitter implements SinkCommitter<RedisCommittable> {
     for (const [stream, ...fields] of item.entries) args.push(String(slot.get(stream)!), String(fields.length), ...fields);
     // Arrays, not spread arguments: ioredis flattens them, and a spread of 150,000 failed.
     const r = (await (c as unknown as ScriptRunner).eval(COMMIT_SCRIPT, 1 + streams.length, [pkey, ...streams], args)) as [number, string?, string?];
-    if (r[0] === 1) return;
+    if (r[0] === 1) return this.awaitReplicas(c, item.chk);
     if (r[0] === -1) {
       throw new WeirError('CONNECTOR', `${this.sink.name}: key "${r[1]}" holds a ${r[2]}, not a stream: checkpoint ${item.chk}'s entries for it cannot be added, so none of the checkpoint's entries were written (rename or delete that key, or route the records to another stream)`);
     }
     const committed = parseCommittedId(r[1] ?? null, `progress key "${pkey}"`);
     // Done before: by this subtask (a retry, or a re-commit after a restore), or by another run.
     if (this.ctx.restoredCheckpointId === undefined && !triedBefore && committed !== undefined) throw foreignProgressError(this.sink.name, `progress key "${pkey}"`, key, committed, item.chk);
+    // Done before, perhaps by a try whose wait for the replicas fell short: they must have it now.
+    return this.awaitReplicas(c, item.chk);
+  }
+
+  /** The commit is on `replicas` replicas (WAIT), or a TIMEOUT (transient: the commit is retried, and finds itself done). */
+  private async awaitReplicas(c: Redis, chk: number): Promise<void> {
+    const want = this.sink.options.replicas;
+    if (want === 0) return;
+    // Half the command timeout: WAIT blocks the connection that long, and must answer before the client gives up on it.
+    const waitMs = Math.max(1, Math.floor(this.sink.options.commandTimeoutMs / 2));
+    const got = await c.wait(want, waitMs);
+    if (got < want) {
+      throw new WeirError('TIMEOUT', `${this.sink.name}: checkpoint ${chk}'s commit reached ${got} of the ${want} replicas asked for (replicas) within ${waitMs} ms`);
+    }
   }
 
   private drop(): void {
