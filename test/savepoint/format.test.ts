@@ -95,7 +95,7 @@ describe('a savepoint of a running job', () => {
     expect(counts.states.map((s) => [s.name, s.kind, s.serializer])).toEqual([['count', 'value', { name: 'app.count', version: 1 }]]);
     expect(counts.states[0]!.keys).toBe(4);
     const audit = summary.operators.find((o) => o.uid === 'audit')!;
-    expect(audit.operatorState).toEqual([{ name: 'seen', distribution: 'split', items: 2 }]);
+    expect(audit.operatorState).toEqual([{ name: 'seen', distribution: 'split', items: 2, serializer: { name: 'weir.plain', version: 1 } }]);
     // Values are stored in their serializer's encoding ({n}), not the backend's in-memory form.
     const produced = await producedIn(sp);
     for (let k = 0; k < 4; k++) {
