@@ -6,6 +6,8 @@
  * again from 1, no error). A restore with a kind that was there goes on, also when the state
  * held keys of several kinds, and at another parallelism.
  */
+import { readdirSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { defineJob, runJob, ValueStateDescriptor, type JobResult, type RunOptions, type StreamExecutionEnvironment } from '../../src/index.ts';
 import { controlApi } from '../../src/observe/control-api.ts';
@@ -26,9 +28,9 @@ const keyOf = (keys: Keys, i: number): string | number => {
 interface Seen { key: string | number; count: number }
 const countD = new ValueStateDescriptor<number>('count', { defaultValue: 0 });
 
-function build(keys: Keys, count?: number) {
+function build(keys: Keys, count?: number, ratePerSecond = count === undefined ? 400 : undefined) {
   return (env: StreamExecutionEnvironment) => {
-    env.fromGenerator((i) => ({ i }), count === undefined ? { ratePerSecond: 400 } : { count })
+    env.fromGenerator((i) => ({ i }), { ...(count !== undefined ? { count } : {}), ...(ratePerSecond !== undefined ? { ratePerSecond } : {}) })
       .uid('src')
       .keyBy((r) => keyOf(keys, r.i))
       .process<Seen>({
@@ -85,6 +87,59 @@ describe('the kinds of a keyed operator\'s keys across a savepoint', () => {
     const firstAfter = new Map<string | number, number>();
     for (const s of right.collected<Seen>('seen')) if (!firstAfter.has(s.key)) firstAfter.set(s.key, s.count);
     for (const [k, n] of before) expect(firstAfter.get(k), `key ${k}`).toBe(n + 1);
+  });
+
+  it('no checkpoint completes while the records after the restore have only other kinds: none can hold (or commit) their output, nor launder the kind', async () => {
+    const first = await stopped('string', { parallelism: 1 }, 300);
+    const dir = tmp.fresh('chk');
+    // 20 records a second, a checkpoint every 200 ms: several are due before the 64th record.
+    const wrong = await runJob(defineJob(build('number', 2_000, 20)), {
+      workers: 1, parallelism: 1, from: first.sp, stdout: () => {}, log: () => {},
+      checkpoint: { interval: 200, dir, retention: 'retain-on-cancel' },
+    });
+    expect(wrong.status).toBe('FAILED');
+    expect(wrong.error?.message).toMatch(/64 records in a row after the restore had number keys/);
+    const completed = readdirSync(dir, { recursive: true }).map(String).filter((f) => f.endsWith('_metadata'));
+    for (const m of completed) {
+      // Any checkpoint that did complete was taken before the first record: it names the restored kind only.
+      expect((await decodeSnapshot(join(dir, dirname(m)))).inline('counts').map((s) => s?.keyKinds), m).toEqual([['string']]);
+    }
+  }, 30_000);
+
+  it('a bounded input that ends before 64 records, all of other kinds, ends the job the same way', async () => {
+    const first = await stopped('string', { parallelism: 1 }, 300);
+    const d = await decodeSnapshot(first.sp);
+    const emitted = d.inline('src').flatMap((s) => s?.splits ?? []).length;
+    expect(emitted).toBeGreaterThan(0);
+    const r = await runJob(defineJob(build('number', first.result.collected<Seen>('seen').length + 10)), { workers: 1, parallelism: 1, from: first.sp, stdout: () => {}, log: () => {} });
+    expect(r.status).toBe('FAILED');
+    expect(r.error?.message).toMatch(/its restored state is keyed by string keys, but all 10 records after the restore had number keys \(then its input ended\)/);
+  });
+
+  it('a keyed operator without state records no kinds: a job without it restores without --allow-non-restored-state', async () => {
+    let listening!: (v: [number, string]) => void;
+    const ready = new Promise<[number, string]>((r) => (listening = r));
+    const stateless = (env: StreamExecutionEnvironment) => {
+      env.fromGenerator((i) => ({ i }), { ratePerSecond: 400 }).uid('src')
+        .keyBy((r) => `k${r.i % KEYS}`)
+        .process<number>({ processElement(r, _ctx, out) { out.collect(r.i); } })
+        .uid('stateless')
+        .collect('out');
+    };
+    const result = runJob(defineJob(stateless), { workers: 1, stdout: () => {}, log: () => {}, services: [controlApi({ port: 0, onListening: (port, jobId) => listening([port, jobId]) })] });
+    const [port, jobId] = await ready;
+    const h = { jobId, base: `http://127.0.0.1:${port}/jobs/${jobId}`, logs: [], result };
+    await waitRunning(h);
+    await sleep(200);
+    const stop = await api(`${h.base}/stop`, 'POST', { targetDirectory: tmp.fresh('sp-stateless'), drain: false });
+    const o = await outcome(h, stop.body['request-id']);
+    await result;
+    if (!o.ok) throw new Error(o.cause);
+    expect((await decodeSnapshot(o.location)).inline('stateless').filter((s) => s?.keyKinds !== undefined)).toEqual([]);
+    const without = await runJob(defineJob((env: StreamExecutionEnvironment) => {
+      env.fromGenerator((i) => ({ i }), { count: 10 }).uid('src').map((r) => r.i).collect('out');
+    }), { workers: 1, from: o.location, stdout: () => {}, log: () => {} });
+    expect(without.status, without.error?.message).toBe('FINISHED');
   });
 
   it('state keyed by numbers and strings restores into a job keyed by numbers alone', async () => {

@@ -439,7 +439,9 @@ export class SubtaskCheckpointer implements BarrierHandler {
       for (const s of snapshots) s.abort();
       void this.discard(location, parts, channel === undefined ? undefined : channelName);
       if (this.aborted.has(id)) return;
-      this.reporter.decline(id, R.CHECKPOINT_ASYNC_EXCEPTION, `asynchronous phase failed in ${this.task.name}: ${e instanceof Error ? e.message : String(e)}`);
+      // An operator may say why (durableBeforeAck: not ready yet, which is not counted as a failure).
+      const reason = (e as { declineReason?: CheckpointFailureReason } | undefined)?.declineReason ?? R.CHECKPOINT_ASYNC_EXCEPTION;
+      this.reporter.decline(id, reason, `asynchronous phase failed in ${this.task.name}: ${e instanceof Error ? e.message : String(e)}`);
     };
     Promise.all([Promise.all(written), Promise.all(durable), channelWritten]).then(([handles, , channelState]) => {
       this.inFlight.delete(id);

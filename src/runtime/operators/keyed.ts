@@ -35,10 +35,11 @@ const PREFETCH_CHUNK = 256;
  */
 const KEY_KIND_CHECKS = 64;
 
-function keyKindChanged(operator: ErrorLocation, restored: number, now: number, record: unknown): Error {
+function keyKindChanged(operator: ErrorLocation, restored: number, now: number, record: unknown, records = KEY_KIND_CHECKS): Error {
+  const last = record === undefined ? 'then its input ended' : `the last: ${describeRecord(record)}`;
   return new WeirError(
     'STATE_RESTORE',
-    `${describeOperator(operator)}: its restored state is keyed by ${keyKindNames(restored).join(' and ')} keys, but ${KEY_KIND_CHECKS} records in a row after the restore had ${keyKindNames(now).join(' and ')} keys (the last: ${describeRecord(record)}): ` +
+    `${describeOperator(operator)}: its restored state is keyed by ${keyKindNames(restored).join(' and ')} keys, but ${records === KEY_KIND_CHECKS ? `${records} records in a row` : `all ${records} records`} after the restore had ${keyKindNames(now).join(' and ')} keys (${last}): ` +
       `no record would find the restored state. Restore with the key selector the snapshot was taken with, or give the operator a new uid and restore with --allow-non-restored-state to start it empty`,
   );
 }
@@ -80,8 +81,34 @@ export abstract class KeyedOperator extends StreamOperator implements TimerTarge
 
   override snapshotInline(checkpointId: number): InlineOperatorState | undefined {
     const base = super.snapshotInline(checkpointId);
-    const kinds = this.keyKindsSeen | this.restoredKeyKinds;
+    // An operator without keyed state or timers has nothing a key could miss (and recording
+    // kinds would make its inline state count as state: removing it would need
+    // --allow-non-restored-state). While the check runs, only the restored kinds: a snapshot
+    // taken then must be checked the same way when it is restored.
+    if (!this.backend.hasStates() && this.timerServiceIfCreated() === undefined) return base;
+    const kinds = this.keyKindChecksLeft > 0 ? this.restoredKeyKinds : this.keyKindsSeen | this.restoredKeyKinds;
     return kinds === 0 ? base : { ...base, keyKinds: keyKindNames(kinds) };
+  }
+
+  /**
+   * No checkpoint completes while records after a restore had only keys of kinds the restored
+   * state was not keyed by: an exactly-once sink would commit what they produced (counts started
+   * again), and the checkpoint would hold it. Declined as not ready (not counted as a failure),
+   * until a record of a restored kind passes the check or the check ends the job.
+   */
+  override durableBeforeAck(checkpointId: number): Promise<void> | undefined {
+    const base = super.durableBeforeAck(checkpointId);
+    if (this.keyKindChecksLeft === 0 || this.keyKindChecksLeft === KEY_KIND_CHECKS) return base;
+    const e = new Error(`${describeOperator(this.location)}: ${KEY_KIND_CHECKS - this.keyKindChecksLeft} records after the restore had keys of other kinds (${keyKindNames(this.keyKindsSeen & ~this.restoredKeyKinds).join(' and ')}) than its restored state (${keyKindNames(this.restoredKeyKinds).join(' and ')}); no checkpoint until a record of a restored kind comes (or ${KEY_KIND_CHECKS} in a row without one end the job)`);
+    return Promise.reject(Object.assign(e, { declineReason: 'CHECKPOINT_DECLINED_TASK_NOT_READY' }));
+  }
+
+  /** The end of input with the check still failing ends the job as the check would have. */
+  override finish(): void {
+    super.finish();
+    if (this.keyKindChecksLeft > 0 && this.keyKindChecksLeft < KEY_KIND_CHECKS) {
+      throw keyKindChanged(this.location, this.restoredKeyKinds, this.keyKindsSeen & ~this.restoredKeyKinds, undefined, KEY_KIND_CHECKS - this.keyKindChecksLeft);
+    }
   }
 
   /**

@@ -680,6 +680,7 @@ export class WindowOperator extends KeyedOperator {
   /** Processing-time windows still open at the end of input fire now, so a bounded job loses nothing. */
   override finish(): void {
     if (!this.spec.assigner.eventTime) this.flushProcessingTimeWindows();
+    super.finish();
   }
 
   /** Fires and drops every open processing-time window, earliest first. */
