@@ -262,6 +262,17 @@ export interface TimerTarget {
   onProcessingTime(timer: Timer): void;
 }
 
+/**
+ * The key a firing timer hands out: an object key as a checkpoint gives it back (properties
+ * sorted), whether or not the job was restored since the timer was registered (timer blocks
+ * keep only the normalised key); any other key as the selector gave it. Made when the timer
+ * fires (at most once per timer), not when it is registered (once per record in many jobs).
+ */
+function keyOfTimer(t: Timer): unknown {
+  const k = t.key;
+  return typeof k === 'string' && k.charCodeAt(0) === 0 && k.charCodeAt(1) === 0x6a ? denormalizeKey(k) : t.originalKey;
+}
+
 /** Processing-time timers fired by one mail; those due beyond wait for the outputs' room. */
 const PROC_TIMERS_PER_MAIL = 1024;
 
@@ -300,11 +311,7 @@ export class InternalTimerService {
   private register(q: TimerQueue, namespace: string | number, timestamp: number): boolean {
     if (!Number.isFinite(timestamp)) throw new RangeError(`timer timestamp must be a finite number, got ${timestamp}`);
     const ctx = this.backend.ctx;
-    // An object key as a checkpoint gives it back (properties sorted): a timer hands out the same
-    // key whether or not the job was restored in between (timer blocks keep only the normalised key).
-    const k = ctx.key;
-    const original = typeof k === 'string' && k.charCodeAt(0) === 0 && k.charCodeAt(1) === 0x6a ? denormalizeKey(k) : ctx.originalKey;
-    if (!q.insert(timestamp, namespace, k, ctx.keyGroup, original, this.seq)) return false;
+    if (!q.insert(timestamp, namespace, ctx.key, ctx.keyGroup, ctx.originalKey, this.seq)) return false;
     this.seq++;
     return true;
   }
@@ -320,7 +327,7 @@ export class InternalTimerService {
     for (;;) {
       const t = this.eventTimers.pollDue(due);
       if (t === undefined) break;
-      this.backend.setCurrentNormalizedKey(t.key, t.keyGroup, t.originalKey);
+      this.backend.setCurrentNormalizedKey(t.key, t.keyGroup, keyOfTimer(t));
       this.target.onEventTime(t);
     }
   }
@@ -354,7 +361,7 @@ export class InternalTimerService {
       }
       const t = this.procTimers.pollDue(now);
       if (t === undefined) break;
-      this.backend.setCurrentNormalizedKey(t.key, t.keyGroup, t.originalKey);
+      this.backend.setCurrentNormalizedKey(t.key, t.keyGroup, keyOfTimer(t));
       this.target.onProcessingTime(t);
     }
     this.reschedule();
