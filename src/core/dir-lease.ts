@@ -82,6 +82,16 @@ export function holderGone(h: Holder, host: string, alive: (pid: number) => bool
   return h.processStart !== undefined && now !== undefined && now !== h.processStart;
 }
 
+/**
+ * Whether the lease on `dir` names a holder that is certainly gone (same host, process dead or
+ * its pid reused); false when there is no readable lease (being made, or another kind of
+ * directory) or the holder may be alive. For sweeping what dead processes left.
+ */
+export function leaseHolderGone(dir: string): boolean {
+  const h = readHolder(join(dir, LEASE_FILE));
+  return h !== undefined && holderGone(h, hostname(), pidAlive, processStart);
+}
+
 function readHolder(file: string): Holder | undefined {
   try {
     const v = JSON.parse(readFileSync(file, 'utf8')) as Holder;

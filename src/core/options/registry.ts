@@ -50,7 +50,7 @@ export const OPTIONS = {
   stateDir: option({
     flag: 'state-dir', key: 'state.backend.disk.dir', deprecatedKeys: ['state.backend.rocksdb.localdir'], field: 'stateBackendOptions.disk.dir', type: path(), defaultText: 'the system temp directory',
     label: 'disk state directory', commands: ['run'], section: 'Execution',
-    description: 'where the disk state backend makes each subtask\'s store (a directory of its own, removed when the subtask ends); local disk, not the checkpoint directory',
+    description: 'where the disk state backend makes each subtask\'s store (a directory of its own, removed when the subtask ends; those of a killed process are removed by the next one); local disk, not the checkpoint directory',
   }),
   stateCacheEntries: option({
     flag: 'state-cache-entries', key: 'state.backend.disk.cache-entries', field: 'stateBackendOptions.disk.cacheEntries', type: positiveInteger(), defaultText: '100000, fewer in a heap under 800 MB (heap limit / 8 KiB)',

@@ -11,12 +11,13 @@
  * they were made. A snapshot reads through a read transaction, LMDB's MVCC view of the store
  * as it was when it began, while writes go on.
  */
-import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { isMainThread } from 'node:worker_threads';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import type { Database, Transaction } from 'lmdb';
 import { WeirError } from '../../core/errors.ts';
+import { acquireDirLease, leaseHolderGone, type DirLease } from '../../core/dir-lease.ts';
 import { WriteBehind } from './write-thread.ts';
 import { StoreReader, type ReadJob, type ReadRequest } from './reader-thread.ts';
 
@@ -39,6 +40,58 @@ function removeAtExit(dir: string): void {
   process.once('exit', () => {
     for (const d of openDirs) rmSync(d, { recursive: true, force: true });
   });
+}
+
+/** Names this thread's directory of stores under a base directory (ownStoresDir). */
+const STORES_PREFIX = 'weir-stores-';
+
+/** This thread's directory of stores under each base directory, its lease, and how many of its stores are open. */
+const ownStores = new Map<string, { dir: string; lease: DirLease; open: number }>();
+
+/**
+ * The directory this thread's stores go in under `baseDir`, made with its first store under a
+ * lease naming this process (core/dir-lease.ts): a later process can then tell that one left
+ * by a process that died is garbage (a SIGKILL runs no exit hook, and each crash left a whole
+ * copy of the state behind, for good). Making it first removes such directories whose process
+ * is gone. Removed with its last store, so a long-lived process keeps none empty.
+ */
+function openInOwnDir(baseDir: string): string {
+  let own = ownStores.get(baseDir);
+  if (own === undefined) {
+    mkdirSync(baseDir, { recursive: true });
+    removeDeadStores(baseDir);
+    const dir = mkdtempSync(join(baseDir, STORES_PREFIX));
+    own = { dir, lease: acquireDirLease(dir, 'disk state directory', `disk state of process ${process.pid}`), open: 0 };
+    ownStores.set(baseDir, own);
+    removeAtExit(dir);
+  }
+  own.open++;
+  return mkdtempSync(join(own.dir, 'weir-state-'));
+}
+
+/** A store of `baseDir` was disposed: its thread's directory goes with the last one. */
+function closedInOwnDir(baseDir: string): void {
+  const own = ownStores.get(baseDir);
+  if (own === undefined || --own.open > 0) return;
+  ownStores.delete(baseDir);
+  openDirs.delete(own.dir);
+  own.lease.release();
+  rmSync(own.dir, { recursive: true, force: true });
+}
+
+/** Directories of stores under `baseDir` whose process is gone (never one that may be alive, nor one without a lease yet). */
+function removeDeadStores(baseDir: string): void {
+  let names: string[];
+  try {
+    names = readdirSync(baseDir);
+  } catch {
+    return;
+  }
+  for (const n of names) {
+    if (!n.startsWith(STORES_PREFIX)) continue;
+    const dir = join(baseDir, n);
+    if (leaseHolderGone(dir)) rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 /**
@@ -67,10 +120,9 @@ export class DiskStore {
   private closed = false;
 
   /** `snapshotThread`: whether full snapshots may be read on the snapshot reader thread (reader-thread.ts). */
-  constructor(baseDir: string, private readonly where: string, snapshotThread = true) {
+  constructor(private readonly baseDir: string, private readonly where: string, snapshotThread = true) {
     try {
-      mkdirSync(baseDir, { recursive: true });
-      this.dir = mkdtempSync(join(baseDir, 'weir-state-'));
+      this.dir = openInOwnDir(baseDir);
     } catch (e) {
       throw new WeirError('STATE_BACKEND', `${where}: cannot make a directory for the disk state backend under ${baseDir}: ${(e as Error).message}`, { cause: e });
     }
@@ -173,6 +225,7 @@ export class DiskStore {
     // The mapping stays valid for anything still reading until close finishes; the files go now.
     void this.db.close().catch(() => {});
     rmSync(this.dir, { recursive: true, force: true });
+    closedInOwnDir(this.baseDir);
   }
 }
 
