@@ -14,7 +14,7 @@
  * message says which file to delete once it is known to be gone.
  */
 import { randomBytes } from 'node:crypto';
-import { closeSync, fsyncSync, linkSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, linkSync, mkdirSync, openSync, readFileSync, readlinkSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { WeirError } from './errors.ts';
@@ -26,6 +26,14 @@ interface Holder {
   readonly host: string;
   /** Process start time from /proc (Linux), to tell a reused pid; undefined elsewhere. */
   readonly processStart: string | undefined;
+  /**
+   * The holder's pid namespace and the kernel's boot id (Linux; undefined elsewhere and in
+   * leases of older weir). A holder in another pid namespace with the same host name (two
+   * containers of one pod sharing a volume, a container on the host's network) is invisible to
+   * kill(pid, 0): it is never taken for gone. A boot id that differs means the machine restarted.
+   */
+  readonly pidNs?: string | undefined;
+  readonly bootId?: string | undefined;
   readonly nonce: string;
   readonly since: number;
   /** What holds it, for the message (a job id). */
@@ -74,9 +82,35 @@ function isZombie(pid: number): boolean {
   }
 }
 
-/** Pure: whether the holder is certainly gone (same host only; another host cannot be checked). */
-export function holderGone(h: Holder, host: string, alive: (pid: number) => boolean, startOf: (pid: number) => string | undefined): boolean {
+/** This process's pid namespace and the kernel's boot id, from /proc (undefined where there is none). */
+function ownNamespace(): { pidNs: string | undefined; bootId: string | undefined } {
+  let pidNs: string | undefined;
+  let bootId: string | undefined;
+  try {
+    pidNs = readlinkSync('/proc/self/ns/pid');
+  } catch {
+    pidNs = undefined;
+  }
+  try {
+    bootId = readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim();
+  } catch {
+    bootId = undefined;
+  }
+  return { pidNs, bootId };
+}
+
+/**
+ * Pure: whether the holder is certainly gone. Same host only (another host cannot be checked);
+ * a holder that recorded a pid namespace other than ours may be alive however kill(pid, 0)
+ * answers, unless the machine restarted since (another boot id).
+ */
+export function holderGone(
+  h: Holder, host: string, alive: (pid: number) => boolean, startOf: (pid: number) => string | undefined,
+  own: { pidNs: string | undefined; bootId: string | undefined } = { pidNs: undefined, bootId: undefined },
+): boolean {
   if (h.host !== host) return false;
+  if (h.bootId !== undefined && own.bootId !== undefined && h.bootId !== own.bootId) return true;
+  if (h.pidNs !== undefined && h.pidNs !== own.pidNs) return false;
   if (!alive(h.pid)) return true;
   const now = startOf(h.pid);
   return h.processStart !== undefined && now !== undefined && now !== h.processStart;
@@ -89,7 +123,7 @@ export function holderGone(h: Holder, host: string, alive: (pid: number) => bool
  */
 export function leaseHolderGone(dir: string): boolean {
   const h = readHolder(join(dir, LEASE_FILE));
-  return h !== undefined && holderGone(h, hostname(), pidAlive, processStart);
+  return h !== undefined && holderGone(h, hostname(), pidAlive, processStart, ownNamespace());
 }
 
 function readHolder(file: string): Holder | undefined {
@@ -130,7 +164,8 @@ export function acquireDirLease(dir: string, what: string, owner: string, log: (
   mkdirSync(dir, { recursive: true });
   const file = join(dir, LEASE_FILE);
   const host = hostname();
-  const me: Holder = { pid: process.pid, host, processStart: processStart(process.pid), nonce: randomBytes(8).toString('hex'), since: Date.now(), owner };
+  const ns = ownNamespace();
+  const me: Holder = { pid: process.pid, host, processStart: processStart(process.pid), ...ns, nonce: randomBytes(8).toString('hex'), since: Date.now(), owner };
   for (let i = 0; i < MAX_TRIES; i++) {
     if (writeExclusive(file, me)) return held(file, me);
     const h = readHolder(file);
@@ -138,7 +173,7 @@ export function acquireDirLease(dir: string, what: string, owner: string, log: (
       // Lease files appear complete (linked into place), so this one was damaged or written by something else.
       throw new WeirError('START', `${what} ${dir} has an unreadable lease file ${file}; if no weir process uses the directory, delete the file`);
     }
-    if (!holderGone(h, host, pidAlive, processStart)) {
+    if (!holderGone(h, host, pidAlive, processStart, ns)) {
       const where = h.host === host ? `weir process ${h.pid}` : `weir process ${h.pid} on host ${h.host}`;
       const gone = h.host === host ? `stop it first (kill ${h.pid}) or use another directory` : `if that process is gone, delete ${file}; or use another directory`;
       throw new WeirError('START', `${what} ${dir} is in use by ${where} (${h.owner}, since ${new Date(h.since).toISOString()}): ${gone}`);

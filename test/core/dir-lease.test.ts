@@ -31,6 +31,15 @@ describe('holderGone', () => {
   it('another host can never be judged gone', () => {
     expect(holderGone(h, 'b', () => false, () => undefined)).toBe(false);
   });
+  it('a holder in another pid namespace (a container beside this one, same host name) is never judged gone by its pid; after a reboot it is', () => {
+    const own = { pidNs: 'pid:[4026531836]', bootId: 'boot-1' };
+    const there = { ...h, pidNs: 'pid:[4026532999]', bootId: 'boot-1' };
+    expect(holderGone(there, 'a', () => false, () => undefined, own)).toBe(false);
+    expect(holderGone({ ...there, pidNs: own.pidNs }, 'a', () => false, () => undefined, own)).toBe(true);
+    expect(holderGone({ ...there, bootId: 'boot-0' }, 'a', () => true, () => '500', own)).toBe(true);
+    // A lease of older weir names no namespace: judged by its pid, as before.
+    expect(holderGone(h, 'a', () => false, () => undefined, own)).toBe(true);
+  });
 });
 
 describe('acquireDirLease', () => {

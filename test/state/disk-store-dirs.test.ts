@@ -24,12 +24,12 @@ function deadPid(): number {
 }
 
 /** A stores directory as another process left it: a lease naming `pid`, and a store with data. */
-function leftBehind(name: string, pid: number | undefined): string {
+function leftBehind(name: string, pid: number | undefined, extra: Record<string, unknown> = {}): string {
   const dir = join(base, name);
   mkdirSync(join(dir, 'weir-state-abc123'), { recursive: true });
   writeFileSync(join(dir, 'weir-state-abc123', 'data.mdb'), Buffer.alloc(4096));
   if (pid !== undefined) {
-    writeFileSync(join(dir, LEASE_FILE), JSON.stringify({ pid, host: hostname(), processStart: undefined, nonce: 'n' + pid, since: Date.now(), owner: 'test' }) + '\n');
+    writeFileSync(join(dir, LEASE_FILE), JSON.stringify({ pid, host: hostname(), processStart: undefined, nonce: 'n' + pid, since: Date.now(), owner: 'test', ...extra }) + '\n');
   }
   return dir;
 }
@@ -54,15 +54,19 @@ describe('disk store directories', () => {
     const alive = leftBehind('weir-stores-live01', process.ppid);
     const unleased = leftBehind('weir-stores-new001', undefined);
     const other = leftBehind('something-else', deadPid());
+    // A process in another pid namespace (a container beside this one, same host name): its pid
+    // means nothing here, so it may be alive (before, its live stores were deleted under it).
+    const elsewhere = leftBehind('weir-stores-ns0001', deadPid(), { pidNs: 'pid:[1]' });
     const s = new DiskStore(base, 'test', false);
     try {
       expect(existsSync(dead)).toBe(false);
       expect(existsSync(alive)).toBe(true);
       expect(existsSync(unleased)).toBe(true);
       expect(existsSync(other)).toBe(true);
+      expect(existsSync(elsewhere)).toBe(true);
     } finally {
       s.dispose();
     }
-    expect(readdirSync(base).sort()).toEqual(['something-else', 'weir-stores-live01', 'weir-stores-new001']);
+    expect(readdirSync(base).sort()).toEqual(['something-else', 'weir-stores-live01', 'weir-stores-new001', 'weir-stores-ns0001']);
   });
 });

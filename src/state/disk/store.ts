@@ -46,7 +46,7 @@ function removeAtExit(dir: string): void {
 const STORES_PREFIX = 'weir-stores-';
 
 /** This thread's directory of stores under each base directory, its lease, and how many of its stores are open. */
-const ownStores = new Map<string, { dir: string; lease: DirLease; open: number }>();
+const ownStores = new Map<string, { dir: string; lease: DirLease | undefined; open: number }>();
 
 /**
  * The directory this thread's stores go in under `baseDir`, made with its first store under a
@@ -61,12 +61,25 @@ function openInOwnDir(baseDir: string): string {
     mkdirSync(baseDir, { recursive: true });
     removeDeadStores(baseDir);
     const dir = mkdtempSync(join(baseDir, STORES_PREFIX));
-    own = { dir, lease: acquireDirLease(dir, 'disk state directory', `disk state of process ${process.pid}`), open: 0 };
+    own = { dir, lease: leaseOrNone(dir), open: 0 };
     ownStores.set(baseDir, own);
     removeAtExit(dir);
   }
   own.open++;
   return mkdtempSync(join(own.dir, 'weir-state-'));
+}
+
+/**
+ * The lease of a new stores directory; none where the file system cannot hold one (the lease is
+ * linked into place, and some file systems have no hard links): the stores work as before, and a
+ * directory left by this process if it is killed is not swept (nothing can tell it is dead).
+ */
+function leaseOrNone(dir: string): DirLease | undefined {
+  try {
+    return acquireDirLease(dir, 'disk state directory', `disk state of process ${process.pid}`);
+  } catch {
+    return undefined;
+  }
 }
 
 /** A store of `baseDir` was disposed: its thread's directory goes with the last one. */
@@ -75,7 +88,7 @@ function closedInOwnDir(baseDir: string): void {
   if (own === undefined || --own.open > 0) return;
   ownStores.delete(baseDir);
   openDirs.delete(own.dir);
-  own.lease.release();
+  own.lease?.release();
   rmSync(own.dir, { recursive: true, force: true });
 }
 
@@ -130,7 +143,14 @@ export class DiskStore {
     // Not useWritemap: ~20% faster random writes, but with MDB_WRITEMAP LMDB can abort in
     // mdb_freelist_save ("Assertion 'x <= dl[0].mid' failed"); the integration test hit it once.
     this.openOptions = { path: this.dir, keyEncoding: 'binary', encoding: 'binary', noSync: true, compression: false, cache: false };
-    this.db = lmdbLib().open<Buffer, Buffer>(this.openOptions);
+    try {
+      this.db = lmdbLib().open<Buffer, Buffer>(this.openOptions);
+    } catch (e) {
+      openDirs.delete(this.dir);
+      rmSync(this.dir, { recursive: true, force: true });
+      closedInOwnDir(baseDir);
+      throw e;
+    }
     this.reader = snapshotThread ? new StoreReader(this.openOptions) : undefined;
   }
 
