@@ -1,10 +1,12 @@
 /** The error of checkpoint storage operations (code STORAGE); its own module so every storage file can import it without a cycle. */
 import { WeirError } from '../core/errors.ts';
+import { redactUserinfo } from '../core/options/text.ts';
 
 /** Checkpoint storage could not do what it was asked; the message names the place and why. */
 export class StorageError extends WeirError {
   constructor(message: string, options?: { cause?: unknown }) {
-    super('STORAGE', message, options);
+    // Storage errors name the location they failed on: never with a URL's credentials in it.
+    super('STORAGE', redactUserinfo(message), options);
   }
 }
 

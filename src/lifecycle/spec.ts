@@ -10,6 +10,7 @@ import { readDuration } from '../core/duration.ts';
 import { WeirError } from '../core/errors.ts';
 import { byKey } from '../core/options/lookup.ts';
 import { suggest } from '../core/options/suggest.ts';
+import { path } from '../core/options/text.ts';
 import { FileValues, readValue, settingsTree } from '../core/options/values.ts';
 import type { RestartStrategySettings } from '../core/restart-settings.ts';
 import { resolveRestartStrategy } from '../cluster/restart-strategy.ts';
@@ -67,6 +68,8 @@ export const MANAGED_KEYS: ReadonlySet<string> = new Set([
 ]);
 
 const NAME = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/;
+/** What initialSavepointPath may be: a local path or an s3:// URL without credentials (as --from). */
+const SNAPSHOT_PATH = path('DIR', ['s3']);
 
 /** Whether `name` is a valid application name (also what keeps a name given over REST inside the store). */
 export function isAppName(name: string): boolean {
@@ -122,6 +125,10 @@ export function validateSpec(raw: unknown, where: string, baseDir: string): AppS
   const nonce = top['savepointTriggerNonce'];
   if (nonce !== undefined && nonce !== null && typeof nonce !== 'string' && !(typeof nonce === 'number' && Number.isFinite(nonce))) r.fail('savepointTriggerNonce', `expected a number or a string, got ${typeof nonce}`);
   const initial = top['initialSavepointPath'] === undefined ? undefined : r.string(top, 'initialSavepointPath');
+  // As --from: a key and secret in an s3:// URL would be in the manager's log, the deployment's
+  // command line and every error about it; refused, and not echoed.
+  const badInitial = initial === undefined ? undefined : SNAPSHOT_PATH.check(initial);
+  if (badInitial !== undefined) r.fail('initialSavepointPath', 'reason' in badInitial ? badInitial.reason : `expected ${badInitial.expected}, got ${badInitial.got}`);
   const spec: AppSpec = {
     name,
     job: { module: absolute(module, baseDir), version: r.string(job, 'version', 'job.'), args, ...(parallelism !== undefined ? { parallelism } : {}) },

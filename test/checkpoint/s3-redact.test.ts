@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { parseS3Reference, redactUrl } from '../../src/checkpoint/s3/settings.ts';
 import { settingsConflict } from '../../src/checkpoint/settings-conflict.ts';
+import { redactUserinfo } from '../../src/core/options/text.ts';
 
 describe('redactUrl', () => {
   it('blanks every user:password part, and leaves URLs without one alone', () => {
@@ -10,6 +11,13 @@ describe('redactUrl', () => {
     expect(out).toBe('PUT http://***@127.0.0.1:9000/b failed; retried at https://***@host.example/b; then http://127.0.0.1:9001/b');
     expect(out).not.toMatch(/s3cret|t0ken/);
     expect(redactUrl('s3://bucket/key')).toBe('s3://bucket/key');
+  });
+
+  it('blanks a password that holds @ whole: URL parsers end the user info at the last @ (before: blanked up to the first, the rest shown)', () => {
+    expect(redactUrl('s3://AKIA:wJalr@XUtnFEMI@mybucket/chk')).toBe('s3://***@mybucket/chk');
+    expect(redactUrl('postgres://app:Tr0ub4dor@3@db:5432/orders and http://h/x@y')).toBe('postgres://***@db:5432/orders and http://h/x@y');
+    expect(redactUserinfo('http://admin:pw@rd@127.0.0.1:1/')).toBe('http://***@127.0.0.1:1/');
+    expect(redactUrl('AKIA:top@secret@minio:9000')).toBe('***@minio:9000');
   });
 
   it('blanks a user:password part at the start of a text given without a scheme (before: echoed whole)', () => {

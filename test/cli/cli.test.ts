@@ -211,6 +211,17 @@ describe.concurrent('weir run: bad flags', () => {
     const sp = await weir('run', 'examples/word-count.ts', '--savepoint-dir', 's3://AKIA:s3cr3t@my-bucket/sp');
     expect(sp.code).toBe(2);
     expect(oneLineError(sp)).toBe('--savepoint-dir expects a local path or s3://... without credentials in it (use the AWS credential chain: AWS_ACCESS_KEY_ID, profiles), got "s3://***@my-bucket/sp"');
+    // --from is checked as a path too (before: plain text; every error about it printed key and
+    // secret), and a password holding @ is blanked whole (before: up to its first @).
+    const from = await weir('run', 'examples/word-count.ts', '--from', 's3://AKIA:s3cr@3t@my-bucket/sp-1');
+    expect(from.code).toBe(2);
+    expect(oneLineError(from)).toBe('--from expects a local path or s3://... without credentials in it (use the AWS credential chain: AWS_ACCESS_KEY_ID, profiles), got "s3://***@my-bucket/sp-1"');
+    const web = await weir('run', 'examples/word-count.ts', '--from', 'https://u:hunter2@host/sp-1');
+    expect(web.code).toBe(2);
+    expect(web.stderr).not.toContain('hunter2');
+    const inspect = await weir('state', 'inspect', 's3://AKIA:s3cr3t@my-bucket/sp-1');
+    expect(inspect.code).not.toBe(0);
+    expect(inspect.stderr).not.toContain('s3cr3t');
   });
 
   it('--parallelism 0', async () => {

@@ -80,6 +80,9 @@ describe('application spec', () => {
     const leaky = error({ ...base, configuration: { 's3.endpoint': 'http://AKIA:s3cr3t@minio:9000' } });
     expect(leaky).toMatch(/^orders\.yaml: field "configuration": S3 endpoint must not carry credentials/);
     expect(leaky).not.toContain('s3cr3t');
+    // The initial savepoint as --from: no credentials (before: accepted, then in the manager's log and the deployment's command line).
+    const initial = error({ ...base, initialSavepointPath: 's3://AKIA:s3cr3t@my-bucket/sp-1' });
+    expect(initial).toBe('orders.yaml: field "initialSavepointPath": expected a local path or s3://... without credentials in it (use the AWS credential chain: AWS_ACCESS_KEY_ID, profiles), got "s3://***@my-bucket/sp-1"');
     expect(error({ ...base, configuration: { 'execution.checkpointing.interval': '1s', 'execution.checkpointing.unaligned.enabled': true, 'execution.checkpointing.mode': 'AT_LEAST_ONCE' } }))
       .toBe('orders.yaml: field "configuration": unaligned checkpoints (execution.checkpointing.unaligned.enabled) need checkpoint mode exactly-once, not at-least-once');
   });

@@ -80,7 +80,8 @@ function checkEndpoint(endpoint: string, where: string): void {
  * text given without a scheme ("key:secret@host", a scheme forgotten), where it still names a host.
  */
 export function redactUrl(text: string): string {
-  return text.replace(/\/\/[^/@\s]*@/g, '//***@').replace(/^[^/@\s:]*:[^/@\s]*@/, '***@');
+  // Up to the last @ of the authority: a password may hold @ (URL parsers end the user info at the last one).
+  return text.replace(/\/\/[^/?#\s]*@/g, '//***@').replace(/^[^/@\s:]*:[^/?#\s]*@/, '***@');
 }
 
 /** The bucket and key of `s3://bucket/key`; the key may be '' (the bucket's root). */

@@ -10,7 +10,7 @@ import { choice } from './choice.ts';
 import { duration } from './duration-type.ts';
 import { decimal, integer, positiveInteger } from './numbers.ts';
 import { option, type Option } from './option.ts';
-import { onOff, onOffValue, path, text } from './text.ts';
+import { onOff, onOffValue, path, startSnapshot, text } from './text.ts';
 
 const CONTROL: readonly CommandName[] = ['savepoint', 'stop', 'cancel'];
 
@@ -208,7 +208,7 @@ export const OPTIONS = {
     label: 'savepoint directory', description: 'default target directory of savepoints, for weir savepoint and stop without --dir', commands: ['run'], section: 'Savepoints and restore',
   }),
   from: option({
-    flag: 'from', field: 'from', type: text('X', 'latest, latest-or-empty or a checkpoint/savepoint path'), label: 'start snapshot',
+    flag: 'from', field: 'from', type: startSnapshot(['s3']), label: 'start snapshot',
     description: 'start from a snapshot: latest (the newest checkpoint in the checkpoint dir), latest-or-empty (start fresh if there is none) or a checkpoint/savepoint path',
     commands: ['run'], section: 'Savepoints and restore',
   }),

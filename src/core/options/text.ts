@@ -33,8 +33,11 @@ const FILE_URI = /^file:\/\/([^/]*)/i;
  * relative local directory named after it ("./s3a:/bucket/..."), its checkpoints kept on the
  * machine and looked for elsewhere. A file URI naming another host is refused for the same reason.
  */
-/** The user:password@ part of a URL's authority. */
-const USERINFO = /\/\/[^/@\s]*@/;
+/**
+ * The user:password@ part of a URL's authority: up to its last @ (a password may hold @, and URL
+ * parsers end the user info at the last one before the path), not past a /, ? or #.
+ */
+const USERINFO = /\/\/[^/?#\s]*@/;
 
 /** `text` with every URL's user:password@ part blanked, for messages that echo a value. */
 export function redactUserinfo(text: string): string {
@@ -66,6 +69,23 @@ export function path(metavar = 'DIR', remote: readonly string[] = []): ValueType
       return undefined;
     },
     show: (v) => v,
+  };
+}
+
+/**
+ * Where a job starts from: latest, latest-or-empty, or a checkpoint or savepoint path (local or
+ * one of `remote`'s URL schemes), checked as path() checks a directory: a key and secret in an
+ * s3:// URL is refused (and not echoed), as for the checkpoint directory; before, --from took
+ * one as plain text and every error about it printed it.
+ */
+export function startSnapshot(remote: readonly string[]): ValueType<string> {
+  const p = path('X', remote);
+  const words = ['latest', 'latest-or-empty'];
+  return {
+    ...p,
+    describe: (d) => `latest, latest-or-empty or a checkpoint/savepoint ${p.describe(d)}`,
+    decode: (raw, d) => (typeof raw === 'string' && words.includes(raw.trim()) ? ok(raw.trim()) : p.decode(raw, d)),
+    check: (v) => (typeof v === 'string' && words.includes(v) ? undefined : p.check(v)),
   };
 }
 

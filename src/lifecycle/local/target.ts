@@ -18,6 +18,7 @@ import type { DeploymentTarget } from '../target.ts';
 import type { CheckpointRef, JobState, Observation, ObservedDeployment, OperationOutcome } from '../status.ts';
 import { cancel, overview, savepointInto, type JobEndpoint } from './job-api.ts';
 import { Layout } from './layout.ts';
+import { redactUserinfo } from '../../core/options/text.ts';
 import { aliveAs, endOf, processesWith, spawnDetached } from './processes.ts';
 import { newToken } from '../../observe/request-guard.ts';
 
@@ -139,7 +140,7 @@ export class LocalProcessTarget implements DeploymentTarget {
       node: this.node, args, cwd: this.options.cwd ?? dir, env: jobEnvironment(process.env, l.home(app, a.deploymentId)),
       stdout: l.stdout(app, a.deploymentId), stderr: l.stderr(app, a.deploymentId), pidFile: l.pidFile(app, a.deploymentId), exitFile: l.exitFile(app, a.deploymentId),
     });
-    this.log(`weir manager: ${app}: started deployment ${a.deploymentId} (pid ${pid})${a.from !== undefined ? ` from ${a.from}` : ''}`);
+    this.log(`weir manager: ${app}: started deployment ${a.deploymentId} (pid ${pid})${a.from !== undefined ? ` from ${redactUserinfo(a.from)}` : ''}`);
   }
 
   private pidOf(app: string, id: string): number | undefined {
