@@ -116,6 +116,31 @@ describe('the kinds of a keyed operator\'s keys across a savepoint', () => {
     expect(r.error?.message).toMatch(/its restored state is keyed by string keys, but all 10 records after the restore had number keys \(then its input ended\)/);
   });
 
+  it('an input that goes quiet after a few records of other kinds ends the job after 3 checkpoints waited (before the bound: every checkpoint declined for good, the job running on)', async () => {
+    const first = await stopped('string', { parallelism: 1 }, 300);
+    const quiet = defineJob((env: StreamExecutionEnvironment) => {
+      const started = Date.now();
+      env.fromGenerator((i) => ({ i }), { ratePerSecond: 20 }).uid('src')
+        .filter(() => Date.now() - started < 300) // a few records, then none
+        .keyBy((r) => r.i % KEYS)
+        .process<Seen>({
+          processElement(_r, ctx, out) {
+            const s = ctx.getState(countD);
+            s.update(s.value()! + 1);
+            out.collect({ key: ctx.getCurrentKey() as number, count: s.value()! });
+          },
+        })
+        .uid('counts')
+        .collect('seen');
+    });
+    const logs: string[] = [];
+    const r = await runJob(quiet, { workers: 1, from: first.sp, stdout: () => {}, log: (l) => logs.push(l), checkpoint: { interval: 200, dir: tmp.fresh('chk-quiet') } });
+    expect(r.status).toBe('FAILED');
+    expect(r.error?.message).toMatch(/its restored state is keyed by string keys, but all \d+ records after the restore had number keys \(then none came while 3 checkpoints waited for one\)/);
+    // Said once in the log when the first checkpoint waited.
+    expect(logs.filter((l) => /no checkpoint until a record of a restored kind comes/.test(l))).toHaveLength(1);
+  }, 30_000);
+
   it('a keyed operator without state records no kinds: a job without it restores without --allow-non-restored-state', async () => {
     let listening!: (v: [number, string]) => void;
     const ready = new Promise<[number, string]>((r) => (listening = r));

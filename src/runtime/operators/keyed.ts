@@ -34,9 +34,16 @@ const PREFETCH_CHUNK = 256;
  * before the job is refused (KeyedOperator.noteKeyKind).
  */
 const KEY_KIND_CHECKS = 64;
+/**
+ * Checkpoints declined in a row with no record in between while the check waits
+ * (durableBeforeAck) before it ends the job: an input that went quiet after a few records of
+ * other kinds would otherwise hold every checkpoint and savepoint back for good, the job
+ * running on. A slow input that still comes is checked to KEY_KIND_CHECKS records.
+ */
+const KEY_KIND_MAX_DECLINES = 3;
 
-function keyKindChanged(operator: ErrorLocation, restored: number, now: number, record: unknown, records = KEY_KIND_CHECKS): Error {
-  const last = record === undefined ? 'then its input ended' : `the last: ${describeRecord(record)}`;
+function keyKindChanged(operator: ErrorLocation, restored: number, now: number, record: unknown, records = KEY_KIND_CHECKS, declined = 0): Error {
+  const last = record !== undefined ? `the last: ${describeRecord(record)}` : declined > 0 ? `then none came while ${declined} checkpoints waited for one` : 'then its input ended';
   return new WeirError(
     'STATE_RESTORE',
     `${describeOperator(operator)}: its restored state is keyed by ${keyKindNames(restored).join(' and ')} keys, but ${records === KEY_KIND_CHECKS ? `${records} records in a row` : `all ${records} records`} after the restore had ${keyKindNames(now).join(' and ')} keys (${last}): ` +
@@ -56,6 +63,9 @@ export abstract class KeyedOperator extends StreamOperator implements TimerTarge
   private restoredKeyKinds = 0;
   /** Records still to check against restoredKeyKinds; 0 once one matched (or nothing to check). */
   private keyKindChecksLeft = 0;
+  /** Checkpoints declined in a row with no record checked in between (KEY_KIND_MAX_DECLINES). */
+  private keyKindDeclines = 0;
+  private keyKindWaitLogged = false;
 
   protected override setUp(): void {
     const b = this.env.keyedBackend;
@@ -99,7 +109,15 @@ export abstract class KeyedOperator extends StreamOperator implements TimerTarge
   override durableBeforeAck(checkpointId: number): Promise<void> | undefined {
     const base = super.durableBeforeAck(checkpointId);
     if (this.keyKindChecksLeft === 0 || this.keyKindChecksLeft === KEY_KIND_CHECKS) return base;
-    const e = new Error(`${describeOperator(this.location)}: ${KEY_KIND_CHECKS - this.keyKindChecksLeft} records after the restore had keys of other kinds (${keyKindNames(this.keyKindsSeen & ~this.restoredKeyKinds).join(' and ')}) than its restored state (${keyKindNames(this.restoredKeyKinds).join(' and ')}); no checkpoint until a record of a restored kind comes (or ${KEY_KIND_CHECKS} in a row without one end the job)`);
+    const other = this.keyKindsSeen & ~this.restoredKeyKinds;
+    if (++this.keyKindDeclines >= KEY_KIND_MAX_DECLINES) {
+      throw keyKindChanged(this.location, this.restoredKeyKinds, other, undefined, KEY_KIND_CHECKS - this.keyKindChecksLeft, this.keyKindDeclines);
+    }
+    const e = new Error(`${describeOperator(this.location)}: ${KEY_KIND_CHECKS - this.keyKindChecksLeft} records after the restore had keys of other kinds (${keyKindNames(this.keyKindsSeen & ~this.restoredKeyKinds).join(' and ')}) than its restored state (${keyKindNames(this.restoredKeyKinds).join(' and ')}); no checkpoint until a record of a restored kind comes (${KEY_KIND_CHECKS} in a row without one, or ${KEY_KIND_MAX_DECLINES} checkpoints waiting, end the job)`);
+    if (!this.keyKindWaitLogged) {
+      this.keyKindWaitLogged = true;
+      this.env.services.log(`weir: ${e.message}`);
+    }
     return Promise.reject(Object.assign(e, { declineReason: 'CHECKPOINT_DECLINED_TASK_NOT_READY' }));
   }
 
@@ -122,8 +140,12 @@ export abstract class KeyedOperator extends StreamOperator implements TimerTarge
     const bit = keyKindBit(this.backend.ctx.key);
     this.keyKindsSeen |= bit;
     if (this.keyKindChecksLeft === 0) return;
-    if ((bit & this.restoredKeyKinds) !== 0) this.keyKindChecksLeft = 0;
-    else if (--this.keyKindChecksLeft === 0) throw keyKindChanged(this.location, this.restoredKeyKinds, bit, v);
+    if ((bit & this.restoredKeyKinds) !== 0) {
+      this.keyKindChecksLeft = 0;
+      return;
+    }
+    this.keyKindDeclines = 0; // input still comes: the check goes on
+    if (--this.keyKindChecksLeft === 0) throw keyKindChanged(this.location, this.restoredKeyKinds, bit, v);
   }
 
   /** User functions on a keyed stream open with keyed state access. */
