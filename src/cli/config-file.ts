@@ -7,6 +7,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { resolveRestartStrategy } from '../cluster/restart-strategy.ts';
+import { JsonTextError, jsonTextProblem, parseJsonText } from '../core/json-text.ts';
 import { allKeys, byKey } from '../core/options/lookup.ts';
 import { ALL_OPTIONS } from '../core/options/registry.ts';
 import { suggest } from '../core/options/suggest.ts';
@@ -26,9 +27,11 @@ export function readConfigFile(path: string): FileConfig {
   }
   let raw: unknown;
   try {
-    raw = JSON.parse(text);
+    raw = parseJsonText(text);
   } catch (e) {
-    throw new CliError(`config file ${path} is not valid JSON: ${(e as Error).message}`);
+    // Its place only: JSON.parse's message quoted the file around the fault (maybe a secret).
+    if (e instanceof JsonTextError) throw new CliError(jsonTextProblem(`config file ${path}`, e));
+    throw e;
   }
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) throw new CliError(`config file ${path} must hold a JSON object of "key": value`);
   return parseConfig(raw as Record<string, unknown>, path);

@@ -1,6 +1,7 @@
 /** weir run: runs a job module in this process (main thread plus worker threads). */
 import { readFileSync } from 'node:fs';
 import { runJob, type Progress } from '../cluster/job-manager.ts';
+import { JsonTextError, jsonTextProblem, parseJsonText } from '../core/json-text.ts';
 import { OPTIONS } from '../core/options/registry.ts';
 import { valueOf } from '../core/options/values.ts';
 import { CliError, oneLine, splitJobArgs } from './args.ts';
@@ -16,7 +17,7 @@ import { readTokenFile } from './token-file.ts';
 import { ancestors, startedByNpm, watchAncestors } from './parent-watch.ts';
 
 /** --args-file: a JSON array of strings, the job's arguments. */
-function readArgsFile(path: string): string[] {
+export function readArgsFile(path: string): string[] {
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
@@ -25,9 +26,11 @@ function readArgsFile(path: string): string[] {
   }
   let v: unknown;
   try {
-    v = JSON.parse(text);
+    v = parseJsonText(text);
   } catch (e) {
-    throw new CliError(`--args-file ${path}: not valid JSON (${(e as Error).message})`);
+    // Its place only: JSON.parse's message quoted the file around the fault (a password, maybe).
+    if (e instanceof JsonTextError) throw new CliError(jsonTextProblem(`--args-file ${path}`, e));
+    throw e;
   }
   if (!Array.isArray(v) || !v.every((x) => typeof x === 'string')) throw new CliError(`--args-file ${path}: expected a JSON array of strings, e.g. ["--orders", "postgres://db/orders"]`);
   return v as string[];

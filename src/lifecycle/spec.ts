@@ -8,6 +8,7 @@
 import { parse as parseYaml } from 'yaml';
 import { readDuration } from '../core/duration.ts';
 import { WeirError } from '../core/errors.ts';
+import { JsonTextError, parseJsonText } from '../core/json-text.ts';
 import { byKey } from '../core/options/lookup.ts';
 import { suggest } from '../core/options/suggest.ts';
 import { path } from '../core/options/text.ts';
@@ -92,9 +93,11 @@ export function parseSpecText(text: string, where: string, baseDir: string): App
 /** The spec text as data, unvalidated (what `weir apps apply` sends to the manager). */
 export function readSpecText(text: string, where: string): unknown {
   try {
+    // A key twice is refused (JSON.parse kept the last silently), a fault told by its place only.
     // prettyErrors: the first line of a YAML error then says where (", at line 3, column 1").
-    return /\.json$/i.test(where) ? JSON.parse(text) : parseYaml(text, { prettyErrors: true });
+    return /\.json$/i.test(where) ? parseJsonText(text) : parseYaml(text, { prettyErrors: true });
   } catch (e) {
+    if (e instanceof JsonTextError && e.duplicateKey !== undefined) throw new WeirError('CONFIG', `${where}: ${e.message}`);
     throw new WeirError('CONFIG', `${where}: not valid ${/\.json$/i.test(where) ? 'JSON' : 'YAML'}: ${(e as Error).message.split('\n')[0]!.replace(/:$/, '')}`);
   }
 }

@@ -235,6 +235,18 @@ describe('readConfigFile', () => {
     expect(readConfigFile(p)).toEqual({ checkpoint: { interval: '1 s' }, restart: { type: 'none' } });
   });
 
+  it('a key given twice is refused with the file, the key and its line (JSON.parse kept the last one silently)', () => {
+    const p = join(dir, 'twice.json');
+    writeFileSync(p, '{"execution.checkpointing.interval": "1 h",\n "execution.checkpointing.interval": "20 ms"}');
+    expect(() => readConfigFile(p)).toThrow(new CliError(`config file ${p}: line 2, column 2: the key "execution.checkpointing.interval" is given twice in one object (JSON.parse would keep the last silently)`));
+  });
+
+  it('a file that is not JSON: its place, never its content (a password next to the fault)', () => {
+    const p = join(dir, 'secret.json');
+    writeFileSync(p, '{"s3.secret-key": "3t-Pa55", }');
+    expect(() => readConfigFile(p)).toThrow(new CliError(`config file ${p} is not valid JSON: line 1, column 30: a key in double quotes expected`));
+  });
+
   it('errors name the file: missing, not JSON, not an object, a bad key', () => {
     const missing = join(dir, 'missing.json');
     expect(() => readConfigFile(missing)).toThrow(new RegExp(`^cannot read config file ${missing}`));

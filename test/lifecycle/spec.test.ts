@@ -104,4 +104,16 @@ describe('application spec', () => {
     expect(() => parseSpecText('name: x\njob: { module: a.ts,\n  version: v1\nfoo: [\n', 'y.yaml', '/')).toThrow(/^y\.yaml: not valid YAML: .* at line 4, column 1$/);
     expect(() => parseSpecText('{', 'x.json', '/')).toThrow(/^x\.json: not valid JSON: /);
   });
+
+  it('a JSON spec with a key twice is refused, naming the key and its line (JSON.parse kept the last silently); bad JSON is told by its place, never its text', () => {
+    expect(() => parseSpecText('{"name": "orders", "job": {"module": "/j.ts", "version": "v1"},\n "name": "payments"}', 'o.json', '/'))
+      .toThrow(/^o\.json: line 2, column 2: the key "name" is given twice in one object/);
+    let message = '';
+    try {
+      parseSpecText('{"name": "orders", "configuration": {"s3.secret-key": "3t-Pa55", }}', 'o.json', '/');
+    } catch (e) {
+      message = (e as Error).message;
+    }
+    expect(message).toBe('o.json: not valid JSON: line 1, column 66: a key in double quotes expected');
+  });
 });
