@@ -5,7 +5,7 @@
  * syntax ("30s", "5 min", or milliseconds). The manager owns the checkpoint and savepoint
  * directories and the REST port of the jobs it runs, so `configuration` may not set them.
  */
-import { parse as parseYaml } from 'yaml';
+import { isMap, isScalar, isSeq, parseDocument, type Document } from 'yaml';
 import { readDuration } from '../core/duration.ts';
 import { WeirError } from '../core/errors.ts';
 import { JsonTextError, parseJsonText } from '../core/json-text.ts';
@@ -95,11 +95,39 @@ export function readSpecText(text: string, where: string): unknown {
   try {
     // A key twice is refused (JSON.parse kept the last silently), a fault told by its place only.
     // prettyErrors: the first line of a YAML error then says where (", at line 3, column 1").
-    return /\.json$/i.test(where) ? parseJsonText(text) : parseYaml(text, { prettyErrors: true });
+    if (/\.json$/i.test(where)) {
+      const value = parseJsonText(text);
+      // Valid JSON is YAML: the same document, read for its numbers' text.
+      const doc = parseDocument(text);
+      return doc.errors.length === 0 ? withSourceText(doc) : value;
+    }
+    const doc = parseDocument(text, { prettyErrors: true });
+    if (doc.errors.length > 0) throw doc.errors[0]!;
+    return withSourceText(doc);
   } catch (e) {
     if (e instanceof JsonTextError && e.duplicateKey !== undefined) throw new WeirError('CONFIG', `${where}: ${e.message}`);
     throw new WeirError('CONFIG', `${where}: not valid ${/\.json$/i.test(where) ? 'JSON' : 'YAML'}: ${(e as Error).message.split('\n')[0]!.replace(/:$/, '')}`);
   }
+}
+
+/** Fields that hold a string whatever it looks like (with job.args, a list): version 1.10 is "1.10". */
+const TEXT_FIELDS: readonly (readonly string[])[] = [['name'], ['job', 'module'], ['job', 'version'], ['initialSavepointPath']];
+
+/**
+ * The document as data, where a string field written as a number or boolean keeps its text as
+ * written: String(1.10) is "1.1" (an upgrade from version 1.1 to 1.10 was taken for no change),
+ * args [01234, 1.10, 0x1F] were passed as 1234, 1.1 and 31.
+ */
+function withSourceText(doc: Document): unknown {
+  const keep = (node: unknown): void => {
+    if (isScalar(node) && (typeof node.value === 'number' || typeof node.value === 'boolean') && typeof node.source === 'string') node.value = node.source;
+  };
+  if (isMap(doc.contents)) {
+    for (const path of TEXT_FIELDS) keep(doc.getIn(path, true));
+    const args = doc.getIn(['job', 'args'], true);
+    if (isSeq(args)) args.items.forEach(keep);
+  }
+  return doc.toJS();
 }
 
 /** Checks a parsed spec; `where` names it in errors, `baseDir` resolves a relative job module. */
@@ -253,7 +281,7 @@ class Reader {
   string(obj: Raw, key: string, prefix = ''): string {
     const v = obj[key];
     if (v === undefined || v === null) this.fail(prefix + key, 'required');
-    if (typeof v === 'number') return String(v); // a version label of 2 means "2"
+    if (typeof v === 'number') return this.numberAsText(v, prefix + key);
     if (typeof v !== 'string' || v.trim() === '') this.fail(prefix + key, `expected a non-empty string, got ${describe(v)}`);
     return v;
   }
@@ -261,10 +289,21 @@ class Reader {
   stringArray(v: unknown, field: string): string[] {
     if (!Array.isArray(v)) this.fail(field, `expected a list of strings, got ${describe(v)}`);
     return v.map((x, i) => {
-      if (typeof x === 'number' || typeof x === 'boolean') return String(x);
+      if (typeof x === 'number') return this.numberAsText(x, `${field}[${i}]`);
+      if (typeof x === 'boolean') return String(x);
       if (typeof x !== 'string') this.fail(`${field}[${i}]`, `expected a string, got ${describe(x)}`);
       return x;
     });
+  }
+
+  /**
+   * A number where a string is meant (spec data as JSON, e.g. over REST; a spec file keeps the
+   * text: withSourceText): an integer reads as its digits (a version label of 2 means "2"), any
+   * other is refused, since it no longer says how it was written (1.10 arrives as 1.1).
+   */
+  numberAsText(v: number, field: string): string {
+    if (Number.isSafeInteger(v)) return String(v);
+    return this.fail(field, `got the number ${String(v)}, which may have been written otherwise (1.10 reads as 1.1); write it in quotes, as "1.10"`);
   }
 
   optInt(obj: Raw, key: string, prefix: string, min: number): number | undefined {

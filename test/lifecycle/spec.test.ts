@@ -105,6 +105,23 @@ describe('application spec', () => {
     expect(() => parseSpecText('{', 'x.json', '/')).toThrow(/^x\.json: not valid JSON: /);
   });
 
+  it('a version or argument written as a number keeps its text (before: String(1.10) = "1.1", so an upgrade from 1.1 to 1.10 was no change; args 01234, 0x1F passed as 1234, 31)', () => {
+    const yaml = 'name: orders\njob:\n  module: /j.ts\n  version: 1.10\n  args: [--zip, 01234, --ratio, 1.10, 0x1F, 1e2, true, 5000, "q"]\n';
+    expect(parseSpecText(yaml, 'o.yaml', '/').job).toEqual({ module: '/j.ts', version: '1.10', args: ['--zip', '01234', '--ratio', '1.10', '0x1F', '1e2', 'true', '5000', 'q'] });
+    const block = 'name: orders\njob:\n  module: /j.ts\n  version: 2.0\n  args:\n    - 007\n    - .5\n';
+    expect(parseSpecText(block, 'o.yaml', '/').job).toEqual({ module: '/j.ts', version: '2.0', args: ['007', '.5'] });
+    const json = '{"name": "orders", "job": {"module": "/j.ts", "version": 1.10, "args": [1e2, 0.50]}}';
+    expect(parseSpecText(json, 'o.json', '/').job).toEqual({ module: '/j.ts', version: '1.10', args: ['1e2', '0.50'] });
+    // Data without the text (JSON over REST): an integer is its digits, another number is refused.
+    expect(validateSpec({ ...base, job: { ...base.job, version: 2, args: [5000] } }, 'orders.yaml', '/').job).toEqual({ module: '/j.ts', version: '2', args: ['5000'] });
+    expect(error({ ...base, job: { ...base.job, version: 1.1 } })).toBe('orders.yaml: field "job.version": got the number 1.1, which may have been written otherwise (1.10 reads as 1.1); write it in quotes, as "1.10"');
+    expect(error({ ...base, job: { ...base.job, args: ['--ratio', 1.1] } })).toMatch(/^orders\.yaml: field "job\.args\[1\]": got the number 1\.1, /);
+  });
+
+  it('a YAML spec with a key twice is refused in one line', () => {
+    expect(() => parseSpecText('name: a\njob: { module: /j.ts, version: v1 }\nname: b\n', 'd.yaml', '/')).toThrow(/^d\.yaml: not valid YAML: Map keys must be unique at line 3, column 1$/);
+  });
+
   it('a JSON spec with a key twice is refused, naming the key and its line (JSON.parse kept the last silently); bad JSON is told by its place, never its text', () => {
     expect(() => parseSpecText('{"name": "orders", "job": {"module": "/j.ts", "version": "v1"},\n "name": "payments"}', 'o.json', '/'))
       .toThrow(/^o\.json: line 2, column 2: the key "name" is given twice in one object/);
