@@ -31,7 +31,7 @@ describe('state backend selection', () => {
       const r = await runJob(watching, { workers: 1, stateBackend: 'disk', stateBackendOptions: { disk: { dir, cacheEntries: 10 } }, stdout: () => {} });
       expect(r.status, r.error?.message).toBe('FINISHED');
       expect(r.collected<string>().sort()).toEqual(['a', 'aa', 'b']);
-      expect(seen.flat().some((d) => d.startsWith('weir-state-'))).toBe(true); // the store existed while the job ran
+      expect(seen.flat().some((d) => d.startsWith('weir-stores-'))).toBe(true); // the stores existed while the job ran
       expect(readdirSync(dir)).toEqual([]);
     } finally {
       rmSync(dir, { recursive: true, force: true });

@@ -85,7 +85,11 @@ export function startSnapshot(remote: readonly string[]): ValueType<string> {
     ...p,
     describe: (d) => `latest, latest-or-empty or a checkpoint/savepoint ${p.describe(d)}`,
     decode: (raw, d) => (typeof raw === 'string' && words.includes(raw.trim()) ? ok(raw.trim()) : p.decode(raw, d)),
-    check: (v) => (typeof v === 'string' && words.includes(v) ? undefined : p.check(v)),
+    check: (v) => {
+      if (typeof v === 'string' && words.includes(v)) return undefined;
+      if (typeof v !== 'string' || v.trim() === '') return { expected: 'latest, latest-or-empty or a checkpoint/savepoint path', got: shown(v) };
+      return p.check(v);
+    },
   };
 }
 

@@ -143,7 +143,8 @@ describe('KinesisSource restored into a stream deleted and created again under t
     const job = start({ stream, dir, from: 'latest' });
     const r = await endsWithin(job, 20_000);
     expectEndedForRestore(r, job, stream);
-    expect(r.error!.message).toMatch(/shard shardId-000000000000 began at sequence \d+, the listed one at \d+/);
+    // Which shards it names depends on which splits the checkpoint held (the tombstone, or its children too).
+    expect(r.error!.message).toMatch(/shard shardId-\d+ began at sequence \d+, the listed one at \d+/);
     expect(r.error!.message).toContain(`the checkpoint ${dir}`);
   }, 90_000);
 
