@@ -12,7 +12,7 @@ import { join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { openSnapshot } from '../../src/checkpoint/inspect.ts';
 import type { CheckpointMetadata } from '../../src/checkpoint/metadata.ts';
-import { runJob, type JobResult, type RunOptions } from '../../src/index.ts';
+import { runJob, type JobDefinition, type JobResult, type RunOptions } from '../../src/index.ts';
 import { decodeValue } from '../../src/core/codec.ts';
 import type { InlineOperatorState } from '../../src/core/checkpoint-format.ts';
 import { controlApi } from '../../src/observe/control-api.ts';
@@ -44,7 +44,7 @@ export interface Handle {
 }
 
 /** Starts a job with the REST API on a free port; resolves once the API listens. */
-export async function start(job: string, options: RunOptions): Promise<Handle> {
+export async function start(job: string | JobDefinition, options: RunOptions): Promise<Handle> {
   if (process.env['WEIR_HOME'] === undefined) throw new Error('call tempDir() first: it isolates the job registry (WEIR_HOME)');
   const logs: string[] = [];
   let listening!: (v: [number, string]) => void;
@@ -132,6 +132,23 @@ export async function stopWithSavepoint(h: Handle, dir: string | undefined, drai
   const o = await outcome(h, r.body['request-id']);
   if (!o.ok) throw new Error(`stop failed: ${o.cause}`);
   return o.location;
+}
+
+/**
+ * Starts a job, lets it run for `ms` once every task runs, then stops it with a savepoint in
+ * `dir` (not drained: timers and in-flight state go into it). Throws when the stop fails,
+ * naming how the job ended.
+ */
+export async function runThenStop(job: string | JobDefinition, options: RunOptions, ms: number, dir: string): Promise<{ sp: string; result: JobResult }> {
+  const h = await start(job, options);
+  await waitRunning(h);
+  await sleep(ms);
+  const r = await api(`${h.base}/stop`, 'POST', { targetDirectory: dir, drain: false });
+  if (r.status !== 202) throw new Error(`stop refused: ${r.status} ${JSON.stringify(r.body)}`);
+  const o = await outcome(h, r.body['request-id']);
+  const result = await h.result;
+  if (!o.ok) throw new Error(`stop failed: ${o.cause}; job ${result.status} ${result.error?.message}`);
+  return { sp: o.location, result };
 }
 
 // ---- snapshot contents

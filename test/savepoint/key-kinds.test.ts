@@ -10,8 +10,7 @@ import { readdirSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { defineJob, runJob, ValueStateDescriptor, type JobResult, type RunOptions, type StreamExecutionEnvironment } from '../../src/index.ts';
-import { controlApi } from '../../src/observe/control-api.ts';
-import { api, decodeSnapshot, outcome, sleep, tempDir, waitRunning } from './helpers.ts';
+import { decodeSnapshot, runThenStop, tempDir } from './helpers.ts';
 
 const tmp = tempDir('sp-key-kinds');
 afterAll(() => tmp.cleanup());
@@ -47,21 +46,8 @@ function build(keys: Keys, count?: number, ratePerSecond = count === undefined ?
 }
 
 /** Runs the job until it has counted for `ms` and stops it with a savepoint. */
-async function stopped(keys: Keys, options: RunOptions, ms: number): Promise<{ sp: string; result: JobResult }> {
-  let listening!: (v: [number, string]) => void;
-  const ready = new Promise<[number, string]>((r) => (listening = r));
-  const result = runJob(defineJob(build(keys)), { workers: 1, stdout: () => {}, log: () => {}, ...options, services: [controlApi({ port: 0, onListening: (port, jobId) => listening([port, jobId]) })] });
-  const [port, jobId] = await Promise.race([ready, result.then((r) => { throw new Error(`job ended (${r.status}): ${r.error?.message}`); })]);
-  const h = { jobId, base: `http://127.0.0.1:${port}/jobs/${jobId}`, logs: [], result };
-  await waitRunning(h);
-  await sleep(ms);
-  const r = await api(`${h.base}/stop`, 'POST', { targetDirectory: tmp.fresh(`sp-${keys}`), drain: false });
-  expect(r.status).toBe(202);
-  const o = await outcome(h, r.body['request-id']);
-  const res = await result;
-  if (!o.ok) throw new Error(`stop failed: ${o.cause}; job ${res.status} ${res.error?.message}`);
-  return { sp: o.location, result: res };
-}
+const stopped = (keys: Keys, options: RunOptions, ms: number): Promise<{ sp: string; result: JobResult }> =>
+  runThenStop(defineJob(build(keys)), { workers: 1, ...options }, ms, tmp.fresh(`sp-${keys}`));
 
 const resume = (keys: Keys, sp: string, parallelism: number): Promise<JobResult> =>
   runJob(defineJob(build(keys, 20_000)), { workers: 1, parallelism, from: sp, stdout: () => {}, log: () => {} });
@@ -142,8 +128,6 @@ describe('the kinds of a keyed operator\'s keys across a savepoint', () => {
   }, 30_000);
 
   it('a keyed operator without state records no kinds: a job without it restores without --allow-non-restored-state', async () => {
-    let listening!: (v: [number, string]) => void;
-    const ready = new Promise<[number, string]>((r) => (listening = r));
     const stateless = (env: StreamExecutionEnvironment) => {
       env.fromGenerator((i) => ({ i }), { ratePerSecond: 400 }).uid('src')
         .keyBy((r) => `k${r.i % KEYS}`)
@@ -151,19 +135,11 @@ describe('the kinds of a keyed operator\'s keys across a savepoint', () => {
         .uid('stateless')
         .collect('out');
     };
-    const result = runJob(defineJob(stateless), { workers: 1, stdout: () => {}, log: () => {}, services: [controlApi({ port: 0, onListening: (port, jobId) => listening([port, jobId]) })] });
-    const [port, jobId] = await ready;
-    const h = { jobId, base: `http://127.0.0.1:${port}/jobs/${jobId}`, logs: [], result };
-    await waitRunning(h);
-    await sleep(200);
-    const stop = await api(`${h.base}/stop`, 'POST', { targetDirectory: tmp.fresh('sp-stateless'), drain: false });
-    const o = await outcome(h, stop.body['request-id']);
-    await result;
-    if (!o.ok) throw new Error(o.cause);
-    expect((await decodeSnapshot(o.location)).inline('stateless').filter((s) => s?.keyKinds !== undefined)).toEqual([]);
+    const o = await runThenStop(defineJob(stateless), { workers: 1 }, 200, tmp.fresh('sp-stateless'));
+    expect((await decodeSnapshot(o.sp)).inline('stateless').filter((s) => s?.keyKinds !== undefined)).toEqual([]);
     const without = await runJob(defineJob((env: StreamExecutionEnvironment) => {
       env.fromGenerator((i) => ({ i }), { count: 10 }).uid('src').map((r) => r.i).collect('out');
-    }), { workers: 1, from: o.location, stdout: () => {}, log: () => {} });
+    }), { workers: 1, from: o.sp, stdout: () => {}, log: () => {} });
     expect(without.status, without.error?.message).toBe('FINISHED');
   });
 

@@ -12,8 +12,7 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { BroadcastStateDescriptor, defineJob, ListStateDescriptor, runJob, type JobResult, type RunOptions, type StateSerializer, type StreamExecutionEnvironment } from '../../src/index.ts';
-import { controlApi } from '../../src/observe/control-api.ts';
-import { api, decodeSnapshot, fingerprint, outcome, sleep, tempDir, waitRunning } from './helpers.ts';
+import { decodeSnapshot, fingerprint, runThenStop, tempDir } from './helpers.ts';
 
 const tmp = tempDir('sp-opstate-schema');
 afterAll(() => tmp.cleanup());
@@ -50,21 +49,8 @@ function build(variant: Variant) {
 }
 
 /** Runs the job for `ms` and stops it with a savepoint. */
-async function stopped(variant: Variant, options: RunOptions, ms: number): Promise<{ sp: string; result: JobResult }> {
-  let listening!: (v: [number, string]) => void;
-  const ready = new Promise<[number, string]>((r) => (listening = r));
-  const result = runJob(defineJob(build(variant)), { workers: 1, stdout: () => {}, log: () => {}, ...options, services: [controlApi({ port: 0, onListening: (port, jobId) => listening([port, jobId]) })] });
-  const [port, jobId] = await Promise.race([ready, result.then((r) => { throw new Error(`job ended (${r.status}): ${r.error?.message}`); })]);
-  const h = { jobId, base: `http://127.0.0.1:${port}/jobs/${jobId}`, logs: [], result };
-  await waitRunning(h);
-  await sleep(ms);
-  const r = await api(`${h.base}/stop`, 'POST', { targetDirectory: tmp.fresh(`sp-${variant}`), drain: false });
-  expect(r.status).toBe(202);
-  const o = await outcome(h, r.body['request-id']);
-  const res = await result;
-  if (!o.ok) throw new Error(`stop failed: ${o.cause}; job ${res.status} ${res.error?.message}`);
-  return { sp: o.location, result: res };
-}
+const stopped = (variant: Variant, options: RunOptions, ms: number): Promise<{ sp: string; result: JobResult }> =>
+  runThenStop(defineJob(build(variant)), { workers: 1, ...options }, ms, tmp.fresh(`sp-${variant}`));
 
 describe('operator list state and broadcast state through a serializer upgrade', () => {
   for (const [p1, p2] of [[1, 1], [2, 3]]) {

@@ -7,8 +7,7 @@
  */
 import { afterAll, describe, expect, it } from 'vitest';
 import { defineJob, runJob, ValueStateDescriptor, type JobResult, type StreamExecutionEnvironment } from '../../src/index.ts';
-import { controlApi } from '../../src/observe/control-api.ts';
-import { api, outcome, sleep, tempDir, waitRunning } from './helpers.ts';
+import { runThenStop, sleep, tempDir } from './helpers.ts';
 
 const tmp = tempDir('sp-overdue-timers');
 afterAll(() => tmp.cleanup());
@@ -41,21 +40,8 @@ function build(timerAtMs: number, ratePerSecond?: number) {
 }
 
 /** Runs the first job for `ms` and stops it with a savepoint (not drained: the timers go into it unfired). */
-async function stopped(timerAtMs: number, ms: number): Promise<{ sp: string; result: JobResult }> {
-  let listening!: (v: [number, string]) => void;
-  const ready = new Promise<[number, string]>((r) => (listening = r));
-  const result = runJob(defineJob(build(timerAtMs, 50)), { workers: 1, stdout: () => {}, log: () => {}, services: [controlApi({ port: 0, onListening: (port, jobId) => listening([port, jobId]) })] });
-  const [port, jobId] = await Promise.race([ready, result.then((r) => { throw new Error(`job ended (${r.status}): ${r.error?.message}`); })]);
-  const h = { jobId, base: `http://127.0.0.1:${port}/jobs/${jobId}`, logs: [], result };
-  await waitRunning(h);
-  await sleep(ms);
-  const r = await api(`${h.base}/stop`, 'POST', { targetDirectory: tmp.fresh('sp'), drain: false });
-  expect(r.status).toBe(202);
-  const o = await outcome(h, r.body['request-id']);
-  const res = await result;
-  if (!o.ok) throw new Error(`stop failed: ${o.cause}; job ${res.status} ${res.error?.message}`);
-  return { sp: o.location, result: res };
-}
+const stopped = (timerAtMs: number, ms: number): Promise<{ sp: string; result: JobResult }> =>
+  runThenStop(defineJob(build(timerAtMs, 50)), { workers: 1 }, ms, tmp.fresh('sp'));
 
 describe('processing-time timers due while the job was down', () => {
   for (const parallelism of [1, 3]) {
