@@ -7,6 +7,7 @@
 import type { CheckpointHistoryEntry } from '../checkpoint/history.ts';
 import type { CheckpointStatsView } from '../cluster/job-control.ts';
 import type { SubtaskCheckpointStats } from '../core/checkpoint-format.ts';
+import { JAVA_LONG_MAX } from './json-reply.ts';
 
 export interface VertexRef {
   readonly index: number;
@@ -192,7 +193,7 @@ export function checkpointConfigJson(v: CheckpointStatsView): Record<string, unk
   const c = v.config;
   return {
     mode: c.mode === 'exactly-once' ? 'exactly_once' : 'at_least_once',
-    interval: c.intervalMs ?? 0x7fffffffffffffff,
+    interval: c.intervalMs ?? JAVA_LONG_MAX, // Flink's "never"
     timeout: c.timeoutMs,
     min_pause: c.minPauseMs,
     max_concurrent: c.maxConcurrent,

@@ -25,6 +25,7 @@ import { serveDashboard } from './dashboard.ts';
 import { PROMETHEUS_CONTENT_TYPE, prometheusText } from './prometheus.ts';
 import { getView, jobSummary, vertexJson } from './rest-views.ts';
 import { boundRequests, hostAllowed, isLoopback, jsonContentType, readJson, tokenMatches, TOO_LARGE } from './request-guard.ts';
+import { jsonText } from './json-reply.ts';
 
 /** A savepoint or stop (result: the location) or a checkpoint (result: its id) asked for over REST. */
 type OperationKind = 'savepoint' | 'checkpoint';
@@ -233,7 +234,7 @@ function booleanField(body: Record<string, unknown>, key: string): boolean | und
 }
 
 function send(res: ServerResponse, status: number, body: unknown): void {
-  const text = JSON.stringify(body);
+  const text = jsonText(body);
   res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) });
   res.end(text);
 }

@@ -8,6 +8,9 @@ const state = { jobId: undefined, tab: 'overview', vertex: undefined, checkpoint
 
 const $ = (id) => document.getElementById(id);
 const esc = (v) => String(v ?? '').replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]);
+// A name set by the job (job, operator, task): isolated from the text around it, so bidi controls
+// in it cannot reorder what follows (a state badge after a name with U+202E read backwards).
+const escName = (v) => `<bdi>${esc(v)}</bdi>`;
 const fmtInt = (n) => (typeof n === 'number' ? Math.round(n).toLocaleString('en-US') : '–');
 const fmtRate = (n) => (typeof n === 'number' ? (n >= 100 ? fmtInt(n) : n.toFixed(1)) + '/s' : '–');
 const fmtMs = (n) => (typeof n !== 'number' || n < 0 ? '–' : n < 1000 ? `${Math.round(n)} ms` : `${(n / 1000).toFixed(2)} s`);
@@ -16,10 +19,24 @@ const fmtBytes = (n) => {
   const u = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
   let i = 0;
   while (n >= 1024 && i < u.length - 1) { n /= 1024; i++; }
-  return `${i === 0 ? n : n.toFixed(1)} ${u[i]}`;
+  return `${i === 0 ? Math.round(n) : n.toFixed(1)} ${u[i]}`;
 };
 const fmtTime = (t) => (typeof t === 'number' && t > 0 ? new Date(t).toLocaleTimeString() : '–');
-const fmtWatermark = (v) => (Number(v) <= Number.MIN_SAFE_INTEGER ? 'no watermark' : new Date(Number(v)).toISOString());
+// A finished input's watermark is MAX_SAFE_INTEGER (no Date reaches it); any other number a Date
+// cannot show is shown as the number, never thrown: a throw here left the whole refresh undone.
+const fmtWatermark = (v) => {
+  const n = Number(v);
+  if (n <= Number.MIN_SAFE_INTEGER) return 'no watermark';
+  if (n >= Number.MAX_SAFE_INTEGER) return 'end of input';
+  const d = new Date(n);
+  return Number.isNaN(d.getTime()) ? String(v) : d.toISOString();
+};
+/** Checkpoint settings as the Configuration tab shows them: durations with units, "off" for the never-interval. */
+const fmtConfigValue = (k, v) => {
+  if (k === 'interval' && typeof v === 'number' && v >= Number.MAX_SAFE_INTEGER) return 'off';
+  if ((k === 'interval' || k === 'timeout' || k === 'min_pause') && typeof v === 'number') return fmtMs(v);
+  return typeof v === 'object' ? JSON.stringify(v) : v;
+};
 
 async function api(path) {
   const res = await fetch(path, { signal: AbortSignal.timeout(5000) });
@@ -42,7 +59,7 @@ for (const b of document.querySelectorAll('#tabs button')) {
 
 function renderJobs(jobs) {
   if (state.jobId === undefined && jobs.length > 0) state.jobId = jobs[0].jid;
-  $('jobs').innerHTML = jobs.map((j) => `<a href="#" data-jid="${esc(j.jid)}" class="${j.jid === state.jobId ? 'active' : ''}">${esc(j.name)} <span class="state ${esc(j.state)}">${esc(j.state)}</span></a>`).join('');
+  $('jobs').innerHTML = jobs.map((j) => `<a href="#" data-jid="${esc(j.jid)}" class="${j.jid === state.jobId ? 'active' : ''}">${escName(j.name)} <span class="state ${esc(j.state)}">${esc(j.state)}</span></a>`).join('');
   for (const a of $('jobs').querySelectorAll('a')) a.addEventListener('click', (e) => { e.preventDefault(); state.jobId = a.dataset.jid; refresh(); });
 }
 
@@ -59,7 +76,7 @@ function uncounted(vertices) {
 
 function renderHead(job, metrics) {
   const m = Object.fromEntries(metrics.map((x) => [x.id, x.value]));
-  $('job-head').innerHTML = `<h2 id="job-name">${esc(job.name)} <span class="state ${esc(job.state)}">${esc(job.state)}</span></h2>
+  $('job-head').innerHTML = `<h2 id="job-name">${escName(job.name)} <span class="state ${esc(job.state)}">${esc(job.state)}</span></h2>
     <div class="cards">
       <div class="card">job id<b class="mono">${esc(job.jid.slice(0, 8))}</b></div>
       <div class="card">uptime<b>${fmtMs(Number(m.uptime))}</b></div>
@@ -129,7 +146,7 @@ function renderGraph(vertices) {
 
 function renderVertexTable(vertices) {
   $('vertices').innerHTML = `<tr><th>vertex</th><th>status</th><th>parallelism</th><th>records in</th><th>records out</th><th>in/s</th><th>out/s</th><th>bytes out</th><th>busy (max)</th><th>backpressured (max)</th></tr>` +
-    vertices.map((v) => `<tr class="clickable ${v.id === state.vertex ? 'selected' : ''}" data-vid="${esc(v.id)}"><td>${esc(v.name)}</td><td>${esc(v.status)}</td><td class="num">${v.parallelism}</td>
+    vertices.map((v) => `<tr class="clickable ${v.id === state.vertex ? 'selected' : ''}" data-vid="${esc(v.id)}"><td>${escName(v.name)}</td><td>${esc(v.status)}</td><td class="num">${v.parallelism}</td>
       <td class="num">${fmtInt(v.metrics['read-records'])}</td><td class="num">${fmtInt(v.metrics['write-records'])}</td>
       <td class="num">${fmtRate(v.numRecordsInPerSecond)}</td><td class="num">${fmtRate(v.numRecordsOutPerSecond)}</td>
       <td class="num">${fmtBytes(v.metrics['write-bytes'])}</td><td class="num">${Math.round(v.busyTimeMsPerSecondMax / 10)}%</td><td class="num">${Math.round(v.backPressuredTimeMsPerSecondMax / 10)}%</td></tr>`).join('');
@@ -142,13 +159,13 @@ async function renderVertexDetail(jid) {
   const [v, bp, wm] = await Promise.all([api(base), api(`${base}/backpressure`), api(`${base}/watermarks`)]);
   const bpOf = new Map(bp.subtasks.map((s) => [s.subtask, s]));
   const wmOf = new Map(wm.map((w) => [Number(w.id.split('.')[0]), w.value]));
-  $('vertex-detail').innerHTML = `<h3 id="vertex-title">${esc(v.name)} · back pressure <span class="bp-${esc(bp['backpressure-level'])}">${esc(bp['backpressure-level'])}</span></h3>
+  $('vertex-detail').innerHTML = `<h3 id="vertex-title">${escName(v.name)} · back pressure <span class="bp-${esc(bp['backpressure-level'])}">${esc(bp['backpressure-level'])}</span></h3>
     <table id="subtasks" class="grid"><tr><th>subtask</th><th>status</th><th>records in</th><th>records out</th><th>in/s</th><th>busy</th><th>idle</th><th>backpressured</th><th>level</th><th>mailbox</th><th>input watermark</th></tr>` +
     v.subtasks.map((s) => { const b = bpOf.get(s.subtask) ?? {}; return `<tr><td class="num">${s.subtask}</td><td>${esc(s.status)}</td><td class="num">${fmtInt(s.metrics.numRecordsIn)}</td><td class="num">${fmtInt(s.metrics.numRecordsOut)}</td>
       <td class="num">${fmtRate(s.metrics.numRecordsInPerSecond)}</td><td class="num">${Math.round(s.metrics.busyTimeMsPerSecond)} ms/s</td><td class="num">${Math.round(s.metrics.idleTimeMsPerSecond)} ms/s</td>
       <td class="num">${Math.round(s.metrics.backPressuredTimeMsPerSecond)} ms/s</td><td class="bp-${esc(b['backpressure-level'])}">${esc(b['backpressure-level'])}</td><td class="num">${s.metrics.mailboxQueueSize}</td><td>${esc(fmtWatermark(wmOf.get(s.subtask)))}</td></tr>`; }).join('') +
     `</table><h4>Operators</h4><table class="grid"><tr><th>subtask</th><th>operator</th><th>records in</th><th>records out</th><th>input watermark</th><th>output watermark</th><th>late dropped</th></tr>` +
-    v.subtasks.flatMap((s) => s.operators.map((o) => `<tr><td class="num">${s.subtask}</td><td>${esc(o.name)}</td><td class="num">${fmtInt(o.metrics.numRecordsIn)}</td><td class="num">${fmtInt(o.metrics.numRecordsOut)}</td><td>${esc(fmtWatermark(o.metrics.currentInputWatermark))}</td><td>${esc(fmtWatermark(o.metrics.currentOutputWatermark))}</td><td class="num">${fmtInt(o.metrics.numLateRecordsDropped)}</td></tr>`)).join('') + '</table>';
+    v.subtasks.flatMap((s) => s.operators.map((o) => `<tr><td class="num">${s.subtask}</td><td>${escName(o.name)}</td><td class="num">${fmtInt(o.metrics.numRecordsIn)}</td><td class="num">${fmtInt(o.metrics.numRecordsOut)}</td><td>${esc(fmtWatermark(o.metrics.currentInputWatermark))}</td><td>${esc(fmtWatermark(o.metrics.currentOutputWatermark))}</td><td class="num">${fmtInt(o.metrics.numLateRecordsDropped)}</td></tr>`)).join('') + '</table>';
 }
 
 // ---- checkpoints: counts, trends over the whole history, history table, per-subtask timeline
@@ -217,12 +234,12 @@ async function renderTimeline(jid, vertices) {
 
 function renderExceptions(ex) {
   const es = ex.exceptionHistory.entries;
-  $('exceptions').innerHTML = es.length === 0 ? '<p id="no-exceptions">No failures.</p>' : es.map((e) => `<div class="exception"><h4>${esc(e.exceptionName)} at ${fmtTime(e.timestamp)}${e.taskName ? ` in ${esc(e.taskName)}` : ''}</h4><p>${esc(e.message)}</p><pre class="trace">${esc(e.stacktrace)}</pre></div>`).join('');
+  $('exceptions').innerHTML = es.length === 0 ? '<p id="no-exceptions">No failures.</p>' : es.map((e) => `<div class="exception"><h4>${esc(e.exceptionName)} at ${fmtTime(e.timestamp)}${e.taskName ? ` in ${escName(e.taskName)}` : ''}</h4><p>${esc(e.message)}</p><pre class="trace">${esc(e.stacktrace)}</pre></div>`).join('');
 }
 
 function renderConfig(job, cfg) {
   const rows = [['job id', job.jid], ['job name', job.name], ['start time', new Date(job['start-time']).toISOString()],
-    ...Object.entries(cfg).map(([k, v]) => [`checkpoints: ${k}`, typeof v === 'object' ? JSON.stringify(v) : v])];
+    ...Object.entries(cfg).map(([k, v]) => [`checkpoints: ${k}`, fmtConfigValue(k, v)])];
   $('config').innerHTML = '<tr><th>key</th><th>value</th></tr>' + rows.map(([k, v]) => `<tr><td>${esc(k)}</td><td>${esc(v)}</td></tr>`).join('');
 }
 
