@@ -36,10 +36,24 @@ export interface LoggerOptions {
 const RANK: Record<LogLevel, number> = { debug: 0, info: 1, warn: 2, error: 3 };
 const TEXT_PREFIX: Record<LogLevel, string> = { debug: 'weir: debug: ', info: 'weir: ', warn: 'weir: warning: ', error: 'weir: error: ' };
 
-/** Folds a message onto one line (a stack or a multi-line cause stays readable in a log). */
+/**
+ * Folds a message onto one line (a stack or a multi-line cause stays readable in a log), with
+ * control characters written as \xNN: a message may quote input (a malformed line's text), and
+ * ESC, BEL or a bare CR from a crafted file would otherwise reach the terminal reading the log
+ * (retitle it, recolour it, overwrite a line with a forged "weir: ..." one). Tabs stay.
+ */
 export function oneLineMessage(msg: string): string {
-  return msg.replace(/\s*\r?\n\s*/g, ' | ').trim();
+  return escapeControls(msg.replace(/\s*\r?\n\s*/g, ' | ').trim());
 }
+
+/** Control characters but tab and newline written as \xNN (see oneLineMessage). */
+export function escapeControls(text: string): string {
+  return text.replace(CONTROL, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+}
+
+/** C0 controls but tab and newline, DEL and C1 controls. */
+// eslint-disable-next-line no-control-regex
+const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
 
 export function createLogger(o: LoggerOptions = {}): Logger {
   return loggerFor(o, undefined);
@@ -61,7 +75,7 @@ function loggerFor(o: LoggerOptions, component: string | undefined): Logger {
     // In text, fields are for machines: only a stack (asked for with --verbose) is shown, below the line.
     write(component === undefined ? TEXT_PREFIX[level] + text : prefix + TEXT_PREFIX[level].slice('weir: '.length) + text);
     const stack = fields?.['stack'];
-    if (typeof stack === 'string') write(stack);
+    if (typeof stack === 'string') write(escapeControls(stack)); // multi-line on purpose, but no terminal controls
   };
   return {
     debug: (m, f) => emit('debug', m, f),

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { createLogger } from '../../src/core/log.ts';
+import { createLogger, oneLineMessage } from '../../src/core/log.ts';
 
 function capture(o: Parameters<typeof createLogger>[0] = {}) {
   const lines: string[] = [];
@@ -52,5 +52,15 @@ describe('the logger', () => {
     j.info('not written');
     j.line('weir manager: error: reconciliation failed');
     expect(json.lines.map((l) => JSON.parse(l))).toEqual([{ time: '2026-01-02T03:04:05.000Z', level: 'error', msg: 'reconciliation failed', component: 'manager' }]);
+  });
+
+  it('control characters from quoted input are written as \\xNN, in the line and in the stack below it; tabs stay', () => {
+    // A malformed line's raw text is quoted in messages: ESC, BEL and a bare CR from a crafted
+    // file would retitle or recolour the terminal, or overwrite the line with a forged one.
+    const raw = 'x":"\u001b]0;PWNED\u0007\u001b[31mFAKE\u001b[0m\r weir: info: forged\u009b\u007f\tend';
+    expect(oneLineMessage(`malformed record (raw: ${raw})`)).toBe('malformed record (raw: x":"\\x1b]0;PWNED\\x07\\x1b[31mFAKE\\x1b[0m\\x0d weir: info: forged\\x9b\\x7f\tend)');
+    const { lines, log } = capture();
+    log.error(`bad \u001b[2J`, { stack: `Error: bad \u001b[2J\n    at f (x.ts:1:1)` });
+    expect(lines).toEqual(['weir: error: bad \\x1b[2J', 'Error: bad \\x1b[2J\n    at f (x.ts:1:1)']);
   });
 });
