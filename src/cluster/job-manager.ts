@@ -32,6 +32,7 @@ import type { RestartStrategySettings } from './restart-strategy.ts';
 import { keyedStateBackendFactory, type StateBackendOptions } from '../state/backends.ts';
 import type { Transformation } from '../graph/transformation.ts';
 import { checkDirectoryPath } from '../core/directory.ts';
+import { redactUserinfo } from '../core/redact.ts';
 
 export { JobResult, type JobStatus, type Progress } from './job-result.ts';
 export { ControlError, StartError } from './errors.ts';
@@ -119,6 +120,10 @@ function positiveInt(v: number, name: string, given: unknown): number {
 }
 
 export async function runJob(job: string | JobDefinition, options: RunOptions = {}): Promise<JobResult> {
+  // Every job log line, whoever receives it (the CLI's logger or a caller's own log function), has
+  // URLs' passwords blanked: a line may quote a failed record or a user function's error.
+  const userLog = options.log ?? ((l: string) => logger().line(l));
+  options = { ...options, log: (line: string) => userLog(redactUserinfo(line)) };
   const workers = positiveInt(options.workers ?? availableParallelism(), 'workers', options.workers);
   const parallelism = positiveInt(options.parallelism ?? workers, 'parallelism', options.parallelism);
   if (options.maxChannels !== undefined) positiveInt(options.maxChannels, 'maxChannels', options.maxChannels);

@@ -45,6 +45,7 @@ import type { StartPoint } from './start-point.ts';
 import { serializeError, type SerializedError } from './messages.ts';
 import { logger } from '../core/log.ts';
 import type { StateBackendOptions } from '../state/backends.ts';
+import { redactUserinfo } from '../core/redact.ts';
 
 export interface JobMasterSpec {
   /** Where the first attempt starts (resolved by the caller: the graph depends on it). */
@@ -635,8 +636,9 @@ export class JobMaster implements JobControl {
     const list = this.exceptionHistory;
     list.push({
       exceptionName: error.code !== undefined ? `${error.name} [${error.code}]` : error.name,
-      message: error.message,
-      stacktrace: error.stack ?? `${error.name}: ${error.message}`,
+      // Served by the REST API and dashboard to any local user: no URL's password goes with it.
+      message: redactUserinfo(error.message),
+      stacktrace: redactUserinfo(error.stack ?? `${error.name}: ${error.message}`),
       timestamp: this.spec.clock.now(),
       taskName: this.current?.failedTask,
       attempt: this.current?.number ?? 0,

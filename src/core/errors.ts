@@ -5,6 +5,7 @@
  * an Error's message and stack, not its own fields). Errors of user code carry where they
  * happened, so the CLI can name the operator, the subtask and the record without a stack.
  */
+import { redactUserinfo } from './redact.ts';
 
 export const ERROR_CODES = [
   /** An exception thrown by a function the user gave to the API. */
@@ -81,6 +82,8 @@ export function describeRecord(value: unknown, max = 200): string {
   } catch {
     s = String(value);
   }
+  // A record may carry a connection string: its password stays out of the message (logs, REST).
+  s = redactUserinfo(s);
   return s.length > max ? s.slice(0, max - 1) + '…' : s;
 }
 

@@ -4,6 +4,7 @@
  * carry the same message with its level, time and fields, for log collectors
  * (`--log-format json`). Every line is one line: newlines in a message are folded.
  */
+import { redactUserinfo } from './redact.ts';
 export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 export type LogFormat = 'text' | 'json';
@@ -43,7 +44,7 @@ const TEXT_PREFIX: Record<LogLevel, string> = { debug: 'weir: debug: ', info: 'w
  * (retitle it, recolour it, overwrite a line with a forged "weir: ..." one). Tabs stay.
  */
 export function oneLineMessage(msg: string): string {
-  return escapeControls(msg.replace(/\s*\r?\n\s*/g, ' | ').trim());
+  return escapeControls(redactUserinfo(msg.replace(/\s*\r?\n\s*/g, ' | ').trim()));
 }
 
 /** Control characters but tab and newline written as \xNN (see oneLineMessage). */
@@ -75,7 +76,7 @@ function loggerFor(o: LoggerOptions, component: string | undefined): Logger {
     // In text, fields are for machines: only a stack (asked for with --verbose) is shown, below the line.
     write(component === undefined ? TEXT_PREFIX[level] + text : prefix + TEXT_PREFIX[level].slice('weir: '.length) + text);
     const stack = fields?.['stack'];
-    if (typeof stack === 'string') write(escapeControls(stack)); // multi-line on purpose, but no terminal controls
+    if (typeof stack === 'string') write(escapeControls(redactUserinfo(stack))); // multi-line on purpose, but no terminal controls
   };
   return {
     debug: (m, f) => emit('debug', m, f),

@@ -11,6 +11,13 @@ describe('REST reply JSON', () => {
     expect(jsonText({ a: 1.5, b: null, c: 'x' })).toBe(JSON.stringify({ a: 1.5, b: null, c: 'x' }));
   });
 
+  it('blanks the password of every URL in every string, keys and nesting included', () => {
+    const text = jsonText({ message: 'map failed on record {"db":"postgres://app:s3cr3t@db.internal:5432/prod"}', list: [{ stacktrace: 'Error: connect redis://:hunter2@cache:6379 refused' }] });
+    expect(text).not.toMatch(/s3cr3t|hunter2/);
+    expect(text).toContain('postgres://***@db.internal:5432/prod');
+    expect(text).toContain('redis://***@cache:6379');
+  });
+
   it('the checkpoint interval with checkpointing off is Long.MAX_VALUE, as Flink gives it, not a number past it', () => {
     const view = { config: { ...DEFAULT_CHECKPOINT_CONFIG, intervalMs: undefined }, stateBackend: 'heap' } as never;
     const text = jsonText(checkpointConfigJson(view));

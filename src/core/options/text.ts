@@ -1,5 +1,6 @@
 /** Text, path and switch (boolean) option values. */
 import { ok, oneOf, refuse, shown, type ValueType } from './value-type.ts';
+import { hasUserinfo, redactUserinfo } from '../redact.ts';
 
 /** Config files may hold numbers where text is meant ("dir": 5); they are taken as text. */
 function textOf(raw: unknown): string | undefined {
@@ -33,16 +34,7 @@ const FILE_URI = /^file:\/\/([^/]*)/i;
  * relative local directory named after it ("./s3a:/bucket/..."), its checkpoints kept on the
  * machine and looked for elsewhere. A file URI naming another host is refused for the same reason.
  */
-/**
- * The user:password@ part of a URL's authority: up to its last @ (a password may hold @, and URL
- * parsers end the user info at the last one before the path), not past a /, ? or #.
- */
-const USERINFO = /\/\/[^/?#\s]*@/;
-
-/** `text` with every URL's user:password@ part blanked, for messages that echo a value. */
-export function redactUserinfo(text: string): string {
-  return text.replace(new RegExp(USERINFO.source, 'g'), '//***@');
-}
+export { redactUserinfo };
 
 export function path(metavar = 'DIR', remote: readonly string[] = []): ValueType<string> {
   const expected = remote.length === 0 ? 'a local path' : `a local path or ${oneOf(remote.map((s) => `${s}://...`))}`;
@@ -65,7 +57,7 @@ export function path(metavar = 'DIR', remote: readonly string[] = []): ValueType
       const scheme = SCHEME.exec(v)?.[1];
       if (scheme !== undefined && !remote.includes(scheme)) return { expected: expected + hint, got: shown(redactUserinfo(v)) };
       // A key and secret in the URL would be shown by the REST API and in storage errors.
-      if (scheme !== undefined && USERINFO.test(v)) return { expected: `${expected} without credentials in it (use the AWS credential chain: AWS_ACCESS_KEY_ID, profiles)`, got: shown(redactUserinfo(v)) };
+      if (scheme !== undefined && hasUserinfo(v)) return { expected: `${expected} without credentials in it (use the AWS credential chain: AWS_ACCESS_KEY_ID, profiles)`, got: shown(redactUserinfo(v)) };
       return undefined;
     },
     show: (v) => v,
