@@ -131,8 +131,9 @@ export function attribute(e: unknown, location: ErrorLocation, phase: string, re
   if (e instanceof UserCodeError || e instanceof JobDefinitionError) return e;
   // A state or a checkpoint that cannot be restored is named by its own message (operator and
   // state, or what the checkpoint holds), whichever record or call first met it; wrapped as the
-  // operator's USER_CODE it was restarted for ever instead of ending the job (recovery.ts).
+  // operator's USER_CODE it was restarted for ever instead of ending the job (recovery.ts). So
+  // is a malformed record (named by where it was read): every restart reads it again.
   const code = errorCode(e);
-  if (code === 'STATE_RESTORE' || code === 'RESTORE') return e as Error;
+  if (code === 'STATE_RESTORE' || code === 'RESTORE' || code === 'MALFORMED_RECORD') return e as Error;
   return new UserCodeError(location, phase, hasRecord ? describeRecord(record) : undefined, e);
 }

@@ -6,7 +6,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DEAD_LETTERS, type MalformedRecord, type StreamExecutionEnvironment } from '../../src/index.ts';
+import { DEAD_LETTERS, defineJob, runJob, type MalformedRecord, type StreamExecutionEnvironment } from '../../src/index.ts';
 import { runInline } from '../helpers/run.ts';
 import { csv } from '../../src/connectors/file/formats.ts';
 import { failureOf } from '../api/util.ts';
@@ -289,6 +289,22 @@ describe('malformed records', () => {
     expect(msg).toContain(`malformed record at ${p}:4: `);
     expect(msg).toContain('(raw: {oops})');
     expect(msg).toContain("set malformed: 'dead-letter'");
+  });
+
+  it('a malformed line ends the job at once, no restart spent, whatever the restart strategy (before: the source wrapped it as USER_CODE and checkpointing\'s default strategy restarted for ever)', async () => {
+    const p = file('bad-restarts.jsonl', '{"ok":1}\n{oops}\n{"ok":2}\n');
+    const job = defineJob((env: StreamExecutionEnvironment) => void env.fromFile(p).map((r) => r).collect('main'));
+    for (const restartStrategy of [undefined, { type: 'fixed-delay', attempts: 3, delay: '10ms' }] as const) {
+      const lines: string[] = [];
+      const r = await runJob(job, {
+        workers: 1, stdout: () => {}, log: (l) => lines.push(l), ...(restartStrategy !== undefined ? { restartStrategy } : {}),
+        checkpoint: { interval: '50ms', dir: join(root, `chk-bad-${restartStrategy?.type ?? 'default'}`) },
+      });
+      expect(r.status).toBe('FAILED');
+      expect(r.error?.code).toBe('MALFORMED_RECORD');
+      expect(r.error?.message).toContain(`malformed record at ${p}:2: `);
+      expect(r.attempts, lines.join('\n')).toBe(1);
+    }
   });
 
   it('a line longer than maxLineBytes is a dead letter of its first KiB, read past without holding it; the lines around it are read, also across chunks and at the end of the file (before: held whole, joined again at every chunk)', async () => {
