@@ -17,6 +17,7 @@ import { commandLine } from './command-line.ts';
 import { fmtBytes } from './run.ts';
 import { sparkline } from './sparkline.ts';
 import { logger } from '../core/log.ts';
+import { escapeControls } from '../core/log.ts';
 
 interface HistoryEntry {
   id: number;
@@ -95,9 +96,9 @@ async function printCheckpoints(storage: CheckpointStorage, dir: string, values:
   for (const j of jobs) {
     const completed = j.history.filter((h) => h.status === 'COMPLETED');
     const failed = j.history.filter((h) => h.status === 'FAILED');
-    process.stdout.write(`job ${j.jobId}${j.jobName ? ` "${j.jobName}"` : ''}: ${completed.length} completed, ${failed.length} failed\n`);
+    process.stdout.write(escapeControls(`job ${j.jobId}${j.jobName ? ` "${j.jobName}"` : ''}: ${completed.length} completed, ${failed.length} failed`) + '\n'); // the name is the job's: no terminal controls
     for (const r of j.retained) {
-      process.stdout.write(`  retained: ${checkpointDirName(r.metadata.checkpointId)} (${new Date(r.metadata.completedAt).toISOString()}, ${fmtBytes(r.metadata.stats.stateSize)}) ${r.path}\n`);
+      process.stdout.write(`  retained: ${checkpointDirName(r.metadata.checkpointId)} (${new Date(r.metadata.completedAt).toISOString()}, ${fmtBytes(r.metadata.stats.stateSize)}) ${escapeControls(r.path)}\n`);
     }
     const d = summarize(completed.map((h) => h.endToEndDurationMs ?? 0));
     const s = summarize(completed.map((h) => h.stateSize));

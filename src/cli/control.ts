@@ -15,6 +15,7 @@ import { CliError } from './args.ts';
 import { readTokenFile } from './token-file.ts';
 import { WeirError } from '../core/errors.ts';
 import { commandLine } from './command-line.ts';
+import { escapeControls } from '../core/log.ts';
 
 const REQUEST_TIMEOUT_MS = 10_000;
 /**
@@ -117,7 +118,8 @@ export async function listCommand(argv: string[]): Promise<number> {
   }
   for (const r of rows) {
     const secs = Math.round(Number(r['duration']) / 1000);
-    process.stdout.write(`${r['jid']}  ${String(r['state']).padEnd(12)} ${secs}s  ${r['address']}  "${r['name']}"\n`);
+    // Fields of a REST reply (the job's name, and with --rest-port any server's words): no terminal controls.
+    process.stdout.write(escapeControls(`${r['jid']}  ${String(r['state']).padEnd(12)} ${secs}s  ${r['address']}  "${r['name']}"`) + '\n');
   }
   return 0;
 }
@@ -147,7 +149,7 @@ export async function savepointCommand(argv: string[]): Promise<number> {
   const { status, body } = await call(`${t.base}/jobs/${t.jobId}/savepoints`, { method: 'POST', body: JSON.stringify(dir ? { 'target-directory': absolute(dir) } : {}) }, t.token);
   if (status !== 202) throw new CliError(`savepoint: ${errorOf(body)}`);
   const path = await waitForOperation(t, String(body['request-id']), timeout, 'savepoint');
-  process.stdout.write(`${path}\n`);
+  process.stdout.write(`${escapeControls(path)}\n`);
   return 0;
 }
 
@@ -163,7 +165,7 @@ export async function stopCommand(argv: string[]): Promise<number> {
   const { status, body } = await call(`${t.base}/jobs/${t.jobId}/stop`, { method: 'POST', body: JSON.stringify(req) }, t.token);
   if (status !== 202) throw new CliError(`stop: ${errorOf(body)}`);
   const path = await waitForOperation(t, String(body['request-id']), timeout, 'stop with savepoint');
-  process.stdout.write(`${path}\n`);
+  process.stdout.write(`${escapeControls(path)}\n`);
   return 0;
 }
 

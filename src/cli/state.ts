@@ -12,6 +12,7 @@ import { commandLine, wantsHelp } from './command-line.ts';
 import { commandHelp } from './help.ts';
 import { fmtBytes } from './run.ts';
 import { errorCode } from '../core/errors.ts';
+import { escapeControls } from '../core/log.ts';
 
 export async function stateCommand(argv: string[]): Promise<number> {
   const [sub, ...rest] = argv;
@@ -89,5 +90,6 @@ function print(s: SnapshotSummary, json: boolean): void {
     if (o.sourceSplits > 0) out.push(`  source splits: ${o.sourceSplits}`);
     if (o.committables > 0) out.push(`  pending sink commits: ${o.committables}`);
   }
-  process.stdout.write(out.join('\n') + '\n');
+  // Names come from the snapshot (job, operators, states): no terminal controls from them.
+  process.stdout.write(escapeControls(out.join('\n')) + '\n');
 }

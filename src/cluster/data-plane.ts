@@ -70,7 +70,7 @@ export class DataPlane {
       } catch (e) {
         // Encoding may run late (a batch waiting for credit is encoded when the credit comes), so
         // the error says what failed and what records may hold, not only the codec's words.
-        throw new WeirError('MALFORMED_RECORD', `a batch of ${el.values.length} records for another worker thread (channel ${channelId}) cannot be encoded: ${(e as Error).message}; records that cross threads must be plain data (objects, arrays, strings, numbers, booleans, null, bigint, Date, Map, Set, typed arrays), without cycles, symbols or functions`);
+        throw new WeirError('USER_CODE', `a batch of ${el.values.length} records for another worker thread (channel ${channelId}) cannot be encoded: ${(e as Error).message}; records that cross threads must be plain data (objects, arrays, strings, numbers, booleans, null, bigint, Date, Map, Set, typed arrays), without cycles, symbols or functions`);
       }
       const n = bytes.byteLength;
       this.bytesSent += n;

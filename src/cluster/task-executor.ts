@@ -27,6 +27,7 @@ import type { TaskRestore } from '../core/checkpoint-format.ts';
 import { taskId, type TaskId } from '../core/task-id.ts';
 import type { CheckpointStorageWorkerView } from '../checkpoint/storage.ts';
 import { keyedStateBackendFactory, type StateBackendOptions } from '../state/backends.ts';
+import { quoteRaw } from '../core/redact.ts';
 
 export interface ExecutorConfig {
   readonly workerIndex: number;
@@ -324,7 +325,7 @@ export class TaskExecutor implements TaskListener {
         break;
       }
       if (n > DEAD_LETTERS_LOGGED) break;
-      this.cfg.send({ type: 'log', line: `weir: dead letter from ${source} at ${r.location}: ${r.error} (raw: ${r.raw.length > 120 ? r.raw.slice(0, 119) + '…' : r.raw})` });
+      this.cfg.send({ type: 'log', line: `weir: dead letter from ${source} at ${r.location}: ${r.error} (raw: ${quoteRaw(r.raw)})` });
       n++;
     }
     this.deadLettersLogged.set(key, n);

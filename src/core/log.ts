@@ -52,6 +52,14 @@ export function escapeControls(text: string): string {
   return text.replace(CONTROL, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
 }
 
+/** Fields of a JSON log line with their strings' credentials blanked (a --verbose stack quotes the error). */
+function redactedFields(fields: LogFields | undefined): LogFields | undefined {
+  if (fields === undefined) return undefined;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(fields)) out[k] = typeof v === 'string' ? redactUserinfo(v) : v;
+  return out as LogFields;
+}
+
 /** C0 controls but tab and newline, DEL and C1 controls. */
 // eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
@@ -70,7 +78,7 @@ function loggerFor(o: LoggerOptions, component: string | undefined): Logger {
     if (RANK[level] < min) return;
     const text = oneLineMessage(msg);
     if (format === 'json') {
-      write(JSON.stringify({ time: new Date(now()).toISOString(), level, msg: text, ...(component !== undefined ? { component } : {}), ...fields }));
+      write(JSON.stringify({ time: new Date(now()).toISOString(), level, msg: text, ...(component !== undefined ? { component } : {}), ...redactedFields(fields) }));
       return;
     }
     // In text, fields are for machines: only a stack (asked for with --verbose) is shown, below the line.

@@ -63,4 +63,11 @@ describe('the logger', () => {
     log.error(`bad \u001b[2J`, { stack: `Error: bad \u001b[2J\n    at f (x.ts:1:1)` });
     expect(lines).toEqual(['weir: error: bad \\x1b[2J', 'Error: bad \\x1b[2J\n    at f (x.ts:1:1)']);
   });
+
+  it('json: string fields (a --verbose stack) have URLs\' passwords blanked, as the message has', () => {
+    const { lines, log } = capture({ format: 'json' });
+    log.error('cannot reach redis://:pw1@cache:6379', { stack: 'Error: cannot reach redis://:pw1@cache:6379\n    at f (x.ts:1:1)', attempt: 2 });
+    expect(lines[0]).not.toContain('pw1');
+    expect(JSON.parse(lines[0]!)).toMatchObject({ msg: 'cannot reach redis://***@cache:6379', stack: 'Error: cannot reach redis://***@cache:6379\n    at f (x.ts:1:1)', attempt: 2 });
+  });
 });

@@ -138,3 +138,23 @@ describe('local processes', () => {
     expect(env).toEqual({ PATH: '/bin', WEIR_HOME: '/deployments/app-1/home', NODE_OPTIONS: '--x' });
   });
 });
+
+describe('a deployment\'s control API, read from its log', () => {
+  it('is the line weir run writes, not a log line quoting input with the same words (before: the last match won, and the token went to the address a malformed record named)', () => {
+    const root = mkdtempSync(join(tmpdir(), 'weir-endpoint-'));
+    try {
+      const target = new LocalProcessTarget({ root, weirBin: '/nonexistent/weir' });
+      mkdirSync(target.layout.deployment('app', 'd1'), { recursive: true });
+      writeFileSync(target.layout.stderr('app', 'd1'), [
+        'weir: job 0123abcd running; control API on http://127.0.0.1:41234',
+        'weir: dead letter from file:/in.jsonl at /in.jsonl:2: Unexpected token (raw: {bad weir: job deadbeefdeadbeef running; control API on http://203.0.113.9:8081 x})',
+        'weir: warning: x weir: job deadbeef running; control API on http://203.0.113.9:8081',
+      ].join('\n') + '\n');
+      expect(target.endpoint('app', 'd1')).toEqual({ jobId: '0123abcd', base: 'http://127.0.0.1:41234' });
+      writeFileSync(target.layout.stderr('app', 'd1'), 'weir: dead letter (raw: weir: job deadbeef running; control API on http://203.0.113.9:8081)\n');
+      expect(target.endpoint('app', 'd1')).toBeUndefined();
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+});

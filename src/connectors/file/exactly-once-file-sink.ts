@@ -31,6 +31,7 @@ import { LocalDirectoryStorage } from './local/local-storage.ts';
 import { rollAfterWrite, rollAtBarrier, rollBeforeWrite, type RollingPolicy } from './rolling.ts';
 import { S3SinkStorage } from './s3/s3-storage.ts';
 import { andThen, type CommitterSession, type FileSinkStorage, type OpenPart, type WriterSession } from './sink-storage.ts';
+import { quoteRaw } from '../../core/redact.ts';
 
 export interface ExactlyOnceFileSinkOptions {
   /** Roll a part when it reaches this many bytes (default 128 MiB). */
@@ -187,7 +188,7 @@ class FileWriter<T> implements SinkWriter<T, FileCommittable> {
       return;
     }
     for (const l of letters) {
-      if (this.logged < 10) this.ctx.log(`weir: dead letter at ${l.location}: ${l.error} (raw: ${l.raw.length > 120 ? l.raw.slice(0, 119) + '…' : l.raw})`);
+      if (this.logged < 10) this.ctx.log(`weir: dead letter at ${l.location}: ${l.error} (raw: ${quoteRaw(l.raw)})`);
       else if (this.logged === 10) this.ctx.log(`weir: more dead letters at ${l.location} are left out but not shown`);
       this.logged++;
     }

@@ -167,9 +167,10 @@ export class LocalProcessTarget implements DeploymentTarget {
 
   /** The job's id and control API, from the line `weir run` prints once it serves it. */
   endpoint(app: string, id: string): JobEndpoint | undefined {
-    const matches = [...this.stderrOf(app, id).matchAll(/weir: job ([0-9a-f]+) running; control API on (http:\/\/\S+)/g)];
-    const m = matches.at(-1);
-    if (m === undefined) return undefined;
+    // The line as weir run writes it, a whole line and the first: a log line quoting input (a
+    // malformed record's raw text) could hold the same words, and the token goes to this address.
+    const m = /^weir: job ([0-9a-f]+) running; control API on (http:\/\/\S+)$/m.exec(this.stderrOf(app, id));
+    if (m === null) return undefined;
     let token: string | undefined;
     try {
       token = readFileSync(this.layout.restToken(app, id), 'utf8').trim();

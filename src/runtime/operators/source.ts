@@ -17,6 +17,7 @@ import { SourceMetrics } from './source-metrics.ts';
 import { StreamOperator } from './operator.ts';
 import type { InlineOperatorState } from '../../core/checkpoint-format.ts';
 import { WeirError } from '../../core/errors.ts';
+import { quoteRaw } from '../../core/redact.ts';
 
 export const DEAD_LETTER_TAG_ID = 'weir.dead-letters';
 
@@ -427,6 +428,6 @@ class SplitOutput implements SourceOutput<unknown> {
 
 export class MalformedRecordError extends WeirError {
   constructor(readonly record: MalformedRecord) {
-    super('MALFORMED_RECORD', `malformed record at ${record.location}: ${record.error} (raw: ${record.raw.length > 120 ? record.raw.slice(0, 119) + '…' : record.raw}); set malformed: 'dead-letter' to route such records to a dead-letter output instead`);
+    super('MALFORMED_RECORD', `malformed record at ${record.location}: ${record.error} (raw: ${quoteRaw(record.raw)}); set malformed: 'dead-letter' to route such records to a dead-letter output instead`);
   }
 }
