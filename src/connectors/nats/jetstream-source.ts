@@ -95,7 +95,15 @@ export class JetStreamSource<T = unknown> implements Source<T, JetStreamSplit> {
       if (!Array.isArray(subjects) || subjects.length === 0 || !subjects.every((s) => typeof s === 'string' && /^[^\s]+$/.test(s))) {
         throw new TypeError(`${where}: subjects must be a non-empty array of subject filters`);
       }
-      if (new Set(subjects).size !== subjects.length) throw new RangeError(`${where}: subjects must not repeat a filter`);
+      // Each filter is its own consumer: a message two filters match would be read twice.
+      for (let i = 0; i < subjects.length; i++) {
+        for (let j = i + 1; j < subjects.length; j++) {
+          const both = subjectMatchingBoth(subjects[i]!, subjects[j]!);
+          if (both !== undefined) {
+            throw new RangeError(`${where}: subjects ${JSON.stringify(subjects[i])} and ${JSON.stringify(subjects[j])} overlap (a message on ${both} matches both, and each filter is read by its own consumer, so it would be read twice); give filters that no subject matches twice`);
+          }
+        }
+      }
     }
     this.subjects = subjects === undefined ? undefined : [...subjects];
     for (const [k, v] of [['user', options.user], ['pass', options.pass], ['token', options.token]] as const) {
@@ -478,6 +486,28 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
     const nc = this.nc;
     this.nc = undefined;
     if (nc !== undefined) await withTimeout(nc.drain().catch(() => nc.close()), this.src.conn.timeoutMs, `NATS at ${this.src.label}: close`).catch(() => nc.close());
+  }
+}
+
+/**
+ * A subject that both filters match, or undefined when none does. Filters are compared token by
+ * token (tokens split at '.'): `*` matches any one token, `>` (last) one or more. A `>` in
+ * either filter matches whatever the other has left, if it has a token left; two literal
+ * tokens must be equal; both filters must end together otherwise.
+ */
+export function subjectMatchingBoth(a: string, b: string): string | undefined {
+  const x = a.split('.');
+  const y = b.split('.');
+  const subject: string[] = [];
+  const any = (t: string): string => (t === '*' || t === '>' ? 'x' : t);
+  for (let i = 0; ; i++) {
+    const s = x[i];
+    const t = y[i];
+    if (s === undefined || t === undefined) return s === t ? subject.join('.') : undefined;
+    if (s === '>') return [...subject, ...y.slice(i).map(any)].join('.');
+    if (t === '>') return [...subject, ...x.slice(i).map(any)].join('.');
+    if (s !== '*' && t !== '*' && s !== t) return undefined;
+    subject.push(s === '*' ? any(t) : s);
   }
 }
 

@@ -10,7 +10,7 @@ import { connect, RetentionPolicy, type JetStreamClient, type JetStreamManager, 
 import {
   DEAD_LETTERS, JetStreamSource, TumblingEventTimeWindows, WatermarkStrategy, type MalformedRecord, type ReaderOutput, type SourceReaderContext,
 } from '../../../src/index.ts';
-import { deliveryGap, streamReset, type JetStreamSplit } from '../../../src/connectors/nats/jetstream-source.ts';
+import { deliveryGap, streamReset, subjectMatchingBoth, type JetStreamSplit } from '../../../src/connectors/nats/jetstream-source.ts';
 import { runInline, sorted } from '../../helpers/run.ts';
 import { errorCode } from '../../../src/core/errors.ts';
 
@@ -67,11 +67,11 @@ async function readSplit(src: JetStreamSource<Ev>, split: JetStreamSplit, until:
 }
 
 interface Ev { i: number; k: string; ts: number }
-/** Publishes records {i, k, ts} as JSON on `subject`, 500 in flight at a time. */
-async function fill(subject: string, count: number, from = 0, t0 = 1_700_000_000_000): Promise<void> {
+/** Publishes records {i, k, ts} as JSON on `subject` (or `subject(i)`), 500 in flight at a time. */
+async function fill(subject: string | ((i: number) => string), count: number, from = 0, t0 = 1_700_000_000_000): Promise<void> {
   for (let start = from; start < from + count; start += 500) {
     const ps: Promise<unknown>[] = [];
-    for (let i = start; i < Math.min(from + count, start + 500); i++) ps.push(js.publish(subject, JSON.stringify({ i, k: `k${i % 3}`, ts: t0 + i * 10 })));
+    for (let i = start; i < Math.min(from + count, start + 500); i++) ps.push(js.publish(typeof subject === 'string' ? subject : subject(i), JSON.stringify({ i, k: `k${i % 3}`, ts: t0 + i * 10 })));
     await Promise.all(ps);
   }
 }
@@ -301,6 +301,37 @@ describe('JetStreamSource', () => {
     }).then(() => undefined, (e: Error) => e);
     expect(e2?.message).toMatch(new RegExp(`^NATS at 127\\.0\\.0\\.1:4222: stream "${missing}": .*not found`));
   }, 90_000);
+
+  it('overlapping subject filters are refused naming both (before: each filter had its own consumer, and a message matching two was read twice, 1,500 records for 1,000 messages into an exactly-once sink)', async () => {
+    const s = await stream('overlap');
+    await fill((i) => `${s}.${i % 2 ? 'eu' : 'us'}.x`, 1000);
+    expect(() => new JetStreamSource<Ev>({ stream: s, subjects: [`${s}.>`, `${s}.eu.*`], stopAt: 'latest' })).toThrow(
+      `JetStreamSource: subjects "${s}.>" and "${s}.eu.*" overlap (a message on ${s}.eu.x matches both, and each filter is read by its own consumer, so it would be read twice); give filters that no subject matches twice`,
+    );
+    // Filters no subject matches twice: every message once.
+    const r = await runInline((env) => {
+      env.fromSource(new JetStreamSource<Ev>({ stream: s, subjects: [`${s}.eu.*`, `${s}.us.>`], stopAt: 'latest' })).collect('out');
+    }, { parallelism: 2 });
+    expect(sorted(r.collected<Ev>('out').map((e) => e.i))).toEqual(sorted([...Array(1000).keys()]));
+  }, 60_000);
+
+  it('two filters overlap when some subject matches both, token by token with * and >', () => {
+    const overlapping: [string, string, string][] = [
+      ['a.b', 'a.b', 'a.b'], ['a.>', 'a.b.*', 'a.b.x'], ['a.*', 'a.b', 'a.b'], ['*.b', 'a.*', 'a.b'], ['>', 'a.b.c', 'a.b.c'],
+      ['a.*.c', 'a.b.>', 'a.b.c'], ['a.>', 'a.>', 'a.x'], ['*.*', '>', 'x.x'], ['a.*.>', '*.b.c.d', 'a.b.c.d'],
+    ];
+    for (const [x, y, subject] of overlapping) {
+      expect(subjectMatchingBoth(x, y), `${x} ${y}`).toBe(subject);
+      expect(subjectMatchingBoth(y, x), `${y} ${x}`).toBe(subject);
+    }
+    for (const [x, y] of [['a.b', 'a.c'], ['a.>', 'a'], ['a.*', 'a.b.c'], ['a.*', 'a'], ['*.b', 'a.c'], ['a.b.>', 'a.c.>'], ['a.*.c', 'a.b.d'], ['ab', 'a']]) {
+      expect(subjectMatchingBoth(x!, y!), `${x} ${y}`).toBeUndefined();
+      expect(subjectMatchingBoth(y!, x!), `${y} ${x}`).toBeUndefined();
+    }
+    expect(() => new JetStreamSource({ stream: 'a', subjects: ['a.b', 'a.b'] })).toThrow('JetStreamSource: subjects "a.b" and "a.b" overlap (a message on a.b matches both');
+    expect(() => new JetStreamSource({ stream: 'a', subjects: ['a.b', 'a.c', 'a.*.d', 'a.d.>'] })).toThrow('subjects "a.*.d" and "a.d.>" overlap (a message on a.d.d matches both');
+    expect(new JetStreamSource({ stream: 'a', subjects: ['a.b', 'a.c.*', 'a.d.>'] }).subjects).toEqual(['a.b', 'a.c.*', 'a.d.>']);
+  });
 
   it('a lost message is a gap in the consumer sequence, the first of a new consumer included', () => {
     // A new consumer delivers from consumer sequence 1: its first message lost (2 arrives first)
