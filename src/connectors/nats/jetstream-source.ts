@@ -187,6 +187,8 @@ interface SplitState {
   sub: Subscription | undefined;
   /** Messages still expected for the pull in flight (0: none in flight). */
   outstanding: number;
+  /** Counts the split's pulls: tells a late answer to a ping about an earlier pull from the current one. */
+  pulls: number;
   pullTimer: ReturnType<typeof setTimeout> | undefined;
   /** Consumer sequence of the last message, to notice a gap. */
   lastDseq: number;
@@ -198,6 +200,13 @@ interface SplitState {
 
 /** 409s in a row (each recreating the consumer) before the reader fails: one that keeps coming will not clear. */
 const MAX_CONSECUTIVE_CONFLICTS = 5;
+
+/**
+ * How long past its expiry (blockMs) a pull may stay without an end before the server is pinged.
+ * The server's 408 at expiry is queued behind the pull's messages, so this covers their delivery
+ * on a busy connection; a pull that did end silently waits this long more, no longer.
+ */
+const PULL_END_GRACE_MS = 1000;
 
 class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
   private readonly splits = new BufferedSplits<SplitState>();
@@ -218,7 +227,7 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
       }
       const st: SplitState = {
         split: { ...s }, fetchedSeq: s.lastSeq, buffer: [], at: 0, out: undefined, done: s.endSeq !== undefined && s.lastSeq >= s.endSeq,
-        consumer: undefined, creating: false, sub: undefined, outstanding: 0, pullTimer: undefined, lastDseq: 0, lastPullAt: 0, conflicts: 0,
+        consumer: undefined, creating: false, sub: undefined, outstanding: 0, pulls: 0, pullTimer: undefined, lastDseq: 0, lastPullAt: 0, conflicts: 0,
       };
       this.splits.add(st);
     }
@@ -375,6 +384,7 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
       return;
     }
     st.outstanding = room;
+    const pull = ++st.pulls;
     st.lastPullAt = this.ctx.now();
     const body = JSON.stringify({ batch: room, expires: this.src.blockMs * 1_000_000 });
     try {
@@ -384,10 +394,36 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
       this.fail(natsError(this.src.conn, `pull from stream "${st.split.stream}"`, e));
       return;
     }
-    // A pull always ends (messages or a 408 at expiry); a silent server fails the reader.
-    st.pullTimer = setTimeout(() => {
-      if (st.outstanding > 0) this.fail(natsError(this.src.conn, `pull from stream "${st.split.stream}"`, new Error(`no answer within ${this.src.blockMs + this.src.conn.timeoutMs} ms`)));
-    }, this.src.blockMs + this.src.conn.timeoutMs);
+    // A pull ends with its batch or a 408 at expiry, but not always: the server (2.9.10) sends no
+    // 408 when the expiry falls during a delivery (a filtered consumer scanning a long stream,
+    // large messages), nor anything for a consumer deleted meanwhile. Failing the reader there
+    // restarted jobs in a loop, so the server is pinged instead (pullUnanswered).
+    const deliveredBefore = st.lastDseq;
+    st.pullTimer = setTimeout(() => this.pullUnanswered(st, pull, deliveredBefore), this.src.blockMs + PULL_END_GRACE_MS);
+  }
+
+  /**
+   * A pull past its expiry without an end: a server that answers a ping (flush) within timeoutMs
+   * is alive and has ended the pull (an expired pull gets nothing more), so the next one goes
+   * out; if the pull delivered nothing, its consumer may be gone and is created again first. No
+   * answer to the ping fails the reader, as a silent server did before.
+   */
+  private pullUnanswered(st: SplitState, pull: number, deliveredBefore: number): void {
+    st.pullTimer = undefined;
+    const nc = this.nc;
+    if (this.closed || nc === undefined || st.pulls !== pull || st.outstanding <= 0) return;
+    const waitedMs = this.src.blockMs + PULL_END_GRACE_MS;
+    withTimeout(nc.flush(), this.src.conn.timeoutMs, `NATS at ${this.src.label}: ping`).then(() => {
+      if (this.closed || st.pulls !== pull || st.outstanding <= 0) return; // it ended meanwhile
+      if (st.lastDseq === deliveredBefore) {
+        this.ctx.log(`stream "${st.split.stream}"${st.split.subject !== undefined ? ` subject ${st.split.subject}` : ''}: a pull ended without a word from the server after ${waitedMs} ms, with nothing delivered; recreating the consumer at sequence ${st.fetchedSeq + 1}`);
+        this.release(st);
+      }
+      this.pullDone(st);
+    }, (e: unknown) => {
+      if (this.closed || st.pulls !== pull || st.outstanding <= 0) return;
+      this.fail(natsError(this.src.conn, `pull from stream "${st.split.stream}"`, new Error(`no end of the pull within ${waitedMs} ms, and no answer to a ping within ${this.src.conn.timeoutMs} ms (${e instanceof Error ? e.message : String(e)})`)));
+    });
   }
 
   private pullDone(st: SplitState): void {
@@ -456,6 +492,9 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
       }
       st.fetchedSeq = info.seq;
       st.buffer.push({ seq: info.seq, ts: Math.floor(info.tsNanos / 1e6), subject: m.subject, data: m.data });
+      // Emitted while the pull goes on: a pull can take its whole expiry (or end without a word),
+      // and its messages waited for pullDone's wake.
+      if (st.buffer.length - st.at === 1) this.ctx.wake();
       if (end !== undefined && (info.seq >= end || info.pending === 0)) st.done = true;
     }
     this.ctx.metrics.setPendingRecords(st.split.id, info.pending);

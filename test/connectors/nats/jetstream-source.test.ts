@@ -66,6 +66,41 @@ async function readSplit(src: JetStreamSource<Ev>, split: JetStreamSplit, until:
   return { got, logs, error };
 }
 
+/**
+ * A bare reader of several splits, driven by hand: `until` polls until `done` holds, the reader
+ * ends or fails, or `ms` pass, waiting for its wake (or 100 ms) between polls. Records are kept
+ * per split id, with the reader's log lines and its error.
+ */
+function driveReader(src: JetStreamSource<Ev>, splits: JetStreamSplit[]) {
+  const logs: string[] = [];
+  const got = new Map<string, number[]>(splits.map((sp) => [sp.id, []]));
+  let wake: () => void = () => {};
+  const reader = src.createReader(readerCtx(logs, () => wake()));
+  reader.addSplits(splits);
+  const malformed = (): void => { throw new Error('unexpected'); };
+  const out: ReaderOutput<Ev> = {
+    collect: () => { throw new Error('records go through forSplit'); }, malformed,
+    forSplit: (id) => ({ collect: (v: Ev) => void got.get(id)!.push(v.i), malformed }) as never, splitFinished: () => {},
+  };
+  const state = { error: undefined as string | undefined, ended: false };
+  return {
+    logs, got, state, reader, out,
+    setWake: (f: () => void) => { wake = f; },
+    async until(done: () => boolean, ms: number): Promise<void> {
+      try {
+        for (const end = Date.now() + ms; Date.now() < end && !done();) {
+          const st = reader.poll(out, 100);
+          if (st === 'end') { state.ended = true; return; }
+          if (st === 'wait') await new Promise<void>((res) => { wake = res; setTimeout(res, 100); });
+        }
+      } catch (e) {
+        state.error = (e as Error).message;
+      }
+    },
+    close: () => reader.close?.(),
+  };
+}
+
 interface Ev { i: number; k: string; ts: number }
 /** Publishes records {i, k, ts} as JSON on `subject` (or `subject(i)`), 500 in flight at a time. */
 async function fill(subject: string | ((i: number) => string), count: number, from = 0, t0 = 1_700_000_000_000): Promise<void> {
@@ -236,6 +271,87 @@ describe('JetStreamSource', () => {
     expect(logs.some((l) => /no pull for \d+ s \(the server drops a consumer idle for 1 s\); recreating the consumer at sequence \d+/.test(l)), logs.join('\n')).toBe(true);
     expect(() => new JetStreamSource({ stream: s, consumerInactiveMs: 10 })).toThrow('JetStreamSource: consumerInactiveMs must be at least 1000, got 10');
   }, 60_000);
+
+  it('a pull sent to a consumer the server deleted gets no answer: the server is pinged, and a new consumer reads on (before: the reader failed after blockMs + timeoutMs)', async () => {
+    const s = await stream('delcons');
+    await fill(`${s}.a`, 20);
+    const r = driveReader(new JetStreamSource<Ev>({ stream: s, blockMs: 200, timeoutMs: 1000 }), [{ id: s, stream: s, lastSeq: 0 }]);
+    try {
+      await r.until(() => r.got.get(s)!.length >= 20, 20_000);
+      expect(r.state.error).toBeUndefined();
+      // Not polled, the reader sends no pull: wait for the one out to end (408 at its expiry), then delete the consumer.
+      const consumers = async () => { const names: string[] = []; for await (const c of await jsm.consumers.list(s)) names.push(c.name); return names; };
+      for (let k = 0; k < 100; k++) {
+        const [name] = await consumers();
+        if (name !== undefined && (await jsm.consumers.info(s, name)).num_waiting === 0) break;
+        await new Promise((res) => setTimeout(res, 100));
+      }
+      const [old] = await consumers();
+      await jsm.consumers.delete(s, old!);
+      await fill(`${s}.a`, 20, 20);
+      // The next pull goes to the deleted consumer: the server says nothing (2.9.10).
+      await r.until(() => r.got.get(s)!.length >= 40, 20_000);
+      expect(r.state.error).toBeUndefined();
+      expect(r.got.get(s)).toEqual([...Array(40).keys()]);
+      expect(r.logs).toEqual([`stream "${s}": a pull ended without a word from the server after 1200 ms, with nothing delivered; recreating the consumer at sequence 21`]);
+      expect(await consumers()).not.toContain(old);
+    } finally {
+      await r.close();
+    }
+  }, 60_000);
+
+  it('subject splits restored far into an interleaved stream read on although their pulls end without a 408 (before: the server sends none when the expiry falls during a delivery, and the reader failed, so restores crawled and restarted)', async () => {
+    const s = await stream('silent');
+    const K = 4;
+    await fill((i) => `${s}.k${i % K}`, 12_000);
+    const info = await jsm.streams.info(s);
+    const subjects = Array.from({ length: K }, (_, k) => `${s}.k${k}`);
+    const src = new JetStreamSource<Ev>({ stream: s, subjects, stopAt: 'latest', blockMs: 200, timeoutMs: 1000 });
+    // Restored at sequence 4,000 (record 3,999): 2,000 records left per subject, more than one pull delivers before its expiry.
+    const r = driveReader(src, subjects.map((subject) => ({ id: `${s}:${subject}`, stream: s, subject, lastSeq: 4000, endSeq: info.state.last_seq, streamCreated: info.created })));
+    try {
+      await r.until(() => false, 120_000);
+      expect(r.state.error).toBeUndefined();
+      expect(r.state.ended).toBe(true);
+      for (let k = 0; k < K; k++) {
+        expect(r.got.get(`${s}:${subjects[k]}`)).toEqual(Array.from({ length: 2000 }, (_, j) => 4000 + k + j * K));
+      }
+    } finally {
+      await r.close();
+    }
+  }, 150_000);
+
+  it('a message is emitted while its pull still waits on the server (before: only at the pull\'s end, blockMs later)', async () => {
+    const s = await stream('early');
+    const blockMs = 15_000;
+    const r = driveReader(new JetStreamSource<Ev>({ stream: s, blockMs }), [{ id: s, stream: s, lastSeq: 0 }]);
+    const waiting = async (): Promise<number> => {
+      let n = 0;
+      for await (const c of await jsm.consumers.list(s)) n += c.num_waiting;
+      return n;
+    };
+    try {
+      // Until the first pull waits on the server (polled only when the reader wakes, or every 100 ms).
+      for (let k = 0; k < 100 && await waiting() === 0; k++) await r.until(() => false, 100);
+      expect(await waiting()).toBe(1);
+      // From now on polled only when the reader wakes (the pull ends at blockMs: its 408 would wake it then).
+      const woken = () => new Promise<void>((res) => { r.setWake(res); setTimeout(res, 2 * blockMs); });
+      const first = woken();
+      await fill(`${s}.a`, 3);
+      await first;
+      // Woken by a message, not by the pull's end: the pull still waits for the rest of its batch
+      // (the reader sends none before it is polled).
+      expect(await waiting()).toBe(1);
+      for (let k = 0; k < 10; k++) {
+        const polled = r.reader.poll(r.out, 100);
+        if (r.got.get(s)!.length >= 3) break;
+        if (polled === 'wait') await woken();
+      }
+      expect(r.got.get(s)).toEqual([0, 1, 2]);
+    } finally {
+      await r.close();
+    }
+  }, 90_000);
 
   it('event time per subject: nothing is late although one subject is 25 s behind the other', async () => {
     const s = await stream('et');
