@@ -189,6 +189,8 @@ interface SplitState {
   outstanding: number;
   /** Counts the split's pulls: tells a late answer to a ping about an earlier pull from the current one. */
   pulls: number;
+  /** lastDseq when the pull in flight went out: still the same, the pull has delivered nothing. */
+  dseqAtPull: number;
   pullTimer: ReturnType<typeof setTimeout> | undefined;
   /** Consumer sequence of the last message, to notice a gap. */
   lastDseq: number;
@@ -208,9 +210,21 @@ const MAX_CONSECUTIVE_CONFLICTS = 5;
  */
 const PULL_END_GRACE_MS = 1000;
 
+/**
+ * Bytes a pull asks for at most (its max_bytes), raised to the server's max_payload plus
+ * PULL_BYTES_SLACK so that any message fits. Unbounded, a batch of large messages (1,000 of
+ * 200 KB) passed the server's limit of bytes pending for one connection (64 MiB) and the server
+ * cut the connection.
+ */
+const PULL_MAX_BYTES = 4 * 1024 * 1024;
+/** What the server counts in a message's size besides its payload and headers (subject, ack reply). */
+const PULL_BYTES_SLACK = 64 * 1024;
+
 class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
   private readonly splits = new BufferedSplits<SplitState>();
   private nc: NatsConnection | undefined;
+  /** A pull's max_bytes, once connected (PULL_MAX_BYTES). */
+  private pullMaxBytes = PULL_MAX_BYTES;
   private jsm: JetStreamManager | undefined;
   private connecting = false;
   private closed = false;
@@ -227,7 +241,7 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
       }
       const st: SplitState = {
         split: { ...s }, fetchedSeq: s.lastSeq, buffer: [], at: 0, out: undefined, done: s.endSeq !== undefined && s.lastSeq >= s.endSeq,
-        consumer: undefined, creating: false, sub: undefined, outstanding: 0, pulls: 0, pullTimer: undefined, lastDseq: 0, lastPullAt: 0, conflicts: 0,
+        consumer: undefined, creating: false, sub: undefined, outstanding: 0, pulls: 0, dseqAtPull: 0, pullTimer: undefined, lastDseq: 0, lastPullAt: 0, conflicts: 0,
       };
       this.splits.add(st);
     }
@@ -296,6 +310,7 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
         }
         natsConstants ??= await import('nats');
         this.nc = nc;
+        this.pullMaxBytes = Math.max(PULL_MAX_BYTES, (nc.info?.max_payload ?? 0) + PULL_BYTES_SLACK);
         void nc.closed().then((err) => {
           if (!this.closed && this.error === undefined) {
             this.fail(natsError(o, 'connection closed', err ?? new Error('the server closed the connection')));
@@ -385,8 +400,9 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
     }
     st.outstanding = room;
     const pull = ++st.pulls;
+    st.dseqAtPull = st.lastDseq;
     st.lastPullAt = this.ctx.now();
-    const body = JSON.stringify({ batch: room, expires: this.src.blockMs * 1_000_000 });
+    const body = JSON.stringify({ batch: room, expires: this.src.blockMs * 1_000_000, max_bytes: this.pullMaxBytes });
     try {
       this.nc!.publish(`$JS.API.CONSUMER.MSG.NEXT.${st.split.stream}.${st.consumer}`, new TextEncoder().encode(body), { reply: st.sub.getSubject() });
     } catch (e) {
@@ -398,8 +414,7 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
     // 408 when the expiry falls during a delivery (a filtered consumer scanning a long stream,
     // large messages), nor anything for a consumer deleted meanwhile. Failing the reader there
     // restarted jobs in a loop, so the server is pinged instead (pullUnanswered).
-    const deliveredBefore = st.lastDseq;
-    st.pullTimer = setTimeout(() => this.pullUnanswered(st, pull, deliveredBefore), this.src.blockMs + PULL_END_GRACE_MS);
+    st.pullTimer = setTimeout(() => this.pullUnanswered(st, pull), this.src.blockMs + PULL_END_GRACE_MS);
   }
 
   /**
@@ -408,14 +423,14 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
    * out; if the pull delivered nothing, its consumer may be gone and is created again first. No
    * answer to the ping fails the reader, as a silent server did before.
    */
-  private pullUnanswered(st: SplitState, pull: number, deliveredBefore: number): void {
+  private pullUnanswered(st: SplitState, pull: number): void {
     st.pullTimer = undefined;
     const nc = this.nc;
     if (this.closed || nc === undefined || st.pulls !== pull || st.outstanding <= 0) return;
     const waitedMs = this.src.blockMs + PULL_END_GRACE_MS;
     withTimeout(nc.flush(), this.src.conn.timeoutMs, `NATS at ${this.src.label}: ping`).then(() => {
       if (this.closed || st.pulls !== pull || st.outstanding <= 0) return; // it ended meanwhile
-      if (st.lastDseq === deliveredBefore) {
+      if (st.lastDseq === st.dseqAtPull) {
         this.ctx.log(`stream "${st.split.stream}"${st.split.subject !== undefined ? ` subject ${st.split.subject}` : ''}: a pull ended without a word from the server after ${waitedMs} ms, with nothing delivered; recreating the consumer at sequence ${st.fetchedSeq + 1}`);
         this.release(st);
       }
@@ -453,6 +468,17 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
         // looped for ever, reading nothing (thousands of log lines a second).
         if (h.description.startsWith('Exceeded MaxRequest')) {
           this.fail(new WeirError('CONNECTOR', `JetStream stream "${st.split.stream}" at ${this.src.label}: the server refuses the pull: ${h.description}; set the source's batchSize (now ${this.src.batchSize}) within the server's limit`));
+          return;
+        }
+        // The pull's max_bytes is reached: the next message did not fit, and the next pull takes it.
+        if (h.description === 'Message Size Exceeds MaxBytes') {
+          if (st.lastDseq === st.dseqAtPull) {
+            // Not even one message fitted: the next pull would end the same way, for ever.
+            this.fail(new WeirError('CONNECTOR', `JetStream stream "${st.split.stream}" at ${this.src.label}: the message after sequence ${st.fetchedSeq} is larger than a pull takes (${this.pullMaxBytes} bytes, the server's max_payload plus ${PULL_BYTES_SLACK})`));
+            return;
+          }
+          st.conflicts = 0;
+          this.pullDone(st);
           return;
         }
         if (++st.conflicts > MAX_CONSECUTIVE_CONFLICTS) {

@@ -353,6 +353,37 @@ describe('JetStreamSource', () => {
     }
   }, 90_000);
 
+  it('a pull asks for at most a few MiB, at least a message of max_payload: 1,000 messages of 200 KB are read while the task thread is busy (before: a pull of the whole batch passed the 64 MiB the server keeps pending for a connection, and the server cut it)', async () => {
+    const s = await stream('large');
+    const pad = 'x'.repeat(200_000);
+    const N = 1000;
+    for (let i = 0; i < N; i += 50) await Promise.all(Array.from({ length: 50 }, (_, k) => js.publish(`${s}.a`, JSON.stringify({ i: i + k, pad }))));
+    // What the reader asks the server for: the pulls' bodies.
+    const pulls: { batch: number; max_bytes?: number }[] = [];
+    const monitor = nc.subscribe(`$JS.API.CONSUMER.MSG.NEXT.${s}.*`, { callback: (_e, m) => void pulls.push(JSON.parse(new TextDecoder().decode(m.data))) });
+    await nc.flush();
+    const info = await jsm.streams.info(s);
+    const r = driveReader(new JetStreamSource<Ev>({ stream: s, stopAt: 'latest', timeoutMs: 5000 }), [{ id: s, stream: s, lastSeq: 0, endSeq: info.state.last_seq }]);
+    try {
+      await r.until(() => pulls.length > 0, 20_000);
+      // The task thread busy for a while (a slow operator, a long GC): nothing reads the socket meanwhile.
+      for (const end = Date.now() + 2000; Date.now() < end;) { /* busy */ }
+      await r.until(() => false, 60_000);
+      expect(r.state.error).toBeUndefined();
+      expect(r.state.ended).toBe(true);
+      expect(r.got.get(s)).toEqual([...Array(N).keys()]);
+      const maxPayload = nc.info!.max_payload;
+      expect(pulls.length).toBeGreaterThan(1);
+      for (const p of pulls) {
+        expect(p.max_bytes).toBeGreaterThan(maxPayload);
+        expect(p.max_bytes).toBeLessThanOrEqual(Math.max(8 * 1024 * 1024, 2 * maxPayload));
+      }
+    } finally {
+      monitor.unsubscribe();
+      await r.close();
+    }
+  }, 120_000);
+
   it('event time per subject: nothing is late although one subject is 25 s behind the other', async () => {
     const s = await stream('et');
     await fill(`${s}.a`, 3000);
