@@ -15,6 +15,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { csv, ExactlyOnceFileSink, ManualClock, parquet, type FileCommittable } from '../../src/index.ts';
+import type { S3SinkStorage } from '../../src/connectors/file/s3/s3-storage.ts';
 import { parquetLayout, readParquet } from '../helpers/duckdb.ts';
 import { runInline } from '../helpers/run.ts';
 import { startS3Server, type S3Request, type S3TestServer } from '../helpers/s3rver.ts';
@@ -286,6 +287,142 @@ describe('on s3rver', () => {
       server.fault = () => undefined;
     }
     expect(await visibleLines(ref2)).toEqual(second.lines);
+  });
+
+  /** Resolves when `event` has happened, or after `ms` (an injected delay: never longer than that). */
+  function gate(): { open: () => void; passed: (ms: number) => Promise<void> } {
+    let open!: () => void;
+    const p = new Promise<void>((res) => (open = res));
+    return { open, passed: (ms) => Promise.race([p, new Promise<void>((res) => setTimeout(res, ms))]) };
+  }
+
+  /** Attempt 1 commits ids 1, 2 (a closed part) and records ids 3, 4, 5 in checkpoint 2 as an open part with nothing uploaded (its tail only). */
+  async function committedAndOpen(ref: string): Promise<FileCommittable[]> {
+    const clock = new ManualClock(0);
+    const sink = new ExactlyOnceFileSink<{ id: number }>(ref, { s3: settings });
+    const w = sink.createWriter(ctx(clock));
+    const c = sink.createCommitter(ctx(clock));
+    w.write([{ id: 1 }, { id: 2 }], [0, 0]);
+    clock.advance(61_000);
+    const first = w.prepareCommit(1);
+    await w.whenPrepared?.(1);
+    await c.commit(first, 1);
+    w.write([{ id: 3 }, { id: 4 }, { id: 5 }], [0, 0, 0]);
+    const open = w.prepareCommit(2);
+    await w.whenPrepared?.(2);
+    w.close?.();
+    expect(open.map((x) => [x.s3?.kind, x.s3?.parts])).toEqual([['open', 0]]);
+    return open;
+  }
+
+  const ids = async (ref: string) => (await visibleLines(ref)).map((l) => (JSON.parse(l) as { id: number }).id).sort((a, b) => a - b);
+
+  it('a restore completing its open parts and the compaction its first commit starts take turns (before: a part merged meanwhile was judged not compacted and written again: ids 1,2,3,3,4,4,5,5)', async () => {
+    logged = [];
+    const ref = `s3://${server.bucket}/cmp-${n++}`;
+    const open = await committedAndOpen(ref);
+    const K = open[0]!.final;
+    // Attempt 2 restores checkpoint 2 (completes K from its tail) and dies before checkpoint 3.
+    await new ExactlyOnceFileSink<unknown>(ref, { s3: settings }).recover(ctx(new ManualClock(0), 2), 2, open, open);
+    expect(await ids(ref)).toEqual([1, 2, 3, 4, 5]);
+    // Attempt 3 restores checkpoint 2 again: recover() and the restored batch's commit (which
+    // starts a compaction of L and K) run at once, as CommitSinkOperator.setUp runs them. The
+    // store's answers are held back (at most 2 s each, never failed) into the order that lost
+    // the race: the compaction deletes K before the restore's HEAD of K, the restore lists the
+    // compaction records before the record is written, and GETs the intent after it is deleted.
+    const sink = new ExactlyOnceFileSink<unknown>(ref, { s3: settings, compactBelow: 1024 * 1024, compactMinFiles: 2 });
+    const st = (sink.storage as S3SinkStorage).store;
+    const sourcesDeleted = gate();
+    const recordsListed = gate();
+    const intentDeleted = gate();
+    const { headObject, list, putObject, getObject, deleteObject, deleteObjects } = st;
+    let deleted = false;
+    let headAfterDelete: boolean | undefined;
+    st.deleteObjects = async (b, keys) => {
+      await deleteObjects.call(st, b, keys);
+      if (keys.includes(K)) {
+        deleted = true;
+        sourcesDeleted.open();
+      }
+    };
+    st.headObject = async (b, key) => {
+      if (key === K) {
+        await sourcesDeleted.passed(2000);
+        headAfterDelete ??= deleted;
+      }
+      return headObject.call(st, b, key);
+    };
+    st.list = async (b, prefix, d) => {
+      const r = await list.call(st, b, prefix, d);
+      if (prefix.endsWith('/.weir-compact')) recordsListed.open();
+      return r;
+    };
+    st.putObject = async (b, key, body) => {
+      if (key.includes('/.weir-compacted-')) await recordsListed.passed(2000);
+      return putObject.call(st, b, key, body);
+    };
+    st.deleteObject = async (b, key) => {
+      await deleteObject.call(st, b, key);
+      if (key.includes('/.weir-compact-0-')) intentDeleted.open();
+    };
+    st.getObject = async (b, key, range) => {
+      if (key.includes('/.weir-compact-0-')) await intentDeleted.passed(2000);
+      return getObject.call(st, b, key, range);
+    };
+    const c = sink.createCommitter(ctx(new ManualClock(0), 2));
+    const recovered = sink.recover(ctx(new ManualClock(0), 2), 2, open, open);
+    await c.commit(open, 2); // an open part only: nothing published, but the first commit compacts
+    await recovered;
+    await c.settle?.();
+    await c.close?.();
+    expect(headAfterDelete, 'the restore\'s HEAD of K came after the compaction deleted K').toBe(false);
+    expect(await ids(ref)).toEqual([1, 2, 3, 4, 5]);
+    expect((await keys(ref)).filter((k) => k.startsWith('part-'))).toEqual([expect.stringMatching(/-c0\.jsonl$/)]);
+    expect(logged.filter((l) => /lost|stopped/.test(l))).toEqual([]);
+  }, 30_000);
+
+  it('an intent gone between the listing of the compaction records and its GET: listed again, its record found (before: judged not compacted, a restored part written again)', async () => {
+    // A compaction elsewhere (the failed attempt's committer in another worker: no lock is shared
+    // with it) merges the restored part while the restore asks whether it was compacted.
+    logged = [];
+    const ref = `s3://${server.bucket}/cmp-${n++}`;
+    const prefix = prefixOf(ref);
+    const open = await committedAndOpen(ref);
+    const K = open[0]!.final;
+    await new ExactlyOnceFileSink<unknown>(ref, { s3: settings }).recover(ctx(new ManualClock(0), 2), 2, open, open);
+    const sink = new ExactlyOnceFileSink<unknown>(ref, { s3: settings });
+    const storage = sink.storage as S3SinkStorage;
+    const st = storage.store;
+    const intentKey = `${prefix}/.weir-compact-0-0badc0de-0`;
+    let record: { target: string; sources: string[] } | undefined;
+    const { headObject, list } = st;
+    st.headObject = async (b, key) => {
+      if (key === K && record === undefined) {
+        // The other compaction's first steps: intent, merged file, sources deleted.
+        const sources = (await store.list(server.bucket, `${prefix}/part-0-`)).objects.map((o) => o.key).sort();
+        record = { target: `${prefix}/part-0-0badc0de-c0.jsonl`, sources };
+        await store.putObject(server.bucket, intentKey, Buffer.from(JSON.stringify(record) + '\n'));
+        const bodies = await Promise.all(sources.map(async (k) => Buffer.from((await store.getObject(server.bucket, k))!)));
+        await store.putObject(server.bucket, record.target, Buffer.concat(bodies));
+        await store.deleteObjects(server.bucket, sources);
+      }
+      return headObject.call(st, b, key);
+    };
+    let finished = false;
+    st.list = async (b, p, d) => {
+      const r = await list.call(st, b, p, d);
+      if (p === `${prefix}/.weir-compact` && record !== undefined && !finished) {
+        // Listed with the intent and without the record; the other compaction ends now: record written, intent deleted.
+        finished = true;
+        expect(r.objects.map((o) => o.key)).toEqual([intentKey]);
+        await storage.finishCompaction(intentKey, record);
+      }
+      return r;
+    };
+    await sink.recover(ctx(new ManualClock(0), 2), 2, open, open);
+    expect(finished).toBe(true);
+    expect(await ids(ref)).toEqual([1, 2, 3, 4, 5]);
+    expect((await keys(ref)).filter((k) => k.startsWith('part-'))).toEqual(['part-0-0badc0de-c0.jsonl']);
   });
 
   it('a finished job leaves no compaction half done: the task waits for the one its last commit started', async () => {

@@ -53,6 +53,8 @@ const INTENT_PREFIX = '.weir-compact-';
 /** GETs of compaction records in flight at once. */
 const RECORD_READS_IN_FLIGHT = 16;
 const DONE_PREFIX = '.weir-compacted-';
+/** Listings of the compaction records before giving up when intents keep vanishing between a listing and their GETs. */
+const MAX_RECORD_LISTINGS = 8;
 
 export interface S3CompactionSettings {
   /** Merge committed files smaller than this; 0: no compaction. */
@@ -135,33 +137,51 @@ export class S3SinkStorage implements FileSinkStorage<FileCommittable> {
     return `${this.bucket}\0${this.prefix}\0${sub}`;
   }
 
-  /** Compaction intents and records of subtask `sub` under the prefix (intents only with `intentsOnly`). */
+  /**
+   * Compaction intents and records of subtask `sub` under the prefix (intents only with
+   * `intentsOnly`). An intent listed but gone by its GET was finished (its record written
+   * before the intent was deleted, after the listing) or undone meanwhile: the prefix is listed
+   * again until every intent listed is read, or a caller asking whether a file was compacted
+   * missed the record that replaced the intent (and wrote the file a second time).
+   */
   async compactionRecords(sub: number, intentsOnly = false): Promise<{ key: string; record: CompactionRecord; done: boolean }[]> {
     const head = this.prefix === '' ? '' : `${this.prefix}/`;
-    const listed = await this.store.list(this.bucket, partKey(this.prefix, intentsOnly ? `${INTENT_PREFIX}${sub}-` : '.weir-compact'));
-    const out: { key: string; record: CompactionRecord; done: boolean }[] = [];
-    const mine = listed.objects.filter((o) => {
-      const name = o.key.slice(head.length);
-      return name.startsWith(`${DONE_PREFIX}${sub}-`) || name.startsWith(`${INTENT_PREFIX}${sub}-`);
-    });
-    // Records are never deleted (a restore may need any of them), so there are more with the
-    // prefix's age: their GETs overlap, up to 16 at once (each costs a round trip on S3).
-    const bodies = await mapBounded(mine, RECORD_READS_IN_FLIGHT, (o) => this.store.getObject(this.bucket, o.key));
-    for (let i = 0; i < mine.length; i++) {
-      const o = mine[i]!;
-      const done = o.key.slice(head.length).startsWith(`${DONE_PREFIX}${sub}-`);
-      const body = bodies[i];
-      if (body === undefined) continue; // resolved meanwhile
-      let record: CompactionRecord;
-      try {
-        record = JSON.parse(Buffer.from(body).toString('utf8')) as CompactionRecord;
-      } catch (e) {
-        throw new WeirError('CONNECTOR', `exactly-once file sink ${this.location}: cannot read the compaction record ${this.describe(o.key)}: ${(e as Error).message}`);
+    const read = new Map<string, Uint8Array>();
+    for (let round = 1; ; round++) {
+      const listed = await this.store.list(this.bucket, partKey(this.prefix, intentsOnly ? `${INTENT_PREFIX}${sub}-` : '.weir-compact'));
+      const mine = listed.objects.filter((o) => {
+        const name = o.key.slice(head.length);
+        return name.startsWith(`${DONE_PREFIX}${sub}-`) || name.startsWith(`${INTENT_PREFIX}${sub}-`);
+      });
+      // Records are never deleted (a restore may need any of them), so there are more with the
+      // prefix's age: their GETs overlap, up to 16 at once (each costs a round trip on S3); a
+      // second listing reads only what the first did not.
+      const unread = mine.filter((o) => !read.has(o.key));
+      const bodies = await mapBounded(unread, RECORD_READS_IN_FLIGHT, (o) => this.store.getObject(this.bucket, o.key));
+      let vanished = 0;
+      for (let i = 0; i < unread.length; i++) {
+        const body = bodies[i];
+        if (body === undefined) vanished++;
+        else read.set(unread[i]!.key, body);
       }
-      if (typeof record?.target !== 'string' || !Array.isArray(record.sources)) throw new WeirError('CONNECTOR', `exactly-once file sink ${this.location}: the compaction record ${this.describe(o.key)} has no target or sources`);
-      out.push({ key: o.key, record, done });
+      if (vanished > 0) {
+        if (round < MAX_RECORD_LISTINGS) continue;
+        throw new WeirError('CONNECTOR', `exactly-once file sink ${this.location}: the compaction records of subtask ${sub} kept changing while being read (${MAX_RECORD_LISTINGS} listings); another job writing under the same prefix?`);
+      }
+      const out: { key: string; record: CompactionRecord; done: boolean }[] = [];
+      for (const o of mine) {
+        const done = o.key.slice(head.length).startsWith(`${DONE_PREFIX}${sub}-`);
+        let record: CompactionRecord;
+        try {
+          record = JSON.parse(Buffer.from(read.get(o.key)!).toString('utf8')) as CompactionRecord;
+        } catch (e) {
+          throw new WeirError('CONNECTOR', `exactly-once file sink ${this.location}: cannot read the compaction record ${this.describe(o.key)}: ${(e as Error).message}`);
+        }
+        if (typeof record?.target !== 'string' || !Array.isArray(record.sources)) throw new WeirError('CONNECTOR', `exactly-once file sink ${this.location}: the compaction record ${this.describe(o.key)} has no target or sources`);
+        out.push({ key: o.key, record, done });
+      }
+      return out;
     }
-    return out;
   }
 
   /** Whether an absent part file was committed and compacted since (see compactedAway). */
@@ -321,24 +341,28 @@ export class S3SinkStorage implements FileSinkStorage<FileCommittable> {
    * checkpoint does not name (an interrupted attempt's, or checkpoints after the restored one).
    */
   async recover(ctx: SinkContext, restoredId: number, committables: readonly FileCommittable[], referenced: readonly FileCommittable[]): Promise<void> {
-    // A compaction of the failed attempt still running in this thread ends first (it may delete
-    // files this completes), and an interrupted one is finished or undone now, as on a local
-    // directory: left to the next compaction, which only a commit starts, a restored subtask that
-    // committed nothing more left the merged file and its sources both visible for good.
-    let resolved = 0;
-    await exclusive(this.lockKey(ctx.subtaskIndex), async () => void (resolved = await this.resolveIntents(ctx)));
-    if (resolved > 0) ctx.log(`weir: exactly-once file sink ${this.location}: resolved ${resolved} interrupted compaction(s) of subtask ${ctx.subtaskIndex}`);
-    const completeKeys = new Set(referenced.filter((c) => c.s3?.kind === 'complete').map((c) => c.final));
-    const opens = opensToComplete(
-      committables.filter((c) => c.s3?.kind === 'open').map((c) => ({ key: c.final, checkpointId: c.s3!.checkpointId, c })),
-      completeKeys,
-    );
-    if (opens.length > 0) await this.writeCommitRecord(ctx.subtaskIndex, restoredId);
-    for (const o of opens) await this.completeFile(o.c, Buffer.from(o.c.s3!.tail ?? '', 'base64'), ctx);
-    // Other uploads of a completed open part's key are extras (a retried creation): not kept.
-    const keep = new Set(referenced.map((c) => c.final));
-    for (const o of opens) keep.delete(o.key);
-    await this.abortOrphans(ctx, keep);
+    // All of it on the subtask's compaction lock. A compaction of the failed attempt still
+    // running in this thread ends first (it may delete files this completes), and an interrupted
+    // one is finished or undone now, as on a local directory (left to the next compaction, which
+    // only a commit starts, a restored subtask that committed nothing more left the merged file
+    // and its sources both visible for good). The open parts are completed on the lock too: the
+    // restore's first commit starts a compaction at once, and one merging a part completed here
+    // while this asked whether that part had been compacted (wasCompacted) had it written again.
+    await exclusive(this.lockKey(ctx.subtaskIndex), async () => {
+      const resolved = await this.resolveIntents(ctx);
+      if (resolved > 0) ctx.log(`weir: exactly-once file sink ${this.location}: resolved ${resolved} interrupted compaction(s) of subtask ${ctx.subtaskIndex}`);
+      const completeKeys = new Set(referenced.filter((c) => c.s3?.kind === 'complete').map((c) => c.final));
+      const opens = opensToComplete(
+        committables.filter((c) => c.s3?.kind === 'open').map((c) => ({ key: c.final, checkpointId: c.s3!.checkpointId, c })),
+        completeKeys,
+      );
+      if (opens.length > 0) await this.writeCommitRecord(ctx.subtaskIndex, restoredId);
+      for (const o of opens) await this.completeFile(o.c, Buffer.from(o.c.s3!.tail ?? '', 'base64'), ctx);
+      // Other uploads of a completed open part's key are extras (a retried creation): not kept.
+      const keep = new Set(referenced.map((c) => c.final));
+      for (const o of opens) keep.delete(o.key);
+      await this.abortOrphans(ctx, keep);
+    });
   }
 
   /** Aborts owned uploads not in `keep` and not of a live writer; returns how many. */
