@@ -28,7 +28,7 @@ export type { Source, SourceSplit, SourceReader, SourceReaderContext, SourceOutp
 export { RedisStreamsSource, type RedisStreamsSourceOptions, type RedisStreamSplit } from '../connectors/redis/redis-streams-source.ts';
 export type { SourceOptions } from './environment.ts';
 export { JetStreamSource, type JetStreamSourceOptions, type JetStreamSplit } from '../connectors/nats/jetstream-source.ts';
-export type { TwoPhaseCommitSink, SinkWriter, SinkCommitter, SinkContext } from '../core/sink.ts';
+export type { TwoPhaseCommitSink, SinkWriter, SinkCommitter, SinkContext, PrepareCommitOptions } from '../core/sink.ts';
 export { ExactlyOnceFileSink, type ExactlyOnceFileSinkOptions, type FileCommittable } from '../connectors/file/exactly-once-file-sink.ts';
 export { csv, jsonLines, type CsvFormatOptions, type FileFormat } from '../connectors/file/formats.ts';
 export { parquet, type ParquetColumnType, type ParquetFormatOptions } from '../connectors/file/parquet/parquet-format.ts';

@@ -34,7 +34,7 @@ export interface SinkWriter<T, C> {
   /** Writes a batch of records (the arrays are borrowed for the call). */
   write(values: readonly T[], timestamps: readonly number[]): void;
   /** At a checkpoint barrier: make what was written so far durable and return it as committables. */
-  prepareCommit(checkpointId: number): C[];
+  prepareCommit(checkpointId: number, options?: PrepareCommitOptions): C[];
   /**
    * Optional: resolves once the committables prepareCommit(checkpointId) returned are durable
    * outside weir (a PREPARE TRANSACTION has finished). The checkpoint is acknowledged only
@@ -52,6 +52,17 @@ export interface SinkWriter<T, C> {
   /** Optional: resolves once everything written has reached the external system; awaited before the task ends. */
   drain?(): Promise<void> | undefined;
   close?(): void;
+}
+
+/** What a barrier tells the writer besides its checkpoint id. */
+export interface PrepareCommitOptions {
+  /**
+   * The job stops after this snapshot (a stop-with-savepoint without drain: no record follows,
+   * and the snapshot's commit is the last one). A writer that keeps output open across
+   * checkpoints (the file sink's S3 part, one multipart upload) closes it now, so that commit
+   * makes everything written visible, as a stop does for a local directory's files.
+   */
+  readonly stop?: boolean;
 }
 
 export interface SinkCommitter<C> {

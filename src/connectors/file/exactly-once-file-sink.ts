@@ -23,7 +23,7 @@
 import { randomBytes } from 'node:crypto';
 import { WeirError } from '../../core/errors.ts';
 import { toMillis, type Duration } from '../../core/duration.ts';
-import type { SinkCommitter, SinkContext, SinkWriter, TwoPhaseCommitSink } from '../../core/sink.ts';
+import type { PrepareCommitOptions, SinkCommitter, SinkContext, SinkWriter, TwoPhaseCommitSink } from '../../core/sink.ts';
 import type { MalformedRecord } from '../../core/source.ts';
 import { isS3Reference, type S3Settings } from '../../checkpoint/s3/settings.ts';
 import { toFileFormat, type FileFormat, type PartEncoder, type RejectRecord } from './formats.ts';
@@ -258,10 +258,13 @@ class FileWriter<T> implements SinkWriter<T, FileCommittable> {
     if (part.close()) this.closed.push(part);
   }
 
-  prepareCommit(checkpointId: number): FileCommittable[] {
+  prepareCommit(checkpointId: number, options?: PrepareCommitOptions): FileCommittable[] {
     this.checkBroken();
     this.session.check?.();
-    if (this.current !== undefined && (rollAtBarrier(this.progress(), this.ctx.now(), this.sink.policy) !== undefined || this.encoder!.isFull?.() === true)) this.roll();
+    // A stop-with-savepoint rolls the open part (S3: its upload completes at the stop's commit),
+    // as a local directory's part rolls at every barrier: left open, the stop's commit made
+    // nothing visible and its records lived only in the upload and the savepoint's tail.
+    if (this.current !== undefined && (options?.stop === true || rollAtBarrier(this.progress(), this.ctx.now(), this.sink.policy) !== undefined || this.encoder!.isFull?.() === true)) this.roll();
     const out: FileCommittable[] = [];
     for (const part of this.closed) out.push(part.seal(checkpointId));
     this.closed = [];

@@ -128,11 +128,20 @@ export class CommitSinkOperator extends StreamOperator {
     }
   }
 
+  /** The checkpoint id of a stop-with-savepoint's barrier, once it came (the job ends after it). */
+  private stopAt: number | undefined;
+
+  override prepareSnapshotPreBarrier(checkpointId: number, stop?: boolean): void {
+    super.prepareSnapshotPreBarrier(checkpointId, stop);
+    if (stop === true) this.stopAt = checkpointId;
+  }
+
   override snapshotInline(checkpointId: number): InlineOperatorState | undefined {
     this.rethrow();
     let fresh: unknown[];
     try {
-      fresh = this.writer.prepareCommit(checkpointId);
+      // At a stop the writer leaves nothing open: the stop's commit makes all its output visible.
+      fresh = this.writer.prepareCommit(checkpointId, this.stopAt === checkpointId ? { stop: true } : undefined);
     } catch (e) {
       throw this.fail(e, `sink "${this.sink.name}" prepareCommit`);
     }

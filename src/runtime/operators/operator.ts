@@ -227,8 +227,11 @@ export abstract class StreamOperator {
 
   // ---- checkpoint hooks (defaults cover operator list state and broadcast state)
 
-  /** Before the barrier goes downstream: a last chance to emit records that belong before it. */
-  prepareSnapshotPreBarrier(_checkpointId: number): void {}
+  /**
+   * Before the barrier goes downstream: a last chance to emit records that belong before it.
+   * `stop`: the barrier is a stop-with-savepoint's (without drain): the task ends after it.
+   */
+  prepareSnapshotPreBarrier(_checkpointId: number, _stop?: boolean): void {}
 
   /** Synchronous phase: small non-keyed state, captured now (keyed state is frozen by the task). */
   snapshotInline(checkpointId: number): InlineOperatorState | undefined {
