@@ -60,32 +60,50 @@ export class CommittedOutputRefusal extends StartError {}
 
 /**
  * Asks every sink; throws CommittedOutputRefusal on the first refusal (StartError when a sink
- * cannot tell), logs warnings. Returns the highest checkpoint id any sink committed (undefined:
+ * cannot tell), logs warnings. A fresh start also asks each sink whether it would destroy
+ * work an earlier run's completed checkpoint still needs (freshStartRefusal). Returns the highest checkpoint id any sink committed (undefined:
  * none said): the attempt's checkpoint ids go above it, or a sink would skip their output as
  * committed already (duplicates accepted, a restore from before it).
  */
 export async function checkCommittedOutput(graph: JobGraph, restoredId: number | undefined, allowDuplicates: boolean, log: (line: string) => void, restoredParallelism?: (operatorId: string) => number | undefined): Promise<number | undefined> {
   let highest: number | undefined;
   for (const { sink, scope } of commitSinksOf(graph, restoredParallelism)) {
-    if (sink.lastCommittedCheckpoint === undefined) continue;
-    let last: number | undefined;
-    try {
-      let timer: NodeJS.Timeout | undefined;
-      const timeout = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`no answer within ${ASK_TIMEOUT_MS / 1000} s`)), ASK_TIMEOUT_MS);
-      });
+    if (sink.lastCommittedCheckpoint !== undefined) {
+      let last: number | undefined;
       try {
-        last = await Promise.race([Promise.resolve().then(() => sink.lastCommittedCheckpoint!(scope)), timeout]);
-      } finally {
-        clearTimeout(timer);
+        last = await withAskTimeout(() => sink.lastCommittedCheckpoint!(scope));
+      } catch (e) {
+        throw new StartError(`sink "${sink.name}": cannot tell what it committed last: ${(e as Error).message}`);
       }
-    } catch (e) {
-      throw new StartError(`sink "${sink.name}": cannot tell what it committed last: ${(e as Error).message}`);
+      const d = decideCommittedOutput(sink.name, last, restoredId, allowDuplicates);
+      if (d.type === 'refuse') throw new CommittedOutputRefusal(d.message);
+      if (d.type === 'warn') log(d.message);
+      if (last !== undefined && Number.isSafeInteger(last)) highest = Math.max(highest ?? 0, last);
     }
-    const d = decideCommittedOutput(sink.name, last, restoredId, allowDuplicates);
-    if (d.type === 'refuse') throw new CommittedOutputRefusal(d.message);
-    if (d.type === 'warn') log(d.message);
-    if (last !== undefined && Number.isSafeInteger(last)) highest = Math.max(highest ?? 0, last);
+    // A fresh start: would it destroy what an earlier run's completed checkpoint still needs (the S3 file sink's open uploads)?
+    if (restoredId === undefined && sink.freshStartRefusal !== undefined) {
+      let why: string | undefined;
+      try {
+        why = await withAskTimeout(() => sink.freshStartRefusal!(scope));
+      } catch (e) {
+        throw new StartError(`sink "${sink.name}": cannot tell whether a fresh start would destroy an earlier run's output: ${(e as Error).message}`);
+      }
+      if (why !== undefined && !allowDuplicates) throw new CommittedOutputRefusal(why);
+      if (why !== undefined) log(`weir: warning: ${why} (started fresh all the same: --allow-duplicate-output)`);
+    }
   }
   return highest;
+}
+
+/** `ask()`, rejected after ASK_TIMEOUT_MS. */
+async function withAskTimeout<T>(ask: () => T | Promise<T>): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ASK_TIMEOUT_MS / 1000} s`)), ASK_TIMEOUT_MS);
+  });
+  try {
+    return await Promise.race([Promise.resolve().then(ask), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
 }

@@ -112,6 +112,14 @@ export interface TwoPhaseCommitSink<T, C> {
    */
   lastCommittedCheckpoint?(scope: CommitScope): number | undefined | Promise<number | undefined>;
   /**
+   * Asked before an attempt that restores nothing (a fresh start), on the main thread: a
+   * one-line reason when such a start would destroy work a completed checkpoint or savepoint of
+   * an earlier run still needs (the file sink on S3: multipart uploads holding open parts, which
+   * a fresh start aborts); undefined when nothing stands in the way. The start is refused with
+   * it, or, with duplicates accepted (--allow-duplicate-output), the reason is logged as a warning.
+   */
+  freshStartRefusal?(scope: CommitScope): string | undefined | Promise<string | undefined>;
+  /**
    * Takes an exclusive lease on the sink's output for the job's run (the file sink: its
    * directory; a database sink: an advisory lock), so two jobs never write one output. Called
    * on the main thread before the first attempt; throws when another live job holds it (naming

@@ -311,6 +311,78 @@ describe('on s3rver', () => {
     w2.close?.();
   });
 
+  it('a fresh start is refused (one line naming the prefix and the ways out) while a completed checkpoint of an earlier run holds an open upload there; the upload stays and a restore completes it (before: aborted by the fresh start, the checkpoint\'s records lost)', async () => {
+    const ref = out();
+    const sink = new ExactlyOnceFileSink<string>(ref, { s3: settings });
+    const w = sink.createWriter(ctx());
+    const c = sink.createCommitter(ctx());
+    const xs = lines(0, 5 * 1024 + 10);
+    write(w, xs);
+    const cp1 = w.prepareCommit(1); // one whole part uploaded, the rest in the checkpoint's tail
+    await w.whenPrepared?.(1);
+    expect(cp1.map((x) => [x.s3?.kind, x.s3?.parts])).toEqual([['open', 1]]);
+    await c.commit(cp1, 1); // checkpoint 1 completed: nothing visible, the upload is the checkpoint's
+    w.close?.(); // the run is killed
+    expect(await uploads(ref)).toHaveLength(1);
+    const job = (env: Parameters<Parameters<typeof runInline>[0]>[0]) => {
+      env.fromGenerator((i) => `x${i}`, { count: 10 }).sinkTo(new ExactlyOnceFileSink<string>(ref));
+    };
+    const refused = await runInline(job, { s3: settings }).then(() => 'ran', (e: Error) => e.message);
+    expect(refused).toBe(
+      `sink "exactly-once files ${ref}": ${ref} holds 1 multipart upload(s) with records not visible yet (open part files) that completed checkpoint 1 (and any later one) of an earlier run holds, and a start without a restore would abort them: ` +
+      'restore that run\'s latest checkpoint or savepoint with --from, write to another prefix, or start fresh all the same with --allow-duplicate-output (the uploads are aborted: that run\'s snapshots then restore without their records)',
+    );
+    expect(await uploads(ref), 'the upload is left alone').toHaveLength(1);
+    // Restored (the way the refusal points): the file is completed from the checkpoint, whole.
+    await new ExactlyOnceFileSink<string>(ref, { s3: settings }).recover(ctx(new ManualClock(0), 0, 1, 1), 1, cp1, cp1);
+    expect([...(await objects(ref)).values()]).toEqual([body(xs)]);
+    expect(await uploads(ref)).toEqual([]);
+    expect(await sink.freshStartRefusal(), 'completed: nothing stands in the way any more').toBeUndefined();
+  });
+
+  it('the record of open parts is written when the set of open parts changes, not at every checkpoint, and goes once none is open; with duplicates accepted a fresh start only warns', async () => {
+    const ref = out();
+    const clock = new ManualClock(0);
+    const sink = new ExactlyOnceFileSink<string>(ref, { s3: settings });
+    const w = sink.createWriter(ctx(clock));
+    const c = sink.createCommitter(ctx(clock));
+    const marker = `${prefixOf(ref)}/.weir-open-0`;
+    const puts = () => server.requests.filter((r) => r.method === 'PUT' && r.path.endsWith(`/${marker}`)).length;
+    const before = puts();
+    for (let chk = 1; chk <= 5; chk++) {
+      write(w, lines(chk * 10, 3));
+      const list = w.prepareCommit(chk);
+      await w.whenPrepared?.(chk);
+      await c.commit(list, chk);
+    }
+    expect(puts() - before, 'one part open through 5 checkpoints: written once').toBe(1);
+    expect(await store.getObject(server.bucket, marker)).toBeDefined();
+    // No upload holds the open part yet (its bytes are all in the tail): a fresh start destroys nothing.
+    expect(await sink.freshStartRefusal()).toBeUndefined();
+    w.finish?.(); // the end of input rolls the part: its commit completes it, nothing is open any more
+    const last = w.prepareCommit(6);
+    await w.whenPrepared?.(6);
+    await c.commit(last, 6);
+    w.close?.();
+    expect(await store.getObject(server.bucket, marker), 'the record goes when nothing is open').toBeUndefined();
+
+    // Another run's checkpoint holds an upload, and that run is killed: a start with duplicates accepted warns, and goes on.
+    const ref2 = out();
+    const w2 = new ExactlyOnceFileSink<string>(ref2, { s3: settings }).createWriter(ctx());
+    const c2 = new ExactlyOnceFileSink<string>(ref2, { s3: settings }).createCommitter(ctx());
+    write(w2, lines(0, 5 * 1024 + 1));
+    const l1 = w2.prepareCommit(1);
+    await w2.whenPrepared?.(1);
+    await c2.commit(l1, 1);
+    w2.close?.();
+    const warned: string[] = [];
+    const r = await runInline((env) => {
+      env.fromGenerator((i) => `x${i}`, { count: 10 }).sinkTo(new ExactlyOnceFileSink<string>(ref2));
+    }, { s3: settings, allowDuplicateOutput: true, log: (l) => warned.push(l) });
+    expect(r.status).toBe('FINISHED');
+    expect(warned.filter((l) => l.startsWith('weir: warning: sink'))).toEqual([expect.stringMatching(/holds 1 multipart upload.*\(started fresh all the same: --allow-duplicate-output\)$/)]);
+  });
+
   it('through a job with checkpoints: every record committed exactly once, one file per subtask (rolling by age is longer than the job), no upload left', async () => {
     const ref = out();
     const work = mkdtempSync(join(tmpdir(), 'weir-s3-sink-'));

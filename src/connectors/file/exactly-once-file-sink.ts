@@ -140,6 +140,11 @@ export class ExactlyOnceFileSink<T> implements TwoPhaseCommitSink<T, FileCommitt
     return this.storage.readCommitRecords();
   }
 
+  /** Whether a fresh start would destroy open parts a completed checkpoint holds (S3 only; see the storage's). */
+  freshStartRefusal(): Promise<string | undefined> | undefined {
+    return this.storage.freshStartRefusal?.().then((why) => (why === undefined ? undefined : `sink "${this.name}": ${why}`));
+  }
+
   /** After a restore: clean up what the interrupted attempt left (see the storage's recover). */
   recover(ctx: SinkContext, restoredId: number, committables: readonly FileCommittable[] = [], referenced: readonly FileCommittable[] = []): void | Promise<void> {
     return this.storage.recover(ctx, restoredId, committables, referenced);
@@ -304,8 +309,10 @@ class FileCommitter implements SinkCommitter<FileCommittable> {
 
   commit(list: readonly FileCommittable[], checkpointId = 0): void | Promise<void> {
     const visible = list.filter((c) => this.storage.publishes(c));
+    // The parts the completed checkpoint holds open (S3): a fresh start must not abort them.
+    const noted = this.session.noteOpen?.(checkpointId, [...new Set(list.filter((c) => !this.storage.publishes(c)).map((c) => c.final))]);
     // Recorded before the files appear: the record may run one checkpoint ahead of the visible output, never behind.
-    const recorded = visible.length > 0 ? this.storage.writeCommitRecord(this.ctx.subtaskIndex, checkpointId) : undefined;
+    const recorded = visible.length > 0 ? andThen(noted, () => this.storage.writeCommitRecord(this.ctx.subtaskIndex, checkpointId)) : noted;
     let chain = recorded;
     for (const c of visible) chain = andThen(chain, () => this.storage.publish(c, this.ctx));
     return andThen(chain, () => this.session.afterCommit(visible.length));

@@ -50,6 +50,12 @@ export interface WriterSession<C> {
 export interface CommitterSession {
   /** After a commit's publishes (local: fsync of the directory, compaction). */
   afterCommit(published: number): void | Promise<void>;
+  /**
+   * Before a commit's publishes: the parts completed checkpoint `checkpointId` holds open
+   * (S3: multipart uploads only a restore of it completes), recorded beside the output so that
+   * a start without a restore can tell it would destroy them (FileSinkStorage.freshStartRefusal).
+   */
+  noteOpen?(checkpointId: number, keys: readonly string[]): void | Promise<void>;
   /** Background work afterCommit started has ended (S3: a compaction; local waits in afterCommit). */
   settle?(): Promise<void>;
   close(): void | Promise<void>;
@@ -73,6 +79,8 @@ export interface FileSinkStorage<C> {
   /** See TwoPhaseCommitSink.recover. */
   recover(ctx: SinkContext, restoredId: number, committables: readonly C[], referenced: readonly C[]): void | Promise<void>;
   lease(owner: string): { release(): void };
+  /** Why a start without a restore must not run on this output (it would destroy what a completed checkpoint of an earlier run holds); undefined: it may. */
+  freshStartRefusal?(): Promise<string | undefined>;
 }
 
 /** Runs `next` after `first`: synchronously when `first` is not a promise. */

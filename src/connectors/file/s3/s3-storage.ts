@@ -48,6 +48,13 @@ const FAIL_WAITING_PARTS = 4 * MAX_WAITING_PARTS;
 const MAX_SPARE_BUFFERS = 2;
 const RECORD_PREFIX = '.weir-committed-';
 const RECORD_RE = /^\.weir-committed-(\d+)$/;
+/**
+ * `<prefix>/.weir-open-<sub>`: the part files the last checkpoint a subtask committed holds
+ * open ({checkpointId, keys}), multipart uploads only a restore of it completes; rewritten when
+ * that set changes, deleted when it is empty. A fresh start refuses to abort such an upload.
+ */
+const OPEN_PREFIX = '.weir-open-';
+const OPEN_RE = /^\.weir-open-(\d+)$/;
 /** A compaction's intent (`.weir-compact-<sub>-<run>-<k>`) and, once its sources are deleted, its record (`.weir-compacted-...`). */
 const INTENT_PREFIX = '.weir-compact-';
 /** GETs of compaction records in flight at once. */
@@ -329,6 +336,42 @@ export class S3SinkStorage implements FileSinkStorage<FileCommittable> {
     return highest;
   }
 
+  /** Records (noteOpen) that completed checkpoint `checkpointId` of subtask `sub` holds `keys` open; none: the record goes. */
+  async writeOpenRecord(sub: number, checkpointId: number, keys: readonly string[]): Promise<void> {
+    const key = partKey(this.prefix, `${OPEN_PREFIX}${sub}`);
+    if (keys.length === 0) await this.store.deleteObject(this.bucket, key);
+    else await this.store.putObject(this.bucket, key, Buffer.from(JSON.stringify({ checkpointId, keys }) + '\n'));
+  }
+
+  /**
+   * A start without a restore aborts every upload of the sink's part files under the prefix
+   * (openWriter): refused when one of them holds an open part a completed checkpoint of an
+   * earlier run names (the open records), as that checkpoint, or a savepoint sharing the upload,
+   * could then no longer be restored whole.
+   */
+  async freshStartRefusal(): Promise<string | undefined> {
+    const head = this.prefix === '' ? '' : `${this.prefix}/`;
+    const named = new Map<string, number>();
+    for (const o of (await this.store.list(this.bucket, partKey(this.prefix, OPEN_PREFIX))).objects) {
+      if (!OPEN_RE.test(o.key.slice(head.length))) continue;
+      const body = await this.store.getObject(this.bucket, o.key);
+      if (body === undefined) continue; // deleted meanwhile: nothing open
+      let rec: { checkpointId?: unknown; keys?: unknown };
+      try {
+        rec = JSON.parse(Buffer.from(body).toString('utf8')) as typeof rec;
+      } catch (e) {
+        throw new WeirError('START', `cannot read the sink's record of open part files ${this.describe(o.key)}: ${(e as Error).message}`);
+      }
+      if (!Number.isInteger(rec.checkpointId) || !Array.isArray(rec.keys)) throw new WeirError('START', `the sink's record of open part files ${this.describe(o.key)} holds no checkpoint id or keys`);
+      for (const k of rec.keys) if (typeof k === 'string') named.set(k, Math.max(named.get(k) ?? 0, rec.checkpointId as number));
+    }
+    if (named.size === 0) return undefined;
+    const open = (await this.store.listMultipartUploads(this.bucket, partKey(this.prefix, 'part-'))).filter((u) => named.has(u.key));
+    if (open.length === 0) return undefined;
+    const newest = Math.max(...open.map((u) => named.get(u.key)!));
+    return `${this.describe(this.prefix)} holds ${open.length} multipart upload(s) with records not visible yet (open part files) that completed checkpoint ${newest} (and any later one) of an earlier run holds, and a start without a restore would abort them: restore that run's latest checkpoint or savepoint with --from, write to another prefix, or start fresh all the same with --allow-duplicate-output (the uploads are aborted: that run's snapshots then restore without their records)`;
+  }
+
   /** No lease on an object store (nothing there can tell a dead holder): one job per output prefix. */
   lease(): { release(): void } {
     return { release: () => {} };
@@ -391,7 +434,18 @@ class S3CommitterSession implements CommitterSession {
   private failed = false;
   private readonly run = randomBytes(4).toString('hex');
 
+  /** The open keys this committer last recorded (noteOpen), sorted and joined; undefined: none yet. */
+  private openRecorded: string | undefined;
+
   constructor(private readonly storage: S3SinkStorage, private readonly ctx: SinkContext) {}
+
+  /** Written when the set changes (a part opened or completed), not at every checkpoint. */
+  async noteOpen(checkpointId: number, keys: readonly string[]): Promise<void> {
+    const now = [...keys].sort().join('\n');
+    if (now === this.openRecorded || (now === '' && this.openRecorded === undefined)) return;
+    await this.storage.writeOpenRecord(this.ctx.subtaskIndex, checkpointId, keys);
+    this.openRecorded = now;
+  }
 
   afterCommit(published: number): void {
     if (this.storage.compaction.compactBelow <= 0 || this.compacting !== undefined) return;
