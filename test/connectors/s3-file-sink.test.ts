@@ -383,6 +383,36 @@ describe('on s3rver', () => {
     expect(warned.filter((l) => l.startsWith('weir: warning: sink'))).toEqual([expect.stringMatching(/holds 1 multipart upload.*\(started fresh all the same: --allow-duplicate-output\)$/)]);
   });
 
+  for (const committer of ['the writer\'s own (it knows the upload)', 'another thread\'s (it lists the uploads)'] as const) {
+    it(`a CreateMultipartUpload whose answer was lost (the SDK's retry made a second upload): the commit by ${committer} aborts the other upload of the key (before: left open for good)`, async () => {
+      const ref = out();
+      const clock = new ManualClock(0);
+      let lost = 0;
+      server.fault = (r) => (r.method === 'POST' && r.query.includes('uploads') && r.path.includes(`/${prefixOf(ref)}/`) && lost++ === 0 ? { kind: 'lose-answer' } : undefined);
+      try {
+        const sink = new ExactlyOnceFileSink<string>(ref, { s3: settings });
+        const w = sink.createWriter(ctx(clock));
+        const xs = lines(0, 5 * 1024 + 7);
+        write(w, xs); // a whole part: the upload is created (twice: the first answer is lost)
+        await w.whenPrepared?.(0);
+        w.finish?.();
+        const list = w.prepareCommit(1);
+        await w.whenPrepared?.(1);
+        expect(lost, 'the premise: one creation answered 503 and was retried').toBe(2);
+        expect(await uploads(ref), 'the premise: two uploads of one key').toHaveLength(2);
+        logged = [];
+        const c = committer.startsWith('the writer') ? sink.createCommitter(ctx(clock)) : new ExactlyOnceFileSink<string>(ref, { s3: settings }).createCommitter(ctx(clock));
+        await c.commit(list, 1);
+        w.close?.();
+        expect([...(await objects(ref)).values()]).toEqual([body(xs)]);
+        expect(await uploads(ref)).toEqual([]);
+        expect(logged.join('\n')).toMatch(/aborted 1 other multipart upload\(s\) of s3:\/\/.*\(a retried creation's\)/);
+      } finally {
+        server.fault = () => undefined;
+      }
+    });
+  }
+
   it('through a job with checkpoints: every record committed exactly once, one file per subtask (rolling by age is longer than the job), no upload left', async () => {
     const ref = out();
     const work = mkdtempSync(join(tmpdir(), 'weir-s3-sink-'));

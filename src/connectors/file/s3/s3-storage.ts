@@ -268,6 +268,7 @@ export class S3SinkStorage implements FileSinkStorage<FileCommittable> {
       const list: CompletedPart[] = known.etags.slice(0, parts).map((etag, i) => ({ partNumber: i + 1, etag: etag! }));
       if (await this.store.tryCompleteMultipartUpload(this.bucket, key, known.uploadId, list)) {
         this.known.delete(key);
+        await this.abortOtherUploads(key, known.uploadId, ctx);
         return;
       }
     }
@@ -289,6 +290,8 @@ export class S3SinkStorage implements FileSinkStorage<FileCommittable> {
     if ((d.step === 'lost' || d.step === 'put') && (await this.wasCompacted(key))) d = { step: 'already' };
     switch (d.step) {
       case 'already':
+        if (parts > 0) await this.abortOtherUploads(key, uploadId, ctx); // a repeated commit: the first may have stopped before this
+        break;
       case 'nothing':
         break;
       case 'put':
@@ -306,10 +309,28 @@ export class S3SinkStorage implements FileSinkStorage<FileCommittable> {
           // Completed by someone else in between (a repeated commit): fine if the object is there.
           if ((await this.store.headObject(this.bucket, key)) === undefined) throw new WeirError('CONNECTOR', `exactly-once file sink ${this.location}: the upload of ${this.describe(key)} vanished while being completed`);
         }
+        await this.abortOtherUploads(key, uploadId, ctx);
         break;
       }
     }
     this.known.delete(key);
+  }
+
+  /**
+   * After `key` was completed from upload `completed`: any other upload of the key is a leftover
+   * (keys are unique per writer part), made when a CreateMultipartUpload whose answer was lost
+   * was retried (the SDK's retry created a second upload; the writer knows only the one that
+   * answered): aborted, or it stayed open, and billed, for good. Its failure does not fail the
+   * commit (the file is committed); the next restore's orphan cleanup tries again.
+   */
+  private async abortOtherUploads(key: string, completed: string | undefined, ctx: SinkContext): Promise<void> {
+    try {
+      const others = (await this.store.listMultipartUploads(this.bucket, key)).filter((u) => u.key === key && u.uploadId !== completed);
+      for (const u of others) await this.store.abortMultipartUpload(this.bucket, key, u.uploadId);
+      if (others.length > 0) ctx.log(`weir: exactly-once file sink ${this.location}: aborted ${others.length} other multipart upload(s) of ${this.describe(key)} (a retried creation's), after completing it`);
+    } catch (e) {
+      ctx.log(`weir: exactly-once file sink ${this.location}: cannot abort other multipart uploads of ${this.describe(key)} after completing it (they stay until the next restore or a lifecycle rule): ${(e as Error).message}`);
+    }
   }
 
   async writeCommitRecord(subtask: number, checkpointId: number): Promise<void> {
