@@ -265,6 +265,46 @@ describe('recover()', () => {
     expect(logged).toEqual([]);
   });
 
+  /** Checkpoint 1 committed (its file visible, the commit record written); checkpoint 2 completed, the process died before its commit. */
+  async function committedThenPending(dir: string): Promise<FileCommittable[]> {
+    const sink = new ExactlyOnceFileSink<{ id: number }>(dir);
+    const w = sink.createWriter(ctx());
+    const c = sink.createCommitter(ctx());
+    w.write([{ id: 1 }], [0]);
+    await c.commit(w.prepareCommit(1), 1);
+    w.write([{ id: 2 }], [0]);
+    const cp2 = w.prepareCommit(2);
+    w.close?.();
+    expect(committed(dir)).toEqual(['{"id":1}']);
+    return cp2;
+  }
+
+  it('a restore whose output directory was removed while the job was down says so, naming the directory and the checkpoint (before: the output was partial without a word)', async () => {
+    const dir = join(work, 'out');
+    const cp2 = await committedThenPending(dir);
+    rmSync(dir, { recursive: true, force: true });
+    new ExactlyOnceFileSink(dir).recover(ctx(0, 1, new ManualClock(0), 2), 2, cp2, cp2);
+    expect(logged).toEqual([
+      `weir: warning: exactly-once file sink ${dir}: the output directory is missing at the restore of checkpoint 2 (removed while the job was down?): 1 pending file(s) of the checkpoint are gone with it, and the files committed before it; their records are not in the output, which is partial from here on: ${cp2[0]!.pending}`,
+    ]);
+  });
+
+  it('a restore whose pending files are gone without a commit record saying they were committed (the directory emptied or replaced) says so; one committed before does not', async () => {
+    const dir = join(work, 'out');
+    const cp2 = await committedThenPending(dir);
+    // Committed by the attempt that took checkpoint 2 (record first, then the rename): nothing to say.
+    await new ExactlyOnceFileSink(dir).createCommitter(ctx()).commit(cp2, 2);
+    new ExactlyOnceFileSink(dir).recover(ctx(0, 1, new ManualClock(0), 2), 2, cp2, cp2);
+    expect(logged).toEqual([]);
+    // The directory replaced by an empty one while the job was down.
+    rmSync(dir, { recursive: true, force: true });
+    mkdirSync(dir);
+    new ExactlyOnceFileSink(dir).recover(ctx(0, 1, new ManualClock(0), 2), 2, cp2, cp2);
+    expect(logged).toHaveLength(1);
+    expect(logged[0]).toContain(`weir: warning: exactly-once file sink ${dir}: 1 pending file(s) of the restored checkpoint 2 are missing from the output directory, which holds no commit record (.weir-committed-*) either`);
+    expect(logged[0]).toContain(cp2[0]!.pending);
+  });
+
   it('is a no-op when the directory does not exist', () => {
     const sink = new ExactlyOnceFileSink(join(work, 'never-created'));
     expect(() => sink.recover(ctx(), 1)).not.toThrow();

@@ -154,8 +154,9 @@ export class LocalDirectoryStorage implements FileSinkStorage<FileCommittable> {
    * checkpoint promised and nobody will commit: it is reported in one log line and left where it
    * is, for the user to inspect (deleting it would hide the loss; committing it could duplicate).
    */
-  recover(ctx: SinkContext, restoredId: number, _committables: readonly FileCommittable[], referenced: readonly FileCommittable[]): void | Promise<void> {
+  recover(ctx: SinkContext, restoredId: number, committables: readonly FileCommittable[], referenced: readonly FileCommittable[]): void | Promise<void> {
     const dir = this.dir;
+    reportMissingPending(ctx, dir, restoredId, committables);
     if (!existsSync(dir)) return;
     const mine = (sub: number) => ownsSubtask(ctx, sub);
     const known = new Set(referenced.map((c) => c.pending));
@@ -186,6 +187,43 @@ export class LocalDirectoryStorage implements FileSinkStorage<FileCommittable> {
       await Promise.all(running);
       resolveCompactionsSync(dir, mine);
     });
+  }
+}
+
+/**
+ * A restored committable whose pending file is gone was committed by the attempt that took the
+ * checkpoint (publish() then does nothing), which wrote the commit record first: a pending file
+ * gone with no commit record in its directory means the directory was removed, emptied or replaced
+ * while the job was down. Its records, and the files committed before, are not in the output, and
+ * nothing else would say so: one warning line per subtask, naming the directory and the checkpoint.
+ */
+function reportMissingPending(ctx: SinkContext, home: string, restoredId: number, committables: readonly FileCommittable[]): void {
+  const gone = new Map<string, string[]>();
+  const records = new Map<string, number | undefined>();
+  for (const c of committables) {
+    const m = PENDING_RE.exec(c.pending);
+    if (m === null) continue;
+    const dir = c.dir ?? home;
+    if (existsSync(join(dir, c.pending))) continue;
+    if (!records.has(dir)) {
+      let record: number | undefined;
+      try {
+        record = readCommitRecords(dir);
+      } catch {
+        record = Number.MAX_SAFE_INTEGER; // damaged: the start's check reports it; no guess here
+      }
+      records.set(dir, record);
+    }
+    // Committed before: the commit wrote a record first (its id is not compared: a committer
+    // called without one records 0).
+    if (records.get(dir) !== undefined) continue;
+    gone.set(dir, [...(gone.get(dir) ?? []), c.pending]);
+  }
+  for (const [dir, names] of gone) {
+    const what = existsSync(dir)
+      ? `${names.length} pending file(s) of the restored checkpoint ${restoredId} are missing from the output directory, which holds no commit record (.weir-committed-*) either: it was emptied or replaced while the job was down?`
+      : `the output directory is missing at the restore of checkpoint ${restoredId} (removed while the job was down?): ${names.length} pending file(s) of the checkpoint are gone with it, and the files committed before it`;
+    ctx.log(`weir: warning: exactly-once file sink ${dir}: ${what}; their records are not in the output, which is partial from here on: ${shortList([...names].sort())}`);
   }
 }
 
