@@ -57,7 +57,10 @@ export interface JetStreamSourceOptions<T> {
 export interface JetStreamSplit extends SourceSplit {
   readonly stream: string;
   readonly subject?: string;
-  /** Stream sequence of the last message emitted (0 before the first). */
+  /**
+   * Stream sequence of the last message emitted; before the first, the sequence before where
+   * the split starts (a first start from 'earliest': the one before the stream's first message).
+   */
   lastSeq: number;
   /** With stopAt 'latest': the stream's last sequence at the first start; the split ends there. */
   readonly endSeq?: number;
@@ -134,11 +137,13 @@ export class JetStreamSource<T = unknown> implements Source<T, JetStreamSplit> {
     try {
       const jsm = await withTimeout(nc.jetstreamManager({ timeout: this.conn.timeoutMs }), this.conn.timeoutMs, `NATS at ${this.label}: JetStream`);
       let lastSeq: number;
+      let firstSeq: number;
       let streamCreated: string;
       let retention: string;
       try {
         const info = await jsm.streams.info(this.stream);
         lastSeq = info.state.last_seq;
+        firstSeq = info.state.first_seq;
         streamCreated = info.created;
         retention = info.config.retention;
       } catch (e) {
@@ -146,7 +151,9 @@ export class JetStreamSource<T = unknown> implements Source<T, JetStreamSplit> {
       }
       const refused = retentionRefused(this.stream, this.label, retention);
       if (refused !== undefined) throw refused;
-      const start = this.startFrom === 'latest' ? lastSeq : 0;
+      // 'earliest' is the stream's first message now: the sequences before it were removed before
+      // the job existed, and are not reported as gone (the ones removed after are).
+      const start = this.startFrom === 'latest' ? lastSeq : Math.max(0, firstSeq - 1);
       const end = this.bounded ? { endSeq: lastSeq } : {};
       if (this.subjects === undefined) return [{ id: this.stream, stream: this.stream, lastSeq: start, ...end, streamCreated }];
       return this.subjects.map((s) => ({ id: `${this.stream}:${s}`, stream: this.stream, subject: s, lastSeq: start, ...end, streamCreated }));
@@ -177,6 +184,27 @@ interface SplitState {
   readonly split: JetStreamSplit;
   /** Sequence of the last message received (ahead of split.lastSeq by what is buffered). */
   fetchedSeq: number;
+  /**
+   * Sequences up to here are accounted for: received, reported gone, or (a subject split) passed
+   * by its consumer (lookAtStream). A stream whose first sequence is past it removed messages
+   * the split did not read.
+   */
+  checkedSeq: number;
+  /**
+   * A subject split: the sequences received since its last look at the stream, in order. Its
+   * consumer skips other subjects' sequences, so a jump says nothing by itself; the stream's
+   * first sequence at the next look tells which of the sequences skipped are gone.
+   */
+  received: number[];
+  /**
+   * A look at the stream is under way (no pull goes out meanwhile); another is wanted after it
+   * (it may have been answered before what it should see).
+   */
+  looking: boolean;
+  lookAgain: boolean;
+  lastLookAt: number;
+  /** A bounded subject split at its end: done after a last look at the stream (reachEnd). */
+  ending: boolean;
   buffer: Item[];
   at: number;
   out: SourceOutput<unknown> | undefined;
@@ -220,6 +248,16 @@ const PULL_MAX_BYTES = 4 * 1024 * 1024;
 /** What the server counts in a message's size besides its payload and headers (subject, ack reply). */
 const PULL_BYTES_SLACK = 64 * 1024;
 
+/**
+ * How often a split looks at the stream's first sequence (lookAtStream), to report messages
+ * removed before it read them: a subject split's consumer skips them without a trace, a
+ * whole-stream split that receives nothing more would never see its gap, and a bounded split
+ * whose remaining messages were all removed would wait for ever.
+ */
+const STREAM_LOOK_INTERVAL_MS = 2000;
+/** Sequences a subject split keeps between two looks before it looks early (a bound of its memory). */
+const RECEIVED_BEFORE_LOOK = 10_000;
+
 class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
   private readonly splits = new BufferedSplits<SplitState>();
   private nc: NatsConnection | undefined;
@@ -240,7 +278,7 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
         throw new RangeError(`JetStream stream "${s.stream}": bad position in the split ${JSON.stringify(s)}`);
       }
       const st: SplitState = {
-        split: { ...s }, fetchedSeq: s.lastSeq, buffer: [], at: 0, out: undefined, done: s.endSeq !== undefined && s.lastSeq >= s.endSeq,
+        split: { ...s }, fetchedSeq: s.lastSeq, checkedSeq: s.lastSeq, received: [], looking: false, lookAgain: false, lastLookAt: 0, ending: false, buffer: [], at: 0, out: undefined, done: s.endSeq !== undefined && s.lastSeq >= s.endSeq,
         consumer: undefined, creating: false, sub: undefined, outstanding: 0, pulls: 0, dseqAtPull: 0, pullTimer: undefined, lastDseq: 0, lastPullAt: 0, conflicts: 0,
       };
       this.splits.add(st);
@@ -258,7 +296,15 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
     this.splits.startAll(out);
     this.splits.emitRoundRobin(maxRecords, (st, max) => this.emit(st, out, max));
     if (this.nc === undefined) this.connect();
-    else for (const st of this.splits.states.values()) this.pull(st);
+    else {
+      const now = this.ctx.now();
+      for (const st of this.splits.states.values()) {
+        // Between two pulls, none delivering: a message on its way would be taken for one gone.
+        const due = now - st.lastLookAt >= STREAM_LOOK_INTERVAL_MS || st.received.length >= RECEIVED_BEFORE_LOOK;
+        if (due && st.consumer !== undefined && st.outstanding === 0 && !st.ending && !this.splits.isPaused(st)) this.lookAtStream(st);
+        this.pull(st);
+      }
+    }
     return this.splits.status();
   }
 
@@ -353,12 +399,9 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
         const reset = streamReset(split, st.fetchedSeq, stream.created, stream.state.last_seq);
         if (reset !== undefined) throw new WeirError('CONNECTOR', `JetStream stream "${split.stream}" at ${this.src.label}: ${reset}; the messages of the new stream are not the ones the position counts, and reading on would skip some of them. Start the job without this checkpoint (the source reads the new stream from startFrom), or restore the stream`);
         split.streamCreated ??= stream.created;
-        // A whole-stream split sees a gap in the sequences it receives (onMessage); a filtered one
-        // skips other subjects' sequences by design, so the stream's first sequence tells instead.
-        const gone = split.subject !== undefined ? removedAfter(st.fetchedSeq, stream.state.first_seq) : undefined;
-        if (gone !== undefined) {
-          this.ctx.log(`stream "${split.stream}" subject ${split.subject}: the stream now starts at sequence ${gone.to + 1}, past the position ${st.fetchedSeq}: sequences ${gone.from} to ${gone.to} (${gone.to - gone.from + 1}) are gone (removed by the stream's limits or deleted), and any messages of this subject among them were not read`);
-        }
+        // Before the consumer, which starts at the first message left and says nothing of the
+        // ones removed (a bounded split whose rest is gone is done at once).
+        this.removedBefore(st, stream.state.first_seq);
         return jsm.consumers.add(split.stream, cfg);
       })
       .then((info) => {
@@ -367,8 +410,12 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
         st.consumer = info.name;
         st.lastDseq = 0;
         st.lastPullAt = this.ctx.now();
-        // Nothing matches after our position: a bounded split is done (later messages are past its end).
-        if (split.endSeq !== undefined && info.num_pending === 0) st.done = true;
+        // Nothing matches after our position: a bounded split is done (later messages are past its
+        // end). The whole stream holds nothing after it, so what is left to its end is gone.
+        if (split.endSeq !== undefined && info.num_pending === 0 && !st.done) {
+          if (split.subject === undefined && st.checkedSeq < split.endSeq) this.reportGone(st, st.checkedSeq + 1, split.endSeq);
+          st.done = true;
+        }
         this.ctx.metrics.setPendingRecords(split.id, info.num_pending);
         const inbox = createInbox();
         st.sub = this.nc!.subscribe(inbox, { callback: (err, m) => this.onMessage(st, err, m) });
@@ -382,7 +429,7 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
 
   /** One pull in flight per split, for the room left in its buffer. */
   private pull(st: SplitState): void {
-    if (this.closed || this.error || st.done || st.outstanding > 0 || this.splits.isPaused(st)) return;
+    if (this.closed || this.error || st.done || st.ending || st.looking || st.outstanding > 0 || this.splits.isPaused(st)) return;
     if (st.consumer === undefined || st.sub === undefined) {
       this.createConsumer(st);
       return;
@@ -415,6 +462,90 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
     // large messages), nor anything for a consumer deleted meanwhile. Failing the reader there
     // restarted jobs in a loop, so the server is pinged instead (pullUnanswered).
     st.pullTimer = setTimeout(() => this.pullUnanswered(st, pull), this.src.blockMs + PULL_END_GRACE_MS);
+  }
+
+  /**
+   * Asks the server how far the split's consumer went (a subject split), then where the stream
+   * starts: sequences past what the split accounted for, below the start, and not received are
+   * gone (removedBefore). Only between two pulls: the server hands a consumer's messages to the
+   * connection through a queue of its own, so one on its way could arrive after the answer and
+   * be taken for gone. A failed look is let go (the pulls find a server that is gone).
+   */
+  private lookAtStream(st: SplitState): void {
+    const jsm = this.jsm;
+    if (jsm === undefined || this.closed || st.done) return;
+    if (st.looking) {
+      st.lookAgain = true;
+      return;
+    }
+    st.looking = true;
+    st.lookAgain = false;
+    const { split, consumer } = st;
+    const timeoutMs = this.src.conn.timeoutMs;
+    void (async () => {
+      // The consumer first: a purge since moves it past what it removed, and the stream's first
+      // sequence, asked next, shows that purge to removedBefore before `passed` is counted.
+      const passed = split.subject !== undefined && consumer !== undefined
+        ? (await withTimeout(jsm.consumers.info(split.stream, consumer), timeoutMs, `NATS at ${this.src.label}: consumer info`)).delivered.stream_seq
+        : 0;
+      const stream = await withTimeout(jsm.streams.info(split.stream), timeoutMs, `NATS at ${this.src.label}: stream info`);
+      if (this.closed) return;
+      this.removedBefore(st, stream.state.first_seq);
+      // A subject split's consumer passes other subjects' sequences without a trace: unmarked, a
+      // rare subject in a stream its limits trim saw the first sequence pass its last message,
+      // and other subjects' messages were reported gone.
+      if (st.consumer === consumer) st.checkedSeq = Math.max(st.checkedSeq, passed);
+    })().catch(() => {}).finally(() => {
+      st.looking = false;
+      st.lastLookAt = this.ctx.now();
+      if (st.lookAgain) this.lookAtStream(st);
+      else if (st.ending && !st.done) {
+        st.done = true;
+        this.ctx.wake();
+      }
+    });
+  }
+
+  /**
+   * A bounded split has nothing more to read up to its end. A whole-stream split is done (its
+   * gaps were seen on the way); a subject split first looks at the stream, for the sequences it
+   * skipped on the way that a purge or a limit may have taken (the next look is the last one).
+   */
+  private reachEnd(st: SplitState): void {
+    if (st.split.subject === undefined) {
+      st.done = true;
+      return;
+    }
+    if (st.ending) return;
+    st.ending = true;
+    this.lookAtStream(st);
+    if (!st.looking && !st.done) st.done = true; // no look possible (closing)
+  }
+
+  /**
+   * The stream starts at firstSeq: reports the sequences before it that the split neither
+   * accounted for nor received, once, and ends a bounded split that has nothing left.
+   */
+  private removedBefore(st: SplitState, firstSeq: number): void {
+    st.lastLookAt = this.ctx.now();
+    let last = st.checkedSeq;
+    for (const seq of st.received) if (seq < firstSeq && seq > last) last = seq;
+    const gone = removedAfter(last, firstSeq);
+    if (gone !== undefined) this.reportGone(st, gone.from, gone.to);
+    if (st.received.length > 0) st.checkedSeq = Math.max(st.checkedSeq, st.received[st.received.length - 1]!);
+    st.received = [];
+    const end = st.split.endSeq;
+    if (end !== undefined && firstSeq > end && !st.done) {
+      st.done = true;
+      this.ctx.wake();
+    }
+  }
+
+  /** Logs sequences from to `to` (up to a bounded split's end) as gone before the split read them; they are accounted for since. */
+  private reportGone(st: SplitState, from: number, to: number): void {
+    const last = st.split.endSeq === undefined ? to : Math.min(to, st.split.endSeq);
+    if (from <= last) this.ctx.log(goneLine(st.split, from, last));
+    st.checkedSeq = Math.max(st.checkedSeq, to);
   }
 
   /**
@@ -510,22 +641,31 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
     st.conflicts = 0;
     st.outstanding--;
     const end = st.split.endSeq;
-    if (end !== undefined && info.seq > end) {
-      st.done = true;
+    if (st.split.subject === undefined) {
+      // A whole-stream consumer delivers every sequence the stream holds: one skipped is gone
+      // (checked before the end, which a purge may have taken too).
+      if (info.seq > st.checkedSeq + 1) this.reportGone(st, st.checkedSeq + 1, info.seq - 1);
+      st.checkedSeq = Math.max(st.checkedSeq, info.seq);
     } else {
-      if (st.split.subject === undefined && st.fetchedSeq > 0 && info.seq > st.fetchedSeq + 1) {
-        this.ctx.log(`stream "${st.split.stream}": sequences ${st.fetchedSeq + 1} to ${info.seq - 1} are gone (removed by the stream's limits or deleted)`);
-      }
+      st.received.push(info.seq);
+    }
+    if (end !== undefined && info.seq > end) {
+      this.reachEnd(st);
+    } else {
       st.fetchedSeq = info.seq;
       st.buffer.push({ seq: info.seq, ts: Math.floor(info.tsNanos / 1e6), subject: m.subject, data: m.data });
       // Emitted while the pull goes on: a pull can take its whole expiry (or end without a word),
       // and its messages waited for pullDone's wake.
       if (st.buffer.length - st.at === 1) this.ctx.wake();
-      if (end !== undefined && (info.seq >= end || info.pending === 0)) st.done = true;
+      if (end !== undefined && (info.seq >= end || info.pending === 0)) {
+        // The whole stream holds nothing after this message: what is left to the end is gone.
+        if (st.split.subject === undefined && info.seq < end) this.reportGone(st, info.seq + 1, end);
+        this.reachEnd(st);
+      }
     }
     this.ctx.metrics.setPendingRecords(st.split.id, info.pending);
     this.ctx.metrics.setMillisBehindLatest(st.split.id, info.pending === 0 ? 0 : Math.max(0, Date.now() - info.tsNanos / 1e6));
-    if (st.outstanding <= 0 || st.done) this.pullDone(st);
+    if (st.outstanding <= 0 || st.done || st.ending) this.pullDone(st);
   }
 
   /** Drops the split's consumer and subscription (the next pull creates new ones at fetchedSeq + 1). */
@@ -603,10 +743,18 @@ export function streamReset(split: Pick<JetStreamSplit, 'streamCreated'>, positi
 
 /**
  * The sequences after a position that are gone from the stream (its first sequence is past
- * position + 1), or undefined. Position 0 (nothing read yet) has nothing to miss.
+ * position + 1), or undefined. Position 0 counts too: a split planned at 0 started before the
+ * stream's first message (an empty stream), and what was removed since was never read.
  */
 export function removedAfter(position: number, firstSeq: number): { from: number; to: number } | undefined {
-  return position > 0 && firstSeq > position + 1 ? { from: position + 1, to: firstSeq - 1 } : undefined;
+  return firstSeq > position + 1 ? { from: position + 1, to: firstSeq - 1 } : undefined;
+}
+
+/** The log line for sequences from to `to` removed from the stream before the split read them. */
+function goneLine(split: Pick<JetStreamSplit, 'stream' | 'subject'>, from: number, to: number): string {
+  const which = split.subject === undefined ? '' : ` subject ${split.subject}`;
+  const what = split.subject === undefined ? 'these messages were not read' : 'any messages of this subject among them were not read';
+  return `stream "${split.stream}"${which}: sequences ${from} to ${to} (${to - from + 1}) are gone, removed from the stream (by its limits, a purge or a delete) before this source read them: ${what}`;
 }
 
 /**

@@ -101,6 +101,12 @@ function driveReader(src: JetStreamSource<Ev>, splits: JetStreamSplit[]) {
   };
 }
 
+/** The log line for sequences removed before the split read them, as docs/connectors.md gives it. */
+function goneLine(split: { stream: string; subject?: string }, from: number, to: number): string {
+  const what = split.subject === undefined ? 'these messages were not read' : 'any messages of this subject among them were not read';
+  return `stream "${split.stream}"${split.subject === undefined ? '' : ` subject ${split.subject}`}: sequences ${from} to ${to} (${to - from + 1}) are gone, removed from the stream (by its limits, a purge or a delete) before this source read them: ${what}`;
+}
+
 interface Ev { i: number; k: string; ts: number }
 /** Publishes records {i, k, ts} as JSON on `subject` (or `subject(i)`), 500 in flight at a time. */
 async function fill(subject: string | ((i: number) => string), count: number, from = 0, t0 = 1_700_000_000_000): Promise<void> {
@@ -224,7 +230,7 @@ describe('JetStreamSource', () => {
     }
   }, 60_000);
 
-  it('a subject split resumed after messages past its position were removed says so, as a whole-stream split does (before: read on without a word)', async () => {
+  it('a split resumed after messages past its position were removed says so once, the whole stream as a subject does, and so does a position 0 (before: nothing for 0)', async () => {
     const s = await stream('purged');
     await fill(`${s}.a`, 50);
     await jsm.streams.purge(s, { seq: 41 }); // sequences 1 to 40 gone (a limit or an admin while the job was down)
@@ -234,12 +240,91 @@ describe('JetStreamSource', () => {
     const r = await readSplit(src, split(10), (got) => got.length >= 10);
     expect(r.error).toBeUndefined();
     expect(r.got).toEqual(Array.from({ length: 10 }, (_, k) => 40 + k));
-    expect(r.logs).toEqual([`stream "${s}" subject ${s}.a: the stream now starts at sequence 41, past the position 10: sequences 11 to 40 (30) are gone (removed by the stream's limits or deleted), and any messages of this subject among them were not read`]);
-    // The whole stream: the gap in what arrives.
+    expect(r.logs).toEqual([`stream "${s}" subject ${s}.a: sequences 11 to 40 (30) are gone, removed from the stream (by its limits, a purge or a delete) before this source read them: any messages of this subject among them were not read`]);
+    // The whole stream: the same, once (when its consumer is created, not again at the first message).
     const whole = await readSplit(new JetStreamSource<Ev>({ stream: s }), { id: s, stream: s, lastSeq: 10, streamCreated: created }, (got) => got.length >= 10);
-    expect(whole.logs).toEqual([`stream "${s}": sequences 11 to 40 are gone (removed by the stream's limits or deleted)`]);
-    // Nothing said for a position just before the first sequence, or nothing read yet.
-    for (const at of [40, 0]) expect((await readSplit(src, split(at), (got) => got.length >= 10)).logs).toEqual([]);
+    expect(whole.logs).toEqual([`stream "${s}": sequences 11 to 40 (30) are gone, removed from the stream (by its limits, a purge or a delete) before this source read them: these messages were not read`]);
+    // A position 0 (a split planned on an empty stream, restored after messages came and went): 1 to 40.
+    expect((await readSplit(src, split(0), (got) => got.length >= 10)).logs).toEqual([goneLine({ stream: s, subject: `${s}.a` }, 1, 40)]);
+    // Nothing said for a position just before the first sequence; a first start from 'earliest' is planned there.
+    expect((await readSplit(src, split(40), (got) => got.length >= 10)).logs).toEqual([]);
+    const planned = await src.planSplits();
+    expect(planned.map((p) => p.lastSeq)).toEqual([40]);
+    expect((await readSplit(src, planned[0]!, (got) => got.length >= 10)).logs).toEqual([]);
+  }, 60_000);
+
+  it('a bounded split whose stream was purged says which sequences went and ends, whole or by subject, with or without messages since (before: it was done without a word)', async () => {
+    for (const later of [5, 0]) {
+      for (const subject of [undefined, 'a']) {
+        const s = await stream(`purgedown${later}${subject ?? ''}`);
+        await fill((i) => `${s}.${i % 2 ? 'a' : 'b'}`, 50);
+        const info = await jsm.streams.info(s);
+        await jsm.streams.purge(s);
+        await fill(`${s}.a`, later, 100);
+        const split: JetStreamSplit = subject === undefined
+          ? { id: s, stream: s, lastSeq: 10, endSeq: info.state.last_seq, streamCreated: info.created }
+          : { id: `${s}:${s}.a`, stream: s, subject: `${s}.a`, lastSeq: 10, endSeq: info.state.last_seq, streamCreated: info.created };
+        const src = new JetStreamSource<Ev>(subject === undefined ? { stream: s, stopAt: 'latest' } : { stream: s, subjects: [`${s}.a`], stopAt: 'latest' });
+        const r = driveReader(src, [split]);
+        await r.until(() => false, 20_000);
+        await r.close();
+        expect(r.state.error).toBeUndefined();
+        expect(r.state.ended, `${later} ${subject}`).toBe(true);
+        expect(r.got.get(split.id)).toEqual([]);
+        expect(r.logs).toEqual([goneLine(split, 11, 50)]);
+      }
+    }
+  }, 120_000);
+
+  it('a bounded split whose rest is purged while it reads says so and ends, whole or by subject (before: it waited for ever)', async () => {
+    for (const subject of [undefined, 'a']) {
+      const s = await stream(`purgeend${subject ?? ''}`);
+      await fill((i) => `${s}.${i % 2 ? 'b' : 'a'}`, 2000); // record i at sequence i + 1
+      const info = await jsm.streams.info(s);
+      const split: JetStreamSplit = { id: subject === undefined ? s : `${s}:${s}.a`, stream: s, ...(subject === undefined ? {} : { subject: `${s}.a` }), lastSeq: 0, endSeq: 2000, streamCreated: info.created };
+      const r = driveReader(new JetStreamSource<Ev>({ stream: s, ...(subject === undefined ? {} : { subjects: [`${s}.a`] }), stopAt: 'latest', batchSize: 50 }), [split]);
+      const got = r.got.get(split.id)!;
+      for (let k = 0; k < 200 && got.length < 100; k++) {
+        if (r.reader.poll(r.out, 10) === 'wait') await new Promise((res) => setTimeout(res, 20));
+      }
+      await jsm.streams.purge(s);
+      await r.until(() => false, 20_000);
+      await r.close();
+      expect(r.state.error).toBeUndefined();
+      expect(r.state.ended, String(subject)).toBe(true);
+      expect(got.length).toBeLessThan(subject === undefined ? 2000 : 1000);
+      expect(got).toEqual(Array.from({ length: got.length }, (_, k) => (subject === undefined ? k : 2 * k)));
+      expect(r.logs).toEqual([goneLine(split, got.at(-1)! + 2, 2000)]);
+    }
+  }, 90_000);
+
+  it('a subject split reading while its stream is purged says which sequences went, from the last one it read (before: read on without a word)', async () => {
+    const s = await stream('purgerunning');
+    await fill((i) => `${s}.${i % 2 ? 'b' : 'a'}`, 2000); // record i at sequence i + 1, subject a the even ones
+    const src = new JetStreamSource<Ev>({ stream: s, subjects: [`${s}.a`], batchSize: 50 });
+    const id = `${s}:${s}.a`;
+    const r = driveReader(src, [{ id, stream: s, subject: `${s}.a`, lastSeq: 0, streamCreated: (await jsm.streams.info(s)).created }]);
+    try {
+      // A few records, then the task takes no more (its buffer full, or pulled and not yet emitted).
+      const a = r.got.get(id)!;
+      for (let k = 0; k < 200 && a.length < 100; k++) {
+        if (r.reader.poll(r.out, 10) === 'wait') await new Promise((res) => setTimeout(res, 20));
+      }
+      await jsm.streams.purge(s);
+      await fill((i) => `${s}.${i % 2 ? 'b' : 'a'}`, 20, 5000);
+      // The gap is seen at the split's next look at the stream (every 2 s).
+      await r.until(() => a.includes(5018) && r.logs.length > 0, 30_000);
+      expect(r.state.error).toBeUndefined();
+      const old = a.filter((i) => i < 5000);
+      // Read in order up to the purge, then what came after it.
+      expect(old).toEqual(Array.from({ length: old.length }, (_, k) => 2 * k));
+      expect(a.slice(old.length)).toEqual(Array.from({ length: 10 }, (_, k) => 5000 + 2 * k));
+      expect(old.length).toBeLessThan(1000);
+      // The last record read before the purge is at sequence old.at(-1) + 1.
+      expect(r.logs).toEqual([goneLine({ stream: s, subject: `${s}.a` }, old.at(-1)! + 2, 2000)]);
+    } finally {
+      await r.close();
+    }
   }, 60_000);
 
   it('a split that did not pull for longer than the consumer\'s inactive threshold (backpressure) goes on with a new consumer: before, its pull went unanswered and the reader failed', async () => {
