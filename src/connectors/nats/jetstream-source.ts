@@ -499,9 +499,11 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
       st.looking = false;
       st.lastLookAt = this.ctx.now();
       if (st.lookAgain) this.lookAtStream(st);
-      else if (st.ending && !st.done) {
-        st.done = true;
-        this.ctx.wake();
+      else {
+        if (st.ending && !st.done) st.done = true;
+        // Pulls wait while a look runs (pull() returns early), so the reader said 'wait' with no
+        // pull out: nothing but this wakes it (unwoken, it slept until a checkpoint's mail).
+        if (!this.closed) this.ctx.wake();
       }
     });
   }

@@ -171,6 +171,33 @@ describe('JetStreamSource', () => {
     expect(got).toEqual(Array.from({ length: 48 }, (_, k) => 42 + k));
   }, 60_000);
 
+  it('a reader that said wait is woken again after its look at the stream (before: the look held the pull back, woke no one, and a reader polled only when woken read 10 messages, then nothing)', async () => {
+    const s = await stream('woken');
+    const src = new JetStreamSource<Ev>({ stream: s, blockMs: 500 });
+    const [split] = await src.planSplits();
+    const got: number[] = [];
+    let wake: () => void = () => {};
+    const reader = src.createReader(readerCtx([], () => wake()));
+    reader.addSplits([split!]);
+    const out: ReaderOutput<Ev> = { collect: (v) => void got.push(v.i), malformed: () => { throw new Error('unexpected'); }, forSplit: () => out, splitFinished: () => {} };
+    const TOTAL = 30;
+    let published = 0;
+    const publisher = setInterval(() => { if (published < TOTAL) void js.publish(`${s}.a`, JSON.stringify({ i: published++, k: 'a', ts: 0 })); }, 150);
+    let stalled = false;
+    try {
+      // Polled only when woken, as the task does: a reader must never say 'wait' without a wake to come.
+      while (got.length < TOTAL && !stalled) {
+        if (reader.poll(out, 50) !== 'wait') continue;
+        stalled = await new Promise<boolean>((res) => { wake = () => res(false); setTimeout(() => res(true), 10_000); });
+      }
+    } finally {
+      clearInterval(publisher);
+      await reader.close?.();
+    }
+    expect(stalled, `no wake for 10 s after ${got.length} of ${published} messages`).toBe(false);
+    expect(got).toEqual(Array.from({ length: TOTAL }, (_, k) => k));
+  }, 60_000);
+
   it('a position in a stream deleted and created again is refused, not read on in the new one (before: as many of its messages as the old position counted were skipped without a word)', async () => {
     const s = await stream('recreated');
     await fill(`${s}.a`, 20);
