@@ -309,11 +309,13 @@ class FileCommitter implements SinkCommitter<FileCommittable> {
 
   commit(list: readonly FileCommittable[], checkpointId = 0): void | Promise<void> {
     const visible = list.filter((c) => this.storage.publishes(c));
-    // The parts the completed checkpoint holds open (S3): a fresh start must not abort them.
-    const noted = this.session.noteOpen?.(checkpointId, [...new Set(list.filter((c) => !this.storage.publishes(c)).map((c) => c.final))]);
     // Recorded before the files appear: the record may run one checkpoint ahead of the visible output, never behind.
-    const recorded = visible.length > 0 ? andThen(noted, () => this.storage.writeCommitRecord(this.ctx.subtaskIndex, checkpointId)) : noted;
-    let chain = recorded;
+    const recorded = visible.length > 0 ? this.storage.writeCommitRecord(this.ctx.subtaskIndex, checkpointId) : undefined;
+    // The parts the completed checkpoint holds open (S3): a fresh start must not abort them.
+    // After the record: a marker that shrinks (a part rolled) no longer guards that part, and
+    // between its removal and a first record a fresh start would have aborted the upload.
+    const noted = andThen(recorded, () => this.session.noteOpen?.(checkpointId, [...new Set(list.filter((c) => !this.storage.publishes(c)).map((c) => c.final))]));
+    let chain = noted;
     for (const c of visible) chain = andThen(chain, () => this.storage.publish(c, this.ctx));
     return andThen(chain, () => this.session.afterCommit(visible.length));
   }
