@@ -16,8 +16,7 @@ import { CliError } from './args.ts';
 import { commandLine } from './command-line.ts';
 import { fmtBytes } from './run.ts';
 import { sparkline } from './sparkline.ts';
-import { logger } from '../core/log.ts';
-import { escapeControls } from '../core/log.ts';
+import { escapeControls, logger } from '../core/log.ts';
 
 interface HistoryEntry {
   id: number;

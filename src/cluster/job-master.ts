@@ -45,7 +45,6 @@ import type { StartPoint } from './start-point.ts';
 import { serializeError, type SerializedError } from './messages.ts';
 import { logger } from '../core/log.ts';
 import type { StateBackendOptions } from '../state/backends.ts';
-import { redactUserinfo } from '../core/redact.ts';
 
 export interface JobMasterSpec {
   /** Where the first attempt starts (resolved by the caller: the graph depends on it). */
@@ -636,9 +635,9 @@ export class JobMaster implements JobControl {
     const list = this.exceptionHistory;
     list.push({
       exceptionName: error.code !== undefined ? `${error.name} [${error.code}]` : error.name,
-      // Served by the REST API and dashboard to any local user: no URL's password goes with it.
-      message: redactUserinfo(error.message),
-      stacktrace: redactUserinfo(error.stack ?? `${error.name}: ${error.message}`),
+      // Read only through the REST API, whose replies blank URLs' passwords (json-reply.ts).
+      message: error.message,
+      stacktrace: error.stack ?? `${error.name}: ${error.message}`,
       timestamp: this.spec.clock.now(),
       taskName: this.current?.failedTask,
       attempt: this.current?.number ?? 0,
