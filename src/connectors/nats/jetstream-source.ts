@@ -226,6 +226,8 @@ interface SplitState {
   lastPullAt: number;
   /** Pulls in a row that ended with 409 (a message or an empty pull resets it). */
   conflicts: number;
+  /** A quiet pull through the current consumer, still there, was logged (pullUnanswered: once per consumer). */
+  slowNoted: boolean;
 }
 
 /** 409s in a row (each recreating the consumer) before the reader fails: one that keeps coming will not clear. */
@@ -279,7 +281,7 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
       }
       const st: SplitState = {
         split: { ...s }, fetchedSeq: s.lastSeq, checkedSeq: s.lastSeq, received: [], looking: false, lookAgain: false, lastLookAt: 0, ending: false, buffer: [], at: 0, out: undefined, done: s.endSeq !== undefined && s.lastSeq >= s.endSeq,
-        consumer: undefined, creating: false, sub: undefined, outstanding: 0, pulls: 0, dseqAtPull: 0, pullTimer: undefined, lastDseq: 0, lastPullAt: 0, conflicts: 0,
+        consumer: undefined, creating: false, sub: undefined, outstanding: 0, pulls: 0, dseqAtPull: 0, pullTimer: undefined, lastDseq: 0, lastPullAt: 0, conflicts: 0, slowNoted: false,
       };
       this.splits.add(st);
     }
@@ -409,6 +411,7 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
         if (this.closed) return;
         st.consumer = info.name;
         st.lastDseq = 0;
+        st.slowNoted = false;
         st.lastPullAt = this.ctx.now();
         // Nothing matches after our position: a bounded split is done (later messages are past its
         // end). The whole stream holds nothing after it, so what is left to its end is gone.
@@ -460,7 +463,7 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
     // A pull ends with its batch or a 408 at expiry, but not always: the server (2.9.10) sends no
     // 408 when the expiry falls during a delivery (a filtered consumer scanning a long stream,
     // large messages), nor anything for a consumer deleted meanwhile. Failing the reader there
-    // restarted jobs in a loop, so the server is pinged instead (pullUnanswered).
+    // restarted jobs in a loop, so the consumer is asked about instead (pullUnanswered).
     st.pullTimer = setTimeout(() => this.pullUnanswered(st, pull), this.src.blockMs + PULL_END_GRACE_MS);
   }
 
@@ -551,27 +554,61 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
   }
 
   /**
-   * A pull past its expiry without an end: a server that answers a ping (flush) within timeoutMs
-   * is alive and has ended the pull (an expired pull gets nothing more), so the next one goes
-   * out; if the pull delivered nothing, its consumer may be gone and is created again first. No
-   * answer to the ping fails the reader, as a silent server did before.
+   * A pull past its expiry without an end. The server (2.9) is silent both while a filtered
+   * consumer looks for its next message (it scans the messages of other subjects one by one when
+   * the filter is a wildcard and a block holds many subjects, or reads large ones: 3,000,000
+   * small messages took 3 to 7 s; the expired pull gets nothing, but the consumer keeps where its
+   * scan got to, so the next pull through it gets the message) and for a pull sent to a consumer
+   * it deleted. Recreating the consumer after every pull that delivered nothing restarted the
+   * scan, for ever, once it took longer than blockMs + PULL_END_GRACE_MS. So the consumer is
+   * asked about (its info, which the server answers once the scan ends): still there, the next
+   * pull goes through it; the server answers with an error (not found), it is created again; no
+   * answer within timeoutMs, a ping (flush) tells a busy consumer (answered: pull on) from a
+   * silent server (the reader fails). The steps are silentPullStep's.
    */
   private pullUnanswered(st: SplitState, pull: number): void {
     st.pullTimer = undefined;
     const nc = this.nc;
-    if (this.closed || nc === undefined || st.pulls !== pull || st.outstanding <= 0) return;
+    const jsm = this.jsm;
+    const consumer = st.consumer;
+    if (this.closed || nc === undefined || jsm === undefined || consumer === undefined || st.pulls !== pull || st.outstanding <= 0) return;
     const waitedMs = this.src.blockMs + PULL_END_GRACE_MS;
-    withTimeout(nc.flush(), this.src.conn.timeoutMs, `NATS at ${this.src.label}: ping`).then(() => {
-      if (this.closed || st.pulls !== pull || st.outstanding <= 0) return; // it ended meanwhile
-      if (st.lastDseq === st.dseqAtPull) {
-        this.ctx.log(`stream "${st.split.stream}"${st.split.subject !== undefined ? ` subject ${st.split.subject}` : ''}: a pull ended without a word from the server after ${waitedMs} ms, with nothing delivered; recreating the consumer at sequence ${st.fetchedSeq + 1}`);
-        this.release(st);
+    const timeoutMs = this.src.conn.timeoutMs;
+    const { stream, subject } = st.split;
+    const which = `stream "${stream}"${subject !== undefined ? ` subject ${subject}` : ''}`;
+    const current = (): boolean => !this.closed && st.pulls === pull && st.outstanding > 0 && st.consumer === consumer; // else it ended meanwhile
+    let pingError = '';
+    const step = (state: SilentPull): void => {
+      switch (silentPullStep(state)) {
+        case 'info':
+          withTimeout(jsm.consumers.info(stream, consumer), timeoutMs, `NATS at ${this.src.label}: consumer info`)
+            .then((): ConsumerInfoAnswer => 'exists', consumerInfoAnswer)
+            .then((info) => { if (current()) step({ ...state, info }); });
+          return;
+        case 'ping':
+          withTimeout(nc.flush(), timeoutMs, `NATS at ${this.src.label}: ping`).then(() => 'answered' as const, (e: unknown) => {
+            pingError = e instanceof Error ? e.message : String(e);
+            return 'none' as const;
+          }).then((ping) => { if (current()) step({ ...state, ping }); });
+          return;
+        case 'pull':
+          if (!state.delivered && !st.slowNoted) {
+            st.slowNoted = true;
+            this.ctx.log(`${which}: a pull ended without a word from the server after ${waitedMs} ms, with nothing delivered, and its consumer is still there${state.info === 'none' ? ` (its info unanswered within ${timeoutMs} ms, the server answering a ping)` : ''} (the server is still looking for the next message of the filter: far behind in a long stream of other subjects, or of large messages); reading on through the same consumer (said once per consumer)`);
+          }
+          this.pullDone(st);
+          return;
+        case 'recreate':
+          this.ctx.log(`${which}: a pull ended without a word from the server after ${waitedMs} ms, with nothing delivered, and the server knows its consumer no more; recreating the consumer at sequence ${st.fetchedSeq + 1}`);
+          this.release(st);
+          this.pullDone(st);
+          return;
+        case 'fail':
+          this.fail(natsError(this.src.conn, `pull from stream "${stream}"`, new Error(`no end of the pull within ${waitedMs} ms, and no answer to a ping within ${timeoutMs} ms (${pingError})`)));
+          return;
       }
-      this.pullDone(st);
-    }, (e: unknown) => {
-      if (this.closed || st.pulls !== pull || st.outstanding <= 0) return;
-      this.fail(natsError(this.src.conn, `pull from stream "${st.split.stream}"`, new Error(`no end of the pull within ${waitedMs} ms, and no answer to a ping within ${this.src.conn.timeoutMs} ms (${e instanceof Error ? e.message : String(e)})`)));
-    });
+    };
+    step({ delivered: st.lastDseq !== st.dseqAtPull });
   }
 
   private pullDone(st: SplitState): void {
@@ -766,6 +803,49 @@ function goneLine(split: Pick<JetStreamSplit, 'stream' | 'subject'>, from: numbe
  */
 export function deliveryGap(lastDseq: number, dseq: number): boolean {
   return dseq !== lastDseq + 1;
+}
+
+/** A pull that went quiet past its expiry, and what the server said since (pullUnanswered). */
+export interface SilentPull {
+  /** It delivered messages before it went quiet: its consumer is there. */
+  readonly delivered: boolean;
+  /** The answer to the consumer's info, once asked. */
+  readonly info?: ConsumerInfoAnswer;
+  /** The answer to a ping (a flush), once sent. */
+  readonly ping?: 'answered' | 'none';
+}
+
+/**
+ * The consumer's info: 'exists'; 'refused', the server answered with an error (consumer not
+ * found: deleted, as for inactivity, or lost with a restarted server's memory); 'none', no
+ * answer within timeoutMs (the server answers it once the consumer's scan for its next message
+ * ends, which may take longer, or the server is gone).
+ */
+export type ConsumerInfoAnswer = 'exists' | 'refused' | 'none';
+
+/** How a failed consumer info request counts: an error the server sent (its api_error) is a refusal; a timeout or a closed connection is no answer. */
+export function consumerInfoAnswer(e: unknown): ConsumerInfoAnswer {
+  const api = typeof e === 'object' && e !== null ? (e as { api_error?: unknown }).api_error : undefined;
+  return typeof api === 'object' && api !== null ? 'refused' : 'none';
+}
+
+/**
+ * The next step for a pull that went quiet: 'info' (ask about its consumer), 'ping', 'pull' (the
+ * pull is over; the next goes through the same consumer), 'recreate' (then pull), or 'fail' (the
+ * server is silent). A pull that delivered is over once the server answers a ping. One that
+ * delivered nothing recreates its consumer only when the server refuses its info: a consumer
+ * that is there may be scanning for its next message, longer than any pull, and a new one
+ * would start the scan over (a reader that recreated it read nothing, for ever). An info
+ * unanswered (a long scan holds it) is a busy consumer if the server answers a ping.
+ */
+export function silentPullStep(s: SilentPull): 'info' | 'ping' | 'pull' | 'recreate' | 'fail' {
+  if (!s.delivered) {
+    if (s.info === undefined) return 'info';
+    if (s.info === 'exists') return 'pull';
+    if (s.info === 'refused') return 'recreate';
+  }
+  if (s.ping === undefined) return 'ping';
+  return s.ping === 'answered' ? 'pull' : 'fail';
 }
 
 /** The nats module's constants, loaded with the first connection (jobs that read no NATS never load it). */

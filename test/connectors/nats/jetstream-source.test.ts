@@ -10,7 +10,7 @@ import { connect, RetentionPolicy, type JetStreamClient, type JetStreamManager, 
 import {
   DEAD_LETTERS, JetStreamSource, TumblingEventTimeWindows, WatermarkStrategy, type MalformedRecord, type ReaderOutput, type SourceReaderContext,
 } from '../../../src/index.ts';
-import { deliveryGap, streamReset, subjectMatchingBoth, type JetStreamSplit } from '../../../src/connectors/nats/jetstream-source.ts';
+import { consumerInfoAnswer, deliveryGap, silentPullStep, streamReset, subjectMatchingBoth, type JetStreamSplit } from '../../../src/connectors/nats/jetstream-source.ts';
 import { runInline, sorted } from '../../helpers/run.ts';
 import { errorCode } from '../../../src/core/errors.ts';
 
@@ -384,7 +384,7 @@ describe('JetStreamSource', () => {
     expect(() => new JetStreamSource({ stream: s, consumerInactiveMs: 10 })).toThrow('JetStreamSource: consumerInactiveMs must be at least 1000, got 10');
   }, 60_000);
 
-  it('a pull sent to a consumer the server deleted gets no answer: the server is pinged, and a new consumer reads on (before: the reader failed after blockMs + timeoutMs)', async () => {
+  it('a pull sent to a consumer the server deleted gets no answer: the server, asked about the consumer, knows it no more, and a new consumer reads on (before: the reader failed after blockMs + timeoutMs)', async () => {
     const s = await stream('delcons');
     await fill(`${s}.a`, 20);
     const r = driveReader(new JetStreamSource<Ev>({ stream: s, blockMs: 200, timeoutMs: 1000 }), [{ id: s, stream: s, lastSeq: 0 }]);
@@ -405,12 +405,59 @@ describe('JetStreamSource', () => {
       await r.until(() => r.got.get(s)!.length >= 40, 20_000);
       expect(r.state.error).toBeUndefined();
       expect(r.got.get(s)).toEqual([...Array(40).keys()]);
-      expect(r.logs).toEqual([`stream "${s}": a pull ended without a word from the server after 1200 ms, with nothing delivered; recreating the consumer at sequence 21`]);
+      expect(r.logs).toEqual([`stream "${s}": a pull ended without a word from the server after 1200 ms, with nothing delivered, and the server knows its consumer no more; recreating the consumer at sequence 21`]);
       expect(await consumers()).not.toContain(old);
     } finally {
       await r.close();
     }
   }, 60_000);
+
+  it('a subject split whose next message takes the server longer than a pull to find reads on through the same consumer (before: the consumer was recreated after every quiet pull, the scan started over, and nothing was ever read)', async () => {
+    // The server (2.9) finds a wildcard filter's next message by reading every message of a block
+    // that holds more than 32 subjects, matching each subject: 3,000,000 small messages of 100,000
+    // subjects took it 3 to 7 s. Here 100,000 messages whose subjects are 3 KB long (1,000
+    // subjects) make the scan take about 2 to 4 s with a fill of about 5 s.
+    const s = await stream('scan');
+    const long = 'a.'.repeat(1500);
+    const payload = new Uint8Array(10);
+    for (let i = 0; i < 100_000; i++) {
+      nc.publish(`${s}.o.${i % 1000}.${long}z`, payload);
+      if (i % 10_000 === 0) await nc.flush();
+    }
+    await fill(`${s}.t.x`, 3);
+    const info = await jsm.streams.info(s);
+    expect(info.state.messages).toBe(100_003);
+    const subject = `${s}.t.>`;
+    const src = new JetStreamSource<Ev>({ stream: s, subjects: [subject], stopAt: 'latest', blockMs: 200 });
+    const id = `${s}:${subject}`;
+    const r = driveReader(src, [{ id, stream: s, subject, lastSeq: 0, endSeq: info.state.last_seq, streamCreated: info.created }]);
+    try {
+      await r.until(() => false, 40_000);
+      expect(r.state.error).toBeUndefined();
+      expect(r.got.get(id)).toEqual([0, 1, 2]);
+      expect(r.state.ended).toBe(true);
+      // The first quiet pull is logged, once; the consumer is never recreated.
+      expect(r.logs.filter((l) => l.includes('recreating'))).toEqual([]);
+      expect(r.logs).toEqual([`stream "${s}" subject ${subject}: a pull ended without a word from the server after 1200 ms, with nothing delivered, and its consumer is still there (the server is still looking for the next message of the filter: far behind in a long stream of other subjects, or of large messages); reading on through the same consumer (said once per consumer)`]);
+    } finally {
+      await r.close();
+    }
+  }, 90_000);
+
+  it('a quiet pull: the consumer is recreated only when the server refuses its info; a pull that delivered, or an info unanswered, ends at a ping\'s answer', () => {
+    expect(silentPullStep({ delivered: false })).toBe('info');
+    expect(silentPullStep({ delivered: false, info: 'exists' })).toBe('pull');
+    expect(silentPullStep({ delivered: false, info: 'refused' })).toBe('recreate');
+    expect(silentPullStep({ delivered: false, info: 'none' })).toBe('ping');
+    expect(silentPullStep({ delivered: false, info: 'none', ping: 'answered' })).toBe('pull');
+    expect(silentPullStep({ delivered: false, info: 'none', ping: 'none' })).toBe('fail');
+    expect(silentPullStep({ delivered: true })).toBe('ping');
+    expect(silentPullStep({ delivered: true, ping: 'answered' })).toBe('pull');
+    expect(silentPullStep({ delivered: true, ping: 'none' })).toBe('fail');
+    expect(consumerInfoAnswer(Object.assign(new Error('consumer not found'), { code: '404', api_error: { code: 404, err_code: 10014, description: 'consumer not found' } }))).toBe('refused');
+    expect(consumerInfoAnswer(Object.assign(new Error('TIMEOUT'), { code: 'TIMEOUT' }))).toBe('none');
+    expect(consumerInfoAnswer(new Error('NATS at x: consumer info did not finish within 10000 ms'))).toBe('none');
+  });
 
   it('subject splits restored far into an interleaved stream read on although their pulls end without a 408 (before: the server sends none when the expiry falls during a delivery, and the reader failed, so restores crawled and restarted)', async () => {
     const s = await stream('silent');
