@@ -63,6 +63,17 @@ export interface PrepareCommitOptions {
    * makes everything written visible, as a stop does for a local directory's files.
    */
   readonly stop?: boolean;
+  /**
+   * The barrier is a savepoint's that does not stop the job (an intermediate savepoint, or a
+   * drained stop's final one). An intermediate savepoint is not committed when it completes
+   * (docs/checkpointing.md, "Savepoints"): its committables wait for the next checkpoint's
+   * commit, or for a job that starts from it. A writer whose prepared output holds locks until
+   * its commit (PostgreSQL two-phase) may hand over its output as data instead and carry it into
+   * the next checkpoint's, so that the next prepare does not wait for those locks; its committer
+   * then leaves such a committable out when a later one of the same writer in the same commit
+   * carries it.
+   */
+  readonly savepoint?: boolean;
 }
 
 export interface SinkCommitter<C> {

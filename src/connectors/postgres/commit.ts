@@ -8,12 +8,17 @@ import { isTransient, type PgClient } from './connection.ts';
 import type { ResolvedPostgresOptions } from './options.ts';
 import { advanceProgress, COMMITTED_LOG_KEEP, gidLiteral, logCommitted, logPrepared, pruneCommitted, pruneLog, raiseProgress, readLogged, readProgress, writeStatements, type WriteShape } from './sql.ts';
 
-/** Rows of one subtask's checkpoint, written at completion (idempotent mode). */
+/**
+ * Rows of one subtask's checkpoint, written at completion (idempotent mode); in two-phase mode,
+ * the rows of an intermediate savepoint (`savepoint`), which the writer also carries into its
+ * next prepared transaction (see carriedBy).
+ */
 export interface RowsCommittable {
   /** Subtask that wrote them (the progress row's key, also after a rescale). */
   readonly sub: number;
   readonly chk: number;
   readonly rows: unknown[][];
+  readonly savepoint?: true;
 }
 
 /** A prepared transaction of one subtask's checkpoint (two-phase mode). */
@@ -80,6 +85,52 @@ export async function commitRows(c: PgClient, o: ResolvedPostgresOptions, key: P
     for (const s of writeStatements(shapeOf(o), item.rows)) await c.query(s.text, s.values);
     await c.query(raiseProgress(o.progressTable), [...args, item.chk]);
     await c.query(pruneCommitted(o.progressTable), [...args, item.chk - COMMITTED_LOG_KEEP]);
+    await c.query('COMMIT');
+    return 'written';
+  } catch (e) {
+    await rollBack(c, e);
+    throw e;
+  }
+}
+
+/**
+ * Two-phase mode: whether a savepoint's rows are carried by a prepared transaction in the same
+ * commit (`list`): the writer keeps a savepoint's rows and prepares them with its next
+ * checkpoint's, so a later prepared transaction of the same writer subtask holds them. Both are
+ * in one commit: the ledger hands a checkpoint's committables out with every earlier one not yet
+ * handed out, and a restore's re-commit has all the restored ones. A savepoint's rows alone (a
+ * restore from the savepoint, or its own commit at the end) are written by commitSavepointRows.
+ */
+export function carriedBy(item: RowsCommittable, list: readonly PostgresCommittable[]): boolean {
+  return list.some((c) => isPrepared(c) && c.sub === item.sub && c.chk > item.chk);
+}
+
+/**
+ * Two-phase mode, a savepoint's rows not carried by a prepared transaction: written in one
+ * transaction with the checkpoint's row in the prepared log (its key lock makes a concurrent
+ * commit of the same savepoint wait, then find it) and the progress row advanced, as a COMMIT
+ * PREPARED and its progress update would leave them. Nothing when the log row is there or the
+ * progress row has reached the savepoint (committed before); a run that started from no
+ * checkpoint and never tried it, meeting such progress, met another run's: refused.
+ */
+export async function commitSavepointRows(c: PgClient, o: ResolvedPostgresOptions, key: ProgressKey, item: RowsCommittable, freshRun: boolean, triedBefore: boolean): Promise<'written' | 'skipped'> {
+  const args = [key.job, key.operator, key.subtask];
+  await c.query('BEGIN');
+  try {
+    const committed = await readCommitted(c, o, key);
+    let d = decideRowsCommit(committed, item.chk, freshRun, triedBefore, committed !== undefined && committed >= item.chk);
+    if (d === 'write') {
+      const r = await c.query(`${logPrepared(o.progressTable)} ON CONFLICT DO NOTHING RETURNING 1`, [...args, item.chk]);
+      d = (r.rowCount ?? 0) === 0 ? 'skip' : 'write';
+    }
+    if (d !== 'write') {
+      await c.query('ROLLBACK');
+      if (d === 'foreign') throw foreignProgressError('postgres sink', `progress table "${o.progressTable.schema}.${o.progressTable.name}"`, key, committed ?? -1, item.chk);
+      return 'skipped';
+    }
+    for (const s of writeStatements(shapeOf(o), item.rows)) await c.query(s.text, s.values);
+    await c.query(advanceProgress(o.progressTable), [...args, item.chk]);
+    await c.query(pruneLog(o.progressTable), [...args, item.chk]);
     await c.query('COMMIT');
     return 'written';
   } catch (e) {

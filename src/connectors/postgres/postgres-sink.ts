@@ -15,9 +15,9 @@
  * max_prepared_transactions > 0. Prepared transactions hold their locks until committed.
  */
 import { WeirError } from '../../core/errors.ts';
-import type { CommitScope, SinkCommitter, SinkContext, SinkWriter, TwoPhaseCommitSink } from '../../core/sink.ts';
+import type { CommitScope, PrepareCommitOptions, SinkCommitter, SinkContext, SinkWriter, TwoPhaseCommitSink } from '../../core/sink.ts';
 import { newestCommitted, operatorKey, ownsSubtask, type ProgressKey } from '../common/progress.ts';
-import { commitPrepared, commitRows, isPrepared, isPreparedOnServer, listPrepared, prepareRows, rollbackPrepared, type PostgresCommittable, type PreparedCommittable } from './commit.ts';
+import { carriedBy, commitPrepared, commitRows, commitSavepointRows, isPrepared, isPreparedOnServer, listPrepared, prepareRows, rollbackPrepared, type PostgresCommittable, type PreparedCommittable, type RowsCommittable } from './commit.ts';
 import { close, connect, wrap } from './connection.ts';
 import { resolvePostgresOptions, type PostgresSinkOptions, type ResolvedPostgresOptions } from './options.ts';
 import { checkSchema, ensureProgressTable } from './schema.ts';
@@ -220,10 +220,12 @@ class TwoPhaseWriter<T> implements SinkWriter<T, PostgresCommittable> {
     for (let i = 0; i < values.length; i++) this.rows.push(this.toRow(values[i]!) as unknown[]);
   }
 
-  prepareCommit(checkpointId: number): PostgresCommittable[] {
+  prepareCommit(checkpointId: number, options?: PrepareCommitOptions): PostgresCommittable[] {
     this.rethrow();
+    if (options?.savepoint === true) return [this.savepointRows(checkpointId)];
     const rows = this.rows;
     this.rows = [];
+    this.savedUpTo = 0;
     const key = this.sink.key(this.ctx);
     const gid = gidFor(key.job, key.operator, key.subtask, checkpointId);
     const o = this.sink.options;
@@ -242,6 +244,25 @@ class TwoPhaseWriter<T> implements SinkWriter<T, PostgresCommittable> {
     void p.catch(() => {}).finally(() => this.sink.preparing.delete(gid));
     const out: PreparedCommittable = { sub: key.subtask, chk: checkpointId, gid };
     return [out];
+  }
+
+  /** Rows of `rows` before this index went into a savepoint's committable already (they are carried, not handed over twice). */
+  private savedUpTo = 0;
+
+  /**
+   * At a savepoint that does not stop the job: nothing is prepared. A savepoint is committed only
+   * with the next checkpoint, so its prepared transaction held its row locks until then, and that
+   * checkpoint's prepare of the same rows (an upsert by keyColumns) waited for them: no checkpoint
+   * completed after a savepoint until the prepare failed (about 60 s) and the job restarted from
+   * the checkpoint before it, rolling the savepoint's transaction back. Instead its rows since the
+   * last savepoint go into the savepoint as data, for a restore from it to write
+   * (commitSavepointRows), and stay in the writer: the next prepare carries them, and the commit
+   * that has both leaves the savepoint's out (carriedBy).
+   */
+  private savepointRows(checkpointId: number): RowsCommittable {
+    const rows = this.rows.slice(this.savedUpTo);
+    this.savedUpTo = this.rows.length;
+    return { sub: this.ctx.subtaskIndex, chk: checkpointId, rows, savepoint: true };
   }
 
   whenPrepared(checkpointId: number): Promise<void> | undefined {
@@ -272,6 +293,13 @@ class PostgresCommitter implements SinkCommitter<PostgresCommittable> {
       if (isPrepared(item)) {
         await this.sink.preparing.get(item.gid);
         await this.session.run('committing a prepared transaction', (c) => commitPrepared(c, o, key, item));
+        continue;
+      }
+      if (item.savepoint === true) {
+        // A later prepared transaction of the same writer in this commit holds these rows too.
+        if (carriedBy(item, list)) continue;
+        const tried = this.tried.tryOnce(item.sub, item.chk);
+        await this.session.run('committing a savepoint\'s rows', (c, attempt) => commitSavepointRows(c, o, key, item, this.freshRun, tried || attempt > 0));
         continue;
       }
       const triedBefore = this.tried.tryOnce(item.sub, item.chk);

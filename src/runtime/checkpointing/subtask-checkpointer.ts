@@ -379,7 +379,7 @@ export class SubtaskCheckpointer implements BarrierHandler {
     this.lastSeen = Math.max(this.lastSeen, id);
     const task = this.task;
     const t0 = performance.now();
-    for (const op of task.operators) op.prepareSnapshotPreBarrier(id, req.suspendSourceAfter === true);
+    for (const op of task.operators) op.prepareSnapshotPreBarrier(id, req.suspendSourceAfter === true, req.type === 'savepoint');
     for (const op of task.operators) op.output.flush();
     if (forwardBarrier) {
       const barrier: BarrierEvent = { kind: 'barrier', checkpointId: id, timestamp: req.timestamp, type: req.type, location: req.location, ...(req.suspendSourceAfter === true ? { suspendAfter: true } : {}) };

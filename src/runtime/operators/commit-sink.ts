@@ -9,7 +9,7 @@
  * Commits run strictly in checkpoint order, one batch at a time; an async commit that fails
  * fails the task.
  */
-import { sinkIdentityChanged, type SinkCommitter, type SinkContext, type SinkWriter, type TwoPhaseCommitSink } from '../../core/sink.ts';
+import { sinkIdentityChanged, type PrepareCommitOptions, type SinkCommitter, type SinkContext, type SinkWriter, type TwoPhaseCommitSink } from '../../core/sink.ts';
 import { WeirError } from '../../core/errors.ts';
 import type { Batch } from '../../core/batch.ts';
 import { CommitLedger, type CommitBatch } from './commit-ledger.ts';
@@ -130,10 +130,20 @@ export class CommitSinkOperator extends StreamOperator {
 
   /** The checkpoint id of a stop-with-savepoint's barrier, once it came (the job ends after it). */
   private stopAt: number | undefined;
+  /** The id of the last savepoint's barrier that does not stop the job (its commit waits for a later checkpoint's). */
+  private savepointAt: number | undefined;
 
-  override prepareSnapshotPreBarrier(checkpointId: number, stop?: boolean): void {
-    super.prepareSnapshotPreBarrier(checkpointId, stop);
+  override prepareSnapshotPreBarrier(checkpointId: number, stop?: boolean, savepoint?: boolean): void {
+    super.prepareSnapshotPreBarrier(checkpointId, stop, savepoint);
     if (stop === true) this.stopAt = checkpointId;
+    else if (savepoint === true) this.savepointAt = checkpointId;
+  }
+
+  /** What the barrier of `checkpointId` tells the writer besides its id. */
+  private barrierOptions(checkpointId: number): PrepareCommitOptions | undefined {
+    if (this.stopAt === checkpointId) return { stop: true };
+    if (this.savepointAt === checkpointId) return { savepoint: true };
+    return undefined;
   }
 
   override snapshotInline(checkpointId: number): InlineOperatorState | undefined {
@@ -141,7 +151,8 @@ export class CommitSinkOperator extends StreamOperator {
     let fresh: unknown[];
     try {
       // At a stop the writer leaves nothing open: the stop's commit makes all its output visible.
-      fresh = this.writer.prepareCommit(checkpointId, this.stopAt === checkpointId ? { stop: true } : undefined);
+      // At a savepoint that does not stop, the writer may keep its output for the next checkpoint.
+      fresh = this.writer.prepareCommit(checkpointId, this.barrierOptions(checkpointId));
     } catch (e) {
       throw this.fail(e, `sink "${this.sink.name}" prepareCommit`);
     }
@@ -202,15 +213,21 @@ export class CommitSinkOperator extends StreamOperator {
       // what intermediate savepoints prepared (they commit nothing themselves).
       if (!this.env.checkpointing) {
         const saved = this.ledger.completed(Number.MAX_SAFE_INTEGER);
-        if (saved !== undefined) this.commit(saved);
         const endId = this.highestId + 1;
         const last = this.writer.prepareCommit(endId);
+        if (last.length === 0) {
+          if (saved !== undefined) this.commit(saved);
+          return;
+        }
         // Durable first, as a checkpoint's are before its ack: an S3 part still uploading was
-        // found missing by the commit, and the job's whole output lost with a log line.
-        if (last.length > 0) this.chain(async () => {
+        // found missing by the commit, and the job's whole output lost with a log line. In one
+        // call with the savepoints' committables: a writer may have carried a savepoint's output
+        // into the end's (PostgreSQL two-phase), and its committer tells so from the list.
+        const all = [...(saved?.committables ?? []), ...last];
+        this.chain(async () => {
           await this.writer.whenPrepared?.(endId);
-          await this.committer.commit(last, endId);
-        });
+          await this.committer.commit(all, endId);
+        }, saved === undefined ? undefined : () => this.ledger.committed(saved));
       }
     } catch (e) {
       throw this.fail(e, `sink "${this.sink.name}" finish`);

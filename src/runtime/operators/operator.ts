@@ -230,8 +230,9 @@ export abstract class StreamOperator {
   /**
    * Before the barrier goes downstream: a last chance to emit records that belong before it.
    * `stop`: the barrier is a stop-with-savepoint's (without drain): the task ends after it.
+   * `savepoint`: the barrier is a savepoint's (of any kind), not a checkpoint's.
    */
-  prepareSnapshotPreBarrier(_checkpointId: number, _stop?: boolean): void {}
+  prepareSnapshotPreBarrier(_checkpointId: number, _stop?: boolean, _savepoint?: boolean): void {}
 
   /** Synchronous phase: small non-keyed state, captured now (keyed state is frozen by the task). */
   snapshotInline(checkpointId: number): InlineOperatorState | undefined {
