@@ -271,7 +271,7 @@ class FileWriter<T> implements SinkWriter<T, FileCommittable> {
     // nothing visible and its records lived only in the upload and the savepoint's tail.
     if (this.current !== undefined && (options?.stop === true || rollAtBarrier(this.progress(), this.ctx.now(), this.sink.policy) !== undefined || this.encoder!.isFull?.() === true)) this.roll();
     const out: FileCommittable[] = [];
-    for (const part of this.closed) out.push(part.seal(checkpointId));
+    for (const part of this.closed) out.push(part.seal(checkpointId, options?.savepoint === true));
     this.closed = [];
     if (this.current !== undefined) {
       // A bulk format's rows become a row group now: what the checkpoint records is a valid prefix, closed by closing().

@@ -21,8 +21,12 @@ export interface OpenPart<C> {
   readonly out?: ByteWriter;
   /** Nothing more is written to the part: made durable (or its upload started). False when it held nothing (and is gone). */
   close(): boolean;
-  /** The committable of a closed part, at the barrier of checkpoint `checkpointId`. */
-  seal(checkpointId: number): C;
+  /**
+   * The committable of a closed part, at the barrier of checkpoint `checkpointId`; `savepoint`:
+   * the barrier is a savepoint's that does not stop the job (its commit waits for a later
+   * checkpoint's, or for a job started from it: a local pending file says so in its name).
+   */
+  seal(checkpointId: number, savepoint?: boolean): C;
   /**
    * The committable of a part that stays open across the barrier (storages with keepsPartsOpen).
    * `closing`: the bytes that would close the file now (a Parquet footer), recorded after the

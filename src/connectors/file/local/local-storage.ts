@@ -5,6 +5,7 @@
  *
  *   .part-<sub>-<run>-<n>.inprogress        being written
  *   .part-<sub>-<run>-<n>.chk-<id>.pending  closed at the barrier of checkpoint <id>
+ *   .part-<sub>-<run>-<n>.sp-<id>.pending   closed at the barrier of savepoint <id> (one that does not stop the job)
  *   part-<sub>-<run>-<n>.<ext>              committed when checkpoint <id> completed (ext: the format's, jsonl, csv, parquet)
  *   part-<sub>-<run>-c<k>.<ext>             compaction of small committed files
  *   .weir-committed-<sub>                   the last checkpoint the subtask committed (commit-record.ts)
@@ -34,7 +35,8 @@ import type { FileCommittable } from '../exactly-once-file-sink.ts';
 import { jsonLines, MAX_MERGE_BYTES, mergedFile, type FileFormat } from '../formats.ts';
 import { ownsSubtask, type CommitterSession, type FileSinkStorage, type OpenPart, type WriterSession } from '../sink-storage.ts';
 
-const PENDING_RE = /^\.part-(\d+)-([0-9a-f]+)-(\d+)\.chk-(\d+)\.pending$/;
+const PENDING_RE = /^\.part-(\d+)-([0-9a-f]+)-(\d+)\.(?:chk|sp)-(\d+)\.pending$/;
+const SAVEPOINT_PENDING_RE = /\.sp-\d+\.pending$/;
 const INPROGRESS_RE = /^\.part-(\d+)-([0-9a-f]+)-(\d+)\.inprogress$/;
 const COMMITTED_RE = /^part-(\d+)-([0-9a-f]+)-(c?\d+)\.([a-z0-9]+)$/;
 const INTENT_RE = /^\.compact-(\d+)-([0-9a-f]+)-(\d+)\.intent$/;
@@ -149,6 +151,11 @@ export class LocalDirectoryStorage implements FileSinkStorage<FileCommittable> {
    * after subtask indices that no longer exist (the job was rescaled down). Returns a promise
    * only when it has to wait for a compaction still running in this process.
    *
+   * A pending file of a savepoint after the restored checkpoint (one that did not stop the job)
+   * is kept, with one log line: that savepoint completed, and a restore from it commits the file
+   * (deleted, the restore found the file gone, took it as committed, and lost its records without
+   * a word). Nothing else will commit it; it is left for the user to delete otherwise.
+   *
    * A pending file of a checkpoint at or below the restored one that the restored checkpoint
    * does not refer to (`referenced`: its committables over all subtasks) is output a completed
    * checkpoint promised and nobody will commit: it is reported in one log line and left where it
@@ -161,6 +168,7 @@ export class LocalDirectoryStorage implements FileSinkStorage<FileCommittable> {
     const mine = (sub: number) => ownsSubtask(ctx, sub);
     const known = new Set(referenced.map((c) => c.pending));
     const unreferenced: string[] = [];
+    const kept: string[] = [];
     // Files of the interrupted attempt's writer: deleted now, before this attempt's writer starts.
     for (const name of readdirSync(dir)) {
       let m = INPROGRESS_RE.exec(name);
@@ -170,10 +178,16 @@ export class LocalDirectoryStorage implements FileSinkStorage<FileCommittable> {
       }
       m = PENDING_RE.exec(name);
       if (!m || !mine(Number(m[1]))) continue;
-      if (Number(m[4]) > restoredId) rmSync(join(dir, name), { force: true });
-      else if (!known.has(name)) unreferenced.push(name);
+      if (Number(m[4]) <= restoredId) {
+        if (!known.has(name)) unreferenced.push(name);
+      } else if (SAVEPOINT_PENDING_RE.test(name)) {
+        kept.push(name);
+      } else {
+        rmSync(join(dir, name), { force: true });
+      }
     }
     if (unreferenced.length > 0) ctx.log(unreferencedLine(dir, restoredId, unreferenced.sort()));
+    if (kept.length > 0) ctx.log(keptSavepointLine(dir, restoredId, kept.sort()));
     // Compactions: a compaction of the failed attempt may still be running in this process (a
     // restart in the same thread, workers: 1: its async I/O goes on after the task is cancelled).
     // Its temp file is not garbage yet, so resolve compaction leftovers only once it has ended,
@@ -253,8 +267,9 @@ class LocalPart implements OpenPart<FileCommittable> {
     return true;
   }
 
-  seal(checkpointId: number): FileCommittable {
-    const pending = `.${this.name}.chk-${checkpointId}.pending`;
+  seal(checkpointId: number, savepoint = false): FileCommittable {
+    // A savepoint's pending file is told apart by its name: a restore from an older checkpoint keeps it (recover()).
+    const pending = `.${this.name}.${savepoint ? 'sp' : 'chk'}-${checkpointId}.pending`;
     renameSync(join(this.dir, `.${this.name}.inprogress`), join(this.dir, pending));
     this.sealed.count++;
     return { pending, final: `${this.name}.${this.ext}`, dir: resolve(this.dir) };
@@ -273,6 +288,10 @@ class LocalPart implements OpenPart<FileCommittable> {
 /** At most three names, then a count: a log line stays one line however many files there are. */
 function shortList(names: readonly string[]): string {
   return names.slice(0, 3).join(', ') + (names.length > 3 ? `, and ${names.length - 3} more` : '');
+}
+
+function keptSavepointLine(dir: string, restoredId: number, names: readonly string[]): string {
+  return `weir: exactly-once file sink ${dir}: kept ${names.length} pending file(s) of savepoints taken after checkpoint ${restoredId} (restored): a restore from such a savepoint commits them, nothing else will; delete them if it will not be restored: ${shortList(names)}`;
 }
 
 function unreferencedLine(dir: string, restoredId: number, names: readonly string[]): string {
