@@ -540,7 +540,15 @@ export class JobMaster implements JobControl {
     const storage = this.spec.storage;
     // Ids continue after the restored snapshot's, whichever job took it (as Flink's id counter),
     // and after what the sinks committed (a sink skips an id it committed: new output lost).
-    const firstCheckpointId = Math.max(storage ? await storage.highestId(this.jobId) : 0, restore?.metadata.checkpointId ?? 0, committedUpTo ?? 0) + 1;
+    // And after every id the restored snapshot's job triggered, when its checkpoints are in this
+    // storage (`--from` a checkpoint or savepoint of another run, no-claim: this run has an id of
+    // its own): ids above the restored one there may name that job's savepoints, which commit
+    // nothing. Reused, a sink took this run's commit of such an id for the savepoint's, and a
+    // later restore from that savepoint passed the committed-output check and skipped its output
+    // as committed (Redis: 1,456 of 20,000 records lost without a word).
+    const restoredJob = restore !== undefined && restore.metadata.jobId !== this.jobId ? restore.metadata.jobId : undefined;
+    const restoredJobsIds = storage && restoredJob !== undefined ? await storage.highestId(restoredJob) : 0;
+    const firstCheckpointId = Math.max(storage ? await storage.highestId(this.jobId) : 0, restoredJobsIds, restore?.metadata.checkpointId ?? 0, committedUpTo ?? 0) + 1;
     const restoredCompleted: CompletedCheckpointInfo[] = [];
     if (storage && this.checkpointing) {
       // Garbage that cannot be removed now is tried again at the next attempt.
