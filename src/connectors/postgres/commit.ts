@@ -26,6 +26,11 @@ export interface PreparedCommittable {
   readonly sub: number;
   readonly chk: number;
   readonly gid: string;
+  /**
+   * The intermediate savepoints whose rows this transaction holds too (the writer kept them and
+   * prepared them here: carriedBy). Absent in committables of older checkpoints: none.
+   */
+  readonly carries?: readonly number[];
 }
 
 export type PostgresCommittable = RowsCommittable | PreparedCommittable;
@@ -96,13 +101,17 @@ export async function commitRows(c: PgClient, o: ResolvedPostgresOptions, key: P
 /**
  * Two-phase mode: whether a savepoint's rows are carried by a prepared transaction in the same
  * commit (`list`): the writer keeps a savepoint's rows and prepares them with its next
- * checkpoint's, so a later prepared transaction of the same writer subtask holds them. Both are
- * in one commit: the ledger hands a checkpoint's committables out with every earlier one not yet
- * handed out, and a restore's re-commit has all the restored ones. A savepoint's rows alone (a
- * restore from the savepoint, or its own commit at the end) are written by commitSavepointRows.
+ * checkpoint's, and that transaction names the savepoint (`carries`). Named, not inferred from
+ * the subtask and a later id: a job restored from the savepoint commits its rows at the start,
+ * and a checkpoint taken before that commit finished holds them beside the new writer's own
+ * prepared transaction, of the same subtask index, which does not hold them (skipped there, a
+ * restore from that checkpoint lost them). Both are in one commit: the ledger hands a
+ * checkpoint's committables out with every earlier one not yet handed out, and a restore's
+ * re-commit has all the restored ones. A savepoint's rows not carried (a restore from the
+ * savepoint, or its own commit at the end) are written by commitSavepointRows.
  */
 export function carriedBy(item: RowsCommittable, list: readonly PostgresCommittable[]): boolean {
-  return list.some((c) => isPrepared(c) && c.sub === item.sub && c.chk > item.chk);
+  return list.some((c) => isPrepared(c) && c.sub === item.sub && c.carries?.includes(item.chk) === true);
 }
 
 /**

@@ -224,8 +224,10 @@ class TwoPhaseWriter<T> implements SinkWriter<T, PostgresCommittable> {
     this.rethrow();
     if (options?.savepoint === true) return [this.savepointRows(checkpointId)];
     const rows = this.rows;
+    const carries = this.savepoints;
     this.rows = [];
     this.savedUpTo = 0;
+    this.savepoints = [];
     const key = this.sink.key(this.ctx);
     const gid = gidFor(key.job, key.operator, key.subtask, checkpointId);
     const o = this.sink.options;
@@ -242,12 +244,14 @@ class TwoPhaseWriter<T> implements SinkWriter<T, PostgresCommittable> {
     this.inFlight.set(checkpointId, p);
     this.sink.preparing.set(gid, p);
     void p.catch(() => {}).finally(() => this.sink.preparing.delete(gid));
-    const out: PreparedCommittable = { sub: key.subtask, chk: checkpointId, gid };
+    const out: PreparedCommittable = carries.length > 0 ? { sub: key.subtask, chk: checkpointId, gid, carries } : { sub: key.subtask, chk: checkpointId, gid };
     return [out];
   }
 
   /** Rows of `rows` before this index went into a savepoint's committable already (they are carried, not handed over twice). */
   private savedUpTo = 0;
+  /** The savepoints since the last prepare whose rows `rows` holds: the next prepared transaction carries them. */
+  private savepoints: number[] = [];
 
   /**
    * At a savepoint that does not stop the job: nothing is prepared. A savepoint is committed only
@@ -262,6 +266,7 @@ class TwoPhaseWriter<T> implements SinkWriter<T, PostgresCommittable> {
   private savepointRows(checkpointId: number): RowsCommittable {
     const rows = this.rows.slice(this.savedUpTo);
     this.savedUpTo = this.rows.length;
+    this.savepoints.push(checkpointId);
     return { sub: this.ctx.subtaskIndex, chk: checkpointId, rows, savepoint: true };
   }
 
