@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { S3ObjectStore } from '../../src/checkpoint/s3/object-store.ts';
 import { resolveS3Config, type S3Settings } from '../../src/checkpoint/s3/settings.ts';
-import { compactedAway, resolveIntent, smallCommittedFiles } from '../../src/connectors/file/s3/protocol.ts';
+import { compactedAway, compactedSize, resolveIntent, smallCommittedFiles } from '../../src/connectors/file/s3/protocol.ts';
 import type { SinkContext } from '../../src/core/sink.ts';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -38,6 +38,11 @@ describe('compaction decisions (pure)', () => {
     expect(compactedAway('a', [{ record: r, targetExists: true }])).toBe(true);
     expect(compactedAway('a', [{ record: r, targetExists: false }])).toBe(false);
     expect(compactedAway('c', [{ record: r, targetExists: true }])).toBe(false);
+    // The size a source had when merged (records before sizes were kept: unknown).
+    const sized = { ...r, sizes: [7, 9] };
+    expect(compactedSize('b', [{ record: sized, targetExists: true }])).toBe(9);
+    expect(compactedSize('b', [{ record: sized, targetExists: false }])).toBeUndefined();
+    expect(compactedSize('b', [{ record: r, targetExists: true }])).toBeUndefined();
   });
 });
 

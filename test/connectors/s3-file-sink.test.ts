@@ -70,6 +70,16 @@ describe('decisions (pure)', () => {
     expect(decideCompletion({ parts: 0, tailBytes: 0, listed: undefined, objectExists: false })).toEqual({ step: 'nothing' });
   });
 
+  it('completion: an object shorter than the state holds was completed from an earlier state since (a restore of an earlier checkpoint): refused, not taken as done', () => {
+    const at = (objectBytes: number, expectedBytes?: number) => decideCompletion({ parts: 2, tailBytes: 5, listed: undefined, objectExists: true, objectBytes, expectedBytes }).step;
+    expect(at(90, 100)).toBe('overwritten');
+    expect(decideCompletion({ parts: 0, tailBytes: 5, listed: undefined, objectExists: true, objectBytes: 3, expectedBytes: 5 }).step).toBe('overwritten');
+    // The same state again (a repeated commit), a later state (duplicates accepted), an older checkpoint's committable (no size): as before.
+    expect(at(100, 100)).toBe('already');
+    expect(at(120, 100)).toBe('already');
+    expect(at(90)).toBe('already');
+  });
+
   it('a restore completes the newest state of each open part, not one a complete committable closes', () => {
     const opens = [{ key: 'a', checkpointId: 3 }, { key: 'a', checkpointId: 4 }, { key: 'b', checkpointId: 4 }, { key: 'c', checkpointId: 2 }];
     expect(opensToComplete(opens, new Set(['b']))).toEqual([{ key: 'a', checkpointId: 4 }, { key: 'c', checkpointId: 2 }]);

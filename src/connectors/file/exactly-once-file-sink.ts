@@ -83,6 +83,11 @@ export interface S3PartState {
   readonly tail?: string;
   readonly subtask: number;
   readonly checkpointId: number;
+  /**
+   * The file's size once completed from this state (absent in older checkpoints): a restore
+   * finding the object shorter knows an earlier state of the same upload was completed since.
+   */
+  readonly bytes?: number;
 }
 
 export class ExactlyOnceFileSink<T> implements TwoPhaseCommitSink<T, FileCommittable> {

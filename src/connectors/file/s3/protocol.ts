@@ -28,6 +28,10 @@ export interface CompletionInput {
   readonly listed: readonly number[] | undefined;
   /** Whether the final object exists. */
   readonly objectExists: boolean;
+  /** Its size when it exists (or, compacted away, its size as the compaction recorded it), if known. */
+  readonly objectBytes?: number;
+  /** The size of the file completed from this state (S3PartState.bytes; absent in older checkpoints). */
+  readonly expectedBytes?: number;
 }
 
 export type CompletionStep =
@@ -41,6 +45,12 @@ export type CompletionStep =
   | { readonly step: 'nothing' }
   /** The data is gone: logged, not retried for ever. */
   | { readonly step: 'lost'; readonly reason: string }
+  /**
+   * The object exists, shorter than this state's file: completed from an earlier state of the
+   * same upload (a restore of an earlier checkpoint after this snapshot was taken). The records
+   * after that state are gone; taken for 'already', they were lost without a word.
+   */
+  | { readonly step: 'overwritten'; readonly reason: string }
   /** The upload is there without a part the checkpoint recorded uploaded: the storage's answer is wrong; fail (retried by a restart), never abort it. */
   | { readonly step: 'fail'; readonly reason: string };
 
@@ -51,6 +61,10 @@ export type CompletionStep =
  * parts a completion does not list) or overwritten by the tail.
  */
 export function decideCompletion(i: CompletionInput): CompletionStep {
+  if (i.objectExists) {
+    const shorter = overwritten(i);
+    if (shorter !== undefined) return shorter;
+  }
   if (i.parts === 0) {
     if (i.objectExists) return { step: 'already' };
     return i.tailBytes > 0 ? { step: 'put' } : { step: 'nothing' };
@@ -67,6 +81,19 @@ export function decideCompletion(i: CompletionInput): CompletionStep {
     if (!have.has(n)) return { step: 'fail', reason: `part ${n} of its multipart upload is missing from the listing of its parts` };
   }
   return { step: 'complete', uploadTail: i.tailBytes > 0 };
+}
+
+/**
+ * A file completed before from the same state (a repeated commit) has its size; from a later
+ * state of the same upload (a restore of a later snapshot, duplicates accepted) it is longer.
+ * Shorter only when an earlier state was completed since this one was recorded.
+ */
+export function overwritten(i: Pick<CompletionInput, 'objectBytes' | 'expectedBytes'>): { readonly step: 'overwritten'; readonly reason: string } | undefined {
+  if (i.expectedBytes === undefined || i.objectBytes === undefined || i.objectBytes >= i.expectedBytes) return undefined;
+  return {
+    step: 'overwritten',
+    reason: `it was committed with ${i.objectBytes} bytes (the object, or the part a compaction merged since), fewer than the ${i.expectedBytes} this snapshot holds: it was completed from an earlier checkpoint's state after this snapshot was taken (a restore of an earlier checkpoint, after an intermediate savepoint), and the records written after that checkpoint are no longer in the store`,
+  };
 }
 
 export interface OpenState {
@@ -123,6 +150,8 @@ const COMMITTED_RE = /^part-(\d+)-([0-9a-f]+)-(c?\d+)\.([a-z0-9]+)$/;
 export interface CompactionRecord {
   readonly target: string;
   readonly sources: readonly string[];
+  /** The sources' sizes, in order (absent in older records): a restore checks a compacted part was the whole file its snapshot holds. */
+  readonly sizes?: readonly number[];
   readonly done?: boolean;
 }
 
@@ -166,4 +195,13 @@ export function resolveIntent(r: CompactionRecord, targetExists: boolean): Inten
  */
 export function compactedAway(key: string, records: readonly { readonly record: CompactionRecord; readonly targetExists: boolean }[]): boolean {
   return records.some((r) => r.targetExists && r.record.sources.includes(key));
+}
+
+/** The size a compaction recorded for source `key` (of a record whose target exists), if any. */
+export function compactedSize(key: string, records: readonly { readonly record: CompactionRecord; readonly targetExists: boolean }[]): number | undefined {
+  for (const r of records) {
+    const i = r.targetExists ? r.record.sources.indexOf(key) : -1;
+    if (i >= 0 && r.record.sizes?.[i] !== undefined) return r.record.sizes[i];
+  }
+  return undefined;
 }

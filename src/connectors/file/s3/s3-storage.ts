@@ -31,7 +31,7 @@ import type { FileCommittable } from '../exactly-once-file-sink.ts';
 import { ownsSubtask, type CommitterSession, type FileSinkStorage, type OpenPart, type WriterSession } from '../sink-storage.ts';
 import { jsonLines, MAX_MERGE_BYTES, mergedFile, type ByteWriter, type FileFormat } from '../formats.ts';
 import {
-  compactedAway, decideCompletion, opensToComplete, orphanUploads, parsePartKey, partKey, resolveIntent, smallCommittedFiles, type CompactionRecord,
+  compactedAway, compactedSize, decideCompletion, overwritten, opensToComplete, orphanUploads, parsePartKey, partKey, resolveIntent, smallCommittedFiles, type CompactionRecord,
 } from './protocol.ts';
 import { mapBounded } from '../../../core/bounded-parallel.ts';
 
@@ -99,6 +99,8 @@ export class S3SinkStorage implements FileSinkStorage<FileCommittable> {
   private readonly known = new Map<string, KnownUpload>();
   /** Runs of writers alive in this thread: their uploads are never orphans. */
   readonly liveRuns = new Set<string>();
+  /** Per subtask in this thread: the check of its restored snapshot (checkRestorable), which its commit record waits for. */
+  private readonly restoreChecks = new Map<number, Promise<void>>();
 
   readonly extension: string;
 
@@ -129,6 +131,7 @@ export class S3SinkStorage implements FileSinkStorage<FileCommittable> {
 
   openWriter(ctx: SinkContext): WriterSession<FileCommittable> {
     const session = new S3WriterSession(this, ctx);
+    if (ctx.restoredCheckpointId === undefined) this.restoreChecks.delete(ctx.subtaskIndex); // an earlier restore's, refused or not
     // A start without a restore (no recover() call): what earlier attempts left under the prefix
     // is garbage (no completed checkpoint names it); aborted in the background, never this writer's.
     if (ctx.restoredCheckpointId === undefined) session.background(() => this.abortOrphans(ctx, new Set()));
@@ -191,14 +194,58 @@ export class S3SinkStorage implements FileSinkStorage<FileCommittable> {
     }
   }
 
-  /** Whether an absent part file was committed and compacted since (see compactedAway). */
-  private async wasCompacted(key: string): Promise<boolean> {
+  /**
+   * Before a restore writes anything (recover, and the commit record the restore's re-commit
+   * writes, which waits for it): every file of the restored snapshot, over all subtasks, that
+   * exists (or was compacted) shorter than the snapshot holds it (protocol.ts overwritten).
+   * Checked in full first, so a refused restore has committed nothing: the earlier checkpoint
+   * the message points to still restores without duplicates.
+   */
+  private async checkRestorable(referenced: readonly FileCommittable[]): Promise<void> {
+    const mine = referenced.filter((c) => c.s3?.bytes !== undefined && parsePartKey(this.prefix, c.final) !== undefined);
+    const sizes = await mapBounded(mine, RECORD_READS_IN_FLIGHT, (c) => this.store.headObject(this.bucket, c.final));
+    const absent = mine.filter((_c, i) => sizes[i] === undefined);
+    const compacted = await this.compactedSizes(absent.map((c) => c.final));
+    for (let i = 0; i < mine.length; i++) {
+      const c = mine[i]!;
+      const found = overwritten({ objectBytes: sizes[i] ?? compacted.get(c.final), expectedBytes: c.s3!.bytes });
+      if (found !== undefined) throw this.overwrittenError(c, found.reason);
+    }
+  }
+
+  /** The sizes compactions recorded for the absent part files `keys` that they merged (one listing of the records per subtask). */
+  private async compactedSizes(keys: readonly string[]): Promise<Map<string, number>> {
+    const out = new Map<string, number>();
+    const subs = new Set(keys.map((k) => parsePartKey(this.prefix, k)!.subtask));
+    for (const sub of subs) {
+      const records = await this.compactionRecords(sub);
+      if (records.length === 0) continue;
+      const seen: { record: CompactionRecord; targetExists: boolean }[] = [];
+      for (const r of records) seen.push({ record: r.record, targetExists: r.done || (await this.store.headObject(this.bucket, r.record.target)) !== undefined });
+      for (const k of keys) {
+        const bytes = compactedSize(k, seen);
+        if (bytes !== undefined) out.set(k, bytes);
+      }
+    }
+    return out;
+  }
+
+  private overwrittenError(c: FileCommittable, reason: string): WeirError {
+    // Not retried: a restart restores the same snapshot and finds the same object.
+    return new WeirError('RESTORE', `exactly-once file sink ${this.location}: the output file ${this.describe(c.final)} of checkpoint or savepoint ${c.s3!.checkpointId} cannot be committed: ${reason}; this snapshot can no longer be restored without losing records: restore that earlier checkpoint (or a later one of the run restored from it) instead, which replays them`);
+  }
+
+  /**
+   * Whether an absent part file was committed and compacted since (see compactedAway), and
+   * its size then when the record has it (compactedSize).
+   */
+  private async wasCompacted(key: string): Promise<{ bytes: number | undefined } | undefined> {
     const sub = parsePartKey(this.prefix, key)?.subtask;
-    if (sub === undefined) return false;
+    if (sub === undefined) return undefined;
     const records = (await this.compactionRecords(sub)).filter((r) => r.record.sources.includes(key));
     const seen: { record: CompactionRecord; targetExists: boolean }[] = [];
     for (const r of records) seen.push({ record: r.record, targetExists: r.done || (await this.store.headObject(this.bucket, r.record.target)) !== undefined });
-    return compactedAway(key, seen);
+    return compactedAway(key, seen) ? { bytes: compactedSize(key, seen) } : undefined;
   }
 
   /**
@@ -284,10 +331,15 @@ export class S3SinkStorage implements FileSinkStorage<FileCommittable> {
         if (listed.length === parts) break;
       }
     }
-    const objectExists = listed === undefined ? (await this.store.headObject(this.bucket, key)) !== undefined : false;
-    let d = decideCompletion({ parts, tailBytes: tail?.byteLength ?? 0, listed: listed?.map((p) => p.partNumber), objectExists });
-    // Gone because a compaction merged it after it was committed: committed, not lost, never written again.
-    if ((d.step === 'lost' || d.step === 'put') && (await this.wasCompacted(key))) d = { step: 'already' };
+    const objectBytes = listed === undefined ? await this.store.headObject(this.bucket, key) : undefined;
+    const input = { parts, tailBytes: tail?.byteLength ?? 0, listed: listed?.map((p) => p.partNumber), objectExists: objectBytes !== undefined, objectBytes, expectedBytes: c.s3!.bytes };
+    let d = decideCompletion(input);
+    // Gone because a compaction merged it after it was committed: committed, not lost, never
+    // written again; unless the part it merged was shorter than this state's (as above).
+    if (d.step === 'lost' || d.step === 'put') {
+      const compacted = await this.wasCompacted(key);
+      if (compacted !== undefined) d = decideCompletion({ ...input, objectExists: true, objectBytes: compacted.bytes });
+    }
     switch (d.step) {
       case 'already':
         if (parts > 0) await this.abortOtherUploads(key, uploadId, ctx); // a repeated commit: the first may have stopped before this
@@ -302,6 +354,8 @@ export class S3SinkStorage implements FileSinkStorage<FileCommittable> {
         break;
       case 'fail':
         throw new WeirError('CONNECTOR', `exactly-once file sink ${this.location}: the output file ${this.describe(key)} of checkpoint ${c.s3!.checkpointId} cannot be committed now: ${d.reason}; nothing was aborted, the commit is retried after a restart`);
+      case 'overwritten':
+        throw this.overwrittenError(c, d.reason);
       case 'complete': {
         const all = [...listed!];
         if (d.uploadTail) all.push(await this.store.uploadPart(this.bucket, key, uploadId!, parts + 1, tail!));
@@ -334,6 +388,7 @@ export class S3SinkStorage implements FileSinkStorage<FileCommittable> {
   }
 
   async writeCommitRecord(subtask: number, checkpointId: number): Promise<void> {
+    await this.restoreChecks.get(subtask); // a refused restore records nothing
     await this.store.putObject(this.bucket, partKey(this.prefix, `${RECORD_PREFIX}${subtask}`), Buffer.from(JSON.stringify({ checkpointId }) + '\n'));
   }
 
@@ -405,6 +460,13 @@ export class S3SinkStorage implements FileSinkStorage<FileCommittable> {
    * checkpoint does not name (an interrupted attempt's, or checkpoints after the restored one).
    */
   async recover(ctx: SinkContext, restoredId: number, committables: readonly FileCommittable[], referenced: readonly FileCommittable[]): Promise<void> {
+    // Set before the first await: the restore's re-commit, started right after this call, waits
+    // for it. On the compaction lock: a compaction of the failed attempt still running here
+    // deleting a part meanwhile would hide its size from the HEAD (its record may not be read yet).
+    const check = exclusive(this.lockKey(ctx.subtaskIndex), () => this.checkRestorable(referenced));
+    check.catch(() => {}); // awaited below; also by writeCommitRecord
+    this.restoreChecks.set(ctx.subtaskIndex, check);
+    await check;
     // All of it on the subtask's compaction lock. A compaction of the failed attempt still
     // running in this thread ends first (it may delete files this completes), and an interrupted
     // one is finished or undone now, as on a local directory (left to the next compaction, which
@@ -490,6 +552,7 @@ class S3CommitterSession implements CommitterSession {
     const listed = await store.list(bucket, partKey(prefix, `part-${sub}-`));
     const small = smallCommittedFiles(listed.objects, prefix, sub, format.extension, st.compaction.compactBelow, st.compaction.compactMinFiles);
     const sources: string[] = [];
+    const sizes: number[] = [];
     const contents: Uint8Array[] = [];
     let total = 0;
     for (const key of small) {
@@ -497,6 +560,7 @@ class S3CommitterSession implements CommitterSession {
       const bytes = await store.getObject(bucket, key);
       if (bytes === undefined || !(format.mergeable?.(bytes) ?? true)) continue;
       sources.push(key);
+      sizes.push(bytes.byteLength);
       contents.push(bytes);
       total += bytes.byteLength;
     }
@@ -504,7 +568,7 @@ class S3CommitterSession implements CommitterSession {
     const k = this.compactions++;
     const target = partKey(prefix, `part-${sub}-${this.run}-c${k}.${format.extension}`);
     const intentKey = partKey(prefix, `${INTENT_PREFIX}${sub}-${this.run}-${k}`);
-    const record: CompactionRecord = { target, sources };
+    const record: CompactionRecord = { target, sources, sizes };
     await store.putObject(bucket, intentKey, Buffer.from(JSON.stringify(record) + '\n'));
     await store.putObject(bucket, target, Buffer.concat(mergedFile(format, contents)));
     await st.finishCompaction(intentKey, record);
@@ -758,7 +822,7 @@ class S3Part implements OpenPart<FileCommittable>, ByteWriter {
   }
 
   seal(checkpointId: number): FileCommittable {
-    return { pending: this.known.uploadId ?? '', final: this.key, s3: { kind: 'complete', parts: this.partCount, subtask: this.session.ctx.subtaskIndex, checkpointId } };
+    return { pending: this.known.uploadId ?? '', final: this.key, s3: { kind: 'complete', parts: this.partCount, subtask: this.session.ctx.subtaskIndex, checkpointId, bytes: this.size } };
   }
 
   snapshot(checkpointId: number, closing?: Buffer): FileCommittable {
@@ -766,6 +830,7 @@ class S3Part implements OpenPart<FileCommittable>, ByteWriter {
     const rest = closing !== undefined && closing.byteLength > 0 ? [...buffered, closing] : buffered;
     const one = rest.length === 1 ? rest[0]! : undefined;
     const tail = rest.length === 0 ? '' : one !== undefined ? Buffer.from(one.buffer, one.byteOffset, one.byteLength).toString('base64') : Buffer.concat(rest).toString('base64');
-    return { pending: this.known.uploadId ?? '', final: this.key, s3: { kind: 'open', parts: this.partCount, tail, subtask: this.session.ctx.subtaskIndex, checkpointId } };
+    const bytes = this.size + (closing?.byteLength ?? 0);
+    return { pending: this.known.uploadId ?? '', final: this.key, s3: { kind: 'open', parts: this.partCount, tail, subtask: this.session.ctx.subtaskIndex, checkpointId, bytes } };
   }
 }
