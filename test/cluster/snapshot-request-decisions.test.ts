@@ -102,6 +102,24 @@ describe('stop with a savepoint (no drain)', () => {
     // After a failed stop, the end of the input ends the job with the final checkpoint.
     expect(l.handle({ type: 'all-tasks-waiting', now: 0 })).toMatchObject([{ type: 'trigger', requestId: FINAL_REQUEST_ID, final: true }]);
   });
+  it('the input ending by itself while the stop savepoint is taken: the tasks wait for it, and it (or else the final checkpoint) ends the job (before: finished at once, neither taken: the output since the last checkpoint never committed, exit 0)', () => {
+    const l = logic();
+    l.handle(request('s', 'savepoint', 'stop'));
+    // Every task waits: their input ended before the barrier reached them (they join the savepoint directly).
+    expect(l.handle({ type: 'all-tasks-waiting', now: 1 })).toEqual([]);
+    expect(types(l.handle(completed('s', 3)))).toEqual(['stop-savepoint-taken', 'end-sources(stop)', 'finish-tasks']);
+    expect(l.handle({ type: 'ended', status: 'FINISHED' })).toEqual([{ type: 'resolve', requestId: 's', kind: 'savepoint', checkpointId: 3, reference: '/sp/3' }]);
+
+    // The savepoint fails: the job finishes as a bounded job does, with its final checkpoint.
+    const f = logic();
+    f.handle(request('s', 'savepoint', 'stop'));
+    expect(f.handle({ type: 'all-tasks-waiting', now: 1 })).toEqual([]);
+    const failed = f.handle(aborted('s', R.CHECKPOINT_DECLINED));
+    expect(failed).toContainEqual({ type: 'trigger', requestId: FINAL_REQUEST_ID, checkpointType: 'checkpoint', final: true, suspendSourcesAfter: false, stop: false });
+    expect(types(failed)).not.toContain('finish-tasks');
+    expect(failed.at(-1)).toEqual({ type: 'reject', requestId: 's', message: 'savepoint failed: CHECKPOINT_DECLINED: boom' });
+    expect(f.handle(completed(FINAL_REQUEST_ID, 4, true))).toEqual([{ type: 'finish-tasks' }]);
+  });
 });
 
 describe('stop with drain', () => {

@@ -206,4 +206,21 @@ describe('stop with savepoint', () => {
     expect([...fired, ...second.collected<WindowCount>('windows').map(line)].sort()).toEqual(ALL);
     expect(committedLines(out)).toEqual(ALL);
   });
+
+  it('a stop that arrives while the input is ending: the tasks wait for its savepoint, which ends the job with every record committed (before: the job finished at once, with neither the savepoint nor a final checkpoint: FINISHED, nothing committed, the stop failed)', async () => {
+    const out = tmp.fresh('out');
+    // The source ends at once and waits; the window task then fires its 10 keys for about 3 s,
+    // and the stop comes meanwhile: every task waits (its input ended) before the savepoint can
+    // complete, as the window task joins it only when it is done.
+    const h = await start(fixture('slow-after-source.ts'), { workers: 2, parallelism: 1, args: [out, '300', '300'], checkpoint: { interval: 600_000, dir: tmp.fresh('chk') } });
+    await waitRunning(h);
+    await sleep(500);
+    const r = await api(`${h.base}/stop`, 'POST', { targetDirectory: tmp.fresh('sp'), drain: false });
+    expect(r.status).toBe(202);
+    const o = await outcome(h, r.body['request-id']);
+    const end = await h.result;
+    expect(end.status, end.error?.message).toBe('FINISHED');
+    expect(committedLines(out)).toEqual(Array.from({ length: 10 }, (_, k) => `${k}:30`).sort());
+    expect(o.ok, o.ok ? '' : o.cause).toBe(true);
+  });
 });

@@ -144,7 +144,12 @@ export class SnapshotRequestLogic {
     this.allWaiting = true;
     const s = this.stop;
     // Stop without drain: the savepoint was the last snapshot; the tasks ended without finishing.
-    if (s?.mode === 'stop') return [{ type: 'finish-tasks' }];
+    if (s?.mode === 'stop' && s.phase === 'taken') return [{ type: 'finish-tasks' }];
+    // The input ended by itself while the stop's savepoint was still being taken: the tasks wait
+    // for it (they join it directly), and finishing them now would end the job with neither the
+    // savepoint nor a final checkpoint, its output since the last checkpoint never committed.
+    // Its completion finishes them (onCompleted); its failure asks for the final checkpoint (onFailed).
+    if (s?.mode === 'stop') return [];
     if (s?.mode === 'drain') {
       // Drained: the final snapshot is the savepoint, so sinks commit everything into it.
       s.phase = 'snapshot';
@@ -177,7 +182,11 @@ export class SnapshotRequestLogic {
         this.stop.taken = { checkpointId, reference };
         out.push({ type: 'stop-savepoint-taken', checkpointId, reference });
         // Stop without drain: the savepoint holds everything; sources end without finishing.
-        if (this.stop.mode === 'stop') out.push({ type: 'end-sources', drain: false });
+        if (this.stop.mode === 'stop') {
+          out.push({ type: 'end-sources', drain: false });
+          // Every task already waits (its input ended while the savepoint was taken): none will say so again.
+          if (this.allWaiting) out.push({ type: 'finish-tasks' });
+        }
       } else {
         out.push({ type: 'resolve', requestId: id, kind: r.kind, checkpointId, reference });
       }
@@ -199,7 +208,8 @@ export class SnapshotRequestLogic {
     const out: RequestDecision[] = [];
     if (s !== undefined) {
       this.stop = undefined;
-      if (s.mode === 'drain' && s.phase === 'snapshot') {
+      if (s.phase === 'snapshot' && (s.mode === 'drain' || this.allWaiting)) {
+        // Drained, or the input ended by itself meanwhile: every task waits, for the final checkpoint now.
         out.push(...this.finishWithoutSavepoint());
       } else {
         // A failed stop leaves the job running: suspended sources read on, checkpoints resume.
