@@ -349,6 +349,7 @@ export class CheckpointCoordinatorLogic {
     if (p.type === 'savepoint') {
       // Savepoints belong to the user: they neither subsume nor get subsumed. Only the one that
       // stops the job is committed (the job ends there: it is what a resume starts from).
+      if (p.stop) this.subsumeOlder(id, `subsumed by the savepoint ${id} that stops the job`, out);
       out.push({ type: 'notify-complete', id, checkpointType: p.type, requestId: p.requestId, final: p.final, notifyTasks: p.stop || p.final });
       return;
     }
@@ -357,17 +358,24 @@ export class CheckpointCoordinatorLogic {
     this.lastCompletedAt = now;
     if (id > this.lastCompletedId) this.lastCompletedId = id;
     this.consecutiveFailures = 0;
-    // Older pending checkpoints are subsumed by this one (savepoints excepted).
-    for (const older of [...this.pending.values()]) {
-      if (older.id < id && older.type === 'checkpoint' && !older.finalizing) {
-        this.abort(older.id, R.CHECKPOINT_SUBSUMED, `subsumed by checkpoint ${id}`, out);
-      }
-    }
+    this.subsumeOlder(id, `subsumed by checkpoint ${id}`, out);
     out.push({ type: 'notify-complete', id, checkpointType: p.type, requestId: p.requestId, final: p.final, notifyTasks: true });
     const excess = this.completed.length - this.config.numRetained;
     if (excess > 0) {
       const dropped = this.completed.splice(0, excess).map((c) => c.id);
       out.push({ type: 'discard-completed', ids: dropped });
+    }
+  }
+
+  /**
+   * Older pending checkpoints (savepoints excepted) are of no use once `id` completed: aborted as
+   * subsumed, which counts no failure. Also for the savepoint that stops the job: the tasks end
+   * after it, dropping the snapshots still in flight, and those declines counted toward the
+   * tolerable failures (with 0, a stopped job failed over and ran on past its savepoint).
+   */
+  private subsumeOlder(id: number, message: string, out: Decision[]): void {
+    for (const older of [...this.pending.values()]) {
+      if (older.id < id && older.type === 'checkpoint' && !older.finalizing) this.abort(older.id, R.CHECKPOINT_SUBSUMED, message, out);
     }
   }
 

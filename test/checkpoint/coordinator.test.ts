@@ -361,6 +361,25 @@ describe('checkpoint coordinator decisions', () => {
     expect(c.completedCheckpoints()).toEqual([]);
   });
 
+  it('the savepoint that stops the job subsumes the checkpoints still in flight, so the finishing tasks dropping them fails nothing (before: their decline counted, and with tolerable 0 the stopped job failed over and ran on)', () => {
+    const c = new CheckpointCoordinatorLogic(cfg({ interval: 100, tolerableFailures: 0 }), TASKS);
+    running(c);
+    c.handle({ type: 'tick', now: 0 }); // checkpoint 1: one task's snapshot still being written
+    c.handle({ type: 'ack', now: 5, id: 1, ack: ack(TASKS[0]!.id) });
+    expect(c.handle({ type: 'request', now: 10, checkpointType: 'savepoint', requestId: 'stop', stop: true })).toMatchObject([{ type: 'trigger', id: 2 }]);
+    ackAll(c, 2, 20);
+    const done = c.handle({ type: 'finalized', now: 21, id: 2 });
+    expect(done).toMatchObject([{ type: 'abort', id: 1, reason: R.CHECKPOINT_SUBSUMED }, { type: 'notify-complete', id: 2, requestId: 'stop', notifyTasks: true }]);
+    // The tasks end after the stop: a snapshot of checkpoint 1 still in flight is dropped, and declined.
+    expect(c.handle({ type: 'decline', now: 30, id: 1, task: taskId(1, 0), reason: R.CHECKPOINT_ASYNC_EXCEPTION, message: 'aborted' })).toEqual([]);
+    // An intermediate savepoint still subsumes nothing (the job runs on, and checkpoint 3 with it).
+    c.handle({ type: 'request', now: 40, checkpointType: 'checkpoint', requestId: 'c' });
+    c.handle({ type: 'request', now: 41, checkpointType: 'savepoint', requestId: 'sp' });
+    ackAll(c, 4, 50);
+    expect(types(c.handle({ type: 'finalized', now: 51, id: 4 }))).toEqual(['notify-complete']);
+    expect(c.pendingIds()).toEqual([3]);
+  });
+
   it('a savepoint in progress holds back the periodic checkpoint (counted against max concurrent, as in Flink), unaligned or not', () => {
     for (const unaligned of [true, false]) {
       const c = new CheckpointCoordinatorLogic(cfg({ interval: 1000, unaligned }), TASKS);
