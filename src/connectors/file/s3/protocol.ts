@@ -72,7 +72,7 @@ export function decideCompletion(i: CompletionInput): CompletionStep {
   if (i.listed === undefined) {
     return i.objectExists
       ? { step: 'already' }
-      : { step: 'lost', reason: 'its multipart upload is gone and the object does not exist (aborted: by a restore of an earlier checkpoint after this snapshot was taken, an intermediate savepoint's part; or by a bucket lifecycle rule for incomplete uploads)' };
+      : { step: 'lost', reason: 'its multipart upload is gone and the object does not exist (aborted: by a restore of an earlier checkpoint after this snapshot was taken, a part of an intermediate savepoint; or by a bucket lifecycle rule for incomplete uploads)' };
   }
   const have = new Set(i.listed);
   for (let n = 1; n <= i.parts; n++) {
