@@ -6,7 +6,7 @@
  */
 import type { NatsConnection } from 'nats';
 import { WeirError } from '../../core/errors.ts';
-import { connecting } from '../common/retry.ts';
+import { connecting, withTimeout } from '../common/retry.ts';
 
 export interface NatsConnectionOptions {
   /** host:port, or several (default 127.0.0.1:4222). */
@@ -44,6 +44,33 @@ export async function connectNats(o: NatsConnectionOptions, log?: (line: string)
     ...(o.pass !== undefined ? { pass: o.pass } : {}),
     ...(o.token !== undefined ? { token: o.token } : {}),
   }), { initialBackoffMs: 100, maxBackoffMs: 2000, deadlineMs: o.connectBudgetMs }, log, isNatsAuthError);
+}
+
+/**
+ * Whether the server answers a ping on a connection of its own within timeoutMs (one try, no
+ * retries). The server (2.9) handles what a client sends in that client's read loop, and a
+ * JetStream request there waits while a consumer scans for its next message or counts its
+ * pending ones (seconds for a wildcard filter far behind in a long stream): a consumer's info, a
+ * pull or a creation holds up everything the connection sends after it, its pings too, while
+ * the server answers other connections at once. So a busy server is told from a silent one here.
+ */
+export async function natsAnswers(o: NatsConnectionOptions): Promise<boolean> {
+  let nc: NatsConnection | undefined;
+  try {
+    const { connect } = await import('nats');
+    nc = await connect({
+      servers: [...o.servers], timeout: o.timeoutMs, reconnect: false, name: 'weir-probe',
+      ...(o.user !== undefined ? { user: o.user } : {}),
+      ...(o.pass !== undefined ? { pass: o.pass } : {}),
+      ...(o.token !== undefined ? { token: o.token } : {}),
+    });
+    await withTimeout(nc.flush(), o.timeoutMs, `NATS at ${natsLabel(o)}: ping`);
+    return true;
+  } catch {
+    return false;
+  } finally {
+    if (nc !== undefined) void nc.close().catch(() => {});
+  }
 }
 
 /** The server refused the credentials: not retried. */

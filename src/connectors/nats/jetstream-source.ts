@@ -8,10 +8,10 @@
  * streams with retention 'limits' are read: an interest or work-queue stream deletes a message
  * once its consumers have it (with no acks, at delivery), before a checkpoint covers it.
  */
-import type { JetStreamManager, Msg, NatsConnection, Subscription } from 'nats';
+import type { ConsumerInfo, JetStreamManager, Msg, NatsConnection, Subscription } from 'nats';
 import { BufferedSplits } from '../common/buffered-splits.ts';
 import type { MalformedRecord, PollStatus, ReaderOutput, Source, SourceOutput, SourceReader, SourceReaderContext, SourceSplit } from '../../core/source.ts';
-import { connectNats, natsError, natsLabel, validateServers, type NatsConnectionOptions } from './connection.ts';
+import { connectNats, natsAnswers, natsError, natsLabel, validateServers, type NatsConnectionOptions } from './connection.ts';
 import { withTimeout } from '../common/retry.ts';
 import { reconcileNamedSplits } from '../common/restored-splits.ts';
 import { parseJsonRecord } from '../../core/json-record.ts';
@@ -257,6 +257,14 @@ const PULL_BYTES_SLACK = 64 * 1024;
  * whose remaining messages were all removed would wait for ever.
  */
 const STREAM_LOOK_INTERVAL_MS = 2000;
+/**
+ * The client's own limit on a consumer's creation, which waits as long as the server answers
+ * (consumerCreated): the server counts the consumer's pending messages first, and for a wildcard
+ * filter far behind in a long stream that took longer than timeoutMs (20,000,000 messages of
+ * 100 bytes on 100,000 subjects: 26 to 51 s), so every start failed. Below 2^31 ms (setTimeout).
+ */
+const CREATE_REQUEST_MS = 24 * 3600_000;
+
 /** Sequences a subject split keeps between two looks before it looks early (a bound of its memory). */
 const RECEIVED_BEFORE_LOOK = 10_000;
 
@@ -266,6 +274,8 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
   /** A pull's max_bytes, once connected (PULL_MAX_BYTES). */
   private pullMaxBytes = PULL_MAX_BYTES;
   private jsm: JetStreamManager | undefined;
+  /** For creating consumers only: its requests are not timed out by the client (CREATE_REQUEST_MS). */
+  private jsmCreate: JetStreamManager | undefined;
   private connecting = false;
   private closed = false;
   private error: Error | undefined;
@@ -365,6 +375,7 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
           }
         });
         this.jsm = await withTimeout(nc.jetstreamManager({ timeout: o.timeoutMs }), o.timeoutMs, `NATS at ${this.src.label}: JetStream`);
+        this.jsmCreate = await nc.jetstreamManager({ timeout: CREATE_REQUEST_MS, checkAPI: false });
         this.connecting = false;
         this.ctx.wake();
       })
@@ -381,7 +392,7 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
 
   /** Creates the split's consumer at `fetchedSeq + 1` and its inbox subscription. */
   private createConsumer(st: SplitState): void {
-    if (st.creating || this.jsm === undefined || this.nc === undefined) return;
+    if (st.creating || this.jsm === undefined || this.jsmCreate === undefined || this.nc === undefined) return;
     st.creating = true;
     const { AckPolicy, DeliverPolicy, nanos, createInbox } = natsConstants!;
     const split = st.split;
@@ -394,6 +405,7 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
       ...(split.subject !== undefined ? { filter_subject: split.subject } : {}),
     };
     const jsm = this.jsm;
+    const jsmCreate = this.jsmCreate;
     jsm.streams.info(split.stream)
       .then((stream) => {
         const refused = retentionRefused(split.stream, this.src.label, stream.config.retention);
@@ -404,7 +416,7 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
         // Before the consumer, which starts at the first message left and says nothing of the
         // ones removed (a bounded split whose rest is gone is done at once).
         this.removedBefore(st, stream.state.first_seq);
-        return jsm.consumers.add(split.stream, cfg);
+        return this.consumerCreated(st, jsmCreate.consumers.add(split.stream, cfg));
       })
       .then((info) => {
         st.creating = false;
@@ -428,6 +440,36 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
         if (e instanceof WeirError) this.fail(e);
         else this.fail(natsError(this.src.conn, `cannot create a consumer on stream "${split.stream}"${split.subject ? ` for subject ${split.subject}` : ''}`, e));
       });
+  }
+
+  /**
+   * The answer to a consumer's creation, however long it takes while the server answers a ping
+   * on a connection of its own every timeoutMs (natsAnswers): the server counts the consumer's
+   * pending messages before it answers, as long as a scan for a wildcard filter far behind in
+   * a long stream, and holds up the reader's connection meanwhile. Bounded by timeoutMs, the
+   * creation failed at every start of such a job. A server that does not answer fails it.
+   */
+  private async consumerCreated(st: SplitState, creating: Promise<ConsumerInfo>): Promise<ConsumerInfo> {
+    const answer = creating.then((info) => ({ info }), (error: unknown) => ({ error }));
+    const timeoutMs = this.src.conn.timeoutMs;
+    const started = this.ctx.now();
+    for (let noted = false; ;) {
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      const waited = new Promise<undefined>((res) => { timer = setTimeout(() => res(undefined), timeoutMs); });
+      const got = await Promise.race([answer, waited]).finally(() => clearTimeout(timer));
+      if (got !== undefined) {
+        if ('error' in got) throw got.error;
+        return got.info;
+      }
+      if (this.closed) throw new WeirError('CONNECTOR', `JetStream stream "${st.split.stream}": the reader closed while its consumer was being created`);
+      if (!(await natsAnswers(this.src.conn))) {
+        throw new WeirError('TIMEOUT', `NATS at ${this.src.label}: no answer to the consumer's creation within ${this.ctx.now() - started} ms, and none to a ping on a connection of its own within ${timeoutMs} ms`);
+      }
+      if (!noted) {
+        noted = true;
+        this.ctx.log(`stream "${st.split.stream}"${st.split.subject !== undefined ? ` subject ${st.split.subject}` : ''}: creating the consumer at sequence ${st.fetchedSeq + 1} takes the server longer than ${timeoutMs} ms (it counts the filter's pending messages, far behind in a long stream of other subjects); waiting for it while the server answers`);
+      }
+    }
   }
 
   /** One pull in flight per split, for the room left in its buffer. */
@@ -591,8 +633,14 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
             return 'none' as const;
           }).then((ping) => { if (current()) step({ ...state, ping }); });
           return;
+        case 'probe':
+          natsAnswers(this.src.conn).then((answers) => { if (current()) step({ ...state, probe: answers ? 'answered' : 'none' }); });
+          return;
         case 'pull':
-          if (!state.delivered && !st.slowNoted) {
+          if (state.probe === 'answered' && !st.slowNoted) {
+            st.slowNoted = true;
+            this.ctx.log(`${which}: a pull ended without a word from the server after ${waitedMs} ms${state.delivered ? '' : `, with nothing delivered, its consumer's info unanswered within ${timeoutMs} ms`}, and a ping on the reader's connection unanswered within ${timeoutMs} ms, while the server answers another connection: it is busy with a request of the reader's connection (a filtered consumer far behind in a long stream of other subjects, or of large messages, looking for its next message or counting its pending ones, holds up all the connection sends after it); reading on through the same consumer (said once per consumer)`);
+          } else if (!state.delivered && !st.slowNoted) {
             st.slowNoted = true;
             this.ctx.log(`${which}: a pull ended without a word from the server after ${waitedMs} ms, with nothing delivered, and its consumer is still there${state.info === 'none' ? ` (its info unanswered within ${timeoutMs} ms, the server answering a ping)` : ''} (the server is still looking for the next message of the filter: far behind in a long stream of other subjects, or of large messages); reading on through the same consumer (said once per consumer)`);
           }
@@ -604,7 +652,7 @@ class JetStreamReader<T> implements SourceReader<T, JetStreamSplit> {
           this.pullDone(st);
           return;
         case 'fail':
-          this.fail(natsError(this.src.conn, `pull from stream "${stream}"`, new Error(`no end of the pull within ${waitedMs} ms, and no answer to a ping within ${timeoutMs} ms (${pingError})`)));
+          this.fail(natsError(this.src.conn, `pull from stream "${stream}"`, new Error(`no end of the pull within ${waitedMs} ms, and no answer to a ping within ${timeoutMs} ms (${pingError}), nor on a connection of its own`)));
           return;
       }
     };
@@ -813,6 +861,8 @@ export interface SilentPull {
   readonly info?: ConsumerInfoAnswer;
   /** The answer to a ping (a flush), once sent. */
   readonly ping?: 'answered' | 'none';
+  /** The answer to a ping on a connection of its own (natsAnswers), once sent. */
+  readonly probe?: 'answered' | 'none';
 }
 
 /**
@@ -830,22 +880,29 @@ export function consumerInfoAnswer(e: unknown): ConsumerInfoAnswer {
 }
 
 /**
- * The next step for a pull that went quiet: 'info' (ask about its consumer), 'ping', 'pull' (the
- * pull is over; the next goes through the same consumer), 'recreate' (then pull), or 'fail' (the
- * server is silent). A pull that delivered is over once the server answers a ping. One that
- * delivered nothing recreates its consumer only when the server refuses its info: a consumer
- * that is there may be scanning for its next message, longer than any pull, and a new one
- * would start the scan over (a reader that recreated it read nothing, for ever). An info
- * unanswered (a long scan holds it) is a busy consumer if the server answers a ping.
+ * The next step for a pull that went quiet: 'info' (ask about its consumer), 'ping', 'probe' (a
+ * ping on a connection of its own), 'pull' (the pull is over; the next goes through the same
+ * consumer), 'recreate' (then pull), or 'fail' (the server is silent). A pull that delivered is
+ * over once the server answers a ping. One that delivered nothing recreates its consumer only
+ * when the server refuses its info: a consumer that is there may be scanning for its next
+ * message, longer than any pull, and a new one would start the scan over (a reader that
+ * recreated it read nothing, for ever). An info unanswered (a long scan holds it) is a busy
+ * consumer if the server answers a ping, on the reader's connection or, held up behind the
+ * scan there, on one of its own.
  */
-export function silentPullStep(s: SilentPull): 'info' | 'ping' | 'pull' | 'recreate' | 'fail' {
+export function silentPullStep(s: SilentPull): 'info' | 'ping' | 'probe' | 'pull' | 'recreate' | 'fail' {
   if (!s.delivered) {
     if (s.info === undefined) return 'info';
     if (s.info === 'exists') return 'pull';
     if (s.info === 'refused') return 'recreate';
   }
   if (s.ping === undefined) return 'ping';
-  return s.ping === 'answered' ? 'pull' : 'fail';
+  if (s.ping === 'answered') return 'pull';
+  // The server (2.9) handles the connection's requests in order, and one that waits for a
+  // consumer's scan (the info above, a pull, a creation, any split's) holds up the ping: a
+  // busy server still answers a connection of its own, a silent one does not.
+  if (s.probe === undefined) return 'probe';
+  return s.probe === 'answered' ? 'pull' : 'fail';
 }
 
 /** The nats module's constants, loaded with the first connection (jobs that read no NATS never load it). */

@@ -444,16 +444,79 @@ describe('JetStreamSource', () => {
     }
   }, 90_000);
 
+  it('a subject split whose consumer the server takes longer than timeoutMs to create, or to scan for its next message, reads on while the server answers a connection of its own (before: the reader failed at "no answer to a ping", and the creation at TIMEOUT on every start)', async () => {
+    // The server (2.9) handles a connection's requests in its read loop, in order; a consumer's
+    // info, a pull or a creation waits there while the consumer scans or counts its pending
+    // messages, and everything the reader's connection sends next waits too, its pings as well.
+    const s = await stream('busy');
+    await fill(`${s}.t.x`, 3);
+    const subject = `${s}.t.>`;
+    const id = `${s}:${subject}`;
+    const opts = { stream: s, subjects: [subject], blockMs: 200, timeoutMs: 1000 };
+    const logs: string[] = [];
+    const got: number[] = [];
+    let wake: () => void = () => {};
+    const reader = new JetStreamSource<Ev>(opts).createReader(readerCtx(logs, () => wake()));
+    reader.addSplits([{ id, stream: s, subject, lastSeq: 0 }]);
+    const out: ReaderOutput<Ev> = { collect: (v) => void got.push(v.i), malformed: () => { throw new Error('unexpected'); }, forSplit: () => out, splitFinished: () => {} };
+    /** Polled only when woken, as the task does (20 s without a wake is a stall). */
+    const readTo = async (n: number, r = reader): Promise<string> => {
+      try {
+        for (;;) {
+          const st = r.poll(out, 100);
+          if (got.length >= n || st === 'end') return st === 'end' ? 'end' : 'read';
+          if (st === 'wait' && await new Promise<boolean>((res) => { wake = () => res(false); setTimeout(() => res(true), 20_000); })) return `stalled after ${got.length}`;
+        }
+      } catch (e) {
+        return (e as Error).message;
+      }
+    };
+    try {
+      expect(await readTo(3)).toBe('read');
+      // Backpressure: no pull while 150,000 messages of other subjects (3 KB long, 1,000 of
+      // them) come in; the next pull's scan takes the server seconds (about 3 to 6 here).
+      const long = 'a.'.repeat(1500);
+      const payload = new Uint8Array(10);
+      for (let i = 0; i < 150_000; i++) {
+        nc.publish(`${s}.o.${i % 1000}.${long}z`, payload);
+        if (i % 10_000 === 0) await nc.flush();
+      }
+      await fill(`${s}.t.x`, 3, 3);
+      expect(await readTo(6)).toBe('read');
+      expect(got).toEqual([0, 1, 2, 3, 4, 5]);
+      expect(logs.some((l) => l.includes('while the server answers another connection'))).toBe(true);
+    } finally {
+      await reader.close?.();
+    }
+    // A restart there: creating the consumer at the start counts all 150,006 messages (seconds).
+    got.length = 0;
+    logs.length = 0;
+    const info = await jsm.streams.info(s);
+    const again = new JetStreamSource<Ev>({ ...opts, stopAt: 'latest' }).createReader(readerCtx(logs, () => wake()));
+    again.addSplits([{ id, stream: s, subject, lastSeq: 0, endSeq: info.state.last_seq, streamCreated: info.created }]);
+    try {
+      expect(await readTo(6, again)).toBe('read');
+      expect(got).toEqual([0, 1, 2, 3, 4, 5]);
+      expect(logs[0]).toBe(`stream "${s}" subject ${subject}: creating the consumer at sequence 1 takes the server longer than 1000 ms (it counts the filter's pending messages, far behind in a long stream of other subjects); waiting for it while the server answers`);
+    } finally {
+      await again.close?.();
+    }
+  }, 180_000);
+
   it('a quiet pull: the consumer is recreated only when the server refuses its info; a pull that delivered, or an info unanswered, ends at a ping\'s answer', () => {
     expect(silentPullStep({ delivered: false })).toBe('info');
     expect(silentPullStep({ delivered: false, info: 'exists' })).toBe('pull');
     expect(silentPullStep({ delivered: false, info: 'refused' })).toBe('recreate');
     expect(silentPullStep({ delivered: false, info: 'none' })).toBe('ping');
     expect(silentPullStep({ delivered: false, info: 'none', ping: 'answered' })).toBe('pull');
-    expect(silentPullStep({ delivered: false, info: 'none', ping: 'none' })).toBe('fail');
+    expect(silentPullStep({ delivered: false, info: 'none', ping: 'none' })).toBe('probe');
+    expect(silentPullStep({ delivered: false, info: 'none', ping: 'none', probe: 'answered' })).toBe('pull');
+    expect(silentPullStep({ delivered: false, info: 'none', ping: 'none', probe: 'none' })).toBe('fail');
     expect(silentPullStep({ delivered: true })).toBe('ping');
     expect(silentPullStep({ delivered: true, ping: 'answered' })).toBe('pull');
-    expect(silentPullStep({ delivered: true, ping: 'none' })).toBe('fail');
+    expect(silentPullStep({ delivered: true, ping: 'none' })).toBe('probe');
+    expect(silentPullStep({ delivered: true, ping: 'none', probe: 'answered' })).toBe('pull');
+    expect(silentPullStep({ delivered: true, ping: 'none', probe: 'none' })).toBe('fail');
     expect(consumerInfoAnswer(Object.assign(new Error('consumer not found'), { code: '404', api_error: { code: 404, err_code: 10014, description: 'consumer not found' } }))).toBe('refused');
     expect(consumerInfoAnswer(Object.assign(new Error('TIMEOUT'), { code: 'TIMEOUT' }))).toBe('none');
     expect(consumerInfoAnswer(new Error('NATS at x: consumer info did not finish within 10000 ms'))).toBe('none');
