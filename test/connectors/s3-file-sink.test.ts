@@ -12,7 +12,9 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { S3ObjectStore } from '../../src/checkpoint/s3/object-store.ts';
 import { resolveS3Config, type S3Settings } from '../../src/checkpoint/s3/settings.ts';
-import { decideCompletion, opensToComplete, orphanUploads, parsePartKey } from '../../src/connectors/file/s3/protocol.ts';
+import {
+  decideCompletion, keptForSavepoints, opensToComplete, orphanUploads, parsePartKey, parseSavepointMarkerName, savepointHeldKeys, savepointMarkerName, staleSavepointMarkers,
+} from '../../src/connectors/file/s3/protocol.ts';
 import { S3SinkStorage } from '../../src/connectors/file/s3/s3-storage.ts';
 import { csv, jsonLines, type ByteWriter } from '../../src/connectors/file/formats.ts';
 import { rollAfterWrite, rollAtBarrier, rollBeforeWrite } from '../../src/connectors/file/rolling.ts';
@@ -93,6 +95,29 @@ describe('decisions (pure)', () => {
     const uploads = [u('out/part-0-aa-0.jsonl'), u('out/part-0-bb-0.jsonl'), u('out/part-1-aa-0.jsonl'), u('out/part-2-aa-0.jsonl'), u('out/part-0-cc-1.jsonl'), u('out/notes.txt')];
     const owns = (sub: number) => sub === 0 || sub >= 2; // subtask 0 of parallelism 2
     expect(orphanUploads(uploads, 'out', owns, new Set(['cc']), new Set(['out/part-0-bb-0.jsonl'])).map((x) => x.key)).toEqual(['out/part-0-aa-0.jsonl', 'out/part-2-aa-0.jsonl']);
+  });
+
+  it('uploads an intermediate savepoint holds: named in its marker, kept by orphan cleanup; a marker goes once none of its uploads is left', () => {
+    expect(savepointMarkerName(1, 'ab12', 7)).toBe('.weir-savepoint-1-ab12-7');
+    expect(parseSavepointMarkerName('out', 'out/.weir-savepoint-1-ab12-7')).toEqual({ subtask: 1, run: 'ab12', savepointId: 7 });
+    expect(parseSavepointMarkerName('out', 'out/.weir-savepoint-1-ab12-7.tmp')).toBeUndefined();
+    // Only files whose upload holds parts: one held as a tail alone is written from the savepoint.
+    const c = (final: string, parts: number) => ({ final, s3: { parts } });
+    expect(savepointHeldKeys([c('out/b', 1), c('out/a', 2), c('out/t', 0), c('out/a', 3), { final: 'local' }])).toEqual(['out/a', 'out/b']);
+    const u = (key: string) => ({ key, uploadId: key.toUpperCase() });
+    const marker = (sub: number, run: string, savepointId: number, keys: string[]) => ({ key: `out/${savepointMarkerName(sub, run, savepointId)}`, subtask: sub, run, savepointId, keys });
+    const markers = [marker(0, 'aa', 5, ['out/part-0-aa-1.jsonl']), marker(1, 'bb', 6, ['out/part-1-bb-0.jsonl', 'out/part-0-aa-1.jsonl'])];
+    const orphans = [u('out/part-0-aa-0.jsonl'), u('out/part-0-aa-1.jsonl'), u('out/part-1-bb-0.jsonl')];
+    expect(keptForSavepoints(orphans, markers)).toEqual({ abort: [orphans[0]], kept: [orphans[1], orphans[2]], savepoints: [5, 6] });
+    expect(keptForSavepoints(orphans, [])).toEqual({ abort: orphans, kept: [], savepoints: [] });
+    // A key the restore just completed (an open part of the restored checkpoint): its other uploads are extras.
+    expect(keptForSavepoints(orphans, markers, new Set(['out/part-0-aa-1.jsonl']))).toEqual({ abort: [orphans[0], orphans[1]], kept: [orphans[2]], savepoints: [6] });
+    // Stale: owned, not a live writer's (its uploads may not exist yet), no upload of its keys left.
+    const all = () => true;
+    expect(staleSavepointMarkers(markers, new Set(['out/part-1-bb-0.jsonl']), all, new Set())).toEqual([markers[0]]);
+    expect(staleSavepointMarkers(markers, new Set(), all, new Set())).toEqual(markers);
+    expect(staleSavepointMarkers(markers, new Set(), (sub) => sub === 1, new Set())).toEqual([markers[1]]);
+    expect(staleSavepointMarkers(markers, new Set(), all, new Set(['aa']))).toEqual([markers[1]]);
   });
 });
 

@@ -12,6 +12,12 @@
  * finished: 4,854 of 20,000 ids missing, no log line (checkpoint 1, savepoint 2, cancel; the
  * checkpoint restored and cancelled before its first checkpoint; the savepoint restored).
  *
+ * When the savepoint names no file the earlier snapshot held open (every file it names was
+ * opened after that snapshot), nothing is refused: the restore of the earlier snapshot keeps
+ * the uploads the savepoint's marker names (one log line), and the savepoint restores whole.
+ * Before: that restore aborted them, and the restore from the savepoint logged each file as lost
+ * and finished without its records.
+ *
  * Fixture: test/fixtures/jobs/ids-to-files-with.ts (ids from a paced generator into the sink).
  */
 import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -23,7 +29,7 @@ import { resolveS3Config } from '../../src/checkpoint/s3/settings.ts';
 import { runJob } from '../../src/index.ts';
 import { readParquet } from '../helpers/duckdb.ts';
 import { startS3Server, type S3TestServer } from '../helpers/s3rver.ts';
-import { api, checkpointNow, fixture, savepoint, sleep, start, tempDir, waitRunning, type Handle } from './helpers.ts';
+import { api, checkpointNow, fixture, savepoint, sleep, start, stopWithSavepoint, tempDir, waitRunning, type Handle } from './helpers.ts';
 
 const JOB = fixture('ids-to-files-with.ts');
 const N = 20_000;
@@ -161,5 +167,51 @@ describe('the S3 file sink after an intermediate savepoint', () => {
     // so the record still says checkpoint 1; the file check refuses it.
     expect(c).toMatch(/committed with \d+ bytes.*, fewer than the \d+ this snapshot holds/);
     expect(await visibleIds(v.prefix, v.format)).toEqual(afterB);
+  }, 120_000);
+
+  it('every file of the savepoint opened after the restored snapshot: the restore of that snapshot keeps their uploads, the savepoint then restores every id once', async () => {
+    // The earlier snapshot holds no open part: a stop-with-savepoint rolls and commits them all
+    // (a checkpoint taken under load always holds the part being written, which the savepoint
+    // then names too, and that case is refused, above). Parts roll every 300 ms, so the
+    // intermediate savepoint's files were all opened after it, closed ones with an upload each.
+    const v: Variant = { prefix: 'kept-out', format: 'jsonl', compactBelow: 0, rolloverMs: 300 };
+    const args = (rate: string) => [`s3://${server.bucket}/${v.prefix}`, String(N), rate, PAD, v.format, String(v.compactBelow), String(v.rolloverMs)];
+    const manual = { interval: 3_600_000, dir: tmp.fresh('chk') };
+    const a0 = await start(JOB, { workers: 1, parallelism: 2, args: args('4000'), s3: server.settings, checkpoint: manual });
+    await waitRunning(a0);
+    await sleep(500);
+    const s0 = await stopWithSavepoint(a0, tmp.fresh('sp'));
+    expect((await a0.result).status).toBe('FINISHED');
+
+    const a = await start(JOB, { workers: 1, parallelism: 2, args: args('4000'), s3: server.settings, from: s0, checkpoint: manual });
+    await waitRunning(a);
+    await sleep(900);
+    const sp = await savepoint(a, tmp.fresh('sp'));
+    await sleep(400);
+    await cancel(a);
+    const markers = (await store.list(server.bucket, `${v.prefix}/.weir-savepoint-`)).objects.length;
+    const uploads = (await store.listMultipartUploads(server.bucket, `${v.prefix}/part-`)).length;
+    console.log(`savepoint markers: ${markers}, uploads left by the cancelled run: ${uploads}`);
+
+    // The earlier snapshot restored (its own restart, or --from), cancelled before a checkpoint of its own.
+    const b = await start(JOB, { workers: 1, parallelism: 2, args: args('4000'), s3: server.settings, from: s0, checkpoint: manual });
+    await waitRunning(b);
+    await sleep(300);
+    await cancel(b);
+    const keptLines = b.logs.filter((l) => /kept \d+ multipart upload\(s\) that savepoint\(s\)/.test(l));
+    console.log(keptLines.join('\n') || 'no kept line');
+
+    const logs: string[] = [];
+    const r = await runJob(JOB, { workers: 1, parallelism: 3, args: args('0'), from: sp, s3: server.settings, checkpoint: { interval: 300, dir: tmp.fresh('chk') }, stdout: () => {}, log: (l) => logs.push(l) });
+    const got = await visibleIds(v.prefix, v.format);
+    const lost = logs.filter((l) => l.includes('its records are lost'));
+    const missing = N - new Set(got).size;
+    // Before: FINISHED, thousands of ids missing, one 'lost' line per file whose upload was aborted.
+    expect(lost, `ids missing: ${missing}`).toEqual([]);
+    expect(r.status, r.error?.message).toBe('FINISHED');
+    expect(got, `ids missing: ${missing}, twice: ${got.length - new Set(got).size}`).toEqual(ALL);
+    expect(keptLines.length, 'the restore of the earlier snapshot said what it kept').toBeGreaterThan(0);
+    // Nothing left open once the savepoint's files are committed.
+    expect((await store.listMultipartUploads(server.bucket, `${v.prefix}/part-`)).length).toBe(0);
   }, 120_000);
 });

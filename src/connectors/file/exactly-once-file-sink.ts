@@ -283,6 +283,7 @@ class FileWriter<T> implements SinkWriter<T, FileCommittable> {
       this.flush();
       if (this.current.size > 0 && this.current.snapshot !== undefined) out.push(this.current.snapshot(checkpointId, this.encoder!.closing() as Buffer | undefined));
     }
+    if (options?.savepoint === true && options.stop !== true) this.session.noteSavepoint?.(checkpointId, out);
     return out;
   }
 

@@ -40,6 +40,12 @@ export interface WriterSession<C> {
   openPart(name: string): OpenPart<C>;
   /** Resolves once the committables of checkpoint `checkpointId` name durable data (see SinkWriter.whenPrepared). */
   whenPrepared?(checkpointId: number): Promise<void> | undefined;
+  /**
+   * At the barrier of a savepoint that does not stop the job, after its committables were made
+   * (S3: records which uploads the savepoint holds, so that a restore of an earlier checkpoint
+   * keeps them; made durable before whenPrepared resolves).
+   */
+  noteSavepoint?(savepointId: number, committables: readonly C[]): void;
   /** Throws what went wrong in the background (a failed upload), if anything. */
   check?(): void;
   /**

@@ -136,6 +136,79 @@ export function orphanUploads<U extends ListedUpload>(
   });
 }
 
+// ---- uploads an intermediate savepoint holds --------------------------------------------
+
+/**
+ * `<prefix>/.weir-savepoint-<sub>-<run>-<id>`: the part files with uploaded parts that writer
+ * run `<run>` of subtask `<sub>` named at the barrier of savepoint `<id>` (one that does not
+ * stop the job), {savepointId, keys}. Written before the savepoint is acknowledged, so it may
+ * name a savepoint that never completed (its barrier's completion is not signalled to tasks).
+ */
+const SAVEPOINT_MARKER_RE = /^\.weir-savepoint-(\d+)-([0-9a-f]+)-(\d+)$/;
+export const SAVEPOINT_MARKER_PREFIX = '.weir-savepoint-';
+
+export function savepointMarkerName(sub: number, run: string, savepointId: number): string {
+  return `${SAVEPOINT_MARKER_PREFIX}${sub}-${run}-${savepointId}`;
+}
+
+export function parseSavepointMarkerName(prefix: string, key: string): { subtask: number; run: string; savepointId: number } | undefined {
+  const head = prefix === '' ? '' : `${prefix}/`;
+  if (!key.startsWith(head)) return undefined;
+  const m = SAVEPOINT_MARKER_RE.exec(key.slice(head.length));
+  return m ? { subtask: Number(m[1]), run: m[2]!, savepointId: Number(m[3]) } : undefined;
+}
+
+/** The keys a savepoint marker records: the barrier's committables whose upload holds parts (a file held only as a tail is written from the savepoint itself). */
+export function savepointHeldKeys(committables: readonly { readonly final: string; readonly s3?: { readonly parts: number } }[]): string[] {
+  return [...new Set(committables.filter((c) => c.s3 !== undefined && c.s3.parts > 0).map((c) => c.final))].sort();
+}
+
+export interface SavepointMarker {
+  /** The marker object's key. */
+  readonly key: string;
+  readonly subtask: number;
+  readonly run: string;
+  readonly savepointId: number;
+  readonly keys: readonly string[];
+}
+
+/**
+ * Orphan uploads (orphanUploads) split into those to abort and those a savepoint marker names
+ * (kept: a restore from that savepoint completes them; aborted, it lost their records). Not
+ * kept: other uploads of a key this restore just completed (`completed`: an open part of the
+ * restored checkpoint; the savepoint's state of that file is gone with the completion, and a
+ * restore from it is refused), a retried creation's extras.
+ */
+export function keptForSavepoints<U extends ListedUpload>(
+  orphans: readonly U[], markers: readonly SavepointMarker[], completed: ReadonlySet<string> = new Set(),
+): { abort: U[]; kept: U[]; savepoints: number[] } {
+  const held = new Map<string, number[]>();
+  for (const m of markers) for (const k of m.keys) if (!completed.has(k)) held.set(k, [...(held.get(k) ?? []), m.savepointId]);
+  const abort: U[] = [];
+  const kept: U[] = [];
+  const savepoints = new Set<number>();
+  for (const u of orphans) {
+    const ids = held.get(u.key);
+    if (ids === undefined) abort.push(u);
+    else {
+      kept.push(u);
+      for (const id of ids) savepoints.add(id);
+    }
+  }
+  return { abort, kept, savepoints: [...savepoints].sort((a, b) => a - b) };
+}
+
+/**
+ * Markers that protect nothing any more, to delete: of subtasks this one owns, not of a writer
+ * alive in this process (its uploads may not be created yet), and no upload left of any key
+ * they name (each completed by a commit or a restore from the savepoint, or aborted by hand).
+ */
+export function staleSavepointMarkers(
+  markers: readonly SavepointMarker[], uploadKeys: ReadonlySet<string>, owns: (subtask: number) => boolean, liveRuns: ReadonlySet<string>,
+): SavepointMarker[] {
+  return markers.filter((m) => owns(m.subtask) && !liveRuns.has(m.run) && !m.keys.some((k) => uploadKeys.has(k)));
+}
+
 // ---- compaction of small committed files --------------------------------------------------
 
 /** A committed file's key, part file or compaction target: `<prefix>/part-<sub>-<run>-<n|c<k>>.<ext>`. */

@@ -15,7 +15,13 @@
  *   checkpoint completes: only then does the object exist, whole;
  * - after a restore, the restored checkpoint's open parts are completed from its parts and tail
  *   (so the file ends exactly at the checkpoint and nothing after it is in it), and orphan
- *   uploads (an interrupted attempt's, not named by the restored checkpoint) are aborted;
+ *   uploads (an interrupted attempt's, not named by the restored checkpoint) are aborted, but
+ *   for those a savepoint marker names (below);
+ * - at the barrier of a savepoint that does not stop the job, the uploads its committables hold
+ *   are recorded in `<prefix>/.weir-savepoint-<sub>-<run>-<id>` before it is acknowledged: the
+ *   savepoint commits nothing, and a restore of an earlier checkpoint meanwhile must not abort
+ *   what a restore from the savepoint completes later (kept, one log line; a marker goes once no
+ *   upload it names is left);
  * - the commit record is an object `<prefix>/.weir-committed-<sub>`, written before the files
  *   of a commit are completed (commit protocol in exactly-once-file-sink.ts).
  * There is no lease on an object store (as for checkpoints on S3): one job per output prefix.
@@ -31,7 +37,8 @@ import type { FileCommittable } from '../exactly-once-file-sink.ts';
 import { ownsSubtask, type CommitterSession, type FileSinkStorage, type OpenPart, type WriterSession } from '../sink-storage.ts';
 import { jsonLines, MAX_MERGE_BYTES, mergedFile, type ByteWriter, type FileFormat } from '../formats.ts';
 import {
-  compactedAway, compactedSize, decideCompletion, overwritten, opensToComplete, orphanUploads, parsePartKey, partKey, resolveIntent, smallCommittedFiles, type CompactionRecord,
+  compactedAway, compactedSize, decideCompletion, keptForSavepoints, overwritten, opensToComplete, orphanUploads, parsePartKey, parseSavepointMarkerName, partKey, resolveIntent,
+  SAVEPOINT_MARKER_PREFIX, savepointHeldKeys, savepointMarkerName, smallCommittedFiles, staleSavepointMarkers, type CompactionRecord, type SavepointMarker,
 } from './protocol.ts';
 import { mapBounded } from '../../../core/bounded-parallel.ts';
 
@@ -423,7 +430,8 @@ export class S3SinkStorage implements FileSinkStorage<FileCommittable> {
    * A start without a restore aborts every upload of the sink's part files under the prefix
    * (openWriter): refused when one of them holds an open part a completed checkpoint of an
    * earlier run names (the open records), as that checkpoint, or a savepoint sharing the upload,
-   * could then no longer be restored whole.
+   * could then no longer be restored whole. Uploads a savepoint marker names are not counted:
+   * a fresh start keeps them too (abortOrphans), so it destroys nothing a savepoint holds.
    */
   async freshStartRefusal(): Promise<string | undefined> {
     const head = this.prefix === '' ? '' : `${this.prefix}/`;
@@ -487,17 +495,58 @@ export class S3SinkStorage implements FileSinkStorage<FileCommittable> {
       // Other uploads of a completed open part's key are extras (a retried creation): not kept.
       const keep = new Set(referenced.map((c) => c.final));
       for (const o of opens) keep.delete(o.key);
-      await this.abortOrphans(ctx, keep);
+      await this.abortOrphans(ctx, keep, new Set(opens.map((o) => o.key)));
     });
   }
 
-  /** Aborts owned uploads not in `keep` and not of a live writer; returns how many. */
-  async abortOrphans(ctx: SinkContext, keep: ReadonlySet<string>): Promise<number> {
+  /**
+   * Aborts owned uploads not in `keep` and not of a live writer, but for those a savepoint
+   * marker names (kept, one log line: a restore from that savepoint completes them; nothing else
+   * will). Markers of owned subtasks with no upload left go. Returns how many were aborted.
+   */
+  async abortOrphans(ctx: SinkContext, keep: ReadonlySet<string>, completed?: ReadonlySet<string>): Promise<number> {
+    const markers = await this.savepointMarkers();
     const uploads = await this.store.listMultipartUploads(this.bucket, partKey(this.prefix, 'part-'));
-    const orphans = orphanUploads(uploads, this.prefix, (sub) => ownsSubtask(ctx, sub), this.liveRuns, keep);
-    for (const u of orphans) await this.store.abortMultipartUpload(this.bucket, u.key, u.uploadId).catch(() => {});
-    if (orphans.length > 0) ctx.log(`weir: exactly-once file sink ${this.location}: aborted ${orphans.length} multipart upload(s) an interrupted attempt left (no retained checkpoint names them)`);
-    return orphans.length;
+    const owns = (sub: number) => ownsSubtask(ctx, sub);
+    const { abort, kept, savepoints } = keptForSavepoints(orphanUploads(uploads, this.prefix, owns, this.liveRuns, keep), markers, completed);
+    for (const u of abort) await this.store.abortMultipartUpload(this.bucket, u.key, u.uploadId).catch(() => {});
+    if (abort.length > 0) ctx.log(`weir: exactly-once file sink ${this.location}: aborted ${abort.length} multipart upload(s) an interrupted attempt left (no retained checkpoint names them)`);
+    if (kept.length > 0) {
+      const keys = [...new Set(kept.map((u) => u.key))].sort();
+      const shown = keys.slice(0, 3).map((k) => this.describe(k)).join(', ') + (keys.length > 3 ? `, and ${keys.length - 3} more` : '');
+      ctx.log(`weir: exactly-once file sink ${this.location}: kept ${kept.length} multipart upload(s) that savepoint(s) ${savepoints.join(', ')} hold (taken after the restored snapshot, or never completed): a restore from such a savepoint completes them, nothing else will; abort them (and delete the ${SAVEPOINT_MARKER_PREFIX}* objects naming them) if it will not be restored: ${shown}`);
+    }
+    const stale = staleSavepointMarkers(markers, new Set(uploads.map((u) => u.key)), owns, this.liveRuns);
+    if (stale.length > 0) await this.store.deleteObjects(this.bucket, stale.map((m) => m.key));
+    return abort.length;
+  }
+
+  /** Records (at a savepoint's barrier, by writer `run` of subtask `sub`) that savepoint `savepointId` holds the uploads of `keys`. */
+  async writeSavepointMarker(sub: number, run: string, savepointId: number, keys: readonly string[]): Promise<void> {
+    await this.store.putObject(this.bucket, partKey(this.prefix, savepointMarkerName(sub, run, savepointId)), Buffer.from(JSON.stringify({ savepointId, keys }) + '\n'));
+  }
+
+  /** Every savepoint marker under the prefix (a marker deleted between the listing and its GET is skipped: it protected nothing). */
+  async savepointMarkers(): Promise<SavepointMarker[]> {
+    const listed = (await this.store.list(this.bucket, partKey(this.prefix, SAVEPOINT_MARKER_PREFIX))).objects
+      .map((o) => ({ key: o.key, name: parseSavepointMarkerName(this.prefix, o.key) }))
+      .filter((o) => o.name !== undefined);
+    const bodies = await mapBounded(listed, RECORD_READS_IN_FLIGHT, (o) => this.store.getObject(this.bucket, o.key));
+    const out: SavepointMarker[] = [];
+    for (let i = 0; i < listed.length; i++) {
+      const body = bodies[i];
+      if (body === undefined) continue;
+      const { key, name } = listed[i]!;
+      let rec: { keys?: unknown };
+      try {
+        rec = JSON.parse(Buffer.from(body).toString('utf8')) as typeof rec;
+      } catch (e) {
+        throw new WeirError('CONNECTOR', `exactly-once file sink ${this.location}: cannot read the savepoint marker ${this.describe(key)}: ${(e as Error).message}`);
+      }
+      if (!Array.isArray(rec.keys) || !rec.keys.every((k) => typeof k === 'string')) throw new WeirError('CONNECTOR', `exactly-once file sink ${this.location}: the savepoint marker ${this.describe(key)} holds no keys`);
+      out.push({ key, subtask: name!.subtask, run: name!.run, savepointId: name!.savepointId, keys: rec.keys as string[] });
+    }
+    return out;
   }
 }
 
@@ -624,6 +673,18 @@ class S3WriterSession implements WriterSession<FileCommittable> {
       this.storage.liveRuns.add(run);
     }
     return new S3Part(this, key, this.storage.track(key));
+  }
+
+  /**
+   * At an intermediate savepoint's barrier: its marker (the uploads it holds), written through
+   * the upload queue, so whenPrepared (and the savepoint's acknowledgement) waits for it and a
+   * failed PUT fails the writer like a failed upload.
+   */
+  noteSavepoint(savepointId: number, committables: readonly FileCommittable[]): void {
+    const keys = savepointHeldKeys(committables);
+    const run = keys.length > 0 ? parsePartKey(this.storage.prefix, keys[0]!)?.run : undefined;
+    if (run === undefined) return;
+    this.enqueue(0, () => this.storage.writeSavepointMarker(this.ctx.subtaskIndex, run, savepointId, keys));
   }
 
   /** Runs `fn` in the background, its failure logged (cleanup that must not fail the writer). */
