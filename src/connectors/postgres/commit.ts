@@ -50,7 +50,7 @@ export function shapeOf(o: ResolvedPostgresOptions): WriteShape {
  * started from no checkpoint and never tried this one, meeting a progress row at or past it,
  * met another run's progress: refused.
  */
-export function decideRowsCommit(committed: number | undefined, chk: number, freshRun: boolean, triedBefore: boolean, logged: boolean | undefined): 'write' | 'skip' | 'foreign' {
+export function decideRowsCommit(committed: number | undefined, chk: number, freshRun: boolean, triedBefore: boolean, logged: boolean | undefined): RowsDecision {
   if (freshRun && !triedBefore && committed !== undefined && committed >= chk) return 'foreign';
   if (committed !== undefined && chk <= committed - COMMITTED_LOG_KEEP) return 'skip';
   if (logged === true) return 'skip';
@@ -72,30 +72,49 @@ async function rollBack(c: PgClient, e: unknown): Promise<void> {
   await c.query('ROLLBACK').catch(() => {});
 }
 
-export async function commitRows(c: PgClient, o: ResolvedPostgresOptions, key: ProgressKey, item: RowsCommittable, freshRun: boolean, triedBefore: boolean): Promise<'written' | 'skipped'> {
+type RowsDecision = 'write' | 'skip' | 'foreign';
+type ProgressArgs = readonly unknown[];
+
+/**
+ * One transaction that writes a committable's rows at most once: `claim` decides from the
+ * progress read (and records the claim in its log, whose key makes a concurrent commit of the
+ * same checkpoint wait, then find it); `settle` advances the progress after the rows. Skipped
+ * or refused, the transaction is rolled back.
+ */
+async function writeRowsOnce(
+  c: PgClient, o: ResolvedPostgresOptions, key: ProgressKey, item: RowsCommittable,
+  claim: (committed: number | undefined, args: ProgressArgs) => Promise<RowsDecision>, settle: (args: ProgressArgs) => Promise<void>,
+): Promise<'written' | 'skipped'> {
   const args = [key.job, key.operator, key.subtask];
   await c.query('BEGIN');
   try {
     const committed = await readCommitted(c, o, key);
-    let d = decideRowsCommit(committed, item.chk, freshRun, triedBefore, undefined);
-    if (d === 'write') {
-      const r = await c.query(logCommitted(o.progressTable), [...args, item.chk]);
-      d = decideRowsCommit(committed, item.chk, freshRun, triedBefore, (r.rowCount ?? 0) === 0);
-    }
+    const d = await claim(committed, args);
     if (d !== 'write') {
       await c.query('ROLLBACK');
       if (d === 'foreign') throw foreignProgressError('postgres sink', `progress table "${o.progressTable.schema}.${o.progressTable.name}"`, key, committed ?? -1, item.chk);
       return 'skipped';
     }
     for (const s of writeStatements(shapeOf(o), item.rows)) await c.query(s.text, s.values);
-    await c.query(raiseProgress(o.progressTable), [...args, item.chk]);
-    await c.query(pruneCommitted(o.progressTable), [...args, item.chk - COMMITTED_LOG_KEEP]);
+    await settle(args);
     await c.query('COMMIT');
     return 'written';
   } catch (e) {
     await rollBack(c, e);
     throw e;
   }
+}
+
+export function commitRows(c: PgClient, o: ResolvedPostgresOptions, key: ProgressKey, item: RowsCommittable, freshRun: boolean, triedBefore: boolean): Promise<'written' | 'skipped'> {
+  return writeRowsOnce(c, o, key, item, async (committed, args) => {
+    const d = decideRowsCommit(committed, item.chk, freshRun, triedBefore, undefined);
+    if (d !== 'write') return d;
+    const r = await c.query(logCommitted(o.progressTable), [...args, item.chk]);
+    return decideRowsCommit(committed, item.chk, freshRun, triedBefore, (r.rowCount ?? 0) === 0);
+  }, async (args) => {
+    await c.query(raiseProgress(o.progressTable), [...args, item.chk]);
+    await c.query(pruneCommitted(o.progressTable), [...args, item.chk - COMMITTED_LOG_KEEP]);
+  });
 }
 
 /**
@@ -122,30 +141,16 @@ export function carriedBy(item: RowsCommittable, list: readonly PostgresCommitta
  * progress row has reached the savepoint (committed before); a run that started from no
  * checkpoint and never tried it, meeting such progress, met another run's: refused.
  */
-export async function commitSavepointRows(c: PgClient, o: ResolvedPostgresOptions, key: ProgressKey, item: RowsCommittable, freshRun: boolean, triedBefore: boolean): Promise<'written' | 'skipped'> {
-  const args = [key.job, key.operator, key.subtask];
-  await c.query('BEGIN');
-  try {
-    const committed = await readCommitted(c, o, key);
-    let d = decideRowsCommit(committed, item.chk, freshRun, triedBefore, committed !== undefined && committed >= item.chk);
-    if (d === 'write') {
-      const r = await c.query(`${logPrepared(o.progressTable)} ON CONFLICT DO NOTHING RETURNING 1`, [...args, item.chk]);
-      d = (r.rowCount ?? 0) === 0 ? 'skip' : 'write';
-    }
-    if (d !== 'write') {
-      await c.query('ROLLBACK');
-      if (d === 'foreign') throw foreignProgressError('postgres sink', `progress table "${o.progressTable.schema}.${o.progressTable.name}"`, key, committed ?? -1, item.chk);
-      return 'skipped';
-    }
-    for (const s of writeStatements(shapeOf(o), item.rows)) await c.query(s.text, s.values);
+export function commitSavepointRows(c: PgClient, o: ResolvedPostgresOptions, key: ProgressKey, item: RowsCommittable, freshRun: boolean, triedBefore: boolean): Promise<'written' | 'skipped'> {
+  return writeRowsOnce(c, o, key, item, async (committed, args) => {
+    const d = decideRowsCommit(committed, item.chk, freshRun, triedBefore, committed !== undefined && committed >= item.chk);
+    if (d !== 'write') return d;
+    const r = await c.query(`${logPrepared(o.progressTable)} ON CONFLICT DO NOTHING RETURNING 1`, [...args, item.chk]);
+    return (r.rowCount ?? 0) === 0 ? 'skip' : 'write';
+  }, async (args) => {
     await c.query(advanceProgress(o.progressTable), [...args, item.chk]);
     await c.query(pruneLog(o.progressTable), [...args, item.chk]);
-    await c.query('COMMIT');
-    return 'written';
-  } catch (e) {
-    await rollBack(c, e);
-    throw e;
-  }
+  });
 }
 
 /**
