@@ -177,6 +177,14 @@ export interface KeyedStateBackend {
    */
   keysInGroup(stateName: string, keyGroup: number): Iterable<NormKey>;
 
+  /**
+   * Optional: calls visit(value, key) for each entry of `stateName` in one key group, values as
+   * stored, without making each key current or looking it up (window panes merge thousands of
+   * keys per firing). Only for states without TTL (their values are stored wrapped): returns
+   * false, visiting nothing, for one with TTL. visit must not change the state.
+   */
+  visitGroup?(stateName: string, keyGroup: number, visit: (value: unknown, key: NormKey) => void): boolean;
+
   /** True once any state was registered or restored: a snapshot then has something to record. */
   hasStates(): boolean;
   /** States in the restored snapshot that no descriptor has claimed yet (carried into later snapshots as they are). */

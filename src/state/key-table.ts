@@ -237,6 +237,23 @@ export class KeyTable<V = unknown> implements Map<NormKey, V> {
     this.maxUsed = MIN_SLOTS * MAX_LOAD;
   }
 
+  /**
+   * Calls fn for every live entry, in insertion order, without an iterator or an entry array per
+   * entry (window panes read thousands of keys per firing). fn must not change the table: it is
+   * read straight from the entry array, which a change could renumber under the loop.
+   */
+  visitReadOnly(fn: (value: V, key: NormKey) => void): void {
+    const kv = this.kv;
+    const generation = this.generation;
+    const live = this.live;
+    const used = kv.length;
+    for (let i = 0; i < used; i += 2) {
+      const k = kv[i];
+      if (k !== HOLE) fn(kv[i + 1] as V, k as NormKey);
+    }
+    if (this.generation !== generation || this.kv !== kv || kv.length !== used || this.live !== live) throw new Error('KeyTable.visitReadOnly: the table changed while it was visited');
+  }
+
   forEach(fn: (value: V, key: NormKey, map: Map<NormKey, V>) => void, thisArg?: unknown): void {
     for (const [k, v] of this.entries()) fn.call(thisArg, v, k, this);
   }

@@ -7,6 +7,7 @@ import { ManualClock } from '../../src/core/clock.ts';
 import { keyedStateBackendFactory } from '../../src/state/backends.ts';
 import { HeapKeyedStateBackend, heapBackendFactory } from '../../src/state/heap/backend.ts';
 import { normalizeKey } from '../../src/state/key-groups.ts';
+import { ValueStateDescriptor } from '../../src/core/state.ts';
 import { backendContract, d, FULL, kgOf, MAXP, MemoryStreams, TTL, writeSnapshot } from './backend-contract.ts';
 
 backendContract(heapBackendFactory);
@@ -92,5 +93,57 @@ describe('heap backend: incremental TTL cleanup (ttl-sweep.ts)', () => {
     clock.advance(TTL.ttlMs); // everything expires; the sweep goes on removing
     for (let i = 0; i < 3000; i++) b.setCurrentKey(`next-${i}`);
     expect([...b.keys(d.ttlValue.name)].length).toBe(0);
+  });
+
+  it('the key of the record before is kept without normalising it again, also after a timer or a firing set another key', () => {
+    const b = new HeapKeyedStateBackend(FULL, MAXP, new ManualClock(0), 'op');
+    const v = b.getValueState(new ValueStateDescriptor<string>('v'));
+    b.setCurrentKey('a');
+    v.update('A');
+    b.setCurrentKey(7);
+    v.update('seven');
+    // A timer or a window firing sets a key through its normalised form, with or without the original.
+    b.setCurrentNormalizedKey(normalizeKey(7), kgOf(7), undefined);
+    expect(v.value()).toBe('seven');
+    expect(b.setCurrentKey('a')).toBe(kgOf('a'));
+    expect(v.value()).toBe('A');
+    b.setCurrentNormalizedKey(normalizeKey(7), kgOf(7), 7);
+    b.setCurrentKeyInGroup('a', kgOf('a'));
+    expect(v.value()).toBe('A');
+    expect(b.setCurrentKey('a')).toBe(kgOf('a'));
+    expect(b.ctx.keyGroup).toBe(kgOf('a'));
+    // 0 and -0 stay one key, as before the shortcut.
+    b.setCurrentKey(0);
+    v.update('zero');
+    b.setCurrentKey(-0);
+    expect(v.value()).toBe('zero');
+    b.setCurrentKey(1);
+    b.setCurrentKey(-0);
+    expect(v.value()).toBe('zero');
+  });
+
+  it('visitGroup reads a group\'s stored values without a current key; a state with TTL is left to the per-key path', () => {
+    const b = new HeapKeyedStateBackend(FULL, MAXP, new ManualClock(0), 'op');
+    const v = b.getValueState(new ValueStateDescriptor<number>('counts'));
+    const t = b.getValueState(d.ttlValue);
+    const keys = Array.from({ length: 300 }, (_, i) => (i % 2 === 0 ? i : `k${i}`));
+    for (const k of keys) {
+      b.setCurrentKey(k);
+      v.update(keys.indexOf(k));
+      t.update('x');
+    }
+    b.setCurrentKey(4);
+    v.clear();
+    const seen = new Map<unknown, unknown>();
+    for (let kg = 0; kg < MAXP; kg++) {
+      expect(b.visitGroup('counts', kg, (value, key) => {
+        expect(kgOf(key)).toBe(kg);
+        seen.set(key, value);
+      })).toBe(true);
+      expect(b.visitGroup(d.ttlValue.name, kg, () => expect.unreachable())).toBe(false);
+    }
+    expect(seen.size).toBe(keys.length - 1);
+    for (const k of keys) expect(seen.get(k)).toBe(k === 4 ? undefined : keys.indexOf(k));
+    expect(b.visitGroup('never registered', 0, () => expect.unreachable())).toBe(true);
   });
 });

@@ -171,4 +171,18 @@ describe('KeyTable', () => {
     expect([...t]).toEqual([]);
     expect(Object.prototype.toString.call(t)).toBe('[object KeyTable]');
   });
+
+  it('visitReadOnly visits the live entries in insertion order and refuses a visitor that changes the table', () => {
+    const t = new KeyTable<number>();
+    for (let i = 0; i < 100; i++) t.set(i % 3 === 0 ? i : `s${i}`, i);
+    for (let i = 0; i < 100; i += 7) t.delete(i % 3 === 0 ? i : `s${i}`);
+    const seen: [NormKey, number][] = [];
+    t.visitReadOnly((v, k) => seen.push([k, v]));
+    expect(seen).toEqual([...t.entries()]);
+    expect(() => t.visitReadOnly((_v, k) => t.delete(k))).toThrow(/changed while it was visited/);
+    const u = new KeyTable<number>();
+    u.set('a', 1);
+    expect(() => u.visitReadOnly(() => u.set('b', 2))).toThrow(/changed while it was visited/);
+  });
 });
+

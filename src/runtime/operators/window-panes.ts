@@ -65,6 +65,12 @@ export class PaneWindows {
   /** The pane the last record went to: records of one slide are mostly consecutive. */
   private lastPane: Pane | undefined;
   private readonly merged = new Map<NormKey, unknown>();
+  /** Adds one pane's accumulator of a key to `merged` (fireWindow). */
+  private readonly mergeIn = (v: unknown, key: NormKey): void => {
+    if (v === undefined) return;
+    const a = this.merged.get(key);
+    this.merged.set(key, a === undefined ? v : this.agg.merge!(a, v));
+  };
 
   constructor(
     private readonly owner: PaneOwner,
@@ -169,16 +175,17 @@ export class PaneWindows {
     if (panes.length === 0) return;
     const backend = this.owner.backend;
     const merged = this.merged;
+    const mergeIn = this.mergeIn;
     const { start, end } = backend.keyGroupRange;
     for (let kg = start; kg <= end; kg++) {
       merged.clear();
       for (const p of panes) {
+        // Panes hold primitives and have no TTL: read as stored where the backend can
+        // (visitGroup), not key by key through the current key and a lookup each.
+        if (backend.visitGroup?.(p.name, kg, mergeIn) === true) continue;
         for (const key of backend.keysInGroup(p.name, kg)) {
           backend.setCurrentNormalizedKey(key, kg, undefined);
-          const v = p.state.value();
-          if (v === undefined) continue;
-          const a = merged.get(key);
-          merged.set(key, a === undefined ? v : this.agg.merge!(a, v));
+          mergeIn(p.state.value(), key);
         }
       }
       for (const [key, acc] of merged) {

@@ -101,6 +101,13 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
   }
 
   setCurrentKey(originalKey: unknown): number {
+    const ctx = this.ctx;
+    // The key of the record before (a windowAll's one key, runs of a hot key): the same
+    // number or string normalises and hashes to what ctx holds, so neither is done again.
+    if (originalKey === ctx.originalKey && (typeof originalKey === 'number' || typeof originalKey === 'string')) {
+      if (this.sweeps.length !== 0) this.sweep();
+      return ctx.keyGroup;
+    }
     const k = normalizeKey(originalKey);
     const bits = keyBits(k);
     const kg = keyGroupOfBits(bits, this.maxParallelism);
@@ -110,6 +117,11 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
   }
 
   setCurrentKeyInGroup(originalKey: unknown, keyGroup: number): void {
+    const ctx = this.ctx;
+    if (originalKey === ctx.originalKey && keyGroup === ctx.keyGroup && (typeof originalKey === 'number' || typeof originalKey === 'string')) {
+      if (this.sweeps.length !== 0) this.sweep();
+      return;
+    }
     const k = normalizeKey(originalKey);
     this.ctx.set(k, keyGroup, originalKey, keyHash(k));
     if (this.sweeps.length !== 0) this.sweep();
@@ -226,6 +238,16 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
     const t = this.tables.get(stateName);
     const g = t?.read(keyGroup - this.keyGroupRange.start);
     return g === undefined ? NO_KEYS : g.keys();
+  }
+
+  visitGroup(stateName: string, keyGroup: number, visit: (value: unknown, key: NormKey) => void): boolean {
+    const t = this.tables.get(stateName);
+    if (t === undefined) return true;
+    if (t.descriptor.ttl !== undefined) return false;
+    const g = t.read(keyGroup - this.keyGroupRange.start);
+    if (g instanceof KeyTable) g.visitReadOnly(visit);
+    else if (g !== undefined) g.forEach(visit);
+    return true;
   }
 
   hasStates(): boolean {
