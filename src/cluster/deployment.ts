@@ -18,6 +18,10 @@ import type { JobGraph } from '../graph/job-graph.ts';
 import { serializeError, type FromExecutor, type JobSpec, type SerializedError, type ToExecutor } from './messages.ts';
 import { TaskExecutor } from './task-executor.ts';
 import { WorkerPool } from './worker-pool.ts';
+import { setTimeout as delay } from 'node:timers/promises';
+
+/** How long a cancelled worker thread is given to end by itself before it is terminated (deployThreads). */
+export const WORKER_EXIT_WAIT_MS = 5_000;
 import type { StateBackendOptions } from '../state/backends.ts';
 
 export interface ExecutorHandle {
@@ -126,6 +130,8 @@ export class Deployment {
     for (let w = 0; w < s.workers; w++) {
       const worker = (s.pool ?? this.ownPool()).take();
       let exited = false;
+      let exitSeen: (() => void) | undefined;
+      const exitedNow = new Promise<void>((resolve) => (exitSeen = resolve));
       worker.on('message', (m: FromExecutor) => s.onMessage(m));
       // What ran there, for a failure no task caught (an async throw, running out of memory, process.exit in user code).
       const ran = this.subtasksOn(w);
@@ -135,12 +141,21 @@ export class Deployment {
       });
       worker.on('exit', (code) => {
         exited = true;
+        exitSeen!();
         if (!s.isEnded()) s.onWorkerFailure({ name: 'WorkerExit', code: undefined, message: `worker thread ${w} (${ran}) exited unexpectedly (code ${code})`, stack: undefined, user: false });
       });
       this.executors.push({
         send: (m, transfer) => worker.postMessage(m, transfer ?? []),
         terminate: async () => {
-          if (!exited) await worker.terminate();
+          if (exited) return;
+          // A cancelled worker ends by itself once its tasks are disposed and its snapshot reader
+          // has closed its stores (worker-main.ts). terminate() at once stopped it wherever it
+          // was, inside the disk backend's native LMDB calls too (closing a store, or its reader
+          // opening one): the addon's throw fails in a terminating thread, which aborts the whole
+          // process ("FATAL ERROR: Error::ThrowAsJavaScriptException napi_throw"). Bounded: a
+          // worker that does not end (user code holding its event loop) is terminated as before.
+          const late = await Promise.race([exitedNow.then(() => false), delay(WORKER_EXIT_WAIT_MS, undefined, { ref: false }).then(() => true)]);
+          if (late && !exited) await worker.terminate();
         },
       });
       const peers = peerPorts[w]!;

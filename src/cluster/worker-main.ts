@@ -13,6 +13,7 @@ import { DataPlane } from './data-plane.ts';
 import { buildJob, loadJobModule } from './job-loader.ts';
 import { serializeError, type DeployMessage, type FromExecutor, type ToExecutor } from './messages.ts';
 import { TaskExecutor } from './task-executor.ts';
+import { endSnapshotReader } from '../state/disk/reader-thread.ts';
 
 const port = parentPort!;
 const send = (m: FromExecutor) => port.postMessage(m);
@@ -125,7 +126,10 @@ port.on('message', (m: ToExecutor & { peers?: Record<number, MessagePort> }) => 
       executor?.cancel();
       metricsTimer?.cancel();
       dataPlane?.close();
-      port.close();
+      // The disk backend's snapshot reader ends by itself before this thread does (see
+      // endSnapshotReader); then the port closes and the thread ends, which the deployment waits
+      // for before it would terminate it (deployment.ts).
+      void endSnapshotReader().then(() => port.close());
       return;
     default: {
       // Every message type is handled above: a new one must be added here (compile error).

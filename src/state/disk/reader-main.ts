@@ -171,8 +171,21 @@ function closeStore(id: number): void {
   void s.db.close().catch(() => {});
 }
 
+/**
+ * Ends the thread by itself: its reads end, its stores close, then its port, so its event loop
+ * empties. A thread terminated instead (with the JS thread that started it) could be stopped
+ * inside LMDB's native code, whose throw then fails and aborts the process.
+ */
+function endThread(): void {
+  for (const r of [...reads]) r.end();
+  const closing = [...stores.values()].map((s) => s.db.close().catch(() => {}));
+  stores.clear();
+  void Promise.all(closing).then(() => parentPort!.close());
+}
+
 parentPort!.on('message', (m: ToThread) => {
   if (m.t === 'begin') begin(m);
+  else if (m.t === 'end') endThread();
   else closeStore(m.store);
 });
 Atomics.store(new Int32Array((workerData as { ctl: SharedArrayBuffer }).ctl), CTL_READY, 1);

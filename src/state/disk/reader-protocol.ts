@@ -41,7 +41,12 @@ export interface CloseStore {
   readonly store: number;
 }
 
-export type ToThread = BeginRead | CloseStore;
+/** Its JS thread is ending: end every read, close every store, then end (reader-thread.ts endSnapshotReader). */
+export interface EndThread {
+  readonly t: 'end';
+}
+
+export type ToThread = BeginRead | CloseStore | EndThread;
 
 export type ToReader = { readonly t: 'credit'; readonly bytes: number } | { readonly t: 'cancel' };
 

@@ -94,6 +94,38 @@ export async function terminateSnapshotReader(): Promise<void> {
   await t.worker.terminate();
 }
 
+/** How long endSnapshotReader waits for the thread to end by itself before it terminates it. */
+const END_WAIT_MS = 2_000;
+
+/**
+ * Ends this JS thread's reader thread by itself (reader-main.ts endThread), for a JS thread
+ * that is about to end (a worker thread whose tasks were cancelled: worker-main.ts). A worker
+ * ending with its reader still running terminates the reader wherever it is, inside LMDB's
+ * native code too (opening or closing a store for a snapshot of the cancelled attempt), where
+ * the addon's throw fails in a terminating thread and aborts the whole process. Resolves once
+ * the thread exited (terminated after END_WAIT_MS if it did not); no thread starts after it.
+ */
+export function endSnapshotReader(): Promise<void> {
+  starts = MAX_STARTS;
+  const t = current;
+  current = undefined;
+  if (t === undefined || t.exited) return Promise.resolve();
+  return new Promise((resolve) => {
+    // Referenced meanwhile: the JS thread must outlive its reader, not end and take it along.
+    t.worker.ref();
+    const timer = setTimeout(() => void t.worker.terminate().catch(() => 0), END_WAIT_MS);
+    t.worker.once('exit', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+    try {
+      t.worker.postMessage({ t: 'end' } satisfies ToThread);
+    } catch {
+      void t.worker.terminate().catch(() => 0);
+    }
+  });
+}
+
 /** What a full snapshot asks the thread to read. */
 export interface ReadRequest {
   /** Store keys start <= key < end. */
