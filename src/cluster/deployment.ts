@@ -18,11 +18,11 @@ import type { JobGraph } from '../graph/job-graph.ts';
 import { serializeError, type FromExecutor, type JobSpec, type SerializedError, type ToExecutor } from './messages.ts';
 import { TaskExecutor } from './task-executor.ts';
 import { WorkerPool } from './worker-pool.ts';
+import type { StateBackendOptions } from '../state/backends.ts';
 import { setTimeout as delay } from 'node:timers/promises';
 
 /** How long a cancelled worker thread is given to end by itself before it is terminated (deployThreads). */
 export const WORKER_EXIT_WAIT_MS = 5_000;
-import type { StateBackendOptions } from '../state/backends.ts';
 
 export interface ExecutorHandle {
   send(m: ToExecutor, transfer?: MessagePort[]): void;
