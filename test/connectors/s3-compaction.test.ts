@@ -453,3 +453,58 @@ describe('on s3rver', () => {
     }
   }, 60_000);
 });
+
+describe('on s3rver: a compaction whose merged file lands after its client gave up on it', () => {
+  let server: S3TestServer;
+  let store: S3ObjectStore;
+  let settings: S3Settings;
+  beforeAll(async () => {
+    // Short request timeouts: the store's late answer is past them.
+    server = await startS3Server({ settings: { requestTimeout: '1 s', retryMaxAttempts: 2 } });
+    settings = server.settings;
+    store = new S3ObjectStore(resolveS3Config(settings));
+  });
+  afterAll(async () => {
+    await store?.close();
+    await server?.close();
+  });
+
+  it('is fenced: the intent resolved at the task\'s end leaves no merged file beside its sources, every record once (before: the merged file landed after the intent was undone: 797 and 920 lines for the 600 ids in two runs)', async () => {
+    const logs: string[] = [];
+    const prefix = 'late-merge';
+    const ref = `s3://${server.bucket}/${prefix}`;
+    // The first compaction's merged file (subtask 0, c0): the request that makes it visible (a
+    // PUT, or an upload's completion) reaches the store whole, and the store carries it out 4 s
+    // later, past the client's 1 s timeout: both SDK tries time out, the compaction fails, and
+    // the task's end resolves its intent while both are still on their way.
+    const late: S3Request[] = [];
+    server.fault = (r) => {
+      if (!new RegExp(`^/${server.bucket}/${prefix}/part-0-[0-9a-f]+-c0\\.`).test(r.path)) return undefined;
+      const visible = (r.method === 'PUT' && !r.query.includes('partNumber')) || (r.method === 'POST' && /(^|&)uploadId=/.test(r.query));
+      if (!visible) return undefined;
+      late.push(r);
+      return { kind: 'apply-late', ms: 4000 };
+    };
+    try {
+      const result = await runInline((env) => {
+        env.fromGenerator((i) => ({ id: i }), { count: 600, ratePerSecond: 1000 })
+          .sinkTo(new ExactlyOnceFileSink(ref, { s3: settings, compactBelow: 1024 * 1024, compactMinFiles: 2, maxPartSize: 1000 }));
+      }, { checkpoint: { interval: '100ms', dir: `s3://${server.bucket}/chk-${prefix}` }, s3: settings, log: (l) => logs.push(l) });
+      expect(result.status).toBe('FINISHED');
+      expect(late.length, 'the premise: the merged file was written late').toBeGreaterThan(0);
+      expect(logs.join('\n'), 'the premise: the compaction failed').toMatch(/compaction of subtask 0's small files stopped/);
+      // Until the store has carried out every late request (bounded: 30 s).
+      for (let k = 0; k < 300 && late.some((r) => r.done !== true); k++) await new Promise((r) => setTimeout(r, 100));
+      expect(late.every((r) => r.done === true)).toBe(true);
+      const lines: string[] = [];
+      for (const o of (await store.list(server.bucket, `${prefix}/part-`)).objects) {
+        lines.push(...Buffer.from((await store.getObject(server.bucket, o.key))!).toString('utf8').split('\n').filter((l) => l !== ''));
+      }
+      const ids = lines.map((l) => (JSON.parse(l) as { id: number }).id).sort((a, b) => a - b);
+      expect(ids.length, `${ids.length} lines for 600 ids`).toBe(600);
+      expect(ids).toEqual(Array.from({ length: 600 }, (_, i) => i));
+    } finally {
+      server.fault = () => undefined;
+    }
+  }, 60_000);
+});

@@ -18,6 +18,8 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } 
 import type { Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { IncomingMessage } from 'node:http';
+import { Readable } from 'node:stream';
 // @ts-expect-error -- s3rver ships no types; its use here is small (constructor, run, close, middleware)
 import S3rver from 's3rver';
 import type { S3Settings } from '../../src/checkpoint/s3/settings.ts';
@@ -31,12 +33,21 @@ export interface S3Request {
   readonly bytes: number;
   /** The response status, once answered. */
   status?: number;
+  /** Set once s3rver is done with the request (answered, or failed). */
+  done?: boolean;
 }
 
-/** 'lose-answer': the request is carried out, then its answer replaced by a 503 (a response lost on the way back). */
-export type S3Fault = { readonly kind: 'fail' | 'lose-answer'; readonly status?: number } | { readonly kind: 'delay'; readonly ms: number } | undefined;
+/**
+ * 'lose-answer': the request is carried out, then its answer replaced by a 503 (a response lost on
+ * the way back). 'apply-late': the request's body is received whole, and the request carried out
+ * `ms` later, also when the client has given up on it meanwhile (a store still working on a request
+ * whose client timed out: its outcome unknown to the client until it lands).
+ */
+export type S3Fault = { readonly kind: 'fail' | 'lose-answer'; readonly status?: number } | { readonly kind: 'delay' | 'apply-late'; readonly ms: number } | undefined;
 
 interface KoaContext {
+  req: IncomingMessage;
+  request: { req: IncomingMessage };
   method: string;
   path: string;
   querystring: string;
@@ -98,13 +109,28 @@ export async function startS3Server(options: { bucket?: string; extraBuckets?: r
         requests.push(r);
         const f = t.fault(r);
         if (f?.kind === 'delay') await new Promise((res) => setTimeout(res, f.ms));
+        if (f?.kind === 'apply-late') {
+          // The whole body first (the request reached the store), then the wait, then s3rver reads
+          // the body from memory: a client that gave up meanwhile no longer cuts it short.
+          const req = ctx.req;
+          const chunks: Buffer[] = [];
+          for await (const c of req) chunks.push(c as Buffer);
+          await new Promise((res) => setTimeout(res, f.ms));
+          const replay = Object.assign(Readable.from([Buffer.concat(chunks)]), { headers: req.headers, method: req.method, url: req.url, httpVersion: req.httpVersion, socket: req.socket });
+          ctx.req = replay as unknown as IncomingMessage;
+          ctx.request.req = replay as unknown as IncomingMessage;
+        }
         if (f?.kind === 'fail') {
           ctx.status = f.status ?? 503;
           ctx.type = 'application/xml';
           ctx.body = '<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>SlowDown</Code><Message>injected by the test</Message></Error>';
           return;
         }
-        await next();
+        try {
+          await next();
+        } finally {
+          r.done = true;
+        }
         r.status = ctx.status;
         if (f?.kind === 'lose-answer') {
           ctx.status = f.status ?? 503;

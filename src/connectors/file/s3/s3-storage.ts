@@ -31,7 +31,7 @@
 import { randomBytes } from 'node:crypto';
 import { WeirError } from '../../../core/errors.ts';
 import type { SinkContext } from '../../../core/sink.ts';
-import { S3ObjectStore, type CompletedPart } from '../../../checkpoint/s3/object-store.ts';
+import { isNoSuchUpload, S3ObjectStore, type CompletedPart } from '../../../checkpoint/s3/object-store.ts';
 import { currentJobS3Config, parseS3Reference, resolveS3Config, type S3Config, type S3Settings } from '../../../checkpoint/s3/settings.ts';
 import type { FileCommittable } from '../exactly-once-file-sink.ts';
 import { ownsSubtask, type CommitterSession, type FileSinkStorage, type OpenPart, type WriterSession } from '../sink-storage.ts';
@@ -276,12 +276,40 @@ export class S3SinkStorage implements FileSinkStorage<FileCommittable> {
   private async resolveIntentsOf(sub: number): Promise<number> {
     let n = 0;
     for (const { key, record } of await this.compactionRecords(sub, true)) {
+      // Fenced first: a completion of the merged file still on its way (its client gave up on
+      // it) can no longer land after the look below found no target and dropped the intent.
+      if (record.done !== true) await this.abortUploadsOf(record.target);
       const d = resolveIntent(record, (await this.store.headObject(this.bucket, record.target)) !== undefined);
       if (d.step === 'finish') await this.finishCompaction(key, record);
       else if (d.step === 'undo') await this.store.deleteObject(this.bucket, key);
       if (d.step !== 'nothing') n++;
     }
     return n;
+  }
+
+  /**
+   * A compaction's merged file, made visible by completing a multipart upload of one part, not by
+   * a PUT. The outcome of a request whose answer is lost (a timeout, a cut connection) is unknown
+   * to the client while the store may still carry it out: a PUT of the merged file that landed
+   * after resolveIntentsOf had found no target and dropped the intent left the merged file beside
+   * its sources, their records twice, for good. A completion can be fenced: resolveIntentsOf
+   * aborts the target's uploads before it looks, and an upload aborted cannot be completed.
+   */
+  async writeMerged(key: string, body: Uint8Array): Promise<void> {
+    const uploadId = await this.store.createMultipartUpload(this.bucket, key);
+    const part = await this.store.uploadPart(this.bucket, key, uploadId, 1, body);
+    if (await this.store.tryCompleteMultipartUpload(this.bucket, key, uploadId, [part])) return;
+    // No such upload: completed by a try whose answer was lost (the object is there), or fenced.
+    if ((await this.store.headObject(this.bucket, key)) === undefined) throw new WeirError('CONNECTOR', `exactly-once file sink ${this.location}: the upload of the merged file ${this.describe(key)} was aborted before it completed (an interrupted compaction resolved meanwhile); its sources stay as they are`);
+  }
+
+  /** Aborts every multipart upload of `key` (gone already: nothing to fence); a failure is thrown, the intent then waits for the next resolution. */
+  private async abortUploadsOf(key: string): Promise<void> {
+    for (const u of (await this.store.listMultipartUploads(this.bucket, key)).filter((x) => x.key === key)) {
+      await this.store.abortMultipartUpload(this.bucket, key, u.uploadId).catch((e: unknown) => {
+        if (!isNoSuchUpload(e)) throw e;
+      });
+    }
   }
 
   /** After the target exists: the sources deleted, the record written, the intent deleted (each step idempotent). */
@@ -555,8 +583,9 @@ export class S3SinkStorage implements FileSinkStorage<FileCommittable> {
  * record path and off the commit: a commit does not wait for it; the task's end does, through
  * settle(), so a finished job leaves no intent behind). Steps, each
  * crash-safe (resolveIntents): earlier intents resolved; sources chosen and read (at most
- * MAX_MERGE_BYTES); the intent PUT; the merged file PUT under its final key (one request: it
- * exists whole or not at all); the sources deleted; the record PUT, the intent deleted.
+ * MAX_MERGE_BYTES); the intent PUT; the merged file under its final key (writeMerged: a
+ * multipart upload completed in one request, so it exists whole or not at all, and an interrupted
+ * one can be fenced); the sources deleted; the record PUT, the intent deleted.
  */
 class S3CommitterSession implements CommitterSession {
   private compacting: Promise<void> | undefined;
@@ -619,7 +648,7 @@ class S3CommitterSession implements CommitterSession {
     const intentKey = partKey(prefix, `${INTENT_PREFIX}${sub}-${this.run}-${k}`);
     const record: CompactionRecord = { target, sources, sizes };
     await store.putObject(bucket, intentKey, Buffer.from(JSON.stringify(record) + '\n'));
-    await store.putObject(bucket, target, Buffer.concat(mergedFile(format, contents)));
+    await st.writeMerged(target, Buffer.concat(mergedFile(format, contents)));
     await st.finishCompaction(intentKey, record);
   }
 
