@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { S3ObjectStore } from '../../src/checkpoint/s3/object-store.ts';
 import { resolveS3Config, type S3Settings } from '../../src/checkpoint/s3/settings.ts';
 import {
-  decideCompletion, keptForSavepoints, opensToComplete, orphanUploads, parsePartKey, parseSavepointMarkerName, savepointHeldKeys, savepointMarkerName, staleSavepointMarkers,
+  commitRecordName, decideCompletion, keptForSavepoints, parseCommitRecordName, staleCommitRecords, opensToComplete, orphanUploads, parsePartKey, parseSavepointMarkerName, savepointHeldKeys, savepointMarkerName, staleSavepointMarkers,
 } from '../../src/connectors/file/s3/protocol.ts';
 import { S3SinkStorage } from '../../src/connectors/file/s3/s3-storage.ts';
 import { csv, jsonLines, type ByteWriter } from '../../src/connectors/file/formats.ts';
@@ -58,6 +58,18 @@ describe('decisions (pure)', () => {
     expect(rollAtBarrier({ size: 1, openedAt: 0, lastWriteAt: 1_000 }, 2_000, policy)).toBeUndefined();
     expect(rollAtBarrier({ size: 1, openedAt: 0, lastWriteAt: 1_000 }, 11_000, policy)).toBe('inactivity');
     expect(rollAtBarrier({ size: 1, openedAt: 0, lastWriteAt: 1_000 }, 2_000, { ...policy, onCheckpoint: true })).toBe('checkpoint');
+  });
+
+  it('commit records: one object per checkpoint id, the older single record still read; a subtask\'s lower ones (and its older single record) go after a higher one, never a higher one or another subtask\'s', () => {
+    expect(commitRecordName(3, 17)).toBe('.weir-committed-3-17');
+    expect(parseCommitRecordName('out', 'out/.weir-committed-3-17')).toEqual({ subtask: 3, checkpointId: 17 });
+    expect(parseCommitRecordName('out', 'out/.weir-committed-3')).toEqual({ subtask: 3, checkpointId: undefined });
+    expect(parseCommitRecordName('', '.weir-committed-0-1')).toEqual({ subtask: 0, checkpointId: 1 });
+    expect(parseCommitRecordName('out', 'other/.weir-committed-3-17')).toBeUndefined();
+    expect(parseCommitRecordName('out', 'out/.weir-committed-3-17.tmp')).toBeUndefined();
+    const keys = ['out/.weir-committed-1', 'out/.weir-committed-1-4', 'out/.weir-committed-1-9', 'out/.weir-committed-1-12', 'out/.weir-committed-10-2', 'out/part-1-aa-0.jsonl'];
+    expect(staleCommitRecords('out', keys, 1, 9)).toEqual(['out/.weir-committed-1', 'out/.weir-committed-1-4']);
+    expect(staleCommitRecords('out', keys, 10, 9)).toEqual(['out/.weir-committed-10-2']);
   });
 
   it('completion: idempotent (object there, upload gone), tail-only files are one PUT, an upload gone is lost, a listed upload missing a part fails', () => {

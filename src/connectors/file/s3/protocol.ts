@@ -11,6 +11,44 @@ export function partKey(prefix: string, name: string): string {
   return prefix === '' ? name : `${prefix}/${name}`;
 }
 
+// ---- commit records ------------------------------------------------------------------
+
+/**
+ * A subtask's commit record: `<prefix>/.weir-committed-<sub>-<id>`, one object per checkpoint id
+ * committed, the highest counting (the name holds the id, so reading needs no GET). Older
+ * outputs have `<prefix>/.weir-committed-<sub>` holding {checkpointId}, read as before. One
+ * object rewritten at each commit went back when a PUT whose client had given up on it (a
+ * timeout, a lost answer) landed after a later commit's: a restore of a checkpoint before what
+ * was committed then passed the committed-output check, and wrote that output again.
+ */
+const COMMIT_RECORD_RE = /^\.weir-committed-(\d+)(?:-(\d+))?$/;
+export const COMMIT_RECORD_PREFIX = '.weir-committed-';
+
+export function commitRecordName(subtask: number, checkpointId: number): string {
+  return `${COMMIT_RECORD_PREFIX}${subtask}-${checkpointId}`;
+}
+
+/** The subtask and checkpoint id of a commit record's key (id undefined: an older record, its id in its content), or undefined for any other key. */
+export function parseCommitRecordName(prefix: string, key: string): { subtask: number; checkpointId: number | undefined } | undefined {
+  const head = prefix === '' ? '' : `${prefix}/`;
+  if (!key.startsWith(head)) return undefined;
+  const m = COMMIT_RECORD_RE.exec(key.slice(head.length));
+  if (m === null) return undefined;
+  return { subtask: Number(m[1]), checkpointId: m[2] === undefined ? undefined : Number(m[2]) };
+}
+
+/**
+ * After subtask `sub` recorded `checkpointId`: its records that can go, those of lower ids and
+ * the older single record (at most the same id: it was written before). Never a higher one
+ * (a restore's re-commit of an earlier checkpoint, duplicates accepted, records a lower id).
+ */
+export function staleCommitRecords(prefix: string, keys: readonly string[], sub: number, checkpointId: number): string[] {
+  return keys.filter((k) => {
+    const r = parseCommitRecordName(prefix, k);
+    return r !== undefined && r.subtask === sub && (r.checkpointId === undefined ? true : r.checkpointId < checkpointId);
+  });
+}
+
 /** The subtask and writer run of a part file's key under `prefix`, or undefined for any other key. */
 export function parsePartKey(prefix: string, key: string): { subtask: number; run: string } | undefined {
   const head = prefix === '' ? '' : `${prefix}/`;

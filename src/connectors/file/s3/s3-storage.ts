@@ -22,8 +22,9 @@
  *   savepoint commits nothing, and a restore of an earlier checkpoint meanwhile must not abort
  *   what a restore from the savepoint completes later (kept, one log line; a marker goes once no
  *   upload it names is left);
- * - the commit record is an object `<prefix>/.weir-committed-<sub>`, written before the files
- *   of a commit are completed (commit protocol in exactly-once-file-sink.ts).
+ * - the commit record is an object `<prefix>/.weir-committed-<sub>-<id>` per checkpoint id, the
+ *   highest counting, written before the files of a commit are completed (commit protocol in
+ *   exactly-once-file-sink.ts; older outputs have `<prefix>/.weir-committed-<sub>`).
  * There is no lease on an object store (as for checkpoints on S3): one job per output prefix.
  * The S3 client and its settings are the checkpoint storage's (checkpoint/s3): the job's
  * s3.* options, else the AWS SDK's own resolution (AWS_ENDPOINT_URL_S3, the credential chain).
@@ -37,8 +38,8 @@ import type { FileCommittable } from '../exactly-once-file-sink.ts';
 import { ownsSubtask, type CommitterSession, type FileSinkStorage, type OpenPart, type WriterSession } from '../sink-storage.ts';
 import { jsonLines, MAX_MERGE_BYTES, mergedFile, type ByteWriter, type FileFormat } from '../formats.ts';
 import {
-  compactedAway, compactedSize, decideCompletion, keptForSavepoints, overwritten, opensToComplete, orphanUploads, parsePartKey, parseSavepointMarkerName, partKey, resolveIntent,
-  SAVEPOINT_MARKER_PREFIX, savepointHeldKeys, savepointMarkerName, smallCommittedFiles, staleSavepointMarkers, type CompactionRecord, type SavepointMarker,
+  commitRecordName, COMMIT_RECORD_PREFIX, compactedAway, compactedSize, decideCompletion, keptForSavepoints, overwritten, opensToComplete, orphanUploads, parsePartKey, parseCommitRecordName, parseSavepointMarkerName, partKey, resolveIntent,
+  SAVEPOINT_MARKER_PREFIX, savepointHeldKeys, savepointMarkerName, smallCommittedFiles, staleCommitRecords, staleSavepointMarkers, type CompactionRecord, type SavepointMarker,
 } from './protocol.ts';
 import { mapBounded } from '../../../core/bounded-parallel.ts';
 
@@ -53,8 +54,6 @@ const MAX_WAITING_PARTS = 8;
 const FAIL_WAITING_PARTS = 4 * MAX_WAITING_PARTS;
 /** Uploaded part buffers a writer keeps for its next parts. */
 const MAX_SPARE_BUFFERS = 2;
-const RECORD_PREFIX = '.weir-committed-';
-const RECORD_RE = /^\.weir-committed-(\d+)$/;
 /**
  * `<prefix>/.weir-open-<sub>`: the part files the last checkpoint a subtask committed holds
  * open ({checkpointId, keys}), multipart uploads only a restore of it completes; rewritten when
@@ -108,6 +107,8 @@ export class S3SinkStorage implements FileSinkStorage<FileCommittable> {
   readonly liveRuns = new Set<string>();
   /** Per subtask in this thread: the check of its restored snapshot (checkRestorable), which its commit record waits for. */
   private readonly restoreChecks = new Map<number, Promise<void>>();
+  /** Per subtask: the highest commit record this thread wrote (its lower ones were deleted, or are being). */
+  private readonly recorded = new Map<number, number>();
 
   readonly extension: string;
 
@@ -422,19 +423,45 @@ export class S3SinkStorage implements FileSinkStorage<FileCommittable> {
     }
   }
 
+  /**
+   * One object per checkpoint id (commitRecordName), the highest counting: a PUT of an earlier
+   * record landing late leaves a lower one beside it, not the record set back. The subtask's
+   * lower records go after it (best effort: one left over only costs a small object); the first
+   * time in this thread from a listing (another run's, an older single record), then the one
+   * this thread wrote before.
+   */
   async writeCommitRecord(subtask: number, checkpointId: number): Promise<void> {
     await this.restoreChecks.get(subtask); // a refused restore records nothing
-    await this.store.putObject(this.bucket, partKey(this.prefix, `${RECORD_PREFIX}${subtask}`), Buffer.from(JSON.stringify({ checkpointId }) + '\n'));
+    const key = partKey(this.prefix, commitRecordName(subtask, checkpointId));
+    await this.store.putObject(this.bucket, key, Buffer.from(JSON.stringify({ checkpointId }) + '\n'));
+    const before = this.recorded.get(subtask);
+    if (before !== undefined && before >= checkpointId) return;
+    this.recorded.set(subtask, checkpointId);
+    try {
+      const candidates = before === undefined
+        ? (await this.store.list(this.bucket, partKey(this.prefix, `${COMMIT_RECORD_PREFIX}${subtask}`))).objects.map((o) => o.key)
+        : [partKey(this.prefix, commitRecordName(subtask, before))];
+      const stale = staleCommitRecords(this.prefix, candidates, subtask, checkpointId);
+      if (stale.length > 0) await this.store.deleteObjects(this.bucket, stale);
+    } catch {
+      // Lower records left over change nothing (the highest counts); the next first write lists them again.
+      this.recorded.delete(subtask);
+    }
   }
 
   /** The highest checkpoint any subtask recorded; a record that cannot be read is an error, not "nothing". */
   async readCommitRecords(): Promise<number | undefined> {
-    const listed = await this.store.list(this.bucket, partKey(this.prefix, RECORD_PREFIX));
+    const listed = await this.store.list(this.bucket, partKey(this.prefix, COMMIT_RECORD_PREFIX));
     let highest: number | undefined;
-    const head = this.prefix === '' ? '' : `${this.prefix}/`;
     for (const o of listed.objects) {
-      if (!RECORD_RE.test(o.key.slice(head.length))) continue;
+      const named = parseCommitRecordName(this.prefix, o.key);
+      if (named === undefined) continue;
+      if (named.checkpointId !== undefined) {
+        highest = Math.max(highest ?? 0, named.checkpointId);
+        continue;
+      }
       const body = await this.store.getObject(this.bucket, o.key);
+      if (body === undefined) continue; // an older record deleted meanwhile (its subtask wrote a newer one)
       let id: unknown;
       try {
         id = (JSON.parse(Buffer.from(body ?? new Uint8Array()).toString('utf8')) as { checkpointId?: unknown }).checkpointId;
