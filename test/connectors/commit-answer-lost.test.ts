@@ -16,7 +16,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { connect, type JetStreamManager, type NatsConnection } from 'nats';
-import { defineJob, ExactlyOnceFileSink, JetStreamSink, PostgresSink, RedisStreamsSink, RedisStreamsSource, runJob } from '../../src/index.ts';
+import { defineJob, ExactlyOnceFileSink, ManualClock, JetStreamSink, PostgresSink, RedisStreamsSink, RedisStreamsSource, runJob } from '../../src/index.ts';
 import { SHARED_URL, sql, startCluster, uniqueName, type Cluster } from './postgres/helpers.ts';
 import { startTcpProxy, type TcpProxy } from '../helpers/tcp-proxy.ts';
 import { startS3Server, type S3Request, type S3TestServer } from '../helpers/s3rver.ts';
@@ -311,6 +311,49 @@ describe('S3 file sink: a commit record PUT that lands after a later commit reco
   afterAll(async () => {
     await server?.close();
   });
+
+  it('a PUT of the record of open parts that lands after a later one: a fresh start is still refused while a completed checkpoint holds an open upload (before: the late record named only the part completed since, and a fresh start was let through to abort the open one)', async () => {
+    const prefix = 'open-late';
+    const ref = `s3://${server.bucket}/${prefix}`;
+    const clock = new ManualClock(0);
+    const ctx = { subtaskIndex: 0, parallelism: 1, attemptNumber: 0, now: () => clock.now(), restoredCheckpointId: undefined, operatorId: 'sink', log: () => {} };
+    const lines = (from: number, n: number) => Array.from({ length: n }, (_, i) => `${String(from + i).padStart(8, '0')}`.padEnd(1021, 'x'));
+    const write = (w: { write(v: readonly string[], t: readonly number[]): void }, xs: readonly string[]) => {
+      for (let i = 0; i < xs.length; i += 256) w.write(xs.slice(i, i + 256), new Array<number>(Math.min(256, xs.length - i)).fill(0));
+    };
+    const opens: S3Request[] = [];
+    let late: S3Request | undefined;
+    server.fault = (r) => {
+      if (!(r.method === 'PUT' && r.path.startsWith(`/${server.bucket}/${prefix}/.weir-open-0`))) return undefined;
+      opens.push(r);
+      if (opens.length !== 1) return undefined;
+      late = r;
+      return { kind: 'apply-late', ms: 3000 };
+    };
+    try {
+      const sink = new ExactlyOnceFileSink<string>(ref, { s3: { ...settings, uploadPartSize: 5 * 1024 * 1024 }, rolloverInterval: 1000 });
+      const w = sink.createWriter(ctx);
+      const c = sink.createCommitter(ctx);
+      write(w, lines(0, 5 * 1024 + 10));
+      const cp1 = w.prepareCommit(1);
+      await w.whenPrepared?.(1);
+      await c.commit(cp1, 1); // open record {1, [A]}: its first try late, the second through
+      clock.advanceTo(2000);
+      write(w, lines(100_000, 5 * 1024 + 10)); // A rolls (complete), B opens with a part uploaded
+      const cp2 = w.prepareCommit(2);
+      await w.whenPrepared?.(2);
+      expect(cp2.map((x) => [x.s3?.kind, x.s3?.parts]), 'the premise: A closed, B open with an uploaded part').toEqual([['complete', 2], ['open', 1]]);
+      await c.commit(cp2, 2); // open record {2, [B]}
+      expect(late?.done, 'the premise: the late PUT has not landed yet').not.toBe(true);
+      expect(await sink.freshStartRefusal()).toMatch(/holds 1 multipart upload\(s\) .* that completed checkpoint 2/);
+      for (let k = 0; k < 100 && late?.done !== true; k++) await new Promise((r) => setTimeout(r, 100));
+      expect(late?.done).toBe(true);
+      w.close?.();
+      expect(await sink.freshStartRefusal(), 'once the late PUT landed').toMatch(/holds 1 multipart upload\(s\) .* that completed checkpoint 2/);
+    } finally {
+      server.fault = () => undefined;
+    }
+  }, 60_000);
 
   it('the committed checkpoint read back never goes back: a restore of a checkpoint before what was committed is refused (before: read back as the late PUT\'s 3 after 10 committed, the restore of checkpoint 9 ran and wrote 2,820 ids twice)', async () => {
     const prefix = 'record-late';

@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { S3ObjectStore } from '../../src/checkpoint/s3/object-store.ts';
 import { resolveS3Config, type S3Settings } from '../../src/checkpoint/s3/settings.ts';
 import {
-  commitRecordName, decideCompletion, keptForSavepoints, parseCommitRecordName, staleCommitRecords, opensToComplete, orphanUploads, parsePartKey, parseSavepointMarkerName, savepointHeldKeys, savepointMarkerName, staleSavepointMarkers,
+  commitRecordName, decideCompletion, keptForSavepoints, openRecordName, parseCommitRecordName, parseOpenRecordName, staleCommitRecords, staleOpenRecords, opensToComplete, orphanUploads, parsePartKey, parseSavepointMarkerName, savepointHeldKeys, savepointMarkerName, staleSavepointMarkers,
 } from '../../src/connectors/file/s3/protocol.ts';
 import { S3SinkStorage } from '../../src/connectors/file/s3/s3-storage.ts';
 import { csv, jsonLines, type ByteWriter } from '../../src/connectors/file/formats.ts';
@@ -70,6 +70,16 @@ describe('decisions (pure)', () => {
     const keys = ['out/.weir-committed-1', 'out/.weir-committed-1-4', 'out/.weir-committed-1-9', 'out/.weir-committed-1-12', 'out/.weir-committed-10-2', 'out/part-1-aa-0.jsonl'];
     expect(staleCommitRecords('out', keys, 1, 9)).toEqual(['out/.weir-committed-1', 'out/.weir-committed-1-4']);
     expect(staleCommitRecords('out', keys, 10, 9)).toEqual(['out/.weir-committed-10-2']);
+  });
+
+  it('records of open parts: one object per change; after a newer one the subtask\'s lower ones (and its older single record) go, all of them once nothing is open; never another subtask\'s', () => {
+    expect(openRecordName(2, 7)).toBe('.weir-open-2-7');
+    expect(parseOpenRecordName('out', 'out/.weir-open-2-7')).toEqual({ subtask: 2, checkpointId: 7 });
+    expect(parseOpenRecordName('out', 'out/.weir-open-2')).toEqual({ subtask: 2, checkpointId: undefined });
+    expect(parseOpenRecordName('out', 'out/.weir-committed-2-7')).toBeUndefined();
+    const keys = ['out/.weir-open-2', 'out/.weir-open-2-3', 'out/.weir-open-2-7', 'out/.weir-open-2-9', 'out/.weir-open-20-1'];
+    expect(staleOpenRecords('out', keys, 2, 7)).toEqual(['out/.weir-open-2', 'out/.weir-open-2-3']);
+    expect(staleOpenRecords('out', keys, 2, undefined)).toEqual(['out/.weir-open-2', 'out/.weir-open-2-3', 'out/.weir-open-2-7', 'out/.weir-open-2-9']);
   });
 
   it('completion: idempotent (object there, upload gone), tail-only files are one PUT, an upload gone is lost, a listed upload missing a part fails', () => {
@@ -394,7 +404,8 @@ describe('on s3rver', () => {
     const w = sink.createWriter(ctx(clock));
     const c = sink.createCommitter(ctx(clock));
     const marker = `${prefixOf(ref)}/.weir-open-0`;
-    const puts = () => server.requests.filter((r) => r.method === 'PUT' && r.path.endsWith(`/${marker}`)).length;
+    const puts = () => server.requests.filter((r) => r.method === 'PUT' && r.path.includes(`/${marker}-`)).length;
+    const records = async () => (await store.list(server.bucket, marker)).objects.map((o) => o.key);
     const before = puts();
     for (let chk = 1; chk <= 5; chk++) {
       write(w, lines(chk * 10, 3));
@@ -403,7 +414,7 @@ describe('on s3rver', () => {
       await c.commit(list, chk);
     }
     expect(puts() - before, 'one part open through 5 checkpoints: written once').toBe(1);
-    expect(await store.getObject(server.bucket, marker)).toBeDefined();
+    expect(await records()).toEqual([`${marker}-1`]);
     // No upload holds the open part yet (its bytes are all in the tail): a fresh start destroys nothing.
     expect(await sink.freshStartRefusal()).toBeUndefined();
     w.finish?.(); // the end of input rolls the part: its commit completes it, nothing is open any more
@@ -411,7 +422,7 @@ describe('on s3rver', () => {
     await w.whenPrepared?.(6);
     await c.commit(last, 6);
     w.close?.();
-    expect(await store.getObject(server.bucket, marker), 'the record goes when nothing is open').toBeUndefined();
+    expect(await records(), 'the record goes when nothing is open').toEqual([]);
 
     // Another run's checkpoint holds an upload, and that run is killed: a start with duplicates accepted warns, and goes on.
     const ref2 = out();

@@ -49,6 +49,39 @@ export function staleCommitRecords(prefix: string, keys: readonly string[], sub:
   });
 }
 
+/**
+ * A subtask's record of open part files: `<prefix>/.weir-open-<sub>-<id>` ({checkpointId, keys})
+ * per change of the set, the subtask's lower ones deleted after it, all of them once nothing is
+ * open (older outputs: one object `<prefix>/.weir-open-<sub>`, rewritten). A fresh start counts the
+ * keys of every record: a lower one left over, or written again by a PUT that landed late, only
+ * names older keys, whose uploads are either still open (and then named by the newest too) or
+ * gone. One object rewritten lost the newest set when such a late PUT of an older one landed
+ * after it: a fresh start then aborted the uploads a completed checkpoint holds.
+ */
+const OPEN_RECORD_RE = /^\.weir-open-(\d+)(?:-(\d+))?$/;
+export const OPEN_RECORD_PREFIX = '.weir-open-';
+
+export function openRecordName(subtask: number, checkpointId: number): string {
+  return `${OPEN_RECORD_PREFIX}${subtask}-${checkpointId}`;
+}
+
+/** The subtask and checkpoint id of an open-parts record's key (id undefined: an older single record), or undefined for any other key. */
+export function parseOpenRecordName(prefix: string, key: string): { subtask: number; checkpointId: number | undefined } | undefined {
+  const head = prefix === '' ? '' : `${prefix}/`;
+  if (!key.startsWith(head)) return undefined;
+  const m = OPEN_RECORD_RE.exec(key.slice(head.length));
+  if (m === null) return undefined;
+  return { subtask: Number(m[1]), checkpointId: m[2] === undefined ? undefined : Number(m[2]) };
+}
+
+/** After subtask `sub` recorded its open parts at `checkpointId` (undefined: none open, all go): its records that can go. */
+export function staleOpenRecords(prefix: string, keys: readonly string[], sub: number, checkpointId: number | undefined): string[] {
+  return keys.filter((k) => {
+    const r = parseOpenRecordName(prefix, k);
+    return r !== undefined && r.subtask === sub && (checkpointId === undefined || r.checkpointId === undefined || r.checkpointId < checkpointId);
+  });
+}
+
 /** The subtask and writer run of a part file's key under `prefix`, or undefined for any other key. */
 export function parsePartKey(prefix: string, key: string): { subtask: number; run: string } | undefined {
   const head = prefix === '' ? '' : `${prefix}/`;

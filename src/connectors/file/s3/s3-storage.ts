@@ -38,7 +38,7 @@ import type { FileCommittable } from '../exactly-once-file-sink.ts';
 import { ownsSubtask, type CommitterSession, type FileSinkStorage, type OpenPart, type WriterSession } from '../sink-storage.ts';
 import { jsonLines, MAX_MERGE_BYTES, mergedFile, type ByteWriter, type FileFormat } from '../formats.ts';
 import {
-  commitRecordName, COMMIT_RECORD_PREFIX, compactedAway, compactedSize, decideCompletion, keptForSavepoints, overwritten, opensToComplete, orphanUploads, parsePartKey, parseCommitRecordName, parseSavepointMarkerName, partKey, resolveIntent,
+  commitRecordName, COMMIT_RECORD_PREFIX, compactedAway, OPEN_RECORD_PREFIX, openRecordName, parseOpenRecordName, staleOpenRecords, compactedSize, decideCompletion, keptForSavepoints, overwritten, opensToComplete, orphanUploads, parsePartKey, parseCommitRecordName, parseSavepointMarkerName, partKey, resolveIntent,
   SAVEPOINT_MARKER_PREFIX, savepointHeldKeys, savepointMarkerName, smallCommittedFiles, staleCommitRecords, staleSavepointMarkers, type CompactionRecord, type SavepointMarker,
 } from './protocol.ts';
 import { mapBounded } from '../../../core/bounded-parallel.ts';
@@ -55,12 +55,11 @@ const FAIL_WAITING_PARTS = 4 * MAX_WAITING_PARTS;
 /** Uploaded part buffers a writer keeps for its next parts. */
 const MAX_SPARE_BUFFERS = 2;
 /**
- * `<prefix>/.weir-open-<sub>`: the part files the last checkpoint a subtask committed holds
- * open ({checkpointId, keys}), multipart uploads only a restore of it completes; rewritten when
- * that set changes, deleted when it is empty. A fresh start refuses to abort such an upload.
+ * `<prefix>/.weir-open-<sub>-<id>` (openRecordName): the part files the last checkpoint a subtask
+ * committed holds open ({checkpointId, keys}), multipart uploads only a restore of it completes;
+ * written when that set changes, deleted when it is empty. A fresh start refuses to abort such an
+ * upload.
  */
-const OPEN_PREFIX = '.weir-open-';
-const OPEN_RE = /^\.weir-open-(\d+)$/;
 /** A compaction's intent (`.weir-compact-<sub>-<run>-<k>`) and, once its sources are deleted, its record (`.weir-compacted-...`). */
 const INTENT_PREFIX = '.weir-compact-';
 /** GETs of compaction records in flight at once. */
@@ -107,6 +106,8 @@ export class S3SinkStorage implements FileSinkStorage<FileCommittable> {
   readonly liveRuns = new Set<string>();
   /** Per subtask in this thread: the check of its restored snapshot (checkRestorable), which its commit record waits for. */
   private readonly restoreChecks = new Map<number, Promise<void>>();
+  /** Per subtask: the open-parts record this thread wrote last (null: none, every one deleted). */
+  private readonly openWritten = new Map<number, number | null>();
   /** Per subtask: the highest commit record this thread wrote (its lower ones were deleted, or are being). */
   private readonly recorded = new Map<number, number>();
 
@@ -476,9 +477,16 @@ export class S3SinkStorage implements FileSinkStorage<FileCommittable> {
 
   /** Records (noteOpen) that completed checkpoint `checkpointId` of subtask `sub` holds `keys` open; none: the record goes. */
   async writeOpenRecord(sub: number, checkpointId: number, keys: readonly string[]): Promise<void> {
-    const key = partKey(this.prefix, `${OPEN_PREFIX}${sub}`);
-    if (keys.length === 0) await this.store.deleteObject(this.bucket, key);
-    else await this.store.putObject(this.bucket, key, Buffer.from(JSON.stringify({ checkpointId, keys }) + '\n'));
+    // A new object per change, not one rewritten (staleOpenRecords); the subtask's earlier ones go
+    // after it, the first time in this thread from a listing, then the one written before.
+    if (keys.length > 0) await this.store.putObject(this.bucket, partKey(this.prefix, openRecordName(sub, checkpointId)), Buffer.from(JSON.stringify({ checkpointId, keys }) + '\n'));
+    const before = this.openWritten.get(sub);
+    const candidates = before === undefined
+      ? (await this.store.list(this.bucket, partKey(this.prefix, `${OPEN_RECORD_PREFIX}${sub}`))).objects.map((o) => o.key)
+      : before === null ? [] : [partKey(this.prefix, openRecordName(sub, before))];
+    const stale = staleOpenRecords(this.prefix, candidates, sub, keys.length > 0 ? checkpointId : undefined);
+    if (stale.length > 0) await this.store.deleteObjects(this.bucket, stale);
+    this.openWritten.set(sub, keys.length > 0 ? checkpointId : null);
   }
 
   /**
@@ -491,8 +499,8 @@ export class S3SinkStorage implements FileSinkStorage<FileCommittable> {
   async freshStartRefusal(): Promise<string | undefined> {
     const head = this.prefix === '' ? '' : `${this.prefix}/`;
     const named = new Map<string, number>();
-    for (const o of (await this.store.list(this.bucket, partKey(this.prefix, OPEN_PREFIX))).objects) {
-      if (!OPEN_RE.test(o.key.slice(head.length))) continue;
+    for (const o of (await this.store.list(this.bucket, partKey(this.prefix, OPEN_RECORD_PREFIX))).objects) {
+      if (parseOpenRecordName(this.prefix, o.key) === undefined) continue;
       const body = await this.store.getObject(this.bucket, o.key);
       if (body === undefined) continue; // deleted meanwhile: nothing open
       let rec: { checkpointId?: unknown; keys?: unknown };
