@@ -184,6 +184,12 @@ interface SplitState {
   digestOf: Entry | undefined;
   /** Whether the stream was found to be the one the restored position is in (once per split). */
   verified: boolean;
+  /**
+   * onGap 'fail': the gap found after fetchedId. Thrown once the entries fetched before it are
+   * emitted, so the failure comes at its place in the stream whenever the reader is polled, not
+   * before records it had already read; nothing more is fetched for the split.
+   */
+  gapError: WeirError | undefined;
 }
 
 class RedisStreamsReader<T> implements SourceReader<T, RedisStreamSplit> {
@@ -208,6 +214,7 @@ class RedisStreamsReader<T> implements SourceReader<T, RedisStreamSplit> {
       const st: SplitState = {
         split: { ...s }, fetchedId: s.lastId, buffer: [], at: 0, out: undefined, done: false,
         fetchedRead: read ?? (s.lastId === '0-0' ? 0 : undefined), bufferFirstRead: undefined, bufferLastRead: undefined, lastEmitted: undefined, lastEmittedRead: undefined, digestOf: undefined, verified: s.lastId === '0-0',
+        gapError: undefined,
       };
       if (s.endId !== undefined && compareEntryIds(s.lastId, s.endId) >= 0) st.done = true;
       this.splits.add(st);
@@ -224,6 +231,7 @@ class RedisStreamsReader<T> implements SourceReader<T, RedisStreamSplit> {
     if (this.splits.size === 0) return this.src.bounded ? 'end' : 'wait';
     this.splits.startAll(out);
     this.splits.emitRoundRobin(maxRecords, (st, max) => this.emit(st, out, max));
+    for (const st of this.splits.states.values()) if (st.gapError !== undefined && st.at >= st.buffer.length) throw st.gapError;
     this.fetch();
     return this.splits.status();
   }
@@ -294,7 +302,7 @@ class RedisStreamsReader<T> implements SourceReader<T, RedisStreamSplit> {
     const n = this.src.batchSize;
     for (const st of this.splits.states.values()) {
       // Read ahead up to two batches per split: the next XREAD is on the wire while poll emits.
-      if (st.done || this.splits.isPaused(st) || st.buffer.length - st.at >= 2 * n) continue;
+      if (st.done || st.gapError !== undefined || this.splits.isPaused(st) || st.buffer.length - st.at >= 2 * n) continue;
       keys.push(st.split.stream);
       ids.push(st.fetchedId);
     }
@@ -422,7 +430,7 @@ class RedisStreamsReader<T> implements SourceReader<T, RedisStreamSplit> {
     }
     if (entries.length === 0) return;
     const numbers = this.gapBefore(st, entries, info);
-    if (this.error !== undefined) return;
+    if (this.error !== undefined || st.gapError !== undefined) return;
     const endId = st.split.endId;
     let take = entries;
     if (endId !== undefined) {
@@ -532,7 +540,7 @@ class RedisStreamsReader<T> implements SourceReader<T, RedisStreamSplit> {
     };
     if (line === undefined) return numbers;
     if (certain && this.src.onGap === 'fail') {
-      this.error = new WeirError('CONNECTOR', `Redis at ${this.src.label}: ${line}; onGap is 'fail' (with 'log' the source reads on after them)`);
+      st.gapError = new WeirError('CONNECTOR', `Redis at ${this.src.label}: ${line}; onGap is 'fail' (with 'log' the source reads on after them)`);
       return numbers;
     }
     this.ctx.log(line);

@@ -396,6 +396,26 @@ describe('RedisStreamsSource and entries removed before it read them', () => {
     }
   }, 60_000);
 
+  it('with onGap \'fail\' the failure comes at the gap\'s place in the stream: the entries read before it are emitted first (before: whichever poll came after the reply, however many were still buffered)', async () => {
+    const s = key('trim-fail-in-order');
+    await fill(s, 200);
+    const h = handReader(new RedisStreamsSource<{ i: number }>({ url: URL, streams: [s], batchSize: 10, blockMs: 100, onGap: 'fail' }), [{ id: s, stream: s, lastId: '0-0' }]);
+    expect(await h.drive(() => h.got.length >= 5, 5)).toBeUndefined();
+    await redis.xtrim(s, 'MAXLEN', 50);
+    // One record more: the poll sends the next XREAD (the buffer is under two batches), whose
+    // reply finds the gap while the reader still holds entries read before it.
+    expect(await h.drive(() => h.got.length >= 6, 1)).toBeUndefined();
+    await new Promise((r) => setTimeout(r, 500));
+    const err = await h.drive(() => false, 1);
+    await h.reader.close?.();
+    expect(err?.message).toMatch(/entries after the position .* are gone .*; onGap is 'fail'/);
+    // The position is the last entry read before the gap (ids are 1700000000000 + 10 i - 1).
+    const last = (Number(/after the position (\d+)-1/.exec(err!.message)![1]) - 1_700_000_000_000) / 10;
+    expect(last).toBeGreaterThan(5);
+    // Every entry up to it was emitted, in order, and nothing after it.
+    expect(h.got).toEqual(Array.from({ length: last + 1 }, (_, k) => k));
+  }, 60_000);
+
   it('a restored split counts what a trim took past its position: none when trimmed up to it (before: reported as trimmed), how many when past it', async () => {
     const s = key('trim-restore');
     const ids = await fill(s, 50);
