@@ -111,7 +111,8 @@ export class Deployment {
       checkpointing: s.checkpointing, stateBackend: s.stateBackend, stateBackendOptions: s.stateBackendOptions, deadLetterDir: s.deadLetterDir, recordCounters: s.recordCounters, firstCheckpointId: s.firstCheckpointId, restore: s.restore, storage: s.storage,
     });
     this.local = ex;
-    this.executors.push({ send: (m) => ex.handle(m), terminate: async () => ex.cancel() });
+    // Waits for what the tasks had under way (bounded): the attempt ends after it.
+    this.executors.push({ send: (m) => ex.handle(m), terminate: () => ex.cancel() });
     queueMicrotask(() => s.onMessage({ type: 'deployed', workerIndex: 0 }));
   }
 

@@ -29,6 +29,12 @@ import type { CheckpointStorageWorkerView } from '../checkpoint/storage.ts';
 import { keyedStateBackendFactory, type StateBackendOptions } from '../state/backends.ts';
 import { quoteRaw } from '../core/redact.ts';
 
+/**
+ * How long a cancel waits for the I/O its tasks had under way (TaskExecutor.cancel): below
+ * deployment.ts's WORKER_EXIT_WAIT_MS, so that a worker thread still ends by itself after it.
+ */
+export const CANCEL_IO_WAIT_MS = 4_000;
+
 export interface ExecutorConfig {
   readonly workerIndex: number;
   readonly graph: JobGraph;
@@ -214,8 +220,18 @@ export class TaskExecutor implements TaskListener {
     for (const t of this.tasks) t.start();
   }
 
-  cancel(): void {
+  /**
+   * Cancels every task; resolves once the I/O their operators had under way has ended (a
+   * sink's commit or upload in flight; nothing new starts after the cancel), at most
+   * CANCEL_IO_WAIT_MS later. The attempt is reported ended only after (deployment.ts), so a
+   * cancelled job's commits no longer land after CANCELED, racing a restore started then.
+   */
+  cancel(): Promise<void> {
     for (const t of this.tasks) t.cancel();
+    return Promise.all(this.tasks.map((t) => t.ioEnded(CANCEL_IO_WAIT_MS))).then((ended) => {
+      const left = ended.filter((e) => !e).length;
+      if (left > 0) this.cfg.send({ type: 'log', line: `weir: ${left} cancelled task(s) still had a commit or upload under way after ${CANCEL_IO_WAIT_MS / 1000} s; the attempt ends without waiting for it (the restore commits what it was committing again)` });
+    });
   }
 
   /** Starts a checkpoint at the given tasks (sources, and tasks whose input has ended). */
@@ -253,7 +269,8 @@ export class TaskExecutor implements TaskListener {
         for (const t of this.tasks) t.proceed();
         return;
       case 'cancel':
-        return this.cancel();
+        void this.cancel();
+        return;
       case 'trigger':
         return this.trigger(m.tasks, m.req);
       case 'notify-complete':

@@ -122,15 +122,17 @@ port.on('message', (m: ToExecutor & { peers?: Record<number, MessagePort> }) => 
     case 'reader-event':
       executor?.handle(m);
       return;
-    case 'cancel':
-      executor?.cancel();
+    case 'cancel': {
+      // The tasks' commits and uploads under way end first (bounded, TaskExecutor.cancel).
+      const ioEnded = executor?.cancel();
       metricsTimer?.cancel();
       dataPlane?.close();
       // The disk backend's snapshot reader ends by itself before this thread does (see
       // endSnapshotReader); then the port closes and the thread ends, which the deployment waits
       // for before it would terminate it (deployment.ts).
-      void endSnapshotReader().then(() => port.close());
+      void Promise.all([ioEnded, endSnapshotReader()]).then(() => port.close());
       return;
+    }
     default: {
       // Every message type is handled above: a new one must be added here (compile error).
       const unhandled: never = m;

@@ -51,7 +51,13 @@ export interface SinkWriter<T, C> {
   isAvailable?(): boolean;
   /** Optional: resolves once everything written has reached the external system; awaited before the task ends. */
   drain?(): Promise<void> | undefined;
-  close?(): void;
+  /**
+   * Starts no request to the external system from here on (a cancelled or failed task's
+   * writer: what it still had queued belongs to no completed checkpoint). A returned promise
+   * resolves once the requests already under way have ended; the attempt is reported ended
+   * only after (bounded), so nothing of it reaches the system once the job is said to stop.
+   */
+  close?(): void | Promise<void>;
 }
 
 /** What a barrier tells the writer besides its checkpoint id. */

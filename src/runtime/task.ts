@@ -743,15 +743,37 @@ export class StreamTask implements Schedulable {
     this.mailbox.clear();
     this.outputMailbox.clear();
     let first: unknown;
+    const under: Promise<void>[] = [];
     for (const op of this.operators) {
       try {
         op.close();
       } catch (e) {
         first ??= e;
       }
+      const p = op.closed();
+      if (p !== undefined) under.push(p);
     }
     for (const b of this.keyedBackends) b.dispose();
+    if (under.length > 0) this.ioUnderWay = Promise.all(under).then(() => {}, () => {});
     return first;
+  }
+
+  /** What the operators had under way when they closed (StreamOperator.closed). */
+  private ioUnderWay: Promise<void> | undefined;
+
+  /**
+   * Resolves once the I/O the operators had under way when they closed has ended (a sink's
+   * commit or upload in flight), or after `timeoutMs`, whichever comes first: true if it ended.
+   */
+  ioEnded(timeoutMs: number): Promise<boolean> {
+    const under = this.ioUnderWay;
+    if (under === undefined) return Promise.resolve(true);
+    let t: NodeJS.Timeout | undefined;
+    const late = new Promise<boolean>((resolve) => {
+      t = setTimeout(() => resolve(false), timeoutMs);
+      t.unref();
+    });
+    return Promise.race([under.then(() => true), late]).finally(() => clearTimeout(t));
   }
 }
 

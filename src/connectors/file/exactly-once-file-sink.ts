@@ -301,8 +301,8 @@ class FileWriter<T> implements SinkWriter<T, FileCommittable> {
     this.roll();
   }
 
-  close(): void {
-    this.session.close();
+  close(): void | Promise<void> {
+    return this.session.close();
   }
 }
 

@@ -53,7 +53,8 @@ export interface WriterSession<C> {
    * it calls ctx.wake() when there is room again (SinkWriter.isAvailable).
    */
   isAvailable?(): boolean;
-  close(): void;
+  /** Starts no request from here on; resolves once those under way have ended (SinkWriter.close). */
+  close(): void | Promise<void>;
 }
 
 /** A committer's side of a storage (one per committer). */

@@ -41,6 +41,15 @@ export class CommitSinkOperator extends StreamOperator {
   private commitChain: Promise<void> = Promise.resolve();
   private failed: unknown;
   /**
+   * The task ended without finishing (cancelled, or failed): no commit queued after this runs.
+   * Their committables are in every snapshot since (the ledger's invariant), so the restore
+   * commits them, as Flink's does; performed after the cancel, they moved the committed output
+   * past what the job had when it was said to be cancelled, under a restore started meanwhile.
+   */
+  private fenced = false;
+  /** What was under way at close(): the commit in flight, the writer's requests, then the committer's close. */
+  private ioEnd: Promise<void> | undefined;
+  /**
    * The highest checkpoint or savepoint id this sink prepared for or was restored from. Without
    * checkpointing, the end-of-input commit takes the id after it: a sink's committed position
    * (a PostgreSQL progress row, a file sink's commit record) only moves forward, and below a
@@ -193,7 +202,7 @@ export class CommitSinkOperator extends StreamOperator {
   private chain(fn: () => void | Promise<void>, onDone?: () => void): void {
     this.commitChain = this.commitChain
       .then(() => {
-        if (this.failed !== undefined) return undefined;
+        if (this.failed !== undefined || this.fenced) return undefined;
         const ms = this.sink.commitTimeoutMs ?? DEFAULT_COMMIT_TIMEOUT_MS;
         return withTimeout(Promise.resolve().then(fn), ms, `commit did not finish within ${ms / 1000} s (the sink's commitTimeoutMs)`).then(onDone);
       })
@@ -235,11 +244,19 @@ export class CommitSinkOperator extends StreamOperator {
   }
 
   protected override tearDown(): void {
+    // After a finish every commit has run (quiesce); after a cancel or failure none queued runs.
+    this.fenced = true;
+    let written: void | Promise<void> = undefined;
     try {
-      this.writer?.close?.();
+      written = this.writer?.close?.();
     } catch {
       // best effort
     }
-    void this.commitChain.then(() => this.committer?.close?.()).catch(() => {});
+    const committed = this.commitChain.then(() => this.committer?.close?.());
+    this.ioEnd = Promise.all([committed, written]).then(() => {}, () => {});
+  }
+
+  override closed(): Promise<void> | undefined {
+    return this.ioEnd;
   }
 }

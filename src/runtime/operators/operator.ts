@@ -225,6 +225,16 @@ export abstract class StreamOperator {
   /** The operator's own resources, released after its user function closed. */
   protected tearDown(): void {}
 
+  /**
+   * After close(): resolves once I/O the operator had under way has ended (a sink's commit or
+   * upload in flight), undefined when there is none. close() starts nothing new; a cancelled
+   * attempt is reported ended only after this (bounded: Task.ioEnded), so none of its requests
+   * reach an external system once the job is said to be cancelled.
+   */
+  closed(): Promise<void> | undefined {
+    return undefined;
+  }
+
   // ---- checkpoint hooks (defaults cover operator list state and broadcast state)
 
   /**

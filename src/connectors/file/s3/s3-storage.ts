@@ -711,8 +711,13 @@ class S3WriterSession implements WriterSession<FileCommittable> {
   /** isAvailable() said false: the task waits for a wake(). */
   private pushingBack = false;
   private active = 0;
-  private readonly queue: (() => void)[] = [];
+  /** Queued requests: called with true to run, false to drop (the session closed first). */
+  private readonly queue: ((run: boolean) => void)[] = [];
   private readonly running = new Set<Promise<void>>();
+  /** close() was called: nothing queued or enqueued from here on runs (the task is over). */
+  private closed = false;
+  /** Background cleanup still running (a fresh start's orphan aborts), awaited by close(). */
+  private readonly cleanups = new Set<Promise<void>>();
   readonly partSize: number;
   /** A part file of this writer filled a whole part: the next ones start with whole-part buffers. */
   bigFiles = false;
@@ -753,7 +758,11 @@ class S3WriterSession implements WriterSession<FileCommittable> {
 
   /** Runs `fn` in the background, its failure logged (cleanup that must not fail the writer). */
   background(fn: () => Promise<unknown>): void {
-    void fn().catch((e) => this.ctx.log(`weir: exactly-once file sink ${this.storage.location}: cleanup of earlier attempts' uploads failed (they stay until the next start): ${(e as Error).message}`));
+    const p: Promise<void> = fn().then(
+      () => {},
+      (e) => this.ctx.log(`weir: exactly-once file sink ${this.storage.location}: cleanup of earlier attempts' uploads failed (they stay until the next start): ${(e as Error).message}`),
+    ).finally(() => this.cleanups.delete(p));
+    this.cleanups.add(p);
   }
 
   /**
@@ -774,8 +783,8 @@ class S3WriterSession implements WriterSession<FileCommittable> {
       throw new WeirError('CONNECTOR', `exactly-once file sink ${this.storage.location}: more than ${limit} bytes wait for upload to S3 in spite of back-pressure (one batch of records larger than that?); the store is slow or unreachable`);
     }
     this.waitingBytes += bytes;
-    const p = new Promise<void>((resolve) => this.queue.push(resolve))
-      .then(fn)
+    const p = new Promise<boolean>((resolve) => this.queue.push(resolve))
+      .then((run) => (run && !this.closed ? fn() : undefined))
       .then(
         () => {},
         (e) => {
@@ -810,7 +819,7 @@ class S3WriterSession implements WriterSession<FileCommittable> {
   private pump(): void {
     while (this.active < MAX_CONCURRENT_UPLOADS && this.queue.length > 0) {
       this.active++;
-      this.queue.shift()!();
+      this.queue.shift()!(!this.closed);
     }
   }
 
@@ -823,9 +832,24 @@ class S3WriterSession implements WriterSession<FileCommittable> {
     return Promise.all([...this.running]).then(() => this.check());
   }
 
-  close(): void {
+  /**
+   * The task is over (cancelled or failed; after a finish nothing waits). Requests still queued
+   * are dropped: they carry parts, or a savepoint's marker, of output after the last
+   * acknowledged checkpoint (an acknowledgement waits for every request queued before its
+   * barrier), which a restore writes again. They went on after the job was reported cancelled
+   * and raced with a restore in the same process: an UploadPart landing in an upload the restore
+   * was completing from its snapshot's parts, a marker after its cleanup. Resolves once the
+   * requests under way have ended; the task's cancel waits for it (bounded, task.ts).
+   */
+  close(): Promise<void> {
+    this.closed = true;
+    for (const go of this.queue.splice(0)) {
+      this.active++; // as pump() would: each one's end takes it off again
+      go(false);
+    }
     for (const r of this.run) this.storage.liveRuns.delete(r);
     this.spare.length = 0;
+    return Promise.all([...this.running, ...this.cleanups]).then(() => {});
   }
 }
 
