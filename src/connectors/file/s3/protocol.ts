@@ -29,12 +29,8 @@ export function commitRecordName(subtask: number, checkpointId: number): string 
 }
 
 /** The subtask and checkpoint id of a commit record's key (id undefined: an older record, its id in its content), or undefined for any other key. */
-export function parseCommitRecordName(prefix: string, key: string): { subtask: number; checkpointId: number | undefined } | undefined {
-  const head = prefix === '' ? '' : `${prefix}/`;
-  if (!key.startsWith(head)) return undefined;
-  const m = COMMIT_RECORD_RE.exec(key.slice(head.length));
-  if (m === null) return undefined;
-  return { subtask: Number(m[1]), checkpointId: m[2] === undefined ? undefined : Number(m[2]) };
+export function parseCommitRecordName(prefix: string, key: string): IdRecordName | undefined {
+  return parseIdRecordName(prefix, key, COMMIT_RECORD_RE);
 }
 
 /**
@@ -43,10 +39,7 @@ export function parseCommitRecordName(prefix: string, key: string): { subtask: n
  * (a restore's re-commit of an earlier checkpoint, duplicates accepted, records a lower id).
  */
 export function staleCommitRecords(prefix: string, keys: readonly string[], sub: number, checkpointId: number): string[] {
-  return keys.filter((k) => {
-    const r = parseCommitRecordName(prefix, k);
-    return r !== undefined && r.subtask === sub && (r.checkpointId === undefined ? true : r.checkpointId < checkpointId);
-  });
+  return staleIdRecords(prefix, keys, sub, checkpointId, COMMIT_RECORD_RE);
 }
 
 /**
@@ -66,18 +59,39 @@ export function openRecordName(subtask: number, checkpointId: number): string {
 }
 
 /** The subtask and checkpoint id of an open-parts record's key (id undefined: an older single record), or undefined for any other key. */
-export function parseOpenRecordName(prefix: string, key: string): { subtask: number; checkpointId: number | undefined } | undefined {
-  const head = prefix === '' ? '' : `${prefix}/`;
-  if (!key.startsWith(head)) return undefined;
-  const m = OPEN_RECORD_RE.exec(key.slice(head.length));
-  if (m === null) return undefined;
-  return { subtask: Number(m[1]), checkpointId: m[2] === undefined ? undefined : Number(m[2]) };
+export function parseOpenRecordName(prefix: string, key: string): IdRecordName | undefined {
+  return parseIdRecordName(prefix, key, OPEN_RECORD_RE);
 }
 
 /** After subtask `sub` recorded its open parts at `checkpointId` (undefined: none open, all go): its records that can go. */
 export function staleOpenRecords(prefix: string, keys: readonly string[], sub: number, checkpointId: number | undefined): string[] {
+  return staleIdRecords(prefix, keys, sub, checkpointId, OPEN_RECORD_RE);
+}
+
+// Records kept as one object per checkpoint id (`<name>-<sub>-<id>`; older outputs `<name>-<sub>`).
+
+export interface IdRecordName {
+  readonly subtask: number;
+  /** Undefined: an older single record (its id, if any, in its content). */
+  readonly checkpointId: number | undefined;
+}
+
+function parseIdRecordName(prefix: string, key: string, re: RegExp): IdRecordName | undefined {
+  const head = prefix === '' ? '' : `${prefix}/`;
+  if (!key.startsWith(head)) return undefined;
+  const m = re.exec(key.slice(head.length));
+  if (m === null) return undefined;
+  return { subtask: Number(m[1]), checkpointId: m[2] === undefined ? undefined : Number(m[2]) };
+}
+
+/**
+ * Subtask `sub`'s records among `keys` that a record at `checkpointId` makes stale: lower ids and
+ * the older single record (written before any of these); all of them when `checkpointId` is
+ * undefined. Never a higher one.
+ */
+function staleIdRecords(prefix: string, keys: readonly string[], sub: number, checkpointId: number | undefined, re: RegExp): string[] {
   return keys.filter((k) => {
-    const r = parseOpenRecordName(prefix, k);
+    const r = parseIdRecordName(prefix, k, re);
     return r !== undefined && r.subtask === sub && (checkpointId === undefined || r.checkpointId === undefined || r.checkpointId < checkpointId);
   });
 }
