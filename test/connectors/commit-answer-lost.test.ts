@@ -24,6 +24,8 @@ import { S3ObjectStore } from '../../src/checkpoint/s3/object-store.ts';
 import { resolveS3Config, type S3Settings } from '../../src/checkpoint/s3/settings.ts';
 
 const COUNT = 5000;
+/** Input rate of the proxied cases: a second of input, the held commit (the 3rd, checkpoints every 150 ms) well inside it. */
+const INPUT_PER_SECOND = 5000;
 const RESTART = { type: 'fixed-delay' as const, attempts: 8, delay: 200 };
 let redis: Redis;
 let work: string;
@@ -91,10 +93,14 @@ function source(stream: string) {
   return new RedisStreamsSource<{ i: number }>({ streams: [stream], stopAt: 'latest', batchSize: 200 });
 }
 
+/**
+ * retryDeadlineMs: the sink's; the outage outlasts it by 1 s (its retries give up, the job
+ * restarts) and is kept short, as each case's time adds to the suite's.
+ */
 const cases = [
-  { how: 'answer held (half-open)', cut: undefined },
-  { how: 'connection cut after the request went up', cut: 50 },
-  { how: 'connection cut after the request went up, the server away past the retry deadline (the job restarts)', cut: 4000 },
+  { how: 'answer held (half-open)', cut: undefined, retryDeadlineMs: 3000 },
+  { how: 'connection cut after the request went up', cut: 50, retryDeadlineMs: 3000 },
+  { how: 'connection cut after the request went up, the server away past the retry deadline (the job restarts)', cut: 2500, retryDeadlineMs: 1500 },
 ];
 
 /** After the answer is held: nothing more (half-open), or the proxy cut and restored `cut` ms later. */
@@ -105,7 +111,7 @@ function after(proxy: TcpProxy, cut: number | undefined): () => void {
 }
 
 describe('a commit applied whose answer is lost: every id once', () => {
-  for (const { how, cut } of cases) {
+  for (const { how, cut, retryDeadlineMs } of cases) {
     for (const nth of [3]) {
       it(`PostgreSQL idempotent: COMMIT number ${nth}, ${how}`, async () => {
         const proxy = await startTcpProxy(5432);
@@ -118,9 +124,9 @@ describe('a commit applied whose answer is lost: every id once', () => {
           const jobId = uniqueName('lost');
           const h = holdAnswer(proxy, (c) => c.includes('COMMIT\0'), nth, after(proxy, cut));
           const job = runJob(defineJob((env) => {
-            env.fromSource(source(input), { ratePerSecond: 2500 })
+            env.fromSource(source(input), { ratePerSecond: INPUT_PER_SECOND })
               .map((r) => ({ i: r.i }))
-              .sinkTo(new PostgresSink<{ i: number }>({ connection: `postgres://postgres@127.0.0.1:${proxy.port}/test`, table, jobId, columns: ['i'], connectTimeoutMs: 1000, queryTimeoutMs: 1000, retryDeadlineMs: 3000, commitTimeoutMs: 6000 }));
+              .sinkTo(new PostgresSink<{ i: number }>({ connection: `postgres://postgres@127.0.0.1:${proxy.port}/test`, table, jobId, columns: ['i'], connectTimeoutMs: 1000, queryTimeoutMs: 1000, retryDeadlineMs, commitTimeoutMs: 6000 }));
           }), { workers: 1, parallelism: 1, stdout: () => {}, log: (l) => logs.push(l), checkpoint: { interval: 150, dir: chkDir() }, restartStrategy: RESTART });
           const result = await job;
           expect(h.held, 'the premise: a COMMIT answer was held').toBe(true);
@@ -144,9 +150,9 @@ describe('a commit applied whose answer is lost: every id once', () => {
           const jobId = uniqueName('lost');
           const h = holdAnswer(proxy, (c) => c.includes('local cur = redis.call'), nth, after(proxy, cut));
           const job = runJob(defineJob((env) => {
-            env.fromSource(source(input), { ratePerSecond: 2500 })
+            env.fromSource(source(input), { ratePerSecond: INPUT_PER_SECOND })
               .map((r) => ({ i: r.i }))
-              .sinkTo(new RedisStreamsSink<{ i: number }>({ connection: `redis://127.0.0.1:${proxy.port}`, stream: output, jobId, connectTimeoutMs: 1000, commandTimeoutMs: 1000, retryDeadlineMs: 3000 }));
+              .sinkTo(new RedisStreamsSink<{ i: number }>({ connection: `redis://127.0.0.1:${proxy.port}`, stream: output, jobId, connectTimeoutMs: 1000, commandTimeoutMs: 1000, retryDeadlineMs }));
           }), { workers: 1, parallelism: 1, stdout: () => {}, log: (l) => logs.push(l), checkpoint: { interval: 150, dir: chkDir() }, restartStrategy: RESTART });
           const result = await job;
           expect(h.held, 'the premise: a commit answer was held').toBe(true);
@@ -173,9 +179,9 @@ describe('a commit applied whose answer is lost: every id once', () => {
           const jobId = uniqueName('lost');
           const h = holdAnswer(proxy, (c) => c.includes('"committed":') && !c.includes('"publishing"'), nth, after(proxy, cut));
           const job = runJob(defineJob((env) => {
-            env.fromSource(source(input), { ratePerSecond: 2500 })
+            env.fromSource(source(input), { ratePerSecond: INPUT_PER_SECOND })
               .map((r) => r.i)
-              .sinkTo(new JetStreamSink<number>({ servers, stream: output, subject: `${output}.out`, jobId, connectTimeoutMs: 1000, requestTimeoutMs: 1000, retryDeadlineMs: 3000 }));
+              .sinkTo(new JetStreamSink<number>({ servers, stream: output, subject: `${output}.out`, jobId, connectTimeoutMs: 1000, requestTimeoutMs: 1000, retryDeadlineMs }));
           }), { workers: 1, parallelism: 1, stdout: () => {}, log: (l) => logs.push(l), checkpoint: { interval: 150, dir: chkDir() }, restartStrategy: RESTART });
           const result = await job;
           expect(h.held, 'the premise: a progress answer was held').toBe(true);
@@ -202,7 +208,7 @@ describe('PostgreSQL two-phase: PREPARE or COMMIT PREPARED applied whose answer 
   }, 60_000);
   afterAll(() => cluster?.stop());
 
-  for (const { how, cut } of cases) {
+  for (const { how, cut, retryDeadlineMs } of cases) {
     for (const what of ['PREPARE TRANSACTION', 'COMMIT PREPARED']) {
       for (const nth of [3]) {
         it(`${what} number ${nth}, ${how}`, async () => {
@@ -216,9 +222,9 @@ describe('PostgreSQL two-phase: PREPARE or COMMIT PREPARED applied whose answer 
           const jobId = uniqueName('lost');
             const h = holdAnswer(proxy, (c) => c.includes(what), nth, after(proxy, cut));
             const job = runJob(defineJob((env) => {
-              env.fromSource(source(input), { ratePerSecond: 2500 })
+              env.fromSource(source(input), { ratePerSecond: INPUT_PER_SECOND })
                 .map((r) => ({ i: r.i }))
-                .sinkTo(new PostgresSink<{ i: number }>({ connection: `postgres://postgres@127.0.0.1:${proxy.port}/postgres`, table, jobId, columns: ['i'], mode: 'two-phase', connectTimeoutMs: 1000, queryTimeoutMs: 1000, retryDeadlineMs: 3000, commitTimeoutMs: 6000 }));
+                .sinkTo(new PostgresSink<{ i: number }>({ connection: `postgres://postgres@127.0.0.1:${proxy.port}/postgres`, table, jobId, columns: ['i'], mode: 'two-phase', connectTimeoutMs: 1000, queryTimeoutMs: 1000, retryDeadlineMs, commitTimeoutMs: 6000 }));
             }), { workers: 1, parallelism: 1, stdout: () => {}, log: (l) => logs.push(l), checkpoint: { interval: 150, dir: chkDir() }, restartStrategy: RESTART });
             const result = await job;
             expect(h.held, 'the premise: an answer was held').toBe(true);
@@ -276,7 +282,7 @@ describe('S3 file sink: a CompleteMultipartUpload or commit record applied whose
           };
           const logs: string[] = [];
           try {
-            const count = 20_000;
+            const count = 10_000;
             const r = await runJob(defineJob((env) => {
               env.fromGenerator((i) => ({ i }), { count, ratePerSecond: 8_000 })
                 .sinkTo(new ExactlyOnceFileSink<{ i: number }>(ref, { rolloverInterval: 150 }));
