@@ -6,7 +6,7 @@
  * `npx weir run`, on worker threads, from the compiled package.
  */
 import { describe, expect, it } from 'vitest';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -56,12 +56,28 @@ export default defineJob((env) => {
 });
 `;
 
+/**
+ * What `npm pack` reads or builds from: the package's files and what its build takes. Packed
+ * from a copy, because `prepare` empties and rebuilds dist/: in the checkout itself that pulled
+ * dist/ from under the tests running beside this file (a chaos test's `weir run` failed with
+ * ERR_MODULE_NOT_FOUND for a chunk of the dist/ being rebuilt).
+ */
+const PACKED_FROM = ['package.json', 'package-lock.json', 'README.md', 'bin', 'docs', 'scripts', 'src', 'tsconfig.json', 'tsconfig.build.json'];
+
+function stageCheckout(): string {
+  const stage = mkdtempSync(join(tmpdir(), 'weir-pack-'));
+  for (const name of PACKED_FROM) cpSync(join(ROOT, name), join(stage, name), { recursive: true });
+  symlinkSync(join(ROOT, 'node_modules'), join(stage, 'node_modules'), 'dir');
+  return stage;
+}
+
 describe('the packed package in a new project', () => {
   it("packs dist/, installs offline, type-checks with the user's tsc and runs with npx weir run", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'weir-consumer-'));
+    const stage = stageCheckout();
     try {
       // npm pack runs `prepare`, which builds dist/ from the sources now in the tree.
-      const pack = ok(await runCommand('npm', ['pack', '--pack-destination', dir, '--json'], { cwd: ROOT, env: offlineNpmEnv(), timeoutMs: 300_000 }), 'npm pack');
+      const pack = ok(await runCommand('npm', ['pack', '--pack-destination', dir, '--json'], { cwd: stage, env: offlineNpmEnv(), timeoutMs: 300_000 }), 'npm pack');
       const [packed] = JSON.parse(pack.stdout.slice(pack.stdout.indexOf('['))) as { filename: string; files: { path: string }[] }[];
       const paths = packed!.files.map((f) => f.path);
       // dist/'s JavaScript is a bundle: the three entry points (API, CLI, worker thread) and their shared chunks.
@@ -96,6 +112,7 @@ describe('the packed package in a new project', () => {
       }
     } finally {
       rmSync(dir, { recursive: true, force: true });
+      rmSync(stage, { recursive: true, force: true });
     }
   }, 900_000);
 });
