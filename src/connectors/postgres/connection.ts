@@ -16,8 +16,9 @@ export function serverName(o: ResolvedPostgresOptions): string {
 
 /**
  * Transient: the connection broke or could not be made, the server is shutting down or not
- * yet accepting, a serialization failure or deadlock, or a timeout on either side. Any of these
- * leaves no half-done transaction behind (the server rolls an interrupted one back).
+ * yet accepting, a serialization failure or deadlock, a timeout on either side, or a prepared
+ * transaction another session is finishing. Any of these leaves no half-done transaction
+ * behind (the server rolls an interrupted one back).
  */
 export function isTransient(e: unknown): boolean {
   if (isSocketError(e)) return true;
@@ -25,8 +26,20 @@ export function isTransient(e: unknown): boolean {
   const code = (e as { code?: unknown } | null)?.code;
   // 25P03 and 57014: the server's own timeouts (set in connectOnce) ended a stalled transaction or statement.
   if (typeof code === 'string' && (code.startsWith('08') || code === '57P01' || code === '57P02' || code === '57P03' || code === '40001' || code === '40P01' || code === '53300' || code === '25P03' || code === '57014')) return true;
+  if (code === '55000' && isBusyPreparedTransaction(e)) return true;
   const msg = messageOf(e);
   return /Connection terminated|connection timeout|timeout expired|Query read timeout|Client has encountered a connection error|not queryable/i.test(msg);
+}
+
+/**
+ * COMMIT or ROLLBACK PREPARED of a transaction another session is finishing (55000 from
+ * LockGXact, the server function that reports it, in any message language): once that
+ * session is done the transaction is gone, and a retry learns its outcome (42704). As when
+ * the first try of a commit whose answer was lost is still under way on the server.
+ */
+function isBusyPreparedTransaction(e: unknown): boolean {
+  const routine = (e as { routine?: unknown }).routine;
+  return routine === 'LockGXact' || /prepared transaction with identifier .* is busy/.test(messageOf(e));
 }
 
 /** Connects once: a client with query timeouts, or an error naming the server. */

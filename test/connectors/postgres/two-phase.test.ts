@@ -4,6 +4,7 @@
  * waits for it), COMMIT PREPARED at completion, re-commit after a restore, and on restore
  * only this job's own stale prepared transactions are rolled back, never another job's.
  */
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { errorCode } from '../../../src/core/errors.ts';
 import { PostgresSink, type PostgresCommittable } from '../../../src/connectors/postgres/index.ts';
@@ -143,5 +144,55 @@ describe('postgres sink (two-phase)', () => {
     expect(String((e as Error).message)).toContain('prepared transaction weir:tp3:sink:0:7 of a completed checkpoint is gone and was never committed');
     fresh.close?.();
     await c.close?.();
+  });
+});
+
+describe('postgres sink (two-phase): COMMIT PREPARED finds its transaction busy', () => {
+  it('is retried until the other session is done with it (before: 55000 "is busy" was not transient, and the commit of a completed checkpoint failed the job)', async () => {
+    // Another session's COMMIT PREPARED of the same gid holds the prepared transaction locked
+    // while it waits for a synchronous standby that never comes (as the first try of a commit
+    // whose answer was lost can still be under way on a slow server). Every other session
+    // commits with synchronous_commit = local, so nothing else waits.
+    await sql(cluster.url, 'TRUNCATE out2pc');
+    await sql(cluster.url, 'ALTER DATABASE postgres SET synchronous_commit = local');
+    const holder = new pg.Client({ connectionString: cluster.url });
+    await holder.connect();
+    const s = sink('tp-busy');
+    const w = s.createWriter(sinkCtx());
+    const c = s.createCommitter(sinkCtx());
+    try {
+      w.write(rows(0, 100), ts(100));
+      const first = w.prepareCommit(1);
+      await w.whenPrepared!(1);
+      await sql(cluster.url, "ALTER SYSTEM SET synchronous_standby_names = 'nobody'");
+      await sql(cluster.url, 'SELECT pg_reload_conf()');
+      await holder.query('SET synchronous_commit = on');
+      const holderPid = (await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+      const held = holder.query("COMMIT PREPARED 'weir:tp-busy:sink:0:1'");
+      for (let k = 0; k < 100; k++) {
+        const waiting = await sql(cluster.url, "SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND wait_event = 'SyncRep'", [holderPid]);
+        if (waiting.length > 0) break;
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      expect(await sql(cluster.url, "SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND wait_event = 'SyncRep'", [holderPid]), 'the premise: the other session holds the transaction').toHaveLength(1);
+      let settled: string | undefined;
+      const committing = Promise.resolve(c.commit(first)).then(() => { settled = 'committed'; }, (e: Error) => { settled = e.message; });
+      await new Promise((r) => setTimeout(r, 800));
+      expect(settled, 'still retrying while the transaction is busy').toBeUndefined();
+      await sql(cluster.url, 'SELECT pg_cancel_backend($1)', [holderPid]); // its commit is done locally; the wait ends
+      await held;
+      await committing;
+      expect(settled).toBe('committed');
+      expect(await count()).toBe(100);
+      expect(await prepared()).toEqual([]);
+      expect(await s.lastCommittedCheckpointOf('sink', 0)).toBe(1);
+    } finally {
+      await sql(cluster.url, 'ALTER SYSTEM RESET synchronous_standby_names');
+      await sql(cluster.url, 'SELECT pg_reload_conf()');
+      await sql(cluster.url, 'ALTER DATABASE postgres RESET synchronous_commit');
+      await holder.end();
+      w.close?.();
+      await c.close?.();
+    }
   });
 });
