@@ -203,6 +203,8 @@ class TwoPhaseWriter<T> implements SinkWriter<T, PostgresCommittable> {
   private chain: Promise<void>;
   private readonly inFlight = new Map<number, Promise<void>>();
   private failed: unknown;
+  /** Set by close(): a prepare still queued then is not started (see close). */
+  private closed = false;
 
   constructor(private readonly sink: PostgresSink<T>, private readonly ctx: SinkContext, private readonly toRow: (v: T) => readonly unknown[], ready: Promise<void>) {
     this.session = new PgSession(sink.options, true);
@@ -231,13 +233,14 @@ class TwoPhaseWriter<T> implements SinkWriter<T, PostgresCommittable> {
     const key = this.sink.key(this.ctx);
     const gid = gidFor(key.job, key.operator, key.subtask, checkpointId);
     const o = this.sink.options;
-    const p = this.chain.then(() =>
-      this.session.run('preparing a transaction', async (c, attempt) => {
+    const p = this.chain.then(() => {
+      if (this.closed) throw new WeirError('CONNECTOR', `postgres sink table "${o.tableText}": the prepare of checkpoint ${checkpointId} was not started, the writer is closed`);
+      return this.session.run('preparing a transaction', async (c, attempt) => {
         // A retry after a lost connection: the PREPARE may have gone through with its answer lost.
         if (attempt > 0 && (await isPreparedOnServer(c, gid))) return;
         await prepareRows(c, o, key, checkpointId, gid, rows);
-      }),
-    );
+      });
+    });
     // A failed prepare loses the rows it held: the writer fails the task at its next call.
     p.catch((e) => (this.failed ??= e));
     this.chain = p.catch(() => {});
@@ -276,8 +279,16 @@ class TwoPhaseWriter<T> implements SinkWriter<T, PostgresCommittable> {
     return p;
   }
 
-  close(): void {
-    void this.chain.finally(() => this.session.close());
+  /**
+   * A cancelled or failed task's writer: the prepares still queued are not started (their
+   * checkpoints were never acknowledged, an acknowledgement waits for its prepare; the restore
+   * writes their rows again), and the promise resolves once the prepare under way has ended.
+   * Before, they went on after the job was reported stopped, and a prepared transaction could
+   * appear after the restore's cleanup of stale ones, holding its rows' locks.
+   */
+  close(): Promise<void> {
+    this.closed = true;
+    return this.chain.finally(() => this.session.close());
   }
 }
 

@@ -196,3 +196,44 @@ describe('postgres sink (two-phase): COMMIT PREPARED finds its transaction busy'
     }
   });
 });
+
+describe('postgres sink (two-phase): a closed writer', () => {
+  it('starts no queued prepare, and close resolves once the prepare under way has ended (before: the queued prepare ran after the cancel, a prepared transaction appearing after the job was reported stopped)', async () => {
+    await sql(cluster.url, 'TRUNCATE out2pc');
+    await sql(cluster.url, "INSERT INTO out2pc VALUES (0, 'held')");
+    // Another session holds row 0's lock: the prepare of checkpoint 1 (an upsert of row 0) waits for it.
+    const holder = new pg.Client({ connectionString: cluster.url });
+    await holder.connect();
+    const s = sink('tp-close');
+    const w = s.createWriter(sinkCtx());
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT * FROM out2pc WHERE id = 0 FOR UPDATE');
+      w.write(rows(0, 10), ts(10));
+      w.prepareCommit(1);
+      const first = w.whenPrepared!(1)!.then(() => 'prepared', (e: Error) => e.message);
+      w.write(rows(100, 10), ts(10));
+      w.prepareCommit(2); // queued behind checkpoint 1's
+      const second = w.whenPrepared!(2)!.then(() => 'prepared', (e: Error) => e.message);
+      let waiting = false;
+      for (let k = 0; k < 100 && !waiting; k++) {
+        waiting = (await sql(cluster.url, "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'INSERT INTO%'")).length > 0;
+        if (!waiting) await new Promise((r) => setTimeout(r, 50));
+      }
+      expect(waiting, 'the premise: the prepare of checkpoint 1 waits for the row lock').toBe(true);
+      let closed = false;
+      const closing = Promise.resolve(w.close?.()).then(() => { closed = true; });
+      await new Promise((r) => setTimeout(r, 300));
+      expect(closed, 'close waits for the prepare under way').toBe(false);
+      await holder.query('ROLLBACK');
+      await closing;
+      expect(await first).toBe('prepared');
+      expect(await second).toMatch(/prepare of checkpoint 2 was not started, the writer is closed/);
+      await new Promise((r) => setTimeout(r, 300));
+      expect(await prepared()).toEqual(['weir:tp-close:sink:0:1']);
+    } finally {
+      await holder.end();
+      await sql(cluster.url, "ROLLBACK PREPARED 'weir:tp-close:sink:0:1'").catch(() => undefined);
+    }
+  });
+});
