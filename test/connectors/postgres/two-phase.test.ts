@@ -26,6 +26,15 @@ const count = async () => (await sql<{ n: number }>(cluster.url, 'SELECT count(*
 const prepared = async () => (await sql<{ gid: string }>(cluster.url, 'SELECT gid FROM pg_prepared_xacts ORDER BY gid')).map((r) => r.gid);
 const failure = (p: unknown): Promise<unknown> => Promise.resolve(p).then(() => undefined, (x: unknown) => x);
 
+/** Whether `query` (on pg_stat_activity) returns a row within 5 s: the premise of a test that another session waits. */
+async function seenWithin5s(query: string, values: unknown[] = []): Promise<boolean> {
+  for (let k = 0; k < 100; k++) {
+    if ((await sql(cluster.url, query, values)).length > 0) return true;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return false;
+}
+
 function sink(jobId: string) {
   return new PostgresSink<Row>({ connection: cluster.url, table: 'out2pc', columns: ['id', 'name'], keyColumns: ['id'], jobId, mode: 'two-phase' });
 }
@@ -169,12 +178,7 @@ describe('postgres sink (two-phase): COMMIT PREPARED finds its transaction busy'
       await holder.query('SET synchronous_commit = on');
       const holderPid = (await holder.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
       const held = holder.query("COMMIT PREPARED 'weir:tp-busy:sink:0:1'");
-      for (let k = 0; k < 100; k++) {
-        const waiting = await sql(cluster.url, "SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND wait_event = 'SyncRep'", [holderPid]);
-        if (waiting.length > 0) break;
-        await new Promise((r) => setTimeout(r, 50));
-      }
-      expect(await sql(cluster.url, "SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND wait_event = 'SyncRep'", [holderPid]), 'the premise: the other session holds the transaction').toHaveLength(1);
+      expect(await seenWithin5s("SELECT 1 FROM pg_stat_activity WHERE pid = $1 AND wait_event = 'SyncRep'", [holderPid]), 'the premise: the other session holds the transaction').toBe(true);
       let settled: string | undefined;
       const committing = Promise.resolve(c.commit(first)).then(() => { settled = 'committed'; }, (e: Error) => { settled = e.message; });
       await new Promise((r) => setTimeout(r, 800));
@@ -215,12 +219,7 @@ describe('postgres sink (two-phase): a closed writer', () => {
       w.write(rows(100, 10), ts(10));
       w.prepareCommit(2); // queued behind checkpoint 1's
       const second = w.whenPrepared!(2)!.then(() => 'prepared', (e: Error) => e.message);
-      let waiting = false;
-      for (let k = 0; k < 100 && !waiting; k++) {
-        waiting = (await sql(cluster.url, "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'INSERT INTO%'")).length > 0;
-        if (!waiting) await new Promise((r) => setTimeout(r, 50));
-      }
-      expect(waiting, 'the premise: the prepare of checkpoint 1 waits for the row lock').toBe(true);
+      expect(await seenWithin5s("SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'INSERT INTO%'"), 'the premise: the prepare of checkpoint 1 waits for the row lock').toBe(true);
       let closed = false;
       const closing = Promise.resolve(w.close?.()).then(() => { closed = true; });
       await new Promise((r) => setTimeout(r, 300));
