@@ -28,12 +28,16 @@ import { taskId, type TaskId } from '../core/task-id.ts';
 import type { CheckpointStorageWorkerView } from '../checkpoint/storage.ts';
 import { keyedStateBackendFactory, type StateBackendOptions } from '../state/backends.ts';
 import { quoteRaw } from '../core/redact.ts';
+import { SINK_IO_ABORT_MS } from '../runtime/operators/commit-sink.ts';
 
 /**
  * How long a cancel waits for the I/O its tasks had under way (TaskExecutor.cancel): below
- * deployment.ts's WORKER_EXIT_WAIT_MS, so that a worker thread still ends by itself after it.
+ * deployment.ts's WORKER_EXIT_WAIT_MS, so that a worker thread still ends by itself after it,
+ * and above the commit sink's SINK_IO_ABORT_MS, so that a sink's stuck request is stopped
+ * before the wait gives up on it.
  */
 export const CANCEL_IO_WAIT_MS = 4_000;
+if (!(SINK_IO_ABORT_MS < CANCEL_IO_WAIT_MS)) throw new Error('SINK_IO_ABORT_MS must be below CANCEL_IO_WAIT_MS');
 
 export interface ExecutorConfig {
   readonly workerIndex: number;

@@ -28,6 +28,13 @@ export interface SinkContext {
   deadLetters?(records: readonly MalformedRecord[]): void;
   /** Wakes the sink's task (after isAvailable turned true again). Safe from any callback. */
   wake?(): void;
+  /**
+   * Fires when the task was cancelled or failed and its sink's requests still under way have
+   * not ended within SINK_IO_ABORT_MS (commit-sink.ts): a sink stops them (and their retries),
+   * so that none outlives the attempt, which is reported ended soon after. Their outcome is
+   * then unknown, as after a crash: the restore settles it. A context made by hand may lack it.
+   */
+  readonly signal?: AbortSignal;
 }
 
 export interface SinkWriter<T, C> {

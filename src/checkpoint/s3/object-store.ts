@@ -61,11 +61,32 @@ export interface RequestCounts {
   multipart: number;
 }
 
-export class S3ObjectStore {
-  readonly counts: RequestCounts = { put: 0, putBytes: 0, get: 0, head: 0, list: 0, delete: 0, multipart: 0 };
-  private loaded: Promise<{ sdk: Sdk; client: S3Client }> | undefined;
+/** The client, made on first use and shared by a store and its views (withSignal). */
+interface SharedClient {
+  loaded: Promise<{ sdk: Sdk; client: S3Client }> | undefined;
+}
 
-  constructor(readonly config: S3Config) {}
+export class S3ObjectStore {
+  readonly counts: RequestCounts;
+  private readonly shared: SharedClient;
+  /** A view's signal (withSignal): aborts its requests, their retries included. */
+  private readonly signal: AbortSignal | undefined;
+
+  constructor(readonly config: S3Config, view?: { readonly of: S3ObjectStore; readonly signal: AbortSignal }) {
+    this.counts = view?.of.counts ?? { put: 0, putBytes: 0, get: 0, head: 0, list: 0, delete: 0, multipart: 0 };
+    this.shared = view?.of.shared ?? { loaded: undefined };
+    this.signal = view?.signal;
+  }
+
+  /**
+   * The same client and counts, each request also ended by `signal` (a cancelled task's, see
+   * SinkContext.signal): no attempt or retry starts after it fired, and one under way is cut.
+   * Without it a request stuck past the cancel went on retrying for up to its deadline (minutes
+   * with the defaults) after the job was reported cancelled.
+   */
+  withSignal(signal: AbortSignal | undefined): S3ObjectStore {
+    return signal === undefined ? this : new S3ObjectStore(this.config, { of: this, signal });
+  }
 
   /** Whole-request deadline: every attempt's timeout and the backoff between attempts. */
   private get deadlineMs(): number {
@@ -247,24 +268,27 @@ export class S3ObjectStore {
 
   /** Closes the client's connections (a test or a CLI command that is done). */
   async close(): Promise<void> {
-    const l = this.loaded;
-    this.loaded = undefined;
+    const l = this.shared.loaded;
+    this.shared.loaded = undefined;
     if (l !== undefined) (await l.catch(() => undefined))?.client.destroy();
   }
 
   private async send<T = unknown>(op: string, bucket: string, key: string, command: (sdk: Sdk) => unknown): Promise<T> {
     const { sdk, client } = await this.client();
     try {
+      const deadline = AbortSignal.timeout(this.deadlineMs);
+      const abortSignal = this.signal === undefined ? deadline : AbortSignal.any([deadline, this.signal]);
       // eslint-disable-next-line @typescript-eslint/no-explicit-any -- every command of this client
-      return (await client.send(command(sdk) as any, { abortSignal: AbortSignal.timeout(this.deadlineMs) })) as T;
+      return (await client.send(command(sdk) as any, { abortSignal })) as T;
     } catch (e) {
       if (isNotFound(e)) throw e;
+      if (this.signal?.aborted === true) throw new StorageError(`s3 ${op} s3://${bucket}/${key} stopped: its task was cancelled or failed (the outcome is unknown; the restore settles it)`, { cause: e });
       throw new StorageError(`s3 ${op} s3://${bucket}/${key} failed: ${describeSdkError(e)}`, { cause: e });
     }
   }
 
   private client(): Promise<{ sdk: Sdk; client: S3Client }> {
-    this.loaded ??= (async () => {
+    this.shared.loaded ??= (async () => {
       quietAwsSdkNodeWarning();
       const [sdk, { NodeHttpHandler }] = await Promise.all([import('@aws-sdk/client-s3'), import('@smithy/node-http-handler')]);
       const c = this.config;
@@ -285,7 +309,7 @@ export class S3ObjectStore {
       });
       return { sdk, client };
     })();
-    return this.loaded;
+    return this.shared.loaded;
   }
 }
 

@@ -128,11 +128,16 @@ export class ExactlyOnceFileSink<T> implements TwoPhaseCommitSink<T, FileCommitt
   }
 
   createWriter(ctx: SinkContext): SinkWriter<T, FileCommittable> {
-    return new FileWriter<T>(this, this.storage.openWriter(ctx), ctx);
+    return new FileWriter<T>(this, this.taskStorage(ctx).openWriter(ctx), ctx);
   }
 
   createCommitter(ctx: SinkContext): SinkCommitter<FileCommittable> {
-    return new FileCommitter(this.storage, this.storage.openCommitter(ctx), ctx);
+    const storage = this.taskStorage(ctx);
+    return new FileCommitter(storage, storage.openCommitter(ctx), ctx);
+  }
+
+  private taskStorage(ctx: SinkContext): FileSinkStorage<FileCommittable> {
+    return this.storage.forTask?.(ctx) ?? this.storage;
   }
 
   /** Only one job writes a local output directory at a time (core/dir-lease.ts). */
@@ -152,7 +157,7 @@ export class ExactlyOnceFileSink<T> implements TwoPhaseCommitSink<T, FileCommitt
 
   /** After a restore: clean up what the interrupted attempt left (see the storage's recover). */
   recover(ctx: SinkContext, restoredId: number, committables: readonly FileCommittable[] = [], referenced: readonly FileCommittable[] = []): void | Promise<void> {
-    return this.storage.recover(ctx, restoredId, committables, referenced);
+    return this.taskStorage(ctx).recover(ctx, restoredId, committables, referenced);
   }
 }
 

@@ -77,6 +77,12 @@ export interface FileSinkStorage<C> {
   readonly location: string;
   /** Parts stay open across checkpoints (S3 multipart uploads) instead of rolling at every barrier. */
   readonly keepsPartsOpen: boolean;
+  /**
+   * The storage as one task's writer and committer use it: its requests end when the task's
+   * ctx.signal fires (S3: none outlives a cancelled attempt). Absent: the storage itself (local
+   * operations have nothing in flight that a signal could stop).
+   */
+  forTask?(ctx: SinkContext): FileSinkStorage<C>;
   /** A writer starting without a recover() call (a first attempt, or no checkpoint to restore). */
   openWriter(ctx: SinkContext): WriterSession<C>;
   openCommitter(ctx: SinkContext): CommitterSession;

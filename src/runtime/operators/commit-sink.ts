@@ -19,6 +19,14 @@ import type { InlineOperatorState } from '../../core/checkpoint-format.ts';
 /** Longest one commit may take before the task fails, unless the sink says (TwoPhaseCommitSink.commitTimeoutMs). */
 const DEFAULT_COMMIT_TIMEOUT_MS = 120_000;
 
+/**
+ * After a cancel or failure, how long the sink's requests under way (a commit, uploads) may
+ * take to end by themselves before SinkContext.signal stops them. Below the executor's
+ * CANCEL_IO_WAIT_MS (task-executor.ts asserts it), so they have ended, or been stopped, before
+ * the attempt is reported ended.
+ */
+export const SINK_IO_ABORT_MS = 3_000;
+
 function withTimeout<T>(p: Promise<T>, ms: number, message: string): Promise<T> {
   let t: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
@@ -49,6 +57,8 @@ export class CommitSinkOperator extends StreamOperator {
   private fenced = false;
   /** What was under way at close(): the commit in flight, the writer's requests, then the committer's close. */
   private ioEnd: Promise<void> | undefined;
+  /** SinkContext.signal: stops the sink's requests still under way SINK_IO_ABORT_MS after a cancel or failure. */
+  private readonly abortIo = new AbortController();
   /**
    * The highest checkpoint or savepoint id this sink prepared for or was restored from. Without
    * checkpointing, the end-of-input commit takes the id after it: a sink's committed position
@@ -81,6 +91,7 @@ export class CommitSinkOperator extends StreamOperator {
         services.deadLetters(this.sink.name, t.subtaskIndex, records);
       },
       wake: () => void this.env.scheduleMail(clock.now(), () => {}),
+      signal: this.abortIo.signal,
     };
   }
 
@@ -253,7 +264,11 @@ export class CommitSinkOperator extends StreamOperator {
       // best effort
     }
     const committed = this.commitChain.then(() => this.committer?.close?.());
-    this.ioEnd = Promise.all([committed, written]).then(() => {}, () => {});
+    const ended = Promise.all([committed, written]).then(() => {}, () => {});
+    // A request stuck past the grace is stopped (a real timer: the task's clock no longer runs).
+    const stop = setTimeout(() => this.abortIo.abort(), SINK_IO_ABORT_MS);
+    stop.unref();
+    this.ioEnd = ended.finally(() => clearTimeout(stop));
   }
 
   override closed(): Promise<void> | undefined {

@@ -130,6 +130,17 @@ export class S3SinkStorage implements FileSinkStorage<FileCommittable> {
     return this.store_;
   }
 
+  /**
+   * This storage with its requests ended by the task's ctx.signal (S3ObjectStore.withSignal):
+   * a view whose `store` is the signalled client and whose every other field is this storage's
+   * own (read through the prototype: the same maps and sets of known uploads, live runs and
+   * records; no method assigns a field outside the constructor and the `store` getter).
+   */
+  forTask(ctx: SinkContext): S3SinkStorage {
+    if (ctx.signal === undefined) return this;
+    return Object.create(this, { store: { value: this.store.withSignal(ctx.signal) } }) as S3SinkStorage;
+  }
+
   private config(): S3Config {
     return this.settings !== undefined ? resolveS3Config(this.settings, `exactly-once file sink ${this.location}`) : currentJobS3Config();
   }
