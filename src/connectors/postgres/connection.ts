@@ -88,6 +88,17 @@ export function close(c: PgClient | undefined): void {
   if (c !== undefined) void c.end().catch(() => {});
 }
 
+/**
+ * Cuts the connection at once: the query under way fails now, not when the server answers
+ * (end() half-closes the socket, and a server waiting on a lock reads nothing until it is
+ * granted). The server rolls back the open transaction when it sees the socket gone.
+ */
+export function destroy(c: PgClient | undefined): void {
+  if (c === undefined) return;
+  (c as unknown as { connection?: { stream?: { destroy?: () => void } } }).connection?.stream?.destroy?.();
+  close(c);
+}
+
 /** A pg error as a WeirError: schema errors (CONFIG) name the table and column; others name the server. */
 export function wrap(e: unknown, o: ResolvedPostgresOptions, doing: string, table = o.tableText): WeirError {
   if (e instanceof WeirError && e.code !== 'TIMEOUT') return e;

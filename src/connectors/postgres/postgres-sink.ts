@@ -207,7 +207,7 @@ class TwoPhaseWriter<T> implements SinkWriter<T, PostgresCommittable> {
   private closed = false;
 
   constructor(private readonly sink: PostgresSink<T>, private readonly ctx: SinkContext, private readonly toRow: (v: T) => readonly unknown[], ready: Promise<void>) {
-    this.session = new PgSession(sink.options, true);
+    this.session = new PgSession(sink.options, true, ctx.signal);
     this.chain = ready.then(() => sink.start());
     this.chain.catch((e) => (this.failed ??= e));
   }
@@ -298,7 +298,7 @@ class PostgresCommitter implements SinkCommitter<PostgresCommittable> {
   private readonly freshRun: boolean;
 
   constructor(private readonly sink: PostgresSink<never>, private readonly ctx: SinkContext) {
-    this.session = new PgSession(sink.options, sink.options.mode === 'idempotent');
+    this.session = new PgSession(sink.options, sink.options.mode === 'idempotent', ctx.signal);
     this.freshRun = ctx.restoredCheckpointId === undefined;
   }
 

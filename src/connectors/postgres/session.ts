@@ -3,9 +3,14 @@
  * retries a whole unit of work (a transaction) on a fresh connection when the connection was
  * lost or the server was away, until the retry deadline. Units must be safe to repeat (the
  * progress row guards each one). The first connection checks the table's schema.
+ *
+ * `signal` (the task's SinkContext.signal) stops a unit under way: its connection is closed
+ * (the server then rolls its open transaction back instead of going on to the next statement,
+ * a PREPARE TRANSACTION after rows that waited on a lock) and it is not tried again.
  */
+import { WeirError } from '../../core/errors.ts';
 import { retrying } from '../common/retry.ts';
-import { close, connect, isTransient, wrap, type PgClient } from './connection.ts';
+import { close, connect, destroy, isTransient, wrap, type PgClient } from './connection.ts';
 import type { ResolvedPostgresOptions } from './options.ts';
 import { checkSchema, ensureProgressTable } from './schema.ts';
 
@@ -13,7 +18,7 @@ export class PgSession {
   private client: PgClient | undefined;
   private checked = false;
 
-  constructor(private readonly o: ResolvedPostgresOptions, private readonly checkTable: boolean) {}
+  constructor(private readonly o: ResolvedPostgresOptions, private readonly checkTable: boolean, private readonly signal?: AbortSignal) {}
 
   private async get(): Promise<PgClient> {
     if (this.client === undefined) this.client = await connect(this.o);
@@ -26,19 +31,36 @@ export class PgSession {
   }
 
   async run<T>(doing: string, fn: (c: PgClient, attempt: number) => Promise<T>): Promise<T> {
+    const signal = this.signal;
+    const stop = (): void => {
+      destroy(this.client);
+      this.client = undefined;
+    };
+    signal?.addEventListener('abort', stop, { once: true });
+    // A function, not a narrowed property: the signal fires while the unit awaits.
+    const aborted = (): boolean => signal?.aborted === true;
+    const retryable = (e: unknown): boolean => isTransient(e) && !aborted();
     try {
-      return await retrying(this.o.retry, isTransient, async (attempt) => {
+      return await retrying(this.o.retry, retryable, async (attempt) => {
+        if (aborted()) throw this.stopped(doing);
         const c = await this.get();
         try {
           return await fn(c, attempt);
         } catch (e) {
+          if (aborted()) throw this.stopped(doing);
           if (isTransient(e)) this.drop();
           throw e;
         }
       }, { onRetry: () => this.drop() });
     } catch (e) {
       throw wrap(e, this.o, doing);
+    } finally {
+      signal?.removeEventListener('abort', stop);
     }
+  }
+
+  private stopped(doing: string): WeirError {
+    return new WeirError('CONNECTOR', `postgres sink table "${this.o.tableText}": ${doing} stopped: its task was cancelled or failed (the outcome is unknown; the restore settles it)`);
   }
 
   drop(): void {

@@ -235,4 +235,38 @@ describe('postgres sink (two-phase): a closed writer', () => {
       await sql(cluster.url, "ROLLBACK PREPARED 'weir:tp-close:sink:0:1'").catch(() => undefined);
     }
   });
+
+  it('the task\'s signal stops a prepare stuck on a lock: close resolves, and no prepared transaction appears once the lock is released (before: the prepare went on after the cancel gave up waiting, and was prepared then)', async () => {
+    await sql(cluster.url, 'TRUNCATE out2pc');
+    await sql(cluster.url, "INSERT INTO out2pc VALUES (0, 'held')");
+    const holder = new pg.Client({ connectionString: cluster.url });
+    await holder.connect();
+    const ac = new AbortController();
+    const s = sink('tp-abort');
+    const w = s.createWriter(sinkCtx({ signal: ac.signal }));
+    try {
+      await holder.query('BEGIN');
+      await holder.query('SELECT * FROM out2pc WHERE id = 0 FOR UPDATE');
+      w.write(rows(0, 10), ts(10));
+      w.prepareCommit(1);
+      const first = w.whenPrepared!(1)!.then(() => 'prepared', (e: Error) => e.message);
+      expect(await seenWithin5s("SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE 'INSERT INTO%'"), 'the premise: the prepare of checkpoint 1 waits for the row lock').toBe(true);
+      let closed = false;
+      const closing = Promise.resolve(w.close?.()).then(() => { closed = true; });
+      ac.abort(); // what the commit sink does SINK_IO_ABORT_MS after a cancel
+      for (let k = 0; k < 100 && !closed; k++) await new Promise((r) => setTimeout(r, 20));
+      expect(closed, 'close resolved while the lock is still held').toBe(true);
+      await closing;
+      expect(await first).toMatch(/stopped: its task was cancelled or failed/);
+      await holder.query('ROLLBACK');
+      // The stopped session's backend (if it outlived its socket) finishes or rolls back now.
+      expect(await seenWithin5s("SELECT 1 WHERE NOT EXISTS (SELECT 1 FROM pg_stat_activity WHERE query LIKE 'INSERT INTO%' AND state <> 'idle')"), 'the stopped insert is gone').toBe(true);
+      await new Promise((r) => setTimeout(r, 300));
+      expect(await prepared()).toEqual([]);
+      expect(await count()).toBe(1);
+    } finally {
+      await holder.end();
+      await sql(cluster.url, "ROLLBACK PREPARED 'weir:tp-abort:sink:0:1'").catch(() => undefined);
+    }
+  });
 });
