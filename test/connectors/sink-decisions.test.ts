@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { errorCode } from '../../src/core/errors.ts';
 import { Rng } from '../../src/core/random.ts';
-import { nextRetryDelay, type RetryPolicy } from '../../src/connectors/common/retry.ts';
+import { nextRetryDelay, retrying, type RetryPolicy } from '../../src/connectors/common/retry.ts';
 import { ownsSubtask } from '../../src/connectors/common/progress.ts';
 import { decideRowsCommit } from '../../src/connectors/postgres/commit.ts';
 import { schemaProblem } from '../../src/connectors/postgres/schema.ts';
@@ -33,6 +33,28 @@ describe('retry delays', () => {
     }
     expect(elapsed).toBeLessThanOrEqual(60_000);
     expect(elapsed).toBeGreaterThan(60_000 - 5_000);
+  });
+
+  it('stop once the signal fires: no attempt after it, the wait cut short, the last error rethrown', async () => {
+    const long: RetryPolicy = { initialBackoffMs: 60_000, maxBackoffMs: 60_000, deadlineMs: 600_000 };
+    const ac = new AbortController();
+    let attempts = 0;
+    const run = retrying(long, () => true, async () => {
+      attempts++;
+      throw new Error(`transient ${attempts}`);
+    }, { signal: ac.signal, random: () => 1 });
+    await new Promise((r) => setTimeout(r, 50));
+    expect(attempts, 'waiting a minute before the 2nd attempt').toBe(1);
+    ac.abort();
+    await expect(run).rejects.toThrow('transient 1');
+    expect(attempts).toBe(1);
+    // Fired before a failure: that failure is final.
+    let n = 0;
+    await expect(retrying(long, () => true, async () => {
+      n++;
+      throw new Error('down');
+    }, { signal: ac.signal })).rejects.toThrow('down');
+    expect(n).toBe(1);
   });
 });
 

@@ -43,6 +43,11 @@ export interface RetryHooks {
   onRetry?(e: unknown, attempt: number, delayMs: number): void | Promise<void>;
   now?(): number;
   random?(): number;
+  /**
+   * Stops the retrying (SinkContext.signal of a cancelled task): no attempt starts once it has
+   * fired, a wait between attempts ends at once, and the last error is rethrown.
+   */
+  signal?: AbortSignal;
 }
 
 /**
@@ -54,16 +59,33 @@ export async function retrying<T>(policy: RetryPolicy, isTransient: (e: unknown)
   const random = hooks.random ?? Math.random;
   const start = now();
   // Bounded: the deadline ends the loop (every delay is at least 1 ms and counted against it).
+  const signal = hooks.signal;
+  const aborted = (): boolean => signal?.aborted === true;
   for (let attempt = 0; ; attempt++) {
     try {
       return await fn(attempt);
     } catch (e) {
       const delay = nextRetryDelay(policy, attempt, now() - start, isTransient(e), random());
-      if (delay === undefined) throw e;
+      if (delay === undefined || aborted()) throw e;
       await hooks.onRetry?.(e, attempt, delay);
-      await new Promise((r) => setTimeout(r, delay).unref?.());
+      await sleepUnlessAborted(delay, signal);
+      if (aborted()) throw e;
     }
   }
+}
+
+/** Waits `ms`, or less when `signal` fires first. */
+function sleepUnlessAborted(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    const done = (): void => {
+      clearTimeout(t);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    };
+    const t = setTimeout(done, ms);
+    t.unref?.();
+    signal?.addEventListener('abort', done, { once: true });
+  });
 }
 
 /** Node socket errors that mean "the connection broke or never came up": worth another try. */

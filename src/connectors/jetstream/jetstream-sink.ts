@@ -353,7 +353,7 @@ class JetStreamCommitter implements SinkCommitter<JetStreamCommittable> {
     for (const item of list) {
       const triedBefore = this.tried.tryOnce(item.sub, item.chk);
       try {
-        await retrying(this.sink.options.retry, isTransientNats, (attempt) => this.commitOne(item, triedBefore || attempt > 0));
+        await retrying(this.sink.options.retry, isTransientNats, (attempt) => this.commitOne(item, triedBefore || attempt > 0), { signal: this.ctx.signal });
       } catch (e) {
         throw this.sink.wrap(e, `committing checkpoint ${item.chk}`);
       }

@@ -39,9 +39,8 @@ export class PgSession {
     signal?.addEventListener('abort', stop, { once: true });
     // A function, not a narrowed property: the signal fires while the unit awaits.
     const aborted = (): boolean => signal?.aborted === true;
-    const retryable = (e: unknown): boolean => isTransient(e) && !aborted();
     try {
-      return await retrying(this.o.retry, retryable, async (attempt) => {
+      return await retrying(this.o.retry, isTransient, async (attempt) => {
         if (aborted()) throw this.stopped(doing);
         const c = await this.get();
         try {
@@ -51,7 +50,7 @@ export class PgSession {
           if (isTransient(e)) this.drop();
           throw e;
         }
-      }, { onRetry: () => this.drop() });
+      }, { onRetry: () => this.drop(), signal });
     } catch (e) {
       throw wrap(e, this.o, doing);
     } finally {

@@ -268,7 +268,7 @@ class RedisCommitter implements SinkCommitter<RedisCommittable> {
     for (const item of list) {
       const triedBefore = this.tried.tryOnce(item.sub, item.chk);
       try {
-        await retrying(this.sink.options.retry, isTransientRedis, (attempt) => this.commitOne(item, triedBefore || attempt > 0), { onRetry: () => this.drop() });
+        await retrying(this.sink.options.retry, isTransientRedis, (attempt) => this.commitOne(item, triedBefore || attempt > 0), { onRetry: () => this.drop(), signal: this.ctx.signal });
       } catch (e) {
         this.drop();
         throw this.sink.wrap(e, `committing checkpoint ${item.chk}`);
