@@ -55,6 +55,10 @@ export class StateFileWriter {
   /** Called with a queued block once the write that carries it resolved (the caller may reuse its memory). */
   private written: { readonly data: Uint8Array; readonly done: (data: Uint8Array) => void }[] = [];
   private queuedBytes = 0;
+  /** Bytes added and not yet taken by the stream: the queue's and those of the writes under way. */
+  private unwrittenBytes = 0;
+  /** whenBelow() callers, settled as writes end. */
+  private belowWaiters: { readonly limit: number; readonly resolve: () => void; readonly reject: (e: Error) => void }[] = [];
   private writing: Promise<void> = Promise.resolve();
   private failed: Error | undefined;
 
@@ -71,9 +75,21 @@ export class StateFileWriter {
     return new StateFileWriter(out);
   }
 
-  /** Bytes accepted but not yet written: callers pause producing blocks above a bound. */
+  /**
+   * Bytes accepted and not yet taken by the stream, queued or in a write under way: callers
+   * pause producing blocks above a bound (whenBelow). Counting only the queue, as before, let
+   * a snapshot encode far ahead of a slower disk (each 1 MiB drained was no longer counted):
+   * a 10 M-key checkpoint held most of its ~100 MB in memory at once.
+   */
   pendingBytes(): number {
-    return this.queuedBytes;
+    return this.unwrittenBytes;
+  }
+
+  /** Resolves once fewer than `limit` bytes are unwritten (pendingBytes), as the writes under way end; rejects if the file fails. */
+  whenBelow(limit: number): Promise<void> {
+    if (this.failed) return Promise.reject(this.failed);
+    if (this.unwrittenBytes < limit) return Promise.resolve();
+    return new Promise((resolve, reject) => this.belowWaiters.push({ limit, resolve, reject }));
   }
 
   /** `onWritten`: called once the stream has taken the bytes (never when the file fails or is abandoned first). */
@@ -85,6 +101,7 @@ export class StateFileWriter {
     this.queue.push(buf);
     if (onWritten !== undefined) this.written.push({ data, done: onWritten });
     this.queuedBytes += buf.length;
+    this.unwrittenBytes += buf.length;
     if (this.queuedBytes >= DRAIN_AT_BYTES) void this.drain();
   }
 
@@ -93,14 +110,30 @@ export class StateFileWriter {
     if (this.queue.length === 0) return this.writing;
     const chunks = this.queue;
     const written = this.written;
+    const bytes = this.queuedBytes;
     this.queue = [];
     this.written = [];
     this.queuedBytes = 0;
     this.writing = this.writing.then(() => this.out.write(chunks));
     this.writing.then(() => {
+      this.unwrittenBytes -= bytes;
       for (const w of written) w.done(w.data);
-    }, (e) => (this.failed = e instanceof Error ? e : new Error(String(e))));
+      this.settleWaiters();
+    }, (e) => {
+      this.failed = e instanceof Error ? e : new Error(String(e));
+      this.settleWaiters();
+    });
     return this.writing;
+  }
+
+  private settleWaiters(): void {
+    const waiting = this.belowWaiters;
+    this.belowWaiters = [];
+    for (const w of waiting) {
+      if (this.failed) w.reject(this.failed);
+      else if (this.unwrittenBytes < w.limit) w.resolve();
+      else this.belowWaiters.push(w);
+    }
   }
 
   /** Writes the index and trailer and closes the stream; returns the file size. */

@@ -16,7 +16,10 @@ import type { ChainFile, KeyedStateHandle, KeyGroupBlockSource, SnapshotTarget }
 import type { KeyedSnapshotMeta } from './heap/format.ts';
 import { releaseBlock } from './block-pool.ts';
 
-/** Encoded bytes allowed to wait for the stream before a snapshot's steps pause. */
+/**
+ * Encoded bytes allowed to wait for the stream (queued or being written) before a snapshot's
+ * steps pause; they go on once half of it is written, so the disk stays busy meanwhile.
+ */
 export const MAX_PENDING_BYTES = 16 << 20;
 
 /** How an incremental snapshot fits its chain. */
@@ -97,7 +100,8 @@ export class StateFileWrite {
     try {
       const more = body();
       if (w.pendingBytes() >= MAX_PENDING_BYTES) {
-        this.waitIo(w.drain());
+        void w.drain();
+        this.waitIo(w.whenBelow(MAX_PENDING_BYTES / 2));
         return false;
       }
       if (more) return true;

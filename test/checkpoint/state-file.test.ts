@@ -373,6 +373,32 @@ describe('writes through any state stream', () => {
     expect(stream.bytes().equals(readFileSync(local.path))).toBe(true);
   });
 
+  it('counts bytes in writes under way as pending, so a producer that waits on whenBelow stays bounded (before: only the undrained queue counted, under 1 MiB, and a snapshot encoded far ahead of the disk)', async () => {
+    const stream = new TestStream();
+    const w = await StateFileWriter.create(stream);
+    let release!: () => void;
+    stream.gate = new Promise((r) => (release = r));
+    const total = blocks.reduce((n, [, data]) => n + data.byteLength, 0);
+    for (const [name, data] of blocks) w.addBlock(name, data);
+    await new Promise((r) => setImmediate(r));
+    expect(w.pendingBytes()).toBe(total); // drained into held writes, none taken yet
+    let below = false;
+    const waiting = w.whenBelow(total / 2).then(() => (below = true));
+    await new Promise((r) => setTimeout(r, 20));
+    expect(below).toBe(false);
+    release();
+    await waiting;
+    expect(w.pendingBytes()).toBeLessThan(total / 2);
+    await w.close({ kind: 'test' });
+    expect(w.pendingBytes()).toBe(0);
+    // A failed write rejects the waiters.
+    const failing = new TestStream();
+    failing.failAt = 1;
+    const f = await StateFileWriter.create(failing);
+    for (const [name, data] of blocks) f.addBlock(name, data);
+    await expect(f.whenBelow(1)).rejects.toThrow(/injected failure/);
+  });
+
   it('a block is handed back (onWritten) only once the write carrying it resolved, never on a failed write', async () => {
     const stream = new TestStream();
     const w = await StateFileWriter.create(stream);

@@ -8,9 +8,69 @@ import { keyedStateBackendFactory } from '../../src/state/backends.ts';
 import { HeapKeyedStateBackend, heapBackendFactory } from '../../src/state/heap/backend.ts';
 import { normalizeKey } from '../../src/state/key-groups.ts';
 import { ValueStateDescriptor } from '../../src/core/state.ts';
+import { MAX_PENDING_BYTES } from '../../src/state/state-file-write.ts';
 import { backendContract, d, FULL, kgOf, MAXP, MemoryStreams, TTL, writeSnapshot } from './backend-contract.ts';
 
 backendContract(heapBackendFactory);
+
+describe('heap backend: a snapshot waits for a slow disk', () => {
+  it('encodes no further than MAX_PENDING_BYTES ahead of what the stream has taken (before: writes drained into the queue were not counted, and every value was encoded while the stream took none)', async () => {
+    const keys = 300_000;
+    let encoded = 0;
+    const desc = new ValueStateDescriptor<string>('wide', { serializer: { name: 'counting', version: 1, encode: (v) => (encoded++, v) } });
+    const b = new HeapKeyedStateBackend(FULL, MAXP, new ManualClock(0), 'op');
+    const v = b.getValueState(desc);
+    const value = 'x'.repeat(100);
+    for (let i = 0; i < keys; i++) {
+      b.setCurrentKey('k' + i);
+      v.update(value);
+    }
+    // A stream that takes nothing until released (a disk far slower than the encoding).
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    const inner = new MemoryStreams();
+    const slow = {
+      async createStateStream(name: string) {
+        const s = await inner.createStateStream(name);
+        let first = true;
+        return { ...s, write: async (cs: readonly Uint8Array[]) => (first ? (first = false) : await gate, s.write(cs)) };
+      },
+    };
+    const s = b.snapshot();
+    let woken = false;
+    const result = s.write({ streams: slow, streamName: 'op-0.state', wake: () => (woken = true) });
+    for (let idle = 0; idle < 5; ) {
+      const before = encoded;
+      if (woken) {
+        woken = false;
+        while (s.step());
+      }
+      await new Promise((r) => setTimeout(r, 10));
+      idle = encoded === before ? idle + 1 : 0;
+    }
+    // ~110 bytes a value: the bound holds ~150 K of them, plus one step's.
+    const bound = Math.ceil(MAX_PENDING_BYTES / 100) + 40_000;
+    console.log(`encoded while the stream took nothing: ${encoded} of ${keys} values (bound ${bound})`);
+    expect(encoded).toBeGreaterThan(0);
+    expect(encoded).toBeLessThan(bound);
+    release();
+    let settled = false;
+    result.then(() => (settled = true), () => (settled = true));
+    while (!settled) {
+      if (woken) {
+        woken = false;
+        while (s.step());
+      }
+      await new Promise((r) => setImmediate(r));
+    }
+    const h = await result;
+    expect(encoded).toBe(keys);
+    const r = new HeapKeyedStateBackend(FULL, MAXP, new ManualClock(0), 'op');
+    await r.restore([inner.input(h.streams[0]!.name)]);
+    r.setCurrentKey('k' + (keys - 1));
+    expect(r.getValueState(desc).value()).toBe(value);
+  });
+});
 
 describe('heap backend: copy-on-write by freezing', () => {
   it('the synchronous phase freezes the non-empty groups; a record touching one serializes it and releases it', async () => {
