@@ -275,15 +275,25 @@ export class S3ObjectStore {
 
   private async send<T = unknown>(op: string, bucket: string, key: string, command: (sdk: Sdk) => unknown): Promise<T> {
     const { sdk, client } = await this.client();
+    // The deadline and the view's signal, on a controller of this request's own: not
+    // AbortSignal.any, whose composites a long-lived source signal keeps (one per request, for
+    // the task's life: nodejs/node#55351); the listener goes when the request ends.
+    const ac = new AbortController();
+    const deadline = setTimeout(() => ac.abort(new Error(`no answer within ${this.deadlineMs} ms`)), this.deadlineMs);
+    deadline.unref();
+    const cancel = (): void => ac.abort(this.signal?.reason);
+    if (this.signal?.aborted === true) cancel();
+    else this.signal?.addEventListener('abort', cancel, { once: true });
     try {
-      const deadline = AbortSignal.timeout(this.deadlineMs);
-      const abortSignal = this.signal === undefined ? deadline : AbortSignal.any([deadline, this.signal]);
       // eslint-disable-next-line @typescript-eslint/no-explicit-any -- every command of this client
-      return (await client.send(command(sdk) as any, { abortSignal })) as T;
+      return (await client.send(command(sdk) as any, { abortSignal: ac.signal })) as T;
     } catch (e) {
       if (isNotFound(e)) throw e;
       if (this.signal?.aborted === true) throw new StorageError(`s3 ${op} s3://${bucket}/${key} stopped: its task was cancelled or failed (the outcome is unknown; the restore settles it)`, { cause: e });
       throw new StorageError(`s3 ${op} s3://${bucket}/${key} failed: ${describeSdkError(e)}`, { cause: e });
+    } finally {
+      clearTimeout(deadline);
+      this.signal?.removeEventListener('abort', cancel);
     }
   }
 
