@@ -648,4 +648,22 @@ describe('on s3rver', () => {
     expect(new ExactlyOnceFileSink(`s3://${server.bucket}/x`).outputDir).toBeUndefined();
     expect(new ExactlyOnceFileSink(`s3://${server.bucket}/x`).storage).toBeInstanceOf(S3SinkStorage);
   });
+
+  it('a task\'s view of the storage (forTask) has a client of its own signal and shares everything else with the storage', () => {
+    const base = new S3SinkStorage(`s3://${server.bucket}/view`, server.settings);
+    const plain: SinkContext = { subtaskIndex: 0, parallelism: 1, attemptNumber: 0, now: () => 0, restoredCheckpointId: undefined, log: () => {} };
+    expect(base.forTask(plain)).toBe(base);
+    const view = base.forTask({ ...plain, signal: new AbortController().signal });
+    expect(view).not.toBe(base);
+    expect(view.store).not.toBe(base.store);
+    expect(view.store.counts).toBe(base.store.counts);
+    // What one learns the other knows: the same maps, whichever side writes.
+    const key = 'view/part-0-r-0.jsonl';
+    expect(view.track(key)).toBe(base.track(key));
+    view.liveRuns.add('r');
+    expect(base.liveRuns.has('r')).toBe(true);
+    view.liveRuns.delete('r');
+    // The view's only own field is its client: a method that assigned a field on it would make one.
+    expect(Object.keys(view)).toEqual(['store']);
+  });
 });
