@@ -21,6 +21,9 @@ import type {
   SnapshotStorage, StorageLog, VerifyResult,
 } from './storage.ts';
 
+/** Listings newestCompleted makes at most while checkpoints appear and vanish under it. */
+const NEWEST_LISTINGS = 5;
+
 /** Random hex for savepoint names; injectable so deterministic tests get stable names. */
 export type RandomHex = () => string;
 const defaultRandomHex: RandomHex = () => randomBytes(6).toString('hex');
@@ -219,18 +222,37 @@ export class FsCheckpointStorage extends FsSnapshotStorage implements Checkpoint
    * only read (its metadata, one request), not verified: a root shared by 200 jobs took 1,851
    * requests and 5 to 6 s on s3rver to resume one of them.
    */
+  /**
+   * Listed again (at most NEWEST_LISTINGS times) while a directory it found had no metadata and
+   * the listing has changed: a job still running there completes a checkpoint and discards the
+   * one before between the listing and the reads (a resume started next to it was told "no
+   * completed checkpoint" instead of meeting its lease).
+   */
   async newestCompleted(jobId: string, log: StorageLog = () => {}, named?: string): Promise<CompletedCheckpointRef | undefined> {
-    const dirs: { id: number; name: string }[] = [];
-    for (const e of await this.fs.list(this.jobDir(jobId))) {
-      const id = parseCheckpointDirName(e.name);
-      if (id !== undefined) dirs.push({ id, name: e.name });
-    }
-    dirs.sort((a, b) => b.id - a.id);
-    for (const d of dirs) {
-      const path = childReference(this.jobDir(jobId), d.name);
-      const r = await verifySnapshot(this.fs, path, named === undefined ? undefined : (m) => m.jobName === named);
-      if (r.ok) return r.filesUnchecked === true ? { path, metadata: r.metadata, filesUnchecked: true } : { path, metadata: r.metadata };
-      if (r.reason !== NO_METADATA) log(`${SKIPPING_CHECKPOINT}${path}: ${r.reason}`);
+    const logged = new Set<string>();
+    let before: string | undefined;
+    for (let listing = 0; listing < NEWEST_LISTINGS; listing++) {
+      const dirs: { id: number; name: string }[] = [];
+      for (const e of await this.fs.list(this.jobDir(jobId))) {
+        const id = parseCheckpointDirName(e.name);
+        if (id !== undefined) dirs.push({ id, name: e.name });
+      }
+      dirs.sort((a, b) => b.id - a.id);
+      const names = dirs.map((d) => d.name).join('/');
+      if (names === before) return undefined; // nothing changed: none is completed
+      before = names;
+      let unfinished = false;
+      for (const d of dirs) {
+        const path = childReference(this.jobDir(jobId), d.name);
+        const r = await verifySnapshot(this.fs, path, named === undefined ? undefined : (m) => m.jobName === named);
+        if (r.ok) return r.filesUnchecked === true ? { path, metadata: r.metadata, filesUnchecked: true } : { path, metadata: r.metadata };
+        if (r.reason === NO_METADATA) unfinished = true;
+        else if (!logged.has(path)) {
+          logged.add(path);
+          log(`${SKIPPING_CHECKPOINT}${path}: ${r.reason}`);
+        }
+      }
+      if (!unfinished) return undefined;
     }
     return undefined;
   }

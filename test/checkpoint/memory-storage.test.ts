@@ -35,6 +35,47 @@ const implementations: [string, () => CheckpointStorage][] = [
 
 storageContract(implementations);
 
+describe('the newest completed checkpoint, with a job still running in the directory', () => {
+  /** Runs `hook` once, right after the first listing of the job's directory. */
+  function afterFirstListing(s: MemoryCheckpointStorage, hook: () => Promise<void>): { listings: () => number } {
+    const list = s.files.list.bind(s.files);
+    let listings = 0;
+    s.files.list = async (dir) => {
+      const r = await list(dir);
+      if (dir === s.jobDir(JOB) && listings++ === 0) await hook();
+      return r;
+    };
+    return { listings: () => listings };
+  }
+
+  it('is found when the one listed was discarded and a newer one completed between the listing and the reads (before: none, and a resume next to a running job said "no completed checkpoint" instead of meeting its lease)', async () => {
+    const s = new MemoryCheckpointStorage({ store: 'newest-race' });
+    await s.initJob(JOB);
+    const four = await checkpoint(s, 4);
+    afterFirstListing(s, async () => {
+      await checkpoint(s, 5); // what the running job does meanwhile: completes 5, then discards 4
+      await s.discard(four);
+    });
+    expect((await s.newestCompleted(JOB))?.metadata.checkpointId).toBe(5);
+  });
+
+  it('is none after one more listing when nothing changed (a checkpoint still in progress), and a damaged one is logged once', async () => {
+    const s = new MemoryCheckpointStorage({ store: 'newest-none' });
+    await s.initJob(JOB);
+    await s.initCheckpoint(JOB, 6); // in progress: a directory without metadata
+    const probe = afterFirstListing(s, async () => {});
+    expect(await s.newestCompleted(JOB)).toBeUndefined();
+    expect(probe.listings()).toBe(2);
+    // A damaged checkpoint beside it: skipped with one line, however many listings.
+    const seven = await checkpoint(s, 7);
+    await s.files.delete(childReference(seven, 'op-keyed-0.state'));
+    const logs: string[] = [];
+    expect(await s.newestCompleted(JOB, (l) => logs.push(l))).toBeUndefined();
+    expect(logs).toHaveLength(1);
+    expect(logs[0]).toMatch(/chk-7: state file op-keyed-0\.state .* is missing/);
+  });
+});
+
 describe('injected faults', () => {
   it('fail-write: the state stream write rejects with code STORAGE; nothing is published', async () => {
     const s = new MemoryCheckpointStorage({ faults: new StorageFaults().inject({ kind: 'fail-write', match: /\.state$/, times: 1 }) });
