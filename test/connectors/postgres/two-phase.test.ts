@@ -35,6 +35,20 @@ async function seenWithin5s(query: string, values: unknown[] = []): Promise<bool
   return false;
 }
 
+/**
+ * Another session holding row 0's lock (the table emptied, row 0 inserted, then locked in an open
+ * transaction): a prepare that upserts row 0 waits for it. The caller ends the session.
+ */
+async function holdRow0(): Promise<pg.Client> {
+  await sql(cluster.url, 'TRUNCATE out2pc');
+  await sql(cluster.url, "INSERT INTO out2pc VALUES (0, 'held')");
+  const holder = new pg.Client({ connectionString: cluster.url });
+  await holder.connect();
+  await holder.query('BEGIN');
+  await holder.query('SELECT * FROM out2pc WHERE id = 0 FOR UPDATE');
+  return holder;
+}
+
 function sink(jobId: string) {
   return new PostgresSink<Row>({ connection: cluster.url, table: 'out2pc', columns: ['id', 'name'], keyColumns: ['id'], jobId, mode: 'two-phase' });
 }
@@ -203,16 +217,11 @@ describe('postgres sink (two-phase): COMMIT PREPARED finds its transaction busy'
 
 describe('postgres sink (two-phase): a closed writer', () => {
   it('starts no queued prepare, and close resolves once the prepare under way has ended (before: the queued prepare ran after the cancel, a prepared transaction appearing after the job was reported stopped)', async () => {
-    await sql(cluster.url, 'TRUNCATE out2pc');
-    await sql(cluster.url, "INSERT INTO out2pc VALUES (0, 'held')");
     // Another session holds row 0's lock: the prepare of checkpoint 1 (an upsert of row 0) waits for it.
-    const holder = new pg.Client({ connectionString: cluster.url });
-    await holder.connect();
+    const holder = await holdRow0();
     const s = sink('tp-close');
     const w = s.createWriter(sinkCtx());
     try {
-      await holder.query('BEGIN');
-      await holder.query('SELECT * FROM out2pc WHERE id = 0 FOR UPDATE');
       w.write(rows(0, 10), ts(10));
       w.prepareCommit(1);
       const first = w.whenPrepared!(1)!.then(() => 'prepared', (e: Error) => e.message);
@@ -237,16 +246,11 @@ describe('postgres sink (two-phase): a closed writer', () => {
   });
 
   it('the task\'s signal stops a prepare stuck on a lock: close resolves, and no prepared transaction appears once the lock is released (before: the prepare went on after the cancel gave up waiting, and was prepared then)', async () => {
-    await sql(cluster.url, 'TRUNCATE out2pc');
-    await sql(cluster.url, "INSERT INTO out2pc VALUES (0, 'held')");
-    const holder = new pg.Client({ connectionString: cluster.url });
-    await holder.connect();
+    const holder = await holdRow0();
     const ac = new AbortController();
     const s = sink('tp-abort');
     const w = s.createWriter(sinkCtx({ signal: ac.signal }));
     try {
-      await holder.query('BEGIN');
-      await holder.query('SELECT * FROM out2pc WHERE id = 0 FOR UPDATE');
       w.write(rows(0, 10), ts(10));
       w.prepareCommit(1);
       const first = w.whenPrepared!(1)!.then(() => 'prepared', (e: Error) => e.message);
