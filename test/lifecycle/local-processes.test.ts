@@ -3,13 +3,32 @@
  * lines, then its exit code), and finding a live process by an argument of its command line (how
  * a restarted manager adopts a job whose pid file it never wrote), and the environment a job gets.
  */
-import { spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { alive, aliveAs, endOf, processesWith } from '../../src/lifecycle/local/processes.ts';
 import { jobEnvironment, LocalProcessTarget } from '../../src/lifecycle/local/target.ts';
+
+/**
+ * A node process that waits a minute, with `args` after its script, returned once it runs its
+ * script: its command line is then its own. Read at once after spawn(), the CI run of 5 December
+ * saw no process with the marker (a loaded machine; not reproduced in 400 tries here).
+ */
+async function sleeper(args: readonly string[]): Promise<ChildProcess> {
+  const child = spawn(process.execPath, ['-e', "process.stdout.write('up'); setTimeout(() => {}, 60000)", ...args], { stdio: ['ignore', 'pipe', 'ignore'] });
+  const up = await new Promise<boolean>((resolve) => {
+    const timer = setTimeout(() => resolve(false), 20_000);
+    child.stdout!.once('data', () => (clearTimeout(timer), resolve(true)));
+    child.once('exit', () => (clearTimeout(timer), resolve(false)));
+  });
+  if (!up) {
+    child.kill('SIGKILL');
+    throw new Error('the sleeper process did not start within 20 s');
+  }
+  return child;
+}
 
 describe('local processes', () => {
   it('reads how a weir run ended from its log, the last verdict winning', () => {
@@ -40,7 +59,7 @@ describe('local processes', () => {
       expect((await target.observe('app', ['d1'], [])).deployments).toEqual({});
       expect(lines.join('\n')).toMatch(/pid file .*\/pid holds "", not a pid; finding deployment d1's process by its command line/);
       // A live process with the deployment's config on its command line is found.
-      const child = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)', target.layout.config('app', 'd1')], { stdio: 'ignore' });
+      const child = await sleeper([target.layout.config('app', 'd1')]);
       try {
         expect((await target.observe('app', ['d1'], [])).deployments['d1']?.state).toBe('STARTING');
       } finally {
@@ -55,7 +74,7 @@ describe('local processes', () => {
     const root = mkdtempSync(join(tmpdir(), 'weir-stalepid-'));
     const target = new LocalProcessTarget({ root, weirBin: '/nonexistent/weir' });
     mkdirSync(target.layout.deployment('app', 'd1'), { recursive: true });
-    const stranger = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)'], { stdio: 'ignore' });
+    const stranger = await sleeper([]);
     try {
       writeFileSync(target.layout.pidFile('app', 'd1'), String(stranger.pid));
       writeFileSync(target.layout.stderr('app', 'd1'), 'weir: job 0123abcd running; control API on http://127.0.0.1:1\n');
@@ -102,7 +121,7 @@ describe('local processes', () => {
 
   it('finds a live process by an argument of its command line, and sees it gone', async () => {
     const marker = `/tmp/weir-marker-${process.pid}-${Date.now()}/config.json`;
-    const child = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)', marker], { stdio: 'ignore' });
+    const child = await sleeper([marker]);
     try {
       expect(processesWith(marker)).toEqual([child.pid]);
       expect(processesWith(`${marker}x`)).toEqual([]);
@@ -122,7 +141,7 @@ describe('local processes', () => {
     mkdirSync(join(base, 'real', 'd2'), { recursive: true });
     writeFileSync(join(base, 'real', 'd2', 'config.json'), '{}');
     symlinkSync(join(base, 'real'), join(base, 'link'));
-    const child = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 60000)', join(base, 'link', 'd1', 'config.json')], { stdio: 'ignore' });
+    const child = await sleeper([join(base, 'link', 'd1', 'config.json')]);
     try {
       expect(processesWith(join(base, 'real', 'd1', 'config.json'))).toEqual([child.pid]);
       expect(aliveAs(child.pid!, join(base, 'real', 'd1', 'config.json'))).toBe(true);
