@@ -9,6 +9,7 @@
  * Commits run strictly in checkpoint order, one batch at a time; an async commit that fails
  * fails the task.
  */
+import { setMaxListeners } from 'node:events';
 import { sinkIdentityChanged, type PrepareCommitOptions, type SinkCommitter, type SinkContext, type SinkWriter, type TwoPhaseCommitSink } from '../../core/sink.ts';
 import { WeirError } from '../../core/errors.ts';
 import type { Batch } from '../../core/batch.ts';
@@ -26,6 +27,12 @@ const DEFAULT_COMMIT_TIMEOUT_MS = 120_000;
  * the attempt is reported ended.
  */
 export const SINK_IO_ABORT_MS = 3_000;
+/**
+ * Listeners SinkContext.signal may hold at once without Node's leak warning (10 by default): each
+ * request under way holds one until it ends, and a sink runs up to ~20 (an S3 file sink: 16
+ * record reads beside 4 part uploads). Beyond this, a warning says requests pile up.
+ */
+const SINK_SIGNAL_LISTENERS = 64;
 
 function withTimeout<T>(p: Promise<T>, ms: number, message: string): Promise<T> {
   let t: NodeJS.Timeout | undefined;
@@ -58,7 +65,11 @@ export class CommitSinkOperator extends StreamOperator {
   /** What was under way at close(): the commit in flight, the writer's requests, then the committer's close. */
   private ioEnd: Promise<void> | undefined;
   /** SinkContext.signal: stops the sink's requests still under way SINK_IO_ABORT_MS after a cancel or failure. */
-  private readonly abortIo = new AbortController();
+  private readonly abortIo = (() => {
+    const ac = new AbortController();
+    setMaxListeners(SINK_SIGNAL_LISTENERS, ac.signal);
+    return ac;
+  })();
   /**
    * The highest checkpoint or savepoint id this sink prepared for or was restored from. Without
    * checkpointing, the end-of-input commit takes the id after it: a sink's committed position
