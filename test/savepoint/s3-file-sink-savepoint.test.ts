@@ -122,7 +122,9 @@ async function refusedAfterEarlierRestore(v: Variant) {
   const { args, manual, sp2, sp3, c1 } = await firstRun(v);
   const b = await start(JOB, { workers: 1, parallelism: 2, args: args('4000'), s3: server.settings, from: c1, checkpoint: manual });
   await waitRunning(b);
-  await sleep(300);
+  // Its recovery commits checkpoint 1's files beside the running job: cancelled once some are
+  // visible (up to 30 s), not at a fixed 300 ms that a loaded machine's recovery can outlast.
+  for (let i = 0; i < 300 && (await visibleIds(v.prefix, v.format)).length === 0; i++) await sleep(100);
   await cancel(b);
   const afterB = await visibleIds(v.prefix, v.format);
   expect(afterB.length, 'the premise: the checkpoint committed some ids').toBeGreaterThan(0);
