@@ -116,7 +116,7 @@ describe('a savepoint of a running job', () => {
     expect((await api(h.base)).body['state']).toBe('RUNNING');
     expect((await api(h.base, 'PATCH')).status).toBe(202);
     expect((await h.result).status).toBe('CANCELED');
-    const produced = await producedIn(sp);
+    const produced = await producedIn(sp, 'src', N);
     expect(produced.size).toBeGreaterThan(0);
     expect(produced.size).toBeLessThan(N);
 

@@ -258,9 +258,19 @@ export function oneLineError(r: CliRun): string {
 }
 
 /** Record indices the generator source (uid "src") had produced at a snapshot, from its lane positions. */
-export async function producedIn(path: string, uid = 'src'): Promise<Set<number>> {
+export async function producedIn(path: string, uid = 'src', count?: number): Promise<Set<number>> {
   const splits = (await decodeSnapshot(path)).inline(uid).flatMap((s) => (s.splits ?? []) as { lane: number; lanes: number; next: number }[]);
   const out = new Set<number>();
   for (const s of splits) for (let i = s.lane; i < s.next; i += s.lanes) out.add(i);
+  if (count !== undefined) {
+    // A reader drops a lane once it has emitted all of it, so a snapshot lists no exhausted
+    // lane (every lane is assigned at the first start): a lane it does not list was produced
+    // whole. Without `count`, those ids are missing (seen on a loaded machine, where a lane
+    // ran out before the savepoint).
+    const lanes = splits[0]?.lanes;
+    const listed = new Set(splits.map((s) => s.lane));
+    if (lanes === undefined) for (let i = 0; i < count; i++) out.add(i);
+    else for (let lane = 0; lane < lanes; lane++) if (!listed.has(lane)) for (let i = lane; i < count; i += lanes) out.add(i);
+  }
   return out;
 }

@@ -70,7 +70,9 @@ describe('operator list state and broadcast state through a serializer upgrade',
       }
       const listWritten = lists.flatMap((s) => s.lists!.counts!.items as { n: number }[]).map((x) => x.n).sort();
 
-      const v2 = await stopped('v2', { parallelism: p2, from: v1.sp }, 250);
+      // Long enough for every subtask to read its item on a loaded machine: at 250 ms, with the
+      // CPUs overcommitted 2x, one of 3 subtasks read nothing before the stop.
+      const v2 = await stopped('v2', { parallelism: p2, from: v1.sp }, 1000);
       const listReads = v2.result.collected<{ i: number; read?: C }>('list');
       const bcReads = v2.result.collected<{ i: number; read?: C }>('bc');
       // Every value read went through the migration (none raw {n}); each v1 count is read, migrated.

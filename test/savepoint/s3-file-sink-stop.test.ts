@@ -57,7 +57,7 @@ describe('the S3 file sink at a stop-with-savepoint', () => {
     const sp = await stopWithSavepoint(h, tmp.fresh('sp'));
     const first = await h.result;
     expect(first.status, first.error?.message).toBe('FINISHED');
-    const produced = [...(await producedIn(sp))].sort((a, b) => a - b);
+    const produced = [...(await producedIn(sp, 'src', N))].sort((a, b) => a - b);
     expect(produced.length, 'the premise: the job stopped part-way').toBeGreaterThan(0);
     expect(produced.length).toBeLessThan(N);
     expect(server.requests.some((r) => r.method === 'PUT' && r.query.includes('partNumber=')), 'the premise: parts were uploaded').toBe(true);

@@ -52,7 +52,7 @@ describe('stop with savepoint', () => {
     const sp = await stopWithSavepoint(h, tmp.fresh('sp'));
     const first = await h.result;
     expect(first.status, first.error?.message).toBe('FINISHED');
-    const produced = await producedIn(sp);
+    const produced = await producedIn(sp, 'src', N);
     expect(produced.size).toBeLessThan(N);
     const committedBefore = committedLines(out);
     const fired = first.collected<WindowCount>('windows').map(line).sort();
@@ -78,7 +78,7 @@ describe('stop with savepoint', () => {
     const sp = await stopWithSavepoint(h, tmp.fresh('sp'));
     const first = await h.result;
     expect(first.status).toBe('FINISHED');
-    const produced = await producedIn(sp);
+    const produced = await producedIn(sp, 'src', N);
     // Windows whose end the last record read has not passed are open: none of them may have fired.
     const last = Math.max(...produced);
     const openStart = Math.floor((last * 10) / 1000) * 1000;
@@ -131,7 +131,7 @@ describe('stop with savepoint', () => {
     const sp = await stopWithSavepoint(h, tmp.fresh('sp'), true);
     const first = await h.result;
     expect(first.status, first.error?.message).toBe('FINISHED');
-    const produced = await producedIn(sp);
+    const produced = await producedIn(sp, 'src', N);
     expect(produced.size).toBeGreaterThan(0);
     expect(produced.size).toBeLessThan(N);
     // Every record read is in exactly one fired window, including the last, partial ones.

@@ -29,7 +29,7 @@ describe('upgrade: v1 -> savepoint -> v2', () => {
     const sp = await stopWithSavepoint(h, tmp.fresh('sp'));
     const v1 = await h.result;
     expect(v1.status).toBe('FINISHED');
-    const done = await producedIn(sp);
+    const done = await producedIn(sp, 'src', N);
     expect(done.size).toBeGreaterThan(0);
     expect(done.size).toBeLessThan(N);
     const v1Out = v1.collected<Out>('out').sort((a, b) => a.i - b.i);
