@@ -20,7 +20,7 @@
  */
 import type { AggregateFunction } from '../../core/functions.ts';
 import { ValueStateDescriptor, type ValueState } from '../../core/state.ts';
-import { windowStart, type WindowAssigner } from '../../core/windows.ts';
+import { windowStart, type TimeWindow, type WindowAssigner } from '../../core/windows.ts';
 import type { KeyedStateBackend } from '../../state/backend.ts';
 import { denormalizeKey as denormalize, type NormKey } from '../../state/key-groups.ts';
 import { checkCombined } from './basic.ts';
@@ -32,8 +32,8 @@ export const PANE_STATE_PREFIX = '__p';
 export interface PaneOwner {
   readonly backend: KeyedStateBackend;
   watermark(): number;
-  /** Emits the result of window [start, end) for the current key. */
-  fire(start: number, end: number, acc: unknown): void;
+  /** Emits the result of `window` for the current key (one window object may serve many keys). */
+  fire(window: TimeWindow, acc: unknown): void;
   late(value: unknown, ts: number): void;
 }
 
@@ -151,7 +151,7 @@ export class PaneWindows {
   private fireLate(pane: number, wm: number): void {
     const size = this.size;
     for (let s = pane; s > pane - size; s -= this.slide) {
-      if (s + size - 1 <= wm && s + size - 1 + this.lateness > wm) this.owner.fire(s, s + size, this.mergeCurrentKey(s));
+      if (s + size - 1 <= wm && s + size - 1 + this.lateness > wm) this.owner.fire({ start: s, end: s + size }, this.mergeCurrentKey(s));
     }
   }
 
@@ -177,6 +177,7 @@ export class PaneWindows {
     const merged = this.merged;
     const mergeIn = this.mergeIn;
     const { start, end } = backend.keyGroupRange;
+    const window: TimeWindow = { start: s, end: s + this.size };
     for (let kg = start; kg <= end; kg++) {
       merged.clear();
       for (const p of panes) {
@@ -190,7 +191,7 @@ export class PaneWindows {
       }
       for (const [key, acc] of merged) {
         backend.setCurrentNormalizedKey(key, kg, denormalize(key));
-        this.owner.fire(s, s + this.size, acc);
+        this.owner.fire(window, acc);
       }
     }
     merged.clear();

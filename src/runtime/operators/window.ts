@@ -21,7 +21,7 @@ import type { AggregateFunction, Collector, ProcessWindowFunction, WindowContext
 import type { OutputTag } from '../../core/output-tag.ts';
 import { ValueStateDescriptor, type ValueState } from '../../core/state.ts';
 import { maxTimestamp, windowStart, type TimeWindow, type WindowAssigner } from '../../core/windows.ts';
-import { denormalizeKey as denormalize } from '../../state/key-groups.ts';
+import { denormalizeKey as denormalize, type NormKey } from '../../state/key-groups.ts';
 import type { Batch } from '../../core/batch.ts';
 import type { Timer } from '../timers.ts';
 import { MAX_WATERMARK } from '../events.ts';
@@ -178,7 +178,7 @@ export class WindowOperator extends KeyedOperator {
       const owner = {
         backend: this.backend,
         watermark: () => this.currentWatermark,
-        fire: (start: number, end: number, acc: unknown) => this.fire(start, end, acc),
+        fire: (window: TimeWindow, acc: unknown) => this.fireIn(window, acc),
         late: (v: unknown, ts: number) => this.late(v, ts),
       };
       this.panes = new PaneWindows(owner, agg!, a.size, a.slide, a.offset, this.allowedLateness);
@@ -327,16 +327,50 @@ export class WindowOperator extends KeyedOperator {
     }
   }
 
+  /**
+   * Fires window `w` for every key that has contents in it, key group by key group. Where the
+   * backend can (visitGroup), a group's keys and accumulators are read in one pass over its
+   * table, not through a lookup per key; an accumulator that is an object is still read through
+   * the state (value() notes it for incremental checkpoints, as user code may change it in place).
+   * Every key's firing gets the same window object, as Flink hands out one window per namespace.
+   */
   private fireAll(w: OpenWindow): void {
     const backend = this.backend;
     const { start, end } = backend.keyGroupRange;
+    const window: TimeWindow = { start: w.start, end: w.end };
+    const keys = this.firingKeys;
+    const accs = this.firingAccs;
     for (let kg = start; kg <= end; kg++) {
-      for (const key of backend.keysInGroup(w.name, kg)) {
-        backend.setCurrentNormalizedKey(key, kg, denormalize(key));
-        this.fire(w.start, w.end, w.state.value());
+      if (backend.visitGroup?.(w.name, kg, this.takeFiring) !== true) {
+        for (const key of backend.keysInGroup(w.name, kg)) {
+          backend.setCurrentNormalizedKey(key, kg, denormalize(key));
+          this.fireIn(window, w.state.value());
+        }
+        continue;
+      }
+      // Taken whole before any firing: visitGroup's table must not change while it is read.
+      const n = keys.length;
+      try {
+        for (let i = 0; i < n; i++) {
+          const key = keys[i]!;
+          const acc = accs[i];
+          backend.setCurrentNormalizedKey(key, kg, denormalize(key));
+          this.fireIn(window, typeof acc === 'object' && acc !== null ? w.state.value() : acc);
+        }
+      } finally {
+        keys.length = 0;
+        accs.length = 0;
       }
     }
   }
+
+  /** One key group's keys and accumulators of the window firing (fireAll), in table order. */
+  private readonly firingKeys: NormKey[] = [];
+  private readonly firingAccs: unknown[] = [];
+  private readonly takeFiring = (acc: unknown, key: NormKey): void => {
+    this.firingKeys.push(key);
+    this.firingAccs.push(acc);
+  };
 
   protected override onWatermark(timestamp: number): void {
     // The end of event time: processing-time windows still open fire before it goes downstream,
@@ -646,7 +680,12 @@ export class WindowOperator extends KeyedOperator {
   }
 
   private fire(start: number, end: number, acc: unknown): void {
-    const window: TimeWindow = { start, end };
+    this.fireIn({ start, end }, acc);
+  }
+
+  /** Fires `window` for the current key with its contents `acc`. */
+  private fireIn(window: TimeWindow, acc: unknown): void {
+    const { start, end } = window;
     this.outTs = maxTimestamp(window);
     const c = this.spec.contents;
     const f = this.spec.windowFunction;
