@@ -64,7 +64,8 @@ export interface AttemptContext {
   readonly checkpointing: boolean;
   readonly config: JobManagerConfig;
   readonly clock: Clock;
-  readonly credits: number;
+  /** Buffer credits of every channel, when the job sets them; undefined: each channel's default (channelCredits). */
+  readonly credits: number | undefined;
   readonly storage: CheckpointStorage | undefined;
   readonly snapshots: StorageResolver;
   readonly s3: S3Config;

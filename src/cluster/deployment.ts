@@ -37,7 +37,8 @@ export interface DeploymentSpec {
   readonly plan: ExecutionPlan;
   readonly splits: Record<TaskId, SourceSplit[]>;
   readonly attempt: number;
-  readonly credits: number;
+  /** Buffer credits of every channel, when the job sets them; undefined: each channel's default (channelCredits). */
+  readonly credits: number | undefined;
   readonly clock: Clock;
   readonly checkpointing: { readonly mode: CheckpointingMode; readonly periodic: boolean; readonly inlineThresholdBytes?: number; readonly incremental?: IncrementalSettings; readonly unaligned?: UnalignedSettings };
   /** The keyed state backend's name, resolved by each executor. */

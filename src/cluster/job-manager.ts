@@ -68,7 +68,7 @@ export interface RunOptions {
    * the job's progress says so (Progress.recordCounters) instead of counting records.
    */
   readonly recordCounters?: boolean;
-  /** Buffer credits per channel (backpressure bound). */
+  /** Buffer credits of every channel (backpressure bound); default 4 between threads, 1 within one (runtime/channels/channel.ts). */
   readonly credits?: number;
   /** Checkpoint settings; they override the job's own (enableCheckpointing). */
   readonly checkpoint?: CheckpointSettings;

@@ -24,7 +24,6 @@ import { planExecution, type ExecutionPlan } from '../graph/execution-plan.ts';
 import { defaultOf } from '../core/options/option.ts';
 import { OPTIONS } from '../core/options/registry.ts';
 import type { JobGraph } from '../graph/job-graph.ts';
-import { DEFAULT_CHANNEL_CREDITS } from '../runtime/channels/channel.ts';
 import { Attempt, type AttemptContext } from './attempt.ts';
 import { historyLine } from './checkpoint-metadata.ts';
 import { sharedFilesOf } from '../checkpoint/metadata.ts';
@@ -594,7 +593,7 @@ export class JobMaster implements JobControl {
       job: { modulePath: s.modulePath, args: s.args, defaultParallelism: s.parallelism, ...(s.restoredMaxParallelism !== undefined ? { restoredMaxParallelism: s.restoredMaxParallelism } : {}) },
       pool: s.pool,
       checkpointConfig: s.checkpointConfig, checkpointing: this.checkpointing, config: s.config, clock: s.clock,
-      credits: s.options.credits ?? DEFAULT_CHANNEL_CREDITS, storage: s.storage, snapshots: s.snapshots, s3: s.s3, stats: this.stats,
+      credits: s.options.credits, storage: s.storage, snapshots: s.snapshots, s3: s.s3, stats: this.stats,
       plannedSplits: this.plannedSplits,
       addedSplits: this.addedSplits,
       onProgress: s.options.onProgress,

@@ -34,7 +34,8 @@ export interface DeployMessage {
   /** Source splits per "vertex:subtask". */
   readonly splits: Readonly<Record<TaskId, readonly SourceSplit[]>>;
   readonly attempt: number;
-  readonly credits: number;
+  /** Buffer credits of every channel, when the job sets them; undefined: each channel's default (channelCredits). */
+  readonly credits: number | undefined;
   /** Snapshot settings: mode (alignment), and whether periodic checkpoints are on. */
   readonly checkpointing: { readonly mode: CheckpointingMode; readonly periodic: boolean; readonly inlineThresholdBytes?: number; readonly incremental?: IncrementalSettings; readonly unaligned?: UnalignedSettings };
   /** The keyed state backend's name (state.backend.type). */

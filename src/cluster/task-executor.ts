@@ -8,7 +8,7 @@ import type { MalformedRecord, SourceSplit } from '../core/source.ts';
 import { appendDeadLetters } from '../connectors/file/dead-letter-file.ts';
 import { consumersOf, type JobGraph } from '../graph/job-graph.ts';
 import type { ExecutionPlan } from '../graph/execution-plan.ts';
-import { InputChannel, OutputChannel } from '../runtime/channels/channel.ts';
+import { channelCredits, InputChannel, OutputChannel } from '../runtime/channels/channel.ts';
 import { decodeBatch } from '../core/codec.ts';
 import type { ChannelElement } from '../runtime/events.ts';
 import { InputGate } from '../runtime/input-gate.ts';
@@ -45,7 +45,8 @@ export interface ExecutorConfig {
   readonly plan: ExecutionPlan;
   readonly splits: Readonly<Record<TaskId, readonly SourceSplit[]>>;
   readonly attempt: number;
-  readonly credits: number;
+  /** Buffer credits of every channel, when the job sets them; undefined: each channel's default (channelCredits). */
+  readonly credits: number | undefined;
   readonly clock: Clock;
   readonly send: (m: FromExecutor) => void;
   /** Present when some channels cross to other workers. */
@@ -115,13 +116,13 @@ export class TaskExecutor implements TaskListener {
       const consumerLocal = ch.consumerWorker === workerIndex;
       if (producerLocal && consumerLocal) {
         let input: InputChannel | undefined = undefined;
-        const out = new OutputChannel(ch.id, cfg.credits, (el) => input!.push(el));
+        const out = new OutputChannel(ch.id, channelCredits(cfg.credits, true), (el) => input!.push(el));
         input = new InputChannel(ch.id, gateIndexOf.get(ch.id)!, () => out.addCredit(1));
         inputs.set(ch.id, input);
         outputs.set(ch.id, out);
       } else if (producerLocal) {
         if (!dp) throw new Error('a channel crosses workers but there is no data plane');
-        const out = new OutputChannel(ch.id, cfg.credits, dp.transmitTo(ch.consumerWorker, ch.id));
+        const out = new OutputChannel(ch.id, channelCredits(cfg.credits, false), dp.transmitTo(ch.consumerWorker, ch.id));
         dp.registerOutput(out);
         outputs.set(ch.id, out);
       } else if (consumerLocal) {
