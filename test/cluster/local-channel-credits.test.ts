@@ -4,7 +4,8 @@
  * producer work while the consumer does, it only keeps another batch of records alive. Measured
  * here by what the records say themselves: the generator counts what it made, the keyed
  * function downstream (another task of the same thread) what it took, and the difference is
- * what waits in between. Before, every same-thread channel had 4 credits and ~4 batches waited:
+ * what waits in between. Before, every same-thread channel had 4 credits and 5 batches waited
+ * (4 credited, 1 in the backlog):
  * the source sends a watermark after each batch (here: punctuated, one per poll), the consumer
  * spends a step on it, and the source uses that step to get one batch further ahead, until its
  * credits run out.
