@@ -92,13 +92,6 @@ export function fillDone(g: ReadonlyMap<NormKey, unknown>): void {
 }
 
 /**
- * Appends keys' characters (`chars[0, p)`, Latin-1 bytes or UTF-16 units) and lengths
- * (`lens[0, n)`) to the cache after its first `keep` keys (0: replaces them all), in UTF-16
- * if either side needs it; the length column widened if a new key needs it. Buffers are kept
- * when large enough (a group re-encoded every checkpoint allocates nothing), else made with
- * room for the next appends (room()).
- */
-/**
  * Room a new column buffer gets beyond the `size` elements it holds now. Filled afresh
  * (`keep` 0): 1/16, as a group's keys are often all there. Grown by an append: 1/2, as a group
  * that gained keys since its last snapshot mostly gains more, and every regrowth copies the
@@ -111,6 +104,13 @@ function room(keep: number, size: number): number {
   return (keep === 0 ? size >>> 4 : size >>> 1) + 64;
 }
 
+/**
+ * Appends keys' characters (`chars[0, p)`, Latin-1 bytes or UTF-16 units) and lengths
+ * (`lens[0, n)`) to the cache after its first `keep` keys (0: replaces them all), in UTF-16
+ * if either side needs it; the length column widened if a new key needs it. Buffers are kept
+ * when large enough (a group re-encoded every checkpoint allocates nothing), else made with
+ * room for the next appends (room()).
+ */
 export function appendColumns(c: KeyColumnCache, keep: number, chars: Uint8Array | Uint16Array, p: number, lens: Uint32Array, n: number, longest: number): void {
   const kept = keep === 0 ? 0 : c.charCount;
   if (keep === 0) {

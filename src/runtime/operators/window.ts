@@ -685,7 +685,6 @@ export class WindowOperator extends KeyedOperator {
 
   /** Fires `window` for the current key with its contents `acc`. */
   private fireIn(window: TimeWindow, acc: unknown): void {
-    const { start, end } = window;
     this.outTs = maxTimestamp(window);
     const c = this.spec.contents;
     const f = this.spec.windowFunction;
