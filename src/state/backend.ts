@@ -185,6 +185,13 @@ export interface KeyedStateBackend {
    */
   visitGroup?(stateName: string, keyGroup: number, visit: (value: unknown, key: NormKey) => void): boolean;
 
+  /**
+   * Optional: a hint that state `stateName` (registered, still empty) will hold about as many
+   * keys per key group as `likeStateName` holds now, so its maps can be made at that size.
+   * Window operators give it each new window's state with the previous window's.
+   */
+  presizeLike?(stateName: string, likeStateName: string): void;
+
   /** True once any state was registered or restored: a snapshot then has something to record. */
   hasStates(): boolean;
   /** States in the restored snapshot that no descriptor has claimed yet (carried into later snapshots as they are). */

@@ -207,3 +207,63 @@ describe('heap backend: incremental TTL cleanup (ttl-sweep.ts)', () => {
     expect(b.visitGroup('never registered', 0, () => expect.unreachable())).toBe(true);
   });
 });
+
+describe('heap backend: presizeLike', () => {
+  /** The index slots of the map of `key`'s group in state `name` (internal: the tables are private). */
+  function slotsOf(b: HeapKeyedStateBackend, name: string, key: string): number {
+    const table = (b as unknown as { tables: Map<string, { tableOf(i: number): { indexSlots: number } | undefined }> }).tables.get(name)!;
+    return table.tableOf(kgOf(key) - FULL.start)!.indexSlots;
+  }
+
+  it('makes a new state\'s maps at the sizes the other state\'s groups have, capped, and changes no value', () => {
+    const b = new HeapKeyedStateBackend(FULL, MAXP, new ManualClock(0), 'op');
+    const before = b.getValueState(new ValueStateDescriptor<number>('__w0'));
+    const keys = Array.from({ length: 20_000 }, (_, i) => 'k' + i);
+    for (const k of keys) {
+      b.setCurrentKey(k);
+      before.update(1);
+    }
+    const after = b.getValueState(new ValueStateDescriptor<number>('__w1000'));
+    b.presizeLike('__w1000', '__w0');
+    const plain = b.getValueState(new ValueStateDescriptor<number>('unhinted'));
+    b.setCurrentKey('k0');
+    after.update(2);
+    plain.update(3);
+    // k0's group holds ~156 keys of the 20,000 (128 groups): sized for them at once, the
+    // smallest power of two whose 3/4 takes them all.
+    let n = 0;
+    b.visitGroup('__w0', kgOf('k0'), () => n++);
+    expect(n).toBeGreaterThan(100);
+    let slots = 16;
+    while (Math.floor(slots * 0.75) < n + 1) slots *= 2;
+    expect(slotsOf(b, '__w1000', 'k0')).toBe(slots);
+    expect(slotsOf(b, 'unhinted', 'k0')).toBe(16);
+    for (const k of keys) {
+      b.setCurrentKey(k);
+      after.update((after.value() ?? 0) + 5);
+    }
+    for (const k of keys) {
+      b.setCurrentKey(k);
+      expect(after.value()).toBe(k === 'k0' ? 7 : 5);
+      expect(before.value()).toBe(1);
+    }
+    // A hint names only registered states; anything else is ignored.
+    b.presizeLike('nope', '__w0');
+    b.presizeLike('__w1000', 'nope');
+  });
+
+  it('caps each group\'s hint, so a sparse window after a dense one reserves a bounded index', () => {
+    const b = new HeapKeyedStateBackend(FULL, MAXP, new ManualClock(0), 'op');
+    const dense = b.getValueState(new ValueStateDescriptor<number>('dense'));
+    for (let i = 0; i < 400_000; i++) {
+      b.setCurrentKey('k' + i);
+      dense.update(i);
+    }
+    const sparse = b.getValueState(new ValueStateDescriptor<number>('sparse'));
+    b.presizeLike('sparse', 'dense');
+    b.setCurrentKey('k1');
+    sparse.update(1);
+    expect(slotsOf(b, 'dense', 'k1')).toBeGreaterThanOrEqual(4096); // ~3,100 keys a group
+    expect(slotsOf(b, 'sparse', 'k1')).toBe(2048); // 1,024 entries at most
+  });
+});

@@ -41,6 +41,7 @@ describe('KeyTable', () => {
       const t = new KeyTable();
       const m = new Map<NormKey, unknown>();
       const universe = rng.pick([4, 40, 400, 4000]);
+      if (round % 2 === 1) t.reserve(rng.int(2 * universe)); // a size hint, right or wrong, changes nothing but the index's size
       const steps = rng.range(100, 3000);
       for (let step = 0; step < steps; step++) {
         const k = randomKey(rng, universe);
@@ -65,6 +66,34 @@ describe('KeyTable', () => {
       expectSame(t, m, `seed ${seed}, round ${round}, end`);
       for (const k of m.keys()) expect(t.get(k)).toBe(m.get(k));
     }
+  });
+
+  it('reserve(n) sizes an empty table\'s index for n entries (no rebuild while filling it) and is ignored once it held any', () => {
+    const grown = new KeyTable<number>();
+    const slotsSeen = new Set<number>();
+    for (let i = 0; i < 1000; i++) {
+      grown.set(`k${i}`, i);
+      slotsSeen.add(grown.indexSlots);
+    }
+    expect(slotsSeen.size).toBeGreaterThan(3); // without a hint it grows step by step
+
+    const t = new KeyTable<number>();
+    t.reserve(1000);
+    const slots = t.indexSlots;
+    expect(slots).toBeGreaterThanOrEqual(1000 / 0.75);
+    expect(slots).toBeLessThanOrEqual(4096);
+    for (let i = 0; i < 1000; i++) t.set(`k${i}`, i);
+    expect(t.indexSlots).toBe(slots);
+    t.set('one more', -1); // past the hint: grows as usual
+    expect(t.get('k999')).toBe(999);
+    expect(t.get('one more')).toBe(-1);
+
+    const used = new KeyTable<number>();
+    used.set('a', 1);
+    used.delete('a');
+    const before = used.indexSlots;
+    used.reserve(5000);
+    expect(used.indexSlots).toBe(before);
   });
 
   it('iterators are live, as a Map\'s: they see later inserts, skip deleted entries, and survive a renumbering', () => {

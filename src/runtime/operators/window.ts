@@ -270,6 +270,9 @@ export class WindowOperator extends KeyedOperator {
     if (w === undefined) {
       const name = WINDOW_STATE_PREFIX + start;
       const state = this.backend.getValueState(new ValueStateDescriptor<unknown>(name));
+      // Windows mostly see the same keys: the newest open window's sizes are the best guess.
+      const newest = this.openStarts.length === 0 ? undefined : this.openWindows.get(this.openStarts[this.openStarts.length - 1]!);
+      if (newest !== undefined) this.backend.presizeLike?.(name, newest.name);
       // A window opened after the watermark passed its end (allowed lateness) counts as fired:
       // each of its records fires it for its key at once, as the default trigger does.
       w = { start, end, state, name, fired: end - 1 <= this.currentWatermark };

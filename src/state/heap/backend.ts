@@ -39,6 +39,12 @@ export interface HeapBackendOptions {
  * the CPU's caches and the prefetch pass only costs (bench/key-table.ts, the word count).
  */
 const PREFETCH_MIN_ENTRIES = 1 << 17;
+/**
+ * The largest size hint per key group (presizeLike): a window that gets far fewer keys than the
+ * one before it holds at most this many empty entries' index per group (16 KiB), not the whole
+ * previous size. Groups above it grow by rebuilds as without a hint, a few for large ones.
+ */
+const PRESIZE_MAX_ENTRIES = 1024;
 /** Batches between two looks at the states' sizes (a look sums every key group's size). */
 const PREFETCH_RECHECK_BATCHES = 64;
 
@@ -248,6 +254,15 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
     if (g instanceof KeyTable) g.visitReadOnly(visit);
     else if (g !== undefined) g.forEach(visit);
     return true;
+  }
+
+  presizeLike(stateName: string, likeStateName: string): void {
+    const t = this.tables.get(stateName);
+    const like = this.tables.get(likeStateName);
+    if (t === undefined || like === undefined) return;
+    const hints = new Int32Array(t.groups.length);
+    for (let i = 0; i < hints.length; i++) hints[i] = Math.min(like.groups[i]?.size ?? 0, PRESIZE_MAX_ENTRIES);
+    t.sizeHints = hints;
   }
 
   hasStates(): boolean {

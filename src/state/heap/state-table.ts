@@ -57,6 +57,12 @@ export class StateTable {
     this.keyCaches = keyCache ? new Array(this.groups.length).fill(undefined) : undefined;
   }
 
+  /**
+   * Per key group: entries its map is sized for when made (presizeLike); undefined: none.
+   * Only a hint: a wrong one costs a rebuild or some empty index slots, never an entry.
+   */
+  sizeHints: Int32Array | undefined;
+
   /** The group's key column cache for a full snapshot (made on first use); undefined when caching is off. */
   keyCache(kgIndex: number): KeyColumnCache | undefined {
     const c = this.keyCaches;
@@ -98,6 +104,8 @@ export class StateTable {
     let m = this.groups[kgIndex];
     if (m === undefined) {
       m = newGroupMap(key);
+      const hint = this.sizeHints?.[kgIndex];
+      if (hint !== undefined && m instanceof KeyTable) m.reserve(hint);
       this.groups[kgIndex] = m;
     }
     return m;
