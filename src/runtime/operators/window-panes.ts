@@ -135,6 +135,9 @@ export class PaneWindows {
     if (p !== undefined) return p;
     const name = PANE_STATE_PREFIX + start;
     p = { start, name, state: this.owner.backend.getValueState(new ValueStateDescriptor<unknown>(name)) };
+    // Panes mostly see the same keys: sized like the newest live pane (as window-major windows).
+    const newest = this.paneStarts.length === 0 ? undefined : this.panes.get(this.paneStarts[this.paneStarts.length - 1]!);
+    if (newest !== undefined) this.owner.backend.presizeLike?.(name, newest.name);
     this.panes.set(start, p);
     insertSorted(this.paneStarts, start);
     for (let s = start; s > start - this.size; s -= this.slide) {
