@@ -38,6 +38,8 @@ const MIN_SLOTS = 16;
  * 16-32 bytes per entry.
  */
 const MAX_LOAD = 0.75;
+/** The largest reserve() honoured: a hint must not allocate an index beyond what a table would grow to (16 MiB here). */
+const MAX_RESERVE = 1 << 20;
 /**
  * Seed of the table's hash. Key groups come from the key's murmur3 bits with seed 0
  * (key-groups.ts), so every key of one group shares those bits' low bits: used as they are, a
@@ -135,13 +137,15 @@ export class KeyTable<V = unknown> implements Map<NormKey, V> {
   }
 
   /**
-   * Sizes the index of an empty table for `entries` entries, so that filling it up to that many
-   * rebuilds nothing (a hint: more may come, growing it as usual). Ignored once the table holds
-   * or held entries. Why: a window's state is a new table per key group for every window, and
-   * growing each from 16 slots to its usual size took ~4 rebuilds a group a window.
+   * Sizes the index of an empty table for `entries` entries (at most MAX_RESERVE), so that
+   * filling it up to that many rebuilds nothing (a hint: more may come, growing it as usual).
+   * Ignored while the entry array holds anything, deleted entries included. Why: a window's
+   * state is a new table per key group for every window, and growing each from 16 slots to its
+   * usual size took ~4 rebuilds a group a window.
    */
   reserve(entries: number): void {
     if (this.kv.length !== 0 || !(entries > 0)) return;
+    if (entries > MAX_RESERVE) entries = MAX_RESERVE;
     let slots = MIN_SLOTS;
     while (Math.floor(slots * MAX_LOAD) < entries + 1) slots *= 2;
     if (slots === this.mask + 1) return;
