@@ -81,8 +81,7 @@ export class Rng {
   }
   /** An integer in [min, max]. */
   range(min: number, max: number): number {
-    this.step();
-    return min + Math.floor(((this.t >>> 0) / 4294967296) * (max - min + 1));
+    return min + this.int(max - min + 1);
   }
   pick<T>(items: readonly T[]): T {
     return items[this.int(items.length)]!;
