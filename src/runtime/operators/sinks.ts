@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { SinkFunction } from '../../core/functions.ts';
 import { describeRecord, WeirError } from '../../core/errors.ts';
 import { jsonRecord } from '../../core/json-record.ts';
-import type { Batch } from '../../core/batch.ts';
+import { NO_TIMESTAMP, type Batch } from '../../core/batch.ts';
 import { refusePromise, StreamOperator } from './operator.ts';
 
 /** Formats a record the way print and the file sink write it: strings raw, the rest as JSON. */
@@ -96,8 +96,20 @@ export class JsonLinesFileSinkOperator extends StreamOperator {
   }
 }
 
+/**
+ * A sink function's per-record context. The record's timestamp is stored as the raw number and
+ * turned into `undefined` (no timestamp) only when read: storing `undefined` or a number into a
+ * plain object per record cost a compare, a conversion and a write barrier on every record.
+ */
+class SinkRecordContext {
+  ts = NO_TIMESTAMP;
+  get timestamp(): number | undefined {
+    return this.ts === NO_TIMESTAMP ? undefined : this.ts;
+  }
+}
+
 export class FunctionSinkOperator extends StreamOperator {
-  private readonly ctx = { timestamp: undefined as number | undefined };
+  private readonly ctx = new SinkRecordContext();
   constructor(private readonly fn: SinkFunction<any>) {
     super();
     this.userFunction = fn;
@@ -107,8 +119,7 @@ export class FunctionSinkOperator extends StreamOperator {
     let i = 0;
     try {
       for (; i < values.length; i++) {
-        const ts = timestamps[i]!;
-        this.ctx.timestamp = ts === Number.NEGATIVE_INFINITY ? undefined : ts;
+        this.ctx.ts = timestamps[i]!;
         const r = this.fn.invoke(values[i], this.ctx) as unknown;
         if (i === 0) refusePromise(r, 'the sink\'s invoke');
       }
@@ -117,7 +128,7 @@ export class FunctionSinkOperator extends StreamOperator {
     }
   }
   override processRecord(value: unknown, timestamp: number): void {
-    this.ctx.timestamp = timestamp === Number.NEGATIVE_INFINITY ? undefined : timestamp;
+    this.ctx.ts = timestamp;
     try {
       const r = this.fn.invoke(value, this.ctx) as unknown;
       if (this.firstCall) this.checkFirstResult(r, 'the sink\'s invoke');

@@ -65,7 +65,11 @@ export class SourceOperator extends StreamOperator implements ReaderOutput<unkno
   ) {
     super();
     this.numInputs = 0;
+    this.assigner = watermarks?.strategy.timestampAssigner;
   }
+
+  /** The strategy's timestamp assigner, read once: collect() runs per record. */
+  private readonly assigner: ((value: unknown, readerTimestamp: number | undefined) => number) | undefined;
 
   /** This poll's dead letters, handed to the runtime's dead-letter output once the poll is done. */
   private letters: MalformedRecord[] = [];
@@ -317,7 +321,7 @@ export class SourceOperator extends StreamOperator implements ReaderOutput<unkno
   }
 
   collect(value: unknown, timestamp?: number): void {
-    const a = this.watermarks?.strategy.timestampAssigner;
+    const a = this.assigner;
     if (a === undefined) {
       this.output.emit(value, readerTimestamp(timestamp, value, this));
       return;
