@@ -255,6 +255,21 @@ describe('addSink', () => {
     expect(calls).toEqual(['open 0', 'invoke 0 1 100', 'invoke 0 2 200', 'invoke 0 3 300', 'finish 0', 'close 0']);
   });
 
+  it('ctx.timestamp is undefined for a record without one, chained and across an exchange', async () => {
+    const seen: string[] = [];
+    const sink = (where: string): SinkFunction<number> => ({
+      invoke(v: number, ctx: { timestamp: number | undefined }) {
+        seen.push(`${where} ${v} ${ctx.timestamp === undefined ? 'none' : ctx.timestamp}`);
+      },
+    });
+    await runInline((env) => {
+      env.fromElements(1, 2).addSink(sink('chained'));
+      env.fromElements(3).keyBy((v) => v).addSink(sink('keyed'));
+      env.fromCollection([4], { timestamp: () => 0 }).keyBy((v) => v).addSink(sink('keyed'));
+    });
+    expect(seen.sort()).toEqual(['chained 1 none', 'chained 2 none', 'keyed 3 none', 'keyed 4 0']);
+  });
+
   it('with parallelism 3 each subtask finishes once, after its own records', async () => {
     const calls: { sub: number; what: string }[] = [];
     await runInline((env) => {
