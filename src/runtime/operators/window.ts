@@ -244,16 +244,13 @@ export class WindowOperator extends KeyedOperator {
           throw new Error('record has no event timestamp; call assignTimestampsAndWatermarks(...) before an event-time window');
         }
         this.keyFrom(sel, v, kgs, i);
-        // Every open window is one of this assigner's, so the last one used is the record's
-        // window when it holds the timestamp: most records skip windowStart's division.
-        const last = this.lastWindow;
-        const hit = last !== undefined && ts >= last.start && ts < last.end;
-        const start = hit ? last.start : windowStart(ts, offset, size);
+        const start = windowStart(ts, offset, size);
         if (start + size - 1 + this.allowedLateness <= this.currentWatermark) {
           this.late(v, ts);
           continue;
         }
-        this.addTo(hit ? last : this.window(start, start + size), v);
+        const last = this.lastWindow;
+        this.addTo(last !== undefined && last.start === start ? last : this.window(start, start + size), v);
       }
     } catch (e) {
       throw this.failOn(e, 'window', values[i]);
