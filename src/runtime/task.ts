@@ -184,6 +184,8 @@ export class StreamTask implements Schedulable {
   readonly recordsInFrom: (number | undefined)[];
   /** Records are counted (metrics.record-counters.enabled); read when the chain is built and per batch. */
   readonly countsRecords: boolean;
+  /** Operators whose output count is their input count (oneToOne, no side outputs): their outputs do not count. */
+  private readonly derivedOut: boolean[];
   /** Malformed records this task's source and sinks sent to the dead letters. */
   get deadLetters(): number {
     let n = 0;
@@ -203,6 +205,7 @@ export class StreamTask implements Schedulable {
     this.recordsIn = new Array(v.operators.length).fill(0);
     this.countsRecords = d.recordCounters;
     this.recordsInFrom = soleFeeders(v.operators);
+    this.derivedOut = new Array<boolean>(v.operators.length).fill(false);
     // Build operators children-first so every Output can point at its targets.
     const built: StreamOperator[] = new Array(v.operators.length);
     const inputs: ChainedInput[] = new Array(v.operators.length);
@@ -217,9 +220,12 @@ export class StreamTask implements Schedulable {
       const tags = new Set<string>();
       for (const c of spec.chainedOutputs) if (c.sideTag !== undefined) tags.add(c.sideTag);
       for (const e of spec.networkOutputs) if (e.sideTag !== undefined) tags.add(e.sideTag);
-      // A rate-limited source paces itself by its output's count: that one counts regardless.
+      // A rate-limited source paces itself by its output's count: that one counts regardless. A
+      // one-to-one operator's count is its input's (metricsSample): its output counts nothing.
       const t = spec.node.transformation;
-      const counting = this.countsRecords || (t.kind === 'source' && t.ratePerSecond !== undefined);
+      const derived = op.oneToOne && tags.size === 0;
+      if (derived) this.derivedOut[i] = true;
+      const counting = (this.countsRecords && !derived) || (t.kind === 'source' && t.ratePerSecond !== undefined);
       const sides = new Map<string, Output>([...tags].map((tag) => [tag, new Output(targetsFor(tag), undefined, undefined, this.countsRecords)]));
       const numInputs = t.kind === 'two-input' ? 2 : t.kind === 'source' ? 0 : 1;
       op.setup(this.operatorEnvironment(spec, op), new Output(targetsFor(undefined), sides, undefined, counting), numInputs);
@@ -618,6 +624,32 @@ export class StreamTask implements Schedulable {
     this.checkDrained();
   }
 
+  /**
+   * Each operator's numRecordsIn and numRecordsOut, in chain order: an operator fed by one
+   * predecessor's main output alone has that output's count as its input count (the chain
+   * counts each record once, at the output), and a one-to-one operator's output count is its
+   * input count. Chains run forward (a predecessor's index is below its target's), so one pass
+   * in order computes every derived count from counts already known.
+   */
+  private recordCounts(): { recordsIn: number[]; recordsOut: number[] } {
+    const ops = this.operators;
+    const recordsIn = new Array<number>(ops.length);
+    const recordsOut = new Array<number>(ops.length);
+    for (let i = 0; i < ops.length; i++) {
+      const from = this.recordsInFrom[i];
+      if (from !== undefined && from >= i) throw new Error(`operator ${i} is fed by operator ${from}, not one before it in the chain`);
+      recordsIn[i] = from !== undefined ? recordsOut[from]! - this.sideCount(from) : this.recordsIn[i]!;
+      recordsOut[i] = this.derivedOut[i] ? recordsIn[i]! : ops[i]!.output.countWithSides;
+    }
+    return { recordsIn, recordsOut };
+  }
+
+  /** Records operator i emitted on its side outputs (recordsOut counts them, as Flink's CountingOutput). */
+  private sideCount(i: number): number {
+    const o = this.operators[i]!.output;
+    return o.countWithSides - o.count;
+  }
+
   /** The task's counters now (read about once a second by the executor, never per record). */
   metricsSample(vertex: number, subtask: number): TaskMetricsSample {
     const now = performance.now();
@@ -629,14 +661,12 @@ export class StreamTask implements Schedulable {
       for (const c of w.channels) bytesOut += c.bytesOut;
     }
     const ops = this.operators;
+    const counts = this.countsRecords ? this.recordCounts() : undefined;
     return {
       vertex, subtask, state: this.state, sampledAt: performance.timeOrigin + now,
-      recordsIn: this.recordsIn.map((n, i) => {
-        const from = this.recordsInFrom[i];
-        return from !== undefined && this.countsRecords ? ops[from]!.output.count : n;
-      }),
+      recordsIn: counts?.recordsIn ?? ops.map(() => 0),
       // A rate-limited source counts for its pacing even when records are not counted for metrics.
-      recordsOut: this.countsRecords ? ops.map((o) => o.output.countWithSides) : ops.map(() => 0),
+      recordsOut: counts?.recordsOut ?? ops.map(() => 0),
       taskRecordsOut, bytesOut,
       idleMs: t.idleMs, backPressuredMs: t.backPressuredMs, elapsedMs: t.elapsedMs, busyMs: t.busyMs, isBackPressured: t.isBackPressured,
       inputWatermark: ops.map((o) => o.currentWatermark),

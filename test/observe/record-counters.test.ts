@@ -11,7 +11,7 @@ import { parseCommandLine } from '../../src/cli/flags.ts';
 import { mergeSettings, runOptionsOf, settingsOf } from '../../src/cli/run-settings.ts';
 import { statusText } from '../../src/cli/run.ts';
 import { NO_PROGRESS } from '../../src/cluster/job-result.ts';
-import { OutputTag, type StreamExecutionEnvironment } from '../../src/index.ts';
+import { OutputTag, WatermarkStrategy, type StreamExecutionEnvironment } from '../../src/index.ts';
 import { runInlineResult } from '../api/util.ts';
 import type { JobControl, JobService } from '../../src/cluster/job-control.ts';
 import { fixture, sleep, start, tempDir, type Handle } from '../savepoint/helpers.ts';
@@ -113,6 +113,36 @@ describe('record counters on and off', () => {
         ['Collect sums', N / 2, 0],
       ],
     ]);
+  });
+
+  it('a one-to-one operator (map, the timestamp assigner) counts nothing per record: its counts are its input\'s, along a chain of them', async () => {
+    let control: JobControl | undefined;
+    let operators: [string, unknown, unknown][][] = [];
+    const probe: JobService = {
+      start: async (c) => void (control = c),
+      stop: async () => {
+        operators = control!.metrics().subtasks.map((t) => t.operators.map((o) => [o.name, o.metrics['numRecordsIn'], o.metrics['numRecordsOut']]));
+      },
+    };
+    const r = await runInlineResult((env) => {
+      env.fromGenerator((i) => i, { count: N })
+        .map((x) => x + 1).name('first map')
+        .assignTimestampsAndWatermarks(WatermarkStrategy.forMonotonousTimestamps<number>().withTimestampAssigner((x) => x)).name('stamps')
+        .map((x) => x * 2).name('second map')
+        .filter((x) => x % 3 === 0)
+        .collect('thirds');
+    }, { services: [probe] });
+    expect(r.status, r.error?.message).toBe('FINISHED');
+    const thirds = r.collected('thirds').length;
+    expect(thirds).toBe(Math.floor(N / 3)); // (i + 1) * 2 is a multiple of 3 for every third i
+    expect(operators).toEqual([[
+      ['generator', N, N],
+      ['first map', N, N],
+      ['stamps', N, N],
+      ['second map', N, N],
+      ['Filter', N, thirds],
+      ['Collect thirds', thirds, 0],
+    ]]);
   });
 
   it('off: the status line says records are not counted instead of showing 0 records/s', () => {

@@ -14,6 +14,9 @@ export class MapOperator extends StreamOperator {
     this.processRecord = specialize('map', 'op', 'fn',
       'let r; try { r = fn(value); if (op.firstCall) op.checkFirstResult(r, "map"); } catch (e) { throw op.failOn(e, "map", value); } op.output.emit(r, timestamp);')(this, fn);
   }
+  override get oneToOne(): boolean {
+    return true;
+  }
   processBatch(batch: Batch): void {
     const values = batch.values;
     const n = values.length;

@@ -109,6 +109,15 @@ export abstract class StreamOperator {
   /** The user function's result in a chained call is still to be checked once (see refusePromise). */
   firstCall = true;
 
+  /**
+   * Emits exactly one record on its main output per input record, and nothing on side outputs
+   * (map, the timestamp assigner). Its numRecordsOut is then its numRecordsIn, and the task
+   * builds its output without a counter per record (StreamTask.metricsSample).
+   */
+  get oneToOne(): boolean {
+    return false;
+  }
+
   setup(env: OperatorEnvironment, output: Output, numInputs: number): void {
     this.env = env;
     this.output = output;

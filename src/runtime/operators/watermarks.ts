@@ -21,6 +21,10 @@ export class TimestampsAndWatermarksOperator extends StreamOperator implements W
     super();
   }
 
+  override get oneToOne(): boolean {
+    return true;
+  }
+
   protected override setUp(): void {
     try {
       this.generator = this.strategy.createGenerator();
