@@ -412,22 +412,16 @@ class SplitOutput implements SourceOutput<unknown> {
 
   collect(value: unknown, timestamp?: number): void {
     const a = this.assigner;
-    // Each case emits on a path of its own: one variable for both merged the assigner's double
-    // with the reader's tagged NO_TIMESTAMP, and boxed it, a HeapNumber per record.
-    if (a !== undefined) this.stamped(value, assignTimestamp(a, value, timestamp, this.op));
-    else this.stamped(value, readerTimestamp(timestamp, value, this.op));
-    if (!this.moved) {
-      this.moved = true;
-      this.op.splitTouched(this);
-    }
-  }
-
-  private stamped(value: unknown, ts: number): void {
+    const ts = a !== undefined ? assignTimestamp(a, value, timestamp, this.op) : readerTimestamp(timestamp, value, this.op);
     this.op.output.emit(value, ts);
     try {
       this.time.generator.onEvent(value, ts, this.time);
     } catch (e) {
       throw this.op.failOnRecord(e, value);
+    }
+    if (!this.moved) {
+      this.moved = true;
+      this.op.splitTouched(this);
     }
   }
 
