@@ -219,6 +219,24 @@ describe('watermark propagation', () => {
     expect(msg).not.toMatch(/timestamp assigner/);
   });
 
+  it('an assigner that returns no finite number fails the job naming it, chained to the source or after an exchange', async () => {
+    for (const bad of [Number.NaN, Number.POSITIVE_INFINITY, '12' as unknown as number]) {
+      const chained = await failureOf((env) => {
+        env.fromCollection([r('a', 1)]).assignTimestampsAndWatermarks(WatermarkStrategy.forMonotonousTimestamps<R>().withTimestampAssigner(() => bad)).collect();
+      });
+      expect(chained).toMatch(/timestamp assigner returned (NaN|Infinity|12); expected epoch milliseconds as a finite number/);
+      const exchanged = await failureOf((env) => {
+        env.fromCollection([r('a', 1)]).rebalance().assignTimestampsAndWatermarks(WatermarkStrategy.forMonotonousTimestamps<R>().withTimestampAssigner(() => bad)).collect();
+      });
+      expect(exchanged).toMatch(/timestamp assigner returned (NaN|Infinity|12); expected epoch milliseconds as a finite number/);
+    }
+    // No assigner and records without a timestamp: the same check, on the record's own (absent) one.
+    const none = await failureOf((env) => {
+      env.fromCollection([r('a', 1)]).assignTimestampsAndWatermarks(WatermarkStrategy.forMonotonousTimestamps<R>()).collect();
+    });
+    expect(none).toMatch(/timestamp assigner returned -Infinity/);
+  });
+
   it('a watermark lower than an earlier one is ignored', async () => {
     const fn: KeyedProcessFunction<string, R, number> = {
       processElement(_x, ctx, out) {
