@@ -243,7 +243,10 @@ export abstract class KeyedOperator extends StreamOperator implements TimerTarge
     } catch {
       return to;
     }
-    this.prefetched += b.prefetch!(keys, groups, hashes, to - from);
+    // Kept a small integer: a sum that outgrew V8's small integers changed the operator's
+    // hidden class mid-run (the field turned into a double) and deoptimized every function
+    // that had inlined an access to the operator, the whole record path among them.
+    this.prefetched = (this.prefetched + b.prefetch!(keys, groups, hashes, to - from)) & 0xfffffff;
     this.preparedTo = to;
     return to;
   }
