@@ -88,7 +88,18 @@ export function forgetInserts(g: ReadonlyMap<NormKey, unknown>): void {
 
 /** The cache now holds every key of the Map: track inserts from here. */
 export function fillDone(g: ReadonlyMap<NormKey, unknown>): void {
-  if ('added' in g) (g as InsertTracking).added = [];
+  if ('added' in g) (g as InsertTracking).added = emptyKeyList();
+}
+
+/**
+ * An empty list that holds any value without changing its kind: `[]` starts as a list of small
+ * integers, and the first key string pushed changed it, which deoptimized the record path's
+ * insert (noteInsert, inlined there) at the first snapshot of every job.
+ */
+function emptyKeyList(): NormKey[] {
+  const a: NormKey[] = [''];
+  a.length = 0;
+  return a;
 }
 
 /**
