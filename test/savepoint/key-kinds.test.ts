@@ -143,6 +143,30 @@ describe('the kinds of a keyed operator\'s keys across a savepoint', () => {
     expect(without.status, without.error?.message).toBe('FINISHED');
   });
 
+  it('keys set through the batch prefetch of large state are recorded too (their kinds are noted a chunk at a time)', async () => {
+    // Numbers until the state is past the prefetch threshold (2^17 entries), then strings only:
+    // every string key is set by the prefetch path.
+    const PAST_PREFETCH = 160_000;
+    const job = defineJob((env: StreamExecutionEnvironment) => {
+      env.fromGenerator((i) => ({ i }), {})
+        .uid('src')
+        .keyBy((r) => (r.i < PAST_PREFETCH ? r.i : `s${r.i % 1000}`))
+        .process<number>({
+          processElement(_r, ctx, out) {
+            const s = ctx.getState(countD);
+            s.update(s.value()! + 1);
+            if (ctx.getCurrentKey() === 's0') out.collect(s.value()!);
+          },
+        })
+        .uid('counts')
+        .collect('s0');
+    });
+    const { sp, result } = await runThenStop(job, { workers: 1, parallelism: 1 }, 1500, tmp.fresh('sp-prefetch'));
+    expect(result.collected<number>('s0').length, 'string keys came after the prefetch threshold').toBeGreaterThan(0);
+    const d = await decodeSnapshot(sp);
+    expect(d.inline('counts').map((s) => [...(s?.keyKinds ?? [])].sort())).toEqual([['number', 'string']]);
+  });
+
   it('state keyed by numbers and strings restores into a job keyed by numbers alone', async () => {
     const first = await stopped('mixed', { parallelism: 2 }, 300);
     const d = await decodeSnapshot(first.sp);

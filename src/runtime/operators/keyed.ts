@@ -206,6 +206,8 @@ export abstract class KeyedOperator extends StreamOperator implements TimerTarge
   protected preparedTo = 0;
   /** What the prefetches read, kept so that no compiler can drop the reads. */
   prefetched = 0;
+  /** The prepared chunk's key kinds are in keyKindsSeen already (prefetchKeys). */
+  private preparedKindsNoted = false;
 
   /**
    * Lets the backend read the memory that the state lookups of records [from, from + chunk)
@@ -230,6 +232,7 @@ export abstract class KeyedOperator extends StreamOperator implements TimerTarge
     const hashes = this.prefetchHashes;
     const start = b.keyGroupRange.start;
     const maxP = b.maxParallelism;
+    let kinds = 0;
     try {
       for (let i = from; i < to; i++) {
         const original = sel(values[i]);
@@ -239,10 +242,15 @@ export abstract class KeyedOperator extends StreamOperator implements TimerTarge
         keys[i - from] = k;
         groups[i - from] = (kgs !== undefined ? kgs[i]! : keyGroupOfBits(bits, maxP)) - start;
         hashes[i - from] = keyHashOfBits(k, bits);
+        kinds |= keyKindBit(k);
       }
     } catch {
       return to;
     }
+    // The chunk's key kinds at once, not per record (keyPrepared), unless a restore's check of
+    // them is on: that one goes record by record, to fail at the record that breaks it.
+    this.preparedKindsNoted = this.keyKindChecksLeft === 0;
+    if (this.preparedKindsNoted) this.keyKindsSeen |= kinds;
     // Kept a small integer: a sum that outgrew V8's small integers changed the operator's
     // hidden class mid-run (the field turned into a double) and deoptimized every function
     // that had inlined an access to the operator, the whole record path among them.
@@ -260,7 +268,7 @@ export abstract class KeyedOperator extends StreamOperator implements TimerTarge
     } catch (e) {
       throw this.failOn(e, 'keyBy key selector', v);
     }
-    this.noteKeyKind(v);
+    if (!this.preparedKindsNoted) this.noteKeyKind(v);
   }
 
   protected override onWatermark(timestamp: number): void {
