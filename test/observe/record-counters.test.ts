@@ -69,6 +69,24 @@ async function cancel(h: Handle): Promise<void> {
   }
 }
 
+/**
+ * Runs a job to its end and reads every operator's [name, numRecordsIn, numRecordsOut] per
+ * subtask when it has ended, through the control API (the REST views serve the same objects).
+ */
+async function operatorCounts(build: (env: StreamExecutionEnvironment) => void) {
+  let control: JobControl | undefined;
+  let operators: [string, unknown, unknown][][] = [];
+  const probe: JobService = {
+    start: async (c) => void (control = c),
+    stop: async () => {
+      operators = control!.metrics().subtasks.map((t) => t.operators.map((o) => [o.name, o.metrics['numRecordsIn'], o.metrics['numRecordsOut']]));
+    },
+  };
+  const r = await runInlineResult(build, { services: [probe] });
+  expect(r.status, r.error?.message).toBe('FINISHED');
+  return { r, operators };
+}
+
 describe('record counters on and off', () => {
   it('off: the job computes the same output, and its record counts stay at 0; on (default): they count', async () => {
     const on = await runPipeline(undefined);
@@ -87,17 +105,7 @@ describe('record counters on and off', () => {
   });
 
   it('each operator of a chain counts what it took and handed on, whether it counts itself or takes its sole feeder\'s output count', async () => {
-    // Read when the job has ended, through the control API (the REST views serve the same objects).
-    let control: JobControl | undefined;
-    let operators: [string, unknown, unknown][][] = [];
-    const probe: JobService = {
-      start: async (c) => void (control = c),
-      stop: async () => {
-        operators = control!.metrics().subtasks.map((t) => t.operators.map((o) => [o.name, o.metrics['numRecordsIn'], o.metrics['numRecordsOut']]));
-      },
-    };
-    const r = await runInlineResult(pipeline, { services: [probe] });
-    expect(r.status, r.error?.message).toBe('FINISHED');
+    const { operators } = await operatorCounts(pipeline);
     const thirds = Math.ceil(N / 3);
     expect(operators).toEqual([
       [
@@ -116,23 +124,14 @@ describe('record counters on and off', () => {
   });
 
   it('a one-to-one operator (map, the timestamp assigner) counts nothing per record: its counts are its input\'s, along a chain of them', async () => {
-    let control: JobControl | undefined;
-    let operators: [string, unknown, unknown][][] = [];
-    const probe: JobService = {
-      start: async (c) => void (control = c),
-      stop: async () => {
-        operators = control!.metrics().subtasks.map((t) => t.operators.map((o) => [o.name, o.metrics['numRecordsIn'], o.metrics['numRecordsOut']]));
-      },
-    };
-    const r = await runInlineResult((env) => {
+    const { r, operators } = await operatorCounts((env) => {
       env.fromGenerator((i) => i, { count: N })
         .map((x) => x + 1).name('first map')
         .assignTimestampsAndWatermarks(WatermarkStrategy.forMonotonousTimestamps<number>().withTimestampAssigner((x) => x)).name('stamps')
         .map((x) => x * 2).name('second map')
         .filter((x) => x % 3 === 0)
         .collect('thirds');
-    }, { services: [probe] });
-    expect(r.status, r.error?.message).toBe('FINISHED');
+    });
     const thirds = r.collected('thirds').length;
     expect(thirds).toBe(Math.floor(N / 3)); // (i + 1) * 2 is a multiple of 3 for every third i
     expect(operators).toEqual([[

@@ -86,11 +86,7 @@ export class TimestampsAndWatermarksOperator extends StreamOperator implements W
         const v = values[i];
         const prev = timestamps[i]!;
         inGenerator = false;
-        let ts = assigner !== undefined ? assigner(v, prev === Number.NEGATIVE_INFINITY ? undefined : prev) : prev;
-        if (typeof ts !== 'number' || !Number.isFinite(ts)) {
-          throw new TypeError(`timestamp assigner returned ${String(ts)}; expected epoch milliseconds as a finite number`);
-        }
-        ts = wholeMs(ts);
+        const ts = wholeMs(finiteTimestamp(assigner !== undefined ? assigner(v, prev === Number.NEGATIVE_INFINITY ? undefined : prev) : prev));
         out.emit(v, ts);
         inGenerator = true;
         gen.onEvent(v, ts, this);
