@@ -32,7 +32,7 @@ import { packStored, STORED_NUMBER_MAX_BYTES, writeStoredNumber } from './stored
 
 export const OP_PUT = 1;
 export const OP_REMOVE = 2;
-/** Batches are smaller than this (2 GiB: a batch is one ArrayBuffer), so key group * span + offset sorts by group, then offset. */
+/** Batches are smaller than this (2 GiB: a batch is one ArrayBuffer), so an operation's offset fits the thread's Int32Array. */
 const OP_INDEX_SPAN = 2 ** 31;
 
 /** Control array slots (Int32Array over a SharedArrayBuffer, one per store). */
@@ -54,20 +54,55 @@ function fail(s, seq, e) {
   Atomics.store(s.ctl, ${FAILED}, seq);
   Atomics.notify(s.ctl, ${COMMITTED});
 }
-/** The batch's operations as key group * ${OP_INDEX_SPAN} + offset, sorted: offsets in key group order, stable. */
+/** Operations per key group, reused from batch to batch (a key group is the key's first two bytes). */
+const perGroup = new Int32Array(65536);
+/**
+ * The batch's operations' offsets in key group order, stable (operations of one group keep
+ * their order): a counting sort, two passes over the batch and none over the groups unused.
+ */
 function byKeyGroup(b, len) {
-  const starts = [];
+  let offsets = new Int32Array(1024);
+  let groups = new Uint16Array(1024);
+  let n = 0;
   let p = 0;
   while (p < len) {
     const op = b[p];
     const kl = b[p + 1] | (b[p + 2] << 8);
     if (kl < 5 || p + 3 + kl > len) throw new Error('bad write-behind batch at byte ' + p);
-    starts.push(((b[p + 3] << 8) | b[p + 4]) * ${OP_INDEX_SPAN} + p);
+    if (n === offsets.length) {
+      const o = new Int32Array(2 * n);
+      o.set(offsets);
+      offsets = o;
+      const g = new Uint16Array(2 * n);
+      g.set(groups);
+      groups = g;
+    }
+    offsets[n] = p;
+    groups[n++] = (b[p + 3] << 8) | b[p + 4];
     p += 3 + kl;
     if (op === ${OP_PUT}) p += 4 + b.readUInt32LE(p);
   }
   if (p !== len) throw new Error('bad write-behind batch: ' + p + ' of ' + len + ' bytes');
-  return Float64Array.from(starts).sort();
+  for (let i = 0; i < n; i++) perGroup[groups[i]]++;
+  // Counts to starting places, over the groups present only (found again through the operations).
+  let at = 0;
+  for (let i = 0; i < n; i++) {
+    const g = groups[i];
+    const c = perGroup[g];
+    if (c > 0) {
+      perGroup[g] = -at - 1; // placed: -(start + 1)
+      at += c;
+    }
+  }
+  const order = new Int32Array(n);
+  for (let i = 0; i < n; i++) {
+    const g = groups[i];
+    const next = -perGroup[g] - 1;
+    order[next] = offsets[i];
+    perGroup[g] = -(next + 1) - 1;
+  }
+  for (let i = 0; i < n; i++) perGroup[groups[i]] = 0;
+  return order;
 }
 parentPort.on('message', (m) => {
   if (m.t === 'open') {
@@ -92,8 +127,12 @@ parentPort.on('message', (m) => {
     // with the group, so consecutive puts land in neighbouring B-tree pages, still in the
     // CPU's caches, where the batch's order (the cache's eviction order) is random.
     const order = byKeyGroup(b, m.len);
+    // A value is given as the batch buffer with start and end set (lmdb-js reads a Buffer's own
+    // start/end when it has them), not as a Buffer made per value; lmdb-js records its address
+    // at once, so the next put may move start and end.
+    const values = Buffer.from(m.buf, 0, m.len);
     for (let i = 0; i < order.length; i++) {
-      let p = order[i] % ${OP_INDEX_SPAN};
+      let p = order[i];
       const op = b[p];
       const kl = b[p + 1] | (b[p + 2] << 8);
       p += 3;
@@ -102,7 +141,9 @@ parentPort.on('message', (m) => {
       if (op === ${OP_PUT}) {
         const vl = b.readUInt32LE(p);
         p += 4;
-        last = s.db.put(key, b.subarray(p, p + vl));
+        values.start = p;
+        values.end = p + vl;
+        last = s.db.put(key, values);
       } else if (op === ${OP_REMOVE}) last = s.db.remove(key);
       else throw new Error('bad write-behind operation ' + op);
     }
