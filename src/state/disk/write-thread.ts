@@ -104,9 +104,27 @@ function byKeyGroup(b, len) {
   for (let i = 0; i < n; i++) perGroup[groups[i]] = 0;
   return order;
 }
+/** The batch being written: batchKeys reads its keys from it. */
+let batch = null;
+/**
+ * lmdb-js's custom key encoding (its keyEncoder option): a key is given as the offset of its
+ * operation in the batch and copied from there into lmdb-js's instruction buffer, the same bytes
+ * as keyEncoding 'binary' would write, without a Buffer made per key. This thread only writes.
+ */
+const batchKeys = {
+  writeKey(op, target, start) {
+    const kl = batch[op + 1] | (batch[op + 2] << 8);
+    for (let j = 0, from = op + 3; j < kl; j++) target[start + j] = batch[from + j];
+    return start + kl;
+  },
+  readKey() {
+    throw new Error('the write-behind thread reads no keys');
+  },
+};
 parentPort.on('message', (m) => {
   if (m.t === 'open') {
-    stores.set(m.id, { db: lmdb.open(m.options), ctl: new Int32Array(m.ctl), err: new Uint8Array(m.err), failed: false });
+    const options = { ...m.options, keyEncoding: undefined, keyEncoder: batchKeys };
+    stores.set(m.id, { db: lmdb.open(options), ctl: new Int32Array(m.ctl), err: new Uint8Array(m.err), failed: false });
     return;
   }
   const s = stores.get(m.id);
@@ -131,22 +149,21 @@ parentPort.on('message', (m) => {
     // start/end when it has them), not as a Buffer made per value; lmdb-js records its address
     // at once, so the next put may move start and end.
     const values = Buffer.from(m.buf, 0, m.len);
+    batch = b;
     for (let i = 0; i < order.length; i++) {
-      let p = order[i];
-      const op = b[p];
-      const kl = b[p + 1] | (b[p + 2] << 8);
-      p += 3;
-      const key = b.subarray(p, p + kl);
-      p += kl;
+      const at = order[i];
+      const op = b[at];
+      let p = at + 3 + (b[at + 1] | (b[at + 2] << 8));
       if (op === ${OP_PUT}) {
         const vl = b.readUInt32LE(p);
         p += 4;
         values.start = p;
         values.end = p + vl;
-        last = s.db.put(key, values);
-      } else if (op === ${OP_REMOVE}) last = s.db.remove(key);
+        last = s.db.put(at, values);
+      } else if (op === ${OP_REMOVE}) last = s.db.remove(at);
       else throw new Error('bad write-behind operation ' + op);
     }
+    batch = null;
     last.then(() => {
       Atomics.store(s.ctl, ${COMMITTED}, m.seq);
       Atomics.notify(s.ctl, ${COMMITTED});
