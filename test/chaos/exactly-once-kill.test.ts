@@ -1,7 +1,8 @@
 /**
  * Chaos (b): `weir run` killed with SIGKILL at random moments and resumed with --from
  * latest-or-empty, on a job with keyed state, event-time windows and the exactly-once file
- * sink, at parallelism > 1 on 2 workers. The committed output must equal the failure-free
+ * sink, at parallelism > 1 on 2 workers (heap backend aligned and unaligned, and the disk
+ * backend with incremental checkpoints). The committed output must equal the failure-free
  * run's exactly: nothing lost, nothing duplicated. Seeded; prints the seed.
  */
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -42,11 +43,14 @@ async function runNode(args: string[]): Promise<number | null> {
 
 describe('chaos: SIGKILL and resume from the latest checkpoint', () => {
   // The unaligned variant: barriers overtake in-flight data, which every restore replays (with
-  // the windows' watermarks in it); fewer kills to keep the suite's time.
+  // the windows' watermarks in it); fewer kills to keep the suite's time (also the disk variant).
   const variants = [
     ['p2', '2', 'exactly-once', [], 10],
     ['p3', '3', 'exactly-once', [], 10],
     ['p2-unaligned', '2', 'exactly-once', ['--unaligned-checkpoints', 'on'], 6],
+    // The disk backend with a cache far smaller than the state, so that its write thread is
+    // always busy when a kill lands, and incremental checkpoints (a delta chain over LMDB).
+    ['p2-disk', '2', 'exactly-once', ['--state-backend', 'disk', '--state-cache-entries', '500', '--incremental-checkpoints', 'on'], 6],
   ] as const;
   for (const [name, parallelism, mode, extra, kills] of variants) {
     it(`committed output equals the failure-free run after ${kills} kills (${name}, ${mode}, 2 workers)`, async () => {
