@@ -148,11 +148,15 @@ export function keyGroupOfBits(bits: number, maxParallelism: number): number {
 }
 
 /**
- * (h >>> 0) % m for a signed 32-bit h: split into 16-bit halves, ((hi % m) * 2^16 + lo) % m
- * is the same number and stays below 2^31 for m <= 2^15 (UPPER_BOUND_MAX_PARALLELISM).
+ * (h >>> 0) % m for a signed 32-bit h. A power of two (the default max parallelism, 128, and
+ * Flink's defaults) is its low bits: no division, where this runs for every record twice (the
+ * sender's partitioning and the receiver's key). Else split into 16-bit halves:
+ * ((hi % m) * 2^16 + lo) % m is the same number and stays below 2^31 for m <= 2^15
+ * (UPPER_BOUND_MAX_PARALLELISM).
  */
 function unsignedMod(h: number, m: number): number {
   if ((m | 0) === m && m >= 1 && m <= UPPER_BOUND_MAX_PARALLELISM) {
+    if ((m & (m - 1)) === 0) return h & (m - 1);
     return ((((h >>> 16) % m) << 16) | (h & 0xffff)) % m;
   }
   return (h >>> 0) % m;
