@@ -17,18 +17,25 @@
  *  16  u32 byte length L of the field names (JSON array; L = 0: the records are primitives,
  *      one column), then L bytes; then one kind byte per column; padding to 8
  *      [timestamps f64 x n unless TS_CONST] [key groups u16 x n if KEY_GROUPS, padded]
+ *      [key hashes i32 x n if KEY_HASHES, padded]
  *      per column: I32 i32 x n | F64 f64 x n | BOOL u8 x n | STR u32 offsets x (n+1), bytes |
  *      PACKED u32 length, msgpack bytes — each padded to 8.
  * A batch that does not fit (mixed shapes, class instances, arrays as records, key groups
  * over 65535) is returned as undefined, and the caller encodes it with msgpack instead.
+ * Version 2 is version 1 with the KEY_HASHES flag allowed; a batch without key hashes is still
+ * written as version 1, byte for byte as before, and an older reader refuses a version 2 batch
+ * by its version instead of reading the hashes as a column.
  */
 import { newTimestamps, type Batch } from './batch.ts';
 
 export const COLUMNAR_TAG = 0xc1;
 const VERSION = 1;
+/** The version of a batch with key hashes (KEY_HASHES). */
+const VERSION_KEY_HASHES = 2;
 
 const TS_CONST = 1;
 const KEY_GROUPS = 2;
+const KEY_HASHES = 4;
 const HEADER_BYTES = 16;
 
 const I32 = 1;
@@ -272,6 +279,8 @@ export function encodeColumnar(batch: Batch, packer: ValuePacker): Uint8Array | 
   const { values, timestamps, keyGroups } = batch;
   const n = values.length;
   if (n === 0 || timestamps.length !== n || (keyGroups !== undefined && keyGroups.length !== n)) return undefined;
+  // Hashes only beside key groups, of the same length; else left out (a receiver hashes itself).
+  const keyHashes = keyGroups !== undefined && batch.keyHashes?.length === n ? batch.keyHashes : undefined;
   const first = values[0];
   let shape: Shape | undefined;
   let cols: unknown[][];
@@ -290,7 +299,7 @@ export function encodeColumnar(batch: Batch, packer: ValuePacker): Uint8Array | 
     cols = [values];
   }
   try {
-    return encodeColumns(cols, n, timestamps, keyGroups, shape?.nameBytes, packer);
+    return encodeColumns(cols, n, timestamps, keyGroups, keyHashes, shape?.nameBytes, packer);
   } finally {
     if (shape !== undefined) releaseColumns(shape.cols, n);
   }
@@ -304,7 +313,10 @@ function releaseColumns(cols: unknown[][], n: number): void {
   for (const c of cols) c.fill(undefined, 0, n); // fill stops at the array's end
 }
 
-function encodeColumns(cols: unknown[][], n: number, timestamps: number[], keyGroups: number[] | undefined, nameBytes: Uint8Array | undefined, packer: ValuePacker): Uint8Array | undefined {
+function encodeColumns(
+  cols: unknown[][], n: number, timestamps: number[], keyGroups: number[] | undefined, keyHashes: number[] | undefined,
+  nameBytes: Uint8Array | undefined, packer: ValuePacker,
+): Uint8Array | undefined {
   let tsConst = true;
   const t0 = timestamps[0]!;
   for (let i = 1; i < n; i++) {
@@ -321,14 +333,17 @@ function encodeColumns(cols: unknown[][], n: number, timestamps: number[], keyGr
       if (!(g >= 0 && g <= 0xffff && (g | 0) === g)) return undefined;
     }
   }
+  if (keyHashes !== undefined) {
+    for (let i = 0; i < n; i++) if ((keyHashes[i]! | 0) !== keyHashes[i]) return undefined;
+  }
   const numCols = cols.length;
   const nameLen = nameBytes?.byteLength ?? 0;
   const kindsAt = HEADER_BYTES + 4 + nameLen;
   let pos = pad8(kindsAt + numCols);
   ensure(pos + 8);
   u8[0] = COLUMNAR_TAG;
-  u8[1] = VERSION;
-  u8[2] = (tsConst ? TS_CONST : 0) | (keyGroups !== undefined ? KEY_GROUPS : 0);
+  u8[1] = keyHashes !== undefined ? VERSION_KEY_HASHES : VERSION;
+  u8[2] = (tsConst ? TS_CONST : 0) | (keyGroups !== undefined ? KEY_GROUPS : 0) | (keyHashes !== undefined ? KEY_HASHES : 0);
   u8[3] = numCols;
   dv.setUint32(4, n, true);
   dv.setFloat64(8, tsConst ? t0 : 0, true);
@@ -345,6 +360,12 @@ function encodeColumns(cols: unknown[][], n: number, timestamps: number[], keyGr
     const a = new Uint16Array(buf, pos, n);
     for (let i = 0; i < n; i++) a[i] = keyGroups[i]!;
     pos = pad8(pos + n * 2);
+  }
+  if (keyHashes !== undefined) {
+    ensure(pos + n * 4 + 8);
+    const a = new Int32Array(buf, pos, n);
+    for (let i = 0; i < n; i++) a[i] = keyHashes[i]!;
+    pos = pad8(pos + n * 4);
   }
   for (let f = 0; f < numCols; f++) {
     const c = cols[f]!;
@@ -366,8 +387,9 @@ export function decodeColumnar(bytes: Uint8Array, packer: ValuePacker): Batch {
   const base = bytes.byteOffset;
   const view = new DataView(b, base, bytes.byteLength);
   if (bytes[0] !== COLUMNAR_TAG) throw new Error('not a columnar batch');
-  if (bytes[1] !== VERSION) throw new Error(`columnar batch of version ${bytes[1]}; this version reads ${VERSION}`);
+  if (bytes[1] !== VERSION && bytes[1] !== VERSION_KEY_HASHES) throw new Error(`columnar batch of version ${bytes[1]}; this version reads ${VERSION} and ${VERSION_KEY_HASHES}`);
   const flags = bytes[2]!;
+  if ((flags & KEY_HASHES) !== 0 && (bytes[1] !== VERSION_KEY_HASHES || (flags & KEY_GROUPS) === 0)) throw new Error('columnar batch: key hashes without key groups or in a version 1 batch');
   const numCols = bytes[3]!;
   const n = view.getUint32(4, true);
   const nameLen = view.getUint32(HEADER_BYTES, true);
@@ -390,6 +412,13 @@ export function decodeColumnar(bytes: Uint8Array, packer: ValuePacker): Batch {
     const a = new Uint16Array(b, base + pos, n);
     for (let i = 0; i < n; i++) keyGroups[i] = a[i]!;
     pos = pad8(pos + n * 2);
+  }
+  let keyHashes: number[] | undefined;
+  if ((flags & KEY_HASHES) !== 0) {
+    keyHashes = new Array<number>(n);
+    const a = new Int32Array(b, base + pos, n);
+    for (let i = 0; i < n; i++) keyHashes[i] = a[i]!;
+    pos = pad8(pos + n * 4);
   }
   const cols: ArrayLike<unknown>[] = [];
   for (let f = 0; f < numCols; f++) {
@@ -434,7 +463,8 @@ export function decodeColumnar(bytes: Uint8Array, packer: ValuePacker): Batch {
     values = new Array(n);
     (shape?.build ?? genericBuild(names))(n, cols, values);
   }
-  return keyGroups === undefined ? { values, timestamps } : { values, timestamps, keyGroups };
+  if (keyGroups === undefined) return { values, timestamps };
+  return keyHashes === undefined ? { values, timestamps, keyGroups } : { values, timestamps, keyGroups, keyHashes };
 }
 
 const fromCharCode = String.fromCharCode;

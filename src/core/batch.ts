@@ -15,6 +15,14 @@ export interface Batch {
    * already hashed every key, so the keyed operator downstream does not hash it again.
    */
   keyGroups?: number[];
+  /**
+   * keyHash (state/key-table.ts) of each record's normalised key, beside keyGroups from the
+   * same hash partitioning: the partitioner computed both from one hash of the key, so the
+   * state tables downstream do not hash the key again. Only a hint: whoever rebuilds a batch
+   * (a restore filtering in-flight data, the msgpack encoding) leaves it out, and a receiver
+   * without it hashes the key itself. Never present without keyGroups.
+   */
+  keyHashes?: number[];
 }
 
 /** Marks a record without an event timestamp (like Flink's hasTimestamp == false). */

@@ -11,12 +11,14 @@ import { END_OF_DATA, END_OF_DATA_STOP, STATUS_ACTIVE, STATUS_IDLE, watermark, t
 import type { BatchConsumer } from './output.ts';
 import type { KeySelectorFn } from '../core/partitioning.ts';
 import type { PartitionKind } from '../core/partitioning.ts';
-import { keyGroupOf, normalizeKey, operatorIndexForKeyGroup } from '../state/key-groups.ts';
+import { keyBits, keyGroupOfBits, normalizeKey, operatorIndexForKeyGroup } from '../state/key-groups.ts';
+import { keyHashOfBits } from '../state/key-table.ts';
 
 export class RecordWriter implements BatchConsumer, AvailabilityListener {
   private readonly bufV: unknown[][];
   private readonly bufT: number[][];
   private readonly bufK: number[][];
+  private readonly bufH: number[][];
   /**
    * Records in each channel's buffers. The buffers are allocated at the length of the channel's
    * last batch and filled by index (growing arrays by push allocates about twice over; see Output).
@@ -44,6 +46,7 @@ export class RecordWriter implements BatchConsumer, AvailabilityListener {
     this.bufV = channels.map(() => []);
     this.bufT = channels.map(() => []);
     this.bufK = channels.map(() => []);
+    this.bufH = channels.map(() => []);
     this.bufN = channels.map(() => 0);
     for (const c of channels) c.setListener(this);
     // Round robin starts at each producer's own place, as Flink's RebalancePartitioner starts
@@ -116,6 +119,7 @@ export class RecordWriter implements BatchConsumer, AvailabilityListener {
     const bufV = this.bufV;
     const bufT = this.bufT;
     const bufK = this.bufK;
+    const bufH = this.bufH;
     const bufN = this.bufN;
     const size = this.batchSize;
     let i = 0;
@@ -126,14 +130,18 @@ export class RecordWriter implements BatchConsumer, AvailabilityListener {
       for (; i < values.length; i++) {
         const v = values[i];
         selecting = true;
-        const kg = keyGroupOf(normalizeKey(sel(v)), maxP);
+        const k = normalizeKey(sel(v));
         selecting = false;
+        // One hash of the key gives both its key group and the state tables' hash of it.
+        const bits = keyBits(k);
+        const kg = keyGroupOfBits(bits, maxP);
         const target = operatorIndexForKeyGroup(maxP, p, kg);
         const at = bufN[target]!;
         // Beyond the allocated length these append, like push.
         bufV[target]![at] = v;
         bufT[target]![at] = timestamps[i]!;
         bufK[target]![at] = kg;
+        bufH[target]![at] = keyHashOfBits(k, bits);
         bufN[target] = at + 1;
         if (at + 1 >= size) this.flushChannel(target);
       }
@@ -151,17 +159,20 @@ export class RecordWriter implements BatchConsumer, AvailabilityListener {
     const v = this.bufV[c]!;
     const t = this.bufT[c]!;
     const k = this.bufK[c]!;
+    const h = this.bufH[c]!;
     // Shorter than allocated: cut to the records (trimmed in place, nothing copied).
     if (v.length !== n) {
       v.length = n;
       t.length = n;
       k.length = n;
+      h.length = n;
     }
-    // The key groups go along: the keyed operator downstream does not hash the keys again.
-    const batch: Batch = { values: v, timestamps: t, keyGroups: k };
+    // The key groups and hashes go along: the keyed operator downstream does not hash the keys again.
+    const batch: Batch = { values: v, timestamps: t, keyGroups: k, keyHashes: h };
     this.bufV[c] = new Array(n);
     this.bufT[c] = newTimestamps(n);
     this.bufK[c] = new Array(n);
+    this.bufH[c] = new Array(n);
     this.bufN[c] = 0;
     this.channels[c]!.send(batch);
   }

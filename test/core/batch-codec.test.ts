@@ -1,6 +1,6 @@
 /**
  * Batches between threads: the columnar encoding round-trips every batch exactly (values,
- * field order, timestamps, key groups, -0, NaN, non-ASCII strings), batches that do not fit
+ * field order, timestamps, key groups and key hashes, -0, NaN, non-ASCII strings), batches that do not fit
  * it go to msgpack, and msgpack batches from before (kept in checkpoints) still decode.
  */
 import { describe, expect, it } from 'vitest';
@@ -16,6 +16,7 @@ function expectSame(back: Batch, batch: Batch): void {
   expect(back.values).toEqual(batch.values);
   expect(back.timestamps).toEqual(batch.timestamps);
   expect(back.keyGroups).toEqual(batch.keyGroups);
+  expect(back.keyHashes).toEqual(batch.keyHashes);
   for (let i = 0; i < batch.values.length; i++) {
     const v = batch.values[i];
     const b = back.values[i];
@@ -44,6 +45,28 @@ describe('batch encoding between threads', () => {
     const values = [{ key: 'w1', count: 1 }, { key: 'w22', count: 2 }, { key: '', count: -3 }];
     roundTrip({ values, timestamps: values.map(() => NO_TIMESTAMP) }, true);
     roundTrip({ values, timestamps: [1, 2, 3], keyGroups: [0, 127, 65535] }, true);
+    roundTrip({ values, timestamps: [1, 2, 3], keyGroups: [0, 127, 65535], keyHashes: [-2_147_483_648, 0, 2_147_483_647] }, true);
+  });
+
+  it('key hashes travel only beside key groups; a batch without them is a version 1 batch, as before', () => {
+    const values = [{ key: 'w1', count: 1 }, { key: 'w2', count: 2 }];
+    const plain = encodeBatch({ values, timestamps: [1, 2], keyGroups: [3, 4] });
+    expect([plain[1], plain[2]]).toEqual([1, 2]); // version 1, flags: key groups
+    const hashed = encodeBatch({ values, timestamps: [1, 2], keyGroups: [3, 4], keyHashes: [-7, 9] });
+    expect([hashed[1], hashed[2]]).toEqual([2, 6]); // version 2, flags: key groups and hashes
+    // Hashes without key groups, or not one per record, are left out: the receiver hashes itself.
+    expect(decodeBatch(encodeBatch({ values, timestamps: [1, 2], keyHashes: [-7, 9] })).keyHashes).toBeUndefined();
+    expect(decodeBatch(encodeBatch({ values, timestamps: [1, 2], keyGroups: [3, 4], keyHashes: [-7] })).keyHashes).toBeUndefined();
+    // The msgpack encoding (records that do not fit columns) leaves them out too.
+    const odd = decodeBatch(encodeBatch({ values: [[1], [2]], timestamps: [1, 2], keyGroups: [3, 4], keyHashes: [-7, 9] }));
+    expect([odd.keyGroups, odd.keyHashes]).toEqual([[3, 4], undefined]);
+    // Bad input: a flag for hashes without key groups, or in a version 1 batch, is refused.
+    const noGroups = hashed.slice();
+    noGroups[2] = 4;
+    expect(() => decodeBatch(noGroups)).toThrow(/key hashes without key groups/);
+    const v1 = hashed.slice();
+    v1[1] = 1;
+    expect(() => decodeBatch(v1)).toThrow(/key hashes without key groups or in a version 1 batch/);
   });
 
   it('keeps number kinds, signs and special values exactly', () => {
@@ -169,7 +192,8 @@ describe('batch encoding between threads', () => {
       const constTs = rng.int(2) === 0;
       const timestamps = values.map(() => (constTs ? NO_TIMESTAMP : rng.int(1e12)));
       const keyGroups = rng.int(2) === 0 ? values.map(() => rng.int(32768)) : undefined;
-      const batch: Batch = keyGroups === undefined ? { values, timestamps } : { values, timestamps, keyGroups };
+      const keyHashes = keyGroups !== undefined && rng.int(2) === 0 ? values.map(() => rng.nextUint32() | 0) : undefined;
+      const batch: Batch = keyGroups === undefined ? { values, timestamps } : keyHashes === undefined ? { values, timestamps, keyGroups } : { values, timestamps, keyGroups, keyHashes };
       roundTrip(batch, true);
     }
   });

@@ -12,6 +12,7 @@ import { RecordWriter } from '../../src/runtime/record-writer.ts';
 import { OutputChannel } from '../../src/runtime/channels/channel.ts';
 import type { ChannelElement } from '../../src/runtime/events.ts';
 import { keyGroupOf, normalizeKey, operatorIndexForKeyGroup } from '../../src/state/key-groups.ts';
+import { keyHash } from '../../src/state/key-table.ts';
 
 class Collecting implements BatchConsumer {
   readonly batches: Batch[] = [];
@@ -64,7 +65,7 @@ describe('Output batches', () => {
     expect(got).toEqual(emitted);
   });
 
-  it('hash partitioning hands each channel exactly its records and key groups, without holes (seeded)', () => {
+  it('hash partitioning hands each channel exactly its records, key groups and key hashes, without holes (seeded)', () => {
     const seed = Number(process.env.SEED ?? Math.floor(Math.random() * 1_000_000));
     console.log(`record writer batches seed=${seed} (replay with SEED=${seed})`);
     const rng = new Rng(seed);
@@ -76,7 +77,7 @@ describe('Output batches', () => {
     const channels = [0, 1, 2].map((c) => new OutputChannel(c, 1_000_000, (el: ChannelElement) => {
       if (!('values' in el)) return;
       received[c]!.push(el);
-      copies[c]!.push({ values: [...el.values], timestamps: [...el.timestamps], keyGroups: [...el.keyGroups!] });
+      copies[c]!.push({ values: [...el.values], timestamps: [...el.timestamps], keyGroups: [...el.keyGroups!], keyHashes: [...el.keyHashes!] });
     }));
     const sel = (r: unknown) => (r as { k: string }).k;
     const writer = new RecordWriter('hash', channels, [0, 1, 2], p, sel, maxP,
@@ -108,9 +109,12 @@ describe('Output batches', () => {
         expect(b.values.length, where).toBeLessThanOrEqual(batchSize);
         expect(b.timestamps.length, where).toBe(b.values.length);
         expect(b.keyGroups!.length, where).toBe(b.values.length);
+        expect(b.keyHashes!.length, where).toBe(b.values.length);
         for (let i = 0; i < b.values.length; i++) {
-          expect(i in b.values && i in b.timestamps && i in b.keyGroups!, `${where} slot ${i}`).toBe(true);
+          expect(i in b.values && i in b.timestamps && i in b.keyGroups! && i in b.keyHashes!, `${where} slot ${i}`).toBe(true);
           got.push([b.values[i], b.timestamps[i]!, b.keyGroups![i]!]);
+          // The state tables' hash of the key, as the receiver would compute it.
+          expect(b.keyHashes![i], `${where} slot ${i}`).toBe(keyHash(normalizeKey(sel(b.values[i]))));
         }
         expect(b, `${where} changed after it was sent`).toEqual(copies[c]![k]);
       });

@@ -97,7 +97,7 @@ export class CountWindowOperator extends KeyedOperator {
 
   processBatch(batch: Batch): void {
     const { values, timestamps } = batch;
-    const kgs = batch.keyGroups;
+    const kgs = this.keyGroupsOf(batch);
     const sel = this.env.keySelectors[0] as KeySelectorFn;
     let i = 0;
     try {

@@ -94,7 +94,7 @@ export class IntervalJoinOperator extends KeyedOperator {
 
   processBatch(batch: Batch, input: number): void {
     const { values, timestamps } = batch;
-    const kgs = batch.keyGroups;
+    const kgs = this.keyGroupsOf(batch);
     const sel = this.env.keySelectors[input] as KeySelectorFn;
     const isLeft = input === 0;
     let i = 0;

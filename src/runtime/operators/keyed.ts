@@ -188,12 +188,32 @@ export abstract class KeyedOperator extends StreamOperator implements TimerTarge
     let key: unknown;
     try {
       key = sel(v);
-      if (kgs !== undefined) this.backend.setCurrentKeyInGroup(key, kgs[i]!);
-      else this.backend.setCurrentKey(key);
+      if (kgs === undefined) this.backend.setCurrentKey(key);
+      else if (kgs === this.hashedGroups) this.backend.setCurrentPreparedKey(key, normalizeKey(key), kgs[i]!, this.groupHashes![i]!);
+      else this.backend.setCurrentKeyInGroup(key, kgs[i]!);
     } catch (e) {
       throw this.failOn(e, 'keyBy key selector', v);
     }
     this.noteKeyKind(v);
+  }
+
+  /** The key groups of the batch being processed whose key hashes came with it (keyGroupsOf). */
+  private hashedGroups: number[] | undefined;
+  private groupHashes: number[] | undefined;
+
+  /**
+   * The batch's key groups (undefined unless it comes from hash partitioning), and its key
+   * hashes noted beside them for keyFrom and prefetchKeys: tied to that key group array, so a
+   * batch's hashes are never read for another's records.
+   */
+  protected keyGroupsOf(batch: Batch): number[] | undefined {
+    const kgs = batch.keyGroups;
+    const hashes = batch.keyHashes;
+    if (hashes !== undefined && kgs !== undefined && hashes.length === kgs.length) {
+      this.hashedGroups = kgs;
+      this.groupHashes = hashes;
+    }
+    return kgs;
   }
 
   private prefetchKeyList: NormKey[] = [];
@@ -237,11 +257,17 @@ export abstract class KeyedOperator extends StreamOperator implements TimerTarge
       for (let i = from; i < to; i++) {
         const original = sel(values[i]);
         const k = normalizeKey(original);
-        const bits = keyBits(k);
         originals[i - from] = original;
         keys[i - from] = k;
-        groups[i - from] = (kgs !== undefined ? kgs[i]! : keyGroupOfBits(bits, maxP)) - start;
-        hashes[i - from] = keyHashOfBits(k, bits);
+        if (kgs !== undefined && kgs === this.hashedGroups) {
+          // Both from the partitioner's one hash of the key: nothing to hash here.
+          groups[i - from] = kgs[i]! - start;
+          hashes[i - from] = this.groupHashes![i]!;
+        } else {
+          const bits = keyBits(k);
+          groups[i - from] = (kgs !== undefined ? kgs[i]! : keyGroupOfBits(bits, maxP)) - start;
+          hashes[i - from] = keyHashOfBits(k, bits);
+        }
         kinds |= keyKindBit(k);
       }
     } catch {
@@ -397,7 +423,7 @@ export class KeyedProcessOperator extends KeyedFunctionOperator {
   }
   processBatch(batch: Batch): void {
     const { values, timestamps } = batch;
-    const kgs = batch.keyGroups;
+    const kgs = this.keyGroupsOf(batch);
     const sel = this.env.keySelectors[0] as KeySelectorFn;
     const prefetchAt = this.prefetchKeys(sel, values, kgs, 0);
     // Two loops, each compiled apart: one loop holding both ways of setting the key had V8
@@ -481,7 +507,7 @@ export class RollingOperator extends KeyedOperator {
 
   processBatch(batch: Batch): void {
     const { values, timestamps } = batch;
-    const kgs = batch.keyGroups;
+    const kgs = this.keyGroupsOf(batch);
     const sel = this.env.keySelectors[0] as KeySelectorFn;
     const out = this.output;
     const state = this.state;

@@ -47,7 +47,7 @@ export class KeyedCoProcessOperator extends KeyedFunctionOperator {
   }
   processBatch(batch: Batch, input: number): void {
     const { values, timestamps } = batch;
-    const kgs = batch.keyGroups;
+    const kgs = this.keyGroupsOf(batch);
     const sel = this.env.keySelectors[input] as KeySelectorFn;
     let i = 0;
     try {
@@ -144,7 +144,7 @@ export class KeyedBroadcastProcessOperator extends KeyedFunctionOperator {
   }
   processBatch(batch: Batch, input: number): void {
     const { values, timestamps } = batch;
-    const kgs = batch.keyGroups;
+    const kgs = this.keyGroupsOf(batch);
     let i = 0;
     try {
       if (input === 0) {

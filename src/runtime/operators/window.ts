@@ -197,7 +197,7 @@ export class WindowOperator extends KeyedOperator {
 
   processBatch(batch: Batch, input: number): void {
     const { values, timestamps } = batch;
-    const kgs = batch.keyGroups;
+    const kgs = this.keyGroupsOf(batch);
     const sel = this.env.keySelectors[input] as KeySelectorFn;
     this.side = input;
     const a = this.spec.assigner;
@@ -234,7 +234,7 @@ export class WindowOperator extends KeyedOperator {
    */
   private tumblingMajorBatch(batch: Batch, sel: KeySelectorFn, size: number, offset: number): void {
     const { values, timestamps } = batch;
-    const kgs = batch.keyGroups;
+    const kgs = this.keyGroupsOf(batch);
     let i = 0;
     try {
       for (; i < values.length; i++) {
