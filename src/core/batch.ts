@@ -18,9 +18,10 @@ export interface Batch {
   /**
    * keyHash (state/key-table.ts) of each record's normalised key, beside keyGroups from the
    * same hash partitioning: the partitioner computed both from one hash of the key, so the
-   * state tables downstream do not hash the key again. Only a hint: whoever rebuilds a batch
-   * (a restore filtering in-flight data, the msgpack encoding) leaves it out, and a receiver
-   * without it hashes the key itself. Never present without keyGroups.
+   * state tables downstream do not hash the key again. Only a hint: the msgpack encoding leaves
+   * it out, in-flight data read back from a checkpoint is replayed without it (the hash is an
+   * in-memory detail another version may compute otherwise), and a receiver without it hashes
+   * the key itself. Never present without keyGroups.
    */
   keyHashes?: number[];
 }

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { encodeBatch } from '../../src/core/codec.ts';
 import { InputChannel, OutputChannel } from '../../src/runtime/channels/channel.ts';
 import { replayChannelState, type LoadedChannelState } from '../../src/runtime/checkpointing/channel-state-restore.ts';
-import type { RestoredChannelState, StoredElement } from '../../src/runtime/checkpointing/channel-state.ts';
+import { restoredElement, type RestoredChannelState, type StoredElement } from '../../src/runtime/checkpointing/channel-state.ts';
 import { isEvent, type ChannelElement } from '../../src/runtime/events.ts';
 import { InputGate } from '../../src/runtime/input-gate.ts';
 import { RecordWriter } from '../../src/runtime/record-writer.ts';
@@ -34,6 +34,13 @@ function drain(gate: InputGate): string[] {
 const state = (s: Partial<RestoredChannelState>): RestoredChannelState => ({ layout: { inputs: [[10, 11]], outputs: { 3: [20, 21] } }, inputs: [], outputs: [], ...s });
 
 describe('channel state replay', () => {
+  it('stored key hashes are dropped (an in-memory hash another version may compute otherwise); key groups stay', () => {
+    const stored = encodeBatch({ values: ['a', 'b'], timestamps: [1, 2], keyGroups: [5, 6], keyHashes: [-3, 4] });
+    const el = restoredElement(stored);
+    expect(el).toEqual({ values: ['a', 'b'], timestamps: [1, 2], keyGroups: [5, 6] });
+    expect('keyHashes' in el).toBe(false);
+  });
+
   it('same channels: inputs per channel with their watermarks, before live input; outputs on their own channel', () => {
     const x = target();
     x.gate.channels[0]!.push({ values: [99], timestamps: [0] }); // live input, arrived before the task opened

@@ -33,7 +33,11 @@ export function storable(el: ChannelElement | Uint8Array): StoredElement | undef
 }
 
 export function restoredElement(s: StoredElement): ChannelElement {
-  return s instanceof Uint8Array ? decodeBatch(s) : s;
+  if (!(s instanceof Uint8Array)) return s;
+  // Key hashes are the state tables' in-memory hash (state/key-table.ts), free to change from
+  // one version to the next: stored ones are dropped and the receiver hashes the keys itself.
+  const b = decodeBatch(s);
+  return b.keyHashes === undefined ? b : { values: b.values, timestamps: b.timestamps, keyGroups: b.keyGroups };
 }
 
 function key(a: number, b: number): string {
