@@ -54,11 +54,12 @@ function fail(s, seq, e) {
   Atomics.store(s.ctl, ${FAILED}, seq);
   Atomics.notify(s.ctl, ${COMMITTED});
 }
-/** Operations per key group, reused from batch to batch (a key group is the key's first two bytes). */
+/** Per key group (a key's first two bytes), reused from batch to batch: its operations, then where its next goes. */
 const perGroup = new Int32Array(65536);
+const nextAt = new Int32Array(65536);
 /**
  * The batch's operations' offsets in key group order, stable (operations of one group keep
- * their order): a counting sort, two passes over the batch and none over the groups unused.
+ * their order): a counting sort, passes over the batch and none over the groups unused.
  */
 function byKeyGroup(b, len) {
   let offsets = new Int32Array(1024);
@@ -84,24 +85,18 @@ function byKeyGroup(b, len) {
   }
   if (p !== len) throw new Error('bad write-behind batch: ' + p + ' of ' + len + ' bytes');
   for (let i = 0; i < n; i++) perGroup[groups[i]]++;
-  // Counts to starting places, over the groups present only (found again through the operations).
+  // Each group's first place, in the order groups first appear (any order of groups does); its
+  // count goes back to 0 as it is placed, ready for the next batch.
   let at = 0;
   for (let i = 0; i < n; i++) {
     const g = groups[i];
-    const c = perGroup[g];
-    if (c > 0) {
-      perGroup[g] = -at - 1; // placed: -(start + 1)
-      at += c;
-    }
+    if (perGroup[g] === 0) continue;
+    nextAt[g] = at;
+    at += perGroup[g];
+    perGroup[g] = 0;
   }
   const order = new Int32Array(n);
-  for (let i = 0; i < n; i++) {
-    const g = groups[i];
-    const next = -perGroup[g] - 1;
-    order[next] = offsets[i];
-    perGroup[g] = -(next + 1) - 1;
-  }
-  for (let i = 0; i < n; i++) perGroup[groups[i]] = 0;
+  for (let i = 0; i < n; i++) order[nextAt[groups[i]]++] = offsets[i];
   return order;
 }
 /** The batch being written: batchKeys reads its keys from it. */
@@ -145,10 +140,6 @@ parentPort.on('message', (m) => {
     // with the group, so consecutive puts land in neighbouring B-tree pages, still in the
     // CPU's caches, where the batch's order (the cache's eviction order) is random.
     const order = byKeyGroup(b, m.len);
-    // A value is given as the batch buffer with start and end set (lmdb-js reads a Buffer's own
-    // start/end when it has them), not as a Buffer made per value; lmdb-js records its address
-    // at once, so the next put may move start and end.
-    const values = Buffer.from(m.buf, 0, m.len);
     batch = b;
     for (let i = 0; i < order.length; i++) {
       const at = order[i];
@@ -157,9 +148,12 @@ parentPort.on('message', (m) => {
       if (op === ${OP_PUT}) {
         const vl = b.readUInt32LE(p);
         p += 4;
-        values.start = p;
-        values.end = p + vl;
-        last = s.db.put(at, values);
+        // The value is the batch buffer with start and end set (lmdb-js reads a Buffer's own
+        // start/end when it has them), not a Buffer made per value; lmdb-js records its address
+        // at once, so the next put may move start and end.
+        b.start = p;
+        b.end = p + vl;
+        last = s.db.put(at, b);
       } else if (op === ${OP_REMOVE}) last = s.db.remove(at);
       else throw new Error('bad write-behind operation ' + op);
     }
