@@ -9,13 +9,13 @@
  * also gained keys has the old ones first: the column is the same bytes, or the same bytes
  * plus the new keys'.
  *
- * Knowing that nothing else happened: the group's Map records it itself (InsertTracking,
- * heap/group-map.ts overrides set/delete/clear), so no caller has to report a change and none
- * can forget to. After an encoding with the cache its `added` is an empty list; every insert
- * appends the key, and any removal (delete, clear, TTL cleanup) sets it to undefined, as does
- * growing past a bound (the list would hold the new keys a second time). At the next encoding
- * a list means: the cached keys, then these. Anything else (no list, a plain Map, a count that
- * does not add up) re-encodes every key into the cache, exactly as without it.
+ * Knowing that nothing else happened: the group's map says so itself (InsertTracking,
+ * heap/group-map.ts), so no caller has to report a change and none can forget to. A KeyTable
+ * keeps its entries in insertion order and only appends: the keys inserted since the cache was
+ * filled are its entries from the count it held then, as long as no entry was removed (delete,
+ * clear, TTL cleanup stop the tracking) and none renumbered. Nothing is recorded per insert.
+ * Anything else (no tracking, a plain Map, a count that does not add up) re-encodes every key
+ * into the cache, exactly as without it.
  *
  * Memory: the key characters once more (1 byte each as Latin-1, 2 as UTF-16) and the length
  * column (1 byte a key for keys under 256 characters), off the V8 heap, plus up to 1/16 for
@@ -24,10 +24,18 @@
  */
 import type { NormKey } from './key-groups.ts';
 
-/** A group's Map that lists the keys inserted since its key column was cached (heap/group-map.ts). */
+/** A group's map that knows which keys were inserted since its key column was cached (heap/group-map.ts). */
 export interface InsertTracking {
-  /** Keys inserted since the last encoding with the cache, in order; undefined: unknown (re-encode all). */
-  added: NormKey[] | undefined;
+  /** The keys inserted since markFilled(), in order; undefined: unknown (every key is encoded again). */
+  insertedSinceFill(): NormKey[] | undefined;
+  /** The cache now holds every key of the map: inserts count from here. */
+  markFilled(): void;
+  /** Unknown until the next markFilled(). */
+  forgetInserts(): void;
+}
+
+function tracking(g: ReadonlyMap<NormKey, unknown>): InsertTracking | undefined {
+  return typeof (g as Partial<InsertTracking>).insertedSinceFill === 'function' ? (g as unknown as InsertTracking) : undefined;
 }
 
 const NO_BYTES = new Uint8Array(0);
@@ -63,17 +71,18 @@ export class KeyColumnCache {
 export const cacheStats = { reusedKeys: 0, reusedTotal: 0, countMismatches: 0 };
 
 /**
- * The keys the cache lacks when the Map has only gained keys since it was filled (its list of
- * them, possibly empty), else undefined: every key must be encoded again. Stops the tracking
- * until the cache is filled again (fillDone).
+ * The keys the cache lacks when the map has only gained keys since it was filled (possibly
+ * none), else undefined: every key must be encoded again. Stops the tracking until the cache
+ * is filled again (fillDone).
  */
 export function pendingKeys(g: ReadonlyMap<NormKey, unknown>, c: KeyColumnCache): NormKey[] | undefined {
-  const t = g as Partial<InsertTracking>;
-  const added = t.added;
+  const t = tracking(g);
+  if (t === undefined) return undefined;
+  const added = t.insertedSinceFill();
+  t.forgetInserts(); // until fillDone: a failure in between leaves "unknown"
   if (added === undefined) return undefined;
-  t.added = undefined; // until fillDone: a failure in between leaves "unknown"
   if (g.size !== c.count + added.length) {
-    // Cannot happen while every change goes through the Map's own methods; if one did not,
+    // Cannot happen while every removal goes through the map's own methods; if one did not,
     // the cached keys are not to be trusted: all are encoded again (the bytes stay right).
     cacheStats.countMismatches++;
     return undefined;
@@ -81,25 +90,14 @@ export function pendingKeys(g: ReadonlyMap<NormKey, unknown>, c: KeyColumnCache)
   return added;
 }
 
-/** The cache no longer holds the Map's keys (they are not strings): stop tracking its inserts. */
+/** The cache no longer holds the map's keys (they are not strings): stop tracking its inserts. */
 export function forgetInserts(g: ReadonlyMap<NormKey, unknown>): void {
-  if ('added' in g) (g as InsertTracking).added = undefined;
+  tracking(g)?.forgetInserts();
 }
 
-/** The cache now holds every key of the Map: track inserts from here. */
+/** The cache now holds every key of the map: track inserts from here. */
 export function fillDone(g: ReadonlyMap<NormKey, unknown>): void {
-  if ('added' in g) (g as InsertTracking).added = emptyKeyList();
-}
-
-/**
- * An empty list that holds any value without changing its kind: `[]` starts as a list of small
- * integers, and the first key string pushed changed it, which deoptimized the record path's
- * insert (noteInsert, inlined there) at the first snapshot of every job.
- */
-function emptyKeyList(): NormKey[] {
-  const a: NormKey[] = [''];
-  a.length = 0;
-  return a;
+  tracking(g)?.markFilled();
 }
 
 /**
