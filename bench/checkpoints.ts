@@ -452,10 +452,17 @@ function build(tp: readonly ThroughputRun[], snaps: readonly SnapshotRun[], rest
       const mine = tp.filter((r) => r.workers === workers && r.mode === mode);
       if (mine.length === 0) continue;
       const med = median(mine.map((r) => r.endOfInputMs));
+      // Paired by round: each round measures every variant one after the other, so a round's
+      // ratio cancels the machine's slow drifts, which a ratio of two medians keeps (session 54:
+      // the medians gave 0.97x where 9 alternated pairs gave 0.913x).
+      const ratios = mine.flatMap((r) => {
+        const o = off.find((x) => x.run === r.run);
+        return o === undefined ? [] : [o.endOfInputMs / r.endOfInputMs];
+      });
       const during = mine.flatMap((r) => r.during);
       const finals = mine.map((r) => r.final).filter((x) => x !== undefined);
       throughput.push({
-        workers, mode, runs: mine.map((r) => r.endOfInputMs), medianMs: med, recordsPerSec: size.n / (med / 1000), vsOff: offMs === undefined ? NaN : offMs / med,
+        workers, mode, runs: mine.map((r) => r.endOfInputMs), medianMs: med, recordsPerSec: size.n / (med / 1000), vsOff: offMs === undefined || ratios.length === 0 ? NaN : median(ratios),
         medianTotalMs: median(mine.map((r) => r.totalMs)), medianCpuMs: median(mine.map((r) => r.cpuMs)), checkpointsDuring: median(mine.map((r) => r.during.length)),
         checkpointE2eMs: during.length > 0 ? median(during.map((c) => c.endToEndMs)) : undefined,
         checkpointAsyncMs: during.length > 0 ? median(during.map((c) => c.asyncMs)) : undefined,
