@@ -447,7 +447,6 @@ function build(tp: readonly ThroughputRun[], snaps: readonly SnapshotRun[], rest
   const throughput: ThroughputRow[] = [];
   for (const workers of THROUGHPUT_WORKERS) {
     const off = tp.filter((r) => r.workers === workers && r.mode === 'off');
-    const offMs = off.length > 0 ? median(off.map((r) => r.endOfInputMs)) : undefined;
     for (const mode of MODES) {
       const mine = tp.filter((r) => r.workers === workers && r.mode === mode);
       if (mine.length === 0) continue;
@@ -462,7 +461,7 @@ function build(tp: readonly ThroughputRun[], snaps: readonly SnapshotRun[], rest
       const during = mine.flatMap((r) => r.during);
       const finals = mine.map((r) => r.final).filter((x) => x !== undefined);
       throughput.push({
-        workers, mode, runs: mine.map((r) => r.endOfInputMs), medianMs: med, recordsPerSec: size.n / (med / 1000), vsOff: offMs === undefined || ratios.length === 0 ? NaN : median(ratios),
+        workers, mode, runs: mine.map((r) => r.endOfInputMs), medianMs: med, recordsPerSec: size.n / (med / 1000), vsOff: ratios.length === 0 ? NaN : median(ratios),
         medianTotalMs: median(mine.map((r) => r.totalMs)), medianCpuMs: median(mine.map((r) => r.cpuMs)), checkpointsDuring: median(mine.map((r) => r.during.length)),
         checkpointE2eMs: during.length > 0 ? median(during.map((c) => c.endToEndMs)) : undefined,
         checkpointAsyncMs: during.length > 0 ? median(during.map((c) => c.asyncMs)) : undefined,
