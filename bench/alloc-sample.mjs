@@ -8,13 +8,16 @@
  *     bench/ts-entry.mjs bench/child.ts window-count weir-1 5000000 10000
  *   node bench/alloc-sample.mjs /tmp/a.heapprofile [top]      # bytes sampled per function
  *
- * The main thread only: weir's one-worker jobs run there (their worker threads do not take this
- * preload). Chrome DevTools opens the .heapprofile too. Session 51 found the PRNG's boxed draws
+ * The main thread only by default: weir's one-worker jobs run there. With ALLOC_SAMPLE_THREADS=all
+ * every thread that loads the preload samples itself (weir's worker threads inherit `--import`),
+ * each writing `<ALLOC_SAMPLE_OUT>-<threadId>.heapprofile` (the main thread is 0): how session 55
+ * compared a worker of a two-worker job with the single worker of a one-worker job.
+ * Chrome DevTools opens the .heapprofile too. Session 51 found the PRNG's boxed draws
  * and the window tables' rebuilds with it (BENCHMARKS.md).
  */
 import { readFileSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector';
-import { isMainThread } from 'node:worker_threads';
+import { isMainThread, threadId } from 'node:worker_threads';
 
 /** One sample per this many bytes allocated, on average. */
 const SAMPLING_INTERVAL_BYTES = 4096;
@@ -38,7 +41,10 @@ function summarize(file, top) {
 
 if (process.argv[1] !== undefined && import.meta.url.endsWith(process.argv[1].split('/').pop()) && process.argv[2] !== undefined) {
   summarize(process.argv[2], Number(process.argv[3] ?? 25));
-} else if (isMainThread) {
+} else if (isMainThread || process.env.ALLOC_SAMPLE_THREADS === 'all') {
+  const out = process.env.ALLOC_SAMPLE_THREADS === 'all'
+    ? `${(process.env.ALLOC_SAMPLE_OUT ?? 'alloc.heapprofile').replace(/\.heapprofile$/, '')}-${threadId}.heapprofile`
+    : process.env.ALLOC_SAMPLE_OUT ?? 'alloc.heapprofile';
   const session = new Session();
   session.connect();
   session.post('HeapProfiler.enable');
@@ -49,7 +55,7 @@ if (process.argv[1] !== undefined && import.meta.url.endsWith(process.argv[1].sp
     // A session of the thread itself answers synchronously, so this runs before the process ends.
     session.post('HeapProfiler.stopSampling', (err, res) => {
       if (err) console.error(`alloc-sample: ${err.message}`);
-      else writeFileSync(process.env.ALLOC_SAMPLE_OUT ?? 'alloc.heapprofile', JSON.stringify(res.profile));
+      else writeFileSync(out, JSON.stringify(res.profile));
     });
   });
 }
