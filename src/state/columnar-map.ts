@@ -119,9 +119,41 @@ function cachedKeyColumn(g: ReadonlyMap<NormKey, unknown>, c: KeyColumnCache): b
  * The keys inserted since the cache was filled (usually few), as latin1KeyColumn and
  * utf16KeyColumn encode a Map's: Latin-1 unless one needs UTF-16. An array of their own (a
  * loop taking either a Map or an array ran the Map's at half the speed).
+ *
+ * Its two loops are functions of their own, each followed by nothing but stores and a return.
+ * V8 replaces a long loop on the stack (OSR) during the first call, which at a job's first
+ * checkpoint holds every key of the group; code after that loop had never run, so the OSR code
+ * had no type feedback for it and deoptimized there. Node 20's V8 keeps that OSR code and enters
+ * it again from every later call's loop: written as one function, every call deoptimized at the
+ * comparison after the first loop and copied the characters in the interpreter (512
+ * deoptimizations in a 5 M-record word count with 4 checkpoints, one per key group each).
  */
 function addedKeyColumn(keys: readonly NormKey[]): boolean {
+  if (!scanAddedKeys(keys)) return false;
+  const chars = scannedChars;
+  const wide = scannedOr > 0xff;
+  if (wide ? utf16.length < chars : latin1.length < chars) {
+    if (wide) utf16 = new Uint16Array(chars);
+    else latin1 = new Uint8Array(chars);
+  }
+  const ch = wide ? utf16 : latin1;
+  charCount = copyAddedKeys(keys, ch);
+  wideChars = wide;
+  longestKey = scannedLongest;
+  srcChars = ch;
+  srcLens = lens;
+  return true;
+}
+
+/** What scanAddedKeys found: characters in all, their bits or-ed together, the longest key. */
+let scannedChars = 0;
+let scannedOr = 0;
+let scannedLongest = 0;
+
+/** The keys' lengths into the scratch column; false at a key that is not a string. */
+function scanAddedKeys(keys: readonly NormKey[]): boolean {
   const n = keys.length;
+  const ln = lens;
   let chars = 0;
   let or = 0;
   let longest = 0;
@@ -131,26 +163,24 @@ function addedKeyColumn(keys: readonly NormKey[]): boolean {
     const len = k.length;
     for (let j = 0; j < len; j++) or |= k.charCodeAt(j);
     chars += len;
-    lens[i] = len;
+    ln[i] = len;
     if (len > longest) longest = len;
   }
-  const wide = or > 0xff;
-  if (wide ? utf16.length < chars : latin1.length < chars) {
-    if (wide) utf16 = new Uint16Array(chars);
-    else latin1 = new Uint8Array(chars);
-  }
-  const ch = wide ? utf16 : latin1;
+  scannedChars = chars;
+  scannedOr = or;
+  scannedLongest = longest;
+  return true;
+}
+
+/** The keys' characters into `ch` (each fits: scanAddedKeys looked); returns how many. */
+function copyAddedKeys(keys: readonly NormKey[], ch: Uint8Array | Uint16Array): number {
+  const n = keys.length;
   let p = 0;
   for (let i = 0; i < n; i++) {
     const k = keys[i] as string;
     for (let j = 0; j < k.length; j++) ch[p++] = k.charCodeAt(j);
   }
-  charCount = p;
-  wideChars = wide;
-  longestKey = longest;
-  srcChars = ch;
-  srcLens = lens;
-  return true;
+  return p;
 }
 
 /**
