@@ -24,7 +24,7 @@ import { BroadcastChannel } from 'node:worker_threads';
 import { runJob, type JobResult, type RunOptions } from 'weir';
 import { openSnapshot, summarize } from '../src/checkpoint/inspect.ts';
 import { CHANNEL, epochMs, keyedStateArgs, OPERATOR_UID, STATE_NAME, type JobEvent } from './jobs/keyed-state.ts';
-import { RESULT_MARK } from './workloads.ts';
+import { importedWeirRuntime, RESULT_MARK } from './workloads.ts';
 import { controlApi } from '../src/observe/control-api.ts';
 
 const JOBS = resolve(fileURLToPath(new URL('.', import.meta.url)), 'jobs');
@@ -68,6 +68,8 @@ export type ChildOutput =
       /** Why each failed checkpoint failed ("id: REASON message"). */
       readonly failures: readonly string[];
       readonly processCpuMs: number;
+      /** Which weir this process imported: the suite runs this kind from dist/, as `npx weir run` runs weir. */
+      readonly runtime: 'dist' | 'sources';
     }
   | {
       readonly kind: 'snapshot';
@@ -289,7 +291,9 @@ class Events {
 // ---- the kinds -----------------------------------------------------------------------
 
 async function throughput(spec: Extract<ChildSpec, { kind: 'throughput' }>): Promise<ChildOutput> {
-  await import(pathToFileURL(WORD_COUNT).href); // transpiled before the timing, as in child.ts
+  // From the sources the job module is transpiled before the timing (runJob finds it in the
+  // module cache); from dist/, runJob bundles it inside the timing, as `npx weir run` does (child.ts).
+  if (importedWeirRuntime() === 'sources') await import(pathToFileURL(WORD_COUNT).href);
   const options: RunOptions = {
     workers: spec.workers, parallelism: spec.workers, args: [String(spec.n), String(spec.keys)], stdout: () => {},
     ...(spec.mode === 'off' ? {} : { checkpoint: { dir: spec.dir, interval: spec.intervalMs, mode: spec.mode } }),
@@ -311,7 +315,7 @@ async function throughput(spec: Extract<ChildSpec, { kind: 'throughput' }>): Pro
     failures = bad.map((l) => `${l.id}: ${String((l as { failureReason?: unknown }).failureReason)} ${String((l as { failureMessage?: unknown }).failureMessage ?? '')}`);
     check(checkpoints.length >= 1, 'no checkpoint completed');
   }
-  return { kind: 'throughput', ms, cpuMs, startedAt, recordsIn: r.progress.recordsIn, checkpoints, failedCheckpoints: failed, failures, processCpuMs: cpuSince() };
+  return { kind: 'throughput', ms, cpuMs, startedAt, recordsIn: r.progress.recordsIn, checkpoints, failedCheckpoints: failed, failures, processCpuMs: cpuSince(), runtime: importedWeirRuntime() };
 }
 
 async function snapshot(spec: Extract<ChildSpec, { kind: 'snapshot' }>): Promise<ChildOutput> {

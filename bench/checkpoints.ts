@@ -21,8 +21,8 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import type { CheckpointFigures, ChildOutput, ChildSpec, ThroughputMode } from './checkpoint-child.ts';
 import {
-  BENCH_DIR, BenchFailure, fmtInt, fmtMB, fmtMs, fmtRate, fmtX, machineLine, MD_PATH, median, noiseLine, RESULTS_DIR, ROOT,
-  spawnChild, targetTable, withRetries, writeMarkdownSection, type Machine, type Target,
+  BENCH_DIR, BenchFailure, checkChildRuntime, fmtInt, fmtMB, fmtMs, fmtRate, fmtX, machineLine, MD_PATH, median, noiseLine, RESULTS_DIR, ROOT,
+  runtimeLine, spawnChild, targetTable, withRetries, writeMarkdownSection, type Machine, type Target, type WeirRuntime,
 } from './harness.ts';
 import { FULL_SIZES, invariants, QUICK_SIZES, readPartials, RESULT_MARK, sameResult, type Result, type Size } from './workloads.ts';
 
@@ -76,6 +76,14 @@ const restoreId = (v: RestoreVariant) => (v.from === 'none' ? `none->${configId(
 
 export interface CheckpointSuiteOptions {
   readonly quick: boolean;
+  /**
+   * The weir the throughput part runs (dist/ unless --from-source), as the throughput suite:
+   * from the sources every worker thread starts tsx inside the timed span, about a second that
+   * is the same with checkpoints and without and so pulled the ratio toward 1 (session 55 on
+   * two workers: 0.98x from the sources, 0.94x from dist/ in by-hand pairs). The other parts
+   * read weir's internal modules and run from the sources; their timings leave out start-up.
+   */
+  readonly throughputRuntime: WeirRuntime;
   readonly runs: number | undefined;
   readonly parts: readonly CheckpointPart[];
   readonly keys: readonly number[] | undefined;
@@ -120,8 +128,8 @@ interface Measured<O> {
   readonly wallMs: number;
 }
 
-async function runSpec<K extends ChildOutput['kind']>(spec: ChildSpec & { kind: K }, timeoutMs: number, where: string): Promise<Measured<Extract<ChildOutput, { kind: K }>>> {
-  const c = await spawnChild([CHILD, JSON.stringify(spec)], timeoutMs, where);
+async function runSpec<K extends ChildOutput['kind']>(spec: ChildSpec & { kind: K }, timeoutMs: number, where: string, runtime: WeirRuntime = 'sources'): Promise<Measured<Extract<ChildOutput, { kind: K }>>> {
+  const c = await spawnChild([CHILD, JSON.stringify(spec)], timeoutMs, where, runtime);
   const line = c.stdout.split('\n').find((l) => l.startsWith(RESULT_MARK));
   if (line === undefined) throw new BenchFailure(`${where}: child printed no result\n${c.stderr}${c.stdout}`);
   const out = JSON.parse(line.slice(RESULT_MARK.length)) as Extract<ChildOutput, { kind: K }>;
@@ -230,7 +238,9 @@ export async function runCheckpointSuite(o: CheckpointSuiteOptions, m: Machine, 
             const meas = await withRetries(o.tries, label, costs.timed('throughput', async () => {
               const dir = fresh(`throughput-w${workers}-${mode}`);
               try {
-                return await runSpec({ kind: 'throughput', mode, workers, n: size.n, keys: size.keys, intervalMs: INTERVAL_MS, dir }, o.timeoutMs, `${label} run ${run}`);
+                const m = await runSpec({ kind: 'throughput', mode, workers, n: size.n, keys: size.keys, intervalMs: INTERVAL_MS, dir }, o.timeoutMs, `${label} run ${run}`, o.throughputRuntime);
+                checkChildRuntime(`${label} run ${run}`, m.out.runtime, o.throughputRuntime);
+                return m;
               } finally {
                 rmSync(dir, { recursive: true, force: true });
               }
@@ -544,7 +554,7 @@ function markdown(
   lines.push(`Run of ${when}, weir at ${revision}: ${machineLine(m)}; ${counts.join('; ')}; medians shown${o.quick ? ' (QUICK mode: small inputs)' : ''}; the suite took ${minutes.toFixed(0)} min. Raw data: \`${rawFile}\`.`);
   lines.push('');
   if (s.throughput.length > 0) {
-    lines.push(`**Throughput with checkpoints** (keyed running count, ${fmtInt(size.n)} records, ${fmtInt(size.keys)} keys, checkpoints every ${INTERVAL_MS / 1000} s; time from runJob() to the end of input at the sinks):`);
+    lines.push(`**Throughput with checkpoints** (keyed running count, ${fmtInt(size.n)} records, ${fmtInt(size.keys)} keys, checkpoints every ${INTERVAL_MS / 1000} s; time from runJob() to the end of input at the sinks; ${runtimeLine(o.throughputRuntime)}):`);
     lines.push('');
     lines.push('| Workers | Checkpointing | Median time | Records/s | ÷ off | Checkpoints during the run | Their duration / async / size (median) | runJob() total (with the final checkpoint) | CPU time | All runs |');
     lines.push('|---|---|---:|---:|---:|---:|---|---:|---:|---|');

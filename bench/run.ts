@@ -148,8 +148,9 @@ function options(argv: string[]): Options {
         '  --write/--no-write force/skip updating BENCHMARKS.md (default: a suite writes its section after a full run of it)\n' +
         '  --timeout-s S      per child process (default 900)\n' +
         `  --tries N          repeat a measurement during which other processes used over ${MAX_FOREIGN_CPU * 100}% of the CPUs, up to N attempts (default 3)\n` +
-        '  --from-source      throughput, metrics, state and nexmark suites: run weir from its TypeScript sources (tsx in\n' +
-        '                     every thread; also WEIR_FROM_SOURCE=1) instead of dist/, which they run by default as\n' +
+        '  --from-source      throughput, metrics, state and nexmark suites and the checkpoint suite\'s throughput part: run weir\n' +
+        '                     from its TypeScript sources (tsx in every thread; also WEIR_FROM_SOURCE=1) instead of\n' +
+        '                     dist/, which they run by default as\n' +
         '                     `npx weir run` does, and refuse when dist/ is stale (run `npm run build`)\n' +
         'throughput suite:\n' +
         `  --jobs a,b         subset of ${JOB_IDS.join(', ')}\n` +
@@ -490,12 +491,13 @@ async function main(): Promise<void> {
   if (load > 0.5) process.stdout.write(`note: 1-minute load average is ${load.toFixed(2)}: other processes compete for the CPUs and add noise\n`);
   // The suites whose children run weir jobs measure dist/ as `npx weir run` runs it, unless asked
   // for the sources; decided (and a stale dist/ refused) once, before anything is measured.
-  const runsWeir = (['throughput', 'metrics', 'state', 'nexmark'] as const).some((s) => opts.suites.includes(s));
+  const runsWeir = (['throughput', 'metrics', 'state', 'nexmark'] as const).some((s) => opts.suites.includes(s)) ||
+    (opts.suites.includes('checkpoints') && opts.cpParts.includes('throughput'));
   const runtime: WeirRuntime = runsWeir ? weirRuntime(opts.fromSource) : 'sources';
   if (runsWeir) process.stdout.write(`${runtimeLine(runtime)}\n`);
   if (opts.suites.includes('throughput')) await runThroughputSuite(opts, m, revision, runtime);
   if (opts.suites.includes('checkpoints')) {
-    await runCheckpointSuite({ quick: opts.quick, runs: opts.runs, parts: opts.cpParts, keys: opts.cpKeys, write: opts.write, timeoutMs: opts.timeoutMs, tries: opts.tries }, m, revision);
+    await runCheckpointSuite({ quick: opts.quick, throughputRuntime: runtime, runs: opts.runs, parts: opts.cpParts, keys: opts.cpKeys, write: opts.write, timeoutMs: opts.timeoutMs, tries: opts.tries }, m, revision);
   }
   const command = ['npm run bench', ...(process.argv.length > 2 ? ['--', ...process.argv.slice(2)] : [])].join(' ');
   if (opts.suites.includes('metrics')) {
