@@ -125,7 +125,7 @@ function cachedKeyColumn(g: ReadonlyMap<NormKey, unknown>, c: KeyColumnCache): b
  * checkpoint holds every key of the group; code after that loop had never run, so the OSR code
  * had no type feedback for it and deoptimized there. Node 20's V8 keeps that OSR code and enters
  * it again from every later call's loop: written as one function, every call deoptimized at the
- * comparison after the first loop and copied the characters in the interpreter (512
+ * comparison after the first loop and copied the characters in unoptimized code (512
  * deoptimizations in a 5 M-record word count with 4 checkpoints, one per key group each).
  */
 function addedKeyColumn(keys: readonly NormKey[]): boolean {
