@@ -121,12 +121,13 @@ function cachedKeyColumn(g: ReadonlyMap<NormKey, unknown>, c: KeyColumnCache): b
  * loop taking either a Map or an array ran the Map's at half the speed).
  *
  * Its two loops are functions of their own, each followed by nothing but stores and a return.
- * V8 replaces a long loop on the stack (OSR) during the first call, which at a job's first
- * checkpoint holds every key of the group; code after that loop had never run, so the OSR code
+ * V8 replaces a long loop on the stack (OSR) during a long first call (thousands of keys a
+ * group gained between two checkpoints); code after that loop had never run, so the OSR code
  * had no type feedback for it and deoptimized there. Node 20's V8 keeps that OSR code and enters
- * it again from every later call's loop: written as one function, every call deoptimized at the
+ * it again from later calls' loops: written as one function, calls kept deoptimizing at the
  * comparison after the first loop and copied the characters in unoptimized code (512
- * deoptimizations in a 5 M-record word count with 4 checkpoints, one per key group each).
+ * deoptimizations of the same code at the same place in one 5 M-record word count: 128 key
+ * groups, 4 checkpoints).
  */
 function addedKeyColumn(keys: readonly NormKey[]): boolean {
   if (!scanAddedKeys(keys)) return false;
