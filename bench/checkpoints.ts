@@ -238,9 +238,9 @@ export async function runCheckpointSuite(o: CheckpointSuiteOptions, m: Machine, 
             const meas = await withRetries(o.tries, label, costs.timed('throughput', async () => {
               const dir = fresh(`throughput-w${workers}-${mode}`);
               try {
-                const m = await runSpec({ kind: 'throughput', mode, workers, n: size.n, keys: size.keys, intervalMs: INTERVAL_MS, dir }, o.timeoutMs, `${label} run ${run}`, o.throughputRuntime);
-                checkChildRuntime(`${label} run ${run}`, m.out.runtime, o.throughputRuntime);
-                return m;
+                const measured = await runSpec({ kind: 'throughput', mode, workers, n: size.n, keys: size.keys, intervalMs: INTERVAL_MS, dir }, o.timeoutMs, `${label} run ${run}`, o.throughputRuntime);
+                checkChildRuntime(`${label} run ${run}`, measured.out.runtime, o.throughputRuntime);
+                return measured;
               } finally {
                 rmSync(dir, { recursive: true, force: true });
               }

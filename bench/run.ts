@@ -150,8 +150,8 @@ function options(argv: string[]): Options {
         `  --tries N          repeat a measurement during which other processes used over ${MAX_FOREIGN_CPU * 100}% of the CPUs, up to N attempts (default 3)\n` +
         '  --from-source      throughput, metrics, state and nexmark suites and the checkpoint suite\'s throughput part: run weir\n' +
         '                     from its TypeScript sources (tsx in every thread; also WEIR_FROM_SOURCE=1) instead of\n' +
-        '                     dist/, which they run by default as\n' +
-        '                     `npx weir run` does, and refuse when dist/ is stale (run `npm run build`)\n' +
+        '                     dist/, which they run by default as `npx weir run` does, and refuse when dist/ is\n' +
+        '                     stale (run `npm run build`)\n' +
         'throughput suite:\n' +
         `  --jobs a,b         subset of ${JOB_IDS.join(', ')}\n` +
         `  --variants x,y     subset of ${VARIANTS.join(', ')} (the plain loop is always run)\n` +
