@@ -122,7 +122,7 @@ export class TaskExecutor implements TaskListener {
         outputs.set(ch.id, out);
       } else if (producerLocal) {
         if (!dp) throw new Error('a channel crosses workers but there is no data plane');
-        const out = new OutputChannel(ch.id, channelCredits(cfg.credits, false), dp.transmitTo(ch.consumerWorker, ch.id), true);
+        const out = new OutputChannel(ch.id, channelCredits(cfg.credits, false), dp.transmitTo(ch.consumerWorker, ch.id));
         dp.registerOutput(out);
         outputs.set(ch.id, out);
       } else if (consumerLocal) {

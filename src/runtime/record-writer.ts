@@ -161,8 +161,7 @@ export class RecordWriter implements BatchConsumer, AvailabilityListener {
     const k = this.bufK[c]!;
     const h = this.bufH[c]!;
     // Shorter than allocated: cut to the records (trimmed in place, nothing copied).
-    const full = v.length === n;
-    if (!full) {
+    if (v.length !== n) {
       v.length = n;
       t.length = n;
       k.length = n;
@@ -170,15 +169,12 @@ export class RecordWriter implements BatchConsumer, AvailabilityListener {
     }
     // The key groups and hashes go along: the keyed operator downstream does not hash the keys again.
     const batch: Batch = { values: v, timestamps: t, keyGroups: k, keyHashes: h };
-    this.bufN[c] = 0;
-    // Serialized at once for another thread: nothing holds the arrays any more, so they are
-    // filled again (four arrays of a batch's length not allocated for every batch that crosses
-    // threads). Otherwise the batch is the consumer's now (same thread, or waiting for credit).
-    if (this.channels[c]!.send(batch) && full) return;
     this.bufV[c] = new Array(n);
     this.bufT[c] = newTimestamps(n);
     this.bufK[c] = new Array(n);
     this.bufH[c] = new Array(n);
+    this.bufN[c] = 0;
+    this.channels[c]!.send(batch);
   }
 
   /** Records held in partly filled buffers. */

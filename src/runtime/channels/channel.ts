@@ -45,34 +45,26 @@ export class OutputChannel {
     private credits: number,
     /** Delivers an element to the consumer (direct call, or encode and post: then returns the bytes sent). */
     private readonly transmit: (el: ChannelElement) => number | void,
-    /** Whether `transmit` serializes what it sends (another thread): then the sender keeps no reference. */
-    private readonly transmitCopies = false,
   ) {}
 
   setListener(l: AvailabilityListener): void {
     this.listener = l;
   }
 
-  /**
-   * Sends `el`, or queues it while the consumer has no credit. True when a batch went out at
-   * once through a transport that serializes it: the caller may then reuse the batch's arrays.
-   * False: the channel or the consumer holds the element as it is.
-   */
-  send(el: ChannelElement): boolean {
+  send(el: ChannelElement): void {
     if (this.backlog.length === 0) {
       if (isEvent(el)) {
         this.transmit(el);
-        return false;
+        return;
       }
       if (this.credits > 0) {
         this.credits--;
         this.sentBatches++;
         this.bytesOut += this.transmit(el) ?? 0;
-        return this.transmitCopies;
+        return;
       }
     }
     this.backlog.push(el);
-    return false;
   }
 
   /** The consumer freed n buffers. */
