@@ -169,6 +169,10 @@ export class RecordWriter implements BatchConsumer, AvailabilityListener {
     }
     // The key groups and hashes go along: the keyed operator downstream does not hash the keys again.
     const batch: Batch = { values: v, timestamps: t, keyGroups: k, keyHashes: h };
+    // New arrays per batch even when the batch is serialized for another thread at once: refilling
+    // the sent ones allocated 8 % less per worker but ran the 2-worker window count 10 % slower
+    // (paired A/B, session 56). Likely, not measured apart: arrays kept that long are promoted to
+    // the old generation, where every young record stored into them must be remembered.
     this.bufV[c] = new Array(n);
     this.bufT[c] = newTimestamps(n);
     this.bufK[c] = new Array(n);
