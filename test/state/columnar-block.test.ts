@@ -1,6 +1,6 @@
 /** Block format 3: every kind of key and value column round-trips exactly; damage is refused. */
 import { describe, expect, it } from 'vitest';
-import { COLUMNAR_FORMAT, columnarSize, decodeColumns, encodeColumns } from '../../src/state/columnar-block.ts';
+import { COLUMNAR_FORMAT, columnarSize, decodeColumns, encodeColumns, storedKeyColumn } from '../../src/state/columnar-block.ts';
 import { encodeValue } from '../../src/core/codec.ts';
 import { decodeGroupColumns, groupSize } from '../../src/state/state-codec.ts';
 import { Rng } from '../../src/index.ts';
@@ -96,6 +96,35 @@ describe('columnar state blocks', () => {
     badLengths[16 + 3 + 1] = 1; // after the header and the 3 key bytes, the second key's length: 2 -> 1
     expect(() => decodeColumns(badLengths)).toThrow(/key lengths add up to 2 of 3/);
     expect(() => decodeColumns(good.subarray(0, 10))).toThrow(/not a columnar state block/);
+  });
+
+  it('gives a block\'s string-key column as stored (what a restore fills the key column cache from), at any alignment; nothing for other keys or damage', () => {
+    const text = (col: NonNullable<ReturnType<typeof storedKeyColumn>>): string[] => {
+      const out: string[] = [];
+      let at = 0;
+      for (let i = 0; i < col.count; i++) {
+        out.push(String.fromCharCode(...col.chars.subarray(at, at + col.lens[i]!)));
+        at += col.lens[i]!;
+      }
+      return out;
+    };
+    for (const keys of [['w1', 'w22', '', 'é'.repeat(300)], ['日本', 'a', 'x\udc00y'], ['k'.repeat(70_000), 'short']]) {
+      const block = encodeColumns(keys, keys.map((_, i) => i));
+      for (const shift of [0, 1, 3]) {
+        const at = new Uint8Array(block.length + shift);
+        at.set(block, shift);
+        const col = storedKeyColumn(at.subarray(shift))!;
+        expect(col.count).toBe(keys.length);
+        expect(col.chars instanceof Uint16Array).toBe(keys.some((k) => /[^\u0000-\u00ff]/.test(k)));
+        expect(text(col)).toEqual(keys);
+      }
+    }
+    expect(storedKeyColumn(encodeColumns([1, 2], [1, 2]))).toBeUndefined();
+    expect(storedKeyColumn(encodeColumns(['a', 2], [1, 2]))).toBeUndefined();
+    const badLengths = encodeColumns(['a', 'bb'], [1, 2]);
+    badLengths[16 + 3 + 1] = 1;
+    expect(storedKeyColumn(badLengths)).toBeUndefined();
+    expect(storedKeyColumn(badLengths.subarray(0, 10))).toBeUndefined();
   });
 });
 

@@ -14,7 +14,7 @@ import { GroupMap, newGroupMap, NumberGroupMap } from '../../src/state/heap/grou
 import { KeyTable, keyHash } from '../../src/state/key-table.ts';
 import { HeapKeyedStateBackend } from '../../src/state/heap/backend.ts';
 import { keyedStateBackendFactory } from '../../src/state/backends.ts';
-import type { NormKey } from '../../src/state/key-groups.ts';
+import { keyGroupOf, type NormKey } from '../../src/state/key-groups.ts';
 import { Rng, ValueStateDescriptor } from '../../src/index.ts';
 import { testSeed } from '../api/util.ts';
 import { FULL, MAXP, MemoryStreams, writeSnapshot } from './backend-contract.ts';
@@ -313,6 +313,89 @@ describe('heap backend with the key column cache', () => {
     expect(cacheStats.reusedTotal).toBeGreaterThan(reusedBefore); // some groups reused their keys
     expect(cacheStats.countMismatches).toBe(mismatches);
     expect(uncached.snapshotKeyCacheBytes()).toBe(0);
+  });
+});
+
+describe('heap backend restored with the key column cache', () => {
+  it('fills the caches from the restored blocks: the first snapshot reads no key string, and every snapshot writes what a backend without caches writes and restores to the model (seeded)', async () => {
+    const seed = testSeed('heap-key-cache-restore');
+    const rng = new Rng(seed);
+    const clock = new ManualClock(0);
+    const counts = new ValueStateDescriptor<number>('counts');
+    const byId = new ValueStateDescriptor<number>('by id');
+    // Latin-1 keys, UTF-16 keys in some groups, number keys in others (groups of mixed kinds
+    // have no key column to cache), and a state keyed by numbers only.
+    const keyOf = (): NormKey => (rng.int(40) === 0 ? '語' + rng.int(400) : rng.int(3000) === 0 ? rng.int(1000) : 'w' + rng.int(40_000));
+    const source = new HeapKeyedStateBackend(FULL, MAXP, clock, 'op', { snapshotKeyCache: false });
+    const model = new Map<NormKey, number>();
+    for (let i = 0; i < 20_000; i++) {
+      const k = keyOf();
+      const v = rng.int(1000);
+      source.setCurrentKey(k);
+      source.getValueState(counts).update(v);
+      model.set(k, v);
+      source.setCurrentKey(rng.int(5000));
+      source.getValueState(byId).update(i);
+    }
+    const sourceFiles = new MemoryStreams();
+    const sourceName = (await writeSnapshot(source.snapshot(), sourceFiles)).streams[0]!.name;
+
+    const cached = new HeapKeyedStateBackend(FULL, MAXP, clock, 'op', { snapshotKeyCache: true });
+    const uncached = new HeapKeyedStateBackend(FULL, MAXP, clock, 'op', { snapshotKeyCache: false });
+    const both = [cached, uncached];
+    for (const b of both) {
+      await b.restore([sourceFiles.input(sourceName)]);
+      b.getValueState(counts); // the tables are made from the restored blocks when the job registers its states
+      b.getValueState(byId);
+    }
+    // The keys a restored cache holds: those of groups whose keys are all strings.
+    const groupsOfStrings = new Map<number, NormKey[]>();
+    for (const k of model.keys()) {
+      const kg = keyGroupOf(k, MAXP);
+      const g = groupsOfStrings.get(kg) ?? [];
+      g.push(k);
+      groupsOfStrings.set(kg, g);
+    }
+    let cachedKeys = 0;
+    for (const g of groupsOfStrings.values()) if (g.every((k) => typeof k === 'string')) cachedKeys += g.length;
+    expect(cachedKeys, `seed ${seed}`).toBeGreaterThan(10_000);
+    // Filled by the restore: at least a byte of characters and one of length per key.
+    expect(cached.snapshotKeyCacheBytes(), `seed ${seed}`).toBeGreaterThan(2 * cachedKeys);
+    expect(uncached.snapshotKeyCacheBytes()).toBe(0);
+
+    for (let round = 0; round < 6; round++) {
+      const what = `seed ${seed} round ${round}`;
+      if (round > 0) {
+        for (let i = 0, ops = rng.int(2) === 0 ? 3000 : 100; i < ops; i++) {
+          const k = keyOf();
+          const remove = round % 2 === 0 && rng.int(5) === 0;
+          const v = rng.int(1000);
+          for (const b of both) {
+            b.setCurrentKey(k);
+            if (remove) b.getValueState(counts).clear();
+            else b.getValueState(counts).update(v);
+          }
+          if (remove) model.delete(k);
+          else model.set(k, v);
+        }
+      }
+      const reusedBefore = cacheStats.reusedTotal;
+      const snaps = both.map((b) => b.snapshot());
+      const files = both.map(() => new MemoryStreams());
+      const names = [(await writeSnapshot(snaps[0]!, files[0]!)).streams[0]!.name, (await writeSnapshot(snaps[1]!, files[1]!)).streams[0]!.name];
+      expect(files[0]!.files.get(names[0]!)!.equals(files[1]!.files.get(names[1]!)!), what).toBe(true);
+      // Right after the restore every string key came from a cache the restore filled.
+      if (round === 0) expect(cacheStats.reusedTotal - reusedBefore, what).toBe(cachedKeys);
+      const r = new HeapKeyedStateBackend(FULL, MAXP, clock, 'op');
+      await r.restore([files[0]!.input(names[0]!)]);
+      const rv = r.getValueState(counts);
+      const restored = new Map<NormKey, number>();
+      for (const { key } of [...r.keys(counts.name)]) {
+        r.setCurrentKey(key);
+        restored.set(key, rv.value()!);
+      }
+      expect(restored, what).toEqual(model);
+    }
   });
 });
 

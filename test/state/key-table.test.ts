@@ -96,6 +96,48 @@ describe('KeyTable', () => {
     expect(used.indexSlots).toBe(before);
   });
 
+  it('fillEmpty(keys, values, n) gives the table set() would, in one go: order, lookups, keys given twice, later changes (seeded)', () => {
+    const seed = testSeed('key-table fillEmpty');
+    const rng = new Rng(seed);
+    for (let round = 0; round < 60; round++) {
+      const where = `seed ${seed}, round ${round}`;
+      const n = round === 0 ? 0 : rng.int(3) === 0 ? rng.range(1, 20) : rng.range(100, 5000);
+      // Mostly distinct keys, as a snapshot's block holds; some rounds repeat a few.
+      const universe = rng.int(4) === 0 ? Math.max(1, n >> 1) : 1_000_000;
+      const keys: NormKey[] = [];
+      const values: unknown[] = [];
+      for (let i = 0; i < n; i++) {
+        keys.push(randomKey(rng, universe));
+        values.push(rng.int(2) === 0 ? i : { i });
+      }
+      const t = new KeyTable();
+      const m = new Map<NormKey, unknown>();
+      expect(t.fillEmpty(keys, values, n), where).toBe(true);
+      for (let i = 0; i < n; i++) m.set(keys[i]!, values[i]);
+      expectSame(t, m, where);
+      for (const k of m.keys()) expect(t.get(k), where).toBe(m.get(k));
+      // Sized once: filling n entries needs no rebuild, so n more sets fit before the next.
+      expect(t.indexSlots, where).toBeGreaterThanOrEqual(Math.ceil((m.size + 1) / 0.75));
+      // Then an ordinary table: inserts, deletes (with the rebuilds they bring), lookups.
+      for (let step = 0; step < 2 * n + 50; step++) {
+        const k = rng.int(3) === 0 ? keys[rng.int(Math.max(1, n))] ?? 'x' : randomKey(rng, 2_000_000);
+        if (rng.int(4) === 0) expect(t.delete(k), where).toBe(m.delete(k));
+        else {
+          t.set(k, step);
+          m.set(k, step);
+        }
+      }
+      expectSame(t, m, `${where}, after changes`);
+      // Only an empty table is filled: one that holds entries, or held some, is left as it was.
+      if (t.kv.length > 0) {
+        const before = [...t];
+        expect(t.fillEmpty(['new'], [1], 1), where).toBe(false);
+        expect([...t], where).toEqual(before);
+      }
+    }
+    expect(() => new KeyTable().fillEmpty(['a'], [], 1)).toThrow(/1 entries asked, 1 keys and 0 values/);
+  });
+
   it('iterators are live, as a Map\'s: they see later inserts, skip deleted entries, and survive a renumbering', () => {
     const seed = testSeed('key-table iterators');
     const rng = new Rng(seed);

@@ -19,6 +19,7 @@ import { ChainPlanner } from './incremental.ts';
 import { KeyContext } from '../key-context.ts';
 import { keyBits, keyGroupOfBits, normalizeKey, type NormKey } from '../key-groups.ts';
 import { decodeGroupColumns, restoreDecoder } from '../state-codec.ts';
+import { COLUMNAR_FORMAT } from '../columnar-block.ts';
 import { AggregatingHandle, ListHandle, MapHandle, ReducingHandle, ValueHandle } from './handles.ts';
 import { readStateFiles, type RestoredState } from './restore.ts';
 import { HeapSnapshot } from './snapshot.ts';
@@ -174,10 +175,18 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
     const decode = restoreDecoder(this.where, r.meta, t.descriptor, () => this.clock.now());
     for (const [kg, bytes] of r.groups) {
       const { keys, values } = decodeGroupColumns(bytes, r.meta.blockFormat);
-      if (keys.length === 0) continue;
+      const n = keys.length;
+      if (n === 0) continue;
       const m = newGroupMap(keys[0]!);
-      for (let i = 0; i < keys.length; i++) m.set(keys[i]!, decode(values[i]));
-      if (m.size > 0) t.groups[kg - this.keyGroupRange.start] = m;
+      if (m instanceof KeyTable) {
+        for (let i = 0; i < n; i++) values[i] = decode(values[i]); // the decoded columns are this loop's own
+        m.fillEmpty(keys, values, n);
+      } else {
+        for (let i = 0; i < n; i++) m.set(keys[i]!, decode(values[i]));
+      }
+      const kgIndex = kg - this.keyGroupRange.start;
+      t.groups[kgIndex] = m;
+      if (r.meta.blockFormat === COLUMNAR_FORMAT) t.restoreKeyCache(kgIndex, bytes);
     }
   }
 

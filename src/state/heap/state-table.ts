@@ -23,8 +23,9 @@ import type { AnyStateDescriptor } from '../../core/state.ts';
 import type { KeyGroupRange } from '../../core/checkpoint-format.ts';
 import type { NormKey } from '../key-groups.ts';
 import { noCurrentKey } from '../key-context.ts';
-import { KeyColumnCache } from '../key-column-cache.ts';
-import { newGroupMap, type Group } from './group-map.ts';
+import { fillFromStored, KeyColumnCache } from '../key-column-cache.ts';
+import { storedKeyColumn } from '../columnar-block.ts';
+import { GroupMap, newGroupMap, type Group } from './group-map.ts';
 import { KeyTable } from '../key-table.ts';
 
 /** Receives a frozen key group when it is about to be touched (copy-on-write by serializing first). */
@@ -68,6 +69,20 @@ export class StateTable {
     const c = this.keyCaches;
     if (c === undefined) return undefined;
     return (c[kgIndex] ??= new KeyColumnCache());
+  }
+
+  /**
+   * After a restore: the group's key column cache from the block it was filled from, when it
+   * holds exactly that block's keys in the block's order (`fromBlock`: it was filled by
+   * fillEmpty from that block's keys). A block of other keys (numbers), or a group that lost
+   * some to keys given twice, is left for its first snapshot to encode, as before.
+   */
+  restoreKeyCache(kgIndex: number, block: Uint8Array): void {
+    const g = this.groups[kgIndex];
+    if (this.keyCaches === undefined || !(g instanceof GroupMap)) return;
+    const col = storedKeyColumn(block);
+    if (col === undefined || col.count !== g.size) return;
+    fillFromStored(this.keyCache(kgIndex)!, g, col);
   }
 
   /** Bytes the key column caches hold (tests, diagnostics). */
