@@ -20,6 +20,7 @@ import type { NormKey } from '../key-groups.ts';
 import { checkMergedStateFiles, decodeGroupColumns, StateRestoreError, type StateMeta } from '../state-codec.ts';
 import { encodeValue } from '../../core/codec.ts';
 import { parseBlockName } from '../../checkpoint/names.ts';
+import { mapBounded } from '../../core/bounded-parallel.ts';
 import type { KeyedSnapshotMeta } from './format.ts';
 
 /** State read from a snapshot that no descriptor has claimed yet: decoded when the job registers it. */
@@ -33,6 +34,13 @@ export interface RestoredState {
 
 /** Key groups being merged from a chain: raw (serializer-encoded) values by key. */
 type Merging = Map<RestoredState, Map<number, Map<NormKey, unknown>>>;
+
+/**
+ * Blocks of one state file read at once. Why: a restore read its blocks one after the other, so
+ * each waited for the last (on S3 a round trip each; locally a 10 M-key restore at p=1 spent 0.7
+ * s of its 5.3 s waiting for reads into fresh memory, ~11 µs a page on this project's VMs).
+ */
+const BLOCK_READS_IN_FLIGHT = 4;
 
 /** Adds the state blocks of `range` to `restored`; returns the timer blocks of `range`. */
 export async function readStateFiles(
@@ -55,10 +63,16 @@ export async function readStateFiles(
     if (delta) for (let kg = from; kg <= to; kg++) timers.delete(kg);
     if (delta) for (const name of meta.droppedStates ?? []) dropState(restored, merging, name, from, to);
     const metas = new Map<string, StateMeta>(meta.states.map((m) => [m.name, m]));
-    for (const b of reader.index.blocks) {
-      const block = parseBlockName(b.name);
-      if (block.kind === 'unknown' || block.keyGroup < range.start || block.keyGroup > range.end) continue;
-      const bytes = await reader.readBlock(b);
+    const wanted = reader.index.blocks
+      .map((b) => ({ b, block: parseBlockName(b.name) }))
+      .filter(({ block }) => block.kind !== 'unknown' && block.keyGroup >= range.start && block.keyGroup <= range.end);
+    // A full snapshot's blocks are all kept until the job registers its states, so reading them
+    // at once holds nothing more; a delta's blocks (changed keys only) are small.
+    const read = await mapBounded(wanted, BLOCK_READS_IN_FLIGHT, ({ b }) => reader.readBlock(b));
+    for (let i = 0; i < wanted.length; i++) {
+      const { b, block } = wanted[i]!;
+      if (block.kind === 'unknown') continue;
+      const bytes = read[i]!;
       if (block.kind === 'timers') {
         timers.set(block.keyGroup, bytes);
         continue;
