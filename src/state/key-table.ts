@@ -195,6 +195,12 @@ export class KeyTable<V = unknown> implements Map<NormKey, V> {
     return true;
   }
 
+  /** Replaces every live value by fn(value), in place: entries, order and iterators stay as they are. */
+  mapValuesInPlace(fn: (v: V) => V): void {
+    const kv = this.kv;
+    for (let e = 0; e < kv.length; e += 2) if (kv[e] !== HOLE) kv[e + 1] = fn(kv[e + 1] as V);
+  }
+
   /** slotOf over an entry array not yet the table's (fillEmpty). */
   private slotOfIn(kv: unknown[], key: NormKey, h: number): number {
     const idx = this.idx;

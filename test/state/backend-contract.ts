@@ -76,11 +76,18 @@ export class MemoryStreams implements CheckpointStreamFactory {
 /**
  * Runs the asynchronous phase as the task would: step() while it has work, between
  * "batches"; `between` runs after every step that left more work (records flowing).
+ * `shared`: where an incremental snapshot writes its base or delta file.
  */
-export async function writeSnapshot(s: KeyedStateSnapshot, streams: CheckpointStreamFactory, name = 'op-0.state', between: (step: number) => void = () => {}): Promise<KeyedStateHandle> {
+export async function writeSnapshot(
+  s: KeyedStateSnapshot,
+  streams: CheckpointStreamFactory,
+  name = 'op-0.state',
+  between: (step: number) => void = () => {},
+  shared?: { readonly streams: CheckpointStreamFactory; readonly streamName: string },
+): Promise<KeyedStateHandle> {
   let woken = false;
   let settled = false;
-  const result = s.write({ streams, streamName: name, wake: () => (woken = true) });
+  const result = s.write({ streams, streamName: name, ...(shared !== undefined ? { shared } : {}), wake: () => (woken = true) });
   result.then(() => (settled = true), () => (settled = true));
   let steps = 0;
   while (!settled) {

@@ -24,7 +24,7 @@ import { AggregatingHandle, ListHandle, MapHandle, ReducingHandle, ValueHandle }
 import { readStateFiles, type RestoredState } from './restore.ts';
 import { HeapSnapshot } from './snapshot.ts';
 import { StateTable } from './state-table.ts';
-import { newGroupMap } from './group-map.ts';
+import { filledGroup, mapGroupValues } from './group-map.ts';
 import { KeyTable, keyHash, keyHashOfBits } from '../key-table.ts';
 import { TtlListHandle, TtlMapHandle, TtlValueHandle } from './ttl-handles.ts';
 import { TtlSweep } from './ttl-sweep.ts';
@@ -174,18 +174,19 @@ export class HeapKeyedStateBackend implements KeyedStateBackend {
     // The backend's clock, not Date.now(): TTL checks compare against this.clock.now().
     const decode = restoreDecoder(this.where, r.meta, t.descriptor, () => this.clock.now());
     for (const [kg, bytes] of r.groups) {
-      const { keys, values } = decodeGroupColumns(bytes, r.meta.blockFormat);
-      const n = keys.length;
-      if (n === 0) continue;
-      const m = newGroupMap(keys[0]!);
-      if (m instanceof KeyTable) {
-        for (let i = 0; i < n; i++) values[i] = decode(values[i]); // the decoded columns are this loop's own
-        m.fillEmpty(keys, values, n);
+      // A group merged from an incremental chain is a map already: its raw values decoded in place.
+      let g = r.merged.get(kg);
+      if (g !== undefined) {
+        mapGroupValues(g, decode);
       } else {
-        for (let i = 0; i < n; i++) m.set(keys[i]!, decode(values[i]));
+        const { keys, values } = decodeGroupColumns(bytes, r.meta.blockFormat);
+        if (keys.length === 0) continue;
+        for (let i = 0; i < keys.length; i++) values[i] = decode(values[i]); // the decoded columns are this loop's own
+        g = filledGroup(keys, values);
       }
+      if (g.size === 0) continue;
       const kgIndex = kg - this.keyGroupRange.start;
-      t.groups[kgIndex] = m;
+      t.groups[kgIndex] = g;
       if (r.meta.blockFormat === COLUMNAR_FORMAT) t.restoreKeyCache(kgIndex, bytes);
     }
   }

@@ -93,3 +93,21 @@ export type Group = GroupMap | NumberGroupMap;
 export function newGroupMap(firstKey: NormKey): GroupMap | NumberGroupMap {
   return typeof firstKey === 'number' ? new NumberGroupMap() : new GroupMap();
 }
+
+/**
+ * A group map holding keys[i] -> values[i] in that order (a restored block's columns), of the
+ * kind its first key suits. A KeyTable is filled in one go (KeyTable.fillEmpty).
+ */
+export function filledGroup(keys: readonly NormKey[], values: readonly unknown[]): GroupMap | NumberGroupMap {
+  const n = keys.length;
+  const g = newGroupMap(n === 0 ? '' : keys[0]!);
+  if (g instanceof GroupMap) g.fillEmpty(keys, values, n);
+  else for (let i = 0; i < n; i++) g.set(keys[i]!, values[i]);
+  return g;
+}
+
+/** Replaces every value of the group by fn(value), in place and in order (a restore decoding raw values). */
+export function mapGroupValues(g: Group, fn: (v: unknown) => unknown): void {
+  if (g instanceof GroupMap) g.mapValuesInPlace(fn);
+  else for (const [k, v] of g) g.set(k, fn(v));
+}

@@ -72,10 +72,11 @@ export class StateTable {
   }
 
   /**
-   * After a restore: the group's key column cache from the block it was filled from, when it
-   * holds exactly that block's keys in the block's order (`fromBlock`: it was filled by
-   * fillEmpty from that block's keys). A block of other keys (numbers), or a group that lost
-   * some to keys given twice, is left for its first snapshot to encode, as before.
+   * After a restore: the group's key column cache from the block it was restored from, which
+   * holds the group's keys in the group's order (the group was filled from the block's keys, or
+   * the block encoded from the group: a chain's merged groups). A block of other keys
+   * (numbers), or a group whose size differs (keys given twice), is left for its first snapshot
+   * to encode, as before.
    */
   restoreKeyCache(kgIndex: number, block: Uint8Array): void {
     const g = this.groups[kgIndex];
