@@ -175,11 +175,12 @@ export class KeyTable<V = unknown> implements Map<NormKey, V> {
     this.mask = slots - 1;
     this.maxUsed = Math.floor(slots * MAX_LOAD);
     const kv = newEntries(2 * n);
+    this.kv = kv; // slotOf below finds the keys placed so far in it
     let e = 0;
     for (let i = 0; i < n; i++) {
       const key = keys[i]!;
       const h = keyHash(key);
-      const s = this.slotOfIn(kv, key, h);
+      const s = this.slotOf(key, h);
       if (s >= 0) {
         kv[2 * this.idx[2 * s + 1]! + 1] = values[i];
         continue;
@@ -190,7 +191,6 @@ export class KeyTable<V = unknown> implements Map<NormKey, V> {
       e++;
     }
     if (e < n) kv.length = 2 * e; // keys given twice: the entries end here
-    this.kv = kv;
     this.live = e;
     return true;
   }
@@ -199,17 +199,6 @@ export class KeyTable<V = unknown> implements Map<NormKey, V> {
   mapValuesInPlace(fn: (v: V) => V): void {
     const kv = this.kv;
     for (let e = 0; e < kv.length; e += 2) if (kv[e] !== HOLE) kv[e + 1] = fn(kv[e + 1] as V);
-  }
-
-  /** slotOf over an entry array not yet the table's (fillEmpty). */
-  private slotOfIn(kv: unknown[], key: NormKey, h: number): number {
-    const idx = this.idx;
-    const mask = this.mask;
-    for (let s = h & mask; ; s = (s + 1) & mask) {
-      const x = idx[2 * s];
-      if (x === 0) return -1;
-      if (x === h && kv[2 * idx[2 * s + 1]!] === key) return s;
-    }
   }
 
   get(key: NormKey): V | undefined {

@@ -17,6 +17,7 @@ import { keyedStateBackendFactory } from '../../src/state/backends.ts';
 import { keyGroupOf, type NormKey } from '../../src/state/key-groups.ts';
 import { Rng, ValueStateDescriptor } from '../../src/index.ts';
 import { testSeed } from '../api/util.ts';
+import type { StateInputHandle } from '../../src/core/state-streams.ts';
 import { FULL, MAXP, MemoryStreams, writeSnapshot } from './backend-contract.ts';
 
 /** Encodes with the cache and checks: the bytes of encodeColumns and of the uncached encoder, and what the cache holds. */
@@ -29,6 +30,19 @@ function encodeChecked(m: Map<NormKey, unknown>, c: KeyColumnCache, what: string
   const stringKeys = m.size > 0 && [...m.keys()].every((k) => typeof k === 'string');
   expect(c.count, what).toBe(stringKeys ? m.size : 0);
   return bytes;
+}
+
+/** Every key of `desc` and its value in a heap backend restored from one state file. */
+async function restoredValues(file: StateInputHandle, desc: ValueStateDescriptor<number>, clock: ManualClock): Promise<Map<NormKey, number>> {
+  const r = new HeapKeyedStateBackend(FULL, MAXP, clock, 'op');
+  await r.restore([file]);
+  const state = r.getValueState(desc);
+  const out = new Map<NormKey, number>();
+  for (const { key } of [...r.keys(desc.name)]) {
+    r.setCurrentKey(key);
+    out.set(key as NormKey, state.value()!);
+  }
+  return out;
 }
 
 describe('key column cache', () => {
@@ -386,15 +400,7 @@ describe('heap backend restored with the key column cache', () => {
       expect(files[0]!.files.get(names[0]!)!.equals(files[1]!.files.get(names[1]!)!), what).toBe(true);
       // Right after the restore every string key came from a cache the restore filled.
       if (round === 0) expect(cacheStats.reusedTotal - reusedBefore, what).toBe(cachedKeys);
-      const r = new HeapKeyedStateBackend(FULL, MAXP, clock, 'op');
-      await r.restore([files[0]!.input(names[0]!)]);
-      const rv = r.getValueState(counts);
-      const restored = new Map<NormKey, number>();
-      for (const { key } of [...r.keys(counts.name)]) {
-        r.setCurrentKey(key);
-        restored.set(key, rv.value()!);
-      }
-      expect(restored, what).toEqual(model);
+      expect(await restoredValues(files[0]!.input(names[0]!), counts, clock), what).toEqual(model);
     }
   });
 });
@@ -449,15 +455,7 @@ describe('heap backend restored from an incremental chain', () => {
     expect(files[0]!.files.get(names[0]!)!.equals(files[1]!.files.get(names[1]!)!), `seed ${seed}`).toBe(true);
     expect(cacheStats.reusedTotal - reusedBefore, `seed ${seed}`).toBe(model.size); // every key from a cache the restore filled
     // And that snapshot holds the state at the barrier.
-    const again = new HeapKeyedStateBackend(FULL, MAXP, clock, 'op');
-    await again.restore([files[0]!.input(names[0]!)]);
-    const rv = again.getValueState(counts);
-    const restored = new Map<string, number>();
-    for (const { key } of [...again.keys(counts.name)]) {
-      again.setCurrentKey(key);
-      restored.set(key as string, rv.value()!);
-    }
-    expect(restored, `seed ${seed}`).toEqual(model);
+    expect(await restoredValues(files[0]!.input(names[0]!), counts, clock), `seed ${seed}`).toEqual(model);
   });
 });
 
