@@ -104,7 +104,10 @@ function cachedKeyColumn(g: ReadonlyMap<NormKey, unknown>, c: KeyColumnCache): b
     return false;
   }
   const keep = pending === undefined ? 0 : c.count;
-  appendColumns(c, keep, srcChars, charCount, lens, g.size - keep, longestKey);
+  // Growing: keys appended, or the group's first fill (a young job's groups gain keys between
+  // its first checkpoints); a group encoded afresh after a removal mostly keeps its size.
+  const growing = keep !== 0 || c.chars.length === 0;
+  appendColumns(c, keep, srcChars, charCount, lens, g.size - keep, longestKey, growing);
   if (c.count !== g.size) throw new Error(`key column cache holds ${c.count} keys for a group of ${g.size}`); // a bug: the column would not match the values
   fillDone(g);
   srcChars = c.chars;

@@ -102,16 +102,20 @@ export function fillDone(g: ReadonlyMap<NormKey, unknown>): void {
 }
 
 /**
- * Room a new column buffer gets beyond the `size` elements it holds now. Filled afresh
- * (`keep` 0): 1/16, as a group's keys are often all there. Grown by an append: 1/2, as a group
- * that gained keys since its last snapshot mostly gains more, and every regrowth copies the
- * whole column into new memory, whose first write costs a page fault per 4 KiB (on this
- * project's 2-CPU VMs 100 MB took 284 ms to write once and 5 ms to write again). With 1/16, a
- * group growing 1.5 % a checkpoint was copied every 4-5 checkpoints. Room never written costs
- * no fault where the buffer is mapped on its own (large groups); small ones are zeroed, but small.
+ * Room a new column buffer gets beyond the `size` elements it holds now: 1/2 for a group that
+ * grows, 1/16 for one whose keys are likely all there (a restored group, one encoded afresh
+ * after a removal). Growing are groups that gained keys since their last snapshot (an append)
+ * and groups filled for the first time: a young job's, whose first checkpoints see most groups
+ * gain a fifth or more. Every regrowth copies the whole column into new memory, whose first
+ * write costs a page fault per 4 KiB (on this project's 2-CPU VMs 100 MB took 284 ms to write
+ * once and 5 ms to write again): with 1/16 at the first fill, a young 1 M-key job's second
+ * checkpoint spent ~26 ms of its task thread copying every group's column (5 M-record keyed
+ * count, checkpoints every second). With 1/16 for appends, a group growing 1.5 % a checkpoint
+ * was copied every 4-5 checkpoints. Room never written costs no page: a large buffer is mapped
+ * on its own, and a small one from fresh heap memory is not cleared.
  */
-function room(keep: number, size: number): number {
-  return (keep === 0 ? size >>> 4 : size >>> 1) + 64;
+function room(size: number, growing: boolean): number {
+  return (growing ? size >>> 1 : size >>> 4) + 64;
 }
 
 /**
@@ -119,9 +123,9 @@ function room(keep: number, size: number): number {
  * (`lens[0, n)`) to the cache after its first `keep` keys (0: replaces them all), in UTF-16
  * if either side needs it; the length column widened if a new key needs it. Buffers are kept
  * when large enough (a group re-encoded every checkpoint allocates nothing), else made with
- * room for the next appends (room()).
+ * room for the next appends: more when the group is `growing` (room()).
  */
-export function appendColumns(c: KeyColumnCache, keep: number, chars: Uint8Array | Uint16Array, p: number, lens: Uint8Array | Uint16Array | Uint32Array, n: number, longest: number): void {
+export function appendColumns(c: KeyColumnCache, keep: number, chars: Uint8Array | Uint16Array, p: number, lens: Uint8Array | Uint16Array | Uint32Array, n: number, longest: number, growing: boolean): void {
   const kept = keep === 0 ? 0 : c.charCount;
   if (keep === 0) {
     c.longest = 0;
@@ -130,7 +134,7 @@ export function appendColumns(c: KeyColumnCache, keep: number, chars: Uint8Array
   const total = kept + p;
   const wide = (keep !== 0 && c.wide) || chars instanceof Uint16Array;
   if (c.chars.length < total || wide !== c.wide) {
-    const cap = Math.max(total + room(keep, total), wide === c.wide ? c.chars.length : 0);
+    const cap = Math.max(total + room(total, growing), wide === c.wide ? c.chars.length : 0);
     const ch = wide ? new Uint16Array(cap) : new Uint8Array(cap);
     ch.set(c.chars.subarray(0, kept)); // element-wise: widening is exact
     c.chars = ch;
@@ -141,7 +145,7 @@ export function appendColumns(c: KeyColumnCache, keep: number, chars: Uint8Array
   const count = keep + n;
   const need = c.longest <= 0xff ? 1 : c.longest <= 0xffff ? 2 : 4;
   if (c.lens.length < count || c.lens.BYTES_PER_ELEMENT !== need) {
-    const cap = Math.max(count + room(keep, count), c.lens.BYTES_PER_ELEMENT === need ? c.lens.length : 0);
+    const cap = Math.max(count + room(count, growing), c.lens.BYTES_PER_ELEMENT === need ? c.lens.length : 0);
     const ln = need === 1 ? new Uint8Array(cap) : need === 2 ? new Uint16Array(cap) : new Uint32Array(cap);
     ln.set(c.lens.subarray(0, keep)); // element-wise: exact, each fits the width
     c.lens = ln;
@@ -164,6 +168,6 @@ export function fillFromStored(c: KeyColumnCache, g: ReadonlyMap<NormKey, unknow
   const lens = col.lens;
   let longest = 0;
   for (let i = 0; i < col.count; i++) if (lens[i]! > longest) longest = lens[i]!;
-  appendColumns(c, 0, col.chars, col.chars.length, lens, col.count, longest);
+  appendColumns(c, 0, col.chars, col.chars.length, lens, col.count, longest, false);
   fillDone(g);
 }

@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/core/clock.ts';
 import { encodeColumns } from '../../src/state/columnar-block.ts';
 import { encodeMapColumns } from '../../src/state/columnar-map.ts';
-import { cacheStats, KeyColumnCache } from '../../src/state/key-column-cache.ts';
+import { appendColumns, cacheStats, KeyColumnCache } from '../../src/state/key-column-cache.ts';
 import { GroupMap, newGroupMap, NumberGroupMap } from '../../src/state/heap/group-map.ts';
 import { KeyTable, keyHash } from '../../src/state/key-table.ts';
 import { HeapKeyedStateBackend } from '../../src/state/heap/backend.ts';
@@ -95,6 +95,28 @@ describe('key column cache', () => {
     // Each new buffer copies the whole column into fresh memory (a page fault per 4 KiB).
     expect(buffers.size).toBeLessThanOrEqual(3);
     expect(lenBuffers.size).toBeLessThanOrEqual(3);
+  });
+
+  it('a group filled for the first time has room for a young job\'s growth (40 % more keys, no new buffer); one filled again after a removal, or from a restored block, is sized tight', () => {
+    const m = new GroupMap();
+    for (let i = 0; i < 5000; i++) m.set('key' + i, i);
+    const c = new KeyColumnCache();
+    encodeChecked(m, c, 'first fill');
+    const chars = c.chars.buffer;
+    const lens = c.lens.buffer;
+    for (let i = 5000; i < 7000; i++) m.set('key' + i, i);
+    encodeChecked(m, c, '40 % more keys');
+    expect(cacheStats.reusedKeys).toBe(5000);
+    expect(c.chars.buffer).toBe(chars);
+    expect(c.lens.buffer).toBe(lens);
+    m.delete('key0');
+    encodeChecked(m, c, 'encoded afresh after a removal');
+    expect(cacheStats.reusedKeys).toBe(0);
+    // Kept: it is large enough. A new cache filled afresh for a group known to be full sizes its buffers tight.
+    const tight = new KeyColumnCache();
+    appendColumns(tight, 0, c.chars, c.charCount, c.lens, c.count, c.longest, false);
+    expect(tight.chars.length).toBeLessThanOrEqual(c.charCount + (c.charCount >>> 4) + 64);
+    expect(tight.lens.length).toBeLessThanOrEqual(c.count + (c.count >>> 4) + 64);
   });
 
   it('appends however many keys a group gained (no bound: nothing is recorded per insert); a plain Map encodes every key again', () => {
