@@ -18,7 +18,7 @@ const chars = new Uint8Array(most * KEY_CHARS).fill(0x61);
 const lens = new Uint32Array(most).fill(KEY_CHARS);
 
 let t0 = performance.now();
-for (const c of caches) appendColumns(c, 0, chars, start * KEY_CHARS, lens, start, KEY_CHARS, true); // a first fill: growing, as columnar-map.ts has it
+for (const c of caches) appendColumns(c, 0, chars, start * KEY_CHARS, lens, start, KEY_CHARS);
 const firstMs = performance.now() - t0;
 t0 = performance.now();
 const stepMs: number[] = [];
@@ -26,7 +26,7 @@ let expected = start;
 for (let s = 0; s < steps; s++) {
   const t = performance.now();
   const n = Math.ceil(expected * growth);
-  for (const c of caches) appendColumns(c, c.count, chars, n * KEY_CHARS, lens, n, KEY_CHARS, true);
+  for (const c of caches) appendColumns(c, c.count, chars, n * KEY_CHARS, lens, n, KEY_CHARS);
   expected += n;
   stepMs.push(Math.round(performance.now() - t));
 }

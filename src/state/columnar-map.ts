@@ -18,7 +18,7 @@
 import { encodeValue } from '../core/codec.ts';
 import { align8, encodeColumns, HEADER, KeyKind, typedValues, VALUE_WIDTH, ValueKind, writeColumnarHeader } from './columnar-block.ts';
 import type { NormKey } from './key-groups.ts';
-import { appendColumns, fillDone, forgetInserts, pendingKeys, type KeyColumnCache } from './key-column-cache.ts';
+import { appendColumns, copySegments, fillDone, forgetInserts, pendingKeys, type KeyColumnCache } from './key-column-cache.ts';
 import { KeyTable } from './key-table.ts';
 
 /** Scratch columns above this size are let go after use (one huge group must not pin memory). */
@@ -39,9 +39,10 @@ let intKeys = true;
 let vMin = 0;
 let vMax = 0;
 let intValues = true;
-/** Where assemble takes the string-key columns from: the scratch columns or a group's cache. */
+/** Where assemble takes the string-key columns from: the scratch columns, or a group's cache when cacheSrc is set. */
 let srcChars: Uint8Array | Uint16Array = latin1;
 let srcLens: Uint8Array | Uint16Array | Uint32Array = lens;
+let cacheSrc: KeyColumnCache | undefined;
 
 export type Alloc = (size: number) => Uint8Array;
 const fresh: Alloc = (size) => new Uint8Array(size);
@@ -61,6 +62,7 @@ export function encodeMapColumns(g: ReadonlyMap<NormKey, unknown>, enc?: (v: unk
     nums = new Float64Array(size);
     vals = new Float64Array(size);
   }
+  cacheSrc = undefined;
   try {
     // One small loop per column and key type: each stays monomorphic and keeps its state in
     // registers (one forEach callback writing captured variables ran at half the speed).
@@ -104,14 +106,10 @@ function cachedKeyColumn(g: ReadonlyMap<NormKey, unknown>, c: KeyColumnCache): b
     return false;
   }
   const keep = pending === undefined ? 0 : c.count;
-  // Growing: keys appended, or the group's first fill (a young job's groups gain keys between
-  // its first checkpoints); a group encoded afresh after a removal mostly keeps its size.
-  const growing = keep !== 0 || c.chars.length === 0;
-  appendColumns(c, keep, srcChars, charCount, lens, g.size - keep, longestKey, growing);
+  appendColumns(c, keep, srcChars, charCount, lens, g.size - keep, longestKey);
   if (c.count !== g.size) throw new Error(`key column cache holds ${c.count} keys for a group of ${g.size}`); // a bug: the column would not match the values
   fillDone(g);
-  srcChars = c.chars;
-  srcLens = c.lens;
+  cacheSrc = c;
   charCount = c.charCount;
   wideChars = c.wide;
   longestKey = c.longest;
@@ -431,22 +429,37 @@ function assemble(n: number, stringKeys: boolean, packed: unknown[] | undefined,
   if (base % 8 !== 0) throw new Error(`a block must start 8-byte aligned, got offset ${base}`);
   writeColumnarHeader(out, kk, lenWidth, vk, n, keyLen, lenBytes);
   switch (kk) {
-    case KeyKind.Latin1: out.set(srcChars.subarray(0, p), HEADER); break;
-    case KeyKind.Utf16: new Uint16Array(out.buffer, base + HEADER, p).set(srcChars.subarray(0, p)); break; // little-endian, as Buffer's 'utf16le'
+    case KeyKind.Latin1: copyKeyChars(out, HEADER, p); break;
+    case KeyKind.Utf16: copyKeyChars(new Uint16Array(out.buffer, base + HEADER, p), 0, p); break; // little-endian, as Buffer's 'utf16le'
     case KeyKind.Int32: new Int32Array(out.buffer, base + HEADER, n).set(nums.subarray(0, n)); break;
     default: new Float64Array(out.buffer, base + HEADER, n).set(nums.subarray(0, n)); break;
   }
-  if (stringKeys) {
-    const at = HEADER + keyLen;
-    const ln = srcLens.subarray(0, n);
-    // Narrowing is exact (every length fits the width). The length column starts wherever
-    // the keys end: wider lengths go through an aligned copy, or as bytes when already that width.
-    if (lenWidth === 1) out.set(ln, at);
-    else if (ln.BYTES_PER_ELEMENT === lenWidth) out.set(new Uint8Array(ln.buffer, ln.byteOffset, n * lenWidth), at);
-    else out.set(new Uint8Array((lenWidth === 2 ? Uint16Array.from(ln) : Uint32Array.from(ln)).buffer), at);
-  }
+  if (stringKeys) writeKeyLens(out, HEADER + keyLen, n, lenWidth);
   out.fill(0, keysEnd, valuesAt); // padding: pooled memory holds older bytes
   if (valueBytes !== undefined) out.set(valueBytes, valuesAt);
   else typedValues(vk, out.buffer, base + valuesAt, n).set(vals.subarray(0, n));
   return out;
+}
+
+/** The string keys' characters (`p` of them), from the group's cache or the scratch column, into `dst` from `at`. */
+function copyKeyChars(dst: Uint8Array | Uint16Array, at: number, p: number): void {
+  if (cacheSrc !== undefined) copySegments(dst, at, cacheSrc.charSegments, p);
+  else dst.set(srcChars.subarray(0, p), at);
+}
+
+/**
+ * The string keys' lengths (`n` of them) at `at` of the block, `lenWidth` bytes each.
+ * Narrowing is exact (every length fits the width). The column starts wherever the keys end:
+ * lengths wider than a byte go through an aligned copy of that width.
+ */
+function writeKeyLens(out: Uint8Array, at: number, n: number, lenWidth: number): void {
+  if (lenWidth === 1) {
+    if (cacheSrc !== undefined) copySegments(out, at, cacheSrc.lenSegments, n);
+    else out.set(srcLens.subarray(0, n), at);
+    return;
+  }
+  const wide = lenWidth === 2 ? new Uint16Array(n) : new Uint32Array(n);
+  if (cacheSrc !== undefined) copySegments(wide, 0, cacheSrc.lenSegments, n);
+  else wide.set(srcLens.subarray(0, n));
+  out.set(new Uint8Array(wide.buffer, 0, n * lenWidth), at);
 }

@@ -18,8 +18,20 @@
  * into the cache, exactly as without it.
  *
  * Memory: the key characters once more (1 byte each as Latin-1, 2 as UTF-16) and the length
- * column (1 byte a key for keys under 256 characters), off the V8 heap, plus up to 1/16 for
- * appends: about 9-10 bytes a key of 8 characters, ~90-100 MB at 10 M keys.
+ * column (1 byte a key for keys under 256 characters), off the V8 heap, plus room of 1/16 at a
+ * fill and 1/8 at an append: about 9-10 bytes a key of 8 characters, ~90-100 MB at 10 M keys.
+ *
+ * Segments: a column is a list of typed arrays in order, each full but the last, so that keys
+ * appended go into the last one's room or a new one and nothing already cached is ever copied.
+ * Why: on this project's 2-CPU VMs a first write to fresh memory costs a page fault per 4 KiB
+ * (100 MB took 284 ms to write once and 5 ms to write again), and a contiguous column that
+ * outgrew its buffer was copied whole into a new one. A young 1 M-key job's second checkpoint
+ * spent 39-45 ms of its task thread so (its groups gained a fifth of their keys since the first),
+ * and growing the first buffer instead (room of 1/2 at the first fill) cost a 10 M-key job's
+ * first checkpoint ~110 ms more: room is cleared, and so touched, when the memory comes from
+ * the allocator's free lists. Now that checkpoint's key columns take ~20 ms, ~13 of them reading
+ * the new keys' strings.
+ *
  * state.backend.heap.snapshot-key-cache turns it off.
  */
 import type { NormKey } from './key-groups.ts';
@@ -39,31 +51,38 @@ function tracking(g: ReadonlyMap<NormKey, unknown>): InsertTracking | undefined 
   return typeof (g as Partial<InsertTracking>).insertedSinceFill === 'function' ? (g as unknown as InsertTracking) : undefined;
 }
 
-const NO_BYTES = new Uint8Array(0);
+export type CharColumn = Uint8Array | Uint16Array;
+export type LenColumn = Uint8Array | Uint16Array | Uint32Array;
+
+/** Segments a column may have; past it they are joined into one (a copy: rare, see room()). */
+const MAX_SEGMENTS = 16;
 
 export class KeyColumnCache {
   count = 0;
-  /** The keys' characters as Latin-1 bytes (all ≤ U+00FF) or UTF-16 code units; capacity ≥ charCount. */
-  chars: Uint8Array | Uint16Array = NO_BYTES;
+  /** The keys' characters as Latin-1 bytes (all ≤ U+00FF) or UTF-16 code units (all segments alike): charCount of them, in order. */
+  charSegments: CharColumn[] = [];
   charCount = 0;
-  /** Their lengths, in a width that holds the longest; capacity ≥ count. */
-  lens: Uint8Array | Uint16Array | Uint32Array = NO_BYTES;
+  /** Their lengths, count of them in order, all segments of a width that holds the longest. */
+  lenSegments: LenColumn[] = [];
   longest = 0;
 
   get wide(): boolean {
-    return this.chars instanceof Uint16Array;
+    return this.charSegments.length > 0 && this.charSegments[0] instanceof Uint16Array;
   }
 
   /** Bytes held (metrics, tests). */
   get bytes(): number {
-    return this.chars.byteLength + this.lens.byteLength;
+    let n = 0;
+    for (const a of this.charSegments) n += a.byteLength;
+    for (const a of this.lenSegments) n += a.byteLength;
+    return n;
   }
 
   clear(): void {
     this.count = 0;
-    this.chars = NO_BYTES;
+    this.charSegments = [];
     this.charCount = 0;
-    this.lens = NO_BYTES;
+    this.lenSegments = [];
     this.longest = 0;
   }
 }
@@ -102,56 +121,97 @@ export function fillDone(g: ReadonlyMap<NormKey, unknown>): void {
 }
 
 /**
- * Room a new column buffer gets beyond the `size` elements it holds now: 1/2 for a group that
- * grows, 1/16 for one whose keys are likely all there (a restored group, one encoded afresh
- * after a removal). Growing are groups that gained keys since their last snapshot (an append)
- * and groups filled for the first time: a young job's, whose first checkpoints see most groups
- * gain a fifth or more. Every regrowth copies the whole column into new memory, whose first
- * write costs a page fault per 4 KiB (on this project's 2-CPU VMs 100 MB took 284 ms to write
- * once and 5 ms to write again): with 1/16 at the first fill, a young 1 M-key job's second
- * checkpoint spent ~26 ms of its task thread copying every group's column (5 M-record keyed
- * count, checkpoints every second). With 1/16 for appends, a group growing 1.5 % a checkpoint
- * was copied every 4-5 checkpoints. Room never written costs no page: a large buffer is mapped
- * on its own, and a small one from fresh heap memory is not cleared.
+ * Room a new segment gets beyond the `size` elements it is made for, `total` being the
+ * column's size with them: 1/16 of it at a fill (keep 0: a group's keys are often all there),
+ * 1/8 at an append (a group that gained keys since its last snapshot mostly gains more; the
+ * next appends fill the room, and a new segment is made only once they outgrow it). Room is
+ * memory touched for nothing until used (the allocator clears it), so it stays small.
  */
-function room(size: number, growing: boolean): number {
-  return (growing ? size >>> 1 : size >>> 4) + 64;
+function room(total: number, fill: boolean): number {
+  return (fill ? total >>> 4 : total >>> 3) + 64;
 }
+
+/** Elements `segs` can hold: every segment full but the last. */
+function capacity(segs: readonly { readonly length: number }[]): number {
+  let n = 0;
+  for (const a of segs) n += a.length;
+  return n;
+}
+
+/**
+ * Appends `src` to a column of segments holding `used` elements: into the last segment's room,
+ * the rest into a new segment from `make` with room(). Element-wise, so a wider column takes
+ * narrower elements exactly (and a narrower one wider elements that fit its width).
+ */
+function appendTo<T extends CharColumn | LenColumn>(segs: T[], used: number, src: CharColumn | LenColumn, make: (length: number) => T, fill: boolean): void {
+  let from = 0;
+  const last = segs[segs.length - 1];
+  if (last !== undefined) {
+    const at = used - (capacity(segs) - last.length);
+    from = Math.min(last.length - at, src.length);
+    if (from > 0) last.set(src.subarray(0, from), at);
+  }
+  if (from === src.length) return;
+  const rest = src.length - from;
+  const seg = make(rest + room(used + src.length, fill));
+  seg.set(src.subarray(from));
+  segs.push(seg);
+  if (segs.length > MAX_SEGMENTS) joinSegments(segs, used + src.length, make);
+}
+
+/** Replaces the segments by one holding their `used` elements (and room for appends). */
+function joinSegments<T extends CharColumn | LenColumn>(segs: T[], used: number, make: (length: number) => T): void {
+  const one = make(used + room(used, false));
+  copySegments(one, 0, segs, used);
+  segs.length = 0;
+  segs.push(one);
+}
+
+/** Copies the first `n` elements of a column of segments into `dst` from `at` (element-wise). */
+export function copySegments(dst: CharColumn | LenColumn, at: number, segs: readonly (CharColumn | LenColumn)[], n: number): void {
+  for (let i = 0; n > 0; i++) {
+    const s = segs[i]!;
+    const k = Math.min(s.length, n);
+    dst.set(k === s.length ? s : s.subarray(0, k), at);
+    at += k;
+    n -= k;
+  }
+}
+
+/** The same elements in typed arrays made by `make` (a wider kind: exact). */
+function convertSegments<T extends CharColumn | LenColumn>(segs: readonly (CharColumn | LenColumn)[], make: (length: number) => T): T[] {
+  return segs.map((s) => {
+    const t = make(s.length);
+    t.set(s);
+    return t;
+  });
+}
+
+const latin1Of = (n: number): CharColumn => new Uint8Array(n);
+const utf16Of = (n: number): CharColumn => new Uint16Array(n);
+const lensOf = [(n: number): LenColumn => new Uint8Array(n), (n: number): LenColumn => new Uint16Array(n), undefined, (n: number): LenColumn => new Uint32Array(n)] as const;
 
 /**
  * Appends keys' characters (`chars[0, p)`, Latin-1 bytes or UTF-16 units) and lengths
  * (`lens[0, n)`) to the cache after its first `keep` keys (0: replaces them all), in UTF-16
- * if either side needs it; the length column widened if a new key needs it. Buffers are kept
- * when large enough (a group re-encoded every checkpoint allocates nothing), else made with
- * room for the next appends: more when the group is `growing` (room()).
+ * if either side needs it (every segment widened then, as the length column when a new key is
+ * longer than its width holds). What it holds stays where it is: appends fill the last
+ * segment's room, then a new segment.
  */
-export function appendColumns(c: KeyColumnCache, keep: number, chars: Uint8Array | Uint16Array, p: number, lens: Uint8Array | Uint16Array | Uint32Array, n: number, longest: number, growing: boolean): void {
-  const kept = keep === 0 ? 0 : c.charCount;
-  if (keep === 0) {
-    c.longest = 0;
-    if (c.wide && !(chars instanceof Uint16Array)) c.chars = NO_BYTES; // back to Latin-1
-  }
-  const total = kept + p;
-  const wide = (keep !== 0 && c.wide) || chars instanceof Uint16Array;
-  if (c.chars.length < total || wide !== c.wide) {
-    const cap = Math.max(total + room(total, growing), wide === c.wide ? c.chars.length : 0);
-    const ch = wide ? new Uint16Array(cap) : new Uint8Array(cap);
-    ch.set(c.chars.subarray(0, kept)); // element-wise: widening is exact
-    c.chars = ch;
-  }
-  c.chars.set(chars.subarray(0, p), kept);
-  c.charCount = total;
+export function appendColumns(c: KeyColumnCache, keep: number, chars: CharColumn, p: number, lens: LenColumn, n: number, longest: number): void {
+  if (keep === 0) c.clear();
+  if (keep !== c.count) throw new Error(`appending after ${keep} keys to a key column cache of ${c.count}`); // a bug: keys would be lost or doubled
+  const fill = keep === 0;
+  const wide = c.wide || chars instanceof Uint16Array;
+  if (wide && !c.wide) c.charSegments = convertSegments(c.charSegments, utf16Of);
+  appendTo(c.charSegments, c.charCount, chars.subarray(0, p), wide ? utf16Of : latin1Of, fill);
+  c.charCount += p;
   if (longest > c.longest) c.longest = longest;
-  const count = keep + n;
   const need = c.longest <= 0xff ? 1 : c.longest <= 0xffff ? 2 : 4;
-  if (c.lens.length < count || c.lens.BYTES_PER_ELEMENT !== need) {
-    const cap = Math.max(count + room(count, growing), c.lens.BYTES_PER_ELEMENT === need ? c.lens.length : 0);
-    const ln = need === 1 ? new Uint8Array(cap) : need === 2 ? new Uint16Array(cap) : new Uint32Array(cap);
-    ln.set(c.lens.subarray(0, keep)); // element-wise: exact, each fits the width
-    c.lens = ln;
-  }
-  c.lens.set(lens.subarray(0, n), keep); // element-wise: exact, each fits the width
-  c.count = count;
+  const lenOf = lensOf[need - 1]!;
+  if (c.lenSegments.length > 0 && c.lenSegments[0]!.BYTES_PER_ELEMENT !== need) c.lenSegments = convertSegments(c.lenSegments, lenOf);
+  appendTo(c.lenSegments, keep, lens.subarray(0, n), lenOf, fill); // element-wise: exact, each fits the width
+  c.count = keep + n;
   cacheStats.reusedKeys = keep;
   cacheStats.reusedTotal += keep;
 }
@@ -168,6 +228,6 @@ export function fillFromStored(c: KeyColumnCache, g: ReadonlyMap<NormKey, unknow
   const lens = col.lens;
   let longest = 0;
   for (let i = 0; i < col.count; i++) if (lens[i]! > longest) longest = lens[i]!;
-  appendColumns(c, 0, col.chars, col.chars.length, lens, col.count, longest, false);
+  appendColumns(c, 0, col.chars, col.chars.length, lens, col.count, longest);
   fillDone(g);
 }

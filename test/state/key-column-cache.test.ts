@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/core/clock.ts';
 import { encodeColumns } from '../../src/state/columnar-block.ts';
 import { encodeMapColumns } from '../../src/state/columnar-map.ts';
-import { appendColumns, cacheStats, KeyColumnCache } from '../../src/state/key-column-cache.ts';
+import { appendColumns, cacheStats, copySegments, KeyColumnCache } from '../../src/state/key-column-cache.ts';
 import { GroupMap, newGroupMap, NumberGroupMap } from '../../src/state/heap/group-map.ts';
 import { KeyTable, keyHash } from '../../src/state/key-table.ts';
 import { HeapKeyedStateBackend } from '../../src/state/heap/backend.ts';
@@ -77,46 +77,89 @@ describe('key column cache', () => {
     expect(cacheStats.countMismatches).toBe(mismatches);
   });
 
-  it('a group that keeps gaining keys gets room to grow: 2 % more a snapshot for 20 snapshots makes new buffers at most twice (before: 6 times)', () => {
+  it('a group that keeps gaining keys never has its cached column copied: 2 % more a snapshot for 20 snapshots keeps every segment, in few segments', () => {
     const m = new GroupMap();
     for (let i = 0; i < 10_000; i++) m.set('k' + i, i);
     const c = new KeyColumnCache();
     encodeChecked(m, c, 'filled');
-    const buffers = new Set<ArrayBufferLike>([c.chars.buffer]);
-    const lenBuffers = new Set<ArrayBufferLike>([c.lens.buffer]);
+    const firstChars = c.charSegments[0]!;
+    const firstLens = c.lenSegments[0]!;
     for (let step = 0; step < 20; step++) {
+      const before = [...c.charSegments];
       const more = Math.ceil(m.size * 0.02);
       for (let i = 0; i < more; i++) m.set('k' + m.size, step);
       encodeChecked(m, c, `step ${step}`);
       expect(cacheStats.reusedKeys, `step ${step}`).toBe(m.size - more);
-      buffers.add(c.chars.buffer);
-      lenBuffers.add(c.lens.buffer);
+      // Each segment there before is still there, the same memory: appends only add.
+      before.forEach((seg, i) => expect(c.charSegments[i], `step ${step}`).toBe(seg));
     }
-    // Each new buffer copies the whole column into fresh memory (a page fault per 4 KiB).
-    expect(buffers.size).toBeLessThanOrEqual(3);
-    expect(lenBuffers.size).toBeLessThanOrEqual(3);
+    expect(c.charSegments[0]).toBe(firstChars);
+    expect(c.lenSegments[0]).toBe(firstLens);
+    // 49 % more keys in all, room of 1/8 per new segment: a handful of segments, not one per snapshot.
+    expect(c.charSegments.length).toBeLessThanOrEqual(5);
+    expect(c.lenSegments.length).toBeLessThanOrEqual(5);
   });
 
-  it('a group filled for the first time has room for a young job\'s growth (40 % more keys, no new buffer); one filled again after a removal, or from a restored block, is sized tight', () => {
+  it('a young group gaining 40 % keeps its first segment; a group filled afresh after a removal, or from a restored block, is one segment sized tight', () => {
     const m = new GroupMap();
     for (let i = 0; i < 5000; i++) m.set('key' + i, i);
     const c = new KeyColumnCache();
     encodeChecked(m, c, 'first fill');
-    const chars = c.chars.buffer;
-    const lens = c.lens.buffer;
+    const first = c.charSegments[0]!;
+    expect(first.length).toBeLessThanOrEqual(c.charCount + (c.charCount >>> 4) + 64);
     for (let i = 5000; i < 7000; i++) m.set('key' + i, i);
     encodeChecked(m, c, '40 % more keys');
     expect(cacheStats.reusedKeys).toBe(5000);
-    expect(c.chars.buffer).toBe(chars);
-    expect(c.lens.buffer).toBe(lens);
+    expect(c.charSegments[0]).toBe(first);
+    expect(c.charSegments).toHaveLength(2);
     m.delete('key0');
     encodeChecked(m, c, 'encoded afresh after a removal');
     expect(cacheStats.reusedKeys).toBe(0);
-    // Kept: it is large enough. A new cache filled afresh for a group known to be full sizes its buffers tight.
-    const tight = new KeyColumnCache();
-    appendColumns(tight, 0, c.chars, c.charCount, c.lens, c.count, c.longest, false);
-    expect(tight.chars.length).toBeLessThanOrEqual(c.charCount + (c.charCount >>> 4) + 64);
-    expect(tight.lens.length).toBeLessThanOrEqual(c.count + (c.count >>> 4) + 64);
+    expect(c.charSegments).toHaveLength(1);
+    expect(c.charSegments[0]!.length).toBeLessThanOrEqual(c.charCount + (c.charCount >>> 4) + 64);
+    expect(c.lenSegments[0]!.length).toBeLessThanOrEqual(c.count + (c.count >>> 4) + 64);
+  });
+
+  it('appends of any size, Latin-1 or UTF-16, short or long keys, keep exactly the characters and lengths appended, in at most 16 segments (seeded)', () => {
+    const seed = testSeed('key column segments');
+    const rng = new Rng(seed);
+    for (let round = 0; round < 20; round++) {
+      const c = new KeyColumnCache();
+      const chars: number[] = [];
+      const lens: number[] = [];
+      for (let step = 0; step < 40; step++) {
+        const fresh = step === 0 || rng.int(15) === 0;
+        // Mostly small appends, some as large as what is held (a new segment each), rarely a wide or long key.
+        const n = rng.int(4) === 0 ? 1 + rng.int(Math.max(1, lens.length + 1)) : 1 + rng.int(20);
+        const newLens = Array.from({ length: n }, () => (rng.int(50) === 0 ? 256 + rng.int(300) : rng.int(12)));
+        const wide = rng.int(30) === 0;
+        const newChars = newLens.flatMap((l) => Array.from({ length: l }, () => (wide && rng.int(4) === 0 ? 0x100 + rng.int(0xff00) : 0x20 + rng.int(0xdf))));
+        const src = newChars.some((ch) => ch > 0xff) ? Uint16Array.from(newChars) : Uint8Array.from(newChars);
+        if (fresh) {
+          chars.length = 0;
+          lens.length = 0;
+        }
+        appendColumns(c, fresh ? 0 : c.count, src, src.length, Uint32Array.from(newLens), n, Math.max(0, ...newLens));
+        chars.push(...newChars);
+        lens.push(...newLens);
+        const what = `seed ${seed} round ${round} step ${step}`;
+        expect(c.count, what).toBe(lens.length);
+        expect(c.charCount, what).toBe(chars.length);
+        expect(c.longest, what).toBe(Math.max(0, ...lens));
+        expect(c.wide, what).toBe(chars.some((ch) => ch > 0xff) || c.charSegments[0] instanceof Uint16Array);
+        const gotChars = c.wide ? new Uint16Array(c.charCount) : new Uint8Array(c.charCount);
+        copySegments(gotChars, 0, c.charSegments, c.charCount);
+        expect([...gotChars], what).toEqual(chars);
+        const gotLens = new Uint32Array(c.count);
+        copySegments(gotLens, 0, c.lenSegments, c.count);
+        expect([...gotLens], what).toEqual(lens);
+        expect(c.charSegments.length, what).toBeLessThanOrEqual(16);
+        expect(c.lenSegments.length, what).toBeLessThanOrEqual(16);
+        // Every segment but the last is full: what they hold adds up.
+        const held = (segs: { length: number }[], used: number) => segs.slice(0, -1).reduce((a, x) => a + x.length, 0) <= used;
+        expect(held(c.charSegments, c.charCount) && held(c.lenSegments, c.count), what).toBe(true);
+      }
+    }
   });
 
   it('appends however many keys a group gained (no bound: nothing is recorded per insert); a plain Map encodes every key again', () => {
