@@ -92,16 +92,28 @@ export class StateFileWriter {
     return new Promise((resolve, reject) => this.belowWaiters.push({ limit, resolve, reject }));
   }
 
-  /** `onWritten`: called once the stream has taken the bytes (never when the file fails or is abandoned first). */
-  addBlock(name: string, data: Uint8Array, onWritten?: (data: Uint8Array) => void): void {
+  /**
+   * `data`: the block, or its pieces in order (each must keep its bytes until written).
+   * `onWritten`: called with each piece once the stream has taken it (never when the file fails
+   * or is abandoned first).
+   */
+  addBlock(name: string, data: Uint8Array | readonly Uint8Array[], onWritten?: (data: Uint8Array) => void): void {
     if (this.failed) throw this.failed;
-    const buf = Buffer.from(data.buffer, data.byteOffset, data.byteLength);
-    this.blocks.push({ name, offset: this.offset, length: buf.length, crc: crc32(buf) });
-    this.offset += buf.length;
-    this.queue.push(buf);
-    if (onWritten !== undefined) this.written.push({ data, done: onWritten });
-    this.queuedBytes += buf.length;
-    this.unwrittenBytes += buf.length;
+    // A block in pieces (its parts in order) is written as they are, one checksum over them all.
+    const parts = data instanceof Uint8Array ? [data] : data;
+    let length = 0;
+    let crc = 0;
+    for (const part of parts) {
+      const buf = Buffer.from(part.buffer, part.byteOffset, part.byteLength);
+      crc = crc32(buf, crc);
+      length += buf.length;
+      this.queue.push(buf);
+      if (onWritten !== undefined) this.written.push({ data: part, done: onWritten });
+    }
+    this.blocks.push({ name, offset: this.offset, length, crc });
+    this.offset += length;
+    this.queuedBytes += length;
+    this.unwrittenBytes += length;
     if (this.queuedBytes >= DRAIN_AT_BYTES) void this.drain();
   }
 

@@ -18,7 +18,7 @@
 import { encodeValue } from '../core/codec.ts';
 import { align8, encodeColumns, HEADER, KeyKind, typedValues, VALUE_WIDTH, ValueKind, writeColumnarHeader } from './columnar-block.ts';
 import type { NormKey } from './key-groups.ts';
-import { appendColumns, copySegments, fillDone, forgetInserts, pendingKeys, type KeyColumnCache } from './key-column-cache.ts';
+import { appendColumns, fillDone, forgetInserts, pendingKeys, type KeyColumnCache } from './key-column-cache.ts';
 import { KeyTable } from './key-table.ts';
 
 /** Scratch columns above this size are let go after use (one huge group must not pin memory). */
@@ -39,7 +39,7 @@ let intKeys = true;
 let vMin = 0;
 let vMax = 0;
 let intValues = true;
-/** Where assemble takes the string-key columns from: the scratch columns, or a group's cache when cacheSrc is set. */
+/** Where assemble takes the string-key columns from (the scratch columns), and the group's cache when its keys come from there (assembleParts). */
 let srcChars: Uint8Array | Uint16Array = latin1;
 let srcLens: Uint8Array | Uint16Array | Uint32Array = lens;
 let cacheSrc: KeyColumnCache | undefined;
@@ -55,6 +55,19 @@ const fresh: Alloc = (size) => new Uint8Array(size);
  * date first (key-column-cache.ts): the same bytes, without reading the keys it still holds.
  */
 export function encodeMapColumns(g: ReadonlyMap<NormKey, unknown>, enc?: (v: unknown) => unknown, alloc: Alloc = fresh, cache?: KeyColumnCache): Uint8Array {
+  // The pieces in memory of their own: pooled memory is handed back only by the file that writes it.
+  return joinParts(encodeMapColumnParts(g, enc, cache === undefined ? alloc : fresh, cache), alloc);
+}
+
+/**
+ * The block of encodeMapColumns as the pieces it is written in, in order: one piece, or with
+ * the group's cache its header, the cache's key columns themselves (views of its segments, not
+ * copies), padding and the values. Why: the key columns are most of a block's bytes (8-character
+ * keys and small numbers: ~80 %), and copying them into block memory was most of assembling a
+ * block, in fresh memory at a job's first checkpoint. The views stay valid until written: a
+ * cache never changes what it holds, it appends past it or starts new segments (key-column-cache.ts).
+ */
+export function encodeMapColumnParts(g: ReadonlyMap<NormKey, unknown>, enc: ((v: unknown) => unknown) | undefined, alloc: Alloc, cache: KeyColumnCache | undefined): Uint8Array | Uint8Array[] {
   const n = g.size;
   if (lens.length < n) {
     const size = Math.max(n, lens.length * 2);
@@ -81,7 +94,7 @@ export function encodeMapColumns(g: ReadonlyMap<NormKey, unknown>, enc?: (v: unk
     }
     if (!keysOk) return viaArrays(g, enc);
     const packed = enc === undefined ? numberValueColumn(g) : encodedValueColumn(g, enc);
-    return assemble(n, stringKeys, packed, alloc);
+    return cacheSrc !== undefined ? assembleParts(cacheSrc, n, packed, alloc) : assemble(n, stringKeys, packed, alloc);
   } finally {
     if (latin1.byteLength > KEEP_SCRATCH_BYTES) latin1 = new Uint8Array(1 << 17);
     if (utf16.byteLength > KEEP_SCRATCH_BYTES) utf16 = new Uint16Array(1 << 10);
@@ -408,17 +421,34 @@ function viaArrays(g: ReadonlyMap<NormKey, unknown>, enc: ((v: unknown) => unkno
   return encodeColumns(keys, values);
 }
 
-function assemble(n: number, stringKeys: boolean, packed: unknown[] | undefined, alloc: Alloc): Uint8Array {
-  const p = charCount;
-  const kk = !stringKeys ? (intKeys ? KeyKind.Int32 : KeyKind.Float64) : wideChars ? KeyKind.Utf16 : KeyKind.Latin1;
-  const keyLen = kk === KeyKind.Latin1 ? p : kk === KeyKind.Utf16 ? 2 * p : kk === KeyKind.Int32 ? 4 * n : 8 * n;
-  const lenWidth = !stringKeys ? 0 : longestKey <= 0xff ? 1 : longestKey <= 0xffff ? 2 : 4;
-  const lenBytes = n * lenWidth;
-  const vk = packed !== undefined ? ValueKind.Packed
+/** The value column's kind: packed, or the narrowest typed column that holds the values. */
+function valueKind(packed: unknown[] | undefined): ValueKind {
+  return packed !== undefined ? ValueKind.Packed
     : !intValues ? ValueKind.Float64
     : vMin >= 0 && vMax <= 0xff ? ValueKind.Uint8
     : vMin >= 0 && vMax <= 0xffff ? ValueKind.Uint16
     : ValueKind.Int32;
+}
+
+/** The width of a string key column's lengths. */
+function lenWidthOf(longest: number): number {
+  return longest <= 0xff ? 1 : longest <= 0xffff ? 2 : 4;
+}
+
+/** Writes the value column (`vk`, or `valueBytes` when packed) at `at` of `out`, which must be 8-byte aligned in its buffer. */
+function writeValues(out: Uint8Array, at: number, vk: ValueKind, valueBytes: Uint8Array | undefined, n: number): void {
+  if (valueBytes !== undefined) out.set(valueBytes, at);
+  else typedValues(vk, out.buffer, out.byteOffset + at, n).set(vals.subarray(0, n));
+}
+
+/** The block from the scratch columns, in one piece. */
+function assemble(n: number, stringKeys: boolean, packed: unknown[] | undefined, alloc: Alloc): Uint8Array {
+  const p = charCount;
+  const kk = !stringKeys ? (intKeys ? KeyKind.Int32 : KeyKind.Float64) : wideChars ? KeyKind.Utf16 : KeyKind.Latin1;
+  const keyLen = kk === KeyKind.Latin1 ? p : kk === KeyKind.Utf16 ? 2 * p : kk === KeyKind.Int32 ? 4 * n : 8 * n;
+  const lenWidth = !stringKeys ? 0 : lenWidthOf(longestKey);
+  const lenBytes = n * lenWidth;
+  const vk = valueKind(packed);
   const valueBytes = packed !== undefined ? encodeValue(packed) : undefined;
   const keysEnd = HEADER + keyLen + lenBytes;
   const valuesAt = align8(keysEnd);
@@ -429,37 +459,79 @@ function assemble(n: number, stringKeys: boolean, packed: unknown[] | undefined,
   if (base % 8 !== 0) throw new Error(`a block must start 8-byte aligned, got offset ${base}`);
   writeColumnarHeader(out, kk, lenWidth, vk, n, keyLen, lenBytes);
   switch (kk) {
-    case KeyKind.Latin1: copyKeyChars(out, HEADER, p); break;
-    case KeyKind.Utf16: copyKeyChars(new Uint16Array(out.buffer, base + HEADER, p), 0, p); break; // little-endian, as Buffer's 'utf16le'
+    case KeyKind.Latin1: out.set(srcChars.subarray(0, p), HEADER); break;
+    case KeyKind.Utf16: new Uint16Array(out.buffer, base + HEADER, p).set(srcChars.subarray(0, p)); break; // little-endian, as Buffer's 'utf16le'
     case KeyKind.Int32: new Int32Array(out.buffer, base + HEADER, n).set(nums.subarray(0, n)); break;
     default: new Float64Array(out.buffer, base + HEADER, n).set(nums.subarray(0, n)); break;
   }
-  if (stringKeys) writeKeyLens(out, HEADER + keyLen, n, lenWidth);
+  if (stringKeys) {
+    const at = HEADER + keyLen;
+    const ln = srcLens.subarray(0, n);
+    // Narrowing is exact (every length fits the width). The length column starts wherever
+    // the keys end: wider lengths go through an aligned copy, or as bytes when already that width.
+    if (lenWidth === 1) out.set(ln, at);
+    else if (ln.BYTES_PER_ELEMENT === lenWidth) out.set(new Uint8Array(ln.buffer, ln.byteOffset, n * lenWidth), at);
+    else out.set(new Uint8Array((lenWidth === 2 ? Uint16Array.from(ln) : Uint32Array.from(ln)).buffer), at);
+  }
   out.fill(0, keysEnd, valuesAt); // padding: pooled memory holds older bytes
-  if (valueBytes !== undefined) out.set(valueBytes, valuesAt);
-  else typedValues(vk, out.buffer, base + valuesAt, n).set(vals.subarray(0, n));
+  writeValues(out, valuesAt, vk, valueBytes, n);
   return out;
 }
 
-/** The string keys' characters (`p` of them), from the group's cache or the scratch column, into `dst` from `at`. */
-function copyKeyChars(dst: Uint8Array | Uint16Array, at: number, p: number): void {
-  if (cacheSrc !== undefined) copySegments(dst, at, cacheSrc.charSegments, p);
-  else dst.set(srcChars.subarray(0, p), at);
+/** Padding between a block's key columns and its values (up to 7 bytes), shared: never written. */
+const ZEROS = new Uint8Array(8);
+
+/**
+ * The block of a group whose string keys are in its cache `c`, as pieces: the header and the
+ * values in memory from `alloc`, the key columns as views of the cache's segments.
+ */
+function assembleParts(c: KeyColumnCache, n: number, packed: unknown[] | undefined, alloc: Alloc): Uint8Array[] {
+  const p = c.charCount;
+  const wide = c.wide;
+  const keyLen = wide ? 2 * p : p;
+  const lenWidth = lenWidthOf(c.longest);
+  const lenBytes = n * lenWidth;
+  const vk = valueKind(packed);
+  const valueBytes = packed !== undefined ? encodeValue(packed) : undefined;
+  const keysEnd = HEADER + keyLen + lenBytes;
+  const head = alloc(HEADER);
+  writeColumnarHeader(head, wide ? KeyKind.Utf16 : KeyKind.Latin1, lenWidth, vk, n, keyLen, lenBytes);
+  const parts = [head];
+  segmentBytes(parts, c.charSegments, p);
+  segmentBytes(parts, c.lenSegments, n, lenWidth);
+  if (align8(keysEnd) > keysEnd) parts.push(ZEROS.subarray(0, align8(keysEnd) - keysEnd));
+  const values = alloc(valueBytes !== undefined ? valueBytes.length : n * VALUE_WIDTH[vk as 0 | 1 | 2 | 3]);
+  if (values.byteOffset % 8 !== 0) throw new Error(`a value column must start 8-byte aligned, got offset ${values.byteOffset}`);
+  writeValues(values, 0, vk, valueBytes, n);
+  parts.push(values);
+  return parts;
 }
 
 /**
- * The string keys' lengths (`n` of them) at `at` of the block, `lenWidth` bytes each.
- * Narrowing is exact (every length fits the width). The column starts wherever the keys end:
- * lengths wider than a byte go through an aligned copy of that width.
+ * Pushes the bytes of the first `n` elements of a column of segments (UTF-16 as little-endian,
+ * as Buffer's 'utf16le'), one view per segment; `width`: the element width the block wants,
+ * which the segments must have (the cache keeps its lengths at the width of its longest key).
  */
-function writeKeyLens(out: Uint8Array, at: number, n: number, lenWidth: number): void {
-  if (lenWidth === 1) {
-    if (cacheSrc !== undefined) copySegments(out, at, cacheSrc.lenSegments, n);
-    else out.set(srcLens.subarray(0, n), at);
-    return;
+function segmentBytes(parts: Uint8Array[], segs: readonly (Uint8Array | Uint16Array | Uint32Array)[], n: number, width?: number): void {
+  for (let i = 0; n > 0; i++) {
+    const s = segs[i]!;
+    if (width !== undefined && s.BYTES_PER_ELEMENT !== width) throw new Error(`a key column cache keeps ${s.BYTES_PER_ELEMENT}-byte lengths for ${width}-byte ones`); // a bug: the block would be misread
+    const k = Math.min(s.length, n);
+    parts.push(new Uint8Array(s.buffer, s.byteOffset, k * s.BYTES_PER_ELEMENT));
+    n -= k;
   }
-  const wide = lenWidth === 2 ? new Uint16Array(n) : new Uint32Array(n);
-  if (cacheSrc !== undefined) copySegments(wide, 0, cacheSrc.lenSegments, n);
-  else wide.set(srcLens.subarray(0, n));
-  out.set(new Uint8Array(wide.buffer, 0, n * lenWidth), at);
+}
+
+/** The pieces of a block in one piece (one piece as it is). */
+export function joinParts(parts: Uint8Array | readonly Uint8Array[], alloc: Alloc = fresh): Uint8Array {
+  if (parts instanceof Uint8Array) return parts;
+  let total = 0;
+  for (const x of parts) total += x.byteLength;
+  const out = alloc(total);
+  let at = 0;
+  for (const x of parts) {
+    out.set(x, at);
+    at += x.byteLength;
+  }
+  return out;
 }

@@ -32,6 +32,11 @@
  * the allocator's free lists. Now that checkpoint's key columns take ~20 ms, ~13 of them reading
  * the new keys' strings.
  *
+ * Invariant: what a segment holds is never written again. Appends write past it, a fill (keep
+ * 0), a widening or a join makes new segments. Snapshots write blocks from views of the segments
+ * (columnar-map.ts encodeMapColumnParts), and a write may still be under way when the next
+ * snapshot appends.
+ *
  * state.backend.heap.snapshot-key-cache turns it off.
  */
 import type { NormKey } from './key-groups.ts';

@@ -7,7 +7,7 @@
 import type { AnyStateDescriptor, StateKind, StateSerializer } from '../core/state.ts';
 import { decodeValue } from '../core/codec.ts';
 import { COLUMNAR_FORMAT, columnarSize, decodeColumns } from './columnar-block.ts';
-import { encodeMapColumns } from './columnar-map.ts';
+import { encodeMapColumnParts } from './columnar-map.ts';
 import { allocBlock } from './block-pool.ts';
 import type { NormKey } from './key-groups.ts';
 import type { KeyColumnCache } from './key-column-cache.ts';
@@ -81,11 +81,12 @@ function valueEncoder(d: AnyStateDescriptor): Enc {
  * {v, t}) as a block: keys and encoded values as two columns, written straight from the Map
  * (columnar-map.ts: no array per entry, no intermediate arrays per group), into pooled
  * memory (block-pool.ts) that the state file releases once written: snapshots only.
- * `keyCache`: the group's key column from its last full snapshot (key-column-cache.ts).
+ * `keyCache`: the group's key column from its last full snapshot (key-column-cache.ts); with
+ * it the block comes in pieces, its key columns the cache's own memory (encodeMapColumnParts).
  */
-export function encodeGroup(descriptor: AnyStateDescriptor, g: ReadonlyMap<NormKey, unknown> | undefined, keyCache?: KeyColumnCache): Uint8Array {
+export function encodeGroup(descriptor: AnyStateDescriptor, g: ReadonlyMap<NormKey, unknown> | undefined, keyCache?: KeyColumnCache): Uint8Array | Uint8Array[] {
   const plain = descriptor.kind === 'value' && descriptor.serializer.encode === undefined && descriptor.ttl === undefined;
-  return encodeMapColumns(g ?? EMPTY, plain ? undefined : valueEncoder(descriptor), allocBlock, keyCache);
+  return encodeMapColumnParts(g ?? EMPTY, plain ? undefined : valueEncoder(descriptor), allocBlock, keyCache);
 }
 
 const EMPTY: ReadonlyMap<NormKey, unknown> = new Map();

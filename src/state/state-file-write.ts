@@ -118,9 +118,10 @@ export class StateFileWrite {
     return this.writer !== undefined && this.writer.pendingBytes() < MAX_PENDING_BYTES;
   }
 
-  /** Adds a block of `entries` state entries (0 for timers and tombstones); pooled memory (block-pool.ts) goes back once written. */
-  add(name: string, bytes: Uint8Array, entries = 0): void {
-    this.stateBytes += bytes.byteLength;
+  /** Adds a block (or its pieces in order) of `entries` state entries (0 for timers and tombstones); pooled memory (block-pool.ts) goes back once written. */
+  add(name: string, bytes: Uint8Array | readonly Uint8Array[], entries = 0): void {
+    if (bytes instanceof Uint8Array) this.stateBytes += bytes.byteLength;
+    else for (const part of bytes) this.stateBytes += part.byteLength;
     this.entries += entries;
     this.writer!.addBlock(name, bytes, releaseBlock);
   }

@@ -119,6 +119,36 @@ describe('state file round trip', () => {
     });
   });
 
+  it('a block given in pieces is stored as their concatenation, under one checksum, each piece handed back once written (seeded)', async () => {
+    const seed = testSeed('state-file pieces');
+    const rng = new Rng(seed);
+    const path = fresh();
+    const w = await StateFileWriter.create(await streamTo(path));
+    const whole: [string, Uint8Array][] = [];
+    const handedBack: Uint8Array[] = [];
+    let pieces = 0;
+    for (let i = 0; i < 60; i++) {
+      const block = bytes(rng, rng.int(i === 30 ? 1 << 21 : 5000));
+      // Cut at random points (empty pieces too), as views of the block.
+      const cuts = [0, ...Array.from({ length: rng.int(6) }, () => rng.int(block.length + 1)).sort((a, b) => a - b), block.length];
+      const parts = cuts.slice(1).map((end, k) => block.subarray(cuts[k]!, end));
+      pieces += parts.length;
+      const name = `k/pieces/${i}`;
+      if (rng.int(3) === 0) w.addBlock(name, block);
+      else {
+        w.addBlock(name, parts, (p) => handedBack.push(p));
+        whole.push([name, block]);
+        continue;
+      }
+      pieces -= parts.length;
+      whole.push([name, block]);
+    }
+    const size = await w.close({ kind: 'test' });
+    expect(handedBack).toHaveLength(pieces);
+    const got = await readAll(path, size);
+    for (const [name, block] of whole) expect(got.get(name)?.equals(Buffer.from(block)), `seed ${seed} ${name}`).toBe(true);
+  });
+
   it('an empty file (no blocks) is valid', async () => {
     const { path, size } = await write([], null);
     const got = await readAll(path, size);

@@ -6,7 +6,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { decodeColumns, encodeColumns } from '../../src/state/columnar-block.ts';
-import { encodeMapColumns } from '../../src/state/columnar-map.ts';
+import { encodeMapColumns, joinParts } from '../../src/state/columnar-map.ts';
+import { KeyColumnCache } from '../../src/state/key-column-cache.ts';
 import { encodeGroup, stateValueEncoder } from '../../src/state/state-codec.ts';
 import type { NormKey } from '../../src/state/key-groups.ts';
 import { KeyTable } from '../../src/state/key-table.ts';
@@ -102,9 +103,16 @@ describe('encodeMapColumns', () => {
     ] as const;
     for (const [d, m] of cases) {
       const enc = stateValueEncoder(d);
-      const bytes = encodeGroup(d, m);
-      expect(Buffer.from(bytes).equals(Buffer.from(encodeColumns([...m.keys()], [...m.values()].map(enc)))), d.name).toBe(true);
+      const expected = Buffer.from(encodeColumns([...m.keys()], [...m.values()].map(enc)));
+      expect(Buffer.from(joinParts(encodeGroup(d, m))).equals(expected), d.name).toBe(true);
+      // With a key column cache (string keys), in pieces whose key columns are the cache's: the same bytes, filled and reused.
+      const cache = new KeyColumnCache();
+      for (const round of ['fill', 'reuse']) {
+        const parts = encodeGroup(d, m, cache);
+        if (typeof [...m.keys()][0] === 'string') expect(Array.isArray(parts), `${d.name} ${round}`).toBe(true);
+        expect(Buffer.from(joinParts(parts)).equals(expected), `${d.name} ${round}`).toBe(true);
+      }
     }
-    expect(decodeColumns(encodeGroup(cases[0][0], undefined))).toEqual({ keys: [], values: [] });
+    expect(decodeColumns(joinParts(encodeGroup(cases[0][0], undefined)))).toEqual({ keys: [], values: [] });
   });
 });

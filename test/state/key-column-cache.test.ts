@@ -8,7 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/core/clock.ts';
 import { encodeColumns } from '../../src/state/columnar-block.ts';
-import { encodeMapColumns } from '../../src/state/columnar-map.ts';
+import { encodeMapColumnParts, encodeMapColumns, joinParts } from '../../src/state/columnar-map.ts';
 import { appendColumns, cacheStats, copySegments, KeyColumnCache } from '../../src/state/key-column-cache.ts';
 import { GroupMap, newGroupMap, NumberGroupMap } from '../../src/state/heap/group-map.ts';
 import { KeyTable, keyHash } from '../../src/state/key-table.ts';
@@ -118,6 +118,30 @@ describe('key column cache', () => {
     expect(c.charSegments).toHaveLength(1);
     expect(c.charSegments[0]!.length).toBeLessThanOrEqual(c.charCount + (c.charCount >>> 4) + 64);
     expect(c.lenSegments[0]!.length).toBeLessThanOrEqual(c.count + (c.count >>> 4) + 64);
+  });
+
+  it('a block handed out in pieces (key columns as views of the cache) keeps its bytes through later appends, removals, wider keys and clears (seeded)', () => {
+    const seed = testSeed('key column pieces stay');
+    const rng = new Rng(seed);
+    const m = new GroupMap();
+    const c = new KeyColumnCache();
+    const handedOut: { parts: Uint8Array[]; bytes: Buffer }[] = [];
+    for (let step = 0; step < 60; step++) {
+      const what = `seed ${seed} step ${step}`;
+      const op = rng.int(10);
+      if (op < 6) for (let i = 0, n = 1 + rng.int(300); i < n; i++) m.set('k' + rng.int(100_000), rng.int(1000));
+      else if (op === 6 && m.size > 0) m.delete([...m.keys()][rng.int(m.size)]!);
+      else if (op === 7) m.set('wide' + String.fromCharCode(0x100 + rng.int(1000)) + rng.int(100), 1);
+      else if (op === 8) m.set('long'.repeat(70 + rng.int(20)) + rng.int(1000), 2);
+      else m.clear();
+      const parts = encodeMapColumnParts(m, undefined, (n) => new Uint8Array(n), c);
+      const bytes = Buffer.from(joinParts(parts));
+      expect(bytes.equals(Buffer.from(encodeColumns([...m.keys()], [...m.values()]))), what).toBe(true);
+      if (Array.isArray(parts)) handedOut.push({ parts, bytes });
+      // Every block handed out so far still reads as it did: the file may not have written it yet.
+      for (const [i, h] of handedOut.entries()) expect(Buffer.from(joinParts(h.parts)).equals(h.bytes), `${what}: block ${i}`).toBe(true);
+    }
+    expect(handedOut.length).toBeGreaterThan(10);
   });
 
   it('appends of any size, Latin-1 or UTF-16, short or long keys, keep exactly the characters and lengths appended, in at most 16 segments (seeded)', () => {

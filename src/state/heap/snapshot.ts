@@ -55,8 +55,8 @@ export interface HeapSnapshotSource {
 
 export class HeapSnapshot implements KeyedStateSnapshot, FrozenGroupSink {
   private readonly todo: { table: StateTable; kg: number }[] = [];
-  /** Serialized blocks waiting for the file: (name, bytes, entries). */
-  private readonly ready: { name: string; bytes: Uint8Array; entries: number }[] = [];
+  /** Serialized blocks waiting for the file: (name, bytes or their pieces, entries). */
+  private readonly ready: { name: string; bytes: Uint8Array | Uint8Array[]; entries: number }[] = [];
   private readonly metas: StateMeta[] = [];
   private readonly timers: KeyGroupBlockSource | undefined;
   private readonly keyGroupRange: KeyGroupRange;
