@@ -18,7 +18,7 @@
 import { encodeValue } from '../core/codec.ts';
 import { align8, encodeColumns, HEADER, KeyKind, typedValues, VALUE_WIDTH, ValueKind, writeColumnarHeader } from './columnar-block.ts';
 import type { NormKey } from './key-groups.ts';
-import { appendColumns, fillDone, forgetInserts, pendingKeys, type KeyColumnCache } from './key-column-cache.ts';
+import { appendColumns, fillDone, forgetInserts, lendView, pendingKeys, returnView, type KeyColumnCache } from './key-column-cache.ts';
 import { KeyTable } from './key-table.ts';
 
 /** Scratch columns above this size are let go after use (one huge group must not pin memory). */
@@ -56,7 +56,10 @@ const fresh: Alloc = (size) => new Uint8Array(size);
  */
 export function encodeMapColumns(g: ReadonlyMap<NormKey, unknown>, enc?: (v: unknown) => unknown, alloc: Alloc = fresh, cache?: KeyColumnCache): Uint8Array {
   // The pieces in memory of their own: pooled memory is handed back only by the file that writes it.
-  return joinParts(encodeMapColumnParts(g, enc, cache === undefined ? alloc : fresh, cache), alloc);
+  const parts = encodeMapColumnParts(g, enc, cache === undefined ? alloc : fresh, cache);
+  const block = joinParts(parts, alloc);
+  if (Array.isArray(parts)) for (const piece of parts) returnView(piece); // copied: the cache may reuse its segments
+  return block;
 }
 
 /**
@@ -497,8 +500,8 @@ function assembleParts(c: KeyColumnCache, n: number, packed: unknown[] | undefin
   const head = alloc(HEADER);
   writeColumnarHeader(head, wide ? KeyKind.Utf16 : KeyKind.Latin1, lenWidth, vk, n, keyLen, lenBytes);
   const parts = [head];
-  segmentBytes(parts, c.charSegments, p);
-  segmentBytes(parts, c.lenSegments, n, lenWidth);
+  segmentBytes(parts, c, c.charSegments, p);
+  segmentBytes(parts, c, c.lenSegments, n, lenWidth);
   if (align8(keysEnd) > keysEnd) parts.push(ZEROS.subarray(0, align8(keysEnd) - keysEnd));
   const values = alloc(valueBytes !== undefined ? valueBytes.length : n * VALUE_WIDTH[vk as 0 | 1 | 2 | 3]);
   if (values.byteOffset % 8 !== 0) throw new Error(`a value column must start 8-byte aligned, got offset ${values.byteOffset}`);
@@ -512,12 +515,14 @@ function assembleParts(c: KeyColumnCache, n: number, packed: unknown[] | undefin
  * as Buffer's 'utf16le'), one view per segment; `width`: the element width the block wants,
  * which the segments must have (the cache keeps its lengths at the width of its longest key).
  */
-function segmentBytes(parts: Uint8Array[], segs: readonly (Uint8Array | Uint16Array | Uint32Array)[], n: number, width?: number): void {
+function segmentBytes(parts: Uint8Array[], c: KeyColumnCache, segs: readonly (Uint8Array | Uint16Array | Uint32Array)[], n: number, width?: number): void {
   for (let i = 0; n > 0; i++) {
     const s = segs[i]!;
     if (width !== undefined && s.BYTES_PER_ELEMENT !== width) throw new Error(`a key column cache keeps ${s.BYTES_PER_ELEMENT}-byte lengths for ${width}-byte ones`); // a bug: the block would be misread
     const k = Math.min(s.length, n);
-    parts.push(new Uint8Array(s.buffer, s.byteOffset, k * s.BYTES_PER_ELEMENT));
+    const view = new Uint8Array(s.buffer, s.byteOffset, k * s.BYTES_PER_ELEMENT);
+    lendView(c, view);
+    parts.push(view);
     n -= k;
   }
 }

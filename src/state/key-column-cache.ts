@@ -32,10 +32,14 @@
  * the allocator's free lists. Now that checkpoint's key columns take ~20 ms, ~13 of them reading
  * the new keys' strings.
  *
- * Invariant: what a segment holds is never written again. Appends write past it, a fill (keep
- * 0), a widening or a join makes new segments. Snapshots write blocks from views of the segments
- * (columnar-map.ts encodeMapColumnParts), and a write may still be under way when the next
- * snapshot appends.
+ * Invariant: what a segment holds is never written again while a view of it is out. Snapshots
+ * write blocks from views of the segments (columnar-map.ts encodeMapColumnParts), and a write may
+ * still be under way when the next snapshot appends. Appends write past what is held; a widening
+ * or a join makes new segments; a fill (keep 0: the group lost a key since) reuses the first
+ * segments in place only when no view of the cache is out (`lent`, given back by the state file
+ * once written: returnView), else makes new ones. Why reuse: a group with a removal between
+ * checkpoints (TTL cleanup, state cleared per key) is filled again at every one, and new memory
+ * each time would cost page faults for every key every checkpoint.
  *
  * state.backend.heap.snapshot-key-cache turns it off.
  */
@@ -70,6 +74,8 @@ export class KeyColumnCache {
   /** Their lengths, count of them in order, all segments of a width that holds the longest. */
   lenSegments: LenColumn[] = [];
   longest = 0;
+  /** Views of its segments handed out (lendView) and not yet given back (returnView): while any is, a fill does not reuse them. */
+  lent = 0;
 
   get wide(): boolean {
     return this.charSegments.length > 0 && this.charSegments[0] instanceof Uint16Array;
@@ -92,8 +98,8 @@ export class KeyColumnCache {
   }
 }
 
-/** What encodings with a cache did (tests, benchmarks): keys reused by the last one and by all, and encodings whose counts did not add up. */
-export const cacheStats = { reusedKeys: 0, reusedTotal: 0, countMismatches: 0 };
+/** What encodings with a cache did (tests, benchmarks): keys reused by the last one and by all, encodings whose counts did not add up, and views of caches out (lendView, returnView). */
+export const cacheStats = { reusedKeys: 0, reusedTotal: 0, countMismatches: 0, viewsOut: 0 };
 
 /**
  * The keys the cache lacks when the map has only gained keys since it was filled (possibly
@@ -204,7 +210,7 @@ const lensOf = [(n: number): LenColumn => new Uint8Array(n), (n: number): LenCol
  * segment's room, then a new segment.
  */
 export function appendColumns(c: KeyColumnCache, keep: number, chars: CharColumn, p: number, lens: LenColumn, n: number, longest: number): void {
-  if (keep === 0) c.clear();
+  if (keep === 0) refill(c, chars instanceof Uint16Array, p, n, longest);
   if (keep !== c.count) throw new Error(`appending after ${keep} keys to a key column cache of ${c.count}`); // a bug: keys would be lost or doubled
   const fill = keep === 0;
   const wide = c.wide || chars instanceof Uint16Array;
@@ -219,6 +225,42 @@ export function appendColumns(c: KeyColumnCache, keep: number, chars: CharColumn
   c.count = keep + n;
   cacheStats.reusedKeys = keep;
   cacheStats.reusedTotal += keep;
+}
+
+/**
+ * Empties the cache for a fill of `p` characters (UTF-16 if `wide`) and `n` lengths up to
+ * `longest`, keeping its first segments (their contents to be overwritten) when they are of
+ * the kinds and sizes needed and no view of them is out.
+ */
+function refill(c: KeyColumnCache, wide: boolean, p: number, n: number, longest: number): void {
+  const chars = c.charSegments[0];
+  const lens = c.lenSegments[0];
+  const width = longest <= 0xff ? 1 : longest <= 0xffff ? 2 : 4;
+  const reusable = c.lent === 0 && chars !== undefined && lens !== undefined && chars instanceof Uint16Array === wide && chars.length >= p && lens.BYTES_PER_ELEMENT === width && lens.length >= n;
+  c.clear();
+  if (!reusable) return;
+  c.charSegments.push(chars);
+  c.lenSegments.push(lens);
+}
+
+/** Which cache a view handed out belongs to (lendView), until it is given back (returnView). */
+const lentViews = new WeakMap<Uint8Array, KeyColumnCache>();
+
+/** A view of `c`'s segments going out to be written: `c` keeps them as they are until it comes back. */
+export function lendView(c: KeyColumnCache, view: Uint8Array): void {
+  lentViews.set(view, c);
+  c.lent++;
+  cacheStats.viewsOut++;
+}
+
+/** Bytes written (a state file's piece): a view lent by a cache goes back to it; any other is ignored. */
+export function returnView(view: Uint8Array): void {
+  const c = lentViews.get(view);
+  if (c === undefined) return;
+  lentViews.delete(view);
+  if (c.lent <= 0) throw new Error('a key column view was given back twice'); // a bug: its segments may be reused while written
+  c.lent--;
+  cacheStats.viewsOut--;
 }
 
 /**

@@ -15,6 +15,7 @@ import type { KeyGroupRange } from '../core/checkpoint-format.ts';
 import type { ChainFile, KeyedStateHandle, KeyGroupBlockSource, SnapshotTarget } from './backend.ts';
 import type { KeyedSnapshotMeta } from './heap/format.ts';
 import { releaseBlock } from './block-pool.ts';
+import { returnView } from './key-column-cache.ts';
 
 /**
  * Encoded bytes allowed to wait for the stream (queued or being written) before a snapshot's
@@ -123,7 +124,7 @@ export class StateFileWrite {
     if (bytes instanceof Uint8Array) this.stateBytes += bytes.byteLength;
     else for (const part of bytes) this.stateBytes += part.byteLength;
     this.entries += entries;
-    this.writer!.addBlock(name, bytes, releaseBlock);
+    this.writer!.addBlock(name, bytes, releaseWritten);
   }
 
   /** Adds every key group's timer block. */
@@ -182,4 +183,10 @@ export class StateFileWrite {
     this.onAbort();
     void this.opening?.then(() => this.writer?.abort());
   }
+}
+
+/** A piece written: pooled block memory goes back to the pool, a key column cache's view to its cache. */
+function releaseWritten(bytes: Uint8Array): void {
+  releaseBlock(bytes);
+  returnView(bytes);
 }

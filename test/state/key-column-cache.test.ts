@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/core/clock.ts';
 import { encodeColumns } from '../../src/state/columnar-block.ts';
 import { encodeMapColumnParts, encodeMapColumns, joinParts } from '../../src/state/columnar-map.ts';
-import { appendColumns, cacheStats, copySegments, KeyColumnCache } from '../../src/state/key-column-cache.ts';
+import { appendColumns, cacheStats, copySegments, KeyColumnCache, returnView } from '../../src/state/key-column-cache.ts';
 import { GroupMap, newGroupMap, NumberGroupMap } from '../../src/state/heap/group-map.ts';
 import { KeyTable, keyHash } from '../../src/state/key-table.ts';
 import { HeapKeyedStateBackend } from '../../src/state/heap/backend.ts';
@@ -120,12 +120,13 @@ describe('key column cache', () => {
     expect(c.lenSegments[0]!.length).toBeLessThanOrEqual(c.count + (c.count >>> 4) + 64);
   });
 
-  it('a block handed out in pieces (key columns as views of the cache) keeps its bytes through later appends, removals, wider keys and clears (seeded)', () => {
+  it('a block handed out in pieces (key columns as views of the cache) keeps its bytes until written, through later appends, removals, wider keys and clears (seeded)', () => {
     const seed = testSeed('key column pieces stay');
     const rng = new Rng(seed);
     const m = new GroupMap();
     const c = new KeyColumnCache();
     const handedOut: { parts: Uint8Array[]; bytes: Buffer }[] = [];
+    let written = 0;
     for (let step = 0; step < 60; step++) {
       const what = `seed ${seed} step ${step}`;
       const op = rng.int(10);
@@ -138,10 +139,45 @@ describe('key column cache', () => {
       const bytes = Buffer.from(joinParts(parts));
       expect(bytes.equals(Buffer.from(encodeColumns([...m.keys()], [...m.values()]))), what).toBe(true);
       if (Array.isArray(parts)) handedOut.push({ parts, bytes });
-      // Every block handed out so far still reads as it did: the file may not have written it yet.
+      // Some blocks are written meanwhile (their pieces given back, as the state file does): their memory may be reused.
+      for (let i = handedOut.length - 1; i >= 0; i--) {
+        if (rng.int(3) !== 0) continue;
+        for (const piece of handedOut[i]!.parts) returnView(piece);
+        handedOut.splice(i, 1);
+        written++;
+      }
+      // Every block handed out and not yet written still reads as it did.
       for (const [i, h] of handedOut.entries()) expect(Buffer.from(joinParts(h.parts)).equals(h.bytes), `${what}: block ${i}`).toBe(true);
     }
-    expect(handedOut.length).toBeGreaterThan(10);
+    expect(written).toBeGreaterThan(10);
+    for (const h of handedOut) for (const piece of h.parts) returnView(piece);
+    expect(c.lent).toBe(0);
+  });
+
+  it('a group filled again after a removal reuses its segments once every view of them was written, and makes new ones while one is out', () => {
+    const m = new GroupMap();
+    for (let i = 0; i < 3000; i++) m.set('key' + i, i);
+    const c = new KeyColumnCache();
+    const encode = (): Uint8Array[] => encodeMapColumnParts(m, undefined, (n) => new Uint8Array(n), c) as Uint8Array[];
+    const first = encode();
+    const segment1 = c.charSegments[0]!;
+    m.delete('key1');
+    const second = encode();
+    const segment2 = c.charSegments[0]!;
+    expect(segment2, 'the first block is not written yet: new memory').not.toBe(segment1);
+    for (const piece of first) returnView(piece);
+    m.delete('key2');
+    const third = encode();
+    const segment3 = c.charSegments[0]!;
+    expect(segment3, 'the second block is not written yet: new memory').not.toBe(segment2);
+    for (const piece of [...second, ...third]) returnView(piece);
+    expect(c.lent).toBe(0);
+    m.delete('key3');
+    const fourth = encode();
+    expect(c.charSegments, 'every block written: filled in place').toEqual([segment3]);
+    expect(Buffer.from(joinParts(fourth)).equals(Buffer.from(encodeColumns([...m.keys()], [...m.values()])))).toBe(true);
+    for (const piece of fourth) returnView(piece);
+    expect(() => returnView(fourth[1]!)).not.toThrow(); // a piece given back twice is no longer known: ignored
   });
 
   it('appends of any size, Latin-1 or UTF-16, short or long keys, keep exactly the characters and lengths appended, in at most 16 segments (seeded)', () => {
@@ -163,13 +199,14 @@ describe('key column cache', () => {
           chars.length = 0;
           lens.length = 0;
         }
-        appendColumns(c, fresh ? 0 : c.count, src, src.length, Uint32Array.from(newLens), n, Math.max(0, ...newLens));
-        chars.push(...newChars);
-        lens.push(...newLens);
+        appendColumns(c, fresh ? 0 : c.count, src, src.length, Uint32Array.from(newLens), n, newLens.reduce((a, x) => Math.max(a, x), 0));
+        // Loops, not push(...xs): an append can be larger than the call stack takes as arguments.
+        for (const x of newChars) chars.push(x);
+        for (const x of newLens) lens.push(x);
         const what = `seed ${seed} round ${round} step ${step}`;
         expect(c.count, what).toBe(lens.length);
         expect(c.charCount, what).toBe(chars.length);
-        expect(c.longest, what).toBe(Math.max(0, ...lens));
+        expect(c.longest, what).toBe(lens.reduce((a, x) => Math.max(a, x), 0));
         expect(c.wide, what).toBe(chars.some((ch) => ch > 0xff) || c.charSegments[0] instanceof Uint16Array);
         const gotChars = c.wide ? new Uint16Array(c.charCount) : new Uint8Array(c.charCount);
         copySegments(gotChars, 0, c.charSegments, c.charCount);
@@ -385,6 +422,7 @@ describe('heap backend with the key column cache', () => {
       const atBarrier = new Map(model);
       const ttlAtBarrier = new Map(ttlModel);
       const barrierMs = clock.now();
+      const viewsOut = cacheStats.viewsOut;
       const snaps = both.map((b) => b.snapshot());
       // Records while the snapshots are in progress: touched frozen groups are encoded first.
       const during = rng.int(500);
@@ -392,6 +430,8 @@ describe('heap backend with the key column cache', () => {
       const files = both.map(() => new MemoryStreams());
       const handles = [await writeSnapshot(snaps[0]!, files[0]!), await writeSnapshot(snaps[1]!, files[1]!)];
       const what = `seed ${seed} round ${round}`;
+      // Every view of a cache the file wrote came back (so a group filled again reuses its memory).
+      expect(cacheStats.viewsOut, what).toBe(viewsOut);
       const names = handles.map((h) => h.streams[0]!.name);
       expect(files[0]!.files.get(names[0]!)!.equals(files[1]!.files.get(names[1]!)!), what).toBe(true);
       // And the cached one restores to the model at the barrier.
