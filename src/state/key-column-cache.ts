@@ -36,7 +36,7 @@
  * write blocks from views of the segments (columnar-map.ts encodeMapColumnParts), and a write may
  * still be under way when the next snapshot appends. Appends write past what is held; a widening
  * or a join makes new segments; a fill (keep 0: the group lost a key since) reuses the first
- * segments in place only when no view of the cache is out (`lent`, given back by the state file
+ * segments in place only when no view of them is out (`views`, given back by the state file
  * once written: returnView), else makes new ones. Why reuse: a group with a removal between
  * checkpoints (TTL cleanup, state cleared per key) is filled again at every one, and new memory
  * each time would cost page faults for every key every checkpoint.
@@ -66,6 +66,11 @@ export type LenColumn = Uint8Array | Uint16Array | Uint32Array;
 /** Segments a column may have; past it they are joined into one (a copy: rare, see room()). */
 const MAX_SEGMENTS = 16;
 
+/** Views of one cache's segments out. */
+interface LentViews {
+  out: number;
+}
+
 export class KeyColumnCache {
   count = 0;
   /** The keys' characters as Latin-1 bytes (all ≤ U+00FF) or UTF-16 code units (all segments alike): charCount of them, in order. */
@@ -74,8 +79,17 @@ export class KeyColumnCache {
   /** Their lengths, count of them in order, all segments of a width that holds the longest. */
   lenSegments: LenColumn[] = [];
   longest = 0;
-  /** Views of its segments handed out (lendView) and not yet given back (returnView): while any is, a fill does not reuse them. */
-  lent = 0;
+  /**
+   * Views of its current segments handed out (lendView) and not yet given back (returnView):
+   * while any is, a fill makes new segments, and they get a count of their own. So views a file
+   * never gives back (it failed or was aborted) hold up only the segments they saw.
+   */
+  views: LentViews = { out: 0 };
+
+  /** Views of its current segments out (tests). */
+  get lent(): number {
+    return this.views.out;
+  }
 
   get wide(): boolean {
     return this.charSegments.length > 0 && this.charSegments[0] instanceof Uint16Array;
@@ -236,30 +250,33 @@ function refill(c: KeyColumnCache, wide: boolean, p: number, n: number, longest:
   const chars = c.charSegments[0];
   const lens = c.lenSegments[0];
   const width = longest <= 0xff ? 1 : longest <= 0xffff ? 2 : 4;
-  const reusable = c.lent === 0 && chars !== undefined && lens !== undefined && chars instanceof Uint16Array === wide && chars.length >= p && lens.BYTES_PER_ELEMENT === width && lens.length >= n;
+  const reusable = c.views.out === 0 && chars !== undefined && lens !== undefined && chars instanceof Uint16Array === wide && chars.length >= p && lens.BYTES_PER_ELEMENT === width && lens.length >= n;
   c.clear();
-  if (!reusable) return;
+  if (!reusable) {
+    c.views = { out: 0 }; // the new segments': views of the old ones are counted where they were
+    return;
+  }
   c.charSegments.push(chars);
   c.lenSegments.push(lens);
 }
 
-/** Which cache a view handed out belongs to (lendView), until it is given back (returnView). */
-const lentViews = new WeakMap<Uint8Array, KeyColumnCache>();
+/** Which segments' count a view handed out is in (lendView), until it is given back (returnView). */
+const lentViews = new WeakMap<Uint8Array, LentViews>();
 
 /** A view of `c`'s segments going out to be written: `c` keeps them as they are until it comes back. */
 export function lendView(c: KeyColumnCache, view: Uint8Array): void {
-  lentViews.set(view, c);
-  c.lent++;
+  lentViews.set(view, c.views);
+  c.views.out++;
   cacheStats.viewsOut++;
 }
 
 /** Bytes written (a state file's piece): a view lent by a cache goes back to it; any other is ignored. */
 export function returnView(view: Uint8Array): void {
-  const c = lentViews.get(view);
-  if (c === undefined) return;
+  const count = lentViews.get(view);
+  if (count === undefined) return;
   lentViews.delete(view);
-  if (c.lent <= 0) throw new Error('a key column view was given back twice'); // a bug: its segments may be reused while written
-  c.lent--;
+  if (count.out <= 0) throw new Error('a key column view was given back twice'); // a bug: its segments may be reused while written
+  count.out--;
   cacheStats.viewsOut--;
 }
 

@@ -180,6 +180,27 @@ describe('key column cache', () => {
     expect(() => returnView(fourth[1]!)).not.toThrow(); // a piece given back twice is no longer known: ignored
   });
 
+  it('views a file never gives back (it failed) hold up only the segments they saw: the next segments are reused once their own views are back', () => {
+    const m = new GroupMap();
+    for (let i = 0; i < 2000; i++) m.set('key' + i, i);
+    const c = new KeyColumnCache();
+    const encode = (): Uint8Array[] => encodeMapColumnParts(m, undefined, (n) => new Uint8Array(n), c) as Uint8Array[];
+    encode(); // a file that failed: its views never come back
+    const lost = c.charSegments[0]!;
+    m.delete('key1');
+    const second = encode();
+    const segment2 = c.charSegments[0]!;
+    expect(segment2).not.toBe(lost);
+    expect(c.lent).toBe(c.charSegments.length + c.lenSegments.length); // a view per segment: the header, padding and values are not the cache's
+    for (const piece of second) returnView(piece);
+    expect(c.lent).toBe(0);
+    m.delete('key2');
+    const third = encode();
+    expect(c.charSegments).toEqual([segment2]);
+    expect(Buffer.from(joinParts(third)).equals(Buffer.from(encodeColumns([...m.keys()], [...m.values()])))).toBe(true);
+    for (const piece of third) returnView(piece);
+  });
+
   it('appends of any size, Latin-1 or UTF-16, short or long keys, keep exactly the characters and lengths appended, in at most 16 segments (seeded)', () => {
     const seed = testSeed('key column segments');
     const rng = new Rng(seed);
