@@ -68,7 +68,8 @@ export function encodeMapColumns(g: ReadonlyMap<NormKey, unknown>, enc?: (v: unk
  * copies), padding and the values. Why: the key columns are most of a block's bytes (8-character
  * keys and small numbers: ~80 %), and copying them into block memory was most of assembling a
  * block, in fresh memory at a job's first checkpoint. The views stay valid until written: a
- * cache never changes what it holds, it appends past it or starts new segments (key-column-cache.ts).
+ * cache never changes what it holds while a view of it is out (lent here, given back by the state
+ * file: returnView); it appends past it or starts new segments (key-column-cache.ts).
  */
 export function encodeMapColumnParts(g: ReadonlyMap<NormKey, unknown>, enc: ((v: unknown) => unknown) | undefined, alloc: Alloc, cache: KeyColumnCache | undefined): Uint8Array | Uint8Array[] {
   const n = g.size;
