@@ -12,9 +12,9 @@
 import { systemClock } from '../src/core/clock.ts';
 import { ValueStateDescriptor } from '../src/core/state.ts';
 import { HeapKeyedStateBackend } from '../src/state/heap/backend.ts';
-import type { KeyedStateSnapshot, SnapshotTarget } from '../src/state/backend.ts';
 import type { KeyGroupRange } from '../src/core/checkpoint-format.ts';
-import type { CheckpointStreamFactory, StateInputHandle, StateOutputStream } from '../src/core/state-streams.ts';
+import type { StateInputHandle } from '../src/core/state-streams.ts';
+import { MemoryStreams, writeSnapshot } from '../test/helpers/memory-streams.ts';
 
 const keys = Number(process.argv[2] ?? 1_000_000);
 const deltas = Number(process.argv[3] ?? 5);
@@ -23,46 +23,8 @@ const MAXP = 128;
 const FULL: KeyGroupRange = { start: 0, end: MAXP - 1 };
 const desc = new ValueStateDescriptor<number>('value');
 
-/** State files in memory. */
-class Files implements CheckpointStreamFactory {
-  readonly files = new Map<string, Buffer>();
-  async createStateStream(name: string): Promise<StateOutputStream> {
-    const chunks: Buffer[] = [];
-    return {
-      write: async (cs) => void cs.forEach((c) => chunks.push(Buffer.from(c))),
-      close: async () => {
-        const b = Buffer.concat(chunks);
-        this.files.set(name, b);
-        return b.length;
-      },
-      abort: async () => {},
-    };
-  }
-  input(name: string): StateInputHandle {
-    const bytes = this.files.get(name);
-    if (bytes === undefined) throw new Error(`no file ${name}`);
-    return { description: name, size: bytes.length, read: async (p, l) => bytes.subarray(p, p + l), close: async () => {} };
-  }
-}
-
-/** Drives a snapshot's steps as the task's scheduler would. */
-async function write(s: KeyedStateSnapshot, target: Omit<SnapshotTarget, 'wake'>): Promise<void> {
-  let woken = false;
-  let settled = false;
-  const p = s.write({ ...target, wake: () => (woken = true) });
-  p.then(() => (settled = true), () => (settled = true));
-  while (!settled) {
-    if (woken) {
-      woken = false;
-      while (s.step()) { /* steps until it waits for the stream */ }
-    }
-    await new Promise((r) => setImmediate(r));
-  }
-  await p;
-}
-
-const own = new Files();
-const shared = new Files();
+const own = new MemoryStreams();
+const shared = new MemoryStreams();
 const b = new HeapKeyedStateBackend(FULL, MAXP, systemClock, 'bench');
 const state = b.getValueState(desc);
 const values = new Float64Array(keys);
@@ -82,12 +44,12 @@ for (let id = 1; id <= deltas + 1; id++) {
       values[i] = id;
     }
   }
-  await write(b.snapshot(undefined, { checkpointId: id, incremental: settings }), { streams: own, streamName: `own-${id}`, shared: { streams: shared, streamName: `chain-${id}` } });
+  await writeSnapshot(b.snapshot(undefined, { checkpointId: id, incremental: settings }), own, `own-${id}`, undefined, { streams: shared, streamName: `chain-${id}` });
   b.notifyCheckpointComplete!(id);
   chain.push(`chain-${id}`);
 }
-await write(b.snapshot(undefined), { streams: own, streamName: 'full' });
-const sizeOf = (f: Files, names: string[]) => names.reduce((n, x) => n + f.files.get(x)!.length, 0);
+await writeSnapshot(b.snapshot(undefined), own, 'full');
+const sizeOf = (f: MemoryStreams, names: string[]) => names.reduce((n, x) => n + f.files.get(x)!.length, 0);
 console.log(`${keys} keys; full snapshot ${(sizeOf(own, ['full']) / 1e6).toFixed(1)} MB; chain of ${chain.length} files ${(sizeOf(shared, chain) / 1e6).toFixed(1)} MB (base ${(sizeOf(shared, [chain[0]!]) / 1e6).toFixed(1)} MB)`);
 
 async function restoreTimed(inputs: StateInputHandle[]): Promise<{ readMs: number; decodeMs: number }> {

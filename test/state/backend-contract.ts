@@ -19,86 +19,23 @@ import {
   AggregatingStateDescriptor, ListStateDescriptor, MapStateDescriptor, ReducingStateDescriptor, ValueStateDescriptor,
   type StateTtlConfig,
 } from '../../src/core/state.ts';
-import type { CheckpointStreamFactory, StateInputHandle, StateOutputStream } from '../../src/core/state-streams.ts';
+import type { CheckpointStreamFactory } from '../../src/core/state-streams.ts';
 import type { KeyGroupRange } from '../../src/core/checkpoint-format.ts';
 import type {
-  KeyedStateBackend, KeyedStateBackendFactory, KeyedStateHandle, KeyedStateSnapshot, KeyGroupBlock, KeyGroupBlockSource,
+  KeyedStateBackend, KeyedStateBackendFactory, KeyedStateHandle, KeyGroupBlock, KeyGroupBlockSource,
 } from '../../src/state/backend.ts';
 import { keyGroupOf, keyGroupRangeForSubtask, normalizeKey } from '../../src/state/key-groups.ts';
 import { StateFileWriter } from '../../src/checkpoint/state-file.ts';
 import { keyedBlockName } from '../../src/checkpoint/names.ts';
 import { encodeValue } from '../../src/core/codec.ts';
+import { MemoryStreams, writeSnapshot } from '../helpers/memory-streams.ts';
 
 export const MAXP = 128;
 export const FULL: KeyGroupRange = { start: 0, end: MAXP - 1 };
 export const TTL: StateTtlConfig = { ttlMs: 1000 };
 
-/** State streams in memory: name -> bytes once closed. */
-export class MemoryStreams implements CheckpointStreamFactory {
-  readonly files = new Map<string, Buffer>();
-  readonly aborted = new Set<string>();
-  readonly opened: string[] = [];
-
-  async createStateStream(name: string): Promise<StateOutputStream> {
-    if (this.files.has(name) || this.opened.includes(name)) throw new Error(`stream ${name} exists`);
-    this.opened.push(name);
-    const chunks: Buffer[] = [];
-    return {
-      write: async (cs) => {
-        for (const c of cs) chunks.push(Buffer.from(c)); // a copy: the writer's buffers are its own
-      },
-      close: async () => {
-        const bytes = Buffer.concat(chunks);
-        this.files.set(name, bytes);
-        return bytes.length;
-      },
-      abort: async () => {
-        this.aborted.add(name);
-      },
-    };
-  }
-
-  input(name: string): StateInputHandle {
-    const bytes = this.files.get(name);
-    if (bytes === undefined) throw new Error(`no stream ${name}`);
-    return {
-      description: `memory:${name}`,
-      size: bytes.length,
-      read: async (position, length) => {
-        if (position + length > bytes.length) throw new Error(`memory:${name} ends before byte ${position + length}`);
-        return bytes.subarray(position, position + length);
-      },
-      close: async () => {},
-    };
-  }
-}
-
-/**
- * Runs the asynchronous phase as the task would: step() while it has work, between
- * "batches"; `between` runs after every step that left more work (records flowing).
- * `shared`: where an incremental snapshot writes its base or delta file.
- */
-export async function writeSnapshot(
-  s: KeyedStateSnapshot,
-  streams: CheckpointStreamFactory,
-  name = 'op-0.state',
-  between: (step: number) => void = () => {},
-  shared?: { readonly streams: CheckpointStreamFactory; readonly streamName: string },
-): Promise<KeyedStateHandle> {
-  let woken = false;
-  let settled = false;
-  const result = s.write({ streams, streamName: name, ...(shared !== undefined ? { shared } : {}), wake: () => (woken = true) });
-  result.then(() => (settled = true), () => (settled = true));
-  let steps = 0;
-  while (!settled) {
-    if (woken) {
-      woken = false;
-      while (s.step()) between(steps++);
-    }
-    await new Promise((r) => setImmediate(r));
-  }
-  return result;
-}
+// In a module of their own (no vitest), so that benchmarks use them too.
+export { MemoryStreams, writeSnapshot };
 
 export const d = {
   value: new ValueStateDescriptor<{ n: number; tags: string[] }>('value'),

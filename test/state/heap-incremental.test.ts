@@ -10,7 +10,6 @@ import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../../src/core/clock.ts';
 import { Rng } from '../../src/core/random.ts';
 import { ListStateDescriptor, MapStateDescriptor, ReducingStateDescriptor, ValueStateDescriptor } from '../../src/core/state.ts';
-import type { CheckpointStreamFactory, StateInputHandle, StateOutputStream } from '../../src/core/state-streams.ts';
 import type { KeyGroupRange } from '../../src/core/checkpoint-format.ts';
 import type { IncrementalSettings, KeyedStateBackend, KeyedStateHandle, KeyedStateSnapshot, KeyGroupBlockSource, SnapshotTarget } from '../../src/state/backend.ts';
 import { HeapKeyedStateBackend } from '../../src/state/heap/backend.ts';
@@ -21,33 +20,12 @@ import { join } from 'node:path';
 import { afterAll } from 'vitest';
 import { mustMaterialize } from '../../src/state/heap/incremental.ts';
 import { keyGroupOf, normalizeKey } from '../../src/state/key-groups.ts';
+import { MemoryStreams } from '../helpers/memory-streams.ts';
 
 const MAXP = 32;
 const HALVES: KeyGroupRange[] = [{ start: 0, end: 15 }, { start: 16, end: 31 }];
 const FULL: KeyGroupRange = { start: 0, end: MAXP - 1 };
 const THIRDS: KeyGroupRange[] = [{ start: 0, end: 10 }, { start: 11, end: 21 }, { start: 22, end: 31 }];
-
-class MemoryStreams implements CheckpointStreamFactory {
-  readonly files = new Map<string, Buffer>();
-  async createStateStream(name: string): Promise<StateOutputStream> {
-    if (this.files.has(name)) throw new Error(`stream ${name} exists`);
-    const chunks: Buffer[] = [];
-    return {
-      write: async (cs) => void cs.forEach((c) => chunks.push(Buffer.from(c))),
-      close: async () => {
-        const b = Buffer.concat(chunks);
-        this.files.set(name, b);
-        return b.length;
-      },
-      abort: async () => {},
-    };
-  }
-  input(name: string): StateInputHandle {
-    const bytes = this.files.get(name);
-    if (bytes === undefined) throw new Error(`no stream ${name}`);
-    return { description: name, size: bytes.length, read: async (p, l) => bytes.subarray(p, p + l), close: async () => {} };
-  }
-}
 
 const value = new ValueStateDescriptor<number>('value');
 const obj = new ValueStateDescriptor<{ n: number }>('obj');

@@ -32,6 +32,13 @@ function encodeChecked(m: Map<NormKey, unknown>, c: KeyColumnCache, what: string
   return bytes;
 }
 
+/** A group map of `n` keys `${prefix}0`, `${prefix}1`, ... holding 0, 1, .... */
+function groupOfKeys(n: number, prefix: string): GroupMap {
+  const m = new GroupMap();
+  for (let i = 0; i < n; i++) m.set(prefix + i, i);
+  return m;
+}
+
 /** Every key of `desc` and its value in a heap backend restored from one state file. */
 async function restoredValues(file: StateInputHandle, desc: ValueStateDescriptor<number>, clock: ManualClock): Promise<Map<NormKey, number>> {
   const r = new HeapKeyedStateBackend(FULL, MAXP, clock, 'op');
@@ -78,8 +85,7 @@ describe('key column cache', () => {
   });
 
   it('a group that keeps gaining keys never has its cached column copied: 2 % more a snapshot for 20 snapshots keeps every segment, in few segments', () => {
-    const m = new GroupMap();
-    for (let i = 0; i < 10_000; i++) m.set('k' + i, i);
+    const m = groupOfKeys(10_000, 'k');
     const c = new KeyColumnCache();
     encodeChecked(m, c, 'filled');
     const firstChars = c.charSegments[0]!;
@@ -100,9 +106,8 @@ describe('key column cache', () => {
     expect(c.lenSegments.length).toBeLessThanOrEqual(5);
   });
 
-  it('a young group gaining 40 % keeps its first segment; a group filled afresh after a removal, or from a restored block, is one segment sized tight', () => {
-    const m = new GroupMap();
-    for (let i = 0; i < 5000; i++) m.set('key' + i, i);
+  it('a young group gaining 40 % keeps its first segment; a group filled afresh after a removal is one segment sized tight', () => {
+    const m = groupOfKeys(5000, 'key');
     const c = new KeyColumnCache();
     encodeChecked(m, c, 'first fill');
     const first = c.charSegments[0]!;
@@ -155,8 +160,7 @@ describe('key column cache', () => {
   });
 
   it('a group filled again after a removal reuses its segments once every view of them was written, and makes new ones while one is out', () => {
-    const m = new GroupMap();
-    for (let i = 0; i < 3000; i++) m.set('key' + i, i);
+    const m = groupOfKeys(3000, 'key');
     const c = new KeyColumnCache();
     const encode = (): Uint8Array[] => encodeMapColumnParts(m, undefined, (n) => new Uint8Array(n), c) as Uint8Array[];
     const first = encode();
@@ -181,8 +185,7 @@ describe('key column cache', () => {
   });
 
   it('views a file never gives back (it failed) hold up only the segments they saw: the next segments are reused once their own views are back', () => {
-    const m = new GroupMap();
-    for (let i = 0; i < 2000; i++) m.set('key' + i, i);
+    const m = groupOfKeys(2000, 'key');
     const c = new KeyColumnCache();
     const encode = (): Uint8Array[] => encodeMapColumnParts(m, undefined, (n) => new Uint8Array(n), c) as Uint8Array[];
     encode(); // a file that failed: its views never come back
@@ -264,8 +267,7 @@ describe('key column cache', () => {
   });
 
   it('after a delete, the table\'s renumbering (holes dropped as it grows) leaves the inserts unknown, not miscounted', () => {
-    const m = new GroupMap();
-    for (let i = 0; i < 100; i++) m.set('k' + i, i);
+    const m = groupOfKeys(100, 'k');
     const c = new KeyColumnCache();
     encodeChecked(m, c, 'first');
     m.delete('k5'); // a hole, and the tracking stops
