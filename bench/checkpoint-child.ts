@@ -75,6 +75,11 @@ export type ChildOutput =
       readonly kind: 'snapshot';
       /** runJob() to the last source subtask having emitted every key. */
       readonly buildMs: number;
+      /**
+       * The job's first checkpoint, taken before the others: it fills the heap backend's key
+       * column caches (key-column-cache.ts), which every later full snapshot reuses.
+       */
+      readonly first: CheckpointFigures;
       readonly checkpoints: readonly CheckpointFigures[];
       readonly savepoints: readonly CheckpointFigures[];
       readonly checkpointPath: string | undefined;
@@ -331,8 +336,10 @@ async function snapshot(spec: Extract<ChildSpec, { kind: 'snapshot' }>): Promise
   await events.until(() => events.emitted.size === spec.parallelism, 'the sources to emit every key', job.result);
   const buildMs = Math.max(...events.emitted.values()) - t0;
   const rssMb = process.memoryUsage().rss / 2 ** 20;
-  // Checkpoints and savepoints alternate (when there are both), one at a time.
+  // A first checkpoint, then checkpoints and savepoints alternate (when there are both), one at a time.
   const requested: { type: 'checkpoint' | 'savepoint'; ms: number; id?: number; location?: string }[] = [];
+  const firstCheckpoint = await checkpointNow(job.base);
+  requested.push({ type: 'checkpoint', ms: firstCheckpoint.ms, id: firstCheckpoint.id });
   for (let i = 0; i < Math.max(spec.checkpoints, spec.savepoints); i++) {
     if (i < spec.checkpoints) {
       const c = await checkpointNow(job.base);
@@ -349,10 +356,12 @@ async function snapshot(spec: Extract<ChildSpec, { kind: 'snapshot' }>): Promise
   check(lines.length === requested.length, `history has ${lines.length} completed entries, ${requested.length} were taken`);
   const cps: CheckpointFigures[] = [];
   const sps: CheckpointFigures[] = [];
+  let first: CheckpointFigures | undefined;
   lines.sort((a, b) => a.id - b.id).forEach((l, k) => {
     const req = requested[k]!;
     check(req.type === l.type && (req.id === undefined || req.id === l.id), `history entry ${l.id} (${l.type}) does not match request ${k} (${req.type})`);
-    (l.type === 'checkpoint' ? cps : sps).push(figures(l, req.ms));
+    if (k === 0) first = figures(l, req.ms);
+    else (l.type === 'checkpoint' ? cps : sps).push(figures(l, req.ms));
   });
   const sizes = new Set(lines.map((l) => l.stateSize));
   check(sizes.size === 1, `the snapshots of the same state differ in size: ${[...sizes].join(', ')}`);
@@ -372,7 +381,7 @@ async function snapshot(spec: Extract<ChildSpec, { kind: 'snapshot' }>): Promise
     keysInSavepoint = c.keys;
     check(c.keys === spec.keys && c.ranges === spec.parallelism, `savepoint ${savepointPath} holds ${c.keys} keys in ${c.ranges} state files, expected ${spec.keys} in ${spec.parallelism}`);
   }
-  return { kind: 'snapshot', buildMs, checkpoints: cps, savepoints: sps, checkpointPath, savepointPath, keysInCheckpoint, keysInSavepoint, rssMb, processCpuMs: cpuSince() };
+  return { kind: 'snapshot', buildMs, first: first!, checkpoints: cps, savepoints: sps, checkpointPath, savepointPath, keysInCheckpoint, keysInSavepoint, rssMb, processCpuMs: cpuSince() };
 }
 
 async function restore(spec: Extract<ChildSpec, { kind: 'restore' }>): Promise<ChildOutput> {

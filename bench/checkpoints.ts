@@ -177,6 +177,8 @@ interface SnapshotRun {
   readonly run: number;
   readonly buildMs: number;
   readonly rssMb: number;
+  /** The job's first checkpoint: it fills the key column caches that later full snapshots reuse. */
+  readonly first: CheckpointFigures;
   readonly checkpoints: readonly CheckpointFigures[];
   readonly savepoints: readonly CheckpointFigures[];
 }
@@ -315,12 +317,12 @@ export async function runCheckpointSuite(o: CheckpointSuiteOptions, m: Machine, 
         fixtures.set(configId(config), { dir, checkpoint: out.checkpointPath!, savepoint: out.savepointPath! });
         if (!measured) return;
         noise.push({ what: label, foreignCpu: meas.foreignCpu, attempts: meas.attempts });
-        snapshots.push({ keys, config, run, buildMs: out.buildMs, rssMb: out.rssMb, checkpoints: out.checkpoints, savepoints: out.savepoints });
+        snapshots.push({ keys, config, run, buildMs: out.buildMs, rssMb: out.rssMb, first: out.first, checkpoints: out.checkpoints, savepoints: out.savepoints });
         const busy = meas.foreignCpu === undefined ? '' : `  (others: ${(meas.foreignCpu * 100).toFixed(0)}% CPU)`;
         const cp = out.checkpoints.map((c) => fmtMs(c.endToEndMs)).join(' ');
         const sp = out.savepoints.map((c) => fmtMs(c.requestMs ?? c.endToEndMs)).join(' ');
         process.stdout.write(
-          `  snapshot     run ${run}/${runs}  ${fmtInt(keys)} keys ${configId(config)}  build ${fmtMs(out.buildMs)}, checkpoints ${cp}, savepoints ${sp}, ${fmtMB(out.checkpoints[0]!.stateSize)}${busy}\n`,
+          `  snapshot     run ${run}/${runs}  ${fmtInt(keys)} keys ${configId(config)}  build ${fmtMs(out.buildMs)}, first checkpoint ${fmtMs(out.first.endToEndMs)}, checkpoints ${cp}, savepoints ${sp}, ${fmtMB(out.first.stateSize)}${busy}\n`,
         );
       };
       if (o.parts.includes('snapshots')) {
@@ -415,7 +417,8 @@ interface ThroughputRow {
 interface SnapshotRow {
   readonly keys: number;
   readonly config: Config;
-  readonly type: 'checkpoint' | 'savepoint';
+  /** first: each run's first checkpoint (it fills the key column caches); checkpoint, savepoint: the ones after it. */
+  readonly type: 'first' | 'checkpoint' | 'savepoint';
   /** Medians over runs of each run's median. */
   readonly e2eMs: number;
   readonly requestMs: number;
@@ -486,8 +489,8 @@ function build(tp: readonly ThroughputRun[], snaps: readonly SnapshotRun[], rest
     for (const config of SNAPSHOT_CONFIGS) {
       const mine = snaps.filter((s) => s.keys === keys && s.config === config);
       if (mine.length === 0) continue;
-      for (const type of ['checkpoint', 'savepoint'] as const) {
-        const per = mine.map((s) => (type === 'checkpoint' ? s.checkpoints : s.savepoints));
+      for (const type of ['first', 'checkpoint', 'savepoint'] as const) {
+        const per = mine.map((s) => (type === 'first' ? [s.first] : type === 'checkpoint' ? s.checkpoints : s.savepoints));
         const runMedian = (f: (c: CheckpointFigures) => number) => median(per.map((cs) => median(cs.map(f))));
         snapshots.push({
           keys, config, type, e2eMs: runMedian((c) => c.endToEndMs), requestMs: runMedian((c) => c.requestMs ?? c.endToEndMs), syncMs: runMedian((c) => c.syncMs),
@@ -527,9 +530,10 @@ function targets(s: Summary): Target[] {
   }
   if (s.diskBytesPerSec !== undefined) {
     for (const r of s.snapshots) {
-      if (r.type !== 'checkpoint') continue;
+      if (r.type === 'savepoint') continue;
       const x = r.writeSpeed / s.diskBytesPerSec;
-      out.push({ text: `Checkpoint write speed, ${fmtInt(r.keys)} keys, ${configName(r.config)}: ≥ 0.5× the disk's`, measured: `${fmtMB(r.writeSpeed)}/s = ${fmtX(x)} the disk`, met: x >= 0.5 });
+      const which = r.type === 'first' ? 'A job\'s first checkpoint (filling the key column caches)' : 'Checkpoint';
+      out.push({ text: `${which} write speed, ${fmtInt(r.keys)} keys, ${configName(r.config)}: ≥ 0.5× the disk's`, measured: `${fmtMB(r.writeSpeed)}/s = ${fmtX(x)} the disk`, met: x >= 0.5 });
     }
   }
   return out;
@@ -547,7 +551,7 @@ function markdown(
   const sized = [...new Set([...s.snapshots.map((r) => r.keys), ...s.restores.map((r) => r.keys)])];
   for (const k of sized) {
     const what: string[] = [];
-    if (s.snapshots.some((r) => r.keys === k)) what.push(`${p.sizeRuns(k)} run(s) of ${p.perRun(k)} checkpoints and ${p.perRun(k)} savepoints per configuration`);
+    if (s.snapshots.some((r) => r.keys === k)) what.push(`${p.sizeRuns(k)} run(s) of a first checkpoint, then ${p.perRun(k)} checkpoints and ${p.perRun(k)} savepoints per configuration`);
     if (s.restores.some((r) => r.keys === k)) what.push(`${p.sizeRuns(k)} run(s) per restore`);
     counts.push(`${fmtInt(k)} keys: ${what.join(', ')}`);
   }
@@ -573,14 +577,14 @@ function markdown(
     lines.push('');
   }
   if (s.snapshots.length > 0) {
-    lines.push('**Checkpoints and savepoints of N keys** (taken one at a time once every key exists, the job otherwise idle; duration and phases from checkpoint-history.jsonl, phases the maximum over subtasks; the REST time is from the request to the response saying it completed):');
+    lines.push('**Checkpoints and savepoints of N keys** (taken one at a time once every key exists, the job otherwise idle; duration and phases from checkpoint-history.jsonl, phases the maximum over subtasks; the REST time is from the request to the response saying it completed). Each run takes a first checkpoint, which reads every key to fill the heap backend\'s key column caches, then checkpoints and savepoints in turn, which reuse them: the rows "checkpoint" and "savepoint" compare like with like.');
     lines.push('');
     lines.push('| Keys | Taken at | Kind | End-to-end | REST request | Sync phase | Async phase | State size | Write speed (size ÷ async) | ÷ disk | Runs (end-to-end) |');
     lines.push('|---:|---|---|---:|---:|---:|---:|---:|---:|---:|---|');
     for (const r of s.snapshots) {
       const vsDisk = s.diskBytesPerSec === undefined ? '–' : fmtX(r.writeSpeed / s.diskBytesPerSec);
       lines.push(
-        `| ${fmtInt(r.keys)} | ${configName(r.config)} | ${r.type} | ${fmtMs(r.e2eMs)} | ${fmtMs(r.requestMs)} | ${fmtMs(r.syncMs)} | ${fmtMs(r.asyncMs)} | ${fmtMB(r.stateSize)} | ${fmtMB(r.writeSpeed)}/s | ${vsDisk} | ${secs(r.runs)} |`,
+        `| ${fmtInt(r.keys)} | ${configName(r.config)} | ${r.type === 'first' ? 'first checkpoint' : r.type} | ${fmtMs(r.e2eMs)} | ${fmtMs(r.requestMs)} | ${fmtMs(r.syncMs)} | ${fmtMs(r.asyncMs)} | ${fmtMB(r.stateSize)} | ${fmtMB(r.writeSpeed)}/s | ${vsDisk} | ${secs(r.runs)} |`,
       );
     }
     lines.push('');
