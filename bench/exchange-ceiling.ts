@@ -16,6 +16,8 @@
  * 2-worker job does.
  *
  *   node bench/ts-entry.mjs bench/exchange-ceiling.ts [--runs N] [--records N] [--keys N]
+ * (the throughput suite of bench/run.ts measures the last two beside weir's 2 workers ÷ 1:
+ * measureExchangeCeiling).
  *
  * Checked: every job's running counts (its partial results, bench/workloads.ts) add up to its
  * records, and the halves' to the whole's records.
@@ -82,6 +84,30 @@ function measure(mode: Mode, whole: Size): number {
   const { outputs } = outputsIn(r.stderr);
   if (outputs !== whole.n) throw new Error(`exchange-ceiling: ${mode} emitted ${outputs} running counts, expected ${whole.n}`);
   return (JSON.parse(line.slice(mark.length)) as { ms: number }).ms;
+}
+
+export interface ExchangeCeiling {
+  /** Median ms of the 1-worker job in one thread over the whole input. */
+  readonly oneMs: number;
+  /** Median ms of two 1-worker jobs at once in two threads, each over half the records and keys. */
+  readonly twoMs: number;
+  readonly ratio: number;
+}
+
+/** Weir's two threads without the exchange against one, `runs` times alternated; every run's outputs checked. */
+export function measureExchangeCeiling(whole: Size, runs: number, progress: (line: string) => void = () => {}): ExchangeCeiling {
+  const one: number[] = [];
+  const two: number[] = [];
+  for (let run = 0; run < runs; run++) {
+    for (const mode of run % 2 === 0 ? (['thread', 'split'] as const) : (['split', 'thread'] as const)) {
+      const t = measure(mode, whole);
+      (mode === 'thread' ? one : two).push(t);
+      progress(`  exchange-ceiling run ${run + 1}/${runs}  ${mode === 'thread' ? 'weir in 1 thread ' : 'weir in 2 threads'} ${t.toFixed(0).padStart(6)} ms`);
+    }
+  }
+  const oneMs = median(one);
+  const twoMs = median(two);
+  return { oneMs, twoMs, ratio: oneMs / twoMs };
 }
 
 async function main(): Promise<void> {
