@@ -23,14 +23,13 @@
  * records, and the halves' to the whole's records.
  */
 import { spawnSync } from 'node:child_process';
-import { resolve } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { isMainThread, parentPort, workerData } from 'node:worker_threads';
+import { parentPort } from 'node:worker_threads';
 import { runJob } from 'weir';
 import { fmtX, machine, machineLine, median, sourceRevision } from './harness.ts';
-import { arriveAndWait, runTogether, type Gated } from './thread-gate.ts';
+import { arriveAndWait, runAsScriptOrThread, runTogether, type Gated } from './thread-gate.ts';
 import { FULL_SIZES, PARTIAL_MARK, RESULT_MARK, type Size } from './workloads.ts';
 
 const JOB = fileURLToPath(new URL('./jobs/word-count.ts', import.meta.url));
@@ -151,14 +150,4 @@ const LABELS: Record<Mode, string> = {
   split: 'two 1-worker jobs at once in two threads (half the records and keys each)',
 };
 
-const isScript = isMainThread && process.argv[1] !== undefined && fileURLToPath(import.meta.url) === resolve(process.argv[1]);
-if (isScript) {
-  main().catch((e: unknown) => {
-    process.stderr.write(`${e instanceof Error ? e.stack : String(e)}\n`);
-    process.exit(1);
-  });
-} else if (!isMainThread) {
-  threadMain(workerData as Size & Gated).catch((e: unknown) => {
-    throw e;
-  });
-}
+runAsScriptOrThread<Size>(import.meta.url, main, threadMain);

@@ -12,14 +12,13 @@
  */
 import { spawnSync } from 'node:child_process';
 import { parseArgs } from 'node:util';
-import { isMainThread, parentPort, workerData } from 'node:worker_threads';
+import { parentPort } from 'node:worker_threads';
 import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
-import { resolve } from 'node:path';
 import { loop } from './baselines/loop.ts';
 import { FULL_SIZES, JOB_IDS, QUICK_SIZES, type JobId, type Result, type Size } from './workloads.ts';
 import { fmtX, machine, machineLine, median, sourceRevision } from './harness.ts';
-import { arriveAndWait, runTogether, type Gated } from './thread-gate.ts';
+import { arriveAndWait, runAsScriptOrThread, runTogether, type Gated } from './thread-gate.ts';
 
 interface ThreadJob {
   readonly job: JobId;
@@ -117,16 +116,4 @@ async function main(): Promise<void> {
   process.stdout.write(`${rows.join('\n')}\n`);
 }
 
-// Run as a script (not when bench/run.ts imports measureCeiling).
-const isScript = isMainThread && process.argv[1] !== undefined && fileURLToPath(import.meta.url) === resolve(process.argv[1]);
-
-if (isScript) {
-  main().catch((e: unknown) => {
-    process.stderr.write(`${e instanceof Error ? e.stack : String(e)}\n`);
-    process.exit(1);
-  });
-} else if (!isMainThread) {
-  threadMain(workerData as ThreadJob & Gated).catch((e: unknown) => {
-    throw e;
-  });
-}
+runAsScriptOrThread<ThreadJob>(import.meta.url, main, threadMain);

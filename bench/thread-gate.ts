@@ -5,8 +5,9 @@
  * two (bench/parallel-ceiling.ts, bench/nexmark/plain-threads.ts).
  */
 import { performance } from 'node:perf_hooks';
+import { resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { Worker } from 'node:worker_threads';
+import { isMainThread, Worker, workerData } from 'node:worker_threads';
 
 /** How long threads may take to load, and to see the go signal. */
 const WAIT_MS = 60_000;
@@ -53,5 +54,23 @@ export async function runTogether<D extends object, R>(script: URL, data: readon
     return { ms: performance.now() - t0, reports: done };
   } finally {
     await Promise.all(workers.map((w) => w.terminate()));
+  }
+}
+
+/**
+ * The entry of a module that is both a script and the gated threads' code (the ceilings): run as
+ * `node .../script.ts`, it runs `main` (a failure: its stack, exit 1); in a worker thread started
+ * by runTogether, `threadMain` with the thread's data; imported (bench/run.ts), nothing.
+ */
+export function runAsScriptOrThread<D>(moduleUrl: string, main: () => Promise<void>, threadMain: (d: D & Gated) => Promise<void>): void {
+  if (isMainThread && process.argv[1] !== undefined && fileURLToPath(moduleUrl) === resolve(process.argv[1])) {
+    main().catch((e: unknown) => {
+      process.stderr.write(`${e instanceof Error ? e.stack : String(e)}\n`);
+      process.exit(1);
+    });
+  } else if (!isMainThread) {
+    threadMain(workerData as D & Gated).catch((e: unknown) => {
+      throw e;
+    });
   }
 }
