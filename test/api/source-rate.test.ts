@@ -66,8 +66,11 @@ class SteppingClock extends ManualClock {
   }
 }
 
-/** A bounded source of `perSubtask` numbers per subtask (subtask s emits s*1e6, s*1e6+1, ...); counts what each subtask emitted and each poll's allowance. */
-function counting(perSubtask: number, subtasks: number) {
+/**
+ * A bounded source of `perSubtask` numbers per subtask (subtask s emits s*1e6, s*1e6+1, ...); counts what each subtask emitted and each poll's allowance.
+ * `reports`: its reader reports each poll's count (reportsCollected), so the runtime counts per poll, not per record.
+ */
+function counting(perSubtask: number, subtasks: number, reports = false) {
   const emitted = new Array<number>(subtasks).fill(0);
   const polls: number[][] = Array.from({ length: subtasks }, () => []);
   const source: Source<number, SourceSplit> = {
@@ -77,10 +80,13 @@ function counting(perSubtask: number, subtasks: number) {
     createReader: (ctx) => {
       const s = ctx.subtaskIndex;
       return {
+        reportsCollected: reports,
         addSplits() {},
         poll(out, max) {
           polls[s]!.push(max);
+          const before = emitted[s]!;
           for (let i = 0; i < max && emitted[s]! < perSubtask; i++) out.collect(s * 1_000_000 + emitted[s]!++);
+          if (reports) out.collected?.(emitted[s]! - before);
           return emitted[s]! < perSubtask ? 'more' : 'end';
         },
         snapshotSplits: () => [],
@@ -149,6 +155,34 @@ describe('source rate limit', () => {
     expect(polls[0]!.slice(5)).toEqual([BATCH]); // a full batch allowed: the remaining 972 records, and the end
     expect(r.collected<number>()).toEqual(Array.from({ length: 3000 }, (_, i) => i));
     expect(clock.sourceTimers()).toBe(0);
+  });
+
+  it('a reader that reports each poll\'s count is paced the same, with record counters on or off (the limiter reads the reported count)', async () => {
+    for (const recordCounters of [true, false]) {
+      const clock = new SteppingClock(T0);
+      const { source, emitted, polls } = counting(3000, 1, true);
+      const job = runJob(
+        defineJob((env) => void env.fromSource(source, { ratePerSecond: 100 }).map((x) => x).collect()),
+        { workers: 1, parallelism: 1, clock, stdout: () => {}, recordCounters },
+      );
+      const asleep = (what: string) => clock.when(() => clock.sourceTimers() === 1, job, what);
+      await asleep('the first sleep');
+      expect(emitted).toEqual([1]);
+      clock.advanceTo(T0 + 250);
+      await asleep('the sleep after 250 ms');
+      expect(emitted).toEqual([allowed(100, 250)]);
+      expect(polls[0]).toEqual([1, 25]);
+      clock.advanceTo(T0 + 20_270);
+      await asleep('the sleep after 20.27 s');
+      expect(emitted).toEqual([allowed(100, 20_270)]);
+      expect(polls[0]).toEqual([1, 25, BATCH, 2028 - 26 - BATCH]);
+      clock.advanceTo(T0 + 100_000);
+      const r = await job;
+      expect(r.status).toBe('FINISHED');
+      expect(r.collected<number>()).toEqual(Array.from({ length: 3000 }, (_, i) => i));
+      // Counted per poll from the reports, exactly; nothing when records are not counted.
+      expect(r.progress.recordsIn).toBe(recordCounters ? 3000 : 0);
+    }
   });
 
   it('at parallelism 2 with a split per subtask each subtask gets half the rate: 100 records/s is 50 per subtask', async () => {

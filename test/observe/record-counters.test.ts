@@ -144,6 +144,22 @@ describe('record counters on and off', () => {
     ]]);
   });
 
+  it('sources whose readers report each poll\'s count (generator, collection) count exactly, into a chain and into a keyBy, over many polls', async () => {
+    // More records than a poll's batch, so the per-poll counts add up over several polls; the
+    // collection's one reader and the generator's two lanes each report their own.
+    const values = Array.from({ length: 5_000 }, (_, i) => i);
+    const { operators } = await operatorCounts((env) => {
+      env.fromCollection(values).name('collection').filter((x) => x % 2 === 0).collect('evens');
+      env.fromGenerator((i) => i, { count: 7_001, lanes: 2 }).name('lanes').keyBy((x) => x % 7).reduce((a, b) => a + b).collect('sums');
+    });
+    const flat = operators.flat();
+    const find = (name: string) => flat.find((o) => o[0] === name);
+    expect(find('collection')).toEqual(['collection', 5_000, 5_000]);
+    expect(find('Filter')).toEqual(['Filter', 5_000, 2_500]);
+    expect(find('lanes')).toEqual(['lanes', 7_001, 7_001]);
+    expect(find('Reduce')).toEqual(['Reduce', 7_001, 7_001]);
+  });
+
   it('off: the status line says records are not counted instead of showing 0 records/s', () => {
     const p = { ...NO_PROGRESS, elapsedMs: 10_000, recordCounters: false };
     expect(statusText(p, undefined)).toContain('records not counted (--record-counters off)');

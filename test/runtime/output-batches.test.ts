@@ -134,3 +134,53 @@ describe('Output batches', () => {
     expect([out.count, side.count, out.countWithSides]).toEqual([7, 3, 10]);
   });
 });
+
+/** A chained target taking single records (record-at-a-time mode). */
+class Single implements BatchConsumer {
+  readonly seen: unknown[] = [];
+  processBatch(batch: Batch): void {
+    this.seen.push(...batch.values);
+  }
+  processRecord(value: unknown): void {
+    this.seen.push(value);
+  }
+  flush(): void {}
+  processWatermark(): void {}
+  processWatermarkStatus(): void {}
+  endInput(): void {}
+}
+
+describe('Output.countOutside (a source whose reader reports its polls\' counts)', () => {
+  it('stops counting on every path, record-at-a-time (one and several targets) and batch mode, and says whether the owner must count', () => {
+    const one = new Output([new Single()], new Map(), 4, true);
+    const many = new Output([new Single(), new Single()], new Map(), 4, true);
+    const batched = new Output([new Collecting()], new Map(), 4, true);
+    for (const out of [one, many, batched]) {
+      expect(out.countOutside()).toBe(true);
+      for (let i = 0; i < 10; i++) out.emit(i, 0);
+      out.flush();
+      expect(out.count).toBe(0); // the owner adds the reported counts
+      out.count += 10;
+      expect(out.count).toBe(10);
+    }
+    expect((one.targets[0] as Single).seen).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    expect((many.targets[1] as Single).seen).toHaveLength(10);
+    expect((batched.targets[0] as Collecting).batches.flatMap((b) => b.values)).toHaveLength(10);
+  });
+
+  it('an output that does not count (record counters off) leaves it so: the owner must not count either', () => {
+    const out = new Output([new Single()], new Map(), 4, false);
+    expect(out.countOutside()).toBe(false);
+    out.emit(1, 0);
+    expect(out.count).toBe(0);
+  });
+
+  it('refuses once records were handed on: counts taken per record and per poll would mix', () => {
+    const out = new Output([new Single()], new Map(), 4, true);
+    out.emit(1, 0);
+    expect(() => out.countOutside()).toThrow('Output.countOutside: records were already handed on');
+    const batched = new Output([new Collecting()], new Map(), 4, true);
+    batched.emit(1, 0); // collected, not yet handed on
+    expect(() => batched.countOutside()).toThrow('Output.countOutside: records were already handed on');
+  });
+});

@@ -1,5 +1,5 @@
 /** A bounded source over values given in the job module; one reader, position = next index. */
-import type { PollStatus, Source, SourceOutput, SourceReader, SourceSplit } from '../../core/source.ts';
+import type { PollStatus, ReaderOutput, Source, SourceReader, SourceSplit } from '../../core/source.ts';
 
 export interface CollectionSplit extends SourceSplit {
   next: number;
@@ -20,8 +20,10 @@ export class CollectionSource<T> implements Source<T, CollectionSplit> {
     const tsOf = this.timestamps;
     let splits: CollectionSplit[] = [];
     return {
+      // Each poll that collects ends with out.collected(n): the runtime counts per poll.
+      reportsCollected: true,
       addSplits: (s) => void (splits = splits.concat(s.map((x) => ({ ...x })))),
-      poll(out: SourceOutput<T>, max: number): PollStatus {
+      poll(out: ReaderOutput<T>, max: number): PollStatus {
         const s = splits[0];
         if (s === undefined || s.next >= values.length) return 'end';
         const end = Math.min(values.length, s.next + max);
@@ -29,6 +31,7 @@ export class CollectionSource<T> implements Source<T, CollectionSplit> {
           const v = values[i]!;
           out.collect(v, tsOf ? tsOf(v) : undefined);
         }
+        out.collected?.(end - s.next);
         s.next = end;
         return end < values.length ? 'more' : 'end';
       },

@@ -65,6 +65,8 @@ export class GeneratorSource<T> implements Source<T, GeneratorSplit> {
 }
 
 class GeneratorReader<T> implements SourceReader<T, GeneratorSplit> {
+  /** Each poll ends with out.collected(produced): the runtime counts per poll. */
+  readonly reportsCollected = true;
   private splits: GeneratorSplit[] = [];
   private current = 0;
   private readonly rng = new Rng();
@@ -124,6 +126,7 @@ class GeneratorReader<T> implements SourceReader<T, GeneratorSplit> {
     split.next = i;
     this.emitted += produced;
     this.current = (this.current + 1) % splits.length;
+    out.collected?.(produced);
     return 'more';
   }
 

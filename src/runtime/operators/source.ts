@@ -117,6 +117,8 @@ export class SourceOperator extends StreamOperator implements ReaderOutput<unkno
         log: (line) => env.services.log(`source "${this.source.name}" (subtask ${env.taskInfo.subtaskIndex + 1}/${env.taskInfo.parallelism}): ${line}`),
         sendSourceEvent: (event) => env.services.sourceEvent?.(env.taskInfo.operatorId, env.taskInfo.subtaskIndex, event),
       });
+      // A reader that reports each poll's count is counted per poll (collected), not per record.
+      this.countsReported = this.reader.reportsCollected === true && this.output.countOutside();
       const w = this.watermarks;
       if (w !== undefined) {
         const now = env.clock.now();
@@ -222,6 +224,17 @@ export class SourceOperator extends StreamOperator implements ReaderOutput<unkno
   }
 
   // ---- ReaderOutput
+
+  /** The reader reports its polls' counts and the output no longer counts (setUp): they are added here. */
+  private countsReported = false;
+
+  collected(records: number): void {
+    if (!this.countsReported) return;
+    if (!(Number.isSafeInteger(records) && records >= 0)) {
+      throw new Error(`source "${this.source.name}": its reader reported ${String(records)} records collected in a poll; expected a count`);
+    }
+    this.output.count += records;
+  }
 
   forSplit(splitId: string): SourceOutput<unknown> {
     let out = this.splitOutputs.get(splitId);
