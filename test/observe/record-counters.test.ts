@@ -151,6 +151,9 @@ describe('record counters on and off', () => {
     const { operators } = await operatorCounts((env) => {
       env.fromCollection(values).name('collection').filter((x) => x % 2 === 0).collect('evens');
       env.fromGenerator((i) => i, { count: 7_001, lanes: 2 }).name('lanes').keyBy((x) => x % 7).reduce((a, b) => a + b).collect('sums');
+      // Event time per split: records go through each lane's split output, the count through the reader's.
+      const stamped = WatermarkStrategy.forMonotonousTimestamps<number>().withTimestampAssigner((x) => x);
+      env.fromGenerator((i) => i, { count: 3_001, lanes: 3, watermarks: stamped }).name('stamped lanes').map((x) => x + 1).collect('stamped');
     });
     const flat = operators.flat();
     const find = (name: string) => flat.find((o) => o[0] === name);
@@ -158,6 +161,7 @@ describe('record counters on and off', () => {
     expect(find('Filter')).toEqual(['Filter', 5_000, 2_500]);
     expect(find('lanes')).toEqual(['lanes', 7_001, 7_001]);
     expect(find('Reduce')).toEqual(['Reduce', 7_001, 7_001]);
+    expect(find('stamped lanes')).toEqual(['stamped lanes', 3_001, 3_001]);
   });
 
   it('off: the status line says records are not counted instead of showing 0 records/s', () => {
