@@ -4,7 +4,7 @@
  * server at 5432 has max_prepared_transactions = 0).
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -50,6 +50,31 @@ export interface Cluster {
   stop(): void;
 }
 
+/** Attempts at starting the server, each on a port found free just before. */
+const START_ATTEMPTS = 5;
+
+/**
+ * Starts the cluster in `data` on a free port and returns the port. A port found free can be
+ * taken by another process before the server binds it (initdb runs between, and the suite's
+ * files run in parallel): the server then fails with "Address already in use" (seen once in a
+ * full run). That case is retried on another port; any other failure is thrown as it is.
+ */
+async function startOnFreePort(run: (args: string[]) => void, data: string, dir: string): Promise<number> {
+  const log = join(dir, 'log');
+  for (let attempt = 1; ; attempt++) {
+    const port = await freePort();
+    try {
+      run([`${BIN}/pg_ctl`, '-D', data, '-l', log, '-w', '-t', '120', '-o',
+        `-p ${port} -c listen_addresses=127.0.0.1 -c unix_socket_directories=${dir} -c max_prepared_transactions=16 -c fsync=off`, 'start']);
+      return port;
+    } catch (e) {
+      const taken = existsSync(log) && /Address already in use/.test(readFileSync(log, 'utf8'));
+      if (!taken || attempt >= START_ATTEMPTS) throw e;
+      writeFileSync(log, ''); // the next attempt's log alone decides
+    }
+  }
+}
+
 /**
  * Starts a throwaway PostgreSQL 15 cluster on a free port with max_prepared_transactions = 16,
  * as the `postgres` user when run as root (the server refuses root). Trust auth on 127.0.0.1,
@@ -60,7 +85,6 @@ export async function startCluster(o: { passwordUser?: { readonly user: string; 
   const dir = mkdtempSync(join(tmpdir(), 'weir-pg-'));
   chmodSync(dir, 0o777);
   const data = join(dir, 'data');
-  const port = await freePort();
   const asUser = process.getuid?.() === 0 ? ['runuser', '-u', 'postgres', '--'] : [];
   const run = (args: string[]) => {
     const [cmd, ...rest] = [...asUser, ...args];
@@ -75,8 +99,7 @@ export async function startCluster(o: { passwordUser?: { readonly user: string; 
     const hba = join(data, 'pg_hba.conf');
     writeFileSync(hba, `host all ${pu.user} 127.0.0.1/32 scram-sha-256\n${readFileSync(hba, 'utf8')}`);
   }
-  run([`${BIN}/pg_ctl`, '-D', data, '-l', join(dir, 'log'), '-w', '-t', '120', '-o',
-    `-p ${port} -c listen_addresses=127.0.0.1 -c unix_socket_directories=${dir} -c max_prepared_transactions=16 -c fsync=off`, 'start']);
+  const port = await startOnFreePort(run, data, dir);
   const url = `postgres://postgres@127.0.0.1:${port}/postgres`;
   if (pu !== undefined) await sql(url, `CREATE ROLE ${pu.user} LOGIN PASSWORD '${pu.password}'; GRANT ALL ON SCHEMA public TO ${pu.user}`);
   return {
